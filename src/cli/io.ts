@@ -1,0 +1,16 @@
+// What a command may touch of the process: main.ts builds it from process.* and is the only file
+// that reads argv, env, signals or exit codes.
+
+export interface CliIo {
+  readonly stdout: { write(text: string): unknown };
+  readonly stderr: { write(text: string): unknown };
+  readonly env: Readonly<Record<string, string | undefined>>;
+  readonly cwd: string;
+  /** Aborted on SIGTERM/SIGINT; long-running commands drain and return when it fires. */
+  readonly signal: AbortSignal;
+  /** Epoch milliseconds. */
+  readonly now: () => number;
+}
+
+/** A subcommand: parses its own arguments, returns the process exit code. */
+export type Command = (argv: readonly string[], io: CliIo) => Promise<number>;

@@ -1,0 +1,101 @@
+// The one catalogue of error and problem codes. Codes are stable and never reused; tests match on
+// codes, never messages. The README's error table lists exactly these codes (a unit test checks it).
+
+export const ERROR_CODES = {
+  // configuration and CLI
+  CONFIG_INVALID: 'configuration failed validation; issues lists every problem',
+  USAGE: 'the command line was not understood; the message says what was expected',
+  // policy loading (POLICY_INVALID carries every problem; each problem has one of the POLICY_* codes below)
+  POLICY_INVALID: 'policy failed validation; issues lists every problem',
+  POLICY_UNREADABLE: 'the policy file could not be read',
+  POLICY_YAML_SYNTAX: 'the file is not valid YAML',
+  POLICY_VERSION: 'version must be exactly 1',
+  POLICY_UNKNOWN_KEY: 'a key that the policy schema does not define (typos fail the load)',
+  POLICY_TYPE: 'a value has the wrong type (map, list, string, number, boolean)',
+  POLICY_RESERVED_KEY: 'policy keys starting with _provider_ are reserved',
+  POLICY_MIDDLEWARES_UNSUPPORTED: 'network_middlewares is not supported by boundary',
+  POLICY_ENDPOINTS_EMPTY: 'a policy entry needs at least one endpoint',
+  POLICY_HOST_REQUIRED: 'an endpoint needs host unless allowed_ips is set',
+  POLICY_HOST_INVALID: 'host is not a valid hostname or IP literal',
+  POLICY_HOST_WILDCARD: 'host wildcard outside the allowed grammar (reference 3.2)',
+  POLICY_PORT_INVALID: 'port must be an integer 1-65535',
+  POLICY_PORT_REQUIRED: 'an endpoint needs port or ports',
+  POLICY_PROTOCOL_INVALID: 'protocol is not one of tcp, rest, websocket, graphql, mcp, json-rpc',
+  POLICY_TLS_INVALID: 'tls must be skip (terminate and passthrough are deprecated no-ops)',
+  POLICY_TLS_WITH_PROTOCOL: 'tls: skip cannot be combined with a request protocol',
+  POLICY_ENFORCEMENT_INVALID: 'enforcement must be enforce or audit',
+  POLICY_ACCESS_INVALID: 'access must be read-only, read-write or full, and is not allowed for mcp or json-rpc',
+  POLICY_ACCESS_AND_RULES: 'access and rules are mutually exclusive',
+  POLICY_RULES_REQUIRED: 'this protocol needs rules or access',
+  POLICY_RULES_EMPTY: 'rules: [] is rejected; omit it or list rules',
+  POLICY_RULES_NO_ALLOW: 'a rules list in which no entry has allow would deny everything',
+  POLICY_DENY_RULES_EMPTY: 'deny_rules: [] is rejected',
+  POLICY_DENY_RULES_REQUIREMENTS: 'deny_rules need a protocol and rules or access',
+  POLICY_RULE_INVALID: 'a rule has a bad method, path or query matcher',
+  POLICY_PATH_INVALID: 'an endpoint path selector is not a valid glob',
+  POLICY_TCP_L7_FIELD: 'protocol tcp does not accept L7 fields',
+  POLICY_TCP_HOST: 'protocol tcp needs a DNS hostname (no IP literal, no trailing dot)',
+  POLICY_ALLOWED_IPS_INVALID: 'an allowed_ips entry is not an IP or CIDR',
+  POLICY_ALLOWED_IPS_LOOPBACK: 'allowed_ips overlaps an always-blocked range (loopback, link-local, unspecified) or is 0.0.0.0/0',
+  POLICY_ALLOWED_IPS_HOST_BITS: 'an allowed_ips CIDR has bits set past its prefix',
+  POLICY_SIGNING_INVALID: 'credential_signing needs signing_service and excludes request_body_credential_rewrite',
+  POLICY_BODY_REWRITE_INVALID: 'request_body_credential_rewrite is valid on rest endpoints only',
+  POLICY_UNINSPECTED_CREDENTIALS: 'a credentialed endpoint must be inspectable unless allow_uninspected_credentials is set',
+  POLICY_AMBIGUOUS: 'endpoints that can match the same host and port disagree on tls, allowed_ips, protocol, enforcement or credentials',
+  POLICY_BINARY_INVALID: 'a binaries entry is not an absolute path or valid glob',
+  POLICY_MCP_INVALID: 'mcp endpoint settings are invalid (rules, host, port or options)',
+  POLICY_JSON_RPC_INVALID: 'json-rpc endpoints need rules with allow.method',
+  POLICY_GRAPHQL_INVALID: 'graphql rule or option is invalid',
+  // policy warnings: the load succeeds; policy check prints them
+  POLICY_WARN_AUDIT_DEFAULT: 'an L7 endpoint relies on the default audit enforcement; violations are logged, not blocked',
+  POLICY_WARN_PORT_AND_PORTS: 'both port and ports are set; ports wins',
+  POLICY_WARN_TLS_DEPRECATED: 'tls terminate/passthrough are deprecated no-ops',
+  POLICY_WARN_ALLOWED_IPS_BROAD: 'an allowed_ips entry is broader than /16',
+  POLICY_WARN_RULES_WITHOUT_PROTOCOL: 'access or rules without protocol have no effect',
+  POLICY_WARN_PUBLIC_SUFFIX: 'a wildcard whose fixed suffix is a public suffix',
+  POLICY_WARN_UNSUPPORTED_L7: 'graphql/mcp/json-rpc are not inspected yet; requests are denied unless REST rules also allow',
+  POLICY_WARN_NOT_ENFORCED: 'filesystem_policy, landlock and process are accepted but not enforced by boundary',
+  // network and addresses
+  ADDRESS_INVALID: 'a host, IP literal, CIDR or host:port failed to parse',
+  // upstream
+  UPSTREAM_CONNECT_TIMEOUT: 'upstream did not accept within CONNECT_TIMEOUT_MS',
+  UPSTREAM_CONNECT_REFUSED: 'upstream refused the connection',
+  UPSTREAM_UNREACHABLE: 'no validated upstream address could be reached',
+  // DNS
+  DNS_TIMEOUT: 'the upstream DNS server gave no answer in time',
+  DNS_MALFORMED: 'a DNS message failed to decode',
+  MESSAGE_TOO_LARGE: 'a DNS or control message exceeded its named limit',
+  // PKI
+  PKI_INVALID: 'a certificate or key could not be loaded or does not match',
+  // control channel
+  CONTROL_HANDSHAKE_FAILED: 'mTLS to the supervisor failed verification',
+  CONTROL_MESSAGE_INVALID: 'a control message failed to decode or validate',
+  // credentials
+  CREDENTIALS_INVALID: 'credentials file failed validation; issues lists every problem',
+} as const;
+
+export type ErrorCode = keyof typeof ERROR_CODES;
+
+/** One problem found while validating input: where it is, what code, what is wrong. */
+export interface Issue {
+  readonly code: ErrorCode;
+  readonly path: string;
+  readonly message: string;
+  readonly line?: number;
+  readonly column?: number;
+}
+
+export class BoundaryError extends Error {
+  override readonly name = 'BoundaryError';
+  readonly code: ErrorCode;
+  readonly issues: readonly Issue[];
+  constructor(code: ErrorCode, message: string, options?: ErrorOptions & { issues?: readonly Issue[] }) {
+    super(message, options);
+    this.code = code;
+    this.issues = options?.issues ?? [];
+  }
+}
+
+export function isBoundaryError(err: unknown): err is BoundaryError {
+  return err instanceof BoundaryError;
+}

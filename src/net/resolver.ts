@@ -1,0 +1,23 @@
+// The Resolver interface: upstream name -> addresses, with failures as values. Implementations:
+// dns/upstream.ts (trusted upstream DNS over UDP/TCP, hosts file first) and test/harness fakeResolver().
+
+export const RESOLVE_FAILURES = [
+  'nxdomain',
+  'nodata',
+  'timeout',
+  'io-failed',
+  'malformed-response',
+  'oversized-response',
+  'error-response',
+  'cname-limit',
+] as const;
+export type ResolveFailure = (typeof RESOLVE_FAILURES)[number];
+
+export type ResolveResult =
+  | { readonly ok: true; readonly addresses: readonly string[]; readonly ttlSeconds: number }
+  | { readonly ok: false; readonly failure: ResolveFailure; readonly message: string };
+
+export interface Resolver {
+  /** `name` is already normalised (lower-case A-labels, no trailing dot) and is never an IP literal. */
+  resolve(name: string, family: 4 | 6): Promise<ResolveResult>;
+}

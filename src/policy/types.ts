@@ -1,0 +1,129 @@
+// The compiled policy and the decision contract shared by every adapter (CONNECT, forward HTTP,
+// L7 inside tunnels, transparent capture, DNS). Types only: parse.ts builds them, decide.ts reads them.
+
+import type { Issue } from '../errors.js';
+
+/** `l4` is OpenShell's omitted protocol: explicit-proxy passthrough. */
+export const PROTOCOLS = ['l4', 'tcp', 'rest', 'websocket', 'graphql', 'mcp', 'json-rpc'] as const;
+export type Protocol = (typeof PROTOCOLS)[number];
+/** Protocols whose requests are inspected (TLS terminated, HTTP parsed). */
+export const L7_PROTOCOLS: ReadonlySet<Protocol> = new Set(['rest', 'websocket', 'graphql', 'mcp', 'json-rpc']);
+
+export const ACCESS_PRESETS = ['read-only', 'read-write', 'full'] as const;
+export type AccessPreset = (typeof ACCESS_PRESETS)[number];
+
+export const ENFORCEMENTS = ['enforce', 'audit'] as const;
+export type Enforcement = (typeof ENFORCEMENTS)[number];
+
+/** How the endpoint's host was written; selects the SSRF validation plan (reference §5.1). */
+export const HOST_KINDS = ['exact', 'wildcard', 'ip', 'any'] as const;
+export type HostKind = (typeof HOST_KINDS)[number];
+
+export const ADAPTERS = ['connect', 'forward', 'l7', 'capture', 'dns', 'explain'] as const;
+export type Adapter = (typeof ADAPTERS)[number];
+
+/** One question to the policy: may this leave the sandbox? Host is already normalised (net/host.ts). */
+export interface EgressIntent {
+  readonly adapter: Adapter;
+  /** Lower-case A-label name or canonical IP literal (IPv6 without brackets). */
+  readonly host: string;
+  readonly port: number;
+  /** Present for HTTP requests (forward, L7); absent for connection-level decisions. */
+  readonly method?: string;
+  /** Canonical path (proxy/path.ts), without the query. */
+  readonly path?: string;
+  /** Raw query string without the leading `?`, still percent-encoded. */
+  readonly query?: string;
+  /** Executable path when an identity source knows it; absent means endpoint-only mode. */
+  readonly binary?: string;
+}
+
+/** A compiled, frozen endpoint. `id` is stable across reloads of the same text: `<policyKey>#<index>`. */
+export interface Endpoint {
+  readonly id: string;
+  readonly policy: string;
+  readonly policyName: string;
+  readonly index: number;
+  /** Normalised host pattern as written; undefined for the hostless `allowed_ips` form. */
+  readonly host: string | undefined;
+  readonly hostKind: HostKind;
+  readonly ports: readonly number[];
+  readonly protocol: Protocol;
+  readonly tls: 'auto' | 'skip';
+  readonly enforcement: Enforcement;
+  /** Endpoint path selector (reference §3.6); undefined matches every path. */
+  readonly path: string | undefined;
+  /** CIDRs in canonical text form (`10.0.0.0/8`). Empty: no `allowed_ips` plan. */
+  readonly allowedIps: readonly string[];
+  readonly allowEncodedSlash: boolean;
+  readonly credentialProvider: string | undefined;
+  readonly requestBodyCredentialRewrite: boolean;
+  readonly websocketCredentialRewrite: boolean;
+  readonly allowUninspectedCredentials: boolean;
+  /** Binary path globs as written (`/usr/bin/node`, `/**`). */
+  readonly binaries: readonly string[];
+  /** True when requests to it are inspected: an L7 protocol. */
+  readonly inspected: boolean;
+}
+
+export interface PolicyEntry {
+  readonly key: string;
+  readonly name: string;
+  readonly endpoints: readonly Endpoint[];
+  readonly binaries: readonly string[];
+}
+
+/** A compiled policy. Immutable; the store stamps `generation` when it becomes current. */
+export interface Policy {
+  readonly generation: number;
+  /** sha256 hex of the canonical JSON of the network policy; equal hashes mean equal behaviour. */
+  readonly hash: string;
+  readonly entries: readonly PolicyEntry[];
+  readonly endpoints: readonly Endpoint[];
+  /** Load-time warnings (problems that do not fail the load), with codes. */
+  readonly warnings: readonly Issue[];
+  /** Sections accepted but not enforced by boundary (`filesystem_policy`, `landlock`, `process`). */
+  readonly notEnforced: readonly string[];
+  /** Endpoints whose host pattern matches `host` (any port), in policy order. Not a linear scan. */
+  endpointsForHost(host: string): readonly Endpoint[];
+}
+
+export const VERDICTS = ['allow', 'audit', 'deny'] as const;
+export type Verdict = (typeof VERDICTS)[number];
+
+/** Closed set: rendered into events, metric labels and docs. */
+export const DECISION_REASONS = [
+  'endpoint-allowed',
+  'rule-allowed',
+  'preset-allowed',
+  'no-policy',
+  'no-endpoint-matched',
+  'binary-not-allowed',
+  'deny-rule-matched',
+  'no-rule-matched',
+  'unsupported-l7-protocol',
+] as const;
+export type DecisionReason = (typeof DECISION_REASONS)[number];
+
+/** A verdict is a value. Deny is never thrown. */
+export interface Decision {
+  readonly verdict: Verdict;
+  readonly reason: DecisionReason;
+  /** One human sentence; never contains a query string or credential. */
+  readonly detail: string;
+  /** Policy key that decided (lexicographically smallest matching key), or undefined. */
+  readonly policy: string | undefined;
+  readonly policyName: string | undefined;
+  readonly endpointIndex: number | undefined;
+  /** The selected endpoint (for L7: after the path selector). */
+  readonly endpoint: Endpoint | undefined;
+  /** Every endpoint that matched host, port (and binary). Adapters use it for TLS/inspection choices. */
+  readonly endpoints: readonly Endpoint[];
+  readonly generation: number;
+  readonly policyHash: string;
+  readonly layer: 'l4' | 'l7';
+  /** `endpoint-only` when the intent carried no binary. */
+  readonly binaryIdentity: 'matched' | 'endpoint-only';
+  /** For L7: the rule that matched (`GET /api/**`), or the rule that was missing on deny. */
+  readonly rule: string | undefined;
+}

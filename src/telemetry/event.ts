@@ -1,0 +1,38 @@
+// The audit event as every component emits it: a plain value. telemetry/ocsf.ts renders it as an
+// OCSF JSON line and as the one-line shorthand. Never put a secret, placeholder or query string here.
+
+export const EVENT_CLASSES = ['NET', 'HTTP', 'CONFIG', 'FINDING', 'DNS'] as const;
+export type EventClass = (typeof EVENT_CLASSES)[number];
+
+export const SEVERITIES = ['INFO', 'LOW', 'MED', 'HIGH', 'CRIT', 'FATAL'] as const;
+export type Severity = (typeof SEVERITIES)[number];
+
+export const ENGINES = ['opa', 'l7', 'ssrf', 'tls', 'credentials', 'credential-binding', 'dns', 'control'] as const;
+export type Engine = (typeof ENGINES)[number];
+
+export interface AuditEvent {
+  readonly class: EventClass;
+  /** NET: OPEN|CLOSE|FAIL|REFUSE|LISTEN|OTHER; HTTP: the method; CONFIG: LOADED|DETECTED|PUBLISHED|...;
+   *  FINDING: BLOCKED; DNS: QUERY. */
+  readonly activity: string;
+  readonly severity: Severity;
+  readonly action?: 'ALLOWED' | 'DENIED';
+  readonly engine?: Engine;
+  /** Policy key that decided, or undefined (`-` in shorthand). */
+  readonly policy?: string;
+  readonly dst?: { readonly host?: string; readonly ip?: string; readonly port?: number };
+  readonly src?: { readonly ip?: string; readonly port?: number };
+  /** URL without query string (`http://h:443/p`). */
+  readonly http?: { readonly method: string; readonly url: string };
+  readonly statusDetail?: string;
+  readonly message: string;
+  readonly reason?: string;
+  readonly generation?: number;
+  readonly policyHash?: string;
+  /** boundary's own fields beyond OCSF (ruleId, addressClass, mapping ids, dns rcode, ...). */
+  readonly unmapped?: Readonly<Record<string, unknown>>;
+}
+
+export interface AuditSink {
+  emit(event: AuditEvent): void;
+}
