@@ -16,7 +16,21 @@ export interface Cidr {
 
 /** Parses dotted-quad IPv4 or IPv6 text (no brackets, no zone). Undefined when not an IP literal. */
 export function parseIp(text: string): Ip | undefined {
-  if (isIPv4(text)) return { family: 4, bytes: Uint8Array.from(text.split('.'), Number) };
+  if (isIPv4(text)) {
+    // Hot path (every resolved answer is classified): split by hand, no intermediate arrays.
+    const bytes = new Uint8Array(4);
+    let octet = 0;
+    let value = 0;
+    for (let i = 0; i < text.length; i++) {
+      const c = text.charCodeAt(i);
+      if (c === 46) {
+        bytes[octet++] = value;
+        value = 0;
+      } else value = value * 10 + (c - 48);
+    }
+    bytes[octet] = value;
+    return { family: 4, bytes };
+  }
   if (isIPv6(text) && !text.includes('%')) return { family: 6, bytes: parseIpv6(text) };
   return undefined;
 }

@@ -1,0 +1,76 @@
+#!/usr/bin/env node
+// The CLI entry: the only file that reads argv, env, signals and exit codes. Each subcommand is a
+// Command in src/cli/ that receives a CliIo and returns an exit code.
+
+import type { CliIo, Command } from './cli/io.js';
+
+const HELP = `boundary — egress boundary for sandboxed workloads
+
+Usage: boundary <command> [options]
+
+Commands:
+  run                 run the boundary (proxy, policy DNS, admin server); standalone or attached
+  supervisor          run the reference supervisor
+  policy check        validate policy files
+  policy explain      say which rule allows or denies a target, and why
+  pki init|issue      create a CA and issue server/client certificates
+  env                 print the workload's environment of credential placeholders
+  init-netns          pod init step: route the synthetic range to lo and fence direct egress
+
+Run 'boundary <command> --help' for the options of a command.
+`;
+
+const COMMANDS: Readonly<Record<string, () => Promise<Command>>> = {
+  run: async () => (await import('./cli/run.js')).runCommand,
+  supervisor: async () => (await import('./cli/supervisor.js')).supervisorCommand,
+  policy: async () => (await import('./cli/policy.js')).policyCommand,
+  pki: async () => (await import('./cli/pki.js')).pkiCommand,
+  env: async () => (await import('./cli/env.js')).envCommand,
+  'init-netns': async () => (await import('./cli/init-netns.js')).initNetnsCommand,
+};
+
+async function main(argv: readonly string[]): Promise<number> {
+  const [name, ...rest] = argv;
+  if (name === undefined || name === '--help' || name === '-h' || name === 'help') {
+    process.stdout.write(HELP);
+    return name === undefined ? 2 : 0;
+  }
+  if (name === '--version') {
+    process.stdout.write(`${process.env.npm_package_version ?? '0.1.0'}\n`);
+    return 0;
+  }
+  const load = COMMANDS[name];
+  if (load === undefined) {
+    process.stderr.write(`boundary: unknown command '${name}' (USAGE)\n\n${HELP}`);
+    return 2;
+  }
+  const controller = new AbortController();
+  const stop = (): void => controller.abort();
+  process.once('SIGTERM', stop);
+  process.once('SIGINT', stop);
+  const io: CliIo = {
+    stdout: process.stdout,
+    stderr: process.stderr,
+    env: process.env,
+    cwd: process.cwd(),
+    signal: controller.signal,
+    now: Date.now,
+  };
+  try {
+    return await (await load())(rest, io);
+  } finally {
+    process.off('SIGTERM', stop);
+    process.off('SIGINT', stop);
+  }
+}
+
+main(process.argv.slice(2)).then(
+  (code) => {
+    process.exitCode = code;
+  },
+  (err: unknown) => {
+    const code = typeof err === 'object' && err !== null && 'code' in err ? ` (${String(err.code)})` : '';
+    process.stderr.write(`boundary: ${err instanceof Error ? err.message : String(err)}${code}\n`);
+    process.exitCode = 1;
+  },
+);

@@ -1,0 +1,73 @@
+// Turns a normalised destination into the validated addresses that may be dialled: name checks, one
+// resolution (A only), then ssrf.ts. Never dials, never decides policy, never resolves an IP literal.
+
+import type { Endpoint } from '../policy/types.js';
+import { type HostForm, normaliseHost } from './host.js';
+import type { ResolveFailure, Resolver } from './resolver.js';
+import { checkPort, type DestinationCheck, refuse, type SelfAddress, selectPlan, type ValidationPlan, validateDestination } from './ssrf.js';
+
+/** Names that only ever lead to a cloud metadata service; refused before any resolution. */
+export const KNOWN_METADATA_NAMES: ReadonlySet<string> = new Set([
+  'metadata.google.internal',
+  'metadata',
+  'instance-data',
+  'instance-data.ec2.internal',
+]);
+
+export interface DestinationRequest {
+  /** Normalised host (net/host.ts normaliseHost). */
+  readonly host: string;
+  /** From normaliseHost; the host is normalised again here, so a mislabelled literal is still caught. */
+  readonly kind: HostForm;
+  readonly port: number;
+  readonly endpoint: Endpoint | undefined;
+  readonly resolver: Resolver;
+  readonly allowLoopback?: boolean;
+  readonly selfAddresses?: readonly SelfAddress[];
+}
+
+/** The resolver could not answer: not an SSRF refusal. Adapters map it to 502 upstream_unreachable. */
+export interface ResolveFailureResult {
+  readonly ok: false;
+  readonly kind: 'resolve-failed';
+  readonly plan: ValidationPlan;
+  readonly failure: ResolveFailure;
+  readonly message: string;
+}
+
+export function isResolveFailure(result: DestinationCheck | ResolveFailureResult): result is ResolveFailureResult {
+  return 'kind' in result && result.kind === 'resolve-failed';
+}
+
+/** RFC 6761: `localhost` and everything under it is local by definition and is never sent to a resolver. */
+export function isLocalName(host: string): boolean {
+  return host === 'localhost' || host.endsWith('.localhost');
+}
+
+export async function resolveDestination(request: DestinationRequest): Promise<DestinationCheck | ResolveFailureResult> {
+  const { port, endpoint } = request;
+  // Callers pass normaliseHost output; normalising again is cheap and means a raw `127.1` or `0x7f.1` that
+  // slipped through as a "name" is still treated as the IP literal it is and never reaches the resolver.
+  const normal = normaliseHost(request.host);
+  if (!normal.ok) return refuse(selectPlan(endpoint), 'invalid-host', `${JSON.stringify(request.host)}: ${normal.message}`);
+  const host = normal.host;
+  const options = {
+    ...(request.allowLoopback === undefined ? {} : { allowLoopback: request.allowLoopback }),
+    ...(request.selfAddresses === undefined ? {} : { selfAddresses: request.selfAddresses }),
+  };
+  if (normal.kind !== 'name') {
+    return validateDestination({ endpoint, host, port, addresses: [host], ...options });
+  }
+  const plan = selectPlan(endpoint);
+  if (isLocalName(host)) return refuse(plan, 'local-name', `${host} is a local name and is never resolved`);
+  if (KNOWN_METADATA_NAMES.has(host)) return refuse(plan, 'metadata-name', `${host} is a cloud metadata name`);
+  // A port that the plan refuses whatever the answers are: no DNS query for it.
+  const portProblem = checkPort(plan, port);
+  if (portProblem !== undefined) return refuse(plan, portProblem, `port ${port} is a control-plane port (${plan} plan)`);
+  // Once, A only: IPv6 egress is off. The connector dials only what survives below; nothing re-resolves.
+  const answer = await request.resolver.resolve(host, 4);
+  if (!answer.ok) {
+    return { ok: false, kind: 'resolve-failed', plan, failure: answer.failure, message: `resolving ${host} failed (${answer.failure}): ${answer.message}` };
+  }
+  return validateDestination({ endpoint, host, port, addresses: answer.addresses, ...options });
+}

@@ -1,0 +1,86 @@
+// logSink(): the real logger and audit sink writing into memory, so tests read the lines exactly as
+// rendered (redaction, OCSF mapping, shorthand) and can wait for an event without sleeping.
+import { createAuditSink, type SubscribableAuditSink } from '../../src/telemetry/audit.js';
+import { createLogger, type LogFormat, type Logger } from '../../src/telemetry/logger.js';
+import type { OcsfEvent } from '../../src/telemetry/ocsf.js';
+
+export const WAIT_FOR_TIMEOUT_MS = 5_000;
+
+export interface LogSink {
+  readonly logger: Logger;
+  readonly sink: SubscribableAuditSink;
+  /** OCSF events in order: parsed back from the JSON lines (json format) or as delivered (shorthand). */
+  events(): OcsfEvent[];
+  /** Events that carry a verdict (action_id set): the per-connection decision events. */
+  decisions(): OcsfEvent[];
+  /** Every line written, without the trailing newline. */
+  lines(): string[];
+  /** Everything written, for canary greps. */
+  text(): string;
+  /** The first event (already seen or still to come) that matches; rejects after timeoutMs. */
+  waitFor(predicate: (event: OcsfEvent) => boolean, options?: { timeoutMs?: number }): Promise<OcsfEvent>;
+}
+
+export function logSink(options: { format?: LogFormat; now?: () => number; level?: string } = {}): LogSink {
+  const format = options.format ?? 'json';
+  const now = options.now ?? Date.now;
+  const chunks: string[] = [];
+  const events: OcsfEvent[] = [];
+  const waiters = new Set<{ predicate: (event: OcsfEvent) => boolean; resolve: (event: OcsfEvent) => void }>();
+
+  function record(event: OcsfEvent): void {
+    events.push(event);
+    for (const waiter of waiters) {
+      if (waiter.predicate(event)) {
+        waiters.delete(waiter);
+        waiter.resolve(event);
+      }
+    }
+  }
+
+  const destination = {
+    write(chunk: string): boolean {
+      chunks.push(chunk);
+      if (format === 'json') {
+        for (const line of chunk.split('\n')) {
+          if (line.length === 0) continue;
+          const parsed = JSON.parse(line) as { ocsf?: OcsfEvent };
+          if (parsed.ocsf !== undefined) record(parsed.ocsf);
+        }
+      }
+      return true;
+    },
+  };
+  const logger = createLogger({ format, destination, level: options.level ?? 'debug', now });
+  const sink = createAuditSink({ logger, now, format });
+  if (format === 'shorthand') sink.subscribe(record);
+
+  return {
+    logger,
+    sink,
+    events: () => [...events],
+    decisions: () => events.filter((event) => event.action_id !== undefined),
+    lines: () => chunks.join('').split('\n').filter((line) => line.length > 0),
+    text: () => chunks.join(''),
+    waitFor(predicate, waitOptions = {}) {
+      const seen = events.find(predicate);
+      if (seen !== undefined) return Promise.resolve(seen);
+      const timeoutMs = waitOptions.timeoutMs ?? WAIT_FOR_TIMEOUT_MS;
+      return new Promise((resolve, reject) => {
+        const waiter = {
+          predicate,
+          resolve: (event: OcsfEvent) => {
+            clearTimeout(timer);
+            resolve(event);
+          },
+        };
+        const timer = setTimeout(() => {
+          waiters.delete(waiter);
+          reject(new Error(`no matching audit event within ${timeoutMs} ms; saw ${events.length}:\n${chunks.join('')}`));
+        }, timeoutMs);
+        timer.unref();
+        waiters.add(waiter);
+      });
+    },
+  };
+}
