@@ -40,12 +40,14 @@ export const ERROR_CODES = {
   POLICY_ALLOWED_IPS_HOST_BITS: 'an allowed_ips CIDR has bits set past its prefix',
   POLICY_SIGNING_INVALID: 'credential_signing needs signing_service and excludes request_body_credential_rewrite',
   POLICY_BODY_REWRITE_INVALID: 'request_body_credential_rewrite is valid on rest endpoints only',
+  POLICY_WEBSOCKET_REWRITE_INVALID: 'websocket_credential_rewrite is valid on rest and websocket endpoints only',
   POLICY_UNINSPECTED_CREDENTIALS: 'a credentialed endpoint must be inspectable unless allow_uninspected_credentials is set',
   POLICY_AMBIGUOUS: 'endpoints that can match the same host and port disagree on tls, allowed_ips, protocol, enforcement or credentials',
   POLICY_BINARY_INVALID: 'a binaries entry is not an absolute path or valid glob',
   POLICY_MCP_INVALID: 'mcp endpoint settings are invalid (rules, host, port or options)',
   POLICY_JSON_RPC_INVALID: 'json-rpc endpoints need rules with allow.method',
   POLICY_GRAPHQL_INVALID: 'graphql rule or option is invalid',
+  POLICY_TCP_RELOAD: 'the first protocol tcp endpoint cannot be added to a running boundary without live capture (V15)',
   // policy warnings: the load succeeds; policy check prints them
   POLICY_WARN_AUDIT_DEFAULT: 'an L7 endpoint relies on the default audit enforcement; violations are logged, not blocked',
   POLICY_WARN_PORT_AND_PORTS: 'both port and ports are set; ports wins',
@@ -65,13 +67,26 @@ export const ERROR_CODES = {
   DNS_TIMEOUT: 'the upstream DNS server gave no answer in time',
   DNS_MALFORMED: 'a DNS message failed to decode',
   MESSAGE_TOO_LARGE: 'a DNS or control message exceeded its named limit',
+  DNS_EPOCH_INVALID: 'the persisted synthetic-address epoch is corrupt or unreadable; policy DNS and capture fail closed',
   // PKI
   PKI_INVALID: 'a certificate or key could not be loaded or does not match',
+  PKI_NAME_INVALID: 'a sandbox id, trust domain or server name cannot be put in a certificate',
+  PKI_EXISTS: 'pki init found a CA already in the directory; it is never overwritten',
   // control channel
   CONTROL_HANDSHAKE_FAILED: 'mTLS to the supervisor failed verification',
   CONTROL_MESSAGE_INVALID: 'a control message failed to decode or validate',
   // credentials
   CREDENTIALS_INVALID: 'credentials file failed validation; issues lists every problem',
+  CREDENTIALS_UNREADABLE: 'the credentials file could not be read',
+  CREDENTIALS_YAML_SYNTAX: 'the credentials file is not valid YAML',
+  CREDENTIALS_UNKNOWN_KEY: 'a key that the credentials schema does not define (typos fail the load)',
+  CREDENTIALS_TYPE: 'a credentials value has the wrong type (map, list, string, number)',
+  CREDENTIALS_PROVIDER_INVALID: 'a provider name is empty, too long, or uses characters outside A-Z a-z 0-9 _ . -',
+  CREDENTIALS_KEY_INVALID: 'an env key is not a valid environment name or starts with a reserved v<digits>_ / s<64hex>_ prefix',
+  CREDENTIALS_VALUE_INVALID: 'a credential value is empty, too long, or contains CR, LF or NUL',
+  CREDENTIALS_VALUE_SOURCE: 'a value_from file or environment variable is missing or unreadable',
+  CREDENTIALS_ENDPOINT_INVALID: 'a provider endpoint has a bad host, port or path glob',
+  CREDENTIALS_LIMIT: 'the credentials exceed a named limit (file bytes, providers, keys, endpoints)',
 } as const;
 
 export type ErrorCode = keyof typeof ERROR_CODES;
@@ -83,6 +98,8 @@ export interface Issue {
   readonly message: string;
   readonly line?: number;
   readonly column?: number;
+  /** The file the problem is in, when the input came from one (policy/load.ts). */
+  readonly source?: string;
 }
 
 export class BoundaryError extends Error {

@@ -1,0 +1,182 @@
+// Certificate authorities: the interception CA that signs TLS leaves, and the control-channel CA that
+// `boundary pki` creates. Creates, loads and checks CAs; never mints end-entity certificates.
+import 'reflect-metadata';
+import { X509Certificate as NodeX509Certificate } from 'node:crypto';
+import { dirname, join, resolve } from 'node:path';
+import * as x509 from '@peculiar/x509';
+import { BoundaryError } from '../errors.js';
+import { CERT_FILE_MODE, ensureDir, KEY_FILE_MODE, pathExists, readPemFile, writeFileAtomic } from './files.js';
+import {
+  CLOCK_SKEW_MS,
+  crypto,
+  DAY_MS,
+  certificatePem,
+  endLine,
+  exportKeyPem,
+  generateP256,
+  importSigningKey,
+  MAX_COMMON_NAME_CHARS,
+  p256Signing,
+  randomSerial,
+  type SigningKey,
+  subjectName,
+} from './mint.js';
+
+export const CA_VALIDITY_DAYS = 3650;
+export const INTERCEPTION_CA_VALIDITY_DAYS = 365;
+export const INTERCEPTION_CA_COMMON_NAME = 'boundary interception CA';
+/** A stored interception CA this close to expiry is replaced at start: leaves must not outlive their CA. */
+export const CA_RENEW_BEFORE_MS = 14 * DAY_MS;
+export const CA_CERT_FILE = 'ca.pem';
+export const CA_KEY_FILE = 'ca.key';
+
+export interface CertificateAuthority extends SigningKey {
+  readonly certPem: string;
+  /** PKCS#8 PEM. Kept out of toJSON(), so logging a CA never prints its key. */
+  readonly keyPem: string;
+  readonly certificate: x509.X509Certificate;
+  readonly subject: string;
+  /** Epoch milliseconds. */
+  readonly notBefore: number;
+  readonly notAfter: number;
+  toJSON(): { subject: string; notAfter: string; fingerprint256: string };
+}
+
+function assembleCa(certPem: string, keyPem: string, certificate: x509.X509Certificate, key: SigningKey) {
+  const fingerprint256 = new NodeX509Certificate(certPem).fingerprint256;
+  const ca: CertificateAuthority = {
+    certPem,
+    keyPem,
+    certificate,
+    privateKey: key.privateKey,
+    signingAlgorithm: key.signingAlgorithm,
+    subject: certificate.subject,
+    notBefore: certificate.notBefore.getTime(),
+    notAfter: certificate.notAfter.getTime(),
+    toJSON: () => ({ subject: certificate.subject, notAfter: certificate.notAfter.toISOString(), fingerprint256 }),
+  };
+  return Object.freeze(ca);
+}
+
+/** A fresh self-signed ECDSA P-256 CA (basicConstraints CA, pathLen 0; keyCertSign and cRLSign). */
+export async function createCertificateAuthority(options: {
+  commonName: string;
+  now: () => number;
+  validityDays?: number;
+}): Promise<CertificateAuthority> {
+  const { commonName } = options;
+  if (commonName.length === 0 || commonName.length > MAX_COMMON_NAME_CHARS || /[\u0000-\u001f\u007f]/.test(commonName)) {
+    throw new BoundaryError('PKI_NAME_INVALID', `CA common name must be 1-${MAX_COMMON_NAME_CHARS} printable characters`);
+  }
+  const days = options.validityDays ?? CA_VALIDITY_DAYS;
+  if (!Number.isInteger(days) || days < 1) throw new BoundaryError('PKI_NAME_INVALID', 'validityDays must be a positive integer');
+  const keys = await generateP256();
+  const signing = p256Signing(keys.privateKey);
+  const t = options.now();
+  const certificate = await x509.X509CertificateGenerator.createSelfSigned(
+    {
+      serialNumber: randomSerial(),
+      name: subjectName(commonName),
+      notBefore: new Date(t - CLOCK_SKEW_MS),
+      notAfter: new Date(t + days * DAY_MS),
+      keys,
+      signingAlgorithm: signing.signingAlgorithm,
+      extensions: [
+        new x509.BasicConstraintsExtension(true, 0, true),
+        new x509.KeyUsagesExtension(x509.KeyUsageFlags.keyCertSign | x509.KeyUsageFlags.cRLSign, true),
+        await x509.SubjectKeyIdentifierExtension.create(keys.publicKey, false, crypto),
+      ],
+    },
+    crypto,
+  );
+  return assembleCa(certificatePem(certificate), await exportKeyPem(keys.privateKey), certificate, signing);
+}
+
+const PEM_CERTIFICATE = /-----BEGIN CERTIFICATE-----[\s\S]+?-----END CERTIFICATE-----/;
+
+/** Loads a CA from PEM text. Garbage, a non-CA certificate or a key that does not match is PKI_INVALID. */
+export async function loadCertificateAuthority(options: { certPem: string; keyPem: string }): Promise<CertificateAuthority> {
+  const block = PEM_CERTIFICATE.exec(options.certPem)?.[0];
+  if (block === undefined) throw new BoundaryError('PKI_INVALID', 'the CA certificate is not a PEM certificate');
+  let nodeCert: NodeX509Certificate;
+  let certificate: x509.X509Certificate;
+  try {
+    nodeCert = new NodeX509Certificate(block);
+    certificate = new x509.X509Certificate(block);
+  } catch (err) {
+    throw new BoundaryError('PKI_INVALID', 'the CA certificate could not be parsed', { cause: err });
+  }
+  if (!nodeCert.ca) throw new BoundaryError('PKI_INVALID', `${certificate.subject} is not a CA certificate`);
+  const usage = certificate.getExtension(x509.KeyUsagesExtension);
+  if (usage !== null && (usage.usages & x509.KeyUsageFlags.keyCertSign) === 0) {
+    throw new BoundaryError('PKI_INVALID', `${certificate.subject} may not sign certificates (keyUsage)`);
+  }
+  const key = await importSigningKey(options.keyPem);
+  const certSpki = nodeCert.publicKey.export({ type: 'spki', format: 'der' });
+  if (!certSpki.equals(key.spki)) {
+    throw new BoundaryError('PKI_INVALID', `the private key does not belong to ${certificate.subject}`);
+  }
+  const keyPem = await exportKeyPem(key.privateKey);
+  return assembleCa(endLine(block), keyPem, certificate, key);
+}
+
+/**
+ * The interception CA. With certPath and keyPath, the operator's CA is loaded (and must be valid now).
+ * Otherwise `<stateDir>/ca.pem` + `ca.key` are reused, or created on first start (key 0600); a stored
+ * CA within CA_RENEW_BEFORE_MS of expiry is replaced. The certificate is always written to outPath
+ * (default `<stateDir>/ca.pem`) for the workload's trust store.
+ */
+export async function loadOrCreateInterceptionCa(options: {
+  stateDir: string;
+  certPath?: string;
+  keyPath?: string;
+  outPath?: string;
+  now: () => number;
+}): Promise<CertificateAuthority> {
+  const { stateDir, now } = options;
+  const outPath = resolve(options.outPath ?? join(stateDir, CA_CERT_FILE));
+  if (options.certPath !== undefined || options.keyPath !== undefined) {
+    if (options.certPath === undefined || options.keyPath === undefined) {
+      throw new BoundaryError('PKI_INVALID', 'an interception CA needs both a certificate and a key path');
+    }
+    const ca = await loadCertificateAuthority({
+      certPem: await readPemFile(options.certPath),
+      keyPem: await readPemFile(options.keyPath),
+    });
+    if (ca.notAfter <= now() || ca.notBefore > now()) {
+      throw new BoundaryError('PKI_INVALID', `interception CA ${ca.subject} is not valid now`);
+    }
+    if (resolve(options.certPath) !== outPath) await writeTrustBundle(outPath, ca.certPem);
+    return ca;
+  }
+  await ensureDir(stateDir);
+  const certPath = join(stateDir, CA_CERT_FILE);
+  const keyPath = join(stateDir, CA_KEY_FILE);
+  const [hasCert, hasKey] = await Promise.all([pathExists(certPath), pathExists(keyPath)]);
+  if (hasCert !== hasKey) {
+    // Half a CA is a damaged state directory; replacing it silently would hide tampering.
+    throw new BoundaryError('PKI_INVALID', `${stateDir} holds only one of ${CA_CERT_FILE} and ${CA_KEY_FILE}`);
+  }
+  let ca: CertificateAuthority | undefined;
+  if (hasCert) {
+    const stored = await loadCertificateAuthority({ certPem: await readPemFile(certPath), keyPem: await readPemFile(keyPath) });
+    if (stored.notAfter - now() > CA_RENEW_BEFORE_MS) ca = stored;
+  }
+  if (ca === undefined) {
+    ca = await createCertificateAuthority({
+      commonName: INTERCEPTION_CA_COMMON_NAME,
+      now,
+      validityDays: INTERCEPTION_CA_VALIDITY_DAYS,
+    });
+    // Key first: a certificate on disk always has its key beside it.
+    await writeFileAtomic(keyPath, ca.keyPem, KEY_FILE_MODE);
+    await writeFileAtomic(certPath, ca.certPem, CERT_FILE_MODE);
+  }
+  if (resolve(certPath) !== outPath) await writeTrustBundle(outPath, ca.certPem);
+  return ca;
+}
+
+async function writeTrustBundle(outPath: string, certPem: string): Promise<void> {
+  await ensureDir(dirname(outPath));
+  await writeFileAtomic(outPath, certPem, CERT_FILE_MODE);
+}

@@ -1,0 +1,73 @@
+// The AuditSink every component emits into: one log line per event (OCSF JSON or shorthand text), and a
+// fan-out of the OCSF object to subscribers (the control channel). Never throws into the emitter.
+import { randomUUID } from 'node:crypto';
+import type { AuditEvent, AuditSink } from './event.js';
+import { AUDIT_TIME_KEY, type LogFormat, type Logger } from './logger.js';
+import { type OcsfEvent, type ProductInfo, toOcsf, toShorthand } from './ocsf.js';
+
+export type AuditListener = (ocsf: OcsfEvent) => void;
+
+export interface SubscribableAuditSink extends AuditSink {
+  /** The listener receives every later event's OCSF object; returns the unsubscribe function. */
+  subscribe(listener: AuditListener): () => void;
+}
+
+const AUDIT_LEVEL = 'info';
+const QUIET_LEVELS = new Set(['warn', 'error', 'fatal']);
+
+/**
+ * JSON format: one pino line `{"level":30,"time":...,"ocsf":{...OCSF object...},"msg":"<shorthand>"}`
+ * (the OCSF object nested under `ocsf`, never flattened, so it cannot collide with pino's own keys).
+ * Shorthand format: `<RFC 3339 event time> OCSF <shorthand>` (rendered by the logger's shorthand mode).
+ * Audit lines are written at info even when the logger is set to warn/error/fatal (an audit trail is not
+ * debug output); `silent` stays silent.
+ */
+export function createAuditSink(options: {
+  logger: Logger;
+  now: () => number;
+  format: LogFormat;
+  product?: ProductInfo;
+}): SubscribableAuditSink {
+  const { logger, now, format, product } = options;
+  const audit = QUIET_LEVELS.has(logger.level) ? logger.child({}, { level: AUDIT_LEVEL }) : logger;
+  const listeners = new Set<AuditListener>();
+
+  function deliver(ocsf: OcsfEvent): void {
+    for (const listener of listeners) {
+      try {
+        listener(ocsf);
+      } catch (err) {
+        logger.warn({ err }, 'an audit subscriber threw; the event was still logged');
+      }
+    }
+  }
+
+  return {
+    emit(event: AuditEvent): void {
+      try {
+        const time = now();
+        const line = toShorthand(event);
+        const ocsf =
+          format === 'json' || listeners.size > 0
+            ? toOcsf(event, { time, uid: randomUUID(), ...(product === undefined ? {} : { product }) })
+            : undefined;
+        if (format === 'json') audit.info({ ocsf }, line);
+        else audit.info({ [AUDIT_TIME_KEY]: time }, line);
+        if (ocsf !== undefined) deliver(ocsf);
+      } catch (err) {
+        // A malformed event must not take down the connection that emitted it; say so once, and go on.
+        try {
+          logger.error({ err }, 'an audit event could not be rendered');
+        } catch {
+          // The logger itself failed: nothing else can be done from here.
+        }
+      }
+    },
+    subscribe(listener: AuditListener): () => void {
+      listeners.add(listener);
+      return () => {
+        listeners.delete(listener);
+      };
+    },
+  };
+}

@@ -1,0 +1,91 @@
+// The pino logger every part writes through: JSON lines, or the shorthand text format (reference §9.2)
+// rendered from the same JSON. Redaction here is the second line of defence after the Secret wrapper.
+import { pino } from 'pino';
+
+export type Logger = pino.Logger;
+export const LOG_FORMATS = ['json', 'shorthand'] as const;
+export type LogFormat = (typeof LOG_FORMATS)[number];
+
+export const REDACT_CENSOR = '[redacted]';
+export const REDACTED_HEADERS = ['authorization', 'proxy-authorization', 'cookie', 'set-cookie', 'x-api-key'] as const;
+export const REDACTED_KEYS = ['secret', 'value', 'password'] as const;
+/** Audit lines carry this key (the event time) in shorthand mode; `ocsf` (the object) in JSON mode. */
+export const AUDIT_TIME_KEY = 'ocsf_time';
+
+const LEVEL_NAMES: Readonly<Record<number, string>> = { 10: 'TRACE', 20: 'DEBUG', 30: 'INFO', 40: 'WARN', 50: 'ERROR', 60: 'FATAL' };
+
+/**
+ * pino redact paths: each header (lower-case as node delivers it, and Title-Case as callers may write it)
+ * at the top level and up to two objects deep; each key at the top level and one object deep.
+ */
+export function redactPaths(): string[] {
+  const paths: string[] = [];
+  for (const header of REDACTED_HEADERS) {
+    const title = header.replace(/(^|-)([a-z])/g, (_m, dash: string, letter: string) => dash + letter.toUpperCase());
+    for (const prefix of ['headers', '*.headers', '*.*.headers']) paths.push(`${prefix}["${header}"]`, `${prefix}["${title}"]`);
+  }
+  for (const key of REDACTED_KEYS) paths.push(key, `*.${key}`);
+  return paths;
+}
+
+export interface LogDestination {
+  write(chunk: string): unknown;
+  flush?(callback?: (err?: Error | null) => void): unknown;
+}
+
+/** Renders one pino JSON line as text: audit lines become `<RFC 3339> OCSF <shorthand>`. */
+export function renderShorthandLine(json: string): string {
+  let record: Record<string, unknown>;
+  try {
+    record = JSON.parse(json) as Record<string, unknown>;
+  } catch {
+    return json.endsWith('\n') ? json : `${json}\n`;
+  }
+  const { level, time, msg, pid: _pid, hostname: _hostname, [AUDIT_TIME_KEY]: auditTime, ocsf, ...rest } = record;
+  const ocsfTime = typeof ocsf === 'object' && ocsf !== null ? (ocsf as { time?: unknown }).time : undefined;
+  const eventTime = typeof auditTime === 'number' ? auditTime : typeof ocsfTime === 'number' ? ocsfTime : undefined;
+  const at = eventTime ?? time;
+  const stamp = new Date(typeof at === 'number' ? at : 0).toISOString();
+  const text = typeof msg === 'string' ? msg : '';
+  if (eventTime !== undefined) return `${stamp} OCSF ${text}\n`;
+  const tag = LEVEL_NAMES[typeof level === 'number' ? level : 30] ?? 'INFO';
+  const extra = Object.keys(rest).length > 0 ? ` ${JSON.stringify(rest)}` : '';
+  return `${stamp} ${tag} ${text}${extra}\n`;
+}
+
+function shorthandDestination(target: LogDestination): LogDestination {
+  return {
+    write(chunk: string) {
+      // pino writes exactly one JSON line per call.
+      return target.write(renderShorthandLine(chunk));
+    },
+    flush(callback) {
+      if (target.flush === undefined) callback?.(null);
+      else target.flush(callback);
+    },
+  };
+}
+
+/**
+ * A pino logger. `destination` defaults to asynchronous stdout (call `logger.flush()` before exit);
+ * tests pass an in-memory stream. `now` feeds pino's `time` so lines follow an injected clock.
+ */
+export function createLogger(options: {
+  format: LogFormat;
+  destination?: NodeJS.WritableStream | pino.DestinationStream | LogDestination;
+  level?: string;
+  now?: () => number;
+}): Logger {
+  const base = (options.destination ?? pino.destination({ dest: 1, sync: false })) as LogDestination;
+  const destination = options.format === 'shorthand' ? shorthandDestination(base) : base;
+  const now = options.now;
+  return pino(
+    {
+      level: options.level ?? 'info',
+      base: null,
+      redact: { paths: redactPaths(), censor: REDACT_CENSOR },
+      ...(now === undefined ? {} : { timestamp: () => `,"time":${now()}` }),
+    },
+    destination as pino.DestinationStream,
+  );
+}

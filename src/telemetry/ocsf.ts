@@ -1,0 +1,275 @@
+// Renders an AuditEvent as an OCSF v1.8.0 object and as the one-line shorthand (reference §9). Pure: no
+// clock, no I/O. Defensive on the way out: query strings are cut, control characters and lengths bounded.
+import type { AuditEvent, EventClass, Severity } from './event.js';
+
+export const OCSF_VERSION = '1.8.0';
+/** Reference §11: the shorthand reason is at most 256 characters. */
+export const MAX_REASON_CHARS = 256;
+/** Any other string we render is cut here, so one event can never produce an unbounded line. */
+export const MAX_FIELD_CHARS = 1024;
+export const MAX_UNMAPPED_KEYS = 64;
+/** The sidecar does not know which workload process dialled; shorthand prints this in `<actor>(<pid>)`. */
+export const UNKNOWN_ACTOR = '-(-)';
+
+export interface ProductInfo {
+  readonly name: string;
+  readonly vendorName: string;
+  readonly version?: string;
+}
+export const DEFAULT_PRODUCT: ProductInfo = { name: 'boundary', vendorName: 'boundary' };
+
+export interface OcsfMeta {
+  /** Epoch milliseconds. */
+  readonly time: number;
+  readonly product?: ProductInfo;
+  readonly uid?: string;
+}
+
+export interface OcsfEndpoint {
+  domain?: string;
+  ip?: string;
+  port?: number;
+}
+
+/** The OCSF object as written to logs and forwarded to the supervisor. Field names are OCSF's. */
+export interface OcsfEvent {
+  class_uid: number;
+  class_name: string;
+  category_uid: number;
+  category_name: string;
+  activity_id: number;
+  activity_name: string;
+  type_uid: number;
+  type_name: string;
+  severity_id: number;
+  severity: string;
+  status_id: number;
+  status: string;
+  time: number;
+  message: string;
+  status_detail?: string;
+  action_id?: number;
+  action?: string;
+  disposition_id?: number;
+  disposition?: string;
+  dst_endpoint?: OcsfEndpoint;
+  src_endpoint?: OcsfEndpoint;
+  firewall_rule?: { name?: string; type?: string };
+  http_request?: {
+    http_method: string;
+    url: { url_string: string; scheme?: string; hostname?: string; port?: number; path?: string };
+  };
+  query?: { hostname: string; type?: string };
+  rcode_id?: number;
+  rcode?: string;
+  finding_info?: { title: string; uid: string };
+  metadata: { product: { name: string; vendor_name: string; version?: string }; version: string; uid?: string };
+  unmapped: Record<string, unknown>;
+}
+
+const CLASSES: Readonly<Record<EventClass, { uid: number; name: string; category: number; categoryName: string }>> = {
+  NET: { uid: 4001, name: 'Network Activity', category: 4, categoryName: 'Network Activity' },
+  HTTP: { uid: 4002, name: 'HTTP Activity', category: 4, categoryName: 'Network Activity' },
+  DNS: { uid: 4003, name: 'DNS Activity', category: 4, categoryName: 'Network Activity' },
+  CONFIG: { uid: 5019, name: 'Device Config State Change', category: 5, categoryName: 'Discovery' },
+  FINDING: { uid: 2004, name: 'Detection Finding', category: 2, categoryName: 'Findings' },
+};
+
+type ActivityTable = Readonly<Record<string, readonly [number, string]>>;
+const NET_ACTIVITIES: ActivityTable = {
+  OPEN: [1, 'Open'], CLOSE: [2, 'Close'], RESET: [3, 'Reset'], FAIL: [4, 'Fail'],
+  REFUSE: [5, 'Refuse'], TRAFFIC: [6, 'Traffic'], LISTEN: [7, 'Listen'], OTHER: [99, 'Other'],
+};
+const HTTP_ACTIVITIES: ActivityTable = {
+  UNKNOWN: [0, 'Unknown'], CONNECT: [1, 'Connect'], DELETE: [2, 'Delete'], GET: [3, 'Get'], HEAD: [4, 'Head'],
+  OPTIONS: [5, 'Options'], POST: [6, 'Post'], PUT: [7, 'Put'], TRACE: [8, 'Trace'], PATCH: [9, 'Patch'],
+};
+const DNS_ACTIVITIES: ActivityTable = { QUERY: [1, 'Query'], RESPONSE: [2, 'Response'], TRAFFIC: [6, 'Traffic'] };
+// Detection Finding activities are Create/Update/Close; the label (BLOCKED) is the disposition.
+const FINDING_ACTIVITIES: ActivityTable = { BLOCKED: [1, 'Create'], CREATE: [1, 'Create'], UPDATE: [2, 'Update'], CLOSE: [3, 'Close'] };
+
+const SEVERITY_IDS: Readonly<Record<Severity, readonly [number, string]>> = {
+  INFO: [1, 'Informational'], LOW: [2, 'Low'], MED: [3, 'Medium'], HIGH: [4, 'High'], CRIT: [5, 'Critical'], FATAL: [6, 'Fatal'],
+};
+const DNS_RCODES: Readonly<Record<string, readonly [number, string]>> = {
+  NOERROR: [0, 'NoError'], FORMERR: [1, 'FormError'], SERVFAIL: [2, 'ServError'],
+  NXDOMAIN: [3, 'NXDomain'], NOTIMP: [4, 'NotImp'], REFUSED: [5, 'Refused'],
+};
+const FAILED_ACTIVITIES = new Set(['FAIL', 'REFUSE', 'RESET']);
+
+/** OCSF activity for the event's class; CONFIG labels are data-source specific (99 Other, label kept). */
+function activityOf(event: AuditEvent): readonly [number, string] {
+  const label = event.activity.toUpperCase();
+  const table =
+    event.class === 'NET' ? NET_ACTIVITIES
+    : event.class === 'HTTP' ? HTTP_ACTIVITIES
+    : event.class === 'DNS' ? DNS_ACTIVITIES
+    : event.class === 'FINDING' ? FINDING_ACTIVITIES
+    : {};
+  return table[label] ?? [99, label.length > 0 ? label : 'Other'];
+}
+
+// A URL (scheme://...) or a path (/...) followed by ?query or #fragment: keep only what precedes it.
+const QUERY_IN_TEXT = /((?:[a-z][a-z0-9+.-]*:\/\/|\/)[^\s?#]*)[?#][^\s\]]*/gi;
+// C0, DEL, C1 and the Unicode line separators: anything that could break or forge a log line.
+const CONTROL = /[\u0000-\u001f\u007f-\u009f\u2028\u2029]/g;
+
+/** Bounded, single-line, query-free text. */
+export function cleanText(text: string, maxChars = MAX_FIELD_CHARS): string {
+  const cleaned = text.replace(CONTROL, ' ').replace(QUERY_IN_TEXT, '$1');
+  return cleaned.length > maxChars ? cleaned.slice(0, maxChars) : cleaned;
+}
+
+/** The URL without query string or fragment. */
+export function stripQuery(url: string): string {
+  const cut = url.search(/[?#]/);
+  return cut === -1 ? url : url.slice(0, cut);
+}
+
+function cleanUnmapped(value: unknown, depth: number): unknown {
+  if (typeof value === 'string') return cleanText(value);
+  if (typeof value !== 'object' || value === null) return value;
+  if (depth >= 3) return '[nested]';
+  if (Array.isArray(value)) return value.slice(0, MAX_UNMAPPED_KEYS).map((item) => cleanUnmapped(item, depth + 1));
+  const out: Record<string, unknown> = {};
+  for (const [key, item] of Object.entries(value).slice(0, MAX_UNMAPPED_KEYS)) out[key] = cleanUnmapped(item, depth + 1);
+  return out;
+}
+
+function endpoint(host: string | undefined, ip: string | undefined, port: number | undefined): OcsfEndpoint | undefined {
+  const out: OcsfEndpoint = {};
+  if (host !== undefined && host.length > 0) {
+    // An IP literal in `host` is an address, not a domain.
+    if (/^[0-9.]+$/.test(host) || host.includes(':')) out.ip = cleanText(host);
+    else out.domain = cleanText(host);
+  }
+  if (ip !== undefined) out.ip = cleanText(ip);
+  if (port !== undefined) out.port = port;
+  return Object.keys(out).length > 0 ? out : undefined;
+}
+
+function httpRequest(method: string, rawUrl: string): NonNullable<OcsfEvent['http_request']> {
+  const url_string = cleanText(stripQuery(rawUrl));
+  const url: NonNullable<OcsfEvent['http_request']>['url'] = { url_string };
+  try {
+    const parsed = new URL(url_string);
+    url.scheme = parsed.protocol.replace(/:$/, '');
+    url.hostname = parsed.hostname.replace(/^\[|\]$/g, '');
+    const port = parsed.port === '' ? (parsed.protocol === 'https:' ? 443 : 80) : Number(parsed.port);
+    url.port = port;
+    url.path = parsed.pathname;
+  } catch {
+    // Not absolute (an origin-form path): url_string alone says what we know.
+  }
+  return { http_method: cleanText(method, 32), url };
+}
+
+/** The OCSF v1.8.0 object for one event (reference §9.3). */
+export function toOcsf(event: AuditEvent, meta: OcsfMeta): OcsfEvent {
+  const cls = CLASSES[event.class];
+  const [activityId, activityName] = activityOf(event);
+  const [severityId, severityName] = SEVERITY_IDS[event.severity];
+  const failed = event.action === 'DENIED' || (event.class === 'NET' && FAILED_ACTIVITIES.has(event.activity));
+  const product = meta.product ?? DEFAULT_PRODUCT;
+  const out: OcsfEvent = {
+    class_uid: cls.uid,
+    class_name: cls.name,
+    category_uid: cls.category,
+    category_name: cls.categoryName,
+    activity_id: activityId,
+    activity_name: activityName,
+    type_uid: cls.uid * 100 + activityId,
+    type_name: `${cls.name}: ${activityName}`,
+    severity_id: severityId,
+    severity: severityName,
+    status_id: failed ? 2 : 1,
+    status: failed ? 'Failure' : 'Success',
+    time: meta.time,
+    message: cleanText(event.message),
+    metadata: {
+      product: { name: product.name, vendor_name: product.vendorName, ...(product.version ? { version: product.version } : {}) },
+      version: OCSF_VERSION,
+      ...(meta.uid === undefined ? {} : { uid: meta.uid }),
+    },
+    unmapped: {},
+  };
+  if (event.statusDetail !== undefined) out.status_detail = cleanText(event.statusDetail);
+  if (event.action !== undefined) {
+    const allowed = event.action === 'ALLOWED';
+    out.action_id = allowed ? 1 : 2;
+    out.action = allowed ? 'Allowed' : 'Denied';
+    out.disposition_id = allowed ? 1 : 2;
+    out.disposition = allowed ? 'Allowed' : 'Blocked';
+  }
+  const dst = endpoint(event.dst?.host, event.dst?.ip, event.dst?.port);
+  if (dst !== undefined) out.dst_endpoint = dst;
+  const src = endpoint(undefined, event.src?.ip, event.src?.port);
+  if (src !== undefined) out.src_endpoint = src;
+  if (event.policy !== undefined || event.engine !== undefined) {
+    out.firewall_rule = {
+      ...(event.policy === undefined ? {} : { name: cleanText(event.policy) }),
+      ...(event.engine === undefined ? {} : { type: event.engine }),
+    };
+  }
+  if (event.http !== undefined) out.http_request = httpRequest(event.http.method, event.http.url);
+  if (event.class === 'DNS') dnsFields(out, event);
+  if (event.class === 'FINDING') {
+    out.finding_info = { title: out.message, uid: meta.uid ?? `${cls.uid}-${meta.time}` };
+    out.disposition_id ??= 2;
+    out.disposition ??= 'Blocked';
+  }
+  out.unmapped = {
+    ...(cleanUnmapped(event.unmapped ?? {}, 0) as Record<string, unknown>),
+    ...(event.class === 'CONFIG' ? { state: cleanText(event.activity, 64) } : {}),
+    ...(event.generation === undefined ? {} : { policy_generation: event.generation }),
+    ...(event.policyHash === undefined ? {} : { policy_hash: cleanText(event.policyHash, 128) }),
+    ...(event.reason === undefined ? {} : { reason: cleanText(event.reason, MAX_REASON_CHARS) }),
+  };
+  return out;
+}
+
+function dnsFields(out: OcsfEvent, event: AuditEvent): void {
+  const name = event.dst?.host;
+  const qtype = event.unmapped?.qtype;
+  if (name !== undefined) out.query = { hostname: cleanText(name), ...(typeof qtype === 'string' ? { type: cleanText(qtype, 16) } : {}) };
+  const rcode = event.unmapped?.rcode;
+  const known = typeof rcode === 'string' ? DNS_RCODES[rcode.toUpperCase()] : undefined;
+  if (known !== undefined) {
+    out.rcode_id = known[0];
+    out.rcode = known[1];
+  }
+}
+
+function hostPort(host: string, port: number | undefined): string {
+  const shown = host.includes(':') && !host.startsWith('[') ? `[${host}]` : host;
+  return port === undefined ? shown : `${shown}:${port}`;
+}
+
+/**
+ * The shorthand line (reference §9.2), without timestamp:
+ * `<CLASS>:<ACTIVITY> [<SEV>] <ACTION> -(-) -> <host>:<port> [policy:<rule|-> engine:<engine>] [reason:<text>]`.
+ * HTTP prints `-> <METHOD> <url>`; CONFIG adds `[version:<generation> hash:<hash>]`; `[msg:...]` is printed
+ * only when the line has no target, no policy/engine and no reason. Parts that are absent are omitted.
+ */
+export function toShorthand(event: AuditEvent): string {
+  const parts = [`${event.class}:${cleanText(event.activity, 32).toUpperCase()}`, `[${event.severity}]`];
+  if (event.action !== undefined) parts.push(event.action);
+  let target: string | undefined;
+  if (event.http !== undefined) {
+    target = `${cleanText(event.http.method, 32)} ${cleanText(stripQuery(event.http.url))}`;
+  } else {
+    const host = event.dst?.host ?? event.dst?.ip;
+    if (host !== undefined) target = hostPort(cleanText(host), event.dst?.port);
+  }
+  if (target !== undefined) parts.push(UNKNOWN_ACTOR, '->', target);
+  const ruled = event.policy !== undefined || event.engine !== undefined;
+  if (ruled) parts.push(`[policy:${event.policy === undefined ? '-' : cleanText(event.policy, 128)} engine:${event.engine ?? '-'}]`);
+  if (event.class === 'CONFIG' && (event.generation !== undefined || event.policyHash !== undefined)) {
+    const version = event.generation === undefined ? [] : [`version:${event.generation}`];
+    const hash = event.policyHash === undefined ? [] : [`hash:${cleanText(event.policyHash, 128)}`];
+    parts.push(`[${[...version, ...hash].join(' ')}]`);
+  }
+  if (event.reason !== undefined && event.reason.length > 0) parts.push(`[reason:${cleanText(event.reason, MAX_REASON_CHARS)}]`);
+  else if (target === undefined && !ruled && event.message.length > 0) parts.push(`[msg:${cleanText(event.message)}]`);
+  return parts.join(' ');
+}
