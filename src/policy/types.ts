@@ -64,6 +64,58 @@ export interface Endpoint {
   readonly binaries: readonly string[];
   /** True when requests to it are inspected: an L7 protocol. */
   readonly inspected: boolean;
+  /** Position in `Policy.endpoints` (policy order across entries). */
+  readonly order: number;
+  readonly access: AccessPreset | undefined;
+  /** Compiled allow rules as written (presets are not expanded here). */
+  readonly rules: readonly L7Rule[];
+  readonly denyRules: readonly L7Rule[];
+  /** Specificity of the path selector (reference §3.6): non-`*` characters; 0 when it selects every path. */
+  readonly selectorSpecificity: number;
+  /** The endpoint path selector (reference §3.6): looser than rule globs. */
+  selectsPath(path: string): boolean;
+  readonly credentialSigning: CredentialSigning | undefined;
+  readonly signingService: string | undefined;
+  readonly signingRegion: string | undefined;
+  /** Protocol options (graphql, mcp, json-rpc) with defaults applied; validated now, enforced later. */
+  readonly options: EndpointOptions;
+  /** The owning entry's binary globs; an empty list matches nothing. */
+  matchesBinary(path: string): boolean;
+}
+
+export const CREDENTIAL_SIGNING_MODES = ['sigv4', 'sigv4:body', 'sigv4:no_body'] as const;
+export type CredentialSigning = (typeof CREDENTIAL_SIGNING_MODES)[number];
+
+export interface EndpointOptions {
+  readonly graphqlMaxBodyBytes: number;
+  readonly persistedQueries: 'deny' | 'allow_registered';
+  readonly mcpMaxBodyBytes: number;
+  readonly mcpStrictToolNames: boolean;
+  readonly mcpAllowAllKnownMethods: boolean;
+  readonly mcpVersions: readonly string[];
+  readonly jsonRpcMaxBodyBytes: number;
+}
+
+/** `http` rules (method/path/query) are enforced now; the others are validated and enforced later. */
+export const RULE_KINDS = ['http', 'graphql', 'mcp', 'json-rpc'] as const;
+export type RuleKind = (typeof RULE_KINDS)[number];
+
+/** Query parameters after %XX decoding (no `+` to space); a repeated key keeps every value in order. */
+export type QueryParams = ReadonlyMap<string, readonly string[]>;
+
+/** What an HTTP rule looks at: upper-case method, canonical path, decoded query. */
+export interface HttpRequestView {
+  readonly method: string;
+  readonly path: string;
+  readonly query: QueryParams;
+}
+
+export interface L7Rule {
+  readonly kind: RuleKind;
+  /** Rendered for decisions and `policy explain`: `GET /api/**`, `query viewer`, `tools/call search_web`. */
+  readonly text: string;
+  /** Allow or deny semantics are fixed when compiled (reference §3.8). Non-http rules never match. */
+  matchesHttp(request: HttpRequestView): boolean;
 }
 
 export interface PolicyEntry {
@@ -71,6 +123,8 @@ export interface PolicyEntry {
   readonly name: string;
   readonly endpoints: readonly Endpoint[];
   readonly binaries: readonly string[];
+  /** Binary globs (`*` inside a segment, `**` any depth); an empty list matches nothing. */
+  matchesBinary(path: string): boolean;
 }
 
 /** A compiled policy. Immutable; the store stamps `generation` when it becomes current. */

@@ -1,0 +1,30 @@
+// Canonical JSON (sorted keys, no whitespace) and the policy hash over it, plus deepFreeze for compiled
+// policies. Pure. Equal canonical content gives an equal hash whatever the YAML spelling or comments.
+
+import { createHash } from 'node:crypto';
+
+/** JSON with object keys sorted at every level; undefined members are dropped as JSON.stringify does. */
+export function canonicalJson(value: unknown): string {
+  return JSON.stringify(sortKeys(value));
+}
+
+export function sha256Hex(text: string): string {
+  return createHash('sha256').update(text).digest('hex');
+}
+
+/** Freezes plain objects and arrays recursively; functions, maps and class instances are left as they are. */
+export function deepFreeze<T>(value: T): T {
+  if (value === null || typeof value !== 'object') return value;
+  if (!Array.isArray(value) && Object.getPrototypeOf(value) !== Object.prototype) return value;
+  Object.freeze(value);
+  for (const child of Object.values(value)) deepFreeze(child);
+  return value;
+}
+
+function sortKeys(value: unknown): unknown {
+  if (Array.isArray(value)) return value.map(sortKeys);
+  if (value === null || typeof value !== 'object') return value;
+  const out: Record<string, unknown> = {};
+  for (const key of Object.keys(value).sort()) out[key] = sortKeys((value as Record<string, unknown>)[key]);
+  return out;
+}

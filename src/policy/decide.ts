@@ -1,0 +1,175 @@
+// decide(policy, intent) -> Decision: the only place a verdict is made (reference §3.9, §4.1). Pure and total:
+// a refusal is a value with a reason, never an exception. Details never carry the query string.
+
+import { parseQuery } from './query.js';
+import type { Decision, DecisionReason, EgressIntent, Endpoint, HttpRequestView, L7Rule, Policy, Verdict } from './types.js';
+
+/** Protocols whose requests are not inspected yet: denied unless REST-form rules allow them; never audited. */
+const UNINSPECTED_L7: ReadonlySet<string> = new Set(['graphql', 'mcp', 'json-rpc']);
+
+export function decide(policy: Policy, intent: EgressIntent): Decision {
+  const target = formatTarget(intent.host, intent.port);
+  const base = {
+    generation: policy.generation,
+    policyHash: policy.hash,
+    binaryIdentity: intent.binary === undefined ? ('endpoint-only' as const) : ('matched' as const),
+  };
+  const refuse = (reason: DecisionReason, detail: string, layer: 'l4' | 'l7' = 'l4'): Decision =>
+    finish(base, { verdict: 'deny', reason, detail, layer, endpoint: undefined, endpoints: [], rule: undefined });
+  if (policy.entries.length === 0) {
+    return refuse('no-policy', `no network policy is in effect; ${target} is denied like all egress`);
+  }
+  const byPort = policy.endpointsForHost(intent.host).filter((e) => e.ports.includes(intent.port));
+  if (byPort.length === 0) return refuse('no-endpoint-matched', `endpoint ${target} is not allowed by any policy`);
+  let matched = byPort;
+  if (intent.binary !== undefined) {
+    const binary = intent.binary;
+    matched = byPort.filter((e) => e.matchesBinary(binary));
+    if (matched.length === 0) {
+      const keys = [...new Set(byPort.map((e) => e.policy))].sort();
+      return refuse('binary-not-allowed',
+        `binary ${binary} is not allowed to reach ${target} by policy ${keys.join(', ')} (check its binaries list and symlinks)`);
+    }
+  }
+  const l4 = (endpoints: readonly Endpoint[], note: string): Decision => {
+    const endpoint = firstOfSmallestPolicy(endpoints);
+    return finish(base, {
+      verdict: 'allow',
+      reason: 'endpoint-allowed',
+      detail: `${target} is allowed by policy ${endpoint.policy}${note}`,
+      layer: 'l4',
+      endpoint,
+      endpoints: matched,
+      rule: undefined,
+    });
+  };
+  if (intent.method === undefined) return l4(matched, '');
+  const inspected = matched.filter((e) => e.inspected);
+  if (inspected.length === 0) return l4(matched, '; the endpoint is not inspected, so method and path are not constrained');
+
+  const request: HttpRequestView = {
+    method: intent.method.toUpperCase(),
+    path: intent.path ?? '/',
+    query: parseQuery(intent.query),
+  };
+  const missing = `${request.method} ${request.path}`;
+  const selected = selectByPath(inspected, request.path);
+  if (selected.length === 0) {
+    const plain = matched.filter((e) => !e.inspected);
+    if (plain.length > 0) return l4(plain, '; no inspected endpoint selects this path');
+    return finish(base, {
+      verdict: 'deny',
+      reason: 'no-rule-matched',
+      detail: `no inspected endpoint for ${target} selects path ${request.path}`,
+      layer: 'l7',
+      endpoint: undefined,
+      endpoints: matched,
+      rule: missing,
+    });
+  }
+  return evaluateL7(base, { target, request, selected, matched, missing });
+}
+
+interface L7Input {
+  readonly target: string;
+  readonly request: HttpRequestView;
+  readonly selected: readonly Endpoint[];
+  readonly matched: readonly Endpoint[];
+  readonly missing: string;
+}
+
+/** Deny rules win, then allow rules and presets, else no rule (§3.9). Audit relaxes only rule misses and denies. */
+function evaluateL7(base: Base, input: L7Input): Decision {
+  const { target, request, selected, matched, missing } = input;
+  const first = selected[0] as Endpoint;
+  const uninspected = UNINSPECTED_L7.has(first.protocol);
+  const soft = (endpoint: Endpoint): Verdict => (!uninspected && endpoint.enforcement === 'audit' ? 'audit' : 'deny');
+  const out = (verdict: Verdict, reason: DecisionReason, detail: string, endpoint: Endpoint, rule: string): Decision =>
+    finish(base, { verdict, reason, detail, layer: 'l7', endpoint, endpoints: matched, rule });
+
+  for (const endpoint of selected) {
+    const rule = firstMatch(endpoint.denyRules, request);
+    if (rule !== undefined) {
+      return out(soft(endpoint), 'deny-rule-matched', `${request.method} ${request.path} on ${target} matches deny rule ${rule.text}`, endpoint, rule.text);
+    }
+  }
+  for (const endpoint of selected) {
+    const rule = firstMatch(endpoint.rules, request);
+    if (rule !== undefined) {
+      const reason = endpoint.access === undefined ? 'rule-allowed' : 'preset-allowed';
+      return out('allow', reason, `${request.method} ${request.path} on ${target} is allowed by ${rule.text}`, endpoint, rule.text);
+    }
+  }
+  const textFramesNeedInspection =
+    request.method === 'WEBSOCKET_TEXT' && selected.some((e) => e.rules.some((r) => r.kind !== 'http'));
+  if (uninspected || textFramesNeedInspection) {
+    const what = uninspected ? `protocol ${first.protocol}` : 'GraphQL over WebSocket';
+    return out('deny', 'unsupported-l7-protocol',
+      `${what} is not inspected yet; ${request.method} ${request.path} on ${target} is denied`, first, missing);
+  }
+  return out(soft(first), 'no-rule-matched', `no rule of policy ${first.policy} allows ${request.method} ${request.path} on ${target}`, first, missing);
+}
+
+/** The endpoints whose selector takes `path`, keeping only the most specific (ties stay, in policy-key order). */
+function selectByPath(endpoints: readonly Endpoint[], path: string): Endpoint[] {
+  let best = -1;
+  let out: Endpoint[] = [];
+  for (const endpoint of endpoints) {
+    if (!endpoint.selectsPath(path)) continue;
+    if (endpoint.selectorSpecificity > best) {
+      best = endpoint.selectorSpecificity;
+      out = [endpoint];
+    } else if (endpoint.selectorSpecificity === best) {
+      out.push(endpoint);
+    }
+  }
+  return out.sort(byPolicyKey);
+}
+
+function firstMatch(rules: readonly L7Rule[], request: HttpRequestView): L7Rule | undefined {
+  for (const rule of rules) if (rule.kind === 'http' && rule.matchesHttp(request)) return rule;
+  return undefined;
+}
+
+function firstOfSmallestPolicy(endpoints: readonly Endpoint[]): Endpoint {
+  let best = endpoints[0] as Endpoint;
+  for (const endpoint of endpoints) if (byPolicyKey(endpoint, best) < 0) best = endpoint;
+  return best;
+}
+
+function byPolicyKey(a: Endpoint, b: Endpoint): number {
+  if (a.policy !== b.policy) return a.policy < b.policy ? -1 : 1;
+  return a.order - b.order;
+}
+
+function formatTarget(host: string, port: number): string {
+  return host.includes(':') ? `[${host}]:${port}` : `${host}:${port}`;
+}
+
+interface Base {
+  readonly generation: number;
+  readonly policyHash: string;
+  readonly binaryIdentity: 'matched' | 'endpoint-only';
+}
+
+interface Outcome {
+  readonly verdict: Verdict;
+  readonly reason: DecisionReason;
+  readonly detail: string;
+  readonly layer: 'l4' | 'l7';
+  readonly endpoint: Endpoint | undefined;
+  readonly endpoints: readonly Endpoint[];
+  readonly rule: string | undefined;
+}
+
+function finish(base: Base, outcome: Outcome): Decision {
+  return Object.freeze({
+    ...base,
+    ...outcome,
+    // Always a fresh array from filter() (or the shared empty one), so freezing it in place is safe.
+    endpoints: Object.freeze(outcome.endpoints),
+    policy: outcome.endpoint?.policy,
+    policyName: outcome.endpoint?.policyName,
+    endpointIndex: outcome.endpoint?.index,
+  });
+}

@@ -1,0 +1,208 @@
+// Endpoint fields that are not about matching: allowed_ips (V10), credential binding and signing (V11),
+// protocol options for graphql, mcp and json-rpc. Readers report problems and return normalised values.
+
+import type { Node } from 'yaml';
+import { type Cidr, cidrOverlaps, formatCidr, hasCleanHostBits, parseCidr } from '../net/ip.js';
+import {
+  CREDENTIAL_BINDING_KEYS,
+  GRAPHQL_OPERATION_TYPES,
+  JSON_RPC_OPTION_KEYS,
+  MCP_OPTION_KEYS,
+  PERSISTED_QUERY_KEYS,
+  PERSISTED_QUERY_MODES,
+} from './format.js';
+import type { EndpointOptions, Protocol } from './types.js';
+import {
+  childPath,
+  type Field,
+  fieldsOf,
+  knownFields,
+  type ReadContext,
+  readBool,
+  readInt,
+  readMap,
+  readSeq,
+  readString,
+  readStringList,
+  report,
+  scalarValue,
+  seqItems,
+} from './yaml-source.js';
+
+/** Default buffer for GraphQL, MCP and JSON-RPC inspection (reference §11). */
+export const DEFAULT_INSPECTION_BODY_BYTES = 64 * 1024;
+/** Upper bound accepted for any `max_body_bytes` option. */
+export const MAX_INSPECTION_BODY_BYTES = 64 * 1024 * 1024;
+/** `allowed_ips` entries broader than this prefix log a warning. */
+export const ALLOWED_IPS_WARN_PREFIX = 16;
+
+/** Ranges `allowed_ips` may never reach (V10), including their IPv4-mapped IPv6 forms. */
+const ALWAYS_BLOCKED: readonly Cidr[] = [
+  '127.0.0.0/8',
+  '169.254.0.0/16',
+  '0.0.0.0/32',
+  '::1/128',
+  '::/128',
+  'fe80::/10',
+  '::ffff:127.0.0.0/104',
+  '::ffff:169.254.0.0/112',
+  '::ffff:0.0.0.0/128',
+].map((text) => parseCidr(text) as Cidr);
+
+export const DEFAULT_ENDPOINT_OPTIONS: EndpointOptions = Object.freeze({
+  graphqlMaxBodyBytes: DEFAULT_INSPECTION_BODY_BYTES,
+  persistedQueries: 'deny',
+  mcpMaxBodyBytes: DEFAULT_INSPECTION_BODY_BYTES,
+  mcpStrictToolNames: true,
+  mcpAllowAllKnownMethods: false,
+  mcpVersions: Object.freeze([]),
+  jsonRpcMaxBodyBytes: DEFAULT_INSPECTION_BODY_BYTES,
+});
+
+/** Canonical CIDR texts; every problem reported (V10). */
+export function readAllowedIps(ctx: ReadContext, field: Field | undefined, path: string): string[] {
+  if (field === undefined) return [];
+  const seq = readSeq(ctx, field.value, path);
+  if (seq === undefined) return [];
+  const out: string[] = [];
+  seqItems(seq).forEach((item, i) => {
+    const itemPath = childPath(path, i);
+    const text = scalarValue(ctx, item);
+    const cidr = typeof text === 'string' ? parseCidr(text.trim()) : undefined;
+    if (cidr === undefined) {
+      report(ctx, item ?? seq, itemPath, 'POLICY_ALLOWED_IPS_INVALID', `${String(text)} is not an IP address or CIDR`);
+      return;
+    }
+    if (!hasCleanHostBits(cidr)) {
+      report(ctx, item, itemPath, 'POLICY_ALLOWED_IPS_HOST_BITS', `${String(text)} has bits set past /${cidr.prefix}`);
+      return;
+    }
+    if (cidr.prefix === 0 || ALWAYS_BLOCKED.some((blocked) => cidrOverlaps(blocked, cidr))) {
+      report(ctx, item, itemPath, 'POLICY_ALLOWED_IPS_LOOPBACK',
+        `${String(text)} overlaps loopback, link-local or unspecified addresses, or allows everything`);
+      return;
+    }
+    if (cidr.prefix < ALLOWED_IPS_WARN_PREFIX) {
+      report(ctx, item, itemPath, 'POLICY_WARN_ALLOWED_IPS_BROAD', `${String(text)} is broader than /${ALLOWED_IPS_WARN_PREFIX}`);
+    }
+    out.push(formatCidr(cidr));
+  });
+  return [...new Set(out)].sort();
+}
+
+/** `credential_binding: { provider }` -> the provider name. */
+export function readCredentialBinding(ctx: ReadContext, field: Field | undefined, path: string): string | undefined {
+  if (field === undefined) return undefined;
+  const map = readMap(ctx, field.value, path);
+  if (map === undefined) return undefined;
+  const fields = knownFields(ctx, map, path, CREDENTIAL_BINDING_KEYS);
+  const provider = readString(ctx, fields.get('provider'), childPath(path, 'provider'));
+  if (provider === undefined || provider === '') {
+    report(ctx, map, childPath(path, 'provider'), 'POLICY_TYPE', 'credential_binding needs a non-empty provider');
+    return undefined;
+  }
+  return provider;
+}
+
+/** graphql_*, persisted_queries, mcp and json_rpc options; each is valid only with its protocol. */
+export function readProtocolOptions(
+  ctx: ReadContext,
+  fields: ReadonlyMap<string, Field>,
+  path: string,
+  protocol: Protocol | undefined,
+): { options: EndpointOptions; canonical: Record<string, unknown> } {
+  const graphqlCapable = protocol === 'graphql' || protocol === 'websocket';
+  for (const key of ['persisted_queries', 'graphql_persisted_queries', 'graphql_max_body_bytes']) {
+    const field = fields.get(key);
+    if (field !== undefined && protocol !== undefined && protocol !== 'tcp' && !graphqlCapable) {
+      report(ctx, field.keyNode, childPath(path, key), 'POLICY_GRAPHQL_INVALID', `${key} is valid on graphql and websocket endpoints only`);
+    }
+  }
+  const modeText = readString(ctx, fields.get('persisted_queries'), childPath(path, 'persisted_queries'));
+  let persistedQueries: EndpointOptions['persistedQueries'] = 'deny';
+  if (modeText !== undefined) {
+    if ((PERSISTED_QUERY_MODES as readonly string[]).includes(modeText)) {
+      persistedQueries = modeText as EndpointOptions['persistedQueries'];
+    } else {
+      report(ctx, fields.get('persisted_queries')?.value, childPath(path, 'persisted_queries'), 'POLICY_GRAPHQL_INVALID',
+        `persisted_queries must be ${PERSISTED_QUERY_MODES.join(' or ')}`);
+    }
+  }
+  const registry = readPersistedQueries(ctx, fields.get('graphql_persisted_queries'), childPath(path, 'graphql_persisted_queries'));
+  if (persistedQueries === 'allow_registered' && registry === undefined) {
+    report(ctx, fields.get('persisted_queries')?.value, childPath(path, 'persisted_queries'), 'POLICY_GRAPHQL_INVALID',
+      'allow_registered needs graphql_persisted_queries');
+  }
+  const graphqlMaxBodyBytes =
+    readInt(ctx, fields.get('graphql_max_body_bytes'), childPath(path, 'graphql_max_body_bytes'), {
+      min: 1,
+      max: MAX_INSPECTION_BODY_BYTES,
+      code: 'POLICY_GRAPHQL_INVALID',
+    }) ?? DEFAULT_INSPECTION_BODY_BYTES;
+
+  const mcp = readOptionMap(ctx, fields.get('mcp'), childPath(path, 'mcp'), MCP_OPTION_KEYS, protocol, 'mcp', 'POLICY_MCP_INVALID');
+  const mcpPath = childPath(path, 'mcp');
+  const mcpVersions = readStringList(ctx, mcp?.get('versions'), childPath(mcpPath, 'versions')) ?? [];
+  const bodyBounds = { min: 1, max: MAX_INSPECTION_BODY_BYTES, code: 'POLICY_MCP_INVALID' as const };
+  const mcpMaxBodyBytes = readInt(ctx, mcp?.get('max_body_bytes'), childPath(mcpPath, 'max_body_bytes'), bodyBounds);
+  const strict = readBool(ctx, mcp?.get('strict_tool_names'), childPath(mcpPath, 'strict_tool_names'));
+  const allowAll = readBool(ctx, mcp?.get('allow_all_known_mcp_methods'), childPath(mcpPath, 'allow_all_known_mcp_methods'));
+
+  const jsonRpc = readOptionMap(ctx, fields.get('json_rpc'), childPath(path, 'json_rpc'), JSON_RPC_OPTION_KEYS, protocol, 'json-rpc', 'POLICY_JSON_RPC_INVALID');
+  const jsonRpcMaxBodyBytes = readInt(ctx, jsonRpc?.get('max_body_bytes'), childPath(path, 'json_rpc.max_body_bytes'), {
+    ...bodyBounds,
+    code: 'POLICY_JSON_RPC_INVALID',
+  });
+
+  const options: EndpointOptions = Object.freeze({
+    graphqlMaxBodyBytes,
+    persistedQueries,
+    mcpMaxBodyBytes: mcpMaxBodyBytes ?? DEFAULT_INSPECTION_BODY_BYTES,
+    mcpStrictToolNames: strict ?? true,
+    mcpAllowAllKnownMethods: allowAll ?? false,
+    mcpVersions: Object.freeze(mcpVersions),
+    jsonRpcMaxBodyBytes: jsonRpcMaxBodyBytes ?? DEFAULT_INSPECTION_BODY_BYTES,
+  });
+  return { options, canonical: { ...options, graphqlPersistedQueries: registry ?? null } };
+}
+
+function readOptionMap(
+  ctx: ReadContext,
+  field: Field | undefined,
+  path: string,
+  keys: readonly string[],
+  protocol: Protocol | undefined,
+  owner: Protocol,
+  code: 'POLICY_MCP_INVALID' | 'POLICY_JSON_RPC_INVALID',
+): Map<string, Field> | undefined {
+  if (field === undefined) return undefined;
+  if (protocol !== undefined && protocol !== 'tcp' && protocol !== owner) {
+    report(ctx, field.keyNode, path, code, `${path.split('.').pop() ?? ''} is valid on protocol ${owner} only`);
+  }
+  const map = readMap(ctx, field.value, path);
+  return map === undefined ? undefined : knownFields(ctx, map, path, keys);
+}
+
+function readPersistedQueries(ctx: ReadContext, field: Field | undefined, path: string): Record<string, unknown> | undefined {
+  if (field === undefined) return undefined;
+  const map = readMap(ctx, field.value, path);
+  if (map === undefined) return undefined;
+  const out: Record<string, unknown> = {};
+  for (const entry of fieldsOf(ctx, map, path)) {
+    const entryPath = childPath(path, entry.key);
+    const query = readMap(ctx, entry.value, entryPath);
+    if (query === undefined) continue;
+    const fields = knownFields(ctx, query, entryPath, PERSISTED_QUERY_KEYS);
+    const op = readString(ctx, fields.get('operation_type'), childPath(entryPath, 'operation_type'));
+    if (op === undefined || !(GRAPHQL_OPERATION_TYPES as readonly string[]).includes(op) || op === '*') {
+      report(ctx, (fields.get('operation_type')?.value ?? query) as Node, childPath(entryPath, 'operation_type'),
+        'POLICY_GRAPHQL_INVALID', 'a persisted query needs operation_type query, mutation or subscription');
+    }
+    out[entry.key] = {
+      operation_type: op ?? null,
+      operation_name: readString(ctx, fields.get('operation_name'), childPath(entryPath, 'operation_name')) ?? null,
+      fields: readStringList(ctx, fields.get('fields'), childPath(entryPath, 'fields')) ?? null,
+    };
+  }
+  return out;
+}

@@ -1,0 +1,231 @@
+// parsePolicy(text): OpenShell `version: 1` YAML -> deep-frozen compiled Policy, or one BoundaryError
+// POLICY_INVALID listing every problem with its YAML path, line and column. Pure: no I/O (load.ts reads files).
+
+import { LineCounter, type Node, parseDocument } from 'yaml';
+import { BoundaryError, type Issue } from '../errors.js';
+import { checkAmbiguity, type PlacedDraft } from './ambiguity.js';
+import { canonicalJson, deepFreeze, sha256Hex } from './canonical.js';
+import {
+  BINARY_KEYS,
+  ENTRY_KEYS,
+  NOT_ENFORCED_SECTION_KEYS,
+  NOT_ENFORCED_SECTIONS,
+  TOP_LEVEL_KEYS,
+} from './format.js';
+import { compileBinaryGlob, globError } from './glob.js';
+import { buildHostIndex, type IndexedEndpoint } from './host-index.js';
+import type { Endpoint, Policy, PolicyEntry } from './types.js';
+import { type EndpointDraft, readEndpoint } from './validate-endpoint.js';
+import {
+  childPath,
+  type Field,
+  fieldsOf,
+  knownFields,
+  type ReadContext,
+  readMap,
+  readSeq,
+  readString,
+  report,
+  resolve,
+  scalarValue,
+  seqItems,
+} from './yaml-source.js';
+
+export const RESERVED_KEY_PREFIX = '_provider_';
+
+export interface ParseOptions {
+  /** File name or other origin, carried on every issue and in the error message. */
+  readonly source?: string;
+}
+
+interface EntryDraft {
+  readonly key: string;
+  readonly name: string;
+  readonly binaries: readonly string[];
+  readonly endpoints: readonly EndpointDraft[];
+}
+
+export function parsePolicy(text: string, options: ParseOptions = {}): Policy {
+  const lineCounter = new LineCounter();
+  const doc = parseDocument(text, { lineCounter, prettyErrors: true, uniqueKeys: true });
+  const ctx: ReadContext = { doc, lineCounter, issues: [], warnings: [], source: options.source };
+  if (doc.errors.length > 0) {
+    for (const error of doc.errors) {
+      const pos = error.linePos?.[0];
+      ctx.issues.push({
+        code: 'POLICY_YAML_SYNTAX',
+        path: '',
+        message: error.message.split('\n', 1)[0] ?? error.message,
+        ...(pos === undefined ? {} : { line: pos.line, column: pos.col }),
+        ...(options.source === undefined ? {} : { source: options.source }),
+      });
+    }
+    throw invalid(ctx);
+  }
+  const contents = doc.contents as Node | null;
+  if (contents === null) {
+    ctx.issues.push({ code: 'POLICY_VERSION', path: 'version', message: 'the policy is empty; it needs version: 1', line: 1, column: 1 });
+    throw invalid(ctx);
+  }
+  const root = readMap(ctx, contents, '', 'a map with version: 1');
+  const notEnforced: string[] = [];
+  const entries: EntryDraft[] = [];
+  if (root !== undefined) {
+    const top = knownFields(ctx, root, '', TOP_LEVEL_KEYS);
+    const version = top.get('version');
+    if (version === undefined) report(ctx, root, 'version', 'POLICY_VERSION', 'version: 1 is required');
+    else if (scalarValue(ctx, version.value) !== 1) {
+      report(ctx, version.value ?? version.keyNode, 'version', 'POLICY_VERSION', 'version must be exactly 1');
+    }
+    for (const section of NOT_ENFORCED_SECTIONS) {
+      const field = top.get(section);
+      if (field === undefined) continue;
+      const map = readMap(ctx, field.value, section);
+      if (map !== undefined) knownFields(ctx, map, section, NOT_ENFORCED_SECTION_KEYS[section]);
+      notEnforced.push(section);
+      report(ctx, field.keyNode, section, 'POLICY_WARN_NOT_ENFORCED', `${section} is accepted but not enforced by boundary`);
+    }
+    const middlewares = top.get('network_middlewares');
+    if (middlewares !== undefined) {
+      report(ctx, middlewares.keyNode, 'network_middlewares', 'POLICY_MIDDLEWARES_UNSUPPORTED',
+        'network_middlewares is not supported by boundary; remove it (ignoring it would weaken the policy)');
+    }
+    const policies = top.get('network_policies');
+    if (policies !== undefined && resolve(ctx, policies.value) !== null) {
+      const map = readMap(ctx, policies.value, 'network_policies');
+      if (map !== undefined) {
+        for (const field of fieldsOf(ctx, map, 'network_policies')) {
+          const entry = readEntry(ctx, field);
+          if (entry !== undefined) entries.push(entry);
+        }
+      }
+    }
+  }
+  const placed: PlacedDraft[] = [];
+  for (const entry of entries) {
+    entry.endpoints.forEach((draft, index) => {
+      placed.push({ draft, order: placed.length, label: `network_policies.${entry.key}.endpoints[${index}]` });
+    });
+  }
+  if (ctx.issues.length === 0) checkAmbiguity(ctx, placed);
+  if (ctx.issues.length > 0) throw invalid(ctx);
+  return compile(entries, ctx.warnings, notEnforced);
+}
+
+function readEntry(ctx: ReadContext, field: Field): EntryDraft | undefined {
+  const path = childPath('network_policies', field.key);
+  if (field.key.startsWith(RESERVED_KEY_PREFIX)) {
+    report(ctx, field.keyNode, path, 'POLICY_RESERVED_KEY', `policy keys starting with ${RESERVED_KEY_PREFIX} are reserved for providers`);
+  }
+  const map = readMap(ctx, field.value, path);
+  if (map === undefined) return undefined;
+  const f = knownFields(ctx, map, path, ENTRY_KEYS);
+  const name = readString(ctx, f.get('name'), childPath(path, 'name')) ?? field.key;
+  const endpoints: EndpointDraft[] = [];
+  const endpointsField = f.get('endpoints');
+  const endpointsPath = childPath(path, 'endpoints');
+  if (endpointsField === undefined) {
+    report(ctx, map, endpointsPath, 'POLICY_ENDPOINTS_EMPTY', 'a policy entry needs at least one endpoint');
+  } else {
+    const seq = readSeq(ctx, endpointsField.value, endpointsPath);
+    if (seq !== undefined && seq.items.length === 0) {
+      report(ctx, seq, endpointsPath, 'POLICY_ENDPOINTS_EMPTY', 'endpoints: [] allows nothing; list at least one endpoint');
+    }
+    if (seq !== undefined) {
+      seqItems(seq).forEach((item, i) => {
+        const draft = readEndpoint(ctx, item, childPath(endpointsPath, i));
+        if (draft !== undefined) endpoints.push(draft);
+      });
+    }
+  }
+  const binaries = readBinaries(ctx, f.get('binaries'), childPath(path, 'binaries'));
+  return { key: field.key, name, binaries, endpoints };
+}
+
+function readBinaries(ctx: ReadContext, field: Field | undefined, path: string): string[] {
+  if (field === undefined) return [];
+  const seq = readSeq(ctx, field.value, path);
+  if (seq === undefined) return [];
+  const out: string[] = [];
+  seqItems(seq).forEach((item, i) => {
+    const itemPath = childPath(path, i);
+    const map = readMap(ctx, item, itemPath, 'a map with path');
+    if (map === undefined) return;
+    const f = knownFields(ctx, map, itemPath, BINARY_KEYS);
+    const binaryPath = readString(ctx, f.get('path'), childPath(itemPath, 'path'));
+    if (binaryPath === undefined) {
+      if (!f.has('path')) report(ctx, map, childPath(itemPath, 'path'), 'POLICY_BINARY_INVALID', 'a binary needs path');
+      return;
+    }
+    const problem = binaryPath.startsWith('/') ? globError(binaryPath) : 'must be an absolute path or glob starting with /';
+    if (problem !== undefined) {
+      report(ctx, f.get('path')?.value, childPath(itemPath, 'path'), 'POLICY_BINARY_INVALID', `binary ${binaryPath}: ${problem}`);
+      return;
+    }
+    out.push(binaryPath);
+  });
+  return out;
+}
+
+function compile(drafts: readonly EntryDraft[], warnings: readonly Issue[], notEnforced: readonly string[]): Policy {
+  const endpoints: Endpoint[] = [];
+  const indexed: IndexedEndpoint[] = [];
+  const entries: PolicyEntry[] = drafts.map((draft) => {
+    const globs = draft.binaries.map(compileBinaryGlob);
+    const matchesBinary = (path: string): boolean => globs.some((g) => g.matches(path));
+    const entryEndpoints = draft.endpoints.map((d, index) => {
+      const { matcher, selector, node, yamlPath, canonical, ...fields } = d;
+      const endpoint: Endpoint = {
+        ...fields,
+        id: `${draft.key}#${index}`,
+        policy: draft.key,
+        policyName: draft.name,
+        index,
+        order: endpoints.length,
+        binaries: draft.binaries,
+        matchesBinary,
+      };
+      endpoints.push(endpoint);
+      indexed.push({ endpoint, matcher });
+      return endpoint;
+    });
+    return {
+      key: draft.key,
+      name: draft.name,
+      endpoints: entryEndpoints,
+      binaries: draft.binaries,
+      matchesBinary,
+    };
+  });
+  const canonical = [...drafts]
+    .sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0))
+    .map((d) => ({ key: d.key, name: d.name, binaries: d.binaries, endpoints: d.endpoints.map((e) => e.canonical) }));
+  return deepFreeze({
+    generation: 0,
+    hash: policyHash(canonical),
+    entries,
+    endpoints,
+    warnings: [...warnings],
+    notEnforced: [...notEnforced],
+    endpointsForHost: buildHostIndex(indexed),
+  });
+}
+
+/** sha256 of the canonical JSON of the network policy; `[]` is the empty (deny-all) policy. */
+export function policyHash(canonicalEntries: readonly unknown[]): string {
+  return sha256Hex(canonicalJson({ version: 1, network_policies: canonicalEntries }));
+}
+
+function invalid(ctx: ReadContext): BoundaryError {
+  const where = ctx.source === undefined ? 'policy' : `policy ${ctx.source}`;
+  const count = ctx.issues.length;
+  // Document order reads best; issues without a position (none today) sort first.
+  ctx.issues.sort((a, b) => (a.line ?? 0) - (b.line ?? 0) || (a.column ?? 0) - (b.column ?? 0));
+  const lines = ctx.issues.map((issue) => {
+    const at = issue.line === undefined ? '' : `${ctx.source ?? ''}:${issue.line}:${issue.column ?? 1}: `;
+    return `  ${at}${issue.path === '' ? '' : `${issue.path}: `}${issue.message} (${issue.code})`;
+  });
+  return new BoundaryError('POLICY_INVALID', `${where} is invalid (${count} problem${count === 1 ? '' : 's'}):\n${lines.join('\n')}`, {
+    issues: ctx.issues.map((issue) => Object.freeze({ ...issue })),
+  });
+}

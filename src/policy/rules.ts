@@ -1,0 +1,351 @@
+// Reading and compiling an endpoint's `rules`, `deny_rules` and `access` presets (reference §1.5, §1.6, V5-V8).
+// HTTP rules (rest, websocket, l4 with a warning) compile to matchers now; GraphQL, MCP and JSON-RPC rules are
+// validated and kept as text until those protocols are inspected.
+
+import type { Node, YAMLMap } from 'yaml';
+import type { ErrorCode } from '../errors.js';
+import {
+  ANY_MATCHER_KEYS,
+  GRAPHQL_OPERATION_TYPES,
+  GRAPHQL_RULE_KEYS,
+  HTTP_RULE_KEYS,
+  JSON_RPC_RULE_KEYS,
+  MCP_PARAMS_KEYS,
+  MCP_RULE_KEYS,
+  RULE_ENTRY_KEYS,
+} from './format.js';
+import { compileGlob, globError } from './glob.js';
+import { compileMethod } from './match.js';
+import { compileQueryMatcher, type QueryMode } from './query.js';
+import type { AccessPreset, HttpRequestView, L7Rule, Protocol } from './types.js';
+import {
+  childPath,
+  type Field,
+  fieldsOf,
+  knownFields,
+  type ReadContext,
+  readMap,
+  readSeq,
+  readString,
+  readStringList,
+  report,
+  resolve,
+  scalarValue,
+  seqItems,
+} from './yaml-source.js';
+
+export interface RuleOptions {
+  readonly protocol: Protocol;
+  readonly mcpAllowAll: boolean;
+  readonly mcpStrictToolNames: boolean;
+}
+
+export interface ReadRules {
+  readonly allow: readonly L7Rule[];
+  readonly deny: readonly L7Rule[];
+  /** Plain data for the policy hash. */
+  readonly canonical: { readonly allow: readonly unknown[]; readonly deny: readonly unknown[] };
+}
+
+interface Compiled {
+  readonly rule: L7Rule;
+  readonly canonical: unknown;
+  /** MCP: the rule scopes tools/call to named tools, or broadly covers tools/call. */
+  readonly mcpTool?: 'scoped' | 'broad';
+}
+
+const METHOD_TOKEN = /^[A-Za-z][A-Za-z0-9_-]*$/;
+const JSON_RPC_GLOB = /[*?[\]{}]/;
+const WEBSOCKET_METHODS: ReadonlySet<string> = new Set(['GET', 'WEBSOCKET_TEXT', '*']);
+
+/** Reads `rules` (allow entries) and `deny_rules`; reports V6 and per-rule problems. */
+export function readRules(
+  ctx: ReadContext,
+  rulesField: Field | undefined,
+  denyField: Field | undefined,
+  path: string,
+  options: RuleOptions,
+): ReadRules {
+  const allow: Compiled[] = [];
+  const deny: Compiled[] = [];
+  if (rulesField !== undefined) {
+    const rulesPath = childPath(path, 'rules');
+    const seq = readSeq(ctx, rulesField.value, rulesPath);
+    if (seq !== undefined && seq.items.length === 0) {
+      report(ctx, seq, rulesPath, 'POLICY_RULES_EMPTY', 'rules: [] is rejected; omit rules or use access: full');
+    } else if (seq !== undefined) {
+      let withAllow = 0;
+      seqItems(seq).forEach((item, i) => {
+        const entryPath = childPath(rulesPath, i);
+        const entry = readMap(ctx, item, entryPath);
+        if (entry === undefined) return;
+        const allowField = knownFields(ctx, entry, entryPath, RULE_ENTRY_KEYS).get('allow');
+        if (allowField === undefined) return;
+        withAllow++;
+        const compiled = readRule(ctx, allowField.value, childPath(entryPath, 'allow'), options, 'allow');
+        if (compiled !== undefined) allow.push(compiled);
+      });
+      if (withAllow === 0) {
+        report(ctx, seq, rulesPath, 'POLICY_RULES_NO_ALLOW', 'no entry of rules has allow; this would deny everything');
+      }
+    }
+  }
+  if (denyField !== undefined) {
+    const denyPath = childPath(path, 'deny_rules');
+    const seq = readSeq(ctx, denyField.value, denyPath);
+    if (seq !== undefined && seq.items.length === 0) {
+      report(ctx, seq, denyPath, 'POLICY_DENY_RULES_EMPTY', 'deny_rules: [] is rejected; omit it');
+    } else if (seq !== undefined) {
+      seqItems(seq).forEach((item, i) => {
+        const compiled = readRule(ctx, item, childPath(denyPath, i), options, 'deny');
+        if (compiled !== undefined) deny.push(compiled);
+      });
+    }
+  }
+  if (options.protocol === 'mcp' && allow.some((c) => c.mcpTool === 'scoped')) {
+    for (const c of [...allow, ...deny].filter((x) => x.mcpTool === 'broad')) {
+      report(ctx, rulesField?.value, childPath(path, 'rules'), 'POLICY_MCP_INVALID',
+        `rule ${c.rule.text} covers every tools/call and cannot be combined with tool-specific allow rules`);
+    }
+  }
+  return {
+    allow: allow.map((c) => c.rule),
+    deny: deny.map((c) => c.rule),
+    canonical: { allow: allow.map((c) => c.canonical), deny: deny.map((c) => c.canonical) },
+  };
+}
+
+/** The rules an `access` preset stands for (§1.5). GraphQL presets are kept as text: not inspected yet. */
+export function presetRules(protocol: Protocol, access: AccessPreset): readonly L7Rule[] {
+  if (protocol === 'graphql') {
+    const ops = { 'read-only': ['query'], 'read-write': ['query', 'mutation'], full: ['*'] }[access];
+    return ops.map((op) => textRule('graphql', `${op} (access: ${access})`));
+  }
+  const methods =
+    protocol === 'websocket'
+      ? { 'read-only': ['GET'], 'read-write': ['GET', 'WEBSOCKET_TEXT'], full: ['*'] }[access]
+      : { 'read-only': ['GET', 'HEAD', 'OPTIONS'], 'read-write': ['GET', 'HEAD', 'OPTIONS', 'POST', 'PUT', 'PATCH'], full: ['*'] }[
+          access
+        ];
+  return methods.map((method) => httpRule(method, '/**', new Map(), 'allow', `${method} /** (access: ${access})`));
+}
+
+/** An HTTP rule: method (§3.7), path glob (§3.5) and query matchers (§3.8). */
+export function httpRule(
+  method: string,
+  path: string,
+  query: ReadonlyMap<string, readonly string[]>,
+  mode: QueryMode,
+  text?: string,
+): L7Rule {
+  const methodMatcher = compileMethod(method);
+  const pathGlob = compileGlob(path);
+  const queryMatcher = compileQueryMatcher(query, mode);
+  const keys = queryMatcher.keys.length === 0 ? '' : ` (query: ${queryMatcher.keys.join(', ')})`;
+  return Object.freeze({
+    kind: 'http' as const,
+    text: text ?? `${methodMatcher.method} ${path}${keys}`,
+    matchesHttp: (request: HttpRequestView) =>
+      methodMatcher.matches(request.method) && pathGlob.matches(request.path) && queryMatcher.matches(request.query),
+  });
+}
+
+function textRule(kind: L7Rule['kind'], text: string): L7Rule {
+  return Object.freeze({ kind, text, matchesHttp: () => false });
+}
+
+function readRule(ctx: ReadContext, node: Node | null, path: string, options: RuleOptions, mode: QueryMode): Compiled | undefined {
+  const map = readMap(ctx, node, path);
+  if (map === undefined) return undefined;
+  switch (options.protocol) {
+    case 'mcp':
+      return readMcpRule(ctx, map, path, options);
+    case 'json-rpc':
+      return readJsonRpcRule(ctx, map, path);
+    case 'websocket':
+    case 'graphql': {
+      const fields = knownFields(ctx, map, path, [...HTTP_RULE_KEYS, ...GRAPHQL_RULE_KEYS]);
+      const graphqlForm = GRAPHQL_RULE_KEYS.some((k) => fields.has(k));
+      const httpForm = HTTP_RULE_KEYS.some((k) => fields.has(k));
+      if (graphqlForm && httpForm) {
+        report(ctx, map, path, 'POLICY_RULE_INVALID', 'a rule cannot mix method/path/query with GraphQL operation fields');
+        return undefined;
+      }
+      if (graphqlForm || (options.protocol === 'graphql' && !httpForm)) return readGraphqlRule(ctx, map, fields, path);
+      return readHttpRule(ctx, map, fields, path, mode, options.protocol);
+    }
+    default:
+      return readHttpRule(ctx, map, knownFields(ctx, map, path, HTTP_RULE_KEYS), path, mode, options.protocol);
+  }
+}
+
+function readHttpRule(
+  ctx: ReadContext,
+  map: YAMLMap,
+  fields: Map<string, Field>,
+  path: string,
+  mode: QueryMode,
+  protocol: Protocol,
+): Compiled | undefined {
+  let ok = true;
+  const method = requiredString(ctx, map, fields, 'method', path, 'POLICY_RULE_INVALID');
+  if (method !== undefined && method !== '*' && !METHOD_TOKEN.test(method)) {
+    report(ctx, fields.get('method')?.value, childPath(path, 'method'), 'POLICY_RULE_INVALID', `method ${method} is not an HTTP method or *`);
+    ok = false;
+  } else if (method !== undefined && protocol === 'websocket' && !WEBSOCKET_METHODS.has(method.toUpperCase())) {
+    report(ctx, fields.get('method')?.value, childPath(path, 'method'), 'POLICY_RULE_INVALID',
+      `websocket rules take GET (the upgrade), WEBSOCKET_TEXT or *, not ${method}`);
+    ok = false;
+  }
+  const rulePath = requiredString(ctx, map, fields, 'path', path, 'POLICY_RULE_INVALID');
+  if (rulePath !== undefined) ok = checkGlob(ctx, fields.get('path')?.value ?? null, childPath(path, 'path'), rulePath, true) && ok;
+  const query = readQuery(ctx, fields.get('query'), childPath(path, 'query'));
+  if (method === undefined || rulePath === undefined || query === undefined || !ok) return undefined;
+  const canonical = { method: method.toUpperCase(), path: rulePath, query: Object.fromEntries(query) };
+  return { rule: httpRule(method, rulePath, query, mode), canonical };
+}
+
+function readQuery(ctx: ReadContext, field: Field | undefined, path: string): Map<string, readonly string[]> | undefined {
+  const out = new Map<string, readonly string[]>();
+  if (field === undefined) return out;
+  const map = readMap(ctx, field.value, path);
+  if (map === undefined) return undefined;
+  let ok = true;
+  for (const field of fieldsOf(ctx, map, path)) {
+    const globs = readMatcher(ctx, field.value, childPath(path, field.key), 'POLICY_RULE_INVALID');
+    if (globs === undefined) ok = false;
+    else out.set(field.key, globs);
+  }
+  return ok ? out : undefined;
+}
+
+/** A glob string or `{ any: [glob, ...] }` (non-empty). */
+function readMatcher(ctx: ReadContext, node: Node | null, path: string, code: ErrorCode): string[] | undefined {
+  const value = scalarValue(ctx, node);
+  if (typeof value === 'string') return checkGlob(ctx, node, path, value, false, code) ? [value] : undefined;
+  const map = readMap(ctx, node, path, 'a glob string or { any: [...] }');
+  if (map === undefined) return undefined;
+  const anyField = knownFields(ctx, map, path, ANY_MATCHER_KEYS).get('any');
+  if (anyField === undefined) {
+    report(ctx, map, path, code, `${path} needs any: [glob, ...]`);
+    return undefined;
+  }
+  const globs = readStringList(ctx, anyField, childPath(path, 'any'));
+  if (globs === undefined) return undefined;
+  if (globs.length === 0) {
+    report(ctx, anyField.value, childPath(path, 'any'), code, 'any: [] matches nothing');
+    return undefined;
+  }
+  return globs.every((g) => checkGlob(ctx, anyField.value, childPath(path, 'any'), g, false, code)) ? globs : undefined;
+}
+
+function readGraphqlRule(ctx: ReadContext, map: YAMLMap, fields: Map<string, Field>, path: string): Compiled | undefined {
+  const op = requiredString(ctx, map, fields, 'operation_type', path, 'POLICY_GRAPHQL_INVALID');
+  if (op !== undefined && !(GRAPHQL_OPERATION_TYPES as readonly string[]).includes(op)) {
+    report(ctx, fields.get('operation_type')?.value, childPath(path, 'operation_type'), 'POLICY_GRAPHQL_INVALID',
+      `operation_type must be one of ${GRAPHQL_OPERATION_TYPES.join(', ')}`);
+    return undefined;
+  }
+  const name = readString(ctx, fields.get('operation_name'), childPath(path, 'operation_name'));
+  const rootFields = readStringList(ctx, fields.get('fields'), childPath(path, 'fields'));
+  if (op === undefined) return undefined;
+  const text = [op, name ?? '*', ...(rootFields === undefined ? [] : [`{${rootFields.join(', ')}}`])].join(' ');
+  return {
+    rule: textRule('graphql', text),
+    canonical: { operation_type: op, operation_name: name ?? null, fields: rootFields ?? null },
+  };
+}
+
+function readMcpRule(ctx: ReadContext, map: YAMLMap, path: string, options: RuleOptions): Compiled | undefined {
+  const fields = knownFields(ctx, map, path, MCP_RULE_KEYS);
+  const method = readString(ctx, fields.get('method'), childPath(path, 'method'));
+  let ok = true;
+  if (method === undefined && !options.mcpAllowAll && !fields.has('method')) {
+    report(ctx, map, childPath(path, 'method'), 'POLICY_MCP_INVALID', 'method is required unless mcp.allow_all_known_mcp_methods is true');
+    ok = false;
+  }
+  if (method !== undefined && (method === '*' || (JSON_RPC_GLOB.test(method) && !method.startsWith('tools/')))) {
+    report(ctx, fields.get('method')?.value, childPath(path, 'method'), 'POLICY_MCP_INVALID',
+      'MCP method globs are allowed only in the tools/ family, and * is not a method');
+    ok = false;
+  }
+  const tool = fields.has('tool') ? readMatcher(ctx, fields.get('tool')?.value ?? null, childPath(path, 'tool'), 'POLICY_MCP_INVALID') : undefined;
+  let paramsName: string[] | undefined;
+  const paramsField = fields.get('params');
+  if (paramsField !== undefined) {
+    const params = readMap(ctx, paramsField.value, childPath(path, 'params'));
+    const nameField = params === undefined ? undefined : knownFields(ctx, params, childPath(path, 'params'), MCP_PARAMS_KEYS).get('name');
+    if (nameField !== undefined) paramsName = readMatcher(ctx, nameField.value, childPath(path, 'params.name'), 'POLICY_MCP_INVALID');
+  }
+  const selectors = [...(tool ?? []), ...(paramsName ?? [])];
+  if (selectors.length > 0 && method !== 'tools/call' && !options.mcpAllowAll) {
+    report(ctx, map, path, 'POLICY_MCP_INVALID', 'tool and params.name need method: tools/call');
+    ok = false;
+  }
+  if (selectors.some((g) => JSON_RPC_GLOB.test(g)) && !options.mcpStrictToolNames) {
+    report(ctx, map, path, 'POLICY_MCP_INVALID', 'wildcard tool matchers need mcp.strict_tool_names to stay true');
+    ok = false;
+  }
+  if (!ok) return undefined;
+  const coversToolsCall = method === undefined || method === 'tools/call' || (method.startsWith('tools/') && JSON_RPC_GLOB.test(method));
+  const mcpTool = selectors.length > 0 ? ('scoped' as const) : coversToolsCall ? ('broad' as const) : undefined;
+  const text = [method ?? '(any known method)', ...(selectors.length > 0 ? [selectors.join('|')] : [])].join(' ');
+  return {
+    rule: textRule('mcp', text),
+    canonical: { method: method ?? null, tool: tool ?? null, params_name: paramsName ?? null },
+    ...(mcpTool === undefined ? {} : { mcpTool }),
+  };
+}
+
+function readJsonRpcRule(ctx: ReadContext, map: YAMLMap, path: string): Compiled | undefined {
+  const fields = knownFields(ctx, map, path, JSON_RPC_RULE_KEYS);
+  const method = requiredString(ctx, map, fields, 'method', path, 'POLICY_JSON_RPC_INVALID');
+  if (method === undefined) return undefined;
+  if (method !== '*' && JSON_RPC_GLOB.test(method)) {
+    report(ctx, fields.get('method')?.value, childPath(path, 'method'), 'POLICY_JSON_RPC_INVALID',
+      'json-rpc methods are exact names, or * as the allow-all sentinel');
+    return undefined;
+  }
+  return { rule: textRule('json-rpc', method), canonical: { method } };
+}
+
+function requiredString(
+  ctx: ReadContext,
+  map: YAMLMap,
+  fields: Map<string, Field>,
+  key: string,
+  path: string,
+  code: ErrorCode,
+): string | undefined {
+  const field = fields.get(key);
+  if (field === undefined) {
+    report(ctx, map, childPath(path, key), code, `${key} is required`);
+    return undefined;
+  }
+  const value = readString(ctx, field, childPath(path, key));
+  if (value === '') {
+    report(ctx, field.value, childPath(path, key), code, `${key} cannot be empty`);
+    return undefined;
+  }
+  return value;
+}
+
+function checkGlob(
+  ctx: ReadContext,
+  node: Node | null,
+  path: string,
+  pattern: string,
+  isPath: boolean,
+  code: ErrorCode = 'POLICY_RULE_INVALID',
+): boolean {
+  const problem = globError(pattern);
+  if (problem !== undefined) {
+    report(ctx, resolve(ctx, node), path, code, problem);
+    return false;
+  }
+  if (isPath && !pattern.startsWith('/') && !pattern.startsWith('*')) {
+    report(ctx, resolve(ctx, node), path, code, `path ${pattern} must start with / (or be **)`);
+    return false;
+  }
+  return true;
+}
