@@ -9,44 +9,31 @@ const UNINSPECTED_L7: ReadonlySet<string> = new Set(['graphql', 'mcp', 'json-rpc
 
 export function decide(policy: Policy, intent: EgressIntent): Decision {
   const target = formatTarget(intent.host, intent.port);
-  const base = {
+  const base: Base = {
     generation: policy.generation,
     policyHash: policy.hash,
-    binaryIdentity: intent.binary === undefined ? ('endpoint-only' as const) : ('matched' as const),
+    binaryIdentity: intent.binary === undefined ? 'endpoint-only' : 'matched',
   };
-  const refuse = (reason: DecisionReason, detail: string, layer: 'l4' | 'l7' = 'l4'): Decision =>
-    finish(base, { verdict: 'deny', reason, detail, layer, endpoint: undefined, endpoints: [], rule: undefined });
   if (policy.entries.length === 0) {
-    return refuse('no-policy', `no network policy is in effect; ${target} is denied like all egress`);
+    return refuse(base, 'no-policy', `no network policy is in effect; ${target} is denied like all egress`);
   }
   const byPort = policy.endpointsForHost(intent.host).filter((e) => e.ports.includes(intent.port));
-  if (byPort.length === 0) return refuse('no-endpoint-matched', `endpoint ${target} is not allowed by any policy`);
+  if (byPort.length === 0) return refuse(base, 'no-endpoint-matched', `endpoint ${target} is not allowed by any policy`);
   let matched = byPort;
-  if (intent.binary !== undefined) {
-    const binary = intent.binary;
+  const binary = intent.binary;
+  if (binary !== undefined) {
     matched = byPort.filter((e) => e.matchesBinary(binary));
     if (matched.length === 0) {
       const keys = [...new Set(byPort.map((e) => e.policy))].sort();
-      return refuse('binary-not-allowed',
+      return refuse(base, 'binary-not-allowed',
         `binary ${binary} is not allowed to reach ${target} by policy ${keys.join(', ')} (check its binaries list and symlinks)`);
     }
   }
-  const l4 = (endpoints: readonly Endpoint[], note: string): Decision => {
-    const endpoint = firstOfSmallestPolicy(endpoints);
-    return finish(base, {
-      verdict: 'allow',
-      reason: 'endpoint-allowed',
-      detail: `${target} is allowed by policy ${endpoint.policy}${note}`,
-      layer: 'l4',
-      endpoint,
-      endpoints: matched,
-      rule: undefined,
-    });
-  };
-  if (intent.method === undefined) return l4(matched, '');
+  if (intent.method === undefined) return allowL4(base, target, matched, matched, '');
   const inspected = matched.filter((e) => e.inspected);
-  if (inspected.length === 0) return l4(matched, '; the endpoint is not inspected, so method and path are not constrained');
-
+  if (inspected.length === 0) {
+    return allowL4(base, target, matched, matched, '; the endpoint is not inspected, so method and path are not constrained');
+  }
   const request: HttpRequestView = {
     method: intent.method.toUpperCase(),
     path: intent.path ?? '/',
@@ -56,7 +43,7 @@ export function decide(policy: Policy, intent: EgressIntent): Decision {
   const selected = selectByPath(inspected, request.path);
   if (selected.length === 0) {
     const plain = matched.filter((e) => !e.inspected);
-    if (plain.length > 0) return l4(plain, '; no inspected endpoint selects this path');
+    if (plain.length > 0) return allowL4(base, target, plain, matched, '; no inspected endpoint selects this path');
     return finish(base, {
       verdict: 'deny',
       reason: 'no-rule-matched',
@@ -68,6 +55,24 @@ export function decide(policy: Policy, intent: EgressIntent): Decision {
     });
   }
   return evaluateL7(base, { target, request, selected, matched, missing });
+}
+
+function refuse(base: Base, reason: DecisionReason, detail: string): Decision {
+  return finish(base, { verdict: 'deny', reason, detail, layer: 'l4', endpoint: undefined, endpoints: [], rule: undefined });
+}
+
+/** Connection-level allow by the first endpoint of the smallest matching policy key. */
+function allowL4(base: Base, target: string, from: readonly Endpoint[], matched: readonly Endpoint[], note: string): Decision {
+  const endpoint = firstOfSmallestPolicy(from);
+  return finish(base, {
+    verdict: 'allow',
+    reason: 'endpoint-allowed',
+    detail: `${target} is allowed by policy ${endpoint.policy}${note}`,
+    layer: 'l4',
+    endpoint,
+    endpoints: matched,
+    rule: undefined,
+  });
 }
 
 interface L7Input {
@@ -83,31 +88,46 @@ function evaluateL7(base: Base, input: L7Input): Decision {
   const { target, request, selected, matched, missing } = input;
   const first = selected[0] as Endpoint;
   const uninspected = UNINSPECTED_L7.has(first.protocol);
-  const soft = (endpoint: Endpoint): Verdict => (!uninspected && endpoint.enforcement === 'audit' ? 'audit' : 'deny');
-  const out = (verdict: Verdict, reason: DecisionReason, detail: string, endpoint: Endpoint, rule: string): Decision =>
-    finish(base, { verdict, reason, detail, layer: 'l7', endpoint, endpoints: matched, rule });
-
+  const said = `${request.method} ${request.path} on ${target}`;
   for (const endpoint of selected) {
     const rule = firstMatch(endpoint.denyRules, request);
     if (rule !== undefined) {
-      return out(soft(endpoint), 'deny-rule-matched', `${request.method} ${request.path} on ${target} matches deny rule ${rule.text}`, endpoint, rule.text);
+      const verdict = softVerdict(endpoint, uninspected);
+      return l7(base, matched, verdict, 'deny-rule-matched', `${said} matches deny rule ${rule.text}`, endpoint, rule.text);
     }
   }
   for (const endpoint of selected) {
     const rule = firstMatch(endpoint.rules, request);
     if (rule !== undefined) {
       const reason = endpoint.access === undefined ? 'rule-allowed' : 'preset-allowed';
-      return out('allow', reason, `${request.method} ${request.path} on ${target} is allowed by ${rule.text}`, endpoint, rule.text);
+      return l7(base, matched, 'allow', reason, `${said} is allowed by ${rule.text}`, endpoint, rule.text);
     }
   }
   const textFramesNeedInspection =
     request.method === 'WEBSOCKET_TEXT' && selected.some((e) => e.rules.some((r) => r.kind !== 'http'));
   if (uninspected || textFramesNeedInspection) {
     const what = uninspected ? `protocol ${first.protocol}` : 'GraphQL over WebSocket';
-    return out('deny', 'unsupported-l7-protocol',
-      `${what} is not inspected yet; ${request.method} ${request.path} on ${target} is denied`, first, missing);
+    return l7(base, matched, 'deny', 'unsupported-l7-protocol', `${what} is not inspected yet; ${said} is denied`, first, missing);
   }
-  return out(soft(first), 'no-rule-matched', `no rule of policy ${first.policy} allows ${request.method} ${request.path} on ${target}`, first, missing);
+  const verdict = softVerdict(first, false);
+  return l7(base, matched, verdict, 'no-rule-matched', `no rule of policy ${first.policy} allows ${said}`, first, missing);
+}
+
+/** Audit endpoints forward would-be denies (verdict audit); uninspected protocols never do. */
+function softVerdict(endpoint: Endpoint, uninspected: boolean): Verdict {
+  return !uninspected && endpoint.enforcement === 'audit' ? 'audit' : 'deny';
+}
+
+function l7(
+  base: Base,
+  matched: readonly Endpoint[],
+  verdict: Verdict,
+  reason: DecisionReason,
+  detail: string,
+  endpoint: Endpoint,
+  rule: string,
+): Decision {
+  return finish(base, { verdict, reason, detail, layer: 'l7', endpoint, endpoints: matched, rule });
 }
 
 /** The endpoints whose selector takes `path`, keeping only the most specific (ties stay, in policy-key order). */
@@ -162,14 +182,22 @@ interface Outcome {
   readonly rule: string | undefined;
 }
 
+/** One literal with every field, so each decision has the same shape. `endpoints` is a fresh array per call. */
 function finish(base: Base, outcome: Outcome): Decision {
+  const endpoint = outcome.endpoint;
   return Object.freeze({
-    ...base,
-    ...outcome,
-    // Always a fresh array from filter() (or the shared empty one), so freezing it in place is safe.
-    endpoints: Object.freeze(outcome.endpoints),
-    policy: outcome.endpoint?.policy,
-    policyName: outcome.endpoint?.policyName,
-    endpointIndex: outcome.endpoint?.index,
+    verdict: outcome.verdict,
+    reason: outcome.reason,
+    detail: outcome.detail,
+    policy: endpoint?.policy,
+    policyName: endpoint?.policyName,
+    endpointIndex: endpoint?.index,
+    endpoint,
+    endpoints: outcome.endpoints,
+    generation: base.generation,
+    policyHash: base.policyHash,
+    layer: outcome.layer,
+    binaryIdentity: base.binaryIdentity,
+    rule: outcome.rule,
   });
 }

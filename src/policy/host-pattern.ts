@@ -22,7 +22,7 @@ export type PolicyHost =
   | { readonly ok: false; readonly code: ErrorCode; readonly message: string };
 
 const GLOB_CHARS = /[?[\]{},]/;
-const LABEL = /^[a-z0-9_](?:[a-z0-9_-]*[a-z0-9_])?$|^[a-z0-9_]$/;
+const LABEL = /^[a-z0-9_](?:[a-z0-9_-]*[a-z0-9_])?$/;
 const WILDCARD_FIRST_LABEL = /^[a-z0-9_*-]+$/;
 
 /** Normalises a policy `host`. `tcp` rejects a trailing dot and IP literals (V9). */
