@@ -1,0 +1,69 @@
+// The refusal value every rewrite returns instead of throwing: status, the reference's error name (§6),
+// a message for the workload, and a log message and reason that never hold a key, placeholder or value.
+
+export const CREDENTIAL_ERRORS = ['credential_endpoint_mismatch', 'credential_unavailable', 'credential_body_too_large'] as const;
+export type CredentialError = (typeof CREDENTIAL_ERRORS)[number];
+
+/** Closed set for events and metric labels. */
+export const REFUSAL_REASONS = [
+  'endpoint-mismatch',
+  'no-authority',
+  'unknown-key',
+  'revision-not-retained',
+  'identity-changed',
+  'unknown-handle',
+  'ambiguous-key',
+  'leftover-marker',
+  'unsafe-value',
+  'path-unsafe-value',
+  'multiple-authorization',
+  'stale-revision',
+  'encoded-body',
+  'body-too-large',
+] as const;
+export type RefusalReason = (typeof REFUSAL_REASONS)[number];
+
+export interface RewriteRefusal {
+  readonly ok: false;
+  readonly status: 403 | 413 | 500;
+  readonly error: CredentialError;
+  /** For the JSON body sent back to the workload; may name the key the workload itself sent. */
+  readonly message: string;
+  /** For events and logs: never a key name, placeholder, query string or value. */
+  readonly logMessage: string;
+  readonly reason: RefusalReason;
+}
+
+const LOG_MESSAGES: Readonly<Record<RefusalReason, string>> = {
+  'endpoint-mismatch': 'a placeholder names a credential bound to another endpoint',
+  'no-authority': 'a placeholder was sent on a request without an authority',
+  'unknown-key': 'a placeholder names a credential that does not exist',
+  'revision-not-retained': 'a revision-pinned placeholder names a revision no longer retained',
+  'identity-changed': 'a revision-pinned placeholder names a credential whose provider changed',
+  'unknown-handle': 'a stable placeholder handle matches no provider',
+  'ambiguous-key': 'two providers bound here hold different values for one key',
+  'leftover-marker': 'a placeholder marker remained after rewriting',
+  'unsafe-value': 'a resolved credential value cannot be written in its slot',
+  'path-unsafe-value': 'a resolved credential value is not safe as a path segment',
+  'multiple-authorization': 'a credential was placed in a request with more than one Authorization header',
+  'stale-revision': 'the credentials changed between the decision and the upstream write',
+  'encoded-body': 'a content-encoded body holds a placeholder or cannot be inspected',
+  'body-too-large': 'the body is larger than the credential rewrite buffer',
+};
+
+export function refuse(reason: RefusalReason, message: string): RewriteRefusal {
+  const status = reason === 'endpoint-mismatch' ? 403 : reason === 'body-too-large' ? 413 : 500;
+  const error: CredentialError =
+    reason === 'endpoint-mismatch'
+      ? 'credential_endpoint_mismatch'
+      : reason === 'body-too-large'
+        ? 'credential_body_too_large'
+        : 'credential_unavailable';
+  return Object.freeze({ ok: false, status, error, message, logMessage: LOG_MESSAGES[reason], reason });
+}
+
+/** Keeps the most serious refusal: a binding mismatch (a HIGH finding) outranks everything else. */
+export function worse(current: RewriteRefusal | undefined, next: RewriteRefusal): RewriteRefusal {
+  if (current === undefined) return next;
+  return current.reason !== 'endpoint-mismatch' && next.reason === 'endpoint-mismatch' ? next : current;
+}

@@ -1,0 +1,132 @@
+// The endpoint-scoped resolver (reference §7.3 rule 1): which keys one request may use, decided from its
+// host, port and canonical redacted path, plus the policy endpoint's credential_binding. Captures the
+// credential revision for the revision guard (rule 6). Pure; a policy allow never widens a scope.
+
+import type { Endpoint } from '../policy/types.js';
+import { type PlaceholderRef, redactPlaceholders } from './placeholder.js';
+import type { Secret } from './secret.js';
+import { type CredentialProvider, type CredentialSet, stableHandle } from './set.js';
+import type { CredentialSource } from './source.js';
+
+export interface ScopeRequest {
+  readonly source: CredentialSource;
+  /** Normalised request host; undefined when the request has no authority (HTTP/1.0 without Host). */
+  readonly host: string | undefined;
+  readonly port: number;
+  /** Canonical path without the query. Placeholders in it are redacted before matching. */
+  readonly path: string;
+  /** The endpoint the policy decision selected; its credential_binding provider is bound too. */
+  readonly endpoint?: Endpoint | undefined;
+}
+
+/** Why a placeholder did not resolve. Closed set, never a key name: safe for logs. */
+export const UNAVAILABLE_REASONS = [
+  'no-authority',
+  'unknown-key',
+  'revision-not-retained',
+  'identity-changed',
+  'unknown-handle',
+  'ambiguous-key',
+] as const;
+export type UnavailableReason = (typeof UNAVAILABLE_REASONS)[number];
+
+export type Resolution =
+  | { readonly kind: 'value'; readonly secret: Secret }
+  /** The key exists but is bound to other endpoints: 403 credential_endpoint_mismatch. */
+  | { readonly kind: 'mismatch' }
+  /** 500 credential_unavailable. */
+  | { readonly kind: 'unavailable'; readonly reason: UnavailableReason };
+
+export interface CredentialScope {
+  /** The credential revision this scope was built from. */
+  readonly revision: number;
+  /** False for a request without an authority: nothing resolves, every marker is refused. */
+  readonly hasResolver: boolean;
+  /** Keys this request may use, sorted. For tests and metrics counts; never log the names. */
+  readonly boundKeys: readonly string[];
+  resolve(ref: PlaceholderRef): Resolution;
+  /** Whether `key` exists in any provider: an alias is recognised only then (reference §7.1). */
+  keyExists(key: string): boolean;
+  /** False once the source moved to another revision; the proxy must then refuse (revision guard). */
+  stillCurrent(): boolean;
+  /** The bound values, for redactSecrets on echoed responses. */
+  secrets(): readonly Secret[];
+}
+
+function normaliseRequestHost(host: string): string {
+  return host.toLowerCase().replace(/\.$/, '');
+}
+
+function boundProviders(set: CredentialSet, request: ScopeRequest, host: string): CredentialProvider[] {
+  const path = redactPlaceholders(request.path);
+  const bound = new Set<CredentialProvider>();
+  for (const provider of set.providers.values()) {
+    if (provider.endpoints.some((endpoint) => endpoint.matches(host, request.port, path))) bound.add(provider);
+  }
+  const named = request.endpoint?.credentialProvider;
+  const viaPolicy = named === undefined ? undefined : set.providers.get(named);
+  if (viaPolicy !== undefined) bound.add(viaPolicy);
+  return [...bound];
+}
+
+function resolveIn(set: CredentialSet, bound: readonly CredentialProvider[], ref: PlaceholderRef): Resolution {
+  if (!set.hasKey(ref.key)) return { kind: 'unavailable', reason: 'unknown-key' };
+  const holders = bound.filter((provider) => provider.keys.has(ref.key));
+  if (ref.form === 'stable') {
+    const mine = holders.find((provider) => stableHandle(provider.name, ref.key) === ref.handle);
+    if (mine !== undefined) return { kind: 'value', secret: mine.keys.get(ref.key) as Secret };
+    const elsewhere = [...set.providers.values()].some(
+      (provider) => provider.keys.has(ref.key) && stableHandle(provider.name, ref.key) === ref.handle,
+    );
+    return elsewhere ? { kind: 'mismatch' } : { kind: 'unavailable', reason: 'unknown-handle' };
+  }
+  if (holders.length === 0) return { kind: 'mismatch' };
+  if (ref.form === 'revision') {
+    const then = set.identityAt(ref.revision ?? -1, ref.key);
+    if (then === undefined) return { kind: 'unavailable', reason: 'revision-not-retained' };
+    if (then !== set.identityAt(set.revision, ref.key)) return { kind: 'unavailable', reason: 'identity-changed' };
+  }
+  const [first, ...others] = holders.map((provider) => provider.keys.get(ref.key) as Secret);
+  // Two bound providers with different values for one key: refuse rather than guess which one was meant.
+  if (first === undefined || others.some((other) => !other.equals(first))) {
+    return { kind: 'unavailable', reason: 'ambiguous-key' };
+  }
+  return { kind: 'value', secret: first };
+}
+
+/** The resolver for one request. Build it after the allow decision; check stillCurrent() before the write. */
+export function scopeFor(request: ScopeRequest): CredentialScope {
+  const set = request.source.current();
+  const hasResolver = request.host !== undefined && request.host.length > 0;
+  const bound = hasResolver ? boundProviders(set, request, normaliseRequestHost(request.host ?? '')) : [];
+  const boundKeys = Object.freeze([...new Set(bound.flatMap((provider) => [...provider.keys.keys()]))].sort());
+  return Object.freeze({
+    revision: set.revision,
+    hasResolver,
+    boundKeys,
+    resolve: (ref: PlaceholderRef): Resolution =>
+      hasResolver ? resolveIn(set, bound, ref) : { kind: 'unavailable', reason: 'no-authority' },
+    keyExists: (key: string) => set.hasKey(key),
+    stillCurrent: () => request.source.current().revision === set.revision,
+    secrets: () => bound.flatMap((provider) => [...provider.keys.values()]),
+  });
+}
+
+/**
+ * Whether a connection to host:port could carry credentials (any path): a provider endpoint matches, or the
+ * policy endpoint has credential_binding. An L4 or `tls: skip` route for which this is true must be refused
+ * with 403 uninspected_credentials unless the endpoint sets allow_uninspected_credentials (§7.3 rule 4).
+ */
+export function routeCarriesCredentials(request: {
+  readonly source: CredentialSource;
+  readonly host: string;
+  readonly port: number;
+  readonly endpoint?: Endpoint | undefined;
+}): boolean {
+  if (request.endpoint?.credentialProvider !== undefined) return true;
+  const host = normaliseRequestHost(request.host);
+  for (const provider of request.source.current().providers.values()) {
+    if (provider.keys.size > 0 && provider.endpoints.some((e) => e.matchesAuthority(host, request.port))) return true;
+  }
+  return false;
+}

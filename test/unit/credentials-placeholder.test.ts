@@ -1,0 +1,138 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import {
+  aliasPlaceholder,
+  canonicalPlaceholder,
+  containsMarker,
+  findPlaceholders,
+  keyNameProblem,
+  LONGEST_MARKER_CHARS,
+  percentDecodeLoose,
+  redactPlaceholders,
+  revisionPlaceholder,
+  stablePlaceholder,
+} from '../../src/credentials/placeholder.js';
+
+const HEX = 'ab'.repeat(32);
+const known = (key: string) => key === 'API_KEY' || key === 'OPENAI_API_KEY';
+
+function refs(text: string) {
+  return findPlaceholders(text, known).map((m) => ({ text: text.slice(m.start, m.end), ...m.ref }));
+}
+
+function percentEncodeAll(text: string): string {
+  return [...text].map((c) => `%${c.charCodeAt(0).toString(16).toUpperCase().padStart(2, '0')}`).join('');
+}
+
+describe('placeholder forms', () => {
+  it('formats the canonical, revision, stable and alias forms', () => {
+    assert.equal(canonicalPlaceholder('API_KEY'), 'openshell:resolve:env:API_KEY');
+    assert.equal(revisionPlaceholder('API_KEY', 7), 'openshell:resolve:env:v7_API_KEY');
+    assert.equal(stablePlaceholder('API_KEY', HEX), `openshell:resolve:env:s${HEX}_API_KEY`);
+    assert.equal(aliasPlaceholder('sk', 'API_KEY'), 'sk-OPENSHELL-RESOLVE-ENV-API_KEY');
+    assert.equal(LONGEST_MARKER_CHARS, 23);
+  });
+
+  it('finds each form with its span and parsed fields', () => {
+    assert.deepEqual(refs('Bearer openshell:resolve:env:API_KEY'), [
+      { text: 'openshell:resolve:env:API_KEY', form: 'canonical', key: 'API_KEY' },
+    ]);
+    assert.deepEqual(refs('/x/openshell:resolve:env:v12_API_KEY/y'), [
+      { text: 'openshell:resolve:env:v12_API_KEY', form: 'revision', key: 'API_KEY', revision: 12 },
+    ]);
+    assert.deepEqual(refs(`a=openshell:resolve:env:s${HEX.toUpperCase()}_API_KEY&b`), [
+      { text: `openshell:resolve:env:s${HEX.toUpperCase()}_API_KEY`, form: 'stable', key: 'API_KEY', handle: HEX },
+    ]);
+    assert.deepEqual(refs('"sk-proj-OPENSHELL-RESOLVE-ENV-OPENAI_API_KEY"'), [
+      { text: 'sk-proj-OPENSHELL-RESOLVE-ENV-OPENAI_API_KEY', form: 'alias', key: 'OPENAI_API_KEY' },
+    ]);
+  });
+
+  it('recognises an alias only when its key exists', () => {
+    assert.deepEqual(refs('sk-OPENSHELL-RESOLVE-ENV-NOPE'), []);
+  });
+
+  it('reads the key greedily and ignores markers without a valid key', () => {
+    assert.deepEqual(refs('openshell:resolve:env:API_KEYX/'), [
+      { text: 'openshell:resolve:env:API_KEYX', form: 'canonical', key: 'API_KEYX' },
+    ]);
+    assert.deepEqual(refs('openshell:resolve:env:'), []);
+    assert.deepEqual(refs('openshell:resolve:env:9KEY'), []);
+  });
+
+  it('leaves other spellings to the leftover scan: only exact-case literal markers are placeholders', () => {
+    assert.deepEqual(refs('OPENSHELL:RESOLVE:ENV:API_KEY'), []);
+    assert.deepEqual(refs('openshell%3Aresolve%3Aenv%3AAPI_KEY'), []);
+  });
+
+  it('finds several placeholders in order', () => {
+    const found = refs('openshell:resolve:env:API_KEY+openshell:resolve:env:OTHER');
+    assert.deepEqual(
+      found.map((f) => f.key),
+      ['API_KEY', 'OTHER'],
+    );
+  });
+});
+
+describe('reserved key names', () => {
+  for (const [key, ok] of [
+    ['API_KEY', true],
+    ['_private', true],
+    ['v1', true],
+    ['v1_KEY', false],
+    ['v123_', false],
+    [`s${HEX}_KEY`, false],
+    [`s${HEX.slice(2)}_KEY`, true],
+    ['1KEY', false],
+    ['API-KEY', false],
+    ['', false],
+    ['K'.repeat(257), false],
+  ] as const) {
+    it(`${ok ? 'accepts' : 'refuses'} the key ${JSON.stringify(key.slice(0, 24))}`, () => {
+      assert.equal(keyNameProblem(key) === undefined, ok);
+    });
+  }
+});
+
+describe('marker detection', () => {
+  const marker = 'openshell:resolve:env:KEY';
+  const cases: [string, string, boolean][] = [
+    ['literal canonical', `x ${marker} y`, true],
+    ['upper-case canonical', marker.toUpperCase(), true],
+    ['mixed-case alias', 'sk-OpenShell-Resolve-Env-KEY', true],
+    ['colons percent-encoded', 'openshell%3Aresolve%3aenv%3AKEY', true],
+    ['every character percent-encoded', percentEncodeAll(marker), true],
+    ['double percent-encoded', 'openshell%253Aresolve%253Aenv%253AKEY', true],
+    ['alias percent-encoded', percentEncodeAll('-OPENSHELL-RESOLVE-ENV-'), true],
+    ['no marker', 'openshell resolve env', false],
+    ['near miss', 'openshell:resolve:en:KEY', false],
+    ['malformed escapes', '%ZZ%4%', false],
+  ];
+  for (const [name, text, expected] of cases) {
+    it(`${expected ? 'detects' : 'does not report'} ${name}`, () => {
+      assert.equal(containsMarker(text), expected);
+    });
+  }
+
+  it('decodes percent escapes leniently, one round at a time', () => {
+    assert.equal(percentDecodeLoose('a%3Ab%253A%ZZ%'), 'a:b%3A%ZZ%');
+  });
+});
+
+describe('redactPlaceholders', () => {
+  it('replaces literal placeholders and aliases with [CREDENTIAL] for routing and logs', () => {
+    assert.equal(redactPlaceholders('/bot openshell:resolve:env:TOKEN/send'), '/bot [CREDENTIAL]/send');
+    assert.equal(redactPlaceholders('/botopenshell:resolve:env:TOKEN/send'), '/bot[CREDENTIAL]/send');
+    assert.equal(redactPlaceholders('/v1/sk-OPENSHELL-RESOLVE-ENV-ANY/x'), '/v1/[CREDENTIAL]/x');
+  });
+
+  it('replaces a whole piece when only an encoded marker is left, so no key name survives', () => {
+    const out = redactPlaceholders('/a/openshell%3Aresolve%3Aenv%3ASECRET_NAME/b');
+    assert.equal(out, '/a/[CREDENTIAL]/b');
+    assert.ok(!out.includes('SECRET_NAME'));
+  });
+
+  it('leaves text without markers untouched', () => {
+    assert.equal(redactPlaceholders('/repos/a/b?x=1'), '/repos/a/b?x=1');
+  });
+});
