@@ -1,12 +1,12 @@
-// Policy-side host normalisation and the wildcard grammar (reference §3.2): lower-case, one trailing dot, IDNA
-// to A-labels, canonical IP literals. Pure; says what is wrong, never matches requests (that is match.ts).
+// Policy-side host normalisation and the wildcard grammar (reference §3.2). Exact names and IP literals go through
+// net/host.ts normaliseHost(), the request side, so a policy host is spelt exactly as the requests it must match.
+// Pure; says what is wrong, never matches requests (that is match.ts).
 
 import { domainToASCII } from 'node:url';
 import type { ErrorCode } from '../errors.js';
-import { formatIp, parseIp } from '../net/ip.js';
+import { MAX_LABEL_CHARS, MAX_NAME_CHARS, normaliseHost } from '../net/host.js';
 
-export const MAX_LABEL_CHARS = 63;
-export const MAX_NAME_CHARS = 253;
+export { MAX_LABEL_CHARS, MAX_NAME_CHARS } from '../net/host.js';
 
 /** Fixed wildcard suffixes that are public suffixes: `*.co.uk` would cover every registrant (warning only). */
 export const PUBLIC_SUFFIXES: ReadonlySet<string> = new Set([
@@ -24,6 +24,8 @@ export type PolicyHost =
 const GLOB_CHARS = /[?[\]{},]/;
 const LABEL = /^[a-z0-9_](?:[a-z0-9_-]*[a-z0-9_])?$/;
 const WILDCARD_FIRST_LABEL = /^[a-z0-9_*-]+$/;
+// The four dots UTS 46 maps to `.`: `api.example.com。` ends in a dot just as `api.example.com.` does.
+const TRAILING_DOT = /[.\u3002\uff0e\uff61]$/;
 
 /** Normalises a policy `host`. `tcp` rejects a trailing dot and IP literals (V9). */
 export function normalisePolicyHost(raw: string, options: { tcp?: boolean } = {}): PolicyHost {
@@ -31,27 +33,29 @@ export function normalisePolicyHost(raw: string, options: { tcp?: boolean } = {}
   if (/[\s%/@\\]/.test(raw) || /[\u0000-\u001f\u007f]/.test(raw)) {
     return fail('POLICY_HOST_INVALID', `host ${JSON.stringify(raw)} contains characters a hostname cannot hold`);
   }
-  if (raw.startsWith('[') && raw.endsWith(']')) return ipv6Host(raw.slice(1, -1), options);
-  if (raw.includes(':')) return ipv6Host(raw, options);
-  let host = raw.toLowerCase();
-  if (host.endsWith('.')) {
-    if (options.tcp === true) return fail('POLICY_TCP_HOST', `protocol tcp needs a host without a trailing dot: ${raw}`);
-    host = host.slice(0, -1);
-  }
-  if (GLOB_CHARS.test(host)) {
+  const bracketed = raw.startsWith('[') && raw.endsWith(']');
+  if (!bracketed && GLOB_CHARS.test(raw)) {
     return fail('POLICY_HOST_WILDCARD', `host ${raw} uses glob syntax; hosts accept only * and ** wildcards`);
   }
-  if (host.includes('*')) return wildcardHost(raw, host);
-  const ascii = domainToASCII(host);
-  if (ascii === '') return fail('POLICY_HOST_INVALID', `host ${raw} is not a valid hostname`);
-  const ip = parseIp(ascii);
-  if (ip !== undefined) {
-    if (options.tcp === true) return fail('POLICY_TCP_HOST', `protocol tcp needs a DNS hostname, not the IP ${raw}`);
-    return { ok: true, host: formatIp(ip), kind: 'ip' };
+  if (options.tcp === true && TRAILING_DOT.test(raw)) {
+    return fail('POLICY_TCP_HOST', `protocol tcp needs a host without a trailing dot: ${raw}`);
   }
-  const problem = nameProblem(ascii.split('.'), ascii);
+  if (raw.includes('*')) return wildcardHost(raw);
+  // The request side's own function: IDNA on the text as written (lower-casing first maps some code points
+  // differently: ẞ lower-cases to ß, whose A-label is xn--zca, while UTS 46 maps it to ss), WHATWG IPv4
+  // (`10.1` is 10.0.0.1, `foo.123` is refused), one trailing dot off, canonical IPv6.
+  const normal = normaliseHost(raw);
+  if (!normal.ok) {
+    const why = raw.includes(':') ? 'not a valid IPv6 literal (zone ids are not allowed)' : normal.message;
+    return fail('POLICY_HOST_INVALID', `host ${raw}: ${why}`);
+  }
+  if (normal.kind !== 'name') {
+    if (options.tcp === true) return fail('POLICY_TCP_HOST', `protocol tcp needs a DNS hostname, not the IP ${raw}`);
+    return { ok: true, host: normal.host, kind: 'ip' };
+  }
+  const problem = nameProblem(normal.host.split('.'), normal.host);
   if (problem !== undefined) return fail('POLICY_HOST_INVALID', `host ${raw}: ${problem}`);
-  return { ok: true, host: ascii, kind: 'exact' };
+  return { ok: true, host: normal.host, kind: 'exact' };
 }
 
 /** The labels after the last wildcard label (`example.com` for `*.s3.*.example.com`). */
@@ -64,16 +68,14 @@ export function fixedSuffix(pattern: string): string {
   return labels.slice(last + 1).join('.');
 }
 
-function ipv6Host(text: string, options: { tcp?: boolean }): PolicyHost {
-  const ip = text.includes('%') ? undefined : parseIp(text.toLowerCase());
-  if (ip === undefined || ip.family !== 6) {
-    return fail('POLICY_HOST_INVALID', `host ${text} is not a valid IPv6 literal (zone ids are not allowed)`);
+function wildcardHost(raw: string): PolicyHost {
+  // IDNA over the whole name, as normaliseHost() does for requests (it keeps `*`). WHATWG refuses a name whose
+  // last label is a number: requests read such names as IPv4, so the pattern could never match a name.
+  const ascii = domainToASCII(raw);
+  if (ascii === '') {
+    return fail('POLICY_HOST_INVALID', `host ${raw} is not a valid hostname (or ends in a number, which reads as IPv4)`);
   }
-  if (options.tcp === true) return fail('POLICY_TCP_HOST', `protocol tcp needs a DNS hostname, not the IP ${text}`);
-  return { ok: true, host: formatIp(ip), kind: 'ip' };
-}
-
-function wildcardHost(raw: string, host: string): PolicyHost {
+  const host = ascii.endsWith('.') ? ascii.slice(0, -1) : ascii;
   const labels = host.split('.');
   if (labels.some((label) => label === '')) return fail('POLICY_HOST_INVALID', `host ${raw} has an empty label`);
   if (labels.length === 1) return fail('POLICY_HOST_WILDCARD', `host ${raw} would match every name`);
@@ -81,6 +83,8 @@ function wildcardHost(raw: string, host: string): PolicyHost {
   if (first.includes('**') && first !== '**') {
     return fail('POLICY_HOST_WILDCARD', `host ${raw}: ** must be the whole first label`);
   }
+  // `*ü` becomes `xn--*-eha`: a glob over punycode that matches nothing the author meant.
+  if (first.startsWith('xn--')) return fail('POLICY_HOST_WILDCARD', `host ${raw}: a wildcard label must be plain ASCII`);
   if (!WILDCARD_FIRST_LABEL.test(first)) return fail('POLICY_HOST_INVALID', `host ${raw} has an invalid first label`);
   for (const [i, label] of rest.entries()) {
     if (!label.includes('*')) continue;
@@ -91,30 +95,18 @@ function wildcardHost(raw: string, host: string): PolicyHost {
     }
   }
   const suffix = fixedSuffix(host);
-  const suffixLabels = suffix.split('.');
-  if (suffixLabels.length < 2) {
+  if (suffix.split('.').length < 2) {
     return fail('POLICY_HOST_WILDCARD', `host ${raw}: the fixed part after the last wildcard needs at least two labels`);
   }
-  const converted: string[] = [];
-  for (const label of labels) {
-    if (label.includes('*')) {
-      converted.push(label);
-      continue;
-    }
-    const ascii = domainToASCII(label);
-    if (ascii === '' || ascii.includes('.')) return fail('POLICY_HOST_INVALID', `host ${raw} has an invalid label ${label}`);
-    converted.push(ascii);
-  }
-  const problem = nameProblem(converted, converted.join('.'));
+  const problem = nameProblem(labels, host);
   if (problem !== undefined) return fail('POLICY_HOST_INVALID', `host ${raw}: ${problem}`);
-  const normalised = converted.join('.');
-  const asciiSuffix = fixedSuffix(normalised);
-  if (PUBLIC_SUFFIXES.has(asciiSuffix)) {
-    return { ok: true, host: normalised, kind: 'wildcard', warning: `host ${raw}: ${asciiSuffix} is a public suffix` };
+  if (PUBLIC_SUFFIXES.has(suffix)) {
+    return { ok: true, host, kind: 'wildcard', warning: `host ${raw}: ${suffix} is a public suffix` };
   }
-  return { ok: true, host: normalised, kind: 'wildcard' };
+  return { ok: true, host, kind: 'wildcard' };
 }
 
+/** Stricter than the request side: policy labels are LDH (no leading or trailing hyphen); `*` labels skip. */
 function nameProblem(labels: readonly string[], name: string): string | undefined {
   if (name.length > MAX_NAME_CHARS) return `name longer than ${MAX_NAME_CHARS} characters`;
   for (const label of labels) {

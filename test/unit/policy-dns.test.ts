@@ -11,6 +11,7 @@ import { buildQuery, rcodeOf } from '../harness/dns-client.js';
 import { type EndpointSpec, stubPolicy } from '../harness/dns-policy.js';
 import { collectingSink } from '../harness/dns-stack.js';
 import { type FakeAnswer, fakeResolver } from '../harness/fake-resolver.js';
+import { logSink } from '../harness/log-sink.js';
 
 const UDP: DnsRequestInfo = { transport: 'udp', remote: { ip: '127.0.0.1', port: 5353 } };
 const PUBLIC = '93.184.216.34';
@@ -42,6 +43,10 @@ function setup(options: { endpoints?: readonly EndpointSpec[]; answers?: Record<
   };
 }
 
+function ttlOf(packet: DecodedPacket): number | undefined {
+  return (packet.answers?.[0] as { ttl?: number } | undefined)?.ttl;
+}
+
 function aOf(packet: DecodedPacket): string[] {
   return (packet.answers ?? []).map((a) => String((a as { data: unknown }).data));
 }
@@ -65,7 +70,7 @@ describe('policy DNS eligibility', () => {
     assert.equal(rcodeOf(reply), 'NOERROR');
     assert.equal(reply.answers?.length, 1);
     assert.match(aOf(reply)[0] ?? '', /^198\.18\.[01]\.\d+$/);
-    const ttl = reply.answers?.[0]?.ttl ?? 0;
+    const ttl = ttlOf(reply) ?? 0;
     assert.ok(ttl >= 1 && ttl <= 30);
     assert.deepEqual(s.resolver.calls, [{ name: 'api.example.test', family: 4 }]);
   });
@@ -86,8 +91,8 @@ describe('policy DNS eligibility', () => {
       endpoints: [{ host: 'zero.test', ports: [443] }, { host: 'day.test', ports: [443] }],
       answers: { 'zero.test': { addresses: [PUBLIC], ttlSeconds: 0 }, 'day.test': { addresses: [PUBLIC], ttlSeconds: 86_400 } },
     });
-    assert.equal((await s.ask('zero.test')).answers?.[0]?.ttl, 1);
-    assert.equal((await s.ask('day.test')).answers?.[0]?.ttl, 30);
+    assert.equal(ttlOf(await s.ask('zero.test')), 1);
+    assert.equal(ttlOf(await s.ask('day.test')), 30);
   });
 
   it('answers AAAA for an eligible name with an empty NOERROR and no upstream query (DN-04)', async () => {
@@ -100,7 +105,7 @@ describe('policy DNS eligibility', () => {
 
   it('answers NOTIMP to MX, TXT, ANY, AXFR and class CH (DN-05)', async () => {
     const s = setup();
-    for (const type of ['MX', 'TXT', 'ANY', 'AXFR'] as const) assert.equal(rcodeOf(await s.ask('api.example.test', type)), 'NOTIMP', type);
+    for (const type of ['MX', 'TXT', 'ANY', 'AXFR'] as RecordType[]) assert.equal(rcodeOf(await s.ask('api.example.test', type)), 'NOTIMP', type);
     assert.equal(rcodeOf(await s.ask('api.example.test', 'A', { qclass: 'CH' })), 'NOTIMP');
     assert.equal(s.resolver.calls.length, 0);
   });
@@ -169,7 +174,7 @@ describe('policy DNS upstream outcomes', () => {
     assert.equal(rcodeOf(await s.ask('db.example.test')), 'SERVFAIL');
     const refuse = s.sink.events.find((e) => e.class === 'NET');
     assert.equal(refuse?.statusDetail, 'policy_dns_no_valid_address');
-    assert.deepEqual((refuse?.unmapped?.dropped as { ip: string }[]).map((d) => d.ip), ['10.0.0.5', '192.168.1.1']);
+    assert.deepEqual(((refuse?.unmapped?.dropped ?? []) as { ip: string }[]).map((d) => d.ip), ['10.0.0.5', '192.168.1.1']);
     assert.equal(s.published().length, 0);
   });
 
@@ -230,7 +235,7 @@ describe('policy DNS mappings and events', () => {
     s.clock.advance(10_400);
     const cached = await s.ask('api.example.test', 'A', { id: 2 });
     assert.equal(cached.id, 2);
-    assert.equal(cached.answers?.[0]?.ttl, 19);
+    assert.equal(ttlOf(cached), 19);
     assert.equal(s.resolver.calls.length, 1);
     s.clock.advance(19_000);
     const refreshed = await s.ask('api.example.test');
@@ -290,5 +295,29 @@ describe('policy DNS mappings and events', () => {
     assert.equal(finding?.statusDetail, 'policy_dns_pool_exhausted');
     assert.equal(rcodeOf(await s.ask('b.example.test')), 'SERVFAIL');
     assert.equal(s.sink.events.filter((e) => e.activity === 'HIGH_WATER').length, 1);
+  });
+
+  it('renders its events through the real audit sink as OCSF DNS Activity, NET:REFUSE and CONFIG', async () => {
+    const clock = testClock();
+    const log = logSink({ now: clock.now });
+    const dns = createPolicyDns({
+      policy: () => stubPolicy([{ host: 'api.example.test', ports: [443] }]),
+      resolver: fakeResolver({ 'api.example.test': [PUBLIC] }),
+      pool: createSyntheticPool({ epoch: 0, now: clock.now }),
+      sink: log.sink,
+      now: clock.now,
+    });
+    await dns.handle(buildQuery('api.example.test'), UDP);
+    await dns.handle(buildQuery('nope.test'), UDP);
+    const events = log.events();
+    const dnsEvents = events.filter((e) => e.class_uid === 4003);
+    assert.equal(dnsEvents.length, 2);
+    assert.equal(dnsEvents[0]?.query?.hostname, 'api.example.test');
+    assert.equal(dnsEvents[0]?.rcode, 'NoError');
+    assert.equal(dnsEvents[1]?.rcode, 'Refused');
+    const refuse = events.find((e) => e.class_uid === 4001);
+    assert.equal(refuse?.status_detail, 'policy_dns_ineligible');
+    assert.equal(refuse?.activity_name, 'Refuse');
+    assert.ok(log.lines().some((l) => l.includes('Policy DNS mapped api.example.test')));
   });
 });

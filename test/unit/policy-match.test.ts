@@ -3,6 +3,7 @@
 
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
+import { normaliseHost } from '../../src/net/host.js';
 import { decide } from '../../src/policy/decide.js';
 import { compileBinaryGlob, compileGlob, compilePathSelector, compileValueGlob, globError } from '../../src/policy/glob.js';
 import { normalisePolicyHost } from '../../src/policy/host-pattern.js';
@@ -120,6 +121,77 @@ describe('host runtime matching (reference 3.3, pinned)', () => {
   it('matches API.Example.COM. after request-side normalisation through the policy index', () => {
     const policy = parsePolicy('version: 1\nnetwork_policies:\n  a:\n    endpoints: [{ host: api.example.com, port: 443 }]\n');
     assert.equal(policy.endpointsForHost('API.Example.COM.').length, 1);
+  });
+});
+
+describe('policy hosts and request hosts normalise alike (reference 3.1, HA-15)', () => {
+  // Each spelling is run through both sides: the policy host must be exactly what normaliseHost() makes of the
+  // same text, or refused when the request side refuses it. Lower-casing before IDNA broke this for 46 code
+  // points (U+1E9E, Georgian capitals, U+04C0): ẞ lower-cases to ß (A-label xn--zca) but UTS 46 maps it to ss.
+  const spellings = [
+    'ẞ.example.com',
+    'Ⴀx.example.com',
+    'Ӏx.example.com',
+    'ＡＰＩ.example.com',
+    'api。example。com',
+    'api.example.com。',
+    'Bücher.example',
+    '１２７.１',
+    '0x7f.1',
+    '10.0.0.07',
+    '[::FFFF:10.0.0.1]',
+    'foo.123',
+  ];
+  for (const spelling of spellings) {
+    it(`normalises ${JSON.stringify(spelling)} on the policy side exactly as on the request side`, () => {
+      const request = normaliseHost(spelling);
+      const policy = normalisePolicyHost(spelling);
+      assert.equal(policy.ok, request.ok);
+      if (policy.ok && request.ok) assert.equal(policy.host, request.host);
+    });
+  }
+
+  it('maps a capital sharp s in a policy host the way requests are mapped (ss, not xn--zca)', () => {
+    const policy = parsePolicy('version: 1\nnetwork_policies:\n  a:\n    endpoints: [{ host: ẞ.example.com, port: 443 }]\n');
+    const asked = normaliseHost('ẞ.example.com');
+    assert.ok(asked.ok);
+    assert.equal(decide(policy, { adapter: 'connect', host: asked.host, port: 443 }).verdict, 'allow');
+    assert.equal(decide(policy, { adapter: 'connect', host: 'xn--zca.example.com', port: 443 }).verdict, 'deny');
+  });
+
+  it('maps wildcard hosts with IDNA on the whole name, as requests are', () => {
+    const result = normalisePolicyHost('*.ẞ.Example.com');
+    assert.ok(result.ok);
+    assert.equal(result.host, '*.ss.example.com');
+  });
+
+  it('accepts all-digit and hex-looking labels inside a wildcard host and matches them', () => {
+    for (const [pattern, name] of [
+      ['*.1.example.com', 'a.1.example.com'],
+      ['**.0x10.example.com', 'a.b.0x10.example.com'],
+      ['api.*.2.example.com', 'api.eu.2.example.com'],
+    ] as const) {
+      const matcher = host(pattern);
+      assert.equal(matcher.pattern, pattern);
+      const asked = normaliseHost(name);
+      assert.ok(asked.ok && asked.kind === 'name');
+      assert.equal(matcher.matches(asked.host), true, `${pattern} should match ${name}`);
+    }
+  });
+
+  it('rejects a wildcard whose name ends in a number: requests read such names as IPv4', () => {
+    for (const pattern of ['*.example.1', '*.1.2.3', '**.0x7f.1']) {
+      const result = normalisePolicyHost(pattern);
+      assert.equal(result.ok, false, pattern);
+    }
+  });
+
+  it('accepts a trailing ideographic full stop like a trailing dot, and refuses it for protocol tcp', () => {
+    const result = normalisePolicyHost('api.example.com。');
+    assert.ok(result.ok);
+    assert.equal(result.host, 'api.example.com');
+    const tcp = normalisePolicyHost('api.example.com。', { tcp: true });
+    assert.equal(tcp.ok ? undefined : tcp.code, 'POLICY_TCP_HOST');
   });
 });
 
@@ -308,6 +380,11 @@ describe('binary globs', () => {
     ['/sandbox/.vscode-server/**', '/sandbox/.vscode-server/bin/abc/node', true],
     ['/usr/lib/jvm/*/bin/java', '/usr/lib/jvm/java-21/bin/java', true],
     ['/sandbox/.uv/python/*/bin/python3*', '/sandbox/.uv/python/3.12/bin/python3.12', true],
+    // Identity sources report canonical paths; a dot segment would otherwise climb out of the glob's directory.
+    ['/usr/bin/**', '/usr/bin/../../tmp/evil', false],
+    ['/usr/bin/*', '/usr/bin/./curl', false],
+    ['/**', '/tmp/../usr/bin/node', false],
+    ['/usr/bin/**', 'usr/bin/node', false],
   ];
   for (const [pattern, path, expected] of table) {
     it(`${pattern} ${expected ? 'matches' : 'does not match'} ${path}`, () => {

@@ -1,0 +1,183 @@
+// The composition root: createBoundary(config, deps) builds the policy store, interception CA, proxy listener,
+// policy file watcher and admin server, starts them in order and closes them in reverse (telemetry last).
+// Never reads argv, env or the clock itself: everything from the world arrives in Deps.
+
+import { readFile } from 'node:fs/promises';
+import type { SecureContext } from 'node:tls';
+import type { Registry } from 'prom-client';
+import type { Config } from './config.js';
+import { BoundaryError } from './errors.js';
+import type { Resolver } from './net/resolver.js';
+import { createLeafCache, type LeafCache } from './pki/leaf.js';
+import { loadOrCreateInterceptionCa } from './pki/ca.js';
+import { createPolicyStore, type PolicyStore } from './policy/store.js';
+import type { Interception } from './proxy/context.js';
+import type { DialFunction } from './proxy/dial.js';
+import { createPolicyFileWatcher, type PolicyFileWatcher } from './proxy/policy-file.js';
+import { createProxyServer, type ProxyServer } from './proxy/server.js';
+import { type AdminServer, createAdminServer, type Readiness } from './telemetry/admin.js';
+import { createAuditSink } from './telemetry/audit.js';
+import type { AuditSink } from './telemetry/event.js';
+import type { Logger } from './telemetry/logger.js';
+
+export interface Deps {
+  readonly resolver: Resolver;
+  /** Epoch ms: certificate validity, event times. */
+  readonly now: () => number;
+  readonly logger: Logger;
+  /** Never the global default registry. */
+  readonly registry: Registry;
+  /** Defaults to an audit sink on `logger` in `config.logFormat`. */
+  readonly audit?: AuditSink;
+  /** Replaces net.connect for upstream dials (tests count dials through it). */
+  readonly dial?: DialFunction;
+}
+
+export interface Boundary {
+  start(): Promise<void>;
+  /** Idempotent: listeners stop, in-flight requests drain, tunnels close, telemetry last. */
+  close(): Promise<void>;
+  proxyAddress(): { host: string; port: number };
+  adminAddress(): { host: string; port: number };
+  readiness(): Readiness;
+  /** Re-reads the policy file now (the watcher does this on change). */
+  reloadPolicy(): Promise<void>;
+  readonly store: PolicyStore;
+  readonly proxy: ProxyServer;
+}
+
+export function createBoundary(config: Config, deps: Deps): Boundary {
+  const { logger, now } = deps;
+  const sink = deps.audit ?? createAuditSink({ logger, now, format: config.logFormat });
+  const store = createPolicyStore();
+  let leaves: LeafCache | undefined;
+  let caProblem: string | undefined = 'not loaded yet';
+  let started = false;
+  let closing: Promise<void> | undefined;
+  let admin: AdminServer | undefined;
+  let watcher: PolicyFileWatcher | undefined;
+  let unsubscribe: (() => void) | undefined;
+
+  const interception: Interception = {
+    ready: () => leaves !== undefined,
+    contextFor(host: string): Promise<SecureContext> {
+      if (leaves === undefined) return Promise.reject(new BoundaryError('PKI_INVALID', `interception CA unavailable: ${caProblem}`));
+      return leaves.secureContextFor(host);
+    },
+  };
+
+  let upstreamCaPem: string | undefined;
+  let proxy: ProxyServer | undefined;
+
+  function buildProxy(): ProxyServer {
+    return createProxyServer({
+      host: config.proxyListen.host,
+      port: config.proxyListen.port,
+      limits: config.limits,
+      store,
+      resolver: deps.resolver,
+      sink,
+      logger,
+      registry: deps.registry,
+      dial: deps.dial,
+      allowLoopback: config.unsafeAllowLoopbackUpstream,
+      interception,
+      upstreamCaPem,
+      otherSelfAddresses: () => (admin === undefined ? [] : [{ ip: admin.address().host, port: admin.address().port }]),
+    });
+  }
+
+  function readiness(): Readiness {
+    const reasons: string[] = [];
+    if (!started) reasons.push('starting');
+    if (closing !== undefined) reasons.push('closing');
+    if (!store.hasPolicy()) reasons.push('no-policy');
+    const policy = store.current();
+    return {
+      ready: reasons.length === 0,
+      reasons,
+      generation: policy.generation,
+      policyHash: policy.hash,
+      interception: caProblem === undefined ? 'ready' : `unavailable: ${caProblem}`,
+    };
+  }
+
+  async function loadCa(): Promise<void> {
+    try {
+      const ca = await loadOrCreateInterceptionCa({
+        stateDir: config.stateDir,
+        ...(config.caCert === undefined ? {} : { certPath: config.caCert }),
+        ...(config.caKey === undefined ? {} : { keyPath: config.caKey }),
+        ...(config.caOut === undefined ? {} : { outPath: config.caOut }),
+        now,
+      });
+      leaves = createLeafCache({ ca, now });
+      caProblem = undefined;
+      sink.emit({ class: 'CONFIG', activity: 'ENABLED', severity: 'INFO', engine: 'tls', message: `TLS interception CA ready: ${ca.subject}` });
+    } catch (err) {
+      // Fail closed for inspected routes only (503 tls_termination_unavailable); L4 routes keep working.
+      caProblem = err instanceof Error ? err.message : String(err);
+      logger.error({ err }, 'interception CA unavailable; inspected CONNECTs will get 503');
+    }
+  }
+
+  const boundary: Boundary = {
+    store,
+    get proxy(): ProxyServer {
+      if (proxy === undefined) throw new BoundaryError('CONFIG_INVALID', 'the boundary has not been started');
+      return proxy;
+    },
+    proxyAddress: () => proxy?.address() ?? { ...config.proxyListen },
+    adminAddress: () => admin?.address() ?? { ...config.adminListen },
+    readiness,
+    reloadPolicy: () => watcher?.reload() ?? Promise.resolve(),
+    async start() {
+      if (config.upstreamCa !== undefined) {
+        try {
+          upstreamCaPem = await readFile(config.upstreamCa, 'utf8');
+        } catch (err) {
+          throw new BoundaryError('CONFIG_INVALID', `cannot read --upstream-ca ${config.upstreamCa}`, { cause: err });
+        }
+      }
+      if (config.unsafeAllowLoopbackUpstream) {
+        logger.warn('--unsafe-allow-loopback-upstream is set: upstreams on 127.0.0.0/8 and ::1 are reachable through the proxy');
+      }
+      await loadCa();
+      proxy = buildProxy();
+      const live = proxy;
+      unsubscribe = store.subscribe((next) => {
+        live.tunnels.reevaluate(next, { allowLoopback: config.unsafeAllowLoopbackUpstream, selfAddresses: [] });
+      });
+      if (config.policyFile !== undefined) {
+        watcher = createPolicyFileWatcher({ path: config.policyFile, store, sink, logger, onInvalid: config.onInvalidPolicy });
+        await watcher.loadInitial();
+        watcher.start();
+      }
+      admin = createAdminServer({ host: config.adminListen.host, port: config.adminListen.port, registry: deps.registry, readiness, logger });
+      await admin.start();
+      await live.start();
+      const bound = live.address();
+      sink.emit({
+        class: 'NET',
+        activity: 'LISTEN',
+        severity: 'INFO',
+        dst: { ip: bound.host, port: bound.port },
+        message: `proxy listening on ${bound.host}:${bound.port}`,
+        generation: store.current().generation,
+        policyHash: store.current().hash,
+      });
+      started = true;
+    },
+    close() {
+      closing ??= (async () => {
+        watcher?.close();
+        unsubscribe?.();
+        await proxy?.close();
+        await admin?.close();
+        await new Promise<void>((resolve) => logger.flush(() => resolve()));
+      })();
+      return closing;
+    },
+  };
+  return boundary;
+}

@@ -1,0 +1,174 @@
+// The boundary's run configuration: the Config type, DEFAULTS, and parseConfig(unknown) -> deep-frozen Config,
+// or CONFIG_INVALID listing every problem. Never reads files, argv or env (cli/run.ts turns flags into input).
+
+import { isIP } from 'node:net';
+import { BoundaryError, type Issue } from './errors.js';
+import { DEFAULT_PROXY_LIMITS, type ProxyLimits } from './proxy/server.js';
+
+export interface ListenAddress {
+  readonly host: string;
+  readonly port: number;
+}
+
+export const LOG_FORMATS = ['json', 'shorthand'] as const;
+export type LogFormatName = (typeof LOG_FORMATS)[number];
+export const ON_INVALID_POLICY = ['keep', 'deny-all'] as const;
+export type OnInvalidPolicy = (typeof ON_INVALID_POLICY)[number];
+
+export interface Config {
+  readonly proxyListen: ListenAddress;
+  readonly adminListen: ListenAddress;
+  /** Watched policy file; undefined means no policy yet (everything denied, not ready). */
+  readonly policyFile: string | undefined;
+  readonly stateDir: string;
+  /** Operator CA for interception; both or neither. */
+  readonly caCert: string | undefined;
+  readonly caKey: string | undefined;
+  /** Where the interception CA certificate is written (default `<stateDir>/ca.pem`). */
+  readonly caOut: string | undefined;
+  /** Extra trust anchors (PEM file) for upstream TLS, beside the system roots. */
+  readonly upstreamCa: string | undefined;
+  readonly upstreamDns: ListenAddress | undefined;
+  readonly hostsFile: string | undefined;
+  readonly logFormat: LogFormatName;
+  readonly onInvalidPolicy: OnInvalidPolicy;
+  /** Operator-only: loopback upstreams pass SSRF validation. Never settable from policy. */
+  readonly unsafeAllowLoopbackUpstream: boolean;
+  readonly limits: ProxyLimits;
+}
+
+export const DEFAULTS: Config = Object.freeze({
+  proxyListen: Object.freeze({ host: '127.0.0.1', port: 3128 }),
+  adminListen: Object.freeze({ host: '127.0.0.1', port: 9901 }),
+  policyFile: undefined,
+  stateDir: '.boundary',
+  caCert: undefined,
+  caKey: undefined,
+  caOut: undefined,
+  upstreamCa: undefined,
+  upstreamDns: undefined,
+  hostsFile: undefined,
+  logFormat: 'json',
+  onInvalidPolicy: 'keep',
+  unsafeAllowLoopbackUpstream: false,
+  limits: DEFAULT_PROXY_LIMITS,
+});
+
+const LIMIT_KEYS = Object.keys(DEFAULT_PROXY_LIMITS) as (keyof ProxyLimits)[];
+const CONFIG_KEYS = Object.keys(DEFAULTS) as (keyof Config)[];
+const PORT_TEXT = /^(0|[1-9][0-9]{0,4})$/;
+
+function issue(issues: Issue[], path: string, message: string): void {
+  issues.push({ code: 'CONFIG_INVALID', path, message });
+}
+
+/** `host:port` (IPv6 bracketed) or `{ host, port }`; the host must be an IP literal or `localhost`; port 0 is allowed. */
+export function parseListenAddress(raw: unknown, path: string, issues: Issue[]): ListenAddress | undefined {
+  let host: unknown;
+  let port: unknown;
+  if (typeof raw === 'string') {
+    const bracket = raw.startsWith('[');
+    const colon = bracket ? raw.indexOf(']:') + 1 : raw.lastIndexOf(':');
+    if (colon <= 0) {
+      issue(issues, path, `expected host:port, got ${JSON.stringify(raw)}`);
+      return undefined;
+    }
+    host = bracket ? raw.slice(1, colon - 1) : raw.slice(0, colon);
+    const portText = raw.slice(colon + 1);
+    port = PORT_TEXT.test(portText) ? Number(portText) : Number.NaN;
+  } else if (typeof raw === 'object' && raw !== null) {
+    ({ host, port } = raw as { host?: unknown; port?: unknown });
+  } else {
+    issue(issues, path, 'expected host:port');
+    return undefined;
+  }
+  let ok = true;
+  if (typeof host !== 'string' || (isIP(host) === 0 && host !== 'localhost')) {
+    issue(issues, `${path}.host`, 'expected an IP literal or localhost');
+    ok = false;
+  }
+  if (typeof port !== 'number' || !Number.isInteger(port) || port < 0 || port > 65_535) {
+    issue(issues, `${path}.port`, 'expected an integer 0-65535');
+    ok = false;
+  }
+  return ok ? Object.freeze({ host: host as string, port: port as number }) : undefined;
+}
+
+function optionalString(raw: unknown, path: string, issues: Issue[]): string | undefined {
+  if (raw === undefined) return undefined;
+  if (typeof raw !== 'string' || raw.length === 0) {
+    issue(issues, path, 'expected a non-empty string');
+    return undefined;
+  }
+  return raw;
+}
+
+function oneOf<T extends string>(raw: unknown, allowed: readonly T[], fallback: T, path: string, issues: Issue[]): T {
+  if (raw === undefined) return fallback;
+  if (typeof raw === 'string' && (allowed as readonly string[]).includes(raw)) return raw as T;
+  issue(issues, path, `expected one of ${allowed.join(', ')}`);
+  return fallback;
+}
+
+function parseLimits(raw: unknown, issues: Issue[]): ProxyLimits {
+  if (raw === undefined) return DEFAULT_PROXY_LIMITS;
+  if (typeof raw !== 'object' || raw === null) {
+    issue(issues, 'limits', 'expected an object');
+    return DEFAULT_PROXY_LIMITS;
+  }
+  const out: Record<string, number> = { ...DEFAULT_PROXY_LIMITS };
+  for (const [key, value] of Object.entries(raw)) {
+    if (!(LIMIT_KEYS as string[]).includes(key)) {
+      issue(issues, `limits.${key}`, 'unknown key');
+      continue;
+    }
+    if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < 1) {
+      issue(issues, `limits.${key}`, 'expected a positive integer');
+      continue;
+    }
+    out[key] = value;
+  }
+  return Object.freeze(out) as unknown as ProxyLimits;
+}
+
+/** Validates run configuration; missing keys take DEFAULTS; unknown keys are refused. */
+export function parseConfig(raw: unknown): Config {
+  const issues: Issue[] = [];
+  if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) {
+    throw new BoundaryError('CONFIG_INVALID', 'configuration must be an object', { issues: [{ code: 'CONFIG_INVALID', path: '', message: 'expected an object' }] });
+  }
+  const input = raw as Record<string, unknown>;
+  for (const key of Object.keys(input)) {
+    if (!(CONFIG_KEYS as string[]).includes(key)) issue(issues, key, 'unknown key');
+  }
+  const listen = (key: 'proxyListen' | 'adminListen' | 'upstreamDns'): ListenAddress | undefined =>
+    input[key] === undefined ? DEFAULTS[key] : parseListenAddress(input[key], key, issues);
+  const upstreamDns = listen('upstreamDns');
+  if (upstreamDns !== undefined && upstreamDns.port === 0) issue(issues, 'upstreamDns.port', 'expected a port 1-65535');
+  const stateDir = optionalString(input.stateDir, 'stateDir', issues) ?? DEFAULTS.stateDir;
+  const caCert = optionalString(input.caCert, 'caCert', issues);
+  const caKey = optionalString(input.caKey, 'caKey', issues);
+  if ((caCert === undefined) !== (caKey === undefined)) issue(issues, caCert === undefined ? 'caCert' : 'caKey', 'caCert and caKey go together');
+  const unsafe = input.unsafeAllowLoopbackUpstream;
+  if (unsafe !== undefined && typeof unsafe !== 'boolean') issue(issues, 'unsafeAllowLoopbackUpstream', 'expected a boolean');
+  const config: Config = {
+    proxyListen: listen('proxyListen') ?? DEFAULTS.proxyListen,
+    adminListen: listen('adminListen') ?? DEFAULTS.adminListen,
+    policyFile: optionalString(input.policyFile, 'policyFile', issues),
+    stateDir,
+    caCert,
+    caKey,
+    caOut: optionalString(input.caOut, 'caOut', issues),
+    upstreamCa: optionalString(input.upstreamCa, 'upstreamCa', issues),
+    upstreamDns,
+    hostsFile: optionalString(input.hostsFile, 'hostsFile', issues),
+    logFormat: oneOf(input.logFormat, LOG_FORMATS, DEFAULTS.logFormat, 'logFormat', issues),
+    onInvalidPolicy: oneOf(input.onInvalidPolicy, ON_INVALID_POLICY, DEFAULTS.onInvalidPolicy, 'onInvalidPolicy', issues),
+    unsafeAllowLoopbackUpstream: unsafe === true,
+    limits: parseLimits(input.limits, issues),
+  };
+  if (issues.length > 0) {
+    throw new BoundaryError('CONFIG_INVALID', `configuration is invalid: ${issues.map((i) => `${i.path}: ${i.message}`).join('; ')}`, { issues });
+  }
+  return Object.freeze(config);
+}

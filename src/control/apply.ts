@@ -1,0 +1,287 @@
+// Applies what the supervisor delivers (admission snapshot, policy/credentials/settings pushes) through
+// the same policy store and credential target as standalone mode, in generation order, and says what
+// to acknowledge. Never touches sockets; client.ts feeds it decoded messages.
+
+import { BoundaryError, type Issue } from '../errors.js';
+import type { Policy } from '../policy/types.js';
+import type { AuditSink } from '../telemetry/event.js';
+import {
+  type AdmittedMessage,
+  type ControlSettings,
+  type CredentialsPush,
+  DEFAULT_SETTINGS,
+  type PolicyPush,
+  type SettingsPush,
+  type StatusError,
+  type StatusMessage,
+  type WireProvider,
+} from './messages.js';
+
+/** The part of policy/store.ts's PolicyStore that applying needs. */
+export interface PolicyTarget {
+  current(): Policy;
+  hasPolicy(): boolean;
+  swap(policy: Policy): Policy;
+}
+
+/** Where delivered credentials go: credentials/source.ts's StaticCredentialSource fits as is. */
+export interface CredentialTarget {
+  /** Throws (CREDENTIALS_INVALID) and keeps the last good set when the providers are invalid. */
+  replace(providers: readonly WireProvider[]): unknown;
+}
+
+export interface ApplyDeps {
+  readonly store: PolicyTarget;
+  readonly credentials?: CredentialTarget | undefined;
+  readonly parsePolicy: (text: string, options?: { source?: string }) => Policy;
+  /** The deny-all policy published as a quarantine when a push fails in fail_closed mode. */
+  readonly emptyPolicy: () => Policy;
+  /** Reload checks run before a swap (standalone mode's reloadIssues); any issue fails the candidate. */
+  readonly preflight?: ((previous: Policy, next: Policy) => readonly Issue[]) | undefined;
+  readonly sink: AuditSink;
+  readonly now: () => number;
+  /** Names the supervisor in events (`supervisor:<host:port>`). */
+  readonly source?: string;
+}
+
+export const APPLY_RESULTS = ['applied', 'unchanged', 'ignored', 'failed'] as const;
+export type ApplyResult = (typeof APPLY_RESULTS)[number];
+
+export interface ApplyOutcome {
+  readonly result: ApplyResult;
+  /** What to POST to /v1/status; absent when nothing is to be acknowledged (a stale push). */
+  readonly status?: StatusMessage;
+}
+
+export interface ApplyState {
+  /** A supervisor-delivered policy is in force (not the quarantine). */
+  readonly effective: boolean;
+  readonly quarantined: boolean;
+  /** Supervisor generation of the last policy processed (applied, unchanged or failed). */
+  readonly generation: number | undefined;
+  /** Hash of the delivered policy in force. */
+  readonly policyHash: string | undefined;
+  /** The policy store's own generation (what decisions carry). */
+  readonly localGeneration: number;
+  readonly effectiveSince: number | undefined;
+  readonly credentialsHash: string | undefined;
+  readonly settings: ControlSettings;
+  readonly lastError: StatusError | undefined;
+}
+
+export interface Held {
+  readonly heldPolicyHash?: string;
+  readonly heldGeneration?: number;
+  readonly heldCredentialsHash?: string;
+}
+
+export interface ControlApplier {
+  applyAdmitted(message: AdmittedMessage): ApplyOutcome[];
+  applyPolicy(message: PolicyPush): ApplyOutcome;
+  applyCredentials(message: CredentialsPush): ApplyOutcome;
+  applySettings(message: SettingsPush): ApplyOutcome;
+  held(): Held;
+  state(): ApplyState;
+}
+
+export function createControlApplier(deps: ApplyDeps): ControlApplier {
+  const source = deps.source ?? 'supervisor';
+  let effective = false;
+  let quarantined = false;
+  let policyGeneration: number | undefined;
+  let credentialsGeneration: number | undefined;
+  let settingsGeneration: number | undefined;
+  let policyHash: string | undefined;
+  let credentialsHash: string | undefined;
+  let settings: ControlSettings = DEFAULT_SETTINGS;
+  let effectiveSince: number | undefined;
+  let lastError: StatusError | undefined;
+
+  // The store makes the policy current before it notifies subscribers; a throwing subscriber is
+  // reported by the store's owner, and must not make the applier believe the swap did not happen.
+  function swap(policy: Policy): Policy {
+    try {
+      return deps.store.swap(policy);
+    } catch {
+      return deps.store.current();
+    }
+  }
+
+  function status(generation: number, hash: string, error?: StatusError): StatusMessage {
+    const base = { kind: 'status' as const, generation, policyHash: hash };
+    const withCredentials = credentialsHash === undefined ? base : { ...base, credentialsHash };
+    return error === undefined ? { ...withCredentials, state: 'effective' } : { ...withCredentials, state: 'failed', error };
+  }
+
+  function installPolicy(generation: number, hash: string, text: string): ApplyOutcome {
+    policyGeneration = generation;
+    if (effective && hash === policyHash) {
+      deps.sink.emit(configEvent('LOADED', 'INFO', `policy generation ${generation} unchanged (hash matches); not re-applied`, {
+        result: 'unchanged',
+        generation: deps.store.current().generation,
+        policyHash: hash,
+        controlGeneration: generation,
+        source,
+      }));
+      return { result: 'unchanged', status: status(generation, hash) };
+    }
+    let candidate: Policy;
+    try {
+      candidate = deps.parsePolicy(text, { source: `${source} generation ${generation}` });
+      const issues = deps.preflight?.(deps.store.current(), candidate) ?? [];
+      if (issues.length > 0) {
+        throw new BoundaryError('POLICY_INVALID', issues.map((i) => `${i.path}: ${i.message}`).join('; '), { issues });
+      }
+    } catch (err) {
+      return failPolicy(generation, hash, err);
+    }
+    if (effective && candidate.hash === policyHash) {
+      // The supervisor hashes with the same parser, but a differing label must not force a reload.
+      return { result: 'unchanged', status: status(generation, candidate.hash) };
+    }
+    const stamped = swap(candidate);
+    effective = true;
+    quarantined = false;
+    policyHash = candidate.hash;
+    effectiveSince = deps.now();
+    lastError = undefined;
+    deps.sink.emit(configEvent('LOADED', 'INFO', `policy generation ${generation} from ${source} is effective`, {
+      result: 'applied',
+      generation: stamped.generation,
+      policyHash: candidate.hash,
+      controlGeneration: generation,
+      source,
+    }));
+    return { result: 'applied', status: status(generation, candidate.hash) };
+  }
+
+  function failPolicy(generation: number, hash: string, err: unknown): ApplyOutcome {
+    const code = err instanceof BoundaryError ? err.code : 'POLICY_INVALID';
+    const error: StatusError = { kind: 'policy', code, message: messageOf(err) };
+    lastError = error;
+    let detail = 'the previous policy stays in force (retain_last_valid)';
+    // With nothing previously effective, retaining would still be deny-all: always fail closed then.
+    if (settings.failureMode === 'fail_closed' || !effective) {
+      swap(deps.emptyPolicy());
+      effective = false;
+      quarantined = true;
+      policyHash = undefined;
+      detail = 'deny-all quarantine published (fail_closed)';
+    }
+    deps.sink.emit(configEvent('FAILED', 'MED', `policy generation ${generation} from ${source} failed: ${error.message}; ${detail}`, {
+      result: 'failed',
+      generation: deps.store.current().generation,
+      policyHash: hash,
+      controlGeneration: generation,
+      source,
+      error,
+    }));
+    return { result: 'failed', status: status(generation, hash, error) };
+  }
+
+  function installCredentials(generation: number, hash: string, values: readonly WireProvider[] | undefined): ApplyOutcome {
+    credentialsGeneration = generation;
+    if (hash === credentialsHash || values === undefined) return { result: 'unchanged' };
+    try {
+      deps.credentials?.replace(values);
+    } catch (err) {
+      const error: StatusError = { kind: 'credentials', message: messageOf(err) };
+      lastError = error;
+      deps.sink.emit(configEvent('FAILED', 'MED', `credentials generation ${generation} failed: ${error.message}`, {
+        result: 'failed',
+        controlGeneration: generation,
+        source,
+        error,
+      }));
+      return { result: 'failed', status: status(policyGeneration ?? generation, policyHash ?? '-', error) };
+    }
+    credentialsHash = hash;
+    // Names only: values are secrets and never reach an event.
+    deps.sink.emit(configEvent('LOADED', 'INFO', `credentials generation ${generation} from ${source} applied (${values.length} providers)`, {
+      result: 'applied',
+      controlGeneration: generation,
+      credentialsHash: hash,
+      source,
+    }));
+    return { result: 'applied' };
+  }
+
+  return {
+    applyAdmitted(message) {
+      // A snapshot is authoritative for this session: its generation becomes the baseline for pushes.
+      settings = message.settings;
+      settingsGeneration = message.generation;
+      const outcomes: ApplyOutcome[] = [];
+      // Credentials first, so a policy that names new credentials finds them in place.
+      outcomes.push(installCredentials(message.generation, message.credentialsHash, message.credentials));
+      if (message.policy === undefined) {
+        if (!effective || message.policyHash !== policyHash) {
+          throw new BoundaryError(
+            'CONTROL_MESSAGE_INVALID',
+            `admission omitted the policy but hash ${message.policyHash} is not the one held (${policyHash ?? 'none'})`,
+          );
+        }
+        policyGeneration = message.generation;
+        outcomes.push({ result: 'unchanged', status: status(message.generation, message.policyHash) });
+      } else {
+        outcomes.push(installPolicy(message.generation, message.policyHash, message.policy));
+      }
+      return outcomes;
+    },
+    applyPolicy(message) {
+      if (policyGeneration !== undefined && message.generation <= policyGeneration) return { result: 'ignored' };
+      return installPolicy(message.generation, message.policyHash, message.policy);
+    },
+    applyCredentials(message) {
+      if (credentialsGeneration !== undefined && message.generation <= credentialsGeneration) return { result: 'ignored' };
+      const outcome = installCredentials(message.generation, message.credentialsHash, message.credentials);
+      if (outcome.status !== undefined || policyGeneration === undefined || policyHash === undefined) return outcome;
+      return { result: outcome.result, status: status(policyGeneration, policyHash) };
+    },
+    applySettings(message) {
+      if (settingsGeneration !== undefined && message.generation <= settingsGeneration) return { result: 'ignored' };
+      settingsGeneration = message.generation;
+      settings = message.settings;
+      return { result: 'applied' };
+    },
+    held() {
+      const held: { heldPolicyHash?: string; heldGeneration?: number; heldCredentialsHash?: string } = {};
+      if (effective && policyHash !== undefined) held.heldPolicyHash = policyHash;
+      if (policyGeneration !== undefined) held.heldGeneration = policyGeneration;
+      if (credentialsHash !== undefined) held.heldCredentialsHash = credentialsHash;
+      return held;
+    },
+    state() {
+      return {
+        effective,
+        quarantined,
+        generation: policyGeneration,
+        policyHash,
+        localGeneration: deps.store.current().generation,
+        effectiveSince,
+        credentialsHash,
+        settings,
+        lastError,
+      };
+    },
+  };
+}
+
+function configEvent(activity: 'LOADED' | 'FAILED', severity: 'INFO' | 'MED', message: string, unmapped: Record<string, unknown>) {
+  const { generation, policyHash, ...rest } = unmapped;
+  return {
+    class: 'CONFIG' as const,
+    activity,
+    severity,
+    engine: 'control' as const,
+    message,
+    ...(typeof generation === 'number' ? { generation } : {}),
+    ...(typeof policyHash === 'string' ? { policyHash } : {}),
+    unmapped: rest,
+  };
+}
+
+function messageOf(err: unknown): string {
+  const text = err instanceof Error ? err.message : String(err);
+  return text === '' ? 'unknown error' : text;
+}

@@ -1,0 +1,463 @@
+// The control channel's messages (DESIGN "Control channel protocol (v1)"): types, validation,
+// encode/decode of one JSON message and of NDJSON streams. Pure of sockets, TLS and HTTP/2; both
+// the boundary (control/client.ts) and the reference supervisor (supervisor/) speak through it.
+
+import { BoundaryError, type Issue } from '../errors.js';
+
+export const MAX_CONTROL_MESSAGE_BYTES = 1_048_576;
+export const MAX_ID_LENGTH = 128;
+export const MAX_TEXT_LENGTH = 4_096;
+export const MAX_EVENTS_PER_BATCH = 512;
+export const MAX_CREDENTIAL_PROVIDERS = 256;
+export const MAX_CREDENTIAL_KEYS = 1_024;
+export const MAX_CREDENTIAL_ENDPOINTS = 256;
+
+export const CONTROL_PROTOCOL_VERSION = 1;
+
+export const MESSAGE_KINDS = [
+  'attach',
+  'admitted',
+  'refused',
+  'policy',
+  'credentials',
+  'settings',
+  'relay-open',
+  'withdraw',
+  'status',
+  'events',
+  'ack',
+] as const;
+export type MessageKind = (typeof MESSAGE_KINDS)[number];
+
+/** The kinds that arrive on `GET /v1/watch`. */
+export const PUSH_KINDS = ['policy', 'credentials', 'settings', 'relay-open', 'withdraw'] as const;
+export type PushKind = (typeof PUSH_KINDS)[number];
+
+/** Why a dial or attach failed; every NET:FAIL event and /readyz carries one. */
+export const CONTROL_ERROR_KINDS = [
+  'dns',
+  'connect-refused',
+  'connect-timeout',
+  'tls',
+  'tls-auth',
+  'http2',
+  'refused-by-supervisor',
+  'protocol',
+] as const;
+export type ControlErrorKind = (typeof CONTROL_ERROR_KINDS)[number];
+
+/** Typed refusals of the supervisor. `retryable` tells the boundary whether trying again can help. */
+export const REFUSAL_CODES = [
+  'unknown-sandbox',
+  'no-sandbox-identity',
+  'identity-mismatch',
+  'policy-invalid',
+  'bad-request',
+  'message-too-large',
+  'unknown-session',
+  'too-many-instances',
+  'shutting-down',
+  'relay-target-not-allowed',
+  'relay-target-unreachable',
+] as const;
+export type RefusalCode = (typeof REFUSAL_CODES)[number];
+
+export const FAILURE_MODES = ['fail_closed', 'retain_last_valid'] as const;
+export type FailureMode = (typeof FAILURE_MODES)[number];
+
+export const STATUS_STATES = ['effective', 'failed'] as const;
+export type StatusState = (typeof STATUS_STATES)[number];
+
+export interface ControlSettings {
+  /** What an invalid pushed policy does: publish deny-all (default) or keep the previous one. */
+  readonly failureMode: FailureMode;
+}
+
+export interface StatusError {
+  /** A ControlErrorKind, or `policy` / `credentials` for an apply failure. */
+  readonly kind: string;
+  readonly code?: string;
+  readonly message: string;
+}
+
+/** One credential provider as delivered: the same shape as credentials/set.ts's ProviderInput. */
+export interface WireProvider {
+  readonly name: string;
+  readonly env: Readonly<Record<string, string>>;
+  readonly endpoints?: readonly WireCredentialEndpoint[];
+}
+
+export interface WireCredentialEndpoint {
+  readonly host: string;
+  readonly port: number;
+  readonly path?: string;
+}
+
+export interface AttachMessage {
+  readonly kind: 'attach';
+  readonly sandboxId: string;
+  readonly instanceId: string;
+  readonly bootId: string;
+  readonly version: string;
+  readonly heldPolicyHash?: string;
+  readonly heldGeneration?: number;
+  readonly heldCredentialsHash?: string;
+  /** The last failure the boundary saw before this attach, so the supervisor can show it. */
+  readonly lastError?: StatusError;
+}
+
+/** Admission: a full snapshot. `policy`/`credentials` are omitted when the held hash already matches. */
+export interface AdmittedMessage {
+  readonly kind: 'admitted';
+  readonly sessionId: string;
+  readonly generation: number;
+  readonly policyHash: string;
+  readonly policy?: string;
+  readonly credentialsHash: string;
+  readonly credentials?: readonly WireProvider[];
+  readonly settings: ControlSettings;
+}
+
+export interface RefusedMessage {
+  readonly kind: 'refused';
+  readonly code: RefusalCode;
+  readonly message: string;
+  readonly retryable: boolean;
+}
+
+export interface PolicyPush {
+  readonly kind: 'policy';
+  readonly generation: number;
+  readonly policyHash: string;
+  /** The policy YAML text; both sides parse it with the same parser. */
+  readonly policy: string;
+}
+
+export interface CredentialsPush {
+  readonly kind: 'credentials';
+  readonly generation: number;
+  readonly credentialsHash: string;
+  readonly credentials: readonly WireProvider[];
+}
+
+export interface SettingsPush {
+  readonly kind: 'settings';
+  readonly generation: number;
+  readonly settings: ControlSettings;
+}
+
+export interface RelayTarget {
+  readonly host: string;
+  readonly port: number;
+}
+
+export interface RelayOpenPush {
+  readonly kind: 'relay-open';
+  readonly id: string;
+  readonly target: RelayTarget;
+}
+
+export interface WithdrawPush {
+  readonly kind: 'withdraw';
+  readonly reason: string;
+}
+
+export interface StatusMessage {
+  readonly kind: 'status';
+  readonly generation: number;
+  readonly policyHash: string;
+  readonly state: StatusState;
+  readonly credentialsHash?: string;
+  readonly error?: StatusError;
+}
+
+export interface EventsMessage {
+  readonly kind: 'events';
+  readonly events: readonly Readonly<Record<string, unknown>>[];
+  /** Events dropped from the bounded buffer since the previous batch was delivered. */
+  readonly dropped: number;
+}
+
+export interface AckMessage {
+  readonly kind: 'ack';
+}
+
+export type PushMessage = PolicyPush | CredentialsPush | SettingsPush | RelayOpenPush | WithdrawPush;
+export type ControlMessage =
+  | AttachMessage
+  | AdmittedMessage
+  | RefusedMessage
+  | PushMessage
+  | StatusMessage
+  | EventsMessage
+  | AckMessage;
+export type MessageOf<K extends MessageKind> = Extract<ControlMessage, { kind: K }>;
+
+export const DEFAULT_SETTINGS: ControlSettings = Object.freeze({ failureMode: 'fail_closed' });
+
+/** Serialises one message as a JSON line (with the trailing newline). */
+export function encodeMessage(message: ControlMessage): string {
+  const line = `${JSON.stringify(message)}\n`;
+  const bytes = Buffer.byteLength(line);
+  if (bytes > MAX_CONTROL_MESSAGE_BYTES) {
+    throw new BoundaryError(
+      'MESSAGE_TOO_LARGE',
+      `${message.kind} message is ${bytes} bytes; the limit is MAX_CONTROL_MESSAGE_BYTES (${MAX_CONTROL_MESSAGE_BYTES})`,
+    );
+  }
+  return line;
+}
+
+/**
+ * Decodes and validates one message. Throws BoundaryError MESSAGE_TOO_LARGE or CONTROL_MESSAGE_INVALID
+ * (with every problem in `issues`). With `expect`, any other kind is CONTROL_MESSAGE_INVALID too.
+ */
+export function decodeMessage<K extends MessageKind = MessageKind>(
+  input: string | Uint8Array,
+  expect?: readonly K[],
+): MessageOf<K> {
+  const size = typeof input === 'string' ? Buffer.byteLength(input) : input.byteLength;
+  if (size > MAX_CONTROL_MESSAGE_BYTES) {
+    throw new BoundaryError('MESSAGE_TOO_LARGE', `control message of ${size} bytes exceeds ${MAX_CONTROL_MESSAGE_BYTES}`);
+  }
+  const text = (typeof input === 'string' ? input : Buffer.from(input).toString('utf8')).trim();
+  let raw: unknown;
+  try {
+    raw = JSON.parse(text);
+  } catch (err) {
+    throw invalid(`not JSON: ${(err as Error).message}`, [], err);
+  }
+  const message = readMessage(raw);
+  if (expect !== undefined && !(expect as readonly string[]).includes(message.kind)) {
+    throw invalid(`expected ${expect.join(' or ')}, got ${message.kind}`, []);
+  }
+  return message as MessageOf<K>;
+}
+
+/** Validates an already-parsed value as a control message; returns it deep-frozen. */
+export function readMessage(raw: unknown): ControlMessage {
+  const issues: Issue[] = [];
+  const r = reader(issues);
+  if (!isRecord(raw)) throw invalid('a control message must be a JSON object', []);
+  const kind = raw.kind;
+  if (typeof kind !== 'string' || !(MESSAGE_KINDS as readonly string[]).includes(kind)) {
+    throw invalid(`unknown message kind ${JSON.stringify(kind)}`, [issue('kind', 'unknown message kind')]);
+  }
+  const read = READERS[kind as MessageKind];
+  const keys = Object.keys(raw).filter((key) => key !== 'kind');
+  const message = read(raw, r);
+  for (const key of keys) if (!(key in message)) issues.push(issue(key, 'unknown key'));
+  if (issues.length > 0) {
+    const first = issues[0]!;
+    throw invalid(`${kind}: ${first.path}: ${first.message}${issues.length > 1 ? ` (+${issues.length - 1} more)` : ''}`, issues);
+  }
+  return deepFreeze({ kind, ...message } as ControlMessage);
+}
+
+type Reader = ReturnType<typeof reader>;
+type Fields = Record<string, unknown>;
+
+const READERS: Record<MessageKind, (raw: Fields, r: Reader) => Fields> = {
+  attach: (raw, r) =>
+    compact({
+      sandboxId: r.id(raw, 'sandboxId'),
+      instanceId: r.id(raw, 'instanceId'),
+      bootId: r.id(raw, 'bootId'),
+      version: r.text(raw, 'version'),
+      heldPolicyHash: r.optional(raw, 'heldPolicyHash', r.hash),
+      heldGeneration: r.optional(raw, 'heldGeneration', r.generation),
+      heldCredentialsHash: r.optional(raw, 'heldCredentialsHash', r.hash),
+      lastError: r.optional(raw, 'lastError', r.statusError),
+    }),
+  admitted: (raw, r) =>
+    compact({
+      sessionId: r.id(raw, 'sessionId'),
+      generation: r.generation(raw, 'generation'),
+      policyHash: r.hash(raw, 'policyHash'),
+      policy: r.optional(raw, 'policy', r.body),
+      credentialsHash: r.hash(raw, 'credentialsHash'),
+      credentials: r.optional(raw, 'credentials', r.credentials),
+      settings: r.settings(raw, 'settings'),
+    }),
+  refused: (raw, r) => ({
+    code: r.oneOf(raw, 'code', REFUSAL_CODES),
+    message: r.text(raw, 'message'),
+    retryable: r.bool(raw, 'retryable'),
+  }),
+  policy: (raw, r) => ({
+    generation: r.generation(raw, 'generation'),
+    policyHash: r.hash(raw, 'policyHash'),
+    policy: r.body(raw, 'policy'),
+  }),
+  credentials: (raw, r) => ({
+    generation: r.generation(raw, 'generation'),
+    credentialsHash: r.hash(raw, 'credentialsHash'),
+    credentials: r.credentials(raw, 'credentials'),
+  }),
+  settings: (raw, r) => ({ generation: r.generation(raw, 'generation'), settings: r.settings(raw, 'settings') }),
+  'relay-open': (raw, r) => ({ id: r.id(raw, 'id'), target: r.target(raw, 'target') }),
+  withdraw: (raw, r) => ({ reason: r.text(raw, 'reason') }),
+  status: (raw, r) =>
+    compact({
+      generation: r.generation(raw, 'generation'),
+      policyHash: r.hash(raw, 'policyHash'),
+      state: r.oneOf(raw, 'state', STATUS_STATES),
+      credentialsHash: r.optional(raw, 'credentialsHash', r.hash),
+      error: r.optional(raw, 'error', r.statusError),
+    }),
+  events: (raw, r) => ({ events: r.events(raw, 'events'), dropped: r.count(raw, 'dropped') }),
+  ack: () => ({}),
+};
+
+const ID_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._:-]*$/;
+const HASH_PATTERN = /^[A-Za-z0-9:+/=_-]{1,128}$/;
+
+// Each reader records a problem and returns a placeholder, so one pass reports every issue.
+function reader(issues: Issue[]) {
+  const fail = (path: string, message: string): undefined => {
+    issues.push(issue(path, message));
+    return undefined;
+  };
+  const r = {
+    optional<T>(raw: Fields, key: string, read: (raw: Fields, key: string) => T): T | undefined {
+      return raw[key] === undefined ? undefined : read(raw, key);
+    },
+    text(raw: Fields, key: string, max = MAX_TEXT_LENGTH): string {
+      const value = raw[key];
+      if (typeof value !== 'string') return fail(key, 'expected a string') ?? '';
+      if (value.length > max) return fail(key, `longer than ${max} characters`) ?? '';
+      return value;
+    },
+    body(raw: Fields, key: string): string {
+      return r.text(raw, key, MAX_CONTROL_MESSAGE_BYTES);
+    },
+    id(raw: Fields, key: string): string {
+      const value = r.text(raw, key, MAX_ID_LENGTH);
+      if (typeof raw[key] === 'string' && !ID_PATTERN.test(value)) fail(key, 'expected an id of [A-Za-z0-9._:-]');
+      return value;
+    },
+    hash(raw: Fields, key: string): string {
+      const value = raw[key];
+      if (typeof value !== 'string' || !HASH_PATTERN.test(value)) return fail(key, 'expected a hash string') ?? '';
+      return value;
+    },
+    generation(raw: Fields, key: string): number {
+      const value = raw[key];
+      if (!Number.isSafeInteger(value) || (value as number) < 0) return fail(key, 'expected an integer >= 0') ?? 0;
+      return value as number;
+    },
+    count(raw: Fields, key: string): number {
+      return r.generation(raw, key);
+    },
+    bool(raw: Fields, key: string): boolean {
+      const value = raw[key];
+      if (typeof value !== 'boolean') return fail(key, 'expected true or false') ?? false;
+      return value;
+    },
+    oneOf<T extends string>(raw: Fields, key: string, set: readonly T[]): T {
+      const value = raw[key];
+      if (typeof value !== 'string' || !(set as readonly string[]).includes(value)) {
+        return fail(key, `expected one of ${set.join(', ')}`) ?? (set[0] as T);
+      }
+      return value as T;
+    },
+    record(raw: Fields, key: string): Fields {
+      const value = raw[key];
+      if (!isRecord(value)) return fail(key, 'expected an object') ?? {};
+      return value;
+    },
+    settings(raw: Fields, key: string): ControlSettings {
+      const value = r.record(raw, key);
+      const failureMode = r.oneOf(prefixed(value, key), `${key}.failureMode`, FAILURE_MODES);
+      for (const extra of Object.keys(value)) if (extra !== 'failureMode') fail(`${key}.${extra}`, 'unknown key');
+      return { failureMode };
+    },
+    target(raw: Fields, key: string): RelayTarget {
+      const value = prefixed(r.record(raw, key), key);
+      const host = r.text(value, `${key}.host`, 255);
+      const port = value[`${key}.port`];
+      if (!Number.isInteger(port) || (port as number) < 1 || (port as number) > 65_535) {
+        fail(`${key}.port`, 'expected a port 1-65535');
+      }
+      return { host, port: port as number };
+    },
+    statusError(raw: Fields, key: string): StatusError {
+      const value = prefixed(r.record(raw, key), key);
+      const code = r.optional(value, `${key}.code`, (v, k) => r.text(v, k, MAX_ID_LENGTH));
+      return compact({ kind: r.text(value, `${key}.kind`, MAX_ID_LENGTH), code, message: r.text(value, `${key}.message`) }) as unknown as StatusError;
+    },
+    credentials(raw: Fields, key: string): WireProvider[] {
+      const value = raw[key];
+      if (!Array.isArray(value)) return fail(key, 'expected a list of providers') ?? [];
+      if (value.length > MAX_CREDENTIAL_PROVIDERS) fail(key, `more than ${MAX_CREDENTIAL_PROVIDERS} providers`);
+      return value.map((item, index) => r.provider(item, `${key}[${index}]`));
+    },
+    provider(item: unknown, path: string): WireProvider {
+      if (!isRecord(item)) return fail(path, 'expected an object') ?? { name: '', env: {} };
+      const name = typeof item.name === 'string' ? item.name : (fail(`${path}.name`, 'expected a string') ?? '');
+      const env: Record<string, string> = {};
+      if (!isRecord(item.env)) fail(`${path}.env`, 'expected an object of KEY: value');
+      else {
+        const keys = Object.keys(item.env);
+        if (keys.length > MAX_CREDENTIAL_KEYS) fail(`${path}.env`, `more than ${MAX_CREDENTIAL_KEYS} keys`);
+        // Never echo a value in an issue: it is a secret. Names and values are validated in depth by credentials/set.ts.
+        for (const k of keys) {
+          if (typeof item.env[k] === 'string') env[k] = item.env[k] as string;
+          else fail(`${path}.env.${k}`, 'expected a string value');
+        }
+      }
+      for (const extra of Object.keys(item)) if (!['name', 'env', 'endpoints'].includes(extra)) fail(`${path}.${extra}`, 'unknown key');
+      if (item.endpoints === undefined) return { name, env };
+      if (!Array.isArray(item.endpoints) || item.endpoints.length > MAX_CREDENTIAL_ENDPOINTS) {
+        return fail(`${path}.endpoints`, `expected a list of at most ${MAX_CREDENTIAL_ENDPOINTS} endpoints`) ?? { name, env };
+      }
+      const endpoints = item.endpoints.map((e: unknown, i: number) => {
+        const at = `${path}.endpoints[${i}]`;
+        if (!isRecord(e) || typeof e.host !== 'string' || !Number.isInteger(e.port)) {
+          return fail(at, 'expected {host, port, path?}') ?? { host: '', port: 0 };
+        }
+        if (e.path !== undefined && typeof e.path !== 'string') fail(`${at}.path`, 'expected a string');
+        return e.path === undefined ? { host: e.host, port: e.port as number } : { host: e.host, port: e.port as number, path: e.path as string };
+      });
+      return { name, env, endpoints };
+    },
+    events(raw: Fields, key: string): Fields[] {
+      const value = raw[key];
+      if (!Array.isArray(value)) return fail(key, 'expected an array') ?? [];
+      if (value.length > MAX_EVENTS_PER_BATCH) fail(key, `more than ${MAX_EVENTS_PER_BATCH} events`);
+      value.forEach((event, index) => {
+        if (!isRecord(event)) fail(`${key}[${index}]`, 'expected an object');
+      });
+      return value as Fields[];
+    },
+  };
+  return r;
+}
+
+function prefixed(value: Fields, key: string): Fields {
+  return Object.fromEntries(Object.entries(value).map(([k, v]) => [`${key}.${k}`, v]));
+}
+
+function compact(fields: Fields): Fields {
+  return Object.fromEntries(Object.entries(fields).filter(([, value]) => value !== undefined));
+}
+
+function isRecord(value: unknown): value is Fields {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+function issue(path: string, message: string): Issue {
+  return { code: 'CONTROL_MESSAGE_INVALID', path, message };
+}
+
+function invalid(message: string, issues: readonly Issue[], cause?: unknown): BoundaryError {
+  return new BoundaryError('CONTROL_MESSAGE_INVALID', message, cause === undefined ? { issues } : { issues, cause });
+}
+
+function deepFreeze<T>(value: T): T {
+  if (typeof value === 'object' && value !== null && !Object.isFrozen(value)) {
+    Object.freeze(value);
+    for (const child of Object.values(value)) deepFreeze(child);
+  }
+  return value;
+}

@@ -1,0 +1,270 @@
+// The policy DNS query handler (reference §8.1-8.2): bytes of one query in, bytes of one response out.
+// Eligibility comes from the current policy; answers are resolved upstream, validated like the proxy's,
+// and replaced by one synthetic address. Never touches sockets (server.ts does) and never decides a port.
+
+import type { Policy } from '../policy/types.js';
+import type { AuditSink, Severity } from '../telemetry/event.js';
+import { isLocalName, KNOWN_METADATA_NAMES } from '../net/destination.js';
+import { normaliseHost } from '../net/host.js';
+import type { Resolver, ResolveFailure } from '../net/resolver.js';
+import { type SelfAddress, validateDestination } from '../net/ssrf.js';
+import { contractDigest, type MappingRoute, type SyntheticPool } from '../net/synthetic.js';
+import {
+  createQueryParser,
+  type DnsQuery,
+  encodeAnswer,
+  QCLASS_IN,
+  QTYPE_A,
+  QTYPE_AAAA,
+  type Rcode,
+  respondFrom,
+  responseLimit,
+  type WireAnswer,
+} from './answer.js';
+import {
+  type DnsOutcome,
+  exhaustedFinding,
+  formerrEvent,
+  highWaterEvent,
+  type PreparedEvents,
+  prepareQueryEvents,
+  publishedEvent,
+  stamp,
+} from './events.js';
+import type { DnsHandler, DnsRequestInfo } from './server.js';
+
+/** Wire-form answers kept for the fast path (refusals and live mappings); the oldest is evicted first. */
+export const MAX_CACHED_ANSWERS = 4_096;
+
+const UPSTREAM_DETAIL: Readonly<Record<ResolveFailure, string>> = {
+  nxdomain: 'nxdomain',
+  nodata: 'no_data',
+  timeout: 'timeout',
+  'io-failed': 'io_failed',
+  'malformed-response': 'malformed_response',
+  'oversized-response': 'oversized_response',
+  'error-response': 'error_response',
+  'cname-limit': 'cname_limit',
+};
+
+export interface PolicyDnsOptions {
+  /** The current policy (PolicyStore.current). Read on every query: a swap takes effect at once. */
+  readonly policy: () => Policy;
+  readonly resolver: Resolver;
+  readonly pool: SyntheticPool;
+  readonly sink: AuditSink;
+  readonly now: () => number;
+  /** `--unsafe-allow-loopback-upstream` (tests): loopback answers survive validation. */
+  readonly allowLoopback?: boolean;
+  readonly selfAddresses?: readonly SelfAddress[];
+  readonly maxCachedAnswers?: number;
+}
+
+export interface PolicyDnsStats {
+  readonly cached: number;
+  readonly hits: number;
+  readonly upstreamQueries: number;
+  readonly dropped: number;
+}
+
+export interface PolicyDns {
+  readonly handle: DnsHandler;
+  clearCache(): void;
+  stats(): PolicyDnsStats;
+}
+
+interface CacheEntry {
+  readonly template: WireAnswer;
+  readonly outcome: DnsOutcome;
+  readonly events: PreparedEvents;
+  readonly generation: number;
+}
+
+export function createPolicyDns(options: PolicyDnsOptions): PolicyDns {
+  const { resolver, pool, sink, now } = options;
+  const maxCached = options.maxCachedAnswers ?? MAX_CACHED_ANSWERS;
+  // Cached answers for IN-class A/AAAA questions, one map per (type, EDNS use) because the template differs.
+  const slots = [new Map<string, CacheEntry>(), new Map<string, CacheEntry>(), new Map<string, CacheEntry>(), new Map<string, CacheEntry>()];
+  const slotOf = (query: DnsQuery): Map<string, CacheEntry> | undefined =>
+    query.qclass !== QCLASS_IN ? undefined
+    : query.type === QTYPE_A ? slots[query.edns === undefined ? 0 : 1]
+    : query.type === QTYPE_AAAA ? slots[query.edns === undefined ? 2 : 3]
+    : undefined;
+  const parse = createQueryParser();
+  const inflight = new Map<string, Promise<DnsOutcome>>();
+  let hits = 0;
+  let upstreamQueries = 0;
+  let dropped = 0;
+
+  function emitPrepared(events: PreparedEvents, info: DnsRequestInfo): void {
+    if (events.refuse !== undefined) sink.emit(stamp(events.refuse, info.remote));
+    sink.emit(stamp(events.dns[info.transport], info.remote));
+  }
+
+  function respond(query: DnsQuery, info: DnsRequestInfo, policy: Policy, outcome: DnsOutcome): Buffer {
+    const template = encodeAnswer(query, { rcode: outcome.rcode, addresses: outcome.answers, ttlSeconds: outcome.ttlSeconds ?? 0 });
+    const events = prepareQueryEvents(query, policy, outcome);
+    const slot = slotOf(query);
+    if (slot !== undefined && outcome.cacheUntil !== undefined && outcome.cacheUntil > now()) {
+      if (slot.size >= maxCached / slots.length) slot.delete(slot.keys().next().value as string);
+      slot.set(query.name, { template, outcome, events, generation: policy.generation });
+    }
+    emitPrepared(events, info);
+    return respondFrom(template, query, responseLimit(query, info.transport));
+  }
+
+  /** Decides everything that needs no upstream; undefined when the name must be resolved. */
+  function decideLocally(query: DnsQuery, policy: Policy): DnsOutcome | undefined {
+    if (query.qclass !== QCLASS_IN || (query.type !== QTYPE_A && query.type !== QTYPE_AAAA)) {
+      return plain('NOTIMP', undefined);
+    }
+    const host = normaliseHost(query.name === '' ? '.' : query.name);
+    if (!host.ok) return refused(`${query.name}: ${host.message}`, 'invalid-name');
+    // `2852039166` and friends are IP literals in disguise: never resolved, never mapped (reference §5.4).
+    if (host.kind !== 'name') return refused(`${query.name} is an IP literal (${host.host})`, 'ip-literal');
+    if (isLocalName(host.host)) return refused(`${host.host} is a local name`, 'local-name');
+    if (KNOWN_METADATA_NAMES.has(host.host)) return refused(`${host.host} is a cloud metadata name`, 'metadata-name');
+    if (policy.endpointsForHost(host.host).length === 0) return refused(`no policy endpoint covers ${host.host}`, 'no-endpoint');
+    // IPv6 egress is off: an eligible AAAA gets an empty NOERROR and no upstream query.
+    if (query.type === QTYPE_AAAA) return plain('NOERROR', Number.POSITIVE_INFINITY);
+    return undefined;
+  }
+
+  async function resolveName(name: string, policy: Policy): Promise<DnsOutcome> {
+    const endpoints = policy.endpointsForHost(name);
+    upstreamQueries++;
+    const result = await resolver.resolve(name, 4);
+    if (options.policy().generation !== policy.generation) {
+      return failed('SERVFAIL', 'policy_dns_stale_generation', 'LOW', `${name}: the policy changed while resolving`);
+    }
+    if (!result.ok) {
+      const rcode: Rcode = result.failure === 'nxdomain' ? 'NXDOMAIN' : result.failure === 'nodata' ? 'NOERROR' : 'SERVFAIL';
+      return failed(rcode, `policy_dns_upstream_${UPSTREAM_DETAIL[result.failure]}`, 'LOW', `Policy DNS upstream ${result.failure}: ${result.message}`);
+    }
+    const routes = new Map<number, { endpointIds: string[]; addresses: string[] }>();
+    const approved: string[] = [];
+    const droppedAnswers = new Map<string, { ip: string; class: string; why: string }>();
+    for (const endpoint of endpoints) {
+      for (const port of endpoint.ports) {
+        const check = validateDestination({
+          endpoint,
+          host: name,
+          port,
+          addresses: result.addresses,
+          ...(options.allowLoopback === undefined ? {} : { allowLoopback: options.allowLoopback }),
+          ...(options.selfAddresses === undefined ? {} : { selfAddresses: options.selfAddresses }),
+        });
+        for (const d of check.dropped) droppedAnswers.set(d.ip, d);
+        if (!check.ok) continue;
+        const route = routes.get(port) ?? { endpointIds: [], addresses: [] };
+        if (!route.endpointIds.includes(endpoint.id)) route.endpointIds.push(endpoint.id);
+        for (const ip of check.addresses) {
+          if (!route.addresses.includes(ip)) route.addresses.push(ip);
+          if (!approved.includes(ip)) approved.push(ip);
+        }
+        routes.set(port, route);
+      }
+    }
+    const dropped = [...droppedAnswers.values()];
+    if (routes.size === 0) {
+      const list = dropped.map((d) => `${d.ip} (${d.class}, ${d.why})`).join(', ');
+      return failed('SERVFAIL', 'policy_dns_no_valid_address', 'MED', `Policy DNS ${name}: no answer passed destination validation: ${list}`, {
+        dropped,
+      });
+    }
+    const mappingRoutes: MappingRoute[] = [...routes.entries()].sort(([a], [b]) => a - b).map(([port, r]) => ({ port, ...r }));
+    const allocation = pool.allocate({
+      name,
+      family: 4,
+      contract: contractDigest(endpoints),
+      endpointIds: endpoints.map((e) => e.id),
+      addresses: approved,
+      routes: mappingRoutes,
+      ttlSeconds: result.ttlSeconds,
+      policyGeneration: policy.generation,
+    });
+    if (!allocation.ok) {
+      if (allocation.failure === 'exhausted') {
+        sink.emit(exhaustedFinding(name, allocation.message, policy));
+        return failed('SERVFAIL', 'policy_dns_pool_exhausted', 'MED', allocation.message);
+      }
+      return failed('SERVFAIL', 'policy_dns_stale_generation', 'LOW', allocation.message);
+    }
+    if (allocation.highWater) sink.emit(highWaterEvent(pool, policy));
+    sink.emit(publishedEvent(allocation.mapping, policy, dropped));
+    const m = allocation.mapping;
+    return { rcode: 'NOERROR', answers: [m.syntheticIp], ttlSeconds: m.ttlSeconds, cacheUntil: m.expiresAt, mappingId: m.id };
+  }
+
+  const handle: DnsHandler = (message, info) => {
+    const parsed = parse(message);
+    if (parsed.kind === 'drop') {
+      dropped++;
+      return undefined;
+    }
+    if (parsed.kind === 'formerr') {
+      sink.emit(formerrEvent(parsed.why, info));
+      return parsed.response;
+    }
+    const query = parsed.query;
+    const policy = options.policy();
+    const entry = slotOf(query)?.get(query.name);
+    if (entry !== undefined && entry.generation === policy.generation) {
+      const until = entry.outcome.cacheUntil ?? 0;
+      // Floor, not round: a client never holds a synthetic answer past the mapping's expiry.
+      const ttl = until === Number.POSITIVE_INFINITY ? undefined : Math.floor((until - now()) / 1000);
+      if (ttl === undefined || ttl >= 1) {
+        hits++;
+        emitPrepared(entry.events, info);
+        return respondFrom(entry.template, query, responseLimit(query, info.transport), ttl);
+      }
+    }
+    const local = decideLocally(query, policy);
+    if (local !== undefined) return respond(query, info, policy, local);
+    // Concurrent askers of one name share one upstream resolution and one mapping publication.
+    const flightKey = `${policy.generation}|${query.name}`;
+    let flight = inflight.get(flightKey);
+    if (flight === undefined) {
+      flight = resolveName(query.name, policy).finally(() => inflight.delete(flightKey));
+      inflight.set(flightKey, flight);
+    }
+    return flight.then((outcome) => respond(query, info, policy, outcome));
+  };
+
+  return {
+    handle,
+    clearCache() {
+      for (const slot of slots) slot.clear();
+    },
+    stats() {
+      return { cached: slots.reduce((n, slot) => n + slot.size, 0), hits, upstreamQueries, dropped };
+    },
+  };
+}
+
+function plain(rcode: Rcode, cacheUntil: number | undefined): DnsOutcome {
+  return { rcode, answers: [], ttlSeconds: undefined, cacheUntil };
+}
+
+function refused(message: string, why: string): DnsOutcome {
+  return {
+    rcode: 'REFUSED',
+    answers: [],
+    ttlSeconds: undefined,
+    // Refusals depend only on the policy: cached until the generation changes.
+    cacheUntil: Number.POSITIVE_INFINITY,
+    statusDetail: 'policy_dns_ineligible',
+    refusal: { severity: 'MED', message: `Policy DNS refused: ${message}`, unmapped: { why } },
+  };
+}
+
+function failed(rcode: Rcode, statusDetail: string, severity: Severity, message: string, unmapped?: Readonly<Record<string, unknown>>): DnsOutcome {
+  return {
+    rcode,
+    answers: [],
+    ttlSeconds: undefined,
+    cacheUntil: undefined,
+    statusDetail,
+    refusal: { severity, message, ...(unmapped === undefined ? {} : { unmapped }) },
+  };
+}

@@ -1,0 +1,258 @@
+// CONNECT host:port (reference §4.2): strict authority, L4 decision, one resolution + SSRF validation, the
+// CA check for inspected routes, a pinned dial, then `200` and the tunnel: raw relay, TLS termination or a
+// plaintext HTTP relay, each request then going through the shared evaluator. One NET event per CONNECT.
+
+import type { IncomingMessage } from 'node:http';
+import type { Socket } from 'node:net';
+import { isResolveFailure, resolveDestination } from '../net/destination.js';
+import { formatAuthority, parseAuthority } from '../net/host.js';
+import { decide } from '../policy/decide.js';
+import type { Decision } from '../policy/types.js';
+import { decisionNeedsInspection, type ProxyContext, type TunnelScope } from './context.js';
+import {
+  connectPolicyDenial,
+  policyChangedDenial,
+  ssrfDenial,
+  tlsUnavailableDenial,
+  unsupportedL7Denial,
+  upstreamUnreachableDenial,
+  renderDenial,
+  writeBareStatusToSocket,
+  writeDenialToSocket,
+} from './deny.js';
+import { dialFailureOf, dialPinned } from './dial.js';
+import { beginOutcome, emitOutcome, findingEvent, type Outcome } from './events.js';
+import { MAX_HEADER_COUNT } from './framing.js';
+import { terminateTls } from './intercept.js';
+import { sniff } from './sniff.js';
+import { relayRaw } from './tunnel.js';
+
+/** Reference §11: a CONNECT head beyond this is a 431. */
+export const MAX_CONNECT_HEAD_BYTES = 8_192;
+
+const ESTABLISHED = 'HTTP/1.1 200 Connection Established\r\n\r\n';
+
+function headBytes(req: IncomingMessage): number {
+  let n = (req.method?.length ?? 0) + (req.url?.length ?? 0) + 12;
+  for (const part of req.rawHeaders) n += part.length + 2;
+  return n + 2;
+}
+
+interface Opened {
+  readonly host: string;
+  readonly port: number;
+  readonly addresses: readonly string[];
+  readonly decision: Decision;
+  readonly inspect: boolean;
+  readonly upstream: Socket;
+}
+
+/** The 'connect' handler of the shared HTTP server. */
+export function createConnectHandler(ctx: ProxyContext) {
+  return function handleConnect(req: IncomingMessage, socket: Socket, head: Buffer): void {
+    socket.on('error', () => socket.destroy());
+    const o = beginOutcome('connect', 'net', socket);
+    open(ctx, req, socket, o)
+      .catch((err: unknown) => {
+        ctx.logger.warn({ err }, 'CONNECT failed');
+        o.verdict = 'fail';
+        o.reason = 'upstream-failed';
+        o.detail = err instanceof Error ? err.message : String(err);
+        socket.destroy();
+        return undefined;
+      })
+      .then((opened) => {
+        emitOutcome(ctx.sink, ctx.metrics, o);
+        if (opened !== undefined) startTunnel(ctx, socket, head, opened, o);
+      });
+  };
+}
+
+async function open(ctx: ProxyContext, req: IncomingMessage, socket: Socket, o: Outcome): Promise<Opened | undefined> {
+  // A CONNECT inside a tunnel would nest tunnels with no decision of their own.
+  if (ctx.scopes.has(socket) || headBytes(req) > MAX_CONNECT_HEAD_BYTES || req.rawHeaders.length / 2 > MAX_HEADER_COUNT) {
+    const status = ctx.scopes.has(socket) ? 400 : 431;
+    o.reason = status === 431 ? 'head-too-large' : 'bad-request';
+    o.status = status;
+    writeBareStatusToSocket(socket, status);
+    return undefined;
+  }
+  const auth = parseAuthority(req.url ?? '');
+  if (!auth.ok) {
+    o.detail = `bad CONNECT target: ${auth.message}`;
+    o.status = 400;
+    writeBareStatusToSocket(socket, 400);
+    return undefined;
+  }
+  const { host, port, kind } = auth;
+  const target = formatAuthority(host, port);
+  o.host = host;
+  o.port = port;
+  const policy = ctx.store.current();
+  o.generation = policy.generation;
+  o.policyHash = policy.hash;
+  const decision = decide(policy, { adapter: 'connect', host, port });
+  o.policy = decision.policy;
+  o.reason = decision.reason;
+  o.detail = decision.detail;
+  o.extra = { endpoint: decision.endpoint?.id, identity: decision.binaryIdentity };
+  if (decision.verdict === 'deny') {
+    o.status = 403;
+    writeDenialToSocket(socket, connectPolicyDenial(target, decision));
+    return undefined;
+  }
+  const inspect = decisionNeedsInspection(decision);
+  o.extra.inspect = inspect;
+  const dest = await resolveDestination({
+    host,
+    kind,
+    port,
+    endpoint: decision.endpoint,
+    resolver: ctx.resolver,
+    allowLoopback: ctx.allowLoopback,
+    selfAddresses: ctx.selfAddresses(),
+  });
+  if (isResolveFailure(dest)) {
+    o.verdict = 'fail';
+    o.reason = 'resolve-failed';
+    o.detail = dest.message;
+    o.status = 502;
+    writeDenialToSocket(socket, upstreamUnreachableDenial(target, dest.failure));
+    return undefined;
+  }
+  if (!dest.ok) {
+    // SSRF wins over a missing CA (CP-17): checked first.
+    o.engine = 'ssrf';
+    o.policy = undefined;
+    o.reason = 'ssrf-denied';
+    o.detail = dest.message;
+    o.status = 403;
+    o.extra = { ...o.extra, plan: dest.plan, check: dest.check, dropped: dest.dropped.map((d) => `${d.ip} ${d.class}`) };
+    writeDenialToSocket(socket, ssrfDenial(target, dest.check, dest.message));
+    return undefined;
+  }
+  if (dest.dropped.length > 0) o.extra.dropped = dest.dropped.map((d) => `${d.ip} ${d.class}`);
+  if (inspect && !ctx.interception.ready()) {
+    o.engine = 'tls';
+    o.reason = 'tls-unavailable';
+    o.detail = `${target} needs inspection but the interception CA is unavailable`;
+    o.status = 503;
+    writeDenialToSocket(socket, tlsUnavailableDenial(target));
+    return undefined;
+  }
+  let upstream: Socket;
+  try {
+    upstream = await dialPinned({ addresses: dest.addresses, port, dial: ctx.dial, timeoutMs: ctx.connectTimeoutMs });
+  } catch (err) {
+    // Reference §4.2 step 8: a CONNECT dial failure closes the socket with no HTTP response.
+    o.verdict = 'fail';
+    o.reason = 'dial-failed';
+    o.detail = `${target}: ${dialFailureOf(err)}: ${(err as Error).message}`;
+    socket.destroy();
+    return undefined;
+  }
+  // A reload that landed while resolving or dialling: the decision was made against a stale generation.
+  if (ctx.store.current().generation !== policy.generation) {
+    upstream.destroy();
+    o.reason = 'policy-changed';
+    o.detail = 'policy changed while connecting';
+    o.status = 403;
+    writeDenialToSocket(socket, policyChangedDenial(target));
+    return undefined;
+  }
+  if (socket.destroyed) {
+    upstream.destroy();
+    o.verdict = 'fail';
+    o.reason = 'client-closed';
+    o.detail = 'client closed before the tunnel opened';
+    return undefined;
+  }
+  socket.write(ESTABLISHED);
+  o.verdict = 'allow';
+  o.status = 200;
+  o.extra.addresses = dest.addresses;
+  return { host, port, addresses: dest.addresses, decision, inspect, upstream };
+}
+
+function startTunnel(ctx: ProxyContext, socket: Socket, head: Buffer, opened: Opened, o: Outcome): void {
+  const { host, port, addresses, decision, inspect, upstream } = opened;
+  ctx.metrics.tunnels.inc();
+  let removed = false;
+  const sockets: Socket[] = [socket, upstream];
+  const remove = ctx.tunnels.add({
+    host,
+    port,
+    addresses,
+    endpointId: decision.endpoint?.id,
+    inspect,
+    close(reason) {
+      if (reason === 'policy-changed') ctx.metrics.reloadClosed.inc();
+      ctx.sink.emit({
+        class: 'NET',
+        activity: 'CLOSE',
+        severity: 'INFO',
+        engine: 'opa',
+        dst: { host, port },
+        message: `tunnel to ${formatAuthority(host, port)} closed: ${reason}`,
+        reason,
+        generation: ctx.store.current().generation,
+        policyHash: ctx.store.current().hash,
+      });
+      for (const s of sockets) s.destroy();
+    },
+  });
+  const done = (): void => {
+    if (removed) return;
+    removed = true;
+    remove();
+    ctx.metrics.tunnels.dec();
+  };
+  upstream.on('error', () => upstream.destroy());
+  if (!inspect) {
+    if (head.length > 0) upstream.write(head);
+    relayRaw(socket, upstream, ctx.tunnelIdleTimeoutMs, done);
+    return;
+  }
+  inspectTunnel(ctx, socket, head, opened, o, sockets, done).catch((err: unknown) => {
+    ctx.logger.warn({ err }, 'tunnel inspection failed');
+    for (const s of sockets) s.destroy();
+    done();
+  });
+}
+
+async function inspectTunnel(ctx: ProxyContext, socket: Socket, head: Buffer, opened: Opened, o: Outcome, sockets: Socket[], done: () => void): Promise<void> {
+  const { host, port, addresses, upstream } = opened;
+  socket.setTimeout(ctx.tunnelIdleTimeoutMs, () => socket.destroy());
+  const kind = await sniff(socket, head);
+  if (kind !== 'tls' && kind !== 'http') {
+    upstream.destroy();
+    if (kind === 'h2' || kind === 'unknown') {
+      // Reference §4.2 step 10: unsupported bytes on an L7 route get a 403, never a raw relay.
+      socket.end(renderDenial(unsupportedL7Denial(`${kind === 'h2' ? 'HTTP/2' : 'unrecognised'} bytes on an inspected route`)));
+      ctx.sink.emit(findingEvent({ ...o, engine: 'l7', detail: `${kind} bytes on an inspected route` }, 'unsupported-l7-protocol'));
+    } else socket.destroy();
+    done();
+    return;
+  }
+  let inner: Socket = socket;
+  if (kind === 'tls') {
+    const terminated = await terminateTls(ctx, socket, host);
+    if (!terminated.ok) {
+      upstream.destroy();
+      ctx.sink.emit(findingEvent({ ...o, engine: 'tls', detail: terminated.detail }, terminated.failure));
+      done();
+      return;
+    }
+    inner = terminated.socket;
+    sockets.push(inner);
+  }
+  const client = ctx.upstreams.tunnelClient({ host, port, addresses, tls: kind === 'tls' }, upstream);
+  const scope: TunnelScope = { host, port, tls: kind === 'tls', addresses, client };
+  ctx.scopes.set(inner, scope);
+  inner.once('close', () => {
+    client.destroy().catch(() => undefined);
+    upstream.destroy();
+    done();
+  });
+  ctx.serveHttp(inner);
+}

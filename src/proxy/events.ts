@@ -1,0 +1,189 @@
+// The one decision event per connection or request, rendered from an Outcome, plus the proxy's metrics.
+// Metric labels come only from closed sets (adapter, verdict, reason); never a host, path or address.
+
+import { Counter, Gauge, type Registry } from 'prom-client';
+import { type Adapter, DECISION_REASONS } from '../policy/types.js';
+import type { AuditEvent, AuditSink, Engine } from '../telemetry/event.js';
+
+/** Outcomes that are not policy decisions, named once for events and metric labels. */
+export const OUTCOME_REASONS = [
+  'ssrf-denied',
+  'resolve-failed',
+  'dial-failed',
+  'upstream-failed',
+  'tls-unavailable',
+  'authority-mismatch',
+  'bad-request',
+  'head-too-large',
+  'unsupported-l7-protocol',
+  'unsupported-scheme',
+  'policy-changed',
+  'too-many-connections',
+  'sni-mismatch',
+  'tls-handshake-failed',
+  'client-closed',
+] as const;
+export type OutcomeReason = (typeof OUTCOME_REASONS)[number];
+export const ALL_REASONS: readonly string[] = [...DECISION_REASONS, ...OUTCOME_REASONS];
+
+export const OUTCOME_VERDICTS = ['allow', 'audit', 'deny', 'fail'] as const;
+export type OutcomeVerdict = (typeof OUTCOME_VERDICTS)[number];
+
+/** What one connection or request came to; filled in as it progresses, emitted once from a finally block. */
+export interface Outcome {
+  adapter: Adapter;
+  /** `net` for CONNECT (Network Activity), `http` for forward and L7 requests (HTTP Activity). */
+  kind: 'net' | 'http';
+  method: string;
+  host: string | undefined;
+  port: number | undefined;
+  /** Canonical path without the query (http only). */
+  path: string | undefined;
+  verdict: OutcomeVerdict;
+  reason: string;
+  engine: Engine;
+  detail: string;
+  policy: string | undefined;
+  generation: number | undefined;
+  policyHash: string | undefined;
+  srcIp: string | undefined;
+  srcPort: number | undefined;
+  status: number | undefined;
+  /** Extra fields under `unmapped` (rule, endpoint id, plan, check, dropped addresses, ...). */
+  extra: Record<string, unknown> | undefined;
+}
+
+export function beginOutcome(adapter: Adapter, kind: 'net' | 'http', src: { remoteAddress?: string | undefined; remotePort?: number | undefined }): Outcome {
+  return {
+    adapter,
+    kind,
+    method: kind === 'net' ? 'CONNECT' : 'UNKNOWN',
+    host: undefined,
+    port: undefined,
+    path: undefined,
+    verdict: 'deny',
+    reason: 'bad-request',
+    engine: kind === 'net' ? 'opa' : 'l7',
+    detail: 'request was not understood',
+    policy: undefined,
+    generation: undefined,
+    policyHash: undefined,
+    srcIp: src.remoteAddress,
+    srcPort: src.remotePort,
+    status: undefined,
+    extra: undefined,
+  };
+}
+
+export interface ProxyMetrics {
+  readonly decisions: Counter<'adapter' | 'verdict' | 'reason'>;
+  readonly refusedConnections: Counter<'reason'>;
+  readonly clientErrors: Counter<'reason'>;
+  readonly connections: Gauge;
+  readonly tunnels: Gauge;
+  readonly reloadClosed: Counter;
+}
+
+export function createProxyMetrics(registry: Registry): ProxyMetrics {
+  const registers = [registry];
+  return {
+    decisions: new Counter({
+      name: 'boundary_proxy_decisions_total',
+      help: 'Connections and requests by adapter, final verdict and reason',
+      labelNames: ['adapter', 'verdict', 'reason'],
+      registers,
+    }),
+    refusedConnections: new Counter({
+      name: 'boundary_proxy_refused_connections_total',
+      help: 'Connections refused before any request was read',
+      labelNames: ['reason'],
+      registers,
+    }),
+    clientErrors: new Counter({
+      name: 'boundary_proxy_client_errors_total',
+      help: 'Request heads rejected by the parser (malformed, oversized, timed out)',
+      labelNames: ['reason'],
+      registers,
+    }),
+    connections: new Gauge({ name: 'boundary_proxy_connections', help: 'Open client connections', registers }),
+    tunnels: new Gauge({ name: 'boundary_proxy_tunnels', help: 'Open CONNECT tunnels', registers }),
+    reloadClosed: new Counter({
+      name: 'boundary_proxy_reload_closed_total',
+      help: 'Tunnels closed because a policy reload changed their decision',
+      registers,
+    }),
+  };
+}
+
+const ACTION = { allow: 'ALLOWED', audit: 'ALLOWED', deny: 'DENIED', fail: undefined } as const;
+const STATUS_WORD = { allow: 'allowed', audit: 'audit', deny: 'denied', fail: 'failed' } as const;
+
+function target(host: string | undefined, port: number | undefined): string {
+  if (host === undefined) return '-';
+  const shown = host.includes(':') ? `[${host}]` : host;
+  return port === undefined ? shown : `${shown}:${port}`;
+}
+
+/** Renders the outcome as an AuditEvent (reference §9.4). Never includes a query string. */
+export function outcomeEvent(o: Outcome): AuditEvent {
+  const action = ACTION[o.verdict];
+  const severity = o.verdict === 'deny' ? 'MED' : o.verdict === 'fail' ? 'LOW' : 'INFO';
+  const where = target(o.host, o.port);
+  const unmapped: Record<string, unknown> = { adapter: o.adapter, verdict: o.verdict, reason_code: o.reason };
+  if (o.status !== undefined) unmapped.status_code = o.status;
+  if (o.extra !== undefined) Object.assign(unmapped, o.extra);
+  const base = {
+    severity,
+    ...(action === undefined ? {} : { action }),
+    engine: o.engine,
+    ...(o.policy === undefined ? {} : { policy: o.policy }),
+    dst: { ...(o.host === undefined ? {} : { host: o.host }), ...(o.port === undefined ? {} : { port: o.port }) },
+    src: { ...(o.srcIp === undefined ? {} : { ip: o.srcIp }), ...(o.srcPort === undefined ? {} : { port: o.srcPort }) },
+    reason: o.detail,
+    ...(o.generation === undefined ? {} : { generation: o.generation }),
+    ...(o.policyHash === undefined ? {} : { policyHash: o.policyHash }),
+    unmapped,
+  } as const;
+  if (o.kind === 'net' || o.verdict === 'fail') {
+    const label = o.adapter === 'connect' ? (o.extra?.inspect === true ? 'CONNECT_L7' : 'CONNECT') : 'FORWARD';
+    return {
+      class: 'NET',
+      activity: o.verdict === 'fail' ? 'FAIL' : 'OPEN',
+      statusDetail: `${label} ${STATUS_WORD[o.verdict]}`,
+      message: `${label} ${STATUS_WORD[o.verdict]} ${where}`,
+      ...base,
+    };
+  }
+  // Reference §9.2: the scheme is http even after TLS termination; the port is printed unless 80.
+  const url = `http://${o.port === 80 || o.port === undefined ? target(o.host, undefined) : where}${o.path ?? ''}`;
+  const label = o.adapter === 'forward' ? 'FORWARD' : 'L7_REQUEST';
+  return {
+    class: 'HTTP',
+    activity: o.method,
+    http: { method: o.method, url },
+    statusDetail: `${label} ${STATUS_WORD[o.verdict]}`,
+    message: `${label} ${STATUS_WORD[o.verdict]} ${o.method} ${where}${o.path ?? ''}`,
+    ...base,
+  };
+}
+
+export function emitOutcome(sink: AuditSink, metrics: ProxyMetrics, o: Outcome): void {
+  metrics.decisions.inc({ adapter: o.adapter, verdict: o.verdict, reason: o.reason });
+  sink.emit(outcomeEvent(o));
+}
+
+/** FINDING:BLOCKED beside the decision event (authority mismatch, SNI mismatch). */
+export function findingEvent(o: Outcome, finding: string): AuditEvent {
+  return {
+    class: 'FINDING',
+    activity: 'BLOCKED',
+    severity: 'HIGH',
+    engine: o.engine,
+    dst: { ...(o.host === undefined ? {} : { host: o.host }), ...(o.port === undefined ? {} : { port: o.port }) },
+    message: `${finding}: ${o.detail}`,
+    reason: o.detail,
+    ...(o.generation === undefined ? {} : { generation: o.generation }),
+    ...(o.policyHash === undefined ? {} : { policyHash: o.policyHash }),
+    unmapped: { finding, adapter: o.adapter },
+  };
+}

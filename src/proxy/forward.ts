@@ -1,0 +1,100 @@
+// Relays one evaluated HTTP request (forward proxy or inside a tunnel) through undici and streams the answer
+// back; keep-alive on both sides. Emits the request's one decision event, the allow only after upstream answered.
+
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { pipeline } from 'node:stream';
+import type { Dispatcher } from 'undici';
+import { BoundaryError } from '../errors.js';
+import { formatAuthority } from '../net/host.js';
+import type { ProxyContext } from './context.js';
+import { sendBareStatus, sendDenial, upstreamUnreachableDenial } from './deny.js';
+import { beginOutcome, emitOutcome, findingEvent, type Outcome } from './events.js';
+import { clientResponseHeaders, hostHeader, upstreamRequestHeaders } from './headers.js';
+import { evaluateRequest } from './l7.js';
+
+function isDialError(err: unknown): boolean {
+  return err instanceof BoundaryError && (err.code === 'UPSTREAM_CONNECT_TIMEOUT' || err.code === 'UPSTREAM_CONNECT_REFUSED' || err.code === 'UPSTREAM_UNREACHABLE');
+}
+
+/** The 'request' and 'checkContinue' handler of the shared HTTP server. */
+export function createRequestHandler(ctx: ProxyContext) {
+  return function handleProxyRequest(req: IncomingMessage, res: ServerResponse, expectContinue = false): void {
+    const scope = ctx.scopes.get(req.socket);
+    const o = beginOutcome(scope === undefined ? 'forward' : 'l7', 'http', req.socket);
+    o.method = req.method ?? 'UNKNOWN';
+    relay(ctx, req, res, o, expectContinue)
+      .catch((err: unknown) => {
+        ctx.logger.warn({ err }, 'proxy request failed');
+        o.verdict = 'fail';
+        o.reason = 'upstream-failed';
+        o.detail = err instanceof Error ? err.message : String(err);
+        if (!res.headersSent) sendBareStatus(res, 502);
+        else res.destroy();
+      })
+      .finally(() => emitOutcome(ctx.sink, ctx.metrics, o));
+  };
+}
+
+async function relay(ctx: ProxyContext, req: IncomingMessage, res: ServerResponse, o: Outcome, expectContinue: boolean): Promise<void> {
+  const scope = ctx.scopes.get(req.socket);
+  const evaluation = await evaluateRequest(ctx, req, scope, o);
+  if (evaluation.kind === 'bare') {
+    sendBareStatus(res, evaluation.status);
+    return;
+  }
+  if (evaluation.kind === 'deny') {
+    // Never a 100 Continue for a refused request: the body is not read (SM-16).
+    sendDenial(res, evaluation.denial);
+    if (evaluation.finding !== undefined) ctx.sink.emit(findingEvent(o, evaluation.finding));
+    return;
+  }
+  const { host, port, target, addresses, tls, framing } = evaluation;
+  if (framing.upgrade !== undefined) {
+    // Upgrade requests arrive through the 'upgrade' event; one here had no listener path: refuse.
+    sendBareStatus(res, 400);
+    return;
+  }
+  const dispatcher: Dispatcher = scope === undefined ? ctx.upstreams.pool({ host, port, addresses, tls: false }) : scope.client;
+  if (expectContinue) res.writeContinue();
+  const abort = new AbortController();
+  const onClose = (): void => {
+    if (!res.writableFinished) abort.abort();
+  };
+  res.once('close', onClose);
+  let answer: Dispatcher.ResponseData;
+  try {
+    answer = await dispatcher.request({
+      path: target,
+      method: o.method as Dispatcher.HttpMethod,
+      headers: upstreamRequestHeaders(req.rawHeaders, { host: hostHeader(host, port, tls) }),
+      body: framing.hasBody ? req : null,
+      signal: abort.signal,
+    });
+  } catch (err) {
+    res.removeListener('close', onClose);
+    if (abort.signal.aborted) {
+      o.verdict = 'fail';
+      o.reason = 'client-closed';
+      o.detail = 'client closed before upstream answered';
+      return;
+    }
+    const dial = isDialError(err);
+    o.verdict = 'fail';
+    o.reason = dial ? 'dial-failed' : 'upstream-failed';
+    o.detail = err instanceof Error ? err.message : String(err);
+    o.status = 502;
+    sendDenial(res, upstreamUnreachableDenial(formatAuthority(host, port), dial ? 'connection failed' : 'upstream error'));
+    return;
+  }
+  o.status = answer.statusCode;
+  try {
+    res.writeHead(answer.statusCode, clientResponseHeaders(answer.headers));
+  } catch (err) {
+    answer.body.destroy();
+    throw err;
+  }
+  pipeline(answer.body, res, (err) => {
+    res.removeListener('close', onClose);
+    if (err !== undefined && err !== null) res.destroy();
+  });
+}

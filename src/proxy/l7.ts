@@ -1,0 +1,184 @@
+// The one per-request evaluator shared by forward HTTP and requests inside CONNECT tunnels (parity, BY-12):
+// framing, authority, scheme, path canonicalisation, decide(), and for forward requests the SSRF check.
+// Returns a value: a refusal to render or a pinned destination to relay to. Never touches a socket.
+
+import type { IncomingMessage } from 'node:http';
+import { isResolveFailure, resolveDestination } from '../net/destination.js';
+import { formatAuthority, type HostForm, parseAuthority } from '../net/host.js';
+import { decide } from '../policy/decide.js';
+import type { Decision } from '../policy/types.js';
+import type { ProxyContext, TunnelScope } from './context.js';
+import { needsInspection } from './context.js';
+import {
+  authorityMismatchDenial,
+  type Denial,
+  forwardPolicyDenial,
+  l7PolicyDenial,
+  ssrfDenial,
+  unsupportedL7Denial,
+  unsupportedSchemeDenial,
+  upstreamUnreachableDenial,
+  useConnectDenial,
+} from './deny.js';
+import type { Outcome } from './events.js';
+import { checkFraming, type FramingResult } from './framing.js';
+import { canonicalTarget } from './path.js';
+import { parseAbsoluteTarget } from './target.js';
+
+export type Evaluation =
+  | { readonly kind: 'bare'; readonly status: number }
+  | { readonly kind: 'deny'; readonly denial: Denial; readonly finding?: string }
+  | {
+      readonly kind: 'relay';
+      readonly host: string;
+      readonly port: number;
+      /** Origin-form target to send upstream: canonical for inspected endpoints, as received otherwise. */
+      readonly target: string;
+      readonly decision: Decision;
+      readonly addresses: readonly string[];
+      readonly tls: boolean;
+      readonly framing: Extract<FramingResult, { ok: true }>;
+    };
+
+function bare(o: Outcome, status: number, reason: Outcome['reason'], detail: string): Evaluation {
+  o.verdict = 'deny';
+  o.reason = reason;
+  o.detail = detail;
+  o.status = status;
+  return { kind: 'bare', status };
+}
+
+function refuse(o: Outcome, denial: Denial, reason: string, detail: string, finding?: string): Evaluation {
+  o.verdict = denial.status >= 500 ? 'fail' : 'deny';
+  o.reason = reason;
+  o.detail = detail;
+  o.status = denial.status;
+  return finding === undefined ? { kind: 'deny', denial } : { kind: 'deny', denial, finding };
+}
+
+interface Authority {
+  readonly host: string;
+  readonly port: number;
+  readonly kind: HostForm;
+  readonly target: string;
+}
+
+type AuthorityOr = Authority | { readonly refused: Evaluation };
+
+function forwardAuthority(o: Outcome, url: string): AuthorityOr {
+  const abs = parseAbsoluteTarget(url);
+  if (!abs.ok) return { refused: bare(o, 400, 'bad-request', 'origin-form request sent to the proxy') };
+  if (abs.scheme === 'https') return { refused: refuse(o, useConnectDenial(), 'unsupported-scheme', 'https:// in absolute form; use CONNECT') };
+  if (abs.scheme !== 'http') {
+    return { refused: refuse(o, unsupportedSchemeDenial(abs.scheme), 'unsupported-scheme', `scheme ${abs.scheme} is not supported`) };
+  }
+  const auth = parseAuthority(abs.authority, { defaultPort: 80 });
+  if (!auth.ok) return { refused: bare(o, 400, 'bad-request', `bad authority: ${auth.message}`) };
+  return { host: auth.host, port: auth.port, kind: auth.kind, target: abs.target };
+}
+
+function tunnelAuthority(o: Outcome, url: string, hostHeader: string | undefined, scope: TunnelScope): AuthorityOr {
+  const defaultPort = scope.tls ? 443 : 80;
+  let authorityText: string | undefined = hostHeader;
+  let target = url;
+  if (url.charCodeAt(0) !== 47) {
+    const abs = parseAbsoluteTarget(url);
+    if (!abs.ok || (abs.scheme !== 'http' && abs.scheme !== 'https')) {
+      return { refused: bare(o, 400, 'bad-request', 'request target is neither origin- nor absolute-form') };
+    }
+    authorityText = abs.authority;
+    target = abs.target;
+  }
+  const auth = authorityText === undefined ? undefined : parseAuthority(authorityText, { defaultPort });
+  if (auth === undefined || !auth.ok) return { refused: bare(o, 400, 'bad-request', 'request has no valid authority') };
+  if (auth.host !== scope.host || auth.port !== scope.port) {
+    const expected = formatAuthority(scope.host, scope.port);
+    o.host = scope.host;
+    o.port = scope.port;
+    const detail = `request authority ${formatAuthority(auth.host, auth.port)} differs from tunnel target ${expected}`;
+    return { refused: refuse(o, authorityMismatchDenial(expected), 'authority-mismatch', detail, 'authority-mismatch') };
+  }
+  return { host: auth.host, port: auth.port, kind: auth.kind, target };
+}
+
+function rawPath(target: string): string {
+  const q = target.indexOf('?');
+  return q < 0 ? target : target.slice(0, q);
+}
+
+/** Evaluates one request; fills in `o` (the request's decision event) as it goes. */
+export async function evaluateRequest(ctx: ProxyContext, req: IncomingMessage, scope: TunnelScope | undefined, o: Outcome): Promise<Evaluation> {
+  const framing = checkFraming(req.httpVersion, req.rawHeaders);
+  if (!framing.ok) return bare(o, framing.status, framing.status === 431 ? 'head-too-large' : 'bad-request', framing.problem);
+  const url = req.url ?? '';
+  const auth = scope === undefined ? forwardAuthority(o, url) : tunnelAuthority(o, url, framing.host, scope);
+  if ('refused' in auth) return auth.refused;
+  const { host, port, kind } = auth;
+  let target = auth.target;
+  o.host = host;
+  o.port = port;
+  const method = o.method;
+  const policy = ctx.store.current();
+  o.generation = policy.generation;
+  o.policyHash = policy.hash;
+  const adapter = o.adapter;
+  // HTTP/2 is not spoken on any route (reference §12 #14): an h2c upgrade is refused, never passed on.
+  if (framing.upgrade?.includes('h2c')) {
+    o.path = rawPath(target);
+    return refuse(o, unsupportedL7Denial('h2c upgrades are not supported'), 'unsupported-l7-protocol', 'h2c upgrade refused');
+  }
+  // L4 first: which endpoints match host:port decides whether the request is inspected at all.
+  const l4 = decide(policy, { adapter, host, port });
+  let decision = l4;
+  if (l4.verdict !== 'deny' && l4.endpoints.some(needsInspection)) {
+    const encodedSlashAllowed = l4.endpoints.some((e) => e.allowEncodedSlash);
+    const canon = canonicalTarget(target, { allowEncodedSlash: encodedSlashAllowed });
+    if (!canon.ok) {
+      o.path = undefined;
+      return bare(o, 400, 'bad-request', `request target refused: ${canon.problem}`);
+    }
+    o.path = canon.path;
+    decision = decide(policy, { adapter, host, port, method, path: canon.path, query: canon.query });
+    if (canon.encodedSlash && decision.endpoint?.allowEncodedSlash !== true) return bare(o, 400, 'bad-request', 'request target refused: encoded-slash');
+    target = canon.query === '' ? canon.path : `${canon.path}?${canon.query}`;
+  } else {
+    if (target.includes('#')) return bare(o, 400, 'bad-request', 'request target refused: fragment');
+    o.path = rawPath(target);
+  }
+  o.policy = decision.policy;
+  o.engine = decision.layer === 'l7' ? 'l7' : 'opa';
+  o.extra = { rule: decision.rule, endpoint: decision.endpoint?.id, identity: decision.binaryIdentity };
+  if (decision.verdict === 'deny') {
+    const detail = decision.detail;
+    if (decision.reason === 'unsupported-l7-protocol') return refuse(o, unsupportedL7Denial(detail), decision.reason, detail);
+    const path = o.path ?? '/';
+    const denial = decision.layer === 'l7' ? l7PolicyDenial({ method, path, host, port }, decision) : forwardPolicyDenial(method, formatAuthority(host, port), path, decision);
+    return refuse(o, denial, decision.reason, detail);
+  }
+  o.verdict = decision.verdict;
+  o.reason = decision.reason;
+  o.detail = decision.detail;
+  if (scope !== undefined) {
+    return { kind: 'relay', host, port, target, decision, addresses: scope.addresses, tls: scope.tls, framing };
+  }
+  const dest = await resolveDestination({
+    host,
+    kind,
+    port,
+    endpoint: decision.endpoint,
+    resolver: ctx.resolver,
+    allowLoopback: ctx.allowLoopback,
+    selfAddresses: ctx.selfAddresses(),
+  });
+  if (isResolveFailure(dest)) {
+    return refuse(o, upstreamUnreachableDenial(formatAuthority(host, port), dest.failure), 'resolve-failed', dest.message);
+  }
+  if (!dest.ok) {
+    o.engine = 'ssrf';
+    o.policy = undefined;
+    o.extra = { ...o.extra, plan: dest.plan, check: dest.check, dropped: dest.dropped.map((d) => `${d.ip} ${d.class}`) };
+    return refuse(o, ssrfDenial(formatAuthority(host, port), dest.check, dest.message), 'ssrf-denied', dest.message);
+  }
+  if (dest.dropped.length > 0) o.extra = { ...o.extra, dropped: dest.dropped.map((d) => `${d.ip} ${d.class}`) };
+  return { kind: 'relay', host, port, target, decision, addresses: dest.addresses, tls: false, framing };
+}

@@ -1,0 +1,132 @@
+// Keeps the policy store in step with one policy file: watches its directory (editors replace files by
+// rename), re-reads after a short settle, swaps a valid policy in as a new generation, and on an invalid one
+// keeps the last good policy (or publishes deny-all). Emits CONFIG events; never decides a request.
+
+import { type FSWatcher, watch } from 'node:fs';
+import { basename, dirname } from 'node:path';
+import type { Issue } from '../errors.js';
+import { isBoundaryError } from '../errors.js';
+import { loadPolicyFile } from '../policy/load.js';
+import { emptyPolicy, type PolicyStore } from '../policy/store.js';
+import type { Policy } from '../policy/types.js';
+import type { AuditSink } from '../telemetry/event.js';
+import type { Logger } from '../telemetry/logger.js';
+
+/** A save is often several writes; events inside this window are read once, after the last one. */
+export const POLICY_RELOAD_SETTLE_MS = 100;
+/** Issues quoted in a CONFIG:FAILED event; the log line carries all of them. */
+export const MAX_ISSUES_IN_EVENT = 5;
+
+export interface PolicyFileWatcher {
+  /** Loads the file once; throws POLICY_INVALID / POLICY_UNREADABLE (start refuses a bad first policy). */
+  loadInitial(): Promise<Policy>;
+  /** Re-reads now; resolves when the result is applied or refused. */
+  reload(): Promise<void>;
+  start(): void;
+  close(): void;
+}
+
+function summarise(err: unknown): { message: string; issues: readonly Issue[] } {
+  if (isBoundaryError(err)) return { message: err.message, issues: err.issues };
+  return { message: err instanceof Error ? err.message : String(err), issues: [] };
+}
+
+export function createPolicyFileWatcher(options: {
+  readonly path: string;
+  readonly store: PolicyStore;
+  readonly sink: AuditSink;
+  readonly logger: Logger;
+  readonly onInvalid: 'keep' | 'deny-all';
+}): PolicyFileWatcher {
+  const { path, store, sink, logger } = options;
+  let watcher: FSWatcher | undefined;
+  let timer: NodeJS.Timeout | undefined;
+  let running: Promise<void> | undefined;
+  let again = false;
+
+  function loaded(policy: Policy, source: string): void {
+    sink.emit({
+      class: 'CONFIG',
+      activity: 'LOADED',
+      severity: 'INFO',
+      message: `policy loaded from ${source}`,
+      generation: policy.generation,
+      policyHash: policy.hash,
+      unmapped: { source, endpoints: policy.endpoints.length, warnings: policy.warnings.length },
+    });
+  }
+
+  async function readOnce(): Promise<void> {
+    let policy: Policy;
+    try {
+      policy = await loadPolicyFile(path);
+    } catch (err) {
+      const { message, issues } = summarise(err);
+      logger.error({ issues, path }, `policy reload refused: ${message}`);
+      const quoted = issues.slice(0, MAX_ISSUES_IN_EVENT).map((i) => `${i.path}: ${i.message}`);
+      sink.emit({
+        class: 'CONFIG',
+        activity: 'FAILED',
+        severity: 'MED',
+        message: `policy ${path} refused; ${options.onInvalid === 'keep' ? 'keeping the last good policy' : 'denying all egress'}`,
+        reason: quoted.length > 0 ? quoted.join('; ') : message,
+        generation: store.current().generation,
+        policyHash: store.current().hash,
+        unmapped: { source: path, issues: issues.length, mode: options.onInvalid },
+      });
+      if (options.onInvalid === 'deny-all') {
+        const next = store.swap(emptyPolicy());
+        loaded(next, 'deny-all quarantine');
+      }
+      return;
+    }
+    // Same behaviour as what is running: nothing to apply, no relay touched (CP-06).
+    if (store.hasPolicy() && policy.hash === store.current().hash) return;
+    sink.emit({ class: 'CONFIG', activity: 'DETECTED', severity: 'INFO', message: `policy change detected in ${path}`, policyHash: policy.hash });
+    loaded(store.swap(policy), path);
+  }
+
+  function reload(): Promise<void> {
+    if (running !== undefined) {
+      again = true;
+      return running;
+    }
+    running = (async () => {
+      try {
+        do {
+          again = false;
+          await readOnce();
+        } while (again);
+      } finally {
+        running = undefined;
+      }
+    })();
+    return running;
+  }
+
+  return {
+    async loadInitial() {
+      const policy = await loadPolicyFile(path);
+      const current = store.swap(policy);
+      loaded(current, path);
+      return current;
+    },
+    reload,
+    start() {
+      const name = basename(path);
+      watcher = watch(dirname(path), (_event, filename) => {
+        if (filename !== null && filename !== name) return;
+        clearTimeout(timer);
+        timer = setTimeout(() => {
+          reload().catch((err: unknown) => logger.error({ err }, 'policy reload failed'));
+        }, POLICY_RELOAD_SETTLE_MS);
+      });
+      watcher.on('error', (err) => logger.error({ err, path }, 'policy watch failed; reloads stop'));
+    },
+    close() {
+      clearTimeout(timer);
+      watcher?.close();
+      watcher = undefined;
+    },
+  };
+}

@@ -1,0 +1,220 @@
+// The proxy listener: a net.Server that admits connections up to its limit and hands them to one node:http
+// server (strict llhttp, never insecureHTTPParser) shared by forward requests, CONNECT and every inspected
+// tunnel, so all requests meet the same parser, timeouts and evaluator. Owns sockets, not policy.
+
+import { createServer as createHttpServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { createServer as createNetServer, type Server as NetServer, type Socket } from 'node:net';
+import type { Registry } from 'prom-client';
+import type { Resolver } from '../net/resolver.js';
+import type { SelfAddress } from '../net/ssrf.js';
+import type { PolicyStore } from '../policy/store.js';
+import type { AuditSink } from '../telemetry/event.js';
+import type { Logger } from '../telemetry/logger.js';
+import { createConnectHandler } from './connect.js';
+import type { Interception, ProxyContext, TunnelScope } from './context.js';
+import { renderDenial, tooManyConnectionsDenial } from './deny.js';
+import { CONNECT_TIMEOUT_MS, type DialFunction } from './dial.js';
+import { createProxyMetrics, type ProxyMetrics } from './events.js';
+import { createRequestHandler } from './forward.js';
+import { createTunnelRegistry, TUNNEL_IDLE_TIMEOUT_MS, type TunnelRegistry } from './tunnel.js';
+import { createUpstreams } from './upstream.js';
+import { createUpgradeHandler } from './websocket.js';
+
+/** Reference §11: an inspected request head (and any forward request head) beyond this is a 431. */
+export const MAX_HEAD_BYTES = 16_384;
+export const MAX_CONNECTIONS_PER_LISTENER = 4_096;
+/** Slowloris: a request head must be complete this long after its first byte. */
+export const HEADERS_TIMEOUT_MS = 10_000;
+/** A whole request, body included (slow POST, RX-04). */
+export const REQUEST_TIMEOUT_MS = 120_000;
+export const KEEP_ALIVE_TIMEOUT_MS = 15_000;
+/** How often Node sweeps connections for the two timeouts above. */
+export const CONNECTIONS_CHECK_INTERVAL_MS = 1_000;
+/** On close, in-flight connections get this long to finish before they are destroyed. */
+export const CLOSE_GRACE_MS = 5_000;
+
+export interface ProxyLimits {
+  readonly maxConnections: number;
+  readonly headersTimeoutMs: number;
+  readonly requestTimeoutMs: number;
+  readonly keepAliveTimeoutMs: number;
+  readonly tunnelIdleTimeoutMs: number;
+  readonly connectTimeoutMs: number;
+}
+
+export const DEFAULT_PROXY_LIMITS: ProxyLimits = Object.freeze({
+  maxConnections: MAX_CONNECTIONS_PER_LISTENER,
+  headersTimeoutMs: HEADERS_TIMEOUT_MS,
+  requestTimeoutMs: REQUEST_TIMEOUT_MS,
+  keepAliveTimeoutMs: KEEP_ALIVE_TIMEOUT_MS,
+  tunnelIdleTimeoutMs: TUNNEL_IDLE_TIMEOUT_MS,
+  connectTimeoutMs: CONNECT_TIMEOUT_MS,
+});
+
+export interface ProxyServerOptions {
+  readonly host: string;
+  readonly port: number;
+  readonly limits: ProxyLimits;
+  readonly store: PolicyStore;
+  readonly resolver: Resolver;
+  readonly sink: AuditSink;
+  readonly logger: Logger;
+  readonly registry: Registry;
+  readonly dial?: DialFunction | undefined;
+  readonly allowLoopback: boolean;
+  readonly interception: Interception;
+  readonly upstreamCaPem?: string | undefined;
+  /** Other listeners of this boundary (admin, DNS): never valid upstream targets. */
+  readonly otherSelfAddresses: () => readonly SelfAddress[];
+}
+
+export interface ProxyServer {
+  start(): Promise<void>;
+  close(): Promise<void>;
+  address(): { host: string; port: number };
+  readonly tunnels: TunnelRegistry;
+  readonly metrics: ProxyMetrics;
+}
+
+function clientErrorStatus(code: string | undefined): number {
+  if (code === 'HPE_HEADER_OVERFLOW') return 431;
+  if (code === 'ERR_HTTP_REQUEST_TIMEOUT') return 408;
+  return 400;
+}
+
+function clientErrorReason(code: string | undefined): string {
+  if (code === 'HPE_HEADER_OVERFLOW') return 'head-too-large';
+  if (code === 'ERR_HTTP_REQUEST_TIMEOUT') return 'timeout';
+  if (code === 'ECONNRESET') return 'reset';
+  return 'malformed';
+}
+
+export function createProxyServer(options: ProxyServerOptions): ProxyServer {
+  const { limits, logger } = options;
+  const metrics = createProxyMetrics(options.registry);
+  const tunnels = createTunnelRegistry();
+  const upstreams = createUpstreams({ dial: options.dial, connectTimeoutMs: limits.connectTimeoutMs, extraCaPem: options.upstreamCaPem });
+  const sockets = new Set<Socket>();
+  let bound: { host: string; port: number } = { host: options.host, port: options.port };
+  let onDrained: (() => void) | undefined;
+  let closing: Promise<void> | undefined;
+
+  const http: Server = createHttpServer({
+    maxHeaderSize: MAX_HEAD_BYTES,
+    insecureHTTPParser: false,
+    requireHostHeader: true,
+    joinDuplicateHeaders: false,
+    keepAliveTimeout: limits.keepAliveTimeoutMs,
+    headersTimeout: limits.headersTimeoutMs,
+    requestTimeout: limits.requestTimeoutMs,
+    connectionsCheckingInterval: CONNECTIONS_CHECK_INTERVAL_MS,
+  });
+  // Header count is checked by framing.ts; Node's own cap would silently drop headers instead.
+  http.maxHeadersCount = 0;
+
+  const ctx: ProxyContext = {
+    store: options.store,
+    resolver: options.resolver,
+    sink: options.sink,
+    metrics,
+    logger,
+    upstreams,
+    dial: options.dial,
+    connectTimeoutMs: limits.connectTimeoutMs,
+    tunnelIdleTimeoutMs: limits.tunnelIdleTimeoutMs,
+    allowLoopback: options.allowLoopback,
+    interception: options.interception,
+    tunnels,
+    scopes: new WeakMap<Socket, TunnelScope>(),
+    selfAddresses: () => [{ ip: bound.host, port: bound.port }, ...options.otherSelfAddresses()],
+    serveHttp(socket) {
+      http.emit('connection', socket);
+      socket.resume();
+    },
+  };
+
+  const handleRequest = createRequestHandler(ctx);
+  http.on('request', (req: IncomingMessage, res: ServerResponse) => handleRequest(req, res, false));
+  http.on('checkContinue', (req: IncomingMessage, res: ServerResponse) => handleRequest(req, res, true));
+  http.on('connect', createConnectHandler(ctx));
+  http.on('upgrade', createUpgradeHandler(ctx));
+  http.on('clientError', (err: NodeJS.ErrnoException, socket: Socket) => {
+    metrics.clientErrors.inc({ reason: clientErrorReason(err.code) });
+    const inFlight = (socket as Socket & { _httpMessage?: { headersSent?: boolean } })._httpMessage;
+    if (err.code !== 'ECONNRESET' && socket.writable && inFlight?.headersSent !== true) {
+      const status = clientErrorStatus(err.code);
+      socket.end(`HTTP/1.1 ${status} ${status === 431 ? 'Request Header Fields Too Large' : status === 408 ? 'Request Timeout' : 'Bad Request'}\r\ncontent-length: 0\r\nconnection: close\r\n\r\n`);
+    }
+    socket.destroy();
+  });
+
+  const listener: NetServer = createNetServer({ allowHalfOpen: true, noDelay: true }, (socket) => {
+    if (sockets.size >= limits.maxConnections || closing !== undefined) {
+      metrics.refusedConnections.inc({ reason: 'too-many-connections' });
+      options.sink.emit({
+        class: 'NET',
+        activity: 'REFUSE',
+        severity: 'MED',
+        action: 'DENIED',
+        src: { ...(socket.remoteAddress === undefined ? {} : { ip: socket.remoteAddress }), ...(socket.remotePort === undefined ? {} : { port: socket.remotePort }) },
+        message: `connection refused: ${limits.maxConnections} connections open`,
+        reason: 'too-many-connections',
+        unmapped: { reason_code: 'too-many-connections' },
+      });
+      socket.on('error', () => socket.destroy());
+      socket.end(renderDenial(tooManyConnectionsDenial(limits.maxConnections)));
+      return;
+    }
+    sockets.add(socket);
+    metrics.connections.inc();
+    socket.once('close', () => {
+      sockets.delete(socket);
+      metrics.connections.dec();
+      if (sockets.size === 0) onDrained?.();
+    });
+    http.emit('connection', socket);
+  });
+  listener.on('error', (err) => logger.error({ err }, 'proxy listener error'));
+
+  return {
+    tunnels,
+    metrics,
+    address: () => bound,
+    async start() {
+      await new Promise<void>((resolve, reject) => {
+        listener.once('error', reject);
+        listener.listen(options.port, options.host, () => {
+          listener.removeListener('error', reject);
+          resolve();
+        });
+      });
+      const address = listener.address();
+      if (address !== null && typeof address === 'object') bound = { host: address.address, port: address.port };
+      // node:http starts its headersTimeout/requestTimeout sweep on 'listening'. This server never listens
+      // itself (the net.Server above admits sockets), so start the sweep the same way.
+      http.emit('listening');
+    },
+    close() {
+      closing ??= (async () => {
+        await new Promise<void>((resolve) => listener.close(() => resolve()));
+        // Tunnels are long-lived by nature: they are closed, not drained. In-flight requests get the grace.
+        tunnels.closeAll('shutdown');
+        http.closeIdleConnections();
+        if (sockets.size > 0) {
+          await new Promise<void>((resolve) => {
+            const timer = setTimeout(resolve, CLOSE_GRACE_MS);
+            timer.unref();
+            onDrained = () => {
+              clearTimeout(timer);
+              resolve();
+            };
+          });
+        }
+        for (const socket of sockets) socket.destroy();
+        await upstreams.close();
+        await new Promise<void>((resolve) => http.close(() => resolve()));
+      })();
+      return closing;
+    },
+  };
+}

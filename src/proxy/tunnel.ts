@@ -1,0 +1,109 @@
+// Open tunnels pinned to the decision that opened them, the raw byte relay, and re-evaluation on reload:
+// a tunnel whose decision changed under a new policy generation is closed; the others keep running.
+
+import type { Socket } from 'node:net';
+import type { SelfAddress } from '../net/ssrf.js';
+import { validateDestination } from '../net/ssrf.js';
+import { decide } from '../policy/decide.js';
+import type { Policy } from '../policy/types.js';
+import { decisionNeedsInspection } from './context.js';
+
+/** Reference RX-05: a tunnel with no bytes either way for this long is closed. */
+export const TUNNEL_IDLE_TIMEOUT_MS = 300_000;
+/** After one side has closed, the other gets this long to finish before it is destroyed. */
+export const TUNNEL_LINGER_MS = 10_000;
+
+export interface PinnedTunnel {
+  readonly host: string;
+  readonly port: number;
+  readonly addresses: readonly string[];
+  readonly endpointId: string | undefined;
+  readonly inspect: boolean;
+  close(reason: string): void;
+}
+
+export interface TunnelRegistry {
+  /** Registers a tunnel; the returned function removes it (call it when the tunnel closes). */
+  add(tunnel: PinnedTunnel): () => void;
+  size(): number;
+  /** Closes every tunnel whose decision changed under `policy`; returns how many were closed. */
+  reevaluate(policy: Policy, options: { allowLoopback: boolean; selfAddresses: readonly SelfAddress[] }): number;
+  closeAll(reason: string): void;
+}
+
+export function createTunnelRegistry(): TunnelRegistry {
+  const open = new Set<PinnedTunnel>();
+  return {
+    add(tunnel) {
+      open.add(tunnel);
+      return () => {
+        open.delete(tunnel);
+      };
+    },
+    size: () => open.size,
+    reevaluate(policy, options) {
+      let closed = 0;
+      for (const t of [...open]) {
+        if (stillAllowed(policy, t, options)) continue;
+        open.delete(t);
+        t.close('policy-changed');
+        closed++;
+      }
+      return closed;
+    },
+    closeAll(reason) {
+      for (const t of [...open]) t.close(reason);
+      open.clear();
+    },
+  };
+}
+
+function stillAllowed(policy: Policy, t: PinnedTunnel, options: { allowLoopback: boolean; selfAddresses: readonly SelfAddress[] }): boolean {
+  const decision = decide(policy, { adapter: 'connect', host: t.host, port: t.port });
+  if (decision.verdict === 'deny') return false;
+  if (decision.endpoint?.id !== t.endpointId) return false;
+  if (decisionNeedsInspection(decision) !== t.inspect) return false;
+  // The pinned addresses must pass the new endpoint's validation plan too (allowed_ips may have shrunk).
+  const check = validateDestination({
+    endpoint: decision.endpoint,
+    host: t.host,
+    port: t.port,
+    addresses: t.addresses,
+    allowLoopback: options.allowLoopback,
+    selfAddresses: options.selfAddresses,
+  });
+  return check.ok && check.addresses.length === t.addresses.length;
+}
+
+/**
+ * Relays bytes both ways with half-close: a FIN from one side ends the other side's writes only, so a
+ * response still in flight is delivered (RX-09). An error or idle timeout destroys both sockets.
+ */
+export function relayRaw(a: Socket, b: Socket, idleTimeoutMs: number, onClosed: () => void): void {
+  let closed = 0;
+  const destroyBoth = (): void => {
+    a.destroy();
+    b.destroy();
+  };
+  for (const [self, other] of [
+    [a, b],
+    [b, a],
+  ] as const) {
+    self.setTimeout(idleTimeoutMs, destroyBoth);
+    self.on('error', destroyBoth);
+    self.once('close', (hadError: boolean) => {
+      if (hadError) destroyBoth();
+      else if (!other.destroyed) {
+        // Nobody is left to read what the other side sends: flush what is queued, then let it go soon.
+        other.end();
+        other.setTimeout(Math.min(idleTimeoutMs, TUNNEL_LINGER_MS), destroyBoth);
+      }
+      closed++;
+      if (closed === 2) onClosed();
+    });
+  }
+  a.pipe(b);
+  b.pipe(a);
+  a.resume();
+  b.resume();
+}

@@ -1,0 +1,303 @@
+// The supervisor's control listener: TLS 1.3 with a required client certificate from the control CA,
+// HTTP/2, the peer's sandbox id taken from its URI SAN, and per-stream isolation (size limits,
+// deadlines, try/catch) so one broken boundary never reaches another. Routes to handlers; holds no tables.
+
+import {
+  constants,
+  createSecureServer,
+  type Http2SecureServer,
+  type IncomingHttpHeaders,
+  type ServerHttp2Session,
+  type ServerHttp2Stream,
+} from 'node:http2';
+import type { Socket } from 'node:net';
+import type { TLSSocket } from 'node:tls';
+import { describeError } from '../control/dial.js';
+import {
+  type AdmittedMessage,
+  type AttachMessage,
+  type ControlMessage,
+  decodeMessage,
+  type EventsMessage,
+  encodeMessage,
+  MAX_CONTROL_MESSAGE_BYTES,
+  type RefusedMessage,
+  type StatusMessage,
+} from '../control/messages.js';
+import { readBody } from '../control/ndjson.js';
+import { SESSION_HEADER } from '../control/relay.js';
+import { BoundaryError } from '../errors.js';
+import { parseSandboxSpiffeId } from '../pki/issue.js';
+import type { Logger } from '../telemetry/logger.js';
+
+export const MAX_CONNECTIONS = 20_000;
+export const MAX_STREAMS_PER_SESSION = 128;
+export const TLS_HANDSHAKE_TIMEOUT_MS = 10_000;
+/** A session that has not attached by then is closed: it holds a socket and promises nothing. */
+export const ATTACH_WAIT_MS = 30_000;
+export const BODY_TIMEOUT_MS = 10_000;
+export const SESSION_PING_INTERVAL_MS = 30_000;
+export const SESSION_PING_TIMEOUT_MS = 10_000;
+export const CLOSE_GRACE_MS = 1_000;
+
+export interface Peer {
+  /** From the client certificate's `spiffe://<td>/sandbox/<id>` URI SAN; undefined when absent. */
+  readonly sandboxId: string | undefined;
+  readonly trustDomain: string | undefined;
+  readonly remote: string;
+}
+
+export interface ControlHandlers {
+  attach(peer: Peer, session: ServerHttp2Session, message: AttachMessage): AdmittedMessage | RefusedMessage;
+  /** Takes over the stream (responds, keeps it open) or returns a refusal. */
+  watch(peer: Peer, session: ServerHttp2Session, sessionId: string, stream: ServerHttp2Stream): RefusedMessage | undefined;
+  status(peer: Peer, sessionId: string, message: StatusMessage): RefusedMessage | undefined;
+  events(peer: Peer, sessionId: string, message: EventsMessage): RefusedMessage | undefined;
+  relay(peer: Peer, sessionId: string, relayId: string, stream: ServerHttp2Stream, headers: IncomingHttpHeaders): void;
+  sessionClosed(session: ServerHttp2Session): void;
+}
+
+export interface ControlServerOptions {
+  readonly host: string;
+  readonly port: number;
+  readonly tls: { readonly caPem: string; readonly certPem: string; readonly keyPem: string };
+  /** When set, a certificate from another trust domain is refused like a missing identity. */
+  readonly trustDomain?: string | undefined;
+  readonly handlers: ControlHandlers;
+  readonly logger: Logger;
+  readonly attachWaitMs?: number;
+}
+
+export interface ControlServer {
+  start(): Promise<void>;
+  close(): Promise<void>;
+  address(): { host: string; port: number };
+  sessionCount(): number;
+}
+
+const RELAY_PATH = /^\/v1\/relay\/([A-Za-z0-9][A-Za-z0-9._:-]{0,127})$/;
+
+export function createControlServer(options: ControlServerOptions): ControlServer {
+  const { handlers, logger } = options;
+  const sessions = new Set<ServerHttp2Session>();
+  // Raw connections too: a peer stuck before or inside the TLS handshake has no session to close.
+  const connections = new Set<Socket>();
+  const peers = new WeakMap<ServerHttp2Session, Peer>();
+  const attachTimers = new WeakMap<ServerHttp2Session, NodeJS.Timeout>();
+  let server: Http2SecureServer | undefined;
+  let bound = { host: options.host, port: options.port };
+
+  function peerOf(session: ServerHttp2Session): Peer {
+    const known = peers.get(session);
+    if (known !== undefined) return known;
+    const socket = session.socket as TLSSocket;
+    const remote = `${socket.remoteAddress ?? '?'}:${socket.remotePort ?? '?'}`;
+    let identity: { trustDomain: string; sandboxId: string } | undefined;
+    try {
+      // getPeerX509Certificate is far cheaper than getPeerCertificate, which renders every field.
+      const san = socket.getPeerX509Certificate()?.subjectAltName ?? '';
+      for (const match of san.matchAll(/URI:(?:"((?:[^"\\]|\\.)*)"|([^,\s]+))/g)) {
+        identity ??= parseSandboxSpiffeId(match[1] ?? match[2] ?? '');
+      }
+    } catch {
+      identity = undefined;
+    }
+    if (identity !== undefined && options.trustDomain !== undefined && identity.trustDomain !== options.trustDomain) {
+      identity = undefined;
+    }
+    const peer = { sandboxId: identity?.sandboxId, trustDomain: identity?.trustDomain, remote };
+    peers.set(session, peer);
+    return peer;
+  }
+
+  function onSession(session: ServerHttp2Session): void {
+    sessions.add(session);
+    session.on('error', (err) => logger.debug({ err: describeError(err), remote: peerOf(session).remote }, 'control session error'));
+    const attachTimer = setTimeout(() => {
+      logger.warn({ remote: peerOf(session).remote }, `control session did not attach within ${options.attachWaitMs ?? ATTACH_WAIT_MS} ms; closed`);
+      session.destroy();
+    }, options.attachWaitMs ?? ATTACH_WAIT_MS);
+    attachTimer.unref();
+    const pinger = setInterval(() => pingOnce(session), SESSION_PING_INTERVAL_MS);
+    pinger.unref();
+    session.once('close', () => {
+      clearTimeout(attachTimer);
+      clearInterval(pinger);
+      sessions.delete(session);
+      try {
+        handlers.sessionClosed(session);
+      } catch (err) {
+        logger.error({ err }, 'sessionClosed handler failed');
+      }
+    });
+    attachTimers.set(session, attachTimer);
+  }
+
+  function pingOnce(session: ServerHttp2Session): void {
+    if (session.destroyed) return;
+    const timer = setTimeout(() => {
+      logger.warn({ remote: peerOf(session).remote }, 'control session did not answer a ping; closed');
+      session.destroy();
+    }, SESSION_PING_TIMEOUT_MS);
+    timer.unref();
+    try {
+      session.ping(() => clearTimeout(timer));
+    } catch {
+      clearTimeout(timer);
+    }
+  }
+
+  async function onStream(stream: ServerHttp2Stream, headers: IncomingHttpHeaders): Promise<void> {
+    stream.on('error', (err) => logger.debug({ err: describeError(err) }, 'control stream error'));
+    const session = stream.session as ServerHttp2Session | undefined;
+    if (session === undefined) return;
+    const peer = peerOf(session);
+    const method = headers[':method'];
+    const path = headers[':path'] ?? '';
+    const sessionId = String(headers[SESSION_HEADER] ?? '');
+    if (peer.sandboxId === undefined) {
+      return refuse(stream, 403, 'no-sandbox-identity', 'the client certificate names no spiffe://<trust-domain>/sandbox/<id> URI', false);
+    }
+    if (method === 'POST' && path === '/v1/attach') {
+      const message = await readMessage(stream, 'attach');
+      if (message === undefined) return;
+      const reply = handlers.attach(peer, session, message);
+      if (reply.kind === 'admitted') clearTimeout(attachTimers.get(session));
+      return send(stream, reply.kind === 'admitted' ? 200 : statusFor(reply), reply);
+    }
+    if (method === 'GET' && path === '/v1/watch') {
+      const refusal = handlers.watch(peer, session, sessionId, stream);
+      if (refusal !== undefined) send(stream, statusFor(refusal), refusal);
+      return;
+    }
+    if (method === 'POST' && path === '/v1/status') {
+      const message = await readMessage(stream, 'status');
+      if (message === undefined) return;
+      const refusal = handlers.status(peer, sessionId, message);
+      return send(stream, refusal === undefined ? 200 : statusFor(refusal), refusal ?? { kind: 'ack' });
+    }
+    if (method === 'POST' && path === '/v1/events') {
+      const message = await readMessage(stream, 'events');
+      if (message === undefined) return;
+      const refusal = handlers.events(peer, sessionId, message);
+      return send(stream, refusal === undefined ? 200 : statusFor(refusal), refusal ?? { kind: 'ack' });
+    }
+    const relay = RELAY_PATH.exec(path);
+    if (method === 'POST' && relay !== null) return handlers.relay(peer, sessionId, relay[1] ?? '', stream, headers);
+    return refuse(stream, 404, 'bad-request', `no route ${String(method)} ${path}`, false);
+  }
+
+  async function readMessage<K extends 'attach' | 'status' | 'events'>(stream: ServerHttp2Stream, kind: K) {
+    stream.setTimeout(BODY_TIMEOUT_MS, () => {
+      refuse(stream, 408, 'bad-request', `body not received within ${BODY_TIMEOUT_MS} ms`, true);
+      stream.close(constants.NGHTTP2_CANCEL);
+    });
+    try {
+      const body = await readBody(stream, MAX_CONTROL_MESSAGE_BYTES);
+      stream.setTimeout(0);
+      return decodeMessage(body, [kind]);
+    } catch (err) {
+      stream.setTimeout(0);
+      const tooLarge = err instanceof BoundaryError && err.code === 'MESSAGE_TOO_LARGE';
+      logger.warn({ err: describeError(err), kind, remote: stream.session ? peerOf(stream.session as ServerHttp2Session).remote : '?' }, 'malformed control message refused');
+      refuse(stream, tooLarge ? 413 : 400, tooLarge ? 'message-too-large' : 'bad-request', describeError(err), false);
+      if (tooLarge) stream.close(constants.NGHTTP2_REFUSED_STREAM);
+      return undefined;
+    }
+  }
+
+  return {
+    async start() {
+      const srv = createSecureServer({
+        ca: options.tls.caPem,
+        cert: options.tls.certPem,
+        key: options.tls.keyPem,
+        requestCert: true,
+        rejectUnauthorized: true,
+        minVersion: 'TLSv1.3',
+        allowHTTP1: false,
+        handshakeTimeout: TLS_HANDSHAKE_TIMEOUT_MS,
+        settings: { maxConcurrentStreams: MAX_STREAMS_PER_SESSION },
+      });
+      srv.maxConnections = MAX_CONNECTIONS;
+      srv.on('connection', (socket: Socket) => {
+        connections.add(socket);
+        socket.once('close', () => connections.delete(socket));
+      });
+      srv.on('session', onSession);
+      srv.on('stream', (stream, headers) => {
+        onStream(stream, headers).catch((err) => {
+          logger.error({ err }, 'control stream handler failed; the stream is reset, the supervisor carries on');
+          if (!stream.destroyed) stream.close(constants.NGHTTP2_INTERNAL_ERROR);
+        });
+      });
+      srv.on('tlsClientError', (err, socket) => {
+        // A rejected client certificate surfaces as a hang-up; the verification result says why.
+        const cause = socket.authorizationError === undefined ? describeError(err) : `client certificate rejected: ${String(socket.authorizationError)}`;
+        logger.warn({ err: cause }, 'control TLS handshake failed');
+      });
+      srv.on('sessionError', (err) => logger.debug({ err: describeError(err) }, 'control session error'));
+      srv.on('unknownProtocol', (socket) => socket.destroy());
+      await new Promise<void>((resolve, reject) => {
+        srv.once('error', reject);
+        srv.listen(options.port, options.host, () => {
+          srv.off('error', reject);
+          resolve();
+        });
+      });
+      srv.on('error', (err) => logger.error({ err }, 'control listener error'));
+      const address = srv.address();
+      if (address !== null && typeof address === 'object') bound = { host: address.address, port: address.port };
+      server = srv;
+    },
+    async close() {
+      const srv = server;
+      if (srv === undefined) return;
+      server = undefined;
+      const closed = new Promise<void>((resolve) => srv.close(() => resolve()));
+      for (const session of sessions) session.close();
+      const grace = setTimeout(() => {
+        for (const session of sessions) session.destroy();
+        for (const socket of connections) socket.destroy();
+      }, CLOSE_GRACE_MS);
+      await closed;
+      clearTimeout(grace);
+    },
+    address: () => bound,
+    sessionCount: () => sessions.size,
+  };
+}
+
+function statusFor(refusal: RefusedMessage): number {
+  switch (refusal.code) {
+    case 'unknown-sandbox':
+    case 'no-sandbox-identity':
+    case 'identity-mismatch':
+    case 'relay-target-not-allowed':
+      return 403;
+    case 'message-too-large':
+      return 413;
+    case 'unknown-session':
+      return 409;
+    case 'too-many-instances':
+    case 'shutting-down':
+    case 'policy-invalid':
+      return 503;
+    default:
+      return 400;
+  }
+}
+
+export function send(stream: ServerHttp2Stream, status: number, message: ControlMessage): void {
+  if (stream.destroyed || stream.closed) return;
+  try {
+    if (!stream.headersSent) stream.respond({ ':status': status, 'content-type': 'application/x-ndjson' });
+    stream.end(encodeMessage(message));
+  } catch {
+    // The peer reset the stream meanwhile: nothing left to tell it.
+  }
+}
+
+export function refuse(stream: ServerHttp2Stream, status: number, code: RefusedMessage['code'], message: string, retryable: boolean): void {
+  send(stream, status, { kind: 'refused', code, message: message.slice(0, 1_000), retryable });
+}

@@ -1,0 +1,280 @@
+// The supervisor's per-sandbox and per-instance tables: generations, admission (idempotent, newest
+// session supersedes), acks, detachment and withdrawal with a recorded reason. Pure state over an
+// injected clock: no sockets, no timers, no files.
+
+import type {
+  AdmittedMessage,
+  AttachMessage,
+  ControlSettings,
+  StatusError,
+  StatusMessage,
+  WireProvider,
+} from '../control/messages.js';
+
+export const MAX_INSTANCES = 20_000;
+export const MAX_INSTANCES_PER_SANDBOX = 1_024;
+export const MAX_WITHDRAWN_RECORDS = 256;
+
+/** What one sandbox should run: resolved from the policies folder and the credentials file. */
+export interface SandboxConfig {
+  readonly policyText: string;
+  readonly policyHash: string;
+  readonly providers: readonly WireProvider[];
+  readonly credentialsHash: string;
+  readonly settings: ControlSettings;
+}
+
+export interface InstanceRecord {
+  readonly sandboxId: string;
+  readonly instanceId: string;
+  bootId: string;
+  version: string;
+  attached: boolean;
+  sessionId: string | undefined;
+  sessionStartedAt: number | undefined;
+  detachedAt: number | undefined;
+  /** The generation this instance's session has been sent (admission or pushes). */
+  sentGeneration: number;
+  effectiveGeneration: number | undefined;
+  policyHash: string | undefined;
+  lastStatus: StatusMessage['state'] | undefined;
+  lastError: StatusError | undefined;
+  lastStatusAt: number | undefined;
+  eventsReceived: number;
+  eventsDropped: number;
+}
+
+export interface SandboxRecord {
+  readonly sandboxId: string;
+  generation: number;
+  config: SandboxConfig;
+  readonly instances: Map<string, InstanceRecord>;
+}
+
+export interface WithdrawnRecord {
+  readonly sandboxId: string;
+  readonly instanceId: string;
+  readonly reason: string;
+  readonly at: number;
+}
+
+export interface InstanceRow {
+  readonly sandboxId: string;
+  readonly instanceId: string;
+  readonly attached: boolean;
+  readonly sessionAgeMs: number | null;
+  readonly generation: number;
+  readonly effectiveGeneration: number | null;
+  readonly policyHash: string | null;
+  readonly lastStatus: string | null;
+  readonly lastError: StatusError | null;
+  readonly bootId: string;
+  readonly version: string;
+  readonly detachedForMs: number | null;
+  readonly eventsReceived: number;
+  readonly eventsDropped: number;
+}
+
+export type AdmitResult =
+  | { readonly ok: true; readonly admitted: AdmittedMessage; readonly instance: InstanceRecord; readonly supersededSession: string | undefined }
+  | { readonly ok: false; readonly code: 'too-many-instances'; readonly message: string };
+
+export interface ConfigChange {
+  readonly generation: number;
+  readonly policy: boolean;
+  readonly credentials: boolean;
+  readonly settings: boolean;
+}
+
+export function createTables(options: { now: () => number }) {
+  const { now } = options;
+  const sandboxes = new Map<string, SandboxRecord>();
+  const bySession = new Map<string, InstanceRecord>();
+  const withdrawn: WithdrawnRecord[] = [];
+  let instanceCount = 0;
+
+  function sandboxFor(sandboxId: string, config: SandboxConfig): SandboxRecord {
+    let record = sandboxes.get(sandboxId);
+    if (record === undefined) {
+      record = { sandboxId, generation: 1, config, instances: new Map() };
+      sandboxes.set(sandboxId, record);
+    } else {
+      update(record, config);
+    }
+    return record;
+  }
+
+  function update(record: SandboxRecord, config: SandboxConfig): ConfigChange | undefined {
+    const previous = record.config;
+    const change = {
+      policy: previous.policyHash !== config.policyHash,
+      credentials: previous.credentialsHash !== config.credentialsHash,
+      settings: previous.settings.failureMode !== config.settings.failureMode,
+    };
+    if (!change.policy && !change.credentials && !change.settings) return undefined;
+    record.config = config;
+    record.generation += 1;
+    return { generation: record.generation, ...change };
+  }
+
+  function newInstance(attach: AttachMessage): InstanceRecord {
+    return {
+      sandboxId: attach.sandboxId,
+      instanceId: attach.instanceId,
+      bootId: attach.bootId,
+      version: attach.version,
+      attached: false,
+      sessionId: undefined,
+      sessionStartedAt: undefined,
+      detachedAt: undefined,
+      sentGeneration: 0,
+      effectiveGeneration: undefined,
+      policyHash: undefined,
+      lastStatus: undefined,
+      lastError: undefined,
+      lastStatusAt: undefined,
+      eventsReceived: 0,
+      eventsDropped: 0,
+    };
+  }
+
+  return {
+    /** Admits an attach: idempotent per (sandbox, instance); the newest session supersedes the old. */
+    admit(attach: AttachMessage, config: SandboxConfig, sessionId: string): AdmitResult {
+      const record = sandboxFor(attach.sandboxId, config);
+      let instance = record.instances.get(attach.instanceId);
+      if (instance === undefined) {
+        if (instanceCount >= MAX_INSTANCES || record.instances.size >= MAX_INSTANCES_PER_SANDBOX) {
+          if (record.instances.size === 0) sandboxes.delete(record.sandboxId);
+          return { ok: false, code: 'too-many-instances', message: `instance limit reached (${MAX_INSTANCES} total, ${MAX_INSTANCES_PER_SANDBOX} per sandbox)` };
+        }
+        instance = newInstance(attach);
+        record.instances.set(attach.instanceId, instance);
+        instanceCount += 1;
+      }
+      // A boundary that held a later generation (this supervisor restarted) moves the counter past it,
+      // so its next push is strictly newer; an equal hash keeps the generation it already holds.
+      if (attach.heldGeneration !== undefined && attach.heldGeneration >= record.generation && attach.heldGeneration < Number.MAX_SAFE_INTEGER) {
+        record.generation = attach.heldPolicyHash === config.policyHash ? attach.heldGeneration : attach.heldGeneration + 1;
+      }
+      const supersededSession = instance.sessionId !== undefined && instance.sessionId !== sessionId ? instance.sessionId : undefined;
+      if (supersededSession !== undefined) bySession.delete(supersededSession);
+      Object.assign(instance, {
+        bootId: attach.bootId,
+        version: attach.version,
+        attached: true,
+        sessionId,
+        sessionStartedAt: now(),
+        detachedAt: undefined,
+        sentGeneration: record.generation,
+      });
+      if (attach.lastError !== undefined) instance.lastError = attach.lastError;
+      bySession.set(sessionId, instance);
+      const admitted: AdmittedMessage = {
+        kind: 'admitted',
+        sessionId,
+        generation: record.generation,
+        policyHash: config.policyHash,
+        ...(attach.heldPolicyHash === config.policyHash ? {} : { policy: config.policyText }),
+        credentialsHash: config.credentialsHash,
+        ...(attach.heldCredentialsHash === config.credentialsHash ? {} : { credentials: config.providers }),
+        settings: config.settings,
+      };
+      return { ok: true, admitted, instance, supersededSession };
+    },
+    /** A new configuration for a sandbox; returns what changed (and the new generation), if anything. */
+    update(sandboxId: string, config: SandboxConfig): ConfigChange | undefined {
+      const record = sandboxes.get(sandboxId);
+      return record === undefined ? undefined : update(record, config);
+    },
+    status(sessionId: string, status: StatusMessage): InstanceRecord | undefined {
+      const instance = bySession.get(sessionId);
+      if (instance === undefined) return undefined;
+      instance.lastStatus = status.state;
+      instance.lastStatusAt = now();
+      if (status.state === 'effective') {
+        instance.effectiveGeneration = Math.max(instance.effectiveGeneration ?? 0, status.generation);
+        instance.policyHash = status.policyHash;
+        instance.lastError = undefined;
+      } else {
+        instance.lastError = status.error ?? { kind: 'unknown', message: 'the boundary reported failed without an error' };
+      }
+      return instance;
+    },
+    events(sessionId: string, received: number, dropped: number): void {
+      const instance = bySession.get(sessionId);
+      if (instance === undefined) return;
+      instance.eventsReceived += received;
+      instance.eventsDropped += dropped;
+    },
+    /** The session ended: the instance stays, detached, until it re-attaches or its deadline passes. */
+    detach(sessionId: string): InstanceRecord | undefined {
+      const instance = bySession.get(sessionId);
+      if (instance === undefined) return undefined;
+      bySession.delete(sessionId);
+      instance.attached = false;
+      instance.sessionId = undefined;
+      instance.sessionStartedAt = undefined;
+      instance.detachedAt = now();
+      return instance;
+    },
+    /** Records an instance the supervisor expects to attach (for the attach deadline). */
+    expect(sandboxId: string, instanceId: string, config: SandboxConfig): InstanceRecord {
+      const record = sandboxFor(sandboxId, config);
+      let instance = record.instances.get(instanceId);
+      if (instance === undefined) {
+        instance = newInstance({ kind: 'attach', sandboxId, instanceId, bootId: 'expected', version: 'unknown' });
+        instance.detachedAt = now();
+        record.instances.set(instanceId, instance);
+        instanceCount += 1;
+      }
+      return instance;
+    },
+    /** Frees everything held for the instance and records why; the sandbox goes when its last instance does. */
+    withdraw(sandboxId: string, instanceId: string, reason: string): InstanceRecord | undefined {
+      const record = sandboxes.get(sandboxId);
+      const instance = record?.instances.get(instanceId);
+      if (record === undefined || instance === undefined) return undefined;
+      record.instances.delete(instanceId);
+      instanceCount -= 1;
+      if (instance.sessionId !== undefined) bySession.delete(instance.sessionId);
+      if (record.instances.size === 0) sandboxes.delete(sandboxId);
+      withdrawn.push({ sandboxId, instanceId, reason, at: now() });
+      if (withdrawn.length > MAX_WITHDRAWN_RECORDS) withdrawn.shift();
+      return instance;
+    },
+    bySession: (sessionId: string): InstanceRecord | undefined => bySession.get(sessionId),
+    sandbox: (sandboxId: string): SandboxRecord | undefined => sandboxes.get(sandboxId),
+    sandboxIds: (): string[] => [...sandboxes.keys()],
+    instance: (sandboxId: string, instanceId: string): InstanceRecord | undefined => sandboxes.get(sandboxId)?.instances.get(instanceId),
+    instanceCount: (): number => instanceCount,
+    rows(): InstanceRow[] {
+      const t = now();
+      const rows: InstanceRow[] = [];
+      for (const record of sandboxes.values()) {
+        for (const i of record.instances.values()) {
+          rows.push({
+            sandboxId: i.sandboxId,
+            instanceId: i.instanceId,
+            attached: i.attached,
+            sessionAgeMs: i.sessionStartedAt === undefined ? null : t - i.sessionStartedAt,
+            generation: record.generation,
+            effectiveGeneration: i.effectiveGeneration ?? null,
+            policyHash: i.policyHash ?? null,
+            lastStatus: i.lastStatus ?? null,
+            lastError: i.lastError ?? null,
+            bootId: i.bootId,
+            version: i.version,
+            detachedForMs: i.detachedAt === undefined ? null : t - i.detachedAt,
+            eventsReceived: i.eventsReceived,
+            eventsDropped: i.eventsDropped,
+          });
+        }
+      }
+      return rows;
+    },
+    withdrawn: (): readonly WithdrawnRecord[] => [...withdrawn],
+  };
+}
+
+export type Tables = ReturnType<typeof createTables>;

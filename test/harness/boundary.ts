@@ -1,0 +1,111 @@
+// startBoundary(): a real boundary on 127.0.0.1 port 0 with a fake resolver, an in-memory log sink, a
+// counting dialer, loopback upstreams allowed and the test CA as upstream CA. Files live in a temp dir.
+
+import { mkdtemp, readFile, rename, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import type { Socket } from 'node:net';
+import { join } from 'node:path';
+import { Registry } from 'prom-client';
+import { type Boundary, createBoundary } from '../../src/boundary.js';
+import { parseConfig } from '../../src/config.js';
+import { type DialTarget, netDial } from '../../src/proxy/dial.js';
+import type { ProxyLimits } from '../../src/proxy/server.js';
+import { type FakeAnswer, type FakeResolver, fakeResolver } from './fake-resolver.js';
+import { type LogSink, logSink } from './log-sink.js';
+
+export interface StartOptions {
+  /** Policy YAML; omitted: no policy file (everything denied, not ready). */
+  readonly policy?: string;
+  /** Names for the fake resolver; api.example.test and other.example.test map to 127.0.0.1 by default. */
+  readonly names?: Readonly<Record<string, FakeAnswer>>;
+  readonly limits?: Partial<ProxyLimits>;
+  /** PEM of extra upstream trust anchors (the test CA of a tlsOrigin). */
+  readonly upstreamCaPem?: string;
+  /** Point the interception CA at files that do not exist: inspected CONNECTs get 503. */
+  readonly caUnavailable?: boolean;
+  readonly onInvalidPolicy?: 'keep' | 'deny-all';
+  readonly allowLoopback?: boolean;
+  readonly now?: () => number;
+  /** Replaces the real (loopback) dial; every target is still recorded in `dials`. */
+  readonly dial?: (target: DialTarget) => Promise<Socket>;
+}
+
+export interface RunningBoundary {
+  readonly boundary: Boundary;
+  readonly proxyPort: number;
+  readonly adminPort: number;
+  /** The interception CA certificate (PEM), or undefined when unavailable. */
+  readonly caPem: string | undefined;
+  readonly log: LogSink;
+  readonly resolver: FakeResolver;
+  /** Every upstream dial the boundary asked for, in order. */
+  readonly dials: DialTarget[];
+  readonly dir: string;
+  readonly policyPath: string;
+  /** Replaces the policy file atomically (write + rename), as an editor or config manager would. */
+  writePolicy(text: string): Promise<void>;
+  close(): Promise<void>;
+}
+
+export async function startBoundary(options: StartOptions = {}): Promise<RunningBoundary> {
+  const dir = await mkdtemp(join(tmpdir(), 'boundary-test-'));
+  const policyPath = join(dir, 'policy.yaml');
+  if (options.policy !== undefined) await writeFile(policyPath, options.policy);
+  let upstreamCa: string | undefined;
+  if (options.upstreamCaPem !== undefined) {
+    upstreamCa = join(dir, 'upstream-ca.pem');
+    await writeFile(upstreamCa, options.upstreamCaPem);
+  }
+  const now = options.now ?? Date.now;
+  const log = logSink({ now });
+  const resolver = fakeResolver({ 'api.example.test': ['127.0.0.1'], 'other.example.test': ['127.0.0.1'], ...options.names });
+  const dials: DialTarget[] = [];
+  const config = parseConfig({
+    proxyListen: '127.0.0.1:0',
+    adminListen: '127.0.0.1:0',
+    stateDir: join(dir, 'state'),
+    ...(options.policy === undefined ? {} : { policyFile: policyPath }),
+    ...(upstreamCa === undefined ? {} : { upstreamCa }),
+    ...(options.caUnavailable === true ? { caCert: join(dir, 'missing.pem'), caKey: join(dir, 'missing.key') } : {}),
+    ...(options.onInvalidPolicy === undefined ? {} : { onInvalidPolicy: options.onInvalidPolicy }),
+    ...(options.limits === undefined ? {} : { limits: options.limits }),
+    unsafeAllowLoopbackUpstream: options.allowLoopback ?? true,
+  });
+  const boundary = createBoundary(config, {
+    resolver,
+    now,
+    logger: log.logger,
+    audit: log.sink,
+    registry: new Registry(),
+    dial: (target) => {
+      dials.push(target);
+      return options.dial === undefined ? netDial(target) : options.dial(target);
+    },
+  });
+  await boundary.start();
+  const caPem = options.caUnavailable === true ? undefined : await readFile(join(dir, 'state', 'ca.pem'), 'utf8');
+  let closed: Promise<void> | undefined;
+  return {
+    boundary,
+    proxyPort: boundary.proxyAddress().port,
+    adminPort: boundary.adminAddress().port,
+    caPem,
+    log,
+    resolver,
+    dials,
+    dir,
+    policyPath,
+    async writePolicy(text) {
+      const tmp = join(dir, `.policy-${Math.random().toString(16).slice(2)}.tmp`);
+      await writeFile(tmp, text);
+      await rename(tmp, policyPath);
+    },
+    close() {
+      closed ??= (async () => {
+        await boundary.close();
+        await rm(dir, { recursive: true, force: true });
+      })();
+      return closed;
+    },
+  };
+}

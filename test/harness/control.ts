@@ -1,0 +1,212 @@
+// Control-channel test helpers: a reference supervisor over a temporary policies folder, and boundary
+// control clients with their own policy store, all on loopback with certificates from makeTestPki().
+import { mkdtemp, rename, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { type ControlClient, type ControlClientOptions, type ControlState, createControlClient } from '../../src/control/client.js';
+import type { AuditEvent, AuditSink } from '../../src/telemetry/event.js';
+import { createPolicyStore, type PolicyStore } from '../../src/policy/store.js';
+import { createSupervisor, type Supervisor, type SupervisorConfig, type SupervisorEvent } from '../../src/supervisor/supervisor.js';
+import { createLogger, type Logger } from '../../src/telemetry/logger.js';
+import type { Pem, TestPki } from './certs.js';
+
+export const WAIT_TIMEOUT_MS = 10_000;
+
+export function policyYaml(host: string, port = 443): string {
+  return `version: 1\nnetwork_policies:\n  api:\n    name: api\n    endpoints:\n      - host: ${host}\n        port: ${port}\n`;
+}
+
+/** A logger that keeps its lines in memory (tests read them only when something fails). */
+export function quietLogger(): { logger: Logger; lines: string[] } {
+  const lines: string[] = [];
+  const logger = createLogger({ format: 'json', level: 'debug', destination: { write: (line: string) => lines.push(line) } });
+  return { logger, lines };
+}
+
+/** An AuditSink recording events as emitted, with a waiter. */
+export function memorySink(): AuditSink & { events: AuditEvent[]; waitFor(predicate: (e: AuditEvent) => boolean, timeoutMs?: number): Promise<AuditEvent> } {
+  const events: AuditEvent[] = [];
+  const waiters = new Set<{ predicate: (e: AuditEvent) => boolean; resolve: (e: AuditEvent) => void }>();
+  return {
+    events,
+    emit(event) {
+      events.push(event);
+      for (const waiter of waiters) {
+        if (waiter.predicate(event)) {
+          waiters.delete(waiter);
+          waiter.resolve(event);
+        }
+      }
+    },
+    waitFor(predicate, timeoutMs = WAIT_TIMEOUT_MS) {
+      const seen = events.find(predicate);
+      if (seen !== undefined) return Promise.resolve(seen);
+      return new Promise((resolve, reject) => {
+        const waiter = {
+          predicate,
+          resolve: (e: AuditEvent) => {
+            clearTimeout(timer);
+            resolve(e);
+          },
+        };
+        const timer = setTimeout(() => {
+          waiters.delete(waiter);
+          reject(new Error(`no matching audit event within ${timeoutMs} ms; saw ${events.map((e) => `${e.class}:${e.activity}`).join(', ')}`));
+        }, timeoutMs);
+        waiters.add(waiter);
+      });
+    },
+  };
+}
+
+export interface TestSupervisor {
+  readonly dir: string;
+  supervisor: Supervisor;
+  port(): number;
+  writePolicy(name: string, text: string): Promise<void>;
+  waitFor(predicate: (event: SupervisorEvent) => boolean, timeoutMs?: number): Promise<SupervisorEvent>;
+  /** Closes and starts a fresh supervisor (new tables) on the same port and folder. */
+  restart(): Promise<void>;
+  close(): Promise<void>;
+  readonly logs: string[];
+}
+
+export async function startTestSupervisor(
+  pki: TestPki,
+  options: { policies?: Record<string, string>; port?: number; config?: Partial<SupervisorConfig> } = {},
+): Promise<TestSupervisor> {
+  const dir = await mkdtemp(join(tmpdir(), 'boundary-supervisor-'));
+  for (const [name, text] of Object.entries(options.policies ?? {})) await writeFile(join(dir, `${name}.yaml`), text);
+  const { logger, lines } = quietLogger();
+  let events: SupervisorEvent[] = [];
+  const waiters = new Set<{ predicate: (e: SupervisorEvent) => boolean; resolve: (e: SupervisorEvent) => void }>();
+  const make = (port: number): Supervisor => {
+    const supervisor = createSupervisor(
+      {
+        listen: { host: '127.0.0.1', port },
+        tls: { caPem: pki.ca.certPem, certPem: pki.server.certPem, keyPem: pki.server.keyPem },
+        policiesDir: dir,
+        adminListen: { host: '127.0.0.1', port: 0 },
+        ...options.config,
+      },
+      { now: Date.now, logger },
+    );
+    supervisor.subscribe((event) => {
+      events.push(event);
+      for (const waiter of waiters) {
+        if (waiter.predicate(event)) {
+          waiters.delete(waiter);
+          waiter.resolve(event);
+        }
+      }
+    });
+    return supervisor;
+  };
+  const handle: TestSupervisor = {
+    dir,
+    logs: lines,
+    supervisor: make(options.port ?? 0),
+    port: () => handle.supervisor.address().port,
+    async writePolicy(name, text) {
+      // Write-then-rename, as editors and Kubernetes config maps do.
+      const tmp = join(dir, `.${name}.tmp`);
+      await writeFile(tmp, text);
+      await rename(tmp, join(dir, `${name}.yaml`));
+    },
+    waitFor(predicate, timeoutMs = WAIT_TIMEOUT_MS) {
+      const seen = events.find(predicate);
+      if (seen !== undefined) return Promise.resolve(seen);
+      return new Promise((resolve, reject) => {
+        const waiter = {
+          predicate,
+          resolve: (e: SupervisorEvent) => {
+            clearTimeout(timer);
+            resolve(e);
+          },
+        };
+        const timer = setTimeout(() => {
+          waiters.delete(waiter);
+          reject(new Error(`no matching supervisor event within ${timeoutMs} ms`));
+        }, timeoutMs);
+        waiters.add(waiter);
+      });
+    },
+    async restart() {
+      const port = handle.port();
+      await handle.supervisor.close();
+      events = [];
+      handle.supervisor = make(port);
+      await handle.supervisor.start();
+    },
+    async close() {
+      await handle.supervisor.close();
+      await rm(dir, { recursive: true, force: true });
+    },
+  };
+  await handle.supervisor.start();
+  return handle;
+}
+
+export interface TestClient {
+  readonly client: ControlClient;
+  readonly store: PolicyStore;
+  readonly sink: ReturnType<typeof memorySink>;
+  /** Resolves with the first state (current or later) that matches. */
+  waitState(predicate: (state: ControlState) => boolean, timeoutMs?: number): Promise<ControlState>;
+}
+
+export function makeTestClient(
+  pki: TestPki,
+  options: { port: number; host?: string; identity?: Pem; caPem?: string; sandboxId?: string; instanceId?: string } & Partial<ControlClientOptions>,
+): TestClient {
+  const store = createPolicyStore();
+  const sink = memorySink();
+  const waiters = new Set<{ predicate: (s: ControlState) => boolean; resolve: (s: ControlState) => void }>();
+  const identity = options.identity ?? pki.client;
+  const client = createControlClient({
+    address: { host: options.host ?? '127.0.0.1', port: options.port },
+    tls: { caPem: options.caPem ?? pki.ca.certPem, certPem: identity.certPem, keyPem: identity.keyPem },
+    sandboxId: options.sandboxId ?? pki.sandboxId,
+    instanceId: options.instanceId ?? 'pod-1',
+    bootId: 'boot-1',
+    version: '0.1.0-test',
+    now: Date.now,
+    sink,
+    store,
+    backoff: { baseMs: 20, capMs: 200 },
+    ...options,
+    onState(state) {
+      options.onState?.(state);
+      for (const waiter of waiters) {
+        if (waiter.predicate(state)) {
+          waiters.delete(waiter);
+          waiter.resolve(state);
+        }
+      }
+    },
+  });
+  return {
+    client,
+    store,
+    sink,
+    waitState(predicate, timeoutMs = WAIT_TIMEOUT_MS) {
+      const now = client.state();
+      if (predicate(now)) return Promise.resolve(now);
+      return new Promise((resolve, reject) => {
+        const waiter = {
+          predicate,
+          resolve: (s: ControlState) => {
+            clearTimeout(timer);
+            resolve(s);
+          },
+        };
+        const timer = setTimeout(() => {
+          waiters.delete(waiter);
+          const s = client.state();
+          reject(new Error(`control state did not match within ${timeoutMs} ms (phase ${s.phase}, last error ${s.lastError?.kind}: ${s.lastError?.message})`));
+        }, timeoutMs);
+        waiters.add(waiter);
+      });
+    },
+  };
+}
