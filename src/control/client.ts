@@ -3,7 +3,7 @@
 // failure. Never decides policy (apply.ts hands policies to the store) and never imports supervisor/.
 
 import { randomUUID } from 'node:crypto';
-import { type ClientHttp2Session, type ClientHttp2Stream, connect as http2Connect, constants } from 'node:http2';
+import { type ClientHttp2Session, connect as http2Connect, constants } from 'node:http2';
 import type { Socket } from 'node:net';
 import { BoundaryError, type Issue } from '../errors.js';
 import { parsePolicy } from '../policy/parse.js';
@@ -34,6 +34,7 @@ import {
   type RelayTarget,
   type StatusMessage,
 } from './messages.js';
+import { isHttp2ProtocolError, request, responseStatus } from './h2.js';
 import { decodeMessages, readBody } from './ndjson.js';
 import { openRelay, SESSION_HEADER } from './relay.js';
 
@@ -443,65 +444,6 @@ export function createControlClient(options: ControlClientOptions): ControlClien
   };
 }
 
-/** An HTTP/2 framing or session error (itself or as the cause of a ControlFailure). */
-function isHttp2ProtocolError(err: unknown): boolean {
-  const inner = err instanceof ControlFailure ? err.cause : err;
-  const code = String((inner as NodeJS.ErrnoException | undefined)?.code ?? '');
-  return code.startsWith('ERR_HTTP2_') && code !== 'ERR_HTTP2_STREAM_CANCEL' && code !== 'ERR_HTTP2_GOAWAY_SESSION';
-}
-
-/** Sends one request and collects the whole response body (bounded) with a deadline. */
-function request(
-  session: ClientHttp2Session,
-  headers: Record<string, string>,
-  body: string | undefined,
-  timeoutMs: number,
-): Promise<{ status: number; body: Buffer }> {
-  return new Promise((resolve, reject) => {
-    let stream: ClientHttp2Stream;
-    try {
-      stream = session.request({ 'content-type': 'application/x-ndjson', ...headers }, { endStream: body === undefined });
-    } catch (err) {
-      reject(new ControlFailure('http2', `${headers[':path']}: ${describeError(err)}`, { cause: err }));
-      return;
-    }
-    stream.setTimeout(timeoutMs, () => {
-      stream.close(constants.NGHTTP2_CANCEL);
-      reject(new ControlFailure('http2', `${headers[':path']}: no answer within ${timeoutMs} ms`));
-    });
-    let status = 0;
-    stream.once('response', (h) => {
-      status = Number(h[':status']);
-    });
-    readBody(stream, MAX_CONTROL_MESSAGE_BYTES).then(
-      (buf) => {
-        if (status === 0) reject(new ControlFailure('http2', `${headers[':path']}: the stream closed before any response`));
-        else resolve({ status, body: buf });
-      },
-      (err) => reject(err instanceof BoundaryError ? err : new ControlFailure('http2', `${headers[':path']}: ${describeError(err)}`, { cause: err })),
-    );
-    if (body !== undefined) stream.end(body);
-  });
-}
-
-function responseStatus(stream: ClientHttp2Stream, timeoutMs: number): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => reject(new ControlFailure('http2', `watch: no answer within ${timeoutMs} ms`)), timeoutMs);
-    stream.once('response', (h) => {
-      clearTimeout(timer);
-      resolve(Number(h[':status']));
-    });
-    stream.once('error', (err) => {
-      clearTimeout(timer);
-      reject(new ControlFailure('http2', `watch: ${describeError(err)}`, { cause: err }));
-    });
-    stream.once('close', () => {
-      clearTimeout(timer);
-      reject(new ControlFailure('http2', 'watch stream closed before it was answered'));
-    });
-  });
-}
-
 const ID = /^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$/;
 
 function validateOptions(options: ControlClientOptions): void {
@@ -523,39 +465,4 @@ function validateOptions(options: ControlClientOptions): void {
 /** A fresh id per process start, for `bootId` (main.ts may pass its own). */
 export function newBootId(): string {
   return randomUUID();
-}
-
-export interface ControlReadiness {
-  readonly ready: boolean;
-  readonly reasons: readonly string[];
-  /** `connected since <ISO>` or `disconnected since <ISO>`. */
-  readonly supervisor: string;
-  readonly lastError: ControlError | undefined;
-}
-
-/**
- * What /readyz says in attached mode: not ready until a delivered policy is effective; from then on
- * ready through supervisor outages (last known good keeps enforcing), with the outage and last error shown.
- */
-export function controlReadiness(state: ControlState): ControlReadiness {
-  const reasons: string[] = [];
-  const last = state.lastError === undefined ? '' : `; last error ${state.lastError.kind}: ${state.lastError.message}`;
-  if (state.phase === 'closed') reasons.push('control channel closed');
-  if (state.policy.quarantined) {
-    reasons.push(`policy generation ${state.policy.generation} from ${state.supervisor} failed (${state.policy.lastError?.message ?? 'unknown error'}); deny-all in force`);
-  } else if (!state.policy.effective) {
-    reasons.push(`waiting for first policy from supervisor ${state.supervisor}${last}`);
-  }
-  const since = state.phase === 'attached' ? state.connectedSince : state.disconnectedSince;
-  const supervisor =
-    state.phase === 'attached'
-      ? `connected since ${iso(since)}`
-      : since === undefined
-        ? state.phase
-        : `disconnected since ${iso(since)}`;
-  return { ready: reasons.length === 0, reasons, supervisor, lastError: state.lastError };
-}
-
-function iso(ms: number | undefined): string {
-  return ms === undefined ? 'unknown' : new Date(ms).toISOString();
 }

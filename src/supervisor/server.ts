@@ -66,6 +66,7 @@ export interface ControlServerOptions {
   readonly handlers: ControlHandlers;
   readonly logger: Logger;
   readonly attachWaitMs?: number;
+  readonly handshakeTimeoutMs?: number | undefined;
 }
 
 export interface ControlServer {
@@ -216,7 +217,7 @@ export function createControlServer(options: ControlServerOptions): ControlServe
         rejectUnauthorized: true,
         minVersion: 'TLSv1.3',
         allowHTTP1: false,
-        handshakeTimeout: TLS_HANDSHAKE_TIMEOUT_MS,
+        handshakeTimeout: options.handshakeTimeoutMs ?? TLS_HANDSHAKE_TIMEOUT_MS,
         settings: { maxConcurrentStreams: MAX_STREAMS_PER_SESSION },
       });
       srv.maxConnections = MAX_CONNECTIONS;

@@ -40,6 +40,8 @@ export interface SupervisorConfig {
   readonly attachDeadlineMs?: number | undefined;
   readonly trustDomain?: string | undefined;
   readonly settings?: ControlSettings | undefined;
+  /** TLS handshake deadline per connection; tests on a loaded machine raise it. Default TLS_HANDSHAKE_TIMEOUT_MS. */
+  readonly handshakeTimeoutMs?: number | undefined;
 }
 
 export interface SupervisorDeps {
@@ -50,7 +52,7 @@ export interface SupervisorDeps {
   readonly parsePolicy?: (text: string, options?: { source?: string }) => Policy;
 }
 
-export const SUPERVISOR_EVENT_TYPES = ['attached', 'refused', 'detached', 'status', 'withdrawn', 'pushed'] as const;
+export const SUPERVISOR_EVENT_TYPES = ['attached', 'refused', 'detached', 'status', 'events', 'withdrawn', 'pushed'] as const;
 export interface SupervisorEvent {
   readonly type: (typeof SUPERVISOR_EVENT_TYPES)[number];
   readonly sandboxId: string;
@@ -299,6 +301,7 @@ export function createSupervisor(config: SupervisorConfig, deps: SupervisorDeps)
       if (session === undefined) return unknownSession(sessionId);
       tables.events(sessionId, message.events.length, message.dropped);
       logger.debug({ sandboxId: session.sandboxId, count: message.events.length, dropped: message.dropped }, 'events received');
+      emit({ type: 'events', sandboxId: session.sandboxId, instanceId: session.instanceId, detail: `${message.events.length} events, ${message.dropped} dropped` });
       return undefined;
     },
     relay(peer, sessionId, relayId, stream, headers) {
@@ -323,7 +326,15 @@ export function createSupervisor(config: SupervisorConfig, deps: SupervisorDeps)
     onChange: () => refreshAll(),
     onError: (file, message) => logger.warn({ file }, `policy file rejected; the last valid version stays: ${message}`),
   });
-  const server = createControlServer({ host: config.listen.host, port: config.listen.port, tls: config.tls, trustDomain: config.trustDomain, handlers, logger });
+  const server = createControlServer({
+    host: config.listen.host,
+    port: config.listen.port,
+    tls: config.tls,
+    trustDomain: config.trustDomain,
+    handshakeTimeoutMs: config.handshakeTimeoutMs,
+    handlers,
+    logger,
+  });
 
   function openRelay(sandboxId: string, query: URLSearchParams, client: Duplex, head: Buffer): undefined {
     const fail = (status: number, error: string, message: string): undefined => {

@@ -1,11 +1,11 @@
 import assert from 'node:assert/strict';
 import { once } from 'node:events';
 import { request } from 'node:http';
-import { createServer, type Server, type Socket, connect as netConnect } from 'node:net';
+import { createServer, type Socket, connect as netConnect } from 'node:net';
 import { connect as tlsConnect } from 'node:tls';
-import { after, before, describe, it } from 'node:test';
+import { before, describe, it } from 'node:test';
 import { connect as http2Connect } from 'node:http2';
-import { controlReadiness } from '../../src/control/client.js';
+import { controlReadiness } from '../../src/control/readiness.js';
 import { CONTROL_ERROR_KINDS, encodeMessage } from '../../src/control/messages.js';
 import { decide } from '../../src/policy/decide.js';
 import { parsePolicy } from '../../src/policy/parse.js';
@@ -43,7 +43,14 @@ describe('control channel over real mTLS and HTTP/2', () => {
   it('attaches, makes the policy effective, follows an edit within 2 s and shows the status in /v1/sandboxes', async (t) => {
     const sup = await startTestSupervisor(pki, { policies: { 'sb-1': A } });
     t.after(() => sup.close());
-    const c = makeTestClient(pki, { port: sup.port() });
+    const listeners = new Set<(event: object) => void>();
+    const events = {
+      subscribe(listener: (event: object) => void) {
+        listeners.add(listener);
+        return () => listeners.delete(listener);
+      },
+    };
+    const c = makeTestClient(pki, { port: sup.port(), events, timeouts: { eventsFlushMs: 20 } });
     t.after(() => c.client.close());
     assert.equal(controlReadiness(c.client.state()).ready, false);
     assert.equal(allowed(c.store, 'a.example.test'), false, 'fail closed before the first policy');
@@ -75,6 +82,11 @@ describe('control channel over real mTLS and HTTP/2', () => {
     assert.equal(rows[0]?.lastStatus, 'effective');
     assert.equal(typeof rows[0]?.sessionAgeMs, 'number');
     assert.ok(c.sink.events.some((e) => e.class === 'CONFIG' && e.activity === 'LOADED'));
+
+    for (let i = 0; i < 3; i += 1) for (const listener of listeners) listener({ class_uid: 4001, message: `event ${i}` });
+    const delivered = await sup.waitFor((e) => e.type === 'events');
+    assert.match(delivered.detail ?? '', /^3 events, 0 dropped$/);
+    assert.equal(sup.supervisor.sandboxes()[0]?.eventsReceived, 3);
   });
 
   it('re-attaches by itself after a supervisor restart, re-applies nothing and stays ready throughout', async (t) => {

@@ -182,3 +182,34 @@ describe('NDJSON stream codec', () => {
     await assert.rejects(readBody(Readable.from([Buffer.alloc(10), Buffer.alloc(10)]), 15), { code: 'MESSAGE_TOO_LARGE' });
   });
 });
+
+describe('bounded event buffer', () => {
+  it('drops and counts events beyond its bound, and reports the drops in the next batch', async () => {
+    const { createEventBuffer } = await import('../../src/control/events.js');
+    const buffer = createEventBuffer({ maxEvents: 3, maxBatch: 2 });
+    for (let i = 0; i < 5; i += 1) buffer.add({ n: i });
+    assert.equal(buffer.size(), 3);
+    const first = buffer.take();
+    assert.ok(first);
+    assert.deepEqual(decodeMessage(first.body), { kind: 'events', events: [{ n: 0 }, { n: 1 }], dropped: 2 });
+    buffer.failed(first);
+    const second = buffer.take();
+    assert.ok(second);
+    assert.deepEqual(decodeMessage(second.body), { kind: 'events', events: [{ n: 2 }], dropped: 4 });
+    buffer.delivered(second);
+    assert.equal(buffer.take(), undefined);
+    assert.deepEqual(buffer.stats(), { sent: 1, dropped: 4 });
+  });
+});
+
+describe('--relay-allow parsing', () => {
+  it('accepts loopback ports and refuses anything else with CONFIG_INVALID', async () => {
+    const { parseRelayAllow } = await import('../../src/control/relay.js');
+    assert.deepEqual(parseRelayAllow('22, 127.0.0.1:8080,[::1]:2222'), [
+      { host: '127.0.0.1', port: 22 },
+      { host: '127.0.0.1', port: 8080 },
+      { host: '::1', port: 2222 },
+    ]);
+    assert.throws(() => parseRelayAllow('10.0.0.1:22,70000'), { code: 'CONFIG_INVALID' });
+  });
+});

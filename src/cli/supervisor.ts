@@ -1,0 +1,143 @@
+// `boundary supervisor`: runs the reference supervisor until the CLI's signal fires. Parses its own
+// arguments and reads the TLS folder; everything else is in supervisor/supervisor.ts.
+import { readFile } from 'node:fs/promises';
+import { join, resolve } from 'node:path';
+import { isBoundaryError } from '../errors.js';
+import { parseAuthority } from '../net/host.js';
+import { ISSUED_FILES } from '../pki/issue.js';
+import { ATTACH_DEADLINE_MS, createSupervisor } from '../supervisor/supervisor.js';
+import { createLogger, LOG_FORMATS, type LogFormat } from '../telemetry/logger.js';
+import type { CliIo, Command } from './io.js';
+
+const DEFAULT_LISTEN = '0.0.0.0:5500';
+const MAX_ATTACH_DEADLINE_S = 86_400;
+
+const USAGE = `Usage:
+  boundary supervisor --tls-dir DIR --policies DIR [--listen HOST:PORT] [--credentials FILE]
+                      [--admin-listen HOST:PORT] [--attach-deadline SECONDS] [--trust-domain DOMAIN]
+                      [--log-format json|shorthand]
+
+--listen           control listener, mTLS HTTP/2 (default ${DEFAULT_LISTEN})
+--tls-dir          DIR/ca.pem (the CA boundaries' certificates must chain to), DIR/cert.pem, DIR/key.pem
+                   (this supervisor's serving certificate), as written by 'boundary pki issue --server'
+--policies         DIR/<sandbox-id>.yaml, or DIR/default.yaml for any other sandbox; watched, pushed on change
+--credentials      credentials file (same format as 'boundary run --credentials'); watched, pushed on change
+--admin-listen     admin HTTP: GET /v1/sandboxes, POST /v1/sandboxes/<id>/relay?port=N (Upgrade:
+                   boundary-relay), PUT /v1/sandboxes/<id>/instances/<instance>, /healthz, /readyz
+--attach-deadline  seconds an expected or detached instance may take to attach before it is withdrawn
+                   (default ${ATTACH_DEADLINE_MS / 1000})
+--trust-domain     accept only client certificates of this SPIFFE trust domain
+`;
+
+class UsageError extends Error {}
+
+const VALUE_FLAGS = [
+  '--listen',
+  '--tls-dir',
+  '--policies',
+  '--credentials',
+  '--admin-listen',
+  '--attach-deadline',
+  '--trust-domain',
+  '--log-format',
+] as const;
+type Flag = (typeof VALUE_FLAGS)[number];
+
+function parseArgs(args: readonly string[]): { values: Map<Flag, string>; help: boolean } {
+  const values = new Map<Flag, string>();
+  let help = false;
+  for (let i = 0; i < args.length; i += 1) {
+    const arg = args[i] ?? '';
+    if (arg === '--help' || arg === '-h') {
+      help = true;
+      continue;
+    }
+    if (!(VALUE_FLAGS as readonly string[]).includes(arg)) throw new UsageError(`unexpected argument '${arg}'`);
+    const value = args[i + 1];
+    if (value === undefined || value.startsWith('--')) throw new UsageError(`${arg} needs a value`);
+    if (values.has(arg as Flag)) throw new UsageError(`${arg} given twice`);
+    values.set(arg as Flag, value);
+    i += 1;
+  }
+  return { values, help };
+}
+
+function hostPort(flag: string, text: string): { host: string; port: number } {
+  const parsed = parseAuthority(text);
+  if (!parsed.ok) throw new UsageError(`${flag}: ${parsed.message}`);
+  if (parsed.kind === 'name' && parsed.host !== 'localhost') throw new UsageError(`${flag}: expected an IP address and port, got ${text}`);
+  return { host: parsed.host === 'localhost' ? '127.0.0.1' : parsed.host, port: parsed.port };
+}
+
+export const supervisorCommand: Command = async function supervisorCommand(argv: readonly string[], io: CliIo): Promise<number> {
+  let parsed: ReturnType<typeof parseArgs>;
+  let options: ReturnType<typeof readOptions>;
+  try {
+    parsed = parseArgs(argv);
+    if (parsed.help) {
+      io.stdout.write(USAGE);
+      return 0;
+    }
+    options = readOptions(parsed.values, io);
+  } catch (err) {
+    if (!(err instanceof UsageError)) throw err;
+    io.stderr.write(`boundary supervisor: ${err.message} (USAGE)\n\n${USAGE}`);
+    return 2;
+  }
+  const logger = createLogger({ format: options.logFormat, level: 'info', now: io.now });
+  try {
+    const tls = {
+      caPem: await readFile(join(options.tlsDir, ISSUED_FILES.ca), 'utf8'),
+      certPem: await readFile(join(options.tlsDir, ISSUED_FILES.cert), 'utf8'),
+      keyPem: await readFile(join(options.tlsDir, ISSUED_FILES.key), 'utf8'),
+    };
+    const supervisor = createSupervisor(
+      {
+        listen: options.listen,
+        tls,
+        policiesDir: options.policies,
+        credentialsFile: options.credentials,
+        adminListen: options.adminListen,
+        attachDeadlineMs: options.attachDeadlineMs,
+        trustDomain: options.trustDomain,
+      },
+      { now: io.now, logger, env: io.env },
+    );
+    await supervisor.start();
+    if (!io.signal.aborted) await new Promise<void>((done) => io.signal.addEventListener('abort', () => done(), { once: true }));
+    await supervisor.close();
+    logger.flush();
+    return 0;
+  } catch (err) {
+    const code = isBoundaryError(err) ? err.code : ((err as NodeJS.ErrnoException).code ?? 'ERROR');
+    io.stderr.write(`boundary supervisor: ${(err as Error).message} (${code})\n`);
+    logger.flush();
+    return 1;
+  }
+};
+
+function readOptions(values: Map<Flag, string>, io: CliIo) {
+  const tlsDir = values.get('--tls-dir');
+  const policies = values.get('--policies');
+  if (tlsDir === undefined) throw new UsageError('--tls-dir DIR is required');
+  if (policies === undefined) throw new UsageError('--policies DIR is required');
+  const deadlineText = values.get('--attach-deadline');
+  const deadline = deadlineText === undefined ? ATTACH_DEADLINE_MS / 1000 : Number(deadlineText);
+  if (!(Number.isFinite(deadline) && deadline > 0 && deadline <= MAX_ATTACH_DEADLINE_S)) {
+    throw new UsageError(`--attach-deadline must be a number of seconds from 1 to ${MAX_ATTACH_DEADLINE_S}`);
+  }
+  const logFormat = values.get('--log-format') ?? 'json';
+  if (!(LOG_FORMATS as readonly string[]).includes(logFormat)) throw new UsageError('--log-format must be json or shorthand');
+  const admin = values.get('--admin-listen');
+  const credentials = values.get('--credentials');
+  return {
+    listen: hostPort('--listen', values.get('--listen') ?? DEFAULT_LISTEN),
+    tlsDir: resolve(io.cwd, tlsDir),
+    policies: resolve(io.cwd, policies),
+    credentials: credentials === undefined ? undefined : resolve(io.cwd, credentials),
+    adminListen: admin === undefined ? undefined : hostPort('--admin-listen', admin),
+    attachDeadlineMs: Math.round(deadline * 1000),
+    trustDomain: values.get('--trust-domain'),
+    logFormat: logFormat as LogFormat,
+  };
+}

@@ -1,0 +1,68 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import type { AttachMessage } from '../../src/control/messages.js';
+import { createTables, type SandboxConfig } from '../../src/supervisor/tables.js';
+import { testClock } from '../harness/clock.js';
+
+const config = (policyHash: string): SandboxConfig => ({
+  policyText: `# ${policyHash}\nversion: 1\n`,
+  policyHash,
+  providers: [],
+  credentialsHash: 'c0',
+  settings: { failureMode: 'fail_closed' },
+});
+const attach = (extra: Partial<AttachMessage> = {}): AttachMessage => ({
+  kind: 'attach',
+  sandboxId: 'sb-1',
+  instanceId: 'pod-1',
+  bootId: 'b1',
+  version: 'v',
+  ...extra,
+});
+
+describe('supervisor tables', () => {
+  it('admits the same instance again, superseding the old session, and omits what the boundary holds', () => {
+    const tables = createTables({ now: testClock().now });
+    const first = tables.admit(attach(), config('h1'), 's1');
+    assert.ok(first.ok);
+    assert.equal(first.admitted.policy, config('h1').policyText);
+    const second = tables.admit(attach({ heldPolicyHash: 'h1', heldGeneration: 1, heldCredentialsHash: 'c0' }), config('h1'), 's2');
+    assert.ok(second.ok);
+    assert.equal(second.supersededSession, 's1');
+    assert.equal(second.admitted.policy, undefined);
+    assert.equal(second.admitted.credentials, undefined);
+    assert.equal(tables.bySession('s1'), undefined);
+    assert.equal(tables.rows().length, 1);
+  });
+
+  it('moves its generation past one a boundary held before a supervisor restart', () => {
+    const tables = createTables({ now: testClock().now });
+    const same = tables.admit(attach({ heldPolicyHash: 'h1', heldGeneration: 9 }), config('h1'), 's1');
+    assert.ok(same.ok);
+    assert.equal(same.admitted.generation, 9);
+    const other = tables.admit(attach({ instanceId: 'pod-2', heldPolicyHash: 'old', heldGeneration: 9 }), config('h1'), 's2');
+    assert.ok(other.ok);
+    assert.equal(other.admitted.generation, 10);
+    assert.equal(tables.update('sb-1', config('h2'))?.generation, 11);
+    assert.equal(tables.update('sb-1', config('h2')), undefined);
+  });
+
+  it('records acks, detaches, and frees everything on withdrawal with the reason', () => {
+    const clock = testClock();
+    const tables = createTables({ now: clock.now });
+    tables.admit(attach(), config('h1'), 's1');
+    tables.status('s1', { kind: 'status', generation: 1, policyHash: 'h1', state: 'effective' });
+    assert.equal(tables.rows()[0]?.effectiveGeneration, 1);
+    tables.status('s1', { kind: 'status', generation: 2, policyHash: 'h2', state: 'failed', error: { kind: 'policy', message: 'bad' } });
+    assert.deepEqual(tables.rows()[0]?.lastError, { kind: 'policy', message: 'bad' });
+    tables.detach('s1');
+    clock.advance(1_000);
+    assert.equal(tables.rows()[0]?.attached, false);
+    assert.equal(tables.rows()[0]?.detachedForMs, 1_000);
+    tables.withdraw('sb-1', 'pod-1', 'deadline');
+    assert.deepEqual(tables.rows(), []);
+    assert.equal(tables.sandbox('sb-1'), undefined);
+    assert.equal(tables.instanceCount(), 0);
+    assert.deepEqual(tables.withdrawn(), [{ sandboxId: 'sb-1', instanceId: 'pod-1', reason: 'deadline', at: clock.now() }]);
+  });
+});
