@@ -40,6 +40,7 @@ export interface ProxyLimits {
   readonly keepAliveTimeoutMs: number;
   readonly tunnelIdleTimeoutMs: number;
   readonly connectTimeoutMs: number;
+  readonly closeGraceMs: number;
 }
 
 export const DEFAULT_PROXY_LIMITS: ProxyLimits = Object.freeze({
@@ -49,6 +50,7 @@ export const DEFAULT_PROXY_LIMITS: ProxyLimits = Object.freeze({
   keepAliveTimeoutMs: KEEP_ALIVE_TIMEOUT_MS,
   tunnelIdleTimeoutMs: TUNNEL_IDLE_TIMEOUT_MS,
   connectTimeoutMs: CONNECT_TIMEOUT_MS,
+  closeGraceMs: CLOSE_GRACE_MS,
 });
 
 export interface ProxyServerOptions {
@@ -196,13 +198,14 @@ export function createProxyServer(options: ProxyServerOptions): ProxyServer {
     },
     close() {
       closing ??= (async () => {
-        await new Promise<void>((resolve) => listener.close(() => resolve()));
+        // net.Server.close() calls back only once every accepted socket is gone: stop accepting now, wait last.
+        const stopped = new Promise<void>((resolve) => listener.close(() => resolve()));
         // Tunnels are long-lived by nature: they are closed, not drained. In-flight requests get the grace.
         tunnels.closeAll('shutdown');
         http.closeIdleConnections();
         if (sockets.size > 0) {
           await new Promise<void>((resolve) => {
-            const timer = setTimeout(resolve, CLOSE_GRACE_MS);
+            const timer = setTimeout(resolve, limits.closeGraceMs);
             timer.unref();
             onDrained = () => {
               clearTimeout(timer);
@@ -211,6 +214,7 @@ export function createProxyServer(options: ProxyServerOptions): ProxyServer {
           });
         }
         for (const socket of sockets) socket.destroy();
+        await stopped;
         await upstreams.close();
         await new Promise<void>((resolve) => http.close(() => resolve()));
       })();

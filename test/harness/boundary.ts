@@ -13,6 +13,9 @@ import type { ProxyLimits } from '../../src/proxy/server.js';
 import { type FakeAnswer, type FakeResolver, fakeResolver } from './fake-resolver.js';
 import { type LogSink, logSink } from './log-sink.js';
 
+/** Drain time on close in tests (production: CLOSE_GRACE_MS). */
+export const TEST_CLOSE_GRACE_MS = 200;
+
 export interface StartOptions {
   /** Policy YAML; omitted: no policy file (everything denied, not ready). */
   readonly policy?: string;
@@ -68,7 +71,8 @@ export async function startBoundary(options: StartOptions = {}): Promise<Running
     ...(upstreamCa === undefined ? {} : { upstreamCa }),
     ...(options.caUnavailable === true ? { caCert: join(dir, 'missing.pem'), caKey: join(dir, 'missing.key') } : {}),
     ...(options.onInvalidPolicy === undefined ? {} : { onInvalidPolicy: options.onInvalidPolicy }),
-    ...(options.limits === undefined ? {} : { limits: options.limits }),
+    // Tests leave client sockets open; a short grace keeps teardown quick.
+    limits: { closeGraceMs: TEST_CLOSE_GRACE_MS, ...options.limits },
     unsafeAllowLoopbackUpstream: options.allowLoopback ?? true,
   });
   const boundary = createBoundary(config, {

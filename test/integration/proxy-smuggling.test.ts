@@ -194,7 +194,8 @@ describe('interception CA unavailable (CP-17)', () => {
     const broken = await startBoundary({
       caUnavailable: true,
       allowLoopback: false,
-      names: { 'meta.example.test': ['169.254.169.254'] },
+      names: { 'meta.example.test': ['169.254.169.254'], 'pub.example.test': ['93.184.216.34'] },
+      dial: () => Promise.reject(new Error('this test never dials')),
       policy: `version: 1
 network_policies:
   api:
@@ -205,7 +206,7 @@ network_policies:
 `,
     });
     try {
-      const inspected = await openTunnel(broken.proxyPort, 'api.example.test:443');
+      const inspected = await openTunnel(broken.proxyPort, 'pub.example.test:443');
       assert.equal(inspected.status, 503);
       assert.ok((await readAll(inspected.socket, inspected.rest)).includes('tls_termination_unavailable'));
       assert.equal(broken.dials.length, 0);

@@ -85,14 +85,14 @@ describe('SSRF through CONNECT', () => {
         assert.equal(parsed.error, 'ssrf_denied');
         assert.equal(parsed.check, detail);
         assert.deepEqual(asked, [], 'the dialer was never asked');
-        const event = b.log.events().findLast((e) => e.class_uid === 4001 && e.firewall_rule?.type === 'ssrf');
+        const event = b.log.events().reverse().find((e) => e.class_uid === 4001 && e.firewall_rule?.type === 'ssrf');
         assert.equal(event?.action, 'Denied');
         assert.equal(event?.unmapped.check, detail);
       } else {
         // The fake dialer refuses: a CONNECT dial failure closes the socket with no response (reference §4.2).
         assert.equal(status, 0);
         assert.deepEqual(asked, [detail]);
-        const event = b.log.events().findLast((e) => e.class_uid === 4001 && e.activity_name === 'Fail');
+        const event = b.log.events().reverse().find((e) => e.class_uid === 4001 && e.activity_name === 'Fail');
         assert.ok(event !== undefined, 'NET:FAIL emitted');
       }
       if (/^[0-9x.]+:/i.test(authority)) assert.equal(b.resolver.calls.length, calls, 'IP literals are never resolved');
@@ -101,9 +101,9 @@ describe('SSRF through CONNECT', () => {
 
   it('lists the dropped internal answer on the allow event (NM-07)', async () => {
     await connectStatus('mixed.example.test:443');
-    const fail = b.log.events().findLast((e) => e.class_uid === 4001 && e.activity_name === 'Fail');
+    const fail = b.log.events().reverse().find((e) => e.class_uid === 4001 && e.activity_name === 'Fail');
     assert.ok(fail !== undefined);
-    const dropped = b.log.events().findLast((e) => Array.isArray(e.unmapped.dropped));
+    const dropped = b.log.events().reverse().find((e) => Array.isArray(e.unmapped.dropped));
     assert.deepEqual(dropped?.unmapped.dropped, ['10.0.0.5 private']);
   });
 
