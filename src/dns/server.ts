@@ -92,6 +92,15 @@ export function createDnsServer(options: DnsServerOptions): DnsServer {
     }
   }
 
+  function reply(socket: UdpSocket, response: Buffer, rinfo: RemoteInfo): void {
+    try {
+      socket.send(response, rinfo.port, rinfo.address);
+    } catch (err) {
+      // A socket closed under an in-flight answer throws here; that must never become an unhandled rejection.
+      fault(err);
+    }
+  }
+
   function serveUdp(socket: UdpSocket, message: Buffer, rinfo: RemoteInfo): void {
     let out: ReturnType<DnsHandler>;
     try {
@@ -102,13 +111,13 @@ export function createDnsServer(options: DnsServerOptions): DnsServer {
     }
     if (out === undefined) return;
     if (out instanceof Uint8Array) {
-      socket.send(out, rinfo.port, rinfo.address);
+      reply(socket, out, rinfo);
       return;
     }
     inFlight++;
     out.then(
       (response) => {
-        if (response !== undefined && udp === socket) socket.send(response, rinfo.port, rinfo.address);
+        if (response !== undefined && udp === socket) reply(socket, response, rinfo);
       },
       fault,
     ).finally(() => {

@@ -16,8 +16,6 @@ export const MIN_MAPPING_TTL_SECONDS = 1;
 export const MAX_MAPPING_TTL_SECONDS = 30;
 /** One high-water event per family and epoch when this share of the window is reserved. */
 export const HIGH_WATER_RATIO = 0.8;
-/** The DNS server calls sweep() this often (the pool owns no timer). */
-export const SWEEP_INTERVAL_MS = 1_000;
 
 export type Family = 4 | 6;
 
@@ -86,7 +84,8 @@ export interface SyntheticPool {
   lookupKey(name: string, family: Family, contract: string): SyntheticLookup;
   /** True when `ip` lies inside the current window of its family. */
   contains(ip: string): boolean;
-  /** Drops live records whose expiry has passed (their addresses stay reserved); returns them. */
+  /** Drops live records whose expiry has passed (their addresses stay reserved); returns them. The pool owns no
+   *  timer: the DNS server calls this every TICK_INTERVAL_MS (1 s, reference §8.3). */
   sweep(): readonly Mapping[];
   stats(): PoolStats;
   subscribe(listener: (event: PoolEvent) => void): () => void;

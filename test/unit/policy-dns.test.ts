@@ -12,6 +12,8 @@ import { type EndpointSpec, stubPolicy } from '../harness/dns-policy.js';
 import { collectingSink } from '../harness/dns-stack.js';
 import { type FakeAnswer, fakeResolver } from '../harness/fake-resolver.js';
 import { logSink } from '../harness/log-sink.js';
+import { parsePolicy } from '../../src/policy/parse.js';
+import { createPolicyStore } from '../../src/policy/store.js';
 
 const UDP: DnsRequestInfo = { transport: 'udp', remote: { ip: '127.0.0.1', port: 5353 } };
 const PUBLIC = '93.184.216.34';
@@ -319,5 +321,34 @@ describe('policy DNS mappings and events', () => {
     assert.equal(refuse?.status_detail, 'policy_dns_ineligible');
     assert.equal(refuse?.activity_name, 'Refuse');
     assert.ok(log.lines().some((l) => l.includes('Policy DNS mapped api.example.test')));
+  });
+
+  it('takes eligibility from a parsed OpenShell policy through the store, and follows swaps', async () => {
+    const clock = testClock();
+    const store = createPolicyStore();
+    const resolver = fakeResolver({ 'api.example.test': [PUBLIC], 'pg.db.example.test': [PUBLIC] });
+    const dns = createPolicyDns({ policy: () => store.current(), resolver, pool: createSyntheticPool({ epoch: 0, now: clock.now }), sink: collectingSink(), now: clock.now });
+    const ask = async (name: string) => rcodeOf(decode((await dns.handle(buildQuery(name), UDP))!));
+    assert.equal(await ask('api.example.test'), 'REFUSED', 'before any policy: fail closed');
+    store.swap(
+      parsePolicy(
+        [
+          'version: 1',
+          'network_policies:',
+          '  api:',
+          '    endpoints:',
+          '      - { host: api.example.test, port: 443, protocol: rest, access: read-only, enforcement: enforce }',
+          '      - { host: "*.db.example.test", port: 5432, protocol: tcp }',
+          '    binaries: [{ path: "/**" }]',
+        ].join('\n'),
+      ),
+    );
+    assert.equal(await ask('api.example.test'), 'NOERROR');
+    assert.equal(await ask('pg.db.example.test'), 'NOERROR');
+    assert.equal(await ask('db.example.test'), 'REFUSED', 'a wildcard never matches its apex');
+    assert.equal(await ask('other.example.test'), 'REFUSED');
+    store.swap(parsePolicy('version: 1\nnetwork_policies: {}\n'));
+    assert.equal(await ask('api.example.test'), 'REFUSED', 'a swap drops cached answers at once');
+    assert.deepEqual(resolver.calls.map((c) => c.name), ['api.example.test', 'pg.db.example.test']);
   });
 });
