@@ -109,19 +109,33 @@ function v6(cidr: string, action: V6Action): V6Row {
   return { bytes: ip.bytes, prefix: Number(prefixText), action };
 }
 
+/**
+ * IPv6 ranges that carry an IPv4 address at byte `offset`; such an address is classified as the IPv4 it
+ * carries, and never below `floor` (then as `wrapper`). policy/endpoint-options.ts derives V10's ranges from it.
+ */
+export const IPV4_EMBEDDINGS: readonly {
+  readonly cidr: string;
+  readonly offset: number;
+  readonly floor: AddressTier;
+  readonly wrapper: AddressClass;
+}[] = [
+  // ::ffff:10.0.0.5 is 10.0.0.5. Classify the embedded IPv4, or a private address passes as public.
+  { cidr: '::ffff:0:0/96', offset: 12, floor: 'public', wrapper: 'public' },
+  // Deprecated IPv4-compatible form: never routed publicly, so at least internal.
+  { cidr: '::/96', offset: 12, floor: 'internal', wrapper: 'reserved' },
+  { cidr: '64:ff9b::/96', offset: 12, floor: 'public', wrapper: 'nat64' },
+  { cidr: '2002::/16', offset: 2, floor: 'public', wrapper: 'public' },
+];
+
 const fixed = (result: AddressInfo): V6Action => ({ kind: 'fixed', info: result });
 
 const V6_TABLE: readonly V6Row[] = [
   v6('::/128', fixed(info('unspecified', 'blocked'))),
   v6('::1/128', fixed(info('loopback', 'blocked'))),
   v6('fd00:ec2::254/128', fixed(info('metadata', 'blocked', true))),
-  // ::ffff:10.0.0.5 is 10.0.0.5. Classify the embedded IPv4, or a private address passes as public.
-  v6('::ffff:0:0/96', { kind: 'embedded', offset: 12, floor: 'public', wrapper: 'public' }),
-  // Deprecated IPv4-compatible form: never routed publicly, so at least internal.
-  v6('::/96', { kind: 'embedded', offset: 12, floor: 'internal', wrapper: 'reserved' }),
-  v6('64:ff9b::/96', { kind: 'embedded', offset: 12, floor: 'public', wrapper: 'nat64' }),
+  // Disjoint from every row below except ::/8, so they can sit together here, before it.
+  ...IPV4_EMBEDDINGS.map(({ cidr, offset, floor, wrapper }) => v6(cidr, { kind: 'embedded', offset, floor, wrapper })),
   v6('64:ff9b:1::/48', fixed(info('nat64', 'internal'))),
-  v6('2002::/16', { kind: 'embedded', offset: 2, floor: 'public', wrapper: 'public' }),
   v6('2001::/32', fixed(info('teredo', 'internal'))),
   v6('2001:2::/48', fixed(info('benchmarking', 'internal'))),
   v6('2001:db8::/32', fixed(info('documentation', 'internal'))),

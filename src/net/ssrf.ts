@@ -173,6 +173,7 @@ function prepare(plan: ValidationPlan, input: DestinationInput): Prepared {
 }
 
 function judge(p: Prepared, ip: Ip, canonical: string, info: AddressInfo): SsrfCheck | undefined {
+  // Self first: not even --unsafe-allow-loopback-upstream may open a path back into boundary's own listeners.
   if (isSelf(p, ip, info)) return 'self-address';
   // Only plain 127/8 and ::1: mapped or embedded loopback stays blocked even in local development.
   if (p.allowLoopback && info.class === 'loopback' && info.embedded === undefined) return undefined;

@@ -272,11 +272,19 @@ export function clampTtl(ttlSeconds: number): number {
   return Math.min(MAX_MAPPING_TTL_SECONDS, Math.max(MIN_MAPPING_TTL_SECONDS, Math.floor(ttlSeconds)));
 }
 
-function ipv4Window(text: string, epoch: number): Window {
+/** Why `text` cannot be the IPv4 synthetic range, or undefined when it can (config validation uses this). */
+export function syntheticCidrProblem(text: string): string | undefined {
   const cidr = parseCidr(text);
   if (cidr === undefined || cidr.ip.family !== 4 || !hasCleanHostBits(cidr) || cidr.prefix < 8 || cidr.prefix > 24) {
-    throw new BoundaryError('ADDRESS_INVALID', `synthetic CIDR ${JSON.stringify(text)} must be an IPv4 network /8 to /24 with clean host bits`);
+    return `synthetic CIDR ${JSON.stringify(text)} must be an IPv4 network /8 to /24 with clean host bits`;
   }
+  return undefined;
+}
+
+function ipv4Window(text: string, epoch: number): Window {
+  const cidr = parseCidr(text);
+  const problem = syntheticCidrProblem(text);
+  if (cidr === undefined || problem !== undefined) throw new BoundaryError('ADDRESS_INVALID', problem ?? text);
   const capacity = 2 ** (32 - cidr.prefix) / SYNTHETIC_WINDOWS;
   const base = offsetIp(cidr.ip, (epoch % SYNTHETIC_WINDOWS) * capacity);
   return { base, capacity, cidr: `${formatIp(base)}/${cidr.prefix + 8}`, cursor: 0, highWaterReported: false };

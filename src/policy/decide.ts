@@ -1,6 +1,7 @@
 // decide(policy, intent) -> Decision: the only place a verdict is made (reference §3.9, §4.1). Pure and total:
 // a refusal is a value with a reason, never an exception. Details never carry the query string.
 
+import { formatAuthority } from '../net/host.js';
 import { parseQuery } from './query.js';
 import type { Decision, DecisionReason, EgressIntent, Endpoint, HttpRequestView, L7Rule, Policy, Verdict } from './types.js';
 
@@ -8,7 +9,7 @@ import type { Decision, DecisionReason, EgressIntent, Endpoint, HttpRequestView,
 const UNINSPECTED_L7: ReadonlySet<string> = new Set(['graphql', 'mcp', 'json-rpc']);
 
 export function decide(policy: Policy, intent: EgressIntent): Decision {
-  const target = formatTarget(intent.host, intent.port);
+  const target = formatAuthority(intent.host, intent.port);
   const base: Base = {
     generation: policy.generation,
     policyHash: policy.hash,
@@ -42,6 +43,8 @@ export function decide(policy: Policy, intent: EgressIntent): Decision {
   const missing = `${request.method} ${request.path}`;
   const selected = selectByPath(inspected, request.path);
   if (selected.length === 0) {
+    // A path no inspected selector takes falls back to an L4 endpoint on the same host:port, never to the
+    // rules of a less specific selector: OpenShell's selector picks the endpoint, it is not an access rule.
     const plain = matched.filter((e) => !e.inspected);
     if (plain.length > 0) return allowL4(base, target, plain, matched, '; no inspected endpoint selects this path');
     return finish(base, {
@@ -160,10 +163,6 @@ function firstOfSmallestPolicy(endpoints: readonly Endpoint[]): Endpoint {
 function byPolicyKey(a: Endpoint, b: Endpoint): number {
   if (a.policy !== b.policy) return a.policy < b.policy ? -1 : 1;
   return a.order - b.order;
-}
-
-function formatTarget(host: string, port: number): string {
-  return host.includes(':') ? `[${host}]:${port}` : `${host}:${port}`;
 }
 
 interface Base {

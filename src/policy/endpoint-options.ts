@@ -2,6 +2,7 @@
 // protocol options for graphql, mcp and json-rpc. Readers report problems and return normalised values.
 
 import type { Node } from 'yaml';
+import { IPV4_EMBEDDINGS } from '../net/address.js';
 import { type Cidr, cidrOverlaps, formatCidr, hasCleanHostBits, parseCidr } from '../net/ip.js';
 import {
   CREDENTIAL_BINDING_KEYS,
@@ -36,18 +37,31 @@ export const MAX_INSPECTION_BODY_BYTES = 64 * 1024 * 1024;
 /** `allowed_ips` entries broader than this prefix log a warning. */
 export const ALLOWED_IPS_WARN_PREFIX = 16;
 
-/** Ranges `allowed_ips` may never reach (V10), including their IPv4-mapped IPv6 forms. */
+/**
+ * Ranges `allowed_ips` may never reach (V10), in every spelling net/address.ts classifies as them: the IPv4
+ * ranges also inside each IPv4-carrying IPv6 range (mapped, compatible, NAT64, 6to4). `64:ff9b::a9fe:a9fe` is
+ * 169.254.169.254 to the SSRF check, so it must not load as though it could be allowed.
+ */
 const ALWAYS_BLOCKED: readonly Cidr[] = [
-  '127.0.0.0/8',
-  '169.254.0.0/16',
-  '0.0.0.0/32',
-  '::1/128',
-  '::/128',
-  'fe80::/10',
-  '::ffff:127.0.0.0/104',
-  '::ffff:169.254.0.0/112',
-  '::ffff:0.0.0.0/128',
-].map((text) => parseCidr(text) as Cidr);
+  ...['::1/128', '::/128', 'fe80::/10'].map(cidrOf),
+  ...['127.0.0.0/8', '169.254.0.0/16', '0.0.0.0/32'].flatMap((text) => {
+    const v4 = cidrOf(text);
+    return [v4, ...IPV4_EMBEDDINGS.map((embedding) => embedded(embedding, v4))];
+  }),
+];
+
+function cidrOf(text: string): Cidr {
+  const cidr = parseCidr(text);
+  if (cidr === undefined) throw new Error(`bad table row ${text}`);
+  return cidr;
+}
+
+/** The IPv6 CIDR holding `v4` at the embedding's offset: `2002::/16` + `127.0.0.0/8` is `2002:7f00::/24`. */
+function embedded(embedding: { readonly cidr: string; readonly offset: number }, v4: Cidr): Cidr {
+  const bytes = Uint8Array.from(cidrOf(embedding.cidr).ip.bytes);
+  bytes.set(v4.ip.bytes, embedding.offset);
+  return { ip: { family: 6, bytes }, prefix: embedding.offset * 8 + v4.prefix };
+}
 
 export const DEFAULT_ENDPOINT_OPTIONS: EndpointOptions = Object.freeze({
   graphqlMaxBodyBytes: DEFAULT_INSPECTION_BODY_BYTES,

@@ -1,5 +1,6 @@
 // Glob compilers for rule paths (reference §3.5), query values (§3.8), binaries and the endpoint path selector
-// (§3.6). Pure; patterns are validated with globError() at load time and compiled once into closures.
+// (§3.6). Pure; patterns are validated with globError() at load time and compiled once into token lists.
+// Never a regex over the input: the workload picks paths and queries, and `^/[^/]*a[^/]*a[^/]*b$` backtracks.
 
 /** A compiled glob. `explain()` says why a value missed, or returns undefined when it matches. */
 export interface Glob {
@@ -17,11 +18,33 @@ export interface PathSelector {
 
 type Separator = '/' | '.';
 
+// Character tokens: a char code (>= 0) is that literal; these take any run / any one character; a class is
+// CLASS_BASE - its index (so -3, -4, ...).
+const STAR = -1;
+const ANY = -2;
+const CLASS_BASE = -3;
+
+interface CharPattern {
+  readonly codes: readonly number[];
+  readonly classes: readonly ((code: number) => boolean)[];
+}
+
+/** One segment of a segment-bounded glob. `star` and `any` come from a whole-segment `**`. */
+type SegmentToken =
+  | { readonly kind: 'star' }
+  | { readonly kind: 'any' }
+  | { readonly kind: 'literal'; readonly text: string }
+  | { readonly kind: 'glob'; readonly pattern: CharPattern };
+
+const SEGMENT_STAR: SegmentToken = { kind: 'star' };
+const SEGMENT_ANY: SegmentToken = { kind: 'any' };
+const GLOB_SYNTAX = /[*?[]/;
+
 /** Why a glob is unusable (unterminated or empty class, bad range), or undefined when it compiles. */
-export function globError(pattern: string): string | undefined {
+export function globError(pattern: string, separator: Separator = '/'): string | undefined {
   try {
-    new RegExp(strictSource(pattern, '/'));
-    new RegExp(looseSource(pattern));
+    segmentTokens(pattern, separator);
+    charPattern(pattern);
     return undefined;
   } catch (err) {
     return err instanceof GlobSyntaxError ? err.message : `not a valid glob: ${String(pattern)}`;
@@ -34,11 +57,14 @@ export function globError(pattern: string): string | undefined {
  * acts as `*`; `[...]` and `[!...]` are classes. Case-sensitive.
  */
 export function compileGlob(pattern: string, separator: Separator = '/'): Glob {
-  const re = new RegExp(strictSource(pattern, separator));
+  const tokens = segmentTokens(pattern, separator);
+  const matches = GLOB_SYNTAX.test(pattern)
+    ? (value: string): boolean => segmentsMatch(tokens, value, separator)
+    : (value: string): boolean => value === pattern;
   return {
     source: pattern,
-    matches: (value) => re.test(value),
-    explain: (value) => (re.test(value) ? undefined : `${JSON.stringify(value)} does not match ${pattern}`),
+    matches,
+    explain: (value) => (matches(value) ? undefined : `${JSON.stringify(value)} does not match ${pattern}`),
   };
 }
 
@@ -47,9 +73,18 @@ export function compileValueGlob(pattern: string): Glob {
   return compileGlob(pattern, '.');
 }
 
-/** Binary globs: `*` inside one path segment, `**` across any depth. */
+/**
+ * Binary globs: `*` inside one path segment, `**` across any depth. Only canonical absolute paths match:
+ * `/usr/bin/../../tmp/evil` would otherwise pass `/usr/bin/**`.
+ */
 export function compileBinaryGlob(pattern: string): Glob {
-  return compileGlob(pattern, '/');
+  const glob = compileGlob(pattern, '/');
+  const matches = (path: string): boolean => isCanonicalAbsolute(path) && glob.matches(path);
+  return {
+    source: pattern,
+    matches,
+    explain: (path) => (matches(path) ? undefined : `${JSON.stringify(path)} does not match ${pattern}`),
+  };
 }
 
 const MATCH_ALL_SELECTORS: ReadonlySet<string> = new Set(['', '**', '/**']);
@@ -63,65 +98,144 @@ export function compilePathSelector(pattern: string | undefined): PathSelector {
     return { source: pattern, specificity: 0, matches: () => true };
   }
   const specificity = [...pattern].filter((c) => c !== '*').length;
-  const re = pattern.endsWith('/**')
-    ? new RegExp(`^${looseSource(pattern.slice(0, -3))}(?:/.*)?$`)
-    : new RegExp(`^${looseSource(pattern)}$`);
-  return { source: pattern, specificity, matches: (path) => re.test(path) };
+  if (pattern.endsWith('/**')) {
+    const base = charPattern(pattern.slice(0, -3));
+    const below = { codes: [...base.codes, 0x2f, STAR], classes: base.classes };
+    return {
+      source: pattern,
+      specificity,
+      matches: (path) => charsMatch(base, path, 0, path.length) || charsMatch(below, path, 0, path.length),
+    };
+  }
+  const whole = charPattern(pattern);
+  return { source: pattern, specificity, matches: (path) => charsMatch(whole, path, 0, path.length) };
+}
+
+// Both matchers below are the greedy wildcard algorithm with one backtrack point, the last star. Every token
+// other than a star takes exactly one item (a character, or a segment), so the blocks between stars have fixed
+// widths and placing each as far left as it fits is optimal: exact, and O(items x tokens), never exponential.
+
+/** Matches `value[start, end)` against character tokens. */
+function charsMatch(pattern: CharPattern, value: string, start: number, end: number): boolean {
+  const { codes, classes } = pattern;
+  let t = 0;
+  let i = start;
+  let starToken = -1;
+  let starItem = 0;
+  while (i < end) {
+    const token = t < codes.length ? (codes[t] as number) : undefined;
+    if (token === STAR) {
+      starToken = t;
+      starItem = i;
+      t++;
+    } else if (token !== undefined && charMatches(token, value.charCodeAt(i), classes)) {
+      t++;
+      i++;
+    } else if (starToken >= 0) {
+      // The last star takes one more character; the block after it starts again one place to the right.
+      starItem++;
+      i = starItem;
+      t = starToken + 1;
+    } else {
+      return false;
+    }
+  }
+  while (codes[t] === STAR) t++;
+  return t === codes.length;
+}
+
+function charMatches(token: number, code: number, classes: CharPattern['classes']): boolean {
+  if (token >= 0) return token === code;
+  if (token === ANY) return true;
+  return (classes[CLASS_BASE - token] as (code: number) => boolean)(code);
+}
+
+/** Matches `value` split on `separator`, without splitting: `i` is the start of the current segment. */
+function segmentsMatch(tokens: readonly SegmentToken[], value: string, separator: Separator): boolean {
+  const length = value.length;
+  let t = 0;
+  let i = 0;
+  let starToken = -1;
+  let starItem = 0;
+  // `i === length + 1` once the last segment (possibly empty) is consumed.
+  while (i <= length) {
+    const token = tokens[t];
+    const end = segmentEnd(value, i, separator);
+    if (token === SEGMENT_STAR) {
+      starToken = t;
+      starItem = i;
+      t++;
+    } else if (token !== undefined && segmentMatches(token, value, i, end)) {
+      t++;
+      i = end + 1;
+    } else if (starToken >= 0) {
+      starItem = segmentEnd(value, starItem, separator) + 1;
+      i = starItem;
+      t = starToken + 1;
+    } else {
+      return false;
+    }
+  }
+  while (tokens[t] === SEGMENT_STAR) t++;
+  return t === tokens.length;
+}
+
+function segmentEnd(value: string, start: number, separator: Separator): number {
+  const end = value.indexOf(separator, start);
+  return end < 0 ? value.length : end;
+}
+
+function segmentMatches(token: SegmentToken, value: string, start: number, end: number): boolean {
+  switch (token.kind) {
+    case 'any':
+      return true;
+    case 'literal':
+      return end - start === token.text.length && value.startsWith(token.text, start);
+    case 'glob':
+      return charsMatch(token.pattern, value, start, end);
+    case 'star':
+      return false;
+  }
+}
+
+/** A whole-segment `**` is one segment and then any more; other segments match exactly one segment. */
+function segmentTokens(pattern: string, separator: Separator): SegmentToken[] {
+  const tokens: SegmentToken[] = [];
+  for (const segment of pattern.split(separator)) {
+    if (segment === '**') tokens.push(SEGMENT_ANY, SEGMENT_STAR);
+    else if (!GLOB_SYNTAX.test(segment)) tokens.push({ kind: 'literal', text: segment });
+    else tokens.push({ kind: 'glob', pattern: charPattern(segment) });
+  }
+  return tokens;
+}
+
+/** `*` runs, `?`, `[...]` classes and literal characters (UTF-16 code units, as a regex without `u` sees them). */
+function charPattern(text: string): CharPattern {
+  const codes: number[] = [];
+  const classes: ((code: number) => boolean)[] = [];
+  for (let i = 0; i < text.length; i++) {
+    const c = text[i] ?? '';
+    if (c === '*') {
+      while (text[i + 1] === '*') i++;
+      codes.push(STAR);
+    } else if (c === '?') {
+      codes.push(ANY);
+    } else if (c === '[') {
+      const cls = readClass(text, i);
+      codes.push(CLASS_BASE - classes.length);
+      classes.push(cls.test);
+      i = cls.end;
+    } else {
+      codes.push(text.charCodeAt(i));
+    }
+  }
+  return { codes, classes };
 }
 
 class GlobSyntaxError extends Error {}
 
-function strictSource(pattern: string, separator: Separator): string {
-  const sep = escapeRegExp(separator);
-  const notSep = `[^${sep}]`;
-  const segments = pattern.split(separator).map((segment) =>
-    segment === '**' ? `${notSep}*(?:${sep}${notSep}*)*` : segmentSource(segment, notSep, sep),
-  );
-  return `^${segments.join(sep)}$`;
-}
-
-function segmentSource(segment: string, notSep: string, sep: string): string {
-  let out = '';
-  for (let i = 0; i < segment.length; i++) {
-    const c = segment[i] ?? '';
-    if (c === '*') {
-      while (segment[i + 1] === '*') i++;
-      out += `${notSep}*`;
-    } else if (c === '?') {
-      out += notSep;
-    } else if (c === '[') {
-      const cls = readClass(segment, i);
-      out += `(?!${sep})${cls.source}`;
-      i = cls.end;
-    } else {
-      out += escapeRegExp(c);
-    }
-  }
-  return out;
-}
-
-function looseSource(pattern: string): string {
-  let out = '';
-  for (let i = 0; i < pattern.length; i++) {
-    const c = pattern[i] ?? '';
-    if (c === '*') {
-      while (pattern[i + 1] === '*') i++;
-      out += '.*';
-    } else if (c === '?') {
-      out += '.';
-    } else if (c === '[') {
-      const cls = readClass(pattern, i);
-      out += cls.source;
-      i = cls.end;
-    } else {
-      out += escapeRegExp(c);
-    }
-  }
-  return out;
-}
-
-/** Reads `[...]` starting at `start`; a `]` first in the class is literal. Returns the regex and the `]` index. */
-function readClass(text: string, start: number): { source: string; end: number } {
+/** Reads `[...]` starting at `start`; a `]` first in the class is literal. Returns its test and the `]` index. */
+function readClass(text: string, start: number): { test: (code: number) => boolean; end: number } {
   let i = start + 1;
   let negated = false;
   if (text[i] === '!' || text[i] === '^') {
@@ -136,9 +250,18 @@ function readClass(text: string, start: number): { source: string; end: number }
     body += c === '\\' || c === ']' || c === '[' || c === '^' ? `\\${c}` : c;
   }
   if (i >= text.length) throw new GlobSyntaxError(`unterminated character class in ${text}`);
-  return { source: `[${negated ? '^' : ''}${body}]`, end: i };
+  // A one-character regex: it cannot backtrack. A reversed range such as [z-a] throws here, at load.
+  const re = new RegExp(`^[${negated ? '^' : ''}${body}]$`);
+  return { test: (code) => re.test(String.fromCharCode(code)), end: i };
 }
 
-function escapeRegExp(text: string): string {
-  return text.replace(/[\\^$.*+?()[\]{}|/-]/g, '\\$&');
+/** Starts with `/` and has no empty, `.` or `..` segment after the first. */
+function isCanonicalAbsolute(path: string): boolean {
+  if (!path.startsWith('/')) return false;
+  const segments = path.split('/');
+  for (let i = 1; i < segments.length; i++) {
+    const segment = segments[i];
+    if (segment === '.' || segment === '..' || (segment === '' && i < segments.length - 1)) return false;
+  }
+  return true;
 }

@@ -1,6 +1,7 @@
 // Host, method and port matchers used by decide.ts (reference §3.3, §3.7). Pure. Hosts are label-bounded and
 // never match the apex; each matcher can explain() a miss. Globs live in glob.ts, query matchers in query.ts.
 
+import { compileGlob, type Glob } from './glob.js';
 import type { HostKind } from './types.js';
 
 export const HOST_LABEL_KINDS = ['literal', 'star', 'globstar', 'partial'] as const;
@@ -128,18 +129,15 @@ function labelTest(label: HostLabel): (name: string) => boolean {
     case 'globstar':
       return (name) => name.length > 0;
     case 'partial': {
-      const re = partialRegExp(label.text);
-      return (name) => name.length > 0 && re.test(name);
+      const glob = partialLabelGlob(label.text);
+      return (name) => name.length > 0 && glob.matches(name);
     }
   }
 }
 
-function partialRegExp(text: string): RegExp {
-  const source = text
-    .split(/\*+/)
-    .map((part) => part.replace(/[\\^$.*+?()[\]{}|-]/g, '\\$&'))
-    .join('[^.]*');
-  return new RegExp(`^${source}$`);
+/** `*-ai`: `*` is any run of characters other than `.`. A glob, not a regex: the workload picks the label. */
+function partialLabelGlob(text: string): Glob {
+  return compileGlob(text, '.');
 }
 
 function lastWildcard(labels: readonly HostLabel[]): number {
@@ -153,8 +151,8 @@ function lastWildcard(labels: readonly HostLabel[]): number {
 function labelsIntersect(x: HostLabel, y: HostLabel): boolean {
   if (x.kind === 'star' || y.kind === 'star') return true;
   if (x.kind === 'literal' && y.kind === 'literal') return x.text === y.text;
-  if (x.kind === 'literal') return partialRegExp(y.text).test(x.text);
-  if (y.kind === 'literal') return partialRegExp(x.text).test(y.text);
+  if (x.kind === 'literal') return partialLabelGlob(y.text).matches(x.text);
+  if (y.kind === 'literal') return partialLabelGlob(x.text).matches(y.text);
   // Two single-label globs share a name when their literal prefixes and suffixes are compatible.
   const px = x.text.slice(0, x.text.indexOf('*'));
   const py = y.text.slice(0, y.text.indexOf('*'));

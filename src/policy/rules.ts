@@ -198,7 +198,7 @@ function readHttpRule(
     ok = false;
   }
   const rulePath = requiredString(ctx, map, fields, 'path', path, 'POLICY_RULE_INVALID');
-  if (rulePath !== undefined) ok = checkGlob(ctx, fields.get('path')?.value ?? null, childPath(path, 'path'), rulePath, true) && ok;
+  if (rulePath !== undefined) ok = checkGlob(ctx, fields.get('path')?.value ?? null, childPath(path, 'path'), rulePath, 'path') && ok;
   const query = readQuery(ctx, fields.get('query'), childPath(path, 'query'));
   if (method === undefined || rulePath === undefined || query === undefined || !ok) return undefined;
   const canonical = { method: method.toUpperCase(), path: rulePath, query: Object.fromEntries(query) };
@@ -212,7 +212,7 @@ function readQuery(ctx: ReadContext, field: Field | undefined, path: string): Ma
   if (map === undefined) return undefined;
   let ok = true;
   for (const field of fieldsOf(ctx, map, path)) {
-    const globs = readMatcher(ctx, field.value, childPath(path, field.key), 'POLICY_RULE_INVALID');
+    const globs = readMatcher(ctx, field.value, childPath(path, field.key), 'POLICY_RULE_INVALID', 'query-value');
     if (globs === undefined) ok = false;
     else out.set(field.key, globs);
   }
@@ -220,9 +220,9 @@ function readQuery(ctx: ReadContext, field: Field | undefined, path: string): Ma
 }
 
 /** A glob string or `{ any: [glob, ...] }` (non-empty). */
-function readMatcher(ctx: ReadContext, node: Node | null, path: string, code: ErrorCode): string[] | undefined {
+function readMatcher(ctx: ReadContext, node: Node | null, path: string, code: ErrorCode, kind: GlobKind): string[] | undefined {
   const value = scalarValue(ctx, node);
-  if (typeof value === 'string') return checkGlob(ctx, node, path, value, false, code) ? [value] : undefined;
+  if (typeof value === 'string') return checkGlob(ctx, node, path, value, kind, code) ? [value] : undefined;
   const map = readMap(ctx, node, path, 'a glob string or { any: [...] }');
   if (map === undefined) return undefined;
   const anyField = knownFields(ctx, map, path, ANY_MATCHER_KEYS).get('any');
@@ -236,7 +236,7 @@ function readMatcher(ctx: ReadContext, node: Node | null, path: string, code: Er
     report(ctx, anyField.value, childPath(path, 'any'), code, 'any: [] matches nothing');
     return undefined;
   }
-  return globs.every((g) => checkGlob(ctx, anyField.value, childPath(path, 'any'), g, false, code)) ? globs : undefined;
+  return globs.every((g) => checkGlob(ctx, anyField.value, childPath(path, 'any'), g, kind, code)) ? globs : undefined;
 }
 
 function readGraphqlRule(ctx: ReadContext, map: YAMLMap, fields: Map<string, Field>, path: string): Compiled | undefined {
@@ -269,13 +269,13 @@ function readMcpRule(ctx: ReadContext, map: YAMLMap, path: string, options: Rule
       'MCP method globs are allowed only in the tools/ family, and * is not a method');
     ok = false;
   }
-  const tool = fields.has('tool') ? readMatcher(ctx, fields.get('tool')?.value ?? null, childPath(path, 'tool'), 'POLICY_MCP_INVALID') : undefined;
+  const tool = fields.has('tool') ? readMatcher(ctx, fields.get('tool')?.value ?? null, childPath(path, 'tool'), 'POLICY_MCP_INVALID', 'name') : undefined;
   let paramsName: string[] | undefined;
   const paramsField = fields.get('params');
   if (paramsField !== undefined) {
     const params = readMap(ctx, paramsField.value, childPath(path, 'params'));
     const nameField = params === undefined ? undefined : knownFields(ctx, params, childPath(path, 'params'), MCP_PARAMS_KEYS).get('name');
-    if (nameField !== undefined) paramsName = readMatcher(ctx, nameField.value, childPath(path, 'params.name'), 'POLICY_MCP_INVALID');
+    if (nameField !== undefined) paramsName = readMatcher(ctx, nameField.value, childPath(path, 'params.name'), 'POLICY_MCP_INVALID', 'name');
   }
   const selectors = [...(tool ?? []), ...(paramsName ?? [])];
   if (selectors.length > 0 && method !== 'tools/call' && !options.mcpAllowAll) {
@@ -330,20 +330,24 @@ function requiredString(
   return value;
 }
 
+/** What a glob is matched against: a rule path, a query value (split on `.`), or an MCP tool name. */
+type GlobKind = 'path' | 'query-value' | 'name';
+
 function checkGlob(
   ctx: ReadContext,
   node: Node | null,
   path: string,
   pattern: string,
-  isPath: boolean,
+  kind: GlobKind,
   code: ErrorCode = 'POLICY_RULE_INVALID',
 ): boolean {
-  const problem = globError(pattern);
+  // Validate with the separator the glob is compiled with: `[a.b]` is fine split on `/` but unterminated on `.`.
+  const problem = globError(pattern, kind === 'query-value' ? '.' : '/');
   if (problem !== undefined) {
     report(ctx, resolve(ctx, node), path, code, problem);
     return false;
   }
-  if (isPath && !pattern.startsWith('/') && !pattern.startsWith('*')) {
+  if (kind === 'path' && !pattern.startsWith('/') && !pattern.startsWith('*')) {
     report(ctx, resolve(ctx, node), path, code, `path ${pattern} must start with / (or be **)`);
     return false;
   }

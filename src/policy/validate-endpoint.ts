@@ -71,23 +71,7 @@ export function readEndpoint(ctx: ReadContext, node: Node | null, path: string):
   }
 
   const allowedIps = readAllowedIps(ctx, f.get('allowed_ips'), at('allowed_ips'));
-  const hostText = readString(ctx, f.get('host'), at('host'));
-  let host: string | undefined;
-  let hostKind: Endpoint['hostKind'] = 'any';
-  if (hostText !== undefined) {
-    const result = normalisePolicyHost(hostText, { tcp });
-    if (!result.ok) report(ctx, valueNode('host'), at('host'), result.code, result.message);
-    else {
-      host = result.host;
-      hostKind = result.kind;
-      if (result.warning !== undefined) report(ctx, valueNode('host'), at('host'), 'POLICY_WARN_PUBLIC_SUFFIX', result.warning);
-    }
-  } else if (!f.has('host')) {
-    if (tcp) report(ctx, map, at('host'), 'POLICY_TCP_HOST', 'protocol tcp needs a DNS hostname');
-    else if (allowedIps.length === 0 && listIsEmpty(ctx, f.get('allowed_ips'))) {
-      report(ctx, map, at('host'), 'POLICY_HOST_REQUIRED', 'host is required unless allowed_ips is set');
-    }
-  }
+  const { host, hostKind } = readHost(ctx, { f, map, path, tcp, hasAllowedIps: allowedIps.length > 0 });
 
   const ports = readPorts(ctx, f, path, map);
   const selectorText = tcp ? undefined : readString(ctx, f.get('path'), at('path'));
@@ -196,6 +180,38 @@ export function readEndpoint(ctx: ReadContext, node: Node | null, path: string):
       options: optionsCanonical,
     },
   };
+}
+
+interface HostInput {
+  readonly f: ReadonlyMap<string, Field>;
+  readonly map: Node;
+  readonly path: string;
+  readonly tcp: boolean;
+  readonly hasAllowedIps: boolean;
+}
+
+/** `host` (V3, V9): the normalised pattern and how it was written; absent only in the hostless allowed_ips form. */
+function readHost(ctx: ReadContext, input: HostInput): { host: string | undefined; hostKind: Endpoint['hostKind'] } {
+  const { f, map, tcp } = input;
+  const path = childPath(input.path, 'host');
+  const hostText = readString(ctx, f.get('host'), path);
+  if (hostText === undefined) {
+    if (f.has('host')) return { host: undefined, hostKind: 'any' };
+    if (tcp) report(ctx, map, path, 'POLICY_TCP_HOST', 'protocol tcp needs a DNS hostname');
+    // `allowed_ips` entries that failed to parse are reported on their own; only an absent or empty list is this.
+    else if (!input.hasAllowedIps && listIsEmpty(ctx, f.get('allowed_ips'))) {
+      report(ctx, map, path, 'POLICY_HOST_REQUIRED', 'host is required unless allowed_ips is set');
+    }
+    return { host: undefined, hostKind: 'any' };
+  }
+  const node = f.get('host')?.value ?? f.get('host')?.keyNode;
+  const result = normalisePolicyHost(hostText, { tcp });
+  if (!result.ok) {
+    report(ctx, node, path, result.code, result.message);
+    return { host: undefined, hostKind: 'any' };
+  }
+  if (result.warning !== undefined) report(ctx, node, path, 'POLICY_WARN_PUBLIC_SUFFIX', result.warning);
+  return { host: result.host, hostKind: result.kind };
 }
 
 /** Absent, or a list with no items (`allowed_ips: []`). */

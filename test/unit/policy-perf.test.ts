@@ -4,6 +4,8 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { decide } from '../../src/policy/decide.js';
+import { compileGlob, compilePathSelector, compileValueGlob } from '../../src/policy/glob.js';
+import { compileHostPattern } from '../../src/policy/match.js';
 import { parsePolicy } from '../../src/policy/parse.js';
 import type { EgressIntent, Policy } from '../../src/policy/types.js';
 
@@ -13,6 +15,8 @@ const MAX_RATIO = 3;
 const ROUNDS = 41;
 const WARMUP_ROUNDS = 5;
 const DECIDES_PER_ROUND = 2_000;
+/** One match of an adversarial input against a many-wildcard glob; a backtracking regex took seconds here. */
+const MAX_ADVERSARIAL_MATCH_MS = 50;
 
 /** Five endpoint shapes per entry: exact L4, exact REST, one-label wildcard, ** wildcard, first-label glob. */
 function policyText(endpoints: number): string {
@@ -85,5 +89,45 @@ describe('decide performance', () => {
     const largeNs = medianNsPerDecide(large, largeBatch);
     t.diagnostic(`median decide: ${SMALL_ENDPOINTS} endpoints ${smallNs.toFixed(0)} ns, ${LARGE_ENDPOINTS} endpoints ${largeNs.toFixed(0)} ns`);
     assert.ok(largeNs <= smallNs * MAX_RATIO, `10k median ${largeNs.toFixed(0)} ns vs 10 median ${smallNs.toFixed(0)} ns`);
+  });
+});
+
+describe('glob matching cost', () => {
+  // The workload picks the path, query and host; the policy author picks the globs. A regex with several `*`
+  // backtracks polynomially in the input (`/*a*a*b` against 4 KiB of `a` took 44 s), stalling every tunnel.
+  const cases: [string, () => boolean][] = [
+    ['rule path /*a*a*b against a 1.5 KiB segment', () => compileGlob('/*a*a*b').matches(`/${'a'.repeat(1_500)}`)],
+    ['rule path /**/a/**/a/**/z against 400 segments', () => compileGlob('/**/a/**/a/**/z').matches('/a'.repeat(400))],
+    ['path selector /*a*a*a*b against 300 characters', () => compilePathSelector('/*a*a*a*b').matches(`/${'a'.repeat(300)}`)],
+    ['query value *a*a*a*b against 300 characters', () => compileValueGlob('*a*a*a*b').matches('a'.repeat(300))],
+    ['host label *a*a*a*a*a*b against a 63-character label', () =>
+      compileHostPattern('*a*a*a*a*a*b.example.com', 'wildcard').matches(`${'a'.repeat(63)}.example.com`)],
+  ];
+  for (const [label, run] of cases) {
+    it(`matches ${label} in under ${MAX_ADVERSARIAL_MATCH_MS} ms`, () => {
+      const start = process.hrtime.bigint();
+      assert.equal(run(), false);
+      const ms = Number(process.hrtime.bigint() - start) / 1e6;
+      assert.ok(ms < MAX_ADVERSARIAL_MATCH_MS, `took ${ms.toFixed(1)} ms`);
+    });
+  }
+
+  it('decides an adversarial path against a many-wildcard rule quickly and still by the rules', () => {
+    const policy = parsePolicy(`version: 1
+network_policies:
+  globs:
+    endpoints:
+      - host: api.example.com
+        port: 443
+        protocol: rest
+        enforcement: enforce
+        rules:
+          - allow: { method: GET, path: "/*a*a*b" }
+`);
+    const intent: EgressIntent = { adapter: 'l7', host: 'api.example.com', port: 443, method: 'GET', path: `/${'a'.repeat(1_500)}` };
+    const start = process.hrtime.bigint();
+    assert.equal(decide(policy, intent).verdict, 'deny');
+    assert.ok(Number(process.hrtime.bigint() - start) / 1e6 < MAX_ADVERSARIAL_MATCH_MS);
+    assert.equal(decide(policy, { ...intent, path: '/xaya-ab' }).verdict, 'allow');
   });
 });
