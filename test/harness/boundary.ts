@@ -8,6 +8,7 @@ import { join } from 'node:path';
 import { Registry } from 'prom-client';
 import { type Boundary, createBoundary } from '../../src/boundary.js';
 import { parseConfig } from '../../src/config.js';
+import type { CredentialSource } from '../../src/credentials/source.js';
 import { type DialTarget, netDial } from '../../src/proxy/dial.js';
 import type { ProxyLimits } from '../../src/proxy/server.js';
 import { type FakeAnswer, type FakeResolver, fakeResolver } from './fake-resolver.js';
@@ -15,6 +16,8 @@ import { type LogSink, logSink } from './log-sink.js';
 
 /** Drain time on close in tests (production: CLOSE_GRACE_MS). */
 export const TEST_CLOSE_GRACE_MS = 200;
+/** Inside 127.0.0.0/8: every address is local without a route, so capture listeners bind without root. */
+export const TEST_SYNTHETIC_CIDR = '127.77.0.0/16';
 
 export interface StartOptions {
   /** Policy YAML; omitted: no policy file (everything denied, not ready). */
@@ -31,12 +34,22 @@ export interface StartOptions {
   readonly now?: () => number;
   /** Replaces the real (loopback) dial; every target is still recorded in `dials`. */
   readonly dial?: (target: DialTarget) => Promise<Socket>;
+  /** Synthetic range of policy DNS; inside 127.0.0.0/8 so capture needs no route (default 127.77.0.0/16). */
+  readonly syntheticCidr?: string;
+  /** Pre-existing state directory (e.g. with a corrupt epoch file); default a fresh one in the temp dir. */
+  readonly stateDir?: string;
+  /** The boundary's credential source (deps.credentials); default: an empty static source. */
+  readonly credentials?: CredentialSource;
+  /** Log and audit line format of the in-memory sink (default json). */
+  readonly logFormat?: 'json' | 'shorthand';
 }
 
 export interface RunningBoundary {
   readonly boundary: Boundary;
   readonly proxyPort: number;
   readonly adminPort: number;
+  /** Policy DNS (UDP and TCP on 127.0.0.1), or undefined when it failed closed. */
+  readonly dnsPort: number | undefined;
   /** The interception CA certificate (PEM), or undefined when unavailable. */
   readonly caPem: string | undefined;
   readonly log: LogSink;
@@ -60,13 +73,15 @@ export async function startBoundary(options: StartOptions = {}): Promise<Running
     await writeFile(upstreamCa, options.upstreamCaPem);
   }
   const now = options.now ?? Date.now;
-  const log = logSink({ now });
+  const log = logSink({ now, ...(options.logFormat === undefined ? {} : { format: options.logFormat }) });
   const resolver = fakeResolver({ 'api.example.test': ['127.0.0.1'], 'other.example.test': ['127.0.0.1'], ...options.names });
   const dials: DialTarget[] = [];
   const config = parseConfig({
     proxyListen: '127.0.0.1:0',
     adminListen: '127.0.0.1:0',
-    stateDir: join(dir, 'state'),
+    dnsListen: '127.0.0.1:0',
+    syntheticCidr: options.syntheticCidr ?? TEST_SYNTHETIC_CIDR,
+    stateDir: options.stateDir ?? join(dir, 'state'),
     ...(options.policy === undefined ? {} : { policyFile: policyPath }),
     ...(upstreamCa === undefined ? {} : { upstreamCa }),
     ...(options.caUnavailable === true ? { caCert: join(dir, 'missing.pem'), caKey: join(dir, 'missing.key') } : {}),
@@ -74,6 +89,7 @@ export async function startBoundary(options: StartOptions = {}): Promise<Running
     // Tests leave client sockets open; a short grace keeps teardown quick.
     limits: { closeGraceMs: TEST_CLOSE_GRACE_MS, ...options.limits },
     unsafeAllowLoopbackUpstream: options.allowLoopback ?? true,
+    ...(options.logFormat === undefined ? {} : { logFormat: options.logFormat }),
   });
   const boundary = createBoundary(config, {
     resolver,
@@ -81,18 +97,20 @@ export async function startBoundary(options: StartOptions = {}): Promise<Running
     logger: log.logger,
     audit: log.sink,
     registry: new Registry(),
+    ...(options.credentials === undefined ? {} : { credentials: options.credentials }),
     dial: (target) => {
       dials.push(target);
       return options.dial === undefined ? netDial(target) : options.dial(target);
     },
   });
   await boundary.start();
-  const caPem = options.caUnavailable === true ? undefined : await readFile(join(dir, 'state', 'ca.pem'), 'utf8');
+  const caPem = options.caUnavailable === true ? undefined : await readFile(join(options.stateDir ?? join(dir, 'state'), 'ca.pem'), 'utf8');
   let closed: Promise<void> | undefined;
   return {
     boundary,
     proxyPort: boundary.proxyAddress().port,
     adminPort: boundary.adminAddress().port,
+    dnsPort: boundary.transparent.dnsAddress()?.port,
     caPem,
     log,
     resolver,
