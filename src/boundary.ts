@@ -6,6 +6,9 @@ import { readFile } from 'node:fs/promises';
 import type { SecureContext } from 'node:tls';
 import type { Registry } from 'prom-client';
 import type { Config } from './config.js';
+import { type AttachedControl, type AttachedControlOptions, createAttachedControl } from './control/attached.js';
+import type { ControlLookup } from './control/dial.js';
+import { type CredentialSource, createStaticCredentialSource } from './credentials/source.js';
 import { BoundaryError } from './errors.js';
 import type { Resolver } from './net/resolver.js';
 import { createLeafCache, type LeafCache } from './pki/leaf.js';
@@ -19,6 +22,7 @@ import { type AdminServer, createAdminServer, type Readiness } from './telemetry
 import { createAuditSink } from './telemetry/audit.js';
 import type { AuditSink } from './telemetry/event.js';
 import type { Logger } from './telemetry/logger.js';
+import { createTransparent, type Transparent } from './transparent.js';
 
 export interface Deps {
   readonly resolver: Resolver;
@@ -31,6 +35,15 @@ export interface Deps {
   readonly audit?: AuditSink;
   /** Replaces net.connect for upstream dials (tests count dials through it). */
   readonly dial?: DialFunction;
+  /** Standalone: the watched `--credentials` file source (run.ts builds it). Default: the source the
+   *  supervisor pushes into (attached mode), empty until a push arrives. */
+  readonly credentials?: CredentialSource;
+  /** Attached mode: supervisor name -> addresses (main/run passes the system resolver; tests a fake). */
+  readonly controlLookup?: ControlLookup;
+  /** Reported to the supervisor on attach. */
+  readonly version?: string;
+  /** Tests only: faster control backoff/timers and a listener for control state changes. */
+  readonly controlTuning?: Pick<AttachedControlOptions, 'tuning' | 'onState'>;
 }
 
 export interface Boundary {
@@ -44,12 +57,27 @@ export interface Boundary {
   reloadPolicy(): Promise<void>;
   readonly store: PolicyStore;
   readonly proxy: ProxyServer;
+  /** Policy DNS and transparent capture. */
+  readonly transparent: Transparent;
 }
 
 export function createBoundary(config: Config, deps: Deps): Boundary {
   const { logger, now } = deps;
   const sink = deps.audit ?? createAuditSink({ logger, now, format: config.logFormat });
   const store = createPolicyStore();
+  const transparent = createTransparent({
+    dnsListen: config.dnsListen,
+    syntheticCidr: config.syntheticCidr,
+    stateDir: config.stateDir,
+    allowLoopback: config.unsafeAllowLoopbackUpstream,
+    maxConnections: config.limits.maxConnections,
+    store,
+    resolver: deps.resolver,
+    sink,
+    logger,
+    registry: deps.registry,
+    now,
+  });
   let leaves: LeafCache | undefined;
   let caProblem: string | undefined = 'not loaded yet';
   let started = false;
@@ -57,6 +85,27 @@ export function createBoundary(config: Config, deps: Deps): Boundary {
   let admin: AdminServer | undefined;
   let watcher: PolicyFileWatcher | undefined;
   let unsubscribe: (() => void) | undefined;
+  // Every placeholder is refused until a source holds the key; attached mode pushes into this one.
+  const pushedCredentials = createStaticCredentialSource({ providers: [] });
+  const credentials: CredentialSource = deps.credentials ?? pushedCredentials;
+  // Attached mode: the supervisor feeds the same store (and a static credential source) as the files do
+  // in standalone mode; until its first policy is effective the store holds deny-all.
+  const control: AttachedControl | undefined =
+    config.attached === undefined
+      ? undefined
+      : createAttachedControl({
+          settings: config.attached,
+          store,
+          sink,
+          logger,
+          now,
+          credentials: pushedCredentials,
+          lookup: deps.controlLookup,
+          version: deps.version,
+          // Capture listeners follow the store (proxy/capture-listeners.ts): a first tcp endpoint needs no restart.
+          liveCapture: true,
+          ...deps.controlTuning,
+        });
 
   const interception: Interception = {
     ready: () => leaves !== undefined,
@@ -83,7 +132,11 @@ export function createBoundary(config: Config, deps: Deps): Boundary {
       allowLoopback: config.unsafeAllowLoopbackUpstream,
       interception,
       upstreamCaPem,
-      otherSelfAddresses: () => (admin === undefined ? [] : [{ ip: admin.address().host, port: admin.address().port }]),
+      otherSelfAddresses: () => [
+        ...(admin === undefined ? [] : [{ ip: admin.address().host, port: admin.address().port }]),
+        ...[transparent.dnsAddress()].flatMap((dns) => (dns === undefined ? [] : [{ ip: dns.host, port: dns.port }])),
+      ],
+      credentials,
     });
   }
 
@@ -92,12 +145,17 @@ export function createBoundary(config: Config, deps: Deps): Boundary {
     if (!started) reasons.push('starting');
     if (closing !== undefined) reasons.push('closing');
     if (!store.hasPolicy()) reasons.push('no-policy');
+    const dnsProblem = transparent.problem();
+    if (dnsProblem !== undefined && started) reasons.push(dnsProblem);
     const policy = store.current();
+    const attached = control?.readiness();
+    if (attached !== undefined) reasons.push(...attached.reasons);
     return {
       ready: reasons.length === 0,
       reasons,
       generation: policy.generation,
       policyHash: policy.hash,
+      ...(attached === undefined ? {} : { supervisor: attached.supervisor, lastError: attached.lastError }),
       interception: caProblem === undefined ? 'ready' : `unavailable: ${caProblem}`,
     };
   }
@@ -123,6 +181,7 @@ export function createBoundary(config: Config, deps: Deps): Boundary {
 
   const boundary: Boundary = {
     store,
+    transparent,
     get proxy(): ProxyServer {
       if (proxy === undefined) throw new BoundaryError('CONFIG_INVALID', 'the boundary has not been started');
       return proxy;
@@ -153,9 +212,11 @@ export function createBoundary(config: Config, deps: Deps): Boundary {
         await watcher.loadInitial();
         watcher.start();
       }
+      await control?.start();
       admin = createAdminServer({ host: config.adminListen.host, port: config.adminListen.port, registry: deps.registry, readiness, logger });
       await admin.start();
       await live.start();
+      await transparent.start(live.context, [live.address(), admin.address()].map((a) => ({ ip: a.host, port: a.port })));
       const bound = live.address();
       sink.emit({
         class: 'NET',
@@ -171,7 +232,9 @@ export function createBoundary(config: Config, deps: Deps): Boundary {
     close() {
       closing ??= (async () => {
         watcher?.close();
+        await control?.close();
         unsubscribe?.();
+        await transparent.close();
         await proxy?.close();
         await admin?.close();
         await new Promise<void>((resolve) => logger.flush(() => resolve()));

@@ -2,7 +2,11 @@
 // or CONFIG_INVALID listing every problem. Never reads files, argv or env (cli/run.ts turns flags into input).
 
 import { isIP } from 'node:net';
-import { BoundaryError, type Issue } from './errors.js';
+import type { AttachedSettings } from './control/attached.js';
+import { parseRelayAllow } from './control/relay.js';
+import { BoundaryError, type Issue, isBoundaryError } from './errors.js';
+import { parseAuthority } from './net/host.js';
+import { DEFAULT_SYNTHETIC_CIDR, syntheticCidrProblem } from './net/synthetic.js';
 import { DEFAULT_PROXY_LIMITS, type ProxyLimits } from './proxy/server.js';
 
 export interface ListenAddress {
@@ -29,12 +33,20 @@ export interface Config {
   /** Extra trust anchors (PEM file) for upstream TLS, beside the system roots. */
   readonly upstreamCa: string | undefined;
   readonly upstreamDns: ListenAddress | undefined;
+  /** Policy DNS (UDP and TCP); an IP literal. Port 53 in a pod. */
+  readonly dnsListen: ListenAddress;
+  /** IPv4 range of synthetic answers (captured); one /(prefix+8) window per boot epoch. */
+  readonly syntheticCidr: string;
   readonly hostsFile: string | undefined;
+  /** Standalone credentials YAML (`--credentials`, watched); run.ts turns it into deps.credentials. */
+  readonly credentialsFile: string | undefined;
   readonly logFormat: LogFormatName;
   readonly onInvalidPolicy: OnInvalidPolicy;
   /** Operator-only: loopback upstreams pass SSRF validation. Never settable from policy. */
   readonly unsafeAllowLoopbackUpstream: boolean;
   readonly limits: ProxyLimits;
+  /** Attached mode (`--supervisor`): policy, credentials and relays come from the supervisor. */
+  readonly attached: AttachedSettings | undefined;
 }
 
 export const DEFAULTS: Config = Object.freeze({
@@ -47,15 +59,20 @@ export const DEFAULTS: Config = Object.freeze({
   caOut: undefined,
   upstreamCa: undefined,
   upstreamDns: undefined,
+  dnsListen: Object.freeze({ host: '127.0.0.1', port: 15053 }),
+  syntheticCidr: DEFAULT_SYNTHETIC_CIDR,
   hostsFile: undefined,
+  credentialsFile: undefined,
   logFormat: 'json',
   onInvalidPolicy: 'keep',
   unsafeAllowLoopbackUpstream: false,
   limits: DEFAULT_PROXY_LIMITS,
+  attached: undefined,
 });
 
 const LIMIT_KEYS = Object.keys(DEFAULT_PROXY_LIMITS) as (keyof ProxyLimits)[];
-const CONFIG_KEYS = Object.keys(DEFAULTS) as (keyof Config)[];
+const ATTACHED_KEYS = ['supervisor', 'tlsDir', 'sandboxId', 'instanceId', 'relayAllow'] as const;
+const CONFIG_KEYS = [...(Object.keys(DEFAULTS) as string[]).filter((k) => k !== 'attached'), ...ATTACHED_KEYS];
 const PORT_TEXT = /^(0|[1-9][0-9]{0,4})$/;
 
 function issue(issues: Issue[], path: string, message: string): void {
@@ -139,18 +156,26 @@ export function parseConfig(raw: unknown): Config {
   }
   const input = raw as Record<string, unknown>;
   for (const key of Object.keys(input)) {
-    if (!(CONFIG_KEYS as string[]).includes(key)) issue(issues, key, 'unknown key');
+    if (!CONFIG_KEYS.includes(key)) issue(issues, key, 'unknown key');
   }
-  const listen = (key: 'proxyListen' | 'adminListen' | 'upstreamDns'): ListenAddress | undefined =>
+  const listen = (key: 'proxyListen' | 'adminListen' | 'upstreamDns' | 'dnsListen'): ListenAddress | undefined =>
     input[key] === undefined ? DEFAULTS[key] : parseListenAddress(input[key], key, issues);
   const upstreamDns = listen('upstreamDns');
   if (upstreamDns !== undefined && upstreamDns.port === 0) issue(issues, 'upstreamDns.port', 'expected a port 1-65535');
   const stateDir = optionalString(input.stateDir, 'stateDir', issues) ?? DEFAULTS.stateDir;
+  const dnsListen = listen('dnsListen') ?? DEFAULTS.dnsListen;
+  if (isIP(dnsListen.host) === 0) issue(issues, 'dnsListen.host', 'expected an IP literal');
+  const syntheticCidr = optionalString(input.syntheticCidr, 'syntheticCidr', issues) ?? DEFAULTS.syntheticCidr;
+  const cidrProblem = syntheticCidrProblem(syntheticCidr);
+  if (cidrProblem !== undefined) issue(issues, 'syntheticCidr', cidrProblem);
   const caCert = optionalString(input.caCert, 'caCert', issues);
   const caKey = optionalString(input.caKey, 'caKey', issues);
   if ((caCert === undefined) !== (caKey === undefined)) issue(issues, caCert === undefined ? 'caCert' : 'caKey', 'caCert and caKey go together');
   const unsafe = input.unsafeAllowLoopbackUpstream;
   if (unsafe !== undefined && typeof unsafe !== 'boolean') issue(issues, 'unsafeAllowLoopbackUpstream', 'expected a boolean');
+  if (input.credentialsFile !== undefined && input.supervisor !== undefined) {
+    issue(issues, 'credentialsFile', 'a credentials file and a supervisor exclude each other: the supervisor delivers credentials');
+  }
   const config: Config = {
     proxyListen: listen('proxyListen') ?? DEFAULTS.proxyListen,
     adminListen: listen('adminListen') ?? DEFAULTS.adminListen,
@@ -161,14 +186,62 @@ export function parseConfig(raw: unknown): Config {
     caOut: optionalString(input.caOut, 'caOut', issues),
     upstreamCa: optionalString(input.upstreamCa, 'upstreamCa', issues),
     upstreamDns,
+    dnsListen,
+    syntheticCidr,
     hostsFile: optionalString(input.hostsFile, 'hostsFile', issues),
+    credentialsFile: optionalString(input.credentialsFile, 'credentialsFile', issues),
     logFormat: oneOf(input.logFormat, LOG_FORMATS, DEFAULTS.logFormat, 'logFormat', issues),
     onInvalidPolicy: oneOf(input.onInvalidPolicy, ON_INVALID_POLICY, DEFAULTS.onInvalidPolicy, 'onInvalidPolicy', issues),
     unsafeAllowLoopbackUpstream: unsafe === true,
     limits: parseLimits(input.limits, issues),
+    attached: parseAttached(input, issues),
   };
   if (issues.length > 0) {
     throw new BoundaryError('CONFIG_INVALID', `configuration is invalid: ${issues.map((i) => `${i.path}: ${i.message}`).join('; ')}`, { issues });
   }
   return Object.freeze(config);
+}
+
+// Same shape the control client and the supervisor accept for sandbox and instance ids.
+const CONTROL_ID = /^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$/;
+
+/** The attached-mode keys: all or nothing around `supervisor`, and never together with `policyFile`. */
+function parseAttached(input: Record<string, unknown>, issues: Issue[]): AttachedSettings | undefined {
+  if (input.supervisor === undefined) {
+    for (const key of ATTACHED_KEYS) if (input[key] !== undefined) issue(issues, key, 'only valid with supervisor (attached mode)');
+    return undefined;
+  }
+  const before = issues.length;
+  let supervisor: { host: string; port: number } | undefined;
+  if (typeof input.supervisor !== 'string') issue(issues, 'supervisor', 'expected HOST:PORT');
+  else {
+    const parsed = parseAuthority(input.supervisor);
+    if (parsed.ok) supervisor = { host: parsed.host, port: parsed.port };
+    else issue(issues, 'supervisor', `expected HOST:PORT: ${parsed.message}`);
+  }
+  if (input.policyFile !== undefined) issue(issues, 'policyFile', 'a policy file and a supervisor exclude each other: the supervisor delivers the policy');
+  const tlsDir = optionalString(input.tlsDir, 'tlsDir', issues);
+  if (tlsDir === undefined && input.tlsDir === undefined) issue(issues, 'tlsDir', 'required with supervisor (DIR/ca.pem, cert.pem, key.pem)');
+  const id = (key: 'sandboxId' | 'instanceId'): string | undefined => {
+    const value = optionalString(input[key], key, issues);
+    if (value !== undefined && !CONTROL_ID.test(value)) issue(issues, key, 'expected 1-128 characters of [A-Za-z0-9._:-], starting with a letter or digit');
+    return value;
+  };
+  const sandboxId = id('sandboxId');
+  if (input.sandboxId === undefined) issue(issues, 'sandboxId', 'required with supervisor');
+  const instanceId = id('instanceId') ?? sandboxId;
+  let relayAllow: AttachedSettings['relayAllow'] = [];
+  if (input.relayAllow !== undefined) {
+    if (typeof input.relayAllow !== 'string') issue(issues, 'relayAllow', 'expected a comma-separated list of loopback PORT or HOST:PORT');
+    else {
+      try {
+        relayAllow = Object.freeze(parseRelayAllow(input.relayAllow).map((t) => Object.freeze({ ...t })));
+      } catch (err) {
+        if (!isBoundaryError(err)) throw err;
+        issues.push(...err.issues);
+      }
+    }
+  }
+  if (issues.length > before || supervisor === undefined || tlsDir === undefined || sandboxId === undefined || instanceId === undefined) return undefined;
+  return Object.freeze({ supervisor: Object.freeze(supervisor), tlsDir, sandboxId, instanceId, relayAllow });
 }

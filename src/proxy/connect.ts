@@ -14,16 +14,19 @@ import {
   policyChangedDenial,
   ssrfDenial,
   tlsUnavailableDenial,
+  uninspectedCredentialsDenial,
   unsupportedL7Denial,
   upstreamUnreachableDenial,
   renderDenial,
   writeBareStatusToSocket,
   writeDenialToSocket,
 } from './deny.js';
+import { credentialRoute } from './credentials.js';
 import { dialFailureOf, dialPinned } from './dial.js';
 import { beginOutcome, emitOutcome, findingEvent, type Outcome } from './events.js';
 import { MAX_HEADER_COUNT } from './framing.js';
 import { terminateTls } from './intercept.js';
+import type { RawRelay } from './sni-gate.js';
 import { sniff } from './sniff.js';
 import { relayRaw } from './tunnel.js';
 
@@ -38,7 +41,8 @@ function headBytes(req: IncomingMessage): number {
   return n + 2;
 }
 
-interface Opened {
+/** An authorised, dialled connection (CONNECT or transparent capture), ready for startTunnel. */
+export interface Opened {
   readonly host: string;
   readonly port: number;
   readonly addresses: readonly string[];
@@ -101,7 +105,10 @@ async function open(ctx: ProxyContext, req: IncomingMessage, socket: Socket, o: 
     writeDenialToSocket(socket, connectPolicyDenial(target, decision));
     return undefined;
   }
-  const inspect = decisionNeedsInspection(decision);
+  // A credentialed route is terminated even on an L4 endpoint, so placeholders are rewritten (or refused)
+  // per request; one that cannot be inspected is refused below, after the SSRF and CA checks (§4.2 step 7).
+  const route = credentialRoute(ctx.credentials, decision, host, port);
+  const inspect = decisionNeedsInspection(decision) || route === 'inspect';
   o.extra.inspect = inspect;
   const dest = await resolveDestination({
     host,
@@ -140,6 +147,15 @@ async function open(ctx: ProxyContext, req: IncomingMessage, socket: Socket, o: 
     writeDenialToSocket(socket, tlsUnavailableDenial(target));
     return undefined;
   }
+  if (route === 'refuse') {
+    o.engine = 'credentials';
+    o.reason = 'uninspected-credentials';
+    o.detail = `${target} carries credentials but its route is not inspected`;
+    o.status = 403;
+    writeDenialToSocket(socket, uninspectedCredentialsDenial(target));
+    ctx.sink.emit(findingEvent(o, 'uninspected-credentials'));
+    return undefined;
+  }
   let upstream: Socket;
   try {
     upstream = await dialPinned({ addresses: dest.addresses, port, dial: ctx.dial, timeoutMs: ctx.connectTimeoutMs });
@@ -174,7 +190,11 @@ async function open(ctx: ProxyContext, req: IncomingMessage, socket: Socket, o: 
   return { host, port, addresses: dest.addresses, decision, inspect, upstream };
 }
 
-function startTunnel(ctx: ProxyContext, socket: Socket, head: Buffer, opened: Opened, o: Outcome): void {
+/**
+ * Registers the tunnel (closed when a reload changes its decision) and runs it: `relay` for uninspected
+ * routes, TLS termination or plaintext HTTP otherwise. Shared with transparent capture (capture.ts).
+ */
+export function startTunnel(ctx: ProxyContext, socket: Socket, head: Buffer, opened: Opened, o: Outcome, relay: RawRelay = relayRaw): void {
   const { host, port, addresses, decision, inspect, upstream } = opened;
   ctx.metrics.tunnels.inc();
   let removed = false;
@@ -210,7 +230,7 @@ function startTunnel(ctx: ProxyContext, socket: Socket, head: Buffer, opened: Op
   upstream.on('error', () => upstream.destroy());
   if (!inspect) {
     if (head.length > 0) upstream.write(head);
-    relayRaw(socket, upstream, ctx.tunnelIdleTimeoutMs, done);
+    relay(socket, upstream, ctx.tunnelIdleTimeoutMs, done);
     return;
   }
   inspectTunnel(ctx, socket, head, opened, o, sockets, done).catch((err: unknown) => {

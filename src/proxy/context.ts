@@ -4,6 +4,7 @@
 import type { Socket } from 'node:net';
 import type { SecureContext } from 'node:tls';
 import type { Client } from 'undici';
+import type { CredentialSource } from '../credentials/source.js';
 import type { Resolver } from '../net/resolver.js';
 import type { SelfAddress } from '../net/ssrf.js';
 import type { PolicyStore } from '../policy/store.js';
@@ -45,6 +46,8 @@ export interface ProxyContext {
   readonly interception: Interception;
   readonly tunnels: TunnelRegistry;
   readonly scopes: WeakMap<Socket, TunnelScope>;
+  /** Read per request (scopeFor) and per connection (the uninspected-route guard); never cached. */
+  readonly credentials: CredentialSource;
   selfAddresses(): readonly SelfAddress[];
   /** Hands a (decrypted or plaintext) tunnel socket to the shared HTTP/1.1 server. */
   serveHttp(socket: Socket): void;

@@ -17,6 +17,10 @@ export const DENIAL_ERRORS = [
   'upstream_unreachable',
   'tls_termination_unavailable',
   'too_many_connections',
+  'uninspected_credentials',
+  'credential_endpoint_mismatch',
+  'credential_unavailable',
+  'credential_body_too_large',
 ] as const;
 export type DenialError = (typeof DENIAL_ERRORS)[number];
 
@@ -91,6 +95,18 @@ export function tlsUnavailableDenial(target: string): Denial {
   return denial(503, 'tls_termination_unavailable', {
     detail: `${target} needs TLS inspection but the interception CA is unavailable`,
   });
+}
+
+/** Reference §7.3 rule 4: a credentialed route that cannot be inspected (`tls: skip`, raw TCP). */
+export function uninspectedCredentialsDenial(target: string): Denial {
+  return denial(403, 'uninspected_credentials', {
+    detail: `${target} carries credentials but its route is not inspected; set allow_uninspected_credentials to permit it`,
+  });
+}
+
+/** A credential rewrite refusal: `{ error, message }` exactly as the credentials module phrased it. */
+export function credentialDenial(refusal: { readonly status: number; readonly error: DenialError; readonly message: string }): Denial {
+  return denial(refusal.status, refusal.error, { message: refusal.message });
 }
 
 export function tooManyConnectionsDenial(limit: number): Denial {

@@ -3,7 +3,7 @@
 
 import { Counter, Gauge, type Registry } from 'prom-client';
 import { type Adapter, DECISION_REASONS } from '../policy/types.js';
-import type { AuditEvent, AuditSink, Engine } from '../telemetry/event.js';
+import type { AuditEvent, AuditSink, Engine, Severity } from '../telemetry/event.js';
 
 /** Outcomes that are not policy decisions, named once for events and metric labels. */
 export const OUTCOME_REASONS = [
@@ -22,6 +22,10 @@ export const OUTCOME_REASONS = [
   'sni-mismatch',
   'tls-handshake-failed',
   'client-closed',
+  'uninspected-credentials',
+  'credential-endpoint-mismatch',
+  'credential-unavailable',
+  'credential-body-too-large',
 ] as const;
 export type OutcomeReason = (typeof OUTCOME_REASONS)[number];
 export const ALL_REASONS: readonly string[] = [...DECISION_REASONS, ...OUTCOME_REASONS];
@@ -51,6 +55,8 @@ export interface Outcome {
   status: number | undefined;
   /** Extra fields under `unmapped` (rule, endpoint id, plan, check, dropped addresses, ...). */
   extra: Record<string, unknown> | undefined;
+  /** Overrides the verdict's default severity (a credential binding mismatch is HIGH). */
+  severity?: Severity;
 }
 
 export function beginOutcome(adapter: Adapter, kind: 'net' | 'http', src: { remoteAddress?: string | undefined; remotePort?: number | undefined }): Outcome {
@@ -127,7 +133,7 @@ function target(host: string | undefined, port: number | undefined): string {
 /** Renders the outcome as an AuditEvent (reference §9.4). Never includes a query string. */
 export function outcomeEvent(o: Outcome): AuditEvent {
   const action = ACTION[o.verdict];
-  const severity = o.verdict === 'deny' ? 'MED' : o.verdict === 'fail' ? 'LOW' : 'INFO';
+  const severity = o.severity ?? (o.verdict === 'deny' ? 'MED' : o.verdict === 'fail' ? 'LOW' : 'INFO');
   const where = target(o.host, o.port);
   const unmapped: Record<string, unknown> = { adapter: o.adapter, verdict: o.verdict, reason_code: o.reason };
   if (o.status !== undefined) unmapped.status_code = o.status;

@@ -2,15 +2,32 @@
 // back; keep-alive on both sides. Emits the request's one decision event, the allow only after upstream answered.
 
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { pipeline } from 'node:stream';
+import { pipeline, Readable } from 'node:stream';
 import type { Dispatcher } from 'undici';
+import type { RewriteRefusal } from '../credentials/outcome.js';
 import { BoundaryError } from '../errors.js';
 import { formatAuthority } from '../net/host.js';
 import type { ProxyContext } from './context.js';
+import { credentialHead, credentialRefusal, MarkerInBodyError, redactResponseHeaders, rewrittenBody, scannedBody } from './credentials.js';
 import { sendBareStatus, sendDenial, upstreamUnreachableDenial } from './deny.js';
 import { beginOutcome, emitOutcome, findingEvent, type Outcome } from './events.js';
 import { clientResponseHeaders, hostHeader, upstreamRequestHeaders } from './headers.js';
 import { evaluateRequest } from './l7.js';
+
+/** The marker scanner's abort, possibly wrapped by undici. */
+function markerError(err: unknown): MarkerInBodyError | undefined {
+  for (let e: unknown = err, depth = 0; e instanceof Error && depth < 3; e = e.cause, depth++) {
+    if (e instanceof MarkerInBodyError) return e;
+  }
+  return undefined;
+}
+
+function refuseRequest(ctx: ProxyContext, res: ServerResponse, o: Outcome, refusal: RewriteRefusal): void {
+  const { denial, finding } = credentialRefusal(o, refusal);
+  // A response already under way cannot turn into a refusal: the connection is cut instead.
+  sendDenial(res, denial);
+  if (finding !== undefined) ctx.sink.emit(findingEvent(o, finding));
+}
 
 function isDialError(err: unknown): boolean {
   return err instanceof BoundaryError && (err.code === 'UPSTREAM_CONNECT_TIMEOUT' || err.code === 'UPSTREAM_CONNECT_REFUSED' || err.code === 'UPSTREAM_UNREACHABLE');
@@ -48,14 +65,42 @@ async function relay(ctx: ProxyContext, req: IncomingMessage, res: ServerRespons
     if (evaluation.finding !== undefined) ctx.sink.emit(findingEvent(o, evaluation.finding));
     return;
   }
-  const { host, port, target, addresses, tls, framing } = evaluation;
+  const { host, port, target, addresses, tls, framing, decision } = evaluation;
   if (framing.upgrade !== undefined) {
     // Upgrade requests arrive through the 'upgrade' event; one here had no listener path: refuse.
     sendBareStatus(res, 400);
     return;
   }
-  const dispatcher: Dispatcher = scope === undefined ? ctx.upstreams.pool({ host, port, addresses, tls: false }) : scope.client;
+  // Reference §4.4 step 5: the endpoint-scoped resolver and the rewrite come last, after the allow, and
+  // nothing is awaited between them and the upstream write unless the body must be read first.
+  const prepared = credentialHead({
+    source: ctx.credentials,
+    host,
+    port,
+    method: o.method,
+    target,
+    headers: upstreamRequestHeaders(req.rawHeaders, { host: hostHeader(host, port, tls) }),
+    endpoint: decision.endpoint,
+  });
+  if (!prepared.ok) {
+    refuseRequest(ctx, res, o, prepared);
+    return;
+  }
+  const { head } = prepared;
   if (expectContinue) res.writeContinue();
+  let headers = head.headers;
+  let body: Readable | Buffer | null = null;
+  if (framing.hasBody && decision.endpoint?.requestBodyCredentialRewrite === true) {
+    const rewritten = await rewrittenBody(req, head);
+    if (!rewritten.ok) {
+      refuseRequest(ctx, res, o, rewritten);
+      return;
+    }
+    ({ body, headers } = rewritten);
+  } else if (framing.hasBody) {
+    body = Readable.from(scannedBody(req), { objectMode: false });
+  }
+  const dispatcher: Dispatcher = scope === undefined ? ctx.upstreams.pool({ host, port, addresses, tls: false }) : scope.client;
   const abort = new AbortController();
   const onClose = (): void => {
     if (!res.writableFinished) abort.abort();
@@ -64,14 +109,20 @@ async function relay(ctx: ProxyContext, req: IncomingMessage, res: ServerRespons
   let answer: Dispatcher.ResponseData;
   try {
     answer = await dispatcher.request({
-      path: target,
+      path: head.target,
       method: o.method as Dispatcher.HttpMethod,
-      headers: upstreamRequestHeaders(req.rawHeaders, { host: hostHeader(host, port, tls) }),
-      body: framing.hasBody ? req : null,
+      headers,
+      body,
       signal: abort.signal,
     });
   } catch (err) {
     res.removeListener('close', onClose);
+    const marker = markerError(err);
+    if (marker !== undefined) {
+      // The scanner stopped the body before the marker's bytes were released upstream (CR-12/13).
+      refuseRequest(ctx, res, o, marker.refusal);
+      return;
+    }
     if (abort.signal.aborted) {
       o.verdict = 'fail';
       o.reason = 'client-closed';
@@ -88,7 +139,7 @@ async function relay(ctx: ProxyContext, req: IncomingMessage, res: ServerRespons
   }
   o.status = answer.statusCode;
   try {
-    res.writeHead(answer.statusCode, clientResponseHeaders(answer.headers));
+    res.writeHead(answer.statusCode, redactResponseHeaders(clientResponseHeaders(answer.headers), head.scope));
   } catch (err) {
     answer.body.destroy();
     throw err;

@@ -5,6 +5,7 @@
 import type { IncomingMessage } from 'node:http';
 import { isResolveFailure, resolveDestination } from '../net/destination.js';
 import { formatAuthority, type HostForm, parseAuthority } from '../net/host.js';
+import { redactPlaceholders } from '../credentials/placeholder.js';
 import { decide } from '../policy/decide.js';
 import type { Decision } from '../policy/types.js';
 import type { ProxyContext, TunnelScope } from './context.js';
@@ -20,6 +21,7 @@ import {
   upstreamUnreachableDenial,
   useConnectDenial,
 } from './deny.js';
+import { routeHasCredentials } from './credentials.js';
 import type { Outcome } from './events.js';
 import { checkFraming, type FramingResult } from './framing.js';
 import { canonicalTarget } from './path.js';
@@ -124,26 +126,31 @@ export async function evaluateRequest(ctx: ProxyContext, req: IncomingMessage, s
   const adapter = o.adapter;
   // HTTP/2 is not spoken on any route (reference §12 #14): an h2c upgrade is refused, never passed on.
   if (framing.upgrade?.includes('h2c')) {
-    o.path = rawPath(target);
+    o.path = redactPlaceholders(rawPath(target));
     return refuse(o, unsupportedL7Denial('h2c upgrades are not supported'), 'unsupported-l7-protocol', 'h2c upgrade refused');
   }
   // L4 first: which endpoints match host:port decides whether the request is inspected at all.
   const l4 = decide(policy, { adapter, host, port });
   let decision = l4;
-  if (l4.verdict !== 'deny' && l4.endpoints.some(needsInspection)) {
+  const inspected = l4.verdict !== 'deny' && l4.endpoints.some(needsInspection);
+  // A credentialed route is canonicalised even on an L4 endpoint: the credential scope matches provider
+  // path globs against the path the upstream will act on, never a raw `/v1/../admin`.
+  if (inspected || (l4.verdict !== 'deny' && routeHasCredentials(ctx.credentials, l4, host, port))) {
     const encodedSlashAllowed = l4.endpoints.some((e) => e.allowEncodedSlash);
     const canon = canonicalTarget(target, { allowEncodedSlash: encodedSlashAllowed });
     if (!canon.ok) {
       o.path = undefined;
       return bare(o, 400, 'bad-request', `request target refused: ${canon.problem}`);
     }
-    o.path = canon.path;
-    decision = decide(policy, { adapter, host, port, method, path: canon.path, query: canon.query });
+    // Reference §3.4 step 5: policy and logs see `[CREDENTIAL]`, never a placeholder.
+    const shown = redactPlaceholders(canon.path);
+    o.path = shown;
+    if (inspected) decision = decide(policy, { adapter, host, port, method, path: shown, query: redactPlaceholders(canon.query) });
     if (canon.encodedSlash && decision.endpoint?.allowEncodedSlash !== true) return bare(o, 400, 'bad-request', 'request target refused: encoded-slash');
     target = canon.query === '' ? canon.path : `${canon.path}?${canon.query}`;
   } else {
     if (target.includes('#')) return bare(o, 400, 'bad-request', 'request target refused: fragment');
-    o.path = rawPath(target);
+    o.path = redactPlaceholders(rawPath(target));
   }
   o.policy = decision.policy;
   o.engine = decision.layer === 'l7' ? 'l7' : 'opa';

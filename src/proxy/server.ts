@@ -5,12 +5,14 @@
 import { createServer as createHttpServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { createServer as createNetServer, type Server as NetServer, type Socket } from 'node:net';
 import type { Registry } from 'prom-client';
+import type { CredentialSource } from '../credentials/source.js';
 import type { Resolver } from '../net/resolver.js';
 import type { SelfAddress } from '../net/ssrf.js';
 import type { PolicyStore } from '../policy/store.js';
 import type { AuditSink } from '../telemetry/event.js';
 import type { Logger } from '../telemetry/logger.js';
 import { createConnectHandler } from './connect.js';
+import { credentialRoute } from './credentials.js';
 import type { Interception, ProxyContext, TunnelScope } from './context.js';
 import { renderDenial, tooManyConnectionsDenial } from './deny.js';
 import { CONNECT_TIMEOUT_MS, type DialFunction } from './dial.js';
@@ -68,6 +70,8 @@ export interface ProxyServerOptions {
   readonly upstreamCaPem?: string | undefined;
   /** Other listeners of this boundary (admin, DNS): never valid upstream targets. */
   readonly otherSelfAddresses: () => readonly SelfAddress[];
+  /** Standalone file source or the supervisor-fed static source. */
+  readonly credentials: CredentialSource;
 }
 
 export interface ProxyServer {
@@ -75,6 +79,8 @@ export interface ProxyServer {
   close(): Promise<void>;
   address(): { host: string; port: number };
   readonly tunnels: TunnelRegistry;
+  /** What the adapters share; transparent capture (capture.ts) runs on the same one. */
+  readonly context: ProxyContext;
   readonly metrics: ProxyMetrics;
 }
 
@@ -94,7 +100,10 @@ function clientErrorReason(code: string | undefined): string {
 export function createProxyServer(options: ProxyServerOptions): ProxyServer {
   const { limits, logger } = options;
   const metrics = createProxyMetrics(options.registry);
-  const tunnels = createTunnelRegistry();
+  const tunnels = createTunnelRegistry({
+    // A credentialed route is inspected even on an L4 endpoint: re-evaluation must see the same choice.
+    routeOf: (decision, host, port) => credentialRoute(options.credentials, decision, host, port),
+  });
   const upstreams = createUpstreams({ dial: options.dial, connectTimeoutMs: limits.connectTimeoutMs, extraCaPem: options.upstreamCaPem });
   const sockets = new Set<Socket>();
   let bound: { host: string; port: number } = { host: options.host, port: options.port };
@@ -128,6 +137,7 @@ export function createProxyServer(options: ProxyServerOptions): ProxyServer {
     interception: options.interception,
     tunnels,
     scopes: new WeakMap<Socket, TunnelScope>(),
+    credentials: options.credentials,
     selfAddresses: () => [{ ip: bound.host, port: bound.port }, ...options.otherSelfAddresses()],
     serveHttp(socket) {
       http.emit('connection', socket);
@@ -180,6 +190,7 @@ export function createProxyServer(options: ProxyServerOptions): ProxyServer {
 
   return {
     tunnels,
+    context: ctx,
     metrics,
     address: () => bound,
     async start() {

@@ -5,7 +5,7 @@ import type { Socket } from 'node:net';
 import type { SelfAddress } from '../net/ssrf.js';
 import { validateDestination } from '../net/ssrf.js';
 import { decide } from '../policy/decide.js';
-import type { Policy } from '../policy/types.js';
+import type { Decision, Policy } from '../policy/types.js';
 import { decisionNeedsInspection } from './context.js';
 
 /** Reference RX-05: a tunnel with no bytes either way for this long is closed. */
@@ -31,7 +31,12 @@ export interface TunnelRegistry {
   closeAll(reason: string): void;
 }
 
-export function createTunnelRegistry(): TunnelRegistry {
+export interface TunnelRegistryOptions {
+  /** The credential guard of a route (proxy/credentials.ts): a forced inspection is part of the decision. */
+  readonly routeOf?: (decision: Decision, host: string, port: number) => 'as-is' | 'inspect' | 'refuse';
+}
+
+export function createTunnelRegistry(registryOptions: TunnelRegistryOptions = {}): TunnelRegistry {
   const open = new Set<PinnedTunnel>();
   return {
     add(tunnel) {
@@ -44,7 +49,7 @@ export function createTunnelRegistry(): TunnelRegistry {
     reevaluate(policy, options) {
       let closed = 0;
       for (const t of [...open]) {
-        if (stillAllowed(policy, t, options)) continue;
+        if (stillAllowed(policy, t, { ...options, routeOf: registryOptions.routeOf })) continue;
         open.delete(t);
         t.close('policy-changed');
         closed++;
@@ -58,11 +63,17 @@ export function createTunnelRegistry(): TunnelRegistry {
   };
 }
 
-function stillAllowed(policy: Policy, t: PinnedTunnel, options: { allowLoopback: boolean; selfAddresses: readonly SelfAddress[] }): boolean {
+function stillAllowed(
+  policy: Policy,
+  t: PinnedTunnel,
+  options: { allowLoopback: boolean; selfAddresses: readonly SelfAddress[]; routeOf: TunnelRegistryOptions['routeOf'] },
+): boolean {
   const decision = decide(policy, { adapter: 'connect', host: t.host, port: t.port });
   if (decision.verdict === 'deny') return false;
   if (decision.endpoint?.id !== t.endpointId) return false;
-  if (decisionNeedsInspection(decision) !== t.inspect) return false;
+  const route = options.routeOf?.(decision, t.host, t.port) ?? 'as-is';
+  if (route === 'refuse') return false;
+  if ((decisionNeedsInspection(decision) || route === 'inspect') !== t.inspect) return false;
   // The pinned addresses must pass the new endpoint's validation plan too (allowed_ips may have shrunk).
   const check = validateDestination({
     endpoint: decision.endpoint,

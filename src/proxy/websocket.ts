@@ -1,11 +1,14 @@
 // WebSocket upgrades (forward and inside tunnels): the same evaluator decides the handshake; an allowed one
 // is written to a pinned upstream connection and, after the upstream's answer, relayed as raw bytes.
-// Frames are not inspected yet (WEBSOCKET_TEXT rules come with credential rewriting).
+// The handshake head gets the credential rewrite; frames are not parsed yet, so text frames are neither
+// rewritten nor scanned (WEBSOCKET_TEXT rules and rewriteWebSocketText need a frame parser first).
 
 import type { IncomingMessage } from 'node:http';
 import type { Socket } from 'node:net';
 import { formatAuthority } from '../net/host.js';
+import { type RewriteRefusal, refuse } from '../credentials/outcome.js';
 import { needsInspection, type ProxyContext } from './context.js';
+import { credentialHead, credentialRefusal } from './credentials.js';
 import { unsupportedL7Denial, upstreamUnreachableDenial, writeBareStatusToSocket, writeDenialToSocket } from './deny.js';
 import { dialPinned } from './dial.js';
 import { beginOutcome, emitOutcome, findingEvent, type Outcome } from './events.js';
@@ -15,6 +18,12 @@ import { relayRaw } from './tunnel.js';
 
 /** The upstream's handshake answer must fit in this. */
 export const MAX_UPGRADE_RESPONSE_HEAD_BYTES = 16_384;
+
+function refuseUpgrade(ctx: ProxyContext, socket: Socket, o: Outcome, refusal: RewriteRefusal): void {
+  const { denial, finding } = credentialRefusal(o, refusal);
+  writeDenialToSocket(socket, denial);
+  if (finding !== undefined) ctx.sink.emit(findingEvent(o, finding));
+}
 
 export function createUpgradeHandler(ctx: ProxyContext) {
   return function handleUpgrade(req: IncomingMessage, socket: Socket, head: Buffer): void {
@@ -86,6 +95,20 @@ async function upgrade(ctx: ProxyContext, req: IncomingMessage, socket: Socket, 
     writeDenialToSocket(socket, unsupportedL7Denial(o.detail));
     return;
   }
+  // The handshake head is rewritten like any request, before the dial: a refusal sends nothing upstream.
+  const prepared = credentialHead({
+    source: ctx.credentials,
+    host,
+    port,
+    method: o.method,
+    target,
+    headers: upstreamRequestHeaders(req.rawHeaders, { host: hostHeader(host, port, tls), upgrade: 'websocket' }),
+    endpoint,
+  });
+  if (!prepared.ok) {
+    refuseUpgrade(ctx, socket, o, prepared);
+    return;
+  }
   let upstream: Socket;
   try {
     const raw = await dialPinned({ addresses, port, dial: ctx.dial, timeoutMs: ctx.connectTimeoutMs });
@@ -99,8 +122,14 @@ async function upgrade(ctx: ProxyContext, req: IncomingMessage, socket: Socket, 
     return;
   }
   upstream.on('error', () => upstream.destroy());
-  const headers = upstreamRequestHeaders(req.rawHeaders, { host: hostHeader(host, port, tls), upgrade: 'websocket' });
-  let text = `${o.method} ${target} HTTP/1.1\r\n`;
+  // The dial was awaited: the revision guard (§7.3 rule 6) is checked again right before the write.
+  if (prepared.head.usedKeys > 0 && !prepared.head.scope.stillCurrent()) {
+    upstream.destroy();
+    refuseUpgrade(ctx, socket, o, refuse('stale-revision', 'the credentials changed while the request was in flight; retry it'));
+    return;
+  }
+  const { headers } = prepared.head;
+  let text = `${o.method} ${prepared.head.target} HTTP/1.1\r\n`;
   for (let i = 0; i < headers.length; i += 2) text += `${headers[i]}: ${headers[i + 1]}\r\n`;
   upstream.write(`${text}\r\n`);
   if (head.length > 0) upstream.write(head);

@@ -1,0 +1,195 @@
+// Where the proxy meets the credentials module: the route guard for uninspected paths (reference §7.3
+// rule 4), the per-request head rewrite, the body rewrite or streaming marker scan, and echoed-secret
+// redaction on response headers. Never logs a key, placeholder or value; refusals carry only closed reasons.
+
+import type { IncomingMessage } from 'node:http';
+import { type RewriteRefusal, refuse } from '../credentials/outcome.js';
+import { redactSecrets } from '../credentials/redact.js';
+import { MAX_BODY_REWRITE_BYTES, rewriteBody } from '../credentials/rewrite-body.js';
+import { type HeaderPair, rewriteRequestHead } from '../credentials/rewrite-head.js';
+import { createMarkerScanner } from '../credentials/scan.js';
+import { type CredentialScope, routeCarriesCredentials, scopeFor } from '../credentials/scope.js';
+import type { CredentialSource } from '../credentials/source.js';
+import type { Decision, Endpoint } from '../policy/types.js';
+import { needsInspection } from './context.js';
+import { credentialDenial, type Denial } from './deny.js';
+import type { Outcome } from './events.js';
+
+/**
+ * What a connection-level route does about credentials: `as-is` (nothing to guard, or the escape hatch),
+ * `inspect` (credentialed, so TLS is terminated and requests rewritten even on an L4 endpoint), or `refuse`
+ * (credentialed but cannot be inspected: `tls: skip` or raw TCP) -> 403 uninspected_credentials.
+ */
+export type CredentialRoute = 'as-is' | 'inspect' | 'refuse';
+
+function cannotInspect(endpoint: Endpoint): boolean {
+  return endpoint.tls === 'skip' || endpoint.protocol === 'tcp';
+}
+
+/** True when requests to host:port could carry credentials (a provider endpoint or a credential_binding). */
+export function routeHasCredentials(source: CredentialSource, decision: Decision, host: string, port: number): boolean {
+  if (decision.endpoints.some((e) => e.credentialProvider !== undefined)) return true;
+  return routeCarriesCredentials({ source, host, port, endpoint: decision.endpoint });
+}
+
+/** The guard for CONNECT (and any other connection-level adapter): decides before any byte is relayed. */
+export function credentialRoute(source: CredentialSource, decision: Decision, host: string, port: number): CredentialRoute {
+  if (decision.verdict === 'deny') return 'as-is';
+  const alreadyInspected = decision.endpoints.some(needsInspection);
+  if (alreadyInspected || !routeHasCredentials(source, decision, host, port)) return 'as-is';
+  if (decision.endpoint?.allowUninspectedCredentials === true) return 'as-is';
+  return decision.endpoints.some(cannotInspect) ? 'refuse' : 'inspect';
+}
+
+export interface UpstreamHead {
+  readonly target: string;
+  /** Flat `[name, value, ...]` as undici takes them. */
+  readonly headers: string[];
+  readonly scope: CredentialScope;
+  readonly usedKeys: number;
+}
+
+export type HeadResult = { readonly ok: true; readonly head: UpstreamHead } | RewriteRefusal;
+
+function toPairs(flat: readonly string[]): HeaderPair[] {
+  const pairs: HeaderPair[] = [];
+  for (let i = 0; i < flat.length; i += 2) pairs.push([flat[i] ?? '', flat[i + 1] ?? '']);
+  return pairs;
+}
+
+function toFlat(pairs: readonly HeaderPair[]): string[] {
+  const flat: string[] = [];
+  for (const [name, value] of pairs) flat.push(name, value);
+  return flat;
+}
+
+/**
+ * Builds the request's endpoint-scoped resolver and rewrites its head. Call after the allow decision and
+ * after hop-by-hop/Proxy-Authorization were stripped, with the target that goes upstream (canonical for
+ * credentialed routes). On a refusal nothing of the request may be written upstream.
+ */
+export function credentialHead(input: {
+  readonly source: CredentialSource;
+  readonly host: string;
+  readonly port: number;
+  readonly method: string;
+  readonly target: string;
+  readonly headers: readonly string[];
+  readonly endpoint: Endpoint | undefined;
+}): HeadResult {
+  const q = input.target.indexOf('?');
+  const path = q < 0 ? input.target : input.target.slice(0, q);
+  const query = q < 0 ? undefined : input.target.slice(q + 1);
+  const scope = scopeFor({ source: input.source, host: input.host, port: input.port, path, endpoint: input.endpoint });
+  const rewritten = rewriteRequestHead({ method: input.method, path, query, headers: toPairs(input.headers), scope });
+  if (!rewritten.ok) return rewritten;
+  const target = rewritten.query === undefined ? rewritten.path : `${rewritten.path}?${rewritten.query}`;
+  return { ok: true, head: { target, headers: toFlat(rewritten.headers), scope, usedKeys: rewritten.usedKeys.length } };
+}
+
+function headerValue(flat: readonly string[], lower: string): string | undefined {
+  for (let i = 0; i < flat.length; i += 2) if ((flat[i] ?? '').toLowerCase() === lower) return flat[i + 1];
+  return undefined;
+}
+
+/** Reads the whole body, or stops at `limit` bytes (undefined: too large; the rest is left unread). */
+async function readBounded(req: IncomingMessage, limit: number): Promise<Buffer | undefined> {
+  const chunks: Buffer[] = [];
+  let total = 0;
+  for await (const chunk of req as AsyncIterable<Buffer>) {
+    total += chunk.length;
+    if (total > limit) return undefined;
+    chunks.push(chunk);
+  }
+  return Buffer.concat(chunks, total);
+}
+
+/** Thrown inside the streamed body when the scanner sees a marker: undici aborts the upstream request. */
+export class MarkerInBodyError extends Error {
+  override readonly name = 'MarkerInBodyError';
+  readonly refusal: RewriteRefusal = refuse('leftover-marker', 'a credential placeholder in the body cannot be sent to this endpoint');
+}
+
+/**
+ * The de-chunked body with every byte released by the marker scanner only (CR-12/13): a marker split across
+ * reads or chunks, or percent-encoded, stops the body before any of the marker's bytes go upstream.
+ */
+export async function* scannedBody(req: IncomingMessage): AsyncGenerator<Buffer> {
+  const scanner = createMarkerScanner();
+  for await (const chunk of req as AsyncIterable<Buffer>) {
+    if (scanner.feed(chunk) === 'marker') throw new MarkerInBodyError();
+    const out = scanner.release();
+    if (out.length > 0) yield out;
+  }
+  const rest = scanner.flush();
+  if (rest.length > 0) yield rest;
+}
+
+export type BodyResult =
+  | { readonly ok: true; readonly body: Buffer; readonly headers: string[] }
+  | RewriteRefusal;
+
+/**
+ * For endpoints with request_body_credential_rewrite: buffers up to MAX_BODY_REWRITE_BYTES, rewrites, and
+ * returns the headers with Content-Length set to the new length (Transfer-Encoding is already gone).
+ */
+export async function rewrittenBody(req: IncomingMessage, head: UpstreamHead): Promise<BodyResult> {
+  const body = await readBounded(req, MAX_BODY_REWRITE_BYTES);
+  if (body === undefined) {
+    return refuse('body-too-large', `the body is larger than ${MAX_BODY_REWRITE_BYTES} bytes and cannot be rewritten`);
+  }
+  const result = rewriteBody({
+    contentType: headerValue(head.headers, 'content-type'),
+    contentEncoding: headerValue(head.headers, 'content-encoding'),
+    body,
+    scope: head.scope,
+  });
+  if (!result.ok) return result;
+  // Reading the body was awaited: the revision guard (rule 6) is checked again right before the write.
+  if (head.usedKeys > 0 && !head.scope.stillCurrent()) {
+    return refuse('stale-revision', 'the credentials changed while the request was in flight; retry it');
+  }
+  const headers: string[] = [];
+  for (let i = 0; i < head.headers.length; i += 2) {
+    if ((head.headers[i] ?? '').toLowerCase() === 'content-length') continue;
+    headers.push(head.headers[i] ?? '', head.headers[i + 1] ?? '');
+  }
+  headers.push('content-length', String(result.body.length));
+  return { ok: true, body: result.body, headers };
+}
+
+/** CR-23 (pinned): an upstream echoing a bound secret in a response header gets it redacted. Bodies are not. */
+export function redactResponseHeaders(
+  headers: Record<string, string | string[]>,
+  scope: CredentialScope | undefined,
+): Record<string, string | string[]> {
+  if (scope === undefined || scope.boundKeys.length === 0) return headers;
+  const out: Record<string, string | string[]> = {};
+  for (const [name, value] of Object.entries(headers)) {
+    out[name] = Array.isArray(value) ? value.map((v) => redactSecrets(v, scope)) : redactSecrets(value, scope);
+  }
+  return out;
+}
+
+/**
+ * Fills the request's decision event for a credential refusal (closed reason, the module's log message,
+ * never a key name) and returns the denial to send. A binding mismatch is a HIGH event plus a finding.
+ */
+export function credentialRefusal(
+  o: Outcome,
+  refusal: RewriteRefusal,
+): { readonly denial: Denial; readonly finding: string | undefined } {
+  const mismatch = refusal.error === 'credential_endpoint_mismatch';
+  o.verdict = 'deny';
+  o.reason = mismatch
+    ? 'credential-endpoint-mismatch'
+    : refusal.error === 'credential_body_too_large'
+      ? 'credential-body-too-large'
+      : 'credential-unavailable';
+  o.engine = mismatch ? 'credential-binding' : 'credentials';
+  o.detail = refusal.logMessage;
+  o.status = refusal.status;
+  o.extra = { ...o.extra, credential_reason: refusal.reason };
+  if (mismatch) o.severity = 'HIGH';
+  return { denial: credentialDenial(refusal), finding: mismatch ? 'credential-endpoint-mismatch' : undefined };
+}

@@ -1,0 +1,195 @@
+import assert from 'node:assert/strict';
+import { randomBytes } from 'node:crypto';
+import { once } from 'node:events';
+import { readdir, readFile } from 'node:fs/promises';
+import { request as httpRequest, createServer } from 'node:http';
+import { join } from 'node:path';
+import { describe, it } from 'node:test';
+import { encodeUnreserved } from '../../src/credentials/substitute.js';
+import { type CredentialStack, credentialStack, HOSTS, PH, type RequestSpec, stackPolicy } from '../harness/credentials.js';
+import { type ClientResponse, openTunnel, readAll, sendRequest } from '../harness/proxy-client.js';
+
+const EXTRA = {
+  body: 'echobody.example.test',
+  l7: 'l7.example.test',
+  audit: 'audit.example.test',
+  dead: 'dead.example.test',
+} as const;
+
+const b64 = (text: string): string => Buffer.from(text, 'utf8').toString('base64');
+
+/** Every rendering of `secret` a leak could take: raw, base64 (padded, bare, url), Basic user:secret, percent. */
+function formsOf(secret: string): string[] {
+  return [
+    secret,
+    b64(secret),
+    b64(secret).replace(/=+$/, ''),
+    Buffer.from(secret).toString('base64url'),
+    b64(`user:${secret}`),
+    encodeURIComponent(secret),
+    encodeUnreserved(secret),
+  ];
+}
+
+function canaryValue(): string {
+  // `+` and a space make the percent-encoded and raw forms differ.
+  return `Cn4ry+${randomBytes(10).toString('hex')} q`;
+}
+
+async function closedPort(): Promise<number> {
+  const server = createServer();
+  server.listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  const port = (server.address() as { port: number }).port;
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+  return port;
+}
+
+function adminGet(port: number, path: string): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const req = httpRequest({ host: '127.0.0.1', port, path, agent: false }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (c: Buffer) => chunks.push(c));
+      res.on('end', () => resolve(Buffer.concat(chunks).toString('utf8')));
+    });
+    req.on('error', reject);
+    req.end();
+  });
+}
+
+async function filesUnder(dir: string): Promise<string[]> {
+  const out: string[] = [];
+  for (const entry of await readdir(dir, { withFileTypes: true, recursive: true })) {
+    if (entry.isFile()) out.push(await readFile(join(entry.parentPath ?? entry.path, entry.name), 'latin1'));
+  }
+  return out;
+}
+
+function extraPolicy(echo: number, dead: number): string {
+  const endpoint = (host: string, port: number, more: string): string => `      - host: ${host}
+        ports: [${port}]
+        protocol: rest
+${more}`;
+  return (
+    endpoint(EXTRA.body, echo, '        enforcement: enforce\n        access: full\n        request_body_credential_rewrite: true\n') +
+    endpoint(EXTRA.l7, echo, '        enforcement: enforce\n        rules:\n          - allow: { method: GET, path: "/ok/**" }\n') +
+    endpoint(EXTRA.audit, echo, '        enforcement: audit\n        rules:\n          - allow: { method: GET, path: "/ok/**" }\n') +
+    endpoint(EXTRA.dead, dead, '        enforcement: enforce\n        access: full\n')
+  );
+}
+
+async function run(format: 'json' | 'shorthand'): Promise<void> {
+  const first = canaryValue();
+  const second = canaryValue();
+  const dead = await closedPort();
+  const s: CredentialStack = await credentialStack({
+    values: { token: first, query: first, basic: first },
+    logFormat: format,
+    extraNames: [...Object.values(EXTRA)],
+    extraPolicy: (ports) => extraPolicy(ports.echo, dead),
+    extraEndpoints: (ports) =>
+      `      - { host: ${EXTRA.body}, port: ${ports.echo} }\n      - { host: ${EXTRA.l7}, port: ${ports.echo} }\n` +
+      `      - { host: ${EXTRA.audit}, port: ${ports.echo} }\n      - { host: ${EXTRA.dead}, port: ${dead} }\n`,
+  });
+  const responses: ClientResponse[] = [];
+  const keep = (r: ClientResponse): ClientResponse => {
+    responses.push(r);
+    return r;
+  };
+  const forward = async (host: string, port: number, spec: RequestSpec): Promise<ClientResponse> =>
+    keep(await sendRequest({ proxyPort: s.b.proxyPort, path: `http://${host}:${port}${spec.path}`, method: spec.method ?? 'GET', headers: spec.headers ?? {}, ...(spec.body === undefined ? {} : { body: spec.body }) }));
+  const tunnelled = async (host: string, port: number, spec: RequestSpec): Promise<ClientResponse> => {
+    const tunnel = await openTunnel(s.b.proxyPort, `${host}:${port}`);
+    if (tunnel.status !== 200) return keep({ status: tunnel.status, headers: {}, body: tunnel.head + (await readAll(tunnel.socket, tunnel.rest)) });
+    try {
+      return keep(await sendRequest({ socket: tunnel.socket, path: spec.path, method: spec.method ?? 'GET', headers: { host: `${host}:${port}`, ...spec.headers }, ...(spec.body === undefined ? {} : { body: spec.body }) }));
+    } finally {
+      tunnel.socket.destroy();
+    }
+  };
+  const echo = s.ports.echo;
+  const bearer = { authorization: `Bearer ${PH}API_TOKEN` };
+  const slots: RequestSpec[] = [
+    { path: '/a/bearer', headers: bearer },
+    { path: '/a/basic', headers: { authorization: `Basic ${b64(`user:${PH}BASIC_PASS`)}` } },
+    { path: '/a/whole', headers: { 'x-api-key': `${PH}API_TOKEN` } },
+    { path: `/a/query?k=${PH}QUERY_KEY` },
+    { path: `/a/seg${PH}API_TOKEN/x` },
+  ];
+  const body = { method: 'POST', path: '/a/body', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ t: `${PH}API_TOKEN` }) };
+
+  async function matrix(): Promise<void> {
+    // Allowed (and audited) with every slot, forward and through a plaintext tunnel.
+    for (const send of [forward, tunnelled]) {
+      for (const spec of slots) assert.equal((await send(HOSTS.echo, echo, spec)).status, 200);
+      assert.equal((await send(EXTRA.body, echo, body)).status, 200);
+      assert.equal((await send(EXTRA.audit, echo, { path: '/not-ok/x', headers: bearer })).status, 200);
+      // Denied by policy (L7 and L4), mismatched, and the error paths.
+      assert.equal((await send(EXTRA.l7, echo, { path: '/denied?k=1', headers: bearer })).status, 403);
+      assert.equal((await send(EXTRA.body, echo, { ...body, path: '/a/unknown', body: JSON.stringify({ t: `${PH}NOPE` }) })).status, 500);
+      assert.equal((await send(EXTRA.body, echo, { method: 'POST', path: '/a/big', headers: { 'content-type': 'text/plain' }, body: 'x'.repeat(300_000) })).status, 413);
+      assert.equal((await send(HOSTS.echo, echo, { path: `/a/encoded?k=openshell%3Aresolve%3Aenv%3AAPI_TOKEN` })).status, 500);
+      assert.equal((await send(HOSTS.echo, echo, { method: 'POST', path: '/a/stream', headers: { 'content-type': 'text/plain' }, body: `x ${PH}API_TOKEN` })).status, 500);
+    }
+    assert.equal((await forward('nowhere.example.test', echo, { path: '/x', headers: bearer })).status, 403);
+    assert.equal((await forward(HOSTS.other, s.ports.otherPlain, { path: '/m', headers: bearer })).status, 403);
+    assert.equal((await s.through('connect', HOSTS.other, { path: '/m', headers: bearer }).then(keep)).status, 403);
+    assert.equal((await forward(EXTRA.dead, dead, { path: '/d', headers: bearer })).status, 502);
+    assert.equal((await tunnelled(HOSTS.skip, s.ports.secure, { path: '/skip', headers: bearer })).status, 403);
+  }
+
+  try {
+    await matrix();
+    // A policy reload, then the matrix again.
+    await s.b.writePolicy(stackPolicy(s.ports, `${extraPolicy(echo, dead)}      - host: reload.example.test\n        ports: [1]\n`));
+    await s.b.log.waitFor((e) => e.activity_name === 'LOADED' && e.unmapped.policy_generation === 2);
+    // A credentials rotation to the second canary, then the matrix again.
+    await s.rotate({ token: second, query: second, basic: second });
+    await matrix();
+
+    // The search works: both canaries, and their Basic and percent forms, reached the bound origin.
+    const received = JSON.stringify(s.echo.seen);
+    for (const secret of [first, second]) {
+      assert.ok(received.includes(secret), 'raw form reached the origin');
+      assert.ok(received.includes(b64(`user:${secret}`)), 'Basic form reached the origin');
+      assert.ok(received.includes(encodeUnreserved(secret)), 'percent-encoded form reached the origin');
+    }
+
+    // Second line of defence: the boundary's own logger redacts credential-bearing headers and Secret values
+    // even if a future change logged a request (checked in this format).
+    s.b.log.logger.warn({ req: { headers: { authorization: `Bearer ${first}`, 'x-api-key': first, cookie: `s=${first}` } } }, 'request dump');
+    s.b.log.logger.warn({ headers: { Authorization: `Basic ${b64(`user:${first}`)}` }, secret: first }, 'header dump');
+    assert.match(s.b.log.text(), /request dump/);
+
+    const sinks = {
+      log: s.b.log.text(),
+      ocsf: JSON.stringify(s.b.log.events()),
+      readyz: (await adminGet(s.b.adminPort, '/readyz')) + (await adminGet(s.b.adminPort, '/readyz?verbose=1')),
+      metrics: await adminGet(s.b.adminPort, '/metrics'),
+      responses: JSON.stringify(responses),
+      files: (await filesUnder(s.b.dir)).join('\n'),
+    };
+    assert.ok(sinks.log.length > 10_000 && sinks.responses.length > 1_000, 'the sinks hold the whole matrix');
+    const hits: string[] = [];
+    for (const [sink, text] of Object.entries(sinks)) {
+      for (const secret of [first, second]) {
+        for (const form of formsOf(secret)) if (text.includes(form)) hits.push(`${sink}: ${form === secret ? 'raw' : form}`);
+      }
+      for (const name of ['API_TOKEN', 'QUERY_KEY', 'BASIC_PASS']) if (sink !== 'responses' && text.includes(name)) hits.push(`${sink}: key name ${name}`);
+      if (sink !== 'responses' && text.includes('openshell:resolve')) hits.push(`${sink}: placeholder`);
+    }
+    assert.deepEqual(hits, []);
+  } finally {
+    await s.close();
+  }
+}
+
+describe('credentials canary (CR-22): a unique secret appears in no sink', () => {
+  it('json logs: zero hits in logs, OCSF, /readyz, /metrics, response bodies and the state dir', async () => {
+    await run('json');
+  });
+
+  it('shorthand logs: zero hits in logs, OCSF, /readyz, /metrics, response bodies and the state dir', async () => {
+    await run('shorthand');
+  });
+});
