@@ -1,0 +1,128 @@
+// Attached mode for the composition root: reads the --tls-dir folder, runs the control client against
+// the boundary's own policy store, credential source and audit sink, and says what /readyz adds.
+// Never decides a request and never resolves names itself (the lookup arrives from main/run).
+
+import { join } from 'node:path';
+import type { CredentialTarget } from './apply.js';
+import { type ControlClient, type ControlClientOptions, type ControlState, createControlClient, newBootId } from './client.js';
+import type { ControlLookup } from './dial.js';
+import type { RelayTarget } from './messages.js';
+import { controlReadiness } from './readiness.js';
+import { readPemFile } from '../pki/files.js';
+import { ISSUED_FILES } from '../pki/issue.js';
+import { reloadIssues } from '../policy/store.js';
+import type { Policy } from '../policy/types.js';
+import type { AuditSink } from '../telemetry/event.js';
+import type { Logger } from '../telemetry/logger.js';
+
+/** Reported on attach when the caller names no version. */
+export const DEFAULT_BOUNDARY_VERSION = '0.1.0';
+
+/** The attached-mode part of Config: present exactly when `--supervisor` is given. */
+export interface AttachedSettings {
+  /** Host may be a DNS name (resolved per attempt through the injected lookup) or an IP literal. */
+  readonly supervisor: { readonly host: string; readonly port: number };
+  /** DIR/ca.pem (supervisor's CA), DIR/cert.pem and DIR/key.pem (this sandbox's client identity). */
+  readonly tlsDir: string;
+  readonly sandboxId: string;
+  /** Stable across restarts of the same pod, so a restart supersedes the old session. */
+  readonly instanceId: string;
+  readonly relayAllow: readonly RelayTarget[];
+}
+
+export interface AttachedControlOptions {
+  readonly settings: AttachedSettings;
+  readonly store: { current(): Policy; hasPolicy(): boolean; swap(policy: Policy): Policy };
+  readonly sink: AuditSink;
+  readonly logger: Logger;
+  readonly now: () => number;
+  /** Where pushed credentials go (credentials/source.ts's StaticCredentialSource). */
+  readonly credentials?: CredentialTarget | undefined;
+  readonly lookup?: ControlLookup | undefined;
+  readonly version?: string | undefined;
+  /** Whether transparent capture can be switched on while running (see policy/store.ts reloadIssues). */
+  readonly liveCapture?: boolean | undefined;
+  /** Tests only: faster backoff and timers. */
+  readonly tuning?: Pick<ControlClientOptions, 'backoff' | 'timeouts'> | undefined;
+  readonly onState?: ((state: ControlState) => void) | undefined;
+}
+
+/** What the root merges into its own readiness. */
+export interface AttachedReadiness {
+  readonly ready: boolean;
+  readonly reasons: readonly string[];
+  readonly supervisor: string;
+  readonly lastError: { readonly kind: string; readonly message: string; readonly at: string } | undefined;
+}
+
+export interface AttachedControl {
+  /** Reads the TLS folder (PKI_INVALID naming a missing file) and starts attaching in the background. */
+  start(): Promise<void>;
+  close(): Promise<void>;
+  readiness(): AttachedReadiness;
+  /** Undefined before start(). */
+  state(): ControlState | undefined;
+}
+
+function hasSubscribe(sink: AuditSink): sink is AuditSink & { subscribe(listener: (event: object) => void): () => void } {
+  return typeof (sink as { subscribe?: unknown }).subscribe === 'function';
+}
+
+export function createAttachedControl(options: AttachedControlOptions): AttachedControl {
+  const { settings, store, sink, logger, now } = options;
+  const supervisorText = `${settings.supervisor.host}:${settings.supervisor.port}`;
+  let client: ControlClient | undefined;
+  let closed = false;
+
+  // The first delivered policy is the attached boundary's initial load, not a reload: the V15 check
+  // applies only once something is in force.
+  function preflight(previous: Policy, next: Policy) {
+    if (!store.hasPolicy()) return [];
+    return reloadIssues(previous, next, { liveCapture: options.liveCapture ?? false });
+  }
+
+  return {
+    async start() {
+      if (client !== undefined || closed) return;
+      const dir = settings.tlsDir;
+      const [caPem, certPem, keyPem] = await Promise.all([
+        readPemFile(join(dir, ISSUED_FILES.ca)),
+        readPemFile(join(dir, ISSUED_FILES.cert)),
+        readPemFile(join(dir, ISSUED_FILES.key)),
+      ]);
+      client = createControlClient({
+        address: settings.supervisor,
+        tls: { caPem, certPem, keyPem },
+        sandboxId: settings.sandboxId,
+        instanceId: settings.instanceId,
+        bootId: newBootId(),
+        version: options.version ?? DEFAULT_BOUNDARY_VERSION,
+        now,
+        logger,
+        sink,
+        store,
+        credentials: options.credentials,
+        relayAllow: settings.relayAllow,
+        lookup: options.lookup,
+        events: hasSubscribe(sink) ? sink : undefined,
+        preflight,
+        onState: options.onState,
+        ...options.tuning,
+      });
+      await client.start();
+    },
+    async close() {
+      closed = true;
+      await client?.close();
+    },
+    readiness() {
+      if (client === undefined) {
+        return { ready: false, reasons: [`not attached yet to supervisor ${supervisorText}`], supervisor: 'idle', lastError: undefined };
+      }
+      const r = controlReadiness(client.state());
+      const lastError = r.lastError === undefined ? undefined : { kind: r.lastError.kind, message: r.lastError.message, at: new Date(r.lastError.at).toISOString() };
+      return { ready: r.ready, reasons: r.reasons, supervisor: r.supervisor, lastError };
+    },
+    state: () => client?.state(),
+  };
+}
