@@ -11,6 +11,7 @@ import { type Config, parseConfig } from '../config.js';
 import { isBoundaryError } from '../errors.js';
 import { createUpstreamResolver } from '../dns/upstream.js';
 import { parseHostsFile } from '../net/hosts.js';
+import { createCachingResolver } from '../net/resolver-cache.js';
 import { createLogger, type Logger } from '../telemetry/logger.js';
 import type { CliIo, Command } from './io.js';
 
@@ -100,7 +101,7 @@ export function firstNameserver(text: string): string | undefined {
   return undefined;
 }
 
-async function buildResolver(config: Config) {
+async function buildResolver(config: Config, now: () => number) {
   let server = config.upstreamDns;
   if (server === undefined) {
     const ns = firstNameserver(await readFile(RESOLV_CONF, 'utf8'));
@@ -112,7 +113,8 @@ async function buildResolver(config: Config) {
     throw new Error(`the upstream DNS server ${server.host}:${server.port} is boundary's own --dns-listen; pass --upstream-dns HOST:PORT`);
   }
   const hosts = config.hostsFile === undefined ? undefined : parseHostsFile(await readFile(config.hostsFile, 'utf8'));
-  return createUpstreamResolver({ servers: [server], ...(hosts === undefined ? {} : { hosts }) });
+  const upstream = createUpstreamResolver({ servers: [server], ...(hosts === undefined ? {} : { hosts }) });
+  return createCachingResolver(upstream, { now });
 }
 
 /** The supervisor's name through the system resolver (hosts file, cluster DNS), as addresses. */
@@ -165,7 +167,7 @@ export const runCommand: Command = async function runCommand(argv: readonly stri
   if (typeof credentials === 'number') return credentials;
   const boundary = createBoundary(config, {
     ...(credentials === undefined ? {} : { credentials }),
-    resolver: await buildResolver(config),
+    resolver: await buildResolver(config, io.now),
     now: io.now,
     logger,
     registry: new Registry(),
