@@ -26,6 +26,9 @@ export const OUTCOME_REASONS = [
   'credential-endpoint-mismatch',
   'credential-unavailable',
   'credential-body-too-large',
+  'websocket-binary-credentialed',
+  'websocket-protocol-error',
+  'websocket-timeout',
 ] as const;
 export type OutcomeReason = (typeof OUTCOME_REASONS)[number];
 export const ALL_REASONS: readonly string[] = [...DECISION_REASONS, ...OUTCOME_REASONS];

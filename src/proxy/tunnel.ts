@@ -19,6 +19,11 @@ export interface PinnedTunnel {
   readonly addresses: readonly string[];
   readonly endpointId: string | undefined;
   readonly inspect: boolean;
+  /**
+   * An L7 relay (a WebSocket after its 101) re-decides its own request here: true when the new policy
+   * decides it as before. It then replaces the L4 endpoint/inspection comparison; the rest still applies.
+   */
+  readonly recheck?: (policy: Policy) => boolean;
   close(reason: string): void;
 }
 
@@ -48,7 +53,9 @@ export function createTunnelRegistry(registryOptions: TunnelRegistryOptions = {}
     size: () => open.size,
     reevaluate(policy, options) {
       let closed = 0;
-      for (const t of [...open]) {
+      // L7 relays first: a WebSocket gets its close frame out before an enclosing CONNECT tunnel is cut.
+      const ordered = [...open].sort((a, b) => Number(b.recheck !== undefined) - Number(a.recheck !== undefined));
+      for (const t of ordered) {
         if (stillAllowed(policy, t, { ...options, routeOf: registryOptions.routeOf })) continue;
         open.delete(t);
         t.close('policy-changed');
@@ -70,10 +77,14 @@ function stillAllowed(
 ): boolean {
   const decision = decide(policy, { adapter: 'connect', host: t.host, port: t.port });
   if (decision.verdict === 'deny') return false;
-  if (decision.endpoint?.id !== t.endpointId) return false;
   const route = options.routeOf?.(decision, t.host, t.port) ?? 'as-is';
   if (route === 'refuse') return false;
-  if ((decisionNeedsInspection(decision) || route === 'inspect') !== t.inspect) return false;
+  if (t.recheck !== undefined) {
+    if (!t.recheck(policy)) return false;
+  } else {
+    if (decision.endpoint?.id !== t.endpointId) return false;
+    if ((decisionNeedsInspection(decision) || route === 'inspect') !== t.inspect) return false;
+  }
   // The pinned addresses must pass the new endpoint's validation plan too (allowed_ips may have shrunk).
   const check = validateDestination({
     endpoint: decision.endpoint,

@@ -1,12 +1,14 @@
 // WebSocket upgrades (forward and inside tunnels): the same evaluator decides the handshake; an allowed one
-// is written to a pinned upstream connection and, after the upstream's answer, relayed as raw bytes.
-// The handshake head gets the credential rewrite; frames are not parsed yet, so text frames are neither
-// rewritten nor scanned (WEBSOCKET_TEXT rules and rewriteWebSocketText need a frame parser first).
+// is written to a pinned upstream connection and, after a 101, relayed. On a websocket endpoint or a
+// credentialed route the client's frames are inspected (ws-relay.ts); otherwise the bytes are relayed raw.
 
 import type { IncomingMessage } from 'node:http';
 import type { Socket } from 'node:net';
 import { formatAuthority } from '../net/host.js';
 import { type RewriteRefusal, refuse } from '../credentials/outcome.js';
+import { redactPlaceholders } from '../credentials/placeholder.js';
+import { decide } from '../policy/decide.js';
+import type { Decision, Policy } from '../policy/types.js';
 import { needsInspection, type ProxyContext } from './context.js';
 import { credentialHead, credentialRefusal } from './credentials.js';
 import { unsupportedL7Denial, upstreamUnreachableDenial, writeBareStatusToSocket, writeDenialToSocket } from './deny.js';
@@ -14,7 +16,9 @@ import { dialPinned } from './dial.js';
 import { beginOutcome, emitOutcome, findingEvent, type Outcome } from './events.js';
 import { BOUNDARY_HEADER_PREFIX, hostHeader, upstreamRequestHeaders } from './headers.js';
 import { evaluateRequest } from './l7.js';
-import { relayRaw } from './tunnel.js';
+import { type PinnedTunnel, relayRaw } from './tunnel.js';
+import { CLOSE_CODES } from './ws-frames.js';
+import { relayWebSocket, type WsSession } from './ws-relay.js';
 
 /** The upstream's handshake answer must fit in this. */
 export const MAX_UPGRADE_RESPONSE_HEAD_BYTES = 16_384;
@@ -128,19 +132,26 @@ async function upgrade(ctx: ProxyContext, req: IncomingMessage, socket: Socket, 
     refuseUpgrade(ctx, socket, o, refuse('stale-revision', 'the credentials changed while the request was in flight; retry it'));
     return;
   }
-  const { headers } = prepared.head;
+  // Reference §7.3 rule 4: a route that binds credentials is a credentialed upgrade, whether or not this
+  // handshake used one; its frames are inspected even on an L4 endpoint. Plain L4 upgrades stay raw.
+  const credentialed = prepared.head.scope.boundKeys.length > 0;
+  const inspect = endpoint?.protocol === 'websocket' || credentialed;
+  const headers = inspect ? withoutExtensions(prepared.head.headers) : prepared.head.headers;
   let text = `${o.method} ${prepared.head.target} HTTP/1.1\r\n`;
   for (let i = 0; i < headers.length; i += 2) text += `${headers[i]}: ${headers[i + 1]}\r\n`;
   upstream.write(`${text}\r\n`);
-  if (head.length > 0) upstream.write(head);
+  // Bytes the client sent with the handshake are frames: raw relays pass them now, inspected ones parse them.
+  if (head.length > 0 && !inspect) upstream.write(head);
   const answer = await readResponseHead(upstream);
   const lines = answer.head.split('\r\n');
   const status = Number((lines[0] ?? '').split(' ')[1]);
   o.status = Number.isInteger(status) ? status : 502;
-  // CR-03: upstream cannot speak as boundary.
-  const kept = lines.filter((line, i) => i === 0 || !line.toLowerCase().startsWith(BOUNDARY_HEADER_PREFIX));
+  // CR-03: upstream cannot speak as boundary. An inspected relay offered no extension, so none is accepted.
+  const kept = lines.filter(
+    (line, i) => i === 0 || !(line.toLowerCase().startsWith(BOUNDARY_HEADER_PREFIX) || (inspect && /^sec-websocket-extensions\s*:/i.test(line))),
+  );
   socket.write(`${kept.join('\r\n')}\r\n\r\n`);
-  if (answer.rest.length > 0) socket.write(answer.rest);
+  if (answer.rest.length > 0 && !(inspect && status === 101)) socket.write(answer.rest);
   if (status !== 101) {
     // Refused handshake: pass the answer on, one way only. Nothing more from the client goes upstream.
     upstream.pipe(socket);
@@ -150,19 +161,109 @@ async function upgrade(ctx: ProxyContext, req: IncomingMessage, socket: Socket, 
     return;
   }
   ctx.metrics.tunnels.inc();
-  const remove = ctx.tunnels.add({
+  let removed = false;
+  const done = (): void => {
+    if (removed) return;
+    removed = true;
+    remove();
+    ctx.metrics.tunnels.dec();
+  };
+  const q = target.indexOf('?');
+  const session: WsSession = {
+    adapter: o.adapter,
+    host,
+    port,
+    path: o.path ?? '/',
+    query: q < 0 ? '' : redactPlaceholders(target.slice(q + 1)),
+    endpoint,
+    decideText: endpoint?.protocol === 'websocket',
+    scope: prepared.head.scope,
+    credentialed,
+    src: { remoteAddress: socket.remoteAddress, remotePort: socket.remotePort },
+  };
+  const pinned = pinnedDecisions(ctx.store.current(), session, o.method, decision);
+  let closeRelay: ((reason: string) => void) | undefined;
+  const tunnel: PinnedTunnel = {
     host,
     port,
     addresses,
     endpointId: endpoint?.id,
     inspect: scope !== undefined,
-    close: () => {
-      socket.destroy();
-      upstream.destroy();
+    // Reference §10 (B): the relay survives a reload unless the upgrade's or its text frames' decision changed.
+    recheck: (policy) => sameDecisions(pinned, pinnedDecisions(policy, session, o.method, undefined)),
+    close(reason) {
+      if (reason === 'policy-changed') ctx.metrics.reloadClosed.inc();
+      const code = reason === 'policy-changed' ? CLOSE_CODES.serviceRestart : CLOSE_CODES.goingAway;
+      ctx.sink.emit({
+        class: 'NET',
+        activity: 'CLOSE',
+        severity: 'INFO',
+        engine: 'opa',
+        dst: { host, port },
+        message: `websocket to ${formatAuthority(host, port)} closed: ${reason}`,
+        reason,
+        generation: ctx.store.current().generation,
+        policyHash: ctx.store.current().hash,
+        unmapped: { reason_code: reason, ...(closeRelay === undefined ? {} : { close_code: code }) },
+      });
+      if (closeRelay !== undefined) closeRelay(reason);
+      else {
+        socket.destroy();
+        upstream.destroy();
+      }
     },
-  });
-  relayRaw(socket, upstream, ctx.tunnelIdleTimeoutMs, () => {
+  };
+  const remove = ctx.tunnels.add(tunnel);
+  if (!inspect) {
+    relayRaw(socket, upstream, ctx.tunnelIdleTimeoutMs, done);
+    return;
+  }
+  const relay = relayWebSocket(ctx, { client: socket, upstream, session, clientHead: head, upstreamHead: answer.rest, onClosed: done });
+  closeRelay = (reason) => relay.close(reason === 'policy-changed' ? CLOSE_CODES.serviceRestart : CLOSE_CODES.goingAway, reason === 'policy-changed' ? 'policy changed' : 'proxy shutting down');
+  // A reload that landed during the dial or handshake found no relay to re-evaluate: check it here.
+  const now = ctx.store.current();
+  if (now.generation !== o.generation && !sameDecisions(pinned, pinnedDecisions(now, session, o.method, undefined))) {
     remove();
-    ctx.metrics.tunnels.dec();
-  });
+    tunnel.close('policy-changed');
+  }
+}
+
+/** Drops the extension offer: permessage-deflate would hide text frames from inspection. */
+function withoutExtensions(flat: readonly string[]): string[] {
+  const out: string[] = [];
+  for (let i = 0; i < flat.length; i += 2) {
+    if ((flat[i] ?? '').toLowerCase() === 'sec-websocket-extensions') continue;
+    out.push(flat[i] ?? '', flat[i + 1] ?? '');
+  }
+  return out;
+}
+
+interface PinnedDecisions {
+  readonly upgrade: Decision;
+  readonly text: Decision | undefined;
+}
+
+/** The upgrade's decision and (on a websocket endpoint) its text frames' decision under `policy`. */
+function pinnedDecisions(policy: Policy, session: WsSession, method: string, upgrade: Decision | undefined): PinnedDecisions {
+  const { adapter, host, port, path, query } = session;
+  return {
+    upgrade: upgrade ?? decide(policy, { adapter, host, port, method, path, query }),
+    text: session.decideText ? decide(policy, { adapter, host, port, method: 'WEBSOCKET_TEXT', path, query }) : undefined,
+  };
+}
+
+/** Same verdict by the same endpoint, inspected the same way (an id is a position, so the fields count too). */
+function sameDecision(a: Decision | undefined, b: Decision | undefined): boolean {
+  if (a === undefined || b === undefined) return a === b;
+  return (
+    a.verdict === b.verdict &&
+    a.layer === b.layer &&
+    a.endpoint?.id === b.endpoint?.id &&
+    a.endpoint?.protocol === b.endpoint?.protocol &&
+    a.endpoint?.websocketCredentialRewrite === b.endpoint?.websocketCredentialRewrite
+  );
+}
+
+function sameDecisions(a: PinnedDecisions, b: PinnedDecisions): boolean {
+  return sameDecision(a.upgrade, b.upgrade) && sameDecision(a.text, b.text);
 }

@@ -1,0 +1,286 @@
+// The inspected WebSocket relay after an allowed 101 (reference §1.6, §7.2, §7.3 rule 4): client frames are
+// parsed, each text message decided as WEBSOCKET_TEXT and credential-rewritten or refused with close 1008.
+// Server bytes pass through untouched; only their frame headers are followed, to place our own close frame.
+//
+// Events: allowed text messages emit nothing (one event per message would flood the log). A denied or
+// audited text message emits HTTP:WEBSOCKET_TEXT (HTTP Activity, status_detail `FORWARD|L7_REQUEST
+// denied|audit`, the upgrade's host/port/path, unmapped rule, endpoint, reason_code and close_code 1008 on
+// a deny); a refused placeholder the same with the credential reason; a refused binary frame
+// HTTP:WEBSOCKET_BINARY; malformed frames and assembly timeouts NET:CLOSE with reason_code and close_code.
+
+import { randomBytes } from 'node:crypto';
+import type { Socket } from 'node:net';
+import { rewriteWebSocketText } from '../credentials/rewrite-ws.js';
+import type { CredentialScope } from '../credentials/scope.js';
+import { decide } from '../policy/decide.js';
+import type { Adapter, Endpoint } from '../policy/types.js';
+import type { Severity } from '../telemetry/event.js';
+import type { ProxyContext } from './context.js';
+import { credentialRefusal } from './credentials.js';
+import { beginOutcome, emitOutcome, findingEvent, type Outcome } from './events.js';
+import { TUNNEL_LINGER_MS } from './tunnel.js';
+import {
+  CLOSE_CODES,
+  type ClientEvent,
+  type CloseCode,
+  createAssemblyTimer,
+  createClientFrameParser,
+  createFrameBoundaryTracker,
+  encodeClose,
+  encodeFrame,
+  OPCODES,
+  type Timers,
+} from './ws-frames.js';
+
+/** What the relay needs to know about the upgrade it continues. */
+export interface WsSession {
+  readonly adapter: Adapter;
+  readonly host: string;
+  readonly port: number;
+  /** Redacted canonical path and query of the upgrade request: what WEBSOCKET_TEXT rules match against. */
+  readonly path: string;
+  readonly query: string;
+  readonly endpoint: Endpoint | undefined;
+  /** Decide each text message (a websocket endpoint); false on a credentialed L4 route (markers only). */
+  readonly decideText: boolean;
+  /** The upgrade's endpoint-scoped resolver (reference §7.3 rule 1). */
+  readonly scope: CredentialScope;
+  /** The upgrade's route binds credentials: binary frames are refused (reference §7.3 rule 4). */
+  readonly credentialed: boolean;
+  readonly src: { readonly remoteAddress?: string | undefined; readonly remotePort?: number | undefined };
+}
+
+export interface WsRelay {
+  /** Sends `code` both ways at frame boundaries, then ends both sockets (destroyed after the linger). */
+  close(code: CloseCode, reason: string): void;
+}
+
+const maskKey = (): Buffer => randomBytes(4);
+
+function messageOutcome(ctx: ProxyContext, session: WsSession, method: string): Outcome {
+  const o = beginOutcome(session.adapter, 'http', session.src);
+  const policy = ctx.store.current();
+  o.method = method;
+  o.host = session.host;
+  o.port = session.port;
+  o.path = session.path;
+  o.generation = policy.generation;
+  o.policyHash = policy.hash;
+  return o;
+}
+
+export function relayWebSocket(
+  ctx: ProxyContext,
+  input: {
+    readonly client: Socket;
+    readonly upstream: Socket;
+    readonly session: WsSession;
+    /** Client bytes that arrived with the upgrade request: frames, parsed like the rest. */
+    readonly clientHead: Buffer;
+    /** Server bytes that followed the 101 head. */
+    readonly upstreamHead: Buffer;
+    readonly onClosed: () => void;
+    readonly timers?: Timers;
+  },
+): WsRelay {
+  const { client, upstream, session } = input;
+  const parser = createClientFrameParser();
+  const tracker = createFrameBoundaryTracker();
+  let closing: { code: CloseCode; reason: string } | undefined;
+  let clientCloseSent = false;
+  let closedCount = 0;
+  let linger: NodeJS.Timeout | undefined;
+  const assembly = createAssemblyTimer({
+    onExpire: (which) => fail(CLOSE_CODES.policyViolation, `text message assembly exceeded its ${which} timeout`, 'websocket-timeout'),
+    ...(input.timers === undefined ? {} : { timers: input.timers }),
+  });
+
+  const destroyBoth = (): void => {
+    assembly.clear();
+    client.destroy();
+    upstream.destroy();
+  };
+
+  function toUpstream(bytes: Buffer): void {
+    if (!upstream.write(bytes) && !client.isPaused()) {
+      client.pause();
+      upstream.once('drain', () => client.resume());
+    }
+  }
+
+  function toClient(bytes: Buffer): void {
+    if (bytes.length > 0 && !client.write(bytes) && !upstream.isPaused()) {
+      upstream.pause();
+      client.once('drain', () => upstream.resume());
+    }
+  }
+
+  function sendClientClose(): void {
+    if (clientCloseSent || closing === undefined) return;
+    clientCloseSent = true;
+    if (client.writable) client.end(encodeClose(closing.code, closing.reason));
+  }
+
+  function close(code: CloseCode, reason: string): void {
+    if (closing !== undefined) return;
+    closing = { code, reason };
+    assembly.clear();
+    // Client→server bytes are only ever written as whole frames, so upstream is always at a boundary.
+    if (upstream.writable) upstream.end(encodeClose(code, '', maskKey()));
+    if (tracker.atBoundary()) sendClientClose();
+    // Else the server frame under way is finished first (onUpstreamData); the linger bounds the wait.
+    upstream.resume();
+    linger = setTimeout(destroyBoth, TUNNEL_LINGER_MS);
+    linger.unref();
+  }
+
+  /** A relay-level failure (malformed frames, timeouts): NET:CLOSE beside the close frame. */
+  function fail(code: CloseCode, detail: string, reasonCode: string, severity: Severity = 'LOW'): void {
+    const policy = ctx.store.current();
+    ctx.sink.emit({
+      class: 'NET',
+      activity: 'CLOSE',
+      severity,
+      engine: 'l7',
+      dst: { host: session.host, port: session.port },
+      message: `websocket closed with ${code}: ${detail}`,
+      reason: detail,
+      generation: policy.generation,
+      policyHash: policy.hash,
+      unmapped: { reason_code: reasonCode, close_code: code, adapter: session.adapter },
+    });
+    close(code, detail);
+  }
+
+  /** Emits the message's event and closes with 1008. */
+  function refuseMessage(o: Outcome, finding?: string): void {
+    o.extra = { ...o.extra, close_code: CLOSE_CODES.policyViolation };
+    emitOutcome(ctx.sink, ctx.metrics, o);
+    if (finding !== undefined) ctx.sink.emit(findingEvent(o, finding));
+    close(CLOSE_CODES.policyViolation, 'policy violation');
+  }
+
+  /** Reference §1.6: a text message is a WEBSOCKET_TEXT request on the upgrade's path and query. */
+  function textAllowed(): boolean {
+    if (!session.decideText) return true;
+    const { host, port, path, query, adapter } = session;
+    const decision = decide(ctx.store.current(), { adapter, host, port, method: 'WEBSOCKET_TEXT', path, query });
+    if (decision.verdict === 'allow') return true;
+    const o = messageOutcome(ctx, session, 'WEBSOCKET_TEXT');
+    o.verdict = decision.verdict;
+    o.reason = decision.reason;
+    o.detail = decision.detail;
+    o.policy = decision.policy;
+    o.engine = decision.layer === 'l7' ? 'l7' : 'opa';
+    o.extra = { rule: decision.rule, endpoint: decision.endpoint?.id, identity: decision.binaryIdentity };
+    if (decision.verdict === 'deny') {
+      refuseMessage(o);
+      return false;
+    }
+    // Audit: forwarded, and logged as ALLOWED with the reason it would have been denied for.
+    emitOutcome(ctx.sink, ctx.metrics, o);
+    return true;
+  }
+
+  function onText(text: string, frames: readonly Buffer[]): void {
+    if (!textAllowed()) return;
+    // Reference §7.2: rewritten only with websocket_credential_rewrite; otherwise a marker is refused.
+    const rewrite = rewriteWebSocketText({ text, scope: session.scope, rewrite: session.endpoint?.websocketCredentialRewrite === true });
+    if (!rewrite.ok) {
+      const o = messageOutcome(ctx, session, 'WEBSOCKET_TEXT');
+      const { finding } = credentialRefusal(o, rewrite);
+      // The refusal's HTTP status means nothing after a 101: the close code (1008) is what the client sees.
+      o.status = undefined;
+      refuseMessage(o, finding);
+      return;
+    }
+    if (rewrite.text === text) {
+      for (const frame of frames) toUpstream(frame);
+      return;
+    }
+    toUpstream(encodeFrame({ opcode: OPCODES.text, payload: Buffer.from(rewrite.text, 'utf8'), maskKey: maskKey() }));
+  }
+
+  function onEvent(event: ClientEvent): void {
+    switch (event.kind) {
+      case 'control':
+        toUpstream(event.frame.raw);
+        return;
+      case 'binary': {
+        if (!session.credentialed) {
+          toUpstream(event.frame.raw);
+          return;
+        }
+        const o = messageOutcome(ctx, session, 'WEBSOCKET_BINARY');
+        o.verdict = 'deny';
+        o.reason = 'websocket-binary-credentialed';
+        o.engine = 'credentials';
+        o.detail = 'binary WebSocket frames are refused on a credentialed upgrade: they cannot be inspected';
+        refuseMessage(o);
+        return;
+      }
+      case 'text-fragment':
+        assembly.fragment();
+        return;
+      case 'text':
+        assembly.clear();
+        onText(event.text, event.frames);
+        return;
+    }
+  }
+
+  function onClientData(chunk: Buffer): void {
+    // After our close, whatever the client still sends (its close answer included) is dropped.
+    if (closing !== undefined) return;
+    const result = parser.push(chunk);
+    for (const event of result.events) {
+      onEvent(event);
+      if (closing !== undefined) return;
+    }
+    if (result.error !== undefined) fail(result.error.code, result.error.message, 'websocket-protocol-error');
+  }
+
+  function onUpstreamData(chunk: Buffer): void {
+    if (clientCloseSent) return;
+    if (closing === undefined) {
+      tracker.feed(chunk);
+      toClient(chunk);
+      return;
+    }
+    const end = tracker.untilBoundary(chunk);
+    toClient(end < 0 ? chunk : chunk.subarray(0, end));
+    if (end >= 0) sendClientClose();
+  }
+
+  for (const [self, other] of [
+    [client, upstream],
+    [upstream, client],
+  ] as const) {
+    self.setTimeout(ctx.tunnelIdleTimeoutMs, destroyBoth);
+    self.on('error', destroyBoth);
+    self.once('end', () => {
+      // A FIN with no close frame: pass it on. During our close, a server FIN mid-frame ends the client too.
+      if (other.writable && (closing === undefined || self === upstream)) other.end();
+    });
+    self.once('close', (hadError: boolean) => {
+      if (hadError) destroyBoth();
+      else if (!other.destroyed) {
+        other.end();
+        other.setTimeout(Math.min(ctx.tunnelIdleTimeoutMs, TUNNEL_LINGER_MS), destroyBoth);
+      }
+      closedCount++;
+      if (closedCount === 2) {
+        assembly.clear();
+        if (linger !== undefined) clearTimeout(linger);
+        input.onClosed();
+      }
+    });
+  }
+  client.on('data', onClientData);
+  upstream.on('data', onUpstreamData);
+  onUpstreamData(input.upstreamHead);
+  onClientData(input.clientHead);
+  client.resume();
+  upstream.resume();
+  return { close };
+}
