@@ -19,6 +19,11 @@
 #             (forward HTTP still decided per request; CONNECT is a byte relay).
 #   PIN       auto (default) | 0: CPU pinning, see "CPU layout" below; LOAD_CPUS, ORIGIN_CPUS, PROXY_CPUS override
 #   BUILD     1 (default) runs `npx tsc -p tsconfig.json` first; 0 uses dist/ as it is
+#   BOUNDARY_DIST  run boundary from this build directory instead of dist/ (experiments; must sit under the
+#             project so node_modules resolves), e.g. a patched copy in bench/out/
+#   BOUNDARY_REF   measure a committed state instead of the working tree: `git archive REF src tsconfig.json`
+#             is compiled into bench/out/build-<sha>/ (read-only for the repository) and run from there;
+#             use it while others are editing src/ — a half-edited working tree can fail the start-up check
 #   PROFILE   1: run boundary under `node --cpu-prof`; profile + summary go to bench/out/ (slows boundary down)
 #   KEEP_TMP  1: keep the temp dir (configs, logs) for inspection
 #   HOLD      N: after start-up, keep everything running N seconds before measuring (debugging by hand)
@@ -28,6 +33,11 @@
 # generator on cpu 0, origin on cpu 1, proxy on cpu 2. With 2 cores: load generator and origin share cpu 0,
 # proxy on cpu 1 (so "direct" is wrk+origin on one core). tinyproxy (threads) and squid (one process) are
 # pinned like node, whose GC/libuv threads then share the proxy's core too.
+#
+# Reading the table: on a 2-core host the CONNECT rows with a new tunnel per request are bound by cpu 0 (the
+# client and the origin both doing full TLS handshakes), not by the proxy; compare the proxies' "cpu µs/req"
+# there. "noise cpu%" is host CPU used by processes outside the bench (other users' jobs): when it is high,
+# req/s and p99 shift, and "cpu µs/req" / "per-core" ratios are the numbers to trust.
 #
 # Equivalent allow-lists: every proxy allows only origin.bench.test at the bench ports (tinyproxy: domain
 # filter + ConnectPort; it has no hosts-file option, so it is addressed as 127.0.0.1 — the same loopback
@@ -48,6 +58,8 @@ CASES=${CASES:-"http http-l7 tls-new tls-reuse"}
 PROXIES=${PROXIES:-"direct boundary boundary-l7 tinyproxy squid"}
 PIN=${PIN:-auto}
 BUILD=${BUILD:-1}
+BOUNDARY_DIST=${BOUNDARY_DIST:-$ROOT/dist}
+BOUNDARY_REF=${BOUNDARY_REF:-}
 PROFILE=${PROFILE:-0}
 KEEP_TMP=${KEEP_TMP:-0}
 OUT_DIR=${OUT_DIR:-$ROOT/bench/out}
@@ -275,11 +287,23 @@ EOF
 start_boundary() {
   local d="$WORK/boundary"
   mkdir -p "$d/state"
-  if ((BUILD)); then
+  if [[ -n $BOUNDARY_REF ]]; then
+    local sha snap
+    sha=$(git -C "$ROOT" rev-parse --short "$BOUNDARY_REF") || die "BOUNDARY_REF: unknown ref $BOUNDARY_REF"
+    snap="$ROOT/bench/out/build-$sha" # inside the project, so node_modules resolves (whatever OUT_DIR is)
+    if [[ ! -f $snap/dist/main.js ]]; then
+      log "building boundary $BOUNDARY_REF ($sha) into $snap"
+      rm -rf "$snap" && mkdir -p "$snap"
+      git -C "$ROOT" archive "$sha" src tsconfig.json | tar -x -C "$snap"
+      "$ROOT/node_modules/.bin/tsc" -p "$snap/tsconfig.json" >"$d/tsc.log" 2>&1 || log "tsc reported errors for $sha (see $d/tsc.log)"
+    fi
+    BOUNDARY_DIST="$snap/dist"
+    BOUNDARY_SHA=$sha
+  elif ((BUILD)); then
     log "building boundary (npx tsc -p tsconfig.json; errors in files mid-edit are tolerated)"
     (cd "$ROOT" && npx tsc -p tsconfig.json >"$d/tsc.log" 2>&1) || log "tsc reported $(grep -c 'error TS' "$d/tsc.log") error(s); trying dist/ anyway"
   fi
-  if ! (cd "$ROOT" && node dist/main.js run --help >"$d/help.txt" 2>&1) || ! grep -q -- '--proxy-listen' "$d/help.txt"; then
+  if ! (cd "$ROOT" && node "$BOUNDARY_DIST/main.js" run --help >"$d/help.txt" 2>&1) || ! grep -q -- '--proxy-listen' "$d/help.txt"; then
     STATE[boundary]="boundary: not runnable yet ($(head -c 200 "$d/help.txt" | tr '\n' ' '))"
     return
   fi
@@ -316,7 +340,7 @@ EOF
   fi
   # --upstream-dns points at a closed loopback port: the hosts file answers origin.bench.test, and any
   # other lookup must fail on loopback instead of leaving the host.
-  (cd "$ROOT" && exec "${PIN_PROXY[@]}" node "${prof[@]}" dist/main.js run \
+  (cd "$ROOT" && exec "${PIN_PROXY[@]}" node "${prof[@]}" "$BOUNDARY_DIST/main.js" run \
     --policy "$d/policy.yaml" \
     --proxy-listen "127.0.0.1:$B_PORT" --admin-listen "127.0.0.1:$B_ADMIN" \
     --hosts "$WORK/hosts" --upstream-dns "127.0.0.1:$DNS_SINK" --upstream-ca "$WORK/pki/ca.pem" \
@@ -494,12 +518,13 @@ node -e '
   concurrency "$CONCURRENCY" cpus "$NCPU" pinned "$PINNED" load_cpus "$LOAD_CPUS" origin_cpus "$ORIGIN_CPUS" \
   proxy_cpus "$PROXY_CPUS" node "$(node --version)" wrk "$(wrk -v 2>&1 | head -1 | cut -c1-40)" \
   tinyproxy "$("$TINYPROXY_BIN" -v 2>/dev/null || echo none)" squid "$("$SQUID_BIN" -v 2>/dev/null | head -1 || echo none)" \
-  boundary_commit "$(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo unknown)" profile "$PROFILE" \
+  boundary_commit "${BOUNDARY_SHA:-$(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo unknown)}${BOUNDARY_REF:+ (ref $BOUNDARY_REF)}$([[ -n $BOUNDARY_REF ]] || echo ' + working tree')" profile "$PROFILE" \
+  boundary_dist "$BOUNDARY_DIST" \
   state_boundary "${STATE[boundary]:-not requested}" state_tinyproxy "${STATE[tinyproxy]:-not requested}" \
   state_squid "${STATE[squid]:-not requested}" \
   check_boundary "${CHECK[boundary]:-}" check_boundary_l7 "${CHECK[boundary-l7]:-}" \
   check_tinyproxy "${CHECK[tinyproxy]:-}" check_squid "${CHECK[squid]:-}" \
-  boundary_log_lines "$(wc -l <"$WORK/boundary/boundary.log" 2>/dev/null || echo 0)"
+  boundary_log_lines "$(cat "$WORK/boundary/boundary.log" 2>/dev/null | wc -l)"
 OUT_FILE="$OUT_DIR/proxy-$STAMP.json"
 node "$HERE/report.mjs" "$META" "$RESULTS" "$OUT_FILE"
 log "raw results: $OUT_FILE"
@@ -511,8 +536,10 @@ if ((PROFILE)) && [[ ${STATE[boundary]:-} == ok ]]; then
   unset 'PID_OF[boundary]'
   prof_file=$(ls -t "$PROFILE_DIR"/*.cpuprofile 2>/dev/null | head -1 || true)
   if [[ -n $prof_file ]]; then
-    # Requests boundary handled while profiled (warm-ups included) = its HTTP audit events + CONNECT events.
+    # Requests boundary handled while profiled (warm-ups included): its HTTP + CONNECT audit events, or, when a
+    # patched build logs none, the origin's request counter (exact when PROXIES=boundary only).
     served=$(grep -c -E '"class_uid":(4002|4001)' "$WORK/boundary/boundary.log" || true)
+    if ((${served:-0} < 100)); then served=$(origin_served); fi
     node "$HERE/profile-summary.mjs" "$prof_file" --requests "${served:-0}" | tee "$PROFILE_DIR/summary.txt"
     log "profile: $prof_file"
   else

@@ -22,12 +22,14 @@ const parent = new Map();
 for (const n of profile.nodes) byId.set(n.id, n);
 for (const n of profile.nodes) for (const c of n.children ?? []) parent.set(c, n.id);
 
+// boundary's own compiled files, wherever the build sits (dist/, bench/out/build-<sha>/dist/, a patched copy).
+const BOUNDARY_FILE = /\/((?:proxy|telemetry|policy|net|dns|cli|credentials|control|pki|supervisor)\/[^/]+\.js|(?:main|boundary|config|errors)\.js)$/;
 function shortUrl(url) {
   if (!url) return '';
-  return url
-    .replace(/^file:\/\//, '')
-    .replace(/^.*\/node_modules\//, 'nm:')
-    .replace(/^.*\/dist\//, 'dist/');
+  const path = url.replace(/^file:\/\//, '');
+  if (path.includes('/node_modules/')) return path.replace(/^.*\/node_modules\//, 'nm:');
+  const own = BOUNDARY_FILE.exec(path);
+  return own === null ? path : `dist/${own[1]}`;
 }
 function keyOf(n) {
   const f = n.callFrame;

@@ -154,7 +154,7 @@ out.push(
 );
 out.push(
   `cpus=${meta.cpus} pinned=${meta.pinned === '1' ? `yes (load ${meta.load_cpus}, origin ${meta.origin_cpus}, proxy ${meta.proxy_cpus})` : 'no'}; ` +
-    `node ${meta.node}; ${meta.squid}; tinyproxy ${meta.tinyproxy}; boundary ${meta.boundary_commit}${meta.profile === '1' ? ' (UNDER --cpu-prof)' : ''}`,
+    `node ${meta.node}; ${meta.squid}; tinyproxy ${meta.tinyproxy}; boundary ${meta.boundary_commit}${meta.boundary_dist && !meta.boundary_dist.endsWith('/dist') ? ` from ${meta.boundary_dist}` : ''}${meta.profile === '1' ? ' (UNDER --cpu-prof)' : ''}`,
 );
 out.push('srv cpu% / cpu µs/req: CPU used by the proxy process (direct rows: the origin) in the measured window, % of one core.');
 out.push('client cpu%: the load generator (wrk or connect-load); noise cpu%: host CPU used by processes outside this bench.');
