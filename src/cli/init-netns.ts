@@ -29,6 +29,16 @@ export function netnsCommands(options: { cidr: string; uid: number; fence: boole
     commands.push(
       [tool, '-w', '-A', 'OUTPUT', '-o', 'lo', '-j', 'ACCEPT'],
       [tool, '-w', '-A', 'OUTPUT', '-m', 'owner', '--uid-owner', String(options.uid), '-j', 'ACCEPT'],
+    );
+    // IPv6 finds on-link neighbours with ICMPv6 that the kernel sends under no uid; rejecting it would cut
+    // boundary's own IPv6 too (ARP, the IPv4 equivalent, never reaches iptables). Without CAP_NET_RAW a
+    // workload cannot send these types, so they carry nothing of its own.
+    if (tool === 'ip6tables') {
+      for (const type of ['neighbour-solicitation', 'neighbour-advertisement']) {
+        commands.push([tool, '-w', '-A', 'OUTPUT', '-p', 'ipv6-icmp', '--icmpv6-type', type, '-j', 'ACCEPT']);
+      }
+    }
+    commands.push(
       // A TCP reset is ECONNREFUSED for the caller: a bypass attempt fails at once, not after a timeout.
       [tool, '-w', '-A', 'OUTPUT', '-p', 'tcp', '-j', 'REJECT', '--reject-with', 'tcp-reset'],
       [tool, '-w', '-A', 'OUTPUT', '-j', 'REJECT'],
