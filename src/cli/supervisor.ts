@@ -22,8 +22,11 @@ const USAGE = `Usage:
                    (this supervisor's serving certificate), as written by 'boundary pki issue --server'
 --policies         DIR/<sandbox-id>.yaml, or DIR/default.yaml for any other sandbox; watched, pushed on change
 --credentials      credentials file (same format as 'boundary run --credentials'); watched, pushed on change
---admin-listen     admin HTTP: GET /v1/sandboxes, POST /v1/sandboxes/<id>/relay?port=N (Upgrade:
-                   boundary-relay), PUT /v1/sandboxes/<id>/instances/<instance>, /healthz, /readyz
+--admin-listen     admin HTTP: GET /v1/sandboxes, PUT /v1/sandboxes/<id>/instances/<instance>, /healthz,
+                   /readyz, and relays to a loopback port of a sandbox (one its boundary lists in --relay-allow)
+                   as POST /v1/sandboxes/<id>/relay?port=N (Upgrade: boundary-relay) or as
+                   CONNECT <id>:<port> (optional header boundary-instance: <instance>), e.g.
+                   ssh -o ProxyCommand='socat - PROXY:127.0.0.1:%h:%p,proxyport=9902' -p 22 sb-1
 --attach-deadline  seconds an expected or detached instance may take to attach before it is withdrawn
                    (default ${ATTACH_DEADLINE_MS / 1000})
 --trust-domain     accept only client certificates of this SPIFFE trust domain

@@ -1,13 +1,19 @@
 // The supervisor's admin HTTP listener (--admin-listen): /healthz, /readyz, GET /v1/sandboxes, PUT
-// /v1/sandboxes/<id>/instances/<iid> (expect an instance), and POST /v1/sandboxes/<id>/relay with
-// `Upgrade: boundary-relay` bridging the caller's connection into the sandbox. Serves; decides nothing.
+// /v1/sandboxes/<id>/instances/<iid> (expect an instance), and relays into a sandbox, asked for either as
+// POST /v1/sandboxes/<id>/relay?port=N with `Upgrade: boundary-relay` or as `CONNECT <id>:<port>` (what
+// socat's PROXY address and ssh ProxyCommand speak). Parses requests; decides nothing.
 
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
+import type { RelayTarget } from '../control/messages.js';
+import { isLoopbackHost } from '../control/relay.js';
+import { type RelayStyle, relayErrorReply } from './relays.js';
 
 export const ADMIN_MAX_CONNECTIONS = 256;
 export const ADMIN_HEADERS_TIMEOUT_MS = 5_000;
 export const ADMIN_REQUEST_TIMEOUT_MS = 10_000;
+/** Optional CONNECT header choosing one instance of the sandbox (default: the most recently attached). */
+export const RELAY_INSTANCE_HEADER = 'boundary-instance';
 
 export interface SupervisorReadiness {
   readonly ready: boolean;
@@ -19,8 +25,16 @@ export interface AdminHandlers {
   sandboxes(): object;
   readiness(): SupervisorReadiness;
   expect(sandboxId: string, instanceId: string): { status: number; body: object };
-  /** Takes over the upgraded socket: answers 101 when bridged, or an HTTP error. */
-  relay(sandboxId: string, query: URLSearchParams, client: Duplex, head: Buffer): void;
+  /** Takes over the caller's socket: answers 101 (upgrade) or 200 (CONNECT) when bridged, or an HTTP error. */
+  relay(request: RelayRequest, client: Duplex, head: Buffer): void;
+}
+
+export interface RelayRequest {
+  readonly sandboxId: string;
+  /** undefined: the most recently attached instance. */
+  readonly instanceId: string | undefined;
+  readonly target: RelayTarget;
+  readonly style: RelayStyle;
 }
 
 export interface SupervisorAdmin {
@@ -31,6 +45,41 @@ export interface SupervisorAdmin {
 
 const RELAY_PATH = /^\/v1\/sandboxes\/([A-Za-z0-9._-]{1,128})\/relay$/;
 const EXPECT_PATH = /^\/v1\/sandboxes\/([A-Za-z0-9._-]{1,128})\/instances\/([A-Za-z0-9][A-Za-z0-9._:-]{0,127})$/;
+const CONNECT_TARGET = /^([A-Za-z0-9._-]{1,128}):([1-9][0-9]{0,4})$/;
+const INSTANCE_ID = /^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$/;
+
+type Parsed<T> = { ok: true; value: T } | { ok: false; message: string };
+
+function parsePort(text: string | null): number | undefined {
+  if (text === null || !/^[1-9][0-9]{0,4}$/.test(text)) return undefined;
+  const port = Number(text);
+  return port <= 65_535 ? port : undefined;
+}
+
+function parseInstance(text: string | null | undefined): Parsed<string | undefined> {
+  if (text === null || text === undefined) return { ok: true, value: undefined };
+  return INSTANCE_ID.test(text) ? { ok: true, value: text } : { ok: false, message: `not an instance id: ${text.slice(0, 128)}` };
+}
+
+/** `POST /v1/sandboxes/<id>/relay?port=N[&host=H][&instance=I]`. */
+export function parseUpgradeRelay(sandboxId: string, query: URLSearchParams): Parsed<RelayRequest> {
+  const port = parsePort(query.get('port'));
+  const host = query.get('host') ?? '127.0.0.1';
+  const instance = parseInstance(query.get('instance'));
+  if (port === undefined || !isLoopbackHost(host)) return { ok: false, message: 'relay needs ?port=1-65535 and an optional loopback host' };
+  if (!instance.ok) return instance;
+  return { ok: true, value: { sandboxId, instanceId: instance.value, target: { host, port }, style: 'upgrade' } };
+}
+
+/** `CONNECT <sandbox-id>:<port>`, the port being the loopback port inside the sandbox (host 127.0.0.1). */
+export function parseConnectRelay(authority: string, instanceHeader: string | string[] | undefined): Parsed<RelayRequest> {
+  const match = CONNECT_TARGET.exec(authority);
+  const port = parsePort(match?.[2] ?? null);
+  if (match === null || port === undefined) return { ok: false, message: 'CONNECT needs <sandbox-id>:<port> with a port from 1 to 65535' };
+  const instance = parseInstance(Array.isArray(instanceHeader) ? null : instanceHeader);
+  if (!instance.ok || Array.isArray(instanceHeader)) return { ok: false, message: instance.ok ? `one ${RELAY_INSTANCE_HEADER} header at most` : instance.message };
+  return { ok: true, value: { sandboxId: match[1] ?? '', instanceId: instance.value, target: { host: '127.0.0.1', port }, style: 'connect' } };
+}
 
 export function createSupervisorAdmin(options: { host: string; port: number; handlers: AdminHandlers }): SupervisorAdmin {
   const { handlers } = options;
@@ -76,6 +125,18 @@ export function createSupervisorAdmin(options: { host: string; port: number; han
     }
   }
 
+  function relay(style: RelayStyle, parsed: Parsed<RelayRequest>, socket: Duplex, head: Buffer): void {
+    if (!parsed.ok) {
+      socket.end(relayErrorReply(style, 400, 'bad-request', parsed.message));
+      return;
+    }
+    try {
+      handlers.relay(parsed.value, socket, head);
+    } catch (err) {
+      socket.end(relayErrorReply(style, 500, 'internal', (err as Error).message));
+    }
+  }
+
   function onUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer): void {
     socket.on('error', () => socket.destroy());
     const url = new URL(req.url ?? '/', 'http://admin');
@@ -84,12 +145,12 @@ export function createSupervisorAdmin(options: { host: string; port: number; han
       socket.end('HTTP/1.1 404 Not Found\r\ncontent-length: 0\r\nconnection: close\r\n\r\n');
       return;
     }
-    try {
-      handlers.relay(match[1] ?? '', url.searchParams, socket, head);
-    } catch (err) {
-      const body = JSON.stringify({ error: 'internal', message: (err as Error).message });
-      socket.end(`HTTP/1.1 500 Internal Server Error\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\n\r\n${body}`);
-    }
+    relay('upgrade', parseUpgradeRelay(match[1] ?? '', url.searchParams), socket, head);
+  }
+
+  function onConnect(req: IncomingMessage, socket: Duplex, head: Buffer): void {
+    socket.on('error', () => socket.destroy());
+    relay('connect', parseConnectRelay(req.url ?? '', req.headers[RELAY_INSTANCE_HEADER]), socket, head);
   }
 
   return {
@@ -97,6 +158,7 @@ export function createSupervisorAdmin(options: { host: string; port: number; han
       const srv = createServer({ headersTimeout: ADMIN_HEADERS_TIMEOUT_MS, requestTimeout: ADMIN_REQUEST_TIMEOUT_MS }, onRequest);
       srv.maxConnections = ADMIN_MAX_CONNECTIONS;
       srv.on('upgrade', onUpgrade);
+      srv.on('connect', onConnect);
       srv.on('clientError', (_err, socket) => socket.destroy());
       await new Promise<void>((resolve, reject) => {
         srv.once('error', reject);

@@ -1,8 +1,9 @@
-// Supervisor side of relays: an operator's upgraded admin connection waits here until the boundary
-// opens `POST /v1/relay/<id>`, then the two are bridged byte for byte. Pending and active relays are
+// Supervisor side of relays: an operator's upgraded (or CONNECTed) admin connection waits here until the
+// boundary opens `POST /v1/relay/<id>`, then the two are bridged byte for byte. Pending and active relays are
 // bounded, time out, and are freed with their instance. Never decides which targets are allowed.
 
 import { randomUUID } from 'node:crypto';
+import { STATUS_CODES } from 'node:http';
 import type { IncomingHttpHeaders, ServerHttp2Stream } from 'node:http2';
 import type { Duplex } from 'node:stream';
 import { describeError } from '../control/dial.js';
@@ -18,6 +19,27 @@ export const MAX_ACTIVE_RELAYS = 1_024;
 const MAX_REFUSAL_BYTES = 8_192;
 
 export const RELAY_UPGRADE_TOKEN = 'boundary-relay';
+/** How the caller asked: `POST ... Upgrade: boundary-relay` (101, JSON errors) or CONNECT (200, bare status lines). */
+export const RELAY_STYLES = ['upgrade', 'connect'] as const;
+export type RelayStyle = (typeof RELAY_STYLES)[number];
+/** Carries the error code on CONNECT answers, which have no body (socat and ssh read only the status line). */
+export const RELAY_ERROR_HEADER = 'boundary-error';
+
+/** The answer that ends a relay request that will not be bridged, in the caller's style. */
+export function relayErrorReply(style: RelayStyle, status: number, error: string, message: string): string {
+  const line = `HTTP/1.1 ${status} ${STATUS_CODES[status] ?? 'Error'}\r\n`;
+  if (style === 'connect') {
+    return `${line}${RELAY_ERROR_HEADER}: ${error.replace(/[^A-Za-z0-9._-]/g, '')}\r\ncontent-length: 0\r\nconnection: close\r\n\r\n`;
+  }
+  const json = JSON.stringify({ error, message });
+  return `${line}content-type: application/json\r\ncontent-length: ${Buffer.byteLength(json)}\r\nconnection: close\r\n\r\n${json}`;
+}
+
+function bridgedReply(style: RelayStyle): string {
+  return style === 'connect'
+    ? 'HTTP/1.1 200 Connection Established\r\n\r\n'
+    : `HTTP/1.1 101 Switching Protocols\r\nconnection: Upgrade\r\nupgrade: ${RELAY_UPGRADE_TOKEN}\r\n\r\n`;
+}
 
 interface RelayEntry {
   readonly id: string;
@@ -25,6 +47,7 @@ interface RelayEntry {
   readonly instanceId: string;
   readonly sessionId: string;
   readonly target: RelayTarget;
+  readonly style: RelayStyle;
   readonly client: Duplex;
   readonly head: Buffer;
   timer: NodeJS.Timeout | undefined;
@@ -33,7 +56,15 @@ interface RelayEntry {
 
 export interface RelayBroker {
   /** Registers the caller's connection and returns the push to send, or why it cannot be opened. */
-  open(request: { sandboxId: string; instanceId: string; sessionId: string; target: RelayTarget; client: Duplex; head: Buffer }):
+  open(request: {
+    sandboxId: string;
+    instanceId: string;
+    sessionId: string;
+    target: RelayTarget;
+    style: RelayStyle;
+    client: Duplex;
+    head: Buffer;
+  }):
     | { ok: true; push: RelayOpenPush }
     | { ok: false; status: number; message: string };
   /** The boundary's side arrived on POST /v1/relay/<id>. */
@@ -49,12 +80,11 @@ export function createRelayBroker(options: { logger: Logger; openTimeoutMs?: num
   const pending = new Map<string, RelayEntry>();
   const active = new Map<string, RelayEntry>();
 
-  function httpReply(client: Duplex, status: number, reason: string, body: object): void {
-    const json = JSON.stringify(body);
+  function httpReply(entry: RelayEntry, status: number, error: string, message: string): void {
     try {
-      client.end(`HTTP/1.1 ${status} ${reason}\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(json)}\r\nconnection: close\r\n\r\n${json}`);
+      entry.client.end(relayErrorReply(entry.style, status, error, message));
     } catch {
-      client.destroy();
+      entry.client.destroy();
     }
   }
 
@@ -73,7 +103,7 @@ export function createRelayBroker(options: { logger: Logger; openTimeoutMs?: num
     entry.stream = stream;
     active.set(entry.id, entry);
     stream.respond({ ':status': 200 });
-    entry.client.write(`HTTP/1.1 101 Switching Protocols\r\nconnection: Upgrade\r\nupgrade: ${RELAY_UPGRADE_TOKEN}\r\n\r\n`);
+    entry.client.write(bridgedReply(entry.style));
     if (entry.head.length > 0) stream.write(entry.head);
     entry.client.on('error', () => drop(entry));
     stream.on('error', () => drop(entry));
@@ -81,7 +111,7 @@ export function createRelayBroker(options: { logger: Logger; openTimeoutMs?: num
     stream.on('close', () => drop(entry));
     entry.client.pipe(stream);
     stream.pipe(entry.client);
-    logger.info({ relayId: entry.id, sandboxId: entry.sandboxId, instanceId: entry.instanceId, target: entry.target }, 'relay bridged');
+    logger.info({ relayId: entry.id, sandboxId: entry.sandboxId, instanceId: entry.instanceId, target: entry.target, style: entry.style }, 'relay bridged');
   }
 
   return {
@@ -94,7 +124,7 @@ export function createRelayBroker(options: { logger: Logger; openTimeoutMs?: num
       const timeoutMs = options.openTimeoutMs ?? RELAY_OPEN_TIMEOUT_MS;
       entry.timer = setTimeout(() => {
         pending.delete(id);
-        httpReply(entry.client, 504, 'Gateway Timeout', { error: 'relay-timeout', message: `the boundary did not open relay ${id} within ${timeoutMs} ms` });
+        httpReply(entry, 504, 'relay-timeout', `the boundary did not open relay ${id} within ${timeoutMs} ms`);
       }, timeoutMs);
       request.client.on('close', () => {
         if (pending.get(id) === entry) drop(entry);
@@ -124,7 +154,7 @@ export function createRelayBroker(options: { logger: Logger; openTimeoutMs?: num
         )
         .then((refusal) => {
           logger.warn({ relayId, sandboxId: entry.sandboxId, target: entry.target, code: refusal.code }, `relay refused by the boundary: ${refusal.message}`);
-          httpReply(entry.client, 403, 'Forbidden', { error: refusal.code, message: refusal.message });
+          httpReply(entry, 403, refusal.code, refusal.message);
           send(stream, 200, { kind: 'ack' });
         });
     },

@@ -11,19 +11,17 @@ import {
   encodeMessage,
   type PushMessage,
   type RefusedMessage,
-  type RelayTarget,
   type WireProvider,
 } from '../control/messages.js';
-import { isLoopbackHost } from '../control/relay.js';
 import { createFileCredentialSource, type FileCredentialSource } from '../credentials/file-source.js';
 import type { CredentialSet } from '../credentials/set.js';
 import { canonicalJson, sha256Hex } from '../policy/canonical.js';
 import { parsePolicy as defaultParsePolicy } from '../policy/parse.js';
 import type { Policy } from '../policy/types.js';
 import type { Logger } from '../telemetry/logger.js';
-import { createSupervisorAdmin, type SupervisorAdmin, type SupervisorReadiness } from './admin.js';
+import { createSupervisorAdmin, type RelayRequest, type SupervisorAdmin, type SupervisorReadiness } from './admin.js';
 import { createPolicyLibrary } from './library.js';
-import { createRelayBroker } from './relays.js';
+import { createRelayBroker, relayErrorReply } from './relays.js';
 import { type ControlHandlers, createControlServer, type Peer } from './server.js';
 import { createTables, type InstanceRecord, type InstanceRow, type SandboxConfig, type WithdrawnRecord } from './tables.js';
 
@@ -336,22 +334,16 @@ export function createSupervisor(config: SupervisorConfig, deps: SupervisorDeps)
     logger,
   });
 
-  function openRelay(sandboxId: string, query: URLSearchParams, client: Duplex, head: Buffer): undefined {
+  function openRelay(request: RelayRequest, client: Duplex, head: Buffer): undefined {
+    const { sandboxId, instanceId: wanted, target, style } = request;
     const fail = (status: number, error: string, message: string): undefined => {
-      const body = JSON.stringify({ error, message });
-      client.end(`HTTP/1.1 ${status} Error\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`);
+      client.end(relayErrorReply(style, status, error, message));
     };
-    const port = Number(query.get('port'));
-    const host = query.get('host') ?? '127.0.0.1';
-    if (!Number.isInteger(port) || port < 1 || port > 65_535 || !isLoopbackHost(host)) {
-      return fail(400, 'bad-request', 'relay needs ?port=1-65535 and an optional loopback host');
-    }
-    const wanted = query.get('instance');
-    const candidates = [...live.values()].filter((s) => s.sandboxId === sandboxId && s.watch !== undefined && (wanted === null || s.instanceId === wanted));
+    // Map order is attach order, so the last match is the most recently attached instance.
+    const candidates = [...live.values()].filter((s) => s.sandboxId === sandboxId && s.watch !== undefined && (wanted === undefined || s.instanceId === wanted));
     const session = candidates.at(-1);
-    if (session === undefined) return fail(404, 'not-attached', `no attached instance of sandbox ${sandboxId}${wanted === null ? '' : ` named ${wanted}`}`);
-    const target: RelayTarget = { host, port };
-    const opened = broker.open({ sandboxId, instanceId: session.instanceId, sessionId: session.sessionId, target, client, head });
+    if (session === undefined) return fail(404, 'not-attached', `no attached instance of sandbox ${sandboxId}${wanted === undefined ? '' : ` named ${wanted}`}`);
+    const opened = broker.open({ sandboxId, instanceId: session.instanceId, sessionId: session.sessionId, target, style, client, head });
     if (!opened.ok) return fail(opened.status, 'relay-unavailable', opened.message);
     if (!push(session, opened.push)) {
       broker.closeInstance(sandboxId, session.instanceId);
