@@ -11,6 +11,7 @@ import type { ControlLookup } from './control/dial.js';
 import { type CredentialSource, createStaticCredentialSource } from './credentials/source.js';
 import { BoundaryError } from './errors.js';
 import type { Resolver } from './net/resolver.js';
+import type { SelfAddress } from './net/ssrf.js';
 import { createLeafCache, type LeafCache } from './pki/leaf.js';
 import { loadOrCreateInterceptionCa } from './pki/ca.js';
 import { createPolicyStore, type PolicyStore } from './policy/store.js';
@@ -83,6 +84,16 @@ export function createBoundary(config: Config, deps: Deps): Boundary {
   let started = false;
   let closing: Promise<void> | undefined;
   let admin: AdminServer | undefined;
+  // The admin and DNS listeners are never upstream targets. Their addresses are fixed once they listen, so
+  // the list is rebuilt after each start instead of calling Server.address() on every request.
+  let otherSelves: readonly SelfAddress[] = [];
+  function refreshSelves(): void {
+    const dns = transparent.dnsAddress();
+    otherSelves = Object.freeze([
+      ...(admin === undefined ? [] : [{ ip: admin.address().host, port: admin.address().port }]),
+      ...(dns === undefined ? [] : [{ ip: dns.host, port: dns.port }]),
+    ]);
+  }
   let watcher: PolicyFileWatcher | undefined;
   let unsubscribe: (() => void) | undefined;
   // Every placeholder is refused until a source holds the key; attached mode pushes into this one.
@@ -132,10 +143,7 @@ export function createBoundary(config: Config, deps: Deps): Boundary {
       allowLoopback: config.unsafeAllowLoopbackUpstream,
       interception,
       upstreamCaPem,
-      otherSelfAddresses: () => [
-        ...(admin === undefined ? [] : [{ ip: admin.address().host, port: admin.address().port }]),
-        ...[transparent.dnsAddress()].flatMap((dns) => (dns === undefined ? [] : [{ ip: dns.host, port: dns.port }])),
-      ],
+      otherSelfAddresses: () => otherSelves,
       credentials,
     });
   }
@@ -215,8 +223,10 @@ export function createBoundary(config: Config, deps: Deps): Boundary {
       await control?.start();
       admin = createAdminServer({ host: config.adminListen.host, port: config.adminListen.port, registry: deps.registry, readiness, logger });
       await admin.start();
+      refreshSelves();
       await live.start();
       await transparent.start(live.context, [live.address(), admin.address()].map((a) => ({ ip: a.host, port: a.port })));
+      refreshSelves();
       const bound = live.address();
       sink.emit({
         class: 'NET',

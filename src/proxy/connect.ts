@@ -1,6 +1,7 @@
 // CONNECT host:port (reference §4.2): strict authority, L4 decision, one resolution + SSRF validation, the
 // CA check for inspected routes, a pinned dial, then `200` and the tunnel: raw relay, TLS termination or a
-// plaintext HTTP relay, each request then going through the shared evaluator. One NET event per CONNECT.
+// plaintext HTTP relay, each request then going through the shared evaluator. One NET event per CONNECT,
+// plus NET:CLOSE / NET:RESET when its tunnel ends on the idle timeout or a reset.
 
 import type { IncomingMessage } from 'node:http';
 import type { Socket } from 'node:net';
@@ -8,6 +9,7 @@ import { isResolveFailure, resolveDestination } from '../net/destination.js';
 import { formatAuthority, parseAuthority } from '../net/host.js';
 import { decide } from '../policy/decide.js';
 import type { Decision } from '../policy/types.js';
+import type { AuditEvent } from '../telemetry/event.js';
 import { decisionNeedsInspection, type ProxyContext, type TunnelScope } from './context.js';
 import {
   connectPolicyDenial,
@@ -28,7 +30,7 @@ import { MAX_HEADER_COUNT } from './framing.js';
 import { terminateTls } from './intercept.js';
 import type { RawRelay } from './sni-gate.js';
 import { sniff } from './sniff.js';
-import { relayRaw } from './tunnel.js';
+import { relayRaw, type TunnelEndCause } from './tunnel.js';
 
 /** Reference §11: a CONNECT head beyond this is a 431. */
 export const MAX_CONNECT_HEAD_BYTES = 8_192;
@@ -163,7 +165,10 @@ async function open(ctx: ProxyContext, req: IncomingMessage, socket: Socket, o: 
     // Reference §4.2 step 8: a CONNECT dial failure closes the socket with no HTTP response.
     o.verdict = 'fail';
     o.reason = 'dial-failed';
-    o.detail = `${target}: ${dialFailureOf(err)}: ${(err as Error).message}`;
+    const failure = dialFailureOf(err);
+    o.detail = `${target}: ${failure}: ${(err as Error).message}`;
+    // RX-11: timeout, refused and unreachable stay apart in the event, not only in the free-text detail.
+    o.extra = { ...o.extra, dial_failure: failure };
     socket.destroy();
     return undefined;
   }
@@ -221,11 +226,13 @@ export function startTunnel(ctx: ProxyContext, socket: Socket, head: Buffer, ope
       for (const s of sockets) s.destroy();
     },
   });
-  const done = (): void => {
+  const done = (cause?: TunnelEndCause): void => {
     if (removed) return;
     removed = true;
     remove();
     ctx.metrics.tunnels.dec();
+    // A clean close on both sides is not worth a line; an idle timeout or a reset is (RX-05, RX-10).
+    if (cause !== undefined) ctx.sink.emit(tunnelEndEvent(o, host, port, cause));
   };
   upstream.on('error', () => upstream.destroy());
   if (!inspect) {
@@ -240,9 +247,13 @@ export function startTunnel(ctx: ProxyContext, socket: Socket, head: Buffer, ope
   });
 }
 
-async function inspectTunnel(ctx: ProxyContext, socket: Socket, head: Buffer, opened: Opened, o: Outcome, sockets: Socket[], done: () => void): Promise<void> {
+async function inspectTunnel(ctx: ProxyContext, socket: Socket, head: Buffer, opened: Opened, o: Outcome, sockets: Socket[], done: (cause?: TunnelEndCause) => void): Promise<void> {
   const { host, port, addresses, upstream } = opened;
-  socket.setTimeout(ctx.tunnelIdleTimeoutMs, () => socket.destroy());
+  let idle = false;
+  socket.setTimeout(ctx.tunnelIdleTimeoutMs, () => {
+    idle = true;
+    socket.destroy();
+  });
   const kind = await sniff(socket, head);
   if (kind !== 'tls' && kind !== 'http') {
     upstream.destroy();
@@ -251,7 +262,7 @@ async function inspectTunnel(ctx: ProxyContext, socket: Socket, head: Buffer, op
       socket.end(renderDenial(unsupportedL7Denial(`${kind === 'h2' ? 'HTTP/2' : 'unrecognised'} bytes on an inspected route`)));
       ctx.sink.emit(findingEvent({ ...o, engine: 'l7', detail: `${kind} bytes on an inspected route` }, 'unsupported-l7-protocol'));
     } else socket.destroy();
-    done();
+    done(idle ? 'idle-timeout' : undefined);
     return;
   }
   let inner: Socket = socket;
@@ -272,7 +283,24 @@ async function inspectTunnel(ctx: ProxyContext, socket: Socket, head: Buffer, op
   inner.once('close', () => {
     client.destroy().catch(() => undefined);
     upstream.destroy();
-    done();
+    done(idle ? 'idle-timeout' : undefined);
   });
   ctx.serveHttp(inner);
+}
+
+/** NET:CLOSE (idle timeout) or NET:RESET (a side reset or failed) for a tunnel that ended abnormally. */
+function tunnelEndEvent(o: Outcome, host: string, port: number, cause: TunnelEndCause): AuditEvent {
+  return {
+    class: 'NET',
+    activity: cause === 'idle-timeout' ? 'CLOSE' : 'RESET',
+    severity: cause === 'idle-timeout' ? 'INFO' : 'LOW',
+    engine: 'opa',
+    dst: { host, port },
+    src: { ...(o.srcIp === undefined ? {} : { ip: o.srcIp }), ...(o.srcPort === undefined ? {} : { port: o.srcPort }) },
+    message: `tunnel to ${formatAuthority(host, port)} closed: ${cause}`,
+    reason: cause,
+    ...(o.generation === undefined ? {} : { generation: o.generation }),
+    ...(o.policyHash === undefined ? {} : { policyHash: o.policyHash }),
+    unmapped: { adapter: o.adapter, reason_code: cause },
+  };
 }

@@ -78,7 +78,8 @@ export async function dialPinned(options: {
   readonly timeoutMs?: number;
 }): Promise<Socket> {
   const timeoutMs = options.timeoutMs ?? CONNECT_TIMEOUT_MS;
-  let last: unknown = new BoundaryError('UPSTREAM_UNREACHABLE', 'no validated address to dial');
+  // Built only on failure: an Error captures a stack trace, which showed up per CONNECT in profiles.
+  let last: unknown;
   for (const host of options.addresses) {
     const target = { host, port: options.port };
     try {
@@ -89,5 +90,5 @@ export async function dialPinned(options: {
       last = err;
     }
   }
-  throw last;
+  throw last ?? new BoundaryError('UPSTREAM_UNREACHABLE', 'no validated address to dial');
 }

@@ -141,39 +141,38 @@ export function outcomeEvent(o: Outcome): AuditEvent {
   const unmapped: Record<string, unknown> = { adapter: o.adapter, verdict: o.verdict, reason_code: o.reason };
   if (o.status !== undefined) unmapped.status_code = o.status;
   if (o.extra !== undefined) Object.assign(unmapped, o.extra);
-  const base = {
-    severity,
-    ...(action === undefined ? {} : { action }),
-    engine: o.engine,
-    ...(o.policy === undefined ? {} : { policy: o.policy }),
-    dst: { ...(o.host === undefined ? {} : { host: o.host }), ...(o.port === undefined ? {} : { port: o.port }) },
-    src: { ...(o.srcIp === undefined ? {} : { ip: o.srcIp }), ...(o.srcPort === undefined ? {} : { port: o.srcPort }) },
-    reason: o.detail,
-    ...(o.generation === undefined ? {} : { generation: o.generation }),
-    ...(o.policyHash === undefined ? {} : { policyHash: o.policyHash }),
-    unmapped,
-  } as const;
-  if (o.kind === 'net' || o.verdict === 'fail') {
-    const label = o.adapter === 'connect' ? (o.extra?.inspect === true ? 'CONNECT_L7' : 'CONNECT') : 'FORWARD';
-    return {
-      class: 'NET',
-      activity: o.verdict === 'fail' ? 'FAIL' : 'OPEN',
-      statusDetail: `${label} ${STATUS_WORD[o.verdict]}`,
-      message: `${label} ${STATUS_WORD[o.verdict]} ${where}`,
-      ...base,
-    };
-  }
-  // Reference §9.2: the scheme is http even after TLS termination; the port is printed unless 80.
-  const url = `http://${o.port === 80 || o.port === undefined ? target(o.host, undefined) : where}${o.path ?? ''}`;
-  const label = o.adapter === 'forward' ? 'FORWARD' : 'L7_REQUEST';
-  return {
-    class: 'HTTP',
-    activity: o.method,
-    http: { method: o.method, url },
+  // Built by assignment, not object spreads: one of these is made per request.
+  const dst: { host?: string; port?: number } = {};
+  if (o.host !== undefined) dst.host = o.host;
+  if (o.port !== undefined) dst.port = o.port;
+  const src: { ip?: string; port?: number } = {};
+  if (o.srcIp !== undefined) src.ip = o.srcIp;
+  if (o.srcPort !== undefined) src.port = o.srcPort;
+  const net = o.kind === 'net' || o.verdict === 'fail';
+  const label = net ? (o.adapter === 'connect' ? (o.extra?.inspect === true ? 'CONNECT_L7' : 'CONNECT') : 'FORWARD') : o.adapter === 'forward' ? 'FORWARD' : 'L7_REQUEST';
+  const event: {
+    -readonly [K in keyof AuditEvent]: AuditEvent[K];
+  } = {
+    class: net ? 'NET' : 'HTTP',
+    activity: net ? (o.verdict === 'fail' ? 'FAIL' : 'OPEN') : o.method,
     statusDetail: `${label} ${STATUS_WORD[o.verdict]}`,
-    message: `${label} ${STATUS_WORD[o.verdict]} ${o.method} ${where}${o.path ?? ''}`,
-    ...base,
+    message: net ? `${label} ${STATUS_WORD[o.verdict]} ${where}` : `${label} ${STATUS_WORD[o.verdict]} ${o.method} ${where}${o.path ?? ''}`,
+    severity,
+    engine: o.engine,
+    dst,
+    src,
+    reason: o.detail,
+    unmapped,
   };
+  if (action !== undefined) event.action = action;
+  if (o.policy !== undefined) event.policy = o.policy;
+  if (o.generation !== undefined) event.generation = o.generation;
+  if (o.policyHash !== undefined) event.policyHash = o.policyHash;
+  if (!net) {
+    // Reference §9.2: the scheme is http even after TLS termination; the port is printed unless 80.
+    event.http = { method: o.method, url: `http://${o.port === 80 || o.port === undefined ? target(o.host, undefined) : where}${o.path ?? ''}` };
+  }
+  return event;
 }
 
 export function emitOutcome(sink: AuditSink, metrics: ProxyMetrics, o: Outcome): void {

@@ -2,7 +2,7 @@
 // back; keep-alive on both sides. Emits the request's one decision event, the allow only after upstream answered.
 
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { pipeline, Readable } from 'node:stream';
+import { Readable } from 'node:stream';
 import type { Dispatcher } from 'undici';
 import type { RewriteRefusal } from '../credentials/outcome.js';
 import { BoundaryError } from '../errors.js';
@@ -101,29 +101,18 @@ async function relay(ctx: ProxyContext, req: IncomingMessage, res: ServerRespons
     body = Readable.from(scannedBody(req), { objectMode: false });
   }
   const dispatcher: Dispatcher = scope === undefined ? ctx.upstreams.pool({ host, port, addresses, tls: false }) : scope.client;
-  const abort = new AbortController();
-  const onClose = (): void => {
-    if (!res.writableFinished) abort.abort();
-  };
-  res.once('close', onClose);
-  let answer: Dispatcher.ResponseData;
+  const exchange = streamResponse(dispatcher, { path: head.target, method: o.method as Dispatcher.HttpMethod, headers, body }, res, o, head.scope);
   try {
-    answer = await dispatcher.request({
-      path: head.target,
-      method: o.method as Dispatcher.HttpMethod,
-      headers,
-      body,
-      signal: abort.signal,
-    });
+    await exchange;
   } catch (err) {
-    res.removeListener('close', onClose);
+    if (err instanceof ResponseHeadError) throw err.cause;
     const marker = markerError(err);
     if (marker !== undefined) {
       // The scanner stopped the body before the marker's bytes were released upstream (CR-12/13).
       refuseRequest(ctx, res, o, marker.refusal);
       return;
     }
-    if (abort.signal.aborted) {
+    if (err instanceof ClientClosedError) {
       o.verdict = 'fail';
       o.reason = 'client-closed';
       o.detail = 'client closed before upstream answered';
@@ -135,17 +124,84 @@ async function relay(ctx: ProxyContext, req: IncomingMessage, res: ServerRespons
     o.detail = err instanceof Error ? err.message : String(err);
     o.status = 502;
     sendDenial(res, upstreamUnreachableDenial(formatAuthority(host, port), dial ? 'connection failed' : 'upstream error'));
-    return;
   }
-  o.status = answer.statusCode;
-  try {
-    res.writeHead(answer.statusCode, redactResponseHeaders(clientResponseHeaders(answer.headers), head.scope));
-  } catch (err) {
-    answer.body.destroy();
-    throw err;
-  }
-  pipeline(answer.body, res, (err) => {
-    res.removeListener('close', onClose);
-    if (err !== undefined && err !== null) res.destroy();
+}
+
+/** The client went away before the upstream answered: the request is aborted, nothing is sent. */
+class ClientClosedError extends Error {
+  override readonly name = 'ClientClosedError';
+}
+
+/** The client response head could not be written (e.g. a header value Node refuses). */
+class ResponseHeadError extends Error {
+  override readonly name = 'ResponseHeadError';
+}
+
+/**
+ * Dispatches one request and writes the answer straight into `res` (undici's handler API, no intermediate
+ * Readable, pipeline or AbortController): backpressure pauses the upstream read until `res` drains, and a
+ * client that goes away aborts the upstream request. Resolves once the response head is written; rejects
+ * only before that (nothing sent yet, so the caller may still answer 502). Errors after the head cut the
+ * client connection, as a half-sent response cannot turn into an error status.
+ */
+function streamResponse(
+  dispatcher: Dispatcher,
+  options: Dispatcher.DispatchOptions,
+  res: ServerResponse,
+  o: Outcome,
+  credentialScope: Parameters<typeof redactResponseHeaders>[1],
+): Promise<void> {
+  return new Promise<void>((resolve, reject) => {
+    let controller: Dispatcher.DispatchController | undefined;
+    let headSent = false;
+    let settled = false;
+    let clientClosed = false;
+    function finish(): void {
+      settled = true;
+      res.removeListener('close', onClose);
+      res.removeListener('drain', onDrain);
+    }
+    function onClose(): void {
+      if (settled) return;
+      clientClosed = true;
+      controller?.abort(new ClientClosedError('client closed'));
+    }
+    function onDrain(): void {
+      controller?.resume();
+    }
+    res.on('close', onClose);
+    res.on('drain', onDrain);
+    const handler: Dispatcher.DispatchHandler = {
+      onRequestStart(c) {
+        controller = c;
+        if (clientClosed) c.abort(new ClientClosedError('client closed'));
+      },
+      onResponseStart(c, statusCode, upstreamHeaders) {
+        // 1xx interim answers end at boundary (request() dropped them too).
+        if (statusCode < 200) return;
+        o.status = statusCode;
+        try {
+          res.writeHead(statusCode, redactResponseHeaders(clientResponseHeaders(upstreamHeaders), credentialScope));
+        } catch (err) {
+          c.abort(new ResponseHeadError('response head refused', { cause: err }));
+          return;
+        }
+        headSent = true;
+        resolve();
+      },
+      onResponseData(c, chunk) {
+        if (!res.write(chunk)) c.pause();
+      },
+      onResponseEnd() {
+        finish();
+        res.end();
+      },
+      onResponseError(_c, err) {
+        finish();
+        if (headSent) res.destroy();
+        else reject(clientClosed && !(err instanceof ResponseHeadError) ? new ClientClosedError('client closed', { cause: err }) : err);
+      },
+    };
+    dispatcher.dispatch(options, handler);
   });
 }

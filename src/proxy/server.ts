@@ -107,6 +107,9 @@ export function createProxyServer(options: ProxyServerOptions): ProxyServer {
   const upstreams = createUpstreams({ dial: options.dial, connectTimeoutMs: limits.connectTimeoutMs, extraCaPem: options.upstreamCaPem });
   const sockets = new Set<Socket>();
   let bound: { host: string; port: number } = { host: options.host, port: options.port };
+  let selfCache: readonly SelfAddress[] | undefined;
+  let selfOthers: readonly SelfAddress[] | undefined;
+  let selfBound: { host: string; port: number } | undefined;
   let onDrained: (() => void) | undefined;
   let closing: Promise<void> | undefined;
 
@@ -138,7 +141,16 @@ export function createProxyServer(options: ProxyServerOptions): ProxyServer {
     tunnels,
     scopes: new WeakMap<Socket, TunnelScope>(),
     credentials: options.credentials,
-    selfAddresses: () => [{ ip: bound.host, port: bound.port }, ...options.otherSelfAddresses()],
+    // Per request: rebuilt only when the bound address or the other listeners' list changes.
+    selfAddresses() {
+      const others = options.otherSelfAddresses();
+      if (selfCache === undefined || others !== selfOthers || bound !== selfBound) {
+        selfBound = bound;
+        selfOthers = others;
+        selfCache = Object.freeze([{ ip: bound.host, port: bound.port }, ...others]);
+      }
+      return selfCache;
+    },
     serveHttp(socket) {
       http.emit('connection', socket);
       socket.resume();

@@ -97,31 +97,42 @@ function stillAllowed(
   return check.ok && check.addresses.length === t.addresses.length;
 }
 
+/** Why a tunnel ended abnormally (RX-05, RX-10); a clean close on both sides has no cause. */
+export const TUNNEL_END_CAUSES = ['idle-timeout', 'client-reset', 'upstream-reset', 'client-error', 'upstream-error'] as const;
+export type TunnelEndCause = (typeof TUNNEL_END_CAUSES)[number];
+
+function errorCause(side: 'client' | 'upstream', err: NodeJS.ErrnoException): TunnelEndCause {
+  return err.code === 'ECONNRESET' || err.code === 'EPIPE' ? `${side}-reset` : `${side}-error`;
+}
+
 /**
  * Relays bytes both ways with half-close: a FIN from one side ends the other side's writes only, so a
- * response still in flight is delivered (RX-09). An error or idle timeout destroys both sockets.
+ * response still in flight is delivered (RX-09). An error or idle timeout destroys both sockets; `onClosed`
+ * then gets the first such cause. `a` is the client side, `b` the upstream.
  */
-export function relayRaw(a: Socket, b: Socket, idleTimeoutMs: number, onClosed: () => void): void {
+export function relayRaw(a: Socket, b: Socket, idleTimeoutMs: number, onClosed: (cause?: TunnelEndCause) => void): void {
   let closed = 0;
-  const destroyBoth = (): void => {
+  let cause: TunnelEndCause | undefined;
+  const destroyBoth = (why?: TunnelEndCause): void => {
+    cause ??= why;
     a.destroy();
     b.destroy();
   };
-  for (const [self, other] of [
-    [a, b],
-    [b, a],
+  for (const [self, other, side] of [
+    [a, b, 'client'],
+    [b, a, 'upstream'],
   ] as const) {
-    self.setTimeout(idleTimeoutMs, destroyBoth);
-    self.on('error', destroyBoth);
+    self.setTimeout(idleTimeoutMs, () => destroyBoth('idle-timeout'));
+    self.on('error', (err: NodeJS.ErrnoException) => destroyBoth(errorCause(side, err)));
     self.once('close', (hadError: boolean) => {
       if (hadError) destroyBoth();
       else if (!other.destroyed) {
         // Nobody is left to read what the other side sends: flush what is queued, then let it go soon.
         other.end();
-        other.setTimeout(Math.min(idleTimeoutMs, TUNNEL_LINGER_MS), destroyBoth);
+        other.setTimeout(Math.min(idleTimeoutMs, TUNNEL_LINGER_MS), () => destroyBoth());
       }
       closed++;
-      if (closed === 2) onClosed();
+      if (closed === 2) onClosed(cause);
     });
   }
   a.pipe(b);

@@ -16,6 +16,8 @@ export const MAX_CONNECTIONS_PER_UPSTREAM = 256;
 export const UPSTREAM_HEADERS_TIMEOUT_MS = 120_000;
 export const UPSTREAM_BODY_TIMEOUT_MS = 300_000;
 export const UPSTREAM_KEEP_ALIVE_TIMEOUT_MS = 4_000;
+/** Upstream TLS sessions kept for resumption, one per (name, address, port); the oldest is dropped beyond. */
+export const MAX_UPSTREAM_TLS_SESSIONS = 256;
 
 export interface PinnedDestination {
   /** Normalised host: the SNI and certificate name for TLS (no SNI for IP literals). */
@@ -49,19 +51,43 @@ export function createUpstreams(options: {
     ca: options.extraCaPem === undefined ? [...rootCertificates] : [...rootCertificates, options.extraCaPem],
   });
   const pools = new Map<string, Pool>();
+  // Resumption saves a full handshake per new upstream connection (every inspected tunnel dials one). A
+  // session is stored only from a connection that completed verification against `secureContext`, and is
+  // offered only to the same name at the same pinned address and port.
+  const sessions = new Map<string, Buffer>();
   let closed = false;
+
+  function rememberSession(key: string, session: Buffer): void {
+    sessions.delete(key);
+    sessions.set(key, session);
+    if (sessions.size > MAX_UPSTREAM_TLS_SESSIONS) {
+      const oldest = sessions.keys().next().value;
+      if (oldest !== undefined) sessions.delete(oldest);
+    }
+  }
 
   function secureSocket(socket: Socket, host: string): Promise<TLSSocket> {
     return new Promise((resolve, reject) => {
       const literal = isIP(host) !== 0;
+      const key = `${host}|${socket.remoteAddress ?? ''}|${socket.remotePort ?? ''}`;
+      const session = sessions.get(key);
       const tlsSocket = tlsConnect({
         socket,
         secureContext,
         ALPNProtocols: ['http/1.1'],
         // RFC 6066: no SNI for IP literals; the certificate is then checked against the IP.
         ...(literal ? { host } : { servername: host }),
+        ...(session === undefined ? {} : { session }),
+      });
+      let verified = false;
+      let pending: Buffer | undefined;
+      // TLS 1.2 sends the session before secureConnect, TLS 1.3 tickets after it: keep only verified ones.
+      tlsSocket.on('session', (next: Buffer) => {
+        if (verified) rememberSession(key, next);
+        else pending = next;
       });
       const onError = (err: Error): void => {
+        if (session !== undefined) sessions.delete(key);
         tlsSocket.destroy();
         socket.destroy();
         reject(err);
@@ -69,6 +95,8 @@ export function createUpstreams(options: {
       tlsSocket.once('error', onError);
       tlsSocket.once('secureConnect', () => {
         tlsSocket.removeListener('error', onError);
+        verified = true;
+        if (pending !== undefined) rememberSession(key, pending);
         resolve(tlsSocket);
       });
     });
@@ -131,6 +159,7 @@ export function createUpstreams(options: {
     secureSocket,
     async close() {
       closed = true;
+      sessions.clear();
       const all = [...pools.values()];
       pools.clear();
       await Promise.all(all.map((p) => p.destroy().catch(() => undefined)));

@@ -2,7 +2,7 @@
 // fan-out of the OCSF object to subscribers (the control channel). Never throws into the emitter.
 import { randomUUID } from 'node:crypto';
 import type { AuditEvent, AuditSink } from './event.js';
-import { AUDIT_TIME_KEY, type LogFormat, type Logger } from './logger.js';
+import { AUDIT_TIME_KEY, createLineWriter, type LogFormat, type Logger } from './logger.js';
 import { type OcsfEvent, type ProductInfo, toOcsf, toShorthand } from './ocsf.js';
 
 export type AuditListener = (ocsf: OcsfEvent) => void;
@@ -20,7 +20,9 @@ const QUIET_LEVELS = new Set(['warn', 'error', 'fatal']);
  * (the OCSF object nested under `ocsf`, never flattened, so it cannot collide with pino's own keys).
  * Shorthand format: `<RFC 3339 event time> OCSF <shorthand>` (rendered by the logger's shorthand mode).
  * Audit lines are written at info even when the logger is set to warn/error/fatal (an audit trail is not
- * debug output); `silent` stays silent.
+ * debug output); `silent` stays silent. JSON lines are written by a line writer on the logger's own
+ * destination (the same bytes pino would write), not through pino's wildcard redaction: the OCSF object is
+ * built from closed fields and cleaned by ocsf.ts, which also censors secret-shaped keys under `unmapped`.
  */
 export function createAuditSink(options: {
   logger: Logger;
@@ -31,6 +33,7 @@ export function createAuditSink(options: {
   const { logger, now, format, product } = options;
   const audit = QUIET_LEVELS.has(logger.level) ? logger.child({}, { level: AUDIT_LEVEL }) : logger;
   const listeners = new Set<AuditListener>();
+  const writeOcsf = format === 'json' ? createLineWriter(audit, 'ocsf') : undefined;
 
   function deliver(ocsf: OcsfEvent): void {
     for (const listener of listeners) {
@@ -49,10 +52,11 @@ export function createAuditSink(options: {
         const line = toShorthand(event);
         const ocsf =
           format === 'json' || listeners.size > 0
-            ? toOcsf(event, { time, uid: randomUUID(), ...(product === undefined ? {} : { product }) })
+            ? toOcsf(event, product === undefined ? { time, uid: randomUUID() } : { time, uid: randomUUID(), product })
             : undefined;
-        if (format === 'json') audit.info({ ocsf }, line);
-        else audit.info({ [AUDIT_TIME_KEY]: time }, line);
+        if (format !== 'json') audit.info({ [AUDIT_TIME_KEY]: time }, line);
+        else if (writeOcsf === undefined) audit.info({ ocsf }, line);
+        else if (audit.isLevelEnabled(AUDIT_LEVEL)) writeOcsf(JSON.stringify(ocsf), line);
         if (ocsf !== undefined) deliver(ocsf);
       } catch (err) {
         // A malformed event must not take down the connection that emitted it; say so once, and go on.

@@ -114,25 +114,78 @@ const QUERY_IN_TEXT = /((?:[a-z][a-z0-9+.-]*:\/\/|\/)[^\s?#]*)[?#][^\s\]]*/gi;
 // C0, DEL, C1 and the Unicode line separators: anything that could break or forge a log line.
 const CONTROL = /[\u0000-\u001f\u007f-\u009f\u2028\u2029]/g;
 
+/** True when `text` has nothing either regex below could change: no `?`, `#` or control character. */
+function isPlainText(text: string): boolean {
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    // 35 '#', 63 '?'; C0 and DEL..C1; U+2028/2029.
+    if (c < 0x20 || c === 35 || c === 63 || (c >= 0x7f && c <= 0x9f) || c === 0x2028 || c === 0x2029) return false;
+  }
+  return true;
+}
+
 /** Bounded, single-line, query-free text. */
 export function cleanText(text: string, maxChars = MAX_FIELD_CHARS): string {
-  const cleaned = text.replace(CONTROL, ' ').replace(QUERY_IN_TEXT, '$1');
+  // Most fields (hosts, reasons, paths without a query) need no rewriting: one scan instead of two regexes.
+  const cleaned = isPlainText(text) ? text : text.replace(CONTROL, ' ').replace(QUERY_IN_TEXT, '$1');
   return cleaned.length > maxChars ? cleaned.slice(0, maxChars) : cleaned;
 }
 
 /** The URL without query string or fragment. */
 export function stripQuery(url: string): string {
-  const cut = url.search(/[?#]/);
+  const q = url.indexOf('?');
+  const h = url.indexOf('#');
+  const cut = q === -1 ? h : h === -1 ? q : Math.min(q, h);
   return cut === -1 ? url : url.slice(0, cut);
 }
 
+/**
+ * Keys whose values are censored anywhere under `unmapped`: the secret-shaped keys and headers the logger's
+ * redaction names, plus whole header maps. Audit lines bypass pino's redaction (they are rendered here from
+ * closed fields), so this is where that second line of defence lives for them.
+ */
+export const CENSORED_UNMAPPED_KEYS: ReadonlySet<string> = new Set([
+  'secret',
+  'value',
+  'password',
+  'token',
+  'headers',
+  'authorization',
+  'proxy-authorization',
+  'cookie',
+  'set-cookie',
+  'x-api-key',
+]);
+export const UNMAPPED_CENSOR = '[redacted]';
+
+/** JSON-safe, bounded: strings cleaned, objects at most 3 deep and MAX_UNMAPPED_KEYS wide, no functions. */
 function cleanUnmapped(value: unknown, depth: number): unknown {
-  if (typeof value === 'string') return cleanText(value);
-  if (typeof value !== 'object' || value === null) return value;
+  switch (typeof value) {
+    case 'string':
+      return cleanText(value);
+    case 'number':
+    case 'boolean':
+    case 'undefined':
+      return value;
+    case 'bigint':
+      return value.toString();
+    case 'function':
+    case 'symbol':
+      return undefined;
+  }
+  if (value === null) return null;
   if (depth >= 3) return '[nested]';
-  if (Array.isArray(value)) return value.slice(0, MAX_UNMAPPED_KEYS).map((item) => cleanUnmapped(item, depth + 1));
+  if (Array.isArray(value)) {
+    const items = value.length > MAX_UNMAPPED_KEYS ? value.slice(0, MAX_UNMAPPED_KEYS) : value;
+    return items.map((item) => cleanUnmapped(item, depth + 1));
+  }
   const out: Record<string, unknown> = {};
-  for (const [key, item] of Object.entries(value).slice(0, MAX_UNMAPPED_KEYS)) out[key] = cleanUnmapped(item, depth + 1);
+  let count = 0;
+  for (const key in value as Record<string, unknown>) {
+    if (!Object.hasOwn(value as object, key)) continue;
+    if (count++ >= MAX_UNMAPPED_KEYS) break;
+    out[key] = CENSORED_UNMAPPED_KEYS.has(key.toLowerCase()) ? UNMAPPED_CENSOR : cleanUnmapped((value as Record<string, unknown>)[key], depth + 1);
+  }
   return out;
 }
 
@@ -148,9 +201,51 @@ function endpoint(host: string | undefined, ip: string | undefined, port: number
   return Object.keys(out).length > 0 ? out : undefined;
 }
 
+const SIMPLE_HOST = /^[a-z0-9-]+(?:\.[a-z0-9-]+)*$/;
+const SIMPLE_PATH = /^\/[A-Za-z0-9\-._~!$&'()*+,;=:@/]*$/;
+const LETTER = /[a-z]/;
+
+/**
+ * The parts `new URL()` would give for the common `http(s)://name[:port]/path` shape, filled into `out`;
+ * false (nothing filled) for anything WHATWG parsing could normalise differently: IP literals and numeric
+ * last labels (IPv4 forms), punycode labels, upper case, percent escapes, dot segments, empty or odd ports.
+ */
+function simpleHttpUrl(text: string, out: NonNullable<OcsfEvent['http_request']>['url']): boolean {
+  const tls = text.startsWith('https://');
+  if (!tls && !text.startsWith('http://')) return false;
+  const start = tls ? 8 : 7;
+  const slash = text.indexOf('/', start);
+  if (slash === -1) return false;
+  const authority = text.slice(start, slash);
+  const path = text.slice(slash);
+  const colon = authority.indexOf(':');
+  const host = colon === -1 ? authority : authority.slice(0, colon);
+  let port = tls ? 443 : 80;
+  if (colon !== -1) {
+    const digits = authority.slice(colon + 1);
+    if (digits.length === 0 || digits.length > 5 || digits.charCodeAt(0) === 48) return false;
+    for (let i = 0; i < digits.length; i++) {
+      const c = digits.charCodeAt(i);
+      if (c < 48 || c > 57) return false;
+    }
+    port = Number(digits);
+    if (port > 65_535) return false;
+  }
+  if (!SIMPLE_HOST.test(host) || host.includes('xn--')) return false;
+  const lastLabel = host.slice(host.lastIndexOf('.') + 1);
+  if (!LETTER.test(lastLabel)) return false;
+  if (!SIMPLE_PATH.test(path) || path.includes('/.')) return false;
+  out.scheme = tls ? 'https' : 'http';
+  out.hostname = host;
+  out.port = port;
+  out.path = path;
+  return true;
+}
+
 function httpRequest(method: string, rawUrl: string): NonNullable<OcsfEvent['http_request']> {
   const url_string = cleanText(stripQuery(rawUrl));
   const url: NonNullable<OcsfEvent['http_request']>['url'] = { url_string };
+  if (simpleHttpUrl(url_string, url)) return { http_method: cleanText(method, 32), url };
   try {
     const parsed = new URL(url_string);
     url.scheme = parsed.protocol.replace(/:$/, '');
@@ -171,6 +266,11 @@ export function toOcsf(event: AuditEvent, meta: OcsfMeta): OcsfEvent {
   const [severityId, severityName] = SEVERITY_IDS[event.severity];
   const failed = event.action === 'DENIED' || (event.class === 'NET' && FAILED_ACTIVITIES.has(event.activity));
   const product = meta.product ?? DEFAULT_PRODUCT;
+  // Plain assignments, no object spreads: this runs once per request on the hot path.
+  const productOut: OcsfEvent['metadata']['product'] = { name: product.name, vendor_name: product.vendorName };
+  if (product.version) productOut.version = product.version;
+  const metadata: OcsfEvent['metadata'] = { product: productOut, version: OCSF_VERSION };
+  if (meta.uid !== undefined) metadata.uid = meta.uid;
   const out: OcsfEvent = {
     class_uid: cls.uid,
     class_name: cls.name,
@@ -186,11 +286,7 @@ export function toOcsf(event: AuditEvent, meta: OcsfMeta): OcsfEvent {
     status: failed ? 'Failure' : 'Success',
     time: meta.time,
     message: cleanText(event.message),
-    metadata: {
-      product: { name: product.name, vendor_name: product.vendorName, ...(product.version ? { version: product.version } : {}) },
-      version: OCSF_VERSION,
-      ...(meta.uid === undefined ? {} : { uid: meta.uid }),
-    },
+    metadata,
     unmapped: {},
   };
   if (event.statusDetail !== undefined) out.status_detail = cleanText(event.statusDetail);
@@ -206,10 +302,10 @@ export function toOcsf(event: AuditEvent, meta: OcsfMeta): OcsfEvent {
   const src = endpoint(undefined, event.src?.ip, event.src?.port);
   if (src !== undefined) out.src_endpoint = src;
   if (event.policy !== undefined || event.engine !== undefined) {
-    out.firewall_rule = {
-      ...(event.policy === undefined ? {} : { name: cleanText(event.policy) }),
-      ...(event.engine === undefined ? {} : { type: event.engine }),
-    };
+    const rule: NonNullable<OcsfEvent['firewall_rule']> = {};
+    if (event.policy !== undefined) rule.name = cleanText(event.policy);
+    if (event.engine !== undefined) rule.type = event.engine;
+    out.firewall_rule = rule;
   }
   if (event.http !== undefined) out.http_request = httpRequest(event.http.method, event.http.url);
   if (event.class === 'DNS') dnsFields(out, event);
@@ -218,13 +314,13 @@ export function toOcsf(event: AuditEvent, meta: OcsfMeta): OcsfEvent {
     out.disposition_id ??= 2;
     out.disposition ??= 'Blocked';
   }
-  out.unmapped = {
-    ...(cleanUnmapped(event.unmapped ?? {}, 0) as Record<string, unknown>),
-    ...(event.class === 'CONFIG' ? { state: cleanText(event.activity, 64) } : {}),
-    ...(event.generation === undefined ? {} : { policy_generation: event.generation }),
-    ...(event.policyHash === undefined ? {} : { policy_hash: cleanText(event.policyHash, 128) }),
-    ...(event.reason === undefined ? {} : { reason: cleanText(event.reason, MAX_REASON_CHARS) }),
-  };
+  // cleanUnmapped returns a fresh object: our own keys are set on it directly (and win over same-named ones).
+  const unmapped = cleanUnmapped(event.unmapped ?? {}, 0) as Record<string, unknown>;
+  if (event.class === 'CONFIG') unmapped.state = cleanText(event.activity, 64);
+  if (event.generation !== undefined) unmapped.policy_generation = event.generation;
+  if (event.policyHash !== undefined) unmapped.policy_hash = cleanText(event.policyHash, 128);
+  if (event.reason !== undefined) unmapped.reason = cleanText(event.reason, MAX_REASON_CHARS);
+  out.unmapped = unmapped;
   return out;
 }
 
