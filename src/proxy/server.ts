@@ -34,6 +34,8 @@ export const KEEP_ALIVE_TIMEOUT_MS = 15_000;
 export const CONNECTIONS_CHECK_INTERVAL_MS = 1_000;
 /** On close, in-flight connections get this long to finish before they are destroyed. */
 export const CLOSE_GRACE_MS = 5_000;
+/** How long a 400/408/431 may take to drain before its socket is destroyed anyway. */
+export const CLIENT_ERROR_LINGER_MS = 1_000;
 
 export interface ProxyLimits {
   readonly maxConnections: number;
@@ -157,6 +159,9 @@ export function createProxyServer(options: ProxyServerOptions): ProxyServer {
     },
   };
 
+  // A client that half-closes after its request (`curl` with a body from stdin, `nc -q`) still gets
+  // its response: without this Node aborts the request on the client's FIN.
+  (http as Server & { httpAllowHalfOpen: boolean }).httpAllowHalfOpen = true;
   const handleRequest = createRequestHandler(ctx);
   http.on('request', (req: IncomingMessage, res: ServerResponse) => handleRequest(req, res, false));
   http.on('checkContinue', (req: IncomingMessage, res: ServerResponse) => handleRequest(req, res, true));
@@ -167,7 +172,18 @@ export function createProxyServer(options: ProxyServerOptions): ProxyServer {
     const inFlight = (socket as Socket & { _httpMessage?: { headersSent?: boolean } })._httpMessage;
     if (err.code !== 'ECONNRESET' && socket.writable && inFlight?.headersSent !== true) {
       const status = clientErrorStatus(err.code);
-      socket.end(`HTTP/1.1 ${status} ${status === 431 ? 'Request Header Fields Too Large' : status === 408 ? 'Request Timeout' : 'Bad Request'}\r\ncontent-length: 0\r\nconnection: close\r\n\r\n`);
+      // Destroying right after end() drops the pending write on a TLS socket whose sniffed bytes were put
+      // back: the client would see a bare close instead of its 431. Destroy once the answer is out.
+      const linger = setTimeout(() => socket.destroy(), CLIENT_ERROR_LINGER_MS);
+      linger.unref();
+      socket.end(
+        `HTTP/1.1 ${status} ${status === 431 ? 'Request Header Fields Too Large' : status === 408 ? 'Request Timeout' : 'Bad Request'}\r\ncontent-length: 0\r\nconnection: close\r\n\r\n`,
+        () => {
+          clearTimeout(linger);
+          socket.destroy();
+        },
+      );
+      return;
     }
     socket.destroy();
   });

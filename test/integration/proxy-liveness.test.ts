@@ -11,7 +11,7 @@ import type { Writable } from 'node:stream';
 import { after, before, describe, it } from 'node:test';
 import { netDial } from '../../src/proxy/dial.js';
 import { type RunningBoundary, startBoundary } from '../harness/boundary.js';
-import { json, openTunnel, rawExchange, readAll, sendRequest, statusOf } from '../harness/proxy-client.js';
+import { json, openTunnel, rawExchange, readAll, sendRequest, statusOf, tlsOverTunnel } from '../harness/proxy-client.js';
 import { httpOrigin, type Origin } from '../harness/servers.js';
 
 /** RX-06: what the origin tries to push at a client that never reads. */
@@ -272,8 +272,17 @@ ${l7Policy('api.example.test', [plain.port, bigPort])}${l4Policy('raw', 'raw.exa
       await b.log.waitFor((e) => e.class_uid === 4001 && e.unmapped.reason_code === 'head-too-large' && e.unmapped.status_code === 431);
     });
 
-    // Over TLS the 431 is written and then lost (the client sees a bare close): server.ts's clientError handler
-    // destroys the socket right after end(); see the report. The plaintext tunnel meets the same parser.
+    it('answers 431 to a request head over 16 KiB inside a TLS-intercepted tunnel (the answer is not lost on close)', async () => {
+      const seen = plain.seen.length;
+      const tunnel = await openTunnel(b.proxyPort, `api.example.test:${plain.port}`);
+      assert.equal(tunnel.status, 200);
+      const tls = await tlsOverTunnel(tunnel.socket, { servername: 'api.example.test', ca: b.caPem });
+      tls.write(head(`GET /a HTTP/1.1\nHost: api.example.test:${plain.port}\nX-Big: ${'a'.repeat(17_000)}`));
+      const text = await readAll(tls as unknown as Socket);
+      assert.equal(statusOf(text), 431, text.slice(0, 120));
+      assert.equal(plain.seen.length, seen, 'nothing went upstream');
+    });
+
     it('answers 431 and closes on a request head over 16 KiB inside an intercepted plaintext tunnel', async () => {
       const seen = plain.seen.length;
       const before = await metric(b, 'boundary_proxy_client_errors_total{reason="head-too-large"}');
@@ -358,6 +367,25 @@ ${l7Policy('api.example.test', [plain.port, bigPort])}${l4Policy('raw', 'raw.exa
       const text = await readAll(tunnel.socket);
       assert.equal(text.length, 2 * HALF_CLOSE_BYTES);
       assert.equal(text.indexOf('b'), HALF_CLOSE_BYTES, 'the bytes sent after the FIN arrived, in order');
+    });
+  });
+
+  describe('RX-09 on the HTTP paths: the client half-closes right after its request', () => {
+    it('still answers a forward request whose client sent FIN with it', async () => {
+      const socket = connect({ host: '127.0.0.1', port: b.proxyPort });
+      socket.on('error', () => undefined);
+      await once(socket, 'connect');
+      socket.end(head(`GET http://api.example.test:${plain.port}/half HTTP/1.1\nHost: api.example.test:${plain.port}`));
+      const text = await readAll(socket);
+      assert.equal(statusOf(text), 200, text.slice(0, 120));
+    });
+
+    it('still answers a request inside a plaintext L7 tunnel whose client sent FIN with it', async () => {
+      const tunnel = await openTunnel(b.proxyPort, `api.example.test:${plain.port}`);
+      assert.equal(tunnel.status, 200);
+      tunnel.socket.end(head(`GET /half HTTP/1.1\nHost: api.example.test:${plain.port}`));
+      const text = await readAll(tunnel.socket);
+      assert.equal(statusOf(text), 200, text.slice(0, 120));
     });
   });
 
