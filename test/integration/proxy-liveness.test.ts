@@ -276,6 +276,7 @@ ${l7Policy('api.example.test', [plain.port, bigPort])}${l4Policy('raw', 'raw.exa
       const seen = plain.seen.length;
       const tunnel = await openTunnel(b.proxyPort, `api.example.test:${plain.port}`);
       assert.equal(tunnel.status, 200);
+      assert.ok(b.caPem !== undefined, 'the boundary CA is available');
       const tls = await tlsOverTunnel(tunnel.socket, { servername: 'api.example.test', ca: b.caPem });
       tls.write(head(`GET /a HTTP/1.1\nHost: api.example.test:${plain.port}\nX-Big: ${'a'.repeat(17_000)}`));
       const text = await readAll(tls as unknown as Socket);
