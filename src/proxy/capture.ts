@@ -9,7 +9,7 @@ import type { Mapping, MappingRoute, SyntheticLookup, SyntheticPool } from '../n
 import { decide } from '../policy/decide.js';
 import type { Decision, Endpoint, Policy } from '../policy/types.js';
 import type { AuditEvent } from '../telemetry/event.js';
-import { type Opened, startTunnel } from './connect.js';
+import { failOpening, type Opened, startTunnel } from './connect.js';
 import { decisionNeedsInspection, type ProxyContext } from './context.js';
 import { credentialRoute } from './credentials.js';
 import { dialFailureOf, dialPinned } from './dial.js';
@@ -120,14 +120,7 @@ export function createCaptureHandler(options: CaptureHandlerOptions) {
       detail = next;
     };
     admit(options, socket, o, setDetail)
-      .catch((err: unknown) => {
-        ctx.logger.warn({ err }, 'transparent capture failed');
-        o.verdict = 'fail';
-        o.reason = 'upstream-failed';
-        o.detail = err instanceof Error ? err.message : String(err);
-        socket.destroy();
-        return undefined;
-      })
+      .catch(failOpening(ctx, o, socket, 'transparent capture failed'))
       .then((opened) => {
         ctx.metrics.decisions.inc({ adapter: 'capture', verdict: o.verdict, reason: o.reason });
         ctx.sink.emit(captureEvent(o, detail));

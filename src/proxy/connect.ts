@@ -5,12 +5,12 @@
 
 import type { IncomingMessage } from 'node:http';
 import type { Socket } from 'node:net';
-import { isResolveFailure, resolveDestination } from '../net/destination.js';
+import { isResolveFailure } from '../net/destination.js';
 import { formatAuthority, parseAuthority } from '../net/host.js';
 import { decide } from '../policy/decide.js';
 import type { Decision } from '../policy/types.js';
 import type { AuditEvent } from '../telemetry/event.js';
-import { decisionNeedsInspection, type ProxyContext, type TunnelScope } from './context.js';
+import { decisionNeedsInspection, type ProxyContext, resolveFor, type TunnelScope } from './context.js';
 import {
   connectPolicyDenial,
   policyChangedDenial,
@@ -25,7 +25,7 @@ import {
 } from './deny.js';
 import { credentialRoute } from './credentials.js';
 import { dialFailureOf, dialPinned } from './dial.js';
-import { beginOutcome, emitOutcome, findingEvent, type Outcome } from './events.js';
+import { beginOutcome, emitOutcome, findingEvent, type Outcome, relayClosedEvent } from './events.js';
 import { MAX_HEADER_COUNT } from './framing.js';
 import { terminateTls } from './intercept.js';
 import type { RawRelay } from './sni-gate.js';
@@ -54,19 +54,24 @@ export interface Opened {
 }
 
 /** The 'connect' handler of the shared HTTP server. */
+/** An unexpected error while opening a tunnel fails that one connection only (RX-15), recorded on its outcome. */
+export function failOpening(ctx: ProxyContext, o: Outcome, socket: Socket, what: string): (err: unknown) => undefined {
+  return (err) => {
+    ctx.logger.warn({ err }, what);
+    o.verdict = 'fail';
+    o.reason = 'upstream-failed';
+    o.detail = err instanceof Error ? err.message : String(err);
+    socket.destroy();
+    return undefined;
+  };
+}
+
 export function createConnectHandler(ctx: ProxyContext) {
   return function handleConnect(req: IncomingMessage, socket: Socket, head: Buffer): void {
     socket.on('error', () => socket.destroy());
     const o = beginOutcome('connect', 'net', socket);
     open(ctx, req, socket, o)
-      .catch((err: unknown) => {
-        ctx.logger.warn({ err }, 'CONNECT failed');
-        o.verdict = 'fail';
-        o.reason = 'upstream-failed';
-        o.detail = err instanceof Error ? err.message : String(err);
-        socket.destroy();
-        return undefined;
-      })
+      .catch(failOpening(ctx, o, socket, 'CONNECT failed'))
       .then((opened) => {
         emitOutcome(ctx.sink, ctx.metrics, o);
         if (opened !== undefined) startTunnel(ctx, socket, head, opened, o);
@@ -112,15 +117,7 @@ async function open(ctx: ProxyContext, req: IncomingMessage, socket: Socket, o: 
   const route = credentialRoute(ctx.credentials, decision, host, port);
   const inspect = decisionNeedsInspection(decision) || route === 'inspect';
   o.extra.inspect = inspect;
-  const dest = await resolveDestination({
-    host,
-    kind,
-    port,
-    endpoint: decision.endpoint,
-    resolver: ctx.resolver,
-    allowLoopback: ctx.allowLoopback,
-    selfAddresses: ctx.selfAddresses(),
-  });
+  const dest = await resolveFor(ctx, { host, kind, port, endpoint: decision.endpoint });
   if (isResolveFailure(dest)) {
     o.verdict = 'fail';
     o.reason = 'resolve-failed';
@@ -212,17 +209,7 @@ export function startTunnel(ctx: ProxyContext, socket: Socket, head: Buffer, ope
     inspect,
     close(reason) {
       if (reason === 'policy-changed') ctx.metrics.reloadClosed.inc();
-      ctx.sink.emit({
-        class: 'NET',
-        activity: 'CLOSE',
-        severity: 'INFO',
-        engine: 'opa',
-        dst: { host, port },
-        message: `tunnel to ${formatAuthority(host, port)} closed: ${reason}`,
-        reason,
-        generation: ctx.store.current().generation,
-        policyHash: ctx.store.current().hash,
-      });
+      ctx.sink.emit(relayClosedEvent(ctx.store.current(), { what: 'tunnel', host, port, reason }));
       for (const s of sockets) s.destroy();
     },
   });

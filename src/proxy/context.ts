@@ -5,8 +5,10 @@ import type { Socket } from 'node:net';
 import type { SecureContext } from 'node:tls';
 import type { Client } from 'undici';
 import type { CredentialSource } from '../credentials/source.js';
+import { type ResolveFailureResult, resolveDestination } from '../net/destination.js';
+import type { HostForm } from '../net/host.js';
 import type { Resolver } from '../net/resolver.js';
-import type { SelfAddress } from '../net/ssrf.js';
+import type { DestinationCheck, SelfAddress } from '../net/ssrf.js';
 import type { PolicyStore } from '../policy/store.js';
 import type { Decision, Endpoint } from '../policy/types.js';
 import type { AuditSink } from '../telemetry/event.js';
@@ -51,6 +53,19 @@ export interface ProxyContext {
   selfAddresses(): readonly SelfAddress[];
   /** Hands a (decrypted or plaintext) tunnel socket to the shared HTTP/1.1 server. */
   serveHttp(socket: Socket): void;
+}
+
+/** Resolves once and validates every answer for `endpoint`'s plan, with this proxy's SSRF settings. */
+export function resolveFor(
+  ctx: ProxyContext,
+  target: { host: string; kind: HostForm; port: number; endpoint: Endpoint | undefined },
+): Promise<DestinationCheck | ResolveFailureResult> {
+  return resolveDestination({
+    ...target,
+    resolver: ctx.resolver,
+    allowLoopback: ctx.allowLoopback,
+    selfAddresses: ctx.selfAddresses(),
+  });
 }
 
 /** An endpoint whose traffic must be terminated and parsed: L7 protocol or bound credentials, never tls: skip. */

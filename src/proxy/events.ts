@@ -4,6 +4,7 @@
 import { Counter, Gauge, type Registry } from 'prom-client';
 import { type Adapter, DECISION_REASONS } from '../policy/types.js';
 import type { AuditEvent, AuditSink, Engine, Severity } from '../telemetry/event.js';
+import { formatAuthority } from '../net/host.js';
 
 /** Outcomes that are not policy decisions, named once for events and metric labels. */
 export const OUTCOME_REASONS = [
@@ -193,5 +194,24 @@ export function findingEvent(o: Outcome, finding: string): AuditEvent {
     ...(o.generation === undefined ? {} : { generation: o.generation }),
     ...(o.policyHash === undefined ? {} : { policyHash: o.policyHash }),
     unmapped: { finding, adapter: o.adapter },
+  };
+}
+
+/** NET:CLOSE for a relay (tunnel or WebSocket) that boundary ended, stamped with the policy now in force. */
+export function relayClosedEvent(
+  policy: { readonly generation: number; readonly hash: string },
+  relay: { what: 'tunnel' | 'websocket'; host: string; port: number; reason: string; unmapped?: Readonly<Record<string, unknown>> },
+): AuditEvent {
+  return {
+    class: 'NET',
+    activity: 'CLOSE',
+    severity: 'INFO',
+    engine: 'opa',
+    dst: { host: relay.host, port: relay.port },
+    message: `${relay.what} to ${formatAuthority(relay.host, relay.port)} closed: ${relay.reason}`,
+    reason: relay.reason,
+    generation: policy.generation,
+    policyHash: policy.hash,
+    ...(relay.unmapped === undefined ? {} : { unmapped: relay.unmapped }),
   };
 }

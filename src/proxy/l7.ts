@@ -3,13 +3,13 @@
 // Returns a value: a refusal to render or a pinned destination to relay to. Never touches a socket.
 
 import type { IncomingMessage } from 'node:http';
-import { isResolveFailure, resolveDestination } from '../net/destination.js';
+import { isResolveFailure } from '../net/destination.js';
 import { formatAuthority, type HostForm, parseAuthority } from '../net/host.js';
 import { redactPlaceholders } from '../credentials/placeholder.js';
 import { decide } from '../policy/decide.js';
 import type { Decision } from '../policy/types.js';
 import type { ProxyContext, TunnelScope } from './context.js';
-import { needsInspection } from './context.js';
+import { needsInspection, resolveFor } from './context.js';
 import {
   authorityMismatchDenial,
   type Denial,
@@ -168,15 +168,7 @@ export async function evaluateRequest(ctx: ProxyContext, req: IncomingMessage, s
   if (scope !== undefined) {
     return { kind: 'relay', host, port, target, decision, addresses: scope.addresses, tls: scope.tls, framing };
   }
-  const dest = await resolveDestination({
-    host,
-    kind,
-    port,
-    endpoint: decision.endpoint,
-    resolver: ctx.resolver,
-    allowLoopback: ctx.allowLoopback,
-    selfAddresses: ctx.selfAddresses(),
-  });
+  const dest = await resolveFor(ctx, { host, kind, port, endpoint: decision.endpoint });
   if (isResolveFailure(dest)) {
     return refuse(o, upstreamUnreachableDenial(formatAuthority(host, port), dest.failure), 'resolve-failed', dest.message);
   }

@@ -13,7 +13,7 @@ import { needsInspection, type ProxyContext } from './context.js';
 import { credentialHead, credentialRefusal } from './credentials.js';
 import { unsupportedL7Denial, upstreamUnreachableDenial, writeBareStatusToSocket, writeDenialToSocket } from './deny.js';
 import { dialPinned } from './dial.js';
-import { beginOutcome, emitOutcome, findingEvent, type Outcome } from './events.js';
+import { beginOutcome, emitOutcome, findingEvent, type Outcome, relayClosedEvent } from './events.js';
 import { BOUNDARY_HEADER_PREFIX, hostHeader, upstreamRequestHeaders } from './headers.js';
 import { evaluateRequest } from './l7.js';
 import { type PinnedTunnel, relayRaw } from './tunnel.js';
@@ -194,18 +194,15 @@ async function upgrade(ctx: ProxyContext, req: IncomingMessage, socket: Socket, 
     close(reason) {
       if (reason === 'policy-changed') ctx.metrics.reloadClosed.inc();
       const code = reason === 'policy-changed' ? CLOSE_CODES.serviceRestart : CLOSE_CODES.goingAway;
-      ctx.sink.emit({
-        class: 'NET',
-        activity: 'CLOSE',
-        severity: 'INFO',
-        engine: 'opa',
-        dst: { host, port },
-        message: `websocket to ${formatAuthority(host, port)} closed: ${reason}`,
-        reason,
-        generation: ctx.store.current().generation,
-        policyHash: ctx.store.current().hash,
-        unmapped: { reason_code: reason, ...(closeRelay === undefined ? {} : { close_code: code }) },
-      });
+      ctx.sink.emit(
+        relayClosedEvent(ctx.store.current(), {
+          what: 'websocket',
+          host,
+          port,
+          reason,
+          unmapped: { reason_code: reason, ...(closeRelay === undefined ? {} : { close_code: code }) },
+        }),
+      );
       if (closeRelay !== undefined) closeRelay(reason);
       else {
         socket.destroy();
