@@ -12,7 +12,7 @@ describe('parseIp and formatIp', () => {
     ['2001:db8:0:0:1:0:0:1', '2001:db8::1:0:0:1'],
     ['2001:0db8:0000:0000:0000:0000:0000:0001', '2001:db8::1'],
     ['1:2:3:4:5:6:7:8', '1:2:3:4:5:6:7:8'],
-    ['64:ff9b::169.254.169.254', '64:ff9b::a9fe:a9fe'],
+    ['64:ff9b::169.254.169.254', '64:ff9b::a9fe:a9fe'], // parsed only: the NAT64 form of a blocked address
   ];
   for (const [input, canonical] of roundTrips) {
     it(`formats ${input} as ${canonical}`, () => {

@@ -181,7 +181,7 @@ describe('policy DNS upstream outcomes', () => {
   });
 
   it('maps an exact host with a private answer, and drops always-blocked answers from the mapping', async () => {
-    const s = setup({ answers: { 'api.example.test': ['169.254.169.254', '10.0.0.5', '127.0.0.1'] } });
+    const s = setup({ answers: { 'api.example.test': ['169.254.169.254', '10.0.0.5', '127.0.0.1'] } }); // a fake resolver's answers: the blocked ones are filtered, nothing is dialled
     assert.equal(rcodeOf(await s.ask('api.example.test')), 'NOERROR');
     assert.deepEqual(s.published()[0]?.unmapped?.approved_real_ip_candidates, ['10.0.0.5']);
   });
