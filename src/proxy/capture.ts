@@ -201,7 +201,9 @@ async function admit(options: CaptureHandlerOptions, socket: Socket, o: Outcome,
     setDetail('transparent_tcp_dial_failed');
     o.verdict = 'fail';
     o.reason = 'dial-failed';
-    o.detail = `${formatAuthority(host, port)}: ${dialFailureOf(err)}: ${(err as Error).message}`;
+    const failure = dialFailureOf(err);
+    o.detail = `${formatAuthority(host, port)}: ${failure}: ${(err as Error).message}`;
+    o.extra = { ...o.extra, dial_failure: failure };
     socket.destroy();
     return undefined;
   }

@@ -7,6 +7,7 @@ import type { Dispatcher } from 'undici';
 import type { RewriteRefusal } from '../credentials/outcome.js';
 import { BoundaryError } from '../errors.js';
 import { formatAuthority } from '../net/host.js';
+import { dialFailureOf } from './dial.js';
 import type { ProxyContext } from './context.js';
 import { credentialHead, credentialRefusal, MarkerInBodyError, redactResponseHeaders, rewrittenBody, scannedBody } from './credentials.js';
 import { sendBareStatus, sendDenial, upstreamUnreachableDenial } from './deny.js';
@@ -122,6 +123,8 @@ async function relay(ctx: ProxyContext, req: IncomingMessage, res: ServerRespons
     o.verdict = 'fail';
     o.reason = dial ? 'dial-failed' : 'upstream-failed';
     o.detail = err instanceof Error ? err.message : String(err);
+    // RX-11: as on CONNECT, timeout, refused and unreachable stay apart in the event.
+    if (dial) o.extra = { ...o.extra, dial_failure: dialFailureOf(err) };
     o.status = 502;
     sendDenial(res, upstreamUnreachableDenial(formatAuthority(host, port), dial ? 'connection failed' : 'upstream error'));
   }

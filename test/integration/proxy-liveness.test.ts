@@ -664,10 +664,10 @@ describe('RX-11: dial refused vs dial timeout vs reset', { timeout: SUITE_TIMEOU
     assert.equal(b.log.events().some(connectFail(resetOrigin.port)), false);
   });
 
-  for (const [name, port, reason, detail] of [
-    ['refused', () => refusedPort, 'dial-failed', /ECONNREFUSED/],
-    ['timeout', () => hangPort, 'dial-failed', /no answer in/],
-    ['reset', () => resetOrigin.port, 'upstream-failed', /./],
+  for (const [name, port, reason, detail, failure] of [
+    ['refused', () => refusedPort, 'dial-failed', /ECONNREFUSED/, 'refused'],
+    ['timeout', () => hangPort, 'dial-failed', /no answer in/, 'timeout'],
+    ['reset', () => resetOrigin.port, 'upstream-failed', /./, undefined],
   ] as const) {
     it(`forward: ${name} answers 502 upstream_unreachable and logs reason ${reason}`, async () => {
       const response = await sendRequest({ proxyPort: b.proxyPort, path: `http://raw.example.test:${port()}/x` });
@@ -675,6 +675,7 @@ describe('RX-11: dial refused vs dial timeout vs reset', { timeout: SUITE_TIMEOU
       assert.equal(json(response).error, 'upstream_unreachable');
       const event = await b.log.waitFor((e) => e.unmapped.adapter === 'forward' && e.activity_name === 'Fail' && e.dst_endpoint?.port === port());
       assert.equal(event.unmapped.reason_code, reason);
+      assert.equal(event.unmapped.dial_failure, failure);
       assert.match(String(event.unmapped.reason), detail);
     });
   }
