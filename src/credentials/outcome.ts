@@ -1,18 +1,15 @@
 // The refusal value every rewrite returns instead of throwing: status, the reference's error name (§6),
 // a message for the workload, and a log message and reason that never hold a key, placeholder or value.
 
+import { UNAVAILABLE_REASONS } from './scope.js';
+
 export const CREDENTIAL_ERRORS = ['credential_endpoint_mismatch', 'credential_unavailable', 'credential_body_too_large'] as const;
 export type CredentialError = (typeof CREDENTIAL_ERRORS)[number];
 
 /** Closed set for events and metric labels. */
 export const REFUSAL_REASONS = [
   'endpoint-mismatch',
-  'no-authority',
-  'unknown-key',
-  'revision-not-retained',
-  'identity-changed',
-  'unknown-handle',
-  'ambiguous-key',
+  ...UNAVAILABLE_REASONS,
   'leftover-marker',
   'unsafe-value',
   'path-unsafe-value',

@@ -12,7 +12,7 @@ import type { AuditEvent } from '../telemetry/event.js';
 import { failOpening, type Opened, startTunnel } from './connect.js';
 import { decisionNeedsInspection, type ProxyContext } from './context.js';
 import { credentialRoute } from './credentials.js';
-import { dialFailureOf, dialPinned } from './dial.js';
+import { dialPinned, recordDialFailure } from './dial.js';
 import { beginOutcome, findingEvent, type Outcome, outcomeEvent } from './events.js';
 import { sniGatedRelay } from './sni-gate.js';
 
@@ -199,11 +199,7 @@ async function admit(options: CaptureHandlerOptions, socket: Socket, o: Outcome,
     upstream = await dialPinned({ addresses: dest.addresses, port, dial: ctx.dial, timeoutMs: ctx.connectTimeoutMs });
   } catch (err) {
     setDetail('transparent_tcp_dial_failed');
-    o.verdict = 'fail';
-    o.reason = 'dial-failed';
-    const failure = dialFailureOf(err);
-    o.detail = `${formatAuthority(host, port)}: ${failure}: ${(err as Error).message}`;
-    o.extra = { ...o.extra, dial_failure: failure };
+    recordDialFailure(o, formatAuthority(host, port), err);
     socket.destroy();
     return undefined;
   }

@@ -24,7 +24,7 @@ import {
   writeDenialToSocket,
 } from './deny.js';
 import { credentialRoute } from './credentials.js';
-import { dialFailureOf, dialPinned } from './dial.js';
+import { dialPinned, recordDialFailure } from './dial.js';
 import { beginOutcome, emitOutcome, findingEvent, type Outcome, relayClosedEvent } from './events.js';
 import { MAX_HEADER_COUNT } from './framing.js';
 import { terminateTls } from './intercept.js';
@@ -160,12 +160,7 @@ async function open(ctx: ProxyContext, req: IncomingMessage, socket: Socket, o: 
     upstream = await dialPinned({ addresses: dest.addresses, port, dial: ctx.dial, timeoutMs: ctx.connectTimeoutMs });
   } catch (err) {
     // Reference §4.2 step 8: a CONNECT dial failure closes the socket with no HTTP response.
-    o.verdict = 'fail';
-    o.reason = 'dial-failed';
-    const failure = dialFailureOf(err);
-    o.detail = `${target}: ${failure}: ${(err as Error).message}`;
-    // RX-11: timeout, refused and unreachable stay apart in the event, not only in the free-text detail.
-    o.extra = { ...o.extra, dial_failure: failure };
+    recordDialFailure(o, target, err);
     socket.destroy();
     return undefined;
   }

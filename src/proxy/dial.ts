@@ -3,6 +3,7 @@
 
 import { connect, type Socket } from 'node:net';
 import { BoundaryError } from '../errors.js';
+import type { Outcome } from './events.js';
 
 export const CONNECT_TIMEOUT_MS = 10_000;
 
@@ -38,6 +39,15 @@ export function netDial(target: DialTarget, timeoutMs = CONNECT_TIMEOUT_MS): Pro
     }
     socket.once('error', onError);
   });
+}
+
+/** Marks `o` as a failed dial; RX-11: timeout, refused and unreachable stay apart in the event, not only in the detail. */
+export function recordDialFailure(o: Outcome, target: string, err: unknown): void {
+  const failure = dialFailureOf(err);
+  o.verdict = 'fail';
+  o.reason = 'dial-failed';
+  o.detail = `${target}: ${failure}: ${(err as Error).message}`;
+  o.extra = { ...o.extra, dial_failure: failure };
 }
 
 export function dialFailureOf(err: unknown): DialFailure {
