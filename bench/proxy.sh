@@ -25,6 +25,8 @@
 #             is compiled into bench/out/build-<sha>/ (read-only for the repository) and run from there;
 #             use it while others are editing src/ — a half-edited working tree can fail the start-up check
 #   PROFILE   1: run boundary under `node --cpu-prof`; profile + summary go to bench/out/ (slows boundary down)
+#   BOUNDARY_NODE_FLAGS  extra node flags for boundary only, e.g. "--trace-gc" (output lands in its log;
+#             with KEEP_TMP=1 it stays there for inspection)
 #   KEEP_TMP  1: keep the temp dir (configs, logs) for inspection
 #   HOLD      N: after start-up, keep everything running N seconds before measuring (debugging by hand)
 #
@@ -61,6 +63,7 @@ BUILD=${BUILD:-1}
 BOUNDARY_DIST=${BOUNDARY_DIST:-$ROOT/dist}
 BOUNDARY_REF=${BOUNDARY_REF:-}
 PROFILE=${PROFILE:-0}
+BOUNDARY_NODE_FLAGS=${BOUNDARY_NODE_FLAGS:-}
 KEEP_TMP=${KEEP_TMP:-0}
 OUT_DIR=${OUT_DIR:-$ROOT/bench/out}
 STAMP=$(date -u +%Y%m%dT%H%M%SZ)
@@ -333,10 +336,13 @@ network_policies:
       - path: "/**"
 EOF
   local prof=()
+  # Unquoted on purpose: a space-separated list of flags.
+  # shellcheck disable=SC2206
+  [[ -n $BOUNDARY_NODE_FLAGS ]] && prof=($BOUNDARY_NODE_FLAGS)
   if ((PROFILE)); then
     PROFILE_DIR="$OUT_DIR/proxy-$STAMP-profile"
     mkdir -p "$PROFILE_DIR"
-    prof=(--cpu-prof --cpu-prof-dir "$PROFILE_DIR")
+    prof+=(--cpu-prof --cpu-prof-dir "$PROFILE_DIR")
   fi
   # --upstream-dns points at a closed loopback port: the hosts file answers origin.bench.test, and any
   # other lookup must fail on loopback instead of leaving the host.

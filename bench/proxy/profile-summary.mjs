@@ -1,5 +1,5 @@
 // Summarises a V8 .cpuprofile (node --cpu-prof) of boundary under load: where the busy time goes, by function
-// (self and inclusive time), by module file, and by area (decision, events/logging, headers, undici, node http,
+// (self and inclusive time), by module file, and by area (decision, events/logging, headers, upstream client, node http,
 // GC). Read-only; prints text.
 // Usage: node profile-summary.mjs FILE.cpuprofile [--top 30] [--requests N] [--callers REGEX]
 //   --requests N: requests served while profiling; adds µs per request to the area table.
@@ -46,12 +46,12 @@ function fileOf(n) {
 // Each sample gets one area: the innermost boundary (dist/) or library (node_modules) frame on its stack names
 // it, so node internals and native code count for whoever called them (writev under sonic-boom is logging,
 // an AbortSignal made by forward.ts is proxy/ work); samples with no such frame are classed by their leaf.
-// Time in undici called from forward.ts counts as undici, not as forward.ts.
+// Time in the upstream HTTP/1.1 client (h1-*.js) counts as its own area, not as forward.ts.
 const AREAS = [
   ['idle', (n) => n.callFrame.functionName === '(idle)'],
   ['gc', (n) => n.callFrame.functionName === '(garbage collector)'],
   ['logging: pino/sonic-boom', (n) => /nm:(pino|sonic-boom|fast-redact|quick-format|on-exit)/.test(fileOf(n))],
-  ['undici', (n) => fileOf(n).startsWith('nm:undici')],
+  ['upstream client: h1-client/h1-response/h1-request', (n) => /dist\/proxy\/h1-/.test(fileOf(n))],
   ['prom-client metrics', (n) => fileOf(n).startsWith('nm:prom-client')],
   ['events: ocsf/shorthand/audit', (n) => /dist\/(telemetry\/(ocsf|audit|metrics)|proxy\/events)\.js/.test(fileOf(n))],
   ['decision: policy/', (n) => fileOf(n).startsWith('dist/policy/')],

@@ -47,6 +47,8 @@ function hasLiteralMarker(text: string): boolean {
 
 /** Decodes `Basic <base64>` credentials, or undefined when the value is not that shape. */
 export function decodeBasic(value: string): string | undefined {
+  // AUTH_SCHEME needs a space between scheme and token: most header values have none, so skip the regex.
+  if (!value.includes(' ')) return undefined;
   const match = AUTH_SCHEME.exec(value.trim());
   if (match === null || match[1]?.toLowerCase() !== 'basic' || !BASE64.test(match[2] ?? '')) return undefined;
   const bytes = Buffer.from(match[2] ?? '', 'base64');

@@ -54,8 +54,11 @@ export interface CredentialScope {
 }
 
 function normaliseRequestHost(host: string): string {
-  return host.toLowerCase().replace(/\.$/, '');
+  const lower = host.toLowerCase();
+  return lower.endsWith('.') ? lower.slice(0, -1) : lower;
 }
+
+const NO_KEYS: readonly string[] = Object.freeze([]);
 
 function boundProviders(set: CredentialSet, request: ScopeRequest, host: string): CredentialProvider[] {
   const path = redactPlaceholders(request.path);
@@ -99,7 +102,8 @@ export function scopeFor(request: ScopeRequest): CredentialScope {
   const set = request.source.current();
   const hasResolver = request.host !== undefined && request.host.length > 0;
   const bound = hasResolver ? boundProviders(set, request, normaliseRequestHost(request.host ?? '')) : [];
-  const boundKeys = Object.freeze([...new Set(bound.flatMap((provider) => [...provider.keys.keys()]))].sort());
+  // Most requests have no provider bound: skip building an empty set, array and sort for them.
+  const boundKeys = bound.length === 0 ? NO_KEYS : Object.freeze([...new Set(bound.flatMap((provider) => [...provider.keys.keys()]))].sort());
   return Object.freeze({
     revision: set.revision,
     hasResolver,

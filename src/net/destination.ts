@@ -3,7 +3,7 @@
 
 import type { Endpoint } from '../policy/types.js';
 import { type HostForm, normaliseHost } from './host.js';
-import type { ResolveFailure, Resolver } from './resolver.js';
+import type { ResolveFailure, ResolveResult, Resolver } from './resolver.js';
 import { checkPort, type DestinationCheck, refuse, type SelfAddress, selectPlan, type ValidationPlan, validateDestination } from './ssrf.js';
 
 /** Names that only ever lead to a cloud metadata service; refused before any resolution. */
@@ -22,8 +22,8 @@ export interface DestinationRequest {
   readonly port: number;
   readonly endpoint: Endpoint | undefined;
   readonly resolver: Resolver;
-  readonly allowLoopback?: boolean;
-  readonly selfAddresses?: readonly SelfAddress[];
+  readonly allowLoopback?: boolean | undefined;
+  readonly selfAddresses?: readonly SelfAddress[] | undefined;
 }
 
 /** The resolver could not answer: not an SSRF refusal. Adapters map it to 502 upstream_unreachable. */
@@ -44,20 +44,19 @@ export function isLocalName(host: string): boolean {
   return host === 'localhost' || host.endsWith('.localhost');
 }
 
-export async function resolveDestination(request: DestinationRequest): Promise<DestinationCheck | ResolveFailureResult> {
+/**
+ * As resolveDestination, but settles synchronously whenever no query is needed: an IP literal, a name refused
+ * before resolving, or a fresh answer the resolver already holds (Resolver.cached). Only a real query returns
+ * a promise. The result is the same value resolveDestination gives, with fewer promise round trips.
+ */
+export function checkDestination(request: DestinationRequest): DestinationCheck | ResolveFailureResult | Promise<DestinationCheck | ResolveFailureResult> {
   const { port, endpoint } = request;
   // Callers pass normaliseHost output; normalising again is cheap and means a raw `127.1` or `0x7f.1` that
   // slipped through as a "name" is still treated as the IP literal it is and never reaches the resolver.
   const normal = normaliseHost(request.host);
   if (!normal.ok) return refuse(selectPlan(endpoint), 'invalid-host', `${JSON.stringify(request.host)}: ${normal.message}`);
   const host = normal.host;
-  const options = {
-    ...(request.allowLoopback === undefined ? {} : { allowLoopback: request.allowLoopback }),
-    ...(request.selfAddresses === undefined ? {} : { selfAddresses: request.selfAddresses }),
-  };
-  if (normal.kind !== 'name') {
-    return validateDestination({ endpoint, host, port, addresses: [host], ...options });
-  }
+  if (normal.kind !== 'name') return validate(request, host, [host]);
   const plan = selectPlan(endpoint);
   if (isLocalName(host)) return refuse(plan, 'local-name', `${host} is a local name and is never resolved`);
   if (KNOWN_METADATA_NAMES.has(host)) return refuse(plan, 'metadata-name', `${host} is a cloud metadata name`);
@@ -65,9 +64,23 @@ export async function resolveDestination(request: DestinationRequest): Promise<D
   const portProblem = checkPort(plan, port);
   if (portProblem !== undefined) return refuse(plan, portProblem, `port ${port} is a control-plane port (${plan} plan)`);
   // Once, A only: IPv6 egress is off. The connector dials only what survives below; nothing re-resolves.
-  const answer = await request.resolver.resolve(host, 4);
+  const held = request.resolver.cached?.(host, 4);
+  if (held !== undefined) return answered(request, host, plan, held);
+  return request.resolver.resolve(host, 4).then((answer) => answered(request, host, plan, answer));
+}
+
+export async function resolveDestination(request: DestinationRequest): Promise<DestinationCheck | ResolveFailureResult> {
+  return checkDestination(request);
+}
+
+function answered(request: DestinationRequest, host: string, plan: ValidationPlan, answer: ResolveResult): DestinationCheck | ResolveFailureResult {
   if (!answer.ok) {
     return { ok: false, kind: 'resolve-failed', plan, failure: answer.failure, message: `resolving ${host} failed (${answer.failure}): ${answer.message}` };
   }
-  return validateDestination({ endpoint, host, port, addresses: answer.addresses, ...options });
+  return validate(request, host, answer.addresses);
+}
+
+function validate(request: DestinationRequest, host: string, addresses: readonly string[]): DestinationCheck {
+  const { endpoint, port, allowLoopback, selfAddresses } = request;
+  return validateDestination({ endpoint, host, port, addresses, allowLoopback, selfAddresses });
 }

@@ -28,7 +28,17 @@ export type AuthorityResult =
 const FORBIDDEN_CHAR = /[\u0000-\u0020\u007f%@/?#\\]/;
 // After IDNA a name label holds only these (underscore accepted: SRV-style labels, pin HA-14).
 const NAME_CHARS = /^[a-z0-9_.-]+$/;
-const PORT_TEXT = /^[1-9][0-9]{0,4}$/;
+/** Port digits: 1-5 of them, no leading zero (`/^[1-9][0-9]{0,4}$/`, without a regex on the request path). */
+const MAX_PORT_DIGITS = 5;
+
+function isPortText(text: string): boolean {
+  if (text.length === 0 || text.length > MAX_PORT_DIGITS || text.charCodeAt(0) === 0x30) return false;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (c < 0x30 || c > 0x39) return false;
+  }
+  return true;
+}
 
 function fail(message: string): { readonly ok: false; readonly message: string } {
   return { ok: false, message };
@@ -41,6 +51,9 @@ function fail(message: string): { readonly ok: false; readonly message: string }
 export function normaliseHost(raw: string): HostResult {
   if (raw.length === 0) return fail('host is empty');
   if (raw.length > MAX_HOST_INPUT_CHARS) return fail(`host is longer than ${MAX_HOST_INPUT_CHARS} characters`);
+  // Fast path for the usual spelling: a name (or dotted quad) already in canonical characters passes every
+  // character check below unchanged, so only the name/number rules remain to apply.
+  if (isPlainLowerName(raw)) return normaliseAsciiName(raw, true);
   if (FORBIDDEN_CHAR.test(raw)) return fail('host contains whitespace, a control byte, %, @, /, ?, # or \\');
   if (raw.startsWith('[')) {
     if (!raw.endsWith(']')) return fail('unterminated [ in host');
@@ -58,6 +71,15 @@ function normaliseIpv6(text: string): HostResult {
   return { ok: true, host: formatIp(ip), kind: 'ipv6' };
 }
 
+/** Only `[a-z0-9_.-]`: already ASCII and lower-case, free of every FORBIDDEN_CHAR, and all NAME_CHARS. */
+function isPlainLowerName(text: string): boolean {
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (!((c >= 0x61 && c <= 0x7a) || (c >= 0x30 && c <= 0x39) || c === 0x2e || c === 0x2d || c === 0x5f)) return false;
+  }
+  return true;
+}
+
 function normaliseNameOrIpv4(raw: string): HostResult {
   // IDNA first (as the WHATWG host parser does), so fullwidth digits or dots cannot dodge the IPv4 check.
   // domainToASCII also lower-cases; it returns '' for anything it cannot map.
@@ -68,6 +90,12 @@ function normaliseNameOrIpv4(raw: string): HostResult {
     if (FORBIDDEN_CHAR.test(ascii)) return fail('host maps to forbidden characters under IDNA');
   }
   ascii = ascii.toLowerCase();
+  return normaliseAsciiName(ascii, false);
+}
+
+// From here on `ascii` is ASCII, lower-case and free of FORBIDDEN_CHAR; `plain` when it passed
+// isPlainLowerName, so every NAME_CHARS test on it (or on a part of it) is already known to pass.
+function normaliseAsciiName(ascii: string, plain: boolean): HostResult {
   if (endsInNumber(ascii)) {
     const ipv4 = parseWhatwgIpv4(ascii);
     if (ipv4 === undefined) return fail('host ends in a number but is not a valid IPv4 address');
@@ -76,7 +104,7 @@ function normaliseNameOrIpv4(raw: string): HostResult {
   const name = ascii.endsWith('.') ? ascii.slice(0, -1) : ascii;
   if (name.length === 0) return fail('host is empty');
   if (name.length > MAX_NAME_CHARS) return fail(`host is longer than ${MAX_NAME_CHARS} characters`);
-  if (!NAME_CHARS.test(name)) return fail('host has characters other than letters, digits, -, _ and .');
+  if (!plain && !NAME_CHARS.test(name)) return fail('host has characters other than letters, digits, -, _ and .');
   let start = 0;
   for (let i = 0; i <= name.length; i++) {
     if (i < name.length && name.charCodeAt(i) !== 0x2e) continue;
@@ -127,6 +155,15 @@ export function parseWhatwgIpv4(text: string): string | undefined {
   return `${address >>> 24}.${(address >>> 16) & 0xff}.${(address >>> 8) & 0xff}.${address & 0xff}`;
 }
 
+/** `Number.parseInt(char, radix)` for one character (radix 8, 10 or 16), with -1 for NaN; no string built. */
+function digitValue(code: number, radix: number): number {
+  let digit = -1;
+  if (code >= 0x30 && code <= 0x39) digit = code - 0x30;
+  else if (code >= 0x61 && code <= 0x7a) digit = code - 0x61 + 10;
+  else if (code >= 0x41 && code <= 0x5a) digit = code - 0x41 + 10;
+  return digit < radix ? digit : -1;
+}
+
 function parseIpv4Number(part: string): number | undefined {
   if (part.length === 0) return undefined;
   let radix = 10;
@@ -140,8 +177,8 @@ function parseIpv4Number(part: string): number | undefined {
   }
   let value = 0;
   for (let i = 0; i < digits.length; i++) {
-    const digit = Number.parseInt(digits.charAt(i), radix);
-    if (Number.isNaN(digit)) return undefined;
+    const digit = digitValue(digits.charCodeAt(i), radix);
+    if (digit < 0) return undefined;
     value = value * radix + digit;
     // Still a number (so the host "ends in a number"), but one that fails every range check: stop before
     // precision is lost. Returning undefined here would let `0x100000000` pass as a name.
@@ -180,7 +217,7 @@ export function parseAuthority(text: string, options: { readonly defaultPort?: n
     if (options.defaultPort === undefined) return fail('authority has no port');
     port = options.defaultPort;
   } else {
-    if (!PORT_TEXT.test(portText)) return fail('port must be digits 1-65535 without leading zeros');
+    if (!isPortText(portText)) return fail('port must be digits 1-65535 without leading zeros');
     port = Number(portText);
     if (port > 65_535) return fail('port must be digits 1-65535 without leading zeros');
   }

@@ -35,14 +35,23 @@ export function createCachingResolver(inner: Resolver, options: { now: () => num
     entries.set(key, { result, expiresAt: options.now() + ttl });
   }
 
+  /** The fresh entry for `key`, dropping an expired one: the one TTL check both methods share. */
+  function fresh(key: string): ResolveResult | undefined {
+    const hit = entries.get(key);
+    if (hit === undefined) return undefined;
+    if (hit.expiresAt > options.now()) return hit.result;
+    entries.delete(key);
+    return undefined;
+  }
+
   return {
+    cached(name, family) {
+      return fresh(`${family}/${name}`);
+    },
     resolve(name, family) {
       const key = `${family}/${name}`;
-      const hit = entries.get(key);
-      if (hit !== undefined) {
-        if (hit.expiresAt > options.now()) return Promise.resolve(hit.result);
-        entries.delete(key);
-      }
+      const hit = fresh(key);
+      if (hit !== undefined) return Promise.resolve(hit);
       const pending = inFlight.get(key);
       if (pending !== undefined) return pending;
       const lookup = inner.resolve(name, family).then(

@@ -49,9 +49,9 @@ export interface DestinationInput {
   /** Resolver answers, or the IP literal itself. */
   readonly addresses: readonly string[];
   /** `--unsafe-allow-loopback-upstream`: 127.0.0.0/8 and ::1 pass every plan. Nothing else is relaxed. */
-  readonly allowLoopback?: boolean;
+  readonly allowLoopback?: boolean | undefined;
   /** boundary's own listeners; an unspecified ip (0.0.0.0, ::) stands for every loopback address. */
-  readonly selfAddresses?: readonly SelfAddress[];
+  readonly selfAddresses?: readonly SelfAddress[] | undefined;
 }
 
 export type DestinationCheck =
@@ -102,14 +102,16 @@ interface Prepared {
 
 export function validateDestination(input: DestinationInput): DestinationCheck {
   const plan = selectPlan(input.endpoint);
-  const where = `${input.host}:${input.port} (${plan} plan)`;
-  if (input.addresses.length === 0) return refuse(plan, 'no-addresses', `${where} has no addresses`);
+  const addresses = input.addresses;
+  if (addresses.length === 0) return refuse(plan, 'no-addresses', `${where(input, plan)} has no addresses`);
   const prepared = prepare(plan, input);
   const portProblem = checkPort(plan, input.port);
   const survivors: string[] = [];
   const metadataAddresses: string[] = [];
   const dropped: Dropped[] = [];
-  for (const address of input.addresses.slice(0, MAX_ANSWERS_CHECKED)) {
+  const checked = Math.min(addresses.length, MAX_ANSWERS_CHECKED);
+  for (let i = 0; i < checked; i++) {
+    const address = addresses[i] as string;
     const ip = readIp(address);
     if (ip === undefined) {
       dropped.push({ ip: address, class: 'invalid', why: 'always-blocked' });
@@ -137,7 +139,12 @@ export function validateDestination(input: DestinationInput): DestinationCheck {
     }
   }
   const list = dropped.map((d) => `${d.ip} (${d.class}, ${d.why})`).join(', ');
-  return refuse(plan, check, `${where}: every answer was dropped: ${list}`, dropped);
+  return refuse(plan, check, `${where(input, plan)}: every answer was dropped: ${list}`, dropped);
+}
+
+/** The destination as refusal messages name it; built only on a refusal. */
+function where(input: DestinationInput, plan: ValidationPlan): string {
+  return `${input.host}:${input.port} (${plan} plan)`;
 }
 
 /** parseIp, with a fast path for the common case: a dotted-quad A record. */
@@ -163,13 +170,29 @@ function prepare(plan: ValidationPlan, input: DestinationInput): Prepared {
     const normal = normaliseHost(endpoint.host);
     literal = normal.ok && normal.kind !== 'name' ? normal.host : undefined;
   }
+  const self = input.selfAddresses === undefined ? NO_SELF : prepareSelf(input.selfAddresses);
+  return { plan, port: input.port, allowed, literal, self, allowLoopback: input.allowLoopback === true };
+}
+
+type PreparedSelf = Prepared['self'];
+const NO_SELF: PreparedSelf = Object.freeze([]);
+
+// The proxy hands the same frozen self-address list to every request (rebuilt only when a listener moves):
+// parse it once per list. Keyed by identity, and only for frozen lists, whose entries cannot change under
+// the key, so a hit is exactly what parsing again would give. Weak: a replaced list takes its entry along.
+const preparedSelves = new WeakMap<readonly SelfAddress[], PreparedSelf>();
+
+function prepareSelf(list: readonly SelfAddress[]): PreparedSelf {
+  const memo = preparedSelves.get(list);
+  if (memo !== undefined) return memo;
   const self: { ip: Ip; port: number; any: boolean }[] = [];
-  for (const entry of input.selfAddresses ?? []) {
+  for (const entry of list) {
     const ip = parseIp(entry.ip);
     if (ip === undefined) continue;
     self.push({ ip, port: entry.port, any: ip.bytes.every((b) => b === 0) });
   }
-  return { plan, port: input.port, allowed, literal, self, allowLoopback: input.allowLoopback === true };
+  if (Object.isFrozen(list) && list.every((entry) => Object.isFrozen(entry))) preparedSelves.set(list, Object.freeze(self));
+  return self;
 }
 
 function judge(p: Prepared, ip: Ip, canonical: string, info: AddressInfo): SsrfCheck | undefined {

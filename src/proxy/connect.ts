@@ -263,7 +263,7 @@ async function inspectTunnel(ctx: ProxyContext, socket: Socket, head: Buffer, op
   const scope: TunnelScope = { host, port, tls: kind === 'tls', addresses, client };
   ctx.scopes.set(inner, scope);
   inner.once('close', () => {
-    client.destroy().catch(() => undefined);
+    client.destroy();
     upstream.destroy();
     done(idle ? 'idle-timeout' : undefined);
   });

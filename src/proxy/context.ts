@@ -3,9 +3,8 @@
 
 import type { Socket } from 'node:net';
 import type { SecureContext } from 'node:tls';
-import type { Client } from 'undici';
 import type { CredentialSource } from '../credentials/source.js';
-import { type ResolveFailureResult, resolveDestination } from '../net/destination.js';
+import { checkDestination, type ResolveFailureResult } from '../net/destination.js';
 import type { HostForm } from '../net/host.js';
 import type { Resolver } from '../net/resolver.js';
 import type { DestinationCheck, SelfAddress } from '../net/ssrf.js';
@@ -15,6 +14,7 @@ import type { AuditSink } from '../telemetry/event.js';
 import type { Logger } from '../telemetry/logger.js';
 import type { DialFunction } from './dial.js';
 import type { ProxyMetrics } from './events.js';
+import type { H1Pool } from './h1-client.js';
 import type { TunnelRegistry } from './tunnel.js';
 import type { Upstreams } from './upstream.js';
 
@@ -31,7 +31,7 @@ export interface TunnelScope {
   /** True after TLS termination: the default request port is then 443, else 80. */
   readonly tls: boolean;
   readonly addresses: readonly string[];
-  readonly client: Client;
+  readonly client: H1Pool;
 }
 
 export interface ProxyContext {
@@ -56,12 +56,26 @@ export interface ProxyContext {
 }
 
 /** Resolves once and validates every answer for `endpoint`'s plan, with this proxy's SSRF settings. */
-export function resolveFor(
+export async function resolveFor(
   ctx: ProxyContext,
   target: { host: string; kind: HostForm; port: number; endpoint: Endpoint | undefined },
 ): Promise<DestinationCheck | ResolveFailureResult> {
-  return resolveDestination({
-    ...target,
+  return destinationFor(ctx, target);
+}
+
+/**
+ * resolveFor without the promise when none is needed (IP literal, name refused up front, fresh cached
+ * answer): the per-request path awaits only a real DNS query. Same result as resolveFor.
+ */
+export function destinationFor(
+  ctx: ProxyContext,
+  target: { host: string; kind: HostForm; port: number; endpoint: Endpoint | undefined },
+): DestinationCheck | ResolveFailureResult | Promise<DestinationCheck | ResolveFailureResult> {
+  return checkDestination({
+    host: target.host,
+    kind: target.kind,
+    port: target.port,
+    endpoint: target.endpoint,
     resolver: ctx.resolver,
     allowLoopback: ctx.allowLoopback,
     selfAddresses: ctx.selfAddresses(),

@@ -6,7 +6,7 @@ import type { IncomingMessage } from 'node:http';
 import { type RewriteRefusal, refuse } from '../credentials/outcome.js';
 import { redactSecrets } from '../credentials/redact.js';
 import { MAX_BODY_REWRITE_BYTES, rewriteBody } from '../credentials/rewrite-body.js';
-import { type HeaderPair, rewriteRequestHead } from '../credentials/rewrite-head.js';
+import { type HeaderPair, headHasMarker, rewriteRequestHead } from '../credentials/rewrite-head.js';
 import { createMarkerScanner } from '../credentials/scan.js';
 import { type CredentialScope, routeCarriesCredentials, scopeFor } from '../credentials/scope.js';
 import type { CredentialSource } from '../credentials/source.js';
@@ -43,7 +43,7 @@ export function credentialRoute(source: CredentialSource, decision: Decision, ho
 
 export interface UpstreamHead {
   readonly target: string;
-  /** Flat `[name, value, ...]` as undici takes them. */
+  /** Flat `[name, value, ...]`, order and duplicates kept, as h1-request.ts writes them. */
   readonly headers: string[];
   readonly scope: CredentialScope;
   readonly usedKeys: number;
@@ -81,7 +81,13 @@ export function credentialHead(input: {
   const path = q < 0 ? input.target : input.target.slice(0, q);
   const query = q < 0 ? undefined : input.target.slice(q + 1);
   const scope = scopeFor({ source: input.source, host: input.host, port: input.port, path, endpoint: input.endpoint });
-  const rewritten = rewriteRequestHead({ method: input.method, path, query, headers: toPairs(input.headers), scope });
+  const headers = toPairs(input.headers);
+  // No marker anywhere (the fail-closed scan rewriteRequestHead ends with): it would substitute nothing,
+  // refuse nothing and hand back this very head, so skip it. The common case: no placeholder in the request.
+  if (!headHasMarker({ method: input.method, path, query, headers })) {
+    return { ok: true, head: { target: input.target, headers: toFlat(headers), scope, usedKeys: 0 } };
+  }
+  const rewritten = rewriteRequestHead({ method: input.method, path, query, headers, scope });
   if (!rewritten.ok) return rewritten;
   const target = rewritten.query === undefined ? rewritten.path : `${rewritten.path}?${rewritten.query}`;
   return { ok: true, head: { target, headers: toFlat(rewritten.headers), scope, usedKeys: rewritten.usedKeys.length } };
@@ -104,7 +110,7 @@ async function readBounded(req: IncomingMessage, limit: number): Promise<Buffer 
   return Buffer.concat(chunks, total);
 }
 
-/** Thrown inside the streamed body when the scanner sees a marker: undici aborts the upstream request. */
+/** Thrown inside the streamed body when the scanner sees a marker: the upstream exchange fails with it. */
 export class MarkerInBodyError extends Error {
   override readonly name = 'MarkerInBodyError';
   readonly refusal: RewriteRefusal = refuse('leftover-marker', 'a credential placeholder in the body cannot be sent to this endpoint');
@@ -158,17 +164,14 @@ export async function rewrittenBody(req: IncomingMessage, head: UpstreamHead): P
   return { ok: true, body: result.body, headers };
 }
 
-/** CR-23 (pinned): an upstream echoing a bound secret in a response header gets it redacted. Bodies are not. */
-export function redactResponseHeaders(
-  headers: Record<string, string | string[]>,
-  scope: CredentialScope | undefined,
-): Record<string, string | string[]> {
-  if (scope === undefined || scope.boundKeys.length === 0) return headers;
-  const out: Record<string, string | string[]> = {};
-  for (const [name, value] of Object.entries(headers)) {
-    out[name] = Array.isArray(value) ? value.map((v) => redactSecrets(v, scope)) : redactSecrets(value, scope);
-  }
-  return out;
+/**
+ * CR-23 (pinned): an upstream echoing a bound secret in a response header gets it redacted. Bodies are not.
+ * Rewrites the flat `[name, value, ...]` list in place.
+ */
+export function redactResponseHeaders(headers: string[], scope: CredentialScope): string[] {
+  if (scope.boundKeys.length === 0) return headers;
+  for (let i = 1; i < headers.length; i += 2) headers[i] = redactSecrets(headers[i] ?? '', scope);
+  return headers;
 }
 
 /**

@@ -87,6 +87,9 @@ export function beginOutcome(adapter: Adapter, kind: 'net' | 'http', src: { remo
 
 export interface ProxyMetrics {
   readonly decisions: Counter<'adapter' | 'verdict' | 'reason'>;
+  /** decisions.inc({ adapter, verdict, reason }) for the per-request path: counted here and added to the
+   *  counter when it is collected (a scrape), instead of hashing a label object per request. */
+  readonly countDecision: (adapter: string, verdict: string, reason: string) => void;
   readonly refusedConnections: Counter<'reason'>;
   readonly clientErrors: Counter<'reason'>;
   readonly connections: Gauge;
@@ -94,15 +97,52 @@ export interface ProxyMetrics {
   readonly reloadClosed: Counter;
 }
 
+/** One label combination's count not yet added to the counter. */
+interface PendingCount {
+  readonly labels: { adapter: string; verdict: string; reason: string };
+  count: number;
+}
+
 export function createProxyMetrics(registry: Registry): ProxyMetrics {
   const registers = [registry];
+  // adapter -> verdict -> reason: three lookups with the caller's strings, no key or label object built.
+  // Bounded by the label sets themselves, as the counter's own series are.
+  const pending = new Map<string, Map<string, Map<string, PendingCount>>>();
+  const decisions: Counter<'adapter' | 'verdict' | 'reason'> = new Counter({
+    name: 'boundary_proxy_decisions_total',
+    help: 'Connections and requests by adapter, final verdict and reason',
+    labelNames: ['adapter', 'verdict', 'reason'],
+    registers,
+    collect() {
+      for (const verdicts of pending.values()) {
+        for (const reasons of verdicts.values()) {
+          for (const entry of reasons.values()) {
+            if (entry.count === 0) continue;
+            decisions.inc(entry.labels, entry.count);
+            entry.count = 0;
+          }
+        }
+      }
+    },
+  });
+  function countDecision(adapter: string, verdict: string, reason: string): void {
+    let verdicts = pending.get(adapter);
+    if (verdicts === undefined) {
+      verdicts = new Map();
+      pending.set(adapter, verdicts);
+    }
+    let reasons = verdicts.get(verdict);
+    if (reasons === undefined) {
+      reasons = new Map();
+      verdicts.set(verdict, reasons);
+    }
+    const entry = reasons.get(reason);
+    if (entry === undefined) reasons.set(reason, { labels: { adapter, verdict, reason }, count: 1 });
+    else entry.count++;
+  }
   return {
-    decisions: new Counter({
-      name: 'boundary_proxy_decisions_total',
-      help: 'Connections and requests by adapter, final verdict and reason',
-      labelNames: ['adapter', 'verdict', 'reason'],
-      registers,
-    }),
+    decisions,
+    countDecision,
     refusedConnections: new Counter({
       name: 'boundary_proxy_refused_connections_total',
       help: 'Connections refused before any request was read',
@@ -177,7 +217,7 @@ export function outcomeEvent(o: Outcome): AuditEvent {
 }
 
 export function emitOutcome(sink: AuditSink, metrics: ProxyMetrics, o: Outcome): void {
-  metrics.decisions.inc({ adapter: o.adapter, verdict: o.verdict, reason: o.reason });
+  metrics.countDecision(o.adapter, o.verdict, o.reason);
   sink.emit(outcomeEvent(o));
 }
 

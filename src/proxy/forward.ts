@@ -1,10 +1,9 @@
-// Relays one evaluated HTTP request (forward proxy or inside a tunnel) through undici and streams the answer
-// back; keep-alive on both sides. Emits the request's one decision event, the allow only after upstream answered.
+// Relays one evaluated HTTP request (forward proxy or inside a tunnel) through h1-client.ts and streams the
+// answer back; keep-alive on both sides. Emits the request's one decision event, the allow only after upstream answered.
 
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { Readable } from 'node:stream';
-import type { Dispatcher } from 'undici';
 import type { RewriteRefusal } from '../credentials/outcome.js';
+import type { CredentialScope } from '../credentials/scope.js';
 import { BoundaryError } from '../errors.js';
 import { formatAuthority } from '../net/host.js';
 import { dialFailureOf } from './dial.js';
@@ -12,10 +11,12 @@ import type { ProxyContext } from './context.js';
 import { credentialHead, credentialRefusal, MarkerInBodyError, redactResponseHeaders, rewrittenBody, scannedBody } from './credentials.js';
 import { sendBareStatus, sendDenial, upstreamUnreachableDenial } from './deny.js';
 import { beginOutcome, emitOutcome, findingEvent, type Outcome } from './events.js';
+import type { H1Exchange, H1Handler, H1Pool } from './h1-client.js';
+import type { H1Request } from './h1-request.js';
 import { clientResponseHeaders, hostHeader, upstreamRequestHeaders } from './headers.js';
 import { evaluateRequest } from './l7.js';
 
-/** The marker scanner's abort, possibly wrapped by undici. */
+/** The marker scanner's abort, as thrown by the body iterator (or wrapped in `cause`). */
 function markerError(err: unknown): MarkerInBodyError | undefined {
   for (let e: unknown = err, depth = 0; e instanceof Error && depth < 3; e = e.cause, depth++) {
     if (e instanceof MarkerInBodyError) return e;
@@ -90,7 +91,7 @@ async function relay(ctx: ProxyContext, req: IncomingMessage, res: ServerRespons
   const { head } = prepared;
   if (expectContinue) res.writeContinue();
   let headers = head.headers;
-  let body: Readable | Buffer | null = null;
+  let body: AsyncIterable<Buffer> | Buffer | null = null;
   if (framing.hasBody && decision.endpoint?.requestBodyCredentialRewrite === true) {
     const rewritten = await rewrittenBody(req, head);
     if (!rewritten.ok) {
@@ -99,10 +100,10 @@ async function relay(ctx: ProxyContext, req: IncomingMessage, res: ServerRespons
     }
     ({ body, headers } = rewritten);
   } else if (framing.hasBody) {
-    body = Readable.from(scannedBody(req), { objectMode: false });
+    body = scannedBody(req);
   }
-  const dispatcher: Dispatcher = scope === undefined ? ctx.upstreams.pool({ host, port, addresses, tls: false }) : scope.client;
-  const exchange = streamResponse(dispatcher, { path: head.target, method: o.method as Dispatcher.HttpMethod, headers, body }, res, o, head.scope);
+  const pool = scope === undefined ? ctx.upstreams.pool({ host, port, addresses, tls: false }) : scope.client;
+  const exchange = streamResponse(pool, { target: head.target, method: o.method, headers, body }, res, o, head.scope);
   try {
     await exchange;
   } catch (err) {
@@ -140,71 +141,112 @@ class ResponseHeadError extends Error {
   override readonly name = 'ResponseHeadError';
 }
 
+const RELAY = Symbol('boundary.relay');
+type RelayedResponse = ServerResponse & { [RELAY]?: ResponseRelay | undefined };
+
+// Shared listeners (`this` is the response): no closures per request.
+function onClientClose(this: RelayedResponse): void {
+  const relay = this[RELAY];
+  if (relay === undefined || relay.settled) return;
+  relay.clientClosed = true;
+  relay.exchange?.abort(new ClientClosedError('client closed'));
+}
+
+function onClientDrain(this: RelayedResponse): void {
+  const relay = this[RELAY];
+  if (relay === undefined) return;
+  relay.waiting = false;
+  relay.exchange?.resume();
+}
+
 /**
- * Dispatches one request and writes the answer straight into `res` (undici's handler API, no intermediate
- * Readable, pipeline or AbortController): backpressure pauses the upstream read until `res` drains, and a
- * client that goes away aborts the upstream request. Resolves once the response head is written; rejects
+ * Writes one upstream answer straight into `res`: a response that arrived whole in one read goes out as
+ * writeHead + end(body), one client write. Backpressure pauses the upstream socket until `res` drains; a
+ * client that goes away aborts the upstream exchange (its socket is destroyed, never reused).
+ */
+class ResponseRelay implements H1Handler {
+  readonly res: RelayedResponse;
+  readonly o: Outcome;
+  readonly scope: CredentialScope;
+  readonly resolve: () => void;
+  readonly reject: (err: unknown) => void;
+  exchange: H1Exchange | undefined = undefined;
+  headSent = false;
+  settled = false;
+  clientClosed = false;
+  waiting = false;
+
+  constructor(res: RelayedResponse, o: Outcome, scope: CredentialScope, resolve: () => void, reject: (err: unknown) => void) {
+    this.res = res;
+    this.o = o;
+    this.scope = scope;
+    this.resolve = resolve;
+    this.reject = reject;
+  }
+
+  onHead(status: number, headers: string[], body: Buffer | undefined, complete: boolean): void {
+    const res = this.res;
+    this.o.status = status;
+    try {
+      res.writeHead(status, redactResponseHeaders(clientResponseHeaders(headers), this.scope));
+    } catch (err) {
+      const refused = new ResponseHeadError('response head refused', { cause: err });
+      if (complete) this.onError(refused);
+      else this.exchange?.abort(refused);
+      return;
+    }
+    this.headSent = true;
+    if (complete) {
+      this.finish();
+      res.end(body);
+    } else if (body !== undefined && !res.write(body)) this.pause();
+    this.resolve();
+  }
+
+  onData(chunk: Buffer): void {
+    if (!this.res.write(chunk)) this.pause();
+  }
+
+  onEnd(): void {
+    this.finish();
+    this.res.end();
+  }
+
+  onError(err: Error): void {
+    this.finish();
+    if (this.headSent) this.res.destroy();
+    else this.reject(this.clientClosed && !(err instanceof ResponseHeadError) ? new ClientClosedError('client closed', { cause: err }) : err);
+  }
+
+  private pause(): void {
+    this.exchange?.pause();
+    if (this.waiting) return;
+    this.waiting = true;
+    this.res.once('drain', onClientDrain);
+  }
+
+  private finish(): void {
+    this.settled = true;
+    this.res[RELAY] = undefined;
+    this.res.removeListener('close', onClientClose);
+    if (this.waiting) this.res.removeListener('drain', onClientDrain);
+  }
+}
+
+/**
+ * Sends one request and writes the answer into `res`. Resolves once the response head is written; rejects
  * only before that (nothing sent yet, so the caller may still answer 502). Errors after the head cut the
  * client connection, as a half-sent response cannot turn into an error status.
  */
-function streamResponse(
-  dispatcher: Dispatcher,
-  options: Dispatcher.DispatchOptions,
-  res: ServerResponse,
-  o: Outcome,
-  credentialScope: Parameters<typeof redactResponseHeaders>[1],
-): Promise<void> {
+function streamResponse(pool: H1Pool, request: H1Request, res: RelayedResponse, o: Outcome, scope: CredentialScope): Promise<void> {
   return new Promise<void>((resolve, reject) => {
-    let controller: Dispatcher.DispatchController | undefined;
-    let headSent = false;
-    let settled = false;
-    let clientClosed = false;
-    function finish(): void {
-      settled = true;
-      res.removeListener('close', onClose);
-      res.removeListener('drain', onDrain);
+    const relay = new ResponseRelay(res, o, scope, resolve, reject);
+    res[RELAY] = relay;
+    res.on('close', onClientClose);
+    try {
+      relay.exchange = pool.request(request, relay);
+    } catch (err) {
+      relay.onError(err instanceof Error ? err : new Error(String(err)));
     }
-    function onClose(): void {
-      if (settled) return;
-      clientClosed = true;
-      controller?.abort(new ClientClosedError('client closed'));
-    }
-    function onDrain(): void {
-      controller?.resume();
-    }
-    res.on('close', onClose);
-    res.on('drain', onDrain);
-    const handler: Dispatcher.DispatchHandler = {
-      onRequestStart(c) {
-        controller = c;
-        if (clientClosed) c.abort(new ClientClosedError('client closed'));
-      },
-      onResponseStart(c, statusCode, upstreamHeaders) {
-        // 1xx interim answers end at boundary (request() dropped them too).
-        if (statusCode < 200) return;
-        o.status = statusCode;
-        try {
-          res.writeHead(statusCode, redactResponseHeaders(clientResponseHeaders(upstreamHeaders), credentialScope));
-        } catch (err) {
-          c.abort(new ResponseHeadError('response head refused', { cause: err }));
-          return;
-        }
-        headSent = true;
-        resolve();
-      },
-      onResponseData(c, chunk) {
-        if (!res.write(chunk)) c.pause();
-      },
-      onResponseEnd() {
-        finish();
-        res.end();
-      },
-      onResponseError(_c, err) {
-        finish();
-        if (headSent) res.destroy();
-        else reject(clientClosed && !(err instanceof ResponseHeadError) ? new ClientClosedError('client closed', { cause: err }) : err);
-      },
-    };
-    dispatcher.dispatch(options, handler);
   });
 }

@@ -51,8 +51,8 @@ function isBoundaryHeader(lower: string): boolean {
 }
 
 /**
- * Upstream request headers as a flat `[name, value, ...]` list (undici's raw form, order and duplicates
- * kept). `upgrade` keeps `Connection: upgrade` + `Upgrade` for a WebSocket handshake.
+ * Upstream request headers as a flat `[name, value, ...]` list (order and duplicates kept), as h1-client.ts
+ * writes them. `upgrade` keeps `Connection: upgrade` + `Upgrade` for a WebSocket handshake.
  */
 export function upstreamRequestHeaders(
   rawHeaders: readonly string[],
@@ -81,19 +81,25 @@ export function upstreamRequestHeaders(
   return out;
 }
 
-/** Response headers from undici (lower-case keys) filtered for the client. */
-export function clientResponseHeaders(headers: Readonly<Record<string, string | string[] | undefined>>): Record<string, string | string[]> {
+/**
+ * Upstream response headers filtered for the client, as a flat raw `[name, value, ...]` list in and out:
+ * case and order kept, and duplicates (Set-Cookie) stay separate entries for res.writeHead(status, list).
+ */
+export function clientResponseHeaders(raw: readonly string[]): string[] {
   let drop: Set<string> | undefined;
-  const connection = headers.connection;
-  if (connection !== undefined) {
-    drop = new Set();
-    nominated(Array.isArray(connection) ? connection.join(',') : connection, drop);
+  for (let i = 0; i < raw.length; i += 2) {
+    const name = raw[i] ?? '';
+    if (name.length === 10 && name.toLowerCase() === 'connection') {
+      drop ??= new Set();
+      nominated(raw[i + 1], drop);
+    }
   }
-  const out: Record<string, string | string[]> = {};
-  for (const name in headers) {
-    const value = headers[name];
-    if (value === undefined || RESPONSE_DROP.has(name) || drop?.has(name) || isBoundaryHeader(name)) continue;
-    out[name] = value;
+  const out: string[] = [];
+  for (let i = 0; i < raw.length; i += 2) {
+    const name = raw[i] ?? '';
+    const lower = name.toLowerCase();
+    if (RESPONSE_DROP.has(lower) || drop?.has(lower) || isBoundaryHeader(lower)) continue;
+    out.push(name, raw[i + 1] ?? '');
   }
   return out;
 }

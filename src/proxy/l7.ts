@@ -9,7 +9,7 @@ import { redactPlaceholders } from '../credentials/placeholder.js';
 import { decide } from '../policy/decide.js';
 import type { Decision } from '../policy/types.js';
 import type { ProxyContext, TunnelScope } from './context.js';
-import { needsInspection, resolveFor } from './context.js';
+import { destinationFor, needsInspection } from './context.js';
 import {
   authorityMismatchDenial,
   type Denial,
@@ -168,7 +168,9 @@ export async function evaluateRequest(ctx: ProxyContext, req: IncomingMessage, s
   if (scope !== undefined) {
     return { kind: 'relay', host, port, target, decision, addresses: scope.addresses, tls: scope.tls, framing };
   }
-  const dest = await resolveFor(ctx, { host, kind, port, endpoint: decision.endpoint });
+  // Awaited only when a DNS query is really under way: a cached answer settles in this same turn.
+  const pending = destinationFor(ctx, { host, kind, port, endpoint: decision.endpoint });
+  const dest = pending instanceof Promise ? await pending : pending;
   if (isResolveFailure(dest)) {
     return refuse(o, upstreamUnreachableDenial(formatAuthority(host, port), dest.failure), 'resolve-failed', dest.message);
   }

@@ -149,7 +149,8 @@ export function createProxyServer(options: ProxyServerOptions): ProxyServer {
       if (selfCache === undefined || others !== selfOthers || bound !== selfBound) {
         selfBound = bound;
         selfOthers = others;
-        selfCache = Object.freeze([{ ip: bound.host, port: bound.port }, ...others]);
+        // Frozen through and through: net/ssrf.ts then parses this list once, not per request.
+        selfCache = Object.freeze([{ ip: bound.host, port: bound.port }, ...others].map((e) => Object.freeze({ ip: e.ip, port: e.port })));
       }
       return selfCache;
     },

@@ -1,20 +1,22 @@
-// Upstream HTTP dispatchers (undici) whose connector dials only the pinned, validated addresses: a bounded
-// cache of keep-alive Pools for forward requests, and one Client per inspected tunnel that starts on the
-// socket dialled at CONNECT time. Upstream TLS is verified against system roots plus --upstream-ca.
+// Upstream HTTP/1.1 pools (h1-client.ts) whose connect() dials only the pinned, validated addresses: a bounded
+// cache of keep-alive pools for forward requests, and one single-connection pool per inspected tunnel that
+// starts on the socket dialled at CONNECT time. Upstream TLS is verified against system roots plus --upstream-ca.
 
 import type { Socket } from 'node:net';
 import { isIP } from 'node:net';
 import { connect as tlsConnect, createSecureContext, rootCertificates, type SecureContext, type TLSSocket } from 'node:tls';
-import { Client, type Dispatcher, Pool } from 'undici';
-import { formatAuthority } from '../net/host.js';
 import { type DialFunction, dialPinned } from './dial.js';
+import { createH1Pool, type H1Pool, type H1Timeouts } from './h1-client.js';
 
 /** Distinct (destination, pinned addresses) pools kept; the least recently used is closed beyond this. */
 export const MAX_UPSTREAM_POOLS = 256;
-/** Keep-alive connections per forward destination. */
+/** Busy connections per forward destination; further requests queue (MAX_QUEUED_REQUESTS_PER_UPSTREAM). */
 export const MAX_CONNECTIONS_PER_UPSTREAM = 256;
+/** Socket inactivity allowed while waiting for a response head. */
 export const UPSTREAM_HEADERS_TIMEOUT_MS = 120_000;
+/** Socket inactivity allowed while a response body streams. */
 export const UPSTREAM_BODY_TIMEOUT_MS = 300_000;
+/** An idle pooled socket is closed after this; below common origin defaults (5 s) to dodge stale sockets. */
 export const UPSTREAM_KEEP_ALIVE_TIMEOUT_MS = 4_000;
 /** Upstream TLS sessions kept for resumption, one per (name, address, port); the oldest is dropped beyond. */
 export const MAX_UPSTREAM_TLS_SESSIONS = 256;
@@ -28,29 +30,36 @@ export interface PinnedDestination {
 }
 
 export interface Upstreams {
-  /** A pooled keep-alive dispatcher for one pinned destination (forward requests). */
-  pool(dest: PinnedDestination): Dispatcher;
-  /** A dispatcher for one tunnel; its first connection is `first`, later ones dial the pinned addresses. */
-  tunnelClient(dest: PinnedDestination, first: Socket): Client;
+  /** A pooled keep-alive client for one pinned destination (forward requests). */
+  pool(dest: PinnedDestination): H1Pool;
+  /** A one-connection client for one tunnel; its first socket is `first`, later ones dial the pinned addresses. */
+  tunnelClient(dest: PinnedDestination, first: Socket): H1Pool;
   /** Upgrades a dialled socket to verified TLS for `host` (WebSocket relays). */
   secureSocket(socket: Socket, host: string): Promise<TLSSocket>;
   close(): Promise<void>;
 }
 
-type ConnectCallback = (...args: [null, Socket] | [Error, null]) => void;
+const DEFAULT_TIMEOUTS: H1Timeouts = Object.freeze({
+  headersTimeoutMs: UPSTREAM_HEADERS_TIMEOUT_MS,
+  bodyTimeoutMs: UPSTREAM_BODY_TIMEOUT_MS,
+  keepAliveTimeoutMs: UPSTREAM_KEEP_ALIVE_TIMEOUT_MS,
+});
 
 export function createUpstreams(options: {
   readonly dial?: DialFunction | undefined;
   readonly connectTimeoutMs: number;
   /** Extra trust anchors (PEM) beside the system roots. */
   readonly extraCaPem?: string | undefined;
+  /** Tests inject small values; production uses the UPSTREAM_*_TIMEOUT_MS constants. */
+  readonly timeouts?: H1Timeouts | undefined;
 }): Upstreams {
   const { dial, connectTimeoutMs } = options;
+  const timeouts = options.timeouts ?? DEFAULT_TIMEOUTS;
   // Built once: parsing ~150 root certificates per connection would dominate the handshake cost.
   const secureContext: SecureContext = createSecureContext({
     ca: options.extraCaPem === undefined ? [...rootCertificates] : [...rootCertificates, options.extraCaPem],
   });
-  const pools = new Map<string, Pool>();
+  const pools = new Map<string, H1Pool>();
   // Resumption saves a full handshake per new upstream connection (every inspected tunnel dials one). A
   // session is stored only from a connection that completed verification against `secureContext`, and is
   // offered only to the same name at the same pinned address and port.
@@ -102,59 +111,42 @@ export function createUpstreams(options: {
     });
   }
 
-  function connector(dest: PinnedDestination, first: Socket | undefined) {
+  // Dial errors pass through unchanged: forward.ts tells refused, timeout and unreachable apart by code.
+  function connector(dest: PinnedDestination, first: Socket | undefined): () => Promise<Socket> {
     let pending = first;
-    return function connectPinned(_opts: unknown, callback: ConnectCallback): void {
+    return function connectPinned(): Promise<Socket> {
       const ready = pending;
       pending = undefined;
       const socket = ready === undefined ? dialPinned({ addresses: dest.addresses, port: dest.port, dial, timeoutMs: connectTimeoutMs }) : Promise.resolve(ready);
-      socket
-        .then((s): Promise<Socket> => (dest.tls ? secureSocket(s, dest.host) : Promise.resolve(s)))
-        .then(
-          (s) => callback(null, s),
-          (err: Error) => callback(err, null),
-        );
+      return dest.tls ? socket.then((s) => secureSocket(s, dest.host)) : socket;
     };
-  }
-
-  function originOf(dest: PinnedDestination): string {
-    return `${dest.tls ? 'https' : 'http'}://${formatAuthority(dest.host, dest.port)}`;
   }
 
   return {
     pool(dest) {
       const key = `${dest.tls ? 's' : 'p'}|${dest.host}|${dest.port}|${dest.addresses.join(',')}`;
       const hit = pools.get(key);
-      if (hit !== undefined && !hit.closed && !hit.destroyed) {
+      if (hit !== undefined && !hit.closed) {
         pools.delete(key);
         pools.set(key, hit);
         return hit;
       }
-      const pool = new Pool(originOf(dest), {
-        connect: connector(dest, undefined),
-        connections: MAX_CONNECTIONS_PER_UPSTREAM,
-        keepAliveTimeout: UPSTREAM_KEEP_ALIVE_TIMEOUT_MS,
-        headersTimeout: UPSTREAM_HEADERS_TIMEOUT_MS,
-        bodyTimeout: UPSTREAM_BODY_TIMEOUT_MS,
-      });
+      const pool = createH1Pool({ connect: connector(dest, undefined), maxConnections: MAX_CONNECTIONS_PER_UPSTREAM, timeouts });
       pools.set(key, pool);
       if (pools.size > MAX_UPSTREAM_POOLS) {
         const oldest = pools.keys().next().value;
         if (oldest !== undefined) {
-          pools.get(oldest)?.close().catch(() => undefined);
+          // Graceful: requests already running on the evicted pool finish, then its sockets close.
+          pools.get(oldest)?.close();
           pools.delete(oldest);
         }
       }
-      if (closed) pool.destroy().catch(() => undefined);
+      if (closed) pool.destroy();
       return pool;
     },
     tunnelClient(dest, first) {
-      return new Client(originOf(dest), {
-        connect: connector(dest, first),
-        keepAliveTimeout: UPSTREAM_KEEP_ALIVE_TIMEOUT_MS,
-        headersTimeout: UPSTREAM_HEADERS_TIMEOUT_MS,
-        bodyTimeout: UPSTREAM_BODY_TIMEOUT_MS,
-      });
+      // One connection, as the tunnel's client speaks one request at a time; more requests queue.
+      return createH1Pool({ connect: connector(dest, first), maxConnections: 1, timeouts });
     },
     secureSocket,
     async close() {
@@ -162,7 +154,7 @@ export function createUpstreams(options: {
       sessions.clear();
       const all = [...pools.values()];
       pools.clear();
-      await Promise.all(all.map((p) => p.destroy().catch(() => undefined)));
+      for (const p of all) p.destroy();
     },
   };
 }

@@ -2,8 +2,9 @@
 // fan-out of the OCSF object to subscribers (the control channel). Never throws into the emitter.
 import { randomUUID } from 'node:crypto';
 import type { AuditEvent, AuditSink } from './event.js';
-import { AUDIT_TIME_KEY, createLineWriter, type LogFormat, type Logger } from './logger.js';
-import { type OcsfEvent, type ProductInfo, toOcsf, toShorthand } from './ocsf.js';
+import { AUDIT_TIME_KEY, createLineWriter, createShorthandAuditWriter, type LogFormat, type Logger } from './logger.js';
+import { type OcsfEvent, type OcsfMeta, type ProductInfo, toOcsf, toShorthand } from './ocsf.js';
+import { createOcsfJsonRenderer } from './ocsf-json.js';
 
 export type AuditListener = (ocsf: OcsfEvent) => void;
 
@@ -34,6 +35,12 @@ export function createAuditSink(options: {
   const audit = QUIET_LEVELS.has(logger.level) ? logger.child({}, { level: AUDIT_LEVEL }) : logger;
   const listeners = new Set<AuditListener>();
   const writeOcsf = format === 'json' ? createLineWriter(audit, 'ocsf') : undefined;
+  const writeShorthand = format === 'json' ? undefined : createShorthandAuditWriter(audit);
+  const renderOcsfJson = createOcsfJsonRenderer();
+
+  function metaFor(time: number): OcsfMeta {
+    return product === undefined ? { time, uid: randomUUID() } : { time, uid: randomUUID(), product };
+  }
 
   function deliver(ocsf: OcsfEvent): void {
     for (const listener of listeners) {
@@ -50,13 +57,18 @@ export function createAuditSink(options: {
       try {
         const time = now();
         const line = toShorthand(event);
-        const ocsf =
-          format === 'json' || listeners.size > 0
-            ? toOcsf(event, product === undefined ? { time, uid: randomUUID() } : { time, uid: randomUUID(), product })
-            : undefined;
-        if (format !== 'json') audit.info({ [AUDIT_TIME_KEY]: time }, line);
-        else if (writeOcsf === undefined) audit.info({ ocsf }, line);
-        else if (audit.isLevelEnabled(AUDIT_LEVEL)) writeOcsf(JSON.stringify(ocsf), line);
+        if (format !== 'json') {
+          // A time JSON cannot carry (NaN) changes the pino line's meaning: leave that to pino.
+          if (writeShorthand === undefined || !Number.isFinite(time)) audit.info({ [AUDIT_TIME_KEY]: time }, line);
+          else if (audit.isLevelEnabled(AUDIT_LEVEL)) writeShorthand(time, line);
+          if (listeners.size > 0) deliver(toOcsf(event, metaFor(time)));
+          return;
+        }
+        const meta = metaFor(time);
+        // Subscribers get the object; the line is rendered straight to JSON text (same bytes, no object).
+        const ocsf = listeners.size > 0 ? toOcsf(event, meta) : undefined;
+        if (writeOcsf === undefined) audit.info({ ocsf: ocsf ?? toOcsf(event, meta) }, line);
+        else if (audit.isLevelEnabled(AUDIT_LEVEL)) writeOcsf(renderOcsfJson(event, meta), line);
         if (ocsf !== undefined) deliver(ocsf);
       } catch (err) {
         // A malformed event must not take down the connection that emitted it; say so once, and go on.

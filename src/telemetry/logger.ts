@@ -1,6 +1,8 @@
 // The pino logger every part writes through: JSON lines, or the shorthand text format (reference §9.2)
 // rendered from the same JSON. Redaction here is the second line of defence after the Secret wrapper.
 import { pino } from 'pino';
+import { createBufferedDestination } from './log-destination.js';
+import { jsonString } from './json-text.js';
 
 export type Logger = pino.Logger;
 export const LOG_FORMATS = ['json', 'shorthand'] as const;
@@ -56,39 +58,43 @@ export function renderShorthandLine(json: string): string {
 type PinoInternals = Record<symbol, unknown>;
 const S = pino.symbols;
 
-/**
- * A writer for lines whose fields are already rendered JSON (audit events: built from closed fields and
- * cleaned by ocsf.ts): it writes exactly the line `logger.info({ [key]: value }, msg)` would, to the same
- * destination, but without pino's per-call serialisation and wildcard redaction. Undefined when the logger
- * uses a feature that would change the line (mixin, hooks, log formatter, nested key, serializer for the
- * key or msg, msg prefix, a multistream needing metadata): callers then log through pino itself.
- */
-export function createLineWriter(logger: Logger, key: string): ((json: string, msg: string) => void) | undefined {
+/** pino's internals when nothing in the logger would change a line written around it (mixin, hooks, log
+ *  formatter, nested key, serializer for `key`, msg prefix or another message key, a multistream needing
+ *  metadata); undefined otherwise. */
+function plainInternals(logger: Logger, key: string): PinoInternals | undefined {
   const internals = logger as unknown as PinoInternals;
   const stream = internals[S.streamSym] as (LogDestination & Record<symbol, unknown>) | undefined;
   const serializers = (internals[S.serializersSym] ?? {}) as Record<string, unknown>;
   const formatters = (internals[S.formattersSym] ?? {}) as { log?: unknown };
   const hooks = (internals[S.hooksSym] ?? {}) as { streamWrite?: unknown };
-  const messageKey = internals[S.messageKeySym];
+  const plain =
+    stream !== undefined &&
+    typeof stream.write === 'function' &&
+    stream[S.needsMetadataGsym] !== true &&
+    !internals[S.mixinSym] &&
+    !internals[S.nestedKeySym] &&
+    !(logger as { msgPrefix?: string }).msgPrefix &&
+    formatters.log === undefined &&
+    hooks.streamWrite === undefined &&
+    !Object.hasOwn(serializers, key) &&
+    internals[S.messageKeySym] === 'msg';
+  return plain ? internals : undefined;
+}
+
+/**
+ * A writer for lines whose fields are already rendered JSON (audit events: built from closed fields and
+ * cleaned by ocsf.ts): it writes exactly the line `logger.info({ [key]: value }, msg)` would, to the same
+ * destination, but without pino's per-call serialisation and wildcard redaction. Undefined when the logger
+ * uses a feature that would change the line (see plainInternals): callers then log through pino itself.
+ */
+export function createLineWriter(logger: Logger, key: string): ((json: string, msg: string) => void) | undefined {
+  const internals = plainInternals(logger, key);
+  if (internals === undefined) return undefined;
+  const stream = internals[S.streamSym] as LogDestination;
   const levelPrefix = (internals[S.lsCacheSym] as Record<number, string> | undefined)?.[30];
   const time = internals[S.timeSym];
   const end = internals[S.endSym];
-  if (
-    stream === undefined ||
-    typeof stream.write !== 'function' ||
-    stream[S.needsMetadataGsym] === true ||
-    internals[S.mixinSym] ||
-    internals[S.nestedKeySym] ||
-    (logger as { msgPrefix?: string }).msgPrefix ||
-    formatters.log !== undefined ||
-    hooks.streamWrite !== undefined ||
-    Object.hasOwn(serializers, key) ||
-    messageKey !== 'msg' ||
-    typeof levelPrefix !== 'string' ||
-    typeof time !== 'function' ||
-    typeof end !== 'string' ||
-    typeof internals[S.chindingsSym] !== 'string'
-  ) {
+  if (typeof levelPrefix !== 'string' || typeof time !== 'function' || typeof end !== 'string' || typeof internals[S.chindingsSym] !== 'string') {
     return undefined;
   }
   const fieldPrefix = `,${JSON.stringify(key)}:`;
@@ -96,44 +102,31 @@ export function createLineWriter(logger: Logger, key: string): ((json: string, m
   return function writeLine(json: string, msg: string): void {
     // Bindings are read per line: setBindings() may change them after the writer was made.
     const chindings = internals[S.chindingsSym] as string;
-    stream.write(`${levelPrefix}${timeOf()}${chindings}${fieldPrefix}${json},"msg":${JSON.stringify(msg)}${end}`);
+    stream.write(`${levelPrefix}${timeOf()}${chindings}${fieldPrefix}${json},"msg":${jsonString(msg)}${end}`);
   };
 }
 
-/** Default stdout: pending lines are written once they reach this many bytes (one write(2) per ~14 audit
- *  lines instead of one per request: each write is a thread-pool hop on the proxy's core)... */
-export const LOG_BATCH_BYTES = 16_384;
-/** ...at most this many bytes per write(2)... */
-export const LOG_MAX_WRITE_BYTES = 65_536;
-/** ...and at least this often when traffic is light, so an audit line is on disk within this delay. */
-export const LOG_FLUSH_INTERVAL_MS = 200;
+/** Where a shorthand destination writes its rendered lines (for createShorthandAuditWriter). */
+const SHORTHAND_TARGET = Symbol('boundary.shorthandTarget');
 
 /**
- * Asynchronous stdout in sonic-boom's buffer mode. In its string mode every line appended to a pending
- * string re-measures the whole pending string (Buffer.byteLength), which cost more than rendering the
- * audit event itself; here each line is encoded once and pending lines are joined once per write(2).
- * pino still flushes it synchronously on exit, and `logger.flush()` reaches it through `flush`.
+ * In shorthand format, a writer for audit lines: exactly what `logger.info({ [AUDIT_TIME_KEY]: time }, msg)`
+ * becomes once the shorthand destination has parsed pino's JSON back (`<RFC 3339 time> OCSF <msg>`),
+ * without the JSON round trip. Undefined when the logger is not a plain one on a shorthand destination.
  */
-function stdoutDestination(): LogDestination {
-  const boom = pino.destination({
-    dest: 1,
-    sync: false,
-    contentMode: 'buffer',
-    minLength: LOG_BATCH_BYTES,
-    maxWrite: LOG_MAX_WRITE_BYTES,
-    periodicFlush: LOG_FLUSH_INTERVAL_MS,
-  }) as unknown as {
-    write(chunk: Buffer): boolean;
-    flush(callback?: (err?: Error | null) => void): void;
-  };
-  return {
-    write: (chunk: string) => boom.write(Buffer.from(chunk)),
-    flush: (callback) => boom.flush(callback),
+export function createShorthandAuditWriter(logger: Logger): ((time: number, msg: string) => void) | undefined {
+  const internals = plainInternals(logger, AUDIT_TIME_KEY);
+  const stream = internals?.[S.streamSym] as Record<symbol, unknown> | undefined;
+  const target = stream?.[SHORTHAND_TARGET] as LogDestination | undefined;
+  if (target === undefined) return undefined;
+  return function writeShorthandAudit(time: number, msg: string): void {
+    target.write(`${new Date(time).toISOString()} OCSF ${msg}\n`);
   };
 }
 
-function shorthandDestination(target: LogDestination): LogDestination {
+function shorthandDestination(target: LogDestination): LogDestination & { readonly [SHORTHAND_TARGET]: LogDestination } {
   return {
+    [SHORTHAND_TARGET]: target,
     write(chunk: string) {
       // pino writes exactly one JSON line per call.
       return target.write(renderShorthandLine(chunk));
@@ -155,7 +148,7 @@ export function createLogger(options: {
   level?: string;
   now?: () => number;
 }): Logger {
-  const base = (options.destination ?? stdoutDestination()) as LogDestination;
+  const base = (options.destination ?? createBufferedDestination(1)) as LogDestination;
   const destination = options.format === 'shorthand' ? shorthandDestination(base) : base;
   const now = options.now;
   return pino(

@@ -1,6 +1,7 @@
 // Renders an AuditEvent as an OCSF v1.8.0 object and as the one-line shorthand (reference §9). Pure: no
 // clock, no I/O. Defensive on the way out: query strings are cut, control characters and lengths bounded.
 import type { AuditEvent, EventClass, Severity } from './event.js';
+import { simpleHttpUrl } from './simple-url.js';
 
 export const OCSF_VERSION = '1.8.0';
 /** Reference §11: the shorthand reason is at most 256 characters. */
@@ -67,7 +68,8 @@ export interface OcsfEvent {
   unmapped: Record<string, unknown>;
 }
 
-const CLASSES: Readonly<Record<EventClass, { uid: number; name: string; category: number; categoryName: string }>> = {
+/** Shared with ocsf-json.ts, which renders the same object as JSON text. */
+export const CLASSES: Readonly<Record<EventClass, { uid: number; name: string; category: number; categoryName: string }>> = {
   NET: { uid: 4001, name: 'Network Activity', category: 4, categoryName: 'Network Activity' },
   HTTP: { uid: 4002, name: 'HTTP Activity', category: 4, categoryName: 'Network Activity' },
   DNS: { uid: 4003, name: 'DNS Activity', category: 4, categoryName: 'Network Activity' },
@@ -88,17 +90,22 @@ const DNS_ACTIVITIES: ActivityTable = { QUERY: [1, 'Query'], RESPONSE: [2, 'Resp
 // Detection Finding activities are Create/Update/Close; the label (BLOCKED) is the disposition.
 const FINDING_ACTIVITIES: ActivityTable = { BLOCKED: [1, 'Create'], CREATE: [1, 'Create'], UPDATE: [2, 'Update'], CLOSE: [3, 'Close'] };
 
-const SEVERITY_IDS: Readonly<Record<Severity, readonly [number, string]>> = {
+export const SEVERITY_IDS: Readonly<Record<Severity, readonly [number, string]>> = {
   INFO: [1, 'Informational'], LOW: [2, 'Low'], MED: [3, 'Medium'], HIGH: [4, 'High'], CRIT: [5, 'Critical'], FATAL: [6, 'Fatal'],
 };
-const DNS_RCODES: Readonly<Record<string, readonly [number, string]>> = {
+export const DNS_RCODES: Readonly<Record<string, readonly [number, string]>> = {
   NOERROR: [0, 'NoError'], FORMERR: [1, 'FormError'], SERVFAIL: [2, 'ServError'],
   NXDOMAIN: [3, 'NXDomain'], NOTIMP: [4, 'NotImp'], REFUSED: [5, 'Refused'],
 };
 const FAILED_ACTIVITIES = new Set(['FAIL', 'REFUSE', 'RESET']);
 
+/** OCSF status Failure: a denial, or a NET activity that did not complete. */
+export function isFailure(event: AuditEvent): boolean {
+  return event.action === 'DENIED' || (event.class === 'NET' && FAILED_ACTIVITIES.has(event.activity));
+}
+
 /** OCSF activity for the event's class; CONFIG labels are data-source specific (99 Other, label kept). */
-function activityOf(event: AuditEvent): readonly [number, string] {
+export function activityOf(event: AuditEvent): readonly [number, string] {
   const label = event.activity.toUpperCase();
   const table =
     event.class === 'NET' ? NET_ACTIVITIES
@@ -114,20 +121,13 @@ const QUERY_IN_TEXT = /((?:[a-z][a-z0-9+.-]*:\/\/|\/)[^\s?#]*)[?#][^\s\]]*/gi;
 // C0, DEL, C1 and the Unicode line separators: anything that could break or forge a log line.
 const CONTROL = /[\u0000-\u001f\u007f-\u009f\u2028\u2029]/g;
 
-/** True when `text` has nothing either regex below could change: no `?`, `#` or control character. */
-function isPlainText(text: string): boolean {
-  for (let i = 0; i < text.length; i++) {
-    const c = text.charCodeAt(i);
-    // 35 '#', 63 '?'; C0 and DEL..C1; U+2028/2029.
-    if (c < 0x20 || c === 35 || c === 63 || (c >= 0x7f && c <= 0x9f) || c === 0x2028 || c === 0x2029) return false;
-  }
-  return true;
-}
+/** Any character either regex above could change: `?`, `#` or a control character (one native scan). */
+const NOT_PLAIN = /[\u0000-\u001f#?\u007f-\u009f\u2028\u2029]/;
 
 /** Bounded, single-line, query-free text. */
 export function cleanText(text: string, maxChars = MAX_FIELD_CHARS): string {
   // Most fields (hosts, reasons, paths without a query) need no rewriting: one scan instead of two regexes.
-  const cleaned = isPlainText(text) ? text : text.replace(CONTROL, ' ').replace(QUERY_IN_TEXT, '$1');
+  const cleaned = NOT_PLAIN.test(text) ? text.replace(CONTROL, ' ').replace(QUERY_IN_TEXT, '$1') : text;
   return cleaned.length > maxChars ? cleaned.slice(0, maxChars) : cleaned;
 }
 
@@ -189,11 +189,21 @@ function cleanUnmapped(value: unknown, depth: number): unknown {
   return out;
 }
 
+/** An IP literal in a destination `host` is an address, not a domain: digits and dots only, or any colon. */
+export function isAddressHost(host: string): boolean {
+  let digitsAndDots = host.length > 0;
+  for (let i = 0; i < host.length; i++) {
+    const c = host.charCodeAt(i);
+    if (c === 58) return true; // ':'
+    if (c !== 46 && (c < 48 || c > 57)) digitsAndDots = false;
+  }
+  return digitsAndDots;
+}
+
 function endpoint(host: string | undefined, ip: string | undefined, port: number | undefined): OcsfEndpoint | undefined {
   const out: OcsfEndpoint = {};
   if (host !== undefined && host.length > 0) {
-    // An IP literal in `host` is an address, not a domain.
-    if (/^[0-9.]+$/.test(host) || host.includes(':')) out.ip = cleanText(host);
+    if (isAddressHost(host)) out.ip = cleanText(host);
     else out.domain = cleanText(host);
   }
   if (ip !== undefined) out.ip = cleanText(ip);
@@ -201,48 +211,7 @@ function endpoint(host: string | undefined, ip: string | undefined, port: number
   return Object.keys(out).length > 0 ? out : undefined;
 }
 
-const SIMPLE_HOST = /^[a-z0-9-]+(?:\.[a-z0-9-]+)*$/;
-const SIMPLE_PATH = /^\/[A-Za-z0-9\-._~!$&'()*+,;=:@/]*$/;
-const LETTER = /[a-z]/;
-
-/**
- * The parts `new URL()` would give for the common `http(s)://name[:port]/path` shape, filled into `out`;
- * false (nothing filled) for anything WHATWG parsing could normalise differently: IP literals and numeric
- * last labels (IPv4 forms), punycode labels, upper case, percent escapes, dot segments, empty or odd ports.
- */
-function simpleHttpUrl(text: string, out: NonNullable<OcsfEvent['http_request']>['url']): boolean {
-  const tls = text.startsWith('https://');
-  if (!tls && !text.startsWith('http://')) return false;
-  const start = tls ? 8 : 7;
-  const slash = text.indexOf('/', start);
-  if (slash === -1) return false;
-  const authority = text.slice(start, slash);
-  const path = text.slice(slash);
-  const colon = authority.indexOf(':');
-  const host = colon === -1 ? authority : authority.slice(0, colon);
-  let port = tls ? 443 : 80;
-  if (colon !== -1) {
-    const digits = authority.slice(colon + 1);
-    if (digits.length === 0 || digits.length > 5 || digits.charCodeAt(0) === 48) return false;
-    for (let i = 0; i < digits.length; i++) {
-      const c = digits.charCodeAt(i);
-      if (c < 48 || c > 57) return false;
-    }
-    port = Number(digits);
-    if (port > 65_535) return false;
-  }
-  if (!SIMPLE_HOST.test(host) || host.includes('xn--')) return false;
-  const lastLabel = host.slice(host.lastIndexOf('.') + 1);
-  if (!LETTER.test(lastLabel)) return false;
-  if (!SIMPLE_PATH.test(path) || path.includes('/.')) return false;
-  out.scheme = tls ? 'https' : 'http';
-  out.hostname = host;
-  out.port = port;
-  out.path = path;
-  return true;
-}
-
-function httpRequest(method: string, rawUrl: string): NonNullable<OcsfEvent['http_request']> {
+export function httpRequest(method: string, rawUrl: string): NonNullable<OcsfEvent['http_request']> {
   const url_string = cleanText(stripQuery(rawUrl));
   const url: NonNullable<OcsfEvent['http_request']>['url'] = { url_string };
   if (simpleHttpUrl(url_string, url)) return { http_method: cleanText(method, 32), url };
@@ -264,7 +233,7 @@ export function toOcsf(event: AuditEvent, meta: OcsfMeta): OcsfEvent {
   const cls = CLASSES[event.class];
   const [activityId, activityName] = activityOf(event);
   const [severityId, severityName] = SEVERITY_IDS[event.severity];
-  const failed = event.action === 'DENIED' || (event.class === 'NET' && FAILED_ACTIVITIES.has(event.activity));
+  const failed = isFailure(event);
   const product = meta.product ?? DEFAULT_PRODUCT;
   // Plain assignments, no object spreads: this runs once per request on the hot path.
   const productOut: OcsfEvent['metadata']['product'] = { name: product.name, vendor_name: product.vendorName };
@@ -348,8 +317,9 @@ function hostPort(host: string, port: number | undefined): string {
  * only when the line has no target, no policy/engine and no reason. Parts that are absent are omitted.
  */
 export function toShorthand(event: AuditEvent): string {
-  const parts = [`${event.class}:${cleanText(event.activity, 32).toUpperCase()}`, `[${event.severity}]`];
-  if (event.action !== undefined) parts.push(event.action);
+  // String concatenation, no parts array + join: this runs once per request on the hot path.
+  let line = `${event.class}:${cleanText(event.activity, 32).toUpperCase()} [${event.severity}]`;
+  if (event.action !== undefined) line += ` ${event.action}`;
   let target: string | undefined;
   if (event.http !== undefined) {
     target = `${cleanText(event.http.method, 32)} ${cleanText(stripQuery(event.http.url))}`;
@@ -357,15 +327,15 @@ export function toShorthand(event: AuditEvent): string {
     const host = event.dst?.host ?? event.dst?.ip;
     if (host !== undefined) target = hostPort(cleanText(host), event.dst?.port);
   }
-  if (target !== undefined) parts.push(UNKNOWN_ACTOR, '->', target);
+  if (target !== undefined) line += ` ${UNKNOWN_ACTOR} -> ${target}`;
   const ruled = event.policy !== undefined || event.engine !== undefined;
-  if (ruled) parts.push(`[policy:${event.policy === undefined ? '-' : cleanText(event.policy, 128)} engine:${event.engine ?? '-'}]`);
+  if (ruled) line += ` [policy:${event.policy === undefined ? '-' : cleanText(event.policy, 128)} engine:${event.engine ?? '-'}]`;
   if (event.class === 'CONFIG' && (event.generation !== undefined || event.policyHash !== undefined)) {
-    const version = event.generation === undefined ? [] : [`version:${event.generation}`];
-    const hash = event.policyHash === undefined ? [] : [`hash:${cleanText(event.policyHash, 128)}`];
-    parts.push(`[${[...version, ...hash].join(' ')}]`);
+    const version = event.generation === undefined ? '' : `version:${event.generation}`;
+    const hash = event.policyHash === undefined ? '' : `hash:${cleanText(event.policyHash, 128)}`;
+    line += ` [${version}${version.length > 0 && hash.length > 0 ? ' ' : ''}${hash}]`;
   }
-  if (event.reason !== undefined && event.reason.length > 0) parts.push(`[reason:${cleanText(event.reason, MAX_REASON_CHARS)}]`);
-  else if (target === undefined && !ruled && event.message.length > 0) parts.push(`[msg:${cleanText(event.message)}]`);
-  return parts.join(' ');
+  if (event.reason !== undefined && event.reason.length > 0) line += ` [reason:${cleanText(event.reason, MAX_REASON_CHARS)}]`;
+  else if (target === undefined && !ruled && event.message.length > 0) line += ` [msg:${cleanText(event.message)}]`;
+  return line;
 }

@@ -5,27 +5,12 @@ import { createAuditSink } from '../../src/telemetry/audit.js';
 import type { AuditEvent } from '../../src/telemetry/event.js';
 import { createLineWriter, createLogger } from '../../src/telemetry/logger.js';
 import { CENSORED_UNMAPPED_KEYS, cleanText, MAX_UNMAPPED_KEYS, toOcsf, toShorthand, UNMAPPED_CENSOR } from '../../src/telemetry/ocsf.js';
+import { FORWARD_ALLOWED_EVENT, whatwgUrlParts } from '../harness/audit-events.js';
 import { logSink } from '../harness/log-sink.js';
 
 const T = Date.UTC(2026, 0, 1);
 
-const forwardAllowed: AuditEvent = {
-  class: 'HTTP',
-  activity: 'GET',
-  severity: 'INFO',
-  action: 'ALLOWED',
-  engine: 'opa',
-  policy: 'bench',
-  dst: { host: 'origin.example.test', port: 8080 },
-  src: { ip: '127.0.0.1', port: 50123 },
-  http: { method: 'GET', url: 'http://origin.example.test:8080/v1/items' },
-  message: 'FORWARD allowed GET origin.example.test:8080/v1/items',
-  statusDetail: 'FORWARD allowed',
-  reason: 'endpoint origin.example.test:8080 of policy bench',
-  generation: 1,
-  policyHash: 'sha256:abc',
-  unmapped: { adapter: 'forward', verdict: 'allow', reason_code: 'allowed', status_code: 200, rule: undefined },
-};
+const forwardAllowed: AuditEvent = FORWARD_ALLOWED_EVENT;
 
 function memory(): { chunks: string[]; write(chunk: string): boolean } {
   const chunks: string[] = [];
@@ -167,19 +152,7 @@ describe('audit lines', () => {
     ];
     for (const url of urls) {
       const got = toOcsf({ ...forwardAllowed, http: { method: 'GET', url } }, { time: T }).http_request?.url;
-      let expected: Record<string, unknown> = { url_string: url };
-      try {
-        const parsed = new URL(url);
-        expected = {
-          url_string: url,
-          scheme: parsed.protocol.replace(/:$/, ''),
-          hostname: parsed.hostname.replace(/^\[|\]$/g, ''),
-          port: parsed.port === '' ? (parsed.protocol === 'https:' ? 443 : 80) : Number(parsed.port),
-          path: parsed.pathname,
-        };
-      } catch {
-        // Not absolute: url_string only.
-      }
+      const expected = whatwgUrlParts(url);
       assert.deepEqual(got, expected, url);
     }
   });

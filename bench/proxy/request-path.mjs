@@ -1,0 +1,146 @@
+// bench/proxy/request-path.mjs — in-process cost of the per-request decision path (no sockets, no events):
+// framing, target/authority, decide (L4 and L7), credentials guard + canonical path, resolveFor, upstream
+// header build and credentialHead, plus evaluateRequest as a whole, for an allowed forward GET against the
+// same policy and hosts file bench/proxy.sh writes. Prints µs per call for each stage. Bounded loops.
+//
+// Usage: npx tsc -p tsconfig.json && node bench/proxy/request-path.mjs [iterations=200000]
+//        BOUNDARY_DIST=bench/out/some-build node bench/proxy/request-path.mjs   (another compiled tree)
+
+import { resolve } from 'node:path';
+import { performance } from 'node:perf_hooks';
+import { pathToFileURL } from 'node:url';
+
+// Compiled output, as production runs it (tsx's transform adds per-function helpers that skew the numbers).
+const DIST = resolve(process.env.BOUNDARY_DIST ?? new URL('../../dist', import.meta.url).pathname);
+const load = (file) => import(pathToFileURL(`${DIST}/${file}`).href);
+const { createStaticCredentialSource } = await load('credentials/source.js');
+const { redactPlaceholders } = await load('credentials/placeholder.js');
+const { createUpstreamResolver } = await load('dns/upstream.js');
+const { parseAuthority } = await load('net/host.js');
+const { parseHostsFile } = await load('net/hosts.js');
+const { createCachingResolver } = await load('net/resolver-cache.js');
+const { decide } = await load('policy/decide.js');
+const { parsePolicy } = await load('policy/parse.js');
+const { createPolicyStore } = await load('policy/store.js');
+const { credentialHead, routeHasCredentials } = await load('proxy/credentials.js');
+const { resolveFor, destinationFor } = await load('proxy/context.js');
+const { beginOutcome } = await load('proxy/events.js');
+const { checkFraming } = await load('proxy/framing.js');
+const { hostHeader, upstreamRequestHeaders } = await load('proxy/headers.js');
+const { evaluateRequest } = await load('proxy/l7.js');
+const { canonicalTarget } = await load('proxy/path.js');
+const { parseAbsoluteTarget } = await load('proxy/target.js');
+
+const MAX_ITERATIONS = 2_000_000;
+const ITERATIONS = Math.min(Number(process.argv[2] ?? 200_000), MAX_ITERATIONS);
+const HOST = 'origin.bench.test';
+const L4_PORT = 18080;
+const L7_PORT = 18081;
+
+const policy = parsePolicy(`version: 1
+network_policies:
+  bench_origin:
+    name: bench-origin
+    endpoints:
+      - host: ${HOST}
+        port: ${L4_PORT}
+      - host: ${HOST}
+        port: 18443
+      - host: ${HOST}
+        port: ${L7_PORT}
+        protocol: rest
+        enforcement: enforce
+        access: full
+      - host: ${HOST}
+        port: 18444
+        protocol: rest
+        enforcement: enforce
+        access: full
+    binaries:
+      - path: "/**"
+`);
+const store = createPolicyStore();
+store.swap(policy);
+const hosts = parseHostsFile(`127.0.0.1 localhost\n127.0.0.1 ${HOST}\n`);
+// Port 9 (discard) on loopback: only the hosts file answers; nothing here sends a query (asserted below).
+const resolver = createCachingResolver(createUpstreamResolver({ servers: [{ host: '127.0.0.1', port: 9 }], hosts }), { now: Date.now });
+const credentials = createStaticCredentialSource({ providers: [] });
+// As server.ts builds it: proxy, admin and DNS listeners, frozen, one list until a listener moves.
+const selves = Object.freeze(
+  [
+    { ip: '127.0.0.1', port: 3128 },
+    { ip: '127.0.0.1', port: 9090 },
+    { ip: '127.0.0.1', port: 5353 },
+  ].map(Object.freeze),
+);
+const ctx = { store, resolver, credentials, allowLoopback: true, selfAddresses: () => selves };
+
+// wrk's request through a forward proxy: absolute-form target plus a Host header.
+function request(port) {
+  return {
+    httpVersion: '1.1',
+    url: `http://${HOST}:${port}/`,
+    method: 'GET',
+    rawHeaders: ['Host', `${HOST}:${port}`],
+    socket: { remoteAddress: '127.0.0.1', remotePort: 40000 },
+  };
+}
+
+function time(label, fn) {
+  for (let i = 0; i < Math.min(ITERATIONS, 20_000); i++) fn();
+  const start = performance.now();
+  for (let i = 0; i < ITERATIONS; i++) fn();
+  return { label, us: ((performance.now() - start) * 1000) / ITERATIONS };
+}
+
+async function timeAsync(label, fn) {
+  for (let i = 0; i < Math.min(ITERATIONS, 20_000); i++) await fn();
+  const start = performance.now();
+  for (let i = 0; i < ITERATIONS; i++) await fn();
+  return { label, us: ((performance.now() - start) * 1000) / ITERATIONS };
+}
+
+async function run(port) {
+  const req = request(port);
+  const rows = [];
+  rows.push(time('checkFraming', () => checkFraming(req.httpVersion, req.rawHeaders)));
+  rows.push(
+    time('parseAbsoluteTarget+parseAuthority', () => {
+      const abs = parseAbsoluteTarget(req.url);
+      return parseAuthority(abs.authority, { defaultPort: 80 });
+    }),
+  );
+  const l4 = decide(store.current(), { adapter: 'forward', host: HOST, port });
+  rows.push(time('decide L4', () => decide(store.current(), { adapter: 'forward', host: HOST, port })));
+  if (port === L7_PORT) {
+    rows.push(time('decide L7', () => decide(store.current(), { adapter: 'forward', host: HOST, port, method: 'GET', path: '/', query: '' })));
+    rows.push(time('canonicalTarget+redact', () => redactPlaceholders(canonicalTarget('/', {}).path)));
+  }
+  rows.push(time('routeHasCredentials', () => routeHasCredentials(credentials, l4, HOST, port)));
+  const endpoint = l4.endpoint;
+  const probe = await resolveFor(ctx, { host: HOST, kind: 'name', port, endpoint });
+  if (!probe.ok || probe.addresses[0] !== '127.0.0.1') throw new Error(`unexpected destination ${JSON.stringify(probe)}`);
+  rows.push(await timeAsync('resolveFor (await)', () => resolveFor(ctx, { host: HOST, kind: 'name', port, endpoint })));
+  // Newer trees: the promise-free form evaluateRequest uses on a cache hit.
+  if (destinationFor !== undefined) rows.push(time('destinationFor (cache hit, sync)', () => destinationFor(ctx, { host: HOST, kind: 'name', port, endpoint })));
+  rows.push(time('upstreamRequestHeaders', () => upstreamRequestHeaders(req.rawHeaders, { host: hostHeader(HOST, port, false) })));
+  const headers = upstreamRequestHeaders(req.rawHeaders, { host: hostHeader(HOST, port, false) });
+  rows.push(
+    time('credentialHead', () => credentialHead({ source: credentials, host: HOST, port, method: 'GET', target: '/', headers, endpoint })),
+  );
+  rows.push(
+    await timeAsync('evaluateRequest (await)', async () => {
+      const o = beginOutcome('forward', 'http', req.socket);
+      o.method = 'GET';
+      const e = await evaluateRequest(ctx, req, undefined, o);
+      if (e.kind !== 'relay') throw new Error(`not relayed: ${o.reason} ${o.detail}`);
+    }),
+  );
+  rows.push(await timeAsync('empty await (baseline)', async () => {}));
+  return rows;
+}
+
+for (const [name, port] of [['L4 endpoint', L4_PORT], ['L7 endpoint (rest, access: full)', L7_PORT]]) {
+  console.log(`\n${name}: forward GET http://${HOST}:${port}/ (${ITERATIONS} iterations)`);
+  for (const { label, us } of await run(port)) console.log(`  ${label.padEnd(38)} ${us.toFixed(3).padStart(8)} µs`);
+}

@@ -1,0 +1,70 @@
+// Serialises one HTTP/1.1 request head for h1-client.ts. Validates method, target and every header before a
+// byte is written: values carry injected credentials, so a bad one fails closed and no error ever quotes it.
+
+import { BoundaryError } from '../errors.js';
+
+export interface H1Request {
+  readonly method: string;
+  /** origin-form (or `*`): the request-target as written. */
+  readonly target: string;
+  /** Flat `[name, value, ...]`; Host included. Transfer-Encoding is ours to set and refused here. */
+  readonly headers: readonly string[];
+  readonly body: Buffer | AsyncIterable<Uint8Array> | null;
+}
+
+const TOKEN = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
+// The set node:http accepts for a header value (HTAB, SP, VCHAR, obs-text); CR, LF, NUL, >0xFF fail closed.
+const BAD_VALUE = /[^\t\x20-\x7e\x80-\xff]/;
+// request-target: visible bytes only (no SP, no CTL).
+const BAD_TARGET = /[^\x21-\x7e\x80-\xff]/;
+/** Content-Length digits: 15 keeps the value a safe integer. */
+export const MAX_REQUEST_CONTENT_LENGTH_DIGITS = 15;
+const DIGITS = new RegExp(`^[0-9]{1,${MAX_REQUEST_CONTENT_LENGTH_DIGITS}}$`);
+
+export function invalid(message: string): BoundaryError {
+  return new BoundaryError('UPSTREAM_REQUEST_INVALID', message);
+}
+
+export interface Serialised {
+  readonly head: string;
+  /** Declared Content-Length of a streamed body; -1 means chunked. */
+  readonly length: number;
+}
+
+/**
+ * Builds the request head, or throws before anything is written. Messages name the header position and a
+ * valid name, never a value: values carry injected credentials.
+ */
+export function serialise(req: H1Request): Serialised {
+  if (!TOKEN.test(req.method)) throw invalid('request method is not a token');
+  if (req.target.length === 0 || BAD_TARGET.test(req.target)) throw invalid('request target has a space or control character');
+  let head = `${req.method} ${req.target} HTTP/1.1\r\n`;
+  const headers = req.headers;
+  let declared: string | undefined;
+  for (let i = 0; i < headers.length; i += 2) {
+    const name = headers[i] ?? '';
+    const value = headers[i + 1] ?? '';
+    if (!TOKEN.test(name)) throw invalid(`request header ${i / 2} has an invalid name`);
+    if (BAD_VALUE.test(value)) throw invalid(`request header ${name} has a value with CR, LF, NUL or another forbidden character`);
+    if (name.length === 14 && name.toLowerCase() === 'content-length') {
+      if (declared !== undefined || !DIGITS.test(value)) throw invalid('request Content-Length is repeated or not digits');
+      declared = value;
+    } else if (name.length === 17 && name.toLowerCase() === 'transfer-encoding') {
+      throw invalid('request Transfer-Encoding is set by the client, not the caller');
+    }
+    head += `${name}: ${value}\r\n`;
+  }
+  const body = req.body;
+  if (body === null) {
+    if (declared !== undefined && Number(declared) !== 0) throw invalid('request Content-Length without a body');
+    return { head: `${head}\r\n`, length: 0 };
+  }
+  if (Buffer.isBuffer(body)) {
+    if (declared === undefined) return { head: `${head}content-length: ${body.length}\r\n\r\n`, length: body.length };
+    if (Number(declared) !== body.length) throw invalid('request Content-Length does not match the body');
+    return { head: `${head}\r\n`, length: body.length };
+  }
+  if (declared !== undefined) return { head: `${head}\r\n`, length: Number(declared) };
+  return { head: `${head}transfer-encoding: chunked\r\n\r\n`, length: -1 };
+}
+
