@@ -95,10 +95,21 @@ export function clientResponseHeaders(raw: readonly string[]): string[] {
     }
   }
   const out: string[] = [];
+  let length = false;
   for (let i = 0; i < raw.length; i += 2) {
     const name = raw[i] ?? '';
     const lower = name.toLowerCase();
     if (RESPONSE_DROP.has(lower) || drop?.has(lower) || isBoundaryHeader(lower)) continue;
+    if (lower === 'content-length') {
+      // h1-response.ts accepted repeated or listed lengths only when every value is the same (RFC 9112
+      // §6.3): pass one plain value on, so no client downstream has to choose between copies.
+      if (length) continue;
+      length = true;
+      const value = raw[i + 1] ?? '';
+      const comma = value.indexOf(',');
+      out.push(name, comma < 0 ? value : value.slice(0, comma).trim());
+      continue;
+    }
     out.push(name, raw[i + 1] ?? '');
   }
   return out;

@@ -19,6 +19,7 @@ const ANSWERS: Record<string, string> = {
     'HTTP/1.1 200 OK\r\nConnection: X-Hop\r\nX-Hop: 1\r\nKeep-Alive: timeout=5\r\nX-Boundary-Policy: spoofed\r\nSet-Cookie: a=1\r\nSet-Cookie: b=2\r\nContent-Length: 2\r\n\r\nok',
   '/interim': 'HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 103 Early Hints\r\nLink: </a>\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nfinal',
   '/chunked': 'HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n',
+  '/repeated-length': 'HTTP/1.1 200 OK\r\nContent-Length: 2\r\ncontent-length: 2 , 2\r\n\r\nok',
 };
 
 before(async () => {
@@ -92,6 +93,14 @@ describe('forward requests over the strict upstream client', () => {
     assert.match(head, /^HTTP\/1\.1 200 /);
     assert.match(head, /\r\nSet-Cookie: a=1\r\nSet-Cookie: b=2\r\n/);
     assert.doesNotMatch(head, /x-hop|keep-alive: timeout|spoofed/i);
+  });
+
+  it('passes one plain Content-Length on when the upstream repeated an identical one', async () => {
+    const raw = await rawExchange(b.proxyPort, `GET ${url('/repeated-length')} HTTP/1.1\r\nHost: api.example.test\r\nConnection: close\r\n\r\n`);
+    const head = raw.slice(0, raw.indexOf('\r\n\r\n'));
+    assert.match(head, /^HTTP\/1\.1 200 /);
+    assert.deepEqual(head.match(/^content-length:.*$/gim), ['Content-Length: 2']);
+    assert.equal(raw.slice(raw.indexOf('\r\n\r\n') + 4), 'ok');
   });
 
   it('skips interim 100 and 103 answers', async () => {
