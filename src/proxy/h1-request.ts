@@ -12,9 +12,11 @@ export interface H1Request {
   readonly body: Buffer | AsyncIterable<Uint8Array> | null;
 }
 
-const TOKEN = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
+/** RFC 9110 token: methods and field names, in requests and responses alike. */
+export const TOKEN = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
 // The set node:http accepts for a header value (HTAB, SP, VCHAR, obs-text); CR, LF, NUL, >0xFF fail closed.
-const BAD_VALUE = /[^\t\x20-\x7e\x80-\xff]/;
+// Heads are latin1 text, so one char is one byte.
+export const BAD_VALUE = /[^\t\x20-\x7e\x80-\xff]/;
 // request-target: visible bytes only (no SP, no CTL).
 const BAD_TARGET = /[^\x21-\x7e\x80-\xff]/;
 /** Content-Length digits: 15 keeps the value a safe integer. */

@@ -3,6 +3,7 @@
 // disagree on where a response ends (the next response on a kept-alive socket would then be someone else's).
 
 import { BoundaryError } from '../errors.js';
+import { BAD_VALUE, TOKEN } from './h1-request.js';
 
 /** Status line plus header lines of one response (interim 1xx heads count separately). */
 export const MAX_RESPONSE_HEAD_BYTES = 65_536;
@@ -27,9 +28,6 @@ export interface ResponseSink {
   onEnd(): void;
 }
 
-const TOKEN = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
-// field-value: HTAB, SP, VCHAR, obs-text. Heads are decoded as latin1, so one char is one byte.
-const BAD_VALUE = /[^\t\x20-\x7e\x80-\xff]/;
 const DIGITS = /^[0-9]+$/;
 
 const HEAD = 0;

@@ -119,7 +119,8 @@ describe('checkDestination on a cached answer', () => {
 });
 
 describe('validateDestination with a frozen self-address list', () => {
-  const ADDRESSES = ['127.0.0.1', '127.0.0.2', '10.0.0.5', '::1', '::ffff:127.0.0.1', '::ffff:10.0.0.5', '8.8.8.8', '0.0.0.0'];
+  // Only classified by validateDestination (a pure function); nothing here opens a socket.
+  const CLASSIFIED_ADDRESSES = ['127.0.0.1', '127.0.0.2', '10.0.0.5', '::1', '::ffff:127.0.0.1', '::ffff:10.0.0.5', '8.8.8.8', '0.0.0.0'];
   const LISTS: SelfAddress[][] = [
     [{ ip: '127.0.0.1', port: 3128 }],
     [{ ip: '0.0.0.0', port: 3128 }, { ip: '10.0.0.5', port: 9090 }],
@@ -136,7 +137,7 @@ describe('validateDestination with a frozen self-address list', () => {
     const endpoints = [undefined, makeEndpoint({ host: 'api.example.test' }), makeEndpoint({ host: 'api.example.test', allowedIps: ['10.0.0.0/8'] })];
     for (const list of LISTS) {
       const frozen = frozenCopy(list);
-      for (const address of ADDRESSES) {
+      for (const address of CLASSIFIED_ADDRESSES) {
         for (const port of [3128, 9090]) {
           for (const endpoint of endpoints) {
             for (const allowLoopback of [false, true]) {
