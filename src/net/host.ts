@@ -164,7 +164,8 @@ function digitValue(code: number, radix: number): number {
   return digit < radix ? digit : -1;
 }
 
-function parseIpv4Number(part: string): number | undefined {
+/** One WHATWG IPv4 part (decimal, octal with a leading 0, hex with 0x); Infinity beyond 32 bits. */
+export function parseIpv4Number(part: string): number | undefined {
   if (part.length === 0) return undefined;
   let radix = 10;
   let digits = part;

@@ -12,7 +12,11 @@ import {
   isAddressHost,
   isFailure,
   MAX_FIELD_CHARS,
+  MAX_METHOD_CHARS,
+  MAX_NAME_CHARS,
+  MAX_QTYPE_CHARS,
   MAX_REASON_CHARS,
+  MAX_STATE_CHARS,
   MAX_UNMAPPED_KEYS,
   OCSF_VERSION,
   type OcsfEvent,
@@ -74,7 +78,7 @@ export const MEMO_MAX_TEXT_CHARS = 256;
 interface Memo {
   /** cleanJson(text) by text. */
   readonly texts: Map<string, string>;
-  /** cleanJson(text, MAX_REASON_CHARS) and cleanJson(text, MAX_HASH_CHARS) by text. */
+  /** cleanJson(text, MAX_REASON_CHARS) and cleanJson(text, MAX_NAME_CHARS) by text. */
   readonly reasons: Map<string, string>;
   readonly hashes: Map<string, string>;
   /** cleanJson(method, MAX_METHOD_CHARS) by method. */
@@ -93,8 +97,6 @@ interface Memo {
   productJson: string;
 }
 
-const MAX_HASH_CHARS = 128;
-const MAX_STATE_CHARS = 64;
 const CLASS_INDEX: Readonly<Record<string, number>> = Object.fromEntries(EVENT_CLASSES.map((name, i) => [name, i]));
 const SEVERITY_INDEX: Readonly<Record<string, number>> = Object.fromEntries(SEVERITIES.map((name, i) => [name, i]));
 
@@ -221,7 +223,6 @@ function httpJson(memo: Memo, method: string, url: string): string {
 }
 
 type UrlParts = NonNullable<OcsfEvent['http_request']>['url'];
-const MAX_METHOD_CHARS = 32;
 const HTTP_HOST_JSON = '","scheme":"http","hostname":"';
 const HTTPS_HOST_JSON = '","scheme":"https","hostname":"';
 
@@ -230,7 +231,7 @@ function ownKeys(memo: Memo, event: AuditEvent): OwnKeys | undefined {
   return {
     state: event.class === 'CONFIG' ? cleanJson(event.activity, MAX_STATE_CHARS) : undefined,
     policy_generation: event.generation === undefined ? undefined : jsonNumber(event.generation),
-    policy_hash: event.policyHash === undefined ? undefined : memoClean(memo.hashes, event.policyHash, MAX_HASH_CHARS),
+    policy_hash: event.policyHash === undefined ? undefined : memoClean(memo.hashes, event.policyHash, MAX_NAME_CHARS),
     reason: event.reason === undefined ? undefined : memoClean(memo.reasons, event.reason, MAX_REASON_CHARS),
   };
 }
@@ -372,7 +373,7 @@ function dnsJson(event: AuditEvent): string {
   let out = '';
   const name = event.dst?.host;
   const qtype = event.unmapped?.qtype;
-  if (name !== undefined) out += `,"query":{"hostname":${cleanJson(name)}${typeof qtype === 'string' ? `,"type":${cleanJson(qtype, 16)}` : ''}}`;
+  if (name !== undefined) out += `,"query":{"hostname":${cleanJson(name)}${typeof qtype === 'string' ? `,"type":${cleanJson(qtype, MAX_QTYPE_CHARS)}` : ''}}`;
   const rcode = event.unmapped?.rcode;
   const known = typeof rcode === 'string' ? DNS_RCODES[rcode.toUpperCase()] : undefined;
   if (known !== undefined) out += `,"rcode_id":${known[0]},"rcode":${jsonString(known[1])}`;

@@ -9,6 +9,11 @@ export const MAX_REASON_CHARS = 256;
 /** Any other string we render is cut here, so one event can never produce an unbounded line. */
 export const MAX_FIELD_CHARS = 1024;
 export const MAX_UNMAPPED_KEYS = 64;
+/** Short fields, cut shorter: method and activity labels, a policy name or hash, the CONFIG state, a DNS type. */
+export const MAX_METHOD_CHARS = 32;
+export const MAX_NAME_CHARS = 128;
+export const MAX_STATE_CHARS = 64;
+export const MAX_QTYPE_CHARS = 16;
 /** The sidecar does not know which workload process dialled; shorthand prints this in `<actor>(<pid>)`. */
 export const UNKNOWN_ACTOR = '-(-)';
 
@@ -214,7 +219,7 @@ function endpoint(host: string | undefined, ip: string | undefined, port: number
 export function httpRequest(method: string, rawUrl: string): NonNullable<OcsfEvent['http_request']> {
   const url_string = cleanText(stripQuery(rawUrl));
   const url: NonNullable<OcsfEvent['http_request']>['url'] = { url_string };
-  if (simpleHttpUrl(url_string, url)) return { http_method: cleanText(method, 32), url };
+  if (simpleHttpUrl(url_string, url)) return { http_method: cleanText(method, MAX_METHOD_CHARS), url };
   try {
     const parsed = new URL(url_string);
     url.scheme = parsed.protocol.replace(/:$/, '');
@@ -225,7 +230,7 @@ export function httpRequest(method: string, rawUrl: string): NonNullable<OcsfEve
   } catch {
     // Not absolute (an origin-form path): url_string alone says what we know.
   }
-  return { http_method: cleanText(method, 32), url };
+  return { http_method: cleanText(method, MAX_METHOD_CHARS), url };
 }
 
 /** The OCSF v1.8.0 object for one event (reference §9.3). */
@@ -285,9 +290,9 @@ export function toOcsf(event: AuditEvent, meta: OcsfMeta): OcsfEvent {
   }
   // cleanUnmapped returns a fresh object: our own keys are set on it directly (and win over same-named ones).
   const unmapped = cleanUnmapped(event.unmapped ?? {}, 0) as Record<string, unknown>;
-  if (event.class === 'CONFIG') unmapped.state = cleanText(event.activity, 64);
+  if (event.class === 'CONFIG') unmapped.state = cleanText(event.activity, MAX_STATE_CHARS);
   if (event.generation !== undefined) unmapped.policy_generation = event.generation;
-  if (event.policyHash !== undefined) unmapped.policy_hash = cleanText(event.policyHash, 128);
+  if (event.policyHash !== undefined) unmapped.policy_hash = cleanText(event.policyHash, MAX_NAME_CHARS);
   if (event.reason !== undefined) unmapped.reason = cleanText(event.reason, MAX_REASON_CHARS);
   out.unmapped = unmapped;
   return out;
@@ -296,7 +301,7 @@ export function toOcsf(event: AuditEvent, meta: OcsfMeta): OcsfEvent {
 function dnsFields(out: OcsfEvent, event: AuditEvent): void {
   const name = event.dst?.host;
   const qtype = event.unmapped?.qtype;
-  if (name !== undefined) out.query = { hostname: cleanText(name), ...(typeof qtype === 'string' ? { type: cleanText(qtype, 16) } : {}) };
+  if (name !== undefined) out.query = { hostname: cleanText(name), ...(typeof qtype === 'string' ? { type: cleanText(qtype, MAX_QTYPE_CHARS) } : {}) };
   const rcode = event.unmapped?.rcode;
   const known = typeof rcode === 'string' ? DNS_RCODES[rcode.toUpperCase()] : undefined;
   if (known !== undefined) {
@@ -318,21 +323,21 @@ function hostPort(host: string, port: number | undefined): string {
  */
 export function toShorthand(event: AuditEvent): string {
   // String concatenation, no parts array + join: this runs once per request on the hot path.
-  let line = `${event.class}:${cleanText(event.activity, 32).toUpperCase()} [${event.severity}]`;
+  let line = `${event.class}:${cleanText(event.activity, MAX_METHOD_CHARS).toUpperCase()} [${event.severity}]`;
   if (event.action !== undefined) line += ` ${event.action}`;
   let target: string | undefined;
   if (event.http !== undefined) {
-    target = `${cleanText(event.http.method, 32)} ${cleanText(stripQuery(event.http.url))}`;
+    target = `${cleanText(event.http.method, MAX_METHOD_CHARS)} ${cleanText(stripQuery(event.http.url))}`;
   } else {
     const host = event.dst?.host ?? event.dst?.ip;
     if (host !== undefined) target = hostPort(cleanText(host), event.dst?.port);
   }
   if (target !== undefined) line += ` ${UNKNOWN_ACTOR} -> ${target}`;
   const ruled = event.policy !== undefined || event.engine !== undefined;
-  if (ruled) line += ` [policy:${event.policy === undefined ? '-' : cleanText(event.policy, 128)} engine:${event.engine ?? '-'}]`;
+  if (ruled) line += ` [policy:${event.policy === undefined ? '-' : cleanText(event.policy, MAX_NAME_CHARS)} engine:${event.engine ?? '-'}]`;
   if (event.class === 'CONFIG' && (event.generation !== undefined || event.policyHash !== undefined)) {
     const version = event.generation === undefined ? '' : `version:${event.generation}`;
-    const hash = event.policyHash === undefined ? '' : `hash:${cleanText(event.policyHash, 128)}`;
+    const hash = event.policyHash === undefined ? '' : `hash:${cleanText(event.policyHash, MAX_NAME_CHARS)}`;
     line += ` [${version}${version.length > 0 && hash.length > 0 ? ' ' : ''}${hash}]`;
   }
   if (event.reason !== undefined && event.reason.length > 0) line += ` [reason:${cleanText(event.reason, MAX_REASON_CHARS)}]`;
