@@ -1,5 +1,5 @@
 // bench/proxy/request-path.mjs — in-process cost of the per-request decision path (no sockets, no events):
-// framing, target/authority, decide (L4 and L7), credentials guard + canonical path, resolveFor, upstream
+// framing, target/authority, decide (L4 and L7), credentials guard + canonical path, the destination check, upstream
 // header build and credentialHead, plus evaluateRequest as a whole, for an allowed forward GET against the
 // same policy and hosts file bench/proxy.sh writes. Prints µs per call for each stage. Bounded loops.
 //
@@ -23,7 +23,10 @@ const { decide } = await load('policy/decide.js');
 const { parsePolicy } = await load('policy/parse.js');
 const { createPolicyStore } = await load('policy/store.js');
 const { credentialHead, routeHasCredentials } = await load('proxy/credentials.js');
-const { resolveFor, destinationFor } = await load('proxy/context.js');
+const context = await load('proxy/context.js');
+const { destinationFor } = context;
+// Older builds (BOUNDARY_DIST) have only the async resolveFor; newer ones only destinationFor, awaited here.
+const resolveFor = context.resolveFor ?? (async (ctx, target) => destinationFor(ctx, target));
 const { beginOutcome } = await load('proxy/events.js');
 const { checkFraming } = await load('proxy/framing.js');
 const { hostHeader, upstreamRequestHeaders } = await load('proxy/headers.js');

@@ -45,9 +45,9 @@ export function isLocalName(host: string): boolean {
 }
 
 /**
- * As resolveDestination, but settles synchronously whenever no query is needed: an IP literal, a name refused
- * before resolving, or a fresh answer the resolver already holds (Resolver.cached). Only a real query returns
- * a promise. The result is the same value resolveDestination gives, with fewer promise round trips.
+ * Resolves once (through the resolver, never at dial time) and validates every answer for the endpoint's plan.
+ * Settles synchronously whenever no query is needed: an IP literal, a name refused before resolving, or a
+ * fresh answer the resolver already holds (Resolver.cached). Only a real query returns a promise; `await` it.
  */
 export function checkDestination(request: DestinationRequest): DestinationCheck | ResolveFailureResult | Promise<DestinationCheck | ResolveFailureResult> {
   const { port, endpoint } = request;
@@ -67,10 +67,6 @@ export function checkDestination(request: DestinationRequest): DestinationCheck 
   const held = request.resolver.cached?.(host, 4);
   if (held !== undefined) return answered(request, host, plan, held);
   return request.resolver.resolve(host, 4).then((answer) => answered(request, host, plan, answer));
-}
-
-export async function resolveDestination(request: DestinationRequest): Promise<DestinationCheck | ResolveFailureResult> {
-  return checkDestination(request);
 }
 
 function answered(request: DestinationRequest, host: string, plan: ValidationPlan, answer: ResolveResult): DestinationCheck | ResolveFailureResult {

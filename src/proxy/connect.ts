@@ -10,7 +10,7 @@ import { formatAuthority, parseAuthority } from '../net/host.js';
 import { decide } from '../policy/decide.js';
 import type { Decision } from '../policy/types.js';
 import type { AuditEvent } from '../telemetry/event.js';
-import { decisionNeedsInspection, type ProxyContext, resolveFor, type TunnelScope } from './context.js';
+import { decisionNeedsInspection, destinationFor, type ProxyContext, type TunnelScope } from './context.js';
 import {
   connectPolicyDenial,
   policyChangedDenial,
@@ -117,7 +117,7 @@ async function open(ctx: ProxyContext, req: IncomingMessage, socket: Socket, o: 
   const route = credentialRoute(ctx.credentials, decision, host, port);
   const inspect = decisionNeedsInspection(decision) || route === 'inspect';
   o.extra.inspect = inspect;
-  const dest = await resolveFor(ctx, { host, kind, port, endpoint: decision.endpoint });
+  const dest = await destinationFor(ctx, { host, kind, port, endpoint: decision.endpoint });
   if (isResolveFailure(dest)) {
     o.verdict = 'fail';
     o.reason = 'resolve-failed';

@@ -55,17 +55,9 @@ export interface ProxyContext {
   serveHttp(socket: Socket): void;
 }
 
-/** Resolves once and validates every answer for `endpoint`'s plan, with this proxy's SSRF settings. */
-export async function resolveFor(
-  ctx: ProxyContext,
-  target: { host: string; kind: HostForm; port: number; endpoint: Endpoint | undefined },
-): Promise<DestinationCheck | ResolveFailureResult> {
-  return destinationFor(ctx, target);
-}
-
 /**
- * resolveFor without the promise when none is needed (IP literal, name refused up front, fresh cached
- * answer): the per-request path awaits only a real DNS query. Same result as resolveFor.
+ * checkDestination with this proxy's SSRF settings: a value when no DNS query is needed (IP literal, name
+ * refused up front, fresh cached answer), else a promise; per-request paths await only a real query.
  */
 export function destinationFor(
   ctx: ProxyContext,

@@ -1,9 +1,9 @@
-// resolveDestination: IP literals are never resolved (peer-tests IP-02..IP-12), local and metadata names are
+// checkDestination: IP literals are never resolved (peer-tests IP-02..IP-12), local and metadata names are
 // refused without a query (NM-01..NM-03), other names are resolved once, A only. Fake resolver only.
 
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { isResolveFailure, resolveDestination } from '../../src/net/destination.js';
+import { checkDestination, isResolveFailure } from '../../src/net/destination.js';
 import { normaliseHost } from '../../src/net/host.js';
 import type { DestinationCheck } from '../../src/net/ssrf.js';
 import type { Endpoint } from '../../src/policy/types.js';
@@ -16,11 +16,11 @@ const EXACT = makeEndpoint({ host: 'api.example.test' });
 async function destination(
   raw: string,
   options: { endpoint?: Endpoint | undefined; port?: number; resolver?: FakeResolver; allowLoopback?: boolean } = {},
-): Promise<{ result: Awaited<ReturnType<typeof resolveDestination>>; resolver: FakeResolver }> {
+): Promise<{ result: Awaited<ReturnType<typeof checkDestination>>; resolver: FakeResolver }> {
   const normal = normaliseHost(raw);
   assert.ok(normal.ok, `${raw} should normalise`);
   const resolver = options.resolver ?? fakeResolver();
-  const result = await resolveDestination({
+  const result = await checkDestination({
     host: normal.host,
     kind: normal.kind,
     port: options.port ?? 443,
@@ -31,12 +31,12 @@ async function destination(
   return { result, resolver };
 }
 
-function checked(result: Awaited<ReturnType<typeof resolveDestination>>): DestinationCheck {
+function checked(result: Awaited<ReturnType<typeof checkDestination>>): DestinationCheck {
   assert.ok(!isResolveFailure(result), 'expected a validation result, not a resolver failure');
   return result;
 }
 
-function refusedWith(result: Awaited<ReturnType<typeof resolveDestination>>, check: string): void {
+function refusedWith(result: Awaited<ReturnType<typeof checkDestination>>, check: string): void {
   const value = checked(result);
   assert.equal(value.ok, false, `expected refusal with ${check}`);
   if (!value.ok) assert.equal(value.check, check);
@@ -70,7 +70,7 @@ describe('IP literals never reach the resolver (IP-02..IP-12)', () => {
 
     it(`${id}: ${raw} passed mislabelled as a name is still treated as an IP literal`, async () => {
       const resolver = fakeResolver({ [raw]: ['8.8.8.8'] });
-      const result = await resolveDestination({ host: raw, kind: 'name', port: 443, endpoint: EXACT, resolver });
+      const result = await checkDestination({ host: raw, kind: 'name', port: 443, endpoint: EXACT, resolver });
       refusedWith(result, 'always-blocked');
       assert.deepEqual(resolver.calls, []);
     });
@@ -137,7 +137,7 @@ describe('names refused without resolving', () => {
 
   it('refuses a host that does not normalise, without resolving', async () => {
     const resolver = fakeResolver();
-    const result = await resolveDestination({ host: 'a..example.test', kind: 'name', port: 443, endpoint: EXACT, resolver });
+    const result = await checkDestination({ host: 'a..example.test', kind: 'name', port: 443, endpoint: EXACT, resolver });
     refusedWith(result, 'invalid-host');
     assert.equal(resolver.calls.length, 0);
   });

@@ -7,7 +7,7 @@ import { describe, it } from 'node:test';
 import { rewriteRequestHead } from '../../src/credentials/rewrite-head.js';
 import { scopeFor } from '../../src/credentials/scope.js';
 import { createStaticCredentialSource } from '../../src/credentials/source.js';
-import { checkDestination, type DestinationRequest, resolveDestination } from '../../src/net/destination.js';
+import { checkDestination, type DestinationRequest } from '../../src/net/destination.js';
 import { normaliseHost, parseAuthority, parseIpv4Number } from '../../src/net/host.js';
 import { createCachingResolver } from '../../src/net/resolver-cache.js';
 import { type SelfAddress, validateDestination } from '../../src/net/ssrf.js';
@@ -65,8 +65,8 @@ describe('checkDestination on a cached answer', () => {
         for (const port of [80, 443, 3128, 6443]) {
           for (const allowLoopback of [undefined, false, true]) {
             const base = { host, kind: 'name' as const, port, endpoint, allowLoopback, selfAddresses: self };
-            const expected = await resolveDestination({ ...base, resolver: plain });
-            await resolveDestination({ ...base, resolver: cache });
+            const expected = await checkDestination({ ...base, resolver: plain });
+            await checkDestination({ ...base, resolver: cache });
             const held = checkDestination({ ...base, resolver: cache });
             // A transient failure is never cached: that question goes to the resolver again (unless the port
             // alone refuses it, before any query).
