@@ -122,7 +122,7 @@ export function createCaptureHandler(options: CaptureHandlerOptions) {
     admit(options, socket, o, setDetail)
       .catch(failOpening(ctx, o, socket, 'transparent capture failed'))
       .then((opened) => {
-        ctx.metrics.decisions.inc({ adapter: 'capture', verdict: o.verdict, reason: o.reason });
+        ctx.metrics.countDecision('capture', o.verdict, o.reason);
         ctx.sink.emit(captureEvent(o, detail));
         if (opened === undefined) return;
         const refuseSni = (problem: string): void => {
