@@ -124,6 +124,13 @@ if (typeof metrics.countDecision === 'function') {
 const sink = createAuditSink({ logger: createLogger({ format: 'json', destination: productionDestination() }), now: Date.now, format: 'json' });
 await time('sink.emit(outcomeEvent(o))          the whole audit path, production destination', () => sink.emit(outcomeEvent(o)));
 await time('emitOutcome(sink, metrics, o)       what forward.ts calls per request', () => emitOutcome(sink, metrics, o));
+// A new path per request: no two events alike (the worst case for a memo of lines).
+const varying = outcome();
+let pathCount = 0;
+await time('emitOutcome, a new path every request  (nothing repeats)', () => {
+  varying.path = `/items/${pathCount++}`;
+  emitOutcome(sink, metrics, varying);
+});
 sink.subscribe(() => sinkSeen++);
 await time('emitOutcome, one subscriber         (control channel attached)', () => emitOutcome(sink, metrics, o));
 const shorthand = createAuditSink({ logger: createLogger({ format: 'shorthand', destination: productionDestination() }), now: Date.now, format: 'shorthand' });

@@ -1,7 +1,9 @@
 // bench/proxy/request-path.mjs — in-process cost of the per-request decision path (no sockets, no events):
 // framing, target/authority, decide (L4 and L7), credentials guard + canonical path, the destination check, upstream
-// header build and credentialHead, plus evaluateRequest as a whole, for an allowed forward GET against the
-// same policy and hosts file bench/proxy.sh writes. Prints µs per call for each stage. Bounded loops.
+// header build and credentialHead, evaluateRequest as a whole, and forward.ts's request handler end to end
+// (evaluation, relay, client response headers, the outcome event) against a fake upstream pool that answers a
+// batch later, for an allowed forward GET against the same policy and hosts file bench/proxy.sh writes.
+// Prints µs per call for each stage. Bounded loops.
 //
 // Usage: npx tsc -p tsconfig.json && node bench/proxy/request-path.mjs [iterations=200000]
 //        BOUNDARY_DIST=bench/out/some-build node bench/proxy/request-path.mjs   (another compiled tree)
@@ -16,7 +18,7 @@ const load = (file) => import(pathToFileURL(`${DIST}/${file}`).href);
 const { createStaticCredentialSource } = await load('credentials/source.js');
 const { redactPlaceholders } = await load('credentials/placeholder.js');
 const { createUpstreamResolver } = await load('dns/upstream.js');
-const { parseAuthority } = await load('net/host.js');
+const { memoisedAuthorityParser, parseAuthority } = await load('net/host.js');
 const { parseHostsFile } = await load('net/hosts.js');
 const { createCachingResolver } = await load('net/resolver-cache.js');
 const { decide } = await load('policy/decide.js');
@@ -29,8 +31,9 @@ const { destinationFor } = context;
 const resolveFor = context.resolveFor ?? (async (ctx, target) => destinationFor(ctx, target));
 const { beginOutcome } = await load('proxy/events.js');
 const { checkFraming } = await load('proxy/framing.js');
-const { hostHeader, upstreamRequestHeaders } = await load('proxy/headers.js');
+const { clientResponseHeaders, hostHeader, upstreamRequestHeaders } = await load('proxy/headers.js');
 const { evaluateRequest } = await load('proxy/l7.js');
+const { createRequestHandler } = await load('proxy/forward.js');
 const { canonicalTarget } = await load('proxy/path.js');
 const { parseAbsoluteTarget } = await load('proxy/target.js');
 
@@ -76,7 +79,48 @@ const selves = Object.freeze(
     { ip: '127.0.0.1', port: 5353 },
   ].map(Object.freeze),
 );
-const ctx = { store, resolver, credentials, allowLoopback: true, selfAddresses: () => selves };
+// The relay stage's fakes: every request's handler is answered a batch later (as an upstream answers in a later
+// I/O turn) with a whole small response; events are counted, not rendered to a log.
+const RELAY_BATCH = 100;
+// What bench/proxy/origin.mjs answers with (Node adds Date, Connection and Keep-Alive).
+const UPSTREAM_HEADERS = ['content-type', 'text/plain', 'content-length', '64', 'Date', 'Thu, 01 Jan 2026 00:00:00 GMT', 'Connection', 'keep-alive', 'Keep-Alive', 'timeout=120'];
+const UPSTREAM_BODY = Buffer.from('ok');
+// A curl request through a forward proxy, for the header-filter stage.
+const CURL_HEADERS = ['Host', `${HOST}:${L4_PORT}`, 'User-Agent', 'curl/8.5.0', 'Accept', '*/*', 'Proxy-Connection', 'Keep-Alive'];
+const pending = [];
+let emitted = 0;
+const pool = {
+  request(_request, handler) {
+    pending.push(handler);
+    return { abort() {}, pause() {}, resume() {} };
+  },
+};
+const ctx = {
+  store,
+  resolver,
+  credentials,
+  allowLoopback: true,
+  selfAddresses: () => selves,
+  sink: { emit: () => emitted++ },
+  metrics: { countDecision() {} },
+  logger: { warn: (o, m) => console.error(m, o) },
+  upstreams: { pool: () => pool },
+  scopes: new WeakMap(),
+};
+const fakeResponse = () => ({
+  headersSent: false,
+  writeHead(status, headers) {
+    if (status !== 200 || headers.length !== 6) throw new Error(`unexpected head ${status} ${headers}`);
+    this.headersSent = true;
+  },
+  write: () => true,
+  end() {},
+  on() {},
+  once() {},
+  removeListener() {},
+  writeContinue() {},
+  destroy() {},
+});
 
 // wrk's request through a forward proxy: absolute-form target plus a Host header.
 function request(port) {
@@ -96,6 +140,32 @@ function time(label, fn) {
   return { label, us: ((performance.now() - start) * 1000) / ITERATIONS };
 }
 
+// Header names and values as a parser hands them over: fresh strings cut from a decoded head, whose hashes V8
+// has not computed yet (literals would be internalized and hashed once). Copies are made outside the timing.
+const FRESH_BATCH = 200;
+function freshCopy(list) {
+  const text = Buffer.from(list.join('\n'), 'latin1').toString('latin1');
+  const out = [];
+  let at = 0;
+  for (const part of list) {
+    out.push(text.slice(at, at + part.length));
+    at += part.length + 1;
+  }
+  return out;
+}
+
+function timeFresh(label, list, fn) {
+  const batches = Math.max(1, Math.ceil(ITERATIONS / FRESH_BATCH));
+  let total = 0;
+  for (let b = 0; b < batches + 10; b++) {
+    const copies = Array.from({ length: FRESH_BATCH }, () => freshCopy(list));
+    const start = performance.now();
+    for (const copy of copies) fn(copy);
+    if (b >= 10) total += performance.now() - start;
+  }
+  return { label, us: (total * 1000) / (batches * FRESH_BATCH) };
+}
+
 async function timeAsync(label, fn) {
   for (let i = 0; i < Math.min(ITERATIONS, 20_000); i++) await fn();
   const start = performance.now();
@@ -113,6 +183,11 @@ async function run(port) {
       return parseAuthority(abs.authority, { defaultPort: 80 });
     }),
   );
+  // Newer trees: the per-authority memo evaluateRequest uses on the forward path.
+  if (memoisedAuthorityParser !== undefined) {
+    const parseHttpAuthority = memoisedAuthorityParser(80);
+    rows.push(time('parseAbsoluteTarget+authority memo', () => parseHttpAuthority(parseAbsoluteTarget(req.url).authority)));
+  }
   const l4 = decide(store.current(), { adapter: 'forward', host: HOST, port });
   rows.push(time('decide L4', () => decide(store.current(), { adapter: 'forward', host: HOST, port })));
   if (port === L7_PORT) {
@@ -127,6 +202,8 @@ async function run(port) {
   // Newer trees: the promise-free form evaluateRequest uses on a cache hit.
   if (destinationFor !== undefined) rows.push(time('destinationFor (cache hit, sync)', () => destinationFor(ctx, { host: HOST, kind: 'name', port, endpoint })));
   rows.push(time('upstreamRequestHeaders', () => upstreamRequestHeaders(req.rawHeaders, { host: hostHeader(HOST, port, false) })));
+  rows.push(timeFresh('upstreamRequestHeaders (curl head, fresh)', CURL_HEADERS, (raw) => upstreamRequestHeaders(raw, { host: HOST })));
+  rows.push(timeFresh('clientResponseHeaders (origin head, fresh)', UPSTREAM_HEADERS, clientResponseHeaders));
   const headers = upstreamRequestHeaders(req.rawHeaders, { host: hostHeader(HOST, port, false) });
   rows.push(
     time('credentialHead', () => credentialHead({ source: credentials, host: HOST, port, method: 'GET', target: '/', headers, endpoint })),
@@ -139,11 +216,34 @@ async function run(port) {
       if (e.kind !== 'relay') throw new Error(`not relayed: ${o.reason} ${o.detail}`);
     }),
   );
+  if (createRequestHandler !== undefined) {
+    const handle = createRequestHandler(ctx);
+    const responses = Array.from({ length: RELAY_BATCH }, fakeResponse);
+    const turn = () => new Promise((resolve) => setImmediate(resolve));
+    const batch = async () => {
+      for (const res of responses) {
+        res.headersSent = false;
+        handle(req, res, false);
+      }
+      await turn();
+      if (pending.length !== RELAY_BATCH) throw new Error(`${pending.length} requests reached the pool`);
+      for (const handler of pending.splice(0)) handler.onHead(200, UPSTREAM_HEADERS.slice(), UPSTREAM_BODY, true);
+      await turn();
+    };
+    const batches = Math.ceil(ITERATIONS / RELAY_BATCH);
+    for (let i = 0; i < Math.min(batches, 200); i++) await batch();
+    const before = emitted;
+    const start = performance.now();
+    for (let i = 0; i < batches; i++) await batch();
+    const us = ((performance.now() - start) * 1000) / (batches * RELAY_BATCH);
+    if (emitted - before !== batches * RELAY_BATCH) throw new Error('an event went missing');
+    rows.push({ label: `handleProxyRequest (batches of ${RELAY_BATCH})`, us });
+  }
   rows.push(await timeAsync('empty await (baseline)', async () => {}));
   return rows;
 }
 
 for (const [name, port] of [['L4 endpoint', L4_PORT], ['L7 endpoint (rest, access: full)', L7_PORT]]) {
   console.log(`\n${name}: forward GET http://${HOST}:${port}/ (${ITERATIONS} iterations)`);
-  for (const { label, us } of await run(port)) console.log(`  ${label.padEnd(38)} ${us.toFixed(3).padStart(8)} µs`);
+  for (const { label, us } of await run(port)) console.log(`  ${label.padEnd(44)} ${us.toFixed(3).padStart(8)} µs`);
 }

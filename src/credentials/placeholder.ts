@@ -5,6 +5,9 @@ export const CANONICAL_PREFIX = 'openshell:resolve:env:';
 export const ALIAS_MARKER = '-OPENSHELL-RESOLVE-ENV-';
 export const MARKERS = [CANONICAL_PREFIX, ALIAS_MARKER] as const;
 export const LONGEST_MARKER_CHARS = Math.max(...MARKERS.map((m) => m.length));
+/** Text shorter than this holds no marker, even decoded: decoding never lengthens text, and only ASCII letters
+ *  lower-case to the markers' letters. Most header values are shorter: they skip the scan. */
+export const SHORTEST_MARKER_CHARS = Math.min(...MARKERS.map((m) => m.length));
 /** Rounds of percent-decoding a leftover scan applies (`%253A` is two rounds from `:`). */
 export const MAX_DECODE_ROUNDS = 3;
 export const MAX_KEY_CHARS = 256;
@@ -167,6 +170,7 @@ function hasRawMarker(text: string): boolean {
  * percent-decoding. This is the fail-closed test: it does not care whether the key exists.
  */
 export function containsMarker(text: string): boolean {
+  if (text.length < SHORTEST_MARKER_CHARS) return false;
   let current = text;
   for (let round = 0; round <= MAX_DECODE_ROUNDS; round += 1) {
     if (hasRawMarker(current)) return true;

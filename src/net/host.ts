@@ -10,6 +10,10 @@ export const MAX_HOST_INPUT_CHARS = 1_024;
 /** RFC 1035: a name is at most 253 octets in text form without the trailing dot. */
 export const MAX_NAME_CHARS = 253;
 export const MAX_LABEL_CHARS = 63;
+/** Distinct texts each parse memo below holds; past this the oldest entry is forgotten. */
+export const MAX_MEMO_ENTRIES = 1_024;
+/** Longer texts are parsed every time: no valid authority is this long, and it bounds the memo's memory. */
+export const MAX_MEMO_TEXT_CHARS = 300;
 
 /** What a normalised host is: a DNS name or an IP literal of one family. */
 export const HOST_FORMS = ['name', 'ipv4', 'ipv6'] as const;
@@ -44,11 +48,33 @@ function fail(message: string): { readonly ok: false; readonly message: string }
   return { ok: false, message };
 }
 
+/** Adds `value` under `key`, forgetting the oldest entry (Map order is insertion order) once full. */
+function remember<T>(memo: Map<string, T>, key: string, value: T): void {
+  if (memo.size >= MAX_MEMO_ENTRIES) memo.delete(memo.keys().next().value as string);
+  memo.set(key, value);
+}
+
+// normaliseHost is pure, and a proxy sees the same few hosts over and over (each request normalises its host
+// twice: in parseAuthority and again in checkDestination). A hit also hands back the very string stored the
+// first time, whose hash V8 keeps, so the resolver cache and host index look it up without hashing it again.
+// Only successes are kept, frozen, keyed on the exact raw text.
+const hostMemo = new Map<string, HostResult>();
+
 /**
  * Canonical host: lower-case A-label name without the trailing dot, dotted-quad IPv4, or RFC 5952 IPv6
  * without brackets. Accepts `[v6]` and bare `v6`. Zone ids, percent-encoding and URL delimiters are refused.
  */
 export function normaliseHost(raw: string): HostResult {
+  if (raw.length > MAX_MEMO_TEXT_CHARS) return normaliseHostUncached(raw);
+  const hit = hostMemo.get(raw);
+  if (hit !== undefined) return hit;
+  const result = normaliseHostUncached(raw);
+  if (result.ok) remember(hostMemo, raw, Object.freeze(result));
+  return result;
+}
+
+/** normaliseHost without the memo: the full path, every time. */
+export function normaliseHostUncached(raw: string): HostResult {
   if (raw.length === 0) return fail('host is empty');
   if (raw.length > MAX_HOST_INPUT_CHARS) return fail(`host is longer than ${MAX_HOST_INPUT_CHARS} characters`);
   // Fast path for the usual spelling: a name (or dotted quad) already in canonical characters passes every
@@ -226,6 +252,24 @@ export function parseAuthority(text: string, options: { readonly defaultPort?: n
   const host = normaliseHost(hostText);
   if (!host.ok) return host;
   return { ok: true, host: host.host, port, kind: host.kind };
+}
+
+/**
+ * parseAuthority(text, { defaultPort }) behind a bounded memo keyed on the exact text (the default port is
+ * fixed per memo): a client sends the same absolute-form authority request after request. Only successes
+ * are kept, frozen and shared between callers.
+ */
+export function memoisedAuthorityParser(defaultPort: number): (text: string) => AuthorityResult {
+  const memo = new Map<string, AuthorityResult>();
+  const options = { defaultPort };
+  return function parseAuthorityMemoised(text: string): AuthorityResult {
+    if (text.length > MAX_MEMO_TEXT_CHARS) return parseAuthority(text, options);
+    const hit = memo.get(text);
+    if (hit !== undefined) return hit;
+    const result = parseAuthority(text, options);
+    if (result.ok) remember(memo, text, Object.freeze(result));
+    return result;
+  };
 }
 
 /** `host:port`, with IPv6 bracketed. */

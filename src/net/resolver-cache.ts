@@ -18,7 +18,9 @@ interface Entry {
 
 export function createCachingResolver(inner: Resolver, options: { now: () => number; maxEntries?: number }): Resolver {
   const maxEntries = options.maxEntries ?? MAX_CACHED_NAMES;
-  const entries = new Map<string, Entry>();
+  // One map per family, keyed by the name itself: a per-request lookup hashes the host string it is handed
+  // (usually one whose hash V8 already holds) instead of building and hashing a fresh `4/name` key each time.
+  const entries: Readonly<Record<4 | 6, Map<string, Entry>>> = { 4: new Map(), 6: new Map() };
   // Concurrent questions for one name share one upstream exchange.
   const inFlight = new Map<string, Promise<ResolveResult>>();
 
@@ -27,37 +29,43 @@ export function createCachingResolver(inner: Resolver, options: { now: () => num
     return NEGATIVE_FAILURES.has(result.failure) ? NEGATIVE_CACHE_TTL_MS : 0;
   }
 
-  function remember(key: string, result: ResolveResult): void {
+  function remember(name: string, family: 4 | 6, result: ResolveResult): void {
     const ttl = lifetimeMs(result);
     if (ttl <= 0) return;
-    // Map iteration order is insertion order: dropping the first key evicts the oldest entry.
-    if (entries.size >= maxEntries) entries.delete(entries.keys().next().value as string);
-    entries.set(key, { result, expiresAt: options.now() + ttl });
+    const own = entries[family];
+    // One bound over both families. Map iteration order is insertion order: dropping the first key evicts the
+    // oldest entry of this family (of the other one when this one is empty).
+    if (entries[4].size + entries[6].size >= maxEntries) {
+      const from = own.size > 0 ? own : entries[family === 4 ? 6 : 4];
+      from.delete(from.keys().next().value as string);
+    }
+    own.set(name, { result, expiresAt: options.now() + ttl });
   }
 
-  /** The fresh entry for `key`, dropping an expired one: the one TTL check both methods share. */
-  function fresh(key: string): ResolveResult | undefined {
-    const hit = entries.get(key);
+  /** The fresh entry for `name`, dropping an expired one: the one TTL check both methods share. */
+  function fresh(name: string, family: 4 | 6): ResolveResult | undefined {
+    const own = entries[family];
+    const hit = own.get(name);
     if (hit === undefined) return undefined;
     if (hit.expiresAt > options.now()) return hit.result;
-    entries.delete(key);
+    own.delete(name);
     return undefined;
   }
 
   return {
     cached(name, family) {
-      return fresh(`${family}/${name}`);
+      return fresh(name, family);
     },
     resolve(name, family) {
-      const key = `${family}/${name}`;
-      const hit = fresh(key);
+      const hit = fresh(name, family);
       if (hit !== undefined) return Promise.resolve(hit);
+      const key = `${family}/${name}`;
       const pending = inFlight.get(key);
       if (pending !== undefined) return pending;
       const lookup = inner.resolve(name, family).then(
         (result) => {
           inFlight.delete(key);
-          remember(key, result);
+          remember(name, family, result);
           return result;
         },
         (err: unknown) => {

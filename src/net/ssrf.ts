@@ -151,7 +151,13 @@ function where(input: DestinationInput, plan: ValidationPlan): string {
 function readIp(text: string): Ip | undefined {
   const word = parseDottedQuad(text);
   if (word === undefined) return text.includes(':') ? parseIp(text) : undefined;
-  return { family: 4, bytes: Uint8Array.of(word >>> 24, (word >>> 16) & 0xff, (word >>> 8) & 0xff, word & 0xff) };
+  // Filled in place: cheaper than Uint8Array.of, which takes its arguments through the generic path.
+  const bytes = new Uint8Array(4);
+  bytes[0] = word >>> 24;
+  bytes[1] = (word >>> 16) & 0xff;
+  bytes[2] = (word >>> 8) & 0xff;
+  bytes[3] = word & 0xff;
+  return { family: 4, bytes };
 }
 
 function prepare(plan: ValidationPlan, input: DestinationInput): Prepared {

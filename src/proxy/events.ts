@@ -167,6 +167,12 @@ export function createProxyMetrics(registry: Registry): ProxyMetrics {
 
 const ACTION = { allow: 'ALLOWED', audit: 'ALLOWED', deny: 'DENIED', fail: undefined } as const;
 const STATUS_WORD = { allow: 'allowed', audit: 'audit', deny: 'denied', fail: 'failed' } as const;
+const LABELS = ['CONNECT', 'CONNECT_L7', 'FORWARD', 'L7_REQUEST'] as const;
+/** `<label> <status word>` by label and verdict, made once: every event then carries the same string, which
+ *  the audit sink's memo compares by identity and the renderers find already hashed. */
+const STATUS_DETAILS: ReadonlyMap<string, ReadonlyMap<string, string>> = new Map(
+  LABELS.map((label) => [label, new Map(OUTCOME_VERDICTS.map((verdict) => [verdict, `${label} ${STATUS_WORD[verdict]}`]))]),
+);
 
 function target(host: string | undefined, port: number | undefined): string {
   if (host === undefined) return '-';
@@ -191,13 +197,14 @@ export function outcomeEvent(o: Outcome): AuditEvent {
   if (o.srcPort !== undefined) src.port = o.srcPort;
   const net = o.kind === 'net' || o.verdict === 'fail';
   const label = net ? (o.adapter === 'connect' ? (o.extra?.inspect === true ? 'CONNECT_L7' : 'CONNECT') : 'FORWARD') : o.adapter === 'forward' ? 'FORWARD' : 'L7_REQUEST';
+  const statusDetail = STATUS_DETAILS.get(label)?.get(o.verdict) ?? `${label} ${STATUS_WORD[o.verdict]}`;
   const event: {
     -readonly [K in keyof AuditEvent]: AuditEvent[K];
   } = {
     class: net ? 'NET' : 'HTTP',
     activity: net ? (o.verdict === 'fail' ? 'FAIL' : 'OPEN') : o.method,
-    statusDetail: `${label} ${STATUS_WORD[o.verdict]}`,
-    message: net ? `${label} ${STATUS_WORD[o.verdict]} ${where}` : `${label} ${STATUS_WORD[o.verdict]} ${o.method} ${where}${o.path ?? ''}`,
+    statusDetail,
+    message: net ? `${statusDetail} ${where}` : `${statusDetail} ${o.method} ${where}${o.path ?? ''}`,
     severity,
     engine: o.engine,
     dst,

@@ -7,14 +7,23 @@ import type { CredentialScope } from '../credentials/scope.js';
 import { BoundaryError } from '../errors.js';
 import { formatAuthority } from '../net/host.js';
 import { dialFailureOf } from './dial.js';
-import type { ProxyContext } from './context.js';
-import { credentialHead, credentialRefusal, MarkerInBodyError, redactResponseHeaders, rewrittenBody, scannedBody } from './credentials.js';
+import type { ProxyContext, TunnelScope } from './context.js';
+import {
+  type BodyResult,
+  credentialHead,
+  credentialRefusal,
+  MarkerInBodyError,
+  redactResponseHeaders,
+  rewrittenBody,
+  scannedBody,
+  type UpstreamHead,
+} from './credentials.js';
 import { sendBareStatus, sendDenial, upstreamUnreachableDenial } from './deny.js';
 import { beginOutcome, emitOutcome, findingEvent, type Outcome } from './events.js';
-import type { H1Exchange, H1Handler, H1Pool } from './h1-client.js';
+import type { H1Exchange, H1Handler } from './h1-client.js';
 import type { H1Request } from './h1-request.js';
 import { clientResponseHeaders, hostHeader, upstreamRequestHeaders } from './headers.js';
-import { evaluateRequest } from './l7.js';
+import { type Evaluation, evaluateRequest, type RelayEvaluation } from './l7.js';
 
 /** The marker scanner's abort, as thrown by the body iterator (or wrapped in `cause`). */
 function markerError(err: unknown): MarkerInBodyError | undefined {
@@ -22,13 +31,6 @@ function markerError(err: unknown): MarkerInBodyError | undefined {
     if (e instanceof MarkerInBodyError) return e;
   }
   return undefined;
-}
-
-function refuseRequest(ctx: ProxyContext, res: ServerResponse, o: Outcome, refusal: RewriteRefusal): void {
-  const { denial, finding } = credentialRefusal(o, refusal);
-  // A response already under way cannot turn into a refusal: the connection is cut instead.
-  sendDenial(res, denial);
-  if (finding !== undefined) ctx.sink.emit(findingEvent(o, finding));
 }
 
 function isDialError(err: unknown): boolean {
@@ -41,94 +43,8 @@ export function createRequestHandler(ctx: ProxyContext) {
     const scope = ctx.scopes.get(req.socket);
     const o = beginOutcome(scope === undefined ? 'forward' : 'l7', 'http', req.socket);
     o.method = req.method ?? 'UNKNOWN';
-    relay(ctx, req, res, o, expectContinue)
-      .catch((err: unknown) => {
-        ctx.logger.warn({ err }, 'proxy request failed');
-        o.verdict = 'fail';
-        o.reason = 'upstream-failed';
-        o.detail = err instanceof Error ? err.message : String(err);
-        if (!res.headersSent) sendBareStatus(res, 502);
-        else res.destroy();
-      })
-      .finally(() => emitOutcome(ctx.sink, ctx.metrics, o));
+    new ForwardedRequest(ctx, req, res, o, scope, expectContinue).start();
   };
-}
-
-async function relay(ctx: ProxyContext, req: IncomingMessage, res: ServerResponse, o: Outcome, expectContinue: boolean): Promise<void> {
-  const scope = ctx.scopes.get(req.socket);
-  const evaluation = await evaluateRequest(ctx, req, scope, o);
-  if (evaluation.kind === 'bare') {
-    sendBareStatus(res, evaluation.status);
-    return;
-  }
-  if (evaluation.kind === 'deny') {
-    // Never a 100 Continue for a refused request: the body is not read (SM-16).
-    sendDenial(res, evaluation.denial);
-    if (evaluation.finding !== undefined) ctx.sink.emit(findingEvent(o, evaluation.finding));
-    return;
-  }
-  const { host, port, target, addresses, tls, framing, decision } = evaluation;
-  if (framing.upgrade !== undefined) {
-    // Upgrade requests arrive through the 'upgrade' event; one here had no listener path: refuse.
-    sendBareStatus(res, 400);
-    return;
-  }
-  // Reference §4.4 step 5: the endpoint-scoped resolver and the rewrite come last, after the allow, and
-  // nothing is awaited between them and the upstream write unless the body must be read first.
-  const prepared = credentialHead({
-    source: ctx.credentials,
-    host,
-    port,
-    method: o.method,
-    target,
-    headers: upstreamRequestHeaders(req.rawHeaders, { host: hostHeader(host, port, tls) }),
-    endpoint: decision.endpoint,
-  });
-  if (!prepared.ok) {
-    refuseRequest(ctx, res, o, prepared);
-    return;
-  }
-  const { head } = prepared;
-  if (expectContinue) res.writeContinue();
-  let headers = head.headers;
-  let body: AsyncIterable<Buffer> | Buffer | null = null;
-  if (framing.hasBody && decision.endpoint?.requestBodyCredentialRewrite === true) {
-    const rewritten = await rewrittenBody(req, head);
-    if (!rewritten.ok) {
-      refuseRequest(ctx, res, o, rewritten);
-      return;
-    }
-    ({ body, headers } = rewritten);
-  } else if (framing.hasBody) {
-    body = scannedBody(req);
-  }
-  const pool = scope === undefined ? ctx.upstreams.pool({ host, port, addresses, tls: false }) : scope.client;
-  const exchange = streamResponse(pool, { target: head.target, method: o.method, headers, body }, res, o, head.scope);
-  try {
-    await exchange;
-  } catch (err) {
-    if (err instanceof ResponseHeadError) throw err.cause;
-    const marker = markerError(err);
-    if (marker !== undefined) {
-      // The scanner stopped the body before the marker's bytes were released upstream (CR-12/13).
-      refuseRequest(ctx, res, o, marker.refusal);
-      return;
-    }
-    if (err instanceof ClientClosedError) {
-      o.verdict = 'fail';
-      o.reason = 'client-closed';
-      o.detail = 'client closed before upstream answered';
-      return;
-    }
-    const dial = isDialError(err);
-    o.verdict = 'fail';
-    o.reason = dial ? 'dial-failed' : 'upstream-failed';
-    o.detail = err instanceof Error ? err.message : String(err);
-    // RX-11: as on CONNECT, timeout, refused and unreachable stay apart in the event.
-    if (dial) o.extra = { ...o.extra, dial_failure: dialFailureOf(err) };
-    o.status = 502;
-    sendDenial(res, upstreamUnreachableDenial(formatAuthority(host, port), dial ? 'connection failed' : 'upstream error'));
-  }
 }
 
 /** The client went away before the upstream answered: the request is aborted, nothing is sent. */
@@ -142,7 +58,7 @@ class ResponseHeadError extends Error {
 }
 
 const RELAY = Symbol('boundary.relay');
-type RelayedResponse = ServerResponse & { [RELAY]?: ResponseRelay | undefined };
+type RelayedResponse = ServerResponse & { [RELAY]?: ForwardedRequest | undefined };
 
 // Shared listeners (`this` is the response): no closures per request.
 function onClientClose(this: RelayedResponse): void {
@@ -160,35 +76,147 @@ function onClientDrain(this: RelayedResponse): void {
 }
 
 /**
- * Writes one upstream answer straight into `res`: a response that arrived whole in one read goes out as
- * writeHead + end(body), one client write. Backpressure pauses the upstream socket until `res` drains; a
- * client that goes away aborts the upstream exchange (its socket is destroyed, never reused).
+ * One request from evaluation to its decision event, and the handler of its upstream exchange. Runs in the
+ * turn the request arrived in unless something must really be waited for (a DNS query, a body to rewrite,
+ * the upstream's answer): no promise is made for the rest. Every path ends in report(), which emits the one
+ * event; an exception on any path becomes a 502 (or a cut connection once the head is out) via fail().
+ *
+ * Upstream answer: a response that arrived whole in one read goes out as writeHead + end(body), one client
+ * write. Backpressure pauses the upstream socket until `res` drains; a client that goes away aborts the
+ * upstream exchange (its socket is destroyed, never reused). Errors after the head cut the client connection,
+ * as a half-sent response cannot turn into an error status.
  */
-class ResponseRelay implements H1Handler {
+class ForwardedRequest implements H1Handler {
+  readonly ctx: ProxyContext;
+  readonly req: IncomingMessage;
   readonly res: RelayedResponse;
   readonly o: Outcome;
-  readonly scope: CredentialScope;
-  readonly resolve: () => void;
-  readonly reject: (err: unknown) => void;
+  readonly scope: TunnelScope | undefined;
+  readonly expectContinue: boolean;
+  /** Where the request goes, once evaluated: its authority names a failed upstream in the 502. */
+  destination: RelayEvaluation | undefined = undefined;
+  credentialScope: CredentialScope | undefined = undefined;
   exchange: H1Exchange | undefined = undefined;
   headSent = false;
+  /** The upstream exchange is over (or never started): a client close no longer aborts it. */
   settled = false;
   clientClosed = false;
   waiting = false;
+  reported = false;
 
-  constructor(res: RelayedResponse, o: Outcome, scope: CredentialScope, resolve: () => void, reject: (err: unknown) => void) {
+  constructor(ctx: ProxyContext, req: IncomingMessage, res: ServerResponse, o: Outcome, scope: TunnelScope | undefined, expectContinue: boolean) {
+    this.ctx = ctx;
+    this.req = req;
     this.res = res;
     this.o = o;
     this.scope = scope;
-    this.resolve = resolve;
-    this.reject = reject;
+    this.expectContinue = expectContinue;
+  }
+
+  start(): void {
+    let evaluation: Evaluation | Promise<Evaluation>;
+    try {
+      evaluation = evaluateRequest(this.ctx, this.req, this.scope, this.o);
+    } catch (err) {
+      this.fail(err);
+      return;
+    }
+    // A promise only while a DNS query is under way; a cached answer relays in this same turn.
+    if (evaluation instanceof Promise) evaluation.then((e) => this.relay(e), (err: unknown) => this.fail(err));
+    else this.relay(evaluation);
+  }
+
+  private relay(evaluation: Evaluation): void {
+    let answered: boolean;
+    try {
+      answered = this.relayEvaluated(evaluation);
+    } catch (err) {
+      this.fail(err);
+      return;
+    }
+    if (answered) this.report();
+  }
+
+  /** True when the request is answered already; false when the upstream exchange (or the body) took it over. */
+  private relayEvaluated(evaluation: Evaluation): boolean {
+    const { ctx, res, o } = this;
+    if (evaluation.kind === 'bare') {
+      sendBareStatus(res, evaluation.status);
+      return true;
+    }
+    if (evaluation.kind === 'deny') {
+      // Never a 100 Continue for a refused request: the body is not read (SM-16).
+      sendDenial(res, evaluation.denial);
+      if (evaluation.finding !== undefined) ctx.sink.emit(findingEvent(o, evaluation.finding));
+      return true;
+    }
+    const { host, port, target, tls, framing, decision } = evaluation;
+    if (framing.upgrade !== undefined) {
+      // Upgrade requests arrive through the 'upgrade' event; one here had no listener path: refuse.
+      sendBareStatus(res, 400);
+      return true;
+    }
+    // Reference §4.4 step 5: the endpoint-scoped resolver and the rewrite come last, after the allow, and
+    // nothing is awaited between them and the upstream write unless the body must be read first.
+    const prepared = credentialHead({
+      source: ctx.credentials,
+      host,
+      port,
+      method: o.method,
+      target,
+      headers: upstreamRequestHeaders(this.req.rawHeaders, { host: hostHeader(host, port, tls) }),
+      endpoint: decision.endpoint,
+    });
+    if (!prepared.ok) {
+      this.refuse(prepared);
+      return true;
+    }
+    const { head } = prepared;
+    if (this.expectContinue) res.writeContinue();
+    this.destination = evaluation;
+    if (framing.hasBody && decision.endpoint?.requestBodyCredentialRewrite === true) {
+      rewrittenBody(this.req, head).then(
+        (rewritten) => this.relayRewritten(head, rewritten),
+        (err: unknown) => this.fail(err),
+      );
+      return false;
+    }
+    this.send(head, head.headers, framing.hasBody ? scannedBody(this.req) : null);
+    return false;
+  }
+
+  private relayRewritten(head: UpstreamHead, rewritten: BodyResult): void {
+    try {
+      if (rewritten.ok) {
+        this.send(head, rewritten.headers, rewritten.body);
+        return;
+      }
+      this.refuse(rewritten);
+    } catch (err) {
+      this.fail(err);
+      return;
+    }
+    this.report();
+  }
+
+  private send(head: UpstreamHead, headers: string[], body: H1Request['body']): void {
+    const { host, port, addresses } = this.destination as RelayEvaluation;
+    const pool = this.scope === undefined ? this.ctx.upstreams.pool({ host, port, addresses, tls: false }) : this.scope.client;
+    this.credentialScope = head.scope;
+    this.res[RELAY] = this;
+    this.res.on('close', onClientClose);
+    try {
+      this.exchange = pool.request({ target: head.target, method: this.o.method, headers, body }, this);
+    } catch (err) {
+      this.onError(err instanceof Error ? err : new Error(String(err)));
+    }
   }
 
   onHead(status: number, headers: string[], body: Buffer | undefined, complete: boolean): void {
     const res = this.res;
     this.o.status = status;
     try {
-      res.writeHead(status, redactResponseHeaders(clientResponseHeaders(headers), this.scope));
+      res.writeHead(status, redactResponseHeaders(clientResponseHeaders(headers), this.credentialScope as CredentialScope));
     } catch (err) {
       const refused = new ResponseHeadError('response head refused', { cause: err });
       if (complete) this.onError(refused);
@@ -200,7 +228,7 @@ class ResponseRelay implements H1Handler {
       this.finish();
       res.end(body);
     } else if (body !== undefined && !res.write(body)) this.pause();
-    this.resolve();
+    this.report();
   }
 
   onData(chunk: Buffer): void {
@@ -215,7 +243,70 @@ class ResponseRelay implements H1Handler {
   onError(err: Error): void {
     this.finish();
     if (this.headSent) this.res.destroy();
-    else this.reject(this.clientClosed && !(err instanceof ResponseHeadError) ? new ClientClosedError('client closed', { cause: err }) : err);
+    else this.upstreamFailed(this.clientClosed && !(err instanceof ResponseHeadError) ? new ClientClosedError('client closed', { cause: err }) : err);
+  }
+
+  /** The exchange failed before any byte of the answer reached the client: it may still get a status. */
+  private upstreamFailed(err: Error): void {
+    try {
+      this.answerFailure(err);
+    } catch (thrown) {
+      this.fail(thrown);
+      return;
+    }
+    this.report();
+  }
+
+  private answerFailure(err: Error): void {
+    const o = this.o;
+    if (err instanceof ResponseHeadError) throw err.cause;
+    const marker = markerError(err);
+    if (marker !== undefined) {
+      // The scanner stopped the body before the marker's bytes were released upstream (CR-12/13).
+      this.refuse(marker.refusal);
+      return;
+    }
+    if (err instanceof ClientClosedError) {
+      o.verdict = 'fail';
+      o.reason = 'client-closed';
+      o.detail = 'client closed before upstream answered';
+      return;
+    }
+    const dial = isDialError(err);
+    o.verdict = 'fail';
+    o.reason = dial ? 'dial-failed' : 'upstream-failed';
+    o.detail = err.message;
+    // RX-11: as on CONNECT, timeout, refused and unreachable stay apart in the event.
+    if (dial) o.extra = { ...o.extra, dial_failure: dialFailureOf(err) };
+    o.status = 502;
+    const { host, port } = this.destination as RelayEvaluation;
+    sendDenial(this.res, upstreamUnreachableDenial(formatAuthority(host, port), dial ? 'connection failed' : 'upstream error'));
+  }
+
+  private refuse(refusal: RewriteRefusal): void {
+    const { denial, finding } = credentialRefusal(this.o, refusal);
+    // A response already under way cannot turn into a refusal: the connection is cut instead.
+    sendDenial(this.res, denial);
+    if (finding !== undefined) this.ctx.sink.emit(findingEvent(this.o, finding));
+  }
+
+  /** Anything thrown on the way: a 502 while nothing was sent, else the connection is cut. */
+  private fail(err: unknown): void {
+    const { res, o } = this;
+    this.ctx.logger.warn({ err }, 'proxy request failed');
+    o.verdict = 'fail';
+    o.reason = 'upstream-failed';
+    o.detail = err instanceof Error ? err.message : String(err);
+    if (!res.headersSent) sendBareStatus(res, 502);
+    else res.destroy();
+    this.report();
+  }
+
+  /** The one decision event of this request. */
+  private report(): void {
+    if (this.reported) return;
+    this.reported = true;
+    emitOutcome(this.ctx.sink, this.ctx.metrics, this.o);
   }
 
   private pause(): void {
@@ -231,22 +322,4 @@ class ResponseRelay implements H1Handler {
     this.res.removeListener('close', onClientClose);
     if (this.waiting) this.res.removeListener('drain', onClientDrain);
   }
-}
-
-/**
- * Sends one request and writes the answer into `res`. Resolves once the response head is written; rejects
- * only before that (nothing sent yet, so the caller may still answer 502). Errors after the head cut the
- * client connection, as a half-sent response cannot turn into an error status.
- */
-function streamResponse(pool: H1Pool, request: H1Request, res: RelayedResponse, o: Outcome, scope: CredentialScope): Promise<void> {
-  return new Promise<void>((resolve, reject) => {
-    const relay = new ResponseRelay(res, o, scope, resolve, reject);
-    res[RELAY] = relay;
-    res.on('close', onClientClose);
-    try {
-      relay.exchange = pool.request(request, relay);
-    } catch (err) {
-      relay.onError(err instanceof Error ? err : new Error(String(err)));
-    }
-  });
 }

@@ -161,7 +161,7 @@ class Exchange implements H1Exchange {
       const body = early === undefined ? undefined : Buffer.isBuffer(early) ? early : Buffer.concat(early);
       const complete = this.ended;
       if (complete) this.finish(conn);
-      else conn.socket.setTimeout(this.pool.timeouts.bodyTimeoutMs);
+      else conn.arm(this.pool.timeouts.bodyTimeoutMs);
       this.handler.onHead(this.status, this.headers, body, complete);
       return;
     }
@@ -247,6 +247,13 @@ class Conn implements ResponseSink {
   gotBytes = false;
   gone = false;
   lastError: Error | undefined = undefined;
+  /**
+   * What the socket's own inactivity timer runs with: the exchange phases only (0 once it fired). Node
+   * re-creates that timer on every socket.setTimeout, even with an unchanged value; reads and writes merely
+   * refresh it. So it is set only when the phase's value changes, and idleness has a timer of its own.
+   */
+  armed = 0;
+  idleTimer: NodeJS.Timeout | undefined = undefined;
 
   constructor(pool: Pool, socket: Socket) {
     this.pool = pool;
@@ -265,13 +272,30 @@ class Conn implements ResponseSink {
     ex.state = ACTIVE;
     this.gotBytes = false;
     this.parser.start(ex.method === 'HEAD');
-    this.socket.setTimeout(this.pool.timeouts.headersTimeoutMs);
+    // Unchanged, the timer needs no reset: the request write below refreshes it as it reaches the socket.
+    // Bytes still queued from an earlier request would hold that write back, so then it restarts here.
+    const ms = this.pool.timeouts.headersTimeoutMs;
+    if (this.armed !== ms || this.socket.writableLength > 0) this.arm(ms);
     ex.write(this);
+  }
+
+  /** Sets the socket's inactivity timer for an exchange phase; unchanged, a read has just refreshed it. */
+  arm(ms: number): void {
+    if (this.armed === ms) return;
+    this.armed = ms;
+    this.socket.setTimeout(ms);
+  }
+
+  /** Back in the pool: closed after keepAliveTimeoutMs unless a request takes it first. */
+  startIdle(): void {
+    if (this.idleTimer === undefined) this.idleTimer = setTimeout(this.onIdleTimeout.bind(this), this.pool.timeouts.keepAliveTimeoutMs).unref();
+    else this.idleTimer.refresh();
   }
 
   destroy(): void {
     if (this.gone) return;
     this.gone = true;
+    clearTimeout(this.idleTimer);
     this.socket.destroy();
     this.pool.forget(this);
   }
@@ -330,14 +354,19 @@ class Conn implements ResponseSink {
   }
 
   private onSocketTimeout(): void {
+    this.armed = 0;
     const ex = this.exchange;
     if (ex !== undefined) {
       const body = this.parser.headDone;
       const ms = body ? this.pool.timeouts.bodyTimeoutMs : this.pool.timeouts.headersTimeoutMs;
       ex.fail(new BoundaryError('UPSTREAM_TIMEOUT', body ? `upstream response body stalled for ${ms} ms` : `upstream sent no response head in ${ms} ms`));
-      return;
     }
-    this.destroy();
+    // Idle, the exchange timer that ran out is a leftover: the idle timer decides when the socket closes.
+  }
+
+  /** Fires keepAliveTimeoutMs after the last release; a socket busy again by then stays. */
+  private onIdleTimeout(): void {
+    if (this.exchange === undefined) this.destroy();
   }
 
   /** The socket ended or closed under an exchange: a close-delimited body ends, a stale socket retries once. */
@@ -453,7 +482,7 @@ class Pool implements H1Pool {
       conn.destroy();
       return;
     }
-    conn.socket.setTimeout(this.timeouts.keepAliveTimeoutMs);
+    conn.startIdle();
     this.idle.push(conn);
   }
 

@@ -3,7 +3,7 @@
 // disagree on where a response ends (the next response on a kept-alive socket would then be someone else's).
 
 import { BoundaryError } from '../errors.js';
-import { BAD_VALUE, TOKEN } from './h1-request.js';
+import { equalsLower, isDigits, TCHAR } from './h1-request.js';
 
 /** Status line plus header lines of one response (interim 1xx heads count separately). */
 export const MAX_RESPONSE_HEAD_BYTES = 65_536;
@@ -28,8 +28,6 @@ export interface ResponseSink {
   onEnd(): void;
 }
 
-const DIGITS = /^[0-9]+$/;
-
 const HEAD = 0;
 const BODY_LENGTH = 1;
 const BODY_CLOSE = 2;
@@ -45,28 +43,64 @@ function protocolError(message: string): BoundaryError {
   return new BoundaryError('UPSTREAM_PROTOCOL_ERROR', message);
 }
 
+// The head is checked on its bytes, which V8 reads about twice as fast as a string's chars; strings are cut
+// from one latin1 copy of the head only for names and values that go to the sink.
+
+/** `d` is a byte minus 0x30. */
+function isDigit(d: number): boolean {
+  return d >= 0 && d <= 9;
+}
+
+/** Index of the first byte of `data` in [from, to) that is not a tchar, else `to`. */
+function tokenBytesEnd(data: Buffer, from: number, to: number): number {
+  for (let i = from; i < to; i++) if (TCHAR[data[i] as number] === 0) return i;
+  return to;
+}
+
+/** Index of the first byte in [from, to) that a field value may not hold (as BAD_VALUE in h1-request.ts), else `to`. */
+function valueBytesEnd(data: Buffer, from: number, to: number): number {
+  for (let i = from; i < to; i++) {
+    const c = data[i] as number;
+    if (c < 0x20 ? c !== 0x09 : c === 0x7f) return i;
+  }
+  return to;
+}
+
+/** `data[at, at + ascii.length)` equals `ascii`, case included. */
+function bytesEqual(data: Buffer, at: number, ascii: string): boolean {
+  for (let i = 0; i < ascii.length; i++) if (data[at + i] !== ascii.charCodeAt(i)) return false;
+  return true;
+}
+
+/** `data[at, at + lower.length)` equals `lower` ignoring ASCII case, as equalsLower does for a string. */
+function bytesEqualLower(data: Buffer, at: number, lower: string): boolean {
+  for (let i = 0; i < lower.length; i++) if (((data[at + i] as number) | 0x20) !== lower.charCodeAt(i)) return false;
+  return true;
+}
+
+function isOws(c: number): boolean {
+  return c === 0x20 || c === 0x09;
+}
+
 /** OWS (SP / HTAB) trimmed on both ends; String.trim() would also eat obs-text such as 0xA0. */
 function trimOws(value: string): string {
   let start = 0;
   let end = value.length;
-  while (start < end && (value.charCodeAt(start) === 0x20 || value.charCodeAt(start) === 0x09)) start++;
-  while (end > start && (value.charCodeAt(end - 1) === 0x20 || value.charCodeAt(end - 1) === 0x09)) end--;
+  while (start < end && isOws(value.charCodeAt(start))) start++;
+  while (end > start && isOws(value.charCodeAt(end - 1))) end--;
   return start === 0 && end === value.length ? value : value.slice(start, end);
 }
 
-/** Checks one `name: value` line; returns the trimmed value, or undefined when the line is malformed. */
-function fieldValue(line: string, colon: number): string | undefined {
-  // A line starting with SP/HTAB is obs-fold; whitespace before the colon fails the token check.
-  if (colon <= 0 || !TOKEN.test(line.slice(0, colon))) return undefined;
-  const value = trimOws(line.slice(colon + 1));
-  return BAD_VALUE.test(value) ? undefined : value;
+/** Checks one `name: value` trailer line, `data[from, to)` (no CRLF). Leading SP/HTAB (obs-fold) is no token. */
+function isFieldLine(data: Buffer, from: number, to: number): boolean {
+  const colon = tokenBytesEnd(data, from, to);
+  return colon > from && data[colon] === 0x3a && valueBytesEnd(data, colon + 1, to) === to;
 }
 
-/** Splits a comma list into OWS-trimmed elements (empty elements kept, so `a,,b` can be refused). */
-function listElements(value: string): string[] {
-  const parts = value.split(',');
-  for (let i = 0; i < parts.length; i++) parts[i] = trimOws(parts[i] ?? '');
-  return parts;
+/** Where the comma-list element starting at `start` ends: the next comma, or the end of `value`. */
+function elementEnd(value: string, start: number): number {
+  const comma = value.indexOf(',', start);
+  return comma < 0 ? value.length : comma;
 }
 
 /**
@@ -79,9 +113,14 @@ export class ResponseParser {
   private isHead = false;
   private pending: Buffer | undefined = undefined;
   private scanFrom = 0;
+  /** LFs of the unfinished head seen so far (readHead checks and counts them). */
+  private lineBreaks = 0;
+  /** Where the first of them is: the status line ends just before it. */
+  private firstLf = 0;
   private interim = 0;
   private remaining = 0;
-  private line = '';
+  /** A chunk-size or trailer line that a feed ended in the middle of. */
+  private partialLine: Buffer | undefined = undefined;
   private trailerBytes = 0;
   private keepAlive = false;
   private poisoned = false;
@@ -96,9 +135,10 @@ export class ResponseParser {
     this.isHead = isHead;
     this.pending = undefined;
     this.scanFrom = 0;
+    this.lineBreaks = 0;
     this.interim = 0;
     this.remaining = 0;
-    this.line = '';
+    this.partialLine = undefined;
     this.trailerBytes = 0;
     this.keepAlive = false;
     this.poisoned = false;
@@ -195,6 +235,7 @@ export class ResponseParser {
   private fail(err: BoundaryError): BoundaryError {
     this.state = FAILED;
     this.pending = undefined;
+    this.partialLine = undefined;
     return err;
   }
 
@@ -211,6 +252,8 @@ export class ResponseParser {
     const data = this.pending === undefined ? (off === 0 ? buf : buf.subarray(off)) : Buffer.concat([this.pending, buf.subarray(off)]);
     let from = this.scanFrom;
     let end = -1;
+    // Every LF is checked as it arrives, so a bare LF fails before the head is complete. Counting the line
+    // breaks lets parseHead refuse too many headers before it looks at any of them, as a split would.
     for (;;) {
       const lf = data.indexOf(0x0a, from);
       if (lf < 0) break;
@@ -219,6 +262,7 @@ export class ResponseParser {
         end = lf + 1;
         break;
       }
+      if (this.lineBreaks++ === 0) this.firstLf = lf;
       from = lf + 1;
     }
     if (end < 0 ? data.length > MAX_RESPONSE_HEAD_BYTES : end > MAX_RESPONSE_HEAD_BYTES) {
@@ -232,49 +276,80 @@ export class ResponseParser {
     }
     this.pending = undefined;
     this.scanFrom = 0;
-    const problem = this.parseHead(data.toString('latin1', 0, end - 4));
+    // The first LF of the final CRLF CRLF ends the last header line: it opened no new line.
+    const headerLines = this.lineBreaks - 1;
+    this.lineBreaks = 0;
+    const problem = this.parseHead(data, end - 4, this.firstLf - 1, headerLines);
     if (problem !== undefined) return problem;
     return off + end - before;
   }
 
-  private parseHead(text: string): BoundaryError | undefined {
-    const lines = text.split('\r\n');
-    const statusLine = lines[0] ?? '';
-    if (!(statusLine.startsWith('HTTP/1.1 ') || statusLine.startsWith('HTTP/1.0 ')) || statusLine.length < 12) {
+  /**
+   * The head is `data[0, n)`, without its final CRLF CRLF; readHead has made sure every LF in it follows a CR,
+   * found the status line's end and counted the header lines. One pass, no split, RegExp or lower-cased copy.
+   */
+  private parseHead(data: Buffer, n: number, lineEnd: number, headerLines: number): BoundaryError | undefined {
+    if (lineEnd < 12 || !bytesEqual(data, 0, 'HTTP/1.') || (data[7] !== 0x31 && data[7] !== 0x30) || data[8] !== 0x20) {
       return protocolError('malformed status line');
     }
-    const http11 = statusLine.charCodeAt(7) === 0x31;
-    const code = statusLine.slice(9, 12);
-    if (!DIGITS.test(code) || (statusLine.length > 12 && statusLine.charCodeAt(12) !== 0x20)) return protocolError('malformed status line');
-    const status = Number(code);
+    const http11 = data[7] === 0x31;
+    const d0 = (data[9] as number) - 0x30;
+    const d1 = (data[10] as number) - 0x30;
+    const d2 = (data[11] as number) - 0x30;
+    if (!(isDigit(d0) && isDigit(d1) && isDigit(d2)) || (lineEnd > 12 && data[12] !== 0x20)) return protocolError('malformed status line');
+    const status = d0 * 100 + d1 * 10 + d2;
     if (status < 100 || status > 599) return protocolError('status code out of range');
-    if (statusLine.length > 13 && BAD_VALUE.test(statusLine.slice(13))) return protocolError('control character in the reason phrase');
-    if (lines.length - 1 > MAX_RESPONSE_HEADERS) return protocolError(`more than ${MAX_RESPONSE_HEADERS} response headers`);
-    const headers: string[] = new Array((lines.length - 1) * 2);
+    if (lineEnd > 13 && valueBytesEnd(data, 13, lineEnd) !== lineEnd) return protocolError('control character in the reason phrase');
+    if (headerLines > MAX_RESPONSE_HEADERS) return protocolError(`more than ${MAX_RESPONSE_HEADERS} response headers`);
+    const text = headerLines === 0 ? '' : data.toString('latin1', 0, n);
+    const headers: string[] = new Array(headerLines * 2);
     let contentLength: string | undefined;
-    let codings: string[] | undefined;
+    let codings = 0;
+    let chunked = false;
     let close = false;
-    for (let i = 1; i < lines.length; i++) {
-      const line = lines[i] ?? '';
-      const colon = line.indexOf(':');
-      const value = fieldValue(line, colon);
-      if (value === undefined) return protocolError(`malformed response header line ${i}`);
-      const name = line.slice(0, colon);
+    let at = lineEnd + 2;
+    for (let i = 1; i <= headerLines; i++) {
+      // A line starting with SP/HTAB is obs-fold; whitespace before the colon fails the token check too.
+      const colon = tokenBytesEnd(data, at, n);
+      if (colon === at || data[colon] !== 0x3a) return protocolError(`malformed response header line ${i}`);
+      let start = colon + 1;
+      while (start < n && isOws(data[start] as number)) start++;
+      // The first byte a value may not hold ends the line: its CRLF (or the end of the head), else an error.
+      const stop = valueBytesEnd(data, start, n);
+      if (stop < n && (data[stop] !== 0x0d || data[stop + 1] !== 0x0a)) return protocolError(`malformed response header line ${i}`);
+      let last = stop;
+      while (last > start && isOws(data[last - 1] as number)) last--;
+      const name = text.slice(at, colon);
+      const value = text.slice(start, last);
       headers[(i - 1) * 2] = name;
       headers[(i - 1) * 2 + 1] = value;
-      // Cheap dispatch on length before lower-casing: most headers are none of these.
-      if (name.length === 14 && name.toLowerCase() === 'content-length') {
-        for (const element of listElements(value)) {
-          if (element.length > MAX_RESPONSE_CONTENT_LENGTH_DIGITS || !DIGITS.test(element)) return protocolError('invalid Content-Length');
+      const length = colon - at;
+      if (length === 14 && bytesEqualLower(data, at, 'content-length')) {
+        for (let e = 0; ; ) {
+          const next = elementEnd(value, e);
+          const element = trimOws(value.slice(e, next));
+          if (!isDigits(element, MAX_RESPONSE_CONTENT_LENGTH_DIGITS)) return protocolError('invalid Content-Length');
           if (contentLength !== undefined && contentLength !== element) return protocolError('conflicting Content-Length values');
           contentLength = element;
+          if (next === value.length) break;
+          e = next + 1;
         }
-      } else if (name.length === 17 && name.toLowerCase() === 'transfer-encoding') {
-        codings ??= [];
-        for (const element of listElements(value)) codings.push(element.toLowerCase());
-      } else if (name.length === 10 && name.toLowerCase() === 'connection') {
-        for (const element of listElements(value)) if (element.toLowerCase() === 'close') close = true;
+      } else if (length === 17 && bytesEqualLower(data, at, 'transfer-encoding')) {
+        for (let e = 0; ; ) {
+          const next = elementEnd(value, e);
+          if (codings++ === 0) chunked = equalsLower(trimOws(value.slice(e, next)), 'chunked');
+          if (next === value.length) break;
+          e = next + 1;
+        }
+      } else if (length === 10 && bytesEqualLower(data, at, 'connection')) {
+        for (let e = 0; ; ) {
+          const next = elementEnd(value, e);
+          if (equalsLower(trimOws(value.slice(e, next)), 'close')) close = true;
+          if (next === value.length) break;
+          e = next + 1;
+        }
       }
+      at = stop + 2;
     }
     if (status < 200) {
       // An upgrade is never requested through this client, so a 101 cannot be a valid answer.
@@ -282,15 +357,15 @@ export class ResponseParser {
       if (++this.interim > MAX_INTERIM_RESPONSES) return protocolError(`more than ${MAX_INTERIM_RESPONSES} interim responses`);
       return undefined;
     }
-    if (codings !== undefined) {
-      if (codings.length !== 1 || codings[0] !== 'chunked') return protocolError('Transfer-Encoding other than exactly chunked');
+    if (codings > 0) {
+      if (codings !== 1 || !chunked) return protocolError('Transfer-Encoding other than exactly chunked');
       if (contentLength !== undefined) return protocolError('Transfer-Encoding together with Content-Length');
     }
     // HTTP/1.0 keep-alive is opt-in and rare upstream: never reused, which also covers TE on 1.0 (RFC 9112 §6.1).
     this.keepAlive = http11 && !close;
     this.sink.onHead(status, headers);
     if (this.isHead || status === 204 || status === 304) this.state = DONE;
-    else if (codings !== undefined) this.state = CHUNK_LINE;
+    else if (codings > 0) this.state = CHUNK_LINE;
     else if (contentLength !== undefined) {
       this.remaining = Number(contentLength);
       this.state = this.remaining === 0 ? DONE : BODY_LENGTH;
@@ -305,23 +380,32 @@ export class ResponseParser {
   private readLine(buf: Buffer, off: number): number | BoundaryError {
     const lf = buf.indexOf(0x0a, off);
     const end = lf < 0 ? buf.length : lf + 1;
-    this.line += buf.toString('latin1', off, end);
+    const partial = this.partialLine;
+    const length = (partial === undefined ? 0 : partial.length) + end - off;
     const trailers = this.state === TRAILERS;
-    if (trailers ? this.trailerBytes + this.line.length > MAX_TRAILER_BYTES : this.line.length > MAX_CHUNK_LINE_BYTES) {
+    if (trailers ? this.trailerBytes + length > MAX_TRAILER_BYTES : length > MAX_CHUNK_LINE_BYTES) {
       return protocolError(trailers ? `trailers larger than ${MAX_TRAILER_BYTES} bytes` : `chunk-size line longer than ${MAX_CHUNK_LINE_BYTES} bytes`);
     }
-    if (lf < 0) return end;
-    const line = this.line;
-    this.line = '';
-    if (line.length < 2 || line.charCodeAt(line.length - 2) !== 0x0d) return protocolError('bare LF in chunked framing');
-    const content = line.slice(0, -2);
-    if (trailers) {
-      this.trailerBytes += line.length;
-      if (content.length === 0) this.state = DONE;
-      else if (fieldValue(content, content.indexOf(':')) === undefined) return protocolError('malformed trailer line');
+    if (lf < 0) {
+      this.partialLine = partial === undefined ? buf.subarray(off) : Buffer.concat([partial, buf.subarray(off)]);
       return end;
     }
-    const size = chunkSize(content);
+    let line = buf;
+    let from = off;
+    if (partial !== undefined) {
+      line = Buffer.concat([partial, buf.subarray(off, end)]);
+      from = 0;
+      this.partialLine = undefined;
+    }
+    const stop = from + length - 2;
+    if (length < 2 || line[stop] !== 0x0d) return protocolError('bare LF in chunked framing');
+    if (trailers) {
+      this.trailerBytes += length;
+      if (stop === from) this.state = DONE;
+      else if (!isFieldLine(line, from, stop)) return protocolError('malformed trailer line');
+      return end;
+    }
+    const size = chunkSize(line, from, stop);
     if (size < 0) return protocolError('malformed chunk-size line');
     if (size === 0) this.state = TRAILERS;
     else {
@@ -332,19 +416,27 @@ export class ResponseParser {
   }
 }
 
-function isHex(c: number): boolean {
-  return (c >= 0x30 && c <= 0x39) || (c >= 0x41 && c <= 0x46) || (c >= 0x61 && c <= 0x66);
+/** The value of one hex digit byte, or -1. */
+function hexDigit(c: number): number {
+  if (c >= 0x30 && c <= 0x39) return c - 0x30;
+  const lower = c | 0x20;
+  return lower >= 0x61 && lower <= 0x66 ? lower - 0x57 : -1;
 }
 
-/** chunk-size [ BWS ";" chunk-ext ]: the size, or -1. Extensions are bounded by the line limit and dropped. */
-function chunkSize(content: string): number {
-  let i = 0;
-  while (i < content.length && isHex(content.charCodeAt(i))) i++;
-  if (i === 0 || i > MAX_CHUNK_SIZE_DIGITS) return -1;
-  if (i < content.length) {
-    let j = i;
-    while (j < content.length && (content.charCodeAt(j) === 0x20 || content.charCodeAt(j) === 0x09)) j++;
-    if (content.charCodeAt(j) !== 0x3b || BAD_VALUE.test(content.slice(j + 1))) return -1;
+/** `data[from, to)` is chunk-size [ BWS ";" chunk-ext ]: the size, or -1. Extensions are bounded by the line limit and dropped. */
+function chunkSize(data: Buffer, from: number, to: number): number {
+  let i = from;
+  let size = 0;
+  for (; i < to; i++) {
+    const digit = hexDigit(data[i] as number);
+    if (digit < 0) break;
+    size = size * 16 + digit;
   }
-  return Number.parseInt(content.slice(0, i), 16);
+  if (i === from || i - from > MAX_CHUNK_SIZE_DIGITS) return -1;
+  if (i < to) {
+    let j = i;
+    while (j < to && isOws(data[j] as number)) j++;
+    if (data[j] !== 0x3b || valueBytesEnd(data, j + 1, to) !== to) return -1;
+  }
+  return size;
 }

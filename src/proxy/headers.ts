@@ -9,7 +9,7 @@ export const VIA_VALUE = '1.1 boundary';
 
 // Always dropped on the way upstream. `host` is replaced by the canonical authority; `expect` because the
 // 100-continue exchange ends at boundary; `x-forwarded-for`/`forwarded` because the client made them up.
-const REQUEST_DROP: ReadonlySet<string> = new Set([
+const REQUEST_DROP: readonly string[] = [
   'connection',
   'keep-alive',
   'proxy-connection',
@@ -24,9 +24,9 @@ const REQUEST_DROP: ReadonlySet<string> = new Set([
   'x-forwarded-for',
   'forwarded',
   'via',
-]);
+];
 
-const RESPONSE_DROP: ReadonlySet<string> = new Set([
+const RESPONSE_DROP: readonly string[] = [
   'connection',
   'keep-alive',
   'proxy-connection',
@@ -36,18 +36,103 @@ const RESPONSE_DROP: ReadonlySet<string> = new Set([
   'trailer',
   'transfer-encoding',
   'upgrade',
-]);
+];
 
-function nominated(value: string | undefined, into: Set<string>): void {
-  if (value === undefined) return;
-  for (const token of value.split(',')) {
-    const name = token.trim().toLowerCase();
-    if (name !== '') into.add(name);
-  }
+const DROP_UP = 1;
+const DROP_DOWN = 2;
+const CONTENT_LENGTH = 4;
+
+// Every header of every request and response is looked up here: the names above, bucketed by length, are
+// compared with the name case-folded on the fly, so no lower-cased copy is built and hashed per header.
+const BY_LENGTH = buildTable();
+
+function buildTable(): (readonly (readonly [lower: string, flags: number])[] | undefined)[] {
+  const table: [string, number][][] = [];
+  const add = (lower: string, flag: number): void => {
+    const bucket = table[lower.length] ?? [];
+    table[lower.length] = bucket;
+    const known = bucket.find((entry) => entry[0] === lower);
+    if (known === undefined) bucket.push([lower, flag]);
+    else known[1] |= flag;
+  };
+  for (const name of REQUEST_DROP) add(name, DROP_UP);
+  for (const name of RESPONSE_DROP) add(name, DROP_DOWN);
+  add('content-length', CONTENT_LENGTH);
+  return table;
 }
 
-function isBoundaryHeader(lower: string): boolean {
-  return lower.length > BOUNDARY_HEADER_PREFIX.length && lower.startsWith(BOUNDARY_HEADER_PREFIX);
+/** What `İ` (U+0130) lower-cases to after its `i`: the one lower-case mapping that adds a character. */
+const DOTTED_I_TAIL = '\u0307';
+
+/** `name.toLowerCase() === lower` for a `lower` without U+0307, without building the lower-case copy. */
+function equalsLower(name: string, lower: string): boolean {
+  // Only `İ` lower-cases to more characters (adding U+0307, which `lower` lacks): a length mismatch is a mismatch.
+  if (name.length !== lower.length) return false;
+  for (let i = 0; i < name.length; i++) {
+    let c = name.charCodeAt(i);
+    if (c >= 0x80) return name.toLowerCase() === lower;
+    if (c >= 0x41 && c <= 0x5a) c += 0x20;
+    if (c !== lower.charCodeAt(i)) return false;
+  }
+  return true;
+}
+
+function flagsOf(name: string): number {
+  let flags = 0;
+  const bucket = BY_LENGTH[name.length];
+  if (bucket !== undefined) {
+    for (const [lower, f] of bucket) {
+      if (equalsLower(name, lower)) {
+        flags = f;
+        break;
+      }
+    }
+  }
+  return isBoundaryHeader(name) ? flags | DROP_UP | DROP_DOWN : flags;
+}
+
+/**
+ * Adds the lower-cased names a Connection header nominates to `into` (made when first needed), leaving out
+ * names dropped in this direction anyway (`always`): `Connection: keep-alive` then costs no list at all.
+ */
+function nominated(value: string | undefined, always: number, into: string[] | undefined): string[] | undefined {
+  if (value === undefined) return into;
+  let list = into;
+  for (let start = 0; start <= value.length; ) {
+    let end = value.indexOf(',', start);
+    if (end < 0) end = value.length;
+    const token = (start === 0 && end === value.length ? value : value.slice(start, end)).trim();
+    start = end + 1;
+    if (token === '' || (flagsOf(token) & always) !== 0) continue;
+    list ??= [];
+    list.push(token.toLowerCase());
+  }
+  return list;
+}
+
+/** Whether `name.toLowerCase()` is one of the nominated tokens. */
+function isNominated(name: string, tokens: readonly string[]): boolean {
+  for (const token of tokens) {
+    if (name.length === token.length) {
+      if (equalsLower(name, token)) return true;
+    } else if (token.includes(DOTTED_I_TAIL) && name.toLowerCase() === token) {
+      // Lower-casing lengthens only `İ` (to `i` + U+0307): any other length mismatch is a mismatch.
+      return true;
+    }
+  }
+  return false;
+}
+
+function isBoundaryHeader(name: string): boolean {
+  const prefix = BOUNDARY_HEADER_PREFIX;
+  if (name.length <= prefix.length) return false;
+  for (let i = 0; i < prefix.length; i++) {
+    let c = name.charCodeAt(i);
+    if (c >= 0x80) return name.toLowerCase().startsWith(prefix);
+    if (c >= 0x41 && c <= 0x5a) c += 0x20;
+    if (c !== prefix.charCodeAt(i)) return false;
+  }
+  return true;
 }
 
 /**
@@ -58,22 +143,17 @@ export function upstreamRequestHeaders(
   rawHeaders: readonly string[],
   options: { readonly host: string; readonly upgrade?: string },
 ): string[] {
-  let drop: Set<string> | undefined;
+  let drop: string[] | undefined;
   let via: string | undefined;
   for (let i = 0; i < rawHeaders.length; i += 2) {
     const name = rawHeaders[i] ?? '';
-    if (name.length === 10 && name.toLowerCase() === 'connection') {
-      drop ??= new Set();
-      nominated(rawHeaders[i + 1], drop);
-    } else if (name.length === 3 && name.toLowerCase() === 'via') {
-      via = via === undefined ? rawHeaders[i + 1] : `${via}, ${rawHeaders[i + 1]}`;
-    }
+    if (equalsLower(name, 'connection')) drop = nominated(rawHeaders[i + 1], DROP_UP, drop);
+    else if (equalsLower(name, 'via')) via = via === undefined ? rawHeaders[i + 1] : `${via}, ${rawHeaders[i + 1]}`;
   }
   const out: string[] = ['host', options.host];
   for (let i = 0; i < rawHeaders.length; i += 2) {
     const name = rawHeaders[i] ?? '';
-    const lower = name.toLowerCase();
-    if (REQUEST_DROP.has(lower) || drop?.has(lower) || isBoundaryHeader(lower)) continue;
+    if ((flagsOf(name) & DROP_UP) !== 0 || (drop !== undefined && isNominated(name, drop))) continue;
     out.push(name, rawHeaders[i + 1] ?? '');
   }
   out.push('via', via === undefined ? VIA_VALUE : `${via}, ${VIA_VALUE}`);
@@ -86,21 +166,17 @@ export function upstreamRequestHeaders(
  * case and order kept, and duplicates (Set-Cookie) stay separate entries for res.writeHead(status, list).
  */
 export function clientResponseHeaders(raw: readonly string[]): string[] {
-  let drop: Set<string> | undefined;
+  let drop: string[] | undefined;
   for (let i = 0; i < raw.length; i += 2) {
-    const name = raw[i] ?? '';
-    if (name.length === 10 && name.toLowerCase() === 'connection') {
-      drop ??= new Set();
-      nominated(raw[i + 1], drop);
-    }
+    if (equalsLower(raw[i] ?? '', 'connection')) drop = nominated(raw[i + 1], DROP_DOWN, drop);
   }
   const out: string[] = [];
   let length = false;
   for (let i = 0; i < raw.length; i += 2) {
     const name = raw[i] ?? '';
-    const lower = name.toLowerCase();
-    if (RESPONSE_DROP.has(lower) || drop?.has(lower) || isBoundaryHeader(lower)) continue;
-    if (lower === 'content-length') {
+    const f = flagsOf(name);
+    if ((f & DROP_DOWN) !== 0 || (drop !== undefined && isNominated(name, drop))) continue;
+    if ((f & CONTENT_LENGTH) !== 0) {
       // h1-response.ts accepted repeated or listed lengths only when every value is the same (RFC 9112
       // §6.3): pass one plain value on, so no client downstream has to choose between copies.
       if (length) continue;

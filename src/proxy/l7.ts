@@ -3,8 +3,9 @@
 // Returns a value: a refusal to render or a pinned destination to relay to. Never touches a socket.
 
 import type { IncomingMessage } from 'node:http';
-import { isResolveFailure } from '../net/destination.js';
-import { formatAuthority, type HostForm, parseAuthority } from '../net/host.js';
+import { isResolveFailure, type ResolveFailureResult } from '../net/destination.js';
+import type { DestinationCheck } from '../net/ssrf.js';
+import { formatAuthority, type HostForm, memoisedAuthorityParser } from '../net/host.js';
 import { redactPlaceholders } from '../credentials/placeholder.js';
 import { decide } from '../policy/decide.js';
 import type { Decision } from '../policy/types.js';
@@ -27,20 +28,23 @@ import { checkFraming, type FramingResult } from './framing.js';
 import { canonicalTarget } from './path.js';
 import { parseAbsoluteTarget } from './target.js';
 
+/** An allowed request and where it goes. */
+export interface RelayEvaluation {
+  readonly kind: 'relay';
+  readonly host: string;
+  readonly port: number;
+  /** Origin-form target to send upstream: canonical for inspected endpoints, as received otherwise. */
+  readonly target: string;
+  readonly decision: Decision;
+  readonly addresses: readonly string[];
+  readonly tls: boolean;
+  readonly framing: Extract<FramingResult, { ok: true }>;
+}
+
 export type Evaluation =
   | { readonly kind: 'bare'; readonly status: number }
   | { readonly kind: 'deny'; readonly denial: Denial; readonly finding?: string }
-  | {
-      readonly kind: 'relay';
-      readonly host: string;
-      readonly port: number;
-      /** Origin-form target to send upstream: canonical for inspected endpoints, as received otherwise. */
-      readonly target: string;
-      readonly decision: Decision;
-      readonly addresses: readonly string[];
-      readonly tls: boolean;
-      readonly framing: Extract<FramingResult, { ok: true }>;
-    };
+  | RelayEvaluation;
 
 function bare(o: Outcome, status: number, reason: Outcome['reason'], detail: string): Evaluation {
   o.verdict = 'deny';
@@ -67,6 +71,10 @@ interface Authority {
 
 type AuthorityOr = Authority | { readonly refused: Evaluation };
 
+// Pure parse memos, one per default port (net/host.ts bounds them): they hold parse results and nothing else.
+const parseHttpAuthority = memoisedAuthorityParser(80);
+const parseHttpsAuthority = memoisedAuthorityParser(443);
+
 function forwardAuthority(o: Outcome, url: string): AuthorityOr {
   const abs = parseAbsoluteTarget(url);
   if (!abs.ok) return { refused: bare(o, 400, 'bad-request', 'origin-form request sent to the proxy') };
@@ -74,13 +82,12 @@ function forwardAuthority(o: Outcome, url: string): AuthorityOr {
   if (abs.scheme !== 'http') {
     return { refused: refuse(o, unsupportedSchemeDenial(abs.scheme), 'unsupported-scheme', `scheme ${abs.scheme} is not supported`) };
   }
-  const auth = parseAuthority(abs.authority, { defaultPort: 80 });
+  const auth = parseHttpAuthority(abs.authority);
   if (!auth.ok) return { refused: bare(o, 400, 'bad-request', `bad authority: ${auth.message}`) };
   return { host: auth.host, port: auth.port, kind: auth.kind, target: abs.target };
 }
 
 function tunnelAuthority(o: Outcome, url: string, hostHeader: string | undefined, scope: TunnelScope): AuthorityOr {
-  const defaultPort = scope.tls ? 443 : 80;
   let authorityText: string | undefined = hostHeader;
   let target = url;
   if (url.charCodeAt(0) !== 47) {
@@ -91,7 +98,7 @@ function tunnelAuthority(o: Outcome, url: string, hostHeader: string | undefined
     authorityText = abs.authority;
     target = abs.target;
   }
-  const auth = authorityText === undefined ? undefined : parseAuthority(authorityText, { defaultPort });
+  const auth = authorityText === undefined ? undefined : (scope.tls ? parseHttpsAuthority : parseHttpAuthority)(authorityText);
   if (auth === undefined || !auth.ok) return { refused: bare(o, 400, 'bad-request', 'request has no valid authority') };
   if (auth.host !== scope.host || auth.port !== scope.port) {
     const expected = formatAuthority(scope.host, scope.port);
@@ -108,8 +115,11 @@ function rawPath(target: string): string {
   return q < 0 ? target : target.slice(0, q);
 }
 
-/** Evaluates one request; fills in `o` (the request's decision event) as it goes. */
-export async function evaluateRequest(ctx: ProxyContext, req: IncomingMessage, scope: TunnelScope | undefined, o: Outcome): Promise<Evaluation> {
+/**
+ * Evaluates one request; fills in `o` (the request's decision event) as it goes. Settles in this turn unless
+ * a DNS query is really under way (forward requests only): only then is the answer a promise.
+ */
+export function evaluateRequest(ctx: ProxyContext, req: IncomingMessage, scope: TunnelScope | undefined, o: Outcome): Evaluation | Promise<Evaluation> {
   const framing = checkFraming(req.httpVersion, req.rawHeaders);
   if (!framing.ok) return bare(o, framing.status, framing.status === 431 ? 'head-too-large' : 'bad-request', framing.problem);
   const url = req.url ?? '';
@@ -168,9 +178,18 @@ export async function evaluateRequest(ctx: ProxyContext, req: IncomingMessage, s
   if (scope !== undefined) {
     return { kind: 'relay', host, port, target, decision, addresses: scope.addresses, tls: scope.tls, framing };
   }
-  // Awaited only when a DNS query is really under way: a cached answer settles in this same turn.
   const pending = destinationFor(ctx, { host, kind, port, endpoint: decision.endpoint });
-  const dest = pending instanceof Promise ? await pending : pending;
+  if (pending instanceof Promise) return pending.then((dest) => destinationEvaluation(o, { host, port, target, decision, framing }, dest));
+  return destinationEvaluation(o, { host, port, target, decision, framing }, pending);
+}
+
+/** The SSRF check's verdict on an allowed forward request: where it may go, or why it may not. */
+function destinationEvaluation(
+  o: Outcome,
+  allowed: Omit<RelayEvaluation, 'kind' | 'addresses' | 'tls'>,
+  dest: DestinationCheck | ResolveFailureResult,
+): Evaluation {
+  const { host, port } = allowed;
   if (isResolveFailure(dest)) {
     return refuse(o, upstreamUnreachableDenial(formatAuthority(host, port), dest.failure), 'resolve-failed', dest.message);
   }
@@ -181,5 +200,5 @@ export async function evaluateRequest(ctx: ProxyContext, req: IncomingMessage, s
     return refuse(o, ssrfDenial(formatAuthority(host, port), dest.check, dest.message), 'ssrf-denied', dest.message);
   }
   if (dest.dropped.length > 0) o.extra = { ...o.extra, dropped: dest.dropped.map((d) => `${d.ip} ${d.class}`) };
-  return { kind: 'relay', host, port, target, decision, addresses: dest.addresses, tls: false, framing };
+  return { kind: 'relay', host, port, target: allowed.target, decision: allowed.decision, addresses: dest.addresses, tls: false, framing: allowed.framing };
 }

@@ -1,10 +1,10 @@
 // The AuditSink every component emits into: one log line per event (OCSF JSON or shorthand text), and a
 // fan-out of the OCSF object to subscribers (the control channel). Never throws into the emitter.
 import { randomUUID } from 'node:crypto';
+import { createAuditLineWriter } from './audit-line.js';
 import type { AuditEvent, AuditSink } from './event.js';
-import { AUDIT_TIME_KEY, createLineWriter, createShorthandAuditWriter, type LogFormat, type Logger } from './logger.js';
+import { AUDIT_TIME_KEY, createRawLineWriter, createShorthandAuditWriter, type LogFormat, type Logger } from './logger.js';
 import { type OcsfEvent, type OcsfMeta, type ProductInfo, toOcsf, toShorthand } from './ocsf.js';
-import { createOcsfJsonRenderer } from './ocsf-json.js';
 
 export type AuditListener = (ocsf: OcsfEvent) => void;
 
@@ -34,11 +34,12 @@ export function createAuditSink(options: {
   const { logger, now, format, product } = options;
   const audit = QUIET_LEVELS.has(logger.level) ? logger.child({}, { level: AUDIT_LEVEL }) : logger;
   const listeners = new Set<AuditListener>();
-  const writeOcsf = format === 'json' ? createLineWriter(audit, 'ocsf') : undefined;
+  const writer = format === 'json' ? createRawLineWriter(audit, 'ocsf') : undefined;
+  const writeOcsf = writer === undefined ? undefined : createAuditLineWriter(writer, product);
   const writeShorthand = format === 'json' ? undefined : createShorthandAuditWriter(audit);
-  const renderOcsfJson = createOcsfJsonRenderer();
 
-  function metaFor(time: number): OcsfMeta {
+  /** The uid is a randomUUID(): the line writer relies on it (see createAuditLineWriter). */
+  function metaFor(time: number): OcsfMeta & { readonly uid: string } {
     return product === undefined ? { time, uid: randomUUID() } : { time, uid: randomUUID(), product };
   }
 
@@ -56,8 +57,8 @@ export function createAuditSink(options: {
     emit(event: AuditEvent): void {
       try {
         const time = now();
-        const line = toShorthand(event);
         if (format !== 'json') {
+          const line = toShorthand(event);
           // A time JSON cannot carry (NaN) changes the pino line's meaning: leave that to pino.
           if (writeShorthand === undefined || !Number.isFinite(time)) audit.info({ [AUDIT_TIME_KEY]: time }, line);
           else if (audit.isLevelEnabled(AUDIT_LEVEL)) writeShorthand(time, line);
@@ -67,8 +68,8 @@ export function createAuditSink(options: {
         const meta = metaFor(time);
         // Subscribers get the object; the line is rendered straight to JSON text (same bytes, no object).
         const ocsf = listeners.size > 0 ? toOcsf(event, meta) : undefined;
-        if (writeOcsf === undefined) audit.info({ ocsf: ocsf ?? toOcsf(event, meta) }, line);
-        else if (audit.isLevelEnabled(AUDIT_LEVEL)) writeOcsf(renderOcsfJson(event, meta), line);
+        if (writeOcsf === undefined) audit.info({ ocsf: ocsf ?? toOcsf(event, meta) }, toShorthand(event));
+        else if (audit.isLevelEnabled(AUDIT_LEVEL)) writeOcsf(event, time, meta.uid);
         if (ocsf !== undefined) deliver(ocsf);
       } catch (err) {
         // A malformed event must not take down the connection that emitted it; say so once, and go on.

@@ -1,7 +1,7 @@
 // The pino logger every part writes through: JSON lines, or the shorthand text format (reference §9.2)
 // rendered from the same JSON. Redaction here is the second line of defence after the Secret wrapper.
 import { pino } from 'pino';
-import { createBufferedDestination } from './log-destination.js';
+import { createBufferedDestination, joinParts } from './log-destination.js';
 import { jsonString } from './json-text.js';
 
 export type Logger = pino.Logger;
@@ -30,9 +30,14 @@ export function redactPaths(): string[] {
   return paths;
 }
 
+/** Part of a line: text, or the UTF-8 bytes of text that neither starts nor ends inside a surrogate pair. */
+export type LinePart = string | Uint8Array;
+
 export interface LogDestination {
   write(chunk: string): unknown;
   flush?(callback?: (err?: Error | null) => void): unknown;
+  /** write() of the parts joined, without joining them (see LinePart). */
+  writeParts?(parts: readonly LinePart[]): unknown;
 }
 
 /** Renders one pino JSON line as text: audit lines become `<RFC 3339> OCSF <shorthand>`. */
@@ -81,13 +86,25 @@ function plainInternals(logger: Logger, key: string): PinoInternals | undefined 
   return plain ? internals : undefined;
 }
 
+/** Writes info lines given from the text after pino's own start of the line (see createRawLineWriter). */
+export interface RawLineWriter {
+  /** `,"<key>":`, as pino writes it before a `key` field. */
+  readonly fieldPrefix: string;
+  /** `}` and the EOL, as pino ends a line after its message. */
+  readonly end: string;
+  write(body: string): void;
+  /** True when the destination takes a line in parts; writeParts then skips making one string of it. */
+  readonly takesParts: boolean;
+  /** write(body) for the body in parts; `parts[0]` is overwritten with the line's start. */
+  writeParts(parts: LinePart[]): void;
+}
+
 /**
- * A writer for lines whose fields are already rendered JSON (audit events: built from closed fields and
- * cleaned by ocsf.ts): it writes exactly the line `logger.info({ [key]: value }, msg)` would, to the same
- * destination, but without pino's per-call serialisation and wildcard redaction. Undefined when the logger
- * uses a feature that would change the line (see plainInternals): callers then log through pino itself.
+ * `write(body)` writes exactly `{"level":30,"time":...<bindings>` + body to the logger's destination, as
+ * pino would start an info line. Undefined when the logger uses a feature that would change the line
+ * (see plainInternals).
  */
-export function createLineWriter(logger: Logger, key: string): ((json: string, msg: string) => void) | undefined {
+export function createRawLineWriter(logger: Logger, key: string): RawLineWriter | undefined {
   const internals = plainInternals(logger, key);
   if (internals === undefined) return undefined;
   const stream = internals[S.streamSym] as LogDestination;
@@ -97,12 +114,37 @@ export function createLineWriter(logger: Logger, key: string): ((json: string, m
   if (typeof levelPrefix !== 'string' || typeof time !== 'function' || typeof end !== 'string' || typeof internals[S.chindingsSym] !== 'string') {
     return undefined;
   }
-  const fieldPrefix = `,${JSON.stringify(key)}:`;
   const timeOf = time as () => string;
+  // Bindings are read per line: setBindings() may change them after the writer was made.
+  const start = (): string => `${levelPrefix}${timeOf()}${internals[S.chindingsSym] as string}`;
+  const takesParts = typeof stream.writeParts === 'function';
+  return {
+    fieldPrefix: `,${JSON.stringify(key)}:`,
+    end,
+    write(body: string): void {
+      stream.write(`${start()}${body}`);
+    },
+    takesParts,
+    writeParts(parts: LinePart[]): void {
+      parts[0] = start();
+      if (takesParts) stream.writeParts?.(parts);
+      else stream.write(joinParts(parts));
+    },
+  };
+}
+
+/**
+ * A writer for lines whose fields are already rendered JSON (audit events: built from closed fields and
+ * cleaned by ocsf.ts): it writes exactly the line `logger.info({ [key]: value }, msg)` would, to the same
+ * destination, but without pino's per-call serialisation and wildcard redaction. Undefined when the logger
+ * uses a feature that would change the line (see plainInternals): callers then log through pino itself.
+ */
+export function createLineWriter(logger: Logger, key: string): ((json: string, msg: string) => void) | undefined {
+  const raw = createRawLineWriter(logger, key);
+  if (raw === undefined) return undefined;
+  const { fieldPrefix, end } = raw;
   return function writeLine(json: string, msg: string): void {
-    // Bindings are read per line: setBindings() may change them after the writer was made.
-    const chindings = internals[S.chindingsSym] as string;
-    stream.write(`${levelPrefix}${timeOf()}${chindings}${fieldPrefix}${json},"msg":${jsonString(msg)}${end}`);
+    raw.write(`${fieldPrefix}${json},"msg":${jsonString(msg)}${end}`);
   };
 }
 

@@ -190,7 +190,8 @@ function unmappedObjectJson(memo: Memo, value: Record<string, unknown>, depth: n
   return `{${out}}`;
 }
 
-function endpointJson(memo: Memo, host: string | undefined, ip: string | undefined, port: number | undefined): string | undefined {
+/** `portJson` is the port as JSON text (or a template hole), undefined when there is no port. */
+function endpointJson(memo: Memo, host: string | undefined, ip: string | undefined, portJson: string | undefined): string | undefined {
   let out = '';
   let hostIp: string | undefined;
   if (host !== undefined && host.length > 0) {
@@ -200,7 +201,7 @@ function endpointJson(memo: Memo, host: string | undefined, ip: string | undefin
   // toOcsf sets `ip` from the host first and then from `ip`: one key, where the first put it.
   const address = ip ?? hostIp;
   if (address !== undefined) out += `${out.length === 0 ? '"ip":' : ',"ip":'}${memoClean(memo.texts, address, MAX_FIELD_CHARS)}`;
-  if (port !== undefined) out += `${out.length === 0 ? '"port":' : ',"port":'}${jsonNumber(port)}`;
+  if (portJson !== undefined) out += `${out.length === 0 ? '"port":' : ',"port":'}${portJson}`;
   return out.length === 0 ? undefined : `{${out}}`;
 }
 
@@ -295,20 +296,20 @@ function dstJson(memo: Memo, dst: NonNullable<AuditEvent['dst']>): string {
   const endpoints = host === undefined ? memo.addresses : memo.endpoints;
   const known = cacheable ? endpoints.get(key) : undefined;
   if (known !== undefined && known.second === second && known.port === port) return known.json;
-  const rendered = endpointJson(memo, host, ip, port);
+  const rendered = endpointJson(memo, host, ip, port === undefined ? undefined : jsonNumber(port));
   const json = rendered === undefined ? '' : flat(`,"dst_endpoint":${rendered}`);
   return cacheable ? rememberRendered(endpoints, key, { second, port, json }) : json;
 }
 
-/** `,"src_endpoint":{...}`: the source port changes with every connection, the fragment before it repeats. */
-function srcJson(memo: Memo, src: NonNullable<AuditEvent['src']>): string {
-  const { ip, port } = src;
+/** `,"src_endpoint":{...}`: the source port changes with every connection, the fragment before it repeats.
+ *  `portJson` is the port as JSON text (or a template hole), undefined when src has no port. */
+function srcJson(memo: Memo, ip: string | undefined, portJson: string | undefined): string {
   if (ip === undefined || ip.length > MEMO_MAX_TEXT_CHARS) {
-    const json = endpointJson(memo, undefined, ip, port);
+    const json = endpointJson(memo, undefined, ip, portJson);
     return json === undefined ? '' : `,"src_endpoint":${json}`;
   }
   const head = memo.sources.get(ip) ?? remember(memo.sources, ip, `,"src_endpoint":{"ip":${memoClean(memo.texts, ip, MAX_FIELD_CHARS)}`);
-  return port === undefined ? `${head}}` : `${head},"port":${jsonNumber(port)}}`;
+  return portJson === undefined ? `${head}}` : `${head},"port":${portJson}}`;
 }
 
 /** `,"firewall_rule":{...}`, memoised by policy name and checked against the engine. */
@@ -326,9 +327,39 @@ function ruleJson(memo: Memo, policy: string | undefined, engine: string | undef
 
 export type OcsfJsonRenderer = (event: AuditEvent, meta: OcsfMeta) => string;
 
+/**
+ * The JSON text of an event with its per-event values left open: `pieces[0] + <holes[0]> + pieces[1] + ...`,
+ * where each hole is the JSON text of the time, the uid or the source port. Filled with the values of a meta
+ * and a source port, it is renderOcsfJson's text for the same event, byte for byte.
+ */
+export interface OcsfJsonTemplate {
+  readonly pieces: readonly string[];
+  readonly holes: readonly OcsfHole[];
+}
+export const OCSF_HOLES = ['time', 'uid', 'srcPort'] as const;
+export type OcsfHole = (typeof OCSF_HOLES)[number];
+
+/** What the template renderer writes where a hole goes: characters JSON text never holds unescaped (every
+ *  string is written by JSON.stringify, jsonString or cleanJson, or admitted as plain by simpleHttpUrl), so
+ *  each occurrence in the text is a hole and nothing else. */
+const HOLE_MARKS: Readonly<Record<OcsfHole, string>> = { time: '\u0000', uid: '\u0001', srcPort: '\u0002' };
+const HOLE_BY_MARK: Readonly<Record<string, OcsfHole>> = { '\u0000': 'time', '\u0001': 'uid', '\u0002': 'srcPort' };
+const HOLE_MARK_SPLIT = /([\u0000-\u0002])/;
+
+export interface OcsfJsonRenderers {
+  readonly render: OcsfJsonRenderer;
+  /** The template of a typed event (undefined for any other: render it), for this product and a uid. */
+  readonly template: (event: AuditEvent, product: ProductInfo) => OcsfJsonTemplate | undefined;
+}
+
 /** A renderer with its own memo of repeating fragments: JSON.stringify(toOcsf(event, meta)), byte for byte;
  *  throws where toOcsf throws. */
 export function createOcsfJsonRenderer(): OcsfJsonRenderer {
+  return createOcsfJsonRenderers().render;
+}
+
+/** The renderer and the template renderer, sharing one memo of repeating fragments. */
+export function createOcsfJsonRenderers(): OcsfJsonRenderers {
   const memo: Memo = {
     texts: new Map(),
     reasons: new Map(),
@@ -344,26 +375,58 @@ export function createOcsfJsonRenderer(): OcsfJsonRenderer {
     product: undefined,
     productJson: '',
   };
-  return function renderOcsfJson(event: AuditEvent, meta: OcsfMeta): string {
-    if (!isTypedShape(event, meta)) return JSON.stringify(toOcsf(event, meta));
-    const message = cleanJson(event.message);
-    let out =
-      `${headJson(memo, event)}${jsonNumber(meta.time)},"message":${message}${productJson(memo, meta.product ?? DEFAULT_PRODUCT)}` +
-      `${meta.uid === undefined ? '' : `,"uid":${jsonString(meta.uid)}`}},"unmapped":` +
-      unmappedObjectJson(memo, (event.unmapped ?? {}) as Record<string, unknown>, 0, ownKeys(memo, event));
-    if (event.statusDetail !== undefined) out += `,"status_detail":${memoClean(memo.texts, event.statusDetail, MAX_FIELD_CHARS)}`;
-    if (event.action !== undefined) out += event.action === 'ALLOWED' ? ALLOWED_JSON : DENIED_JSON;
-    if (event.dst !== undefined) out += dstJson(memo, event.dst);
-    if (event.src !== undefined) out += srcJson(memo, event.src);
-    if (event.policy !== undefined || event.engine !== undefined) out += ruleJson(memo, event.policy, event.engine);
-    if (event.http !== undefined) out += `,"http_request":${httpJson(memo, event.http.method, event.http.url)}`;
-    if (event.class === 'DNS') out += dnsJson(event);
-    if (event.class === 'FINDING') {
-      out += `,"finding_info":{"title":${message},"uid":${jsonString(meta.uid ?? `${CLASSES[event.class].uid}-${meta.time}`)}}`;
-      if (event.action === undefined) out += ',"disposition_id":2,"disposition":"Blocked"';
-    }
-    return `${out}}`;
+  return {
+    render: function renderOcsfJson(event: AuditEvent, meta: OcsfMeta): string {
+      if (!isTypedShape(event, meta)) return JSON.stringify(toOcsf(event, meta));
+      const uidJson = meta.uid === undefined ? undefined : jsonString(meta.uid);
+      const findingUidJson = event.class !== 'FINDING' ? '' : (uidJson ?? jsonString(`${CLASSES[event.class].uid}-${meta.time}`));
+      const srcPort = event.src?.port;
+      return renderTyped(memo, event, meta.product ?? DEFAULT_PRODUCT, jsonNumber(meta.time), uidJson, findingUidJson, srcPort === undefined ? undefined : jsonNumber(srcPort));
+    },
+    template: function renderOcsfJsonTemplate(event: AuditEvent, product: ProductInfo): OcsfJsonTemplate | undefined {
+      if (!isTypedShape(event, { time: 0, uid: '', product })) return undefined;
+      const { time, uid, srcPort } = HOLE_MARKS;
+      const text = renderTyped(memo, event, product, time, uid, uid, event.src?.port === undefined ? undefined : srcPort);
+      const parts = text.split(HOLE_MARK_SPLIT);
+      const pieces: string[] = [];
+      const holes: OcsfHole[] = [];
+      for (let i = 0; i < parts.length; i++) {
+        const part = parts[i] as string;
+        if (i % 2 === 0) pieces.push(part);
+        else holes.push(HOLE_BY_MARK[part] as OcsfHole);
+      }
+      return { pieces, holes };
+    },
   };
+}
+
+/** The JSON text of a typed event, with the per-event values already written as JSON text (or hole marks). */
+function renderTyped(
+  memo: Memo,
+  event: AuditEvent,
+  product: ProductInfo,
+  timeJson: string,
+  uidJson: string | undefined,
+  findingUidJson: string,
+  srcPortJson: string | undefined,
+): string {
+  const message = cleanJson(event.message);
+  let out =
+    `${headJson(memo, event)}${timeJson},"message":${message}${productJson(memo, product)}` +
+    `${uidJson === undefined ? '' : `,"uid":${uidJson}`}},"unmapped":` +
+    unmappedObjectJson(memo, (event.unmapped ?? {}) as Record<string, unknown>, 0, ownKeys(memo, event));
+  if (event.statusDetail !== undefined) out += `,"status_detail":${memoClean(memo.texts, event.statusDetail, MAX_FIELD_CHARS)}`;
+  if (event.action !== undefined) out += event.action === 'ALLOWED' ? ALLOWED_JSON : DENIED_JSON;
+  if (event.dst !== undefined) out += dstJson(memo, event.dst);
+  if (event.src !== undefined) out += srcJson(memo, event.src.ip, srcPortJson);
+  if (event.policy !== undefined || event.engine !== undefined) out += ruleJson(memo, event.policy, event.engine);
+  if (event.http !== undefined) out += `,"http_request":${httpJson(memo, event.http.method, event.http.url)}`;
+  if (event.class === 'DNS') out += dnsJson(event);
+  if (event.class === 'FINDING') {
+    out += `,"finding_info":{"title":${message},"uid":${findingUidJson}}`;
+    if (event.action === undefined) out += ',"disposition_id":2,"disposition":"Blocked"';
+  }
+  return `${out}}`;
 }
 
 const ALLOWED_JSON = ',"action_id":1,"action":"Allowed","disposition_id":1,"disposition":"Allowed"';

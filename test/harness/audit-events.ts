@@ -2,20 +2,9 @@
 // toShorthand against its reference): typed like real events, with awkward text, hosts, URLs and unmapped values.
 import { type AuditEvent, ENGINES, EVENT_CLASSES, SEVERITIES } from '../../src/telemetry/event.js';
 import { MAX_FIELD_CHARS, type OcsfMeta } from '../../src/telemetry/ocsf.js';
+import { type Random, seeded } from './seeded.js';
 
-export type Random = () => number;
-
-/** mulberry32: a small deterministic generator, so a failure names a seed and an index that reproduce it. */
-export function seeded(seed: number): Random {
-  let state = seed >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4_294_967_296;
-  };
-}
+export { type Random, seeded };
 
 function pick<T>(random: Random, items: readonly T[]): T {
   return items[Math.floor(random() * items.length)] as T;

@@ -9,23 +9,13 @@ import { describe, it } from 'node:test';
 import { decode } from 'dns-packet';
 import { buildQuery, rcodeOf, tcpQueries, udpExchange, udpQuery } from '../harness/dns-client.js';
 import { startDnsStack } from '../harness/dns-stack.js';
+import { seeded } from '../harness/seeded.js';
 
 const UDP_PACKETS = 80_000;
 const TCP_PACKETS = 24_000;
 const UDP_BATCH = 250;
 const TCP_PER_CONNECTION = 40;
 const TCP_PARALLEL = 8;
-
-function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4_294_967_296;
-  };
-}
 
 const SEEDS = [
   buildQuery('api.example.test'),
@@ -78,7 +68,7 @@ describe('policy DNS fuzzing', () => {
       keepEvents: false,
     });
     t.after(() => stack.close());
-    const random = rng(0x5eed);
+    const random = seeded(0x5eed);
 
     const socket = createSocket('udp4');
     socket.on('message', () => {});

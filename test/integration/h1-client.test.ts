@@ -128,6 +128,15 @@ function peerGone(s: Socket): Promise<void> {
   });
 }
 
+/** Rejects if `promise` has not settled within `ms`: a timer that was never armed fails fast, not at the suite's limit. */
+function within<T>(promise: Promise<T>, ms: number): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`not settled within ${ms} ms`)), ms);
+  });
+  return Promise.race([promise, late]).finally(() => clearTimeout(timer));
+}
+
 function ok(body: string, extra = ''): string {
   return `HTTP/1.1 200 OK\r\nContent-Length: ${Buffer.byteLength(body)}\r\n${extra}\r\n${body}`;
 }
@@ -387,9 +396,13 @@ describe('h1-client against scripted origins', { timeout: 20_000 }, () => {
     const o = await origin((a) => a.socket.write('HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nhalf'));
     const p = pool(o.port, { timeouts: { bodyTimeoutMs: 30 } });
     let status = 0;
-    const err = await new Promise<Error>((resolve) => {
-      p.request({ method: 'GET', target: '/', headers: ['host', 'o'], body: null }, { onHead: (s) => (status = s), onData() {}, onEnd() {}, onError: resolve });
-    });
+    // Well within headersTimeoutMs (5 s): the body phase has its own timer value.
+    const err = await within(
+      new Promise<Error>((resolve) => {
+        p.request({ method: 'GET', target: '/', headers: ['host', 'o'], body: null }, { onHead: (s) => (status = s), onData() {}, onEnd() {}, onError: resolve });
+      }),
+      2_000,
+    );
     assert.equal(status, 200);
     assert.equal((err as BoundaryError).code, 'UPSTREAM_TIMEOUT');
   });
@@ -401,6 +414,58 @@ describe('h1-client against scripted origins', { timeout: 20_000 }, () => {
     const s = o.sockets[0];
     assert.ok(s !== undefined);
     await peerGone(s);
+    assert.equal(p.connections, 0);
+  });
+
+  // The socket's own timer is set only when a phase's value changes; idleness has its own timer.
+  it('keeps an idle socket past a shorter headersTimeoutMs, then still times out the next silent request', async () => {
+    let answered = 0;
+    const o = await origin((a) => {
+      if (answered++ === 0) a.socket.write(ok('first'));
+    });
+    const p = pool(o.port, { timeouts: { headersTimeoutMs: 40, keepAliveTimeoutMs: 5_000 } });
+    assert.equal((await send(p, {})).body, 'first');
+    await new Promise((resolve) => setTimeout(resolve, 120));
+    assert.equal(p.connections, 1);
+    const started = Date.now();
+    await assert.rejects(within(send(p, {}), 2_000), { code: 'UPSTREAM_TIMEOUT' });
+    assert.ok(Date.now() - started < 1_000);
+    assert.equal(o.accepted(), 1);
+  });
+
+  it('goes back to headersTimeoutMs on a socket whose last response streamed under bodyTimeoutMs', async () => {
+    let answered = 0;
+    const o = await origin((a) => {
+      if (answered++ > 0) return;
+      a.socket.write('HTTP/1.1 200 OK\r\nContent-Length: 4\r\n\r\nha');
+      setTimeout(() => a.socket.write('lf'), 20);
+    });
+    const p = pool(o.port, { timeouts: { headersTimeoutMs: 40, bodyTimeoutMs: 10_000 } });
+    const first = await send(p, {});
+    assert.equal(first.body, 'half');
+    assert.equal(first.whole, false);
+    await assert.rejects(within(send(p, {}), 2_000), { code: 'UPSTREAM_TIMEOUT' });
+    assert.equal(o.accepted(), 1);
+  });
+
+  it('restarts keepAliveTimeoutMs at every release, and closes a socket that was busy when it first ran out', async () => {
+    let slow = false;
+    const o = await origin((a) => {
+      if (slow) setTimeout(() => a.socket.write(ok('slow')), 150);
+      else a.socket.write(ok('x'));
+    });
+    const p = pool(o.port, { timeouts: { keepAliveTimeoutMs: 80 } });
+    for (let i = 0; i < 8; i++) {
+      await send(p, {});
+      await new Promise((resolve) => setTimeout(resolve, 30));
+    }
+    assert.equal(o.accepted(), 1);
+    slow = true;
+    assert.equal((await send(p, {})).body, 'slow');
+    assert.equal(o.accepted(), 1);
+    const s = o.sockets[0];
+    assert.ok(s !== undefined);
+    await within(peerGone(s), 2_000);
     assert.equal(p.connections, 0);
   });
 

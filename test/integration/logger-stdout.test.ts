@@ -5,10 +5,13 @@ import { spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
+import { LOG_SLAB_BYTES } from '../../src/telemetry/log-destination.js';
 
 const LOGGER = fileURLToPath(new URL('../../src/telemetry/logger.ts', import.meta.url));
 const AUDIT = fileURLToPath(new URL('../../src/telemetry/audit.ts', import.meta.url));
 const CHILD_TIMEOUT_MS = 20_000;
+/** A line longer than a slab. */
+const BIG_CHARS = LOG_SLAB_BYTES + 50_000;
 
 /** Runs `body` (module code with `logger` and `sink` in scope) in a child; resolves its stdout lines. */
 function runChild(body: string, options: { until?: (lines: string[]) => boolean } = {}): Promise<string[]> {
@@ -56,7 +59,30 @@ function assertNumbered(lines: string[], count: number): void {
   });
 }
 
+/** An event that repeats but for its source port (so its line comes from a template), with `text` in its path. */
+function repeatingEvent(text: string): string {
+  return `{ class: 'HTTP', activity: 'GET', severity: 'INFO', action: 'ALLOWED', engine: 'opa', policy: 'p',
+    dst: { host: 'origin.example.test', port: 8080 }, src: { ip: '127.0.0.1', port: 40000 + i },
+    http: { method: 'GET', url: 'http://origin.example.test:8080/${text}' }, message: 'FORWARD allowed GET origin.example.test:8080/${text}',
+    reason: 'r', unmapped: { adapter: 'forward', status_code: 200 } }`;
+}
+
 describe('the default stdout log destination', () => {
+  it('writes lines made from templates byte for byte as rendered ones, ASCII and not', async () => {
+    const lines = await runChild(`
+      for (let i = 0; i < 2000; i++) sink.emit(i % 2 === 0 ? ${repeatingEvent('ascii')} : ${repeatingEvent('é😀')});
+      logger.flush(() => process.exit(0));
+    `);
+    assert.equal(lines.length, 2000);
+    const { toOcsf, toShorthand } = await import('../../src/telemetry/ocsf.js');
+    lines.forEach((line, i) => {
+      const event = new Function('i', `return ${i % 2 === 0 ? repeatingEvent('ascii') : repeatingEvent('é😀')};`)(i);
+      const uid = (JSON.parse(line) as { ocsf: { metadata: { uid: string } } }).ocsf.metadata.uid;
+      const expected = `{"level":30,"time":${(JSON.parse(line) as { time: number }).time},"ocsf":${JSON.stringify(toOcsf(event, { time: 1767225600000, uid }))},"msg":${JSON.stringify(toShorthand(event))}}`;
+      assert.equal(line, expected, `line ${i}`);
+    });
+  });
+
   it('writes every line, in order, before logger.flush() calls back', async () => {
     const lines = await runChild(`
       for (let i = 0; i < 3000; i++) sink.emit(${EVENT});
@@ -89,12 +115,12 @@ describe('the default stdout log destination', () => {
   it('keeps lines longer than a slab in order with the lines around them', async () => {
     const lines = await runChild(`
       for (let i = 0; i < 5; i++) sink.emit(${EVENT});
-      logger.info({ n: 5, big: 'y'.repeat(300_000) }, 'a line longer than a slab');
+      logger.info({ n: 5, big: 'y'.repeat(${BIG_CHARS}) }, 'a line longer than a slab');
       sink.emit((() => { const i = 6; return ${EVENT}; })());
       logger.flush(() => process.exit(0));
     `);
     assert.equal(lines.length, 7);
-    assert.equal((JSON.parse(lines[5] ?? '') as { big: string }).big.length, 300_000);
+    assert.equal((JSON.parse(lines[5] ?? '') as { big: string }).big.length, BIG_CHARS);
     assert.equal((JSON.parse(lines[6] ?? '') as { ocsf: { unmapped: { n: number } } }).ocsf.unmapped.n, 6);
   });
 });

@@ -8,6 +8,7 @@ import {
   keyNameProblem,
   LONGEST_MARKER_CHARS,
   percentDecodeLoose,
+  SHORTEST_MARKER_CHARS,
   redactPlaceholders,
   revisionPlaceholder,
   stablePlaceholder,
@@ -113,6 +114,38 @@ describe('marker detection', () => {
       assert.equal(containsMarker(text), expected);
     });
   }
+
+  it('finds a bare marker of exactly the shortest length, and nothing shorter', () => {
+    assert.equal(SHORTEST_MARKER_CHARS, 'openshell:resolve:env:'.length);
+    assert.equal(containsMarker('OpenShell:Resolve:Env:'), true);
+    assert.equal(containsMarker('-openshell-resolve-env-'), true);
+    assert.equal(containsMarker('penshell:resolve:env:'), false);
+  });
+
+  it('skips short text only where the full scan finds nothing either', () => {
+    // Every text below the length bound, including ones that lengthen when lower-cased (U+0130) or hold
+    // escapes: the scan itself (lower-case, look, decode, repeat) must agree that none holds a marker.
+    const pieces = ['openshell', ':resolve', ':env:', '-OPENSHELL', '-resolve-env-', '%3A', '%2D', '\u0130', 'K', '%', 'A'];
+    let seed = 7;
+    const next = (): number => {
+      seed = (seed * 1_103_515_245 + 12_345) % 2_147_483_648;
+      return seed;
+    };
+    for (let i = 0; i < 5_000; i++) {
+      let text = '';
+      while (text.length < SHORTEST_MARKER_CHARS + 4) text += pieces[next() % pieces.length];
+      text = text.slice(0, next() % SHORTEST_MARKER_CHARS);
+      let current = text;
+      let found = false;
+      for (let round = 0; round <= 3 && !found; round++) {
+        const lower = current.toLowerCase();
+        found = lower.includes('openshell:resolve:env:') || lower.includes('-openshell-resolve-env-');
+        current = percentDecodeLoose(current);
+      }
+      assert.equal(found, false, text);
+      assert.equal(containsMarker(text), false, text);
+    }
+  });
 
   it('decodes percent escapes leniently, one round at a time', () => {
     assert.equal(percentDecodeLoose('a%3Ab%253A%ZZ%'), 'a:b%3A%ZZ%');

@@ -5,7 +5,8 @@ import { type AuditEvent, EVENT_CLASSES } from '../../src/telemetry/event.js';
 import { createLogger } from '../../src/telemetry/logger.js';
 import { MAX_FIELD_CHARS, type OcsfMeta, type ProductInfo, toOcsf, toShorthand } from '../../src/telemetry/ocsf.js';
 import { jsonString } from '../../src/telemetry/json-text.js';
-import { createOcsfJsonRenderer } from '../../src/telemetry/ocsf-json.js';
+import { createOcsfJsonRenderer, createOcsfJsonRenderers, type OcsfJsonTemplate } from '../../src/telemetry/ocsf-json.js';
+import { DEFAULT_PRODUCT } from '../../src/telemetry/ocsf.js';
 import { FORWARD_ALLOWED_EVENT, randomEvent, randomMeta, randomText, seeded } from '../harness/audit-events.js';
 
 const T = Date.UTC(2026, 0, 1);
@@ -187,6 +188,39 @@ describe('createOcsfJsonRenderer', () => {
       const meta = randomMeta(random);
       assertSameJson(event, meta, `random #${i}: ${JSON.stringify(event, (_k, v) => (typeof v === 'bigint' ? `${v}n` : v))}`);
     }
+  });
+});
+
+/** The template filled with a meta's time and uid and the event's source port. */
+function fill(template: OcsfJsonTemplate, meta: OcsfMeta, srcPort: number | undefined): string {
+  let out = template.pieces[0] ?? '';
+  template.holes.forEach((hole, i) => {
+    out += hole === 'time' ? (Number.isFinite(meta.time) ? `${meta.time}` : 'null') : hole === 'uid' ? JSON.stringify(meta.uid) : Number.isFinite(srcPort) ? `${srcPort}` : 'null';
+    out += template.pieces[i + 1] ?? '';
+  });
+  return out;
+}
+
+describe('OCSF JSON templates', () => {
+  it(`filled, are JSON.stringify(toOcsf(...)) for ${RANDOM_EVENTS} seeded pseudo-random events, times, uids and ports`, () => {
+    const random = seeded(4_242);
+    const renderers = createOcsfJsonRenderers();
+    let made = 0;
+    for (let i = 0; i < RANDOM_EVENTS; i++) {
+      const event = randomEvent(random);
+      const meta = randomMeta(random);
+      const withUid = { ...meta, uid: meta.uid ?? 'u' };
+      const template = renderers.template(event, withUid.product ?? DEFAULT_PRODUCT);
+      if (template === undefined) continue;
+      made++;
+      for (const [time, srcPort] of [[withUid.time, event.src?.port], [T + i, event.src?.port === undefined ? undefined : i]] as const) {
+        const changed: AuditEvent = srcPort === undefined || event.src === undefined ? event : { ...event, src: { ...event.src, port: srcPort } };
+        const expected = JSON.stringify(toOcsf(changed, { ...withUid, time }));
+        assert.equal(fill(template, { ...withUid, time }, srcPort), expected, `random #${i}`);
+      }
+      assert.ok(template.holes.filter((hole) => hole === 'time').length === 1, `random #${i}: one time`);
+    }
+    assert.ok(made > RANDOM_EVENTS / 2, `${made} templates`);
   });
 });
 

@@ -16,18 +16,7 @@ import { credentialHead } from '../../src/proxy/credentials.js';
 import { testClock } from '../harness/clock.js';
 import { makeEndpoint } from '../harness/endpoint.js';
 import { fakeResolver } from '../harness/fake-resolver.js';
-
-/** Deterministic PRNG (mulberry32): corpora are the same on every run. */
-function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4_294_967_296;
-  };
-}
+import { seeded } from '../harness/seeded.js';
 
 function randomString(next: () => number, alphabet: string, maxLength: number): string {
   const length = 1 + Math.floor(next() * maxLength);
@@ -176,7 +165,7 @@ describe('validateDestination with a frozen self-address list', () => {
 
 describe('normaliseHost plain-name fast path', () => {
   it('gives the same answer for a lower-case host as its upper-case spelling takes through the full path', () => {
-    const next = prng(3);
+    const next = seeded(3);
     const fixed = ['a', 'a.', 'a..b', '.a', 'xn--', 'xn--abc.test', 'xn--nxasmq6b.test', '0x7f.1', '127.1', '1.2.3.4.5', 'a.0x', 'a.1', 'a.09',
       `${'a'.repeat(63)}.test`, `${'a'.repeat(64)}.test`, `${'a.'.repeat(127)}b`, 'api.example.test', '-a-.test', '_srv._tcp.test', 'a.b-', 'x.0xffffffff', 'x.0x100000000'];
     const corpus = [...fixed];
@@ -192,7 +181,7 @@ describe('normaliseHost plain-name fast path', () => {
   });
 
   it('still refuses URL delimiters, controls and brackets, and still reads a colon as IPv6', () => {
-    const next = prng(7);
+    const next = seeded(7);
     const forbidden = normaliseHost('a b');
     assert.ok(!forbidden.ok);
     for (let i = 0; i < 200; i++) {
@@ -206,7 +195,7 @@ describe('normaliseHost plain-name fast path', () => {
   });
 
   it('leaves every other character to the full path', () => {
-    const next = prng(5);
+    const next = seeded(5);
     // Each of these characters must be refused or rewritten by the full path: the fast path must not take them.
     for (const odd of ['A', ' ', '%', '@', '/', '?', '#', '\\', '[', ']', ':', '\u0000', '\u007f', 'é', '\uff10', '\u3002', '+', '*']) {
       for (let i = 0; i < 50; i++) {
@@ -242,7 +231,7 @@ describe('WHATWG IPv4 numbers without parseInt', () => {
     return value;
   }
   it('reads every spelling exactly as the parseInt-based parser did', () => {
-    const next = prng(13);
+    const next = seeded(13);
     const corpus = ['0x7f.1', '0X7F.0.0.1', '017700000001', '08', '09.1', '0x', '0x.1', '4294967295', '4294967296', '0xffffffff', '0x100000000', '1.2.3.4.', '1..2', '.', ''];
     for (let i = 0; i < CORPUS_SIZE * 2; i++) corpus.push(randomString(next, '0123456789abcdefgxXAFZ.  +-١', 14));
     // parseWhatwgIpv4 around the part parser is unchanged: every part (and every whole text) must read the same.
@@ -252,7 +241,7 @@ describe('WHATWG IPv4 numbers without parseInt', () => {
   });
 
   it('tells hosts that end in a number from names as before', () => {
-    const next = prng(17);
+    const next = seeded(17);
     for (let i = 0; i < CORPUS_SIZE; i++) {
       const host = `${randomString(next, 'abc', 4)}.${randomString(next, '0123456789abcdefgxX', 6)}`;
       const result = normaliseHost(host);
@@ -350,7 +339,7 @@ describe('credential fast checks', () => {
       if (match === null || match[1]?.toLowerCase() !== 'basic' || !base64.test(match[2] ?? '')) return undefined;
       return new TextDecoder('utf-8', { fatal: false }).decode(Buffer.from(match[2] ?? '', 'base64'));
     };
-    const next = prng(11);
+    const next = seeded(11);
     const values = ['Basic dXNlcjpwYXNz', 'basic  dXNlcjpwYXNz ', 'Basic\tdXNlcjpwYXNz', 'Basic\u00a0dXNlcjpwYXNz', ' Basic dXNlcjpwYXNz', 'Basic', 'Basic ', 'dXNlcjpwYXNz', ''];
     for (let i = 0; i < CORPUS_SIZE; i++) values.push(randomString(next, 'Basic dXNl=+/\t:-', 24));
     for (const value of values) assert.equal(decodeBasic(value), oracle(value), JSON.stringify(value));

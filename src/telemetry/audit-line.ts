@@ -1,0 +1,88 @@
+// The JSON-format audit line of one event, written through a RawLineWriter: `,"ocsf":<OCSF JSON>,"msg":
+// <shorthand>` after pino's line start. An event equal to an earlier one in everything but its time, uid and
+// source port reuses that one's line, filled in; any other is rendered. Same bytes either way.
+import { type AuditEventSnapshot, createAuditMemo } from './audit-memo.js';
+import type { AuditEvent } from './event.js';
+import { jsonNumber, jsonString } from './json-text.js';
+import type { LinePart, RawLineWriter } from './logger.js';
+import { DEFAULT_PRODUCT, type ProductInfo, toShorthand } from './ocsf.js';
+import { createOcsfJsonRenderers, type OcsfHole } from './ocsf-json.js';
+
+/**
+ * A line with its time, uid and source port left open (OcsfJsonTemplate, plus the writer's field prefix
+ * before and the message and line end after): `texts[0] + <holes[0]> + texts[1] + ...`. The uid holes'
+ * quotes are in the texts around them. Made from an event's snapshot alone.
+ */
+interface LineTemplate {
+  readonly holes: readonly OcsfHole[];
+  /** The texts as UTF-8, when the destination takes parts and none of them starts or ends with a character
+   *  beyond ASCII (parts must not split a surrogate pair; this is more than enough); else the texts. */
+  readonly bytes: readonly Uint8Array[] | undefined;
+  readonly texts: readonly string[] | undefined;
+}
+
+const isAsciiAt = (text: string, index: number): boolean => text.charCodeAt(index) < 0x80;
+
+/** A hole's JSON text; the uid as it is (see createAuditLineWriter). */
+function holeText(hole: OcsfHole, time: number, uid: string, srcPort: unknown): string {
+  return hole === 'time' ? jsonNumber(time) : hole === 'uid' ? uid : jsonNumber(srcPort as number);
+}
+
+/**
+ * `write(event, time, uid)` writes the event's line; `uid` must be a randomUUID() (hex digits and dashes,
+ * which JSON writes as they are). Throws where the renderers throw.
+ */
+export function createAuditLineWriter(writer: RawLineWriter, product: ProductInfo | undefined): (event: AuditEvent, time: number, uid: string) => void {
+  const renderers = createOcsfJsonRenderers();
+  const templates = createAuditMemo<LineTemplate>();
+  const templateProduct = product ?? DEFAULT_PRODUCT;
+  const { fieldPrefix, end } = writer;
+
+  function makeTemplate(snapshot: AuditEventSnapshot): LineTemplate | undefined {
+    const ocsf = renderers.template(snapshot, templateProduct);
+    if (ocsf === undefined) return undefined;
+    const { holes } = ocsf;
+    const texts = [...ocsf.pieces];
+    const last = texts.length - 1;
+    texts[0] = `${fieldPrefix}${texts[0]}`;
+    texts[last] = `${texts[last]},"msg":${jsonString(toShorthand(snapshot))}${end}`;
+    for (let i = 0; i < holes.length; i++) {
+      if (holes[i] !== 'uid') continue;
+      texts[i] = `${texts[i]}"`;
+      texts[i + 1] = `"${texts[i + 1]}`;
+    }
+    const asBytes = writer.takesParts && texts.every((text) => text.length > 0 && isAsciiAt(text, 0) && isAsciiAt(text, text.length - 1));
+    const template: LineTemplate = asBytes ? { holes, bytes: texts.map((text) => Buffer.from(text)), texts: undefined } : { holes, bytes: undefined, texts };
+    templates.remember(snapshot, template);
+    return template;
+  }
+
+  function templateFor(event: AuditEvent): LineTemplate | undefined {
+    const known = templates.find(event);
+    if (known !== undefined) return known;
+    const snapshot = templates.admit(event);
+    return snapshot === undefined ? undefined : makeTemplate(snapshot);
+  }
+
+  return function writeAuditLine(event: AuditEvent, time: number, uid: string): void {
+    const template = templateFor(event);
+    if (template === undefined) {
+      const meta = product === undefined ? { time, uid } : { time, uid, product };
+      writer.write(`${fieldPrefix}${renderers.render(event, meta)},"msg":${jsonString(toShorthand(event))}${end}`);
+      return;
+    }
+    const { texts, bytes, holes } = template;
+    const srcPort = event.src?.port;
+    if (bytes !== undefined) {
+      // parts[0] is the writer's: the line's start.
+      const parts: LinePart[] = ['', bytes[0] as Uint8Array];
+      for (let i = 0; i < holes.length; i++) parts.push(holeText(holes[i] as OcsfHole, time, uid, srcPort), bytes[i + 1] as Uint8Array);
+      writer.writeParts(parts);
+      return;
+    }
+    const strings = texts as readonly string[];
+    let body = strings[0] as string;
+    for (let i = 0; i < holes.length; i++) body += `${holeText(holes[i] as OcsfHole, time, uid, srcPort)}${strings[i + 1] as string}`;
+    writer.write(body);
+  };
+}

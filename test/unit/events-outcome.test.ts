@@ -1,0 +1,80 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { beginOutcome, type Outcome, OUTCOME_VERDICTS, outcomeEvent } from '../../src/proxy/events.js';
+import { ADAPTERS } from '../../src/policy/types.js';
+import type { AuditEvent } from '../../src/telemetry/event.js';
+
+// outcomeEvent as it was before its status details came from a table: the reference for its output.
+const ACTION = { allow: 'ALLOWED', audit: 'ALLOWED', deny: 'DENIED', fail: undefined } as const;
+const STATUS_WORD = { allow: 'allowed', audit: 'audit', deny: 'denied', fail: 'failed' } as const;
+
+function target(host: string | undefined, port: number | undefined): string {
+  if (host === undefined) return '-';
+  const shown = host.includes(':') ? `[${host}]` : host;
+  return port === undefined ? shown : `${shown}:${port}`;
+}
+
+/** Renders the outcome as an AuditEvent (reference §9.4). Never includes a query string. */
+function referenceOutcomeEvent(o: Outcome): AuditEvent {
+  const action = ACTION[o.verdict];
+  const severity = o.severity ?? (o.verdict === 'deny' ? 'MED' : o.verdict === 'fail' ? 'LOW' : 'INFO');
+  const where = target(o.host, o.port);
+  const unmapped: Record<string, unknown> = { adapter: o.adapter, verdict: o.verdict, reason_code: o.reason };
+  if (o.status !== undefined) unmapped.status_code = o.status;
+  if (o.extra !== undefined) Object.assign(unmapped, o.extra);
+  // Built by assignment, not object spreads: one of these is made per request.
+  const dst: { host?: string; port?: number } = {};
+  if (o.host !== undefined) dst.host = o.host;
+  if (o.port !== undefined) dst.port = o.port;
+  const src: { ip?: string; port?: number } = {};
+  if (o.srcIp !== undefined) src.ip = o.srcIp;
+  if (o.srcPort !== undefined) src.port = o.srcPort;
+  const net = o.kind === 'net' || o.verdict === 'fail';
+  const label = net ? (o.adapter === 'connect' ? (o.extra?.inspect === true ? 'CONNECT_L7' : 'CONNECT') : 'FORWARD') : o.adapter === 'forward' ? 'FORWARD' : 'L7_REQUEST';
+  const event: {
+    -readonly [K in keyof AuditEvent]: AuditEvent[K];
+  } = {
+    class: net ? 'NET' : 'HTTP',
+    activity: net ? (o.verdict === 'fail' ? 'FAIL' : 'OPEN') : o.method,
+    statusDetail: `${label} ${STATUS_WORD[o.verdict]}`,
+    message: net ? `${label} ${STATUS_WORD[o.verdict]} ${where}` : `${label} ${STATUS_WORD[o.verdict]} ${o.method} ${where}${o.path ?? ''}`,
+    severity,
+    engine: o.engine,
+    dst,
+    src,
+    reason: o.detail,
+    unmapped,
+  };
+  if (action !== undefined) event.action = action;
+  if (o.policy !== undefined) event.policy = o.policy;
+  if (o.generation !== undefined) event.generation = o.generation;
+  if (o.policyHash !== undefined) event.policyHash = o.policyHash;
+  if (!net) {
+    // Reference §9.2: the scheme is http even after TLS termination; the port is printed unless 80.
+    event.http = { method: o.method, url: `http://${o.port === 80 || o.port === undefined ? target(o.host, undefined) : where}${o.path ?? ''}` };
+  }
+  return event;
+}
+
+describe('outcomeEvent', () => {
+  it('renders every adapter, kind, verdict and label as it did before, field for field and in key order', () => {
+    const verdicts = [...OUTCOME_VERDICTS, 'unexpected' as Outcome['verdict']];
+    for (const adapter of ADAPTERS) {
+      for (const kind of ['net', 'http'] as const) {
+        for (const verdict of verdicts) {
+          for (const extra of [undefined, { inspect: true }, { inspect: false, rule: 'r' }]) {
+            for (const [host, port, path] of [['h.test', 8080, '/p'], ['::1', 80, undefined], [undefined, undefined, undefined]] as const) {
+              const o = beginOutcome(adapter, kind, { remoteAddress: '127.0.0.1', remotePort: 5 });
+              Object.assign(o, { verdict, host, port, path, extra, status: verdict === 'fail' ? 502 : 200, policy: 'p', generation: 3, policyHash: 'h' });
+              const got = outcomeEvent(o);
+              const want: AuditEvent = referenceOutcomeEvent(o);
+              assert.deepEqual(got, want);
+              assert.deepEqual(Object.keys(got), Object.keys(want));
+              assert.deepEqual(Object.keys(got.unmapped ?? {}), Object.keys(want.unmapped ?? {}));
+            }
+          }
+        }
+      }
+    }
+  });
+});

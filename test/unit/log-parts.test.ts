@@ -1,0 +1,87 @@
+import assert from 'node:assert/strict';
+import { mkdtempSync, openSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, it } from 'node:test';
+import { createBufferedDestination, joinParts, LOG_SLAB_BYTES } from '../../src/telemetry/log-destination.js';
+import type { LinePart, LogDestination } from '../../src/telemetry/logger.js';
+import { seeded } from '../harness/audit-events.js';
+
+const PIECES = ['a', '{"k":1}', '"', '\\', 'é', '日本', '😀', '\ud83d', '\ude00', '\ud800x', 'x\udbff', '\u0000', '\u007f', '\u0080', '\u2028'];
+
+/** Text of `count` pieces: ASCII mostly, now and then anything (lone surrogates included). */
+function randomText(random: () => number, count: number): string {
+  let out = '';
+  for (let i = 0; i < count; i++) out += random() < 0.7 ? String.fromCharCode(32 + Math.floor(random() * 95)) : (PIECES[Math.floor(random() * PIECES.length)] as string);
+  return out;
+}
+
+/** Bytes parts as their producers make them: UTF-8 of text starting and ending in ASCII. */
+function randomParts(random: () => number): LinePart[] {
+  const parts: LinePart[] = [];
+  const count = 1 + Math.floor(random() * 8);
+  for (let i = 0; i < count; i++) {
+    const roll = random();
+    // Some texts cross the copy loop's length limit (64), some are long.
+    const length = roll < 0.1 ? 0 : roll < 0.8 ? Math.floor(random() * 80) : 500 + Math.floor(random() * 3000);
+    const text = randomText(random, length);
+    parts.push(random() < 0.4 ? Buffer.from(`<${text.replace(/[\ud800-\udfff]/g, '?')}>`) : text);
+  }
+  return parts;
+}
+
+/**
+ * Runs `use` on a buffered destination writing to a temporary file; resolves the file's bytes. The fd stays
+ * open until the process exits: the destination's periodic flush may still write (nothing) to it.
+ */
+async function writtenBytes(use: (destination: LogDestination) => void): Promise<Buffer> {
+  const dir = mkdtempSync(join(tmpdir(), 'boundary-log-parts-'));
+  const file = join(dir, 'out.log');
+  try {
+    const destination = createBufferedDestination(openSync(file, 'w'));
+    use(destination);
+    await new Promise<void>((resolve, reject) => destination.flush?.((err) => (err ? reject(err) : resolve())));
+    return readFileSync(file);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+describe('the buffered destination, a line in parts', () => {
+  it('writes exactly the bytes of write(parts joined), for seeded pseudo-random parts', async () => {
+    const random = seeded(31);
+    const lines = Array.from({ length: 3_000 }, () => randomParts(random));
+    const viaParts = await writtenBytes((destination) => {
+      for (const parts of lines) destination.writeParts?.(parts);
+    });
+    const viaWrite = await writtenBytes((destination) => {
+      for (const parts of lines) destination.write(joinParts(parts));
+    });
+    const expected = Buffer.from(lines.map((parts) => joinParts(parts)).join(''));
+    assert.ok(viaWrite.equals(expected));
+    assert.equal(viaParts.length, expected.length);
+    assert.ok(viaParts.equals(expected), 'bytes differ');
+  });
+
+  it('joins a surrogate pair split across two text parts as the whole line would', async () => {
+    const cases: LinePart[][] = [
+      ['a\ud83d', '\ude00b'],
+      ['\ud83d', '\ude00', Buffer.from('x')],
+      ['\ud83d', Buffer.from('x'), '\ude00'],
+      ['x'.repeat(70), '\ud83d', '\ude00'],
+    ];
+    const bytes = await writtenBytes((destination) => {
+      for (const parts of cases) destination.writeParts?.(parts);
+    });
+    assert.ok(bytes.equals(Buffer.from(cases.map((parts) => joinParts(parts)).join(''))));
+  });
+
+  it('keeps lines longer than a slab, in order with the lines around them', async () => {
+    const big: LinePart[] = ['start ', Buffer.from('y'.repeat(LOG_SLAB_BYTES)), ' end\n'];
+    const lines: LinePart[][] = [['one\n'], big, [Buffer.from('two'), '\n']];
+    const bytes = await writtenBytes((destination) => {
+      for (const parts of lines) destination.writeParts?.(parts);
+    });
+    assert.ok(bytes.equals(Buffer.from(lines.map((parts) => joinParts(parts)).join(''))));
+  });
+});
