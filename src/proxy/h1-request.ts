@@ -43,7 +43,7 @@ const BAD_TARGET = /[^\x21-\x7e\x80-\xff]/;
  * `lower` is lower-case letters and `-` only: `c | 0x20` then matches exactly the two cases of each letter,
  * and `-` only itself or CR, which no token or field value holds.
  */
-export function equalsLower(s: string, lower: string): boolean {
+export function tokenEqualsLower(s: string, lower: string): boolean {
   if (s.length !== lower.length) return false;
   for (let i = 0; i < lower.length; i++) if ((s.charCodeAt(i) | 0x20) !== lower.charCodeAt(i)) return false;
   return true;
@@ -87,10 +87,10 @@ export function serialise(req: H1Request): Serialised {
     const value = headers[i + 1] ?? '';
     if (!isToken(name)) throw invalid(`request header ${i / 2} has an invalid name`);
     if (BAD_VALUE.test(value)) throw invalid(`request header ${name} has a value with CR, LF, NUL or another forbidden character`);
-    if (equalsLower(name, 'content-length')) {
+    if (tokenEqualsLower(name, 'content-length')) {
       if (declared !== undefined || !isDigits(value, MAX_REQUEST_CONTENT_LENGTH_DIGITS)) throw invalid('request Content-Length is repeated or not digits');
       declared = value;
-    } else if (equalsLower(name, 'transfer-encoding')) {
+    } else if (tokenEqualsLower(name, 'transfer-encoding')) {
       throw invalid('request Transfer-Encoding is set by the client, not the caller');
     }
     head += `${name}: ${value}\r\n`;

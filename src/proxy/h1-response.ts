@@ -3,7 +3,7 @@
 // disagree on where a response ends (the next response on a kept-alive socket would then be someone else's).
 
 import { BoundaryError } from '../errors.js';
-import { equalsLower, isDigits, TCHAR } from './h1-request.js';
+import { tokenEqualsLower, isDigits, TCHAR } from './h1-request.js';
 
 /** Status line plus header lines of one response (interim 1xx heads count separately). */
 export const MAX_RESPONSE_HEAD_BYTES = 65_536;
@@ -72,7 +72,7 @@ function bytesEqual(data: Buffer, at: number, ascii: string): boolean {
   return true;
 }
 
-/** `data[at, at + lower.length)` equals `lower` ignoring ASCII case, as equalsLower does for a string. */
+/** `data[at, at + lower.length)` equals `lower` ignoring ASCII case, as tokenEqualsLower does for a string. */
 function bytesEqualLower(data: Buffer, at: number, lower: string): boolean {
   for (let i = 0; i < lower.length; i++) if (((data[at + i] as number) | 0x20) !== lower.charCodeAt(i)) return false;
   return true;
@@ -337,14 +337,14 @@ export class ResponseParser {
       } else if (length === 17 && bytesEqualLower(data, at, 'transfer-encoding')) {
         for (let e = 0; ; ) {
           const next = elementEnd(value, e);
-          if (codings++ === 0) chunked = equalsLower(trimOws(value.slice(e, next)), 'chunked');
+          if (codings++ === 0) chunked = tokenEqualsLower(trimOws(value.slice(e, next)), 'chunked');
           if (next === value.length) break;
           e = next + 1;
         }
       } else if (length === 10 && bytesEqualLower(data, at, 'connection')) {
         for (let e = 0; ; ) {
           const next = elementEnd(value, e);
-          if (equalsLower(trimOws(value.slice(e, next)), 'close')) close = true;
+          if (tokenEqualsLower(trimOws(value.slice(e, next)), 'close')) close = true;
           if (next === value.length) break;
           e = next + 1;
         }

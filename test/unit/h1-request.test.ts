@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { equalsLower, isDigits, isToken, serialise, TCHAR } from '../../src/proxy/h1-request.js';
+import { tokenEqualsLower, isDigits, isToken, serialise, TCHAR } from '../../src/proxy/h1-request.js';
 
 // The RegExps the table and char loops replaced: the reference the validators are compared with.
 const TOKEN = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
@@ -30,19 +30,19 @@ describe('h1-request validators against the RegExps they replaced', () => {
     assert.equal(isToken(''), false);
   });
 
-  it('equalsLower agrees with toLowerCase() === on every byte at every position of the framing names', () => {
+  it('tokenEqualsLower agrees with toLowerCase() === on every byte at every position of the framing names', () => {
     for (const lower of ['content-length', 'transfer-encoding', 'connection', 'chunked', 'close']) {
       for (let at = 0; at < lower.length; at++) {
         for (const c of CODES) {
           const s = lower.slice(0, at) + String.fromCharCode(c) + lower.slice(at + 1);
           // The contract: tokens and valid field values only (the callers check those first).
           if (BAD_VALUE.test(s)) continue;
-          assert.equal(equalsLower(s, lower), s.toLowerCase() === lower, JSON.stringify(s));
-          assert.equal(equalsLower(s.toUpperCase(), lower), s.toUpperCase().toLowerCase() === lower, JSON.stringify(s));
+          assert.equal(tokenEqualsLower(s, lower), s.toLowerCase() === lower, JSON.stringify(s));
+          assert.equal(tokenEqualsLower(s.toUpperCase(), lower), s.toUpperCase().toLowerCase() === lower, JSON.stringify(s));
         }
       }
-      assert.equal(equalsLower(`${lower}x`, lower), false);
-      assert.equal(equalsLower(lower.slice(1), lower), false);
+      assert.equal(tokenEqualsLower(`${lower}x`, lower), false);
+      assert.equal(tokenEqualsLower(lower.slice(1), lower), false);
     }
   });
 
