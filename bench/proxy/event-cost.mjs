@@ -18,7 +18,7 @@ const ocsfJson = await import(new URL('telemetry/ocsf-json.js', dist).href).catc
 const destinationModule = await import(new URL('telemetry/log-destination.js', dist).href).catch(() => undefined);
 const { beginOutcome, outcomeEvent, emitOutcome, createProxyMetrics } = events;
 const { toOcsf, toShorthand, cleanText } = ocsfModule;
-const { createLogger, createLineWriter, redactPaths } = loggerModule;
+const { createLogger, redactPaths } = loggerModule;
 
 const encodeOld = Buffer.allocUnsafeSlow(65_536);
 const N = Number(process.argv.find((a) => /^\d+$/.test(a)) ?? 50_000);
@@ -107,7 +107,10 @@ await time('JSON.stringify(toOcsf()) + encoded  the old log path, to bytes', () 
 await time('cleanText(message)                  one string', () => cleanText(event.message));
 
 const discard = createLogger({ format: 'json', destination: { write: () => true } });
-const writeLine = createLineWriter(discard, 'ocsf');
+// Older builds (BENCH_DIST) export createLineWriter; newer ones only the raw writer it was built on.
+const raw = loggerModule.createRawLineWriter?.(discard, 'ocsf');
+const writeLine =
+  loggerModule.createLineWriter?.(discard, 'ocsf') ?? ((json, msg) => raw.write(`${raw.fieldPrefix}${json},"msg":${JSON.stringify(msg)}${raw.end}`));
 await time('writeLine(json, msg)                line assembly only (destination discards)', () => writeLine(json, line));
 const production = productionDestination();
 const fullLine = `{"level":30,"time":${meta.time},"ocsf":${json},"msg":${JSON.stringify(line)}}\n`;

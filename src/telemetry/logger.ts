@@ -2,7 +2,6 @@
 // rendered from the same JSON. Redaction here is the second line of defence after the Secret wrapper.
 import { pino } from 'pino';
 import { createBufferedDestination, joinParts } from './log-destination.js';
-import { jsonString } from './json-text.js';
 
 export type Logger = pino.Logger;
 export const LOG_FORMATS = ['json', 'shorthand'] as const;
@@ -130,21 +129,6 @@ export function createRawLineWriter(logger: Logger, key: string): RawLineWriter 
       if (takesParts) stream.writeParts?.(parts);
       else stream.write(joinParts(parts));
     },
-  };
-}
-
-/**
- * A writer for lines whose fields are already rendered JSON (audit events: built from closed fields and
- * cleaned by ocsf.ts): it writes exactly the line `logger.info({ [key]: value }, msg)` would, to the same
- * destination, but without pino's per-call serialisation and wildcard redaction. Undefined when the logger
- * uses a feature that would change the line (see plainInternals): callers then log through pino itself.
- */
-export function createLineWriter(logger: Logger, key: string): ((json: string, msg: string) => void) | undefined {
-  const raw = createRawLineWriter(logger, key);
-  if (raw === undefined) return undefined;
-  const { fieldPrefix, end } = raw;
-  return function writeLine(json: string, msg: string): void {
-    raw.write(`${fieldPrefix}${json},"msg":${jsonString(msg)}${end}`);
   };
 }
 

@@ -3,7 +3,7 @@ import { describe, it } from 'node:test';
 import { pino } from 'pino';
 import { createAuditSink } from '../../src/telemetry/audit.js';
 import type { AuditEvent } from '../../src/telemetry/event.js';
-import { createLineWriter, createLogger } from '../../src/telemetry/logger.js';
+import { createLogger, createRawLineWriter } from '../../src/telemetry/logger.js';
 import { CENSORED_UNMAPPED_KEYS, cleanText, MAX_UNMAPPED_KEYS, toOcsf, toShorthand, UNMAPPED_CENSOR } from '../../src/telemetry/ocsf.js';
 import { FORWARD_ALLOWED_EVENT, whatwgUrlParts } from '../harness/audit-events.js';
 import { logSink } from '../harness/log-sink.js';
@@ -34,9 +34,9 @@ describe('audit lines', () => {
       const reference = bindings === undefined ? plain : plain.child(bindings);
       const ocsf = toOcsf(forwardAllowed, { time: T, uid: 'evt-1' });
       const msg = toShorthand(forwardAllowed);
-      const write = createLineWriter(logger, 'ocsf');
-      assert.ok(write !== undefined);
-      write(JSON.stringify(ocsf), msg);
+      const writer = createRawLineWriter(logger, 'ocsf');
+      assert.ok(writer !== undefined);
+      writer.write(`${writer.fieldPrefix}${JSON.stringify(ocsf)},"msg":${JSON.stringify(msg)}${writer.end}`);
       reference.info({ ocsf }, msg);
       assert.deepEqual(viaWriter.chunks, viaPino.chunks);
     }
@@ -45,8 +45,8 @@ describe('audit lines', () => {
   it('falls back to pino when a mixin or write hook would change the line', () => {
     const withMixin = pino({ mixin: () => ({ extra: 1 }) }, memory());
     const withHook = pino({ hooks: { streamWrite: (s: string) => s } }, memory());
-    assert.equal(createLineWriter(withMixin, 'ocsf'), undefined);
-    assert.equal(createLineWriter(withHook, 'ocsf'), undefined);
+    assert.equal(createRawLineWriter(withMixin, 'ocsf'), undefined);
+    assert.equal(createRawLineWriter(withHook, 'ocsf'), undefined);
   });
 
   it('never carries header maps or secret-shaped keys from unmapped into a line, at any depth', () => {
