@@ -1,14 +1,19 @@
-# Build stage: type-check and compile to dist/.
-FROM node:24-slim AS build
+# Build stage: type-check and compile to dist/. The Node major is the one test/e2e/pod.test.ts runs the
+# pod's processes on (it reads it from the FROM line below).
+FROM node:22-slim AS build
 WORKDIR /app
 COPY package.json package-lock.json tsconfig.json ./
 RUN npm ci --no-audit --no-fund
 COPY src ./src
 RUN npx tsc -p tsconfig.json
 
-# Runtime stage: production dependencies only, non-root.
-FROM node:24-slim
+# Runtime stage: production dependencies only, non-root. `init-netns` (the pod's init container, run as
+# uid 0 with NET_ADMIN) needs ip and iptables/ip6tables; nothing else in the image uses them.
+FROM node:22-slim
 ENV NODE_ENV=production
+RUN apt-get update \
+ && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends iproute2 iptables ca-certificates \
+ && rm -rf /var/lib/apt/lists/*
 WORKDIR /app
 COPY package.json package-lock.json ./
 RUN npm ci --omit=dev --no-audit --no-fund && npm cache clean --force
@@ -17,6 +22,7 @@ COPY policies ./policies
 # uid 10001 is the identity that the pod's fence lets out (see deploy/kubernetes).
 RUN useradd --system --uid 10001 --home-dir /var/lib/boundary --create-home boundary
 USER 10001
-EXPOSE 3128 9901 15053/udp 15053/tcp
+EXPOSE 3128 9901
 ENTRYPOINT ["node", "dist/main.js"]
-CMD ["run", "--policy", "policies/default.yaml", "--proxy-listen", "0.0.0.0:3128", "--admin-listen", "0.0.0.0:9901", "--state-dir", "/var/lib/boundary"]
+# Loopback only: a proxy that holds credentials never listens on 0.0.0.0 unless told to.
+CMD ["run", "--policy", "policies/default.yaml", "--state-dir", "/var/lib/boundary"]

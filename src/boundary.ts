@@ -13,7 +13,8 @@ import { BoundaryError } from './errors.js';
 import type { Resolver } from './net/resolver.js';
 import type { SelfAddress } from './net/ssrf.js';
 import { createLeafCache, type LeafCache } from './pki/leaf.js';
-import { loadOrCreateInterceptionCa } from './pki/ca.js';
+import { type CertificateAuthority, loadOrCreateInterceptionCa } from './pki/ca.js';
+import { buildTrustBundle, certificateBlocks, loadSystemRoots, writeCaBundle } from './pki/trust-bundle.js';
 import { createPolicyStore, type PolicyStore } from './policy/store.js';
 import type { Interception } from './proxy/context.js';
 import type { DialFunction } from './proxy/dial.js';
@@ -69,6 +70,7 @@ export function createBoundary(config: Config, deps: Deps): Boundary {
   const transparent = createTransparent({
     dnsListen: config.dnsListen,
     syntheticCidr: config.syntheticCidr,
+    searchDomains: config.searchDomains,
     stateDir: config.stateDir,
     allowLoopback: config.unsafeAllowLoopbackUpstream,
     maxConnections: config.limits.maxConnections,
@@ -168,7 +170,7 @@ export function createBoundary(config: Config, deps: Deps): Boundary {
     };
   }
 
-  async function loadCa(): Promise<void> {
+  async function loadCa(): Promise<CertificateAuthority | undefined> {
     try {
       const ca = await loadOrCreateInterceptionCa({
         stateDir: config.stateDir,
@@ -180,11 +182,36 @@ export function createBoundary(config: Config, deps: Deps): Boundary {
       leaves = createLeafCache({ ca, now });
       caProblem = undefined;
       sink.emit({ class: 'CONFIG', activity: 'ENABLED', severity: 'INFO', engine: 'tls', message: `TLS interception CA ready: ${ca.subject}` });
+      return ca;
     } catch (err) {
       // Fail closed for inspected routes only (503 tls_termination_unavailable); L4 routes keep working.
       caProblem = err instanceof Error ? err.message : String(err);
       logger.error({ err }, 'interception CA unavailable; inspected CONNECTs will get 503');
+      return undefined;
     }
+  }
+
+  /** --ca-bundle-out: only with a loaded CA, since a bundle without it would fail every inspected connection. */
+  async function writeBundle(ca: CertificateAuthority | undefined, path: string): Promise<void> {
+    if (ca === undefined) {
+      logger.error({ path }, 'workload trust bundle not written: the interception CA is unavailable');
+      return;
+    }
+    const system = await loadSystemRoots();
+    const upstream = config.upstreamCa === undefined || upstreamCaPem === undefined ? undefined : { path: config.upstreamCa, pem: upstreamCaPem };
+    try {
+      await writeCaBundle(path, buildTrustBundle({ system, upstream, ca }));
+    } catch (err) {
+      throw new BoundaryError('CONFIG_INVALID', `cannot write --ca-bundle-out ${path}: ${(err as NodeJS.ErrnoException).code ?? String(err)}`, { cause: err });
+    }
+    const anchors = upstream === undefined ? '' : ` + ${certificateBlocks(upstream.pem).length} from --upstream-ca`;
+    // No engine: shorthand lines print the message only for events without one, and this one says where the roots came from.
+    sink.emit({
+      class: 'CONFIG',
+      activity: 'ENABLED',
+      severity: 'INFO',
+      message: `workload trust bundle written to ${path}: ${system.certificates.length} system roots from ${system.source}${anchors} + the interception CA`,
+    });
   }
 
   const boundary: Boundary = {
@@ -209,7 +236,10 @@ export function createBoundary(config: Config, deps: Deps): Boundary {
       if (config.unsafeAllowLoopbackUpstream) {
         logger.warn('--unsafe-allow-loopback-upstream is set: upstreams on 127.0.0.0/8 and ::1 are reachable through the proxy');
       }
-      await loadCa();
+      // The CA file (--ca-out) and the bundle are written before the admin listener starts, so a startupProbe
+      // that saw /healthz answer guarantees both exist for the workload.
+      const ca = await loadCa();
+      if (config.caBundleOut !== undefined) await writeBundle(ca, config.caBundleOut);
       proxy = buildProxy();
       const live = proxy;
       unsubscribe = store.subscribe((next) => {

@@ -5,7 +5,7 @@ import { isIP } from 'node:net';
 import type { AttachedSettings } from './control/attached.js';
 import { parseRelayAllow } from './control/relay.js';
 import { BoundaryError, type Issue, isBoundaryError } from './errors.js';
-import { parseAuthority } from './net/host.js';
+import { normaliseHost, parseAuthority } from './net/host.js';
 import { DEFAULT_SYNTHETIC_CIDR, syntheticCidrProblem } from './net/synthetic.js';
 import { DEFAULT_PROXY_LIMITS, type ProxyLimits } from './proxy/server.js';
 
@@ -30,6 +30,9 @@ export interface Config {
   readonly caKey: string | undefined;
   /** Where the interception CA certificate is written (default `<stateDir>/ca.pem`). */
   readonly caOut: string | undefined;
+  /** Where the workload trust bundle (system roots + upstreamCa + the CA) is written; undefined: nowhere.
+   *  `boundary run` defaults it to `<stateDir>/ca-bundle.pem`. */
+  readonly caBundleOut: string | undefined;
   /** Extra trust anchors (PEM file) for upstream TLS, beside the system roots. */
   readonly upstreamCa: string | undefined;
   readonly upstreamDns: ListenAddress | undefined;
@@ -38,6 +41,8 @@ export interface Config {
   /** IPv4 range of synthetic answers (captured); one /(prefix+8) window per boot epoch. */
   readonly syntheticCidr: string;
   readonly hostsFile: string | undefined;
+  /** The workload's resolv.conf `search` domains: policy DNS answers NXDOMAIN under them (see dns/policy-dns.ts). */
+  readonly searchDomains: readonly string[];
   /** Standalone credentials YAML (`--credentials`, watched); run.ts turns it into deps.credentials. */
   readonly credentialsFile: string | undefined;
   readonly logFormat: LogFormatName;
@@ -57,11 +62,13 @@ export const DEFAULTS: Config = Object.freeze({
   caCert: undefined,
   caKey: undefined,
   caOut: undefined,
+  caBundleOut: undefined,
   upstreamCa: undefined,
   upstreamDns: undefined,
   dnsListen: Object.freeze({ host: '127.0.0.1', port: 15053 }),
   syntheticCidr: DEFAULT_SYNTHETIC_CIDR,
   hostsFile: undefined,
+  searchDomains: Object.freeze([]),
   credentialsFile: undefined,
   logFormat: 'json',
   onInvalidPolicy: 'keep',
@@ -69,6 +76,9 @@ export const DEFAULTS: Config = Object.freeze({
   limits: DEFAULT_PROXY_LIMITS,
   attached: undefined,
 });
+
+/** Kubernetes writes at most 32 search domains into a pod's resolv.conf. */
+export const MAX_SEARCH_DOMAINS = 32;
 
 const LIMIT_KEYS = Object.keys(DEFAULT_PROXY_LIMITS) as (keyof ProxyLimits)[];
 const ATTACHED_KEYS = ['supervisor', 'tlsDir', 'sandboxId', 'instanceId', 'relayAllow'] as const;
@@ -184,11 +194,13 @@ export function parseConfig(raw: unknown): Config {
     caCert,
     caKey,
     caOut: optionalString(input.caOut, 'caOut', issues),
+    caBundleOut: optionalString(input.caBundleOut, 'caBundleOut', issues),
     upstreamCa: optionalString(input.upstreamCa, 'upstreamCa', issues),
     upstreamDns,
     dnsListen,
     syntheticCidr,
     hostsFile: optionalString(input.hostsFile, 'hostsFile', issues),
+    searchDomains: parseSearchDomains(input.searchDomains, issues),
     credentialsFile: optionalString(input.credentialsFile, 'credentialsFile', issues),
     logFormat: oneOf(input.logFormat, LOG_FORMATS, DEFAULTS.logFormat, 'logFormat', issues),
     onInvalidPolicy: oneOf(input.onInvalidPolicy, ON_INVALID_POLICY, DEFAULTS.onInvalidPolicy, 'onInvalidPolicy', issues),
@@ -200,6 +212,22 @@ export function parseConfig(raw: unknown): Config {
     throw new BoundaryError('CONFIG_INVALID', `configuration is invalid: ${issues.map((i) => `${i.path}: ${i.message}`).join('; ')}`, { issues });
   }
   return Object.freeze(config);
+}
+
+/** A list of DNS names (resolv.conf `search`), normalised; at most MAX_SEARCH_DOMAINS. */
+function parseSearchDomains(raw: unknown, issues: Issue[]): readonly string[] {
+  if (raw === undefined) return DEFAULTS.searchDomains;
+  if (!Array.isArray(raw) || raw.length > MAX_SEARCH_DOMAINS) {
+    issue(issues, 'searchDomains', `expected a list of at most ${MAX_SEARCH_DOMAINS} DNS names`);
+    return DEFAULTS.searchDomains;
+  }
+  const out: string[] = [];
+  for (const [i, entry] of raw.entries()) {
+    const host = typeof entry === 'string' ? normaliseHost(entry) : undefined;
+    if (host?.ok === true && host.kind === 'name') out.push(host.host);
+    else issue(issues, `searchDomains[${i}]`, 'expected a DNS name');
+  }
+  return Object.freeze(out);
 }
 
 // Same shape the control client and the supervisor accept for sandbox and instance ids.

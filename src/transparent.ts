@@ -23,6 +23,8 @@ import type { Logger } from './telemetry/logger.js';
 export interface TransparentOptions {
   readonly dnsListen: ListenAddress;
   readonly syntheticCidr: string;
+  /** resolv.conf `search` domains: NXDOMAIN under them for names policy does not cover. */
+  readonly searchDomains?: readonly string[];
   readonly stateDir: string;
   readonly allowLoopback: boolean;
   readonly maxConnections: number;
@@ -39,7 +41,7 @@ export interface Transparent {
   /** After the proxy: capture runs on its context. Throws only when the DNS listener cannot bind. */
   start(context: ProxyContext, selfAddresses: readonly SelfAddress[]): Promise<void>;
   close(): Promise<void>;
-  /** Why DNS and capture are off (fail closed), or undefined. */
+  /** Why DNS or capture is off (fail closed) or cannot bind (capture-unavailable), or undefined. */
   problem(): string | undefined;
   dnsAddress(): ListenAddress | undefined;
   pool(): SyntheticPool | undefined;
@@ -80,6 +82,8 @@ export function createTransparent(options: TransparentOptions): Transparent {
       });
       capture = listeners;
       listeners.start();
+      // Before DNS answers: a pod whose synthetic range is not routed to lo must not turn ready first.
+      await listeners.probe(live.windows[4].slice(0, live.windows[4].indexOf('/')));
       live.subscribe((event) => metrics.mappings.inc({ event: event.kind }));
       const dns = createPolicyDns({
         policy: () => options.store.current(),
@@ -89,6 +93,7 @@ export function createTransparent(options: TransparentOptions): Transparent {
         now,
         allowLoopback: options.allowLoopback,
         selfAddresses,
+        ...(options.searchDomains === undefined ? {} : { searchDomains: options.searchDomains }),
       });
       // An answer leaves only once its listeners are bound: a client that connects at once is never refused.
       const handle: DnsHandler = (message, info) => {
@@ -130,7 +135,7 @@ export function createTransparent(options: TransparentOptions): Transparent {
       })();
       return closing;
     },
-    problem: () => problem,
+    problem: () => problem ?? capture?.problem(),
     dnsAddress: () => server?.address(),
     pool: () => pool,
     listening: () => capture?.listening() ?? [],

@@ -2,7 +2,8 @@
 // that reads argv, env, signals or exit codes.
 
 export interface CliIo {
-  readonly stdout: { write(text: string): unknown };
+  /** isTTY: a person is watching (main.ts passes process.stdout): shorthand logs and the start banner. */
+  readonly stdout: { write(text: string): unknown; readonly isTTY?: boolean | undefined };
   readonly stderr: { write(text: string): unknown };
   readonly env: Readonly<Record<string, string | undefined>>;
   readonly cwd: string;

@@ -1,5 +1,5 @@
-// `boundary pki init|issue`: create the control-channel CA and issue sandbox client or supervisor server
-// certificates into a directory. Parses its own arguments; all file work is in pki/issue.ts.
+// `boundary pki init|issue`: create the control-channel CA and issue sandbox client, operator client or
+// supervisor server certificates into a directory. Parses its own arguments; all file work is in pki/issue.ts.
 import { resolve } from 'node:path';
 import { type ErrorCode, isBoundaryError } from '../errors.js';
 import { DEFAULT_TRUST_DOMAIN, initPki, ISSUED_VALIDITY_DAYS, issueToDir } from '../pki/issue.js';
@@ -8,6 +8,7 @@ import type { CliIo, Command } from './io.js';
 const USAGE = `Usage:
   boundary pki init  --dir DIR [--trust-domain DOMAIN] [--days N]
   boundary pki issue --dir DIR --sandbox ID --out OUT [--days N]
+  boundary pki issue --dir DIR --operator NAME --out OUT [--days N]
   boundary pki issue --dir DIR --server NAME [NAME...] --out OUT [--days N]
 
 init   creates DIR/ca.pem, DIR/ca.key (mode 0600) and DIR/trust-domain (default ${DEFAULT_TRUST_DOMAIN}).
@@ -15,6 +16,8 @@ init   creates DIR/ca.pem, DIR/ca.key (mode 0600) and DIR/trust-domain (default 
 issue  signs a certificate with the CA in DIR and writes exactly OUT/ca.pem, OUT/cert.pem and
        OUT/key.pem (mode 0600).
        --sandbox ID    client certificate for a boundary: URI SAN spiffe://<trust-domain>/sandbox/ID
+       --operator NAME client certificate for a person or tool using the supervisor's admin listener
+                       (--admin-tls): URI SAN spiffe://<trust-domain>/operator/NAME; never a sandbox identity
        --server NAME   server certificate for a supervisor: DNS names and IP addresses (repeatable)
        --days N        validity in days (default ${ISSUED_VALIDITY_DAYS} for issue)
 `;
@@ -26,12 +29,13 @@ interface Parsed {
   readonly out?: string;
   readonly trustDomain?: string;
   readonly sandbox?: string;
+  readonly operator?: string;
   readonly servers: string[];
   readonly days?: number;
   readonly help: boolean;
 }
 
-const VALUE_FLAGS = new Set(['--dir', '--out', '--trust-domain', '--sandbox', '--days']);
+const VALUE_FLAGS = new Set(['--dir', '--out', '--trust-domain', '--sandbox', '--operator', '--days']);
 
 function parseArgs(args: readonly string[]): Parsed {
   const values = new Map<string, string>();
@@ -69,13 +73,14 @@ function parseArgs(args: readonly string[]): Parsed {
     ...(pick('--out') === undefined ? {} : { out: pick('--out') }),
     ...(pick('--trust-domain') === undefined ? {} : { trustDomain: pick('--trust-domain') }),
     ...(pick('--sandbox') === undefined ? {} : { sandbox: pick('--sandbox') }),
+    ...(pick('--operator') === undefined ? {} : { operator: pick('--operator') }),
     ...(days === undefined ? {} : { days }),
   } as Parsed;
 }
 
 async function runInit(parsed: Parsed, io: CliIo): Promise<number> {
   if (parsed.dir === undefined) throw new UsageError('pki init needs --dir DIR');
-  if (parsed.out !== undefined || parsed.sandbox !== undefined || parsed.servers.length > 0) {
+  if (parsed.out !== undefined || parsed.sandbox !== undefined || parsed.operator !== undefined || parsed.servers.length > 0) {
     throw new UsageError('pki init takes only --dir, --trust-domain and --days');
   }
   const result = await initPki({
@@ -91,15 +96,15 @@ async function runInit(parsed: Parsed, io: CliIo): Promise<number> {
 
 async function runIssue(parsed: Parsed, io: CliIo): Promise<number> {
   if (parsed.dir === undefined || parsed.out === undefined) throw new UsageError('pki issue needs --dir DIR and --out OUT');
-  if ((parsed.sandbox === undefined) === (parsed.servers.length === 0)) {
-    throw new UsageError('pki issue needs exactly one of --sandbox ID or --server NAME...');
+  if ([parsed.sandbox !== undefined, parsed.operator !== undefined, parsed.servers.length > 0].filter(Boolean).length !== 1) {
+    throw new UsageError('pki issue needs exactly one of --sandbox ID, --operator NAME or --server NAME...');
   }
   if (parsed.trustDomain !== undefined) throw new UsageError('--trust-domain belongs to pki init (it is stored in DIR)');
   const result = await issueToDir({
     dir: resolve(io.cwd, parsed.dir),
     out: resolve(io.cwd, parsed.out),
     now: io.now,
-    ...(parsed.sandbox === undefined ? { names: parsed.servers } : { sandboxId: parsed.sandbox }),
+    ...(parsed.sandbox !== undefined ? { sandboxId: parsed.sandbox } : parsed.operator !== undefined ? { operator: parsed.operator } : { names: parsed.servers }),
     ...(parsed.days === undefined ? {} : { validityDays: parsed.days }),
   });
   io.stdout.write(`wrote ${result.files.ca}\nwrote ${result.files.cert}\nwrote ${result.files.key}\n`);

@@ -1,19 +1,26 @@
 // `boundary run`: parses the run flags into a Config, builds the production deps (resolver, logger, registry,
 // clock from io), starts the boundary and drains it when io.signal aborts. Exit codes: 0 ok, 1 failed, 2 usage.
 
+import { getServers } from 'node:dns';
 import { lookup as dnsLookup } from 'node:dns/promises';
 import { readFile } from 'node:fs/promises';
-import { isAbsolute, resolve } from 'node:path';
+import { isIP } from 'node:net';
+import { isAbsolute, join, resolve } from 'node:path';
 import { Registry } from 'prom-client';
-import { createBoundary } from '../boundary.js';
+import { type Boundary, createBoundary } from '../boundary.js';
 import { createFileCredentialSource, type FileCredentialSource } from '../credentials/file-source.js';
-import { type Config, parseConfig } from '../config.js';
-import { isBoundaryError } from '../errors.js';
+import { type Config, DEFAULTS, MAX_SEARCH_DOMAINS, parseConfig } from '../config.js';
+import type { ControlLookup } from '../control/dial.js';
+import { BoundaryError, isBoundaryError } from '../errors.js';
 import { createUpstreamResolver } from '../dns/upstream.js';
-import { parseHostsFile } from '../net/hosts.js';
+import { formatAuthority, normaliseHost } from '../net/host.js';
+import { openHostsFile } from '../net/hosts-file.js';
 import { createCachingResolver } from '../net/resolver-cache.js';
+import { CA_CERT_FILE } from '../pki/ca.js';
+import { CA_BUNDLE_FILE } from '../pki/trust-bundle.js';
 import { createLogger, type Logger } from '../telemetry/logger.js';
 import type { CliIo, Command } from './io.js';
+import { formatRunBanner } from './run-banner.js';
 
 const RESOLV_CONF = '/etc/resolv.conf';
 const DNS_PORT = 53;
@@ -26,13 +33,17 @@ export const RUN_HELP = `Usage: boundary run --policy FILE [options]
   --admin-listen HOST:PORT          /healthz /readyz /metrics (default 127.0.0.1:9901)
   --state-dir DIR                   interception CA and state (default .boundary)
   --ca-cert FILE --ca-key FILE      use this interception CA instead of creating one
-  --ca-out FILE                     write the CA certificate here (default <state-dir>/ca.pem)
+  --ca-out FILE                     write the CA certificate here (default <state-dir>/ca.pem); for
+                                    NODE_EXTRA_CA_CERTS, which adds to Node's roots
+  --ca-bundle-out FILE              write the workload trust bundle here: system roots + --upstream-ca + the CA
+                                    (default <state-dir>/ca-bundle.pem); for SSL_CERT_FILE, CURL_CA_BUNDLE,
+                                    REQUESTS_CA_BUNDLE, PIP_CERT, GIT_SSL_CAINFO, which replace a client's roots
   --upstream-ca FILE                extra trust anchors for upstream TLS (beside the system roots)
   --upstream-dns HOST:PORT          trusted DNS server (default: first nameserver in /etc/resolv.conf)
   --hosts FILE                      hosts file consulted before DNS
   --dns-listen HOST:PORT            policy DNS, UDP and TCP (default 127.0.0.1:15053; 127.0.0.1:53 in a pod)
   --synthetic-cidr CIDR             synthetic answers, captured per (address, port) (default 198.18.0.0/15)
-  --log-format json|shorthand       audit line format (default json)
+  --log-format json|shorthand       audit line format (default json; shorthand when stdout is a terminal)
   --on-invalid-policy keep|deny-all what an invalid policy change does (default keep)
   --unsafe-allow-loopback-upstream  let upstreams on 127.0.0.0/8 and ::1 through (development only)
   --credentials FILE                credential providers (YAML, watched; a rotation applies to the next request)
@@ -55,6 +66,7 @@ const VALUE_FLAGS: Readonly<Record<string, string>> = {
   '--ca-cert': 'caCert',
   '--ca-key': 'caKey',
   '--ca-out': 'caOut',
+  '--ca-bundle-out': 'caBundleOut',
   '--upstream-ca': 'upstreamCa',
   '--upstream-dns': 'upstreamDns',
   '--hosts': 'hostsFile',
@@ -69,7 +81,7 @@ const VALUE_FLAGS: Readonly<Record<string, string>> = {
   '--instance-id': 'instanceId',
   '--relay-allow': 'relayAllow',
 };
-const PATH_KEYS: ReadonlySet<string> = new Set(['policyFile', 'stateDir', 'caCert', 'caKey', 'caOut', 'upstreamCa', 'hostsFile', 'credentialsFile', 'tlsDir']);
+const PATH_KEYS: ReadonlySet<string> = new Set(['policyFile', 'stateDir', 'caCert', 'caKey', 'caOut', 'caBundleOut', 'upstreamCa', 'hostsFile', 'credentialsFile', 'tlsDir']);
 
 /** Flags -> the raw input of parseConfig; paths resolved against cwd. Returns a usage message on error. */
 export function parseRunFlags(argv: readonly string[], cwd: string): Record<string, unknown> | string {
@@ -92,6 +104,29 @@ export function parseRunFlags(argv: readonly string[], cwd: string): Record<stri
   return raw;
 }
 
+const NO_SOURCE = 'give --policy FILE (standalone) or --supervisor HOST:PORT (attached): without either, nothing would ever be allowed';
+
+/** Defaults that depend on the process: the bundle beside ca.pem, and shorthand logs for a person at a terminal. */
+function setRunDefaults(raw: Record<string, unknown>, io: CliIo): void {
+  const stateDir = typeof raw.stateDir === 'string' ? raw.stateDir : resolve(io.cwd, DEFAULTS.stateDir);
+  raw.caBundleOut ??= join(stateDir, CA_BUNDLE_FILE);
+  if (raw.logFormat === undefined && io.stdout.isTTY === true) raw.logFormat = 'shorthand';
+}
+
+/** What the terminal banner shows, from the started boundary (bound ports, not the flags' port 0). */
+function banner(config: Config, boundary: Boundary, cwd: string): string {
+  const { attached } = config;
+  return formatRunBanner({
+    mode: attached === undefined ? `standalone, policy ${config.policyFile}` : `attached to supervisor ${formatAuthority(attached.supervisor.host, attached.supervisor.port)}`,
+    proxy: boundary.proxyAddress(),
+    dns: boundary.transparent.dnsAddress(),
+    admin: boundary.adminAddress(),
+    caFile: resolve(cwd, config.caOut ?? join(config.stateDir, CA_CERT_FILE)),
+    bundleFile: config.caBundleOut,
+    interception: String(boundary.readiness().interception),
+  });
+}
+
 /** The first `nameserver` line of resolv.conf text, as an IP literal (zone ids dropped). */
 export function firstNameserver(text: string): string | undefined {
   for (const line of text.split('\n')) {
@@ -101,26 +136,63 @@ export function firstNameserver(text: string): string | undefined {
   return undefined;
 }
 
-async function buildResolver(config: Config, now: () => number) {
+/**
+ * resolv.conf's search list (the last `search` or `domain` line wins, as in glibc), keeping only DNS names:
+ * the workload shares this file, and policy DNS answers NXDOMAIN under these domains.
+ */
+export function resolvSearchDomains(text: string): string[] {
+  let domains: string[] = [];
+  for (const line of text.split('\n')) {
+    const [word, ...values] = line.trim().split(/\s+/);
+    if (word === 'search' || word === 'domain') domains = values;
+  }
+  const names = domains.map((d) => normaliseHost(d)).flatMap((h) => (h.ok && h.kind === 'name' ? [h.host] : []));
+  return [...new Set(names)].slice(0, MAX_SEARCH_DOMAINS);
+}
+
+/** The cached upstream resolver; close() stops following the hosts file. */
+export async function buildResolver(config: Config, now: () => number, logger: Logger) {
   let server = config.upstreamDns;
   if (server === undefined) {
     const ns = firstNameserver(await readFile(RESOLV_CONF, 'utf8'));
     if (ns === undefined) throw new Error(`no nameserver in ${RESOLV_CONF}; pass --upstream-dns HOST:PORT`);
     server = { host: ns, port: DNS_PORT };
   }
-  // In a pod resolv.conf names boundary itself: asking it would only ever loop back into policy DNS.
+  // A resolv.conf that names boundary itself (dnsPolicy None with 127.0.0.1) would loop back into policy DNS.
   if (server.host === config.dnsListen.host && server.port === config.dnsListen.port) {
-    throw new Error(`the upstream DNS server ${server.host}:${server.port} is boundary's own --dns-listen; pass --upstream-dns HOST:PORT`);
+    throw new BoundaryError(
+      'CONFIG_INVALID',
+      `the upstream DNS server ${server.host}:${server.port} is boundary's own --dns-listen, so every lookup would loop back into policy DNS. ` +
+        "In a pod keep dnsPolicy: ClusterFirst, so /etc/resolv.conf names the cluster DNS (boundary receives the workload's queries " +
+        "through init-netns' redirect, not through resolv.conf); elsewhere pass --upstream-dns HOST:PORT",
+    );
   }
-  const hosts = config.hostsFile === undefined ? undefined : parseHostsFile(await readFile(config.hostsFile, 'utf8'));
-  const upstream = createUpstreamResolver({ servers: [server], ...(hosts === undefined ? {} : { hosts }) });
-  return createCachingResolver(upstream, { now });
+  const hosts = config.hostsFile === undefined ? undefined : await openHostsFile({ path: config.hostsFile, logger });
+  const upstream = createUpstreamResolver({ servers: [server], ...(hosts === undefined ? {} : { hosts: hosts.table }) });
+  const resolver = createCachingResolver(upstream, { now });
+  // Answers taken from the old hosts file must not outlive it.
+  hosts?.subscribe(() => resolver.clear());
+  return { resolver, hosts, close: () => hosts?.close() };
+}
+
+/** `10.96.0.10:53` out of getServers()'s `10.96.0.10`, `[fd00::a]:5353` or `fd00::a`. */
+export function withDnsPort(server: string): string {
+  if (isIP(server) === 4) return `${server}:${DNS_PORT}`;
+  if (isIP(server) === 6) return `[${server}]:${DNS_PORT}`;
+  return server;
 }
 
 /** The supervisor's name through the system resolver (hosts file, cluster DNS), as addresses. */
-async function systemLookup(hostname: string): Promise<readonly string[]> {
-  return (await dnsLookup(hostname, { all: true })).map((entry) => entry.address);
-}
+const systemLookup: ControlLookup = Object.assign(
+  async function systemLookup(hostname: string): Promise<readonly string[]> {
+    return (await dnsLookup(hostname, { all: true })).map((entry) => entry.address);
+  },
+  {
+    // getaddrinfo reads /etc/resolv.conf itself; node's resolver was initialised from the same file, so its
+    // list names the servers that getaddrinfo asked.
+    resolvers: () => getServers().map(withDnsPort),
+  },
+);
 
 /** The watched credentials file, undefined without --credentials, or exit code 1 when the first load fails. */
 async function openCredentials(config: Config, io: CliIo, logger: Logger): Promise<FileCredentialSource | undefined | number> {
@@ -148,10 +220,13 @@ export const runCommand: Command = async function runCommand(argv: readonly stri
     return 0;
   }
   const raw = parseRunFlags(argv, io.cwd);
-  if (typeof raw === 'string') {
-    io.stderr.write(`boundary run: ${raw} (USAGE)\n\n${RUN_HELP}`);
+  const usage = typeof raw === 'string' ? raw : raw.policyFile === undefined && raw.supervisor === undefined ? NO_SOURCE : undefined;
+  if (typeof raw === 'string' || usage !== undefined) {
+    io.stderr.write(`boundary run: ${usage} (USAGE)\n\n${RUN_HELP}`);
     return 2;
   }
+  setRunDefaults(raw, io);
+  raw.searchDomains = resolvSearchDomains(await readFile(RESOLV_CONF, 'utf8').catch(() => ''));
   // A pod's hostname is its name: stable across container restarts, so a restart supersedes its old session.
   if (raw.supervisor !== undefined && raw.instanceId === undefined && io.env.HOSTNAME) raw.instanceId = io.env.HOSTNAME;
   let config: Config;
@@ -165,9 +240,10 @@ export const runCommand: Command = async function runCommand(argv: readonly stri
   const logger = createLogger({ format: config.logFormat, now: io.now });
   const credentials = await openCredentials(config, io, logger);
   if (typeof credentials === 'number') return credentials;
+  const dns = await buildResolver(config, io.now, logger);
   const boundary = createBoundary(config, {
     ...(credentials === undefined ? {} : { credentials }),
-    resolver: await buildResolver(config, io.now),
+    resolver: dns.resolver,
     now: io.now,
     logger,
     registry: new Registry(),
@@ -179,13 +255,20 @@ export const runCommand: Command = async function runCommand(argv: readonly stri
   } catch (err) {
     await boundary.close().catch(() => undefined);
     await credentials?.close();
+    dns.close();
     if (!isBoundaryError(err)) throw err;
     io.stderr.write(`boundary run: ${err.message} (${err.code})\n`);
     for (const issue of err.issues) io.stderr.write(`  ${issue.path}${issue.line === undefined ? '' : ` (line ${issue.line})`}: ${issue.message} (${issue.code})\n`);
     return 1;
   }
+  if (io.stdout.isTTY === true) {
+    // The start lines first: the banner is then the last thing on the screen.
+    await new Promise<void>((done) => logger.flush(() => done()));
+    io.stderr.write(banner(config, boundary, io.cwd));
+  }
   if (!io.signal.aborted) await new Promise<void>((done) => io.signal.addEventListener('abort', () => done(), { once: true }));
   await boundary.close();
   await credentials?.close();
+  dns.close();
   return 0;
 };

@@ -2,34 +2,49 @@
 // arguments and reads the TLS folder; everything else is in supervisor/supervisor.ts.
 import { readFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
+import { Registry } from 'prom-client';
 import { isBoundaryError } from '../errors.js';
 import { parseAuthority } from '../net/host.js';
 import { ISSUED_FILES } from '../pki/issue.js';
+import { MIN_ADMIN_TOKEN_CHARS } from '../supervisor/admin-auth.js';
 import { ATTACH_DEADLINE_MS, createSupervisor } from '../supervisor/supervisor.js';
 import { createLogger, LOG_FORMATS, type LogFormat } from '../telemetry/logger.js';
 import type { CliIo, Command } from './io.js';
 
 const DEFAULT_LISTEN = '0.0.0.0:5500';
+// Loopback unless told otherwise: the admin API opens shells into sandboxes.
+const DEFAULT_ADMIN_LISTEN = '127.0.0.1:9902';
+const OFF = 'off';
 const MAX_ATTACH_DEADLINE_S = 86_400;
 
 const USAGE = `Usage:
-  boundary supervisor --tls-dir DIR --policies DIR [--listen HOST:PORT] [--credentials FILE]
-                      [--admin-listen HOST:PORT] [--attach-deadline SECONDS] [--trust-domain DOMAIN]
+  boundary supervisor --tls-dir DIR --policies DIR (--admin-token-file FILE | --admin-tls | --admin-listen off)
+                      [--listen HOST:PORT] [--credentials FILE] [--admin-listen HOST:PORT|off]
+                      [--metrics-listen HOST:PORT] [--attach-deadline SECONDS] [--trust-domain DOMAIN]
                       [--log-format json|shorthand]
 
---listen           control listener, mTLS HTTP/2 (default ${DEFAULT_LISTEN})
---tls-dir          DIR/ca.pem (the CA boundaries' certificates must chain to), DIR/cert.pem, DIR/key.pem
-                   (this supervisor's serving certificate), as written by 'boundary pki issue --server'
---policies         DIR/<sandbox-id>.yaml, or DIR/default.yaml for any other sandbox; watched, pushed on change
---credentials      credentials file (same format as 'boundary run --credentials'); watched, pushed on change
---admin-listen     admin HTTP: GET /v1/sandboxes, PUT /v1/sandboxes/<id>/instances/<instance>, /healthz,
-                   /readyz, and relays to a loopback port of a sandbox (one its boundary lists in --relay-allow)
-                   as POST /v1/sandboxes/<id>/relay?port=N (Upgrade: boundary-relay) or as
-                   CONNECT <id>:<port> (optional header boundary-instance: <instance>), e.g.
-                   ssh -o ProxyCommand='socat - PROXY:127.0.0.1:%h:%p,proxyport=9902' -p 22 sb-1
---attach-deadline  seconds an expected or detached instance may take to attach before it is withdrawn
-                   (default ${ATTACH_DEADLINE_MS / 1000})
---trust-domain     accept only client certificates of this SPIFFE trust domain
+--listen            control listener, mTLS HTTP/2 (default ${DEFAULT_LISTEN})
+--tls-dir           DIR/ca.pem (the CA boundaries' certificates must chain to), DIR/cert.pem, DIR/key.pem
+                    (this supervisor's serving certificate), as written by 'boundary pki issue --server'
+--policies          DIR/<sandbox-id>.yaml, or DIR/default.yaml for any other sandbox; watched, pushed on change
+--credentials       credentials file (same format as 'boundary run --credentials'); watched, pushed on change
+--admin-listen      operator API (default ${DEFAULT_ADMIN_LISTEN}; 'off' for none): GET /v1/sandboxes,
+                    PUT /v1/sandboxes/<id>/instances/<instance>, /healthz, /readyz, and relays to a loopback port
+                    of a sandbox (one its boundary lists in --relay-allow) as POST /v1/sandboxes/<id>/relay?port=N
+                    (Upgrade: boundary-relay) or as CONNECT <id>:<port> (optional header boundary-instance: <instance>).
+                    Every route needs an operator: --admin-token-file, --admin-tls or both. No credentials: 401
+                    (CONNECT: 407); a wrong token or a certificate that names no operator: 403.
+--admin-token-file  FILE holds the bearer token (trimmed, at least ${MIN_ADMIN_TOKEN_CHARS} characters); re-checked on every
+                    request, so a rotated Kubernetes Secret applies without a restart. Send Authorization: Bearer
+                    TOKEN; CONNECT also takes Proxy-Authorization: Bearer TOKEN or Basic base64(<any>:TOKEN), e.g.
+                    ssh -o ProxyCommand='socat - PROXY:127.0.0.1:%h:%p,proxyport=9902,proxyauth=op:TOKEN' -p 22 sb-1
+--admin-tls         the admin listener speaks HTTPS with the --tls-dir certificate and accepts client certificates
+                    from its CA naming spiffe://<trust-domain>/operator/<name> ('boundary pki issue --operator')
+--metrics-listen    GET /metrics (process and Node.js metrics), /healthz and /readyz without credentials; nothing
+                    else (default: off; 0.0.0.0:9090 in a pod, for Prometheus and kubelet probes)
+--attach-deadline   seconds an expected or detached instance may take to attach before it is withdrawn
+                    (default ${ATTACH_DEADLINE_MS / 1000})
+--trust-domain      accept only client certificates (sandbox and operator) of this SPIFFE trust domain
 `;
 
 class UsageError extends Error {}
@@ -40,29 +55,39 @@ const VALUE_FLAGS = [
   '--policies',
   '--credentials',
   '--admin-listen',
+  '--admin-token-file',
+  '--metrics-listen',
   '--attach-deadline',
   '--trust-domain',
   '--log-format',
 ] as const;
 type Flag = (typeof VALUE_FLAGS)[number];
 
-function parseArgs(args: readonly string[]): { values: Map<Flag, string>; help: boolean } {
+function parseArgs(args: readonly string[]): { values: Map<Flag, string>; help: boolean; adminTls: boolean } {
   const values = new Map<Flag, string>();
   let help = false;
+  let adminTls = false;
   for (let i = 0; i < args.length; i += 1) {
     const arg = args[i] ?? '';
     if (arg === '--help' || arg === '-h') {
       help = true;
       continue;
     }
-    if (!(VALUE_FLAGS as readonly string[]).includes(arg)) throw new UsageError(`unexpected argument '${arg}'`);
-    const value = args[i + 1];
-    if (value === undefined || value.startsWith('--')) throw new UsageError(`${arg} needs a value`);
-    if (values.has(arg as Flag)) throw new UsageError(`${arg} given twice`);
-    values.set(arg as Flag, value);
-    i += 1;
+    if (arg === '--admin-tls') {
+      if (adminTls) throw new UsageError('--admin-tls given twice');
+      adminTls = true;
+      continue;
+    }
+    // `--flag=value` too: Kubernetes manifests write args that way.
+    const eq = arg.startsWith('--') ? arg.indexOf('=') : -1;
+    const flag = eq > 0 ? arg.slice(0, eq) : arg;
+    if (!(VALUE_FLAGS as readonly string[]).includes(flag)) throw new UsageError(`unexpected argument '${arg}'`);
+    const value = eq > 0 ? arg.slice(eq + 1) : args[++i];
+    if (value === undefined || (eq < 0 && value.startsWith('--'))) throw new UsageError(`${flag} needs a value`);
+    if (values.has(flag as Flag)) throw new UsageError(`${flag} given twice`);
+    values.set(flag as Flag, value);
   }
-  return { values, help };
+  return { values, help, adminTls };
 }
 
 function hostPort(flag: string, text: string): { host: string; port: number } {
@@ -81,7 +106,7 @@ export const supervisorCommand: Command = async function supervisorCommand(argv:
       io.stdout.write(USAGE);
       return 0;
     }
-    options = readOptions(parsed.values, io);
+    options = readOptions(parsed.values, parsed.adminTls, io);
   } catch (err) {
     if (!(err instanceof UsageError)) throw err;
     io.stderr.write(`boundary supervisor: ${err.message} (USAGE)\n\n${USAGE}`);
@@ -101,10 +126,13 @@ export const supervisorCommand: Command = async function supervisorCommand(argv:
         policiesDir: options.policies,
         credentialsFile: options.credentials,
         adminListen: options.adminListen,
+        adminTokenFile: options.adminTokenFile,
+        adminTls: options.adminTls,
+        metricsListen: options.metricsListen,
         attachDeadlineMs: options.attachDeadlineMs,
         trustDomain: options.trustDomain,
       },
-      { now: io.now, logger, env: io.env },
+      { now: io.now, logger, env: io.env, registry: new Registry() },
     );
     await supervisor.start();
     if (!io.signal.aborted) await new Promise<void>((done) => io.signal.addEventListener('abort', () => done(), { once: true }));
@@ -119,7 +147,7 @@ export const supervisorCommand: Command = async function supervisorCommand(argv:
   }
 };
 
-function readOptions(values: Map<Flag, string>, io: CliIo) {
+function readOptions(values: Map<Flag, string>, adminTls: boolean, io: CliIo) {
   const tlsDir = values.get('--tls-dir');
   const policies = values.get('--policies');
   if (tlsDir === undefined) throw new UsageError('--tls-dir DIR is required');
@@ -131,14 +159,23 @@ function readOptions(values: Map<Flag, string>, io: CliIo) {
   }
   const logFormat = values.get('--log-format') ?? 'json';
   if (!(LOG_FORMATS as readonly string[]).includes(logFormat)) throw new UsageError('--log-format must be json or shorthand');
-  const admin = values.get('--admin-listen');
+  const admin = values.get('--admin-listen') ?? DEFAULT_ADMIN_LISTEN;
+  const tokenFile = values.get('--admin-token-file');
+  if (admin === OFF && (tokenFile !== undefined || adminTls)) throw new UsageError('--admin-token-file and --admin-tls need the admin listener; drop --admin-listen off');
+  if (admin !== OFF && tokenFile === undefined && !adminTls) {
+    throw new UsageError(`the admin listener (${admin}) needs --admin-token-file FILE, --admin-tls or both; or --admin-listen off`);
+  }
+  const metrics = values.get('--metrics-listen');
   const credentials = values.get('--credentials');
   return {
     listen: hostPort('--listen', values.get('--listen') ?? DEFAULT_LISTEN),
     tlsDir: resolve(io.cwd, tlsDir),
     policies: resolve(io.cwd, policies),
     credentials: credentials === undefined ? undefined : resolve(io.cwd, credentials),
-    adminListen: admin === undefined ? undefined : hostPort('--admin-listen', admin),
+    adminListen: admin === OFF ? undefined : hostPort('--admin-listen', admin),
+    adminTokenFile: tokenFile === undefined ? undefined : resolve(io.cwd, tokenFile),
+    adminTls,
+    metricsListen: metrics === undefined ? undefined : hostPort('--metrics-listen', metrics),
     attachDeadlineMs: Math.round(deadline * 1000),
     trustDomain: values.get('--trust-domain'),
     logFormat: logFormat as LogFormat,

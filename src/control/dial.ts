@@ -28,8 +28,14 @@ export interface ControlTls {
   readonly servername?: string;
 }
 
-/** Name -> addresses. Injected so tests never query real DNS; main.ts passes the system resolver. */
-export type ControlLookup = (hostname: string) => Promise<readonly string[]>;
+/**
+ * Name -> addresses. Injected so tests never query real DNS; main.ts passes the system resolver.
+ * `resolvers` names the servers it asks (`10.96.0.10:53`), so a failed lookup says where it asked.
+ */
+export interface ControlLookup {
+  (hostname: string): Promise<readonly string[]>;
+  readonly resolvers?: (() => readonly string[]) | undefined;
+}
 
 export interface DialOptions {
   readonly host: string;
@@ -89,14 +95,18 @@ export async function dialSupervisor(options: DialOptions): Promise<TLSSocket> {
   const literal = isIP(host) !== 0;
   let address = host;
   if (!literal && options.lookup !== undefined) {
+    const servers = options.lookup.resolvers?.() ?? [];
+    const via = servers.length === 0 ? '' : ` via ${servers.join(', ')}`;
     let addresses: readonly string[];
     try {
       addresses = await options.lookup(host);
     } catch (err) {
-      throw new ControlFailure('dns', `cannot resolve ${host}: ${describeError(err)}`, { cause: err });
+      // getaddrinfo's message repeats the name; its code alone (ENOTFOUND, EAI_AGAIN) says what happened.
+      const code = (err as NodeJS.ErrnoException | undefined)?.code;
+      throw new ControlFailure('dns', `cannot resolve ${host}${via}: ${typeof code === 'string' ? code : describeError(err)}`, { cause: err });
     }
     const first = addresses[0];
-    if (first === undefined) throw new ControlFailure('dns', `${host} has no addresses`);
+    if (first === undefined) throw new ControlFailure('dns', `${host} has no addresses${via}`);
     address = first;
   }
   const servername = tls.servername ?? (literal ? undefined : host);

@@ -58,6 +58,8 @@ export interface PolicyDnsOptions {
   readonly allowLoopback?: boolean;
   readonly selfAddresses?: readonly SelfAddress[];
   readonly maxCachedAnswers?: number;
+  /** The workload's resolv.conf `search` domains (normalised); names under them that policy does not cover get NXDOMAIN. */
+  readonly searchDomains?: readonly string[];
 }
 
 export interface PolicyDnsStats {
@@ -91,6 +93,7 @@ export function createPolicyDns(options: PolicyDnsOptions): PolicyDns {
     : query.type === QTYPE_AAAA ? slots[query.edns === undefined ? 2 : 3]
     : undefined;
   const parse = createQueryParser();
+  const searchSuffixes = (options.searchDomains ?? []).map((domain) => `.${domain}`);
   const inflight = new Map<string, Promise<DnsOutcome>>();
   let hits = 0;
   let upstreamQueries = 0;
@@ -124,7 +127,14 @@ export function createPolicyDns(options: PolicyDnsOptions): PolicyDns {
     if (host.kind !== 'name') return refused(`${query.name} is an IP literal (${host.host})`, 'ip-literal');
     if (isLocalName(host.host)) return refused(`${host.host} is a local name`, 'local-name');
     if (KNOWN_METADATA_NAMES.has(host.host)) return refused(`${host.host} is a cloud metadata name`, 'metadata-name');
-    if (policy.endpointsForHost(host.host).length === 0) return refused(`no policy endpoint covers ${host.host}`, 'no-endpoint');
+    if (policy.endpointsForHost(host.host).length === 0) {
+      // A stub resolver walks the search list (Kubernetes ClusterFirst: ndots:5 and three cluster suffixes) and
+      // stops at the first answer that is not NXDOMAIN or NODATA, so a REFUSED for
+      // `api.example.com.default.svc.cluster.local` would end the walk before `api.example.com` is asked.
+      // Such names get NXDOMAIN instead: still answered here, never asked upstream.
+      if (searchSuffixes.some((suffix) => host.host.endsWith(suffix))) return notUnderPolicy();
+      return refused(`no policy endpoint covers ${host.host}`, 'no-endpoint');
+    }
     // IPv6 egress is off: an eligible AAAA gets an empty NOERROR and no upstream query.
     if (query.type === QTYPE_AAAA) return plain('NOERROR', Number.POSITIVE_INFINITY);
     return undefined;
@@ -244,6 +254,11 @@ export function createPolicyDns(options: PolicyDnsOptions): PolicyDns {
 
 function plain(rcode: Rcode, cacheUntil: number | undefined): DnsOutcome {
   return { rcode, answers: [], ttlSeconds: undefined, cacheUntil };
+}
+
+function notUnderPolicy(): DnsOutcome {
+  // Depends only on the policy, like a refusal; a search-list candidate is routine, so no refusal finding.
+  return { rcode: 'NXDOMAIN', answers: [], ttlSeconds: undefined, cacheUntil: Number.POSITIVE_INFINITY, statusDetail: 'policy_dns_search_suffix' };
 }
 
 function refused(message: string, why: string): DnsOutcome {

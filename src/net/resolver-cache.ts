@@ -16,13 +16,20 @@ interface Entry {
   readonly expiresAt: number;
 }
 
-export function createCachingResolver(inner: Resolver, options: { now: () => number; maxEntries?: number }): Resolver {
+export interface CachingResolver extends Resolver {
+  /** Forgets every answer, and any lookup still in flight: its source (the hosts file) changed under it. */
+  clear(): void;
+}
+
+export function createCachingResolver(inner: Resolver, options: { now: () => number; maxEntries?: number }): CachingResolver {
   const maxEntries = options.maxEntries ?? MAX_CACHED_NAMES;
   // One map per family, keyed by the name itself: a per-request lookup hashes the host string it is handed
   // (usually one whose hash V8 already holds) instead of building and hashing a fresh `4/name` key each time.
   const entries: Readonly<Record<4 | 6, Map<string, Entry>>> = { 4: new Map(), 6: new Map() };
   // Concurrent questions for one name share one upstream exchange.
   const inFlight = new Map<string, Promise<ResolveResult>>();
+  // Bumped by clear(): a lookup that began before it must not write its (possibly stale) answer back.
+  let epoch = 0;
 
   function lifetimeMs(result: ResolveResult): number {
     if (result.ok) return Math.min(result.ttlSeconds * 1000, MAX_CACHE_TTL_MS);
@@ -53,6 +60,12 @@ export function createCachingResolver(inner: Resolver, options: { now: () => num
   }
 
   return {
+    clear() {
+      epoch++;
+      entries[4].clear();
+      entries[6].clear();
+      inFlight.clear();
+    },
     cached(name, family) {
       return fresh(name, family);
     },
@@ -62,14 +75,16 @@ export function createCachingResolver(inner: Resolver, options: { now: () => num
       const key = `${family}/${name}`;
       const pending = inFlight.get(key);
       if (pending !== undefined) return pending;
+      const started = epoch;
       const lookup = inner.resolve(name, family).then(
         (result) => {
+          if (started !== epoch) return result;
           inFlight.delete(key);
           remember(name, family, result);
           return result;
         },
         (err: unknown) => {
-          inFlight.delete(key);
+          if (started === epoch) inFlight.delete(key);
           throw err;
         },
       );

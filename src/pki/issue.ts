@@ -1,6 +1,7 @@
-// Control-channel certificates: client certificates naming a sandbox by SPIFFE URI, server certificates
-// for the supervisor, and the on-disk layout `boundary pki` manages. Never reads the clock or env itself.
+// Control-channel certificates: client certificates naming a sandbox or an operator by SPIFFE URI, server
+// certificates for the supervisor, and the on-disk layout `boundary pki` manages. Never reads the clock or env.
 import 'reflect-metadata';
+import type { X509Certificate } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import * as x509 from '@peculiar/x509';
@@ -31,28 +32,61 @@ export function isValidSandboxId(value: string): boolean {
   return value.length <= MAX_SANDBOX_ID_CHARS && SANDBOX_ID.test(value) && value !== '.' && value !== '..';
 }
 
-/** `spiffe://<trustDomain>/sandbox/<sandboxId>`, the identity a boundary's client certificate carries. */
-export function sandboxSpiffeId(trustDomain: string, sandboxId: string): string {
+/** Who a client certificate speaks for: a sandbox's boundary (control listener) or an operator (admin listener). */
+export const SPIFFE_KINDS = ['sandbox', 'operator'] as const;
+export type SpiffeKind = (typeof SPIFFE_KINDS)[number];
+
+/** `spiffe://<trustDomain>/<kind>/<name>`; a sandbox id and an operator name follow the same grammar. */
+function spiffeId(kind: SpiffeKind, trustDomain: string, name: string): string {
   if (!isValidTrustDomain(trustDomain)) throw new BoundaryError('PKI_NAME_INVALID', 'trust domain must be [a-z0-9._-], 1-255 characters');
-  if (!isValidSandboxId(sandboxId)) {
-    throw new BoundaryError('PKI_NAME_INVALID', `sandbox id must be [A-Za-z0-9._-], 1-${MAX_SANDBOX_ID_CHARS} characters`);
+  if (!isValidSandboxId(name)) {
+    throw new BoundaryError('PKI_NAME_INVALID', `${kind === 'sandbox' ? 'sandbox id' : 'operator name'} must be [A-Za-z0-9._-], 1-${MAX_SANDBOX_ID_CHARS} characters`);
   }
-  return `spiffe://${trustDomain}/sandbox/${sandboxId}`;
+  return `spiffe://${trustDomain}/${kind}/${name}`;
 }
 
-/** The inverse of sandboxSpiffeId; undefined for any other URI (the supervisor refuses those). */
+// The kind is matched literally, so a URI of one kind never parses as the other.
+function parseSpiffeId(kind: SpiffeKind, uri: string): { trustDomain: string; name: string } | undefined {
+  const match = /^spiffe:\/\/([^/]+)\/([a-z]+)\/([^/]+)$/.exec(uri);
+  if (match === null || match[2] !== kind) return undefined;
+  const [, trustDomain = '', , name = ''] = match;
+  return isValidTrustDomain(trustDomain) && isValidSandboxId(name) ? { trustDomain, name } : undefined;
+}
+
+/** `spiffe://<trustDomain>/sandbox/<sandboxId>`, the identity a boundary's client certificate carries. */
+export function sandboxSpiffeId(trustDomain: string, sandboxId: string): string {
+  return spiffeId('sandbox', trustDomain, sandboxId);
+}
+
+/** The inverse of sandboxSpiffeId; undefined for any other URI, operators' included (the control listener refuses those). */
 export function parseSandboxSpiffeId(uri: string): { trustDomain: string; sandboxId: string } | undefined {
-  const match = /^spiffe:\/\/([^/]+)\/sandbox\/([^/]+)$/.exec(uri);
-  if (match === null) return undefined;
-  const [, trustDomain = '', sandboxId = ''] = match;
-  return isValidTrustDomain(trustDomain) && isValidSandboxId(sandboxId) ? { trustDomain, sandboxId } : undefined;
+  const parsed = parseSpiffeId('sandbox', uri);
+  return parsed === undefined ? undefined : { trustDomain: parsed.trustDomain, sandboxId: parsed.name };
+}
+
+/** `spiffe://<trustDomain>/operator/<name>`, the identity an operator's admin client certificate carries. */
+export function operatorSpiffeId(trustDomain: string, operator: string): string {
+  return spiffeId('operator', trustDomain, operator);
+}
+
+/** The inverse of operatorSpiffeId; undefined for any other URI, sandboxes' included (the admin listener refuses those). */
+export function parseOperatorSpiffeId(uri: string): { trustDomain: string; operator: string } | undefined {
+  const parsed = parseSpiffeId('operator', uri);
+  return parsed === undefined ? undefined : { trustDomain: parsed.trustDomain, operator: parsed.name };
+}
+
+/** Every URI SAN of a peer certificate, unquoted (Node quotes a URI holding a comma or a quote). */
+export function certificateUris(cert: X509Certificate | undefined): string[] {
+  const san = cert?.subjectAltName ?? '';
+  return [...san.matchAll(/URI:(?:"((?:[^"\\]|\\.)*)"|([^,\s]+))/g)].map((match) => match[1] ?? match[2] ?? '');
 }
 
 export interface IssueOptions {
   readonly ca: CertificateAuthority;
   readonly kind: 'client' | 'server';
-  /** client: required, with trustDomain. */
+  /** client: exactly one of sandboxId and operator, with trustDomain. */
   readonly sandboxId?: string;
+  readonly operator?: string;
   readonly trustDomain?: string;
   /** server: DNS names and IP literals, at least one. */
   readonly names?: readonly string[];
@@ -88,12 +122,13 @@ export async function issueCertificate(options: IssueOptions): Promise<IssuedCer
   let commonName: string;
   let spiffeId: string | undefined;
   if (options.kind === 'client') {
-    if (options.sandboxId === undefined || options.trustDomain === undefined) {
-      throw new BoundaryError('PKI_NAME_INVALID', 'a client certificate needs sandboxId and trustDomain');
+    const { sandboxId, operator, trustDomain } = options;
+    if ((sandboxId === undefined) === (operator === undefined) || trustDomain === undefined) {
+      throw new BoundaryError('PKI_NAME_INVALID', 'a client certificate needs trustDomain and exactly one of sandboxId and operator');
     }
-    spiffeId = sandboxSpiffeId(options.trustDomain, options.sandboxId);
+    spiffeId = sandboxId === undefined ? operatorSpiffeId(trustDomain, operator ?? '') : sandboxSpiffeId(trustDomain, sandboxId);
     san = [{ type: 'url', value: spiffeId }];
-    commonName = options.sandboxId;
+    commonName = sandboxId ?? operator ?? '';
   } else {
     san = serverNames(options.names);
     commonName = san[0]?.value ?? '';
@@ -161,19 +196,21 @@ export async function loadPkiDir(dir: string): Promise<{ ca: CertificateAuthorit
 }
 
 /**
- * Issues a client (sandboxId) or server (names) certificate from the CA in `dir` and writes exactly
- * OUT/ca.pem, OUT/cert.pem and OUT/key.pem (0600).
+ * Issues a sandbox client (sandboxId), operator client (operator) or server (names) certificate from the CA
+ * in `dir` and writes exactly OUT/ca.pem, OUT/cert.pem and OUT/key.pem (0600).
  */
 export async function issueToDir(options: {
   dir: string;
   out: string;
   sandboxId?: string;
+  operator?: string;
   names?: readonly string[];
   now: () => number;
   validityDays?: number;
 }) {
-  if ((options.sandboxId === undefined) === (options.names === undefined)) {
-    throw new BoundaryError('USAGE', 'issue either a client certificate (sandboxId) or a server certificate (names)');
+  const kinds = [options.sandboxId, options.operator, options.names].filter((v) => v !== undefined).length;
+  if (kinds !== 1) {
+    throw new BoundaryError('USAGE', 'issue exactly one of a sandbox certificate (sandboxId), an operator certificate (operator) or a server certificate (names)');
   }
   const { ca, trustDomain } = await loadPkiDir(resolve(options.dir));
   const common = {
@@ -182,9 +219,15 @@ export async function issueToDir(options: {
     ...(options.validityDays === undefined ? {} : { validityDays: options.validityDays }),
   };
   const issued =
-    options.sandboxId !== undefined
-      ? await issueCertificate({ ...common, kind: 'client', sandboxId: options.sandboxId, trustDomain })
-      : await issueCertificate({ ...common, kind: 'server', names: options.names ?? [] });
+    options.names === undefined
+      ? await issueCertificate({
+          ...common,
+          kind: 'client',
+          trustDomain,
+          ...(options.sandboxId === undefined ? {} : { sandboxId: options.sandboxId }),
+          ...(options.operator === undefined ? {} : { operator: options.operator }),
+        })
+      : await issueCertificate({ ...common, kind: 'server', names: options.names });
   const out = resolve(options.out);
   await ensureDir(out);
   const files = {

@@ -9,6 +9,7 @@ import type { PolicyStore } from '../policy/store.js';
 import type { AuditSink } from '../telemetry/event.js';
 import type { Logger } from '../telemetry/logger.js';
 import { allowedPorts } from './capture.js';
+import { createCaptureHealth } from './capture-health.js';
 
 /**
  * An expired mapping keeps its listeners this long, admitting nothing: a client that cached the answer past
@@ -37,6 +38,10 @@ export interface CaptureListeners {
   /** Settles once every listener being opened is bound (or failed); undefined when none is pending. */
   settled(): Promise<void> | undefined;
   listening(): readonly { readonly ip: string; readonly port: number }[];
+  /** Binds a throwaway listener on `ip` (an address of the window) so readiness knows before any answer. */
+  probe(ip: string): Promise<void>;
+  /** Why capture cannot work at all (`capture-unavailable: ...`), cleared by a later successful bind. */
+  problem(): string | undefined;
   /** Stops listening and destroys captured sockets that are still open. */
   close(): Promise<void>;
 }
@@ -49,6 +54,7 @@ export function createCaptureListeners(options: CaptureListenersOptions): Captur
   const binding = new WeakMap<Server, Promise<void>>();
   const sockets = new Set<Socket>();
   const unsubscribe: (() => void)[] = [];
+  const health = createCaptureHealth({ logger });
   let count = 0;
   let closed = false;
 
@@ -79,6 +85,7 @@ export function createCaptureListeners(options: CaptureListenersOptions): Captur
           count--;
         }
         logger.error({ err, ip, port }, 'capture listener failed');
+        health.failed(err, ip, port);
         options.sink.emit({
           class: 'NET',
           activity: 'FAIL',
@@ -92,6 +99,7 @@ export function createCaptureListeners(options: CaptureListenersOptions): Captur
       server.once('error', onError);
       server.listen({ host: ip, port, exclusive: true }, () => {
         server.removeListener('error', onError);
+        health.bound(ip, port);
         server.on('error', (err) => logger.warn({ err, ip, port }, 'capture listener error'));
         resolve();
       });
@@ -142,6 +150,7 @@ export function createCaptureListeners(options: CaptureListenersOptions): Captur
       );
     },
     sweep() {
+      health.recheck();
       for (const [ip, at] of [...expiredAt]) {
         if (now() - at < EXPIRED_LISTENER_LINGER_MS) continue;
         expiredAt.delete(ip);
@@ -151,6 +160,8 @@ export function createCaptureListeners(options: CaptureListenersOptions): Captur
     settled() {
       return pending.size === 0 ? undefined : Promise.all(pending).then(() => undefined);
     },
+    probe: health.probe,
+    problem: health.problem,
     listening() {
       const out: { ip: string; port: number }[] = [];
       for (const [ip, ports] of byIp) for (const port of ports.keys()) out.push({ ip, port });

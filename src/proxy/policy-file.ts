@@ -1,11 +1,10 @@
-// Keeps the policy store in step with one policy file: watches its directory (editors replace files by
-// rename), re-reads after a short settle, swaps a valid policy in as a new generation, and on an invalid one
+// Keeps the policy store in step with one policy file: follows edits, editor renames and ConfigMap swaps,
+// re-reads after a short settle, swaps a changed policy in as a new generation, and on an invalid one
 // keeps the last good policy (or publishes deny-all). Emits CONFIG events; never decides a request.
 
-import { type FSWatcher, watch } from 'node:fs';
-import { basename, dirname } from 'node:path';
 import type { Issue } from '../errors.js';
 import { isBoundaryError } from '../errors.js';
+import { type FileWatch, watchFile } from '../file-watch.js';
 import { loadPolicyFile } from '../policy/load.js';
 import { emptyPolicy, type PolicyStore } from '../policy/store.js';
 import type { Policy } from '../policy/types.js';
@@ -39,8 +38,7 @@ export function createPolicyFileWatcher(options: {
   readonly onInvalid: 'keep' | 'deny-all';
 }): PolicyFileWatcher {
   const { path, store, sink, logger } = options;
-  let watcher: FSWatcher | undefined;
-  let timer: NodeJS.Timeout | undefined;
+  let watcher: FileWatch | undefined;
   let running: Promise<void> | undefined;
   let again = false;
 
@@ -113,18 +111,14 @@ export function createPolicyFileWatcher(options: {
     },
     reload,
     start() {
-      const name = basename(path);
-      watcher = watch(dirname(path), (_event, filename) => {
-        if (filename !== null && filename !== name) return;
-        clearTimeout(timer);
-        timer = setTimeout(() => {
-          reload().catch((err: unknown) => logger.error({ err }, 'policy reload failed'));
-        }, POLICY_RELOAD_SETTLE_MS);
+      watcher = watchFile({
+        path,
+        settleMs: POLICY_RELOAD_SETTLE_MS,
+        onChange: () => reload().catch((err: unknown) => logger.error({ err }, 'policy reload failed')),
+        onError: (err) => logger.error({ err, path }, 'policy watch failed; reloads stop'),
       });
-      watcher.on('error', (err) => logger.error({ err, path }, 'policy watch failed; reloads stop'));
     },
     close() {
-      clearTimeout(timer);
       watcher?.close();
       watcher = undefined;
     },

@@ -1,17 +1,22 @@
 // The supervisor's admin HTTP listener (--admin-listen): /healthz, /readyz, GET /v1/sandboxes, PUT
 // /v1/sandboxes/<id>/instances/<iid> (expect an instance), and relays into a sandbox, asked for either as
 // POST /v1/sandboxes/<id>/relay?port=N with `Upgrade: boundary-relay` or as `CONNECT <id>:<port>` (what
-// socat's PROXY address and ssh ProxyCommand speak). Parses requests; decides nothing.
+// socat's PROXY address and ssh ProxyCommand speak). Every route, relays included, first needs an operator
+// (admin-auth.ts); over TLS when configured. Parses requests; decides nothing.
 
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { createServer as createHttpsServer, type Server as HttpsServer } from 'node:https';
 import type { Duplex } from 'node:stream';
 import type { RelayTarget } from '../control/messages.js';
 import { isLoopbackHost } from '../control/relay.js';
+import type { Logger } from '../telemetry/logger.js';
+import { ADMIN_AUTH_REALM, type AdminAuth, type AdminAuthResult, type AdminCallStyle } from './admin-auth.js';
 import { type RelayStyle, relayErrorReply } from './relays.js';
 
 export const ADMIN_MAX_CONNECTIONS = 256;
 export const ADMIN_HEADERS_TIMEOUT_MS = 5_000;
 export const ADMIN_REQUEST_TIMEOUT_MS = 10_000;
+export const ADMIN_TLS_HANDSHAKE_TIMEOUT_MS = 5_000;
 /** Optional CONNECT header choosing one instance of the sandbox (default: the most recently attached). */
 export const RELAY_INSTANCE_HEADER = 'boundary-instance';
 
@@ -81,85 +86,146 @@ export function parseConnectRelay(authority: string, instanceHeader: string | st
   return { ok: true, value: { sandboxId: match[1] ?? '', instanceId: instance.value, target: { host: '127.0.0.1', port }, style: 'connect' } };
 }
 
-export function createSupervisorAdmin(options: { host: string; port: number; handlers: AdminHandlers }): SupervisorAdmin {
-  const { handlers } = options;
-  let server: Server | undefined;
+export interface SupervisorAdminOptions {
+  readonly host: string;
+  readonly port: number;
+  readonly handlers: AdminHandlers;
+  /** Started by the caller (it reads the token file once). */
+  readonly auth: AdminAuth;
+  /** HTTPS with the supervisor's serving certificate; client certificates are requested and checked against ca. */
+  readonly tls?: { readonly caPem: string; readonly certPem: string; readonly keyPem: string } | undefined;
+  readonly logger: Logger;
+}
+
+/** The challenge that goes with a refusal: 401 names Bearer, 407 (CONNECT) also Basic, which socat sends. */
+function challenge(status: number): Record<string, string> {
+  if (status === 401) return { 'www-authenticate': `Bearer realm="${ADMIN_AUTH_REALM}"` };
+  if (status === 407) return { 'proxy-authenticate': `Bearer realm="${ADMIN_AUTH_REALM}", Basic realm="${ADMIN_AUTH_REALM}"` };
+  return {};
+}
+
+export function createSupervisorAdmin(options: SupervisorAdminOptions): SupervisorAdmin {
+  const { handlers, auth, logger } = options;
+  let server: Server | HttpsServer | undefined;
   let bound = { host: options.host, port: options.port };
 
-  function json(res: ServerResponse, status: number, body: object): void {
+  function json(res: ServerResponse, status: number, body: object, headers: Record<string, string> = {}): void {
     const text = `${JSON.stringify(body)}\n`;
-    res.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text) });
+    res.writeHead(status, { ...headers, 'content-type': 'application/json', 'content-length': Buffer.byteLength(text) });
     res.end(text);
   }
 
-  function onRequest(req: IncomingMessage, res: ServerResponse): void {
-    try {
-      const url = new URL(req.url ?? '/', 'http://admin');
-      if (req.method === 'GET' && url.pathname === '/healthz') {
-        json(res, 200, { ok: true });
-        return;
-      }
-      if (req.method === 'GET' && url.pathname === '/readyz') {
-        const readiness = handlers.readiness();
-        json(res, readiness.ready ? 200 : 503, readiness);
-        return;
-      }
-      if (req.method === 'GET' && url.pathname === '/v1/sandboxes') {
-        json(res, 200, handlers.sandboxes());
-        return;
-      }
-      const expect = EXPECT_PATH.exec(url.pathname);
-      if (req.method === 'PUT' && expect !== null) {
-        const reply = handlers.expect(expect[1] ?? '', expect[2] ?? '');
-        json(res, reply.status, reply.body);
-        return;
-      }
-      if (RELAY_PATH.test(url.pathname)) {
-        json(res, 426, { error: 'upgrade-required', message: 'send POST with Connection: Upgrade and Upgrade: boundary-relay' });
-        return;
-      }
-      json(res, 404, { error: 'not-found', message: `no route ${req.method} ${url.pathname}` });
-    } catch (err) {
-      if (!res.headersSent) json(res, 500, { error: 'internal', message: (err as Error).message });
-      else res.destroy();
-    }
+  /** Resolves with the operator, or undefined once `refuse` has answered the caller. */
+  async function operatorOf(req: IncomingMessage, style: AdminCallStyle, refuse: (result: AdminAuthResult & { ok: false }) => void) {
+    const result = await auth.authenticate(req, style);
+    if (result.ok) return result.operator;
+    logger.info({ remote: req.socket.remoteAddress, method: req.method, status: result.status, error: result.error }, 'admin request refused');
+    refuse(result);
+    return undefined;
   }
 
-  function relay(style: RelayStyle, parsed: Parsed<RelayRequest>, socket: Duplex, head: Buffer): void {
+  async function onRequest(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const operator = await operatorOf(req, 'request', (r) => json(res, r.status, { error: r.error, message: r.message }, challenge(r.status)));
+    if (operator === undefined) return;
+    const url = new URL(req.url ?? '/', 'http://admin');
+    if (req.method === 'GET' && url.pathname === '/healthz') {
+      json(res, 200, { ok: true });
+      return;
+    }
+    if (req.method === 'GET' && url.pathname === '/readyz') {
+      const readiness = handlers.readiness();
+      json(res, readiness.ready ? 200 : 503, readiness);
+      return;
+    }
+    if (req.method === 'GET' && url.pathname === '/v1/sandboxes') {
+      json(res, 200, handlers.sandboxes());
+      return;
+    }
+    const expect = EXPECT_PATH.exec(url.pathname);
+    if (req.method === 'PUT' && expect !== null) {
+      const reply = handlers.expect(expect[1] ?? '', expect[2] ?? '');
+      logger.info({ operator, sandboxId: expect[1], instanceId: expect[2], status: reply.status }, 'instance expected by an operator');
+      json(res, reply.status, reply.body);
+      return;
+    }
+    if (RELAY_PATH.test(url.pathname)) {
+      json(res, 426, { error: 'upgrade-required', message: 'send POST with Connection: Upgrade and Upgrade: boundary-relay' });
+      return;
+    }
+    json(res, 404, { error: 'not-found', message: `no route ${req.method} ${url.pathname}` });
+  }
+
+  function relay(operator: string, style: RelayStyle, parsed: Parsed<RelayRequest>, socket: Duplex, head: Buffer): void {
     if (!parsed.ok) {
       socket.end(relayErrorReply(style, 400, 'bad-request', parsed.message));
       return;
     }
-    try {
-      handlers.relay(parsed.value, socket, head);
-    } catch (err) {
-      socket.end(relayErrorReply(style, 500, 'internal', (err as Error).message));
-    }
+    const { sandboxId, instanceId, target } = parsed.value;
+    logger.info({ operator, sandboxId, instanceId, target, style }, 'relay requested by an operator');
+    handlers.relay(parsed.value, socket, head);
   }
 
-  function onUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer): void {
-    socket.on('error', () => socket.destroy());
+  async function onUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer): Promise<void> {
+    const operator = await operatorOf(req, 'request', (r) => socket.end(relayErrorReply('upgrade', r.status, r.error, r.message, challenge(r.status))));
+    if (operator === undefined) return;
     const url = new URL(req.url ?? '/', 'http://admin');
     const match = RELAY_PATH.exec(url.pathname);
     if (req.method !== 'POST' || match === null) {
       socket.end('HTTP/1.1 404 Not Found\r\ncontent-length: 0\r\nconnection: close\r\n\r\n');
       return;
     }
-    relay('upgrade', parseUpgradeRelay(match[1] ?? '', url.searchParams), socket, head);
+    relay(operator, 'upgrade', parseUpgradeRelay(match[1] ?? '', url.searchParams), socket, head);
   }
 
-  function onConnect(req: IncomingMessage, socket: Duplex, head: Buffer): void {
-    socket.on('error', () => socket.destroy());
-    relay('connect', parseConnectRelay(req.url ?? '', req.headers[RELAY_INSTANCE_HEADER]), socket, head);
+  async function onConnect(req: IncomingMessage, socket: Duplex, head: Buffer): Promise<void> {
+    const operator = await operatorOf(req, 'connect', (r) => socket.end(relayErrorReply('connect', r.status, r.error, r.message, challenge(r.status))));
+    if (operator === undefined) return;
+    relay(operator, 'connect', parseConnectRelay(req.url ?? '', req.headers[RELAY_INSTANCE_HEADER]), socket, head);
+  }
+
+  function serveRequest(req: IncomingMessage, res: ServerResponse): void {
+    onRequest(req, res).catch((err: unknown) => {
+      if (!res.headersSent) json(res, 500, { error: 'internal', message: (err as Error).message });
+      else res.destroy();
+    });
+  }
+
+  // The socket waits paused while authentication reads the token file; nothing it sent is lost.
+  function serveSocket(style: RelayStyle, handler: typeof onUpgrade) {
+    return (req: IncomingMessage, socket: Duplex, head: Buffer): void => {
+      socket.on('error', () => socket.destroy());
+      handler(req, socket, head).catch((err: unknown) => socket.end(relayErrorReply(style, 500, 'internal', (err as Error).message)));
+    };
+  }
+
+  function createListener(): Server | HttpsServer {
+    const limits = { headersTimeout: ADMIN_HEADERS_TIMEOUT_MS, requestTimeout: ADMIN_REQUEST_TIMEOUT_MS };
+    if (options.tls === undefined) return createServer(limits, serveRequest);
+    // rejectUnauthorized is off so that a caller without a certificate can still use a token and a caller
+    // with a bad one gets a 403 it can read; admin-auth.ts accepts only verified operator certificates.
+    return createHttpsServer(
+      {
+        ...limits,
+        ca: options.tls.caPem,
+        cert: options.tls.certPem,
+        key: options.tls.keyPem,
+        requestCert: true,
+        rejectUnauthorized: false,
+        minVersion: 'TLSv1.3',
+        handshakeTimeout: ADMIN_TLS_HANDSHAKE_TIMEOUT_MS,
+      },
+      serveRequest,
+    );
   }
 
   return {
     async start() {
-      const srv = createServer({ headersTimeout: ADMIN_HEADERS_TIMEOUT_MS, requestTimeout: ADMIN_REQUEST_TIMEOUT_MS }, onRequest);
+      const srv = createListener();
       srv.maxConnections = ADMIN_MAX_CONNECTIONS;
-      srv.on('upgrade', onUpgrade);
-      srv.on('connect', onConnect);
+      srv.on('upgrade', serveSocket('upgrade', onUpgrade));
+      srv.on('connect', serveSocket('connect', onConnect));
       srv.on('clientError', (_err, socket) => socket.destroy());
+      srv.on('tlsClientError', (err) => logger.debug({ err: err.message }, 'admin TLS handshake failed'));
       await new Promise<void>((resolve, reject) => {
         srv.once('error', reject);
         srv.listen(options.port, options.host, () => {

@@ -5,6 +5,7 @@
 import { type FSWatcher, watch } from 'node:fs';
 import { readdir, readFile, stat } from 'node:fs/promises';
 import { join } from 'node:path';
+import { isAtomicWriterEntry } from '../file-watch.js';
 import { isValidSandboxId } from '../pki/issue.js';
 import type { Policy } from '../policy/types.js';
 
@@ -58,7 +59,11 @@ export function createPolicyLibrary(options: {
 
   async function scanOnce(): Promise<Set<string>> {
     const changed = new Set<string>();
-    const entries = (await readdir(options.dir)).filter((name) => name.endsWith('.yaml')).slice(0, MAX_POLICY_FILES);
+    // A ConfigMap mount holds `<name>.yaml -> ..data/<name>.yaml` beside the kubelet's `..data` bookkeeping:
+    // stat follows the symlinks, and the `..` entries are never policies.
+    const entries = (await readdir(options.dir))
+      .filter((name) => name.endsWith('.yaml') && !isAtomicWriterEntry(name))
+      .slice(0, MAX_POLICY_FILES);
     const present = new Set<string>();
     for (const entry of entries) {
       const name = entry.slice(0, -'.yaml'.length);

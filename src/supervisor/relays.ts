@@ -25,9 +25,14 @@ export type RelayStyle = (typeof RELAY_STYLES)[number];
 /** Carries the error code on CONNECT answers, which have no body (socat and ssh read only the status line). */
 export const RELAY_ERROR_HEADER = 'boundary-error';
 
-/** The answer that ends a relay request that will not be bridged, in the caller's style. */
-export function relayErrorReply(style: RelayStyle, status: number, error: string, message: string): string {
-  const line = `HTTP/1.1 ${status} ${STATUS_CODES[status] ?? 'Error'}\r\n`;
+/**
+ * The answer that ends a relay request that will not be bridged, in the caller's style. `headers` (fixed
+ * names and values of our own, such as an authentication challenge) go out as given.
+ */
+export function relayErrorReply(style: RelayStyle, status: number, error: string, message: string, headers: Readonly<Record<string, string>> = {}): string {
+  const line = `HTTP/1.1 ${status} ${STATUS_CODES[status] ?? 'Error'}\r\n${Object.entries(headers)
+    .map(([name, value]) => `${name}: ${value}\r\n`)
+    .join('')}`;
   if (style === 'connect') {
     return `${line}${RELAY_ERROR_HEADER}: ${error.replace(/[^A-Za-z0-9._-]/g, '')}\r\ncontent-length: 0\r\nconnection: close\r\n\r\n`;
   }

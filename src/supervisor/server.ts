@@ -27,7 +27,7 @@ import {
 import { readBody } from '../control/ndjson.js';
 import { SESSION_HEADER } from '../control/relay.js';
 import { BoundaryError } from '../errors.js';
-import { parseSandboxSpiffeId } from '../pki/issue.js';
+import { certificateUris, parseSandboxSpiffeId } from '../pki/issue.js';
 import type { Logger } from '../telemetry/logger.js';
 
 export const MAX_CONNECTIONS = 20_000;
@@ -96,10 +96,8 @@ export function createControlServer(options: ControlServerOptions): ControlServe
     let identity: { trustDomain: string; sandboxId: string } | undefined;
     try {
       // getPeerX509Certificate is far cheaper than getPeerCertificate, which renders every field.
-      const san = socket.getPeerX509Certificate()?.subjectAltName ?? '';
-      for (const match of san.matchAll(/URI:(?:"((?:[^"\\]|\\.)*)"|([^,\s]+))/g)) {
-        identity ??= parseSandboxSpiffeId(match[1] ?? match[2] ?? '');
-      }
+      // An operator certificate (spiffe://<td>/operator/<name>) chains to the same CA but names no sandbox.
+      for (const uri of certificateUris(socket.getPeerX509Certificate())) identity ??= parseSandboxSpiffeId(uri);
     } catch {
       identity = undefined;
     }

@@ -1,10 +1,12 @@
 // The reference supervisor's composition root: policies folder + credentials file -> per-sandbox
-// configuration, the mTLS control listener, the tables, pushes, attach deadlines, relays and the admin
-// listener. Never imports boundary.ts, proxy/ or dns/; control/client.ts never imports this.
+// configuration, the mTLS control listener, the tables, pushes, attach deadlines, relays, the operator-only
+// admin listener and the credential-free metrics listener. Never imports boundary.ts, proxy/ or dns/;
+// control/client.ts never imports this.
 
 import { randomUUID } from 'node:crypto';
 import type { ServerHttp2Session, ServerHttp2Stream } from 'node:http2';
 import type { Duplex } from 'node:stream';
+import { collectDefaultMetrics, Registry } from 'prom-client';
 import {
   type ControlSettings,
   DEFAULT_SETTINGS,
@@ -13,12 +15,15 @@ import {
   type RefusedMessage,
   type WireProvider,
 } from '../control/messages.js';
+import { isLoopbackHost } from '../control/relay.js';
 import { createFileCredentialSource, type FileCredentialSource } from '../credentials/file-source.js';
 import type { CredentialSet } from '../credentials/set.js';
 import { canonicalJson, sha256Hex } from '../policy/canonical.js';
 import { parsePolicy as defaultParsePolicy } from '../policy/parse.js';
 import type { Policy } from '../policy/types.js';
+import { type AdminServer, createAdminServer } from '../telemetry/admin.js';
 import type { Logger } from '../telemetry/logger.js';
+import { createAdminAuth } from './admin-auth.js';
 import { createSupervisorAdmin, type RelayRequest, type SupervisorAdmin, type SupervisorReadiness } from './admin.js';
 import { createPolicyLibrary } from './library.js';
 import { createRelayBroker, relayErrorReply } from './relays.js';
@@ -34,7 +39,14 @@ export interface SupervisorConfig {
   readonly tls: { readonly caPem: string; readonly certPem: string; readonly keyPem: string };
   readonly policiesDir: string;
   readonly credentialsFile?: string | undefined;
+  /** Operator API and relays. Needs adminTokenFile, adminTls or both: it never runs unauthenticated. */
   readonly adminListen?: { readonly host: string; readonly port: number } | undefined;
+  /** Bearer token file for the admin listener; re-checked on every use, so a rotation needs no restart. */
+  readonly adminTokenFile?: string | undefined;
+  /** The admin listener speaks HTTPS with `tls` and accepts operator client certificates from its CA. */
+  readonly adminTls?: boolean | undefined;
+  /** GET /metrics, /healthz and /readyz only, without credentials (for Prometheus and kubelet probes). */
+  readonly metricsListen?: { readonly host: string; readonly port: number } | undefined;
   readonly attachDeadlineMs?: number | undefined;
   readonly trustDomain?: string | undefined;
   readonly settings?: ControlSettings | undefined;
@@ -48,6 +60,8 @@ export interface SupervisorDeps {
   /** Where the credentials file's value_from.env reads (main.ts passes process.env). */
   readonly env?: Readonly<Record<string, string | undefined>>;
   readonly parsePolicy?: (text: string, options?: { source?: string }) => Policy;
+  /** Served on the metrics listener; a fresh one when absent. Never the global default registry. */
+  readonly registry?: Registry;
 }
 
 export const SUPERVISOR_EVENT_TYPES = ['attached', 'refused', 'detached', 'status', 'events', 'withdrawn', 'pushed'] as const;
@@ -72,6 +86,7 @@ export interface Supervisor {
   close(): Promise<void>;
   address(): { host: string; port: number };
   adminAddress(): { host: string; port: number } | undefined;
+  metricsAddress(): { host: string; port: number } | undefined;
   sandboxes(): InstanceRow[];
   withdrawn(): readonly WithdrawnRecord[];
   /** Expects an instance: it is withdrawn unless it attaches within the attach deadline. */
@@ -92,9 +107,18 @@ export function createSupervisor(config: SupervisorConfig, deps: SupervisorDeps)
   const deadlines = new Map<string, NodeJS.Timeout>();
   const listeners = new Set<(event: SupervisorEvent) => void>();
   const broker = createRelayBroker({ logger });
+  const registry = deps.registry ?? new Registry();
+  // process_* and nodejs_* on this registry only, and only when something serves them.
+  if (config.metricsListen !== undefined) collectDefaultMetrics({ register: registry });
+  // Built now, so a supervisor configured with an unauthenticated admin listener fails before it starts.
+  const adminAuth =
+    config.adminListen === undefined
+      ? undefined
+      : createAdminAuth({ tokenFile: config.adminTokenFile, certificates: config.adminTls === true, trustDomain: config.trustDomain, logger });
   let credentials: FileCredentialSource | undefined;
   let wire: { revision: number; providers: readonly WireProvider[]; hash: string } | undefined;
   let admin: SupervisorAdmin | undefined;
+  let metrics: AdminServer | undefined;
   let started = false;
   let closing = false;
 
@@ -353,6 +377,8 @@ export function createSupervisor(config: SupervisorConfig, deps: SupervisorDeps)
 
   const api: Supervisor = {
     async start() {
+      // First: a token file that would refuse everyone stops the start before any listener opens.
+      await adminAuth?.start();
       if (config.credentialsFile !== undefined) {
         credentials = await createFileCredentialSource({
           path: config.credentialsFile,
@@ -364,10 +390,13 @@ export function createSupervisor(config: SupervisorConfig, deps: SupervisorDeps)
       }
       await library.start();
       await server.start();
-      if (config.adminListen !== undefined) {
+      if (config.adminListen !== undefined && adminAuth !== undefined) {
         admin = createSupervisorAdmin({
           host: config.adminListen.host,
           port: config.adminListen.port,
+          auth: adminAuth,
+          tls: config.adminTls === true ? config.tls : undefined,
+          logger,
           handlers: {
             sandboxes: () => ({ sandboxes: tables.rows(), withdrawn: tables.withdrawn(), relays: broker.count() }),
             readiness: () => api.readiness(),
@@ -379,13 +408,21 @@ export function createSupervisor(config: SupervisorConfig, deps: SupervisorDeps)
           },
         });
         await admin.start();
+        if (config.adminTls !== true && !isLoopbackHost(config.adminListen.host)) {
+          logger.warn({ admin: admin.address() }, 'admin listener on a non-loopback address without --admin-tls: the token crosses the network in clear text');
+        }
+      }
+      if (config.metricsListen !== undefined) {
+        metrics = createAdminServer({ ...config.metricsListen, registry, readiness: () => api.readiness(), logger, label: 'metrics' });
+        await metrics.start();
       }
       started = true;
-      logger.info({ listen: server.address(), admin: admin?.address() }, 'supervisor listening');
+      logger.info({ listen: server.address(), admin: admin?.address(), metrics: metrics?.address() }, 'supervisor listening');
     },
     async close() {
       if (closing) return;
       closing = true;
+      metrics?.markClosing();
       for (const timer of deadlines.values()) clearTimeout(timer);
       deadlines.clear();
       await library.close();
@@ -394,9 +431,12 @@ export function createSupervisor(config: SupervisorConfig, deps: SupervisorDeps)
       broker.close();
       await server.close();
       await admin?.close();
+      // Last, so probes and scrapes see the shutdown until the end.
+      await metrics?.close();
     },
     address: () => server.address(),
     adminAddress: () => admin?.address(),
+    metricsAddress: () => metrics?.address(),
     sandboxes: () => tables.rows(),
     withdrawn: () => tables.withdrawn(),
     expect(sandboxId, instanceId) {

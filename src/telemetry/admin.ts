@@ -1,7 +1,9 @@
-// The admin listener: /healthz, /readyz and /metrics over node:http, bounded in time and size.
-// Serves only what it is handed (a Registry, a readiness function); never the global default registry.
+// The admin listener: /healthz, /readyz and /metrics over node:http, bounded in time and size; CONNECT and
+// Upgrade are refused. Serves only what it is handed (a Registry, a readiness function); never the global
+// default registry. The supervisor runs one too, as its credential-free metrics listener.
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import type { Duplex } from 'node:stream';
 import type { Registry } from 'prom-client';
 import type { Logger } from './logger.js';
 
@@ -37,8 +39,11 @@ export function createAdminServer(options: {
   registry: Registry;
   readiness: () => Readiness;
   logger: Logger;
+  /** Names the listener in its log lines (default `admin`). */
+  label?: string;
 }): AdminServer {
   const { registry, readiness, logger } = options;
+  const label = options.label ?? 'admin';
   let closing = false;
   let closed: Promise<void> | undefined;
 
@@ -51,13 +56,16 @@ export function createAdminServer(options: {
     },
     function serveAdmin(req, res) {
       handle(req, res).catch((err: unknown) => {
-        logger.warn({ err, path: pathOf(req) }, 'admin request failed');
+        logger.warn({ err, path: pathOf(req) }, `${label} request failed`);
         if (!res.headersSent) send(res, req, 500, 'application/json', JSON.stringify({ error: 'internal' }), closing);
         else res.destroy();
       });
     },
   );
   server.maxConnections = ADMIN_MAX_CONNECTIONS;
+  // Without these listeners node drops a CONNECT silently and serves an Upgrade as a plain request.
+  server.on('connect', (_req: IncomingMessage, socket: Duplex) => refuseSocket(socket, 'HTTP/1.1 405 Method Not Allowed', 'method-not-allowed'));
+  server.on('upgrade', (_req: IncomingMessage, socket: Duplex) => refuseSocket(socket, 'HTTP/1.1 400 Bad Request', 'upgrade-not-supported'));
 
   function currentReadiness(): Readiness {
     if (closing) return { ready: false, reasons: ['closing'] };
@@ -97,9 +105,9 @@ export function createAdminServer(options: {
         server.once('error', onError);
         server.listen(options.port, options.host, () => {
           server.off('error', onError);
-          server.on('error', (err) => logger.error({ err }, 'admin listener error'));
+          server.on('error', (err) => logger.error({ err }, `${label} listener error`));
           const { host, port } = bound();
-          logger.info({ admin: { host, port } }, 'admin listening');
+          logger.info({ [label]: { host, port } }, `${label} listening`);
           resolve();
         });
       });
@@ -127,6 +135,12 @@ export function createAdminServer(options: {
     const address = server.address() as AddressInfo | null;
     return address === null ? { host: options.host, port: options.port } : { host: address.address, port: address.port };
   }
+}
+
+function refuseSocket(socket: Duplex, statusLine: string, error: string): void {
+  socket.on('error', () => socket.destroy());
+  const body = JSON.stringify({ error });
+  socket.end(`${statusLine}\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`);
 }
 
 function pathOf(req: IncomingMessage): string {

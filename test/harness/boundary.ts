@@ -42,6 +42,10 @@ export interface StartOptions {
   readonly credentials?: CredentialSource;
   /** Log and audit line format of the in-memory sink (default json). */
   readonly logFormat?: 'json' | 'shorthand';
+  /** Where the workload trust bundle goes (config.caBundleOut); default: not written. */
+  readonly caBundleOut?: string;
+  /** resolv.conf search domains (config.searchDomains). */
+  readonly searchDomains?: readonly string[];
 }
 
 export interface RunningBoundary {
@@ -84,6 +88,8 @@ export async function startBoundary(options: StartOptions = {}): Promise<Running
     stateDir: options.stateDir ?? join(dir, 'state'),
     ...(options.policy === undefined ? {} : { policyFile: policyPath }),
     ...(upstreamCa === undefined ? {} : { upstreamCa }),
+    ...(options.caBundleOut === undefined ? {} : { caBundleOut: options.caBundleOut }),
+    ...(options.searchDomains === undefined ? {} : { searchDomains: options.searchDomains }),
     ...(options.caUnavailable === true ? { caCert: join(dir, 'missing.pem'), caKey: join(dir, 'missing.key') } : {}),
     ...(options.onInvalidPolicy === undefined ? {} : { onInvalidPolicy: options.onInvalidPolicy }),
     // Tests leave client sockets open; a short grace keeps teardown quick.

@@ -1,5 +1,6 @@
 // Control-channel test helpers: a reference supervisor over a temporary policies folder, and boundary
 // control clients with their own policy store, all on loopback with certificates from makeTestPki().
+import { randomBytes } from 'node:crypto';
 import { mkdtemp, rename, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -61,6 +62,11 @@ export function memorySink(): AuditSink & { events: AuditEvent[]; waitFor(predic
 
 export interface TestSupervisor {
   readonly dir: string;
+  /** The admin listener's bearer token (in `adminTokenFile`, unless the config named another file). */
+  readonly adminToken: string;
+  readonly adminTokenFile: string;
+  /** `{ authorization: 'Bearer <adminToken>' }`, for requests to the admin listener. */
+  readonly adminHeaders: Readonly<Record<string, string>>;
   supervisor: Supervisor;
   port(): number;
   writePolicy(name: string, text: string): Promise<void>;
@@ -76,6 +82,11 @@ export async function startTestSupervisor(
   options: { policies?: Record<string, string>; port?: number; config?: Partial<SupervisorConfig> } = {},
 ): Promise<TestSupervisor> {
   const dir = await mkdtemp(join(tmpdir(), 'boundary-supervisor-'));
+  // Outside the policies folder, so the library never sees it.
+  const secretDir = await mkdtemp(join(tmpdir(), 'boundary-supervisor-admin-'));
+  const adminToken = randomBytes(32).toString('base64url');
+  const adminTokenFile = join(secretDir, 'token');
+  await writeFile(adminTokenFile, `${adminToken}\n`, { mode: 0o600 });
   for (const [name, text] of Object.entries(options.policies ?? {})) await writeFile(join(dir, `${name}.yaml`), text);
   const { logger, lines } = quietLogger();
   let events: SupervisorEvent[] = [];
@@ -87,6 +98,7 @@ export async function startTestSupervisor(
         tls: { caPem: pki.ca.certPem, certPem: pki.server.certPem, keyPem: pki.server.keyPem },
         policiesDir: dir,
         adminListen: { host: '127.0.0.1', port: 0 },
+        adminTokenFile,
         ...options.config,
       },
       { now: Date.now, logger },
@@ -104,6 +116,9 @@ export async function startTestSupervisor(
   };
   const handle: TestSupervisor = {
     dir,
+    adminToken,
+    adminTokenFile,
+    adminHeaders: { authorization: `Bearer ${adminToken}` },
     logs: lines,
     supervisor: make(options.port ?? 0),
     port: () => handle.supervisor.address().port,
@@ -141,6 +156,7 @@ export async function startTestSupervisor(
     async close() {
       await handle.supervisor.close();
       await rm(dir, { recursive: true, force: true });
+      await rm(secretDir, { recursive: true, force: true });
     },
   };
   await handle.supervisor.start();

@@ -10,10 +10,13 @@ import { createInterface } from 'node:readline';
 import { after, before, describe, it } from 'node:test';
 import { Registry } from 'prom-client';
 import { type Boundary, createBoundary } from '../../src/boundary.js';
+import { withDnsPort } from '../../src/cli/run.js';
 import { parseConfig } from '../../src/config.js';
 import type { ControlState } from '../../src/control/client.js';
+import type { ControlLookup } from '../../src/control/dial.js';
 import { canonicalPlaceholder } from '../../src/credentials/placeholder.js';
 import { parsePolicy } from '../../src/policy/parse.js';
+import { TEST_SYNTHETIC_CIDR } from '../harness/boundary.js';
 import { makeTestPki, type TestPki } from '../harness/certs.js';
 import { startTestSupervisor, type TestSupervisor, WAIT_TIMEOUT_MS } from '../harness/control.js';
 import { fakeResolver } from '../harness/fake-resolver.js';
@@ -49,8 +52,8 @@ async function writeTlsDir(pki: TestPki): Promise<string> {
   return dir;
 }
 
-async function httpGet(port: number, path: string): Promise<{ status: number; body: Record<string, unknown> }> {
-  const response = await fetch(`http://127.0.0.1:${port}${path}`);
+async function httpGet(port: number, path: string, headers: Record<string, string> = {}): Promise<{ status: number; body: Record<string, unknown> }> {
+  const response = await fetch(`http://127.0.0.1:${port}${path}`, { headers });
   return { status: response.status, body: (await response.json()) as Record<string, unknown> };
 }
 
@@ -66,7 +69,7 @@ interface AttachedBoundary {
   close(): Promise<void>;
 }
 
-async function startAttached(pki: TestPki, sup: TestSupervisor): Promise<AttachedBoundary> {
+async function startAttached(pki: TestPki, sup: Pick<TestSupervisor, 'port'>, options: { supervisor?: string; lookup?: ControlLookup } = {}): Promise<AttachedBoundary> {
   const tlsDir = await writeTlsDir(pki);
   const stateDir = await mkdtemp(join(tmpdir(), 'boundary-state-'));
   const log = logSink();
@@ -77,9 +80,11 @@ async function startAttached(pki: TestPki, sup: TestSupervisor): Promise<Attache
     proxyListen: '127.0.0.1:0',
     adminListen: '127.0.0.1:0',
     dnsListen: '127.0.0.1:0',
+    // Local without a route, so capture can bind and /readyz has no capture-unavailable reason.
+    syntheticCidr: TEST_SYNTHETIC_CIDR,
     stateDir,
     // A name, so the injected lookup is exercised; the supervisor's certificate names localhost.
-    supervisor: `localhost:${sup.port()}`,
+    supervisor: options.supervisor ?? `localhost:${sup.port()}`,
     tlsDir,
     sandboxId: pki.sandboxId,
     instanceId: 'pod-1',
@@ -92,10 +97,12 @@ async function startAttached(pki: TestPki, sup: TestSupervisor): Promise<Attache
     logger: log.logger,
     audit: log.sink,
     registry: new Registry(),
-    controlLookup: async (host) => {
-      lookups.push(host);
-      return host === 'localhost' ? ['127.0.0.1'] : [];
-    },
+    controlLookup:
+      options.lookup ??
+      (async (host) => {
+        lookups.push(host);
+        return host === 'localhost' ? ['127.0.0.1'] : [];
+      }),
     version: '0.1.0-test',
     controlTuning: {
       tuning: { backoff: { baseMs: 20, capMs: 200 }, timeouts: { eventsFlushMs: 50 } },
@@ -213,7 +220,7 @@ describe('attached mode: boundary run --supervisor', () => {
     await sup.waitFor((e) => e.type === 'status' && e.generation === newGeneration);
     const admin = sup.supervisor.adminAddress();
     assert.ok(admin);
-    const { body } = await httpGet(admin.port, '/v1/sandboxes');
+    const { body } = await httpGet(admin.port, '/v1/sandboxes', sup.adminHeaders);
     const row = (body.sandboxes as Record<string, unknown>[]).find((r) => r.sandboxId === 'sb-1');
     assert.equal(row?.instanceId, 'pod-1');
     assert.equal(row?.attached, true);
@@ -330,6 +337,8 @@ describe('the boundary binary in attached mode', () => {
         '127.0.0.1:0',
         '--dns-listen',
         '127.0.0.1:0',
+        '--synthetic-cidr',
+        TEST_SYNTHETIC_CIDR,
         '--state-dir',
         stateDir,
         // Never queried: no request goes through this boundary. Set so resolv.conf is not read.
@@ -373,5 +382,53 @@ describe('the boundary binary in attached mode', () => {
     const [code, signal] = await exited;
     assert.equal(signal, null, stderr);
     assert.equal(code, 0, stderr);
+  });
+});
+
+describe('attached mode: a supervisor name that does not resolve', () => {
+  const NAME = 'boundary-supervisor.boundary-system.svc';
+  const notFound = async (name: string): Promise<readonly string[]> => {
+    throw Object.assign(new Error(`getaddrinfo ENOTFOUND ${name}`), { code: 'ENOTFOUND' });
+  };
+  let pki: TestPki;
+  before(async () => {
+    pki = await makeTestPki();
+  });
+
+  // The lookup fails before any dial, so no supervisor listens: port 9 (discard) is never reached.
+  async function firstFailure(lookup: ControlLookup) {
+    const b = await startAttached(pki, { port: () => 9 }, { supervisor: `${NAME}:9`, lookup });
+    try {
+      const event = await b.log.waitFor((e) => e.unmapped?.error !== undefined);
+      const ready = await b.get('/readyz');
+      return { event, ready, text: b.log.text() };
+    } finally {
+      await b.close();
+    }
+  }
+
+  it('says kind dns, the name and the resolvers it asked in NET:FAIL, the log line and /readyz', async () => {
+    const lookup: ControlLookup = Object.assign((name: string) => notFound(name), { resolvers: () => ['10.96.0.10:53'] });
+    const { event, ready } = await firstFailure(lookup);
+    const expected = `cannot resolve ${NAME} via 10.96.0.10:53: ENOTFOUND`;
+    assert.deepEqual(event.unmapped?.error, { kind: 'dns', message: expected });
+    assert.ok(event.message?.includes(`(dns): ${expected}`), event.message);
+    assert.equal(ready.status, 503);
+    const lastError = ready.body.lastError as { kind: string; message: string };
+    assert.equal(lastError.kind, 'dns');
+    assert.equal(lastError.message, expected);
+    assert.ok((ready.body.reasons as string[]).some((r) => r.includes(`last error dns: ${expected}`)), JSON.stringify(ready.body));
+  });
+
+  it('names the resolvers of the system lookup as host:port', () => {
+    assert.equal(withDnsPort('10.96.0.10'), '10.96.0.10:53');
+    assert.equal(withDnsPort('127.0.0.1:5353'), '127.0.0.1:5353');
+    assert.equal(withDnsPort('fd00::a'), '[fd00::a]:53');
+    assert.equal(withDnsPort('[fd00::a]:5353'), '[fd00::a]:5353');
+  });
+
+  it('says the name and the error code when the lookup names no resolvers', async () => {
+    const { event } = await firstFailure(notFound);
+    assert.deepEqual(event.unmapped?.error, { kind: 'dns', message: `cannot resolve ${NAME}: ENOTFOUND` });
   });
 });

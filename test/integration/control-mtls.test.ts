@@ -20,7 +20,7 @@ async function adminGet(supervisor: TestSupervisor, path: string): Promise<{ sta
   const admin = supervisor.supervisor.adminAddress();
   assert.ok(admin);
   return new Promise((resolve, reject) => {
-    const req = request({ host: admin.host, port: admin.port, path, method: 'GET' }, (res) => {
+    const req = request({ host: admin.host, port: admin.port, path, method: 'GET', headers: supervisor.adminHeaders }, (res) => {
       const chunks: Buffer[] = [];
       res.on('data', (c: Buffer) => chunks.push(c));
       res.on('end', () => resolve({ status: res.statusCode ?? 0, body: JSON.parse(Buffer.concat(chunks).toString()) }));
@@ -270,7 +270,7 @@ describe('control channel over real mTLS and HTTP/2', () => {
           port: admin.port,
           method: 'POST',
           path: `/v1/sandboxes/sb-1/relay?port=${port}`,
-          headers: { connection: 'Upgrade', upgrade: 'boundary-relay' },
+          headers: { ...sup.adminHeaders, connection: 'Upgrade', upgrade: 'boundary-relay' },
         });
         req.on('upgrade', (_res, socket) => resolve({ socket }));
         req.on('response', (res) => {

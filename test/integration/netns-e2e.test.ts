@@ -1,8 +1,9 @@
 // End to end in a network namespace this test creates (root only): the real 198.18.0.0/15 range routed to
 // lo by `boundary init-netns`, boundary's policy DNS on 127.0.0.1:53 in /etc/netns/<ns>/resolv.conf, and
 // plain `getent` and `curl` (no proxy settings) reaching a TLS origin inside the namespace through capture.
-// The fence is not installed (--no-fence): boundary runs as root here, so an owner match on its uid would
-// also let the workload's root processes out; the fence has its own command test. Traffic stays in the ns.
+// Neither the fence nor the DNS redirect is installed (--no-fence --no-dns-redirect): boundary runs as root
+// here, so an owner match on its uid would also exempt the workload's root processes; both have their own
+// tests (netns-fence, netns-dns-redirect). Traffic stays in the ns.
 
 import assert from 'node:assert/strict';
 import { type ChildProcess, execFile, spawn } from 'node:child_process';
@@ -89,7 +90,7 @@ it('resolves and connects through boundary inside a network namespace with no pr
   await run('ip', ['netns', 'add', NS]);
   await run('ip', ['-n', NS, 'link', 'set', 'lo', 'up']);
   // The pod init step itself (route only).
-  const init = await inNs(process.execPath, '--import', 'tsx', MAIN, 'init-netns', '--synthetic-cidr', '198.18.0.0/15', '--no-fence');
+  const init = await inNs(process.execPath, '--import', 'tsx', MAIN, 'init-netns', '--synthetic-cidr', '198.18.0.0/15', '--no-fence', '--no-dns-redirect');
   assert.match(init.stdout, /ip route replace local 198\.18\.0\.0\/15 dev lo/);
   assert.match((await inNs('ip', 'route', 'show', 'table', 'local')).stdout, /local 198\.18\.0\.0\/15 dev lo/);
   await mkdir(NETNS_ETC, { recursive: true });

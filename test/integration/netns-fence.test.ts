@@ -1,38 +1,23 @@
-// The fence end to end (root only): two network namespaces this test creates, "pod" and "outside", joined by a
-// veth pair on a test-only 10.231.X.0/30 that exists only inside them. `boundary init-netns` installs the route
-// and the fence in the pod; boundary runs there as an unprivileged uid. The workload (root in the pod, not
-// boundary's uid) cannot reach the outside directly (TCP or UDP, IPv4 or IPv6) but reaches it through boundary.
+// The fence end to end (root only): two network namespaces this test creates, "pod" and "outside" (netns-pair.ts).
+// `boundary init-netns` installs the route, the DNS redirect and the fence in the pod; boundary runs there as an
+// unprivileged uid, from a staged copy that uid can read. The workload (root in the pod, not boundary's uid)
+// cannot reach the outside directly (TCP or UDP, IPv4 or IPv6) but reaches it through boundary.
 
 import assert from 'node:assert/strict';
-import { type ChildProcess, execFile, spawn } from 'node:child_process';
-import { once } from 'node:events';
+import { spawn } from 'node:child_process';
 import { chmod, chown, mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { it, type TestContext } from 'node:test';
-import { promisify } from 'node:util';
-import { isDnsReady, MAIN, PROJECT_ROOT, spawnBoundaryCli } from '../harness/cli-boundary.js';
+import { FENCE_CHAIN } from '../../src/cli/init-netns.js';
+import { isDnsReady, spawnBoundaryCli } from '../harness/cli-boundary.js';
 import { buildQuery } from '../harness/dns-client.js';
+import { asUid, CLEAN_ENV, createNetnsPair, type NetnsPair, netnsSkipReason, stopChild } from '../harness/netns-pair.js';
+import { stageBoundary } from '../harness/stage.js';
 
-const run = promisify(execFile);
-const POD = `bfp-${process.pid}`;
-const OUTSIDE = `bfo-${process.pid}`;
-// Interface names are at most 15 bytes; a pid has at most 7 digits.
-const POD_LINK = `bfp${process.pid}`;
-const OUTSIDE_LINK = `bfo${process.pid}`;
-// A /30 chosen from the pid so that concurrent runs do not clash; it is assigned only inside our namespaces.
-const SUBNET = 1 + (process.pid % 250);
-const POD_IP = `10.231.${SUBNET}.1`;
-const OUTSIDE_IP = `10.231.${SUBNET}.2`;
-// The same link's IPv6 addresses (ULA, likewise only inside our namespaces) for BY-07.
-const POD_IP6 = `fd00:231:${SUBNET}::1`;
-const OUTSIDE_IP6 = `fd00:231:${SUBNET}::2`;
 const BOUNDARY_UID = 10001;
-const AS_BOUNDARY = ['setpriv', `--reuid=${BOUNDARY_UID}`, `--regid=${BOUNDARY_UID}`, '--clear-groups'];
-const NETNS_ETC = join('/etc/netns', POD);
-const CLEAN_ENV = { PATH: process.env.PATH ?? '/usr/bin:/bin' };
+const AS_BOUNDARY = asUid(BOUNDARY_UID);
 const CHILD_READY_TIMEOUT_MS = 20_000;
-const CHILD_EXIT_TIMEOUT_MS = 5_000;
 /** A rejected dial must fail at once; a dropped one would take the probe's own limit. */
 const FAST_REFUSAL_MS = 1_000;
 // Generous: the first IPv6 contact on a fresh link takes ~1 s (a SYN retransmit) before the fence exists.
@@ -102,31 +87,10 @@ interface Probe {
   readonly udp: { readonly result: string; readonly ms: number; readonly send: string };
 }
 
-async function skipReason(): Promise<string | undefined> {
-  if (process.getuid?.() !== 0) return 'needs root (creates network namespaces and iptables rules)';
-  for (const tool of ['ip', 'iptables', 'ip6tables', 'setpriv', 'sysctl', 'curl']) {
-    try {
-      await run('sh', ['-c', `command -v ${tool}`], { env: CLEAN_ENV });
-    } catch {
-      return `${tool} is not installed`;
-    }
-  }
-  try {
-    await run('ip', ['netns', 'list']);
-  } catch (err) {
-    return `ip netns is unavailable: ${(err as Error).message}`;
-  }
-  return undefined;
-}
-
-function inPod(...command: string[]): Promise<{ stdout: string; stderr: string }> {
-  return run('ip', ['netns', 'exec', POD, ...command], { env: CLEAN_ENV, cwd: PROJECT_ROOT });
-}
-
 /** curl from the workload side, with no proxy variable set; the exit code instead of a throw. */
-async function curl(...args: string[]): Promise<{ exit: number; body: string; status: string; stderr: string }> {
+async function curl(pair: NetnsPair, ...args: string[]): Promise<{ exit: number; body: string; status: string; stderr: string }> {
   try {
-    const { stdout, stderr } = await inPod('curl', '-sS', '--max-time', '10', '-w', '\n%{http_code}', ...args);
+    const { stdout, stderr } = await pair.inPod('curl', '-sS', '--max-time', '10', '-w', '\n%{http_code}', ...args);
     const cut = stdout.lastIndexOf('\n');
     return { exit: 0, body: stdout.slice(0, cut), status: stdout.slice(cut + 1), stderr };
   } catch (err) {
@@ -135,18 +99,8 @@ async function curl(...args: string[]): Promise<{ exit: number; body: string; st
   }
 }
 
-/** SIGTERM, bounded wait, then SIGKILL: only this child, never by name. */
-async function stopChild(child: ChildProcess): Promise<void> {
-  if (child.exitCode !== null || child.signalCode !== null) return;
-  const exited = once(child, 'exit');
-  child.kill('SIGTERM');
-  const timer = setTimeout(() => child.kill('SIGKILL'), CHILD_EXIT_TIMEOUT_MS);
-  await exited;
-  clearTimeout(timer);
-}
-
-function startOutside(t: TestContext, scriptFile: string): Promise<{ allowed: number; unlisted: number; v6: number }> {
-  const child = spawn('ip', ['netns', 'exec', OUTSIDE, process.execPath, scriptFile, OUTSIDE_IP, OUTSIDE_IP6], { stdio: ['ignore', 'pipe', 'pipe'], env: CLEAN_ENV });
+function startOutside(t: TestContext, pair: NetnsPair, scriptFile: string): Promise<{ allowed: number; unlisted: number; v6: number }> {
+  const child = spawn('ip', ['netns', 'exec', pair.outside, process.execPath, scriptFile, pair.outsideIp, pair.outsideIp6], { stdio: ['ignore', 'pipe', 'pipe'], env: CLEAN_ENV });
   t.after(() => stopChild(child));
   return new Promise((resolve, reject) => {
     let out = '';
@@ -171,46 +125,22 @@ function startOutside(t: TestContext, scriptFile: string): Promise<{ allowed: nu
   });
 }
 
-async function probe(as: readonly string[], probeFile: string, tcpPort: number, host = OUTSIDE_IP): Promise<Probe> {
+async function probe(pair: NetnsPair, as: readonly string[], probeFile: string, tcpPort: number, host = pair.outsideIp): Promise<Probe> {
   const query = buildQuery('api.example.test').toString('hex');
-  const { stdout } = await inPod(...as, process.execPath, probeFile, host, String(tcpPort), '53', query, String(PROBE_LIMIT_MS));
+  const { stdout } = await pair.inPod(...as, process.execPath, probeFile, host, String(tcpPort), '53', query, String(PROBE_LIMIT_MS));
   return JSON.parse(stdout) as Probe;
 }
 
-/** Two namespaces, a veth pair between them, lo up in both. */
-async function buildTopology(): Promise<void> {
-  await run('ip', ['netns', 'add', POD]);
-  await run('ip', ['netns', 'add', OUTSIDE]);
-  await run('ip', ['link', 'add', POD_LINK, 'netns', POD, 'type', 'veth', 'peer', 'name', OUTSIDE_LINK, 'netns', OUTSIDE]);
-  for (const [ns, link, ip, ip6] of [
-    [POD, POD_LINK, POD_IP, POD_IP6],
-    [OUTSIDE, OUTSIDE_LINK, OUTSIDE_IP, OUTSIDE_IP6],
-  ] as const) {
-    await run('ip', ['-n', ns, 'link', 'set', 'lo', 'up']);
-    await run('ip', ['-n', ns, 'addr', 'add', `${ip}/30`, 'dev', link]);
-    // No duplicate address detection (for the link-local address either): usable at once, not after ~1 s.
-    await run('ip', ['netns', 'exec', ns, 'sysctl', '-qw', `net.ipv6.conf.${link}.accept_dad=0`]);
-    await run('ip', ['-n', ns, '-6', 'addr', 'add', `${ip6}/126`, 'dev', link, 'nodad']);
-    await run('ip', ['-n', ns, 'link', 'set', link, 'up']);
-  }
-}
-
 it('fences a pod namespace so that only boundary, running as its own uid, reaches the outside', async (t) => {
-  const reason = await skipReason();
+  const reason = await netnsSkipReason(['iptables', 'ip6tables', 'setpriv', 'sysctl', 'curl']);
   if (reason !== undefined) {
     t.skip(`netns fence test skipped: ${reason}`);
     return;
   }
   const dir = await mkdtemp(join(tmpdir(), 'boundary-fence-'));
-  // Registered first, so they run last (t.after is LIFO) and always: namespaces (and the veth with them),
-  // the pod's /etc overlay, temp files.
-  t.after(async () => {
-    await run('ip', ['netns', 'del', POD]).catch(() => undefined);
-    await run('ip', ['netns', 'del', OUTSIDE]).catch(() => undefined);
-    await rm(NETNS_ETC, { recursive: true, force: true });
-    await rm(dir, { recursive: true, force: true });
-  });
-  await buildTopology();
+  t.after(() => rm(dir, { recursive: true, force: true }));
+  const pair = await createNetnsPair(t, 'bf');
+  const { inPod } = pair;
   try {
     await inPod('iptables', '-w', '-S', 'OUTPUT');
   } catch (err) {
@@ -233,9 +163,9 @@ it('fences a pod namespace so that only boundary, running as its own uid, reache
     writeFile(files.outside, OUTSIDE_SCRIPT),
     writeFile(files.probe, PROBE_SCRIPT),
     // boundary's own trusted view of the name: the real address, reachable only for boundary's uid.
-    writeFile(files.hosts, `${OUTSIDE_IP} api.example.test\n`),
+    writeFile(files.hosts, `${pair.outsideIp} api.example.test\n`),
   ]);
-  const ports = await startOutside(t, files.outside);
+  const [ports, staged] = await Promise.all([startOutside(t, pair, files.outside), stageBoundary()]);
   // L4 (no protocol): capture relays the bytes as they come, so plain HTTP works with no proxy settings.
   await writeFile(
     files.policy,
@@ -251,56 +181,58 @@ network_policies:
 
   // Before the fence, the workload does reach every outside service: what follows is the fence's doing.
   for (const [port, host] of [
-    [ports.allowed, OUTSIDE_IP],
-    [ports.v6, OUTSIDE_IP6],
+    [ports.allowed, pair.outsideIp],
+    [ports.v6, pair.outsideIp6],
   ] as const) {
-    const open = await probe([], files.probe, port, host);
+    const open = await probe(pair, [], files.probe, port, host);
     assert.deepEqual([open.tcp.result, open.udp.result], ['connected', 'answered'], JSON.stringify(open));
   }
 
-  // The pod init step itself, with the fence.
-  const init = await inPod(process.execPath, '--import', 'tsx', MAIN, 'init-netns', '--synthetic-cidr', '198.18.0.0/15', '--boundary-uid', String(BOUNDARY_UID));
+  // The pod init step itself, with the fence and the DNS redirect (to policy DNS on 127.0.0.1:15053).
+  const init = await inPod(process.execPath, staged.main, 'init-netns', '--synthetic-cidr', '198.18.0.0/15', '--boundary-uid', String(BOUNDARY_UID));
   assert.match(init.stdout, /ip route replace local 198\.18\.0\.0\/15 dev lo/);
   for (const tool of ['iptables', 'ip6tables']) {
-    const rules = (await inPod(tool, '-w', '-S', 'OUTPUT')).stdout;
+    const rules = (await inPod(tool, '-w', '-S', FENCE_CHAIN)).stdout;
     assert.match(rules, new RegExp(`-m owner --uid-owner ${BOUNDARY_UID} -j ACCEPT`), `${tool}: ${rules}`);
     assert.match(rules, /-p tcp -j REJECT --reject-with tcp-reset/, `${tool}: ${rules}`);
+    assert.match((await inPod(tool, '-w', '-S', 'OUTPUT')).stdout, new RegExp(`^-A OUTPUT -j ${FENCE_CHAIN}$`, 'm'));
   }
-  // boundary's policy DNS binds 53 without root: the threshold is per network namespace.
-  await inPod('sysctl', '-w', 'net.ipv4.ip_unprivileged_port_start=0');
-  await mkdir(NETNS_ETC, { recursive: true });
-  await writeFile(join(NETNS_ETC, 'resolv.conf'), 'nameserver 127.0.0.1\noptions attempts:1 timeout:3\n');
-  await writeFile(join(NETNS_ETC, 'hosts'), '127.0.0.1 localhost\n');
+  // As in a pod: resolv.conf names the cluster's resolver (the rogue one stands in), which only boundary's uid
+  // reaches; the workload's queries to it are redirected to policy DNS.
+  await mkdir(pair.etc, { recursive: true });
+  await writeFile(join(pair.etc, 'resolv.conf'), `nameserver ${pair.outsideIp}\noptions attempts:1 timeout:3\n`);
+  await writeFile(join(pair.etc, 'hosts'), '127.0.0.1 localhost\n');
 
   // Control: boundary's uid is let out by the owner match, so the path itself works.
-  const control = await probe(AS_BOUNDARY, files.probe, ports.allowed);
+  const control = await probe(pair, AS_BOUNDARY, files.probe, ports.allowed);
   assert.deepEqual([control.tcp.result, control.udp.result], ['connected', 'answered'], JSON.stringify(control));
 
-  // BY-01/BY-03 (TCP) and BY-04/BY-06 (a DNS query to a rogue resolver over UDP): rejected at once.
-  const direct = await probe([], files.probe, ports.allowed);
+  // BY-01/BY-03 (TCP): rejected at once. BY-04/BY-06 (a DNS query to a rogue resolver over UDP, then TCP) never
+  // reaches it: the redirect hands it to policy DNS, which is not up yet, so it too is refused at once.
+  const direct = await probe(pair, [], files.probe, ports.allowed);
   assert.equal(direct.tcp.result, 'ECONNREFUSED', JSON.stringify(direct));
   assert.ok(direct.tcp.ms < FAST_REFUSAL_MS, `TCP refusal took ${direct.tcp.ms} ms`);
   assert.equal(direct.udp.result, 'ECONNREFUSED', JSON.stringify(direct));
   assert.ok(direct.udp.ms < FAST_REFUSAL_MS, `UDP refusal took ${direct.udp.ms} ms`);
-  const rogueTcpDns = await probe([], files.probe, 53);
+  const rogueTcpDns = await probe(pair, [], files.probe, 53);
   assert.equal(rogueTcpDns.tcp.result, 'ECONNREFUSED', JSON.stringify(rogueTcpDns));
   // BY-07: IPv6 egress is fenced the same way (ip6tables), TCP and UDP.
-  const direct6 = await probe([], files.probe, ports.v6, OUTSIDE_IP6);
+  // IPv6 DNS is not redirected (policy DNS is IPv4 only): the fence refuses it at once instead.
+  const direct6 = await probe(pair, [], files.probe, ports.v6, pair.outsideIp6);
   assert.deepEqual([direct6.tcp.result, direct6.udp.result], ['ECONNREFUSED', 'ECONNREFUSED'], JSON.stringify(direct6));
   assert.ok(Math.max(direct6.tcp.ms, direct6.udp.ms) < FAST_REFUSAL_MS, JSON.stringify(direct6));
   // boundary's own uid does get out over IPv6, neighbour discovery included (the cache is emptied first:
   // the kernel sends those packets under no uid, so the fence has to let them through by type).
   await inPod('ip', '-6', 'neigh', 'flush', 'all');
-  const control6 = await probe(AS_BOUNDARY, files.probe, ports.v6, OUTSIDE_IP6);
+  const control6 = await probe(pair, AS_BOUNDARY, files.probe, ports.v6, pair.outsideIp6);
   assert.deepEqual([control6.tcp.result, control6.udp.result], ['connected', 'answered'], JSON.stringify(control6));
   // The same with curl and every proxy disabled (BY-01): connection refused, not a timeout.
-  const bypass = await curl('--noproxy', '*', `http://${OUTSIDE_IP}:${ports.allowed}/direct`);
+  const bypass = await curl(pair, '--noproxy', '*', `http://${pair.outsideIp}:${ports.allowed}/direct`);
   assert.equal(bypass.exit, 7, `curl: ${bypass.stderr}`);
 
   const boundary = spawnBoundaryCli(
     [
       '--policy', files.policy,
-      '--dns-listen', '127.0.0.1:53',
       '--proxy-listen', '127.0.0.1:3128',
       '--admin-listen', '127.0.0.1:9901',
       '--synthetic-cidr', '198.18.0.0/15',
@@ -309,33 +241,33 @@ network_policies:
       '--upstream-dns', '127.0.0.1:5399',
       '--state-dir', files.state,
     ],
-    { prefix: ['ip', 'netns', 'exec', POD, ...AS_BOUNDARY] },
+    { prefix: ['ip', 'netns', 'exec', pair.pod, ...AS_BOUNDARY], staged },
   );
   t.after(() => boundary.stop());
   await boundary.waitFor(isDnsReady);
 
   // Through the forward proxy: boundary dials as its uid, which the fence lets out.
   const proxy = 'http://127.0.0.1:3128';
-  const viaProxy = await curl('-x', proxy, `http://api.example.test:${ports.allowed}/via-proxy`);
+  const viaProxy = await curl(pair, '-x', proxy, `http://api.example.test:${ports.allowed}/via-proxy`);
   assert.deepEqual([viaProxy.body, viaProxy.status], ['outside saw /via-proxy', '200'], viaProxy.stderr);
   // Through policy DNS and capture, with no proxy settings at all.
-  const viaCapture = await curl('--noproxy', '*', `http://api.example.test:${ports.allowed}/via-capture`);
+  const viaCapture = await curl(pair, '--noproxy', '*', `http://api.example.test:${ports.allowed}/via-capture`);
   assert.deepEqual([viaCapture.body, viaCapture.status], ['outside saw /via-capture', '200'], viaCapture.stderr);
   const captured = await boundary.waitFor((line) => line.ocsf?.status_detail === 'transparent_tcp_allowed');
   assert.match(captured.ocsf?.message ?? '', new RegExp(`^TRANSPARENT allowed 198\\.1[89]\\.\\d+\\.\\d+:${ports.allowed} -> api\\.example\\.test:${ports.allowed}$`));
 
   // BY-08: the allowed host on a port the policy does not list (a server does listen there).
-  const unlistedProxy = await curl('-x', proxy, `http://api.example.test:${ports.unlisted}/`);
+  const unlistedProxy = await curl(pair, '-x', proxy, `http://api.example.test:${ports.unlisted}/`);
   assert.equal(unlistedProxy.status, '403', unlistedProxy.body);
   assert.match(unlistedProxy.body, /"error":"policy_denied"/);
-  const unlistedCapture = await curl('--noproxy', '*', `http://api.example.test:${ports.unlisted}/`);
+  const unlistedCapture = await curl(pair, '--noproxy', '*', `http://api.example.test:${ports.unlisted}/`);
   assert.equal(unlistedCapture.exit, 7, `curl: ${unlistedCapture.stderr}`);
   assert.match(unlistedCapture.stderr, /Couldn't connect|Connection refused/);
   // BY-03 through the proxy: the real address is not a policy host and never inherits the name's mapping.
-  const literal = await curl('-x', proxy, `http://${OUTSIDE_IP}:${ports.allowed}/`);
+  const literal = await curl(pair, '-x', proxy, `http://${pair.outsideIp}:${ports.allowed}/`);
   assert.equal(literal.status, '403', literal.body);
   assert.match(literal.body, /"error":"policy_denied"/);
   // And the workload's direct dial is still refused while boundary runs.
-  const after = await probe([], files.probe, ports.allowed);
+  const after = await probe(pair, [], files.probe, ports.allowed);
   assert.equal(after.tcp.result, 'ECONNREFUSED', JSON.stringify(after));
 });

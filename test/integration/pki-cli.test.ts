@@ -32,23 +32,29 @@ async function tempDir(t: TestContext): Promise<string> {
 }
 
 describe('boundary pki', () => {
-  it('initialises a CA and issues a sandbox client certificate into exactly three files', async (t) => {
-    const cwd = await tempDir(t);
-    const run = fakeIo(cwd);
-    assert.equal(await pkiCommand(['init', '--dir', 'pki', '--trust-domain', 'corp.test'], run.io), 0, run.stderr());
-    assert.equal(await pkiCommand(['issue', '--dir', 'pki', '--sandbox', 'sb-7', '--out', 'sb-7'], run.io), 0, run.stderr());
-    assert.deepEqual((await readdir(join(cwd, 'sb-7'))).sort(), ['ca.pem', 'cert.pem', 'key.pem']);
-    assert.equal((await stat(join(cwd, 'sb-7', 'key.pem'))).mode & 0o777, 0o600);
-    assert.equal((await stat(join(cwd, 'pki', 'ca.key'))).mode & 0o777, 0o600);
-    assert.match(run.stdout(), /identity spiffe:\/\/corp\.test\/sandbox\/sb-7/);
-    const text = execFileSync('openssl', ['x509', '-noout', '-text', '-in', join(cwd, 'sb-7', 'cert.pem')], { encoding: 'utf8' });
-    assert.match(text, /URI:spiffe:\/\/corp\.test\/sandbox\/sb-7/);
-    assert.match(text, /TLS Web Client Authentication/);
-    const verify = execFileSync('openssl', ['verify', '-CAfile', join(cwd, 'sb-7', 'ca.pem'), join(cwd, 'sb-7', 'cert.pem')], {
-      encoding: 'utf8',
+  for (const [flag, kind, name, other] of [
+    ['--sandbox', 'sandbox', 'sb-7', 'operator'],
+    ['--operator', 'operator', 'alice', 'sandbox'],
+  ] as const) {
+    it(`initialises a CA and issues a ${kind} client certificate (spiffe://<td>/${kind}/<name>) into exactly three files`, async (t) => {
+      const cwd = await tempDir(t);
+      const run = fakeIo(cwd);
+      assert.equal(await pkiCommand(['init', '--dir', 'pki', '--trust-domain', 'corp.test'], run.io), 0, run.stderr());
+      assert.equal(await pkiCommand(['issue', '--dir', 'pki', flag, name, '--out', name], run.io), 0, run.stderr());
+      assert.deepEqual((await readdir(join(cwd, name))).sort(), ['ca.pem', 'cert.pem', 'key.pem']);
+      assert.equal((await stat(join(cwd, name, 'key.pem'))).mode & 0o777, 0o600);
+      assert.equal((await stat(join(cwd, 'pki', 'ca.key'))).mode & 0o777, 0o600);
+      assert.ok(run.stdout().includes(`identity spiffe://corp.test/${kind}/${name}\n`));
+      const text = execFileSync('openssl', ['x509', '-noout', '-text', '-in', join(cwd, name, 'cert.pem')], { encoding: 'utf8' });
+      assert.ok(text.includes(`URI:spiffe://corp.test/${kind}/${name}`));
+      assert.ok(!text.includes(`/${other}/`), `a ${kind} certificate names no ${other}`);
+      assert.match(text, /TLS Web Client Authentication/);
+      const verify = execFileSync('openssl', ['verify', '-CAfile', join(cwd, name, 'ca.pem'), join(cwd, name, 'cert.pem')], {
+        encoding: 'utf8',
+      });
+      assert.match(verify, /: OK/);
     });
-    assert.match(verify, /: OK/);
-  });
+  }
 
   it('issues a server certificate for several names given after one --server', async (t) => {
     const cwd = await tempDir(t);
@@ -66,11 +72,14 @@ describe('boundary pki', () => {
     const help = fakeIo(cwd);
     assert.equal(await pkiCommand(['--help'], help.io), 0);
     assert.match(help.stdout(), /boundary pki issue --dir DIR --sandbox ID --out OUT/);
+    assert.match(help.stdout(), /boundary pki issue --dir DIR --operator NAME --out OUT/);
     assert.equal(await pkiCommand(['issue', '--help'], help.io), 0);
     for (const argv of [
       ['init'],
       ['issue', '--dir', 'pki', '--out', 'x'],
       ['issue', '--dir', 'pki', '--sandbox', 'a', '--server', 'b', '--out', 'x'],
+      ['issue', '--dir', 'pki', '--sandbox', 'a', '--operator', 'b', '--out', 'x'],
+      ['init', '--dir', 'pki', '--operator', 'b'],
       ['issue', '--dir', 'pki', '--server', '--out', 'x'],
       ['rotate'],
       ['init', '--dir', 'pki', '--days', 'many'],

@@ -76,6 +76,12 @@ describe('parseRunFlags', () => {
     assert.equal(parseConfig(raw).logFormat, 'shorthand');
   });
 
+  it('maps --ca-bundle-out to caBundleOut, a path resolved against cwd', () => {
+    const raw = parseRunFlags(['--policy', 'p.yaml', '--ca-bundle-out', 'out/bundle.pem'], '/srv');
+    assert.equal(parseConfig(raw).caBundleOut, '/srv/out/bundle.pem');
+    assert.equal(parseConfig({}).caBundleOut, undefined);
+  });
+
   it('says what is wrong with unknown, repeated or valueless flags', () => {
     assert.equal(typeof parseRunFlags(['--nope'], '/'), 'string');
     assert.equal(typeof parseRunFlags(['--policy', 'a', '--policy', 'b'], '/'), 'string');

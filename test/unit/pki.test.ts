@@ -17,6 +17,8 @@ import {
   issueCertificate,
   issueToDir,
   loadPkiDir,
+  operatorSpiffeId,
+  parseOperatorSpiffeId,
   parseSandboxSpiffeId,
   sandboxSpiffeId,
 } from '../../src/pki/issue.js';
@@ -185,6 +187,28 @@ describe('issued certificates', () => {
     assert.equal(parseSandboxSpiffeId('spiffe://boundary.test/sandbox/sb-1/extra'), undefined);
     assert.equal(parseSandboxSpiffeId('spiffe://boundary.test/sandbox/..'), undefined);
     assert.equal(parseSandboxSpiffeId('https://boundary.test/sandbox/sb-1'), undefined);
+  });
+
+  it('round-trips an operator SPIFFE id, and never reads one kind as the other', () => {
+    const uri = operatorSpiffeId('boundary.test', 'alice');
+    assert.equal(uri, 'spiffe://boundary.test/operator/alice');
+    assert.deepEqual(parseOperatorSpiffeId(uri), { trustDomain: 'boundary.test', operator: 'alice' });
+    assert.equal(parseSandboxSpiffeId(uri), undefined);
+    assert.equal(parseOperatorSpiffeId(sandboxSpiffeId('boundary.test', 'alice')), undefined);
+    assert.equal(parseOperatorSpiffeId('spiffe://boundary.test/operator/..'), undefined);
+    assert.throws(() => operatorSpiffeId('boundary.test', 'a/b'), { code: 'PKI_NAME_INVALID' });
+  });
+
+  it('issues an operator client certificate and refuses one that names both a sandbox and an operator', async () => {
+    const pki = await makeTestPki();
+    const now = Date.now;
+    const issued = await issueCertificate({ ca: pki.ca, kind: 'client', operator: 'alice', trustDomain: TEST_TRUST_DOMAIN, now });
+    assert.equal(issued.spiffeId, `spiffe://${TEST_TRUST_DOMAIN}/operator/alice`);
+    const cert = new X509Certificate(issued.certPem);
+    assert.equal(cert.subjectAltName, `URI:spiffe://${TEST_TRUST_DOMAIN}/operator/alice`);
+    assert.ok(cert.checkIssued(new X509Certificate(pki.ca.certPem)));
+    const both = issueCertificate({ ca: pki.ca, kind: 'client', operator: 'alice', sandboxId: 'sb-1', trustDomain: TEST_TRUST_DOMAIN, now });
+    await assert.rejects(both, { code: 'PKI_NAME_INVALID' });
   });
 });
 

@@ -18,13 +18,22 @@ import { createPolicyStore } from '../../src/policy/store.js';
 const UDP: DnsRequestInfo = { transport: 'udp', remote: { ip: '127.0.0.1', port: 5353 } };
 const PUBLIC = '93.184.216.34';
 
-function setup(options: { endpoints?: readonly EndpointSpec[]; answers?: Record<string, FakeAnswer>; resolver?: Resolver; cidr?: string } = {}) {
+function setup(
+  options: { endpoints?: readonly EndpointSpec[]; answers?: Record<string, FakeAnswer>; resolver?: Resolver; cidr?: string; searchDomains?: readonly string[] } = {},
+) {
   const clock = testClock();
   const resolver = fakeResolver(options.answers ?? { 'api.example.test': { addresses: [PUBLIC], ttlSeconds: 30 } });
   let policy: Policy = stubPolicy(options.endpoints ?? [{ host: 'api.example.test', ports: [443] }]);
   const pool = createSyntheticPool({ epoch: 0, now: clock.now, ...(options.cidr === undefined ? {} : { cidr: options.cidr }) });
   const sink = collectingSink();
-  const dns = createPolicyDns({ policy: () => policy, resolver: options.resolver ?? resolver, pool, sink, now: clock.now });
+  const dns = createPolicyDns({
+    policy: () => policy,
+    resolver: options.resolver ?? resolver,
+    pool,
+    sink,
+    now: clock.now,
+    ...(options.searchDomains === undefined ? {} : { searchDomains: options.searchDomains }),
+  });
   async function ask(name: string, type: RecordType = 'A', extra: { qclass?: RecordClass; id?: number } = {}): Promise<DecodedPacket> {
     const out = await dns.handle(buildQuery(name, type, extra), UDP);
     assert.ok(out !== undefined, 'a response');
@@ -64,6 +73,31 @@ describe('policy DNS eligibility', () => {
     assert.equal(refuse?.severity, 'MED');
     assert.equal(refuse?.action, 'DENIED');
     assert.equal(refuse?.statusDetail, 'policy_dns_ineligible');
+  });
+
+  it('answers NXDOMAIN, not REFUSED, for an uncovered name under a search domain, so a stub walks on to the real name', async () => {
+    const s = setup({ searchDomains: ['default.svc.cluster.local', 'svc.cluster.local', 'cluster.local'] });
+    for (const candidate of ['api.example.test.default.svc.cluster.local', 'api.example.test.svc.cluster.local', 'api.example.test.cluster.local']) {
+      assert.equal(rcodeOf(await s.ask(candidate)), 'NXDOMAIN', candidate);
+      assert.equal(rcodeOf(await s.ask(candidate, 'AAAA')), 'NXDOMAIN', candidate);
+    }
+    assert.equal(s.resolver.calls.length, 0, 'search-list candidates are never asked upstream');
+    assert.equal(s.sink.events.filter((e) => e.class === 'NET' && e.activity === 'REFUSE').length, 0, 'no refusal finding for routine candidates');
+    assert.ok(s.sink.events.filter((e) => e.class === 'DNS').every((e) => e.statusDetail === 'policy_dns_search_suffix'));
+    // The real name then resolves; a name outside the search domains is still refused, the domain itself too.
+    assert.equal(rcodeOf(await s.ask('api.example.test')), 'NOERROR');
+    assert.equal(rcodeOf(await s.ask('other.example.test')), 'REFUSED');
+    assert.equal(rcodeOf(await s.ask('cluster.local')), 'REFUSED');
+  });
+
+  it('resolves a name under a search domain when policy covers it', async () => {
+    const s = setup({
+      searchDomains: ['svc.cluster.local'],
+      endpoints: [{ host: 'db.data.svc.cluster.local', ports: [5432] }],
+      answers: { 'db.data.svc.cluster.local': { addresses: [PUBLIC], ttlSeconds: 30 } },
+    });
+    assert.equal(rcodeOf(await s.ask('db.data.svc.cluster.local')), 'NOERROR');
+    assert.equal(rcodeOf(await s.ask('other.data.svc.cluster.local')), 'NXDOMAIN');
   });
 
   it('answers an eligible name with one synthetic A record in the window, TTL in [1, 30] (DN-02)', async () => {

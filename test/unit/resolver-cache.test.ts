@@ -85,4 +85,19 @@ describe('createCachingResolver', () => {
     await resolver.resolve('n0.example.test', 4);
     assert.equal(inner.calls.length, MAX_CACHED_NAMES + 2);
   });
+
+  it('forgets cached answers on clear(), and an answer still in flight is not written back', async () => {
+    const inner = fakeResolver({ 'api.example.test': { addresses: ['127.0.0.1'], ttlSeconds: 10 } });
+    const resolver = createCachingResolver(inner, { now: testClock().now });
+    await resolver.resolve('api.example.test', 4);
+    resolver.clear();
+    assert.equal(resolver.cached?.('api.example.test', 4), undefined);
+    const inFlight = resolver.resolve('api.example.test', 4);
+    resolver.clear();
+    inner.set('api.example.test', { addresses: ['127.0.0.2'], ttlSeconds: 10 });
+    await inFlight;
+    assert.equal(resolver.cached?.('api.example.test', 4), undefined);
+    const next = await resolver.resolve('api.example.test', 4);
+    assert.deepEqual(next.ok ? next.addresses : next.failure, ['127.0.0.2']);
+  });
 });

@@ -1,0 +1,250 @@
+// Reads the shipped Kubernetes manifests into the few pod fields the pod end-to-end test emulates. A field
+// it cannot emulate (valueFrom, a volume kind, a dnsPolicy, a container field it does not know) throws, so a
+// manifest change is either run by the test or fails it, never skipped over.
+
+import { readFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { parseAllDocuments } from 'yaml';
+
+export interface EnvVar {
+  readonly name: string;
+  readonly value: string;
+}
+
+export interface VolumeMount {
+  readonly name: string;
+  readonly mountPath: string;
+  readonly readOnly: boolean;
+}
+
+export interface HttpProbe {
+  readonly path: string;
+  /** Resolved from a named container port. */
+  readonly port: number;
+}
+
+export interface SecurityContext {
+  readonly runAsUser: number;
+  readonly runAsGroup: number | undefined;
+  readonly runAsNonRoot: boolean;
+  readonly allowPrivilegeEscalation: boolean;
+  readonly addCaps: readonly string[];
+  readonly dropAll: boolean;
+}
+
+export interface Container {
+  readonly name: string;
+  readonly args: readonly string[];
+  readonly env: readonly EnvVar[];
+  readonly volumeMounts: readonly VolumeMount[];
+  readonly security: SecurityContext;
+  /** 'Always' on an init container makes it a native sidecar. */
+  readonly restartPolicy: string | undefined;
+  readonly startupProbe: HttpProbe | undefined;
+  readonly readinessProbe: HttpProbe | undefined;
+  readonly livenessProbe: HttpProbe | undefined;
+}
+
+export type Volume =
+  | { readonly name: string; readonly kind: 'secret' | 'configMap'; readonly source: string; readonly items: readonly { key: string; path: string }[] | undefined }
+  | { readonly name: string; readonly kind: 'emptyDir' };
+
+export interface PodSpec {
+  readonly name: string;
+  readonly namespace: string;
+  readonly labels: Readonly<Record<string, string>>;
+  readonly dnsPolicy: 'ClusterFirst' | 'None';
+  readonly dnsConfig: { readonly nameservers: readonly string[]; readonly searches: readonly string[]; readonly options: readonly string[] };
+  readonly initContainers: readonly Container[];
+  readonly containers: readonly Container[];
+  readonly volumes: readonly Volume[];
+  /** securityContext.sysctls: the kubelet applies them in the pod's namespaces before any container starts. */
+  readonly sysctls: readonly EnvVar[];
+}
+
+export interface Manifests {
+  /** Pods by name: kind Pod as written, and each Deployment's pod template (named after the Deployment). */
+  readonly pods: ReadonlyMap<string, PodSpec>;
+  /** Every document, for the checks that read other kinds (Service, NetworkPolicy). */
+  readonly documents: readonly Record<string, unknown>[];
+}
+
+type Raw = Record<string, unknown>;
+
+const CONTAINER_FIELDS = new Set([
+  'name', 'image', 'args', 'env', 'ports', 'volumeMounts', 'securityContext', 'resources', 'restartPolicy',
+  'startupProbe', 'readinessProbe', 'livenessProbe',
+]);
+const POD_FIELDS = new Set([
+  'dnsPolicy', 'dnsConfig', 'initContainers', 'containers', 'volumes', 'securityContext', 'automountServiceAccountToken', 'enableServiceLinks',
+]);
+
+function fail(where: string, message: string): never {
+  throw new Error(`${where}: ${message} (the pod test cannot emulate this; extend test/harness/k8s-manifest.ts)`);
+}
+
+function asRecord(value: unknown, where: string): Raw {
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) fail(where, 'expected a mapping');
+  return value as Raw;
+}
+
+function asList(value: unknown, where: string): unknown[] {
+  if (value === undefined) return [];
+  if (!Array.isArray(value)) fail(where, 'expected a list');
+  return value;
+}
+
+function parseProbe(raw: unknown, ports: ReadonlyMap<string, number>, where: string): HttpProbe | undefined {
+  if (raw === undefined) return undefined;
+  const http = asRecord(asRecord(raw, where).httpGet, `${where}.httpGet`);
+  const port = typeof http.port === 'number' ? http.port : ports.get(String(http.port));
+  if (port === undefined || typeof http.path !== 'string') fail(where, 'expected httpGet with a path and a known port');
+  return { path: http.path, port };
+}
+
+function parseSecurity(raw: unknown, where: string): SecurityContext {
+  const sc = raw === undefined ? {} : asRecord(raw, where);
+  const caps = sc.capabilities === undefined ? {} : asRecord(sc.capabilities, `${where}.capabilities`);
+  const drop = asList(caps.drop, `${where}.capabilities.drop`).map(String);
+  if (drop.some((c) => c !== 'ALL')) fail(where, 'only capabilities.drop: [ALL] is emulated');
+  if (typeof sc.runAsUser !== 'number') fail(where, 'runAsUser must be set (the test runs each container as its uid)');
+  return {
+    runAsUser: sc.runAsUser,
+    runAsGroup: typeof sc.runAsGroup === 'number' ? sc.runAsGroup : undefined,
+    runAsNonRoot: sc.runAsNonRoot === true,
+    allowPrivilegeEscalation: sc.allowPrivilegeEscalation !== false,
+    addCaps: asList(caps.add, `${where}.capabilities.add`).map(String),
+    dropAll: drop.includes('ALL'),
+  };
+}
+
+function parseContainer(raw: unknown, where: string): Container {
+  const c = asRecord(raw, where);
+  for (const key of Object.keys(c)) if (!CONTAINER_FIELDS.has(key)) fail(`${where}.${key}`, 'unknown container field');
+  if (c.command !== undefined) fail(where, 'command (the image entrypoint is what runs)');
+  const ports = new Map<string, number>();
+  for (const p of asList(c.ports, `${where}.ports`)) {
+    const port = asRecord(p, `${where}.ports`);
+    if (typeof port.name === 'string' && typeof port.containerPort === 'number') ports.set(port.name, port.containerPort);
+  }
+  const env = asList(c.env, `${where}.env`).map((e, i) => {
+    const entry = asRecord(e, `${where}.env[${i}]`);
+    if (entry.valueFrom !== undefined || typeof entry.value !== 'string') fail(`${where}.env[${i}]`, 'only literal values');
+    return { name: String(entry.name), value: entry.value };
+  });
+  const volumeMounts = asList(c.volumeMounts, `${where}.volumeMounts`).map((m, i) => {
+    const mount = asRecord(m, `${where}.volumeMounts[${i}]`);
+    if (mount.subPath !== undefined) fail(`${where}.volumeMounts[${i}]`, 'subPath');
+    return { name: String(mount.name), mountPath: String(mount.mountPath), readOnly: mount.readOnly === true };
+  });
+  return {
+    name: String(c.name),
+    args: asList(c.args, `${where}.args`).map(String),
+    env,
+    volumeMounts,
+    security: parseSecurity(c.securityContext, `${where}.securityContext`),
+    restartPolicy: typeof c.restartPolicy === 'string' ? c.restartPolicy : undefined,
+    startupProbe: parseProbe(c.startupProbe, ports, `${where}.startupProbe`),
+    readinessProbe: parseProbe(c.readinessProbe, ports, `${where}.readinessProbe`),
+    livenessProbe: parseProbe(c.livenessProbe, ports, `${where}.livenessProbe`),
+  };
+}
+
+function parseVolume(raw: unknown, where: string): Volume {
+  const v = asRecord(raw, where);
+  const name = String(v.name);
+  const items = (source: Raw) =>
+    source.items === undefined ? undefined : asList(source.items, `${where}.items`).map((i) => ({ key: String(asRecord(i, where).key), path: String(asRecord(i, where).path) }));
+  if (v.secret !== undefined) {
+    const s = asRecord(v.secret, `${where}.secret`);
+    return { name, kind: 'secret', source: String(s.secretName), items: items(s) };
+  }
+  if (v.configMap !== undefined) {
+    const s = asRecord(v.configMap, `${where}.configMap`);
+    return { name, kind: 'configMap', source: String(s.name), items: items(s) };
+  }
+  if (v.emptyDir !== undefined) return { name, kind: 'emptyDir' };
+  return fail(where, 'volume kind');
+}
+
+function parsePod(name: string, namespace: string, labels: Raw, rawSpec: unknown, where: string): PodSpec {
+  const spec = asRecord(rawSpec, where);
+  for (const key of Object.keys(spec)) if (!POD_FIELDS.has(key)) fail(`${where}.${key}`, 'unknown pod field');
+  const dnsPolicy = spec.dnsPolicy ?? 'ClusterFirst';
+  if (dnsPolicy !== 'ClusterFirst' && dnsPolicy !== 'None') fail(`${where}.dnsPolicy`, `dnsPolicy ${String(dnsPolicy)}`);
+  const dns = spec.dnsConfig === undefined ? {} : asRecord(spec.dnsConfig, `${where}.dnsConfig`);
+  const options = asList(dns.options, `${where}.dnsConfig.options`).map((o) => {
+    const option = asRecord(o, `${where}.dnsConfig.options`);
+    return option.value === undefined ? String(option.name) : `${String(option.name)}:${String(option.value)}`;
+  });
+  const podSecurity = spec.securityContext === undefined ? {} : asRecord(spec.securityContext, `${where}.securityContext`);
+  for (const key of Object.keys(podSecurity)) if (key !== 'seccompProfile' && key !== 'sysctls') fail(`${where}.securityContext.${key}`, 'pod security field');
+  const sysctls = asList(podSecurity.sysctls, `${where}.securityContext.sysctls`).map((entry) => {
+    const sysctl = asRecord(entry, `${where}.securityContext.sysctls`);
+    return { name: String(sysctl.name), value: String(sysctl.value) };
+  });
+  return {
+    name,
+    namespace,
+    sysctls,
+    labels: Object.fromEntries(Object.entries(labels).map(([k, v]) => [k, String(v)])),
+    dnsPolicy,
+    dnsConfig: { nameservers: asList(dns.nameservers, where).map(String), searches: asList(dns.searches, where).map(String), options },
+    initContainers: asList(spec.initContainers, `${where}.initContainers`).map((c, i) => parseContainer(c, `${where}.initContainers[${i}]`)),
+    containers: asList(spec.containers, `${where}.containers`).map((c, i) => parseContainer(c, `${where}.containers[${i}]`)),
+    volumes: asList(spec.volumes, `${where}.volumes`).map((v, i) => parseVolume(v, `${where}.volumes[${i}]`)),
+  };
+}
+
+/** Every `*.yaml` document of the given files in `dir`. */
+export async function readManifests(dir: string, files: readonly string[]): Promise<Manifests> {
+  const pods = new Map<string, PodSpec>();
+  const documents: Raw[] = [];
+  for (const file of files) {
+    const text = await readFile(join(dir, file), 'utf8');
+    for (const [index, doc] of parseAllDocuments(text).entries()) {
+      if (doc.errors.length > 0) throw new Error(`${file}: ${doc.errors[0]?.message}`);
+      const raw = asRecord(doc.toJS(), `${file}#${index}`);
+      documents.push(raw);
+      const meta = asRecord(raw.metadata ?? {}, `${file}#${index}.metadata`);
+      const name = String(meta.name);
+      const namespace = typeof meta.namespace === 'string' ? meta.namespace : 'default';
+      if (raw.kind === 'Pod') pods.set(name, parsePod(name, namespace, asRecord(meta.labels ?? {}, file), raw.spec, `${file}:${name}.spec`));
+      if (raw.kind === 'Deployment') {
+        const template = asRecord(asRecord(raw.spec, file).template, `${file}:${name}.spec.template`);
+        const labels = asRecord(asRecord(template.metadata ?? {}, file).labels ?? {}, file);
+        pods.set(name, parsePod(name, namespace, labels, template.spec, `${file}:${name}.spec.template.spec`));
+      }
+    }
+  }
+  return { pods, documents };
+}
+
+/**
+ * /etc/resolv.conf as the kubelet writes it for this pod: ClusterFirst searches the pod's namespace and the
+ * cluster domain through the cluster DNS with ndots:5; dnsConfig adds to it; None uses dnsConfig alone.
+ */
+export function podResolvConf(pod: PodSpec, cluster: { dnsIp: string; domain: string }): string {
+  const base =
+    pod.dnsPolicy === 'ClusterFirst'
+      ? { nameservers: [cluster.dnsIp], searches: [`${pod.namespace}.svc.${cluster.domain}`, `svc.${cluster.domain}`, cluster.domain], options: ['ndots:5'] }
+      : { nameservers: [], searches: [], options: [] };
+  const nameservers = [...base.nameservers, ...pod.dnsConfig.nameservers];
+  const searches = [...base.searches, ...pod.dnsConfig.searches];
+  // A dnsConfig option replaces the base option of the same name.
+  const optionName = (o: string) => o.split(':')[0];
+  const options = [...base.options.filter((o) => !pod.dnsConfig.options.some((d) => optionName(d) === optionName(o))), ...pod.dnsConfig.options];
+  if (nameservers.length === 0) throw new Error(`${pod.name}: no nameserver in its DNS configuration`);
+  return [
+    ...(searches.length > 0 ? [`search ${searches.join(' ')}`] : []),
+    ...nameservers.map((n) => `nameserver ${n}`),
+    ...(options.length > 0 ? [`options ${options.join(' ')}`] : []),
+    '',
+  ].join('\n');
+}
+
+export function container(pod: PodSpec, name: string): Container {
+  const found = [...pod.initContainers, ...pod.containers].find((c) => c.name === name);
+  if (found === undefined) throw new Error(`${pod.name} has no container ${name}`);
+  return found;
+}
