@@ -70,6 +70,13 @@ https.get(process.argv[1], (res) => { let b = ''; res.on('data', (c) => (b += c)
 `;
 const PYTHON_CLIENT = 'import sys, urllib.request\nprint(urllib.request.urlopen(sys.argv[1], timeout=15).read().decode())';
 
+type Peer = { podSelector?: { matchLabels?: Record<string, string> } };
+interface NetworkPolicySpec {
+  readonly podSelector: { matchLabels?: Record<string, string> };
+  readonly ingress?: { from: Peer[]; ports: { port: number }[] }[];
+  readonly egress?: { to: Peer[]; ports: { port: number }[] }[];
+}
+
 interface Result {
   readonly code: number;
   readonly stdout: string;
@@ -201,6 +208,18 @@ it('runs the shipped sandbox pod and supervisor as the manifests say: attach, re
     'the Service exposes the control port and a metrics port only (the admin API stays in the pod)',
   );
   assert.match(arg(supervisorContainer, '--admin-listen'), /^127\.0\.0\.1:/, 'the supervisor admin listens on loopback');
+  // NetworkPolicies (enforced by a CNI, not here): sandbox pods reach the supervisor on its control port only.
+  const policies = manifests.documents.filter((d) => d.kind === 'NetworkPolicy') as { spec: NetworkPolicySpec }[];
+  const ingressPorts = policies.flatMap((p) => (p.spec.podSelector.matchLabels?.app === supervisorPod.labels.app ? (p.spec.ingress ?? []) : []));
+  assert.deepEqual(
+    ingressPorts.filter((rule) => rule.from.some((peer) => peer.podSelector?.matchLabels?.app === sandboxPod.labels.app)).flatMap((rule) => rule.ports.map((port) => port.port)),
+    [Number(supervisorArg.split(':')[1])],
+  );
+  const sandboxEgress = policies.flatMap((p) => (p.spec.podSelector.matchLabels?.app === sandboxPod.labels.app ? (p.spec.egress ?? []) : []));
+  assert.deepEqual(
+    sandboxEgress.filter((rule) => rule.to.some((peer) => peer.podSelector?.matchLabels?.app === supervisorPod.labels.app)).flatMap((rule) => rule.ports.map((port) => port.port)),
+    [Number(supervisorArg.split(':')[1])],
+  );
   const sandboxId = arg(sidecar, '--sandbox-id');
   const dockerfile = join(ROOT, 'Dockerfile');
   assert.match(await readFile(dockerfile, 'utf8'), /^ENTRYPOINT \["node", "dist\/main\.js"\]$/m, 'the image entrypoint the test runs');
