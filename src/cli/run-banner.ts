@@ -18,6 +18,8 @@ export interface RunBannerInfo {
   readonly bundleFile: string | undefined;
   /** `ready`, or `unavailable: <why>` (readiness().interception). */
   readonly interception: string;
+  /** The synthetic range captured, and why capture cannot work (transparent.problem()), if it cannot. */
+  readonly capture: { readonly cidr: string; readonly problem: string | undefined };
 }
 
 // A listener on every address is reached by a client on the same host through loopback.
@@ -34,6 +36,8 @@ export function formatRunBanner(info: RunBannerInfo): string {
     ['proxy', `${proxyUrl} (HTTP proxy and CONNECT)`],
     ['policy DNS', info.dns === undefined ? 'not listening' : `${formatAuthority(info.dns.host, info.dns.port)} (udp, tcp)`],
     ['admin', `http://${reachable(info.admin)}/readyz  /healthz  /metrics`],
+    // Without `boundary init-netns` (root) the range is not local: the proxy works, capture and /readyz do not.
+    ['capture', info.capture.problem === undefined ? `${info.capture.cidr} (transparent)` : info.capture.problem],
     ['CA', ready ? info.caFile : `${info.caFile} (interception ${info.interception})`],
     ['trust bundle', info.bundleFile === undefined ? 'not written' : ready ? `${info.bundleFile} (system roots + upstream CAs + CA)` : 'not written: no CA'],
   ];

@@ -124,6 +124,7 @@ function banner(config: Config, boundary: Boundary, cwd: string): string {
     caFile: resolve(cwd, config.caOut ?? join(config.stateDir, CA_CERT_FILE)),
     bundleFile: config.caBundleOut,
     interception: String(boundary.readiness().interception),
+    capture: { cidr: config.syntheticCidr, problem: boundary.transparent.problem() },
   });
 }
 

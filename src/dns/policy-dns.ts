@@ -128,10 +128,11 @@ export function createPolicyDns(options: PolicyDnsOptions): PolicyDns {
     if (isLocalName(host.host)) return refused(`${host.host} is a local name`, 'local-name');
     if (KNOWN_METADATA_NAMES.has(host.host)) return refused(`${host.host} is a cloud metadata name`, 'metadata-name');
     if (policy.endpointsForHost(host.host).length === 0) {
-      // A stub resolver walks the search list (Kubernetes ClusterFirst: ndots:5 and three cluster suffixes) and
-      // stops at the first answer that is not NXDOMAIN or NODATA, so a REFUSED for
-      // `api.example.com.default.svc.cluster.local` would end the walk before `api.example.com` is asked.
-      // Such names get NXDOMAIN instead: still answered here, never asked upstream.
+      // A stub resolver walks the search list first (Kubernetes ClusterFirst: ndots:5, three cluster suffixes).
+      // musl (Alpine images) gives up at the first candidate answered with anything but NXDOMAIN or NODATA, so
+      // a REFUSED for `api.example.com.default.svc.cluster.local` would fail the lookup of `api.example.com`
+      // (glibc stops the walk and then tries the name as is). Such names get NXDOMAIN instead: still answered
+      // here, never asked upstream.
       if (searchSuffixes.some((suffix) => host.host.endsWith(suffix))) return notUnderPolicy();
       return refused(`no policy endpoint covers ${host.host}`, 'no-endpoint');
     }

@@ -5,7 +5,7 @@
 //   - "supervisor" pod: the supervisor container's args, its Secrets/ConfigMaps as the kubelet projects them;
 //   - "sandbox" pod: resolv.conf as the kubelet writes it for the pod's dnsPolicy, the init container's args
 //     as uid 0 with its capabilities, the boundary sidecar's args as its runAsUser, then real clients (curl,
-//     python3 urllib, git, node) with the agent container's env as the agent's uid.
+//     python3 urllib, git, node, musl getaddrinfo) with the agent container's env as the agent's uid.
 // The processes run the image's entrypoint (`node dist/main.js`) from a world-readable staged build, on the
 // Node major of the Dockerfile. Every namespace, mount point and file is removed even on failure.
 
@@ -68,6 +68,25 @@ const https = require('node:https');
 https.get(process.argv[1], (res) => { let b = ''; res.on('data', (c) => (b += c)); res.on('end', () => console.log(res.statusCode + ' ' + b)); })
   .on('error', (e) => { console.log('ERR ' + e.code); process.exitCode = 1; });
 `;
+// getaddrinfo of musl libc, the resolver of Alpine-based agent images: unlike glibc it gives up at the first
+// search-list candidate that is answered with anything but NXDOMAIN or NODATA.
+const MUSL_CLIENT = `
+#include <arpa/inet.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <stdio.h>
+int main(int argc, char **argv) {
+  struct addrinfo hints = {0}, *res;
+  hints.ai_family = AF_INET;
+  hints.ai_socktype = SOCK_STREAM;
+  int rc = getaddrinfo(argv[1], NULL, &hints, &res);
+  if (rc != 0) { printf("ERR %s\\n", gai_strerror(rc)); return 2; }
+  char text[INET_ADDRSTRLEN];
+  inet_ntop(AF_INET, &((struct sockaddr_in *)res->ai_addr)->sin_addr, text, sizeof text);
+  printf("%s\\n", text);
+  return 0;
+}
+`;
 const PYTHON_CLIENT = 'import sys, urllib.request\nprint(urllib.request.urlopen(sys.argv[1], timeout=15).read().decode())';
 
 type Peer = { podSelector?: { matchLabels?: Record<string, string> } };
@@ -105,7 +124,7 @@ async function must(argv: readonly string[]): Promise<string> {
 
 async function skipReason(): Promise<string | undefined> {
   if (process.getuid?.() !== 0) return 'needs root (creates network namespaces, iptables rules and bind mounts)';
-  for (const tool of ['ip', 'iptables', 'ip6tables', 'setpriv', 'dnsmasq', 'curl', 'dig', 'git', 'mount']) {
+  for (const tool of ['ip', 'iptables', 'ip6tables', 'setpriv', 'dnsmasq', 'curl', 'dig', 'git', 'mount', 'musl-gcc']) {
     if ((await exec(['sh', '-c', `command -v ${tool}`])).code !== 0) return `${tool} is not installed`;
   }
   if ((await exec(['test', '-x', '/usr/bin/python3'])).code !== 0) return '/usr/bin/python3 is not installed';
@@ -253,6 +272,8 @@ it('runs the shipped sandbox pod and supervisor as the manifests say: attach, re
     origins: join(dir, 'origins.mjs'),
     gitRoot: join(dir, 'git-root'),
     agentHome: join(dir, 'agent-home'),
+    muslSource: join(dir, 'gai.c'),
+    muslClient: join(dir, 'gai-musl'),
   };
   await Promise.all([
     writeFile(files.originCa, originCa.certPem, { mode: 0o644 }),
@@ -261,7 +282,10 @@ it('runs the shipped sandbox pod and supervisor as the manifests say: attach, re
     writeFile(files.gitCert, gitLeaf?.certPem ?? ''),
     writeFile(files.gitKey, gitLeaf?.keyPem ?? ''),
     writeFile(files.origins, ORIGINS_SCRIPT),
+    writeFile(files.muslSource, MUSL_CLIENT),
   ]);
+  await must(['musl-gcc', '-static', '-O2', '-o', files.muslClient, files.muslSource]);
+  await chmod(files.muslClient, 0o755);
   // A bare repository served over git's dumb HTTP protocol.
   const work = join(dir, 'git-work');
   await mkdir(work);
@@ -413,6 +437,10 @@ network_policies:
   // Node's https ignores the proxy variables: this one goes through policy DNS and transparent capture.
   const nodeClient = await agentRun(process.execPath, '-e', NODE_CLIENT, 'https://api.origin.test/v1/node');
   assert.equal(nodeClient.stdout.trim(), '200 api saw GET /v1/node', `node https without a proxy: ${nodeClient.stderr}`);
+
+  // The ClusterFirst search walk (ndots:5) reaches the real name with musl's resolver too.
+  const musl = await agentRun(files.muslClient, 'api.origin.test');
+  assert.match(musl.stdout.trim(), /^198\.1[89]\.\d+\.\d+$/, `musl getaddrinfo through the search list: ${musl.stdout} ${musl.stderr}`);
 
   // Denied names fail fast without the proxy too, and never reach the cluster DNS.
   const unresolvable = await curl('--noproxy', '*', 'http://denied.origin.test/');

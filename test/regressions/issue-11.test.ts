@@ -26,7 +26,7 @@ describe('issue 11 regressions', () => {
     const b = await startBoundary({ policy: POLICY, searchDomains: resolvSearchDomains(CLUSTER_FIRST) });
     t.after(() => b.close());
     assert.ok(b.dnsPort !== undefined);
-    // glibc asks each search candidate in turn and gives up at the first answer that is not NXDOMAIN or
+    // musl asks each search candidate in turn and gives up at the first answer that is not NXDOMAIN or
     // NODATA: before the fix the first candidate was REFUSED and the name never resolved.
     const walk: string[] = [];
     for (const candidate of ['default.svc.cluster.local', 'svc.cluster.local', 'cluster.local', ''].map((d) => (d === '' ? 'api.example.test' : `api.example.test.${d}`))) {
