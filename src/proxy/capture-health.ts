@@ -12,7 +12,7 @@ export const PRIVILEGED_PORT_LIMIT = 1_024;
 // Only errors that condemn the whole range: EADDRINUSE is one port's problem and says nothing about capture.
 const SYSTEMIC: Readonly<Record<string, string>> = {
   EADDRNOTAVAIL: 'is the synthetic range routed to lo? run boundary init-netns',
-  EACCES: `ports below ${PRIVILEGED_PORT_LIMIT} need CAP_NET_BIND_SERVICE`,
+  EACCES: `ports below ${PRIVILEGED_PORT_LIMIT} need CAP_NET_BIND_SERVICE or the pod sysctl net.ipv4.ip_unprivileged_port_start=0`,
 };
 
 interface Failure {

@@ -28,7 +28,7 @@ describe('capture health', () => {
     health.failed(errno('EADDRINUSE'), '127.77.0.1', 443);
     assert.equal(health.problem(), undefined);
     health.failed(errno('EACCES'), '127.77.0.1', 443);
-    assert.match(health.problem() ?? '', /^capture-unavailable: EACCES 127\.77\.0\.1:443 \(ports below 1024 need CAP_NET_BIND_SERVICE\)$/);
+    assert.match(health.problem() ?? '', /^capture-unavailable: EACCES 127\.77\.0\.1:443 \(ports below 1024 need CAP_NET_BIND_SERVICE or the pod sysctl net\.ipv4\.ip_unprivileged_port_start=0\)$/);
     health.bound('127.77.0.1', 8443);
     assert.notEqual(health.problem(), undefined);
     health.bound('127.77.0.2', 80);
