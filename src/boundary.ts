@@ -112,6 +112,7 @@ export function createBoundary(config: Config, deps: Deps): Boundary {
           sink,
           logger,
           now,
+          registry: deps.registry,
           credentials: pushedCredentials,
           lookup: deps.controlLookup,
           version: deps.version,
@@ -165,7 +166,15 @@ export function createBoundary(config: Config, deps: Deps): Boundary {
       reasons,
       generation: policy.generation,
       policyHash: policy.hash,
-      ...(attached === undefined ? {} : { supervisor: attached.supervisor, lastError: attached.lastError }),
+      ...(attached === undefined
+        ? {}
+        : {
+            supervisor: attached.supervisor,
+            lastError: attached.lastError,
+            reconnect: attached.reconnect,
+            controlCertificate: attached.certificate,
+            warnings: attached.warnings,
+          }),
       interception: caProblem === undefined ? 'ready' : `unavailable: ${caProblem}`,
     };
   }

@@ -1,15 +1,14 @@
-// Attached mode for the composition root: reads the --tls-dir folder, runs the control client against
-// the boundary's own policy store, credential source and audit sink, and says what /readyz adds.
+// Attached mode for the composition root: follows the --tls-dir folder (tls-source.ts), runs the control client
+// against the boundary's own policy store, credential source and audit sink, and says what /readyz adds.
 // Never decides a request and never resolves names itself (the lookup arrives from main/run).
 
-import { join } from 'node:path';
+import type { Registry } from 'prom-client';
 import type { CredentialTarget } from './apply.js';
 import { type ControlClient, type ControlClientOptions, type ControlState, createControlClient, newBootId } from './client.js';
 import type { ControlLookup } from './dial.js';
 import type { RelayTarget } from './messages.js';
-import { controlReadiness } from './readiness.js';
-import { readPemFile } from '../pki/files.js';
-import { ISSUED_FILES } from '../pki/issue.js';
+import { type ControlReadiness, controlReadiness } from './readiness.js';
+import { CERT_EXPIRED_REASON, CERT_EXPIRING_WARNING, type ControlCertificateStatus, type ControlTlsSource, createControlTlsSource } from './tls-source.js';
 import { reloadIssues } from '../policy/store.js';
 import type { Policy } from '../policy/types.js';
 import type { AuditSink } from '../telemetry/event.js';
@@ -36,6 +35,8 @@ export interface AttachedControlOptions {
   readonly sink: AuditSink;
   readonly logger: Logger;
   readonly now: () => number;
+  /** Carries boundary_control_certificate_expiry_seconds. */
+  readonly registry: Registry;
   /** Where pushed credentials go (credentials/source.ts's StaticCredentialSource). */
   readonly credentials?: CredentialTarget | undefined;
   readonly lookup?: ControlLookup | undefined;
@@ -53,10 +54,16 @@ export interface AttachedReadiness {
   readonly reasons: readonly string[];
   readonly supervisor: string;
   readonly lastError: { readonly kind: string; readonly message: string; readonly at: string } | undefined;
+  /** The client certificate in use; undefined before start(). */
+  readonly certificate: ControlCertificateStatus | undefined;
+  /** Problems that do not make the boundary not-ready (a certificate inside its expiry warning window). */
+  readonly warnings: readonly string[];
+  /** Failed attempts since the last healthy session, and when and why the next attempt (readiness.ts); undefined before start(). */
+  readonly reconnect?: ControlReadiness['reconnect'];
 }
 
 export interface AttachedControl {
-  /** Reads the TLS folder (PKI_INVALID naming a missing file) and starts attaching in the background. */
+  /** Reads and checks the TLS folder (PKI_INVALID listing every problem), follows it, and starts attaching in the background. */
   start(): Promise<void>;
   close(): Promise<void>;
   readiness(): AttachedReadiness;
@@ -71,6 +78,7 @@ function hasSubscribe(sink: AuditSink): sink is AuditSink & { subscribe(listener
 export function createAttachedControl(options: AttachedControlOptions): AttachedControl {
   const { settings, store, sink, logger, now } = options;
   const supervisorText = `${settings.supervisor.host}:${settings.supervisor.port}`;
+  const tls: ControlTlsSource = createControlTlsSource({ dir: settings.tlsDir, sandboxId: settings.sandboxId, now, logger, sink, registry: options.registry });
   let client: ControlClient | undefined;
   let closed = false;
 
@@ -84,15 +92,16 @@ export function createAttachedControl(options: AttachedControlOptions): Attached
   return {
     async start() {
       if (client !== undefined || closed) return;
-      const dir = settings.tlsDir;
-      const [caPem, certPem, keyPem] = await Promise.all([
-        readPemFile(join(dir, ISSUED_FILES.ca)),
-        readPemFile(join(dir, ISSUED_FILES.cert)),
-        readPemFile(join(dir, ISSUED_FILES.key)),
-      ]);
+      // An expired certificate does not stop the start: cert-manager may renew it any moment, and /readyz says so.
+      await tls.start();
+      // close() may have run while the folder was read; its tls.close() came before the watch existed.
+      if (closed) {
+        tls.close();
+        return;
+      }
       client = createControlClient({
         address: settings.supervisor,
-        tls: { caPem, certPem, keyPem },
+        tls: tls.provide,
         sandboxId: settings.sandboxId,
         instanceId: settings.instanceId,
         bootId: newBootId(),
@@ -114,14 +123,19 @@ export function createAttachedControl(options: AttachedControlOptions): Attached
     async close() {
       closed = true;
       await client?.close();
+      tls.close();
     },
     readiness() {
+      const certificate = tls.status();
+      const warnings = certificate?.state === 'expiring' ? [`${CERT_EXPIRING_WARNING}: client certificate expires at ${certificate.notAfter} (${certificate.daysLeft} days left)`] : [];
+      const expired = certificate?.state === 'expired' ? [CERT_EXPIRED_REASON] : [];
       if (client === undefined) {
-        return { ready: false, reasons: [`not attached yet to supervisor ${supervisorText}`], supervisor: 'idle', lastError: undefined };
+        return { ready: false, reasons: [`not attached yet to supervisor ${supervisorText}`], supervisor: 'idle', lastError: undefined, certificate, warnings };
       }
       const r = controlReadiness(client.state());
       const lastError = r.lastError === undefined ? undefined : { kind: r.lastError.kind, message: r.lastError.message, at: new Date(r.lastError.at).toISOString() };
-      return { ready: r.ready, reasons: r.reasons, supervisor: r.supervisor, lastError };
+      const reasons = [...expired, ...r.reasons];
+      return { ready: reasons.length === 0, reasons, supervisor: r.supervisor, lastError, certificate, warnings, reconnect: r.reconnect };
     },
     state: () => client?.state(),
   };

@@ -12,17 +12,19 @@ import type { Policy } from '../policy/types.js';
 import type { AuditSink } from '../telemetry/event.js';
 import type { Logger } from '../telemetry/logger.js';
 import { type ApplyOutcome, type ApplyState, type CredentialTarget, createControlApplier, type PolicyTarget } from './apply.js';
-import { createBackoff } from './backoff.js';
+import { type BackoffOptions, createBackoff, type ReconnectReason } from './backoff.js';
 import {
   type ControlLookup,
   ControlFailure,
   type ControlTls,
+  type ControlTlsProvider,
   classifyError,
-  createControlContext,
   describeError,
   dialSupervisor,
+  fixedControlTls,
 } from './dial.js';
 import { createEventBuffer, MAX_BUFFERED_EVENTS } from './events.js';
+import { attachFailedEvent, sessionEndedEvent } from './failure-events.js';
 import {
   type AttachMessage,
   type ControlErrorKind,
@@ -64,7 +66,11 @@ export interface ControlState {
   readonly lastError: ControlError | undefined;
   /** Failed attempts since start. */
   readonly failedAttempts: number;
+  /** Failed attempts since the last healthy session (backoff.ts); a session attached too briefly counts as one. */
+  readonly failuresSinceHealthy: number;
   readonly nextAttemptAt: number | undefined;
+  /** Why the wait until nextAttemptAt is as long as it is; set exactly when nextAttemptAt is. */
+  readonly nextAttemptReason: ReconnectReason | undefined;
   readonly policy: ApplyState;
   readonly events: { readonly buffered: number; readonly sent: number; readonly dropped: number };
   readonly relays: number;
@@ -72,7 +78,8 @@ export interface ControlState {
 
 export interface ControlClientOptions {
   readonly address: { readonly host: string; readonly port: number };
-  readonly tls: ControlTls;
+  /** Fixed material, or a provider asked before every dial (attached mode follows --tls-dir: control/tls-source.ts). */
+  readonly tls: ControlTls | ControlTlsProvider;
   readonly sandboxId: string;
   readonly instanceId: string;
   readonly bootId: string;
@@ -93,8 +100,8 @@ export interface ControlClientOptions {
   /** Audit events to forward on /v1/events (telemetry/audit.ts's sink fits). */
   readonly events?: { subscribe(listener: (event: object) => void): () => void } | undefined;
   readonly onState?: ((state: ControlState) => void) | undefined;
-  /** Tests only lower these; production keeps 2 s / 30 s / 60 s. */
-  readonly backoff?: { readonly baseMs?: number; readonly capMs?: number; readonly resetAfterMs?: number; readonly random?: () => number };
+  /** Tests only change these; production keeps backoff.ts's constants. */
+  readonly backoff?: Omit<BackoffOptions, 'now'>;
   readonly timeouts?: {
     readonly connectMs?: number;
     readonly handshakeMs?: number;
@@ -109,6 +116,12 @@ export interface ControlClient {
   start(): Promise<void>;
   close(): Promise<void>;
   state(): ControlState;
+}
+
+/** What runSession reports to the loop: admission (a session exists) and attachment (its first policy acknowledged). */
+interface SessionHooks {
+  onAdmitted(): void;
+  onAttached(): void;
 }
 
 interface LiveSession {
@@ -133,7 +146,7 @@ export function createControlClient(options: ControlClientOptions): ControlClien
     source: `supervisor ${supervisor}`,
   });
   const backoff = createBackoff({ now, ...options.backoff });
-  const secureContext = createControlContext(options.tls);
+  const tlsForDial: ControlTlsProvider = typeof options.tls === 'function' ? options.tls : fixedControlTls(options.tls);
   const buffer = createEventBuffer({ maxEvents: MAX_BUFFERED_EVENTS });
   const relays = new Set<Socket>();
   let phase: ControlPhase = 'idle';
@@ -145,6 +158,9 @@ export function createControlClient(options: ControlClientOptions): ControlClien
   let lastError: ControlError | undefined;
   let failedAttempts = 0;
   let nextAttemptAt: number | undefined;
+  let nextAttemptReason: ReconnectReason | undefined;
+  // Set by protocol() when the supervisor's refusal says retrying cannot help; read once by loop().
+  let refusedNotRetryable = false;
   let loopDone: Promise<void> | undefined;
   let wake: (() => void) | undefined;
   let unsubscribe: (() => void) | undefined;
@@ -158,7 +174,9 @@ export function createControlClient(options: ControlClientOptions): ControlClien
       disconnectedSince,
       lastError,
       failedAttempts,
+      failuresSinceHealthy: backoff.failures(),
       nextAttemptAt,
+      nextAttemptReason,
       policy: applier.state(),
       events: { buffered: buffer.size(), ...buffer.stats() },
       relays: relays.size,
@@ -177,11 +195,18 @@ export function createControlClient(options: ControlClientOptions): ControlClien
   async function loop(): Promise<void> {
     while (!closed) {
       let admitted = false;
+      let attached = false;
       let failure: ControlFailure | undefined;
       let note = '';
       try {
-        note = await runSession(() => {
-          admitted = true;
+        note = await runSession({
+          onAdmitted() {
+            admitted = true;
+          },
+          onAttached() {
+            attached = true;
+            backoff.attached();
+          },
         });
       } catch (err) {
         failure = err instanceof ControlFailure ? err : new ControlFailure(classifyError(err, 'session'), describeError(err), { cause: err });
@@ -193,33 +218,21 @@ export function createControlClient(options: ControlClientOptions): ControlClien
       disconnectedSince ??= now();
       if (failure !== undefined) lastError = { kind: failure.kind, message: failure.message, at: now() };
       if (admitted) {
-        backoff.sessionEnded();
-        sink.emit({
-          class: 'NET',
-          activity: 'CLOSE',
-          severity: 'LOW',
-          engine: 'control',
-          dst: { host: address.host, port: address.port },
-          message: `supervisor session ended: ${failure?.message ?? note}`,
-          ...(failure === undefined ? {} : { unmapped: { error: { kind: failure.kind, message: failure.message } } }),
-        });
+        sink.emit(sessionEndedEvent({ address, failure, note }));
       } else if (failure !== undefined) {
         failedAttempts += 1;
-        sink.emit({
-          class: 'NET',
-          activity: 'FAIL',
-          severity: 'LOW',
-          engine: 'control',
-          dst: { host: address.host, port: address.port },
-          message: `attach to supervisor ${supervisor} failed (${failure.kind}): ${failure.message}`,
-          unmapped: { error: { kind: failure.kind, message: failure.message }, attempt: failedAttempts },
-        });
+        sink.emit(attachFailedEvent({ address, supervisor, failure, retryable: !refusedNotRetryable, attempt: failedAttempts }));
       }
-      const delay = backoff.next();
-      nextAttemptAt = now() + delay;
+      const { delayMs, reason } = backoff.next(attached ? { kind: 'session-ended' } : { kind: 'failed', retryable: !refusedNotRetryable });
+      refusedNotRetryable = false;
+      if (reason === 'not-retryable') {
+        options.logger?.warn({ delayMs, supervisor }, 'supervisor refused and says retrying will not help; next attempt after the full backoff cap');
+      }
+      nextAttemptAt = now() + delayMs;
+      nextAttemptReason = reason;
       publish('waiting');
       await new Promise<void>((resolve) => {
-        const timer = setTimeout(resolve, delay);
+        const timer = setTimeout(resolve, delayMs);
         wake = () => {
           clearTimeout(timer);
           resolve();
@@ -227,16 +240,18 @@ export function createControlClient(options: ControlClientOptions): ControlClien
       });
       wake = undefined;
       nextAttemptAt = undefined;
+      nextAttemptReason = undefined;
     }
   }
 
-  async function runSession(onAdmitted: () => void): Promise<string> {
+  async function runSession(hooks: SessionHooks): Promise<string> {
     publish('connecting');
+    const material = await tlsForDial({ lastFailure: lastError?.kind });
     const socket = await dialSupervisor({
       host: address.host,
       port: address.port,
-      tls: options.tls,
-      secureContext,
+      tls: material.tls,
+      secureContext: material.secureContext,
       lookup: options.lookup,
       connectTimeoutMs: timeouts.connectMs,
       handshakeTimeoutMs: timeouts.handshakeMs,
@@ -299,9 +314,13 @@ export function createControlClient(options: ControlClientOptions): ControlClien
       });
       protocol(session, {
         onAdmitted() {
-          onAdmitted();
+          hooks.onAdmitted();
           timers.push(startHeartbeat(session, finish));
           timers.push(setInterval(() => flushEvents(session), timeouts.eventsFlushMs ?? EVENTS_FLUSH_INTERVAL_MS));
+        },
+        onAttached() {
+          // An ack can land while the session is being torn down; it must not mark the next one attached.
+          if (!settled) hooks.onAttached();
         },
       }).then(
         (note) => finish(undefined, note),
@@ -310,7 +329,7 @@ export function createControlClient(options: ControlClientOptions): ControlClien
     });
   }
 
-  async function protocol(session: ClientHttp2Session, hooks: { onAdmitted(): void }): Promise<string> {
+  async function protocol(session: ClientHttp2Session, hooks: SessionHooks): Promise<string> {
     const attach: AttachMessage = {
       kind: 'attach',
       sandboxId: options.sandboxId,
@@ -328,6 +347,7 @@ export function createControlClient(options: ControlClientOptions): ControlClien
       throw new ControlFailure('protocol', `attach answered HTTP ${response.status} with an invalid body: ${describeError(err)}`, { cause: err });
     }
     if (reply.kind === 'refused') {
+      refusedNotRetryable = !reply.retryable;
       throw new ControlFailure(
         'refused-by-supervisor',
         `${reply.code}: ${reply.message}${reply.retryable ? '' : ' (supervisor says retrying will not help until this is fixed)'}`,
@@ -336,11 +356,13 @@ export function createControlClient(options: ControlClientOptions): ControlClien
     sessionId = reply.sessionId;
     connectedSince = now();
     disconnectedSince = undefined;
-    backoff.sessionStarted();
     hooks.onAdmitted();
     const outcomes = applier.applyAdmitted(reply);
     publish('attached');
-    for (const outcome of outcomes) acknowledge(session, outcome);
+    // Attached for the reconnect schedule once the supervisor has taken every ack of the admission.
+    void Promise.all(outcomes.map((outcome) => acknowledge(session, outcome))).then((delivered) => {
+      if (delivered.every(Boolean)) hooks.onAttached();
+    });
     const watch = session.request({ ':method': 'GET', ':path': '/v1/watch', [SESSION_HEADER]: reply.sessionId }, { endStream: true });
     const status = await responseStatus(watch, requestMs);
     if (status !== 200) {
@@ -376,18 +398,23 @@ export function createControlClient(options: ControlClientOptions): ControlClien
   }
 
   let statusChain: Promise<void> = Promise.resolve();
-  function acknowledge(session: ClientHttp2Session, outcome: ApplyOutcome): void {
+  /** Resolves true once the supervisor accepted the ack (or there was nothing to acknowledge); never rejects. */
+  function acknowledge(session: ClientHttp2Session, outcome: ApplyOutcome): Promise<boolean> {
     const status: StatusMessage | undefined = outcome.status;
-    if (status === undefined) return;
+    if (status === undefined) return Promise.resolve(true);
     // Acks go out in order, one at a time: the supervisor's table must end at the newest.
-    statusChain = statusChain.then(async () => {
+    const delivered = statusChain.then(async () => {
       try {
         const response = await request(session, { ':method': 'POST', ':path': '/v1/status', [SESSION_HEADER]: sessionId ?? '' }, encodeMessage(status), requestMs);
         if (response.status !== 200) options.logger?.warn({ status: response.status }, 'supervisor did not accept a status ack');
+        return response.status === 200;
       } catch (err) {
         options.logger?.debug({ err }, 'status ack not delivered; the next attach reports the state again');
+        return false;
       }
     });
+    statusChain = delivered.then(() => undefined);
+    return delivered;
   }
 
   let eventsInFlight = false;

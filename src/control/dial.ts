@@ -28,6 +28,26 @@ export interface ControlTls {
   readonly servername?: string;
 }
 
+/** What one dial presents: the PEMs and the context built from them (once per version of the material). */
+export interface ControlDialTls {
+  readonly tls: ControlTls;
+  readonly secureContext: SecureContext;
+}
+
+/**
+ * Asked before every dial. `lastFailure` is the kind of the client's last failure, so a source can re-read its
+ * files after a `tls-auth` rejection. It may reject with a ControlFailure (an expired certificate) instead.
+ */
+export type ControlTlsProvider = (context: { readonly lastFailure: ControlErrorKind | undefined }) => Promise<ControlDialTls>;
+
+/** The same material for every dial; the context is built now, so bad PEMs fail at construction (PKI_INVALID). */
+export function fixedControlTls(tls: ControlTls): ControlTlsProvider {
+  const material: ControlDialTls = { tls, secureContext: createControlContext(tls) };
+  return async function fixedTls() {
+    return material;
+  };
+}
+
 /**
  * Name -> addresses. Injected so tests never query real DNS; main.ts passes the system resolver.
  * `resolvers` names the servers it asks (`10.96.0.10:53`), so a failed lookup says where it asked.

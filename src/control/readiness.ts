@@ -1,7 +1,18 @@
 // What /readyz says about the control channel in attached mode, derived from ControlClient.state().
 // Pure: no clock of its own (times come from the state), no I/O.
 
+import type { ReconnectReason } from './backoff.js';
 import type { ControlError, ControlState } from './client.js';
+
+/** When the client tries the supervisor again and why then; the timing fields only while it waits. */
+export interface ReconnectReadiness {
+  /** Failed attempts since the last healthy session (a session attached too briefly counts as one). */
+  readonly failedAttempts: number;
+  /** ISO time of the next attempt. */
+  readonly nextAttemptAt?: string;
+  /** `after-healthy-session`, `backoff` (see failedAttempts) or `not-retryable` (the supervisor said so). */
+  readonly reason?: ReconnectReason;
+}
 
 export interface ControlReadiness {
   readonly ready: boolean;
@@ -9,6 +20,7 @@ export interface ControlReadiness {
   /** `connected since <ISO>` or `disconnected since <ISO>`. */
   readonly supervisor: string;
   readonly lastError: ControlError | undefined;
+  readonly reconnect: ReconnectReadiness;
 }
 
 /**
@@ -22,7 +34,7 @@ export function controlReadiness(state: ControlState): ControlReadiness {
   if (state.policy.quarantined) {
     reasons.push(`policy generation ${state.policy.generation} from ${state.supervisor} failed (${state.policy.lastError?.message ?? 'unknown error'}); deny-all in force`);
   } else if (!state.policy.effective) {
-    reasons.push(`waiting for first policy from supervisor ${state.supervisor}${last}`);
+    reasons.push(`waiting for first policy from supervisor ${state.supervisor}${last}${nextAttemptText(state)}`);
   }
   const since = state.phase === 'attached' ? state.connectedSince : state.disconnectedSince;
   const supervisor =
@@ -31,7 +43,20 @@ export function controlReadiness(state: ControlState): ControlReadiness {
       : since === undefined
         ? state.phase
         : `disconnected since ${iso(since)}`;
-  return { ready: reasons.length === 0, reasons, supervisor, lastError: state.lastError };
+  return { ready: reasons.length === 0, reasons, supervisor, lastError: state.lastError, reconnect: reconnectReadiness(state) };
+}
+
+function reconnectReadiness(state: ControlState): ReconnectReadiness {
+  const failedAttempts = state.failuresSinceHealthy;
+  if (state.phase !== 'waiting' || state.nextAttemptAt === undefined || state.nextAttemptReason === undefined) return { failedAttempts };
+  return { failedAttempts, nextAttemptAt: iso(state.nextAttemptAt), reason: state.nextAttemptReason };
+}
+
+function nextAttemptText(state: ControlState): string {
+  const next = reconnectReadiness(state);
+  if (next.nextAttemptAt === undefined) return '';
+  const why = next.reason === 'backoff' ? `backoff after ${next.failedAttempts} failed attempt${next.failedAttempts === 1 ? '' : 's'}` : next.reason;
+  return `; next attempt at ${next.nextAttemptAt} (${why})`;
 }
 
 function iso(ms: number | undefined): string {

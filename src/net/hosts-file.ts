@@ -5,6 +5,7 @@
 import { createHash } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import { type FileWatch, watchFile } from '../file-watch.js';
+import { coalesceReloads } from '../reload-queue.js';
 import type { Logger } from '../telemetry/logger.js';
 import { type HostsTable, MAX_HOSTS_ENTRIES, parseHostsFile } from './hosts.js';
 
@@ -39,8 +40,6 @@ export async function openHostsFile(options: { readonly path: string; readonly l
   let hash = digest(first);
   let current = parseHostsFile(first.toString('utf8'));
   const listeners = new Set<(table: HostsTable) => void>();
-  let running: Promise<boolean> | undefined;
-  let again = false;
 
   function report(table: HostsTable): void {
     if (table.issues.length > 0) logger.warn({ path, issues: table.issues }, `hosts file: ${table.issues.length} line(s) skipped`);
@@ -65,23 +64,7 @@ export async function openHostsFile(options: { readonly path: string; readonly l
   }
 
   // One read at a time; events meanwhile collapse into one more pass, so the last write wins.
-  function reload(): Promise<boolean> {
-    if (running !== undefined) {
-      again = true;
-      return running;
-    }
-    running = (async () => {
-      let changed = false;
-      do {
-        again = false;
-        changed = (await readOnce()) || changed;
-      } while (again);
-      return changed;
-    })().finally(() => {
-      running = undefined;
-    });
-    return running;
-  }
+  const reload = coalesceReloads(readOnce);
 
   report(current);
   const watcher: FileWatch | undefined =

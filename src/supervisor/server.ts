@@ -29,6 +29,7 @@ import { SESSION_HEADER } from '../control/relay.js';
 import { BoundaryError } from '../errors.js';
 import { certificateUris, parseSandboxSpiffeId } from '../pki/issue.js';
 import type { Logger } from '../telemetry/logger.js';
+import { rejectionOf, remoteOf } from './rejection.js';
 
 export const MAX_CONNECTIONS = 20_000;
 export const MAX_STREAMS_PER_SESSION = 128;
@@ -92,7 +93,7 @@ export function createControlServer(options: ControlServerOptions): ControlServe
     const known = peers.get(session);
     if (known !== undefined) return known;
     const socket = session.socket as TLSSocket;
-    const remote = `${socket.remoteAddress ?? '?'}:${socket.remotePort ?? '?'}`;
+    const remote = remoteOf(socket);
     let identity: { trustDomain: string; sandboxId: string } | undefined;
     try {
       // getPeerX509Certificate is far cheaper than getPeerCertificate, which renders every field.
@@ -101,8 +102,16 @@ export function createControlServer(options: ControlServerOptions): ControlServe
     } catch {
       identity = undefined;
     }
-    if (identity !== undefined && options.trustDomain !== undefined && identity.trustDomain !== options.trustDomain) {
+    let refused: string | undefined;
+    // The listener admits only verified certificates (admitConnection); this is the second line of defence.
+    if (!socket.authorized) refused = 'the client certificate did not verify';
+    else if (identity === undefined) refused = 'the client certificate names no spiffe://<trust-domain>/sandbox/<id> URI';
+    else if (options.trustDomain !== undefined && identity.trustDomain !== options.trustDomain) {
+      refused = `the client certificate's trust domain ${identity.trustDomain} is not ${options.trustDomain}`;
+    }
+    if (refused !== undefined) {
       identity = undefined;
+      logger.warn({ ...rejectionOf(socket), reason: refused }, 'control connection has no sandbox identity; every request on it is refused');
     }
     const peer = { sandboxId: identity?.sandboxId, trustDomain: identity?.trustDomain, remote };
     peers.set(session, peer);
@@ -205,6 +214,25 @@ export function createControlServer(options: ControlServerOptions): ControlServe
     }
   }
 
+  /**
+   * Node verifies a client certificate only after the handshake, and with rejectUnauthorized it destroys the
+   * socket before anything can read what was presented. So the listener completes the handshake, and this
+   * gate, put in front of HTTP/2's own listener (the only way into a session), logs and closes every
+   * connection whose certificate did not verify against the control CA.
+   */
+  function gateConnections(srv: Http2SecureServer): void {
+    const intoHttp2 = srv.listeners('secureConnection') as ((this: Http2SecureServer, socket: TLSSocket) => void)[];
+    srv.removeAllListeners('secureConnection');
+    srv.on('secureConnection', function admitConnection(socket: TLSSocket) {
+      if (!socket.authorized) {
+        logger.warn(rejectionOf(socket), 'control connection refused: the client certificate did not verify');
+        socket.destroy();
+        return;
+      }
+      for (const listener of intoHttp2) listener.call(srv, socket);
+    });
+  }
+
   return {
     async start() {
       const srv = createSecureServer({
@@ -212,7 +240,8 @@ export function createControlServer(options: ControlServerOptions): ControlServe
         cert: options.tls.certPem,
         key: options.tls.keyPem,
         requestCert: true,
-        rejectUnauthorized: true,
+        // Refused in admitConnection instead, where the presented certificate can still be read and logged.
+        rejectUnauthorized: false,
         minVersion: 'TLSv1.3',
         allowHTTP1: false,
         handshakeTimeout: options.handshakeTimeoutMs ?? TLS_HANDSHAKE_TIMEOUT_MS,
@@ -223,6 +252,7 @@ export function createControlServer(options: ControlServerOptions): ControlServe
         connections.add(socket);
         socket.once('close', () => connections.delete(socket));
       });
+      gateConnections(srv);
       srv.on('session', onSession);
       srv.on('stream', (stream, headers) => {
         onStream(stream, headers).catch((err) => {
@@ -231,9 +261,7 @@ export function createControlServer(options: ControlServerOptions): ControlServe
         });
       });
       srv.on('tlsClientError', (err, socket) => {
-        // A rejected client certificate surfaces as a hang-up; the verification result says why.
-        const cause = socket.authorizationError === undefined ? describeError(err) : `client certificate rejected: ${String(socket.authorizationError)}`;
-        logger.warn({ err: cause }, 'control TLS handshake failed');
+        logger.warn(rejectionOf(socket, err), 'control TLS handshake failed');
       });
       srv.on('sessionError', (err) => logger.debug({ err: describeError(err) }, 'control session error'));
       srv.on('unknownProtocol', (socket) => socket.destroy());

@@ -4,7 +4,7 @@
 import { type AuditEventSnapshot, createAuditMemo } from './audit-memo.js';
 import type { AuditEvent } from './event.js';
 import { jsonNumber, jsonString } from './json-text.js';
-import type { LinePart, RawLineWriter } from './logger.js';
+import type { LinePart, RawLineLevel, RawLineWriter } from './logger.js';
 import { DEFAULT_PRODUCT, type ProductInfo, toShorthand } from './ocsf.js';
 import { createOcsfJsonRenderers, type OcsfHole } from './ocsf-json.js';
 
@@ -29,10 +29,13 @@ function holeText(hole: OcsfHole, time: number, uid: string, srcPort: unknown): 
 }
 
 /**
- * `write(event, time, uid)` writes the event's line; `uid` must be a randomUUID() (hex digits and dashes,
- * which JSON writes as they are). Throws where the renderers throw.
+ * `write(event, time, uid, level)` writes the event's line (at info when no level is given); `uid` must be a
+ * randomUUID() (hex digits and dashes, which JSON writes as they are). Throws where the renderers throw.
  */
-export function createAuditLineWriter(writer: RawLineWriter, product: ProductInfo | undefined): (event: AuditEvent, time: number, uid: string) => void {
+export function createAuditLineWriter(
+  writer: RawLineWriter,
+  product: ProductInfo | undefined,
+): (event: AuditEvent, time: number, uid: string, level?: RawLineLevel) => void {
   const renderers = createOcsfJsonRenderers();
   const templates = createAuditMemo<LineTemplate>();
   const templateProduct = product ?? DEFAULT_PRODUCT;
@@ -64,11 +67,11 @@ export function createAuditLineWriter(writer: RawLineWriter, product: ProductInf
     return snapshot === undefined ? undefined : makeTemplate(snapshot);
   }
 
-  return function writeAuditLine(event: AuditEvent, time: number, uid: string): void {
+  return function writeAuditLine(event: AuditEvent, time: number, uid: string, level?: RawLineLevel): void {
     const template = templateFor(event);
     if (template === undefined) {
       const meta = product === undefined ? { time, uid } : { time, uid, product };
-      writer.write(`${fieldPrefix}${renderers.render(event, meta)},"msg":${jsonString(toShorthand(event))}${end}`);
+      writer.write(`${fieldPrefix}${renderers.render(event, meta)},"msg":${jsonString(toShorthand(event))}${end}`, level);
       return;
     }
     const { texts, bytes, holes } = template;
@@ -77,12 +80,12 @@ export function createAuditLineWriter(writer: RawLineWriter, product: ProductInf
       // parts[0] is the writer's: the line's start.
       const parts: LinePart[] = ['', bytes[0] as Uint8Array];
       for (let i = 0; i < holes.length; i++) parts.push(holeText(holes[i] as OcsfHole, time, uid, srcPort), bytes[i + 1] as Uint8Array);
-      writer.writeParts(parts);
+      writer.writeParts(parts, level);
       return;
     }
     const strings = texts as readonly string[];
     let body = strings[0] as string;
     for (let i = 0; i < holes.length; i++) body += `${holeText(holes[i] as OcsfHole, time, uid, srcPort)}${strings[i + 1] as string}`;
-    writer.write(body);
+    writer.write(body, level);
   };
 }

@@ -2,8 +2,8 @@
 // fan-out of the OCSF object to subscribers (the control channel). Never throws into the emitter.
 import { randomUUID } from 'node:crypto';
 import { createAuditLineWriter } from './audit-line.js';
-import type { AuditEvent, AuditSink } from './event.js';
-import { AUDIT_TIME_KEY, createRawLineWriter, createShorthandAuditWriter, type LogFormat, type Logger } from './logger.js';
+import type { AuditEvent, AuditSink, Severity } from './event.js';
+import { AUDIT_TIME_KEY, createRawLineWriter, createShorthandAuditWriter, type LogFormat, type Logger, type RawLineLevel } from './logger.js';
 import { type OcsfEvent, type OcsfMeta, type ProductInfo, toOcsf, toShorthand } from './ocsf.js';
 
 export type AuditListener = (ocsf: OcsfEvent) => void;
@@ -15,13 +15,25 @@ export interface SubscribableAuditSink extends AuditSink {
 
 const AUDIT_LEVEL = 'info';
 const QUIET_LEVELS = new Set(['warn', 'error', 'fatal']);
+const ERROR_SEVERITIES: ReadonlySet<Severity> = new Set(['HIGH', 'CRIT', 'FATAL']);
+
+/**
+ * The pino level of an event's line. An event that carries `unmapped.error` reports a failure of boundary's
+ * own (a control attempt, a session, a pushed policy): warn, or error from severity HIGH up, so a warn-and-above
+ * filter keeps it. Every other event is the audit trail, at info, whatever its severity: a denial is a
+ * decision working, not a fault.
+ */
+export function auditLevel(event: AuditEvent): RawLineLevel {
+  if (event.unmapped?.error === undefined) return AUDIT_LEVEL;
+  return ERROR_SEVERITIES.has(event.severity) ? 'error' : 'warn';
+}
 
 /**
  * JSON format: one pino line `{"level":30,"time":...,"ocsf":{...OCSF object...},"msg":"<shorthand>"}`
  * (the OCSF object nested under `ocsf`, never flattened, so it cannot collide with pino's own keys).
  * Shorthand format: `<RFC 3339 event time> OCSF <shorthand>` (rendered by the logger's shorthand mode).
- * Audit lines are written at info even when the logger is set to warn/error/fatal (an audit trail is not
- * debug output); `silent` stays silent. JSON lines are written by a line writer on the logger's own
+ * Audit lines are written at info (failures at warn or error, see auditLevel) even when the logger is set to
+ * warn/error/fatal (an audit trail is not debug output); `silent` stays silent. JSON lines are written by a line writer on the logger's own
  * destination (the same bytes pino would write), not through pino's wildcard redaction: the OCSF object is
  * built from closed fields and cleaned by ocsf.ts, which also censors secret-shaped keys under `unmapped`.
  */
@@ -57,19 +69,20 @@ export function createAuditSink(options: {
     emit(event: AuditEvent): void {
       try {
         const time = now();
+        const level = auditLevel(event);
         if (format !== 'json') {
           const line = toShorthand(event);
           // A time JSON cannot carry (NaN) changes the pino line's meaning: leave that to pino.
-          if (writeShorthand === undefined || !Number.isFinite(time)) audit.info({ [AUDIT_TIME_KEY]: time }, line);
-          else if (audit.isLevelEnabled(AUDIT_LEVEL)) writeShorthand(time, line);
+          if (writeShorthand === undefined || !Number.isFinite(time)) audit[level]({ [AUDIT_TIME_KEY]: time }, line);
+          else if (audit.isLevelEnabled(level)) writeShorthand(time, line);
           if (listeners.size > 0) deliver(toOcsf(event, metaFor(time)));
           return;
         }
         const meta = metaFor(time);
         // Subscribers get the object; the line is rendered straight to JSON text (same bytes, no object).
         const ocsf = listeners.size > 0 ? toOcsf(event, meta) : undefined;
-        if (writeOcsf === undefined) audit.info({ ocsf: ocsf ?? toOcsf(event, meta) }, toShorthand(event));
-        else if (audit.isLevelEnabled(AUDIT_LEVEL)) writeOcsf(event, time, meta.uid);
+        if (writeOcsf === undefined) audit[level]({ ocsf: ocsf ?? toOcsf(event, meta) }, toShorthand(event));
+        else if (audit.isLevelEnabled(level)) writeOcsf(event, time, meta.uid, level);
         if (ocsf !== undefined) deliver(ocsf);
       } catch (err) {
         // A malformed event must not take down the connection that emitted it; say so once, and go on.

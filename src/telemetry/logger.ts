@@ -15,6 +15,10 @@ export const AUDIT_TIME_KEY = 'ocsf_time';
 
 const LEVEL_NAMES: Readonly<Record<number, string>> = { 10: 'TRACE', 20: 'DEBUG', 30: 'INFO', 40: 'WARN', 50: 'ERROR', 60: 'FATAL' };
 
+/** The levels a raw line may be written at (see createRawLineWriter), with pino's numbers for them. */
+export const RAW_LINE_LEVELS = { info: 30, warn: 40, error: 50 } as const;
+export type RawLineLevel = keyof typeof RAW_LINE_LEVELS;
+
 /**
  * pino redact paths: each header (lower-case as node delivers it, and Title-Case as callers may write it)
  * at the top level and up to two objects deep; each key at the top level and one object deep.
@@ -85,47 +89,52 @@ function plainInternals(logger: Logger, key: string): PinoInternals | undefined 
   return plain ? internals : undefined;
 }
 
-/** Writes info lines given from the text after pino's own start of the line (see createRawLineWriter). */
+/** Writes lines given from the text after pino's own start of the line (see createRawLineWriter); at info
+ *  unless a level is given. */
 export interface RawLineWriter {
   /** `,"<key>":`, as pino writes it before a `key` field. */
   readonly fieldPrefix: string;
   /** `}` and the EOL, as pino ends a line after its message. */
   readonly end: string;
-  write(body: string): void;
+  write(body: string, level?: RawLineLevel): void;
   /** True when the destination takes a line in parts; writeParts then skips making one string of it. */
   readonly takesParts: boolean;
   /** write(body) for the body in parts; `parts[0]` is overwritten with the line's start. */
-  writeParts(parts: LinePart[]): void;
+  writeParts(parts: LinePart[], level?: RawLineLevel): void;
 }
 
 /**
  * `write(body)` writes exactly `{"level":30,"time":...<bindings>` + body to the logger's destination, as
- * pino would start an info line. Undefined when the logger uses a feature that would change the line
- * (see plainInternals).
+ * pino would start an info line (`write(body, 'warn')`: `{"level":40,...`, as pino starts a warn line). The
+ * caller checks that the level is enabled. Undefined when the logger uses a feature that would change the
+ * line (see plainInternals).
  */
 export function createRawLineWriter(logger: Logger, key: string): RawLineWriter | undefined {
   const internals = plainInternals(logger, key);
   if (internals === undefined) return undefined;
   const stream = internals[S.streamSym] as LogDestination;
-  const levelPrefix = (internals[S.lsCacheSym] as Record<number, string> | undefined)?.[30];
+  const cache = internals[S.lsCacheSym] as Record<number, string> | undefined;
+  const info = cache?.[RAW_LINE_LEVELS.info];
+  const warn = cache?.[RAW_LINE_LEVELS.warn];
+  const error = cache?.[RAW_LINE_LEVELS.error];
   const time = internals[S.timeSym];
   const end = internals[S.endSym];
-  if (typeof levelPrefix !== 'string' || typeof time !== 'function' || typeof end !== 'string' || typeof internals[S.chindingsSym] !== 'string') {
-    return undefined;
-  }
+  if (typeof info !== 'string' || typeof warn !== 'string' || typeof error !== 'string') return undefined;
+  if (typeof time !== 'function' || typeof end !== 'string' || typeof internals[S.chindingsSym] !== 'string') return undefined;
   const timeOf = time as () => string;
   // Bindings are read per line: setBindings() may change them after the writer was made.
-  const start = (): string => `${levelPrefix}${timeOf()}${internals[S.chindingsSym] as string}`;
+  const start = (level: RawLineLevel | undefined): string =>
+    `${level === undefined || level === 'info' ? info : level === 'warn' ? warn : error}${timeOf()}${internals[S.chindingsSym] as string}`;
   const takesParts = typeof stream.writeParts === 'function';
   return {
     fieldPrefix: `,${JSON.stringify(key)}:`,
     end,
-    write(body: string): void {
-      stream.write(`${start()}${body}`);
+    write(body: string, level?: RawLineLevel): void {
+      stream.write(`${start(level)}${body}`);
     },
     takesParts,
-    writeParts(parts: LinePart[]): void {
-      parts[0] = start();
+    writeParts(parts: LinePart[], level?: RawLineLevel): void {
+      parts[0] = start(level);
       if (takesParts) stream.writeParts?.(parts);
       else stream.write(joinParts(parts));
     },

@@ -319,7 +319,8 @@ function hostPort(host: string, port: number | undefined): string {
  * The shorthand line (reference §9.2), without timestamp:
  * `<CLASS>:<ACTIVITY> [<SEV>] <ACTION> -(-) -> <host>:<port> [policy:<rule|-> engine:<engine>] [reason:<text>]`.
  * HTTP prints `-> <METHOD> <url>`; CONFIG adds `[version:<generation> hash:<hash>]`; `[msg:...]` is printed
- * only when the line has no target, no policy/engine and no reason. Parts that are absent are omitted.
+ * only when the line has no target, no policy/engine and no reason; `[error:<kind> <cause>]` whenever the event
+ * carries `unmapped.error` (see errorPart). Parts that are absent are omitted.
  */
 export function toShorthand(event: AuditEvent): string {
   // String concatenation, no parts array + join: this runs once per request on the hot path.
@@ -342,5 +343,22 @@ export function toShorthand(event: AuditEvent): string {
   }
   if (event.reason !== undefined && event.reason.length > 0) line += ` [reason:${cleanText(event.reason, MAX_REASON_CHARS)}]`;
   else if (target === undefined && !ruled && event.message.length > 0) line += ` [msg:${cleanText(event.message)}]`;
+  const error = event.unmapped?.error;
+  if (error !== undefined) line += errorPart(error);
   return line;
+}
+
+/**
+ * ` [error:<kind> <cause>]` for an event's `unmapped.error`: `{ kind?, message? }` as the control channel and
+ * the appliers set it, or a bare string (the cause alone). A failure that names neither prints nothing: the
+ * line must not claim an error it cannot show.
+ */
+function errorPart(error: unknown): string {
+  if (typeof error === 'string') return error.length > 0 ? ` [error:${cleanText(error)}]` : '';
+  if (typeof error !== 'object' || error === null) return '';
+  const { kind, message } = error as { kind?: unknown; message?: unknown };
+  const shownKind = typeof kind === 'string' && kind.length > 0 ? cleanText(kind, MAX_NAME_CHARS) : '';
+  const cause = typeof message === 'string' && message.length > 0 ? cleanText(message) : '';
+  if (shownKind.length === 0 && cause.length === 0) return '';
+  return ` [error:${shownKind}${shownKind.length > 0 && cause.length > 0 ? ' ' : ''}${cause}]`;
 }

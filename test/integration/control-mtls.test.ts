@@ -129,10 +129,10 @@ describe('control channel over real mTLS and HTTP/2', () => {
       await c.client.start();
       const event = await c.sink.waitFor((e) => e.class === 'NET' && e.activity === 'FAIL');
       await c.client.close();
-      const error = event.unmapped?.error as { kind: string; message: string };
+      const error = event.unmapped?.error as { kind: string; message: string; retryable?: boolean };
       assert.ok(CONTROL_ERROR_KINDS.includes(error.kind as (typeof CONTROL_ERROR_KINDS)[number]));
       assert.ok(error.message.length > 0, 'message is not empty');
-      assert.equal(event.severity, 'LOW');
+      assert.equal(event.severity, error.retryable === false ? 'HIGH' : 'MED', 'a failure is MED; a refusal that retrying cannot fix is HIGH');
       const readiness = controlReadiness(c.client.state());
       assert.equal(readiness.ready, false);
       assert.equal(readiness.lastError?.kind, error.kind);

@@ -31,8 +31,31 @@ function referenceShorthand(event: AuditEvent): string {
   }
   if (event.reason !== undefined && event.reason.length > 0) parts.push(`[reason:${cleanText(event.reason, MAX_REASON_CHARS)}]`);
   else if (target === undefined && !ruled && event.message.length > 0) parts.push(`[msg:${cleanText(event.message)}]`);
+  const error = event.unmapped?.error;
+  if (typeof error === 'string' && error.length > 0) parts.push(`[error:${cleanText(error)}]`);
+  else if (typeof error === 'object' && error !== null) {
+    const { kind, message } = error as { kind?: unknown; message?: unknown };
+    const shown = [typeof kind === 'string' ? cleanText(kind, 128) : '', typeof message === 'string' ? cleanText(message) : ''].filter((text) => text.length > 0);
+    if (shown.length > 0) parts.push(`[error:${shown.join(' ')}]`);
+  }
   return parts.join(' ');
 }
+
+/** Every shape an `unmapped.error` comes in, and some it should not. */
+const ERROR_SHAPES: readonly unknown[] = [
+  { kind: 'connect-refused', message: 'connect ECONNREFUSED 127.0.0.1:5500' },
+  { kind: 'policy', code: 'POLICY_INVALID', message: 'line 1\nline 2 http://h.test/p?token=SECRET' },
+  { kind: 'tls' },
+  { message: 'cause only' },
+  { kind: '', message: '' },
+  {},
+  'a bare cause',
+  '',
+  null,
+  7,
+  ['dns'],
+  { kind: 'k\u2028'.repeat(100), message: 'x'.repeat(2_000) },
+];
 
 /** The pre-tuning cleanText: the two regexes, always. */
 function regexClean(text: string, maxChars = 1024): string {
@@ -46,6 +69,16 @@ describe('toShorthand and cleanText, against their references', () => {
     for (let i = 0; i < 3_000; i++) {
       const event = randomEvent(random);
       assert.equal(toShorthand(event), referenceShorthand(event), `random #${i}`);
+    }
+  });
+
+  it('prints unmapped.error in every shape exactly as the reference does', () => {
+    const random = seeded(31);
+    for (let i = 0; i < 600; i++) {
+      const event = randomEvent(random);
+      const error = ERROR_SHAPES[i % ERROR_SHAPES.length];
+      const withError = { ...event, unmapped: { ...event.unmapped, error } };
+      assert.equal(toShorthand(withError), referenceShorthand(withError), `random #${i}`);
     }
   });
 

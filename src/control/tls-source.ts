@@ -1,0 +1,212 @@
+// Attached mode's client identity, kept in step with --tls-dir: watches the folder (plain replacement and the
+// kubelet's `..data` swap), checks new material before the next dial uses it, keeps the last good material when an
+// update is broken, and re-reads after the supervisor rejected us. Never dials and never ends a live session.
+
+import { join } from 'node:path';
+import type { Registry } from 'prom-client';
+import { isBoundaryError, type Issue } from '../errors.js';
+import { type FileWatch, watchFile } from '../file-watch.js';
+import { checkControlIdentity, type ControlIdentity, type ControlIdentityPems, hashControlIdentityPems, readControlIdentityPems } from '../pki/identity.js';
+import { ISSUED_FILES } from '../pki/issue.js';
+import { DAY_MS } from '../pki/mint.js';
+import { coalesceReloads } from '../reload-queue.js';
+import type { AuditSink } from '../telemetry/event.js';
+import type { Logger } from '../telemetry/logger.js';
+import { createPlainGauge } from '../telemetry/metrics.js';
+import { type ControlDialTls, ControlFailure, type ControlTlsProvider, createControlContext } from './dial.js';
+
+/** cert-manager writes a Secret's keys in one swap, a hand edit in several writes: read once they settle. */
+export const TLS_RELOAD_SETTLE_MS = 100;
+/** How long before notAfter /readyz starts warning (ready stays true until the certificate has expired). */
+export const CERT_EXPIRY_WARNING_DAYS = 7;
+export const CERT_EXPIRY_WARNING_MS = CERT_EXPIRY_WARNING_DAYS * DAY_MS;
+/** The /readyz reason once the client certificate in use has expired. */
+export const CERT_EXPIRED_REASON = 'control-certificate-expired';
+/** Prefix of the /readyz warning inside the warning window. */
+export const CERT_EXPIRING_WARNING = 'control-certificate-expiring';
+export const CERT_EXPIRY_METRIC = 'control_certificate_expiry_seconds';
+
+export const CERT_STATES = ['valid', 'expiring', 'expired'] as const;
+export type CertState = (typeof CERT_STATES)[number];
+
+/** What /readyz shows about the client certificate in use. */
+export interface ControlCertificateStatus {
+  readonly spiffeId: string;
+  readonly fingerprint256: string;
+  /** ISO 8601. */
+  readonly notAfter: string;
+  /** Whole days until notAfter; negative once expired. */
+  readonly daysLeft: number;
+  readonly state: CertState;
+  /** The last update that was refused (the material above stayed in use), until a good one arrives. */
+  readonly lastRefused?: { readonly at: string; readonly message: string };
+}
+
+export interface ControlTlsSource {
+  /** Reads and checks the folder once (PKI_INVALID listing every problem), then follows it. */
+  start(): Promise<void>;
+  close(): void;
+  /** Re-reads now; resolves true when new material was taken into use. */
+  reload(): Promise<boolean>;
+  /** For createControlClient's `tls`. */
+  readonly provide: ControlTlsProvider;
+  /** Undefined before start(). */
+  status(): ControlCertificateStatus | undefined;
+}
+
+interface Loaded {
+  readonly identity: ControlIdentity;
+  readonly dial: ControlDialTls;
+}
+
+function isUsable(identity: ControlIdentity, at: number): boolean {
+  return at >= identity.notBefore && at < identity.notAfter;
+}
+
+export function createControlTlsSource(options: {
+  readonly dir: string;
+  readonly sandboxId: string;
+  readonly now: () => number;
+  readonly logger: Logger;
+  readonly sink: AuditSink;
+  readonly registry: Registry;
+}): ControlTlsSource {
+  const { dir, now, logger, sink } = options;
+  const certPath = join(dir, ISSUED_FILES.cert);
+  const expiry = createPlainGauge(options.registry, {
+    name: CERT_EXPIRY_METRIC,
+    help: 'notAfter of the control client certificate in use, as unix time in seconds',
+  });
+  let loaded: Loaded | undefined;
+  let refused: { hash: string; at: number; message: string } | undefined;
+  let watchers: FileWatch[] = [];
+
+  function build(pems: ControlIdentityPems): Loaded {
+    const identity = checkControlIdentity(pems, { sandboxId: options.sandboxId });
+    const tls = { caPem: identity.caPem, certPem: identity.certPem, keyPem: identity.keyPem };
+    return { identity, dial: { tls, secureContext: createControlContext(tls) } };
+  }
+
+  function use(next: Loaded, why: string): void {
+    loaded = next;
+    refused = undefined;
+    expiry.set(next.identity.notAfter / 1000);
+    const notAfter = new Date(next.identity.notAfter).toISOString();
+    logger.info({ dir, identity: next.identity, why }, `control client certificate loaded (${why}), valid until ${notAfter}`);
+    sink.emit({
+      class: 'CONFIG',
+      activity: 'LOADED',
+      severity: 'INFO',
+      engine: 'control',
+      message: `control client certificate ${next.identity.spiffeId} loaded from ${dir}, valid until ${notAfter}`,
+      unmapped: { source: dir, notAfter, fingerprint256: next.identity.fingerprint256 },
+    });
+  }
+
+  function refuse(err: unknown, rawHash: string): void {
+    // After a tls-auth failure every retry re-reads: report one broken version once, not once per retry.
+    if (refused?.hash === rawHash) return;
+    const issues: readonly Issue[] = isBoundaryError(err) ? err.issues : [];
+    const message = err instanceof Error ? err.message : String(err);
+    refused = { hash: rawHash, at: now(), message };
+    const keeping = loaded === undefined ? '' : `; keeping the certificate valid until ${new Date(loaded.identity.notAfter).toISOString()}`;
+    logger.error({ dir, issues }, `control TLS update refused: ${message}${keeping}`);
+    sink.emit({
+      class: 'CONFIG',
+      activity: 'FAILED',
+      severity: 'MED',
+      engine: 'control',
+      message: `control TLS update in ${dir} refused${keeping}`,
+      reason: message,
+      unmapped: { source: dir, issues: issues.length },
+    });
+  }
+
+  async function readOnce(): Promise<boolean> {
+    let pems: ControlIdentityPems;
+    try {
+      pems = await readControlIdentityPems(dir);
+    } catch (err) {
+      refuse(err, `unreadable: ${err instanceof Error ? err.message : String(err)}`);
+      return false;
+    }
+    const hash = hashControlIdentityPems(pems);
+    if (hash === loaded?.identity.hash) {
+      // Back to what is in use (a broken update reverted): nothing refused any more.
+      refused = undefined;
+      return false;
+    }
+    let next: Loaded;
+    try {
+      next = build(pems);
+    } catch (err) {
+      refuse(err, hash);
+      return false;
+    }
+    const at = now();
+    // A renewal that is already expired (or not yet valid) would only swap a working certificate for a failing one.
+    if (loaded !== undefined && isUsable(loaded.identity, at) && !isUsable(next.identity, at)) {
+      const window = `${new Date(next.identity.notBefore).toISOString()} to ${new Date(next.identity.notAfter).toISOString()}`;
+      refuse(new Error(`${certPath} is valid only from ${window}`), hash);
+      return false;
+    }
+    use(next, 'renewed');
+    return true;
+  }
+
+  const reload = coalesceReloads(readOnce);
+
+  async function provide(context: Parameters<ControlTlsProvider>[0]): Promise<ControlDialTls> {
+    // The supervisor rejected us: the Secret may have been renewed since the watcher last said so.
+    if (context.lastFailure === 'tls-auth') await reload();
+    if (loaded === undefined) throw new ControlFailure('tls-auth', `no control TLS material loaded from ${dir}`);
+    const { identity } = loaded;
+    if (now() >= identity.notAfter) {
+      throw new ControlFailure(
+        'tls-auth',
+        `client certificate expired at ${new Date(identity.notAfter).toISOString()} (${certPath}); not dialling until it is renewed (the folder is watched and re-read before every retry)`,
+      );
+    }
+    return loaded.dial;
+  }
+
+  function watch(): void {
+    // One watch per file: a plain replacement may touch only key.pem or ca.pem; a `..data` swap reaches all three.
+    watchers = Object.values(ISSUED_FILES).map((name) =>
+      watchFile({
+        path: join(dir, name),
+        settleMs: TLS_RELOAD_SETTLE_MS,
+        onChange: () => reload().catch((err: unknown) => logger.error({ err, dir }, 'control TLS reload failed')),
+        onError: (err) => logger.error({ err, dir }, 'control TLS watch failed; renewals are picked up only after a tls-auth failure'),
+      }),
+    );
+  }
+
+  return {
+    async start() {
+      if (loaded !== undefined) return;
+      use(build(await readControlIdentityPems(dir)), 'start');
+      watch();
+    },
+    close() {
+      for (const watcher of watchers) watcher.close();
+      watchers = [];
+    },
+    reload,
+    provide,
+    status() {
+      if (loaded === undefined) return undefined;
+      const { identity } = loaded;
+      const left = identity.notAfter - now();
+      const state: CertState = left <= 0 ? 'expired' : left <= CERT_EXPIRY_WARNING_MS ? 'expiring' : 'valid';
+      return {
+        spiffeId: identity.spiffeId,
+        fingerprint256: identity.fingerprint256,
+        notAfter: new Date(identity.notAfter).toISOString(),
+        daysLeft: Math.floor(left / DAY_MS),
+        state,
+        ...(refused === undefined ? {} : { lastRefused: { at: new Date(refused.at).toISOString(), message: refused.message } }),
+      };
+    },
+  };
+}
