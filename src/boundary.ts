@@ -44,6 +44,8 @@ export interface Deps {
   readonly controlLookup?: ControlLookup;
   /** Reported to the supervisor on attach. */
   readonly version?: string;
+  /** Attached mode: this process start's id (main/run may pass one; fresh per createBoundary otherwise). */
+  readonly bootId?: string;
   /** Tests only: faster control backoff/timers and a listener for control state changes. */
   readonly controlTuning?: Pick<AttachedControlOptions, 'tuning' | 'onState'>;
 }
@@ -116,6 +118,7 @@ export function createBoundary(config: Config, deps: Deps): Boundary {
           credentials: pushedCredentials,
           lookup: deps.controlLookup,
           version: deps.version,
+          bootId: deps.bootId,
           // Capture listeners follow the store (proxy/capture-listeners.ts): a first tcp endpoint needs no restart.
           liveCapture: true,
           ...deps.controlTuning,

@@ -24,7 +24,10 @@ export interface AttachedSettings {
   /** DIR/ca.pem (supervisor's CA), DIR/cert.pem and DIR/key.pem (this sandbox's client identity). */
   readonly tlsDir: string;
   readonly sandboxId: string;
-  /** Stable across restarts of the same pod, so a restart supersedes the old session. */
+  /**
+   * Stable across restarts of the same pod, so a restart supersedes its own old session. Two live processes
+   * sharing it are told apart by boot id: the older one is superseded and stops (client.ts).
+   */
   readonly instanceId: string;
   readonly relayAllow: readonly RelayTarget[];
 }
@@ -41,6 +44,8 @@ export interface AttachedControlOptions {
   readonly credentials?: CredentialTarget | undefined;
   readonly lookup?: ControlLookup | undefined;
   readonly version?: string | undefined;
+  /** This process start's id on every attach (the supervisor tells two live processes apart by it); fresh when absent. */
+  readonly bootId?: string | undefined;
   /** Whether transparent capture can be switched on while running (see policy/store.ts reloadIssues). */
   readonly liveCapture?: boolean | undefined;
   /** Tests only: faster backoff and timers. */
@@ -104,7 +109,7 @@ export function createAttachedControl(options: AttachedControlOptions): Attached
         tls: tls.provide,
         sandboxId: settings.sandboxId,
         instanceId: settings.instanceId,
-        bootId: newBootId(),
+        bootId: options.bootId ?? newBootId(),
         version: options.version ?? DEFAULT_BOUNDARY_VERSION,
         now,
         logger,

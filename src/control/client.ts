@@ -1,6 +1,7 @@
 // The boundary's side of the control channel: one mTLS HTTP/2 session to the supervisor, attach, watch
-// for pushes, acknowledge, forward events, serve relays; reconnect forever with backoff, and name every
-// failure. Never decides policy (apply.ts hands policies to the store) and never imports supervisor/.
+// for pushes, acknowledge, forward events, serve relays; reconnect with backoff until closed or superseded
+// by another process, and name every failure. Never decides policy (apply.ts hands policies to the store)
+// and never imports supervisor/.
 
 import { randomUUID } from 'node:crypto';
 import { type ClientHttp2Session, connect as http2Connect, constants } from 'node:http2';
@@ -38,6 +39,7 @@ import {
 } from './messages.js';
 import { isHttp2ProtocolError, request, responseStatus } from './h2.js';
 import { decodeMessages, readBody } from './ndjson.js';
+import { supersededMessage } from './readiness.js';
 import { openRelay, SESSION_HEADER } from './relay.js';
 
 export const REQUEST_TIMEOUT_MS = 15_000;
@@ -45,12 +47,23 @@ export const HEARTBEAT_INTERVAL_MS = 15_000;
 export const PING_TIMEOUT_MS = 10_000;
 export const EVENTS_FLUSH_INTERVAL_MS = 2_000;
 
-export const CONTROL_PHASES = ['idle', 'connecting', 'attached', 'waiting', 'closed'] as const;
+/** `superseded`: another boundary process took this (sandbox, instance); the loop has stopped for good. */
+export const CONTROL_PHASES = ['idle', 'connecting', 'attached', 'waiting', 'superseded', 'closed'] as const;
 export type ControlPhase = (typeof CONTROL_PHASES)[number];
 
 export interface ControlError {
   readonly kind: ControlErrorKind;
   readonly message: string;
+  /** Epoch ms. */
+  readonly at: number;
+}
+
+/** Who took this boundary's identity: set once, with phase `superseded`. */
+export interface SupersededBy {
+  /** The boot id of the boundary process that attached as the same sandbox and instance. */
+  readonly bootId: string;
+  readonly sandboxId: string;
+  readonly instanceId: string;
   /** Epoch ms. */
   readonly at: number;
 }
@@ -74,6 +87,7 @@ export interface ControlState {
   readonly policy: ApplyState;
   readonly events: { readonly buffered: number; readonly sent: number; readonly dropped: number };
   readonly relays: number;
+  readonly superseded: SupersededBy | undefined;
 }
 
 export interface ControlClientOptions {
@@ -161,6 +175,7 @@ export function createControlClient(options: ControlClientOptions): ControlClien
   let nextAttemptReason: ReconnectReason | undefined;
   // Set by protocol() when the supervisor's refusal says retrying cannot help; read once by loop().
   let refusedNotRetryable = false;
+  let superseded: SupersededBy | undefined;
   let loopDone: Promise<void> | undefined;
   let wake: (() => void) | undefined;
   let unsubscribe: (() => void) | undefined;
@@ -180,6 +195,7 @@ export function createControlClient(options: ControlClientOptions): ControlClien
       policy: applier.state(),
       events: { buffered: buffer.size(), ...buffer.stats() },
       relays: relays.size,
+      superseded,
     };
   }
 
@@ -217,6 +233,11 @@ export function createControlClient(options: ControlClientOptions): ControlClien
       if (closed) break;
       disconnectedSince ??= now();
       if (failure !== undefined) lastError = { kind: failure.kind, message: failure.message, at: now() };
+      // The supervisor may close the session before its push is read, so the flag decides, not the failure.
+      if (superseded !== undefined) {
+        stopSuperseded(superseded);
+        break;
+      }
       if (admitted) {
         sink.emit(sessionEndedEvent({ address, failure, note }));
       } else if (failure !== undefined) {
@@ -242,6 +263,21 @@ export function createControlClient(options: ControlClientOptions): ControlClien
       nextAttemptAt = undefined;
       nextAttemptReason = undefined;
     }
+  }
+
+  // Re-attaching would take the identity back from the newer process, which would then take it back again:
+  // two live processes would flap forever. So the loop ends here; the last policy keeps enforcing and
+  // /readyz says superseded until an operator restarts this process with a unique --instance-id or stops
+  // the duplicate.
+  function stopSuperseded(by: SupersededBy): void {
+    const failure = new ControlFailure('superseded', supersededMessage(by));
+    lastError = { kind: failure.kind, message: failure.message, at: by.at };
+    sink.emit(sessionEndedEvent({ address, failure, note: '' }));
+    options.logger?.warn(
+      { supervisor, sandboxId: by.sandboxId, instanceId: by.instanceId, bootId: options.bootId, supersededBy: by.bootId },
+      `${failure.message}; this boundary stops re-attaching and keeps its last policy: restart it with a unique --instance-id, or stop the duplicate`,
+    );
+    publish('superseded');
   }
 
   async function runSession(hooks: SessionHooks): Promise<string> {
@@ -391,6 +427,11 @@ export function createControlClient(options: ControlClientOptions): ControlClien
         openRelay(push, { session, sessionId: id, relayAllow: options.relayAllow ?? [], sink, active: relays });
         break;
       case 'withdraw':
+        if (push.code === 'superseded') {
+          const bootId = push.bootId ?? 'unknown';
+          superseded = { bootId, sandboxId: options.sandboxId, instanceId: options.instanceId, at: now() };
+          throw new ControlFailure('superseded', supersededMessage(superseded));
+        }
         throw new ControlFailure('refused-by-supervisor', `withdrawn by the supervisor: ${push.reason}`);
     }
     publish();

@@ -21,7 +21,7 @@ function errorFields({ failure, retryable }: FailureFacts): Readonly<Record<stri
   return { kind: failure.kind, message: failure.message, retryable: retryable !== false };
 }
 
-/** MED for what the loop retries; HIGH (logged at error) when the supervisor said retrying will not help. */
+/** MED for what the loop retries (and for `superseded`, at warn as the loop's own line); HIGH (logged at error) when the supervisor said retrying will not help. */
 function severityOf({ failure, retryable }: FailureFacts): Severity {
   return failure.kind === 'refused-by-supervisor' && retryable === false ? 'HIGH' : 'MED';
 }

@@ -43,6 +43,7 @@ export const CONTROL_ERROR_KINDS = [
   'http2',
   'refused-by-supervisor',
   'protocol',
+  'superseded',
 ] as const;
 export type ControlErrorKind = (typeof CONTROL_ERROR_KINDS)[number];
 
@@ -61,6 +62,15 @@ export const REFUSAL_CODES = [
   'relay-target-unreachable',
 ] as const;
 export type RefusalCode = (typeof REFUSAL_CODES)[number];
+
+/**
+ * Why a withdraw push ends a session. `withdrawn`: the supervisor freed the instance. `replaced`: a new session
+ * of the same process, or of a process whose old session was already dead, took over (the boundary just
+ * re-attaches). `superseded`: another live boundary process took this (sandbox, instance) identity; the
+ * receiver stops competing for it (see control/client.ts).
+ */
+export const WITHDRAW_CODES = ['withdrawn', 'replaced', 'superseded'] as const;
+export type WithdrawCode = (typeof WITHDRAW_CODES)[number];
 
 export const FAILURE_MODES = ['fail_closed', 'retain_last_valid'] as const;
 export type FailureMode = (typeof FAILURE_MODES)[number];
@@ -160,6 +170,10 @@ export interface RelayOpenPush {
 export interface WithdrawPush {
   readonly kind: 'withdraw';
   readonly reason: string;
+  /** Absent from older supervisors; read as `withdrawn`. */
+  readonly code?: WithdrawCode;
+  /** With `superseded`: the boot id of the boundary process that took over. */
+  readonly bootId?: string;
 }
 
 export interface StatusMessage {
@@ -296,7 +310,12 @@ const READERS: Record<MessageKind, (raw: Fields, r: Reader) => Fields> = {
   }),
   settings: (raw, r) => ({ generation: r.generation(raw, 'generation'), settings: r.settings(raw, 'settings') }),
   'relay-open': (raw, r) => ({ id: r.id(raw, 'id'), target: r.target(raw, 'target') }),
-  withdraw: (raw, r) => ({ reason: r.text(raw, 'reason') }),
+  withdraw: (raw, r) =>
+    compact({
+      reason: r.text(raw, 'reason'),
+      code: r.optional(raw, 'code', (v, k) => r.oneOf(v, k, WITHDRAW_CODES)),
+      bootId: r.optional(raw, 'bootId', r.id),
+    }),
   status: (raw, r) =>
     compact({
       generation: r.generation(raw, 'generation'),

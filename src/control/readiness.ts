@@ -2,7 +2,10 @@
 // Pure: no clock of its own (times come from the state), no I/O.
 
 import type { ReconnectReason } from './backoff.js';
-import type { ControlError, ControlState } from './client.js';
+import type { ControlError, ControlState, SupersededBy } from './client.js';
+
+/** The /readyz reason prefix of a boundary another process superseded (client.ts stops re-attaching then). */
+export const CONTROL_SUPERSEDED_REASON = 'control-superseded';
 
 /** When the client tries the supervisor again and why then; the timing fields only while it waits. */
 export interface ReconnectReadiness {
@@ -31,6 +34,7 @@ export function controlReadiness(state: ControlState): ControlReadiness {
   const reasons: string[] = [];
   const last = state.lastError === undefined ? '' : `; last error ${state.lastError.kind}: ${state.lastError.message}`;
   if (state.phase === 'closed') reasons.push('control channel closed');
+  if (state.superseded !== undefined) reasons.push(`${CONTROL_SUPERSEDED_REASON}: ${supersededMessage(state.superseded)}`);
   if (state.policy.quarantined) {
     reasons.push(`policy generation ${state.policy.generation} from ${state.supervisor} failed (${state.policy.lastError?.message ?? 'unknown error'}); deny-all in force`);
   } else if (!state.policy.effective) {
@@ -44,6 +48,11 @@ export function controlReadiness(state: ControlState): ControlReadiness {
         ? state.phase
         : `disconnected since ${iso(since)}`;
   return { ready: reasons.length === 0, reasons, supervisor, lastError: state.lastError, reconnect: reconnectReadiness(state) };
+}
+
+/** The text /readyz and client.ts's log carry after `control-superseded: `. */
+export function supersededMessage(by: SupersededBy): string {
+  return `another boundary process (boot ${by.bootId}) attached as sandbox ${by.sandboxId} instance ${by.instanceId}`;
 }
 
 function reconnectReadiness(state: ControlState): ReconnectReadiness {

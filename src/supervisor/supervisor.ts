@@ -8,6 +8,7 @@ import type { ServerHttp2Session, ServerHttp2Stream } from 'node:http2';
 import type { Duplex } from 'node:stream';
 import { collectDefaultMetrics, Registry } from 'prom-client';
 import {
+  type AttachMessage,
   type ControlSettings,
   DEFAULT_SETTINGS,
   encodeMessage,
@@ -28,7 +29,14 @@ import { createSupervisorAdmin, type RelayRequest, type SupervisorAdmin, type Su
 import { createPolicyLibrary } from './library.js';
 import { createRelayBroker, relayErrorReply } from './relays.js';
 import { type ControlHandlers, createControlServer, type Peer } from './server.js';
-import { createTables, type InstanceRecord, type InstanceRow, type SandboxConfig, type WithdrawnRecord } from './tables.js';
+import {
+  createTables,
+  type InstanceRecord,
+  type InstanceRow,
+  type SandboxConfig,
+  type SupersededSession,
+  type WithdrawnRecord,
+} from './tables.js';
 
 export const ATTACH_DEADLINE_MS = 300_000;
 /** A boundary that does not read its watch stream is cut off before its backlog grows past this. */
@@ -64,7 +72,7 @@ export interface SupervisorDeps {
   readonly registry?: Registry;
 }
 
-export const SUPERVISOR_EVENT_TYPES = ['attached', 'refused', 'detached', 'status', 'events', 'withdrawn', 'pushed'] as const;
+export const SUPERVISOR_EVENT_TYPES = ['attached', 'refused', 'detached', 'status', 'events', 'withdrawn', 'pushed', 'superseded'] as const;
 export interface SupervisorEvent {
   readonly type: (typeof SUPERVISOR_EVENT_TYPES)[number];
   readonly sandboxId: string;
@@ -78,6 +86,9 @@ interface LiveSession {
   readonly session: ServerHttp2Session;
   readonly sandboxId: string;
   readonly instanceId: string;
+  /** The boundary process behind the session (attach's bootId) and where it connected from, for conflict logs. */
+  readonly bootId: string;
+  readonly remote: string;
   watch: ServerHttp2Stream | undefined;
 }
 
@@ -224,7 +235,7 @@ export function createSupervisor(config: SupervisorConfig, deps: SupervisorDeps)
     const sessionId = instance.sessionId;
     const session = sessionId === undefined ? undefined : live.get(sessionId);
     if (session !== undefined) {
-      push(session, { kind: 'withdraw', reason });
+      push(session, { kind: 'withdraw', code: 'withdrawn', reason });
       live.delete(session.sessionId);
       session.watch?.end();
       session.session.close();
@@ -235,6 +246,35 @@ export function createSupervisor(config: SupervisorConfig, deps: SupervisorDeps)
     tables.withdraw(sandboxId, instanceId, reason);
     logger.warn({ sandboxId, instanceId, reason, relaysClosed: relays }, 'instance withdrawn');
     emit({ type: 'withdrawn', sandboxId, instanceId, detail: reason });
+  }
+
+  /**
+   * Idempotent attach: the newest session wins and the old one is told why and closed. When the old one is
+   * another process (other boot id) whose session is still open and had acked, two live boundaries share one
+   * identity: they would supersede each other forever, so the old one is told `superseded` and stops competing.
+   * A restarted process also brings a new boot id, but its old session is closed (or never acked) by then.
+   */
+  function replaceSession(previous: LiveSession, superseded: SupersededSession, message: AttachMessage, peer: Peer, h2session: ServerHttp2Session): void {
+    const { sandboxId, instanceId, bootId } = message;
+    const alive = previous.session !== h2session && !previous.session.closed && !previous.session.destroyed;
+    if (superseded.bootId !== bootId && superseded.acked && alive) {
+      logger.warn(
+        { sandboxId, instanceId, bootId, remote: peer.remote, supersededBootId: superseded.bootId, supersededRemote: previous.remote },
+        'two live boundary processes attached as one instance: the newer wins, the older is told it is superseded and stops re-attaching; give each a unique --instance-id or stop the duplicate',
+      );
+      push(previous, {
+        kind: 'withdraw',
+        code: 'superseded',
+        bootId,
+        reason: `another boundary process (boot ${bootId}, from ${peer.remote}) attached as sandbox ${sandboxId} instance ${instanceId}`,
+      });
+      emit({ type: 'superseded', sandboxId, instanceId, detail: `boot ${superseded.bootId} superseded by boot ${bootId}` });
+    } else {
+      push(previous, { kind: 'withdraw', code: 'replaced', reason: 'superseded by a newer session of the same instance' });
+    }
+    live.delete(previous.sessionId);
+    previous.watch?.end();
+    if (previous.session !== h2session) previous.session.close();
   }
 
   function sessionFor(peer: Peer, sessionId: string): LiveSession | undefined {
@@ -272,15 +312,17 @@ export function createSupervisor(config: SupervisorConfig, deps: SupervisorDeps)
       if (!result.ok) return refused({ kind: 'refused', code: result.code, message: result.message, retryable: true });
       clearTimeout(deadlines.get(key(message.sandboxId, message.instanceId)));
       deadlines.delete(key(message.sandboxId, message.instanceId));
-      const previous = result.supersededSession === undefined ? undefined : live.get(result.supersededSession);
-      if (previous !== undefined) {
-        // Idempotent attach: the newest session wins; the old one is told why and closed.
-        push(previous, { kind: 'withdraw', reason: 'superseded by a newer session of the same instance' });
-        live.delete(previous.sessionId);
-        previous.watch?.end();
-        if (previous.session !== h2session) previous.session.close();
-      }
-      live.set(sessionId, { sessionId, session: h2session, sandboxId: message.sandboxId, instanceId: message.instanceId, watch: undefined });
+      const previous = result.superseded === undefined ? undefined : live.get(result.superseded.sessionId);
+      if (previous !== undefined && result.superseded !== undefined) replaceSession(previous, result.superseded, message, peer, h2session);
+      live.set(sessionId, {
+        sessionId,
+        session: h2session,
+        sandboxId: message.sandboxId,
+        instanceId: message.instanceId,
+        bootId: message.bootId,
+        remote: peer.remote,
+        watch: undefined,
+      });
       logger.info(
         { sandboxId: message.sandboxId, instanceId: message.instanceId, generation: result.admitted.generation, resent: result.admitted.policy !== undefined },
         'boundary attached',

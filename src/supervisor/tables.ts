@@ -1,5 +1,5 @@
 // The supervisor's per-sandbox and per-instance tables: generations, admission (idempotent, newest
-// session supersedes), acks, detachment and withdrawal with a recorded reason. Pure state over an
+// session supersedes; the superseded session's boot id and ack state are reported), acks, detachment and withdrawal with a recorded reason. Pure state over an
 // injected clock: no sockets, no timers, no files.
 
 import type {
@@ -32,6 +32,8 @@ export interface InstanceRecord {
   attached: boolean;
   sessionId: string | undefined;
   sessionStartedAt: number | undefined;
+  /** The current session delivered at least one status ack: its boundary applied what it was sent. */
+  sessionAcked: boolean;
   detachedAt: number | undefined;
   /** The generation this instance's session has been sent (admission or pushes). */
   sentGeneration: number;
@@ -75,8 +77,15 @@ export interface InstanceRow {
   readonly eventsDropped: number;
 }
 
+/** The session an admission replaced, as it was just before: the supervisor decides from this whether two processes fight. */
+export interface SupersededSession {
+  readonly sessionId: string;
+  readonly bootId: string;
+  readonly acked: boolean;
+}
+
 export type AdmitResult =
-  | { readonly ok: true; readonly admitted: AdmittedMessage; readonly instance: InstanceRecord; readonly supersededSession: string | undefined }
+  | { readonly ok: true; readonly admitted: AdmittedMessage; readonly instance: InstanceRecord; readonly superseded: SupersededSession | undefined }
   | { readonly ok: false; readonly code: 'too-many-instances'; readonly message: string };
 
 export interface ConfigChange {
@@ -126,6 +135,7 @@ export function createTables(options: { now: () => number }) {
       attached: false,
       sessionId: undefined,
       sessionStartedAt: undefined,
+      sessionAcked: false,
       detachedAt: undefined,
       sentGeneration: 0,
       effectiveGeneration: undefined,
@@ -157,14 +167,18 @@ export function createTables(options: { now: () => number }) {
       if (attach.heldGeneration !== undefined && attach.heldGeneration >= record.generation && attach.heldGeneration < Number.MAX_SAFE_INTEGER) {
         record.generation = attach.heldPolicyHash === config.policyHash ? attach.heldGeneration : attach.heldGeneration + 1;
       }
-      const supersededSession = instance.sessionId !== undefined && instance.sessionId !== sessionId ? instance.sessionId : undefined;
-      if (supersededSession !== undefined) bySession.delete(supersededSession);
+      const superseded: SupersededSession | undefined =
+        instance.sessionId !== undefined && instance.sessionId !== sessionId
+          ? { sessionId: instance.sessionId, bootId: instance.bootId, acked: instance.sessionAcked }
+          : undefined;
+      if (superseded !== undefined) bySession.delete(superseded.sessionId);
       Object.assign(instance, {
         bootId: attach.bootId,
         version: attach.version,
         attached: true,
         sessionId,
         sessionStartedAt: now(),
+        sessionAcked: false,
         detachedAt: undefined,
         sentGeneration: record.generation,
       });
@@ -180,7 +194,7 @@ export function createTables(options: { now: () => number }) {
         ...(attach.heldCredentialsHash === config.credentialsHash ? {} : { credentials: config.providers }),
         settings: config.settings,
       };
-      return { ok: true, admitted, instance, supersededSession };
+      return { ok: true, admitted, instance, superseded };
     },
     /** A new configuration for a sandbox; returns what changed (and the new generation), if anything. */
     update(sandboxId: string, config: SandboxConfig): ConfigChange | undefined {
@@ -192,6 +206,7 @@ export function createTables(options: { now: () => number }) {
       if (instance === undefined) return undefined;
       instance.lastStatus = status.state;
       instance.lastStatusAt = now();
+      instance.sessionAcked = true;
       if (status.state === 'effective') {
         instance.effectiveGeneration = Math.max(instance.effectiveGeneration ?? 0, status.generation);
         instance.policyHash = status.policyHash;
@@ -215,6 +230,7 @@ export function createTables(options: { now: () => number }) {
       instance.attached = false;
       instance.sessionId = undefined;
       instance.sessionStartedAt = undefined;
+      instance.sessionAcked = false;
       instance.detachedAt = now();
       return instance;
     },

@@ -29,6 +29,7 @@ const CAUSES: Readonly<Record<ControlErrorKind, string>> = {
   http2: 'supervisor sent GOAWAY (code 2)',
   'refused-by-supervisor': 'unknown-sandbox: no policy for sandbox sb-1',
   protocol: 'attach answered HTTP 200 with an invalid body: CONTROL_MESSAGE_INVALID',
+  superseded: 'another boundary process (boot b-2) attached as sandbox sb-1 instance pod-1',
 };
 
 interface Rendered {

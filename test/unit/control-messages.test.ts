@@ -45,7 +45,10 @@ const SAMPLES: Record<(typeof MESSAGE_KINDS)[number], ControlMessage[]> = {
   credentials: [{ kind: 'credentials', generation: 5, credentialsHash: HASH, credentials: [{ name: 'empty', env: {} }] }],
   settings: [{ kind: 'settings', generation: 6, settings: { failureMode: 'retain_last_valid' } }],
   'relay-open': [{ kind: 'relay-open', id: 'r-1', target: { host: '127.0.0.1', port: 22 } }],
-  withdraw: [{ kind: 'withdraw', reason: 'superseded by a newer session' }],
+  withdraw: [
+    { kind: 'withdraw', reason: 'superseded by a newer session' },
+    { kind: 'withdraw', reason: 'another boundary process took this instance', code: 'superseded', bootId: 'boot-2' },
+  ],
   status: [
     { kind: 'status', generation: 4, policyHash: HASH, state: 'effective' },
     { kind: 'status', generation: 4, policyHash: HASH, state: 'failed', error: { kind: 'policy', code: 'POLICY_INVALID', message: 'bad' } },
@@ -93,6 +96,18 @@ describe('control message codec', () => {
       (err: { code: string; issues: { path: string }[] }) => {
         assert.equal(err.code, 'CONTROL_MESSAGE_INVALID');
         assert.deepEqual(err.issues.map((i) => i.path).sort(), ['extra', 'heldGeneration', 'instanceId', 'sandboxId']);
+        return true;
+      },
+    );
+  });
+
+  it('refuses a withdraw code outside WITHDRAW_CODES and a malformed boot id', () => {
+    const bad = JSON.stringify({ kind: 'withdraw', reason: 'r', code: 'evicted', bootId: '../x' });
+    assert.throws(
+      () => decodeMessage(bad),
+      (err: { code: string; issues: { path: string }[] }) => {
+        assert.equal(err.code, 'CONTROL_MESSAGE_INVALID');
+        assert.deepEqual(err.issues.map((i) => i.path).sort(), ['bootId', 'code']);
         return true;
       },
     );

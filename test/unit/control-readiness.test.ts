@@ -30,6 +30,7 @@ function state(overrides: Partial<ControlState>): ControlState {
     },
     events: { buffered: 0, sent: 0, dropped: 0 },
     relays: 0,
+    superseded: undefined,
     ...overrides,
   };
 }
@@ -45,6 +46,20 @@ describe('control readiness', () => {
     const r = controlReadiness(state({ failuresSinceHealthy: 1, nextAttemptAt: AT + 30_000, nextAttemptReason: 'not-retryable' }));
     assert.equal(r.reconnect.reason, 'not-retryable');
     assert.ok(r.reasons.some((reason) => reason.endsWith('(not-retryable)')), r.reasons.join('; '));
+  });
+
+  it('is not ready once superseded, naming the other process, and keeps the last policy in the report', () => {
+    const r = controlReadiness(
+      state({
+        phase: 'superseded',
+        nextAttemptAt: undefined,
+        nextAttemptReason: undefined,
+        superseded: { bootId: 'boot-2', sandboxId: 'sb-1', instanceId: 'pod-1', at: AT },
+        policy: { ...state({}).policy, effective: true, generation: 3 },
+      }),
+    );
+    assert.equal(r.ready, false);
+    assert.deepEqual(r.reasons, ['control-superseded: another boundary process (boot boot-2) attached as sandbox sb-1 instance pod-1']);
   });
 
   it('keeps only the failure count while attached', () => {

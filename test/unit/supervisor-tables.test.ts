@@ -28,11 +28,26 @@ describe('supervisor tables', () => {
     assert.equal(first.admitted.policy, config('h1').policyText);
     const second = tables.admit(attach({ heldPolicyHash: 'h1', heldGeneration: 1, heldCredentialsHash: 'c0' }), config('h1'), 's2');
     assert.ok(second.ok);
-    assert.equal(second.supersededSession, 's1');
+    assert.deepEqual(second.superseded, { sessionId: 's1', bootId: 'b1', acked: false });
     assert.equal(second.admitted.policy, undefined);
     assert.equal(second.admitted.credentials, undefined);
     assert.equal(tables.bySession('s1'), undefined);
     assert.equal(tables.rows().length, 1);
+  });
+
+  it('reports the boot id of the session it replaced and whether that session had acked', () => {
+    const tables = createTables({ now: testClock().now });
+    assert.ok(tables.admit(attach({ bootId: 'boot-a' }), config('h1'), 's1').ok);
+    tables.status('s1', { kind: 'status', generation: 1, policyHash: 'h1', state: 'effective' });
+    const taken = tables.admit(attach({ bootId: 'boot-b' }), config('h1'), 's2');
+    assert.ok(taken.ok);
+    assert.deepEqual(taken.superseded, { sessionId: 's1', bootId: 'boot-a', acked: true });
+    // The new session has not acked yet, and a detached instance replaces nothing.
+    assert.equal(tables.bySession('s2')?.sessionAcked, false);
+    tables.detach('s2');
+    const restarted = tables.admit(attach({ bootId: 'boot-c' }), config('h1'), 's3');
+    assert.ok(restarted.ok);
+    assert.equal(restarted.superseded, undefined);
   });
 
   it('moves its generation past one a boundary held before a supervisor restart', () => {
