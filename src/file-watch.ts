@@ -47,3 +47,13 @@ export function watchFile(options: FileWatchOptions): FileWatch {
     },
   };
 }
+
+/** One watchFile per path, closed together: a plain replacement may touch one file, a `..data` swap all of them. */
+export function watchFiles(paths: readonly string[], options: Omit<FileWatchOptions, 'path'>): FileWatch {
+  const watches = paths.map((path) => watchFile({ ...options, path }));
+  return {
+    close() {
+      for (const watch of watches) watch.close();
+    },
+  };
+}

@@ -1,11 +1,9 @@
 // `boundary supervisor`: runs the reference supervisor until the CLI's signal fires. Parses its own
-// arguments and reads the TLS folder; everything else is in supervisor/supervisor.ts.
-import { readFile } from 'node:fs/promises';
-import { join, resolve } from 'node:path';
+// arguments; everything else, reading and following the TLS folder included, is in supervisor/supervisor.ts.
+import { resolve } from 'node:path';
 import { Registry } from 'prom-client';
 import { isBoundaryError } from '../errors.js';
 import { parseAuthority } from '../net/host.js';
-import { ISSUED_FILES } from '../pki/issue.js';
 import { MIN_ADMIN_TOKEN_CHARS } from '../supervisor/admin-auth.js';
 import { ATTACH_DEADLINE_MS, createSupervisor } from '../supervisor/supervisor.js';
 import { createLogger, LOG_FORMATS, type LogFormat } from '../telemetry/logger.js';
@@ -25,7 +23,8 @@ const USAGE = `Usage:
 
 --listen            control listener, mTLS HTTP/2 (default ${DEFAULT_LISTEN})
 --tls-dir           DIR/ca.pem (the CA boundaries' certificates must chain to), DIR/cert.pem, DIR/key.pem
-                    (this supervisor's serving certificate), as written by 'boundary pki issue --server'
+                    (this supervisor's serving certificate), as written by 'boundary pki issue --server';
+                    watched: a renewal or a new CA that passes the checks applies to new connections, no restart
 --policies          DIR/<sandbox-id>.yaml, or DIR/default.yaml for any other sandbox; watched, pushed on change
 --credentials       credentials file (same format as 'boundary run --credentials'); watched, pushed on change
 --admin-listen      operator API (default ${DEFAULT_ADMIN_LISTEN}; 'off' for none): GET /v1/sandboxes,
@@ -114,15 +113,10 @@ export const supervisorCommand: Command = async function supervisorCommand(argv:
   }
   const logger = createLogger({ format: options.logFormat, level: 'info', now: io.now });
   try {
-    const tls = {
-      caPem: await readFile(join(options.tlsDir, ISSUED_FILES.ca), 'utf8'),
-      certPem: await readFile(join(options.tlsDir, ISSUED_FILES.cert), 'utf8'),
-      keyPem: await readFile(join(options.tlsDir, ISSUED_FILES.key), 'utf8'),
-    };
     const supervisor = createSupervisor(
       {
         listen: options.listen,
-        tls,
+        tls: { dir: options.tlsDir },
         policiesDir: options.policies,
         credentialsFile: options.credentials,
         adminListen: options.adminListen,

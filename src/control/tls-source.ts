@@ -5,8 +5,15 @@
 import { join } from 'node:path';
 import type { Registry } from 'prom-client';
 import { isBoundaryError, type Issue } from '../errors.js';
-import { type FileWatch, watchFile } from '../file-watch.js';
-import { checkControlIdentity, type ControlIdentity, type ControlIdentityPems, hashControlIdentityPems, readControlIdentityPems } from '../pki/identity.js';
+import { type FileWatch, watchFiles } from '../file-watch.js';
+import {
+  checkControlIdentity,
+  type ControlIdentity,
+  type ControlIdentityPems,
+  isWithinValidity,
+  readControlIdentityPems,
+  readIdentityUpdate,
+} from '../pki/identity.js';
 import { ISSUED_FILES } from '../pki/issue.js';
 import { DAY_MS } from '../pki/mint.js';
 import { coalesceReloads } from '../reload-queue.js';
@@ -59,10 +66,6 @@ interface Loaded {
   readonly dial: ControlDialTls;
 }
 
-function isUsable(identity: ControlIdentity, at: number): boolean {
-  return at >= identity.notBefore && at < identity.notAfter;
-}
-
 export function createControlTlsSource(options: {
   readonly dir: string;
   readonly sandboxId: string;
@@ -79,7 +82,7 @@ export function createControlTlsSource(options: {
   });
   let loaded: Loaded | undefined;
   let refused: { hash: string; at: number; message: string } | undefined;
-  let watchers: FileWatch[] = [];
+  let watcher: FileWatch | undefined;
 
   function build(pems: ControlIdentityPems): Loaded {
     const identity = checkControlIdentity(pems, { sandboxId: options.sandboxId });
@@ -123,29 +126,27 @@ export function createControlTlsSource(options: {
   }
 
   async function readOnce(): Promise<boolean> {
-    let pems: ControlIdentityPems;
-    try {
-      pems = await readControlIdentityPems(dir);
-    } catch (err) {
-      refuse(err, `unreadable: ${err instanceof Error ? err.message : String(err)}`);
+    const update = await readIdentityUpdate(dir, loaded?.identity.hash);
+    if (update.kind === 'unreadable') {
+      refuse(update.error, update.hash);
       return false;
     }
-    const hash = hashControlIdentityPems(pems);
-    if (hash === loaded?.identity.hash) {
+    if (update.kind === 'unchanged') {
       // Back to what is in use (a broken update reverted): nothing refused any more.
       refused = undefined;
       return false;
     }
+    const { hash } = update;
     let next: Loaded;
     try {
-      next = build(pems);
+      next = build(update.pems);
     } catch (err) {
       refuse(err, hash);
       return false;
     }
     const at = now();
     // A renewal that is already expired (or not yet valid) would only swap a working certificate for a failing one.
-    if (loaded !== undefined && isUsable(loaded.identity, at) && !isUsable(next.identity, at)) {
+    if (loaded !== undefined && isWithinValidity(loaded.identity, at) && !isWithinValidity(next.identity, at)) {
       const window = `${new Date(next.identity.notBefore).toISOString()} to ${new Date(next.identity.notAfter).toISOString()}`;
       refuse(new Error(`${certPath} is valid only from ${window}`), hash);
       return false;
@@ -171,14 +172,13 @@ export function createControlTlsSource(options: {
   }
 
   function watch(): void {
-    // One watch per file: a plain replacement may touch only key.pem or ca.pem; a `..data` swap reaches all three.
-    watchers = Object.values(ISSUED_FILES).map((name) =>
-      watchFile({
-        path: join(dir, name),
+    watcher = watchFiles(
+      Object.values(ISSUED_FILES).map((name) => join(dir, name)),
+      {
         settleMs: TLS_RELOAD_SETTLE_MS,
         onChange: () => reload().catch((err: unknown) => logger.error({ err, dir }, 'control TLS reload failed')),
         onError: (err) => logger.error({ err, dir }, 'control TLS watch failed; renewals are picked up only after a tls-auth failure'),
-      }),
+      },
     );
   }
 
@@ -189,8 +189,8 @@ export function createControlTlsSource(options: {
       watch();
     },
     close() {
-      for (const watcher of watchers) watcher.close();
-      watchers = [];
+      watcher?.close();
+      watcher = undefined;
     },
     reload,
     provide,

@@ -1,6 +1,6 @@
-// The control channel's client identity in a --tls-dir (ca.pem, cert.pem, key.pem): reads the three files and
-// checks that they belong together (key matches, chain ends at ca.pem, the SPIFFE URI names our sandbox).
-// Never reads the clock: whether a certificate is still valid is the caller's question (control/tls-source.ts).
+// A --tls-dir's identity (ca.pem, cert.pem, key.pem): reads the three files and checks that they belong together
+// (key matches, chain ends at ca.pem), then as a boundary's client (the SPIFFE URI names our sandbox) or as the
+// supervisor's server certificate. Never reads the clock: whether a certificate is valid now is the caller's question.
 import { createHash, createPrivateKey, type KeyObject, X509Certificate } from 'node:crypto';
 import { join } from 'node:path';
 import { BoundaryError, type Issue } from '../errors.js';
@@ -12,6 +12,8 @@ import { certificateBlocks } from './trust-bundle.js';
 export const MAX_CLIENT_CHAIN_DEPTH = 4;
 /** id-kp-clientAuth: a certificate that restricts its use must allow TLS client authentication. */
 const CLIENT_AUTH_OID = '1.3.6.1.5.5.7.3.2';
+/** id-kp-serverAuth: the supervisor's serving certificate must allow TLS server authentication. */
+const SERVER_AUTH_OID = '1.3.6.1.5.5.7.3.1';
 
 export interface ControlIdentityPems {
   readonly caPem: string;
@@ -39,6 +41,27 @@ export async function readControlIdentityPems(dir: string): Promise<ControlIdent
     readPemFile(join(dir, ISSUED_FILES.key)),
   ]);
   return { caPem, certPem, keyPem };
+}
+
+/** What a re-read of a followed --tls-dir found, compared with the material in use. */
+export type IdentityUpdate =
+  | { readonly kind: 'unreadable'; readonly error: unknown; readonly hash: string }
+  | { readonly kind: 'unchanged' }
+  | { readonly kind: 'changed'; readonly pems: ControlIdentityPems; readonly hash: string };
+
+/**
+ * Re-reads DIR for a follower (control/tls-source.ts, supervisor/serving-tls.ts). Never throws: an unreadable
+ * folder is a value whose `hash` names the failure, so the caller reports each distinct failure once.
+ */
+export async function readIdentityUpdate(dir: string, inUseHash: string | undefined): Promise<IdentityUpdate> {
+  let pems: ControlIdentityPems;
+  try {
+    pems = await readControlIdentityPems(dir);
+  } catch (error) {
+    return { kind: 'unreadable', error, hash: `unreadable: ${error instanceof Error ? error.message : String(error)}` };
+  }
+  const hash = hashControlIdentityPems(pems);
+  return hash === inUseHash ? { kind: 'unchanged' } : { kind: 'changed', pems, hash };
 }
 
 /** sha256 over the three texts: equal hashes mean nothing changed, whether or not the material is valid. */
@@ -76,12 +99,8 @@ function chainsToAnchor(leaf: X509Certificate, intermediates: readonly X509Certi
   return false;
 }
 
-/**
- * Checks that the PEMs form one usable client identity for `sandboxId`, and returns it with its validity
- * window. PKI_INVALID listing every problem (paths are the file names) otherwise. Expiry is not checked here.
- */
-export function checkControlIdentity(pems: ControlIdentityPems, expect: { readonly sandboxId: string }): ControlIdentity {
-  const issues: Issue[] = [];
+/** The leaf of cert.pem after the checks every identity needs: key matches it, chain ends at ca.pem. */
+function checkKeyAndChain(pems: ControlIdentityPems, issues: Issue[]): X509Certificate | undefined {
   const anchors = parseCertificates(pems.caPem, ISSUED_FILES.ca, issues);
   const [leaf, ...intermediates] = parseCertificates(pems.certPem, ISSUED_FILES.cert, issues);
   let key: KeyObject | undefined;
@@ -90,28 +109,52 @@ export function checkControlIdentity(pems: ControlIdentityPems, expect: { readon
   } catch {
     issues.push({ code: 'PKI_INVALID', path: ISSUED_FILES.key, message: 'is not a readable PEM private key' });
   }
+  if (leaf === undefined) return undefined;
+  if (key !== undefined && !leaf.checkPrivateKey(key)) {
+    issues.push({ code: 'PKI_INVALID', path: ISSUED_FILES.key, message: `does not match the public key of ${ISSUED_FILES.cert}` });
+  }
+  if (anchors.length > 0 && !chainsToAnchor(leaf, intermediates, anchors)) {
+    issues.push({ code: 'PKI_INVALID', path: ISSUED_FILES.cert, message: `is not issued by a CA in ${ISSUED_FILES.ca}` });
+  }
+  return leaf;
+}
+
+function checkExtendedKeyUsage(leaf: X509Certificate, oid: string, use: string, issues: Issue[]): void {
+  // Node names the extended key usages `keyUsage`; undefined means the certificate does not restrict them.
+  if (leaf.keyUsage !== undefined && !leaf.keyUsage.includes(oid)) {
+    issues.push({ code: 'PKI_INVALID', path: ISSUED_FILES.cert, message: `its extended key usage does not allow ${use}` });
+  }
+}
+
+function throwIfInvalid(what: string, leaf: X509Certificate | undefined, issues: readonly Issue[]): asserts leaf is X509Certificate {
+  if (leaf === undefined || issues.length > 0) {
+    throw new BoundaryError('PKI_INVALID', `${what} is not usable: ${issues.map((i) => `${i.path} ${i.message}`).join('; ')}`, { issues });
+  }
+}
+
+/** True while `at` (epoch ms) lies inside the identity's validity window. */
+export function isWithinValidity(identity: { readonly notBefore: number; readonly notAfter: number }, at: number): boolean {
+  return at >= identity.notBefore && at < identity.notAfter;
+}
+
+/**
+ * Checks that the PEMs form one usable client identity for `sandboxId`, and returns it with its validity
+ * window. PKI_INVALID listing every problem (paths are the file names) otherwise. Expiry is not checked here.
+ */
+export function checkControlIdentity(pems: ControlIdentityPems, expect: { readonly sandboxId: string }): ControlIdentity {
+  const issues: Issue[] = [];
+  const leaf = checkKeyAndChain(pems, issues);
   let spiffeId = '';
   if (leaf !== undefined) {
-    if (key !== undefined && !leaf.checkPrivateKey(key)) {
-      issues.push({ code: 'PKI_INVALID', path: ISSUED_FILES.key, message: `does not match the public key of ${ISSUED_FILES.cert}` });
-    }
-    if (anchors.length > 0 && !chainsToAnchor(leaf, intermediates, anchors)) {
-      issues.push({ code: 'PKI_INVALID', path: ISSUED_FILES.cert, message: `is not issued by a CA in ${ISSUED_FILES.ca}` });
-    }
     const ours = certificateUris(leaf).find((uri) => parseSandboxSpiffeId(uri)?.sandboxId === expect.sandboxId);
     if (ours === undefined) {
       issues.push({ code: 'PKI_INVALID', path: ISSUED_FILES.cert, message: `names no spiffe://<trust-domain>/sandbox/${expect.sandboxId} URI` });
     } else {
       spiffeId = ours;
     }
-    // Node names the extended key usages `keyUsage`; undefined means the certificate does not restrict them.
-    if (leaf.keyUsage !== undefined && !leaf.keyUsage.includes(CLIENT_AUTH_OID)) {
-      issues.push({ code: 'PKI_INVALID', path: ISSUED_FILES.cert, message: 'its extended key usage does not allow TLS client authentication' });
-    }
+    checkExtendedKeyUsage(leaf, CLIENT_AUTH_OID, 'TLS client authentication', issues);
   }
-  if (leaf === undefined || issues.length > 0) {
-    throw new BoundaryError('PKI_INVALID', `control TLS material is not usable: ${issues.map((i) => `${i.path} ${i.message}`).join('; ')}`, { issues });
-  }
+  throwIfInvalid('control TLS material', leaf, issues);
   const hash = hashControlIdentityPems(pems);
   const notAfter = Date.parse(leaf.validTo);
   const { fingerprint256 } = leaf;
@@ -123,5 +166,45 @@ export function checkControlIdentity(pems: ControlIdentityPems, expect: { readon
     fingerprint256,
     hash,
     toJSON: () => ({ spiffeId, notAfter: new Date(notAfter).toISOString(), fingerprint256 }),
+  });
+}
+
+/** The supervisor's serving identity in its --tls-dir: what the listeners present, and the CA they trust. */
+export interface ServingIdentity extends ControlIdentityPems {
+  readonly subject: string;
+  readonly serialNumber: string;
+  /** Epoch milliseconds. */
+  readonly notBefore: number;
+  readonly notAfter: number;
+  readonly fingerprint256: string;
+  /** hashControlIdentityPems of the three files. */
+  readonly hash: string;
+  /** Leaves the key out, so logging an identity never prints it. */
+  toJSON(): { subject: string; serialNumber: string; notAfter: string; fingerprint256: string };
+}
+
+/**
+ * Checks that the PEMs form one usable server identity: key matches cert.pem, cert.pem chains to ca.pem and may
+ * authenticate a TLS server. PKI_INVALID listing every problem otherwise. Expiry is not checked here.
+ */
+export function checkServingIdentity(pems: ControlIdentityPems): ServingIdentity {
+  const issues: Issue[] = [];
+  const leaf = checkKeyAndChain(pems, issues);
+  if (leaf !== undefined) {
+    if (leaf.ca) issues.push({ code: 'PKI_INVALID', path: ISSUED_FILES.cert, message: 'is a CA certificate, not a server certificate' });
+    checkExtendedKeyUsage(leaf, SERVER_AUTH_OID, 'TLS server authentication', issues);
+  }
+  throwIfInvalid('supervisor TLS material', leaf, issues);
+  const { subject, serialNumber, fingerprint256 } = leaf;
+  const notAfter = Date.parse(leaf.validTo);
+  return Object.freeze({
+    ...pems,
+    subject,
+    serialNumber,
+    notBefore: Date.parse(leaf.validFrom),
+    notAfter,
+    fingerprint256,
+    hash: hashControlIdentityPems(pems),
+    toJSON: () => ({ subject, serialNumber, notAfter: new Date(notAfter).toISOString(), fingerprint256 }),
   });
 }

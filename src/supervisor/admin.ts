@@ -12,6 +12,7 @@ import { isLoopbackHost } from '../control/relay.js';
 import type { Logger } from '../telemetry/logger.js';
 import { ADMIN_AUTH_REALM, type AdminAuth, type AdminAuthResult, type AdminCallStyle } from './admin-auth.js';
 import { type RelayStyle, relayErrorReply } from './relays.js';
+import { type ServingPems, servingContext } from './server.js';
 
 export const ADMIN_MAX_CONNECTIONS = 256;
 export const ADMIN_HEADERS_TIMEOUT_MS = 5_000;
@@ -46,6 +47,8 @@ export interface SupervisorAdmin {
   start(): Promise<void>;
   close(): Promise<void>;
   address(): { host: string; port: number };
+  /** With TLS on, new connections handshake with `tls` from now on; a no-op for plain HTTP. Throws on bad material. */
+  setTls(tls: ServingPems): void;
 }
 
 const RELAY_PATH = /^\/v1\/sandboxes\/([A-Za-z0-9._-]{1,128})\/relay$/;
@@ -93,7 +96,7 @@ export interface SupervisorAdminOptions {
   /** Started by the caller (it reads the token file once). */
   readonly auth: AdminAuth;
   /** HTTPS with the supervisor's serving certificate; client certificates are requested and checked against ca. */
-  readonly tls?: { readonly caPem: string; readonly certPem: string; readonly keyPem: string } | undefined;
+  readonly tls?: ServingPems | undefined;
   readonly logger: Logger;
 }
 
@@ -206,12 +209,9 @@ export function createSupervisorAdmin(options: SupervisorAdminOptions): Supervis
     return createHttpsServer(
       {
         ...limits,
-        ca: options.tls.caPem,
-        cert: options.tls.certPem,
-        key: options.tls.keyPem,
+        ...servingContext(options.tls),
         requestCert: true,
         rejectUnauthorized: false,
-        minVersion: 'TLSv1.3',
         handshakeTimeout: ADMIN_TLS_HANDSHAKE_TIMEOUT_MS,
       },
       serveRequest,
@@ -247,5 +247,8 @@ export function createSupervisorAdmin(options: SupervisorAdminOptions): Supervis
       });
     },
     address: () => bound,
+    setTls(tls) {
+      if (server !== undefined && 'setSecureContext' in server) server.setSecureContext(servingContext(tls));
+    },
   };
 }

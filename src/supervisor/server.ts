@@ -27,6 +27,7 @@ import {
 import { readBody } from '../control/ndjson.js';
 import { SESSION_HEADER } from '../control/relay.js';
 import { BoundaryError } from '../errors.js';
+import type { ControlIdentityPems } from '../pki/identity.js';
 import { certificateUris, parseSandboxSpiffeId } from '../pki/issue.js';
 import type { Logger } from '../telemetry/logger.js';
 import { rejectionOf, remoteOf } from './rejection.js';
@@ -58,10 +59,22 @@ export interface ControlHandlers {
   sessionClosed(session: ServerHttp2Session): void;
 }
 
+/** The supervisor's ca.pem (what client certificates must chain to), cert.pem and key.pem, as text. */
+export type ServingPems = ControlIdentityPems;
+
+/** What both supervisor listeners refuse below. */
+export const SERVING_MIN_TLS_VERSION = 'TLSv1.3';
+
+/** The secure-context half of a listener's TLS options: what setSecureContext swaps. */
+export function servingContext(tls: ServingPems) {
+  return { ca: tls.caPem, cert: tls.certPem, key: tls.keyPem, minVersion: SERVING_MIN_TLS_VERSION } as const;
+}
+
 export interface ControlServerOptions {
   readonly host: string;
   readonly port: number;
-  readonly tls: { readonly caPem: string; readonly certPem: string; readonly keyPem: string };
+  /** Read once by start(); later versions arrive through setTls(). */
+  readonly tls: () => ServingPems;
   /** When set, a certificate from another trust domain is refused like a missing identity. */
   readonly trustDomain?: string | undefined;
   readonly handlers: ControlHandlers;
@@ -75,6 +88,8 @@ export interface ControlServer {
   close(): Promise<void>;
   address(): { host: string; port: number };
   sessionCount(): number;
+  /** New connections handshake with `tls` from now on; sessions already open keep theirs. Throws on bad material. */
+  setTls(tls: ServingPems): void;
 }
 
 const RELAY_PATH = /^\/v1\/relay\/([A-Za-z0-9][A-Za-z0-9._:-]{0,127})$/;
@@ -236,13 +251,10 @@ export function createControlServer(options: ControlServerOptions): ControlServe
   return {
     async start() {
       const srv = createSecureServer({
-        ca: options.tls.caPem,
-        cert: options.tls.certPem,
-        key: options.tls.keyPem,
+        ...servingContext(options.tls()),
         requestCert: true,
         // Refused in admitConnection instead, where the presented certificate can still be read and logged.
         rejectUnauthorized: false,
-        minVersion: 'TLSv1.3',
         allowHTTP1: false,
         handshakeTimeout: options.handshakeTimeoutMs ?? TLS_HANDSHAKE_TIMEOUT_MS,
         settings: { maxConcurrentStreams: MAX_STREAMS_PER_SESSION },
@@ -292,6 +304,10 @@ export function createControlServer(options: ControlServerOptions): ControlServe
     },
     address: () => bound,
     sessionCount: () => sessions.size,
+    setTls(tls) {
+      // requestCert, ALPN and the handshake timeout are the server's, not the context's: they stay as they are.
+      server?.setSecureContext(servingContext(tls));
+    },
   };
 }
 

@@ -28,7 +28,8 @@ import { createAdminAuth } from './admin-auth.js';
 import { createSupervisorAdmin, type RelayRequest, type SupervisorAdmin, type SupervisorReadiness } from './admin.js';
 import { createPolicyLibrary } from './library.js';
 import { createRelayBroker, relayErrorReply } from './relays.js';
-import { type ControlHandlers, createControlServer, type Peer } from './server.js';
+import { type ServingTlsSource, createServingTlsSource } from './serving-tls.js';
+import { type ControlHandlers, createControlServer, type Peer, type ServingPems } from './server.js';
 import {
   createTables,
   type InstanceRecord,
@@ -44,14 +45,18 @@ export const MAX_WATCH_BACKLOG_BYTES = 8_388_608;
 
 export interface SupervisorConfig {
   readonly listen: { readonly host: string; readonly port: number };
-  readonly tls: { readonly caPem: string; readonly certPem: string; readonly keyPem: string };
+  /**
+   * The serving material, fixed, or `{ dir }`: DIR/ca.pem, cert.pem and key.pem, checked at start and followed, so
+   * a renewal (or a new CA) applies to new connections of both TLS listeners without a restart.
+   */
+  readonly tls: ServingPems | { readonly dir: string };
   readonly policiesDir: string;
   readonly credentialsFile?: string | undefined;
   /** Operator API and relays. Needs adminTokenFile, adminTls or both: it never runs unauthenticated. */
   readonly adminListen?: { readonly host: string; readonly port: number } | undefined;
   /** Bearer token file for the admin listener; re-checked on every use, so a rotation needs no restart. */
   readonly adminTokenFile?: string | undefined;
-  /** The admin listener speaks HTTPS with `tls` and accepts operator client certificates from its CA. */
+  /** The admin listener speaks HTTPS with `tls` (renewed with it) and accepts operator client certificates from its CA. */
   readonly adminTls?: boolean | undefined;
   /** GET /metrics, /healthz and /readyz only, without credentials (for Prometheus and kubelet probes). */
   readonly metricsListen?: { readonly host: string; readonly port: number } | undefined;
@@ -390,10 +395,34 @@ export function createSupervisor(config: SupervisorConfig, deps: SupervisorDeps)
     onChange: () => refreshAll(),
     onError: (file, message) => logger.warn({ file }, `policy file rejected; the last valid version stays: ${message}`),
   });
+  let servingTls: ServingPems | undefined = 'dir' in config.tls ? undefined : config.tls;
+  const tlsSource: ServingTlsSource | undefined =
+    'dir' in config.tls
+      ? createServingTlsSource({
+          dir: config.tls.dir,
+          now,
+          logger,
+          apply(identity) {
+            // Control first: it is what boundaries dial. Either throwing refuses the version on both listeners.
+            server.setTls(identity);
+            try {
+              admin?.setTls(identity);
+            } catch (err) {
+              server.setTls(currentTls());
+              throw err;
+            }
+            servingTls = identity;
+          },
+        })
+      : undefined;
+  function currentTls(): ServingPems {
+    if (servingTls === undefined) throw new Error('supervisor TLS material read before start()');
+    return servingTls;
+  }
   const server = createControlServer({
     host: config.listen.host,
     port: config.listen.port,
-    tls: config.tls,
+    tls: currentTls,
     trustDomain: config.trustDomain,
     handshakeTimeoutMs: config.handshakeTimeoutMs,
     handlers,
@@ -419,7 +448,9 @@ export function createSupervisor(config: SupervisorConfig, deps: SupervisorDeps)
 
   const api: Supervisor = {
     async start() {
-      // First: a token file that would refuse everyone stops the start before any listener opens.
+      // Before anything else: without its serving material the supervisor has nothing to listen with.
+      if (tlsSource !== undefined) servingTls = await tlsSource.start();
+      // Then: a token file that would refuse everyone stops the start before any listener opens.
       await adminAuth?.start();
       if (config.credentialsFile !== undefined) {
         credentials = await createFileCredentialSource({
@@ -437,7 +468,7 @@ export function createSupervisor(config: SupervisorConfig, deps: SupervisorDeps)
           host: config.adminListen.host,
           port: config.adminListen.port,
           auth: adminAuth,
-          tls: config.adminTls === true ? config.tls : undefined,
+          tls: config.adminTls === true ? currentTls() : undefined,
           logger,
           handlers: {
             sandboxes: () => ({ sandboxes: tables.rows(), withdrawn: tables.withdrawn(), relays: broker.count() }),
@@ -467,6 +498,7 @@ export function createSupervisor(config: SupervisorConfig, deps: SupervisorDeps)
       metrics?.markClosing();
       for (const timer of deadlines.values()) clearTimeout(timer);
       deadlines.clear();
+      tlsSource?.close();
       await library.close();
       await credentials?.close();
       for (const session of live.values()) session.watch?.end();

@@ -10,6 +10,7 @@ import { createPolicyStore, type PolicyStore } from '../../src/policy/store.js';
 import { createSupervisor, type Supervisor, type SupervisorConfig, type SupervisorEvent } from '../../src/supervisor/supervisor.js';
 import { createLogger, type Logger } from '../../src/telemetry/logger.js';
 import type { Pem, TestPki } from './certs.js';
+import { waiterList } from './waiters.js';
 
 export const WAIT_TIMEOUT_MS = 10_000;
 
@@ -17,46 +18,21 @@ export function policyYaml(host: string, port = 443): string {
   return `version: 1\nnetwork_policies:\n  api:\n    name: api\n    endpoints:\n      - host: ${host}\n        port: ${port}\n`;
 }
 
-/** A logger that keeps its lines in memory (tests read them only when something fails). */
-export function quietLogger(): { logger: Logger; lines: string[] } {
-  const lines: string[] = [];
+/** A logger that keeps its lines in memory, with a waiter for a line to come. */
+export function quietLogger(): { logger: Logger; lines: string[]; waitForLine(predicate: (line: string) => boolean, timeoutMs?: number): Promise<string> } {
+  const lines = waiterList<string>();
   const logger = createLogger({ format: 'json', level: 'debug', destination: { write: (line: string) => lines.push(line) } });
-  return { logger, lines };
+  return { logger, lines: lines.items, waitForLine: (predicate, timeoutMs = WAIT_TIMEOUT_MS) => lines.waitFor(predicate, timeoutMs, 'log line') };
 }
 
 /** An AuditSink recording events as emitted, with a waiter. */
 export function memorySink(): AuditSink & { events: AuditEvent[]; waitFor(predicate: (e: AuditEvent) => boolean, timeoutMs?: number): Promise<AuditEvent> } {
-  const events: AuditEvent[] = [];
-  const waiters = new Set<{ predicate: (e: AuditEvent) => boolean; resolve: (e: AuditEvent) => void }>();
+  const events = waiterList<AuditEvent>();
   return {
-    events,
-    emit(event) {
-      events.push(event);
-      for (const waiter of waiters) {
-        if (waiter.predicate(event)) {
-          waiters.delete(waiter);
-          waiter.resolve(event);
-        }
-      }
-    },
-    waitFor(predicate, timeoutMs = WAIT_TIMEOUT_MS) {
-      const seen = events.find(predicate);
-      if (seen !== undefined) return Promise.resolve(seen);
-      return new Promise((resolve, reject) => {
-        const waiter = {
-          predicate,
-          resolve: (e: AuditEvent) => {
-            clearTimeout(timer);
-            resolve(e);
-          },
-        };
-        const timer = setTimeout(() => {
-          waiters.delete(waiter);
-          reject(new Error(`no matching audit event within ${timeoutMs} ms; saw ${events.map((e) => `${e.class}:${e.activity}`).join(', ')}`));
-        }, timeoutMs);
-        waiters.add(waiter);
-      });
-    },
+    events: events.items,
+    emit: (event) => events.push(event),
+    waitFor: (predicate, timeoutMs = WAIT_TIMEOUT_MS) =>
+      events.waitFor(predicate, timeoutMs, () => `audit event; saw ${events.items.map((e) => `${e.class}:${e.activity}`).join(', ')}`),
   };
 }
 
@@ -75,6 +51,8 @@ export interface TestSupervisor {
   restart(): Promise<void>;
   close(): Promise<void>;
   readonly logs: string[];
+  /** Resolves with the first log line (already written or later) that matches. */
+  waitForLog(predicate: (line: string) => boolean, timeoutMs?: number): Promise<string>;
 }
 
 export async function startTestSupervisor(
@@ -88,7 +66,7 @@ export async function startTestSupervisor(
   const adminTokenFile = join(secretDir, 'token');
   await writeFile(adminTokenFile, `${adminToken}\n`, { mode: 0o600 });
   for (const [name, text] of Object.entries(options.policies ?? {})) await writeFile(join(dir, `${name}.yaml`), text);
-  const { logger, lines } = quietLogger();
+  const { logger, lines, waitForLine } = quietLogger();
   let events: SupervisorEvent[] = [];
   const waiters = new Set<{ predicate: (e: SupervisorEvent) => boolean; resolve: (e: SupervisorEvent) => void }>();
   const make = (port: number): Supervisor => {
@@ -120,6 +98,7 @@ export async function startTestSupervisor(
     adminTokenFile,
     adminHeaders: { authorization: `Bearer ${adminToken}` },
     logs: lines,
+    waitForLog: waitForLine,
     supervisor: make(options.port ?? 0),
     port: () => handle.supervisor.address().port,
     async writePolicy(name, text) {
