@@ -151,11 +151,14 @@ export function resolvSearchDomains(text: string): string[] {
   return [...new Set(names)].slice(0, MAX_SEARCH_DOMAINS);
 }
 
-/** The cached upstream resolver; close() stops following the hosts file. */
-export async function buildResolver(config: Config, now: () => number, logger: Logger) {
+/**
+ * The cached upstream resolver; close() stops following the hosts file. `resolvConf` is the text of
+ * /etc/resolv.conf as runCommand read it (undefined: unreadable), consulted when --upstream-dns is absent.
+ */
+export async function buildResolver(config: Config, now: () => number, logger: Logger, resolvConf?: string) {
   let server = config.upstreamDns;
   if (server === undefined) {
-    const ns = firstNameserver(await readFile(RESOLV_CONF, 'utf8'));
+    const ns = resolvConf === undefined ? undefined : firstNameserver(resolvConf);
     if (ns === undefined) throw new Error(`no nameserver in ${RESOLV_CONF}; pass --upstream-dns HOST:PORT`);
     server = { host: ns, port: DNS_PORT };
   }
@@ -227,7 +230,9 @@ export const runCommand: Command = async function runCommand(argv: readonly stri
     return 2;
   }
   setRunDefaults(raw, io);
-  raw.searchDomains = resolvSearchDomains(await readFile(RESOLV_CONF, 'utf8').catch(() => ''));
+  // Read once: its search list goes to policy DNS, its first nameserver is the default upstream.
+  const resolvConf = await readFile(RESOLV_CONF, 'utf8').catch(() => undefined);
+  raw.searchDomains = resolvSearchDomains(resolvConf ?? '');
   // A pod's hostname is its name: stable across container restarts, so a restart supersedes its old session.
   if (raw.supervisor !== undefined && raw.instanceId === undefined && io.env.HOSTNAME) raw.instanceId = io.env.HOSTNAME;
   let config: Config;
@@ -241,7 +246,7 @@ export const runCommand: Command = async function runCommand(argv: readonly stri
   const logger = createLogger({ format: config.logFormat, now: io.now });
   const credentials = await openCredentials(config, io, logger);
   if (typeof credentials === 'number') return credentials;
-  const dns = await buildResolver(config, io.now, logger);
+  const dns = await buildResolver(config, io.now, logger, resolvConf);
   const boundary = createBoundary(config, {
     ...(credentials === undefined ? {} : { credentials }),
     resolver: dns.resolver,

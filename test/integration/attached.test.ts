@@ -11,11 +11,11 @@ import { after, before, describe, it } from 'node:test';
 import { Registry } from 'prom-client';
 import { type Boundary, createBoundary } from '../../src/boundary.js';
 import { withDnsPort } from '../../src/cli/run.js';
-import { parseConfig } from '../../src/config.js';
 import type { ControlState } from '../../src/control/client.js';
 import type { ControlLookup } from '../../src/control/dial.js';
 import { canonicalPlaceholder } from '../../src/credentials/placeholder.js';
 import { parsePolicy } from '../../src/policy/parse.js';
+import { attachedConfig } from '../harness/attached-config.js';
 import { TEST_SYNTHETIC_CIDR } from '../harness/boundary.js';
 import { makeTestPki, type TestPki } from '../harness/certs.js';
 import { startTestSupervisor, type TestSupervisor, WAIT_TIMEOUT_MS } from '../harness/control.js';
@@ -26,7 +26,6 @@ import { httpOrigin, type Origin } from '../harness/servers.js';
 
 /** Upper bound on requests in the supervisor-restart loop (the loop normally ends on re-attach). */
 const MAX_LOOP_REQUESTS = 2_000;
-const CLOSE_GRACE_MS = 200;
 const SECRET = 'tok-attached-4711';
 
 function restPolicy(port: number, path: string): string {
@@ -76,21 +75,15 @@ async function startAttached(pki: TestPki, sup: Pick<TestSupervisor, 'port'>, op
   const lookups: string[] = [];
   let last: ControlState | undefined;
   const waiters = new Set<{ predicate: (s: ControlState) => boolean; resolve: (s: ControlState) => void }>();
-  const config = parseConfig({
-    proxyListen: '127.0.0.1:0',
-    adminListen: '127.0.0.1:0',
-    dnsListen: '127.0.0.1:0',
-    // Local without a route, so capture can bind and /readyz has no capture-unavailable reason.
-    syntheticCidr: TEST_SYNTHETIC_CIDR,
-    stateDir,
+  const config = attachedConfig({
     // A name, so the injected lookup is exercised; the supervisor's certificate names localhost.
     supervisor: options.supervisor ?? `localhost:${sup.port()}`,
     tlsDir,
     sandboxId: pki.sandboxId,
-    instanceId: 'pod-1',
-    limits: { closeGraceMs: CLOSE_GRACE_MS },
-    unsafeAllowLoopbackUpstream: true,
+    stateDir,
+    extra: { unsafeAllowLoopbackUpstream: true },
   });
+
   const boundary = createBoundary(config, {
     resolver: fakeResolver({ 'api.example.test': ['127.0.0.1'] }),
     now: Date.now,

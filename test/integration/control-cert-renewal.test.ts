@@ -8,11 +8,10 @@ import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { Registry } from 'prom-client';
 import { type Boundary, createBoundary } from '../../src/boundary.js';
-import { parseConfig } from '../../src/config.js';
 import type { ControlState } from '../../src/control/client.js';
 import { CERT_EXPIRED_REASON, CERT_EXPIRING_WARNING, type ControlCertificateStatus, createControlTlsSource } from '../../src/control/tls-source.js';
 import { type IssuedCertificate, issueCertificate } from '../../src/pki/issue.js';
-import { TEST_SYNTHETIC_CIDR } from '../harness/boundary.js';
+import { attachedConfig } from '../harness/attached-config.js';
 import { makeTestPki, type Pem, type TestPki } from '../harness/certs.js';
 import { memorySink, policyYaml, quietLogger, startTestSupervisor, type TestSupervisor } from '../harness/control.js';
 import { fakeResolver } from '../harness/fake-resolver.js';
@@ -21,7 +20,6 @@ import { type ProjectedDir, projectedDir, withinDeadline } from '../harness/proj
 
 const POLICIES = { 'sb-1': policyYaml('api.example.test') };
 const METRIC = 'boundary_control_certificate_expiry_seconds';
-const CLOSE_GRACE_MS = 200;
 
 interface TestBoundary {
   readonly boundary: Boundary;
@@ -53,18 +51,8 @@ async function startBoundary(t: { after(fn: () => Promise<unknown>): void }, sup
   const log = logSink();
   let last: ControlState | undefined;
   const waiters = new Set<(state: ControlState) => void>();
-  const config = parseConfig({
-    proxyListen: '127.0.0.1:0',
-    adminListen: '127.0.0.1:0',
-    dnsListen: '127.0.0.1:0',
-    syntheticCidr: TEST_SYNTHETIC_CIDR,
-    stateDir,
-    supervisor: `127.0.0.1:${sup.port()}`,
-    tlsDir: tls.dir,
-    sandboxId: 'sb-1',
-    instanceId: 'pod-1',
-    limits: { closeGraceMs: CLOSE_GRACE_MS },
-  });
+  const config = attachedConfig({ supervisor: `127.0.0.1:${sup.port()}`, tlsDir: tls.dir, sandboxId: 'sb-1', stateDir });
+
   const boundary = createBoundary(config, {
     resolver: fakeResolver({}),
     now: Date.now,
