@@ -17,7 +17,7 @@ export const ERROR_CODES = {
   POLICY_ENDPOINTS_EMPTY: 'a policy entry needs at least one endpoint',
   POLICY_HOST_REQUIRED: 'an endpoint needs host unless allowed_ips is set',
   POLICY_HOST_INVALID: 'host is not a valid hostname or IP literal',
-  POLICY_HOST_WILDCARD: 'host wildcard outside the allowed grammar (reference 3.2)',
+  POLICY_HOST_WILDCARD: 'host wildcard outside the allowed grammar (docs/policy.md#host-patterns)',
   POLICY_PORT_INVALID: 'port must be an integer 1-65535',
   POLICY_PORT_REQUIRED: 'an endpoint needs port or ports',
   POLICY_PROTOCOL_INVALID: 'protocol is not one of tcp, rest, websocket, graphql, mcp, json-rpc',

@@ -1,5 +1,5 @@
-// Matchers for a provider's own `endpoints` list: host (exact, or the policy wildcard grammar of reference
-// §3.2/§3.3), port, and an optional path glob with rule-glob semantics (§3.5). Pure; compiled once at load.
+// Matchers for a provider's own `endpoints` list: host (exact, or the policy wildcard grammar of
+// docs/policy.md#host-patterns, docs/policy.md#host-matching), port, and an optional path glob with rule-glob semantics (docs/policy.md#path-globs). Pure; compiled once at load.
 
 import { normaliseHost } from '../net/host.js';
 
@@ -77,7 +77,7 @@ function segmentRegex(segment: string): string | undefined {
   for (let i = 0; i < segment.length; i += 1) {
     const ch = segment[i] ?? '';
     if (ch === '*') {
-      // `**` next to other characters acts as `*` (reference §3.5).
+      // `**` next to other characters acts as `*` (docs/policy.md#path-globs).
       while (segment[i + 1] === '*') i += 1;
       out += '[^/]*';
     } else if (ch === '?') {

@@ -1,4 +1,4 @@
-// The refusal value every rewrite returns instead of throwing: status, the reference's error name (§6),
+// The refusal value every rewrite returns instead of throwing: status, the error name of docs/destinations.md#denial-responses,
 // a message for the workload, and a log message and reason that never hold a key, placeholder or value.
 
 import { UNAVAILABLE_REASONS } from './scope.js';

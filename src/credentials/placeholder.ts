@@ -1,4 +1,4 @@
-// Placeholder syntax (reference §7.1): the forms the workload holds, finding them in text, and the fast,
+// Placeholder syntax (docs/credentials.md#placeholder-forms): the forms the workload holds, finding them in text, and the fast,
 // case- and encoding-insensitive marker test used by every leftover scan. Pure; never sees a secret value.
 
 export const CANONICAL_PREFIX = 'openshell:resolve:env:';
@@ -11,7 +11,7 @@ export const SHORTEST_MARKER_CHARS = Math.min(...MARKERS.map((m) => m.length));
 /** Rounds of percent-decoding a leftover scan applies (`%253A` is two rounds from `:`). */
 export const MAX_DECODE_ROUNDS = 3;
 export const MAX_KEY_CHARS = 256;
-/** What routing and logs see in place of a placeholder (reference §3.4 step 5). */
+/** What routing and logs see in place of a placeholder (docs/credentials.md#nothing-logged). */
 export const REDACTED_PLACEHOLDER = '[CREDENTIAL]';
 
 export const PLACEHOLDER_FORMS = ['canonical', 'revision', 'stable', 'alias'] as const;
@@ -86,7 +86,7 @@ function parseCanonicalName(name: string): PlaceholderRef | undefined {
 /**
  * Every literal placeholder in `text`, in order, not overlapping. Only exact-case literal markers count:
  * anything else that looks like a marker (another case, percent-encoded) is left for the leftover scan.
- * An alias is recognised only when `aliasKeyExists(key)` (reference §7.1).
+ * An alias is recognised only when `aliasKeyExists(key)` (docs/credentials.md#placeholder-forms).
  */
 export function findPlaceholders(text: string, aliasKeyExists: (key: string) => boolean): PlaceholderMatch[] {
   const found: PlaceholderMatch[] = [];

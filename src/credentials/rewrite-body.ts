@@ -1,4 +1,4 @@
-// Request-body rewrite for endpoints with request_body_credential_rewrite (reference §7.2): UTF-8 JSON,
+// Request-body rewrite for endpoints with request_body_credential_rewrite (docs/credentials.md#substitution-slots): UTF-8 JSON,
 // form-urlencoded and text/* bodies up to MAX_BODY_REWRITE_BYTES, then the leftover scan. Content-encoded
 // bodies are inspected, never rewritten. The caller buffers the body and recomputes Content-Length.
 

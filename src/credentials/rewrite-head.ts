@@ -1,6 +1,6 @@
-// Rewrites one request head just before it is written upstream (reference §7.2): header values (whole,
+// Rewrites one request head just before it is written upstream (docs/credentials.md#substitution-slots): header values (whole,
 // `<scheme> <ph>`, Basic user:pass), query values and path segments, then the fail-closed leftover scan
-// (§7.3 rule 2). Returns a value, never throws; never logs, and its refusals hold no secret.
+// (docs/credentials.md#leftover-markers). Returns a value, never throws; never logs, and its refusals hold no secret.
 
 import { type RewriteRefusal, refuse } from './outcome.js';
 import { ALIAS_MARKER, CANONICAL_PREFIX, containsMarker, findPlaceholders } from './placeholder.js';

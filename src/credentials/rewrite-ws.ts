@@ -1,4 +1,4 @@
-// Client-to-server WebSocket text frames after an allowed 101 (reference §7.2, CR-18): rewritten only
+// Client-to-server WebSocket text frames after an allowed 101 (docs/credentials.md#substitution-slots, CR-18): rewritten only
 // when the endpoint sets websocket_credential_rewrite, scanned otherwise. The proxy closes with 1008 on
 // a refusal and never rewrites binary frames (on a credentialed upgrade they are refused outright).
 

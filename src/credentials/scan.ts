@@ -1,4 +1,4 @@
-// Streaming leak scan for bodies that are not rewritten (reference §7.3 rule 3, CR-12/13): holds back a
+// Streaming leak scan for bodies that are not rewritten (docs/credentials.md#streaming-bodies, CR-12/13): holds back a
 // tail of SCAN_TAIL_BYTES so a marker split across reads, or fully percent-encoded, is seen before any of
 // its bytes are released. Pure and synchronous; the proxy forwards only the bytes this releases.
 

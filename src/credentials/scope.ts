@@ -1,4 +1,4 @@
-// The endpoint-scoped resolver (reference §7.3 rule 1): which keys one request may use, decided from its
+// The endpoint-scoped resolver (docs/credentials.md#endpoint-binding): which keys one request may use, decided from its
 // host, port and canonical redacted path, plus the policy endpoint's credential_binding. Captures the
 // credential revision for the revision guard (rule 6). Pure; a policy allow never widens a scope.
 
@@ -45,7 +45,7 @@ export interface CredentialScope {
   /** Keys this request may use, sorted. For tests and metrics counts; never log the names. */
   readonly boundKeys: readonly string[];
   resolve(ref: PlaceholderRef): Resolution;
-  /** Whether `key` exists in any provider: an alias is recognised only then (reference §7.1). */
+  /** Whether `key` exists in any provider: an alias is recognised only then (docs/credentials.md#placeholder-forms). */
   keyExists(key: string): boolean;
   /** False once the source moved to another revision; the proxy must then refuse (revision guard). */
   stillCurrent(): boolean;
@@ -119,7 +119,7 @@ export function scopeFor(request: ScopeRequest): CredentialScope {
 /**
  * Whether a connection to host:port could carry credentials (any path): a provider endpoint matches, or the
  * policy endpoint has credential_binding. An L4 or `tls: skip` route for which this is true must be refused
- * with 403 uninspected_credentials unless the endpoint sets allow_uninspected_credentials (§7.3 rule 4).
+ * with 403 uninspected_credentials unless the endpoint sets allow_uninspected_credentials (docs/credentials.md#inspectable-routes-only).
  */
 export function routeCarriesCredentials(request: {
   readonly source: CredentialSource;

@@ -11,7 +11,7 @@ export const MAX_PROVIDERS = 256;
 export const MAX_KEYS_PER_PROVIDER = 1_024;
 export const MAX_ENDPOINTS_PER_PROVIDER = 256;
 export const MAX_SECRET_CHARS = 65_536;
-/** OpenShell keeps 8 revisions for pinned placeholders (reference §7.1). */
+/** OpenShell keeps 8 revisions for pinned placeholders (docs/credentials.md#placeholder-forms). */
 export const REVISIONS_KEPT = 8;
 
 const PROVIDER_NAME = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$/;

@@ -4,7 +4,7 @@
 import { encode as encodePacket } from 'dns-packet';
 
 export const DNS_HEADER_BYTES = 12;
-/** Largest DNS message accepted or produced anywhere (reference §11). */
+/** Largest DNS message accepted or produced anywhere (docs/dns.md#limits). */
 export const MAX_DNS_MESSAGE_BYTES = 8_192;
 /** Without EDNS a UDP response is at most 512 bytes. */
 export const CLASSIC_UDP_BYTES = 512;

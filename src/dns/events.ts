@@ -1,5 +1,5 @@
 // The audit events of policy DNS: per-query DNS Activity and NET:REFUSE, CONFIG:PUBLISHED with the correlation
-// fields of reference §8.5, high water and exhaustion. Pure builders: the handler decides when to emit.
+// fields of docs/dns.md#correlation-fields, high water and exhaustion. Pure builders: the handler decides when to emit.
 
 import type { Policy } from '../policy/types.js';
 import type { Mapping, SyntheticPool } from '../net/synthetic.js';

@@ -1,4 +1,4 @@
-// The policy DNS query handler (reference §8.1-8.2): bytes of one query in, bytes of one response out.
+// The policy DNS query handler (docs/dns.md#query-handling, docs/dns.md#wire-responses): bytes of one query in, bytes of one response out.
 // Eligibility comes from the current policy; answers are resolved upstream, validated like the proxy's,
 // and replaced by one synthetic address. Never touches sockets (server.ts does) and never decides a port.
 
@@ -123,7 +123,7 @@ export function createPolicyDns(options: PolicyDnsOptions): PolicyDns {
     }
     const host = normaliseHost(query.name === '' ? '.' : query.name);
     if (!host.ok) return refused(`${query.name}: ${host.message}`, 'invalid-name');
-    // `2852039166` and friends are IP literals in disguise: never resolved, never mapped (reference §5.4).
+    // `2852039166` and friends are IP literals in disguise: never resolved, never mapped (docs/destinations.md#the-host-parsing-trap).
     if (host.kind !== 'name') return refused(`${query.name} is an IP literal (${host.host})`, 'ip-literal');
     if (isLocalName(host.host)) return refused(`${host.host} is a local name`, 'local-name');
     if (KNOWN_METADATA_NAMES.has(host.host)) return refused(`${host.host} is a cloud metadata name`, 'metadata-name');

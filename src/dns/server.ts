@@ -16,7 +16,7 @@ export const MAX_TCP_PIPELINED = 16;
 export const TCP_IDLE_TIMEOUT_MS = 10_000;
 /** Bursts of small datagrams (benchmarks, parallel stub lookups) must not overflow the kernel queue. */
 export const UDP_RECEIVE_BUFFER_BYTES = 4 * 1_048_576;
-/** onTick period: the synthetic pool's sweep (reference §8.3: expired records are swept every 1 s). */
+/** onTick period: the synthetic pool's sweep (docs/dns.md#synthetic-pools: expired records are swept every 1 s). */
 export const TICK_INTERVAL_MS = 1_000;
 /** Binding TCP to the port the kernel picked for UDP can collide; try a few times. */
 const MAX_BIND_ATTEMPTS = 8;

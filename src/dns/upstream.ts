@@ -1,4 +1,4 @@
-// The trusted upstream resolver (reference §8.1 step 4): hosts table first, then DNS over UDP with TCP
+// The trusted upstream resolver (docs/dns.md#query-handling step 4): hosts table first, then DNS over UDP with TCP
 // fallback on TC, CNAME chains, bounded answers. Failures are values; never throws once constructed.
 // Never decides policy and never validates addresses (net/ssrf.ts does); it only reports what upstream said.
 

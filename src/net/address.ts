@@ -1,4 +1,4 @@
-// The SSRF address table (reference §5.2 plus boundary's additions): one IP literal -> class, tier, metadata.
+// The SSRF address table (docs/destinations.md#address-classes): one IP literal -> class, tier, metadata.
 // Pure and allocation-light: CIDR tables are precomputed as integers/bytes at load. Never resolves names.
 
 import { type Ip, parseIp } from './ip.js';

@@ -1,6 +1,6 @@
 // Hostname and authority normalisation for every adapter: one canonical spelling per destination.
 // Pure. Numeric IPv4 in any WHATWG spelling (`127.1`, `0x7f.1`, `2852039166`) becomes a dotted quad here,
-// so no caller ever hands such a string to a resolver (reference §5.4). Never resolves, never classifies.
+// so no caller ever hands such a string to a resolver (docs/destinations.md#the-host-parsing-trap). Never resolves, never classifies.
 
 import { domainToASCII } from 'node:url';
 import { formatIp, parseIp } from './ip.js';

@@ -1,4 +1,4 @@
-// Destination validation (reference §5.1): picks the plan for an endpoint and filters resolved answers.
+// Destination validation (docs/destinations.md#validation-plans): picks the plan for an endpoint and filters resolved answers.
 // Pure: never resolves, never dials, never decides policy. A refusal is a value naming the check that failed.
 
 import type { Endpoint } from '../policy/types.js';

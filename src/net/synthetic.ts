@@ -1,4 +1,4 @@
-// The synthetic address pool (reference §8.3): policy-DNS names -> per-epoch synthetic IPs, with lifetimes.
+// The synthetic address pool (docs/dns.md#synthetic-pools): policy-DNS names -> per-epoch synthetic IPs, with lifetimes.
 // Pure state: no sockets, no timers, no file I/O (dns/epoch.ts persists the epoch); time is the injected `now`.
 
 import { createHash, randomUUID as cryptoRandomUUID } from 'node:crypto';
@@ -85,7 +85,7 @@ export interface SyntheticPool {
   /** True when `ip` lies inside the current window of its family. */
   contains(ip: string): boolean;
   /** Drops live records whose expiry has passed (their addresses stay reserved); returns them. The pool owns no
-   *  timer: the DNS server calls this every TICK_INTERVAL_MS (1 s, reference §8.3). */
+   *  timer: the DNS server calls this every TICK_INTERVAL_MS (1 s, docs/dns.md#synthetic-pools). */
   sweep(): readonly Mapping[];
   stats(): PoolStats;
   subscribe(listener: (event: PoolEvent) => void): () => void;
@@ -242,7 +242,7 @@ export function createSyntheticPool(options: SyntheticPoolOptions): SyntheticPoo
   };
 }
 
-/** The allocation key (reference §8.3): normalised name, family and the digest of the eligible endpoint contracts. */
+/** The allocation key (docs/dns.md#synthetic-pools): normalised name, family and the digest of the eligible endpoint contracts. */
 export function mappingKey(name: string, family: Family, contract: string): string {
   return `${family}|${contract}|${name}`;
 }

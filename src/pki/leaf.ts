@@ -7,7 +7,7 @@ import { BoundaryError } from '../errors.js';
 import type { CertificateAuthority } from './ca.js';
 import { CLOCK_SKEW_MS, certificatePem, DAY_MS, exportKeyPem, generateP256, mintCertificate, normaliseCertName, subjectName } from './mint.js';
 
-/** Reference §11: 256 leaves, after which the least recently used one is dropped. */
+/** docs/destinations.md#limits: 256 leaves, after which the least recently used one is dropped. */
 export const MAX_LEAF_CACHE_ENTRIES = 256;
 export const LEAF_VALIDITY_MS = 7 * DAY_MS;
 

@@ -80,7 +80,7 @@ function sharePort(a: EndpointDraft, b: EndpointDraft): boolean {
 }
 
 /**
- * Two path selectors tie for a request when equally specific and able to select a common path (§3.6: a more
+ * Two path selectors tie for a request when equally specific and able to select a common path (docs/policy.md#endpoint-path-selector: a more
  * specific selector wins, so only ties are ambiguous). Overlap is judged on the literal prefix before any glob.
  */
 function selectorsCollide(a: EndpointDraft, b: EndpointDraft): boolean {

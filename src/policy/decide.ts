@@ -1,4 +1,4 @@
-// decide(policy, intent) -> Decision: the only place a verdict is made (reference §3.9, §4.1). Pure and total:
+// decide(policy, intent) -> Decision: the only place a verdict is made (docs/policy.md#deny-precedence-and-enforcement, docs/destinations.md#shared-decision). Pure and total:
 // a refusal is a value with a reason, never an exception. Details never carry the query string.
 
 import { formatAuthority } from '../net/host.js';
@@ -86,7 +86,7 @@ interface L7Input {
   readonly missing: string;
 }
 
-/** Deny rules win, then allow rules and presets, else no rule (§3.9). Audit relaxes only rule misses and denies. */
+/** Deny rules win, then allow rules and presets, else no rule (docs/policy.md#deny-precedence-and-enforcement). Audit relaxes only rule misses and denies. */
 function evaluateL7(base: Base, input: L7Input): Decision {
   const { target, request, selected, matched, missing } = input;
   const first = selected[0] as Endpoint;

@@ -30,7 +30,7 @@ import {
   seqItems,
 } from './yaml-source.js';
 
-/** Default buffer for GraphQL, MCP and JSON-RPC inspection (reference §11). */
+/** Default buffer for GraphQL, MCP and JSON-RPC inspection (docs/policy.md#endpoint-fields). */
 export const DEFAULT_INSPECTION_BODY_BYTES = 64 * 1024;
 /** Upper bound accepted for any `max_body_bytes` option. */
 export const MAX_INSPECTION_BODY_BYTES = 64 * 1024 * 1024;

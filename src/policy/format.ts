@@ -1,4 +1,4 @@
-// The OpenShell-compatible `version: 1` policy file as read from disk (reference §1): field names and the raw
+// The OpenShell-compatible `version: 1` policy file as read from disk (docs/policy.md#file-format): field names and the raw
 // shape. Types and key lists only; parse.ts reads YAML against these and compiles types.ts structures.
 
 export const TOP_LEVEL_KEYS = [

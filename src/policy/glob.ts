@@ -1,5 +1,5 @@
-// Glob compilers for rule paths (reference §3.5), query values (§3.8), binaries and the endpoint path selector
-// (§3.6). Pure; patterns are validated with globError() at load time and compiled once into token lists.
+// Glob compilers for rule paths (docs/policy.md#path-globs), query values (docs/policy.md#query-matching), binaries and the endpoint path selector
+// (docs/policy.md#endpoint-path-selector). Pure; patterns are validated with globError() at load time and compiled once into token lists.
 // Never a regex over the input: the workload picks paths and queries, and `^/[^/]*a[^/]*a[^/]*b$` backtracks.
 
 /** A compiled glob. `explain()` says why a value missed, or returns undefined when it matches. */
@@ -90,7 +90,7 @@ export function compileBinaryGlob(pattern: string): Glob {
 const MATCH_ALL_SELECTORS: ReadonlySet<string> = new Set(['', '**', '/**']);
 
 /**
- * Endpoint path selector (§3.6): empty, `**` and `/**` select every path; `/v1/**` also selects `/v1`; in other
+ * Endpoint path selector (docs/policy.md#endpoint-path-selector): empty, `**` and `/**` select every path; `/v1/**` also selects `/v1`; in other
  * patterns `*` may cross `/`. Specificity is the number of characters other than `*`.
  */
 export function compilePathSelector(pattern: string | undefined): PathSelector {

@@ -1,4 +1,4 @@
-// Policy-side host normalisation and the wildcard grammar (reference §3.2). Exact names and IP literals go through
+// Policy-side host normalisation and the wildcard grammar (docs/policy.md#host-patterns). Exact names and IP literals go through
 // net/host.ts normaliseHost(), the request side, so a policy host is spelt exactly as the requests it must match.
 // Pure; says what is wrong, never matches requests (that is match.ts).
 

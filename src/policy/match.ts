@@ -1,4 +1,4 @@
-// Host, method and port matchers used by decide.ts (reference §3.3, §3.7). Pure. Hosts are label-bounded and
+// Host, method and port matchers used by decide.ts (docs/policy.md#host-matching, docs/policy.md#method-matching). Pure. Hosts are label-bounded and
 // never match the apex; each matcher can explain() a miss. Globs live in glob.ts, query matchers in query.ts.
 
 import { compileGlob, type Glob } from './glob.js';
@@ -76,7 +76,7 @@ export interface MethodMatcher {
   explain(requestMethod: string): string | undefined;
 }
 
-/** Rule methods (§3.7): case-insensitive, `*` any, GET implies HEAD, OPTIONS never implied. */
+/** Rule methods (docs/policy.md#method-matching): case-insensitive, `*` any, GET implies HEAD, OPTIONS never implied. */
 export function compileMethod(ruleMethod: string): MethodMatcher {
   const method = ruleMethod.toUpperCase();
   const matches = (requestMethod: string): boolean => {

@@ -1,4 +1,4 @@
-// Query parsing and query matchers for HTTP rules (reference §3.8). Pure. Decodes %XX only (never `+`);
+// Query parsing and query matchers for HTTP rules (docs/policy.md#query-matching). Pure. Decodes %XX only (never `+`);
 // allow needs every value of each named key to match, deny fires on any single matching value.
 
 import { compileValueGlob, type Glob } from './glob.js';

@@ -1,4 +1,4 @@
-// Reading and compiling an endpoint's `rules`, `deny_rules` and `access` presets (reference §1.5, §1.6, V5-V8).
+// Reading and compiling an endpoint's `rules`, `deny_rules` and `access` presets (docs/policy.md#access-presets-and-rules, docs/policy.md#validation V5-V8).
 // HTTP rules (rest, websocket, l4 with a warning) compile to matchers now; GraphQL, MCP and JSON-RPC rules are
 // validated and kept as text until those protocols are inspected.
 
@@ -115,7 +115,7 @@ export function readRules(
   };
 }
 
-/** The rules an `access` preset stands for (§1.5). GraphQL presets are kept as text: not inspected yet. */
+/** The rules an `access` preset stands for (docs/policy.md#access-presets-and-rules). GraphQL presets are kept as text: not inspected yet. */
 export function presetRules(protocol: Protocol, access: AccessPreset): readonly L7Rule[] {
   if (protocol === 'graphql') {
     const ops = { 'read-only': ['query'], 'read-write': ['query', 'mutation'], full: ['*'] }[access];
@@ -130,7 +130,7 @@ export function presetRules(protocol: Protocol, access: AccessPreset): readonly 
   return methods.map((method) => httpRule(method, '/**', new Map(), 'allow', `${method} /** (access: ${access})`));
 }
 
-/** An HTTP rule: method (§3.7), path glob (§3.5) and query matchers (§3.8). */
+/** An HTTP rule: method (docs/policy.md#method-matching), path glob (docs/policy.md#path-globs) and query matchers (docs/policy.md#query-matching). */
 export function httpRule(
   method: string,
   path: string,

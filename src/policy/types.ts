@@ -15,7 +15,7 @@ export type AccessPreset = (typeof ACCESS_PRESETS)[number];
 export const ENFORCEMENTS = ['enforce', 'audit'] as const;
 export type Enforcement = (typeof ENFORCEMENTS)[number];
 
-/** How the endpoint's host was written; selects the SSRF validation plan (reference §5.1). */
+/** How the endpoint's host was written; selects the SSRF validation plan (docs/destinations.md#validation-plans). */
 export const HOST_KINDS = ['exact', 'wildcard', 'ip', 'any'] as const;
 export type HostKind = (typeof HOST_KINDS)[number];
 
@@ -51,7 +51,7 @@ export interface Endpoint {
   readonly protocol: Protocol;
   readonly tls: 'auto' | 'skip';
   readonly enforcement: Enforcement;
-  /** Endpoint path selector (reference §3.6); undefined matches every path. */
+  /** Endpoint path selector (docs/policy.md#endpoint-path-selector); undefined matches every path. */
   readonly path: string | undefined;
   /** CIDRs in canonical text form (`10.0.0.0/8`). Empty: no `allowed_ips` plan. */
   readonly allowedIps: readonly string[];
@@ -70,9 +70,9 @@ export interface Endpoint {
   /** Compiled allow rules as written (presets are not expanded here). */
   readonly rules: readonly L7Rule[];
   readonly denyRules: readonly L7Rule[];
-  /** Specificity of the path selector (reference §3.6): non-`*` characters; 0 when it selects every path. */
+  /** Specificity of the path selector (docs/policy.md#endpoint-path-selector): non-`*` characters; 0 when it selects every path. */
   readonly selectorSpecificity: number;
-  /** The endpoint path selector (reference §3.6): looser than rule globs. */
+  /** The endpoint path selector (docs/policy.md#endpoint-path-selector): looser than rule globs. */
   selectsPath(path: string): boolean;
   readonly credentialSigning: CredentialSigning | undefined;
   readonly signingService: string | undefined;
@@ -114,7 +114,7 @@ export interface L7Rule {
   readonly kind: RuleKind;
   /** Rendered for decisions and `policy explain`: `GET /api/**`, `query viewer`, `tools/call search_web`. */
   readonly text: string;
-  /** Allow or deny semantics are fixed when compiled (reference §3.8). Non-http rules never match. */
+  /** Allow or deny semantics are fixed when compiled (docs/policy.md#query-matching). Non-http rules never match. */
   matchesHttp(request: HttpRequestView): boolean;
 }
 

@@ -1,4 +1,4 @@
-// Reads one `endpoints[i]` map into a draft endpoint (reference §1.3, V3-V12, V14). Reports every problem and
+// Reads one `endpoints[i]` map into a draft endpoint (docs/policy.md#endpoint-fields, docs/policy.md#validation V3-V12, V14). Reports every problem and
 // returns undefined when the endpoint has any; parse.ts adds policy-level fields and freezes the result.
 
 import { isSeq, type Node } from 'yaml';

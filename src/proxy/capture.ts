@@ -1,4 +1,4 @@
-// Transparent capture (reference §4.5): a connection accepted on (synthetic IP, port) is named by its local
+// Transparent capture (docs/destinations.md#transparent-capture): a connection accepted on (synthetic IP, port) is named by its local
 // address, re-decided against the current policy, and dialled to the mapping's pinned real addresses only,
 // then run as a CONNECT tunnel would be. Never resolves a name; the SNI never picks the destination.
 
@@ -44,7 +44,7 @@ export type CaptureCheck =
     };
 
 /**
- * Steps 1-4 of §4.5, pure: the mapping the local address names, and whether the current policy still
+ * Steps 1-4 of docs/destinations.md#transparent-capture, pure: the mapping the local address names, and whether the current policy still
  * allows (name, port) through an endpoint that made the name eligible. A mapping from an older policy
  * generation stays usable exactly as long as the new policy allows it.
  */
@@ -82,7 +82,7 @@ export function allowedPorts(policy: Policy, mapping: Mapping): number[] {
   return mapping.ports.filter((port) => checkCapture(policy, { state: 'live', mapping }, port).ok);
 }
 
-/** Reference §8.5: what ties a captured connection to the DNS answer that made it possible. */
+/** docs/dns.md#correlation-fields: what ties a captured connection to the DNS answer that made it possible. */
 function mappingFields(m: Mapping, port: number): Record<string, unknown> {
   return {
     mapping_id: m.id,
@@ -150,7 +150,7 @@ async function admit(options: CaptureHandlerOptions, socket: Socket, o: Outcome,
     o.verdict = 'deny';
     o.reason = reason;
     o.detail = message;
-    // Reference §4.5: a refused capture is closed with no reply; the client sees the connection drop.
+    // docs/destinations.md#transparent-capture: a refused capture is closed with no reply; the client sees the connection drop.
     socket.destroy();
     return undefined;
   };

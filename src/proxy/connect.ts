@@ -1,4 +1,4 @@
-// CONNECT host:port (reference §4.2): strict authority, L4 decision, one resolution + SSRF validation, the
+// CONNECT host:port (docs/destinations.md#connect): strict authority, L4 decision, one resolution + SSRF validation, the
 // CA check for inspected routes, a pinned dial, then `200` and the tunnel: raw relay, TLS termination or a
 // plaintext HTTP relay, each request then going through the shared evaluator. One NET event per CONNECT,
 // plus NET:CLOSE / NET:RESET when its tunnel ends on the idle timeout or a reset.
@@ -32,7 +32,7 @@ import type { RawRelay } from './sni-gate.js';
 import { sniff } from './sniff.js';
 import { relayRaw, type TunnelEndCause } from './tunnel.js';
 
-/** Reference §11: a CONNECT head beyond this is a 431. */
+/** docs/destinations.md#limits: a CONNECT head beyond this is a 431. */
 export const MAX_CONNECT_HEAD_BYTES = 8_192;
 
 const ESTABLISHED = 'HTTP/1.1 200 Connection Established\r\n\r\n';
@@ -113,7 +113,7 @@ async function open(ctx: ProxyContext, req: IncomingMessage, socket: Socket, o: 
     return undefined;
   }
   // A credentialed route is terminated even on an L4 endpoint, so placeholders are rewritten (or refused)
-  // per request; one that cannot be inspected is refused below, after the SSRF and CA checks (§4.2 step 7).
+  // per request; one that cannot be inspected is refused below, after the SSRF and CA checks (docs/destinations.md#connect step 7).
   const route = credentialRoute(ctx.credentials, decision, host, port);
   const inspect = decisionNeedsInspection(decision) || route === 'inspect';
   o.extra.inspect = inspect;
@@ -159,7 +159,7 @@ async function open(ctx: ProxyContext, req: IncomingMessage, socket: Socket, o: 
   try {
     upstream = await dialPinned({ addresses: dest.addresses, port, dial: ctx.dial, timeoutMs: ctx.connectTimeoutMs });
   } catch (err) {
-    // Reference §4.2 step 8: a CONNECT dial failure closes the socket with no HTTP response.
+    // docs/destinations.md#connect step 8: a CONNECT dial failure closes the socket with no HTTP response.
     recordDialFailure(o, target, err);
     socket.destroy();
     return undefined;
@@ -240,7 +240,7 @@ async function inspectTunnel(ctx: ProxyContext, socket: Socket, head: Buffer, op
   if (kind !== 'tls' && kind !== 'http') {
     upstream.destroy();
     if (kind === 'h2' || kind === 'unknown') {
-      // Reference §4.2 step 10: unsupported bytes on an L7 route get a 403, never a raw relay.
+      // docs/destinations.md#connect step 9: unsupported bytes on an L7 route get a 403, never a raw relay.
       socket.end(renderDenial(unsupportedL7Denial(`${kind === 'h2' ? 'HTTP/2' : 'unrecognised'} bytes on an inspected route`)));
       ctx.sink.emit(findingEvent({ ...o, engine: 'l7', detail: `${kind} bytes on an inspected route` }, 'unsupported-l7-protocol'));
     } else socket.destroy();

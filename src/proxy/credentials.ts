@@ -1,4 +1,4 @@
-// Where the proxy meets the credentials module: the route guard for uninspected paths (reference §7.3
+// Where the proxy meets the credentials module: the route guard for uninspected paths (docs/credentials.md#inspectable-routes-only
 // rule 4), the per-request head rewrite, the body rewrite or streaming marker scan, and echoed-secret
 // redaction on response headers. Never logs a key, placeholder or value; refusals carry only closed reasons.
 

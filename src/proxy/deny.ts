@@ -1,4 +1,4 @@
-// Denial responses (reference §6): JSON bodies with `Connection: close`, written either on a raw socket
+// Denial responses (docs/destinations.md#denial-responses): JSON bodies with `Connection: close`, written either on a raw socket
 // (CONNECT, before any 200) or through a ServerResponse. Shapes only; never decides anything.
 
 import type { ServerResponse } from 'node:http';
@@ -97,7 +97,7 @@ export function tlsUnavailableDenial(target: string): Denial {
   });
 }
 
-/** Reference §7.3 rule 4: a credentialed route that cannot be inspected (`tls: skip`, raw TCP). */
+/** docs/credentials.md#inspectable-routes-only: a credentialed route that cannot be inspected (`tls: skip`, raw TCP). */
 export function uninspectedCredentialsDenial(target: string): Denial {
   return denial(403, 'uninspected_credentials', {
     detail: `${target} carries credentials but its route is not inspected; set allow_uninspected_credentials to permit it`,

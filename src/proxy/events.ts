@@ -180,7 +180,7 @@ function target(host: string | undefined, port: number | undefined): string {
   return port === undefined ? shown : `${shown}:${port}`;
 }
 
-/** Renders the outcome as an AuditEvent (reference §9.4). Never includes a query string. */
+/** Renders the outcome as an AuditEvent (docs/events.md#what-is-emitted). Never includes a query string. */
 export function outcomeEvent(o: Outcome): AuditEvent {
   const action = ACTION[o.verdict];
   const severity = o.severity ?? (o.verdict === 'deny' ? 'MED' : o.verdict === 'fail' ? 'LOW' : 'INFO');
@@ -217,7 +217,7 @@ export function outcomeEvent(o: Outcome): AuditEvent {
   if (o.generation !== undefined) event.generation = o.generation;
   if (o.policyHash !== undefined) event.policyHash = o.policyHash;
   if (!net) {
-    // Reference §9.2: the scheme is http even after TLS termination; the port is printed unless 80.
+    // docs/events.md#shorthand-line: the scheme is http even after TLS termination; the port is printed unless 80.
     event.http = { method: o.method, url: `http://${o.port === 80 || o.port === undefined ? target(o.host, undefined) : where}${o.path ?? ''}` };
   }
   return event;

@@ -156,7 +156,7 @@ class ForwardedRequest implements H1Handler {
       sendBareStatus(res, 400);
       return true;
     }
-    // Reference §4.4 step 5: the endpoint-scoped resolver and the rewrite come last, after the allow, and
+    // docs/destinations.md#inside-an-inspected-tunnel: the endpoint-scoped resolver and the rewrite come last, after the allow, and
     // nothing is awaited between them and the upstream write unless the body must be read first.
     const prepared = credentialHead({
       source: ctx.credentials,

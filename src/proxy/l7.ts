@@ -134,7 +134,7 @@ export function evaluateRequest(ctx: ProxyContext, req: IncomingMessage, scope: 
   o.generation = policy.generation;
   o.policyHash = policy.hash;
   const adapter = o.adapter;
-  // HTTP/2 is not spoken on any route (reference §12 #14): an h2c upgrade is refused, never passed on.
+  // HTTP/2 is not spoken on any route (docs/destinations.md#http2): an h2c upgrade is refused, never passed on.
   if (framing.upgrade?.includes('h2c')) {
     o.path = redactPlaceholders(rawPath(target));
     return refuse(o, unsupportedL7Denial('h2c upgrades are not supported'), 'unsupported-l7-protocol', 'h2c upgrade refused');
@@ -152,7 +152,7 @@ export function evaluateRequest(ctx: ProxyContext, req: IncomingMessage, scope: 
       o.path = undefined;
       return bare(o, 400, 'bad-request', `request target refused: ${canon.problem}`);
     }
-    // Reference §3.4 step 5: policy and logs see `[CREDENTIAL]`, never a placeholder.
+    // docs/policy.md#path-canonicalisation: policy and logs see `[CREDENTIAL]`, never a placeholder.
     const shown = redactPlaceholders(canon.path);
     o.path = shown;
     if (inspected) decision = decide(policy, { adapter, host, port, method, path: shown, query: redactPlaceholders(canon.query) });

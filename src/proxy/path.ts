@@ -1,7 +1,7 @@
-// Request-target canonicalisation for inspected requests (reference §3.4): one pass over the bytes, no
+// Request-target canonicalisation for inspected requests (docs/policy.md#path-canonicalisation): one pass over the bytes, no
 // regex. The canonical path is both what decide() sees and what goes upstream. Pure; never decides policy.
 
-/** Reference §11: request targets longer than this are refused. */
+/** docs/destinations.md#limits: request targets longer than this are refused. */
 export const MAX_REQUEST_TARGET_CHARS = 4_096;
 
 export const PATH_PROBLEMS = [

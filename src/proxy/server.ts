@@ -22,7 +22,7 @@ import { createTunnelRegistry, TUNNEL_IDLE_TIMEOUT_MS, type TunnelRegistry } fro
 import { createUpstreams } from './upstream.js';
 import { createUpgradeHandler } from './websocket.js';
 
-/** Reference §11: an inspected request head (and any forward request head) beyond this is a 431. */
+/** docs/destinations.md#limits: an inspected request head (and any forward request head) beyond this is a 431. */
 export const MAX_HEAD_BYTES = 16_384;
 export const MAX_CONNECTIONS_PER_LISTENER = 4_096;
 /** Slowloris: a request head must be complete this long after its first byte. */

@@ -3,7 +3,7 @@
 
 import type { Socket } from 'node:net';
 
-/** Reference §11: 24 bytes are enough to tell TLS, HTTP/1 and the h2 preface apart. */
+/** docs/destinations.md#limits: 24 bytes are enough to tell TLS, HTTP/1 and the h2 preface apart. */
 export const SNIFF_MAX_BYTES = 24;
 /** An inspected route carries only client-first protocols; a client silent this long is closed. */
 export const SNIFF_TIMEOUT_MS = 10_000;

@@ -126,13 +126,13 @@ async function upgrade(ctx: ProxyContext, req: IncomingMessage, socket: Socket, 
     return;
   }
   upstream.on('error', () => upstream.destroy());
-  // The dial was awaited: the revision guard (§7.3 rule 6) is checked again right before the write.
+  // The dial was awaited: the revision guard (docs/credentials.md#revision-guard) is checked again right before the write.
   if (prepared.head.usedKeys > 0 && !prepared.head.scope.stillCurrent()) {
     upstream.destroy();
     refuseUpgrade(ctx, socket, o, refuse('stale-revision', 'the credentials changed while the request was in flight; retry it'));
     return;
   }
-  // Reference §7.3 rule 4: a route that binds credentials is a credentialed upgrade, whether or not this
+  // docs/credentials.md#inspectable-routes-only: a route that binds credentials is a credentialed upgrade, whether or not this
   // handshake used one; its frames are inspected even on an L4 endpoint. Plain L4 upgrades stay raw.
   const credentialed = prepared.head.scope.boundKeys.length > 0;
   const inspect = endpoint?.protocol === 'websocket' || credentialed;
@@ -189,7 +189,7 @@ async function upgrade(ctx: ProxyContext, req: IncomingMessage, socket: Socket, 
     addresses,
     endpointId: endpoint?.id,
     inspect: scope !== undefined,
-    // Reference §10 (B): the relay survives a reload unless the upgrade's or its text frames' decision changed.
+    // docs/destinations.md#reloads: the relay survives a reload unless the upgrade's or its text frames' decision changed.
     recheck: (policy) => sameDecisions(pinned, pinnedDecisions(policy, session, o.method, undefined)),
     close(reason) {
       if (reason === 'policy-changed') ctx.metrics.reloadClosed.inc();

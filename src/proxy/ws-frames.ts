@@ -2,13 +2,13 @@
 // reassembles text messages, a header-only boundary tracker for server frames, the frame/close encoders
 // and the message-assembly timers. Pure of sockets and policy; timers are injected.
 
-/** Reference §11: one frame's payload may not exceed this (client frames; 1009 beyond). */
+/** docs/destinations.md#websocket-relay: one frame's payload may not exceed this (client frames; 1009 beyond). */
 export const MAX_FRAME_PAYLOAD_BYTES = 16 * 1024 * 1024;
-/** Reference §11: data frames (first + continuations) in one message. */
+/** docs/destinations.md#websocket-relay: data frames (first + continuations) in one message. */
 export const MAX_MESSAGE_FRAGMENTS = 4_096;
 /** A text message is buffered whole to be decided and rewritten: bounded like one frame. */
 export const MAX_TEXT_MESSAGE_BYTES = 16 * 1024 * 1024;
-/** Reference §11: a fragmented text message must progress this often ... */
+/** docs/destinations.md#websocket-relay: a fragmented text message must progress this often ... */
 export const MESSAGE_IDLE_TIMEOUT_MS = 30_000;
 /** ... and be complete this long after its first fragment. */
 export const MESSAGE_TOTAL_TIMEOUT_MS = 120_000;
@@ -19,7 +19,7 @@ export const MAX_CLOSE_REASON_BYTES = 123;
 
 export const OPCODES = { continuation: 0x0, text: 0x1, binary: 0x2, close: 0x8, ping: 0x9, pong: 0xa } as const;
 
-/** Close codes boundary sends (RFC 6455 §7.4.1; reference §6 for 1008 and 1012). */
+/** Close codes boundary sends (RFC 6455 §7.4.1; docs/destinations.md#denial-responses for 1008 and 1012). */
 export const CLOSE_CODES = {
   goingAway: 1001,
   protocolError: 1002,
@@ -410,7 +410,7 @@ export interface AssemblyTimer {
   clear(): void;
 }
 
-/** Message-assembly deadlines (reference §11): `onExpire` runs once when either is missed. */
+/** Message-assembly deadlines (docs/destinations.md#websocket-relay): `onExpire` runs once when either is missed. */
 export function createAssemblyTimer(options: {
   readonly onExpire: (which: 'idle' | 'total') => void;
   readonly idleMs?: number;

@@ -1,4 +1,4 @@
-// The inspected WebSocket relay after an allowed 101 (reference §1.6, §7.2, §7.3 rule 4): client frames are
+// The inspected WebSocket relay after an allowed 101 (docs/destinations.md#websocket-relay, docs/credentials.md#substitution-slots, docs/credentials.md#inspectable-routes-only): client frames are
 // parsed, each text message decided as WEBSOCKET_TEXT and credential-rewritten or refused with close 1008.
 // Server bytes pass through untouched; only their frame headers are followed, to place our own close frame.
 //
@@ -43,9 +43,9 @@ export interface WsSession {
   readonly endpoint: Endpoint | undefined;
   /** Decide each text message (a websocket endpoint); false on a credentialed L4 route (markers only). */
   readonly decideText: boolean;
-  /** The upgrade's endpoint-scoped resolver (reference §7.3 rule 1). */
+  /** The upgrade's endpoint-scoped resolver (docs/credentials.md#endpoint-binding). */
   readonly scope: CredentialScope;
-  /** The upgrade's route binds credentials: binary frames are refused (reference §7.3 rule 4). */
+  /** The upgrade's route binds credentials: binary frames are refused (docs/credentials.md#inspectable-routes-only). */
   readonly credentialed: boolean;
   readonly src: { readonly remoteAddress?: string | undefined; readonly remotePort?: number | undefined };
 }
@@ -160,7 +160,7 @@ export function relayWebSocket(
     close(CLOSE_CODES.policyViolation, 'policy violation');
   }
 
-  /** Reference §1.6: a text message is a WEBSOCKET_TEXT request on the upgrade's path and query. */
+  /** docs/destinations.md#websocket-relay: a text message is a WEBSOCKET_TEXT request on the upgrade's path and query. */
   function textAllowed(): boolean {
     if (!session.decideText) return true;
     const { host, port, path, query, adapter } = session;
@@ -184,7 +184,7 @@ export function relayWebSocket(
 
   function onText(text: string, frames: readonly Buffer[]): void {
     if (!textAllowed()) return;
-    // Reference §7.2: rewritten only with websocket_credential_rewrite; otherwise a marker is refused.
+    // docs/credentials.md#substitution-slots: rewritten only with websocket_credential_rewrite; otherwise a marker is refused.
     const rewrite = rewriteWebSocketText({ text, scope: session.scope, rewrite: session.endpoint?.websocketCredentialRewrite === true });
     if (!rewrite.ok) {
       const o = messageOutcome(ctx, session, 'WEBSOCKET_TEXT');

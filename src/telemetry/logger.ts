@@ -1,4 +1,4 @@
-// The pino logger every part writes through: JSON lines, or the shorthand text format (reference §9.2)
+// The pino logger every part writes through: JSON lines, or the shorthand text format (docs/events.md#shorthand-line)
 // rendered from the same JSON. Redaction here is the second line of defence after the Secret wrapper.
 import { pino } from 'pino';
 import { createBufferedDestination, joinParts } from './log-destination.js';

@@ -1,10 +1,10 @@
-// Renders an AuditEvent as an OCSF v1.8.0 object and as the one-line shorthand (reference §9). Pure: no
+// Renders an AuditEvent as an OCSF v1.8.0 object and as the one-line shorthand (docs/events.md). Pure: no
 // clock, no I/O. Defensive on the way out: query strings are cut, control characters and lengths bounded.
 import type { AuditEvent, EventClass, Severity } from './event.js';
 import { simpleHttpUrl } from './simple-url.js';
 
 export const OCSF_VERSION = '1.8.0';
-/** Reference §11: the shorthand reason is at most 256 characters. */
+/** docs/events.md#limits: the shorthand reason is at most 256 characters. */
 export const MAX_REASON_CHARS = 256;
 /** Any other string we render is cut here, so one event can never produce an unbounded line. */
 export const MAX_FIELD_CHARS = 1024;
@@ -233,7 +233,7 @@ export function httpRequest(method: string, rawUrl: string): NonNullable<OcsfEve
   return { http_method: cleanText(method, MAX_METHOD_CHARS), url };
 }
 
-/** The OCSF v1.8.0 object for one event (reference §9.3). */
+/** The OCSF v1.8.0 object for one event (docs/events.md#json-fields). */
 export function toOcsf(event: AuditEvent, meta: OcsfMeta): OcsfEvent {
   const cls = CLASSES[event.class];
   const [activityId, activityName] = activityOf(event);
@@ -316,7 +316,7 @@ function hostPort(host: string, port: number | undefined): string {
 }
 
 /**
- * The shorthand line (reference §9.2), without timestamp:
+ * The shorthand line (docs/events.md#shorthand-line), without timestamp:
  * `<CLASS>:<ACTIVITY> [<SEV>] <ACTION> -(-) -> <host>:<port> [policy:<rule|-> engine:<engine>] [reason:<text>]`.
  * HTTP prints `-> <METHOD> <url>`; CONFIG adds `[version:<generation> hash:<hash>]`; `[msg:...]` is printed
  * only when the line has no target, no policy/engine and no reason; `[error:<kind> <cause>]` whenever the event

@@ -178,7 +178,7 @@ describe('credential binding: a placeholder never reaches another origin', () =>
   });
 });
 
-describe('uninspected credentialed routes (reference §7.3 rule 4)', () => {
+describe('uninspected credentialed routes (docs/credentials.md#inspectable-routes-only)', () => {
   it('refuses CONNECT to a tls: skip route a provider is bound to with 403 uninspected_credentials, a finding, and no dial', async () => {
     const dials = s.b.dials.length;
     const tunnel = await openTunnel(s.b.proxyPort, `${HOSTS.skip}:${s.ports.secure}`);

@@ -1,4 +1,4 @@
-// Liveness and resource rows (reference §6 RX-01..RX-15, §4 SM-15) through the real proxy on loopback: head and
+// Liveness and resource rows (docs/destinations.md#denial-responses RX-01..RX-15, docs/destinations.md#evaluation-order SM-15) through the real proxy on loopback: head and
 // header-count limits, slowloris, idle tunnels, backpressure, half-close, resets, dial failures and a throwing
 // resolver. Every row asserts what the client sees and the event or metric that records it.
 

@@ -89,7 +89,7 @@ describe('SSRF through CONNECT', () => {
         assert.equal(event?.action, 'Denied');
         assert.equal(event?.unmapped.check, detail);
       } else {
-        // The fake dialer refuses: a CONNECT dial failure closes the socket with no response (reference §4.2).
+        // The fake dialer refuses: a CONNECT dial failure closes the socket with no response (docs/destinations.md#connect).
         assert.equal(status, 0);
         assert.deepEqual(asked, [detail]);
         const event = b.log.events().reverse().find((e) => e.class_uid === 4001 && e.activity_name === 'Fail');

@@ -61,7 +61,7 @@ network_policies:
 });
 
 // ---------------------------------------------------------------------------------------------------
-// Inspected relay after the 101 (reference §1.6, §7.2, §7.3 rule 4, §10, RX-12, CR-18): a real WebSocket
+// Inspected relay after the 101 (docs/destinations.md#websocket-relay, docs/credentials.md#substitution-slots, docs/credentials.md#inspectable-routes-only, docs/destinations.md#reloads, RX-12, CR-18): a real WebSocket
 // origin on loopback, over forward HTTP, a plaintext CONNECT tunnel and an intercepted TLS tunnel.
 
 const SECRET = 'ws-secret-value-7f3a';

@@ -31,7 +31,7 @@ function value(resolution: Resolution): string {
 
 const canonical = (key: string): PlaceholderRef => ({ form: 'canonical', key });
 
-describe('host patterns (reference §3.3)', () => {
+describe('host patterns (docs/policy.md#host-matching)', () => {
   const table: [string, string, boolean][] = [
     ['*.example.com', 'a.example.com', true],
     ['*.example.com', 'a.b.example.com', false],
@@ -61,7 +61,7 @@ describe('host patterns (reference §3.3)', () => {
   }
 });
 
-describe('path globs (reference §3.5)', () => {
+describe('path globs (docs/policy.md#path-globs)', () => {
   const table: [string, string, boolean][] = [
     ['/repos/*', '/repos/a', true],
     ['/repos/*', '/repos/a/b', false],

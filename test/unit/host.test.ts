@@ -1,4 +1,4 @@
-// Host and authority parsing: peer-tests §1 (HA-01..HA-18) and the Node host-parsing trap (reference §5.4).
+// Host and authority parsing: peer-tests §1 (HA-01..HA-18) and the Node host-parsing trap (docs/destinations.md#the-host-parsing-trap).
 
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
@@ -131,7 +131,7 @@ describe('parseAuthority (peer-tests §1)', () => {
 });
 
 describe('normaliseHost', () => {
-  // Reference §5.4 and peer-tests IP-02..IP-12: every one of these is an IP to getaddrinfo and WHATWG URL.
+  // docs/destinations.md#the-host-parsing-trap and peer-tests IP-02..IP-12: every one of these is an IP to getaddrinfo and WHATWG URL.
   const numeric: readonly [string, string][] = [
     ['2852039166', '169.254.169.254'],
     ['0251.0376.0251.0376', '169.254.169.254'],

@@ -173,7 +173,7 @@ describe('toOcsf', () => {
 });
 
 describe('toShorthand', () => {
-  it('prints a CONNECT allow exactly as reference 9.2 shapes it', () => {
+  it('prints a CONNECT allow exactly as docs/events.md#shorthand-line shapes it', () => {
     assert.equal(
       toShorthand(connectAllowed),
       'NET:OPEN [INFO] ALLOWED -(-) -> api.github.com:443 [policy:github engine:opa] [reason:rule-matched]',

@@ -1,4 +1,4 @@
-// decide() against the reference's pinned tables (openshell-compat.md §1.5, §3.3-§3.9; peer-tests HA/LD rows).
+// decide() against the pinned tables (docs/policy.md, Access presets and rules through Deny precedence and enforcement; peer-tests HA/LD rows).
 // Data-driven: each case names a policy snippet, an already-normalised intent and the expected decision.
 // Intents carry lower-case A-label hosts, as adapters hand them over after net/host.ts.
 
@@ -320,7 +320,7 @@ function add(group: string, label: string, policy: string, intent: EgressIntent,
   CASES.push({ group, label, policy, intent, expect });
 }
 
-// §3.3 host runtime matching (label-bounded, apex never matched), plus HA-14/15/16/17.
+// docs/policy.md#host-matching: host runtime matching (label-bounded, apex never matched), plus HA-14/15/16/17.
 const HOST_ROWS: readonly (readonly [pattern: string, host: string, match: boolean])[] = [
   ['*.example.com', 'a.example.com', true],
   ['*.example.com', 'a.b.example.com', false],
@@ -385,7 +385,7 @@ add('ports', 'ports wins over port: 443 allowed', PORT_AND_PORTS, conn('www.exam
 add('ports', 'ports wins over port: 80 denied', PORT_AND_PORTS, conn('www.example.com', 80), MISS);
 add('ports', 'an L7 request on an unlisted port', restPolicy(['{ method: GET, path: "/**" }']), { ...req('GET', '/'), port: 8443 }, MISS);
 
-// §3.5 rule path globs: `*` and `?` stay inside one segment, `**` crosses; case-sensitive.
+// docs/policy.md#path-globs: rule path globs: `*` and `?` stay inside one segment, `**` crosses; case-sensitive.
 const PATH_ROWS: readonly (readonly [pattern: string, path: string, match: boolean])[] = [
   ['/repos/*', '/repos/a', true],
   ['/repos/*', '/repos/a/b', false],
@@ -419,7 +419,7 @@ for (const [pattern, path, match] of PATH_ROWS) {
   add('path glob', `${pattern} vs ${path}`, pathPolicy(pattern), req('GET', path), match ? RULE_OK : NO_RULE);
 }
 
-// §3.7 methods: GET implies HEAD, OPTIONS never implied, case-insensitive rule method, `*` any.
+// docs/policy.md#method-matching: methods: GET implies HEAD, OPTIONS never implied, case-insensitive rule method, `*` any.
 const METHOD_ROWS: readonly (readonly [method: string, path: string, match: boolean])[] = [
   ['GET', '/m/get', true],
   ['HEAD', '/m/get', true],
@@ -452,7 +452,7 @@ for (const [method, path, match] of WS_ROWS) {
   add('websocket', `${method} ${path}`, WEBSOCKET_POLICY, req(method, path, 'ws.example.com'), match ? RULE_OK : NO_RULE);
 }
 
-// §3.8 query matchers on allow rules: key absent -> no match; every repeated value must match; decoded.
+// docs/policy.md#query-matching: query matchers on allow rules: key absent -> no match; every repeated value must match; decoded.
 const QUERY_ALLOW_ROWS: readonly (readonly [target: string, match: boolean])[] = [
   ['/search?q=foobar', true],
   ['/search', false],
@@ -485,7 +485,7 @@ for (const [target, match] of QUERY_ALLOW_ROWS) {
   add('query allow', `GET ${target}`, QUERY_ALLOW_POLICY, req('GET', target), match ? RULE_OK : NO_RULE);
 }
 
-// §3.8 query matchers on deny rules: key absent -> the deny does not apply; one matching value triggers.
+// docs/policy.md#query-matching: query matchers on deny rules: key absent -> the deny does not apply; one matching value triggers.
 const QUERY_DENY_ROWS: readonly (readonly [method: string, target: string, denied: boolean])[] = [
   ['GET', '/export?format=csv', true],
   ['GET', '/export', false],
@@ -510,7 +510,7 @@ for (const [method, target, denied] of QUERY_DENY_ROWS) {
   add('query deny', `${method} ${target}`, QUERY_DENY_POLICY, req(method, target), denied ? DENY_RULE : RULE_OK);
 }
 
-// §1.5 presets: read-only = GET/HEAD/OPTIONS; read-write adds POST/PUT/PATCH (no DELETE); full = anything.
+// docs/policy.md#access-presets-and-rules: presets: read-only = GET/HEAD/OPTIONS; read-write adds POST/PUT/PATCH (no DELETE); full = anything.
 const PRESET_ROWS: readonly (readonly [host: string, method: string, allowed: boolean])[] = [
   ['ro.example.com', 'GET', true],
   ['ro.example.com', 'HEAD', true],
@@ -540,7 +540,7 @@ for (const [host, method, allowed] of PRESET_ROWS) {
   add('preset', `${method} on ${host}`, PRESETS_POLICY, req(method, '/any/path', host), allowed ? PRESET_OK : NO_RULE);
 }
 
-// §3.9 deny precedence: a matching deny wins over presets and allow rules; a GET deny also blocks HEAD.
+// docs/policy.md#deny-precedence-and-enforcement: deny precedence: a matching deny wins over presets and allow rules; a GET deny also blocks HEAD.
 add('precedence', 'DELETE under a full preset with a DELETE deny', PRECEDENCE_POLICY, req('DELETE', '/x'), DENY_RULE);
 add('precedence', 'GET /admin/users under a full preset', PRECEDENCE_POLICY, req('GET', '/admin/users'), DENY_RULE);
 add('precedence', 'GET /admin itself (the deny is /admin/**)', PRECEDENCE_POLICY, req('GET', '/admin'), PRESET_OK);
@@ -550,7 +550,7 @@ add('precedence', 'HEAD inside the denied subtree', PRECEDENCE_POLICY, req('HEAD
 add('precedence', 'POST inside the GET-only denied subtree', PRECEDENCE_POLICY, req('POST', '/repos/private/x', 'repos.example.com'), RULE_OK);
 add('precedence', 'GET outside the denied subtree', PRECEDENCE_POLICY, req('GET', '/repos/public/x', 'repos.example.com'), RULE_OK);
 
-// §3.9 enforcement: audit by default for L7; L4 misses and binary misses are never audited.
+// docs/policy.md#deny-precedence-and-enforcement: enforcement: audit by default for L7; L4 misses and binary misses are never audited.
 add('audit', 'allowed request on a default-audit endpoint', AUDIT_POLICY, req('GET', '/ok', 'default.example.com'), RULE_OK);
 add('audit', 'unlisted request on a default-audit endpoint', AUDIT_POLICY, req('POST', '/ok', 'default.example.com'), AUDIT_NO_RULE);
 add('audit', 'deny-rule request on a default-audit endpoint', AUDIT_POLICY, req('GET', '/bad/x', 'default.example.com'), AUDIT_DENY_RULE);
@@ -566,7 +566,7 @@ add('audit', 'request from the listed binary on an audit endpoint', AUDIT_POLICY
   binaryIdentity: 'matched',
 });
 
-// §1.4: graphql / mcp / json-rpc load but fail closed per request until inspection exists.
+// docs/policy.md#endpoint-fields (protocol): graphql / mcp / json-rpc load but fail closed per request until inspection exists.
 add('unsupported l7', 'POST /graphql selects the graphql endpoint', UNSUPPORTED_POLICY, req('POST', '/graphql'), { ...UNSUPPORTED, endpointIndex: 1 });
 add('unsupported l7', 'GET /graphql selects the graphql endpoint', UNSUPPORTED_POLICY, req('GET', '/graphql'), UNSUPPORTED);
 add('unsupported l7', 'GET /repos falls to the REST endpoint', UNSUPPORTED_POLICY, req('GET', '/repos'), { ...PRESET_OK, endpointIndex: 0 });
@@ -612,7 +612,7 @@ add('binary', 'the other entry for the other binary', BINARY_SPLIT_POLICY, conn(
 add('binary', 'no identity: smallest key among endpoint matches', BINARY_SPLIT_POLICY, conn('api.example.com'), { ...ALLOW_L4, policy: 'a_tools' });
 add('binary', 'a binary neither entry lists', BINARY_SPLIT_POLICY, conn('api.example.com', 443, '/usr/bin/wget'), BINARY_MISS);
 
-// §3.6 endpoint path selector: most specific wins; `/v1/admin/**` also selects `/v1/admin`; `*` crosses `/`.
+// docs/policy.md#endpoint-path-selector: endpoint path selector: most specific wins; `/v1/admin/**` also selects `/v1/admin`; `*` crosses `/`.
 const SELECTOR_ROWS: readonly (readonly [method: string, path: string, expect: Expect])[] = [
   ['DELETE', '/v1/admin/users', { ...NO_RULE, endpointIndex: 1 }],
   ['GET', '/v1/admin/users', { ...PRESET_OK, endpointIndex: 1 }],

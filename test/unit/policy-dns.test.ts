@@ -232,7 +232,7 @@ describe('policy DNS upstream outcomes', () => {
 });
 
 describe('policy DNS mappings and events', () => {
-  it('publishes CONFIG:PUBLISHED with the correlation fields of reference §8.5', async () => {
+  it('publishes CONFIG:PUBLISHED with the correlation fields of docs/dns.md#correlation-fields', async () => {
     const s = setup({ endpoints: [{ host: 'api.example.test', ports: [443, 8443] }] });
     const reply = await s.ask('api.example.test');
     const [event] = s.published();

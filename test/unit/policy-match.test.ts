@@ -1,4 +1,4 @@
-// Pinned matcher tables from the OpenShell reference (§3.2, §3.3, §3.5-§3.8), binary globs, host overlap
+// Pinned matcher tables (docs/policy.md: Host patterns, Host matching, Path globs through Query matching), binary globs, host overlap
 // (used by V13), and every branch of decide().
 
 import assert from 'node:assert/strict';
@@ -19,7 +19,7 @@ function host(pattern: string): HostMatcher {
   return compileHostPattern(result.host, result.kind);
 }
 
-describe('host wildcard grammar (reference 3.2)', () => {
+describe('host wildcard grammar (docs/policy.md#host-patterns)', () => {
   const accepted: [string, string, string][] = [
     ['api.example.com', 'api.example.com', 'exact'],
     ['10.1.2.3', '10.1.2.3', 'ip'],
@@ -91,7 +91,7 @@ describe('host wildcard grammar (reference 3.2)', () => {
   });
 });
 
-describe('host runtime matching (reference 3.3, pinned)', () => {
+describe('host runtime matching (docs/policy.md#host-matching, pinned)', () => {
   const table: [string, string, boolean][] = [
     ['*.example.com', 'a.example.com', true],
     ['*.example.com', 'a.b.example.com', false],
@@ -124,7 +124,7 @@ describe('host runtime matching (reference 3.3, pinned)', () => {
   });
 });
 
-describe('policy hosts and request hosts normalise alike (reference 3.1, HA-15)', () => {
+describe('policy hosts and request hosts normalise alike (docs/policy.md#host-patterns, HA-15)', () => {
   // Each spelling is run through both sides: the policy host must be exactly what normaliseHost() makes of the
   // same text, or refused when the request side refuses it. Lower-casing before IDNA broke this for 46 code
   // points (U+1E9E, Georgian capitals, U+04C0): ẞ lower-cases to ß (A-label xn--zca) but UTS 46 maps it to ss.
@@ -222,7 +222,7 @@ describe('host pattern overlap (V13)', () => {
   });
 });
 
-describe('rule path globs (reference 3.5, pinned)', () => {
+describe('rule path globs (docs/policy.md#path-globs, pinned)', () => {
   const table: [string, string, boolean][] = [
     ['/repos/*', '/repos/a', true],
     ['/repos/*', '/repos/a/b', false],
@@ -267,7 +267,7 @@ describe('rule path globs (reference 3.5, pinned)', () => {
   });
 });
 
-describe('endpoint path selector (reference 3.6)', () => {
+describe('endpoint path selector (docs/policy.md#endpoint-path-selector)', () => {
   const table: [string | undefined, string, boolean][] = [
     [undefined, '/anything', true],
     ['', '/anything', true],
@@ -295,7 +295,7 @@ describe('endpoint path selector (reference 3.6)', () => {
   });
 });
 
-describe('methods (reference 3.7, pinned)', () => {
+describe('methods (docs/policy.md#method-matching, pinned)', () => {
   const table: [string, string, boolean][] = [
     ['GET', 'GET', true],
     ['GET', 'HEAD', true],
@@ -316,7 +316,7 @@ describe('methods (reference 3.7, pinned)', () => {
   }
 });
 
-describe('query matchers (reference 3.8, pinned)', () => {
+describe('query matchers (docs/policy.md#query-matching, pinned)', () => {
   it('parses repeated keys in order and decodes %XX only', () => {
     const params = parseQuery('tag=a&tag=b%2Bc&q=x+y&flag&=v&&k%20ey=%E2%9C%93');
     assert.deepEqual(params.get('tag'), ['a', 'b+c']);

@@ -1,4 +1,4 @@
-// Validation plans and per-answer filtering (reference §5.1, §5.3): peer-tests NM-04..NM-16, HA-19 and the
+// Validation plans and per-answer filtering (docs/destinations.md#validation-plans, docs/destinations.md#resolution-and-rebinding): peer-tests NM-04..NM-16, HA-19 and the
 // --unsafe-allow-loopback-upstream relaxation. Pure: no resolver, no sockets.
 
 import assert from 'node:assert/strict';
