@@ -1,47 +1,32 @@
-// The reference supervisor's composition root: policies folder + credentials file -> per-sandbox
-// configuration, the mTLS control listener, the tables, pushes, attach deadlines, relays, the operator-only
-// admin listener and the credential-free metrics listener. Never imports boundary.ts, proxy/ or dns/;
-// control/client.ts never imports this.
+// The reference supervisor's composition root: builds the tables, pushes, attach deadlines, control handlers,
+// relays, the mTLS control listener, the operator-only admin listener and the credential-free metrics listener,
+// and starts and closes them in order. Never imports boundary.ts, proxy/ or dns/; control/client.ts never imports this.
 
-import { randomUUID } from 'node:crypto';
-import type { ServerHttp2Session, ServerHttp2Stream } from 'node:http2';
-import type { Duplex } from 'node:stream';
 import { collectDefaultMetrics, Registry } from 'prom-client';
-import {
-  type AttachMessage,
-  type ControlSettings,
-  DEFAULT_SETTINGS,
-  encodeMessage,
-  type PushMessage,
-  type RefusedMessage,
-  type WireProvider,
-} from '../control/messages.js';
+import { type ControlSettings, DEFAULT_SETTINGS } from '../control/messages.js';
 import { isLoopbackHost } from '../control/relay.js';
 import { createFileCredentialSource, type FileCredentialSource } from '../credentials/file-source.js';
-import type { CredentialSet } from '../credentials/set.js';
-import { canonicalJson, sha256Hex } from '../policy/canonical.js';
 import { parsePolicy as defaultParsePolicy } from '../policy/parse.js';
 import type { Policy } from '../policy/types.js';
 import { type AdminServer, createAdminServer } from '../telemetry/admin.js';
 import type { Logger } from '../telemetry/logger.js';
 import { createAdminAuth } from './admin-auth.js';
-import { createSupervisorAdmin, type RelayRequest, type SupervisorAdmin, type SupervisorReadiness } from './admin.js';
+import { createSupervisorAdmin, type SupervisorAdmin, type SupervisorReadiness } from './admin.js';
+import type { LiveSession, SupervisorContext } from './context.js';
+import { createAttachDeadlines } from './deadlines.js';
+import { createControlHandlers } from './handlers.js';
 import { createPolicyLibrary } from './library.js';
-import { createRelayBroker, relayErrorReply } from './relays.js';
+import { refreshAll } from './push.js';
+import { createRelayOpener } from './relay-routing.js';
+import { createRelayBroker } from './relays.js';
+import { createSandboxConfigs } from './sandbox-config.js';
 import { type ServingTlsSource, createServingTlsSource } from './serving-tls.js';
-import { type ControlHandlers, createControlServer, type Peer, type ServingPems } from './server.js';
-import {
-  createTables,
-  type InstanceRecord,
-  type InstanceRow,
-  type SandboxConfig,
-  type SupersededSession,
-  type WithdrawnRecord,
-} from './tables.js';
+import { createControlServer, type ServingPems } from './server.js';
+import { createTables, type InstanceRow, type WithdrawnRecord } from './tables.js';
+
+// Enforced in push.ts; still exported here, where it has always been importable from.
 
 export const ATTACH_DEADLINE_MS = 300_000;
-/** A boundary that does not read its watch stream is cut off before its backlog grows past this. */
-export const MAX_WATCH_BACKLOG_BYTES = 8_388_608;
 
 export interface SupervisorConfig {
   readonly listen: { readonly host: string; readonly port: number };
@@ -86,17 +71,6 @@ export interface SupervisorEvent {
   readonly detail?: string;
 }
 
-interface LiveSession {
-  readonly sessionId: string;
-  readonly session: ServerHttp2Session;
-  readonly sandboxId: string;
-  readonly instanceId: string;
-  /** The boundary process behind the session (attach's bootId) and where it connected from, for conflict logs. */
-  readonly bootId: string;
-  readonly remote: string;
-  watch: ServerHttp2Stream | undefined;
-}
-
 export interface Supervisor {
   start(): Promise<void>;
   close(): Promise<void>;
@@ -120,7 +94,6 @@ export function createSupervisor(config: SupervisorConfig, deps: SupervisorDeps)
   const settings = config.settings ?? DEFAULT_SETTINGS;
   const tables = createTables({ now });
   const live = new Map<string, LiveSession>();
-  const deadlines = new Map<string, NodeJS.Timeout>();
   const listeners = new Set<(event: SupervisorEvent) => void>();
   const broker = createRelayBroker({ logger });
   const registry = deps.registry ?? new Registry();
@@ -132,13 +105,10 @@ export function createSupervisor(config: SupervisorConfig, deps: SupervisorDeps)
       ? undefined
       : createAdminAuth({ tokenFile: config.adminTokenFile, certificates: config.adminTls === true, trustDomain: config.trustDomain, logger });
   let credentials: FileCredentialSource | undefined;
-  let wire: { revision: number; providers: readonly WireProvider[]; hash: string } | undefined;
   let admin: SupervisorAdmin | undefined;
   let metrics: AdminServer | undefined;
   let started = false;
   let closing = false;
-
-  const key = (sandboxId: string, instanceId: string): string => `${sandboxId}/${instanceId}`;
 
   function emit(event: SupervisorEvent): void {
     for (const listener of listeners) {
@@ -150,251 +120,17 @@ export function createSupervisor(config: SupervisorConfig, deps: SupervisorDeps)
     }
   }
 
-  function wireCredentials(): { providers: readonly WireProvider[]; hash: string } {
-    const set: CredentialSet | undefined = credentials?.current();
-    const revision = set?.revision ?? 0;
-    if (wire?.revision === revision) return wire;
-    // The one place values leave their Secret: serialised for the mTLS channel to the boundary.
-    const providers: WireProvider[] = [...(set?.providers.values() ?? [])].map((provider) => ({
-      name: provider.name,
-      env: Object.fromEntries([...provider.keys].map(([name, secret]) => [name, secret.reveal()])),
-      endpoints: provider.endpoints.map((e) => (e.path === undefined ? { host: e.host, port: e.port } : { host: e.host, port: e.port, path: e.path })),
-    }));
-    wire = { revision, providers, hash: sha256Hex(canonicalJson(providers)) };
-    return wire;
-  }
-
-  function configFor(sandboxId: string): { ok: true; config: SandboxConfig } | { ok: false; refusal: RefusedMessage } {
-    const found = library.lookup(sandboxId);
-    if (!found.ok) return { ok: false, refusal: { kind: 'refused', code: found.code, message: found.message, retryable: true } };
-    const creds = wireCredentials();
-    return {
-      ok: true,
-      config: { policyText: found.policy.text, policyHash: found.policy.hash, providers: creds.providers, credentialsHash: creds.hash, settings },
-    };
-  }
-
-  function push(session: LiveSession, message: PushMessage): boolean {
-    const watch = session.watch;
-    if (watch === undefined || watch.destroyed || watch.closed) return false;
-    if (watch.writableLength > MAX_WATCH_BACKLOG_BYTES) {
-      logger.warn({ sandboxId: session.sandboxId, instanceId: session.instanceId }, 'boundary is not reading its watch stream; session closed');
-      session.session.destroy();
-      return false;
-    }
-    try {
-      watch.write(encodeMessage(message));
-      return true;
-    } catch (err) {
-      logger.warn({ err, sandboxId: session.sandboxId }, 'push failed');
-      return false;
-    }
-  }
-
-  function pushConfig(session: LiveSession, instance: InstanceRecord, parts: { policy: boolean; credentials: boolean; settings: boolean }): void {
-    const record = tables.sandbox(session.sandboxId);
-    if (record === undefined) return;
-    const { generation, config: c } = record;
-    let sent = true;
-    if (parts.credentials) sent &&= push(session, { kind: 'credentials', generation, credentialsHash: c.credentialsHash, credentials: c.providers });
-    if (parts.settings) sent &&= push(session, { kind: 'settings', generation, settings: c.settings });
-    if (parts.policy) sent &&= push(session, { kind: 'policy', generation, policyHash: c.policyHash, policy: c.policyText });
-    if (sent) {
-      instance.sentGeneration = generation;
-      emit({ type: 'pushed', sandboxId: session.sandboxId, instanceId: session.instanceId, generation });
-    }
-  }
-
-  function refreshAll(): void {
-    for (const sandboxId of tables.sandboxIds()) {
-      const found = configFor(sandboxId);
-      if (!found.ok) {
-        logger.warn({ sandboxId, reason: found.refusal.message }, 'sandbox has no valid policy now; attached boundaries keep their last one');
-        continue;
-      }
-      const change = tables.update(sandboxId, found.config);
-      if (change === undefined) continue;
-      logger.info({ sandboxId, generation: change.generation, policyHash: found.config.policyHash }, 'sandbox configuration changed; pushing');
-      for (const session of live.values()) {
-        if (session.sandboxId !== sandboxId) continue;
-        const instance = tables.bySession(session.sessionId);
-        if (instance !== undefined) pushConfig(session, instance, change);
-      }
-    }
-  }
-
-  function armDeadline(sandboxId: string, instanceId: string): void {
-    const k = key(sandboxId, instanceId);
-    clearTimeout(deadlines.get(k));
-    const timer = setTimeout(() => {
-      deadlines.delete(k);
-      withdraw(sandboxId, instanceId, `did not attach within the attach deadline (${Math.round(attachDeadlineMs / 1000)} s)`);
-    }, attachDeadlineMs);
-    timer.unref();
-    deadlines.set(k, timer);
-  }
-
-  function withdraw(sandboxId: string, instanceId: string, reason: string): void {
-    const instance = tables.instance(sandboxId, instanceId);
-    if (instance === undefined) return;
-    const sessionId = instance.sessionId;
-    const session = sessionId === undefined ? undefined : live.get(sessionId);
-    if (session !== undefined) {
-      push(session, { kind: 'withdraw', code: 'withdrawn', reason });
-      live.delete(session.sessionId);
-      session.watch?.end();
-      session.session.close();
-    }
-    clearTimeout(deadlines.get(key(sandboxId, instanceId)));
-    deadlines.delete(key(sandboxId, instanceId));
-    const relays = broker.closeInstance(sandboxId, instanceId);
-    tables.withdraw(sandboxId, instanceId, reason);
-    logger.warn({ sandboxId, instanceId, reason, relaysClosed: relays }, 'instance withdrawn');
-    emit({ type: 'withdrawn', sandboxId, instanceId, detail: reason });
-  }
-
-  /**
-   * Idempotent attach: the newest session wins and the old one is told why and closed. When the old one is
-   * another process (other boot id) whose session is still open and had acked, two live boundaries share one
-   * identity: they would supersede each other forever, so the old one is told `superseded` and stops competing.
-   * A restarted process also brings a new boot id, but its old session is closed (or never acked) by then.
-   */
-  function replaceSession(previous: LiveSession, superseded: SupersededSession, message: AttachMessage, peer: Peer, h2session: ServerHttp2Session): void {
-    const { sandboxId, instanceId, bootId } = message;
-    const alive = previous.session !== h2session && !previous.session.closed && !previous.session.destroyed;
-    if (superseded.bootId !== bootId && superseded.acked && alive) {
-      logger.warn(
-        { sandboxId, instanceId, bootId, remote: peer.remote, supersededBootId: superseded.bootId, supersededRemote: previous.remote },
-        'two live boundary processes attached as one instance: the newer wins, the older is told it is superseded and stops re-attaching; give each a unique --instance-id or stop the duplicate',
-      );
-      push(previous, {
-        kind: 'withdraw',
-        code: 'superseded',
-        bootId,
-        reason: `another boundary process (boot ${bootId}, from ${peer.remote}) attached as sandbox ${sandboxId} instance ${instanceId}`,
-      });
-      emit({ type: 'superseded', sandboxId, instanceId, detail: `boot ${superseded.bootId} superseded by boot ${bootId}` });
-    } else {
-      push(previous, { kind: 'withdraw', code: 'replaced', reason: 'superseded by a newer session of the same instance' });
-    }
-    live.delete(previous.sessionId);
-    previous.watch?.end();
-    if (previous.session !== h2session) previous.session.close();
-  }
-
-  function sessionFor(peer: Peer, sessionId: string): LiveSession | undefined {
-    const session = live.get(sessionId);
-    return session !== undefined && session.sandboxId === peer.sandboxId ? session : undefined;
-  }
-
-  const unknownSession = (sessionId: string): RefusedMessage => ({
-    kind: 'refused',
-    code: 'unknown-session',
-    message: `session ${sessionId.slice(0, 64) || '(none)'} is not attached; attach again`,
-    retryable: true,
-  });
-
-  const handlers: ControlHandlers = {
-    attach(peer, h2session, message) {
-      const refused = (refusal: RefusedMessage): RefusedMessage => {
-        logger.warn({ sandboxId: message.sandboxId, instanceId: message.instanceId, code: refusal.code, remote: peer.remote }, `attach refused: ${refusal.message}`);
-        emit({ type: 'refused', sandboxId: message.sandboxId, instanceId: message.instanceId, detail: refusal.code });
-        return refusal;
-      };
-      if (closing) return refused({ kind: 'refused', code: 'shutting-down', message: 'supervisor is shutting down', retryable: true });
-      if (message.sandboxId !== peer.sandboxId) {
-        return refused({
-          kind: 'refused',
-          code: 'identity-mismatch',
-          message: `attach names sandbox ${message.sandboxId} but the certificate names ${peer.sandboxId}`,
-          retryable: false,
-        });
-      }
-      const found = configFor(message.sandboxId);
-      if (!found.ok) return refused(found.refusal);
-      const sessionId = randomUUID();
-      const result = tables.admit(message, found.config, sessionId);
-      if (!result.ok) return refused({ kind: 'refused', code: result.code, message: result.message, retryable: true });
-      clearTimeout(deadlines.get(key(message.sandboxId, message.instanceId)));
-      deadlines.delete(key(message.sandboxId, message.instanceId));
-      const previous = result.superseded === undefined ? undefined : live.get(result.superseded.sessionId);
-      if (previous !== undefined && result.superseded !== undefined) replaceSession(previous, result.superseded, message, peer, h2session);
-      live.set(sessionId, {
-        sessionId,
-        session: h2session,
-        sandboxId: message.sandboxId,
-        instanceId: message.instanceId,
-        bootId: message.bootId,
-        remote: peer.remote,
-        watch: undefined,
-      });
-      logger.info(
-        { sandboxId: message.sandboxId, instanceId: message.instanceId, generation: result.admitted.generation, resent: result.admitted.policy !== undefined },
-        'boundary attached',
-      );
-      emit({
-        type: 'attached',
-        sandboxId: message.sandboxId,
-        instanceId: message.instanceId,
-        generation: result.admitted.generation,
-        detail: result.admitted.policy === undefined ? 'held-policy-current' : 'policy-sent',
-      });
-      return result.admitted;
-    },
-    watch(peer, h2session, sessionId, stream) {
-      const session = sessionFor(peer, sessionId);
-      if (session === undefined || session.session !== h2session) return unknownSession(sessionId);
-      session.watch?.end();
-      session.watch = stream;
-      stream.respond({ ':status': 200, 'content-type': 'application/x-ndjson' });
-      stream.on('close', () => {
-        if (session.watch === stream) session.watch = undefined;
-      });
-      // A push that happened between admission and this watch is caught up now.
-      const instance = tables.bySession(sessionId);
-      const record = tables.sandbox(session.sandboxId);
-      if (instance !== undefined && record !== undefined && instance.sentGeneration < record.generation) {
-        pushConfig(session, instance, { policy: true, credentials: true, settings: true });
-      }
-      return undefined;
-    },
-    status(peer, sessionId, message) {
-      const session = sessionFor(peer, sessionId);
-      if (session === undefined) return unknownSession(sessionId);
-      tables.status(sessionId, message);
-      emit({ type: 'status', sandboxId: session.sandboxId, instanceId: session.instanceId, generation: message.generation, detail: message.state });
-      return undefined;
-    },
-    events(peer, sessionId, message) {
-      const session = sessionFor(peer, sessionId);
-      if (session === undefined) return unknownSession(sessionId);
-      tables.events(sessionId, message.events.length, message.dropped);
-      logger.debug({ sandboxId: session.sandboxId, count: message.events.length, dropped: message.dropped }, 'events received');
-      emit({ type: 'events', sandboxId: session.sandboxId, instanceId: session.instanceId, detail: `${message.events.length} events, ${message.dropped} dropped` });
-      return undefined;
-    },
-    relay(peer, sessionId, relayId, stream, headers) {
-      broker.accept(peer.sandboxId ?? '', sessionId, relayId, stream, headers);
-    },
-    sessionClosed(h2session) {
-      for (const session of [...live.values()]) {
-        if (session.session !== h2session) continue;
-        live.delete(session.sessionId);
-        const instance = tables.detach(session.sessionId);
-        if (instance === undefined || closing) continue;
-        armDeadline(session.sandboxId, session.instanceId);
-        logger.info({ sandboxId: session.sandboxId, instanceId: session.instanceId }, 'boundary detached');
-        emit({ type: 'detached', sandboxId: session.sandboxId, instanceId: session.instanceId });
-      }
-    },
-  };
-
   const library = createPolicyLibrary({
     dir: config.policiesDir,
     parsePolicy,
-    onChange: () => refreshAll(),
+    onChange: () => refreshAll(ctx),
     onError: (file, message) => logger.warn({ file }, `policy file rejected; the last valid version stays: ${message}`),
   });
+  const { configFor } = createSandboxConfigs({ library, credentials: () => credentials, settings });
+  const ctx: SupervisorContext = { logger, tables, live, broker, emit, configFor, closing: () => closing };
+  const deadlines = createAttachDeadlines(ctx, { attachDeadlineMs });
+  const handlers = createControlHandlers(ctx, deadlines);
+
   let servingTls: ServingPems | undefined = 'dir' in config.tls ? undefined : config.tls;
   const tlsSource: ServingTlsSource | undefined =
     'dir' in config.tls
@@ -429,23 +165,6 @@ export function createSupervisor(config: SupervisorConfig, deps: SupervisorDeps)
     logger,
   });
 
-  function openRelay(request: RelayRequest, client: Duplex, head: Buffer): undefined {
-    const { sandboxId, instanceId: wanted, target, style } = request;
-    const fail = (status: number, error: string, message: string): undefined => {
-      client.end(relayErrorReply(style, status, error, message));
-    };
-    // Map order is attach order, so the last match is the most recently attached instance.
-    const candidates = [...live.values()].filter((s) => s.sandboxId === sandboxId && s.watch !== undefined && (wanted === undefined || s.instanceId === wanted));
-    const session = candidates.at(-1);
-    if (session === undefined) return fail(404, 'not-attached', `no attached instance of sandbox ${sandboxId}${wanted === undefined ? '' : ` named ${wanted}`}`);
-    const opened = broker.open({ sandboxId, instanceId: session.instanceId, sessionId: session.sessionId, target, style, client, head });
-    if (!opened.ok) return fail(opened.status, 'relay-unavailable', opened.message);
-    if (!push(session, opened.push)) {
-      broker.closeInstance(sandboxId, session.instanceId);
-      fail(502, 'push-failed', 'could not reach the boundary');
-    }
-  }
-
   const api: Supervisor = {
     async start() {
       // Before anything else: without its serving material the supervisor has nothing to listen with.
@@ -457,7 +176,7 @@ export function createSupervisor(config: SupervisorConfig, deps: SupervisorDeps)
           path: config.credentialsFile,
           env: deps.env ?? {},
           watch: true,
-          onChange: () => refreshAll(),
+          onChange: () => refreshAll(ctx),
           onError: (err) => logger.warn({ code: err.code }, `credentials reload failed; the last good set stays: ${err.message}`),
         });
       }
@@ -477,7 +196,7 @@ export function createSupervisor(config: SupervisorConfig, deps: SupervisorDeps)
               api.expect(sandboxId, instanceId)
                 ? { status: 202, body: { expected: true, deadlineMs: attachDeadlineMs } }
                 : { status: 404, body: { error: 'unknown-sandbox', message: `no policy for sandbox ${sandboxId}` } },
-            relay: openRelay,
+            relay: createRelayOpener(ctx),
           },
         });
         await admin.start();
@@ -496,7 +215,6 @@ export function createSupervisor(config: SupervisorConfig, deps: SupervisorDeps)
       if (closing) return;
       closing = true;
       metrics?.markClosing();
-      for (const timer of deadlines.values()) clearTimeout(timer);
       deadlines.clear();
       tlsSource?.close();
       await library.close();
@@ -517,7 +235,7 @@ export function createSupervisor(config: SupervisorConfig, deps: SupervisorDeps)
       const found = configFor(sandboxId);
       if (!found.ok) return false;
       const instance = tables.expect(sandboxId, instanceId, found.config);
-      if (!instance.attached) armDeadline(sandboxId, instanceId);
+      if (!instance.attached) deadlines.arm(sandboxId, instanceId);
       return true;
     },
     async reload() {

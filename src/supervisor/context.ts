@@ -1,0 +1,34 @@
+// The state the supervisor's parts share, passed as one SupervisorContext that createSupervisor builds: the live
+// sessions, the tables, the relay broker, the event stream and the per-sandbox configuration. Types only.
+
+import type { ServerHttp2Session, ServerHttp2Stream } from 'node:http2';
+import type { RefusedMessage } from '../control/messages.js';
+import type { Logger } from '../telemetry/logger.js';
+import type { RelayBroker } from './relays.js';
+import type { SupervisorEvent } from './supervisor.js';
+import type { SandboxConfig, Tables } from './tables.js';
+
+export interface LiveSession {
+  readonly sessionId: string;
+  readonly session: ServerHttp2Session;
+  readonly sandboxId: string;
+  readonly instanceId: string;
+  /** The boundary process behind the session (attach's bootId) and where it connected from, for conflict logs. */
+  readonly bootId: string;
+  readonly remote: string;
+  watch: ServerHttp2Stream | undefined;
+}
+
+export type ConfigLookup = { ok: true; config: SandboxConfig } | { ok: false; refusal: RefusedMessage };
+
+export interface SupervisorContext {
+  readonly logger: Logger;
+  readonly tables: Tables;
+  /** Live sessions by session id; Map order is attach order. */
+  readonly live: Map<string, LiveSession>;
+  readonly broker: RelayBroker;
+  emit(event: SupervisorEvent): void;
+  configFor(sandboxId: string): ConfigLookup;
+  /** True from the moment close() begins. */
+  closing(): boolean;
+}

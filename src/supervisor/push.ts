@@ -1,0 +1,65 @@
+// The push fan-out: control messages written onto a session's watch stream (a boundary that stops reading is cut
+// off), and changed sandbox configuration pushed to every attached instance. Never admits or withdraws.
+
+import { encodeMessage, type PushMessage } from '../control/messages.js';
+import type { LiveSession, SupervisorContext } from './context.js';
+import type { InstanceRecord } from './tables.js';
+
+/** A boundary that does not read its watch stream is cut off before its backlog grows past this. */
+export const MAX_WATCH_BACKLOG_BYTES = 8_388_608;
+
+export function pushMessage(ctx: SupervisorContext, session: LiveSession, message: PushMessage): boolean {
+  const watch = session.watch;
+  if (watch === undefined || watch.destroyed || watch.closed) return false;
+  if (watch.writableLength > MAX_WATCH_BACKLOG_BYTES) {
+    ctx.logger.warn({ sandboxId: session.sandboxId, instanceId: session.instanceId }, 'boundary is not reading its watch stream; session closed');
+    session.session.destroy();
+    return false;
+  }
+  try {
+    watch.write(encodeMessage(message));
+    return true;
+  } catch (err) {
+    ctx.logger.warn({ err, sandboxId: session.sandboxId }, 'push failed');
+    return false;
+  }
+}
+
+export function pushConfig(
+  ctx: SupervisorContext,
+  session: LiveSession,
+  instance: InstanceRecord,
+  parts: { policy: boolean; credentials: boolean; settings: boolean },
+): void {
+  const record = ctx.tables.sandbox(session.sandboxId);
+  if (record === undefined) return;
+  const { generation, config: c } = record;
+  let sent = true;
+  if (parts.credentials) sent &&= pushMessage(ctx, session, { kind: 'credentials', generation, credentialsHash: c.credentialsHash, credentials: c.providers });
+  if (parts.settings) sent &&= pushMessage(ctx, session, { kind: 'settings', generation, settings: c.settings });
+  if (parts.policy) sent &&= pushMessage(ctx, session, { kind: 'policy', generation, policyHash: c.policyHash, policy: c.policyText });
+  if (sent) {
+    instance.sentGeneration = generation;
+    ctx.emit({ type: 'pushed', sandboxId: session.sandboxId, instanceId: session.instanceId, generation });
+  }
+}
+
+/** Re-derives every known sandbox's configuration and pushes what changed to its attached instances. */
+export function refreshAll(ctx: SupervisorContext): void {
+  const { tables, logger } = ctx;
+  for (const sandboxId of tables.sandboxIds()) {
+    const found = ctx.configFor(sandboxId);
+    if (!found.ok) {
+      logger.warn({ sandboxId, reason: found.refusal.message }, 'sandbox has no valid policy now; attached boundaries keep their last one');
+      continue;
+    }
+    const change = tables.update(sandboxId, found.config);
+    if (change === undefined) continue;
+    logger.info({ sandboxId, generation: change.generation, policyHash: found.config.policyHash }, 'sandbox configuration changed; pushing');
+    for (const session of ctx.live.values()) {
+      if (session.sandboxId !== sandboxId) continue;
+      const instance = tables.bySession(session.sessionId);
+      if (instance !== undefined) pushConfig(ctx, session, instance, change);
+    }
+  }
+}
