@@ -1,10 +1,8 @@
-// The boundary's side of the control channel: one mTLS HTTP/2 session to the supervisor, attach, watch
-// for pushes, acknowledge, forward events, serve relays; reconnect with backoff until closed or superseded
-// by another process, and name every failure. Never decides policy (apply.ts hands policies to the store)
-// and never imports supervisor/.
+// The boundary's side of the control channel: the reconnect loop around session.ts's one mTLS HTTP/2
+// session, with backoff until closed or superseded by another process; the published ControlState; and a
+// named event for every failure. Never decides policy (apply.ts does) and never imports supervisor/.
 
 import { randomUUID } from 'node:crypto';
-import { type ClientHttp2Session, connect as http2Connect, constants } from 'node:http2';
 import type { Socket } from 'node:net';
 import { BoundaryError, type Issue } from '../errors.js';
 import { parsePolicy } from '../policy/parse.js';
@@ -12,7 +10,7 @@ import { emptyPolicy } from '../policy/store.js';
 import type { Policy } from '../policy/types.js';
 import type { AuditSink } from '../telemetry/event.js';
 import type { Logger } from '../telemetry/logger.js';
-import { type ApplyOutcome, type ApplyState, type CredentialTarget, createControlApplier, type PolicyTarget } from './apply.js';
+import { type ApplyState, type CredentialTarget, createControlApplier, type PolicyTarget } from './apply.js';
 import { type BackoffOptions, createBackoff, type ReconnectReason } from './backoff.js';
 import {
   type ControlLookup,
@@ -21,31 +19,13 @@ import {
   type ControlTlsProvider,
   classifyError,
   describeError,
-  dialSupervisor,
   fixedControlTls,
 } from './dial.js';
 import { createEventBuffer, MAX_BUFFERED_EVENTS } from './events.js';
 import { attachFailedEvent, sessionEndedEvent } from './failure-events.js';
-import {
-  type AttachMessage,
-  type ControlErrorKind,
-  decodeMessage,
-  encodeMessage,
-  MAX_CONTROL_MESSAGE_BYTES,
-  PUSH_KINDS,
-  type PushMessage,
-  type RelayTarget,
-  type StatusMessage,
-} from './messages.js';
-import { isHttp2ProtocolError, request, responseStatus } from './h2.js';
-import { decodeMessages, readBody } from './ndjson.js';
+import type { ControlErrorKind, RelayTarget } from './messages.js';
 import { supersededMessage } from './readiness.js';
-import { openRelay, SESSION_HEADER } from './relay.js';
-
-export const REQUEST_TIMEOUT_MS = 15_000;
-export const HEARTBEAT_INTERVAL_MS = 15_000;
-export const PING_TIMEOUT_MS = 10_000;
-export const EVENTS_FLUSH_INTERVAL_MS = 2_000;
+import { createSessionRunner, type SessionShared } from './session.js';
 
 /** `superseded`: another boundary process took this (sandbox, instance); the loop has stopped for good. */
 export const CONTROL_PHASES = ['idle', 'connecting', 'attached', 'waiting', 'superseded', 'closed'] as const;
@@ -132,23 +112,10 @@ export interface ControlClient {
   state(): ControlState;
 }
 
-/** What runSession reports to the loop: admission (a session exists) and attachment (its first policy acknowledged). */
-interface SessionHooks {
-  onAdmitted(): void;
-  onAttached(): void;
-}
-
-interface LiveSession {
-  readonly session: ClientHttp2Session;
-  finish(failure: ControlFailure | undefined, note?: string): void;
-}
-
 export function createControlClient(options: ControlClientOptions): ControlClient {
   const { now, sink, address } = options;
   const supervisor = `${address.host.includes(':') ? `[${address.host}]` : address.host}:${address.port}`;
   validateOptions(options);
-  const timeouts = options.timeouts ?? {};
-  const requestMs = timeouts.requestMs ?? REQUEST_TIMEOUT_MS;
   const applier = createControlApplier({
     store: options.store,
     credentials: options.credentials,
@@ -164,18 +131,19 @@ export function createControlClient(options: ControlClientOptions): ControlClien
   const buffer = createEventBuffer({ maxEvents: MAX_BUFFERED_EVENTS });
   const relays = new Set<Socket>();
   let phase: ControlPhase = 'idle';
-  let closed = false;
-  let live: LiveSession | undefined;
-  let sessionId: string | undefined;
-  let connectedSince: number | undefined;
-  let disconnectedSince: number | undefined;
-  let lastError: ControlError | undefined;
+  const shared: SessionShared = {
+    closed: false,
+    live: undefined,
+    sessionId: undefined,
+    connectedSince: undefined,
+    disconnectedSince: undefined,
+    lastError: undefined,
+    refusedNotRetryable: false,
+    superseded: undefined,
+  };
   let failedAttempts = 0;
   let nextAttemptAt: number | undefined;
   let nextAttemptReason: ReconnectReason | undefined;
-  // Set by protocol() when the supervisor's refusal says retrying cannot help; read once by loop().
-  let refusedNotRetryable = false;
-  let superseded: SupersededBy | undefined;
   let loopDone: Promise<void> | undefined;
   let wake: (() => void) | undefined;
   let unsubscribe: (() => void) | undefined;
@@ -184,10 +152,10 @@ export function createControlClient(options: ControlClientOptions): ControlClien
     return {
       phase,
       supervisor,
-      sessionId,
-      connectedSince,
-      disconnectedSince,
-      lastError,
+      sessionId: shared.sessionId,
+      connectedSince: shared.connectedSince,
+      disconnectedSince: shared.disconnectedSince,
+      lastError: shared.lastError,
       failedAttempts,
       failuresSinceHealthy: backoff.failures(),
       nextAttemptAt,
@@ -195,7 +163,7 @@ export function createControlClient(options: ControlClientOptions): ControlClien
       policy: applier.state(),
       events: { buffered: buffer.size(), ...buffer.stats() },
       relays: relays.size,
-      superseded,
+      superseded: shared.superseded,
     };
   }
 
@@ -208,8 +176,10 @@ export function createControlClient(options: ControlClientOptions): ControlClien
     }
   }
 
+  const { runSession, acksSettled } = createSessionRunner({ options, supervisor, applier, tlsForDial, buffer, relays, shared, publish });
+
   async function loop(): Promise<void> {
-    while (!closed) {
+    while (!shared.closed) {
       let admitted = false;
       let attached = false;
       let failure: ControlFailure | undefined;
@@ -227,25 +197,25 @@ export function createControlClient(options: ControlClientOptions): ControlClien
       } catch (err) {
         failure = err instanceof ControlFailure ? err : new ControlFailure(classifyError(err, 'session'), describeError(err), { cause: err });
       }
-      live = undefined;
-      sessionId = undefined;
-      connectedSince = undefined;
-      if (closed) break;
-      disconnectedSince ??= now();
-      if (failure !== undefined) lastError = { kind: failure.kind, message: failure.message, at: now() };
+      shared.live = undefined;
+      shared.sessionId = undefined;
+      shared.connectedSince = undefined;
+      if (shared.closed) break;
+      shared.disconnectedSince ??= now();
+      if (failure !== undefined) shared.lastError = { kind: failure.kind, message: failure.message, at: now() };
       // The supervisor may close the session before its push is read, so the flag decides, not the failure.
-      if (superseded !== undefined) {
-        stopSuperseded(superseded);
+      if (shared.superseded !== undefined) {
+        stopSuperseded(shared.superseded);
         break;
       }
       if (admitted) {
         sink.emit(sessionEndedEvent({ address, failure, note }));
       } else if (failure !== undefined) {
         failedAttempts += 1;
-        sink.emit(attachFailedEvent({ address, supervisor, failure, retryable: !refusedNotRetryable, attempt: failedAttempts }));
+        sink.emit(attachFailedEvent({ address, supervisor, failure, retryable: !shared.refusedNotRetryable, attempt: failedAttempts }));
       }
-      const { delayMs, reason } = backoff.next(attached ? { kind: 'session-ended' } : { kind: 'failed', retryable: !refusedNotRetryable });
-      refusedNotRetryable = false;
+      const { delayMs, reason } = backoff.next(attached ? { kind: 'session-ended' } : { kind: 'failed', retryable: !shared.refusedNotRetryable });
+      shared.refusedNotRetryable = false;
       if (reason === 'not-retryable') {
         options.logger?.warn({ delayMs, supervisor }, 'supervisor refused and says retrying will not help; next attempt after the full backoff cap');
       }
@@ -271,7 +241,7 @@ export function createControlClient(options: ControlClientOptions): ControlClien
   // the duplicate.
   function stopSuperseded(by: SupersededBy): void {
     const failure = new ControlFailure('superseded', supersededMessage(by));
-    lastError = { kind: failure.kind, message: failure.message, at: by.at };
+    shared.lastError = { kind: failure.kind, message: failure.message, at: by.at };
     sink.emit(sessionEndedEvent({ address, failure, note: '' }));
     options.logger?.warn(
       { supervisor, sandboxId: by.sandboxId, instanceId: by.instanceId, bootId: options.bootId, supersededBy: by.bootId },
@@ -280,231 +250,24 @@ export function createControlClient(options: ControlClientOptions): ControlClien
     publish('superseded');
   }
 
-  async function runSession(hooks: SessionHooks): Promise<string> {
-    publish('connecting');
-    const material = await tlsForDial({ lastFailure: lastError?.kind });
-    const socket = await dialSupervisor({
-      host: address.host,
-      port: address.port,
-      tls: material.tls,
-      secureContext: material.secureContext,
-      lookup: options.lookup,
-      connectTimeoutMs: timeouts.connectMs,
-      handshakeTimeoutMs: timeouts.handshakeMs,
-    });
-    if (closed) {
-      socket.destroy();
-      return 'closed';
-    }
-    // Under TLS 1.3 a rejection of our certificate arrives after the handshake: keep the first socket
-    // error so a later session failure is reported as what it really was.
-    let socketError: Error | undefined;
-    socket.on('error', (err) => {
-      socketError ??= err;
-    });
-    const session = http2Connect(`https://${supervisor}`, { createConnection: () => socket });
-    let greeted = false;
-    session.once('remoteSettings', () => {
-      greeted = true;
-    });
-    return new Promise<string>((resolve, reject) => {
-      let settled = false;
-      const timers: NodeJS.Timeout[] = [];
-      const toFailure = (err: unknown): ControlFailure => {
-        if (socketError !== undefined && classifyError(socketError, 'session') === 'tls-auth') {
-          return new ControlFailure('tls-auth', `supervisor rejected our client certificate: ${describeError(socketError)}`, { cause: socketError });
-        }
-        // Node's TLS server checks the client certificate after the handshake and just closes the
-        // socket, with no alert. A supervisor hangs up before its HTTP/2 SETTINGS only for that reason.
-        if (!greeted && !(err instanceof BoundaryError) && !isHttp2ProtocolError(err) && !(err instanceof ControlFailure && err.kind !== 'http2')) {
-          return new ControlFailure(
-            'tls-auth',
-            `supervisor ${supervisor} closed the connection right after the TLS handshake, before any HTTP/2 frame: it did not accept our client certificate (expired, not issued by its CA, or not a sandbox identity)${socketError === undefined ? '' : ` (${describeError(socketError)})`}`,
-            { cause: err },
-          );
-        }
-        if (err instanceof ControlFailure) return err;
-        if (err instanceof BoundaryError && (err.code === 'CONTROL_MESSAGE_INVALID' || err.code === 'MESSAGE_TOO_LARGE')) {
-          return new ControlFailure('protocol', err.message, { cause: err });
-        }
-        return new ControlFailure(classifyError(socketError ?? err, 'session'), describeError(socketError ?? err), { cause: err });
-      };
-      const finish = (failure: ControlFailure | undefined, note = 'session closed'): void => {
-        if (settled) return;
-        settled = true;
-        for (const timer of timers) clearInterval(timer);
-        for (const relay of relays) relay.destroy();
-        session.destroy();
-        socket.destroy();
-        if (failure === undefined) resolve(note);
-        else reject(failure);
-      };
-      live = { session, finish };
-      session.on('error', (err) => finish(toFailure(err)));
-      session.on('close', () => {
-        // Give the socket's own error (an alert) a turn to arrive before naming the cause.
-        setImmediate(() => finish(toFailure(new ControlFailure('http2', 'supervisor closed the session'))));
-      });
-      session.on('goaway', (code) => {
-        if (code !== constants.NGHTTP2_NO_ERROR) finish(new ControlFailure('http2', `supervisor sent GOAWAY (code ${code})`));
-      });
-      protocol(session, {
-        onAdmitted() {
-          hooks.onAdmitted();
-          timers.push(startHeartbeat(session, finish));
-          timers.push(setInterval(() => flushEvents(session), timeouts.eventsFlushMs ?? EVENTS_FLUSH_INTERVAL_MS));
-        },
-        onAttached() {
-          // An ack can land while the session is being torn down; it must not mark the next one attached.
-          if (!settled) hooks.onAttached();
-        },
-      }).then(
-        (note) => finish(undefined, note),
-        (err) => finish(toFailure(err)),
-      );
-    });
-  }
-
-  async function protocol(session: ClientHttp2Session, hooks: SessionHooks): Promise<string> {
-    const attach: AttachMessage = {
-      kind: 'attach',
-      sandboxId: options.sandboxId,
-      instanceId: options.instanceId,
-      bootId: options.bootId,
-      version: options.version,
-      ...applier.held(),
-      ...(lastError === undefined ? {} : { lastError: { kind: lastError.kind, message: lastError.message.slice(0, 1_000) } }),
-    };
-    const response = await request(session, { ':method': 'POST', ':path': '/v1/attach' }, encodeMessage(attach), requestMs);
-    let reply: ReturnType<typeof decodeMessage<'admitted' | 'refused'>>;
-    try {
-      reply = decodeMessage(response.body, ['admitted', 'refused']);
-    } catch (err) {
-      throw new ControlFailure('protocol', `attach answered HTTP ${response.status} with an invalid body: ${describeError(err)}`, { cause: err });
-    }
-    if (reply.kind === 'refused') {
-      refusedNotRetryable = !reply.retryable;
-      throw new ControlFailure(
-        'refused-by-supervisor',
-        `${reply.code}: ${reply.message}${reply.retryable ? '' : ' (supervisor says retrying will not help until this is fixed)'}`,
-      );
-    }
-    sessionId = reply.sessionId;
-    connectedSince = now();
-    disconnectedSince = undefined;
-    hooks.onAdmitted();
-    const outcomes = applier.applyAdmitted(reply);
-    publish('attached');
-    // Attached for the reconnect schedule once the supervisor has taken every ack of the admission.
-    void Promise.all(outcomes.map((outcome) => acknowledge(session, outcome))).then((delivered) => {
-      if (delivered.every(Boolean)) hooks.onAttached();
-    });
-    const watch = session.request({ ':method': 'GET', ':path': '/v1/watch', [SESSION_HEADER]: reply.sessionId }, { endStream: true });
-    const status = await responseStatus(watch, requestMs);
-    if (status !== 200) {
-      const body = await readBody(watch, MAX_CONTROL_MESSAGE_BYTES).catch(() => Buffer.alloc(0));
-      throw new ControlFailure('protocol', `watch answered HTTP ${status}: ${body.toString('utf8').slice(0, 500)}`);
-    }
-    for await (const push of decodeMessages(watch, { expect: PUSH_KINDS })) {
-      const end = handlePush(session, reply.sessionId, push);
-      if (end !== undefined) return end;
-    }
-    throw new ControlFailure('http2', 'supervisor ended the watch stream');
-  }
-
-  function handlePush(session: ClientHttp2Session, id: string, push: PushMessage): string | undefined {
-    switch (push.kind) {
-      case 'policy':
-        acknowledge(session, applier.applyPolicy(push));
-        break;
-      case 'credentials':
-        acknowledge(session, applier.applyCredentials(push));
-        break;
-      case 'settings':
-        applier.applySettings(push);
-        break;
-      case 'relay-open':
-        openRelay(push, { session, sessionId: id, relayAllow: options.relayAllow ?? [], sink, active: relays });
-        break;
-      case 'withdraw':
-        if (push.code === 'superseded') {
-          const bootId = push.bootId ?? 'unknown';
-          superseded = { bootId, sandboxId: options.sandboxId, instanceId: options.instanceId, at: now() };
-          throw new ControlFailure('superseded', supersededMessage(superseded));
-        }
-        throw new ControlFailure('refused-by-supervisor', `withdrawn by the supervisor: ${push.reason}`);
-    }
-    publish();
-    return undefined;
-  }
-
-  let statusChain: Promise<void> = Promise.resolve();
-  /** Resolves true once the supervisor accepted the ack (or there was nothing to acknowledge); never rejects. */
-  function acknowledge(session: ClientHttp2Session, outcome: ApplyOutcome): Promise<boolean> {
-    const status: StatusMessage | undefined = outcome.status;
-    if (status === undefined) return Promise.resolve(true);
-    // Acks go out in order, one at a time: the supervisor's table must end at the newest.
-    const delivered = statusChain.then(async () => {
-      try {
-        const response = await request(session, { ':method': 'POST', ':path': '/v1/status', [SESSION_HEADER]: sessionId ?? '' }, encodeMessage(status), requestMs);
-        if (response.status !== 200) options.logger?.warn({ status: response.status }, 'supervisor did not accept a status ack');
-        return response.status === 200;
-      } catch (err) {
-        options.logger?.debug({ err }, 'status ack not delivered; the next attach reports the state again');
-        return false;
-      }
-    });
-    statusChain = delivered.then(() => undefined);
-    return delivered;
-  }
-
-  let eventsInFlight = false;
-  function flushEvents(session: ClientHttp2Session): void {
-    if (eventsInFlight || session.destroyed) return;
-    const batch = buffer.take();
-    if (batch === undefined) return;
-    eventsInFlight = true;
-    request(session, { ':method': 'POST', ':path': '/v1/events', [SESSION_HEADER]: sessionId ?? '' }, batch.body, requestMs)
-      .then((response) => (response.status === 200 ? buffer.delivered(batch) : buffer.failed(batch)))
-      .catch(() => buffer.failed(batch))
-      .finally(() => {
-        eventsInFlight = false;
-      });
-  }
-
-  function startHeartbeat(session: ClientHttp2Session, finish: LiveSession['finish']): NodeJS.Timeout {
-    const pingMs = timeouts.pingMs ?? PING_TIMEOUT_MS;
-    return setInterval(() => {
-      const timer = setTimeout(() => finish(new ControlFailure('http2', `supervisor did not answer a ping within ${pingMs} ms`)), pingMs);
-      try {
-        session.ping((err) => {
-          clearTimeout(timer);
-          if (err !== null) finish(new ControlFailure('http2', `ping failed: ${describeError(err)}`));
-        });
-      } catch (err) {
-        clearTimeout(timer);
-        finish(new ControlFailure('http2', `ping failed: ${describeError(err)}`));
-      }
-    }, timeouts.heartbeatMs ?? HEARTBEAT_INTERVAL_MS);
-  }
 
   return {
     async start() {
-      if (loopDone !== undefined || closed) return;
-      disconnectedSince = now();
+      if (loopDone !== undefined || shared.closed) return;
+      shared.disconnectedSince = now();
       unsubscribe = options.events?.subscribe((event) => buffer.add(event));
       loopDone = loop().catch((err) => {
         options.logger?.error({ err }, 'control loop stopped unexpectedly');
       });
     },
     async close() {
-      if (closed) return;
-      closed = true;
+      if (shared.closed) return;
+      shared.closed = true;
       unsubscribe?.();
       wake?.();
-      live?.finish(undefined, 'closed');
+      shared.live?.finish(undefined, 'closed');
       await loopDone;
-      await statusChain;
+      await acksSettled();
       for (const relay of relays) relay.destroy();
       publish('closed');
     },

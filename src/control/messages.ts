@@ -1,16 +1,11 @@
-// The control channel's messages (DESIGN "Control channel protocol (v1)"): types, validation,
-// encode/decode of one JSON message and of NDJSON streams. Pure of sockets, TLS and HTTP/2; both
+// The control channel's messages (DESIGN "Control channel protocol (v1)"): types, the fields of each kind,
+// encode/decode of one JSON message (field readers: message-fields.ts). Pure of sockets, TLS and HTTP/2; both
 // the boundary (control/client.ts) and the reference supervisor (supervisor/) speak through it.
 
 import { BoundaryError, type Issue } from '../errors.js';
+import { compact, type Fields, isRecord, issue, type Reader, reader } from './message-fields.js';
 
 export const MAX_CONTROL_MESSAGE_BYTES = 1_048_576;
-export const MAX_ID_LENGTH = 128;
-export const MAX_TEXT_LENGTH = 4_096;
-export const MAX_EVENTS_PER_BATCH = 512;
-export const MAX_CREDENTIAL_PROVIDERS = 256;
-export const MAX_CREDENTIAL_KEYS = 1_024;
-export const MAX_CREDENTIAL_ENDPOINTS = 256;
 
 export const CONTROL_PROTOCOL_VERSION = 1;
 
@@ -251,7 +246,7 @@ export function decodeMessage<K extends MessageKind = MessageKind>(
 /** Validates an already-parsed value as a control message; returns it deep-frozen. */
 export function readMessage(raw: unknown): ControlMessage {
   const issues: Issue[] = [];
-  const r = reader(issues);
+  const r = reader(issues, { maxBodyChars: MAX_CONTROL_MESSAGE_BYTES, failureModes: FAILURE_MODES });
   if (!isRecord(raw)) throw invalid('a control message must be a JSON object', []);
   const kind = raw.kind;
   if (typeof kind !== 'string' || !(MESSAGE_KINDS as readonly string[]).includes(kind)) {
@@ -267,9 +262,6 @@ export function readMessage(raw: unknown): ControlMessage {
   }
   return deepFreeze({ kind, ...message } as ControlMessage);
 }
-
-type Reader = ReturnType<typeof reader>;
-type Fields = Record<string, unknown>;
 
 const READERS: Record<MessageKind, (raw: Fields, r: Reader) => Fields> = {
   attach: (raw, r) =>
@@ -327,147 +319,6 @@ const READERS: Record<MessageKind, (raw: Fields, r: Reader) => Fields> = {
   events: (raw, r) => ({ events: r.events(raw, 'events'), dropped: r.count(raw, 'dropped') }),
   ack: () => ({}),
 };
-
-const ID_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._:-]*$/;
-const HASH_PATTERN = /^[A-Za-z0-9:+/=_-]{1,128}$/;
-
-// Each reader records a problem and returns a placeholder, so one pass reports every issue.
-function reader(issues: Issue[]) {
-  const fail = (path: string, message: string): undefined => {
-    issues.push(issue(path, message));
-    return undefined;
-  };
-  const r = {
-    optional<T>(raw: Fields, key: string, read: (raw: Fields, key: string) => T): T | undefined {
-      return raw[key] === undefined ? undefined : read(raw, key);
-    },
-    text(raw: Fields, key: string, max = MAX_TEXT_LENGTH): string {
-      const value = raw[key];
-      if (typeof value !== 'string') return fail(key, 'expected a string') ?? '';
-      if (value.length > max) return fail(key, `longer than ${max} characters`) ?? '';
-      return value;
-    },
-    body(raw: Fields, key: string): string {
-      return r.text(raw, key, MAX_CONTROL_MESSAGE_BYTES);
-    },
-    id(raw: Fields, key: string): string {
-      const value = r.text(raw, key, MAX_ID_LENGTH);
-      if (typeof raw[key] === 'string' && !ID_PATTERN.test(value)) fail(key, 'expected an id of [A-Za-z0-9._:-]');
-      return value;
-    },
-    hash(raw: Fields, key: string): string {
-      const value = raw[key];
-      if (typeof value !== 'string' || !HASH_PATTERN.test(value)) return fail(key, 'expected a hash string') ?? '';
-      return value;
-    },
-    generation(raw: Fields, key: string): number {
-      const value = raw[key];
-      if (!Number.isSafeInteger(value) || (value as number) < 0) return fail(key, 'expected an integer >= 0') ?? 0;
-      return value as number;
-    },
-    count(raw: Fields, key: string): number {
-      return r.generation(raw, key);
-    },
-    bool(raw: Fields, key: string): boolean {
-      const value = raw[key];
-      if (typeof value !== 'boolean') return fail(key, 'expected true or false') ?? false;
-      return value;
-    },
-    oneOf<T extends string>(raw: Fields, key: string, set: readonly T[]): T {
-      const value = raw[key];
-      if (typeof value !== 'string' || !(set as readonly string[]).includes(value)) {
-        return fail(key, `expected one of ${set.join(', ')}`) ?? (set[0] as T);
-      }
-      return value as T;
-    },
-    record(raw: Fields, key: string): Fields {
-      const value = raw[key];
-      if (!isRecord(value)) return fail(key, 'expected an object') ?? {};
-      return value;
-    },
-    settings(raw: Fields, key: string): ControlSettings {
-      const value = r.record(raw, key);
-      const failureMode = r.oneOf(prefixed(value, key), `${key}.failureMode`, FAILURE_MODES);
-      for (const extra of Object.keys(value)) if (extra !== 'failureMode') fail(`${key}.${extra}`, 'unknown key');
-      return { failureMode };
-    },
-    target(raw: Fields, key: string): RelayTarget {
-      const value = prefixed(r.record(raw, key), key);
-      const host = r.text(value, `${key}.host`, 255);
-      const port = value[`${key}.port`];
-      if (!Number.isInteger(port) || (port as number) < 1 || (port as number) > 65_535) {
-        fail(`${key}.port`, 'expected a port 1-65535');
-      }
-      return { host, port: port as number };
-    },
-    statusError(raw: Fields, key: string): StatusError {
-      const value = prefixed(r.record(raw, key), key);
-      const code = r.optional(value, `${key}.code`, (v, k) => r.text(v, k, MAX_ID_LENGTH));
-      return compact({ kind: r.text(value, `${key}.kind`, MAX_ID_LENGTH), code, message: r.text(value, `${key}.message`) }) as unknown as StatusError;
-    },
-    credentials(raw: Fields, key: string): WireProvider[] {
-      const value = raw[key];
-      if (!Array.isArray(value)) return fail(key, 'expected a list of providers') ?? [];
-      if (value.length > MAX_CREDENTIAL_PROVIDERS) fail(key, `more than ${MAX_CREDENTIAL_PROVIDERS} providers`);
-      return value.map((item, index) => r.provider(item, `${key}[${index}]`));
-    },
-    provider(item: unknown, path: string): WireProvider {
-      if (!isRecord(item)) return fail(path, 'expected an object') ?? { name: '', env: {} };
-      const name = typeof item.name === 'string' ? item.name : (fail(`${path}.name`, 'expected a string') ?? '');
-      const env: Record<string, string> = {};
-      if (!isRecord(item.env)) fail(`${path}.env`, 'expected an object of KEY: value');
-      else {
-        const keys = Object.keys(item.env);
-        if (keys.length > MAX_CREDENTIAL_KEYS) fail(`${path}.env`, `more than ${MAX_CREDENTIAL_KEYS} keys`);
-        // Never echo a value in an issue: it is a secret. Names and values are validated in depth by credentials/set.ts.
-        for (const k of keys) {
-          if (typeof item.env[k] === 'string') env[k] = item.env[k] as string;
-          else fail(`${path}.env.${k}`, 'expected a string value');
-        }
-      }
-      for (const extra of Object.keys(item)) if (!['name', 'env', 'endpoints'].includes(extra)) fail(`${path}.${extra}`, 'unknown key');
-      if (item.endpoints === undefined) return { name, env };
-      if (!Array.isArray(item.endpoints) || item.endpoints.length > MAX_CREDENTIAL_ENDPOINTS) {
-        return fail(`${path}.endpoints`, `expected a list of at most ${MAX_CREDENTIAL_ENDPOINTS} endpoints`) ?? { name, env };
-      }
-      const endpoints = item.endpoints.map((e: unknown, i: number) => {
-        const at = `${path}.endpoints[${i}]`;
-        if (!isRecord(e) || typeof e.host !== 'string' || !Number.isInteger(e.port)) {
-          return fail(at, 'expected {host, port, path?}') ?? { host: '', port: 0 };
-        }
-        if (e.path !== undefined && typeof e.path !== 'string') fail(`${at}.path`, 'expected a string');
-        return e.path === undefined ? { host: e.host, port: e.port as number } : { host: e.host, port: e.port as number, path: e.path as string };
-      });
-      return { name, env, endpoints };
-    },
-    events(raw: Fields, key: string): Fields[] {
-      const value = raw[key];
-      if (!Array.isArray(value)) return fail(key, 'expected an array') ?? [];
-      if (value.length > MAX_EVENTS_PER_BATCH) fail(key, `more than ${MAX_EVENTS_PER_BATCH} events`);
-      value.forEach((event, index) => {
-        if (!isRecord(event)) fail(`${key}[${index}]`, 'expected an object');
-      });
-      return value as Fields[];
-    },
-  };
-  return r;
-}
-
-function prefixed(value: Fields, key: string): Fields {
-  return Object.fromEntries(Object.entries(value).map(([k, v]) => [`${key}.${k}`, v]));
-}
-
-function compact(fields: Fields): Fields {
-  return Object.fromEntries(Object.entries(fields).filter(([, value]) => value !== undefined));
-}
-
-function isRecord(value: unknown): value is Fields {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
-}
-
-function issue(path: string, message: string): Issue {
-  return { code: 'CONTROL_MESSAGE_INVALID', path, message };
-}
 
 function invalid(message: string, issues: readonly Issue[], cause?: unknown): BoundaryError {
   return new BoundaryError('CONTROL_MESSAGE_INVALID', message, cause === undefined ? { issues } : { issues, cause });

@@ -1,0 +1,292 @@
+// One session of the control client: dial, admit over HTTP/2, watch for pushes, acknowledge, flush events,
+// heartbeat, and name the failure that ended it. The reconnect loop, backoff and published state stay in
+// client.ts, which hands this file its shared state explicitly (SessionShared) and reads it back.
+
+import { type ClientHttp2Session, connect as http2Connect, constants } from 'node:http2';
+import type { Socket } from 'node:net';
+import { BoundaryError } from '../errors.js';
+import type { ApplyOutcome, ControlApplier } from './apply.js';
+import type { ControlClientOptions, ControlError, ControlPhase, SupersededBy } from './client.js';
+import { ControlFailure, type ControlTlsProvider, classifyError, describeError, dialSupervisor } from './dial.js';
+import type { EventBuffer } from './events.js';
+import { isHttp2ProtocolError, request, responseStatus } from './h2.js';
+import {
+  type AttachMessage,
+  decodeMessage,
+  encodeMessage,
+  MAX_CONTROL_MESSAGE_BYTES,
+  PUSH_KINDS,
+  type PushMessage,
+  type StatusMessage,
+} from './messages.js';
+import { decodeMessages, readBody } from './ndjson.js';
+import { supersededMessage } from './readiness.js';
+import { openRelay, SESSION_HEADER } from './relay.js';
+
+export const REQUEST_TIMEOUT_MS = 15_000;
+export const HEARTBEAT_INTERVAL_MS = 15_000;
+export const PING_TIMEOUT_MS = 10_000;
+export const EVENTS_FLUSH_INTERVAL_MS = 2_000;
+
+/** What runSession reports to the loop: admission (a session exists) and attachment (its first policy acknowledged). */
+export interface SessionHooks {
+  onAdmitted(): void;
+  onAttached(): void;
+}
+
+export interface LiveSession {
+  readonly session: ClientHttp2Session;
+  finish(failure: ControlFailure | undefined, note?: string): void;
+}
+
+/** The client's mutable state that a session reads and writes; client.ts owns it and publishes it. */
+export interface SessionShared {
+  closed: boolean;
+  live: LiveSession | undefined;
+  sessionId: string | undefined;
+  connectedSince: number | undefined;
+  disconnectedSince: number | undefined;
+  lastError: ControlError | undefined;
+  /** Set by protocol() when the supervisor's refusal says retrying cannot help; read once by the loop. */
+  refusedNotRetryable: boolean;
+  superseded: SupersededBy | undefined;
+}
+
+export interface SessionContext {
+  readonly options: ControlClientOptions;
+  /** `host:port` of the supervisor, as dialled and reported. */
+  readonly supervisor: string;
+  readonly applier: ControlApplier;
+  readonly tlsForDial: ControlTlsProvider;
+  readonly buffer: EventBuffer;
+  readonly relays: Set<Socket>;
+  readonly shared: SessionShared;
+  publish(next?: ControlPhase): void;
+}
+
+export interface SessionRunner {
+  runSession(hooks: SessionHooks): Promise<string>;
+  /** The tail of the ordered status-ack chain; settles once every queued ack was tried. */
+  acksSettled(): Promise<void>;
+}
+
+// One runner per client: the ack chain and the events-in-flight flag outlive a single session.
+export function createSessionRunner(ctx: SessionContext): SessionRunner {
+  const { options, supervisor, applier, buffer, relays, shared } = ctx;
+  const { now, sink, address } = options;
+  const timeouts = options.timeouts ?? {};
+  const requestMs = timeouts.requestMs ?? REQUEST_TIMEOUT_MS;
+
+  async function runSession(hooks: SessionHooks): Promise<string> {
+    ctx.publish('connecting');
+    const material = await ctx.tlsForDial({ lastFailure: shared.lastError?.kind });
+    const socket = await dialSupervisor({
+      host: address.host,
+      port: address.port,
+      tls: material.tls,
+      secureContext: material.secureContext,
+      lookup: options.lookup,
+      connectTimeoutMs: timeouts.connectMs,
+      handshakeTimeoutMs: timeouts.handshakeMs,
+    });
+    if (shared.closed) {
+      socket.destroy();
+      return 'closed';
+    }
+    // Under TLS 1.3 a rejection of our certificate arrives after the handshake: keep the first socket
+    // error so a later session failure is reported as what it really was.
+    let socketError: Error | undefined;
+    socket.on('error', (err) => {
+      socketError ??= err;
+    });
+    const session = http2Connect(`https://${supervisor}`, { createConnection: () => socket });
+    let greeted = false;
+    session.once('remoteSettings', () => {
+      greeted = true;
+    });
+    return new Promise<string>((resolve, reject) => {
+      let settled = false;
+      const timers: NodeJS.Timeout[] = [];
+      const toFailure = (err: unknown): ControlFailure => {
+        if (socketError !== undefined && classifyError(socketError, 'session') === 'tls-auth') {
+          return new ControlFailure('tls-auth', `supervisor rejected our client certificate: ${describeError(socketError)}`, { cause: socketError });
+        }
+        // Node's TLS server checks the client certificate after the handshake and just closes the
+        // socket, with no alert. A supervisor hangs up before its HTTP/2 SETTINGS only for that reason.
+        if (!greeted && !(err instanceof BoundaryError) && !isHttp2ProtocolError(err) && !(err instanceof ControlFailure && err.kind !== 'http2')) {
+          return new ControlFailure(
+            'tls-auth',
+            `supervisor ${supervisor} closed the connection right after the TLS handshake, before any HTTP/2 frame: it did not accept our client certificate (expired, not issued by its CA, or not a sandbox identity)${socketError === undefined ? '' : ` (${describeError(socketError)})`}`,
+            { cause: err },
+          );
+        }
+        if (err instanceof ControlFailure) return err;
+        if (err instanceof BoundaryError && (err.code === 'CONTROL_MESSAGE_INVALID' || err.code === 'MESSAGE_TOO_LARGE')) {
+          return new ControlFailure('protocol', err.message, { cause: err });
+        }
+        return new ControlFailure(classifyError(socketError ?? err, 'session'), describeError(socketError ?? err), { cause: err });
+      };
+      const finish = (failure: ControlFailure | undefined, note = 'session closed'): void => {
+        if (settled) return;
+        settled = true;
+        for (const timer of timers) clearInterval(timer);
+        for (const relay of relays) relay.destroy();
+        session.destroy();
+        socket.destroy();
+        if (failure === undefined) resolve(note);
+        else reject(failure);
+      };
+      shared.live = { session, finish };
+      session.on('error', (err) => finish(toFailure(err)));
+      session.on('close', () => {
+        // Give the socket's own error (an alert) a turn to arrive before naming the cause.
+        setImmediate(() => finish(toFailure(new ControlFailure('http2', 'supervisor closed the session'))));
+      });
+      session.on('goaway', (code) => {
+        if (code !== constants.NGHTTP2_NO_ERROR) finish(new ControlFailure('http2', `supervisor sent GOAWAY (code ${code})`));
+      });
+      protocol(session, {
+        onAdmitted() {
+          hooks.onAdmitted();
+          timers.push(startHeartbeat(session, finish));
+          timers.push(setInterval(() => flushEvents(session), timeouts.eventsFlushMs ?? EVENTS_FLUSH_INTERVAL_MS));
+        },
+        onAttached() {
+          // An ack can land while the session is being torn down; it must not mark the next one attached.
+          if (!settled) hooks.onAttached();
+        },
+      }).then(
+        (note) => finish(undefined, note),
+        (err) => finish(toFailure(err)),
+      );
+    });
+  }
+
+  async function protocol(session: ClientHttp2Session, hooks: SessionHooks): Promise<string> {
+    const attach: AttachMessage = {
+      kind: 'attach',
+      sandboxId: options.sandboxId,
+      instanceId: options.instanceId,
+      bootId: options.bootId,
+      version: options.version,
+      ...applier.held(),
+      ...(shared.lastError === undefined ? {} : { lastError: { kind: shared.lastError.kind, message: shared.lastError.message.slice(0, 1_000) } }),
+    };
+    const response = await request(session, { ':method': 'POST', ':path': '/v1/attach' }, encodeMessage(attach), requestMs);
+    let reply: ReturnType<typeof decodeMessage<'admitted' | 'refused'>>;
+    try {
+      reply = decodeMessage(response.body, ['admitted', 'refused']);
+    } catch (err) {
+      throw new ControlFailure('protocol', `attach answered HTTP ${response.status} with an invalid body: ${describeError(err)}`, { cause: err });
+    }
+    if (reply.kind === 'refused') {
+      shared.refusedNotRetryable = !reply.retryable;
+      throw new ControlFailure(
+        'refused-by-supervisor',
+        `${reply.code}: ${reply.message}${reply.retryable ? '' : ' (supervisor says retrying will not help until this is fixed)'}`,
+      );
+    }
+    shared.sessionId = reply.sessionId;
+    shared.connectedSince = now();
+    shared.disconnectedSince = undefined;
+    hooks.onAdmitted();
+    const outcomes = applier.applyAdmitted(reply);
+    ctx.publish('attached');
+    // Attached for the reconnect schedule once the supervisor has taken every ack of the admission.
+    void Promise.all(outcomes.map((outcome) => acknowledge(session, outcome))).then((delivered) => {
+      if (delivered.every(Boolean)) hooks.onAttached();
+    });
+    const watch = session.request({ ':method': 'GET', ':path': '/v1/watch', [SESSION_HEADER]: reply.sessionId }, { endStream: true });
+    const status = await responseStatus(watch, requestMs);
+    if (status !== 200) {
+      const body = await readBody(watch, MAX_CONTROL_MESSAGE_BYTES).catch(() => Buffer.alloc(0));
+      throw new ControlFailure('protocol', `watch answered HTTP ${status}: ${body.toString('utf8').slice(0, 500)}`);
+    }
+    for await (const push of decodeMessages(watch, { expect: PUSH_KINDS })) {
+      const end = handlePush(session, reply.sessionId, push);
+      if (end !== undefined) return end;
+    }
+    throw new ControlFailure('http2', 'supervisor ended the watch stream');
+  }
+
+  function handlePush(session: ClientHttp2Session, id: string, push: PushMessage): string | undefined {
+    switch (push.kind) {
+      case 'policy':
+        acknowledge(session, applier.applyPolicy(push));
+        break;
+      case 'credentials':
+        acknowledge(session, applier.applyCredentials(push));
+        break;
+      case 'settings':
+        applier.applySettings(push);
+        break;
+      case 'relay-open':
+        openRelay(push, { session, sessionId: id, relayAllow: options.relayAllow ?? [], sink, active: relays });
+        break;
+      case 'withdraw':
+        if (push.code === 'superseded') {
+          const bootId = push.bootId ?? 'unknown';
+          shared.superseded = { bootId, sandboxId: options.sandboxId, instanceId: options.instanceId, at: now() };
+          throw new ControlFailure('superseded', supersededMessage(shared.superseded));
+        }
+        throw new ControlFailure('refused-by-supervisor', `withdrawn by the supervisor: ${push.reason}`);
+    }
+    ctx.publish();
+    return undefined;
+  }
+
+  let statusChain: Promise<void> = Promise.resolve();
+  /** Resolves true once the supervisor accepted the ack (or there was nothing to acknowledge); never rejects. */
+  function acknowledge(session: ClientHttp2Session, outcome: ApplyOutcome): Promise<boolean> {
+    const status: StatusMessage | undefined = outcome.status;
+    if (status === undefined) return Promise.resolve(true);
+    // Acks go out in order, one at a time: the supervisor's table must end at the newest.
+    const delivered = statusChain.then(async () => {
+      try {
+        const response = await request(session, { ':method': 'POST', ':path': '/v1/status', [SESSION_HEADER]: shared.sessionId ?? '' }, encodeMessage(status), requestMs);
+        if (response.status !== 200) options.logger?.warn({ status: response.status }, 'supervisor did not accept a status ack');
+        return response.status === 200;
+      } catch (err) {
+        options.logger?.debug({ err }, 'status ack not delivered; the next attach reports the state again');
+        return false;
+      }
+    });
+    statusChain = delivered.then(() => undefined);
+    return delivered;
+  }
+
+  let eventsInFlight = false;
+  function flushEvents(session: ClientHttp2Session): void {
+    if (eventsInFlight || session.destroyed) return;
+    const batch = buffer.take();
+    if (batch === undefined) return;
+    eventsInFlight = true;
+    request(session, { ':method': 'POST', ':path': '/v1/events', [SESSION_HEADER]: shared.sessionId ?? '' }, batch.body, requestMs)
+      .then((response) => (response.status === 200 ? buffer.delivered(batch) : buffer.failed(batch)))
+      .catch(() => buffer.failed(batch))
+      .finally(() => {
+        eventsInFlight = false;
+      });
+  }
+
+  function startHeartbeat(session: ClientHttp2Session, finish: LiveSession['finish']): NodeJS.Timeout {
+    const pingMs = timeouts.pingMs ?? PING_TIMEOUT_MS;
+    return setInterval(() => {
+      const timer = setTimeout(() => finish(new ControlFailure('http2', `supervisor did not answer a ping within ${pingMs} ms`)), pingMs);
+      try {
+        session.ping((err) => {
+          clearTimeout(timer);
+          if (err !== null) finish(new ControlFailure('http2', `ping failed: ${describeError(err)}`));
+        });
+      } catch (err) {
+        clearTimeout(timer);
+        finish(new ControlFailure('http2', `ping failed: ${describeError(err)}`));
+      }
+    }, timeouts.heartbeatMs ?? HEARTBEAT_INTERVAL_MS);
+  }
+
+  return {
+    runSession,
+    acksSettled: () => statusChain,
+  };
+}
