@@ -1,11 +1,13 @@
 // `boundary supervisor`: runs the reference supervisor until the CLI's signal fires. Parses its own
 // arguments; everything else, reading and following the TLS folder included, is in supervisor/supervisor.ts.
+import { readFile } from 'node:fs/promises';
 import { resolve } from 'node:path';
 import { Registry } from 'prom-client';
 import { isBoundaryError } from '../errors.js';
 import { parseAuthority } from '../net/host.js';
 import { MIN_ADMIN_TOKEN_CHARS } from '../supervisor/admin-auth.js';
 import { ATTACH_DEADLINE_MS, createSupervisor } from '../supervisor/supervisor.js';
+import type { WithdrawalHookConfig } from '../supervisor/withdrawal-hook.js';
 import { createLogger, LOG_FORMATS, type LogFormat } from '../telemetry/logger.js';
 import type { CliIo, Command } from './io.js';
 
@@ -19,6 +21,9 @@ const USAGE = `Usage:
   boundary supervisor --tls-dir DIR --policies DIR (--admin-token-file FILE | --admin-tls | --admin-listen off)
                       [--listen HOST:PORT] [--credentials FILE] [--admin-listen HOST:PORT|off]
                       [--metrics-listen HOST:PORT] [--attach-deadline SECONDS] [--trust-domain DOMAIN]
+                      [--state-dir DIR | --database-url URL | --database-url-file FILE]
+                      [--withdrawal-hook PATH [--withdrawal-hook-arg ARG ...]]
+                      [--withdrawal-webhook URL [--withdrawal-webhook-token-file FILE] [--withdrawal-webhook-ca FILE]]
                       [--log-format json|shorthand]
 
 --listen            control listener, mTLS HTTP/2 (default ${DEFAULT_LISTEN})
@@ -44,6 +49,17 @@ const USAGE = `Usage:
 --attach-deadline   seconds an expected or detached instance may take to attach before it is withdrawn
                     (default ${ATTACH_DEADLINE_MS / 1000})
 --trust-domain      accept only client certificates (sandbox and operator) of this SPIFFE trust domain
+--state-dir         one replica: sandboxes, generations, expected instances, deadlines and withdrawals survive a
+                    restart in DIR/supervisor-state.json (a PersistentVolume in a pod). Without it and without a
+                    database they live in memory: a restart forgets expected instances
+--database-url      any number of replicas share that state in PostgreSQL (postgresql://USER@HOST/DB); put a
+                    password in PGPASSWORD or a PGPASSFILE, or give the whole URL in --database-url-file FILE
+--withdrawal-hook   run PATH (with each --withdrawal-hook-arg, no shell) for every withdrawal: the withdrawal as
+                    JSON on stdin and in BOUNDARY_WITHDRAWAL_* variables; exit 0 acknowledges, anything else is
+                    retried with backoff until it does
+--withdrawal-webhook POST every withdrawal as JSON to URL (header idempotency-key: the withdrawal id); any 2xx
+                    acknowledges. --withdrawal-webhook-token-file sends Authorization: Bearer (re-read every time),
+                    --withdrawal-webhook-ca verifies an https URL against FILE instead of the system CAs
 `;
 
 class UsageError extends Error {}
@@ -59,11 +75,21 @@ const VALUE_FLAGS = [
   '--attach-deadline',
   '--trust-domain',
   '--log-format',
+  '--state-dir',
+  '--database-url',
+  '--database-url-file',
+  '--withdrawal-hook',
+  '--withdrawal-webhook',
+  '--withdrawal-webhook-token-file',
+  '--withdrawal-webhook-ca',
 ] as const;
+/** May be given more than once: each is one argument of the withdrawal hook, in order. */
+const HOOK_ARG_FLAG = '--withdrawal-hook-arg';
 type Flag = (typeof VALUE_FLAGS)[number];
 
-function parseArgs(args: readonly string[]): { values: Map<Flag, string>; help: boolean; adminTls: boolean } {
+function parseArgs(args: readonly string[]): { values: Map<Flag, string>; hookArgs: string[]; help: boolean; adminTls: boolean } {
   const values = new Map<Flag, string>();
+  const hookArgs: string[] = [];
   let help = false;
   let adminTls = false;
   for (let i = 0; i < args.length; i += 1) {
@@ -80,13 +106,20 @@ function parseArgs(args: readonly string[]): { values: Map<Flag, string>; help: 
     // `--flag=value` too: Kubernetes manifests write args that way.
     const eq = arg.startsWith('--') ? arg.indexOf('=') : -1;
     const flag = eq > 0 ? arg.slice(0, eq) : arg;
+    if (flag === HOOK_ARG_FLAG) {
+      // Any text, a leading dash included: it is the hook's argument, not a flag of ours.
+      const value = eq > 0 ? arg.slice(eq + 1) : args[++i];
+      if (value === undefined) throw new UsageError(`${flag} needs a value`);
+      hookArgs.push(value);
+      continue;
+    }
     if (!(VALUE_FLAGS as readonly string[]).includes(flag)) throw new UsageError(`unexpected argument '${arg}'`);
     const value = eq > 0 ? arg.slice(eq + 1) : args[++i];
     if (value === undefined || (eq < 0 && value.startsWith('--'))) throw new UsageError(`${flag} needs a value`);
     if (values.has(flag as Flag)) throw new UsageError(`${flag} given twice`);
     values.set(flag as Flag, value);
   }
-  return { values, help, adminTls };
+  return { values, hookArgs, help, adminTls };
 }
 
 function hostPort(flag: string, text: string): { host: string; port: number } {
@@ -105,7 +138,7 @@ export const supervisorCommand: Command = async function supervisorCommand(argv:
       io.stdout.write(USAGE);
       return 0;
     }
-    options = readOptions(parsed.values, parsed.adminTls, io);
+    options = readOptions(parsed.values, parsed.hookArgs, parsed.adminTls, io);
   } catch (err) {
     if (!(err instanceof UsageError)) throw err;
     io.stderr.write(`boundary supervisor: ${err.message} (USAGE)\n\n${USAGE}`);
@@ -113,6 +146,8 @@ export const supervisorCommand: Command = async function supervisorCommand(argv:
   }
   const logger = createLogger({ format: options.logFormat, level: 'info', now: io.now });
   try {
+    // Read here, not taken from argv: a URL with a password would show in every process listing.
+    const databaseUrl = options.databaseUrlFile === undefined ? options.databaseUrl : (await readFile(options.databaseUrlFile, 'utf8')).trim();
     const supervisor = createSupervisor(
       {
         listen: options.listen,
@@ -125,6 +160,9 @@ export const supervisorCommand: Command = async function supervisorCommand(argv:
         metricsListen: options.metricsListen,
         attachDeadlineMs: options.attachDeadlineMs,
         trustDomain: options.trustDomain,
+        stateDir: options.stateDir,
+        databaseUrl,
+        withdrawalHook: options.withdrawalHook,
       },
       { now: io.now, logger, env: io.env, registry: new Registry() },
     );
@@ -141,7 +179,7 @@ export const supervisorCommand: Command = async function supervisorCommand(argv:
   }
 };
 
-function readOptions(values: Map<Flag, string>, adminTls: boolean, io: CliIo) {
+function readOptions(values: Map<Flag, string>, hookArgs: readonly string[], adminTls: boolean, io: CliIo) {
   const tlsDir = values.get('--tls-dir');
   const policies = values.get('--policies');
   if (tlsDir === undefined) throw new UsageError('--tls-dir DIR is required');
@@ -161,6 +199,13 @@ function readOptions(values: Map<Flag, string>, adminTls: boolean, io: CliIo) {
   }
   const metrics = values.get('--metrics-listen');
   const credentials = values.get('--credentials');
+  const stateDir = values.get('--state-dir');
+  const databaseUrl = values.get('--database-url');
+  const databaseUrlFile = values.get('--database-url-file');
+  if ([stateDir, databaseUrl, databaseUrlFile].filter((v) => v !== undefined).length > 1) {
+    throw new UsageError('give one of --state-dir, --database-url and --database-url-file: one replica keeps its state in a directory, replicas share a database');
+  }
+  const path = (value: string | undefined): string | undefined => (value === undefined ? undefined : resolve(io.cwd, value));
   return {
     listen: hostPort('--listen', values.get('--listen') ?? DEFAULT_LISTEN),
     tlsDir: resolve(io.cwd, tlsDir),
@@ -173,5 +218,26 @@ function readOptions(values: Map<Flag, string>, adminTls: boolean, io: CliIo) {
     attachDeadlineMs: Math.round(deadline * 1000),
     trustDomain: values.get('--trust-domain'),
     logFormat: logFormat as LogFormat,
+    stateDir: path(stateDir),
+    databaseUrl,
+    databaseUrlFile: path(databaseUrlFile),
+    withdrawalHook: readHook(values, hookArgs, path),
+  };
+}
+
+function readHook(values: Map<Flag, string>, hookArgs: readonly string[], path: (value: string | undefined) => string | undefined): WithdrawalHookConfig | undefined {
+  const command = values.get('--withdrawal-hook');
+  const url = values.get('--withdrawal-webhook');
+  if (command === undefined && hookArgs.length > 0) throw new UsageError(`${HOOK_ARG_FLAG} needs --withdrawal-hook PATH`);
+  const tokenFile = path(values.get('--withdrawal-webhook-token-file'));
+  const caFile = path(values.get('--withdrawal-webhook-ca'));
+  if (url === undefined && (tokenFile !== undefined || caFile !== undefined)) {
+    throw new UsageError('--withdrawal-webhook-token-file and --withdrawal-webhook-ca need --withdrawal-webhook URL');
+  }
+  if (url !== undefined && !/^https?:\/\//.test(url)) throw new UsageError('--withdrawal-webhook must be an http:// or https:// URL');
+  if (command === undefined && url === undefined) return undefined;
+  return {
+    ...(command === undefined ? {} : { command: [command.includes('/') ? (path(command) ?? command) : command, ...hookArgs] }),
+    ...(url === undefined ? {} : { webhook: { url, ...(tokenFile === undefined ? {} : { tokenFile }), ...(caFile === undefined ? {} : { caFile }) } }),
   };
 }

@@ -4,11 +4,28 @@
 
 import { isIP } from 'node:net';
 import { BoundaryError } from '../errors.js';
-import { createSecureContext, type SecureContext, connect as tlsConnect, type TLSSocket } from 'node:tls';
+import {
+  checkServerIdentity,
+  createSecureContext,
+  type PeerCertificate,
+  type SecureContext,
+  TLSSocket,
+  connect as tlsConnect,
+} from 'node:tls';
 import type { ControlErrorKind } from './messages.js';
 
 export const CONNECT_TIMEOUT_MS = 10_000;
 export const HANDSHAKE_TIMEOUT_MS = 10_000;
+/**
+ * Connect timeout for every address but the last when a name resolves to several: a cluster network connects in
+ * milliseconds, and 3 s still covers one lost SYN (Linux retransmits after its 1 s initial RTO) on a loaded node.
+ * A replica whose address is black-holed then costs the next dial 3 s, not CONNECT_TIMEOUT_MS.
+ */
+export const NEXT_ADDRESS_CONNECT_TIMEOUT_MS = 3_000;
+/** Addresses tried per dial: a headless Service can list many replicas, and each may cost a connect timeout. */
+export const MAX_DIAL_ADDRESSES = 8;
+/** Failures that say nothing about the next replica: the one dialled did not take the connection. */
+const NEXT_ADDRESS_KINDS: ReadonlySet<ControlErrorKind> = new Set(['connect-refused', 'connect-timeout']);
 
 /** A failed dial, attach or session, with the kind every NET:FAIL event and /readyz carry. */
 export class ControlFailure extends Error {
@@ -66,6 +83,8 @@ export interface DialOptions {
   readonly lookup?: ControlLookup | undefined;
   readonly connectTimeoutMs?: number | undefined;
   readonly handshakeTimeoutMs?: number | undefined;
+  /** Picks the first address to try when the name has several; defaults to Math.random. */
+  readonly random?: (() => number) | undefined;
 }
 
 const DNS_CODES = new Set(['ENOTFOUND', 'EAI_AGAIN', 'EAI_FAIL', 'EAI_NODATA', 'EAI_NONAME']);
@@ -110,29 +129,65 @@ export function createControlContext(tls: ControlTls): SecureContext {
   }
 }
 
+/**
+ * Resolves `host` (when a lookup is given and it is not an IP literal) and dials its addresses in turn, starting at a
+ * random one so a fleet spreads over the replicas behind one name. Only a connect-phase failure (refused,
+ * unreachable, connect timeout) moves on to the next address: a TLS or tls-auth failure would be the same at every
+ * replica, so it is reported at once. The certificate is always checked against the dialled name, never an address.
+ */
 export async function dialSupervisor(options: DialOptions): Promise<TLSSocket> {
-  const { host, port, tls } = options;
-  const literal = isIP(host) !== 0;
-  let address = host;
-  if (!literal && options.lookup !== undefined) {
-    const servers = options.lookup.resolvers?.() ?? [];
-    const via = servers.length === 0 ? '' : ` via ${servers.join(', ')}`;
-    let addresses: readonly string[];
+  const { host, port } = options;
+  const addresses = await resolveAddresses(options);
+  const connectTimeoutMs = options.connectTimeoutMs ?? CONNECT_TIMEOUT_MS;
+  const first = Math.floor((options.random ?? Math.random)() * addresses.length) % addresses.length;
+  const tried: ControlFailure[] = [];
+  for (let i = 0; i < addresses.length; i += 1) {
+    const address = addresses[(first + i) % addresses.length] ?? host;
+    const last = i === addresses.length - 1;
     try {
-      addresses = await options.lookup(host);
+      // A black-holed replica must not hold up the live ones for the full timeout; the last address gets all of it.
+      return await dialAddress(options, address, last ? connectTimeoutMs : Math.min(connectTimeoutMs, NEXT_ADDRESS_CONNECT_TIMEOUT_MS));
     } catch (err) {
-      // getaddrinfo's message repeats the name; its code alone (ENOTFOUND, EAI_AGAIN) says what happened.
-      const code = (err as NodeJS.ErrnoException | undefined)?.code;
-      throw new ControlFailure('dns', `cannot resolve ${host}${via}: ${typeof code === 'string' ? code : describeError(err)}`, { cause: err });
+      if (!(err instanceof ControlFailure) || !NEXT_ADDRESS_KINDS.has(err.kind)) throw err;
+      if (addresses.length === 1) throw err;
+      tried.push(err);
     }
-    const first = addresses[0];
-    if (first === undefined) throw new ControlFailure('dns', `${host} has no addresses${via}`);
-    address = first;
   }
-  const servername = tls.servername ?? (literal ? undefined : host);
+  const kind: ControlErrorKind = tried.every((f) => f.kind === 'connect-timeout') ? 'connect-timeout' : 'connect-refused';
+  throw new ControlFailure(kind, `no address of ${host}:${port} accepted a connection (tried ${tried.length}): ${tried.map((f) => f.message).join('; ')}`, {
+    cause: tried[tried.length - 1],
+  });
+}
+
+async function resolveAddresses(options: DialOptions): Promise<readonly string[]> {
+  const { host } = options;
+  if (isIP(host) !== 0 || options.lookup === undefined) return [host];
+  const servers = options.lookup.resolvers?.() ?? [];
+  const via = servers.length === 0 ? '' : ` via ${servers.join(', ')}`;
+  let addresses: readonly string[];
+  try {
+    addresses = await options.lookup(host);
+  } catch (err) {
+    // getaddrinfo's message repeats the name; its code alone (ENOTFOUND, EAI_AGAIN) says what happened.
+    const code = (err as NodeJS.ErrnoException | undefined)?.code;
+    throw new ControlFailure('dns', `cannot resolve ${host}${via}: ${typeof code === 'string' ? code : describeError(err)}`, { cause: err });
+  }
+  const unique = [...new Set(addresses)].slice(0, MAX_DIAL_ADDRESSES);
+  if (unique.length === 0) throw new ControlFailure('dns', `${host} has no addresses${via}`);
+  return unique;
+}
+
+const hostPort = (address: string, port: number): string => `${address.includes(':') ? `[${address}]` : address}:${port}`;
+
+function dialAddress(options: DialOptions, address: string, connectTimeoutMs: number): Promise<TLSSocket> {
+  const { host, port, tls } = options;
+  const servername = tls.servername ?? (isIP(host) !== 0 ? undefined : host);
+  const target = hostPort(address, port);
+  // Reported as the name when one was dialled, with the address it resolved to.
+  const peer = address === host ? target : `${host}:${port} (${address})`;
   return new Promise<TLSSocket>((resolve, reject) => {
     let phase: DialPhase = 'connect';
-    const socket = tlsConnect({
+    const socket: TLSSocket = tlsConnect({
       host: address,
       port,
       secureContext: options.secureContext ?? createControlContext(tls),
@@ -140,36 +195,43 @@ export async function dialSupervisor(options: DialOptions): Promise<TLSSocket> {
       ALPNProtocols: ['h2'],
       // No SNI for an IP literal: node then verifies the certificate's IP SANs against the address.
       ...(servername === undefined || isIP(servername) !== 0 ? {} : { servername }),
+      checkServerIdentity: (name) => checkSupervisorName(socket, name),
     });
+    skipRenderedPeerChain(socket);
     const fail = (kind: ControlErrorKind, message: string, cause?: unknown): void => {
       cleanup();
       socket.destroy();
       reject(new ControlFailure(kind, message, cause === undefined ? undefined : { cause }));
     };
-    const connectTimeoutMs = options.connectTimeoutMs ?? CONNECT_TIMEOUT_MS;
     const handshakeTimeoutMs = options.handshakeTimeoutMs ?? HANDSHAKE_TIMEOUT_MS;
-    let timer = setTimeout(() => fail('connect-timeout', `no TCP connection to ${address}:${port} within ${connectTimeoutMs} ms`), connectTimeoutMs);
+    let timer = setTimeout(() => fail('connect-timeout', `no TCP connection to ${target} within ${connectTimeoutMs} ms`), connectTimeoutMs);
     const onConnect = (): void => {
       phase = 'tls';
       clearTimeout(timer);
-      timer = setTimeout(() => fail('tls', `TLS handshake with ${host}:${port} did not finish within ${handshakeTimeoutMs} ms`), handshakeTimeoutMs);
+      timer = setTimeout(() => fail('tls', `TLS handshake with ${peer} did not finish within ${handshakeTimeoutMs} ms`), handshakeTimeoutMs);
     };
     const onError = (err: Error): void => {
-      const where = phase === 'connect' ? `connecting to ${address}:${port}` : `TLS handshake with ${host}:${port}`;
+      const where = phase === 'connect' ? `connecting to ${target}` : `TLS handshake with ${peer}`;
       fail(classifyError(err, phase), `${where}: ${describeError(err)}`, err);
     };
-    const onClose = (): void => fail(phase === 'connect' ? 'connect-refused' : 'tls', `${host}:${port} closed the connection during the ${phase === 'connect' ? 'TCP connect' : 'TLS handshake'}`);
+    const onClose = (): void =>
+      fail(
+        phase === 'connect' ? 'connect-refused' : 'tls',
+        `${phase === 'connect' ? target : peer} closed the connection during the ${phase === 'connect' ? 'TCP connect' : 'TLS handshake'}`,
+      );
     const onSecure = (): void => {
       cleanup();
+      restorePeerCertificate(socket);
       if (socket.alpnProtocol !== 'h2') {
         socket.destroy();
-        reject(new ControlFailure('protocol', `${host}:${port} did not negotiate HTTP/2 (ALPN ${String(socket.alpnProtocol)})`));
+        reject(new ControlFailure('protocol', `${peer} did not negotiate HTTP/2 (ALPN ${String(socket.alpnProtocol)})`));
         return;
       }
       resolve(socket);
     };
     function cleanup(): void {
       clearTimeout(timer);
+      restorePeerCertificate(socket);
       socket.off('connect', onConnect);
       socket.off('error', onError);
       socket.off('close', onClose);
@@ -180,4 +242,27 @@ export async function dialSupervisor(options: DialOptions): Promise<TLSSocket> {
     socket.once('error', onError);
     socket.once('close', onClose);
   });
+}
+
+// Node renders the supervisor's whole chain to JS objects (getPeerCertificate(true): about ten times the cost of
+// the leaf alone, the largest CPU item of a re-attach) only to hand it to checkServerIdentity, which reads the leaf's
+// subjectaltname and subject and nothing else. So while the handshake runs, that one call gets a stub, and
+// checkSupervisorName gives node's own check the leaf rendered alone. If node stops making that call, only the
+// saving is lost: the name is still checked against the real certificate. The override goes once the handshake settles.
+const RENDERED_CHAIN_STUB = Object.freeze({}) as PeerCertificate;
+const renderPeerCertificate = TLSSocket.prototype.getPeerCertificate;
+
+function skipRenderedPeerChain(socket: TLSSocket): void {
+  socket.getPeerCertificate = function stubbedPeerCertificate(this: TLSSocket, detailed?: boolean) {
+    return detailed === true ? RENDERED_CHAIN_STUB : renderPeerCertificate.call(this, detailed);
+  } as TLSSocket['getPeerCertificate'];
+}
+
+function restorePeerCertificate(socket: TLSSocket): void {
+  if (Object.hasOwn(socket, 'getPeerCertificate')) delete (socket as Partial<Pick<TLSSocket, 'getPeerCertificate'>>).getPeerCertificate;
+}
+
+/** Node's own name check (DNS and IP SANs, its wildcard rules, ERR_TLS_CERT_ALTNAME_INVALID) on the leaf alone. */
+function checkSupervisorName(socket: TLSSocket, name: string): Error | undefined {
+  return checkServerIdentity(name, renderPeerCertificate.call(socket, false));
 }

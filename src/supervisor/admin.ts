@@ -28,9 +28,10 @@ export interface SupervisorReadiness {
 }
 
 export interface AdminHandlers {
-  sandboxes(): object;
+  sandboxes(): Promise<object>;
   readiness(): SupervisorReadiness;
-  expect(sandboxId: string, instanceId: string): { status: number; body: object };
+  /** Answers once the expectation is durable in the store. */
+  expect(sandboxId: string, instanceId: string): Promise<{ status: number; body: object }>;
   /** Takes over the caller's socket: answers 101 (upgrade) or 200 (CONNECT) when bridged, or an HTTP error. */
   relay(request: RelayRequest, client: Duplex, head: Buffer): void;
 }
@@ -141,12 +142,12 @@ export function createSupervisorAdmin(options: SupervisorAdminOptions): Supervis
       return;
     }
     if (req.method === 'GET' && url.pathname === '/v1/sandboxes') {
-      json(res, 200, handlers.sandboxes());
+      json(res, 200, await handlers.sandboxes());
       return;
     }
     const expect = EXPECT_PATH.exec(url.pathname);
     if (req.method === 'PUT' && expect !== null) {
-      const reply = handlers.expect(expect[1] ?? '', expect[2] ?? '');
+      const reply = await handlers.expect(expect[1] ?? '', expect[2] ?? '');
       logger.info({ operator, sandboxId: expect[1], instanceId: expect[2], status: reply.status }, 'instance expected by an operator');
       json(res, reply.status, reply.body);
       return;

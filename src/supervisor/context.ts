@@ -1,10 +1,13 @@
 // The state the supervisor's parts share, passed as one SupervisorContext that createSupervisor builds: the live
-// sessions, the tables, the relay broker, the event stream and the per-sandbox configuration. Types only.
+// sessions, the tables, the store and its writer, the relay broker, the event stream and the per-sandbox
+// configuration. Types only.
 
 import type { ServerHttp2Session, ServerHttp2Stream } from 'node:http2';
 import type { RefusedMessage } from '../control/messages.js';
 import type { Logger } from '../telemetry/logger.js';
 import type { RelayBroker } from './relays.js';
+import type { StateWriter } from './state-writer.js';
+import type { SupervisorStore } from './store/store.js';
 import type { SupervisorEvent } from './supervisor.js';
 import type { SandboxConfig, Tables } from './tables.js';
 
@@ -23,6 +26,13 @@ export type ConfigLookup = { ok: true; config: SandboxConfig } | { ok: false; re
 
 export interface SupervisorContext {
   readonly logger: Logger;
+  readonly now: () => number;
+  /** This process: unique per start, so replicas on one store and a restarted replica are told apart. */
+  readonly replicaId: string;
+  readonly attachDeadlineMs: number;
+  /** The durable state every replica shares; `tables` is this replica's working copy of it and of its sessions. */
+  readonly store: SupervisorStore;
+  readonly writer: StateWriter;
   readonly tables: Tables;
   /** Live sessions by session id; Map order is attach order. */
   readonly live: Map<string, LiveSession>;

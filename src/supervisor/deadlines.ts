@@ -1,62 +1,131 @@
-// Attach deadlines and withdrawal: an expected or detached instance that does not attach in time is withdrawn
-// (told why, its session and relays closed, moved to the withdrawn table). Owns the deadline timers.
+// Attach deadlines and withdrawal, kept in the store so they survive a restart and fire once across replicas: an
+// expected or detached instance carries the time it is withdrawn at; every replica sweeps for due ones, and the
+// store hands each to exactly one. The sweep also keeps this replica's heartbeat and releases the instances of
+// replicas that stopped beating (their boundaries are detached now). The withdrawing replica tells a boundary
+// it still holds why, closes its session and relays, and queues the withdrawal hook.
 
 import type { SupervisorContext } from './context.js';
 import { pushMessage } from './push.js';
+import { REPLICA_HEARTBEAT_MS, REPLICA_LEASE_MS, type StoredWithdrawal } from './store/store.js';
+
+/** Deadlines another replica set are found within this; this replica's own fire on time (a timer at each). */
+export const DEADLINE_SWEEP_MS = 1_000;
 
 export interface AttachDeadlines {
-  /** Starts (or restarts) the instance's deadline. */
-  arm(sandboxId: string, instanceId: string): void;
-  /** Stops the instance's deadline: it attached. */
-  disarm(sandboxId: string, instanceId: string): void;
-  /** Stops every deadline, for close(). */
-  clear(): void;
+  /** A deadline at `at` exists (this replica set it): sweep then. */
+  scheduleAt(at: number): void;
+  start(): Promise<void>;
+  /** Why the last sweep failed (the store unreachable, say), or undefined once one succeeds: for /readyz. */
+  lastError(): string | undefined;
+  /** Stops sweeping and waits for a sweep in progress, for close(). */
+  clear(): Promise<void>;
 }
 
-export function createAttachDeadlines(ctx: SupervisorContext, options: { attachDeadlineMs: number }): AttachDeadlines {
-  const { attachDeadlineMs } = options;
-  const deadlines = new Map<string, NodeJS.Timeout>();
-  const key = (sandboxId: string, instanceId: string): string => `${sandboxId}/${instanceId}`;
+export function createAttachDeadlines(
+  ctx: SupervisorContext,
+  options: { attachDeadlineMs: number; hook: boolean; onWithdrawn?: (withdrawal: StoredWithdrawal) => void },
+): AttachDeadlines {
+  const { attachDeadlineMs, hook } = options;
+  const { store, replicaId, logger, now } = ctx;
+  const reason = `did not attach within the attach deadline (${Math.round(attachDeadlineMs / 1000)} s)`;
+  let next: { at: number; timer: NodeJS.Timeout } | undefined;
+  let periodic: NodeJS.Timeout | undefined;
+  let running: Promise<void> | undefined;
+  let again = false;
+  let lastBeat = Number.NEGATIVE_INFINITY;
+  let stopped = false;
+  let lastError: string | undefined;
 
-  function arm(sandboxId: string, instanceId: string): void {
-    const k = key(sandboxId, instanceId);
-    clearTimeout(deadlines.get(k));
+  function scheduleAt(at: number): void {
+    if (stopped || (next !== undefined && next.at <= at)) return;
+    if (next !== undefined) clearTimeout(next.timer);
+    // A timer may fire a millisecond early; the sweep then finds nothing and the periodic one catches it.
     const timer = setTimeout(() => {
-      deadlines.delete(k);
-      withdraw(sandboxId, instanceId, `did not attach within the attach deadline (${Math.round(attachDeadlineMs / 1000)} s)`);
-    }, attachDeadlineMs);
+      next = undefined;
+      sweep();
+    }, Math.max(0, at - now()) + 1);
     timer.unref();
-    deadlines.set(k, timer);
+    next = { at, timer };
   }
 
-  function disarm(sandboxId: string, instanceId: string): void {
-    clearTimeout(deadlines.get(key(sandboxId, instanceId)));
-    deadlines.delete(key(sandboxId, instanceId));
+  function sweep(): void {
+    if (stopped) return;
+    if (running !== undefined) {
+      again = true;
+      return;
+    }
+    running = sweepOnce()
+      .then(
+        () => {
+          if (lastError !== undefined) logger.info({}, 'attach deadline sweep works again');
+          lastError = undefined;
+        },
+        (err: unknown) => {
+          const message = err instanceof Error ? err.message : String(err);
+          // Once per failure streak, not once a second while the store is down.
+          if (lastError === undefined) logger.warn({ err: message }, 'attach deadline sweep failed; deadlines wait until the store answers again');
+          lastError = message;
+        },
+      )
+      .finally(() => {
+        running = undefined;
+        if (again) {
+          again = false;
+          sweep();
+        }
+      });
   }
 
-  function clear(): void {
-    for (const timer of deadlines.values()) clearTimeout(timer);
-    deadlines.clear();
+  async function sweepOnce(): Promise<void> {
+    const t = now();
+    if (t - lastBeat >= REPLICA_HEARTBEAT_MS) {
+      await store.heartbeat(replicaId, t);
+      lastBeat = t;
+      const released = await store.releaseStaleReplicas(replicaId, t - REPLICA_LEASE_MS, t, t + attachDeadlineMs);
+      if (released > 0) {
+        logger.warn({ released, deadlineMs: attachDeadlineMs }, 'a supervisor replica stopped; its boundaries count as detached until they attach here or to another replica');
+        scheduleAt(t + attachDeadlineMs);
+      }
+    }
+    // What this replica wrote (an attach just made) is in the store before anything is judged due.
+    await ctx.writer.flush();
+    const withdrawn = await store.claimDue(now(), replicaId, hook, () => reason);
+    for (const withdrawal of withdrawn) withdrawLocally(withdrawal);
   }
 
-  function withdraw(sandboxId: string, instanceId: string, reason: string): void {
-    const { tables, live, logger } = ctx;
-    const instance = tables.instance(sandboxId, instanceId);
-    if (instance === undefined) return;
-    const sessionId = instance.sessionId;
+  function withdrawLocally(withdrawal: StoredWithdrawal): void {
+    const { tables, live } = ctx;
+    const { sandboxId, instanceId } = withdrawal;
+    const sessionId = tables.instance(sandboxId, instanceId)?.sessionId;
     const session = sessionId === undefined ? undefined : live.get(sessionId);
     if (session !== undefined) {
-      pushMessage(ctx, session, { kind: 'withdraw', code: 'withdrawn', reason });
+      pushMessage(ctx, session, { kind: 'withdraw', code: 'withdrawn', reason: withdrawal.reason });
       live.delete(session.sessionId);
       session.watch?.end();
       session.session.close();
     }
-    disarm(sandboxId, instanceId);
     const relays = ctx.broker.closeInstance(sandboxId, instanceId);
-    tables.withdraw(sandboxId, instanceId, reason);
-    logger.warn({ sandboxId, instanceId, reason, relaysClosed: relays }, 'instance withdrawn');
-    ctx.emit({ type: 'withdrawn', sandboxId, instanceId, detail: reason });
+    tables.withdraw(sandboxId, instanceId, withdrawal.reason);
+    logger.warn({ sandboxId, instanceId, reason: withdrawal.reason, withdrawalId: withdrawal.id, hook: withdrawal.hook, relaysClosed: relays }, 'instance withdrawn');
+    ctx.emit({ type: 'withdrawn', sandboxId, instanceId, detail: withdrawal.reason });
+    options.onWithdrawn?.(withdrawal);
   }
 
-  return { arm, disarm, clear };
+  return {
+    scheduleAt,
+    lastError: () => lastError,
+    async start() {
+      sweep();
+      await running;
+      periodic = setInterval(sweep, DEADLINE_SWEEP_MS);
+      periodic.unref();
+    },
+    async clear() {
+      stopped = true;
+      if (next !== undefined) clearTimeout(next.timer);
+      next = undefined;
+      clearInterval(periodic);
+      await running;
+    },
+  };
 }

@@ -2,49 +2,13 @@
 // events, relay and session close. Admission rules live in tables.ts; this file keeps the live sessions in step.
 
 import { randomUUID } from 'node:crypto';
-import type { ServerHttp2Session } from 'node:http2';
-import type { AttachMessage, RefusedMessage } from '../control/messages.js';
+import type { RefusedMessage } from '../control/messages.js';
 import type { LiveSession, SupervisorContext } from './context.js';
 import type { AttachDeadlines } from './deadlines.js';
-import { pushConfig, pushMessage } from './push.js';
+import { pushConfig } from './push.js';
+import type { Replication } from './replication.js';
 import type { ControlHandlers, Peer } from './server.js';
-import type { SupersededSession } from './tables.js';
-
-/**
- * Idempotent attach: the newest session wins and the old one is told why and closed. When the old one is
- * another process (other boot id) whose session is still open and had acked, two live boundaries share one
- * identity: they would supersede each other forever, so the old one is told `superseded` and stops competing.
- * A restarted process also brings a new boot id, but its old session is closed (or never acked) by then.
- */
-function replaceSession(
-  ctx: SupervisorContext,
-  previous: LiveSession,
-  superseded: SupersededSession,
-  message: AttachMessage,
-  peer: Peer,
-  h2session: ServerHttp2Session,
-): void {
-  const { sandboxId, instanceId, bootId } = message;
-  const alive = previous.session !== h2session && !previous.session.closed && !previous.session.destroyed;
-  if (superseded.bootId !== bootId && superseded.acked && alive) {
-    ctx.logger.warn(
-      { sandboxId, instanceId, bootId, remote: peer.remote, supersededBootId: superseded.bootId, supersededRemote: previous.remote },
-      'two live boundary processes attached as one instance: the newer wins, the older is told it is superseded and stops re-attaching; give each a unique --instance-id or stop the duplicate',
-    );
-    pushMessage(ctx, previous, {
-      kind: 'withdraw',
-      code: 'superseded',
-      bootId,
-      reason: `another boundary process (boot ${bootId}, from ${peer.remote}) attached as sandbox ${sandboxId} instance ${instanceId}`,
-    });
-    ctx.emit({ type: 'superseded', sandboxId, instanceId, detail: `boot ${superseded.bootId} superseded by boot ${bootId}` });
-  } else {
-    pushMessage(ctx, previous, { kind: 'withdraw', code: 'replaced', reason: 'superseded by a newer session of the same instance' });
-  }
-  ctx.live.delete(previous.sessionId);
-  previous.watch?.end();
-  if (previous.session !== h2session) previous.session.close();
-}
+import { retireSession } from './retire.js';
 
 function sessionFor(ctx: SupervisorContext, peer: Peer, sessionId: string): LiveSession | undefined {
   const session = ctx.live.get(sessionId);
@@ -58,8 +22,10 @@ const unknownSession = (sessionId: string): RefusedMessage => ({
   retryable: true,
 });
 
-export function createControlHandlers(ctx: SupervisorContext, deadlines: AttachDeadlines): ControlHandlers {
-  const { logger, tables, live, broker, emit } = ctx;
+export function createControlHandlers(ctx: SupervisorContext, parts: { deadlines: AttachDeadlines; replication: Replication }): ControlHandlers {
+  const { logger, tables, live, broker, emit, store, writer, replicaId, now } = ctx;
+  const { deadlines, replication } = parts;
+  const key = (sandboxId: string, instanceId: string): string => `instance:${sandboxId}/${instanceId}`;
   return {
     attach(peer, h2session, message) {
       const refused = (refusal: RefusedMessage): RefusedMessage => {
@@ -79,11 +45,16 @@ export function createControlHandlers(ctx: SupervisorContext, deadlines: AttachD
       const found = ctx.configFor(message.sandboxId);
       if (!found.ok) return refused(found.refusal);
       const sessionId = randomUUID();
+      const generationBefore = tables.sandbox(message.sandboxId)?.generation;
       const result = tables.admit(message, found.config, sessionId);
       if (!result.ok) return refused({ kind: 'refused', code: result.code, message: result.message, retryable: true });
-      deadlines.disarm(message.sandboxId, message.instanceId);
+      const { sandboxId, instanceId, bootId, version } = message;
+      writer.write(key(sandboxId, instanceId), 'attached', () => store.attached({ sandboxId, instanceId, bootId, version, replicaId, sessionId, at: now() }));
+      if (generationBefore !== result.admitted.generation) replication.admitted(sandboxId);
       const previous = result.superseded === undefined ? undefined : live.get(result.superseded.sessionId);
-      if (previous !== undefined && result.superseded !== undefined) replaceSession(ctx, previous, result.superseded, message, peer, h2session);
+      if (previous !== undefined && result.superseded !== undefined) {
+        retireSession(ctx, previous, result.superseded, { bootId, from: peer.remote, h2session });
+      }
       live.set(sessionId, {
         sessionId,
         session: h2session,
@@ -126,7 +97,16 @@ export function createControlHandlers(ctx: SupervisorContext, deadlines: AttachD
     status(peer, sessionId, message) {
       const session = sessionFor(ctx, peer, sessionId);
       if (session === undefined) return unknownSession(sessionId);
+      const first = tables.bySession(sessionId)?.sessionAcked === false;
       tables.status(sessionId, message);
+      const { generation, policyHash, state } = message;
+      // Once per session (what "attached" promised is now applied), and every failure: not every routine ack.
+      const fields = { sandboxId: session.sandboxId, instanceId: session.instanceId, generation, state };
+      if (state !== 'effective') logger.warn({ ...fields, error: message.error }, 'boundary could not apply its configuration');
+      else if (first) logger.info(fields, 'boundary acknowledged its configuration');
+      writer.write(key(session.sandboxId, session.instanceId), 'status', () =>
+        store.status(session.sandboxId, session.instanceId, sessionId, { state, generation, policyHash, error: message.error ?? null }),
+      );
       emit({ type: 'status', sandboxId: session.sandboxId, instanceId: session.instanceId, generation: message.generation, detail: message.state });
       return undefined;
     },
@@ -146,8 +126,14 @@ export function createControlHandlers(ctx: SupervisorContext, deadlines: AttachD
         if (session.session !== h2session) continue;
         live.delete(session.sessionId);
         const instance = tables.detach(session.sessionId);
+        // Closing: the whole replica is released at once (store.releaseReplica), with the same deadline.
         if (instance === undefined || ctx.closing()) continue;
-        deadlines.arm(session.sandboxId, session.instanceId);
+        const at = now();
+        const deadlineAt = at + ctx.attachDeadlineMs;
+        writer.write(key(session.sandboxId, session.instanceId), 'detached', () =>
+          store.detached(session.sandboxId, session.instanceId, session.sessionId, at, deadlineAt),
+        );
+        deadlines.scheduleAt(deadlineAt);
         logger.info({ sandboxId: session.sandboxId, instanceId: session.instanceId }, 'boundary detached');
         emit({ type: 'detached', sandboxId: session.sandboxId, instanceId: session.instanceId });
       }

@@ -1,9 +1,9 @@
 // The push fan-out: control messages written onto a session's watch stream (a boundary that stops reading is cut
-// off), and changed sandbox configuration pushed to every attached instance. Never admits or withdraws.
+// off), and changed sandbox configuration pushed to every instance attached here. Never admits or withdraws.
 
 import { encodeMessage, type PushMessage } from '../control/messages.js';
 import type { LiveSession, SupervisorContext } from './context.js';
-import type { InstanceRecord } from './tables.js';
+import type { ConfigChange, InstanceRecord } from './tables.js';
 
 /** A boundary that does not read its watch stream is cut off before its backlog grows past this. */
 export const MAX_WATCH_BACKLOG_BYTES = 8_388_608;
@@ -44,22 +44,11 @@ export function pushConfig(
   }
 }
 
-/** Re-derives every known sandbox's configuration and pushes what changed to its attached instances. */
-export function refreshAll(ctx: SupervisorContext): void {
-  const { tables, logger } = ctx;
-  for (const sandboxId of tables.sandboxIds()) {
-    const found = ctx.configFor(sandboxId);
-    if (!found.ok) {
-      logger.warn({ sandboxId, reason: found.refusal.message }, 'sandbox has no valid policy now; attached boundaries keep their last one');
-      continue;
-    }
-    const change = tables.update(sandboxId, found.config);
-    if (change === undefined) continue;
-    logger.info({ sandboxId, generation: change.generation, policyHash: found.config.policyHash }, 'sandbox configuration changed; pushing');
-    for (const session of ctx.live.values()) {
-      if (session.sandboxId !== sandboxId) continue;
-      const instance = tables.bySession(session.sessionId);
-      if (instance !== undefined) pushConfig(ctx, session, instance, change);
-    }
+/** Pushes what changed in a sandbox's configuration to each of its boundaries attached to this replica. */
+export function pushChange(ctx: SupervisorContext, sandboxId: string, change: ConfigChange): void {
+  for (const session of ctx.live.values()) {
+    if (session.sandboxId !== sandboxId) continue;
+    const instance = ctx.tables.bySession(session.sessionId);
+    if (instance !== undefined) pushConfig(ctx, session, instance, change);
   }
 }

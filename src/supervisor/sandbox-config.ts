@@ -10,6 +10,8 @@ import type { PolicyLibrary } from './library.js';
 
 export interface SandboxConfigs {
   configFor(sandboxId: string): ConfigLookup;
+  /** The credential grants alone: a replica pushes its own, whichever replica published the policy. */
+  credentials(): { readonly providers: readonly WireProvider[]; readonly hash: string };
 }
 
 export function createSandboxConfigs(options: {
@@ -45,5 +47,5 @@ export function createSandboxConfigs(options: {
     };
   }
 
-  return { configFor };
+  return { configFor, credentials: wireCredentials };
 }

@@ -10,6 +10,7 @@ import {
   type ServerHttp2Session,
   type ServerHttp2Stream,
 } from 'node:http2';
+import type { X509Certificate } from 'node:crypto';
 import type { Socket } from 'node:net';
 import type { TLSSocket } from 'node:tls';
 import { describeError } from '../control/dial.js';
@@ -111,9 +112,11 @@ export function createControlServer(options: ControlServerOptions): ControlServe
     const remote = remoteOf(socket);
     let identity: { trustDomain: string; sandboxId: string } | undefined;
     try {
-      // getPeerX509Certificate is far cheaper than getPeerCertificate, which renders every field.
+      // The leaf alone (getPeerCertificate(false)) costs less per attach than getPeerX509Certificate, which copies
+      // the certificate into a new object; its subjectaltname is the same OpenSSL rendering as X509Certificate's.
       // An operator certificate (spiffe://<td>/operator/<name>) chains to the same CA but names no sandbox.
-      for (const uri of certificateUris(socket.getPeerX509Certificate())) identity ??= parseSandboxSpiffeId(uri);
+      const san = socket.getPeerCertificate(false).subjectaltname;
+      for (const uri of certificateUris({ subjectAltName: san ?? '' } as X509Certificate)) identity ??= parseSandboxSpiffeId(uri);
     } catch {
       identity = undefined;
     }

@@ -4,11 +4,13 @@
 // Never touches a socket: live sessions keep the context they were accepted with.
 
 import { join } from 'node:path';
+import { Gauge, type Registry } from 'prom-client';
 import { isBoundaryError, type Issue } from '../errors.js';
 import { type FileWatch, watchFiles } from '../file-watch.js';
 import { TLS_RELOAD_SETTLE_MS } from '../control/tls-source.js';
 import { checkServingIdentity, isWithinValidity, readControlIdentityPems, readIdentityUpdate, type ServingIdentity } from '../pki/identity.js';
 import { ISSUED_FILES } from '../pki/issue.js';
+import { DAY_MS } from '../pki/mint.js';
 import { coalesceReloads } from '../reload-queue.js';
 import type { Logger } from '../telemetry/logger.js';
 
@@ -20,6 +22,32 @@ export interface ServingTlsSource {
   reload(): Promise<boolean>;
   /** Undefined before start(). */
   current(): ServingIdentity | undefined;
+  /** The serving certificate in use: notAfter (ISO 8601) and whole days left, negative once expired. Undefined before start(). */
+  certificate(): ServingCertificateExpiry | undefined;
+}
+
+export interface ServingCertificateExpiry {
+  readonly notAfter: string;
+  readonly daysLeft: number;
+}
+
+export const SERVING_CERT_EXPIRY_METRIC = 'boundary_supervisor_certificate_expiry_seconds';
+
+/**
+ * Registers `boundary_supervisor_certificate_expiry_seconds` on `registry`: the notAfter of the serving certificate in
+ * use, as unix time in seconds, read from `source` at every scrape (so a renewal shows at once); 0 before start().
+ */
+export function registerServingCertificateExpiry(registry: Registry, source: Pick<ServingTlsSource, 'current'>): Gauge {
+  return new Gauge({
+    name: SERVING_CERT_EXPIRY_METRIC,
+    help: 'notAfter of the supervisor serving certificate in use, as unix time in seconds',
+    registers: [registry],
+    collect() {
+      const identity = source.current();
+      if (identity === undefined) this.reset();
+      else this.set(identity.notAfter / 1000);
+    },
+  });
 }
 
 export function createServingTlsSource(options: {
@@ -102,5 +130,9 @@ export function createServingTlsSource(options: {
     },
     reload,
     current: () => loaded,
+    certificate() {
+      if (loaded === undefined) return undefined;
+      return { notAfter: new Date(loaded.notAfter).toISOString(), daysLeft: Math.floor((loaded.notAfter - now()) / DAY_MS) };
+    },
   };
 }

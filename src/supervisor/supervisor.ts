@@ -2,6 +2,8 @@
 // relays, the mTLS control listener, the operator-only admin listener and the credential-free metrics listener,
 // and starts and closes them in order. Never imports boundary.ts, proxy/ or dns/; control/client.ts never imports this.
 
+import { randomUUID } from 'node:crypto';
+import { join } from 'node:path';
 import { collectDefaultMetrics, Registry } from 'prom-client';
 import { type ControlSettings, DEFAULT_SETTINGS } from '../control/messages.js';
 import { isLoopbackHost } from '../control/relay.js';
@@ -16,13 +18,23 @@ import type { LiveSession, SupervisorContext } from './context.js';
 import { createAttachDeadlines } from './deadlines.js';
 import { createControlHandlers } from './handlers.js';
 import { createPolicyLibrary } from './library.js';
-import { refreshAll } from './push.js';
 import { createRelayOpener } from './relay-routing.js';
+import { createReplication } from './replication.js';
 import { createRelayBroker } from './relays.js';
 import { createSandboxConfigs } from './sandbox-config.js';
-import { type ServingTlsSource, createServingTlsSource } from './serving-tls.js';
+import { type ServingTlsSource, createServingTlsSource, registerServingCertificateExpiry } from './serving-tls.js';
 import { createControlServer, type ServingPems } from './server.js';
+import { CERT_EXPIRY_WARNING_DAYS } from '../control/tls-source.js';
+import { createStateWriter } from './state-writer.js';
+import { createMemoryStore } from './store/memory.js';
+import { createPostgresStore } from './store/postgres.js';
+import type { StoredWithdrawal, SupervisorStore } from './store/store.js';
 import { createTables, type InstanceRow, type WithdrawnRecord } from './tables.js';
+import { createHookRunner } from './hook-runner.js';
+import { createHookDelivery, type WithdrawalHookConfig } from './withdrawal-hook.js';
+
+/** The embedded store's file in --state-dir. */
+export const STATE_FILE_NAME = 'supervisor-state.json';
 
 // Enforced in push.ts; still exported here, where it has always been importable from.
 
@@ -50,16 +62,24 @@ export interface SupervisorConfig {
   readonly settings?: ControlSettings | undefined;
   /** TLS handshake deadline per connection; tests on a loaded machine raise it. Default TLS_HANDSHAKE_TIMEOUT_MS. */
   readonly handshakeTimeoutMs?: number | undefined;
+  /** One replica: state survives restarts in DIR/supervisor-state.json. Without it (and databaseUrl), state is in memory. */
+  readonly stateDir?: string | undefined;
+  /** Any number of replicas share state in this PostgreSQL database. Excludes stateDir. */
+  readonly databaseUrl?: string | undefined;
+  /** Told of every withdrawal, retried until it acknowledges. */
+  readonly withdrawalHook?: WithdrawalHookConfig | undefined;
 }
 
 export interface SupervisorDeps {
   readonly now: () => number;
   readonly logger: Logger;
-  /** Where the credentials file's value_from.env reads (main.ts passes process.env). */
+  /** Where the credentials file's value_from.env reads, and the withdrawal hook command's environment (main.ts passes process.env). */
   readonly env?: Readonly<Record<string, string | undefined>>;
   readonly parsePolicy?: (text: string, options?: { source?: string }) => Policy;
   /** Served on the metrics listener; a fresh one when absent. Never the global default registry. */
   readonly registry?: Registry;
+  /** Replaces the store the config names (tests share one between two supervisors). */
+  readonly store?: SupervisorStore;
 }
 
 export const SUPERVISOR_EVENT_TYPES = ['attached', 'refused', 'detached', 'status', 'events', 'withdrawn', 'pushed', 'superseded'] as const;
@@ -78,9 +98,12 @@ export interface Supervisor {
   adminAddress(): { host: string; port: number } | undefined;
   metricsAddress(): { host: string; port: number } | undefined;
   sandboxes(): InstanceRow[];
+  /** Withdrawals this replica made since it started. */
   withdrawn(): readonly WithdrawnRecord[];
-  /** Expects an instance: it is withdrawn unless it attaches within the attach deadline. */
-  expect(sandboxId: string, instanceId: string): boolean;
+  /** Every withdrawal the store holds (all replicas, across restarts), with its hook delivery. */
+  storedWithdrawals(): Promise<StoredWithdrawal[]>;
+  /** Expects an instance: it is withdrawn unless it attaches within the attach deadline. Resolves once durable. */
+  expect(sandboxId: string, instanceId: string): Promise<boolean>;
   /** Re-reads the policies folder now (the watcher does this on its own). */
   reload(): Promise<void>;
   subscribe(listener: (event: SupervisorEvent) => void): () => void;
@@ -93,6 +116,14 @@ export function createSupervisor(config: SupervisorConfig, deps: SupervisorDeps)
   const attachDeadlineMs = config.attachDeadlineMs ?? ATTACH_DEADLINE_MS;
   const settings = config.settings ?? DEFAULT_SETTINGS;
   const tables = createTables({ now });
+  if (config.stateDir !== undefined && config.databaseUrl !== undefined) throw new Error('give a state directory or a database, not both');
+  const store: SupervisorStore =
+    deps.store ??
+    (config.databaseUrl !== undefined
+      ? createPostgresStore({ connectionString: config.databaseUrl, logger })
+      : createMemoryStore(config.stateDir === undefined ? { logger } : { stateFile: join(config.stateDir, STATE_FILE_NAME), logger }));
+  const writer = createStateWriter({ logger });
+  const replicaId = randomUUID();
   const live = new Map<string, LiveSession>();
   const listeners = new Set<(event: SupervisorEvent) => void>();
   const broker = createRelayBroker({ logger });
@@ -123,13 +154,25 @@ export function createSupervisor(config: SupervisorConfig, deps: SupervisorDeps)
   const library = createPolicyLibrary({
     dir: config.policiesDir,
     parsePolicy,
-    onChange: () => refreshAll(ctx),
+    onChange: () => refresh(),
     onError: (file, message) => logger.warn({ file }, `policy file rejected; the last valid version stays: ${message}`),
   });
-  const { configFor } = createSandboxConfigs({ library, credentials: () => credentials, settings });
-  const ctx: SupervisorContext = { logger, tables, live, broker, emit, configFor, closing: () => closing };
-  const deadlines = createAttachDeadlines(ctx, { attachDeadlineMs });
-  const handlers = createControlHandlers(ctx, deadlines);
+  const sandboxConfigs = createSandboxConfigs({ library, credentials: () => credentials, settings });
+  const { configFor } = sandboxConfigs;
+  const ctx: SupervisorContext = { logger, now, replicaId, attachDeadlineMs, store, writer, tables, live, broker, emit, configFor, closing: () => closing };
+  const hookRunner =
+    config.withdrawalHook === undefined
+      ? undefined
+      : createHookRunner({ store, deliver: createHookDelivery(config.withdrawalHook, { logger, env: deps.env ?? {} }), now, logger });
+  const deadlines = createAttachDeadlines(ctx, { attachDeadlineMs, hook: hookRunner !== undefined, onWithdrawn: () => hookRunner?.kick() });
+  const replication = createReplication(ctx, { credentials: sandboxConfigs.credentials });
+  const handlers = createControlHandlers(ctx, { deadlines, replication });
+  // From the moment replication starts: a change seen while it loads is published after what it loads.
+  let following = false;
+  function refresh(): void {
+    if (!following || closing) return;
+    replication.refresh().catch((err: unknown) => logger.warn({ err: err instanceof Error ? err.message : String(err) }, 'publishing the changed configuration failed; the next change retries'));
+  }
 
   let servingTls: ServingPems | undefined = 'dir' in config.tls ? undefined : config.tls;
   const tlsSource: ServingTlsSource | undefined =
@@ -151,6 +194,7 @@ export function createSupervisor(config: SupervisorConfig, deps: SupervisorDeps)
           },
         })
       : undefined;
+  if (tlsSource !== undefined) registerServingCertificateExpiry(registry, tlsSource);
   function currentTls(): ServingPems {
     if (servingTls === undefined) throw new Error('supervisor TLS material read before start()');
     return servingTls;
@@ -165,57 +209,79 @@ export function createSupervisor(config: SupervisorConfig, deps: SupervisorDeps)
     logger,
   });
 
+  async function startParts(): Promise<void> {
+    // Before anything else: without its serving material the supervisor has nothing to listen with.
+    if (tlsSource !== undefined) servingTls = await tlsSource.start();
+    // Then: a token file that would refuse everyone stops the start before any listener opens.
+    await adminAuth?.start();
+    if (config.credentialsFile !== undefined) {
+      credentials = await createFileCredentialSource({
+        path: config.credentialsFile,
+        env: deps.env ?? {},
+        watch: true,
+        onChange: () => refresh(),
+        onError: (err) => logger.warn({ code: err.code }, `credentials reload failed; the last good set stays: ${err.message}`),
+      });
+    }
+    await library.start();
+    await store.start();
+    // Before the listener opens: an attach is admitted at the generation every replica agrees on.
+    following = true;
+    await replication.start();
+    await deadlines.start();
+    hookRunner?.start();
+    await server.start();
+    if (config.adminListen !== undefined && adminAuth !== undefined) {
+      admin = createSupervisorAdmin({
+        host: config.adminListen.host,
+        port: config.adminListen.port,
+        auth: adminAuth,
+        tls: config.adminTls === true ? currentTls() : undefined,
+        logger,
+        handlers: {
+          sandboxes: async () => ({
+            sandboxes: tables.rows(),
+            withdrawn: tables.withdrawn(),
+            relays: broker.count(),
+            store: { kind: store.kind, replicaId, instances: await store.instances(), withdrawals: await store.withdrawals() },
+          }),
+          readiness: () => api.readiness(),
+          expect: async (sandboxId, instanceId) =>
+            (await api.expect(sandboxId, instanceId))
+              ? { status: 202, body: { expected: true, deadlineMs: attachDeadlineMs } }
+              : { status: 404, body: { error: 'unknown-sandbox', message: `no policy for sandbox ${sandboxId}` } },
+          relay: createRelayOpener(ctx),
+        },
+      });
+      await admin.start();
+      if (config.adminTls !== true && !isLoopbackHost(config.adminListen.host)) {
+        logger.warn({ admin: admin.address() }, 'admin listener on a non-loopback address without --admin-tls: the token crosses the network in clear text');
+      }
+    }
+    if (config.metricsListen !== undefined) {
+      metrics = createAdminServer({ ...config.metricsListen, registry, readiness: () => api.readiness(), logger, label: 'metrics' });
+      await metrics.start();
+    }
+    started = true;
+    logger.info({ listen: server.address(), admin: admin?.address(), metrics: metrics?.address(), store: store.kind, replicaId }, 'supervisor listening');
+  }
+
   const api: Supervisor = {
     async start() {
-      // Before anything else: without its serving material the supervisor has nothing to listen with.
-      if (tlsSource !== undefined) servingTls = await tlsSource.start();
-      // Then: a token file that would refuse everyone stops the start before any listener opens.
-      await adminAuth?.start();
-      if (config.credentialsFile !== undefined) {
-        credentials = await createFileCredentialSource({
-          path: config.credentialsFile,
-          env: deps.env ?? {},
-          watch: true,
-          onChange: () => refreshAll(ctx),
-          onError: (err) => logger.warn({ code: err.code }, `credentials reload failed; the last good set stays: ${err.message}`),
-        });
+      try {
+        await startParts();
+      } catch (err) {
+        // Whatever did start (watchers, listeners, the store) stops again, so a failed start leaves nothing running.
+        await api.close().catch((closeErr: unknown) => logger.warn({ err: closeErr }, 'closing after a failed start failed'));
+        throw err;
       }
-      await library.start();
-      await server.start();
-      if (config.adminListen !== undefined && adminAuth !== undefined) {
-        admin = createSupervisorAdmin({
-          host: config.adminListen.host,
-          port: config.adminListen.port,
-          auth: adminAuth,
-          tls: config.adminTls === true ? currentTls() : undefined,
-          logger,
-          handlers: {
-            sandboxes: () => ({ sandboxes: tables.rows(), withdrawn: tables.withdrawn(), relays: broker.count() }),
-            readiness: () => api.readiness(),
-            expect: (sandboxId, instanceId) =>
-              api.expect(sandboxId, instanceId)
-                ? { status: 202, body: { expected: true, deadlineMs: attachDeadlineMs } }
-                : { status: 404, body: { error: 'unknown-sandbox', message: `no policy for sandbox ${sandboxId}` } },
-            relay: createRelayOpener(ctx),
-          },
-        });
-        await admin.start();
-        if (config.adminTls !== true && !isLoopbackHost(config.adminListen.host)) {
-          logger.warn({ admin: admin.address() }, 'admin listener on a non-loopback address without --admin-tls: the token crosses the network in clear text');
-        }
-      }
-      if (config.metricsListen !== undefined) {
-        metrics = createAdminServer({ ...config.metricsListen, registry, readiness: () => api.readiness(), logger, label: 'metrics' });
-        await metrics.start();
-      }
-      started = true;
-      logger.info({ listen: server.address(), admin: admin?.address(), metrics: metrics?.address() }, 'supervisor listening');
     },
     async close() {
       if (closing) return;
       closing = true;
       metrics?.markClosing();
-      deadlines.clear();
+      await deadlines.clear();
+      replication.close();
       tlsSource?.close();
       await library.close();
       await credentials?.close();
@@ -223,6 +289,16 @@ export function createSupervisor(config: SupervisorConfig, deps: SupervisorDeps)
       broker.close();
       await server.close();
       await admin?.close();
+      await hookRunner?.close();
+      if (started) {
+        // Its boundaries re-attach to another replica (or to this one restarted) within the attach deadline.
+        await writer.flush();
+        const at = now();
+        await store.releaseReplica(replicaId, at, at + attachDeadlineMs).catch((err: unknown) =>
+          logger.warn({ err: err instanceof Error ? err.message : String(err) }, 'could not release this replica\'s instances; another replica does once its heartbeat is stale'),
+        );
+      }
+      await store.close().catch((err: unknown) => logger.warn({ err: err instanceof Error ? err.message : String(err) }, 'closing the store failed'));
       // Last, so probes and scrapes see the shutdown until the end.
       await metrics?.close();
     },
@@ -231,11 +307,17 @@ export function createSupervisor(config: SupervisorConfig, deps: SupervisorDeps)
     metricsAddress: () => metrics?.address(),
     sandboxes: () => tables.rows(),
     withdrawn: () => tables.withdrawn(),
-    expect(sandboxId, instanceId) {
+    storedWithdrawals: () => store.withdrawals(),
+    async expect(sandboxId, instanceId) {
       const found = configFor(sandboxId);
       if (!found.ok) return false;
-      const instance = tables.expect(sandboxId, instanceId, found.config);
-      if (!instance.attached) deadlines.arm(sandboxId, instanceId);
+      const known = tables.sandbox(sandboxId) !== undefined;
+      tables.expect(sandboxId, instanceId, found.config);
+      if (!known) replication.admitted(sandboxId);
+      const deadlineAt = now() + attachDeadlineMs;
+      await writer.flush();
+      await store.expect(sandboxId, instanceId, deadlineAt);
+      deadlines.scheduleAt(deadlineAt);
       return true;
     },
     async reload() {
@@ -252,7 +334,20 @@ export function createSupervisor(config: SupervisorConfig, deps: SupervisorDeps)
       if (!started) reasons.push('starting');
       if (closing) reasons.push('shutting down');
       const invalid = [...library.errors()].map(([name, error]) => `${name}.yaml: ${error.split('\n', 1)[0]}`);
-      return { ready: reasons.length === 0, reasons, sessions: server.sessionCount(), instances: tables.instanceCount(), invalidPolicies: invalid };
+      // Boundaries verify this certificate: once it expired, no boundary can attach here.
+      const certificate = tlsSource?.certificate();
+      if (certificate !== undefined && certificate.daysLeft < 0) reasons.push(`serving-certificate-expired: ${certificate.notAfter}`);
+      const warnings = certificate !== undefined && certificate.daysLeft >= 0 && certificate.daysLeft < CERT_EXPIRY_WARNING_DAYS ? ['serving-certificate-expiring'] : [];
+      return {
+        ready: reasons.length === 0,
+        reasons,
+        sessions: server.sessionCount(),
+        instances: tables.instanceCount(),
+        invalidPolicies: invalid,
+        ...(certificate === undefined ? {} : { servingCertificate: certificate }),
+        ...(warnings.length === 0 ? {} : { warnings }),
+        store: { kind: store.kind, replicaId, failedWrites: writer.failures(), ...(deadlines.lastError() === undefined ? {} : { sweepError: deadlines.lastError() }) },
+      };
     },
   };
   return api;

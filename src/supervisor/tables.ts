@@ -102,28 +102,23 @@ export function createTables(options: { now: () => number }) {
   const withdrawn: WithdrawnRecord[] = [];
   let instanceCount = 0;
 
+  // A known sandbox keeps its configuration here: changes arrive through adopt(), from the store every replica
+  // shares, so an attach never moves a generation on its own.
   function sandboxFor(sandboxId: string, config: SandboxConfig): SandboxRecord {
     let record = sandboxes.get(sandboxId);
     if (record === undefined) {
       record = { sandboxId, generation: 1, config, instances: new Map() };
       sandboxes.set(sandboxId, record);
-    } else {
-      update(record, config);
     }
     return record;
   }
 
-  function update(record: SandboxRecord, config: SandboxConfig): ConfigChange | undefined {
-    const previous = record.config;
-    const change = {
+  function differences(previous: SandboxConfig, config: SandboxConfig): Omit<ConfigChange, 'generation'> {
+    return {
       policy: previous.policyHash !== config.policyHash,
       credentials: previous.credentialsHash !== config.credentialsHash,
       settings: previous.settings.failureMode !== config.settings.failureMode,
     };
-    if (!change.policy && !change.credentials && !change.settings) return undefined;
-    record.config = config;
-    record.generation += 1;
-    return { generation: record.generation, ...change };
   }
 
   function newInstance(attach: AttachMessage): InstanceRecord {
@@ -152,6 +147,8 @@ export function createTables(options: { now: () => number }) {
     /** Admits an attach: idempotent per (sandbox, instance); the newest session supersedes the old. */
     admit(attach: AttachMessage, config: SandboxConfig, sessionId: string): AdmitResult {
       const record = sandboxFor(attach.sandboxId, config);
+      // What the sandbox runs now: `config` only seeds a sandbox this replica had not seen.
+      const current = record.config;
       let instance = record.instances.get(attach.instanceId);
       if (instance === undefined) {
         if (instanceCount >= MAX_INSTANCES || record.instances.size >= MAX_INSTANCES_PER_SANDBOX) {
@@ -165,7 +162,7 @@ export function createTables(options: { now: () => number }) {
       // A boundary that held a later generation (this supervisor restarted) moves the counter past it,
       // so its next push is strictly newer; an equal hash keeps the generation it already holds.
       if (attach.heldGeneration !== undefined && attach.heldGeneration >= record.generation && attach.heldGeneration < Number.MAX_SAFE_INTEGER) {
-        record.generation = attach.heldPolicyHash === config.policyHash ? attach.heldGeneration : attach.heldGeneration + 1;
+        record.generation = attach.heldPolicyHash === current.policyHash ? attach.heldGeneration : attach.heldGeneration + 1;
       }
       const superseded: SupersededSession | undefined =
         instance.sessionId !== undefined && instance.sessionId !== sessionId
@@ -188,18 +185,27 @@ export function createTables(options: { now: () => number }) {
         kind: 'admitted',
         sessionId,
         generation: record.generation,
-        policyHash: config.policyHash,
-        ...(attach.heldPolicyHash === config.policyHash ? {} : { policy: config.policyText }),
-        credentialsHash: config.credentialsHash,
-        ...(attach.heldCredentialsHash === config.credentialsHash ? {} : { credentials: config.providers }),
-        settings: config.settings,
+        policyHash: current.policyHash,
+        ...(attach.heldPolicyHash === current.policyHash ? {} : { policy: current.policyText }),
+        credentialsHash: current.credentialsHash,
+        ...(attach.heldCredentialsHash === current.credentialsHash ? {} : { credentials: current.providers }),
+        settings: current.settings,
       };
       return { ok: true, admitted, instance, superseded };
     },
-    /** A new configuration for a sandbox; returns what changed (and the new generation), if anything. */
-    update(sandboxId: string, config: SandboxConfig): ConfigChange | undefined {
-      const record = sandboxes.get(sandboxId);
-      return record === undefined ? undefined : update(record, config);
+    /**
+     * The sandbox's configuration at `generation`, as the store holds it (created when unknown). Never moves a
+     * generation back: an older one is ignored. Returns what changed when the generation moved and any part differs.
+     */
+    adopt(sandboxId: string, generation: number, config: SandboxConfig): ConfigChange | undefined {
+      const record = sandboxFor(sandboxId, config);
+      if (generation < record.generation) return undefined;
+      const change = differences(record.config, config);
+      const moved = generation > record.generation;
+      record.generation = generation;
+      record.config = config;
+      if (!moved || (!change.policy && !change.credentials && !change.settings)) return undefined;
+      return { generation, ...change };
     },
     status(sessionId: string, status: StatusMessage): InstanceRecord | undefined {
       const instance = bySession.get(sessionId);

@@ -468,6 +468,22 @@ network_policies:
   assert.ok(dns.text.some((line) => line.includes(`query[A] api.origin.test from ${SANDBOX_IP}`)), 'boundary resolved allowed names through the cluster DNS');
   assert.ok(dns.text.some((line) => line.includes(`query[A] ${serviceHost}.${CLUSTER.domain} from ${SANDBOX_IP}`)), 'boundary found its supervisor through the cluster DNS');
 
+  // --- An instance the supervisor expects, kept on the state volume (--state-dir) through every kill below.
+  const adminUrl = `http://${arg(supervisorContainer, '--admin-listen')}/v1/sandboxes`;
+  const adminCall = async (method: string, path = ''): Promise<Record<string, unknown>> => {
+    const token = (sources['boundary-admin-token']?.token ?? '').trim();
+    const out = await must(['ip', 'netns', 'exec', NS.supervisor, 'curl', '-sS', '--fail-with-body', '-X', method, '-H', `authorization: Bearer ${token}`, `${adminUrl}${path}`]);
+    return JSON.parse(out) as Record<string, unknown>;
+  };
+  const expectedInstance = async (): Promise<Record<string, unknown> | undefined> => {
+    const store = (await adminCall('GET')).store as { kind: string; instances: Record<string, unknown>[] };
+    assert.equal(store.kind, 'file', 'the shipped supervisor keeps its state in --state-dir');
+    return store.instances.find((i) => i.instanceId === 'expected-by-operator');
+  };
+  await adminCall('PUT', `/${sandboxId}/instances/expected-by-operator`);
+  const expectedBefore = await expectedInstance();
+  assert.ok(expectedBefore?.deadlineAt !== null && expectedBefore?.deadlineAt !== undefined, 'the expected instance has a deadline');
+
   // --- Kill the supervisor 10 times: the agent keeps its egress, every re-attach succeeds.
   const reattachMs: number[] = [];
   const outage: string[] = [];
@@ -486,6 +502,7 @@ network_policies:
     await delay(Math.max(0, KILL_INTERVAL_MS - (performance.now() - killedAt - (reattachMs.at(-1) ?? 0))));
   }
   await allowedWorks('after-kills');
+  assert.deepEqual(await expectedInstance(), expectedBefore, 'the expected instance and its deadline survived 10 kills');
   figures.reattachMs = reattachMs;
   figures.readyzDuringOutage = [...new Set(outage)];
   figures.totalMs = Math.round(performance.now() - started);

@@ -57,7 +57,7 @@ export interface TestSupervisor {
 
 export async function startTestSupervisor(
   pki: TestPki,
-  options: { policies?: Record<string, string>; port?: number; config?: Partial<SupervisorConfig> } = {},
+  options: { policies?: Record<string, string>; port?: number; config?: Partial<SupervisorConfig>; now?: () => number } = {},
 ): Promise<TestSupervisor> {
   const dir = await mkdtemp(join(tmpdir(), 'boundary-supervisor-'));
   // Outside the policies folder, so the library never sees it.
@@ -79,7 +79,7 @@ export async function startTestSupervisor(
         adminTokenFile,
         ...options.config,
       },
-      { now: Date.now, logger },
+      { now: options.now ?? Date.now, logger },
     );
     supervisor.subscribe((event) => {
       events.push(event);

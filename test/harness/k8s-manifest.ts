@@ -47,7 +47,9 @@ export interface Container {
 
 export type Volume =
   | { readonly name: string; readonly kind: 'secret' | 'configMap'; readonly source: string; readonly items: readonly { key: string; path: string }[] | undefined }
-  | { readonly name: string; readonly kind: 'emptyDir' };
+  | { readonly name: string; readonly kind: 'emptyDir' }
+  /** A claim's volume outlives the pod's containers: the test keeps one directory for it across restarts. */
+  | { readonly name: string; readonly kind: 'persistentVolumeClaim'; readonly claimName: string };
 
 export interface PodSpec {
   readonly name: string;
@@ -60,6 +62,8 @@ export interface PodSpec {
   readonly volumes: readonly Volume[];
   /** securityContext.sysctls: the kubelet applies them in the pod's namespaces before any container starts. */
   readonly sysctls: readonly EnvVar[];
+  /** securityContext.fsGroup: owns claim volumes (setgid) and is a supplementary group of every container. */
+  readonly fsGroup: number | undefined;
 }
 
 export interface Manifests {
@@ -164,6 +168,11 @@ function parseVolume(raw: unknown, where: string): Volume {
     return { name, kind: 'configMap', source: String(s.name), items: items(s) };
   }
   if (v.emptyDir !== undefined) return { name, kind: 'emptyDir' };
+  if (v.persistentVolumeClaim !== undefined) {
+    const claim = asRecord(v.persistentVolumeClaim, `${where}.persistentVolumeClaim`);
+    if (claim.readOnly !== undefined) fail(`${where}.persistentVolumeClaim.readOnly`, 'claim field');
+    return { name, kind: 'persistentVolumeClaim', claimName: String(claim.claimName) };
+  }
   return fail(where, 'volume kind');
 }
 
@@ -178,7 +187,7 @@ function parsePod(name: string, namespace: string, labels: Raw, rawSpec: unknown
     return option.value === undefined ? String(option.name) : `${String(option.name)}:${String(option.value)}`;
   });
   const podSecurity = spec.securityContext === undefined ? {} : asRecord(spec.securityContext, `${where}.securityContext`);
-  for (const key of Object.keys(podSecurity)) if (key !== 'seccompProfile' && key !== 'sysctls') fail(`${where}.securityContext.${key}`, 'pod security field');
+  for (const key of Object.keys(podSecurity)) if (!['seccompProfile', 'sysctls', 'fsGroup'].includes(key)) fail(`${where}.securityContext.${key}`, 'pod security field');
   const sysctls = asList(podSecurity.sysctls, `${where}.securityContext.sysctls`).map((entry) => {
     const sysctl = asRecord(entry, `${where}.securityContext.sysctls`);
     return { name: String(sysctl.name), value: String(sysctl.value) };
@@ -187,6 +196,7 @@ function parsePod(name: string, namespace: string, labels: Raw, rawSpec: unknown
     name,
     namespace,
     sysctls,
+    fsGroup: podSecurity.fsGroup === undefined ? undefined : Number(podSecurity.fsGroup),
     labels: Object.fromEntries(Object.entries(labels).map(([k, v]) => [k, String(v)])),
     dnsPolicy,
     dnsConfig: { nameservers: asList(dns.nameservers, where).map(String), searches: asList(dns.searches, where).map(String), options },

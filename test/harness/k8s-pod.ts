@@ -3,7 +3,7 @@
 // symlink layout, read-only), its uid, gid and capabilities applied with setpriv, its env only.
 // Root only. What a namespace cannot show (image file system, cgroups, seccomp) is left to a real cluster.
 
-import { chmod, mkdir, readdir, rmdir } from 'node:fs/promises';
+import { chmod, chown, mkdir, readdir, rmdir } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import type { Container, PodSpec, Volume } from './k8s-manifest.js';
 import { projectedDir } from './projected-dir.js';
@@ -26,7 +26,10 @@ function projectedFiles(volume: Extract<Volume, { source: string }>, sources: Vo
   );
 }
 
-/** One directory per volume under `root` (world-traversable): projected Secrets/ConfigMaps and emptyDirs. */
+/**
+ * One directory per volume under `root` (world-traversable): projected Secrets/ConfigMaps, emptyDirs and claims.
+ * Called again with the same root (a container restart), a claim's directory keeps what it holds.
+ */
 export async function materialiseVolumes(pod: PodSpec, sources: VolumeSources, root: string): Promise<Map<string, string>> {
   const dirs = new Map<string, string>();
   for (const volume of pod.volumes) {
@@ -35,6 +38,12 @@ export async function materialiseVolumes(pod: PodSpec, sources: VolumeSources, r
     if (volume.kind === 'emptyDir') {
       // An emptyDir is 0777: any container's uid writes to it.
       await chmod(dir, 0o777);
+    } else if (volume.kind === 'persistentVolumeClaim') {
+      // A provisioned volume is root's; the kubelet gives it to fsGroup (setgid), or nobody else may write.
+      if (pod.fsGroup !== undefined) {
+        await chown(dir, 0, pod.fsGroup);
+        await chmod(dir, 0o2770);
+      }
     } else {
       // The kubelet's atomic-writer layout (`name -> ..data/name`), files 0644 like its defaultMode.
       const files = projectedFiles(volume, sources);
@@ -73,12 +82,14 @@ export async function ensureMountpoints(paths: Iterable<string>): Promise<() => 
   };
 }
 
-function capabilityArgs(c: Container): string[] {
+function capabilityArgs(c: Container, fsGroup: number | undefined): string[] {
   const adds = c.security.addCaps.map((cap) => `+${cap.toLowerCase()}`);
   const bounding = c.security.dropAll || adds.length > 0 ? ['-all', ...adds].join(',') : undefined;
   if (c.security.runAsUser !== 0 && adds.length > 0) throw new Error(`${c.name}: added capabilities for a non-root uid are not emulated`);
   return [
-    ...(c.security.runAsUser === 0 ? [] : [`--reuid=${c.security.runAsUser}`, `--regid=${c.security.runAsGroup ?? c.security.runAsUser}`, '--clear-groups']),
+    ...(c.security.runAsUser === 0
+      ? []
+      : [`--reuid=${c.security.runAsUser}`, `--regid=${c.security.runAsGroup ?? c.security.runAsUser}`, fsGroup === undefined ? '--clear-groups' : `--groups=${fsGroup}`]),
     '--inh-caps=-all',
     ...(bounding === undefined ? [] : [`--bounding-set=${bounding}`]),
     ...(c.security.allowPrivilegeEscalation ? [] : ['--no-new-privs']),
@@ -97,10 +108,10 @@ export function containerArgv(options: { netns: string; pod: PodSpec; container:
     if (source === undefined) throw new Error(`${c.name} mounts ${m.name}, which the pod does not declare`);
     const volume = options.pod.volumes.find((v) => v.name === m.name);
     // Secrets and ConfigMaps are always mounted read-only by the kubelet.
-    const readOnly = m.readOnly || volume?.kind !== 'emptyDir';
+    const readOnly = m.readOnly || (volume?.kind !== 'emptyDir' && volume?.kind !== 'persistentVolumeClaim');
     return `mount --bind '${source}' '${m.mountPath}'${readOnly ? ` && mount -o remount,bind,ro '${m.mountPath}'` : ''}`;
   });
-  const script = [...mounts, `exec setpriv ${capabilityArgs(c).join(' ')} -- "$@"`].join(' && ');
+  const script = [...mounts, `exec setpriv ${capabilityArgs(c, options.pod.fsGroup).join(' ')} -- "$@"`].join(' && ');
   return ['ip', 'netns', 'exec', options.netns, 'sh', '-c', script, 'sh', ...options.command];
 }
 

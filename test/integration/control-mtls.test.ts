@@ -227,7 +227,7 @@ describe('control channel over real mTLS and HTTP/2', () => {
     await c.client.close();
     await sup.waitFor((e) => e.type === 'detached' && e.instanceId === 'pod-1');
     assert.equal(sup.supervisor.sandboxes()[0]?.attached, false);
-    assert.equal(sup.supervisor.expect('sb-1', 'pod-never'), true);
+    assert.equal(await sup.supervisor.expect('sb-1', 'pod-never'), true);
     const withdrawn = await sup.waitFor((e) => e.type === 'withdrawn' && e.instanceId === 'pod-1');
     assert.match(withdrawn.detail ?? '', /attach deadline/);
     await sup.waitFor((e) => e.type === 'withdrawn' && e.instanceId === 'pod-never');
@@ -239,7 +239,7 @@ describe('control channel over real mTLS and HTTP/2', () => {
     assert.deepEqual(body.sandboxes, []);
     assert.equal((body.withdrawn as unknown[]).length, 2);
     assert.deepEqual(body.relays, { pending: 0, active: 0 });
-    assert.equal(sup.supervisor.expect('sb-unknown', 'x'), false);
+    assert.equal(await sup.supervisor.expect('sb-unknown', 'x'), false);
   });
 
   it('relays bytes both ways to an allowed loopback target and refuses one outside --relay-allow', async (t) => {

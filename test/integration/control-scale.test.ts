@@ -10,8 +10,10 @@ import { makeTestClient, policyYaml, type TestClient } from '../harness/control.
 import { type SupervisorThread, startSupervisorThread } from '../harness/supervisor-thread.js';
 
 // `npm test` runs 500 clients; BOUNDARY_SCALE_CLIENTS=2000 runs the issue-12 size. Both ends of every
-// handshake run in this process (about 5 ms of CPU per re-attach in all), so on a 2-core machine 2,000 take
-// longer than the 5 s budget: a measurement of this machine, not of the schedule (see the diagnostics).
+// handshake run in this process: a restart of 2,000 costs about 14 s of CPU over both threads (7 ms per
+// re-attach: handshake, HTTP/2 session, attach, watch and ack at both ends, and the old session's teardown), so
+// on a 2-core machine it cannot finish inside the 5 s budget however the work is split between threads: a
+// measurement of this machine, not of the schedule (see the diagnostics; `restart itself` is the closed-port gap).
 const CLIENTS = positiveInt(process.env.BOUNDARY_SCALE_CLIENTS, 500);
 const RESTART_CYCLES = positiveInt(process.env.BOUNDARY_SCALE_CYCLES, 20);
 const SANDBOXES = 50;
@@ -39,6 +41,8 @@ interface Restart {
   readonly allMs: number;
   readonly p50Ms: number;
   readonly maxMs: number;
+  /** How long the supervisor took to close and listen again: the port is closed for about this long. */
+  readonly restartMs: number;
   /** Clients whose first wait after the restart was not the quick one (they hit a failure first). */
   readonly slowStarts: number;
 }
@@ -96,9 +100,10 @@ describe('control channel at scale', () => {
       c.waitState((s: ControlState) => s.phase === 'attached' && s.sessionId !== undefined && s.sessionId !== sessions[i], REATTACH_WAIT_LIMIT_MS).then(() => Date.now() - started),
     );
     await sup.restart();
+    const restartMs = Date.now() - started;
     const times = (await Promise.all(back)).sort((a, b) => a - b);
     const slowStarts = waits.filter((w, i) => w[waitsBefore[i] ?? 0] !== 'after-healthy-session').length;
-    return { allMs: Date.now() - started, p50Ms: percentile(times, 50), maxMs: percentile(times, 100), slowStarts };
+    return { allMs: Date.now() - started, p50Ms: percentile(times, 50), maxMs: percentile(times, 100), restartMs, slowStarts };
   }
 
   it(`attaches ${CLIENTS} mTLS boundaries (${SANDBOXES} sandboxes)`, async (t) => {
@@ -115,7 +120,7 @@ describe('control channel at scale', () => {
     await delay(CYCLE_GAP_MS);
     const generations = clients.map((c) => c.store.current().generation);
     const restart = await restartAndTime();
-    const figures = `re-attach after restart all ${restart.allMs} ms (per client p50 ${restart.p50Ms}, max ${restart.maxMs})`;
+    const figures = `re-attach after restart all ${restart.allMs} ms (per client p50 ${restart.p50Ms}, max ${restart.maxMs}; the restart itself ${restart.restartMs} ms)`;
     process.stdout.write(`# scale: ${CLIENTS} clients: ${figures}\n`);
     t.diagnostic(figures);
     assert.ok(restart.allMs < REATTACH_BUDGET_MS, `all re-attached after ${restart.allMs} ms`);
@@ -142,7 +147,8 @@ describe('control channel at scale', () => {
     }
     const all = cycles.map((c) => c.allMs).sort((a, b) => a - b);
     const slow = cycles.reduce((n, c) => n + c.slowStarts, 0);
-    const summary = `${RESTART_CYCLES} restarts of ${CLIENTS}: time to all re-attached p50 ${percentile(all, 50)} ms, max ${percentile(all, 100)} ms; per-client p50 of p50s ${percentile(
+    const restarts = cycles.map((c) => c.restartMs).sort((a, b) => a - b);
+    const summary = `${RESTART_CYCLES} restarts of ${CLIENTS}: time to all re-attached p50 ${percentile(all, 50)} ms, max ${percentile(all, 100)} ms; restart itself p50 ${percentile(restarts, 50)} ms; per-client p50 of p50s ${percentile(
       cycles.map((c) => c.p50Ms).sort((a, b) => a - b),
       50,
     )} ms, worst client ${Math.max(...cycles.map((c) => c.maxMs))} ms; ${slow} client-restarts hit a failed attempt first`;

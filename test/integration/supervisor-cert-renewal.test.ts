@@ -132,4 +132,37 @@ describe('supervisor serving certificate renewal', () => {
     await c.client.start();
     await c.waitState((s) => s.phase === 'attached');
   });
+
+  it('shows its own certificate on /readyz and /metrics, warns in its last days and is not ready once it expired', async (t) => {
+    const tls = await projectedDir(tlsFiles(pki.ca.certPem, pki.server));
+    let offsetMs = 0;
+    const sup = await startTestSupervisor(pki, {
+      policies: POLICIES,
+      now: () => Date.now() + offsetMs,
+      config: { tls: { dir: tls.dir }, metricsListen: { host: '127.0.0.1', port: 0 } },
+    });
+    t.after(async () => {
+      await sup.close();
+      await tls.remove();
+    });
+    const notAfter = isoNotAfter(pki.server);
+    const fresh = sup.supervisor.readiness();
+    assert.equal(fresh.ready, true);
+    assert.equal((fresh.servingCertificate as { notAfter: string }).notAfter, notAfter);
+    assert.equal(fresh.warnings, undefined);
+    const metrics = sup.supervisor.metricsAddress();
+    assert.ok(metrics !== undefined);
+    const text = await fetch(`http://127.0.0.1:${metrics.port}/metrics`).then((r) => r.text());
+    assert.match(text, new RegExp(`^boundary_supervisor_certificate_expiry_seconds ${Date.parse(notAfter) / 1000}$`, 'm'));
+    // Three days before notAfter: still ready, with a warning.
+    offsetMs = Date.parse(notAfter) - Date.now() - 3 * 86_400_000;
+    const expiring = sup.supervisor.readiness();
+    assert.equal(expiring.ready, true);
+    assert.deepEqual(expiring.warnings, ['serving-certificate-expiring']);
+    // Past notAfter: no boundary could verify it, so the replica says so and is taken out of the Service.
+    offsetMs = Date.parse(notAfter) - Date.now() + 60_000;
+    const expired = sup.supervisor.readiness();
+    assert.equal(expired.ready, false);
+    assert.deepEqual(expired.reasons, [`serving-certificate-expired: ${notAfter}`]);
+  });
 });

@@ -58,8 +58,23 @@ describe('supervisor tables', () => {
     const other = tables.admit(attach({ instanceId: 'pod-2', heldPolicyHash: 'old', heldGeneration: 9 }), config('h1'), 's2');
     assert.ok(other.ok);
     assert.equal(other.admitted.generation, 10);
-    assert.equal(tables.update('sb-1', config('h2'))?.generation, 11);
-    assert.equal(tables.update('sb-1', config('h2')), undefined);
+    // The store's generation for a changed policy is adopted; the same generation again changes nothing.
+    assert.deepEqual(tables.adopt('sb-1', 11, config('h2')), { generation: 11, policy: true, credentials: false, settings: false });
+    assert.equal(tables.adopt('sb-1', 11, config('h2')), undefined);
+  });
+
+  it('adopts only generations that move forward, and an attach never changes a known sandbox', () => {
+    const tables = createTables({ now: testClock().now });
+    tables.adopt('sb-1', 5, config('h5'));
+    assert.equal(tables.adopt('sb-1', 4, config('h4')), undefined);
+    assert.equal(tables.sandbox('sb-1')?.config.policyHash, 'h5');
+    const admitted = tables.admit(attach(), config('h-local'), 's1');
+    assert.ok(admitted.ok);
+    assert.equal(admitted.admitted.generation, 5);
+    assert.equal(admitted.admitted.policyHash, 'h5');
+    // A later generation with the same content moves the counter without a change to push.
+    assert.equal(tables.adopt('sb-1', 6, config('h5')), undefined);
+    assert.equal(tables.sandbox('sb-1')?.generation, 6);
   });
 
   it('records acks, detaches, and frees everything on withdrawal with the reason', () => {
