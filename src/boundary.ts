@@ -1,75 +1,43 @@
 // The composition root: createBoundary(config, deps) builds the policy store, interception CA, proxy listener,
-// policy file watcher and admin server, starts them in order and closes them in reverse (telemetry last).
+// policy DNS and capture, policy file watcher and admin server, starts them in order and closes them in reverse (telemetry last).
 // Never reads argv, env or the clock itself: everything from the world arrives in Deps.
 
 import { readFile } from 'node:fs/promises';
 import type { SecureContext } from 'node:tls';
-import type { Registry } from 'prom-client';
-import type { Config } from './config.js';
-import { type AttachedControl, type AttachedControlOptions, createAttachedControl } from './control/attached.js';
-import type { ControlLookup } from './control/dial.js';
+import type { Config, } from './config.js';
+import { type AttachedControl, createAttachedControl } from './control/attached.js';
 import { type CredentialSource, createStaticCredentialSource } from './credentials/source.js';
-import { BoundaryError } from './errors.js';
-import type { Resolver } from './net/resolver.js';
-import type { SelfAddress } from './net/ssrf.js';
+import { advanceEpoch } from './dns/epoch.js';
+import { createDnsMetrics, meteredDnsSink } from './dns/metrics.js';
+import { createPolicyDns } from './dns/policy-dns.js';
+import { createDnsServer, type DnsHandler, type DnsServer } from './dns/server.js';
+import { BoundaryError, isBoundaryError } from './errors.js';
+import { createHostCache, formatAuthority, } from './net/host.js';
+import { NO_SELF_ADDRESSES, prepareSelfAddresses, type SelfAddress } from './net/ssrf.js';
+import { createSyntheticPool, type SyntheticPool } from './net/synthetic.js';
 import { createLeafCache, type LeafCache } from './pki/leaf.js';
 import { type CertificateAuthority, loadOrCreateInterceptionCa } from './pki/ca.js';
 import { buildTrustBundle, certificateBlocks, loadSystemRoots, writeCaBundle } from './pki/trust-bundle.js';
-import { createPolicyStore, type PolicyStore } from './policy/store.js';
-import type { Interception } from './proxy/context.js';
-import type { DialFunction } from './proxy/dial.js';
-import { createPolicyFileWatcher, type PolicyFileWatcher } from './proxy/policy-file.js';
+import { createPolicyStore, } from './policy/store.js';
+import { createCaptureHandler } from './proxy/capture.js';
+import { type CaptureListeners, createCaptureListeners } from './proxy/capture-listeners.js';
+import { createAuthorityParsers } from './proxy/context.js';
+import { createPolicyFileWatcher, type PolicyFileWatcher } from './policy/policy-file.js';
 import { createProxyServer, type ProxyServer } from './proxy/server.js';
 import { type AdminServer, createAdminServer, type Readiness } from './telemetry/admin.js';
 import { createAuditSink } from './telemetry/audit.js';
-import type { AuditSink } from './telemetry/event.js';
-import type { Logger } from './telemetry/logger.js';
-import { createTransparent, type Transparent } from './transparent.js';
-
-export interface Deps {
-  readonly resolver: Resolver;
-  /** Epoch ms: certificate validity, event times. */
-  readonly now: () => number;
-  readonly logger: Logger;
-  /** Never the global default registry. */
-  readonly registry: Registry;
-  /** Defaults to an audit sink on `logger` in `config.logFormat`. */
-  readonly audit?: AuditSink;
-  /** Replaces net.connect for upstream dials (tests count dials through it). */
-  readonly dial?: DialFunction;
-  /** Standalone: the watched `--credentials` file source (run.ts builds it). Default: the source the
-   *  supervisor pushes into (attached mode), empty until a push arrives. */
-  readonly credentials?: CredentialSource;
-  /** Attached mode: supervisor name -> addresses (main/run passes the system resolver; tests a fake). */
-  readonly controlLookup?: ControlLookup;
-  /** Reported to the supervisor on attach. */
-  readonly version?: string;
-  /** Attached mode: this process start's id (main/run may pass one; fresh per createBoundary otherwise). */
-  readonly bootId?: string;
-  /** Tests only: faster control backoff/timers and a listener for control state changes. */
-  readonly controlTuning?: Pick<AttachedControlOptions, 'tuning' | 'onState'>;
-}
-
-export interface Boundary {
-  start(): Promise<void>;
-  /** Idempotent: listeners stop, in-flight requests drain, tunnels close, telemetry last. */
-  close(): Promise<void>;
-  proxyAddress(): { host: string; port: number };
-  adminAddress(): { host: string; port: number };
-  readiness(): Readiness;
-  /** Re-reads the policy file now (the watcher does this on change). */
-  reloadPolicy(): Promise<void>;
-  readonly store: PolicyStore;
-  readonly proxy: ProxyServer;
-  /** Policy DNS and transparent capture. */
-  readonly transparent: Transparent;
-}
+import type { Interception } from './tls/intercept.js';
+import type { Boundary, Deps, Transparent, TransparentOptions } from './boundary-types.js';
 
 export function createBoundary(config: Config, deps: Deps): Boundary {
   const { logger, now } = deps;
   const sink = deps.audit ?? createAuditSink({ logger, now, format: config.logFormat });
   const store = createPolicyStore();
-  const transparent = createTransparent({
+  // One host-normalisation memo for the request path and policy DNS (net/host.ts HostCache).
+  // The request path's memos, made once here and handed to every part that parses names or authorities.
+  const hosts = createHostCache();
+  const authorities = createAuthorityParsers();
+  const transparent = assembleTransparent({
     dnsListen: config.dnsListen,
     syntheticCidr: config.syntheticCidr,
     searchDomains: config.searchDomains,
@@ -78,6 +46,7 @@ export function createBoundary(config: Config, deps: Deps): Boundary {
     maxConnections: config.limits.maxConnections,
     store,
     resolver: deps.resolver,
+    hosts,
     sink,
     logger,
     registry: deps.registry,
@@ -142,6 +111,8 @@ export function createBoundary(config: Config, deps: Deps): Boundary {
       limits: config.limits,
       store,
       resolver: deps.resolver,
+      hosts,
+      authorities,
       sink,
       logger,
       registry: deps.registry,
@@ -255,7 +226,7 @@ export function createBoundary(config: Config, deps: Deps): Boundary {
       proxy = buildProxy();
       const live = proxy;
       unsubscribe = store.subscribe((next) => {
-        live.tunnels.reevaluate(next, { allowLoopback: config.unsafeAllowLoopbackUpstream, selfAddresses: [] });
+        live.tunnels.reevaluate(next, { allowLoopback: config.unsafeAllowLoopbackUpstream, selfAddresses: NO_SELF_ADDRESSES });
       });
       if (config.policyFile !== undefined) {
         watcher = createPolicyFileWatcher({ path: config.policyFile, store, sink, logger, onInvalid: config.onInvalidPolicy });
@@ -295,4 +266,105 @@ export function createBoundary(config: Config, deps: Deps): Boundary {
     },
   };
   return boundary;
+}
+
+/**
+ * Policy DNS and transparent capture: boot epoch, synthetic pool, the DNS handler and server, DNS metrics and
+ * the capture listeners on the proxy's shared context. Fails closed: a corrupt epoch means no DNS answers and
+ * no capture, and readiness says why. Built here, not in a file of its own: only the composition root calls
+ * create* on other folders' parts (STYLE.md section 2).
+ */
+function assembleTransparent(options: TransparentOptions): Transparent {
+  const { logger, now, sink } = options;
+  let pool: SyntheticPool | undefined;
+  let server: DnsServer | undefined;
+  let capture: CaptureListeners | undefined;
+  let problem: string | undefined = 'dns-starting';
+  let closing: Promise<void> | undefined;
+  const metrics = createDnsMetrics(options.registry, { pool: () => pool, listeners: () => capture?.listening().length ?? 0 });
+
+  return {
+    async start(context, selfAddresses) {
+      let epoch: number;
+      try {
+        epoch = await advanceEpoch({ stateDir: options.stateDir });
+      } catch (err) {
+        if (!isBoundaryError(err) || err.code !== 'DNS_EPOCH_INVALID') throw err;
+        problem = `dns-epoch-invalid: ${err.message}`;
+        logger.error({ err }, 'synthetic epoch unusable: policy DNS and transparent capture stay off (fail closed)');
+        sink.emit({ class: 'CONFIG', activity: 'DISABLED', severity: 'HIGH', engine: 'dns', statusDetail: 'policy_dns_epoch_invalid', message: `Policy DNS disabled: ${err.message}` });
+        return;
+      }
+      const live = createSyntheticPool({ epoch, now, cidr: options.syntheticCidr });
+      pool = live;
+      const listeners = createCaptureListeners({
+        pool: live,
+        store: options.store,
+        onConnection: createCaptureHandler({ ctx: context, pool: live }),
+        maxConnections: options.maxConnections,
+        now,
+        sink,
+        logger,
+      });
+      capture = listeners;
+      listeners.start();
+      // Before DNS answers: a pod whose synthetic range is not routed to lo must not turn ready first.
+      await listeners.probe(live.windows[4].slice(0, live.windows[4].indexOf('/')));
+      live.subscribe((event) => metrics.mappings.inc({ event: event.kind }));
+      const dns = createPolicyDns({
+        policy: () => options.store.current(),
+        resolver: options.resolver,
+        pool: live,
+        sink: meteredDnsSink(sink, metrics),
+        now,
+        allowLoopback: options.allowLoopback,
+        selfAddresses: prepareSelfAddresses(selfAddresses),
+        ...(options.hosts === undefined ? {} : { hosts: options.hosts }),
+        ...(options.searchDomains === undefined ? {} : { searchDomains: options.searchDomains }),
+      });
+      // An answer leaves only once its listeners are bound: a client that connects at once is never refused.
+      const handle: DnsHandler = (message, info) => {
+        const out = dns.handle(message, info);
+        if (!(out instanceof Promise)) return out;
+        return out.then(async (response) => {
+          await listeners.settled();
+          return response;
+        });
+      };
+      server = createDnsServer({
+        host: options.dnsListen.host,
+        port: options.dnsListen.port,
+        handler: handle,
+        onTick: () => {
+          live.sweep();
+          listeners.sweep();
+        },
+        onError: (err) => logger.warn({ err }, 'policy DNS error'),
+      });
+      await server.start();
+      problem = undefined;
+      const bound = server.address();
+      sink.emit({
+        class: 'CONFIG',
+        activity: 'READY',
+        severity: 'INFO',
+        engine: 'dns',
+        dst: { ip: bound.host, port: bound.port },
+        message: `Policy DNS listening on ${formatAuthority(bound.host, bound.port)} (udp, tcp); epoch ${epoch}, synthetic window ${live.windows[4]}`,
+        unmapped: { epoch, synthetic_window: live.windows[4] },
+      });
+    },
+    close() {
+      closing ??= (async () => {
+        problem ??= 'dns-closed';
+        await server?.close();
+        await capture?.close();
+      })();
+      return closing;
+    },
+    problem: () => problem ?? capture?.problem(),
+    dnsAddress: () => server?.address(),
+    pool: () => pool,
+    listening: () => capture?.listening() ?? [],
+  };
 }

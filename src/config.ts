@@ -15,9 +15,9 @@ export interface ListenAddress {
 }
 
 export const LOG_FORMATS = ['json', 'shorthand'] as const;
-export type LogFormatName = (typeof LOG_FORMATS)[number];
-export const ON_INVALID_POLICY = ['keep', 'deny-all'] as const;
-export type OnInvalidPolicy = (typeof ON_INVALID_POLICY)[number];
+type LogFormatName = (typeof LOG_FORMATS)[number];
+const ON_INVALID_POLICY = ['keep', 'deny-all'] as const;
+type OnInvalidPolicy = (typeof ON_INVALID_POLICY)[number];
 
 export interface Config {
   readonly proxyListen: ListenAddress;
@@ -90,7 +90,7 @@ function issue(issues: Issue[], path: string, message: string): void {
 }
 
 /** `host:port` (IPv6 bracketed) or `{ host, port }`; the host must be an IP literal or `localhost`; port 0 is allowed. */
-export function parseListenAddress(raw: unknown, path: string, issues: Issue[]): ListenAddress | undefined {
+function parseListenAddress(raw: unknown, path: string, issues: Issue[]): ListenAddress | undefined {
   let host: unknown;
   let port: unknown;
   if (typeof raw === 'string') {

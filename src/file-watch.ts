@@ -6,7 +6,7 @@ import { type FSWatcher, watch } from 'node:fs';
 import { basename, dirname } from 'node:path';
 
 /** The kubelet's atomic writer names its internals `..data`, `..data_tmp` and `..<timestamp>`. */
-export const ATOMIC_WRITER_PREFIX = '..';
+const ATOMIC_WRITER_PREFIX = '..';
 
 /** True for the kubelet's bookkeeping entries of a projected volume, which are never user files. */
 export function isAtomicWriterEntry(name: string): boolean {
@@ -17,7 +17,7 @@ export interface FileWatch {
   close(): void;
 }
 
-export interface FileWatchOptions {
+interface FileWatchOptions {
   readonly path: string;
   /** A save (or a kubelet swap) is several events; one callback follows the last of them. */
   readonly settleMs: number;

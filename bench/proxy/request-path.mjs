@@ -24,18 +24,19 @@ const { createCachingResolver } = await load('net/resolver-cache.js');
 const { decide } = await load('policy/decide.js');
 const { parsePolicy } = await load('policy/parse.js');
 const { createPolicyStore } = await load('policy/store.js');
-const { credentialHead, routeHasCredentials } = await load('proxy/credentials.js');
+const { credentialHead, routeHasCredentials } = await load('proxy/credential-injection.js');
 const context = await load('proxy/context.js');
-const { destinationFor } = context;
-// Older builds (BOUNDARY_DIST) have only the async resolveFor; newer ones only destinationFor, awaited here.
-const resolveFor = context.resolveFor ?? (async (ctx, target) => destinationFor(ctx, target));
+// Builds differ (BOUNDARY_DIST): the oldest have only the async resolveFor, then destinationFor (a value or a
+// promise), now the async destination beside destinationCached (undefined on a miss).
+const destinationSync = context.destinationCached ?? context.destinationFor;
+const resolveFor = context.destination ?? context.resolveFor ?? (async (ctx, target) => context.destinationFor(ctx, target));
 const { beginOutcome } = await load('proxy/events.js');
-const { checkFraming } = await load('proxy/framing.js');
-const { clientResponseHeaders, hostHeader, upstreamRequestHeaders } = await load('proxy/headers.js');
+const { checkFraming } = await load('http1/framing.js');
+const { clientResponseHeaders, hostHeader, upstreamRequestHeaders } = await load('http1/headers.js');
 const { evaluateRequest } = await load('proxy/l7.js');
 const { createRequestHandler } = await load('proxy/forward.js');
 const { canonicalTarget } = await load('proxy/path.js');
-const { parseAbsoluteTarget } = await load('proxy/target.js');
+const { parseAbsoluteTarget } = await load('http1/target.js');
 
 const MAX_ITERATIONS = 2_000_000;
 const ITERATIONS = Math.min(Number(process.argv[2] ?? 200_000), MAX_ITERATIONS);
@@ -71,14 +72,16 @@ const hosts = parseHostsFile(`127.0.0.1 localhost\n127.0.0.1 ${HOST}\n`);
 // Port 9 (discard) on loopback: only the hosts file answers; nothing here sends a query (asserted below).
 const resolver = createCachingResolver(createUpstreamResolver({ servers: [{ host: '127.0.0.1', port: 9 }], hosts }), { now: Date.now });
 const credentials = createStaticCredentialSource({ providers: [] });
-// As server.ts builds it: proxy, admin and DNS listeners, frozen, one list until a listener moves.
-const selves = Object.freeze(
+// As server.ts builds it: proxy, admin and DNS listeners, frozen, one list until a listener moves (newer
+// trees parse it once with prepareSelfAddresses; older ones take the list itself).
+const selfList = Object.freeze(
   [
     { ip: '127.0.0.1', port: 3128 },
     { ip: '127.0.0.1', port: 9090 },
     { ip: '127.0.0.1', port: 5353 },
   ].map(Object.freeze),
 );
+const selves = (await load('net/ssrf.js')).prepareSelfAddresses?.(selfList) ?? selfList;
 // The relay stage's fakes: every request's handler is answered a batch later (as an upstream answers in a later
 // I/O turn) with a whole small response; events are counted, not rendered to a log.
 const RELAY_BATCH = 100;
@@ -98,6 +101,8 @@ const pool = {
 const ctx = {
   store,
   resolver,
+  // Newer trees: the authority memos the composition root hands in (older ones keep them in l7.js).
+  authorities: context.createAuthorityParsers?.(),
   credentials,
   allowLoopback: true,
   selfAddresses: () => selves,
@@ -200,7 +205,7 @@ async function run(port) {
   if (!probe.ok || probe.addresses[0] !== '127.0.0.1') throw new Error(`unexpected destination ${JSON.stringify(probe)}`);
   rows.push(await timeAsync('resolveFor (await)', () => resolveFor(ctx, { host: HOST, kind: 'name', port, endpoint })));
   // Newer trees: the promise-free form evaluateRequest uses on a cache hit.
-  if (destinationFor !== undefined) rows.push(time('destinationFor (cache hit, sync)', () => destinationFor(ctx, { host: HOST, kind: 'name', port, endpoint })));
+  if (destinationSync !== undefined) rows.push(time('destinationFor (cache hit, sync)', () => destinationSync(ctx, { host: HOST, kind: 'name', port, endpoint })));
   rows.push(time('upstreamRequestHeaders', () => upstreamRequestHeaders(req.rawHeaders, { host: hostHeader(HOST, port, false) })));
   rows.push(timeFresh('upstreamRequestHeaders (curl head, fresh)', CURL_HEADERS, (raw) => upstreamRequestHeaders(raw, { host: HOST })));
   rows.push(timeFresh('clientResponseHeaders (origin head, fresh)', UPSTREAM_HEADERS, clientResponseHeaders));

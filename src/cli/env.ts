@@ -8,8 +8,8 @@ import { parseCredentials } from '../credentials/parse.js';
 import { canonicalPlaceholder } from '../credentials/placeholder.js';
 import type { CliIo, Command } from './io.js';
 
-export const ENV_FORMATS = ['shell', 'json'] as const;
-export type EnvFormat = (typeof ENV_FORMATS)[number];
+const ENV_FORMATS = ['shell', 'json'] as const;
+type EnvFormat = (typeof ENV_FORMATS)[number];
 
 const HELP = `Usage: boundary env --credentials FILE [--format shell|json]
 

@@ -37,7 +37,7 @@ Run once per pod network namespace, with NET_ADMIN (an init container); running 
   --dry-run               print the commands instead of running them
 `;
 
-export interface NetnsOptions {
+interface NetnsOptions {
   readonly cidr: string;
   readonly uid: number;
   readonly fence: boolean;

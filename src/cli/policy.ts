@@ -192,7 +192,7 @@ async function runExplain(args: readonly string[], io: CliIo): Promise<number> {
 }
 
 /** TARGET -> a normalised intent. The query is kept for decide() and never echoed. */
-export function intentFor(target: string, method: string | undefined, binary: string | undefined): EgressIntent {
+function intentFor(target: string, method: string | undefined, binary: string | undefined): EgressIntent {
   if (method !== undefined && !METHOD_TOKEN.test(method)) throw new UsageError(`--method '${method}' is not an HTTP method token`);
   const upper = method?.toUpperCase();
   const scheme = /^([a-z][a-z0-9+.-]*):\/\//i.exec(target);

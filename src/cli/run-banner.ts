@@ -3,12 +3,12 @@
 
 import { formatAuthority } from '../net/host.js';
 
-export interface BannerAddress {
+interface BannerAddress {
   readonly host: string;
   readonly port: number;
 }
 
-export interface RunBannerInfo {
+interface RunBannerInfo {
   /** `standalone, policy FILE` or `attached to supervisor HOST:PORT`. */
   readonly mode: string;
   readonly proxy: BannerAddress;

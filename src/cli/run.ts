@@ -7,7 +7,8 @@ import { readFile } from 'node:fs/promises';
 import { isIP } from 'node:net';
 import { isAbsolute, join, resolve } from 'node:path';
 import { Registry } from 'prom-client';
-import { type Boundary, createBoundary } from '../boundary.js';
+import type { Boundary } from '../boundary-types.js';
+import { createBoundary } from '../boundary.js';
 import { createFileCredentialSource, type FileCredentialSource } from '../credentials/file-source.js';
 import { type Config, DEFAULTS, MAX_SEARCH_DOMAINS, parseConfig } from '../config.js';
 import type { ControlLookup } from '../control/dial.js';
@@ -25,7 +26,7 @@ import { formatRunBanner } from './run-banner.js';
 const RESOLV_CONF = '/etc/resolv.conf';
 const DNS_PORT = 53;
 
-export const RUN_HELP = `Usage: boundary run --policy FILE [options]
+const RUN_HELP = `Usage: boundary run --policy FILE [options]
        boundary run --supervisor HOST:PORT --tls-dir DIR --sandbox-id ID [options]
 
   --policy FILE                     policy file (watched; a change loads as a new generation)
@@ -129,7 +130,7 @@ function banner(config: Config, boundary: Boundary, cwd: string): string {
 }
 
 /** The first `nameserver` line of resolv.conf text, as an IP literal (zone ids dropped). */
-export function firstNameserver(text: string): string | undefined {
+function firstNameserver(text: string): string | undefined {
   for (const line of text.split('\n')) {
     const [word, value] = line.trim().split(/\s+/);
     if (word === 'nameserver' && value !== undefined) return value.split('%')[0];

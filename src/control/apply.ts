@@ -30,7 +30,7 @@ export interface CredentialTarget {
   replace(providers: readonly WireProvider[]): unknown;
 }
 
-export interface ApplyDeps {
+interface ApplyDeps {
   readonly store: PolicyTarget;
   readonly credentials?: CredentialTarget | undefined;
   readonly parsePolicy: (text: string, options?: { source?: string }) => Policy;
@@ -44,8 +44,8 @@ export interface ApplyDeps {
   readonly source?: string;
 }
 
-export const APPLY_RESULTS = ['applied', 'unchanged', 'ignored', 'failed'] as const;
-export type ApplyResult = (typeof APPLY_RESULTS)[number];
+const APPLY_RESULTS = ['applied', 'unchanged', 'ignored', 'failed'] as const;
+type ApplyResult = (typeof APPLY_RESULTS)[number];
 
 export interface ApplyOutcome {
   readonly result: ApplyResult;
@@ -69,7 +69,7 @@ export interface ApplyState {
   readonly lastError: StatusError | undefined;
 }
 
-export interface Held {
+interface Held {
   readonly heldPolicyHash?: string;
   readonly heldGeneration?: number;
   readonly heldCredentialsHash?: string;

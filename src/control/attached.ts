@@ -15,7 +15,7 @@ import type { AuditSink } from '../telemetry/event.js';
 import type { Logger } from '../telemetry/logger.js';
 
 /** Reported on attach when the caller names no version. */
-export const DEFAULT_BOUNDARY_VERSION = '0.1.0';
+const DEFAULT_BOUNDARY_VERSION = '0.1.0';
 
 /** The attached-mode part of Config: present exactly when `--supervisor` is given. */
 export interface AttachedSettings {
@@ -54,7 +54,7 @@ export interface AttachedControlOptions {
 }
 
 /** What the root merges into its own readiness. */
-export interface AttachedReadiness {
+interface AttachedReadiness {
   readonly ready: boolean;
   readonly reasons: readonly string[];
   readonly supervisor: string;

@@ -7,7 +7,7 @@
 export const RECONNECT_BASE_MS = 2_000;
 export const RECONNECT_CAP_MS = 30_000;
 /** Each backoff delay is drawn from [d × (1 − JITTER), d]: never above the cap, spread so a fleet does not reconnect in step. */
-export const RECONNECT_JITTER_RATIO = 0.2;
+const RECONNECT_JITTER_RATIO = 0.2;
 /**
  * After a healthy session the next attempt comes after this plus up to RECONNECT_AFTER_HEALTHY_SESSION_SPREAD_MS
  * (uniform): a supervisor restart costs each boundary well under a second, and a fleet of thousands spreads
@@ -31,7 +31,7 @@ export const HEALTHY_SESSION_MIN_MS = 500;
 export const RECONNECT_QUICK_WINDOW_MS = 5_000;
 
 /** Why the next attempt waits as long as it does; rendered on /readyz. */
-export const RECONNECT_REASONS = ['after-healthy-session', 'backoff', 'not-retryable'] as const;
+const RECONNECT_REASONS = ['after-healthy-session', 'backoff', 'not-retryable'] as const;
 export type ReconnectReason = (typeof RECONNECT_REASONS)[number];
 
 /** How the attempt that just ended went. */
@@ -41,7 +41,7 @@ export type AttemptOutcome =
   /** Attached, then ended (cleanly or not); healthy only if it stayed attached HEALTHY_SESSION_MIN_MS. */
   | { readonly kind: 'session-ended' };
 
-export interface ReconnectDelay {
+interface ReconnectDelay {
   readonly delayMs: number;
   readonly reason: ReconnectReason;
   /** Failed attempts since the last healthy session, this one included. */
@@ -60,7 +60,7 @@ export interface BackoffOptions {
   readonly quickWindowMs?: number;
 }
 
-export interface Backoff {
+interface Backoff {
   /** The session is attached: admitted, and its first policy applied and acknowledged. */
   attached(): void;
   /** The delay before the next attempt, given how the last one ended. */

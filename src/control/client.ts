@@ -18,9 +18,9 @@ import {
   type ControlTls,
   type ControlTlsProvider,
   classifyError,
-  describeError,
   fixedControlTls,
 } from './dial.js';
+import { describeError } from './protocol.js';
 import { createEventBuffer, MAX_BUFFERED_EVENTS } from './events.js';
 import { attachFailedEvent, sessionEndedEvent } from './failure-events.js';
 import type { ControlErrorKind, RelayTarget } from './messages.js';
@@ -28,7 +28,7 @@ import { supersededMessage } from './readiness.js';
 import { createSessionRunner, type SessionShared } from './session.js';
 
 /** `superseded`: another boundary process took this (sandbox, instance); the loop has stopped for good. */
-export const CONTROL_PHASES = ['idle', 'connecting', 'attached', 'waiting', 'superseded', 'closed'] as const;
+const CONTROL_PHASES = ['idle', 'connecting', 'attached', 'waiting', 'superseded', 'closed'] as const;
 export type ControlPhase = (typeof CONTROL_PHASES)[number];
 
 export interface ControlError {

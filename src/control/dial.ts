@@ -13,17 +13,18 @@ import {
   connect as tlsConnect,
 } from 'node:tls';
 import type { ControlErrorKind } from './messages.js';
+import { describeError } from './protocol.js';
 
 export const CONNECT_TIMEOUT_MS = 10_000;
-export const HANDSHAKE_TIMEOUT_MS = 10_000;
+const HANDSHAKE_TIMEOUT_MS = 10_000;
 /**
  * Connect timeout for every address but the last when a name resolves to several: a cluster network connects in
  * milliseconds, and 3 s still covers one lost SYN (Linux retransmits after its 1 s initial RTO) on a loaded node.
  * A replica whose address is black-holed then costs the next dial 3 s, not CONNECT_TIMEOUT_MS.
  */
-export const NEXT_ADDRESS_CONNECT_TIMEOUT_MS = 3_000;
+const NEXT_ADDRESS_CONNECT_TIMEOUT_MS = 3_000;
 /** Addresses tried per dial: a headless Service can list many replicas, and each may cost a connect timeout. */
-export const MAX_DIAL_ADDRESSES = 8;
+const MAX_DIAL_ADDRESSES = 8;
 /** Failures that say nothing about the next replica: the one dialled did not take the connection. */
 const NEXT_ADDRESS_KINDS: ReadonlySet<ControlErrorKind> = new Set(['connect-refused', 'connect-timeout']);
 
@@ -74,7 +75,7 @@ export interface ControlLookup {
   readonly resolvers?: (() => readonly string[]) | undefined;
 }
 
-export interface DialOptions {
+interface DialOptions {
   readonly host: string;
   readonly port: number;
   readonly tls: ControlTls;
@@ -95,7 +96,7 @@ const PEER_REJECTED_US = /ALERT_(UNKNOWN_CA|BAD_CERTIFICATE|CERTIFICATE_REQUIRED
 const VERIFY_CODES =
   /^(UNABLE_TO_|CERT_|DEPTH_ZERO_SELF_SIGNED_CERT|SELF_SIGNED_CERT_IN_CHAIN|ERR_TLS_CERT_ALTNAME_INVALID|HOSTNAME_MISMATCH|ERR_SSL_|ERR_TLS_)/;
 
-export type DialPhase = 'dns' | 'connect' | 'tls' | 'session';
+type DialPhase = 'dns' | 'connect' | 'tls' | 'session';
 
 /** Classifies any error seen while dialling or during a session. */
 export function classifyError(err: unknown, phase: DialPhase): ControlErrorKind {
@@ -109,15 +110,6 @@ export function classifyError(err: unknown, phase: DialPhase): ControlErrorKind 
   if (phase === 'connect') return 'connect-refused';
   if (phase === 'tls') return 'tls';
   return 'http2';
-}
-
-/** A readable message for an error: never empty, code first when there is one. */
-export function describeError(err: unknown): string {
-  if (err === undefined || err === null) return 'unknown error';
-  const code = (err as NodeJS.ErrnoException).code;
-  const text = err instanceof Error ? err.message : String(err);
-  const message = code !== undefined && !text.includes(code) ? `${code}: ${text}` : text;
-  return message === '' ? 'unknown error' : message;
 }
 
 /** The client's TLS context: only the control CA is trusted, TLS 1.3 only. PKI_INVALID when the PEMs do not load. */

@@ -2,10 +2,10 @@
 // blocks and never throws: when full, the event is dropped and counted. Knows nothing of HTTP/2.
 
 export const MAX_BUFFERED_EVENTS = 1_024;
-export const MAX_EVENT_BATCH = 256;
-export const MAX_EVENT_BATCH_BYTES = 524_288;
+const MAX_EVENT_BATCH = 256;
+const MAX_EVENT_BATCH_BYTES = 524_288;
 
-export interface EventBatch {
+interface EventBatch {
   /** The `events` message body, already serialised (each event stringified once, when it was added). */
   readonly body: string;
   readonly count: number;

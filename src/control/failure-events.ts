@@ -4,12 +4,12 @@
 import type { AuditEvent, Severity } from '../telemetry/event.js';
 import type { ControlFailure } from './dial.js';
 
-export interface ControlAddress {
+interface ControlAddress {
   readonly host: string;
   readonly port: number;
 }
 
-export interface FailureFacts {
+interface FailureFacts {
   readonly failure: ControlFailure;
   /** False when the supervisor refused with `retryable: false`: trying again cannot help until it is fixed. */
   readonly retryable?: boolean | undefined;

@@ -3,7 +3,8 @@
 
 import { type ClientHttp2Session, type ClientHttp2Stream, constants } from 'node:http2';
 import { BoundaryError } from '../errors.js';
-import { ControlFailure, describeError } from './dial.js';
+import { ControlFailure } from './dial.js';
+import { describeError } from './protocol.js';
 import { MAX_CONTROL_MESSAGE_BYTES } from './messages.js';
 import { readBody } from './ndjson.js';
 

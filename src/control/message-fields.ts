@@ -4,18 +4,18 @@
 import type { Issue } from '../errors.js';
 import type { ControlSettings, FailureMode, RelayTarget, StatusError, WireProvider } from './messages.js';
 
-export const MAX_ID_LENGTH = 128;
-export const MAX_TEXT_LENGTH = 4_096;
-export const MAX_EVENTS_PER_BATCH = 512;
-export const MAX_CREDENTIAL_PROVIDERS = 256;
-export const MAX_CREDENTIAL_KEYS = 1_024;
-export const MAX_CREDENTIAL_ENDPOINTS = 256;
+const MAX_ID_LENGTH = 128;
+const MAX_TEXT_LENGTH = 4_096;
+const MAX_EVENTS_PER_BATCH = 512;
+const MAX_CREDENTIAL_PROVIDERS = 256;
+const MAX_CREDENTIAL_KEYS = 1_024;
+const MAX_CREDENTIAL_ENDPOINTS = 256;
 
 export type Fields = Record<string, unknown>;
 export type Reader = ReturnType<typeof reader>;
 
 /** What the readers take from the protocol itself, passed in so this file never imports messages.ts's values. */
-export interface ReaderProtocol {
+interface ReaderProtocol {
   readonly maxBodyChars: number;
   readonly failureModes: readonly FailureMode[];
 }

@@ -7,8 +7,6 @@ import { compact, type Fields, isRecord, issue, type Reader, reader } from './me
 
 export const MAX_CONTROL_MESSAGE_BYTES = 1_048_576;
 
-export const CONTROL_PROTOCOL_VERSION = 1;
-
 export const MESSAGE_KINDS = [
   'attach',
   'admitted',
@@ -26,7 +24,6 @@ export type MessageKind = (typeof MESSAGE_KINDS)[number];
 
 /** The kinds that arrive on `GET /v1/watch`. */
 export const PUSH_KINDS = ['policy', 'credentials', 'settings', 'relay-open', 'withdraw'] as const;
-export type PushKind = (typeof PUSH_KINDS)[number];
 
 /** Why a dial or attach failed; every NET:FAIL event and /readyz carries one. */
 export const CONTROL_ERROR_KINDS = [
@@ -43,7 +40,7 @@ export const CONTROL_ERROR_KINDS = [
 export type ControlErrorKind = (typeof CONTROL_ERROR_KINDS)[number];
 
 /** Typed refusals of the supervisor. `retryable` tells the boundary whether trying again can help. */
-export const REFUSAL_CODES = [
+const REFUSAL_CODES = [
   'unknown-sandbox',
   'no-sandbox-identity',
   'identity-mismatch',
@@ -65,13 +62,13 @@ export type RefusalCode = (typeof REFUSAL_CODES)[number];
  * receiver stops competing for it (see control/client.ts).
  */
 export const WITHDRAW_CODES = ['withdrawn', 'replaced', 'superseded'] as const;
-export type WithdrawCode = (typeof WITHDRAW_CODES)[number];
+type WithdrawCode = (typeof WITHDRAW_CODES)[number];
 
-export const FAILURE_MODES = ['fail_closed', 'retain_last_valid'] as const;
+const FAILURE_MODES = ['fail_closed', 'retain_last_valid'] as const;
 export type FailureMode = (typeof FAILURE_MODES)[number];
 
-export const STATUS_STATES = ['effective', 'failed'] as const;
-export type StatusState = (typeof STATUS_STATES)[number];
+const STATUS_STATES = ['effective', 'failed'] as const;
+type StatusState = (typeof STATUS_STATES)[number];
 
 export interface ControlSettings {
   /** What an invalid pushed policy does: publish deny-all (default) or keep the previous one. */
@@ -92,7 +89,7 @@ export interface WireProvider {
   readonly endpoints?: readonly WireCredentialEndpoint[];
 }
 
-export interface WireCredentialEndpoint {
+interface WireCredentialEndpoint {
   readonly host: string;
   readonly port: number;
   readonly path?: string;
@@ -162,7 +159,7 @@ export interface RelayOpenPush {
   readonly target: RelayTarget;
 }
 
-export interface WithdrawPush {
+interface WithdrawPush {
   readonly kind: 'withdraw';
   readonly reason: string;
   /** Absent from older supervisors; read as `withdrawn`. */
@@ -187,7 +184,7 @@ export interface EventsMessage {
   readonly dropped: number;
 }
 
-export interface AckMessage {
+interface AckMessage {
   readonly kind: 'ack';
 }
 

@@ -1,12 +1,13 @@
 // NDJSON framing for control streams: split any byte stream into lines of at most
 // MAX_CONTROL_MESSAGE_BYTES and decode each as a control message. Knows nothing of sockets or HTTP/2.
 
+import { finished, Readable } from 'node:stream';
 import { BoundaryError } from '../errors.js';
 import { decodeMessage, MAX_CONTROL_MESSAGE_BYTES, type MessageKind, type MessageOf } from './messages.js';
 
 const NEWLINE = 0x0a;
 
-export interface DecodeOptions<K extends MessageKind> {
+interface DecodeOptions<K extends MessageKind> {
   readonly expect?: readonly K[];
   readonly maxBytes?: number;
 }
@@ -57,16 +58,63 @@ export async function readMessageBody<K extends MessageKind = MessageKind>(
 }
 
 /** Collects a body up to `maxBytes`; MESSAGE_TOO_LARGE as soon as it goes past. */
-export async function readBody(source: AsyncIterable<Uint8Array | string>, maxBytes: number): Promise<Buffer> {
+export function readBody(source: AsyncIterable<Uint8Array | string>, maxBytes: number): Promise<Buffer> {
+  return source instanceof Readable ? readStreamBody(source, maxBytes) : readIterableBody(source, maxBytes);
+}
+
+async function readIterableBody(source: AsyncIterable<Uint8Array | string>, maxBytes: number): Promise<Buffer> {
   const chunks: Buffer[] = [];
   let total = 0;
   for await (const chunk of source) {
-    const bytes = typeof chunk === 'string' ? Buffer.from(chunk) : Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength);
+    const bytes = toBuffer(chunk);
     total += bytes.byteLength;
     if (total > maxBytes) throw tooLarge(total, maxBytes);
     chunks.push(bytes);
   }
   return Buffer.concat(chunks);
+}
+
+// A node stream (every HTTP/2 body) is read through its events: its async iterator costs a generator and
+// promises per chunk, and each attach reads four bodies across both ends. Same outcomes as the iterator: the
+// body at 'end', the stream's own error (or premature close) from finished(), and a stream cut off past the
+// limit is destroyed with an AbortError, as the iterator's early return does.
+function readStreamBody(stream: Readable, maxBytes: number): Promise<Buffer> {
+  return new Promise<Buffer>((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let total = 0;
+    let settled = false;
+    const onData = (chunk: Uint8Array | string): void => {
+      const bytes = toBuffer(chunk);
+      total += bytes.byteLength;
+      if (total > maxBytes) {
+        settled = true;
+        stream.off('data', onData);
+        reject(tooLarge(total, maxBytes));
+        // finished() still listens, so the AbortError this destroy emits is taken, not thrown.
+        if (!stream.destroyed) stream.destroy(abortError());
+        return;
+      }
+      chunks.push(bytes);
+    };
+    const cleanup = finished(stream, { writable: false }, (err) => {
+      stream.off('data', onData);
+      cleanup();
+      if (settled) return;
+      settled = true;
+      if (err) reject(err);
+      else resolve(Buffer.concat(chunks));
+    });
+    stream.on('data', onData);
+  });
+}
+
+function toBuffer(chunk: Uint8Array | string): Buffer {
+  return typeof chunk === 'string' ? Buffer.from(chunk) : Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength);
+}
+
+/** What node's stream iterator destroys a stream with when its reader stops early. */
+function abortError(): Error {
+  return Object.assign(new Error('The operation was aborted'), { name: 'AbortError', code: 'ABORT_ERR' });
 }
 
 function isBlank(line: Buffer): boolean {

@@ -5,10 +5,10 @@ import type { ReconnectReason } from './backoff.js';
 import type { ControlError, ControlState, SupersededBy } from './client.js';
 
 /** The /readyz reason prefix of a boundary another process superseded (client.ts stops re-attaching then). */
-export const CONTROL_SUPERSEDED_REASON = 'control-superseded';
+const CONTROL_SUPERSEDED_REASON = 'control-superseded';
 
 /** When the client tries the supervisor again and why then; the timing fields only while it waits. */
-export interface ReconnectReadiness {
+interface ReconnectReadiness {
   /** Failed attempts since the last healthy session (a session attached too briefly counts as one). */
   readonly failedAttempts: number;
   /** ISO time of the next attempt. */

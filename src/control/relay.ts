@@ -3,22 +3,14 @@
 // reported on the same path. Never decides policy: relays go into the workload, not out of it.
 
 import type { ClientHttp2Session } from 'node:http2';
-import { connect as netConnect, isIP, type Socket } from 'node:net';
+import { connect as netConnect, type Socket } from 'node:net';
 import { BoundaryError } from '../errors.js';
 import type { AuditSink } from '../telemetry/event.js';
-import { describeError } from './dial.js';
 import { encodeMessage, type RefusalCode, type RelayOpenPush, type RelayTarget } from './messages.js';
+import { describeError, isLoopbackHost, RELAY_REFUSED_HEADER, SESSION_HEADER } from './protocol.js';
 
-export const RELAY_CONNECT_TIMEOUT_MS = 5_000;
-export const MAX_RELAYS = 64;
-export const SESSION_HEADER = 'boundary-session-id';
-export const RELAY_REFUSED_HEADER = 'boundary-relay-refused';
-
-const LOOPBACK_V4 = /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/;
-
-export function isLoopbackHost(host: string): boolean {
-  return (isIP(host) === 4 && LOOPBACK_V4.test(host)) || host === '::1';
-}
+const RELAY_CONNECT_TIMEOUT_MS = 5_000;
+const MAX_RELAYS = 64;
 
 /**
  * Parses `--relay-allow`: comma-separated `PORT` (127.0.0.1) or `HOST:PORT` / `[::1]:PORT` with a
@@ -42,7 +34,7 @@ export function parseRelayAllow(text: string): RelayTarget[] {
   return out;
 }
 
-export interface RelayContext {
+interface RelayContext {
   readonly session: ClientHttp2Session;
   readonly sessionId: string;
   readonly relayAllow: readonly RelayTarget[];
@@ -102,7 +94,7 @@ function bridge(push: RelayOpenPush, context: RelayContext, socket: Socket): voi
 }
 
 function refuse(push: RelayOpenPush, context: RelayContext, code: RefusalCode, message: string): void {
-  context.sink.emit({ ...relayEvent('REFUSE', 'MED', push, message), action: 'DENIED', reason: code });
+  context.sink.emit({ ...relayEvent('REFUSE', 'MED', push, message), action: 'DENIED', detail: code });
   try {
     const stream = context.session.request({
       ':method': 'POST',

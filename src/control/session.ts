@@ -7,7 +7,7 @@ import type { Socket } from 'node:net';
 import { BoundaryError } from '../errors.js';
 import type { ApplyOutcome, ControlApplier } from './apply.js';
 import type { ControlClientOptions, ControlError, ControlPhase, SupersededBy } from './client.js';
-import { ControlFailure, type ControlTlsProvider, classifyError, describeError, dialSupervisor } from './dial.js';
+import { ControlFailure, type ControlTlsProvider, classifyError, dialSupervisor } from './dial.js';
 import type { EventBuffer } from './events.js';
 import { isHttp2ProtocolError, request, responseStatus } from './h2.js';
 import {
@@ -21,15 +21,16 @@ import {
 } from './messages.js';
 import { decodeMessages, readBody } from './ndjson.js';
 import { supersededMessage } from './readiness.js';
-import { openRelay, SESSION_HEADER } from './relay.js';
+import { describeError, SESSION_HEADER } from './protocol.js';
+import { openRelay } from './relay.js';
 
 export const REQUEST_TIMEOUT_MS = 15_000;
-export const HEARTBEAT_INTERVAL_MS = 15_000;
-export const PING_TIMEOUT_MS = 10_000;
-export const EVENTS_FLUSH_INTERVAL_MS = 2_000;
+const HEARTBEAT_INTERVAL_MS = 15_000;
+const PING_TIMEOUT_MS = 10_000;
+const EVENTS_FLUSH_INTERVAL_MS = 2_000;
 
 /** What runSession reports to the loop: admission (a session exists) and attachment (its first policy acknowledged). */
-export interface SessionHooks {
+interface SessionHooks {
   onAdmitted(): void;
   onAttached(): void;
 }
@@ -52,7 +53,7 @@ export interface SessionShared {
   superseded: SupersededBy | undefined;
 }
 
-export interface SessionContext {
+interface SessionContext {
   readonly options: ControlClientOptions;
   /** `host:port` of the supervisor, as dialled and reported. */
   readonly supervisor: string;
@@ -64,7 +65,7 @@ export interface SessionContext {
   publish(next?: ControlPhase): void;
 }
 
-export interface SessionRunner {
+interface SessionRunner {
   runSession(hooks: SessionHooks): Promise<string>;
   /** The tail of the ordered status-ack chain; settles once every queued ack was tried. */
   acksSettled(): Promise<void>;

@@ -21,20 +21,17 @@ import type { AuditSink } from '../telemetry/event.js';
 import type { Logger } from '../telemetry/logger.js';
 import { createPlainGauge } from '../telemetry/metrics.js';
 import { type ControlDialTls, ControlFailure, type ControlTlsProvider, createControlContext } from './dial.js';
+import { CERT_EXPIRY_WARNING_DAYS, TLS_RELOAD_SETTLE_MS } from './protocol.js';
 
-/** cert-manager writes a Secret's keys in one swap, a hand edit in several writes: read once they settle. */
-export const TLS_RELOAD_SETTLE_MS = 100;
-/** How long before notAfter /readyz starts warning (ready stays true until the certificate has expired). */
-export const CERT_EXPIRY_WARNING_DAYS = 7;
-export const CERT_EXPIRY_WARNING_MS = CERT_EXPIRY_WARNING_DAYS * DAY_MS;
+const CERT_EXPIRY_WARNING_MS = CERT_EXPIRY_WARNING_DAYS * DAY_MS;
 /** The /readyz reason once the client certificate in use has expired. */
 export const CERT_EXPIRED_REASON = 'control-certificate-expired';
 /** Prefix of the /readyz warning inside the warning window. */
 export const CERT_EXPIRING_WARNING = 'control-certificate-expiring';
-export const CERT_EXPIRY_METRIC = 'control_certificate_expiry_seconds';
+const CERT_EXPIRY_METRIC = 'control_certificate_expiry_seconds';
 
-export const CERT_STATES = ['valid', 'expiring', 'expired'] as const;
-export type CertState = (typeof CERT_STATES)[number];
+const CERT_STATES = ['valid', 'expiring', 'expired'] as const;
+type CertState = (typeof CERT_STATES)[number];
 
 /** What /readyz shows about the client certificate in use. */
 export interface ControlCertificateStatus {
@@ -120,7 +117,7 @@ export function createControlTlsSource(options: {
       severity: 'MED',
       engine: 'control',
       message: `control TLS update in ${dir} refused${keeping}`,
-      reason: message,
+      detail: message,
       unmapped: { source: dir, issues: issues.length },
     });
   }

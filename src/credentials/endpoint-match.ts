@@ -3,7 +3,7 @@
 
 import { normaliseHost } from '../net/host.js';
 
-export const MAX_PATH_GLOB_CHARS = 1_024;
+const MAX_PATH_GLOB_CHARS = 1_024;
 
 export type Compiled<T> = { readonly ok: true; readonly value: T } | { readonly ok: false; readonly message: string };
 

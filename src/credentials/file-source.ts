@@ -12,13 +12,13 @@ import { type CredentialSet, createCredentialSet, type ProviderInput, secretValu
 import { type CredentialListener, type CredentialSource, createSetHolder } from './source.js';
 
 /** A value_from file larger than this is refused before decoding (a secret is at most MAX_SECRET_CHARS). */
-export const MAX_VALUE_FILE_BYTES = 262_144;
+const MAX_VALUE_FILE_BYTES = 262_144;
 /** At most this many directories are watched (the file's own plus those of value_from files). */
-export const MAX_WATCHED_DIRS = 64;
+const MAX_WATCHED_DIRS = 64;
 
-export type CredentialEnv = Readonly<Record<string, string | undefined>>;
+type CredentialEnv = Readonly<Record<string, string | undefined>>;
 
-export interface FileCredentialSourceOptions {
+interface FileCredentialSourceOptions {
   readonly path: string;
   /** Where value_from.env reads; main.ts passes process.env, tests pass an object. */
   readonly env: CredentialEnv;
@@ -104,7 +104,7 @@ async function resolveDocument(doc: CredentialsDocument, path: string, env: Cred
 }
 
 /** Reads, validates and resolves the file once. Throws CREDENTIALS_UNREADABLE or CREDENTIALS_INVALID. */
-export async function loadCredentialsFile(path: string, env: CredentialEnv): Promise<Loaded> {
+async function loadCredentialsFile(path: string, env: CredentialEnv): Promise<Loaded> {
   let text: string;
   try {
     text = await readText(path, MAX_CREDENTIALS_FILE_BYTES);

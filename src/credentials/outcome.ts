@@ -3,11 +3,11 @@
 
 import { UNAVAILABLE_REASONS } from './scope.js';
 
-export const CREDENTIAL_ERRORS = ['credential_endpoint_mismatch', 'credential_unavailable', 'credential_body_too_large'] as const;
-export type CredentialError = (typeof CREDENTIAL_ERRORS)[number];
+const CREDENTIAL_ERRORS = ['credential_endpoint_mismatch', 'credential_unavailable', 'credential_body_too_large'] as const;
+type CredentialError = (typeof CREDENTIAL_ERRORS)[number];
 
 /** Closed set for events and metric labels. */
-export const REFUSAL_REASONS = [
+const REFUSAL_REASONS = [
   'endpoint-mismatch',
   ...UNAVAILABLE_REASONS,
   'leftover-marker',

@@ -18,12 +18,12 @@ import {
 
 export const MAX_CREDENTIALS_FILE_BYTES = 1_048_576;
 
-export type EnvValueSpec =
+type EnvValueSpec =
   | { readonly kind: 'literal'; readonly value: Secret }
   | { readonly kind: 'file'; readonly path: string }
   | { readonly kind: 'env'; readonly name: string };
 
-export interface Located {
+interface Located {
   readonly path: string;
   readonly line?: number;
   readonly column?: number;
@@ -36,7 +36,7 @@ export interface EnvEntrySpec {
   readonly at: Located;
 }
 
-export interface ProviderSpec {
+interface ProviderSpec {
   readonly name: string;
   readonly env: readonly EnvEntrySpec[];
   readonly endpoints: readonly CredentialEndpointInput[];

@@ -9,13 +9,13 @@ export const LONGEST_MARKER_CHARS = Math.max(...MARKERS.map((m) => m.length));
  *  lower-case to the markers' letters. Most header values are shorter: they skip the scan. */
 export const SHORTEST_MARKER_CHARS = Math.min(...MARKERS.map((m) => m.length));
 /** Rounds of percent-decoding a leftover scan applies (`%253A` is two rounds from `:`). */
-export const MAX_DECODE_ROUNDS = 3;
-export const MAX_KEY_CHARS = 256;
+const MAX_DECODE_ROUNDS = 3;
+const MAX_KEY_CHARS = 256;
 /** What routing and logs see in place of a placeholder (docs/credentials.md#nothing-logged). */
-export const REDACTED_PLACEHOLDER = '[CREDENTIAL]';
+const REDACTED_PLACEHOLDER = '[CREDENTIAL]';
 
-export const PLACEHOLDER_FORMS = ['canonical', 'revision', 'stable', 'alias'] as const;
-export type PlaceholderForm = (typeof PLACEHOLDER_FORMS)[number];
+const PLACEHOLDER_FORMS = ['canonical', 'revision', 'stable', 'alias'] as const;
+type PlaceholderForm = (typeof PLACEHOLDER_FORMS)[number];
 
 export interface PlaceholderRef {
   readonly form: PlaceholderForm;

@@ -11,12 +11,12 @@ import { createSubstituter, encodeUnreserved, type SlotEncoder, type Substituter
 /** OpenShell's buffer for body rewrite (chunk framing counts toward it: the caller checks that). */
 export const MAX_BODY_REWRITE_BYTES = 262_144;
 /** A content-encoded body is inflated at most this far to look for markers; beyond, it is refused. */
-export const MAX_INFLATED_SCAN_BYTES = 4_194_304;
+const MAX_INFLATED_SCAN_BYTES = 4_194_304;
 
-export const BODY_KINDS = ['json', 'form', 'text', 'other'] as const;
-export type BodyKind = (typeof BODY_KINDS)[number];
+const BODY_KINDS = ['json', 'form', 'text', 'other'] as const;
+type BodyKind = (typeof BODY_KINDS)[number];
 
-export interface BodyRequest {
+interface BodyRequest {
   readonly contentType: string | undefined;
   readonly contentEncoding: string | undefined;
   readonly body: Buffer;

@@ -9,7 +9,7 @@ import { createSubstituter, encodeUnreserved, type SlotEncoder, type Substituter
 
 export type HeaderPair = readonly [name: string, value: string];
 
-export interface RequestHead {
+interface RequestHead {
   readonly method: string;
   /** Canonical path (proxy/path.ts), without the query. */
   readonly path: string;
@@ -20,7 +20,7 @@ export interface RequestHead {
   readonly scope: CredentialScope;
 }
 
-export interface RewrittenHead {
+interface RewrittenHead {
   readonly ok: true;
   readonly path: string;
   readonly query: string | undefined;

@@ -7,7 +7,7 @@ import { containsMarker } from './placeholder.js';
 import type { CredentialScope } from './scope.js';
 import { createSubstituter } from './substitute.js';
 
-export interface WebSocketTextRequest {
+interface WebSocketTextRequest {
   /** One complete (reassembled) text message. */
   readonly text: string;
   readonly scope: CredentialScope;
@@ -15,7 +15,7 @@ export interface WebSocketTextRequest {
   readonly rewrite: boolean;
 }
 
-export type WebSocketTextRewrite =
+type WebSocketTextRewrite =
   | { readonly ok: true; readonly text: string; readonly usedKeys: readonly string[] }
   | RewriteRefusal;
 

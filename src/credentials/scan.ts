@@ -7,9 +7,9 @@ import { containsMarker, LONGEST_MARKER_CHARS } from './placeholder.js';
 /** 3 × the longest marker: a fully percent-encoded marker (`%6F%70...`) is three bytes per character. */
 export const SCAN_TAIL_BYTES = 3 * LONGEST_MARKER_CHARS;
 
-export type ScanVerdict = 'clean' | 'marker';
+type ScanVerdict = 'clean' | 'marker';
 
-export interface MarkerScanner {
+interface MarkerScanner {
   /**
    * Scans `chunk` with the bytes held back from earlier chunks. 'marker' is final: the proxy must refuse
    * the request and close the upstream side without writing anything more.

@@ -8,7 +8,7 @@ import type { Secret } from './secret.js';
 import { type CredentialProvider, type CredentialSet, stableHandle } from './set.js';
 import type { CredentialSource } from './source.js';
 
-export interface ScopeRequest {
+interface ScopeRequest {
   readonly source: CredentialSource;
   /** Normalised request host; undefined when the request has no authority (HTTP/1.0 without Host). */
   readonly host: string | undefined;
@@ -28,7 +28,7 @@ export const UNAVAILABLE_REASONS = [
   'unknown-handle',
   'ambiguous-key',
 ] as const;
-export type UnavailableReason = (typeof UNAVAILABLE_REASONS)[number];
+type UnavailableReason = (typeof UNAVAILABLE_REASONS)[number];
 
 export type Resolution =
   | { readonly kind: 'value'; readonly secret: Secret }

@@ -43,6 +43,3 @@ export class Secret {
   }
 }
 
-export function isSecret(value: unknown): value is Secret {
-  return value instanceof Secret;
-}

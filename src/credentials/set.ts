@@ -29,7 +29,7 @@ export interface ProviderInput {
   readonly endpoints?: readonly CredentialEndpointInput[];
 }
 
-export interface CredentialEndpoint {
+interface CredentialEndpoint {
   readonly host: string;
   readonly port: number;
   readonly path: string | undefined;
@@ -198,7 +198,3 @@ export function createCredentialSet(input: {
   });
 }
 
-/** The set with no providers: every placeholder is unknown. */
-export function emptyCredentialSet(revision = 0): CredentialSet {
-  return createCredentialSet({ providers: [], revision });
-}

@@ -22,7 +22,7 @@ export interface StaticCredentialSource extends CredentialSource {
   replace(providers: readonly ProviderInput[]): CredentialSet;
 }
 
-export interface SetHolder {
+interface SetHolder {
   current(): CredentialSet;
   subscribe(listener: CredentialListener): () => void;
   /** Builds the next revision from `providers`; returns undefined when nothing changed. Throws when invalid. */

@@ -3,16 +3,16 @@
 
 import { encode as encodePacket } from 'dns-packet';
 
-export const DNS_HEADER_BYTES = 12;
+const DNS_HEADER_BYTES = 12;
 /** Largest DNS message accepted or produced anywhere (docs/dns.md#limits). */
 export const MAX_DNS_MESSAGE_BYTES = 8_192;
 /** Without EDNS a UDP response is at most 512 bytes. */
-export const CLASSIC_UDP_BYTES = 512;
+const CLASSIC_UDP_BYTES = 512;
 /** Whatever a client advertises in EDNS (even 65535), UDP responses stay within this (DN-09). */
 export const MAX_UDP_RESPONSE_BYTES = 1_232;
 /** RFC 1035: a name is at most 255 octets on the wire, a label at most 63. */
-export const MAX_NAME_WIRE_BYTES = 255;
-export const MAX_LABEL_BYTES = 63;
+const MAX_NAME_WIRE_BYTES = 255;
+const MAX_LABEL_BYTES = 63;
 
 export const RCODES = { NOERROR: 0, FORMERR: 1, SERVFAIL: 2, NXDOMAIN: 3, NOTIMP: 4, REFUSED: 5 } as const;
 export type Rcode = keyof typeof RCODES;
@@ -43,7 +43,7 @@ export interface DnsQuery {
   readonly edns: number | undefined;
 }
 
-export type QueryParse =
+type QueryParse =
   | { readonly kind: 'query'; readonly query: DnsQuery }
   /** Nothing can be answered: shorter than a header. */
   | { readonly kind: 'drop'; readonly why: string }
@@ -121,7 +121,7 @@ function ednsPayloadSize(wire: Buffer, at: number): number | undefined {
 }
 
 /** A response with no question: FORMERR for unparsable queries. Copies id, opcode and RD; sets RA. */
-export function headerOnly(wire: Buffer, flags: number, rcode: Rcode): Buffer {
+function headerOnly(wire: Buffer, flags: number, rcode: Rcode): Buffer {
   return encodePacket({
     type: 'response',
     id: wire.readUInt16BE(0),
@@ -138,7 +138,7 @@ export interface WireAnswer {
   readonly ttlOffset: number;
 }
 
-export interface AnswerSpec {
+interface AnswerSpec {
   readonly rcode: Rcode;
   /** Synthetic addresses to answer with (A for IPv4 text, AAAA for IPv6 text). */
   readonly addresses?: readonly string[];

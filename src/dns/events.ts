@@ -1,11 +1,15 @@
 // The audit events of policy DNS: per-query DNS Activity and NET:REFUSE, CONFIG:PUBLISHED with the correlation
 // fields of docs/dns.md#correlation-fields, high water and exhaustion. Pure builders: the handler decides when to emit.
 
-import type { Policy } from '../policy/types.js';
+import type { DnsDecisionReason, Policy } from '../policy/types.js';
 import type { Mapping, SyntheticPool } from '../net/synthetic.js';
 import type { AuditEvent, Severity } from '../telemetry/event.js';
 import { className, type DnsQuery, type Rcode, typeName } from './answer.js';
 import type { DnsRequestInfo } from './server.js';
+
+/** Refusals made before any intent exists: the question's name is not a name (decide() gives the rest). */
+const DNS_OUTCOME_REASONS = ['invalid-name'] as const;
+export type DnsOutcomeReason = (typeof DNS_OUTCOME_REASONS)[number];
 
 /** What a question came to; shared by every query that asked it while it was being worked out. */
 export interface DnsOutcome {
@@ -15,6 +19,10 @@ export interface DnsOutcome {
   /** Cache the answer until then (Infinity: until the policy generation changes); undefined: never cache. */
   readonly cacheUntil: number | undefined;
   readonly statusDetail?: string;
+  /** The closed reason of the decision behind it (unmapped `reason_code`); absent for NOTIMP and upstream failures. */
+  readonly reason?: DnsDecisionReason | DnsOutcomeReason;
+  /** The policy key that covered the name, on allow. */
+  readonly policy?: string;
   /** A NET:REFUSE event goes with every response carrying this outcome. */
   readonly refusal?: { readonly severity: Severity; readonly message: string; readonly unmapped?: Readonly<Record<string, unknown>> };
   readonly mappingId?: string;
@@ -25,12 +33,13 @@ export interface DnsOutcome {
  * field is present (undefined where absent) so all bases share one shape and stamping is one plain literal;
  * the OCSF renderer treats an undefined field as absent.
  */
-export interface EventBase {
+interface EventBase {
   readonly class: AuditEvent['class'];
   readonly activity: string;
   readonly severity: Severity;
   readonly action: AuditEvent['action'] | undefined;
   readonly engine: 'dns';
+  readonly policy: string | undefined;
   readonly dst: { readonly host: string };
   readonly statusDetail: string | undefined;
   readonly message: string;
@@ -50,6 +59,7 @@ export function stamp(b: EventBase, src: DnsRequestInfo['remote']): AuditEvent {
     severity: b.severity,
     action: b.action,
     engine: b.engine,
+    policy: b.policy,
     dst: b.dst,
     src,
     statusDetail: b.statusDetail,
@@ -70,6 +80,7 @@ export function prepareQueryEvents(query: DnsQuery, policy: Policy, outcome: Dns
       severity: outcome.refusal.severity,
       action: 'DENIED',
       engine: 'dns',
+      policy: outcome.policy,
       dst,
       statusDetail: outcome.statusDetail,
       message: outcome.refusal.message,
@@ -84,6 +95,7 @@ export function prepareQueryEvents(query: DnsQuery, policy: Policy, outcome: Dns
     severity: 'INFO',
     action: rcode === 'REFUSED' ? 'DENIED' : answers.length > 0 ? 'ALLOWED' : undefined,
     engine: 'dns',
+    policy: outcome.policy,
     dst,
     statusDetail: outcome.statusDetail,
     message: `DNS ${qtype} ${query.name} ${rcode}${answers.length > 0 ? ` ${answers.join(',')}` : ''}`,
@@ -95,6 +107,7 @@ export function prepareQueryEvents(query: DnsQuery, policy: Policy, outcome: Dns
       rcode,
       answers,
       transport,
+      ...(outcome.reason === undefined ? {} : { reason_code: outcome.reason }),
       ...(outcome.mappingId === undefined ? {} : { mapping_id: outcome.mappingId }),
     },
   });

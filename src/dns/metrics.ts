@@ -6,10 +6,10 @@ import type { SyntheticPool } from '../net/synthetic.js';
 import type { AuditEvent, AuditSink } from '../telemetry/event.js';
 import { RCODES } from './answer.js';
 
-export const DNS_RCODE_LABELS = [...(Object.keys(RCODES) as (keyof typeof RCODES)[]), 'other'] as const;
-export type DnsRcodeLabel = (typeof DNS_RCODE_LABELS)[number];
+const DNS_RCODE_LABELS = [...(Object.keys(RCODES) as (keyof typeof RCODES)[]), 'other'] as const;
+type DnsRcodeLabel = (typeof DNS_RCODE_LABELS)[number];
 
-export const DNS_OUTCOMES = [
+const DNS_OUTCOMES = [
   'mapped',
   'empty',
   'refused',
@@ -21,7 +21,7 @@ export const DNS_OUTCOMES = [
   'pool-exhausted',
   'stale-generation',
 ] as const;
-export type DnsOutcomeLabel = (typeof DNS_OUTCOMES)[number];
+type DnsOutcomeLabel = (typeof DNS_OUTCOMES)[number];
 
 const SERVFAIL_OUTCOMES: Readonly<Record<string, DnsOutcomeLabel>> = {
   policy_dns_no_valid_address: 'no-valid-address',
@@ -29,7 +29,7 @@ const SERVFAIL_OUTCOMES: Readonly<Record<string, DnsOutcomeLabel>> = {
   policy_dns_stale_generation: 'stale-generation',
 };
 
-export interface DnsMetrics {
+interface DnsMetrics {
   readonly queries: Counter<'rcode' | 'outcome'>;
   readonly mappings: Counter<'event'>;
 }

@@ -1,13 +1,13 @@
 // The policy DNS query handler (docs/dns.md#query-handling, docs/dns.md#wire-responses): bytes of one query in, bytes of one response out.
-// Eligibility comes from the current policy; answers are resolved upstream, validated like the proxy's,
-// and replaced by one synthetic address. Never touches sockets (server.ts does) and never decides a port.
+// Eligibility is decide()'s DnsDecision, mapped here to an RCODE; answers are resolved upstream, validated like
+// the proxy's, and replaced by one synthetic address. Never touches sockets (server.ts does) and never decides a port.
 
-import type { Policy } from '../policy/types.js';
+import { decide } from '../policy/decide.js';
+import type { DnsDecision, DnsDecisionReason, Endpoint, Policy } from '../policy/types.js';
 import type { AuditSink, Severity } from '../telemetry/event.js';
-import { isLocalName, KNOWN_METADATA_NAMES } from '../net/destination.js';
-import { normaliseHost } from '../net/host.js';
+import { type HostCache, normaliseHost } from '../net/host.js';
 import type { Resolver, ResolveFailure } from '../net/resolver.js';
-import { type SelfAddress, validateDestination } from '../net/ssrf.js';
+import { type SelfAddresses, validateDestination } from '../net/ssrf.js';
 import { contractDigest, type MappingRoute, type SyntheticPool } from '../net/synthetic.js';
 import {
   createQueryParser,
@@ -23,6 +23,7 @@ import {
 } from './answer.js';
 import {
   type DnsOutcome,
+  type DnsOutcomeReason,
   exhaustedFinding,
   formerrEvent,
   highWaterEvent,
@@ -34,7 +35,10 @@ import {
 import type { DnsHandler, DnsRequestInfo } from './server.js';
 
 /** Wire-form answers kept for the fast path (refusals and live mappings); the oldest is evicted first. */
-export const MAX_CACHED_ANSWERS = 4_096;
+const MAX_CACHED_ANSWERS = 4_096;
+
+/** Denials for a name no endpoint covers; only these become NXDOMAIN under a search domain. */
+const UNCOVERED: ReadonlySet<DnsDecisionReason> = new Set(['no-policy', 'no-endpoint-matched']);
 
 const UPSTREAM_DETAIL: Readonly<Record<ResolveFailure, string>> = {
   nxdomain: 'nxdomain',
@@ -47,7 +51,7 @@ const UPSTREAM_DETAIL: Readonly<Record<ResolveFailure, string>> = {
   'cname-limit': 'cname_limit',
 };
 
-export interface PolicyDnsOptions {
+interface PolicyDnsOptions {
   /** The current policy (PolicyStore.current). Read on every query: a swap takes effect at once. */
   readonly policy: () => Policy;
   readonly resolver: Resolver;
@@ -56,13 +60,16 @@ export interface PolicyDnsOptions {
   readonly now: () => number;
   /** `--unsafe-allow-loopback-upstream` (tests): loopback answers survive validation. */
   readonly allowLoopback?: boolean;
-  readonly selfAddresses?: readonly SelfAddress[];
+  /** boundary's own listeners, prepared once (net/ssrf.ts prepareSelfAddresses). */
+  readonly selfAddresses?: SelfAddresses;
+  /** The composition root's host cache (net/host.ts createHostCache); without one every name is parsed afresh. */
+  readonly hosts?: HostCache;
   readonly maxCachedAnswers?: number;
   /** The workload's resolv.conf `search` domains (normalised); names under them that policy does not cover get NXDOMAIN. */
   readonly searchDomains?: readonly string[];
 }
 
-export interface PolicyDnsStats {
+interface PolicyDnsStats {
   readonly cached: number;
   readonly hits: number;
   readonly upstreamQueries: number;
@@ -116,33 +123,33 @@ export function createPolicyDns(options: PolicyDnsOptions): PolicyDns {
     return respondFrom(template, query, responseLimit(query, info.transport));
   }
 
-  /** Decides everything that needs no upstream; undefined when the name must be resolved. */
-  function decideLocally(query: DnsQuery, policy: Policy): DnsOutcome | undefined {
-    if (query.qclass !== QCLASS_IN || (query.type !== QTYPE_A && query.type !== QTYPE_AAAA)) {
-      return plain('NOTIMP', undefined);
-    }
-    const host = normaliseHost(query.name === '' ? '.' : query.name);
+  /**
+   * Answers everything that needs no upstream: decide() on the name, its DnsDecision mapped to an RCODE. Returns
+   * the allow decision instead when the name must be resolved (an eligible A question).
+   */
+  function answerLocally(query: DnsQuery, policy: Policy): DnsOutcome | DnsDecision {
+    const qtype = query.qclass !== QCLASS_IN ? undefined : query.type === QTYPE_A ? 'A' : query.type === QTYPE_AAAA ? 'AAAA' : undefined;
+    if (qtype === undefined) return plain('NOTIMP', undefined);
+    const host = normaliseHost(query.name === '' ? '.' : query.name, options.hosts);
+    // Not a name at all: there is nothing to ask the policy about.
     if (!host.ok) return refused(`${query.name}: ${host.message}`, 'invalid-name');
-    // `2852039166` and friends are IP literals in disguise: never resolved, never mapped (docs/destinations.md#the-host-parsing-trap).
-    if (host.kind !== 'name') return refused(`${query.name} is an IP literal (${host.host})`, 'ip-literal');
-    if (isLocalName(host.host)) return refused(`${host.host} is a local name`, 'local-name');
-    if (KNOWN_METADATA_NAMES.has(host.host)) return refused(`${host.host} is a cloud metadata name`, 'metadata-name');
-    if (policy.endpointsForHost(host.host).length === 0) {
+    const decision = decide(policy, { adapter: 'dns', host: host.host, form: host.kind, qtype });
+    if (decision.verdict === 'deny') {
       // A stub resolver walks the search list first (Kubernetes ClusterFirst: ndots:5, three cluster suffixes).
       // musl (Alpine images) gives up at the first candidate answered with anything but NXDOMAIN or NODATA, so
       // a REFUSED for `api.example.com.default.svc.cluster.local` would fail the lookup of `api.example.com`
       // (glibc stops the walk and then tries the name as is). Such names get NXDOMAIN instead: still answered
       // here, never asked upstream.
-      if (searchSuffixes.some((suffix) => host.host.endsWith(suffix))) return notUnderPolicy();
-      return refused(`no policy endpoint covers ${host.host}`, 'no-endpoint');
+      if (UNCOVERED.has(decision.reason) && searchSuffixes.some((suffix) => host.host.endsWith(suffix))) return notUnderPolicy(decision);
+      return refused(decision.detail, decision.reason);
     }
     // IPv6 egress is off: an eligible AAAA gets an empty NOERROR and no upstream query.
-    if (query.type === QTYPE_AAAA) return plain('NOERROR', Number.POSITIVE_INFINITY);
-    return undefined;
+    if (qtype === 'AAAA') return { ...plain('NOERROR', Number.POSITIVE_INFINITY), ...covered(decision) };
+    return decision;
   }
 
-  async function resolveName(name: string, policy: Policy): Promise<DnsOutcome> {
-    const endpoints = policy.endpointsForHost(name);
+  async function resolveName(name: string, policy: Policy, decision: DnsDecision): Promise<DnsOutcome> {
+    const endpoints: readonly Endpoint[] = decision.endpoints;
     upstreamQueries++;
     const result = await resolver.resolve(name, 4);
     if (options.policy().generation !== policy.generation) {
@@ -204,7 +211,7 @@ export function createPolicyDns(options: PolicyDnsOptions): PolicyDns {
     if (allocation.highWater) sink.emit(highWaterEvent(pool, policy));
     sink.emit(publishedEvent(allocation.mapping, policy, dropped));
     const m = allocation.mapping;
-    return { rcode: 'NOERROR', answers: [m.syntheticIp], ttlSeconds: m.ttlSeconds, cacheUntil: m.expiresAt, mappingId: m.id };
+    return { rcode: 'NOERROR', answers: [m.syntheticIp], ttlSeconds: m.ttlSeconds, cacheUntil: m.expiresAt, mappingId: m.id, ...covered(decision) };
   }
 
   const handle: DnsHandler = (message, info) => {
@@ -230,13 +237,13 @@ export function createPolicyDns(options: PolicyDnsOptions): PolicyDns {
         return respondFrom(entry.template, query, responseLimit(query, info.transport), ttl);
       }
     }
-    const local = decideLocally(query, policy);
-    if (local !== undefined) return respond(query, info, policy, local);
+    const local = answerLocally(query, policy);
+    if (!('verdict' in local)) return respond(query, info, policy, local);
     // Concurrent askers of one name share one upstream resolution and one mapping publication.
     const flightKey = `${policy.generation}|${query.name}`;
     let flight = inflight.get(flightKey);
     if (flight === undefined) {
-      flight = resolveName(query.name, policy).finally(() => inflight.delete(flightKey));
+      flight = resolveName(query.name, policy, local).finally(() => inflight.delete(flightKey));
       inflight.set(flightKey, flight);
     }
     return flight.then((outcome) => respond(query, info, policy, outcome));
@@ -257,12 +264,25 @@ function plain(rcode: Rcode, cacheUntil: number | undefined): DnsOutcome {
   return { rcode, answers: [], ttlSeconds: undefined, cacheUntil };
 }
 
-function notUnderPolicy(): DnsOutcome {
-  // Depends only on the policy, like a refusal; a search-list candidate is routine, so no refusal finding.
-  return { rcode: 'NXDOMAIN', answers: [], ttlSeconds: undefined, cacheUntil: Number.POSITIVE_INFINITY, statusDetail: 'policy_dns_search_suffix' };
+/** The decision fields an outcome carries into its events: the closed reason and the covering policy. */
+function covered(decision: DnsDecision): Pick<DnsOutcome, 'reason' | 'policy'> {
+  return decision.policy === undefined ? { reason: decision.reason } : { reason: decision.reason, policy: decision.policy };
 }
 
-function refused(message: string, why: string): DnsOutcome {
+function notUnderPolicy(decision: DnsDecision): DnsOutcome {
+  // Depends only on the policy, like a refusal; a search-list candidate is routine, so no refusal finding.
+  return {
+    rcode: 'NXDOMAIN',
+    answers: [],
+    ttlSeconds: undefined,
+    cacheUntil: Number.POSITIVE_INFINITY,
+    statusDetail: 'policy_dns_search_suffix',
+    reason: decision.reason,
+  };
+}
+
+/** REFUSED for a name decide() denied, or for a question that is not a name at all (`invalid-name`). */
+function refused(detail: string, reason: DnsDecisionReason | DnsOutcomeReason): DnsOutcome {
   return {
     rcode: 'REFUSED',
     answers: [],
@@ -270,7 +290,8 @@ function refused(message: string, why: string): DnsOutcome {
     // Refusals depend only on the policy: cached until the generation changes.
     cacheUntil: Number.POSITIVE_INFINITY,
     statusDetail: 'policy_dns_ineligible',
-    refusal: { severity: 'MED', message: `Policy DNS refused: ${message}`, unmapped: { why } },
+    reason,
+    refusal: { severity: 'MED', message: `Policy DNS refused: ${detail}`, unmapped: { reason_code: reason } },
   };
 }
 

@@ -9,13 +9,13 @@ import { MAX_DNS_MESSAGE_BYTES } from './answer.js';
 
 /** Queries whose answer is still being worked out (upstream); the rest wait in the queue below. */
 export const MAX_UDP_IN_FLIGHT = 64;
-export const MAX_UDP_QUEUED = 1_024;
-export const MAX_TCP_CONNECTIONS = 128;
+const MAX_UDP_QUEUED = 1_024;
+const MAX_TCP_CONNECTIONS = 128;
 /** Complete queries waiting on one TCP connection; a client that pipelines more is disconnected. */
-export const MAX_TCP_PIPELINED = 16;
-export const TCP_IDLE_TIMEOUT_MS = 10_000;
+const MAX_TCP_PIPELINED = 16;
+const TCP_IDLE_TIMEOUT_MS = 10_000;
 /** Bursts of small datagrams (benchmarks, parallel stub lookups) must not overflow the kernel queue. */
-export const UDP_RECEIVE_BUFFER_BYTES = 4 * 1_048_576;
+const UDP_RECEIVE_BUFFER_BYTES = 4 * 1_048_576;
 /** onTick period: the synthetic pool's sweep (docs/dns.md#synthetic-pools: expired records are swept every 1 s). */
 export const TICK_INTERVAL_MS = 1_000;
 /** Binding TCP to the port the kernel picked for UDP can collide; try a few times. */
@@ -29,7 +29,7 @@ export interface DnsRequestInfo {
 /** One query in, one response out (undefined: send nothing). Synchronous results skip the in-flight bound. */
 export type DnsHandler = (message: Buffer, info: DnsRequestInfo) => Buffer | undefined | Promise<Buffer | undefined>;
 
-export interface DnsServerOptions {
+interface DnsServerOptions {
   /** An IP literal. */
   readonly host: string;
   /** 0 picks a port that is free for both UDP and TCP. */
@@ -44,7 +44,7 @@ export interface DnsServerOptions {
   readonly onError?: (err: unknown) => void;
 }
 
-export interface DnsServerStats {
+interface DnsServerStats {
   readonly udpReceived: number;
   readonly udpDropped: number;
   readonly udpInFlight: number;

@@ -13,19 +13,19 @@ import type { ResolveFailure, ResolveResult, Resolver } from '../net/resolver.js
 import { MAX_DNS_MESSAGE_BYTES } from './answer.js';
 
 /** Per exchange (one UDP or TCP round trip to one server). */
-export const UPSTREAM_TIMEOUT_MS = 2_000;
-export const MAX_CNAME_HOPS = 8;
-export const MAX_ADDRESSES = 16;
+const UPSTREAM_TIMEOUT_MS = 2_000;
+const MAX_CNAME_HOPS = 8;
+const MAX_ADDRESSES = 16;
 /** What we advertise upstream in EDNS; larger answers come back with TC and are retried over TCP. */
-export const UPSTREAM_EDNS_PAYLOAD_BYTES = 1_232;
+const UPSTREAM_EDNS_PAYLOAD_BYTES = 1_232;
 
-export interface UpstreamServer {
+interface UpstreamServer {
   /** An IP literal: the trusted resolver is never itself looked up by name. */
   readonly host: string;
   readonly port: number;
 }
 
-export interface UpstreamResolverOptions {
+interface UpstreamResolverOptions {
   readonly servers: readonly UpstreamServer[];
   readonly hosts?: HostsTable;
   readonly timeoutMs?: number;

@@ -28,8 +28,8 @@ export const ADDRESS_CLASSES = [
 export type AddressClass = (typeof ADDRESS_CLASSES)[number];
 
 /** `blocked`: denied on every plan. `internal`: denied on the public-only plan only. Ordered by strictness. */
-export const ADDRESS_TIERS = ['public', 'internal', 'blocked'] as const;
-export type AddressTier = (typeof ADDRESS_TIERS)[number];
+const ADDRESS_TIERS = ['public', 'internal', 'blocked'] as const;
+type AddressTier = (typeof ADDRESS_TIERS)[number];
 
 export interface AddressInfo {
   readonly class: AddressClass;

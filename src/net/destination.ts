@@ -1,10 +1,9 @@
 // Turns a normalised destination into the validated addresses that may be dialled: name checks, one
 // resolution (A only), then ssrf.ts. Never dials, never decides policy, never resolves an IP literal.
 
-import type { Endpoint } from '../policy/types.js';
-import { type HostForm, normaliseHost } from './host.js';
+import { type HostCache, type HostForm, normaliseHost } from './host.js';
 import type { ResolveFailure, ResolveResult, Resolver } from './resolver.js';
-import { checkPort, type DestinationCheck, refuse, type SelfAddress, selectPlan, type ValidationPlan, validateDestination } from './ssrf.js';
+import { checkPort, type DeclaredEndpoint, type DestinationCheck, refuse, type SelfAddresses, selectPlan, type ValidationPlan, validateDestination } from './ssrf.js';
 
 /** Names that only ever lead to a cloud metadata service; refused before any resolution. */
 export const KNOWN_METADATA_NAMES: ReadonlySet<string> = new Set([
@@ -20,10 +19,12 @@ export interface DestinationRequest {
   /** From normaliseHost; the host is normalised again here, so a mislabelled literal is still caught. */
   readonly kind: HostForm;
   readonly port: number;
-  readonly endpoint: Endpoint | undefined;
+  readonly endpoint: DeclaredEndpoint | undefined;
   readonly resolver: Resolver;
   readonly allowLoopback?: boolean | undefined;
-  readonly selfAddresses?: readonly SelfAddress[] | undefined;
+  readonly selfAddresses?: SelfAddresses | undefined;
+  /** The composition root's host cache (net/host.ts createHostCache): the re-normalisation below is then a hit. */
+  readonly hosts?: HostCache | undefined;
 }
 
 /** The resolver could not answer: not an SSRF refusal. Adapters map it to 502 upstream_unreachable. */
@@ -53,7 +54,7 @@ export function checkDestination(request: DestinationRequest): DestinationCheck 
   const { port, endpoint } = request;
   // Callers pass normaliseHost output; normalising again is cheap and means a raw `127.1` or `0x7f.1` that
   // slipped through as a "name" is still treated as the IP literal it is and never reaches the resolver.
-  const normal = normaliseHost(request.host);
+  const normal = normaliseHost(request.host, request.hosts);
   if (!normal.ok) return refuse(selectPlan(endpoint), 'invalid-host', `${JSON.stringify(request.host)}: ${normal.message}`);
   const host = normal.host;
   if (normal.kind !== 'name') return validate(request, host, [host]);

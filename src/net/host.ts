@@ -6,20 +6,20 @@ import { domainToASCII } from 'node:url';
 import { formatIp, parseIp } from './ip.js';
 
 /** Inputs longer than this are refused before any parsing (a name is at most 253 octets; slack for brackets). */
-export const MAX_HOST_INPUT_CHARS = 1_024;
+const MAX_HOST_INPUT_CHARS = 1_024;
 /** RFC 1035: a name is at most 253 octets in text form without the trailing dot. */
 export const MAX_NAME_CHARS = 253;
 export const MAX_LABEL_CHARS = 63;
-/** Distinct texts each parse memo below holds; past this the oldest entry is forgotten. */
+/** Distinct texts each parse memo (HostCache, memoisedAuthorityParser) holds; past this the oldest entry is forgotten. */
 export const MAX_MEMO_ENTRIES = 1_024;
 /** Longer texts are parsed every time: no valid authority is this long, and it bounds the memo's memory. */
 export const MAX_MEMO_TEXT_CHARS = 300;
 
 /** What a normalised host is: a DNS name or an IP literal of one family. */
-export const HOST_FORMS = ['name', 'ipv4', 'ipv6'] as const;
+const HOST_FORMS = ['name', 'ipv4', 'ipv6'] as const;
 export type HostForm = (typeof HOST_FORMS)[number];
 
-export type HostResult =
+type HostResult =
   | { readonly ok: true; readonly host: string; readonly kind: HostForm }
   | { readonly ok: false; readonly message: string };
 
@@ -54,22 +54,43 @@ function remember<T>(memo: Map<string, T>, key: string, value: T): void {
   memo.set(key, value);
 }
 
-// normaliseHost is pure, and a proxy sees the same few hosts over and over (each request normalises its host
-// twice: in parseAuthority and again in checkDestination). A hit also hands back the very string stored the
-// first time, whose hash V8 keeps, so the resolver cache and host index look it up without hashing it again.
-// Only successes are kept, frozen, keyed on the exact raw text.
-const hostMemo = new Map<string, HostResult>();
+/**
+ * A bounded memo of normaliseHost successes, keyed on the exact raw text. The composition root creates one
+ * (createBoundary) and hands it to the request path: a proxy sees the same few hosts over and over, and each
+ * request normalises its host twice (parseAuthority, then checkDestination). A hit also hands back the very
+ * string stored the first time, whose hash V8 keeps, so the resolver cache and host index need not hash it again.
+ */
+export interface HostCache {
+  get(raw: string): HostResult | undefined;
+  /** Keeps successes only, frozen; texts longer than MAX_MEMO_TEXT_CHARS are never kept. */
+  set(raw: string, result: HostResult): void;
+  readonly size: number;
+}
+
+export function createHostCache(): HostCache {
+  const memo = new Map<string, HostResult>();
+  return {
+    get: (raw) => memo.get(raw),
+    set(raw, result) {
+      if (result.ok && raw.length <= MAX_MEMO_TEXT_CHARS) remember(memo, raw, Object.freeze(result));
+    },
+    get size() {
+      return memo.size;
+    },
+  };
+}
 
 /**
  * Canonical host: lower-case A-label name without the trailing dot, dotted-quad IPv4, or RFC 5952 IPv6
  * without brackets. Accepts `[v6]` and bare `v6`. Zone ids, percent-encoding and URL delimiters are refused.
+ * With a `cache`, a text seen before is answered from it (the same frozen result); without one, parsed afresh.
  */
-export function normaliseHost(raw: string): HostResult {
-  if (raw.length > MAX_MEMO_TEXT_CHARS) return normaliseHostUncached(raw);
-  const hit = hostMemo.get(raw);
+export function normaliseHost(raw: string, cache?: HostCache): HostResult {
+  if (cache === undefined) return normaliseHostUncached(raw);
+  const hit = cache.get(raw);
   if (hit !== undefined) return hit;
   const result = normaliseHostUncached(raw);
-  if (result.ok) remember(hostMemo, raw, Object.freeze(result));
+  cache.set(raw, result);
   return result;
 }
 
@@ -218,7 +239,7 @@ export function parseIpv4Number(part: string): number | undefined {
  * `host:port` as in a CONNECT target or Host header. IPv6 must be bracketed; the port is digits only, no
  * leading zero, 1-65535. Without a port, `defaultPort` is used when given, else the authority is refused.
  */
-export function parseAuthority(text: string, options: { readonly defaultPort?: number } = {}): AuthorityResult {
+export function parseAuthority(text: string, options: { readonly defaultPort?: number; readonly hosts?: HostCache | undefined } = {}): AuthorityResult {
   if (text.length === 0) return fail('authority is empty');
   if (text.length > MAX_HOST_INPUT_CHARS) return fail(`authority is longer than ${MAX_HOST_INPUT_CHARS} characters`);
   if (FORBIDDEN_CHAR.test(text)) return fail('authority contains whitespace, a control byte, %, @, /, ?, # or \\');
@@ -249,7 +270,7 @@ export function parseAuthority(text: string, options: { readonly defaultPort?: n
     if (port > 65_535) return fail('port must be digits 1-65535 without leading zeros');
   }
   if (hostText.length === 0) return fail('authority has an empty host');
-  const host = normaliseHost(hostText);
+  const host = normaliseHost(hostText, options.hosts);
   if (!host.ok) return host;
   return { ok: true, host: host.host, port, kind: host.kind };
 }

@@ -6,15 +6,14 @@ import { createHash } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import { type FileWatch, watchFile } from '../file-watch.js';
 import { coalesceReloads } from '../reload-queue.js';
-import type { Logger } from '../telemetry/logger.js';
 import { type HostsTable, MAX_HOSTS_ENTRIES, parseHostsFile } from './hosts.js';
 
 /** Events inside this window are read once, after the last one. */
-export const HOSTS_RELOAD_SETTLE_MS = 100;
+const HOSTS_RELOAD_SETTLE_MS = 100;
 /** A larger file is refused (generous: MAX_HOSTS_ENTRIES entries of long names fit). */
-export const MAX_HOSTS_FILE_BYTES = MAX_HOSTS_ENTRIES * 512;
+const MAX_HOSTS_FILE_BYTES = MAX_HOSTS_ENTRIES * 512;
 
-export interface HostsFile {
+interface HostsFile {
   /** A live view that always answers from the current table: hand it to createUpstreamResolver once. */
   readonly table: HostsTable;
   /** Called after the table changed. */
@@ -34,7 +33,14 @@ function digest(bytes: Buffer): string {
   return createHash('sha256').update(bytes).digest('hex');
 }
 
-export async function openHostsFile(options: { readonly path: string; readonly logger: Logger; readonly watch?: boolean }): Promise<HostsFile> {
+/** The three log calls this file makes; a pino Logger (telemetry/logger.ts) fits, so net/ imports nothing from telemetry/. */
+interface HostsFileLog {
+  info(fields: object, message: string): void;
+  warn(fields: object, message: string): void;
+  error(fields: object, message: string): void;
+}
+
+export async function openHostsFile(options: { readonly path: string; readonly logger: HostsFileLog; readonly watch?: boolean }): Promise<HostsFile> {
   const { path, logger } = options;
   const first = await readHosts(path);
   let hash = digest(first);

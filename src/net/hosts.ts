@@ -7,7 +7,7 @@ import { formatIp, parseIp } from './ip.js';
 /** A hosts file larger than this many entries is cut here; the rest are reported, not loaded. */
 export const MAX_HOSTS_ENTRIES = 10_000;
 /** Addresses kept per name and family (the resolver keeps at most 16 anyway). */
-export const MAX_HOSTS_ADDRESSES_PER_NAME = 16;
+const MAX_HOSTS_ADDRESSES_PER_NAME = 16;
 /** Hosts answers carry no TTL; the synthetic pool clamps whatever we say to [1 s, 30 s]. */
 export const HOSTS_TTL_SECONDS = 30;
 

@@ -16,7 +16,7 @@ interface Entry {
   readonly expiresAt: number;
 }
 
-export interface CachingResolver extends Resolver {
+interface CachingResolver extends Resolver {
   /** Forgets every answer, and any lookup still in flight: its source (the hosts file) changed under it. */
   clear(): void;
 }

@@ -1,7 +1,7 @@
 // The Resolver interface: upstream name -> addresses, with failures as values. Implementations:
 // dns/upstream.ts (trusted upstream DNS over UDP/TCP, hosts file first) and test/harness fakeResolver().
 
-export const RESOLVE_FAILURES = [
+const RESOLVE_FAILURES = [
   'nxdomain',
   'nodata',
   'timeout',

@@ -1,7 +1,6 @@
 // Destination validation (docs/destinations.md#validation-plans): picks the plan for an endpoint and filters resolved answers.
 // Pure: never resolves, never dials, never decides policy. A refusal is a value naming the check that failed.
 
-import type { Endpoint } from '../policy/types.js';
 import { type AddressClass, type AddressInfo, classifyIp, parseDottedQuad } from './address.js';
 import { normaliseHost } from './host.js';
 import { type Cidr, cidrContains, formatIp, type Ip, parseCidr, parseIp } from './ip.js';
@@ -28,9 +27,22 @@ export const SSRF_CHECKS = [
   'internal-address',
   'no-addresses',
 ] as const;
-export type SsrfCheck = (typeof SSRF_CHECKS)[number];
+type SsrfCheck = (typeof SSRF_CHECKS)[number];
 
-export interface Dropped {
+/**
+ * What a validation plan is chosen from: the matched endpoint's declared host, how it was written and its
+ * allowed_ips. Declared here so net/ needs nothing from policy/; policy's Endpoint satisfies it as it is.
+ */
+export interface DeclaredEndpoint {
+  /** Normalised host as declared; undefined for the hostless allowed_ips form. */
+  readonly host: string | undefined;
+  /** `exact` and `ip` select their own plans; any other form (wildcard, any) is public-only. */
+  readonly hostKind: string;
+  /** CIDRs in canonical text form; non-empty selects the allowed-ips plan. */
+  readonly allowedIps: readonly string[];
+}
+
+interface Dropped {
   readonly ip: string;
   readonly class: AddressClass;
   readonly why: SsrfCheck;
@@ -41,8 +53,34 @@ export interface SelfAddress {
   readonly port: number;
 }
 
+/**
+ * boundary's own listeners, parsed once by prepareSelfAddresses(). The owner (proxy/server.ts) builds one
+ * when a listener moves and hands the same object to every check; nothing is looked up by identity.
+ */
+export interface SelfAddresses {
+  /** The list as given, for messages and for whoever rebuilds it. */
+  readonly list: readonly SelfAddress[];
+  /** @internal parsed form read by validateDestination. */
+  readonly parsed: readonly { readonly ip: Ip; readonly port: number; readonly any: boolean }[];
+}
+
+/** A list that contains no listener: for checks that have none to protect (tests, policy re-evaluation). */
+export const NO_SELF_ADDRESSES: SelfAddresses = Object.freeze({ list: Object.freeze([]), parsed: Object.freeze([]) });
+
+/** Parses `list` once (entries that are not IP literals are skipped); frozen, so it can be shared. */
+export function prepareSelfAddresses(list: readonly SelfAddress[]): SelfAddresses {
+  if (list.length === 0) return NO_SELF_ADDRESSES;
+  const parsed: { ip: Ip; port: number; any: boolean }[] = [];
+  for (const entry of list) {
+    const ip = parseIp(entry.ip);
+    if (ip === undefined) continue;
+    parsed.push(Object.freeze({ ip, port: entry.port, any: ip.bytes.every((b) => b === 0) }));
+  }
+  return Object.freeze({ list: Object.freeze(list.map((e) => Object.freeze({ ip: e.ip, port: e.port }))), parsed: Object.freeze(parsed) });
+}
+
 export interface DestinationInput {
-  readonly endpoint: Endpoint | undefined;
+  readonly endpoint: DeclaredEndpoint | undefined;
   /** Normalised destination host (net/host.ts); used in messages. */
   readonly host: string;
   readonly port: number;
@@ -51,7 +89,7 @@ export interface DestinationInput {
   /** `--unsafe-allow-loopback-upstream`: 127.0.0.0/8 and ::1 pass every plan. Nothing else is relaxed. */
   readonly allowLoopback?: boolean | undefined;
   /** boundary's own listeners; an unspecified ip (0.0.0.0, ::) stands for every loopback address. */
-  readonly selfAddresses?: readonly SelfAddress[] | undefined;
+  readonly selfAddresses?: SelfAddresses | undefined;
 }
 
 export type DestinationCheck =
@@ -73,7 +111,7 @@ export type DestinationCheck =
     };
 
 /** First match wins: allowed_ips, then an IP-literal host, then an exact host, else public-only. */
-export function selectPlan(endpoint: Endpoint | undefined): ValidationPlan {
+export function selectPlan(endpoint: DeclaredEndpoint | undefined): ValidationPlan {
   if (endpoint === undefined) return 'public-only';
   if (endpoint.allowedIps.length > 0) return 'allowed-ips';
   if (endpoint.hostKind === 'ip') return 'ip-literal';
@@ -96,7 +134,7 @@ interface Prepared {
   readonly port: number;
   readonly allowed: readonly Cidr[];
   readonly literal: string | undefined;
-  readonly self: readonly { readonly ip: Ip; readonly port: number; readonly any: boolean }[];
+  readonly self: SelfAddresses['parsed'];
   readonly allowLoopback: boolean;
 }
 
@@ -176,29 +214,8 @@ function prepare(plan: ValidationPlan, input: DestinationInput): Prepared {
     const normal = normaliseHost(endpoint.host);
     literal = normal.ok && normal.kind !== 'name' ? normal.host : undefined;
   }
-  const self = input.selfAddresses === undefined ? NO_SELF : prepareSelf(input.selfAddresses);
+  const self = (input.selfAddresses ?? NO_SELF_ADDRESSES).parsed;
   return { plan, port: input.port, allowed, literal, self, allowLoopback: input.allowLoopback === true };
-}
-
-type PreparedSelf = Prepared['self'];
-const NO_SELF: PreparedSelf = Object.freeze([]);
-
-// The proxy hands the same frozen self-address list to every request (rebuilt only when a listener moves):
-// parse it once per list. Keyed by identity, and only for frozen lists, whose entries cannot change under
-// the key, so a hit is exactly what parsing again would give. Weak: a replaced list takes its entry along.
-const preparedSelves = new WeakMap<readonly SelfAddress[], PreparedSelf>();
-
-function prepareSelf(list: readonly SelfAddress[]): PreparedSelf {
-  const memo = preparedSelves.get(list);
-  if (memo !== undefined) return memo;
-  const self: { ip: Ip; port: number; any: boolean }[] = [];
-  for (const entry of list) {
-    const ip = parseIp(entry.ip);
-    if (ip === undefined) continue;
-    self.push({ ip, port: entry.port, any: ip.bytes.every((b) => b === 0) });
-  }
-  if (Object.isFrozen(list) && list.every((entry) => Object.isFrozen(entry))) preparedSelves.set(list, Object.freeze(self));
-  return self;
 }
 
 function judge(p: Prepared, ip: Ip, canonical: string, info: AddressInfo): SsrfCheck | undefined {

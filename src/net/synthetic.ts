@@ -3,21 +3,20 @@
 
 import { createHash, randomUUID as cryptoRandomUUID } from 'node:crypto';
 import { BoundaryError } from '../errors.js';
-import type { Endpoint } from '../policy/types.js';
 import { formatIp, hasCleanHostBits, type Ip, parseCidr, parseIp } from './ip.js';
 
 export const DEFAULT_SYNTHETIC_CIDR = '198.18.0.0/15';
-export const DEFAULT_SYNTHETIC_V6_CIDR = 'fd23:6f70:656e::/48';
+const DEFAULT_SYNTHETIC_V6_CIDR = 'fd23:6f70:656e::/48';
 /** The IPv4 range is split into this many windows; the window in use is `epoch mod SYNTHETIC_WINDOWS`. */
-export const SYNTHETIC_WINDOWS = 256;
+const SYNTHETIC_WINDOWS = 256;
 /** IPv6 windows are /119: 512 addresses each. */
-export const SYNTHETIC_V6_WINDOW_ADDRESSES = 512;
-export const MIN_MAPPING_TTL_SECONDS = 1;
-export const MAX_MAPPING_TTL_SECONDS = 30;
+const SYNTHETIC_V6_WINDOW_ADDRESSES = 512;
+const MIN_MAPPING_TTL_SECONDS = 1;
+const MAX_MAPPING_TTL_SECONDS = 30;
 /** One high-water event per family and epoch when this share of the window is reserved. */
-export const HIGH_WATER_RATIO = 0.8;
+const HIGH_WATER_RATIO = 0.8;
 
-export type Family = 4 | 6;
+type Family = 4 | 6;
 
 /** Addresses that passed destination validation for one port, and the endpoints that allow that port. */
 export interface MappingRoute {
@@ -54,10 +53,10 @@ export interface Mapping extends MappingRequest {
   readonly expiresAt: number;
 }
 
-export const ALLOCATE_FAILURES = ['exhausted', 'stale-generation'] as const;
-export type AllocateFailure = (typeof ALLOCATE_FAILURES)[number];
+const ALLOCATE_FAILURES = ['exhausted', 'stale-generation'] as const;
+type AllocateFailure = (typeof ALLOCATE_FAILURES)[number];
 
-export type AllocateResult =
+type AllocateResult =
   | { readonly ok: true; readonly mapping: Mapping; readonly refreshed: boolean; readonly highWater: boolean }
   | { readonly ok: false; readonly failure: AllocateFailure; readonly message: string };
 
@@ -69,7 +68,7 @@ export type SyntheticLookup =
 
 export type PoolEvent = { readonly kind: 'published' | 'expired'; readonly mapping: Mapping };
 
-export interface PoolStats {
+interface PoolStats {
   readonly reserved: Readonly<Record<Family, number>>;
   readonly capacity: Readonly<Record<Family, number>>;
   readonly live: number;
@@ -91,7 +90,7 @@ export interface SyntheticPool {
   subscribe(listener: (event: PoolEvent) => void): () => void;
 }
 
-export interface SyntheticPoolOptions {
+interface SyntheticPoolOptions {
   readonly epoch: number;
   readonly now: () => number;
   /** IPv4 range, prefix 8-24 with clean host bits; default 198.18.0.0/15. */
@@ -243,15 +242,27 @@ export function createSyntheticPool(options: SyntheticPoolOptions): SyntheticPoo
 }
 
 /** The allocation key (docs/dns.md#synthetic-pools): normalised name, family and the digest of the eligible endpoint contracts. */
-export function mappingKey(name: string, family: Family, contract: string): string {
+function mappingKey(name: string, family: Family, contract: string): string {
   return `${family}|${contract}|${name}`;
+}
+
+/** What contractDigest reads of an endpoint; declared here so net/ needs nothing from policy/ (its Endpoint fits). */
+export interface EndpointContract {
+  readonly id: string;
+  readonly host: string | undefined;
+  readonly hostKind: string;
+  readonly ports: readonly number[];
+  readonly protocol: string;
+  readonly tls: string;
+  readonly enforcement: string;
+  readonly allowedIps: readonly string[];
 }
 
 /**
  * Digest of what an endpoint promises a capture connection: a port added, a protocol or allowed_ips changed
  * gives a different digest and so a different synthetic address. Order-independent.
  */
-export function contractDigest(endpoints: readonly Endpoint[]): string {
+export function contractDigest(endpoints: readonly EndpointContract[]): string {
   const contracts = endpoints
     .map((e) => ({
       id: e.id,
@@ -267,7 +278,7 @@ export function contractDigest(endpoints: readonly Endpoint[]): string {
   return createHash('sha256').update(JSON.stringify(contracts)).digest('hex').slice(0, 32);
 }
 
-export function clampTtl(ttlSeconds: number): number {
+function clampTtl(ttlSeconds: number): number {
   if (!Number.isFinite(ttlSeconds)) return MIN_MAPPING_TTL_SECONDS;
   return Math.min(MAX_MAPPING_TTL_SECONDS, Math.max(MIN_MAPPING_TTL_SECONDS, Math.floor(ttlSeconds)));
 }

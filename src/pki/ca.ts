@@ -22,9 +22,9 @@ import {
   subjectName,
 } from './mint.js';
 
-export const CA_VALIDITY_DAYS = 3650;
+const CA_VALIDITY_DAYS = 3650;
 export const INTERCEPTION_CA_VALIDITY_DAYS = 365;
-export const INTERCEPTION_CA_COMMON_NAME = 'boundary interception CA';
+const INTERCEPTION_CA_COMMON_NAME = 'boundary interception CA';
 /** A stored interception CA this close to expiry is replaced at start: leaves must not outlive their CA. */
 export const CA_RENEW_BEFORE_MS = 14 * DAY_MS;
 export const CA_CERT_FILE = 'ca.pem';

@@ -7,7 +7,7 @@ import { BoundaryError } from '../errors.js';
 
 export const KEY_FILE_MODE = 0o600;
 export const CERT_FILE_MODE = 0o644;
-export const PKI_DIR_MODE = 0o700;
+const PKI_DIR_MODE = 0o700;
 
 /** Writes through a temporary file in the same directory and renames it over the target. */
 export async function writeFileAtomic(path: string, data: string, mode: number): Promise<void> {

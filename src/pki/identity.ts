@@ -9,7 +9,7 @@ import { certificateUris, ISSUED_FILES, parseSandboxSpiffeId } from './issue.js'
 import { certificateBlocks } from './trust-bundle.js';
 
 /** Intermediates allowed between the client certificate and a ca.pem anchor (cert-manager writes at most one). */
-export const MAX_CLIENT_CHAIN_DEPTH = 4;
+const MAX_CLIENT_CHAIN_DEPTH = 4;
 /** id-kp-clientAuth: a certificate that restricts its use must allow TLS client authentication. */
 const CLIENT_AUTH_OID = '1.3.6.1.5.5.7.3.2';
 /** id-kp-serverAuth: the supervisor's serving certificate must allow TLS server authentication. */
@@ -44,7 +44,7 @@ export async function readControlIdentityPems(dir: string): Promise<ControlIdent
 }
 
 /** What a re-read of a followed --tls-dir found, compared with the material in use. */
-export type IdentityUpdate =
+type IdentityUpdate =
   | { readonly kind: 'unreadable'; readonly error: unknown; readonly hash: string }
   | { readonly kind: 'unchanged' }
   | { readonly kind: 'changed'; readonly pems: ControlIdentityPems; readonly hash: string };
@@ -65,7 +65,7 @@ export async function readIdentityUpdate(dir: string, inUseHash: string | undefi
 }
 
 /** sha256 over the three texts: equal hashes mean nothing changed, whether or not the material is valid. */
-export function hashControlIdentityPems(pems: ControlIdentityPems): string {
+function hashControlIdentityPems(pems: ControlIdentityPems): string {
   return createHash('sha256').update(pems.caPem).update('\0').update(pems.certPem).update('\0').update(pems.keyPem).digest('hex');
 }
 

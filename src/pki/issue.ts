@@ -12,11 +12,11 @@ import { CLOCK_SKEW_MS, certificatePem, DAY_MS, exportKeyPem, generateP256, mint
 
 export const ISSUED_VALIDITY_DAYS = 365;
 export const DEFAULT_TRUST_DOMAIN = 'boundary.internal';
-export const CONTROL_CA_COMMON_NAME = 'boundary control CA';
-export const TRUST_DOMAIN_FILE = 'trust-domain';
+const CONTROL_CA_COMMON_NAME = 'boundary control CA';
+const TRUST_DOMAIN_FILE = 'trust-domain';
 /** The three files `issueToDir` writes, and nothing else. */
 export const ISSUED_FILES = { ca: 'ca.pem', cert: 'cert.pem', key: 'key.pem' } as const;
-export const MAX_SANDBOX_ID_CHARS = 128;
+const MAX_SANDBOX_ID_CHARS = 128;
 const MAX_TRUST_DOMAIN_CHARS = 255;
 const MAX_SERVER_NAMES = 32;
 
@@ -24,7 +24,7 @@ const MAX_SERVER_NAMES = 32;
 const TRUST_DOMAIN = /^[a-z0-9._-]+$/;
 const SANDBOX_ID = /^[A-Za-z0-9._-]+$/;
 
-export function isValidTrustDomain(value: string): boolean {
+function isValidTrustDomain(value: string): boolean {
   return value.length > 0 && value.length <= MAX_TRUST_DOMAIN_CHARS && TRUST_DOMAIN.test(value);
 }
 
@@ -33,8 +33,8 @@ export function isValidSandboxId(value: string): boolean {
 }
 
 /** Who a client certificate speaks for: a sandbox's boundary (control listener) or an operator (admin listener). */
-export const SPIFFE_KINDS = ['sandbox', 'operator'] as const;
-export type SpiffeKind = (typeof SPIFFE_KINDS)[number];
+const SPIFFE_KINDS = ['sandbox', 'operator'] as const;
+type SpiffeKind = (typeof SPIFFE_KINDS)[number];
 
 /** `spiffe://<trustDomain>/<kind>/<name>`; a sandbox id and an operator name follow the same grammar. */
 function spiffeId(kind: SpiffeKind, trustDomain: string, name: string): string {
@@ -81,7 +81,7 @@ export function certificateUris(cert: X509Certificate | undefined): string[] {
   return [...san.matchAll(/URI:(?:"((?:[^"\\]|\\.)*)"|([^,\s]+))/g)].map((match) => match[1] ?? match[2] ?? '');
 }
 
-export interface IssueOptions {
+interface IssueOptions {
   readonly ca: CertificateAuthority;
   readonly kind: 'client' | 'server';
   /** client: exactly one of sandboxId and operator, with trustDomain. */

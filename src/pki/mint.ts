@@ -19,7 +19,7 @@ export const MAX_COMMON_NAME_CHARS = 64;
 const SERIAL_BYTES = 16;
 const MAX_DNS_NAME_CHARS = 253;
 
-export const EC_P256 = { name: 'ECDSA', namedCurve: 'P-256' } as const;
+const EC_P256 = { name: 'ECDSA', namedCurve: 'P-256' } as const;
 
 /** What a signing key needs besides the CryptoKey: the algorithm to put into signatures. */
 export interface SigningKey {
@@ -90,7 +90,7 @@ export function randomSerial(): string {
 const DNS_LABEL = /^(?!-)[a-z0-9_-]{1,63}(?<!-)$/;
 
 /** A DNS name we are willing to certify: lower-case LDH labels (underscore allowed), no wildcard. */
-export function isCertifiableDnsName(name: string): boolean {
+function isCertifiableDnsName(name: string): boolean {
   if (name.length === 0 || name.length > MAX_DNS_NAME_CHARS || name !== name.toLowerCase()) return false;
   return name.split('.').every((label) => DNS_LABEL.test(label));
 }
@@ -109,7 +109,7 @@ export function subjectName(commonName: string): x509.JsonName {
   return commonName.length <= MAX_COMMON_NAME_CHARS ? [{ CN: [commonName] }] : [];
 }
 
-export interface MintOptions {
+interface MintOptions {
   readonly issuer: { readonly certificate: x509.X509Certificate } & SigningKey;
   readonly publicKey: CryptoKey;
   readonly subject: x509.JsonName;

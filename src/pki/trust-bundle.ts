@@ -11,14 +11,14 @@ import { CERT_FILE_MODE, ensureDir, writeFileAtomic } from './files.js';
 /** The default file name beside ca.pem in the state directory. */
 export const CA_BUNDLE_FILE = 'ca-bundle.pem';
 /** Debian, Ubuntu and Alpine keep the OpenSSL default bundle here; it is tried before asking openssl. */
-export const OPENSSL_DEFAULT_BUNDLE = '/etc/ssl/certs/ca-certificates.crt';
+const OPENSSL_DEFAULT_BUNDLE = '/etc/ssl/certs/ca-certificates.crt';
 /** `openssl version -d` answers in milliseconds; a hung binary must not hold up the start. */
-export const OPENSSL_QUERY_TIMEOUT_MS = 2_000;
+const OPENSSL_QUERY_TIMEOUT_MS = 2_000;
 export const NODE_ROOTS_SOURCE = "Node's built-in roots (tls.rootCertificates)";
 
 const PEM_CERTIFICATES = /-----BEGIN CERTIFICATE-----[\s\S]+?-----END CERTIFICATE-----/g;
 
-export interface SystemRoots {
+interface SystemRoots {
   readonly certificates: readonly string[];
   /** Where they came from: a file path, or NODE_ROOTS_SOURCE. */
   readonly source: string;
@@ -65,7 +65,7 @@ export async function loadSystemRoots(options: { candidates?: readonly string[];
   return { certificates: [...rootCertificates], source: NODE_ROOTS_SOURCE };
 }
 
-export interface TrustBundleInput {
+interface TrustBundleInput {
   readonly system: SystemRoots;
   /** The `--upstream-ca` file: its path and text. */
   readonly upstream?: { readonly path: string; readonly pem: string } | undefined;

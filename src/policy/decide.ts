@@ -1,14 +1,35 @@
-// decide(policy, intent) -> Decision: the only place a verdict is made (docs/policy.md#deny-precedence-and-enforcement, docs/destinations.md#shared-decision). Pure and total:
-// a refusal is a value with a reason, never an exception. Details never carry the query string.
+// decide(policy, intent) -> Decision, and decide(policy, dnsIntent) -> DnsDecision: the only place a verdict is made
+// (docs/policy.md#deny-precedence-and-enforcement, docs/destinations.md#shared-decision, docs/dns.md#query-handling).
+// Pure and total: a refusal is a value with a reason, never an exception. Details never carry the query string.
 
+import { isLocalName, KNOWN_METADATA_NAMES } from '../net/destination.js';
 import { formatAuthority } from '../net/host.js';
 import { parseQuery } from './query.js';
-import type { Decision, DecisionReason, EgressIntent, Endpoint, HttpRequestView, L7Rule, Policy, Verdict } from './types.js';
+import type {
+  Decision,
+  DecisionReason,
+  DnsDecision,
+  DnsDecisionReason,
+  DnsIntent,
+  EgressIntent,
+  Endpoint,
+  HttpRequestView,
+  L7Rule,
+  Policy,
+  Verdict,
+} from './types.js';
 
 /** Protocols whose requests are not inspected yet: denied unless REST-form rules allow them; never audited. */
 const UNINSPECTED_L7: ReadonlySet<string> = new Set(['graphql', 'mcp', 'json-rpc']);
 
-export function decide(policy: Policy, intent: EgressIntent): Decision {
+// The EgressIntent overload stays last: `Parameters<typeof decide>` sees the last one, as before DNS had its own.
+export function decide(policy: Policy, intent: DnsIntent): DnsDecision;
+export function decide(policy: Policy, intent: EgressIntent): Decision;
+export function decide(policy: Policy, intent: EgressIntent | DnsIntent): Decision | DnsDecision {
+  return 'qtype' in intent ? decideName(policy, intent) : decideEgress(policy, intent);
+}
+
+function decideEgress(policy: Policy, intent: EgressIntent): Decision {
   const target = formatAuthority(intent.host, intent.port);
   const base: Base = {
     generation: policy.generation,
@@ -58,6 +79,52 @@ export function decide(policy: Policy, intent: EgressIntent): Decision {
     });
   }
   return evaluateL7(base, { target, request, selected, matched, missing });
+}
+
+/**
+ * May policy DNS map this name (docs/dns.md#query-handling)? Names that can never lead anywhere safe come first,
+ * so a policy that lists `localhost` or a metadata name still gets no answer; then coverage by any endpoint.
+ */
+function decideName(policy: Policy, intent: DnsIntent): DnsDecision {
+  const { host, qtype } = intent;
+  // `2852039166` and friends are IP literals in disguise: never resolved, never mapped (docs/destinations.md#the-host-parsing-trap).
+  if (intent.form !== 'name') return refuseName(policy, 'ip-literal-name', `${host} is an IP literal, not a name`);
+  if (isLocalName(host)) return refuseName(policy, 'local-name', `${host} is a local name`);
+  if (KNOWN_METADATA_NAMES.has(host)) return refuseName(policy, 'metadata-name', `${host} is a cloud metadata name`);
+  const covering = policy.endpointsForHost(host);
+  if (covering.length === 0) {
+    return policy.entries.length === 0
+      ? refuseName(policy, 'no-policy', `no network policy is in effect; ${host} is refused like all egress`)
+      : refuseName(policy, 'no-endpoint-matched', `no policy endpoint covers ${host}`);
+  }
+  const endpoint = firstOfSmallestPolicy(covering);
+  return Object.freeze({
+    verdict: 'allow',
+    reason: 'endpoint-allowed',
+    detail: `${host} (${qtype}) is covered by policy ${endpoint.policy}`,
+    policy: endpoint.policy,
+    policyName: endpoint.policyName,
+    endpointIndex: endpoint.index,
+    endpoint,
+    endpoints: covering,
+    generation: policy.generation,
+    policyHash: policy.hash,
+  });
+}
+
+function refuseName(policy: Policy, reason: DnsDecisionReason, detail: string): DnsDecision {
+  return Object.freeze({
+    verdict: 'deny',
+    reason,
+    detail,
+    policy: undefined,
+    policyName: undefined,
+    endpointIndex: undefined,
+    endpoint: undefined,
+    endpoints: [],
+    generation: policy.generation,
+    policyHash: policy.hash,
+  });
 }
 
 function refuse(base: Base, reason: DecisionReason, detail: string): Decision {

@@ -31,11 +31,11 @@ import {
 } from './yaml-source.js';
 
 /** Default buffer for GraphQL, MCP and JSON-RPC inspection (docs/policy.md#endpoint-fields). */
-export const DEFAULT_INSPECTION_BODY_BYTES = 64 * 1024;
+const DEFAULT_INSPECTION_BODY_BYTES = 64 * 1024;
 /** Upper bound accepted for any `max_body_bytes` option. */
-export const MAX_INSPECTION_BODY_BYTES = 64 * 1024 * 1024;
+const MAX_INSPECTION_BODY_BYTES = 64 * 1024 * 1024;
 /** `allowed_ips` entries broader than this prefix log a warning. */
-export const ALLOWED_IPS_WARN_PREFIX = 16;
+const ALLOWED_IPS_WARN_PREFIX = 16;
 
 /**
  * Ranges `allowed_ips` may never reach (V10), in every spelling net/address.ts classifies as them: the IPv4
@@ -62,16 +62,6 @@ function embedded(embedding: { readonly cidr: string; readonly offset: number },
   bytes.set(v4.ip.bytes, embedding.offset);
   return { ip: { family: 6, bytes }, prefix: embedding.offset * 8 + v4.prefix };
 }
-
-export const DEFAULT_ENDPOINT_OPTIONS: EndpointOptions = Object.freeze({
-  graphqlMaxBodyBytes: DEFAULT_INSPECTION_BODY_BYTES,
-  persistedQueries: 'deny',
-  mcpMaxBodyBytes: DEFAULT_INSPECTION_BODY_BYTES,
-  mcpStrictToolNames: true,
-  mcpAllowAllKnownMethods: false,
-  mcpVersions: Object.freeze([]),
-  jsonRpcMaxBodyBytes: DEFAULT_INSPECTION_BODY_BYTES,
-});
 
 /** Canonical CIDR texts; every problem reported (V10). */
 export function readAllowedIps(ctx: ReadContext, field: Field | undefined, path: string): string[] {

@@ -9,7 +9,7 @@ import { MAX_LABEL_CHARS, MAX_NAME_CHARS, normaliseHost } from '../net/host.js';
 export { MAX_LABEL_CHARS, MAX_NAME_CHARS } from '../net/host.js';
 
 /** Fixed wildcard suffixes that are public suffixes: `*.co.uk` would cover every registrant (warning only). */
-export const PUBLIC_SUFFIXES: ReadonlySet<string> = new Set([
+const PUBLIC_SUFFIXES: ReadonlySet<string> = new Set([
   'co.uk', 'org.uk', 'ac.uk', 'gov.uk', 'me.uk', 'com.au', 'net.au', 'org.au', 'co.nz', 'co.jp', 'ne.jp',
   'or.jp', 'co.kr', 'com.br', 'com.cn', 'com.mx', 'com.tr', 'co.in', 'co.za', 'com.sg', 'com.hk',
   'github.io', 'gitlab.io', 'herokuapp.com', 'appspot.com', 'azurewebsites.net', 'cloudfront.net',
@@ -17,7 +17,7 @@ export const PUBLIC_SUFFIXES: ReadonlySet<string> = new Set([
   's3.amazonaws.com', 'fly.dev', 'onrender.com', 'ngrok.io', 'trycloudflare.com',
 ]);
 
-export type PolicyHost =
+type PolicyHost =
   | { readonly ok: true; readonly host: string; readonly kind: 'exact' | 'wildcard' | 'ip'; readonly warning?: string }
   | { readonly ok: false; readonly code: ErrorCode; readonly message: string };
 
@@ -59,7 +59,7 @@ export function normalisePolicyHost(raw: string, options: { tcp?: boolean } = {}
 }
 
 /** The labels after the last wildcard label (`example.com` for `*.s3.*.example.com`). */
-export function fixedSuffix(pattern: string): string {
+function fixedSuffix(pattern: string): string {
   const labels = pattern.split('.');
   let last = -1;
   labels.forEach((label, i) => {

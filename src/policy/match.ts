@@ -4,10 +4,10 @@
 import { compileGlob, type Glob } from './glob.js';
 import type { HostKind } from './types.js';
 
-export const HOST_LABEL_KINDS = ['literal', 'star', 'globstar', 'partial'] as const;
-export type HostLabelKind = (typeof HOST_LABEL_KINDS)[number];
+const HOST_LABEL_KINDS = ['literal', 'star', 'globstar', 'partial'] as const;
+type HostLabelKind = (typeof HOST_LABEL_KINDS)[number];
 
-export interface HostLabel {
+interface HostLabel {
   readonly kind: HostLabelKind;
   readonly text: string;
 }
@@ -70,7 +70,7 @@ export function hostPatternsOverlap(a: HostMatcher, b: HostMatcher): boolean {
   return true;
 }
 
-export interface MethodMatcher {
+interface MethodMatcher {
   readonly method: string;
   matches(requestMethod: string): boolean;
   explain(requestMethod: string): string | undefined;
@@ -90,10 +90,6 @@ export function compileMethod(ruleMethod: string): MethodMatcher {
     explain: (requestMethod: string) =>
       matches(requestMethod) ? undefined : `method ${requestMethod.toUpperCase()} is not ${method}`,
   });
-}
-
-export function portMatches(ports: readonly number[], port: number): boolean {
-  return ports.includes(port);
 }
 
 function freezeMatcher(

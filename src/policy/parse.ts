@@ -31,9 +31,9 @@ import {
   seqItems,
 } from './yaml-source.js';
 
-export const RESERVED_KEY_PREFIX = '_provider_';
+const RESERVED_KEY_PREFIX = '_provider_';
 
-export interface ParseOptions {
+interface ParseOptions {
   /** File name or other origin, carried on every issue and in the error message. */
   readonly source?: string;
 }

@@ -6,7 +6,7 @@ import type { QueryParams } from './types.js';
 
 export type QueryMode = 'allow' | 'deny';
 
-export interface QueryMatcher {
+interface QueryMatcher {
   /** Named keys in rule order; empty when the rule has no `query`. */
   readonly keys: readonly string[];
   matches(params: QueryParams): boolean;

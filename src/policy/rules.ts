@@ -34,13 +34,13 @@ import {
   seqItems,
 } from './yaml-source.js';
 
-export interface RuleOptions {
+interface RuleOptions {
   readonly protocol: Protocol;
   readonly mcpAllowAll: boolean;
   readonly mcpStrictToolNames: boolean;
 }
 
-export interface ReadRules {
+interface ReadRules {
   readonly allow: readonly L7Rule[];
   readonly deny: readonly L7Rule[];
   /** Plain data for the policy hash. */
@@ -131,7 +131,7 @@ export function presetRules(protocol: Protocol, access: AccessPreset): readonly 
 }
 
 /** An HTTP rule: method (docs/policy.md#method-matching), path glob (docs/policy.md#path-globs) and query matchers (docs/policy.md#query-matching). */
-export function httpRule(
+function httpRule(
   method: string,
   path: string,
   query: ReadonlyMap<string, readonly string[]>,

@@ -13,7 +13,7 @@ const MAX_KEY_ATTEMPTS = 100;
 // Characters with glob meaning in a rule path; a literal request path is matched with `?` in their place.
 const PATH_GLOB_CHARS = /[*?[\]{}]/g;
 
-export interface Suggestion {
+interface Suggestion {
   /** The new `network_policies` key. */
   readonly key: string;
   /** The entry as plain data, ready for a YAML document. */
@@ -22,18 +22,18 @@ export interface Suggestion {
   readonly yaml: string;
 }
 
-export type SuggestionResult =
+type SuggestionResult =
   | { readonly ok: true; readonly suggestion: Suggestion }
   | { readonly ok: false; readonly hint: string };
 
-export interface SuggestInput {
+interface SuggestInput {
   readonly policy: Policy;
   readonly intent: EgressIntent;
   readonly decision: Decision;
 }
 
 /** A new entry that would allow `intent`, or a hint saying why adding one cannot help. */
-export function suggestAllow({ policy, intent, decision }: SuggestInput): SuggestionResult {
+function suggestAllow({ policy, intent, decision }: SuggestInput): SuggestionResult {
   if (decision.verdict !== 'deny') return { ok: false, hint: `already ${decision.verdict === 'allow' ? 'allowed' : 'forwarded (audit)'}` };
   const where = decision.policy === undefined ? '' : ` in ${decision.policy}#${decision.endpointIndex ?? '?'}`;
   if (decision.reason === 'deny-rule-matched') {

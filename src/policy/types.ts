@@ -2,9 +2,10 @@
 // L7 inside tunnels, transparent capture, DNS). Types only: parse.ts builds them, decide.ts reads them.
 
 import type { Issue } from '../errors.js';
+import type { HostForm } from '../net/host.js';
 
 /** `l4` is OpenShell's omitted protocol: explicit-proxy passthrough. */
-export const PROTOCOLS = ['l4', 'tcp', 'rest', 'websocket', 'graphql', 'mcp', 'json-rpc'] as const;
+const PROTOCOLS = ['l4', 'tcp', 'rest', 'websocket', 'graphql', 'mcp', 'json-rpc'] as const;
 export type Protocol = (typeof PROTOCOLS)[number];
 /** Protocols whose requests are inspected (TLS terminated, HTTP parsed). */
 export const L7_PROTOCOLS: ReadonlySet<Protocol> = new Set(['rest', 'websocket', 'graphql', 'mcp', 'json-rpc']);
@@ -16,7 +17,7 @@ export const ENFORCEMENTS = ['enforce', 'audit'] as const;
 export type Enforcement = (typeof ENFORCEMENTS)[number];
 
 /** How the endpoint's host was written; selects the SSRF validation plan (docs/destinations.md#validation-plans). */
-export const HOST_KINDS = ['exact', 'wildcard', 'ip', 'any'] as const;
+const HOST_KINDS = ['exact', 'wildcard', 'ip', 'any'] as const;
 export type HostKind = (typeof HOST_KINDS)[number];
 
 export const ADAPTERS = ['connect', 'forward', 'l7', 'capture', 'dns', 'explain'] as const;
@@ -36,6 +37,20 @@ export interface EgressIntent {
   readonly query?: string;
   /** Executable path when an identity source knows it; absent means endpoint-only mode. */
   readonly binary?: string;
+}
+
+/** The question types policy DNS answers from policy; every other type is NOTIMP before any intent is built. */
+const DNS_QTYPES = ['A', 'AAAA'] as const;
+export type DnsQtype = (typeof DNS_QTYPES)[number];
+
+/** One DNS question to the policy: may this name get a synthetic address? Ports are not asked (docs/dns.md#query-handling). */
+export interface DnsIntent {
+  readonly adapter: 'dns';
+  /** normaliseHost() output: a lower-case A-label name, or the canonical literal when the question spelt an IP. */
+  readonly host: string;
+  /** What normaliseHost() said the host is; an IP literal is never a name policy DNS may map. */
+  readonly form: HostForm;
+  readonly qtype: DnsQtype;
 }
 
 /** A compiled, frozen endpoint. `id` is stable across reloads of the same text: `<policyKey>#<index>`. */
@@ -97,8 +112,8 @@ export interface EndpointOptions {
 }
 
 /** `http` rules (method/path/query) are enforced now; the others are validated and enforced later. */
-export const RULE_KINDS = ['http', 'graphql', 'mcp', 'json-rpc'] as const;
-export type RuleKind = (typeof RULE_KINDS)[number];
+const RULE_KINDS = ['http', 'graphql', 'mcp', 'json-rpc'] as const;
+type RuleKind = (typeof RULE_KINDS)[number];
 
 /** Query parameters after %XX decoding (no `+` to space); a repeated key keeps every value in order. */
 export type QueryParams = ReadonlyMap<string, readonly string[]>;
@@ -142,7 +157,7 @@ export interface Policy {
   endpointsForHost(host: string): readonly Endpoint[];
 }
 
-export const VERDICTS = ['allow', 'audit', 'deny'] as const;
+const VERDICTS = ['allow', 'audit', 'deny'] as const;
 export type Verdict = (typeof VERDICTS)[number];
 
 /** Closed set: rendered into events, metric labels and docs. */
@@ -156,13 +171,28 @@ export const DECISION_REASONS = [
   'deny-rule-matched',
   'no-rule-matched',
   'unsupported-l7-protocol',
+  // DNS intents only: a question whose name can never be mapped, whatever the policy says.
+  'ip-literal-name',
+  'local-name',
+  'metadata-name',
 ] as const;
 export type DecisionReason = (typeof DECISION_REASONS)[number];
 
-/** A verdict is a value. Deny is never thrown. */
-export interface Decision {
-  readonly verdict: Verdict;
-  readonly reason: DecisionReason;
+/** The reasons decide() gives a DnsIntent, in the order it checks them. */
+export const DNS_DECISION_REASONS = [
+  'ip-literal-name',
+  'local-name',
+  'metadata-name',
+  'no-policy',
+  'no-endpoint-matched',
+  'endpoint-allowed',
+] as const satisfies readonly DecisionReason[];
+export type DnsDecisionReason = (typeof DNS_DECISION_REASONS)[number];
+
+/** What every decision carries, whatever the adapter: the verdict's reason and what in the policy it rests on. */
+interface DecisionBase<V, R> {
+  readonly verdict: V;
+  readonly reason: R;
   /** One human sentence; never contains a query string or credential. */
   readonly detail: string;
   /** Policy key that decided (lexicographically smallest matching key), or undefined. */
@@ -171,13 +201,23 @@ export interface Decision {
   readonly endpointIndex: number | undefined;
   /** The selected endpoint (for L7: after the path selector). */
   readonly endpoint: Endpoint | undefined;
-  /** Every endpoint that matched host, port (and binary). Adapters use it for TLS/inspection choices. */
+  /** Every endpoint that matched (DNS: every covering endpoint, any port, in policy order; empty on deny). */
   readonly endpoints: readonly Endpoint[];
   readonly generation: number;
   readonly policyHash: string;
+}
+
+/** A verdict is a value. Deny is never thrown. */
+export interface Decision extends DecisionBase<Verdict, DecisionReason> {
   readonly layer: 'l4' | 'l7';
   /** `endpoint-only` when the intent carried no binary. */
   readonly binaryIdentity: 'matched' | 'endpoint-only';
   /** For L7: the rule that matched (`GET /api/**`), or the rule that was missing on deny. */
   readonly rule: string | undefined;
 }
+
+/**
+ * The verdict on a DnsIntent. Eligibility is coverage by any endpoint's host pattern, whatever its port, protocol,
+ * binaries or enforcement; audit does not apply (a name is answered or not). Deny is never thrown.
+ */
+export type DnsDecision = DecisionBase<'allow' | 'deny', DnsDecisionReason>;

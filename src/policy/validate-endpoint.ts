@@ -33,7 +33,7 @@ import {
   seqItems,
 } from './yaml-source.js';
 
-export const MIN_PORT = 1;
+const MIN_PORT = 1;
 export const MAX_PORT = 65535;
 
 /** Everything of an Endpoint that one endpoint map decides, plus what V13 and the index need. */

@@ -7,7 +7,7 @@ import { formatAuthority } from '../net/host.js';
 import type { Logger } from '../telemetry/logger.js';
 
 /** Binds below this port need CAP_NET_BIND_SERVICE (Linux's default ip_unprivileged_port_start). */
-export const PRIVILEGED_PORT_LIMIT = 1_024;
+const PRIVILEGED_PORT_LIMIT = 1_024;
 
 // Only errors that condemn the whole range: EADDRINUSE is one port's problem and says nothing about capture.
 const SYSTEMIC: Readonly<Record<string, string>> = {
@@ -21,7 +21,7 @@ interface Failure {
   readonly port: number;
 }
 
-export interface CaptureHealth {
+interface CaptureHealth {
   /** A capture listener (or the probe) failed to bind (ip, port); port 0 is the probe's ephemeral port. */
   failed(err: NodeJS.ErrnoException, ip: string, port: number): void;
   bound(ip: string, port: number): void;

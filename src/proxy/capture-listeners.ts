@@ -17,9 +17,9 @@ import { createCaptureHealth } from './capture-health.js';
  */
 export const EXPIRED_LISTENER_LINGER_MS = 30_000;
 /** Listeners across all mappings; the pool window bounds mappings, this bounds mappings × ports. */
-export const MAX_CAPTURE_LISTENERS = 8_192;
+const MAX_CAPTURE_LISTENERS = 8_192;
 
-export interface CaptureListenersOptions {
+interface CaptureListenersOptions {
   readonly pool: SyntheticPool;
   readonly store: PolicyStore;
   readonly onConnection: (socket: Socket) => void;

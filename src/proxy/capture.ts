@@ -11,13 +11,13 @@ import type { Decision, Endpoint, Policy } from '../policy/types.js';
 import type { AuditEvent } from '../telemetry/event.js';
 import { failOpening, type Opened, startTunnel } from './connect.js';
 import { decisionNeedsInspection, type ProxyContext } from './context.js';
-import { credentialRoute } from './credentials.js';
+import { credentialRoute } from './credential-injection.js';
 import { dialPinned, recordDialFailure } from './dial.js';
-import { beginOutcome, findingEvent, type Outcome, outcomeEvent } from './events.js';
+import { beginOutcome, findingEvent, type Outcome, type OutcomeReason, outcomeEvent, type ReasonCode, settle } from './events.js';
 import { sniGatedRelay } from './sni-gate.js';
 
 /** `status_detail` of the one NET:OPEN (or NET:FAIL) event per captured connection. */
-export const CAPTURE_DETAILS = [
+const CAPTURE_DETAILS = [
   'transparent_tcp_allowed',
   'transparent_tcp_mapping_missing',
   'transparent_tcp_mapping_expired',
@@ -26,18 +26,17 @@ export const CAPTURE_DETAILS = [
   'transparent_tcp_destination_denied',
   'transparent_tcp_dial_failed',
 ] as const;
-export type CaptureDetail = (typeof CAPTURE_DETAILS)[number];
+type CaptureDetail = (typeof CAPTURE_DETAILS)[number];
 
 /** Metric `reason` labels capture adds to the proxy's closed sets. */
-export const CAPTURE_REASONS = ['mapping-missing', 'mapping-expired', 'stale-policy', 'port-mismatch', 'destination-denied'] as const;
-export type CaptureReason = (typeof CAPTURE_REASONS)[number];
+export const CAPTURE_REASONS = ['mapping-missing', 'mapping-expired', 'stale-policy', 'port-mismatch', 'destination-denied'] as const satisfies readonly OutcomeReason[];
 
-export type CaptureCheck =
+type CaptureCheck =
   | { readonly ok: true; readonly mapping: Mapping; readonly route: MappingRoute; readonly decision: Decision; readonly endpoint: Endpoint }
   | {
       readonly ok: false;
       readonly detail: CaptureDetail;
-      readonly reason: string;
+      readonly reason: ReasonCode;
       readonly message: string;
       readonly mapping?: Mapping;
       readonly decision?: Decision;
@@ -104,7 +103,7 @@ function captureEvent(o: Outcome, detail: CaptureDetail): AuditEvent {
   return { ...base, statusDetail: detail, message: `TRANSPARENT ${word} ${String(synthetic)}${logical === undefined ? '' : ` -> ${String(logical)}`}` };
 }
 
-export interface CaptureHandlerOptions {
+interface CaptureHandlerOptions {
   readonly ctx: ProxyContext;
   readonly pool: SyntheticPool;
 }
@@ -145,11 +144,9 @@ async function admit(options: CaptureHandlerOptions, socket: Socket, o: Outcome,
   o.generation = policy.generation;
   o.policyHash = policy.hash;
   fields.authorization_policy_generation = policy.generation;
-  const deny = (detail: CaptureDetail, reason: string, message: string): undefined => {
+  const deny = (detail: CaptureDetail, reason: ReasonCode, message: string): undefined => {
     setDetail(detail);
-    o.verdict = 'deny';
-    o.reason = reason;
-    o.detail = message;
+    settle(o, 'deny', reason, message, undefined);
     // docs/destinations.md#transparent-capture: a refused capture is closed with no reply; the client sees the connection drop.
     socket.destroy();
     return undefined;
@@ -209,15 +206,11 @@ async function admit(options: CaptureHandlerOptions, socket: Socket, o: Outcome,
   }
   if (socket.destroyed) {
     upstream.destroy();
-    o.verdict = 'fail';
-    o.reason = 'client-closed';
-    o.detail = 'client closed before the upstream connection opened';
+    settle(o, 'fail', 'client-closed', 'client closed before the upstream connection opened', undefined);
     return undefined;
   }
   setDetail('transparent_tcp_allowed');
-  o.verdict = decision.verdict === 'audit' ? 'audit' : 'allow';
-  o.reason = decision.reason;
-  o.detail = decision.detail;
+  settle(o, decision.verdict === 'audit' ? 'audit' : 'allow', decision.reason, decision.detail, undefined);
   fields.connected_real_destination = formatAuthority(upstream.remoteAddress ?? '', upstream.remotePort ?? port);
   fields.upstream_socket_peer = fields.connected_real_destination;
   fields.dial_mode = 'direct';

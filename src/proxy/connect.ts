@@ -10,7 +10,7 @@ import { formatAuthority, parseAuthority } from '../net/host.js';
 import { decide } from '../policy/decide.js';
 import type { Decision } from '../policy/types.js';
 import type { AuditEvent } from '../telemetry/event.js';
-import { decisionNeedsInspection, destinationFor, type ProxyContext, type TunnelScope } from './context.js';
+import { decisionNeedsInspection, destination, type ProxyContext, type TunnelScope } from './context.js';
 import {
   connectPolicyDenial,
   policyChangedDenial,
@@ -23,17 +23,17 @@ import {
   writeBareStatusToSocket,
   writeDenialToSocket,
 } from './deny.js';
-import { credentialRoute } from './credentials.js';
+import { credentialRoute } from './credential-injection.js';
 import { dialPinned, recordDialFailure } from './dial.js';
-import { beginOutcome, emitOutcome, findingEvent, type Outcome, relayClosedEvent } from './events.js';
-import { MAX_HEADER_COUNT } from './framing.js';
-import { terminateTls } from './intercept.js';
+import { beginOutcome, emitOutcome, findingEvent, NOT_UNDERSTOOD_DETAIL, type Outcome, relayClosedEvent, settle } from './events.js';
+import { MAX_HEADER_COUNT } from '../http1/framing.js';
+import { terminateTls } from '../tls/intercept.js';
 import type { RawRelay } from './sni-gate.js';
-import { sniff } from './sniff.js';
+import { sniff } from '../tls/sniff.js';
 import { relayRaw, type TunnelEndCause } from './tunnel.js';
 
 /** docs/destinations.md#limits: a CONNECT head beyond this is a 431. */
-export const MAX_CONNECT_HEAD_BYTES = 8_192;
+const MAX_CONNECT_HEAD_BYTES = 8_192;
 
 const ESTABLISHED = 'HTTP/1.1 200 Connection Established\r\n\r\n';
 
@@ -58,9 +58,7 @@ export interface Opened {
 export function failOpening(ctx: ProxyContext, o: Outcome, socket: Socket, what: string): (err: unknown) => undefined {
   return (err) => {
     ctx.logger.warn({ err }, what);
-    o.verdict = 'fail';
-    o.reason = 'upstream-failed';
-    o.detail = err instanceof Error ? err.message : String(err);
+    settle(o, 'fail', 'upstream-failed', err instanceof Error ? err.message : String(err), o.status);
     socket.destroy();
     return undefined;
   };
@@ -83,15 +81,13 @@ async function open(ctx: ProxyContext, req: IncomingMessage, socket: Socket, o: 
   // A CONNECT inside a tunnel would nest tunnels with no decision of their own.
   if (ctx.scopes.has(socket) || headBytes(req) > MAX_CONNECT_HEAD_BYTES || req.rawHeaders.length / 2 > MAX_HEADER_COUNT) {
     const status = ctx.scopes.has(socket) ? 400 : 431;
-    o.reason = status === 431 ? 'head-too-large' : 'bad-request';
-    o.status = status;
+    settle(o, 'deny', status === 431 ? 'head-too-large' : 'bad-request', NOT_UNDERSTOOD_DETAIL, status);
     writeBareStatusToSocket(socket, status);
     return undefined;
   }
-  const auth = parseAuthority(req.url ?? '');
+  const auth = parseAuthority(req.url ?? '', { hosts: ctx.hosts });
   if (!auth.ok) {
-    o.detail = `bad CONNECT target: ${auth.message}`;
-    o.status = 400;
+    settle(o, 'deny', 'bad-request', `bad CONNECT target: ${auth.message}`, 400);
     writeBareStatusToSocket(socket, 400);
     return undefined;
   }
@@ -104,11 +100,9 @@ async function open(ctx: ProxyContext, req: IncomingMessage, socket: Socket, o: 
   o.policyHash = policy.hash;
   const decision = decide(policy, { adapter: 'connect', host, port });
   o.policy = decision.policy;
-  o.reason = decision.reason;
-  o.detail = decision.detail;
   o.extra = { endpoint: decision.endpoint?.id, identity: decision.binaryIdentity };
   if (decision.verdict === 'deny') {
-    o.status = 403;
+    settle(o, 'deny', decision.reason, decision.detail, 403);
     writeDenialToSocket(socket, connectPolicyDenial(target, decision));
     return undefined;
   }
@@ -117,12 +111,9 @@ async function open(ctx: ProxyContext, req: IncomingMessage, socket: Socket, o: 
   const route = credentialRoute(ctx.credentials, decision, host, port);
   const inspect = decisionNeedsInspection(decision) || route === 'inspect';
   o.extra.inspect = inspect;
-  const dest = await destinationFor(ctx, { host, kind, port, endpoint: decision.endpoint });
+  const dest = await destination(ctx, { host, kind, port, endpoint: decision.endpoint });
   if (isResolveFailure(dest)) {
-    o.verdict = 'fail';
-    o.reason = 'resolve-failed';
-    o.detail = dest.message;
-    o.status = 502;
+    settle(o, 'fail', 'resolve-failed', dest.message, 502);
     writeDenialToSocket(socket, upstreamUnreachableDenial(target, dest.failure));
     return undefined;
   }
@@ -130,9 +121,7 @@ async function open(ctx: ProxyContext, req: IncomingMessage, socket: Socket, o: 
     // SSRF wins over a missing CA (CP-17): checked first.
     o.engine = 'ssrf';
     o.policy = undefined;
-    o.reason = 'ssrf-denied';
-    o.detail = dest.message;
-    o.status = 403;
+    settle(o, 'deny', 'ssrf-denied', dest.message, 403);
     o.extra = { ...o.extra, plan: dest.plan, check: dest.check, dropped: dest.dropped.map((d) => `${d.ip} ${d.class}`) };
     writeDenialToSocket(socket, ssrfDenial(target, dest.check, dest.message));
     return undefined;
@@ -140,17 +129,13 @@ async function open(ctx: ProxyContext, req: IncomingMessage, socket: Socket, o: 
   if (dest.dropped.length > 0) o.extra.dropped = dest.dropped.map((d) => `${d.ip} ${d.class}`);
   if (inspect && !ctx.interception.ready()) {
     o.engine = 'tls';
-    o.reason = 'tls-unavailable';
-    o.detail = `${target} needs inspection but the interception CA is unavailable`;
-    o.status = 503;
+    settle(o, 'deny', 'tls-unavailable', `${target} needs inspection but the interception CA is unavailable`, 503);
     writeDenialToSocket(socket, tlsUnavailableDenial(target));
     return undefined;
   }
   if (route === 'refuse') {
     o.engine = 'credentials';
-    o.reason = 'uninspected-credentials';
-    o.detail = `${target} carries credentials but its route is not inspected`;
-    o.status = 403;
+    settle(o, 'deny', 'uninspected-credentials', `${target} carries credentials but its route is not inspected`, 403);
     writeDenialToSocket(socket, uninspectedCredentialsDenial(target));
     ctx.sink.emit(findingEvent(o, 'uninspected-credentials'));
     return undefined;
@@ -167,22 +152,17 @@ async function open(ctx: ProxyContext, req: IncomingMessage, socket: Socket, o: 
   // A reload that landed while resolving or dialling: the decision was made against a stale generation.
   if (ctx.store.current().generation !== policy.generation) {
     upstream.destroy();
-    o.reason = 'policy-changed';
-    o.detail = 'policy changed while connecting';
-    o.status = 403;
+    settle(o, 'deny', 'policy-changed', 'policy changed while connecting', 403);
     writeDenialToSocket(socket, policyChangedDenial(target));
     return undefined;
   }
   if (socket.destroyed) {
     upstream.destroy();
-    o.verdict = 'fail';
-    o.reason = 'client-closed';
-    o.detail = 'client closed before the tunnel opened';
+    settle(o, 'fail', 'client-closed', 'client closed before the tunnel opened', undefined);
     return undefined;
   }
   socket.write(ESTABLISHED);
-  o.verdict = 'allow';
-  o.status = 200;
+  settle(o, 'allow', decision.reason, decision.detail, 200);
   o.extra.addresses = dest.addresses;
   return { host, port, addresses: dest.addresses, decision, inspect, upstream };
 }
@@ -203,7 +183,7 @@ export function startTunnel(ctx: ProxyContext, socket: Socket, head: Buffer, ope
     endpointId: decision.endpoint?.id,
     inspect,
     close(reason) {
-      if (reason === 'policy-changed') ctx.metrics.reloadClosed.inc();
+      if (reason === 'policy-changed') ctx.metrics.reloadClosed.inc({});
       ctx.sink.emit(relayClosedEvent(ctx.store.current(), { what: 'tunnel', host, port, reason }));
       for (const s of sockets) s.destroy();
     },
@@ -280,7 +260,7 @@ function tunnelEndEvent(o: Outcome, host: string, port: number, cause: TunnelEnd
     dst: { host, port },
     src: { ...(o.srcIp === undefined ? {} : { ip: o.srcIp }), ...(o.srcPort === undefined ? {} : { port: o.srcPort }) },
     message: `tunnel to ${formatAuthority(host, port)} closed: ${cause}`,
-    reason: cause,
+    detail: cause,
     ...(o.generation === undefined ? {} : { generation: o.generation }),
     ...(o.policyHash === undefined ? {} : { policyHash: o.policyHash }),
     unmapped: { adapter: o.adapter, reason_code: cause },

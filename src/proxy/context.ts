@@ -2,27 +2,21 @@
 // per-socket tunnel scopes. Built once by server.ts from the boundary's deps; holds no policy logic.
 
 import type { Socket } from 'node:net';
-import type { SecureContext } from 'node:tls';
 import type { CredentialSource } from '../credentials/source.js';
-import { checkDestination, type ResolveFailureResult } from '../net/destination.js';
-import type { HostForm } from '../net/host.js';
-import type { Resolver } from '../net/resolver.js';
-import type { DestinationCheck, SelfAddress } from '../net/ssrf.js';
+import { checkDestination, type DestinationRequest, type ResolveFailureResult } from '../net/destination.js';
+import { type AuthorityResult, type HostCache, type HostForm, memoisedAuthorityParser } from '../net/host.js';
+import type { ResolveResult, Resolver } from '../net/resolver.js';
+import type { DestinationCheck, SelfAddresses } from '../net/ssrf.js';
 import type { PolicyStore } from '../policy/store.js';
 import type { Decision, Endpoint } from '../policy/types.js';
 import type { AuditSink } from '../telemetry/event.js';
 import type { Logger } from '../telemetry/logger.js';
+import type { Interception } from '../tls/intercept.js';
 import type { DialFunction } from './dial.js';
 import type { ProxyMetrics } from './events.js';
-import type { H1Pool } from './h1-client.js';
+import type { H1Pool } from '../http1/h1-client.js';
 import type { TunnelRegistry } from './tunnel.js';
 import type { Upstreams } from './upstream.js';
-
-/** TLS interception: unusable when the CA failed to load (inspected CONNECTs then get 503). */
-export interface Interception {
-  ready(): boolean;
-  contextFor(host: string): Promise<SecureContext>;
-}
 
 /** An inspected tunnel: every request read from its socket is checked against this CONNECT target. */
 export interface TunnelScope {
@@ -37,6 +31,10 @@ export interface TunnelScope {
 export interface ProxyContext {
   readonly store: PolicyStore;
   readonly resolver: Resolver;
+  /** The boundary's host cache (net/host.ts createHostCache); undefined parses every host afresh. */
+  readonly hosts?: HostCache | undefined;
+  /** This proxy's request-authority parse memos (createAuthorityParsers); l7.ts parses every Host through them. */
+  readonly authorities: AuthorityParsers;
   readonly sink: AuditSink;
   readonly metrics: ProxyMetrics;
   readonly logger: Logger;
@@ -50,28 +48,54 @@ export interface ProxyContext {
   readonly scopes: WeakMap<Socket, TunnelScope>;
   /** Read per request (scopeFor) and per connection (the uninspected-route guard); never cached. */
   readonly credentials: CredentialSource;
-  selfAddresses(): readonly SelfAddress[];
+  selfAddresses(): SelfAddresses;
   /** Hands a (decrypted or plaintext) tunnel socket to the shared HTTP/1.1 server. */
   serveHttp(socket: Socket): void;
 }
 
+/** Pure parse memos of request authorities, one per default port (net/host.ts bounds each): parse results only. */
+export interface AuthorityParsers {
+  readonly http: (text: string) => AuthorityResult;
+  readonly https: (text: string) => AuthorityResult;
+}
+
+/** One proxy's authority memos; made where the proxy's parts are made and handed in through ProxyContext. */
+export function createAuthorityParsers(): AuthorityParsers {
+  return { http: memoisedAuthorityParser(80), https: memoisedAuthorityParser(443) };
+}
+
+export type DestinationResult = DestinationCheck | ResolveFailureResult;
+export interface DestinationTarget {
+  readonly host: string;
+  readonly kind: HostForm;
+  readonly port: number;
+  readonly endpoint: Endpoint | undefined;
+}
+
+/** Never settles: the cache-only resolver's answer to a name it does not hold, which destinationCached drops. */
+const NOT_HELD: Promise<ResolveResult> = new Promise(() => {});
+
+function request(ctx: ProxyContext, target: DestinationTarget, resolver: Resolver): DestinationRequest {
+  const { host, kind, port, endpoint } = target;
+  return { host, kind, port, endpoint, resolver, hosts: ctx.hosts, allowLoopback: ctx.allowLoopback, selfAddresses: ctx.selfAddresses() };
+}
+
 /**
- * checkDestination with this proxy's SSRF settings: a value when no DNS query is needed (IP literal, name
- * refused up front, fresh cached answer), else a promise; per-request paths await only a real query.
+ * The SSRF check with this proxy's settings when it needs no DNS query (IP literal, a name refused up front,
+ * a fresh answer Resolver.cached holds), else undefined: then `await destination(...)`. Never starts a query.
  */
-export function destinationFor(
-  ctx: ProxyContext,
-  target: { host: string; kind: HostForm; port: number; endpoint: Endpoint | undefined },
-): DestinationCheck | ResolveFailureResult | Promise<DestinationCheck | ResolveFailureResult> {
-  return checkDestination({
-    host: target.host,
-    kind: target.kind,
-    port: target.port,
-    endpoint: target.endpoint,
-    resolver: ctx.resolver,
-    allowLoopback: ctx.allowLoopback,
-    selfAddresses: ctx.selfAddresses(),
-  });
+export function destinationCached(ctx: ProxyContext, target: DestinationTarget): DestinationResult | undefined {
+  // net/destination.ts checkDestination answers a value or a promise; a resolver that only knows its cache
+  // turns its promise into the miss. The promise it makes then never settles and is dropped unobserved.
+  const { resolver } = ctx;
+  const cacheOnly: Resolver = { resolve: () => NOT_HELD, cached: (name, family) => resolver.cached?.(name, family) };
+  const held = checkDestination(request(ctx, target, cacheOnly));
+  return held instanceof Promise ? undefined : held;
+}
+
+/** The SSRF check with this proxy's settings, resolving the name (once, A only) when it must. */
+export async function destination(ctx: ProxyContext, target: DestinationTarget): Promise<DestinationResult> {
+  return checkDestination(request(ctx, target, ctx.resolver));
 }
 
 /** An endpoint whose traffic must be terminated and parsed: L7 protocol or bound credentials, never tls: skip. */

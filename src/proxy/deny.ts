@@ -5,9 +5,9 @@ import type { ServerResponse } from 'node:http';
 import { STATUS_CODES } from 'node:http';
 import type { Socket } from 'node:net';
 import type { Decision } from '../policy/types.js';
-import { POLICY_HEADER } from './headers.js';
+import { POLICY_HEADER } from '../http1/headers.js';
 
-export const DENIAL_ERRORS = [
+const DENIAL_ERRORS = [
   'policy_denied',
   'ssrf_denied',
   'request_authority_mismatch',
@@ -22,7 +22,7 @@ export const DENIAL_ERRORS = [
   'credential_unavailable',
   'credential_body_too_large',
 ] as const;
-export type DenialError = (typeof DENIAL_ERRORS)[number];
+type DenialError = (typeof DENIAL_ERRORS)[number];
 
 export interface Denial {
   readonly status: number;

@@ -3,7 +3,7 @@
 
 import { connect, type Socket } from 'node:net';
 import { BoundaryError } from '../errors.js';
-import type { Outcome } from './events.js';
+import { type Outcome, settle } from './events.js';
 
 export const CONNECT_TIMEOUT_MS = 10_000;
 
@@ -15,8 +15,8 @@ export interface DialTarget {
 
 export type DialFunction = (target: DialTarget) => Promise<Socket>;
 
-export const DIAL_FAILURES = ['timeout', 'refused', 'unreachable'] as const;
-export type DialFailure = (typeof DIAL_FAILURES)[number];
+const DIAL_FAILURES = ['timeout', 'refused', 'unreachable'] as const;
+type DialFailure = (typeof DIAL_FAILURES)[number];
 
 /** Opens a TCP connection with net.connect; rejects with UPSTREAM_CONNECT_TIMEOUT / _REFUSED / UNREACHABLE. */
 export function netDial(target: DialTarget, timeoutMs = CONNECT_TIMEOUT_MS): Promise<Socket> {
@@ -44,9 +44,7 @@ export function netDial(target: DialTarget, timeoutMs = CONNECT_TIMEOUT_MS): Pro
 /** Marks `o` as a failed dial; RX-11: timeout, refused and unreachable stay apart in the event, not only in the detail. */
 export function recordDialFailure(o: Outcome, target: string, err: unknown): void {
   const failure = dialFailureOf(err);
-  o.verdict = 'fail';
-  o.reason = 'dial-failed';
-  o.detail = `${target}: ${failure}: ${(err as Error).message}`;
+  settle(o, 'fail', 'dial-failed', `${target}: ${failure}: ${(err as Error).message}`, o.status);
   o.extra = { ...o.extra, dial_failure: failure };
 }
 

@@ -1,13 +1,14 @@
 // The one decision event per connection or request, rendered from an Outcome, plus the proxy's metrics.
 // Metric labels come only from closed sets (adapter, verdict, reason); never a host, path or address.
 
-import { Counter, Gauge, type Registry } from 'prom-client';
-import { type Adapter, DECISION_REASONS } from '../policy/types.js';
+import type { Gauge, Registry } from 'prom-client';
+import { ADAPTERS, type Adapter, DECISION_REASONS, type DecisionReason } from '../policy/types.js';
 import type { AuditEvent, AuditSink, Engine, Severity } from '../telemetry/event.js';
+import { type ClosedCounter, createClosedCounter, createPlainGauge } from '../telemetry/metrics.js';
 import { formatAuthority } from '../net/host.js';
 
 /** Outcomes that are not policy decisions, named once for events and metric labels. */
-export const OUTCOME_REASONS = [
+const OUTCOME_REASONS = [
   'ssrf-denied',
   'resolve-failed',
   'dial-failed',
@@ -30,14 +31,28 @@ export const OUTCOME_REASONS = [
   'websocket-binary-credentialed',
   'websocket-protocol-error',
   'websocket-timeout',
+  // Transparent capture (capture.ts CAPTURE_REASONS): why a captured connection was refused before any dial.
+  'mapping-missing',
+  'mapping-expired',
+  'stale-policy',
+  'port-mismatch',
+  'destination-denied',
 ] as const;
 export type OutcomeReason = (typeof OUTCOME_REASONS)[number];
-export const ALL_REASONS: readonly string[] = [...DECISION_REASONS, ...OUTCOME_REASONS];
+
+/** Every `Outcome.reason`: the decision's own reason, or why the proxy ended it otherwise. Event `reason_code`
+ *  and the decisions metric's `reason` label both come from this one set. */
+const REASON_CODES = [...DECISION_REASONS, ...OUTCOME_REASONS] as const;
+export type ReasonCode = DecisionReason | OutcomeReason;
 
 export const OUTCOME_VERDICTS = ['allow', 'audit', 'deny', 'fail'] as const;
-export type OutcomeVerdict = (typeof OUTCOME_VERDICTS)[number];
+type OutcomeVerdict = (typeof OUTCOME_VERDICTS)[number];
 
-/** What one connection or request came to; filled in as it progresses, emitted once from a finally block. */
+/** The detail an outcome carries until it is settled: nothing about the request was understood yet. */
+export const NOT_UNDERSTOOD_DETAIL = 'request was not understood';
+
+/** What one connection or request came to: its context is filled in as it progresses, its result (verdict,
+ *  reason, detail, status) only through settle(); emitted once from a finally block. */
 export interface Outcome {
   adapter: Adapter;
   /** `net` for CONNECT (Network Activity), `http` for forward and L7 requests (HTTP Activity). */
@@ -48,8 +63,10 @@ export interface Outcome {
   /** Canonical path without the query (http only). */
   path: string | undefined;
   verdict: OutcomeVerdict;
-  reason: string;
+  /** Closed code (event `reason_code`, metric label); the sentence goes in `detail`. */
+  reason: ReasonCode;
   engine: Engine;
+  /** One human sentence for the event's detail; never a query string or credential. */
   detail: string;
   policy: string | undefined;
   generation: number | undefined;
@@ -74,7 +91,7 @@ export function beginOutcome(adapter: Adapter, kind: 'net' | 'http', src: { remo
     verdict: 'deny',
     reason: 'bad-request',
     engine: kind === 'net' ? 'opa' : 'l7',
-    detail: 'request was not understood',
+    detail: NOT_UNDERSTOOD_DETAIL,
     policy: undefined,
     generation: undefined,
     policyHash: undefined,
@@ -85,34 +102,56 @@ export function beginOutcome(adapter: Adapter, kind: 'net' | 'http', src: { remo
   };
 }
 
+/**
+ * Settles the outcome: verdict, closed reason, the sentence for the event and the status sent, together and
+ * only here. Mutates `o` (one object per request, no settlement object built). `status` is explicit: pass
+ * `o.status` to keep one already recorded (an upstream's answer), `undefined` when nothing was sent.
+ */
+export function settle(o: Outcome, verdict: OutcomeVerdict, reason: ReasonCode, detail: string, status: number | undefined): void {
+  o.verdict = verdict;
+  o.reason = reason;
+  o.detail = detail;
+  o.status = status;
+}
+
+/** Why the HTTP parser rejected a request head: the client-errors metric's closed `reason` set. */
+const CLIENT_ERROR_REASONS = ['head-too-large', 'timeout', 'reset', 'malformed'] as const;
+export type ClientErrorReason = (typeof CLIENT_ERROR_REASONS)[number];
+
+/** Why a connection was refused before any request was read. */
+const REFUSED_CONNECTION_REASONS = ['too-many-connections'] as const;
+
+const DECISION_LABELS = { adapter: ADAPTERS, verdict: OUTCOME_VERDICTS, reason: REASON_CODES } as const;
+const CLIENT_ERROR_LABELS = { reason: CLIENT_ERROR_REASONS } as const;
+const REFUSED_CONNECTION_LABELS = { reason: REFUSED_CONNECTION_REASONS } as const;
+const NO_LABELS = {} as const;
+
 export interface ProxyMetrics {
-  readonly decisions: Counter<'adapter' | 'verdict' | 'reason'>;
+  readonly decisions: ClosedCounter<typeof DECISION_LABELS>;
   /** decisions.inc({ adapter, verdict, reason }) for the per-request path: counted here and added to the
    *  counter when it is collected (a scrape), instead of hashing a label object per request. */
-  readonly countDecision: (adapter: string, verdict: string, reason: string) => void;
-  readonly refusedConnections: Counter<'reason'>;
-  readonly clientErrors: Counter<'reason'>;
+  readonly countDecision: (adapter: Adapter, verdict: OutcomeVerdict, reason: ReasonCode) => void;
+  readonly refusedConnections: ClosedCounter<typeof REFUSED_CONNECTION_LABELS>;
+  readonly clientErrors: ClosedCounter<typeof CLIENT_ERROR_LABELS>;
   readonly connections: Gauge;
   readonly tunnels: Gauge;
-  readonly reloadClosed: Counter;
+  readonly reloadClosed: ClosedCounter<typeof NO_LABELS>;
 }
 
 /** One label combination's count not yet added to the counter. */
 interface PendingCount {
-  readonly labels: { adapter: string; verdict: string; reason: string };
+  readonly labels: { adapter: Adapter; verdict: OutcomeVerdict; reason: ReasonCode };
   count: number;
 }
 
 export function createProxyMetrics(registry: Registry): ProxyMetrics {
-  const registers = [registry];
-  // adapter -> verdict -> reason: three lookups with the caller's strings, no key or label object built.
-  // Bounded by the label sets themselves, as the counter's own series are.
-  const pending = new Map<string, Map<string, Map<string, PendingCount>>>();
-  const decisions: Counter<'adapter' | 'verdict' | 'reason'> = new Counter({
-    name: 'boundary_proxy_decisions_total',
+  // adapter -> verdict -> reason: three lookups with the caller's codes, no key or label object built.
+  // Bounded by the closed label sets themselves, as the counter's own series are.
+  const pending = new Map<Adapter, Map<OutcomeVerdict, Map<ReasonCode, PendingCount>>>();
+  const decisions = createClosedCounter(registry, {
+    name: 'proxy_decisions_total',
     help: 'Connections and requests by adapter, final verdict and reason',
-    labelNames: ['adapter', 'verdict', 'reason'],
-    registers,
+    labels: DECISION_LABELS,
     collect() {
       for (const verdicts of pending.values()) {
         for (const reasons of verdicts.values()) {
@@ -125,7 +164,7 @@ export function createProxyMetrics(registry: Registry): ProxyMetrics {
       }
     },
   });
-  function countDecision(adapter: string, verdict: string, reason: string): void {
+  function countDecision(adapter: Adapter, verdict: OutcomeVerdict, reason: ReasonCode): void {
     let verdicts = pending.get(adapter);
     if (verdicts === undefined) {
       verdicts = new Map();
@@ -143,24 +182,22 @@ export function createProxyMetrics(registry: Registry): ProxyMetrics {
   return {
     decisions,
     countDecision,
-    refusedConnections: new Counter({
-      name: 'boundary_proxy_refused_connections_total',
+    refusedConnections: createClosedCounter(registry, {
+      name: 'proxy_refused_connections_total',
       help: 'Connections refused before any request was read',
-      labelNames: ['reason'],
-      registers,
+      labels: REFUSED_CONNECTION_LABELS,
     }),
-    clientErrors: new Counter({
-      name: 'boundary_proxy_client_errors_total',
+    clientErrors: createClosedCounter(registry, {
+      name: 'proxy_client_errors_total',
       help: 'Request heads rejected by the parser (malformed, oversized, timed out)',
-      labelNames: ['reason'],
-      registers,
+      labels: CLIENT_ERROR_LABELS,
     }),
-    connections: new Gauge({ name: 'boundary_proxy_connections', help: 'Open client connections', registers }),
-    tunnels: new Gauge({ name: 'boundary_proxy_tunnels', help: 'Open CONNECT tunnels', registers }),
-    reloadClosed: new Counter({
-      name: 'boundary_proxy_reload_closed_total',
+    connections: createPlainGauge(registry, { name: 'proxy_connections', help: 'Open client connections' }),
+    tunnels: createPlainGauge(registry, { name: 'proxy_tunnels', help: 'Open CONNECT tunnels' }),
+    reloadClosed: createClosedCounter(registry, {
+      name: 'proxy_reload_closed_total',
       help: 'Tunnels closed because a policy reload changed their decision',
-      registers,
+      labels: NO_LABELS,
     }),
   };
 }
@@ -209,7 +246,7 @@ export function outcomeEvent(o: Outcome): AuditEvent {
     engine: o.engine,
     dst,
     src,
-    reason: o.detail,
+    detail: o.detail,
     unmapped,
   };
   if (action !== undefined) event.action = action;
@@ -237,7 +274,7 @@ export function findingEvent(o: Outcome, finding: string): AuditEvent {
     engine: o.engine,
     dst: { ...(o.host === undefined ? {} : { host: o.host }), ...(o.port === undefined ? {} : { port: o.port }) },
     message: `${finding}: ${o.detail}`,
-    reason: o.detail,
+    detail: o.detail,
     ...(o.generation === undefined ? {} : { generation: o.generation }),
     ...(o.policyHash === undefined ? {} : { policyHash: o.policyHash }),
     unmapped: { finding, adapter: o.adapter },
@@ -256,7 +293,7 @@ export function relayClosedEvent(
     engine: 'opa',
     dst: { host: relay.host, port: relay.port },
     message: `${relay.what} to ${formatAuthority(relay.host, relay.port)} closed: ${relay.reason}`,
-    reason: relay.reason,
+    detail: relay.reason,
     generation: policy.generation,
     policyHash: policy.hash,
     ...(relay.unmapped === undefined ? {} : { unmapped: relay.unmapped }),

@@ -1,4 +1,4 @@
-// Relays one evaluated HTTP request (forward proxy or inside a tunnel) through h1-client.ts and streams the
+// Relays one evaluated HTTP request (forward proxy or inside a tunnel) through http1/h1-client.ts and streams the
 // answer back; keep-alive on both sides. Emits the request's one decision event, the allow only after upstream answered.
 
 import type { IncomingMessage, ServerResponse } from 'node:http';
@@ -17,13 +17,13 @@ import {
   rewrittenBody,
   scannedBody,
   type UpstreamHead,
-} from './credentials.js';
+} from './credential-injection.js';
 import { sendBareStatus, sendDenial, upstreamUnreachableDenial } from './deny.js';
-import { beginOutcome, emitOutcome, findingEvent, type Outcome } from './events.js';
-import type { H1Exchange, H1Handler } from './h1-client.js';
-import type { H1Request } from './h1-request.js';
-import { clientResponseHeaders, hostHeader, upstreamRequestHeaders } from './headers.js';
-import { type Evaluation, evaluateRequest, type RelayEvaluation } from './l7.js';
+import { beginOutcome, emitOutcome, findingEvent, type Outcome, settle } from './events.js';
+import type { H1Exchange, H1Handler } from '../http1/h1-client.js';
+import type { H1Request } from '../http1/h1-request.js';
+import { clientResponseHeaders, hostHeader, upstreamRequestHeaders } from '../http1/headers.js';
+import { type Evaluation, evaluateRequest, evaluateRequestCached, type RelayEvaluation } from './l7.js';
 
 /** The marker scanner's abort, as thrown by the body iterator (or wrapped in `cause`). */
 function markerError(err: unknown): MarkerInBodyError | undefined {
@@ -57,19 +57,19 @@ class ResponseHeadError extends Error {
   override readonly name = 'ResponseHeadError';
 }
 
-const RELAY = Symbol('boundary.relay');
-type RelayedResponse = ServerResponse & { [RELAY]?: ForwardedRequest | undefined };
+/** The request each client response is relaying, while its upstream exchange runs (set in send(), cleared in finish()). */
+const relays = new WeakMap<ServerResponse, ForwardedRequest>();
 
 // Shared listeners (`this` is the response): no closures per request.
-function onClientClose(this: RelayedResponse): void {
-  const relay = this[RELAY];
+function onClientClose(this: ServerResponse): void {
+  const relay = relays.get(this);
   if (relay === undefined || relay.settled) return;
   relay.clientClosed = true;
   relay.exchange?.abort(new ClientClosedError('client closed'));
 }
 
-function onClientDrain(this: RelayedResponse): void {
-  const relay = this[RELAY];
+function onClientDrain(this: ServerResponse): void {
+  const relay = relays.get(this);
   if (relay === undefined) return;
   relay.waiting = false;
   relay.exchange?.resume();
@@ -89,7 +89,7 @@ function onClientDrain(this: RelayedResponse): void {
 class ForwardedRequest implements H1Handler {
   readonly ctx: ProxyContext;
   readonly req: IncomingMessage;
-  readonly res: RelayedResponse;
+  readonly res: ServerResponse;
   readonly o: Outcome;
   readonly scope: TunnelScope | undefined;
   readonly expectContinue: boolean;
@@ -114,16 +114,16 @@ class ForwardedRequest implements H1Handler {
   }
 
   start(): void {
-    let evaluation: Evaluation | Promise<Evaluation>;
+    let evaluation: Evaluation | undefined;
     try {
-      evaluation = evaluateRequest(this.ctx, this.req, this.scope, this.o);
+      evaluation = evaluateRequestCached(this.ctx, this.req, this.scope, this.o);
     } catch (err) {
       this.fail(err);
       return;
     }
-    // A promise only while a DNS query is under way; a cached answer relays in this same turn.
-    if (evaluation instanceof Promise) evaluation.then((e) => this.relay(e), (err: unknown) => this.fail(err));
-    else this.relay(evaluation);
+    // Undefined only when a DNS query is needed; a cached answer relays in this same turn.
+    if (evaluation !== undefined) this.relay(evaluation);
+    else evaluateRequest(this.ctx, this.req, this.scope, this.o).then((e) => this.relay(e), (err: unknown) => this.fail(err));
   }
 
   private relay(evaluation: Evaluation): void {
@@ -203,7 +203,7 @@ class ForwardedRequest implements H1Handler {
     const { host, port, addresses } = this.destination as RelayEvaluation;
     const pool = this.scope === undefined ? this.ctx.upstreams.pool({ host, port, addresses, tls: false }) : this.scope.client;
     this.credentialScope = head.scope;
-    this.res[RELAY] = this;
+    relays.set(this.res, this);
     this.res.on('close', onClientClose);
     try {
       this.exchange = pool.request({ target: head.target, method: this.o.method, headers, body }, this);
@@ -267,18 +267,13 @@ class ForwardedRequest implements H1Handler {
       return;
     }
     if (err instanceof ClientClosedError) {
-      o.verdict = 'fail';
-      o.reason = 'client-closed';
-      o.detail = 'client closed before upstream answered';
+      settle(o, 'fail', 'client-closed', 'client closed before upstream answered', o.status);
       return;
     }
     const dial = isDialError(err);
-    o.verdict = 'fail';
-    o.reason = dial ? 'dial-failed' : 'upstream-failed';
-    o.detail = err.message;
+    settle(o, 'fail', dial ? 'dial-failed' : 'upstream-failed', err.message, 502);
     // RX-11: as on CONNECT, timeout, refused and unreachable stay apart in the event.
     if (dial) o.extra = { ...o.extra, dial_failure: dialFailureOf(err) };
-    o.status = 502;
     const { host, port } = this.destination as RelayEvaluation;
     sendDenial(this.res, upstreamUnreachableDenial(formatAuthority(host, port), dial ? 'connection failed' : 'upstream error'));
   }
@@ -294,9 +289,7 @@ class ForwardedRequest implements H1Handler {
   private fail(err: unknown): void {
     const { res, o } = this;
     this.ctx.logger.warn({ err }, 'proxy request failed');
-    o.verdict = 'fail';
-    o.reason = 'upstream-failed';
-    o.detail = err instanceof Error ? err.message : String(err);
+    settle(o, 'fail', 'upstream-failed', err instanceof Error ? err.message : String(err), o.status);
     if (!res.headersSent) sendBareStatus(res, 502);
     else res.destroy();
     this.report();
@@ -318,7 +311,7 @@ class ForwardedRequest implements H1Handler {
 
   private finish(): void {
     this.settled = true;
-    this.res[RELAY] = undefined;
+    relays.delete(this.res);
     this.res.removeListener('close', onClientClose);
     if (this.waiting) this.res.removeListener('drain', onClientDrain);
   }

@@ -1,16 +1,16 @@
 // The one per-request evaluator shared by forward HTTP and requests inside CONNECT tunnels (parity, BY-12):
 // framing, authority, scheme, path canonicalisation, decide(), and for forward requests the SSRF check.
 // Returns a value: a refusal to render or a pinned destination to relay to. Never touches a socket.
+// Two entry points: evaluateRequestCached (this turn, or undefined when a DNS query is needed) and evaluateRequest.
 
 import type { IncomingMessage } from 'node:http';
-import { isResolveFailure, type ResolveFailureResult } from '../net/destination.js';
-import type { DestinationCheck } from '../net/ssrf.js';
-import { formatAuthority, type HostForm, memoisedAuthorityParser } from '../net/host.js';
+import { isResolveFailure } from '../net/destination.js';
+import { formatAuthority, type HostForm } from '../net/host.js';
 import { redactPlaceholders } from '../credentials/placeholder.js';
 import { decide } from '../policy/decide.js';
 import type { Decision } from '../policy/types.js';
 import type { ProxyContext, TunnelScope } from './context.js';
-import { destinationFor, needsInspection } from './context.js';
+import { type DestinationResult, type DestinationTarget, destination, destinationCached, needsInspection } from './context.js';
 import {
   authorityMismatchDenial,
   type Denial,
@@ -22,11 +22,11 @@ import {
   upstreamUnreachableDenial,
   useConnectDenial,
 } from './deny.js';
-import { routeHasCredentials } from './credentials.js';
-import type { Outcome } from './events.js';
-import { checkFraming, type FramingResult } from './framing.js';
+import { routeHasCredentials } from './credential-injection.js';
+import { type Outcome, type ReasonCode, settle } from './events.js';
+import { checkFraming, type FramingResult } from '../http1/framing.js';
 import { canonicalTarget } from './path.js';
-import { parseAbsoluteTarget } from './target.js';
+import { parseAbsoluteTarget } from '../http1/target.js';
 
 /** An allowed request and where it goes. */
 export interface RelayEvaluation {
@@ -46,19 +46,13 @@ export type Evaluation =
   | { readonly kind: 'deny'; readonly denial: Denial; readonly finding?: string }
   | RelayEvaluation;
 
-function bare(o: Outcome, status: number, reason: Outcome['reason'], detail: string): Evaluation {
-  o.verdict = 'deny';
-  o.reason = reason;
-  o.detail = detail;
-  o.status = status;
+function bare(o: Outcome, status: number, reason: ReasonCode, detail: string): Evaluation {
+  settle(o, 'deny', reason, detail, status);
   return { kind: 'bare', status };
 }
 
-function refuse(o: Outcome, denial: Denial, reason: string, detail: string, finding?: string): Evaluation {
-  o.verdict = denial.status >= 500 ? 'fail' : 'deny';
-  o.reason = reason;
-  o.detail = detail;
-  o.status = denial.status;
+function refuse(o: Outcome, denial: Denial, reason: ReasonCode, detail: string, finding?: string): Evaluation {
+  settle(o, denial.status >= 500 ? 'fail' : 'deny', reason, detail, denial.status);
   return finding === undefined ? { kind: 'deny', denial } : { kind: 'deny', denial, finding };
 }
 
@@ -71,23 +65,19 @@ interface Authority {
 
 type AuthorityOr = Authority | { readonly refused: Evaluation };
 
-// Pure parse memos, one per default port (net/host.ts bounds them): they hold parse results and nothing else.
-const parseHttpAuthority = memoisedAuthorityParser(80);
-const parseHttpsAuthority = memoisedAuthorityParser(443);
-
-function forwardAuthority(o: Outcome, url: string): AuthorityOr {
+function forwardAuthority(ctx: ProxyContext, o: Outcome, url: string): AuthorityOr {
   const abs = parseAbsoluteTarget(url);
   if (!abs.ok) return { refused: bare(o, 400, 'bad-request', 'origin-form request sent to the proxy') };
   if (abs.scheme === 'https') return { refused: refuse(o, useConnectDenial(), 'unsupported-scheme', 'https:// in absolute form; use CONNECT') };
   if (abs.scheme !== 'http') {
     return { refused: refuse(o, unsupportedSchemeDenial(abs.scheme), 'unsupported-scheme', `scheme ${abs.scheme} is not supported`) };
   }
-  const auth = parseHttpAuthority(abs.authority);
+  const auth = ctx.authorities.http(abs.authority);
   if (!auth.ok) return { refused: bare(o, 400, 'bad-request', `bad authority: ${auth.message}`) };
   return { host: auth.host, port: auth.port, kind: auth.kind, target: abs.target };
 }
 
-function tunnelAuthority(o: Outcome, url: string, hostHeader: string | undefined, scope: TunnelScope): AuthorityOr {
+function tunnelAuthority(ctx: ProxyContext, o: Outcome, url: string, hostHeader: string | undefined, scope: TunnelScope): AuthorityOr {
   let authorityText: string | undefined = hostHeader;
   let target = url;
   if (url.charCodeAt(0) !== 47) {
@@ -98,7 +88,7 @@ function tunnelAuthority(o: Outcome, url: string, hostHeader: string | undefined
     authorityText = abs.authority;
     target = abs.target;
   }
-  const auth = authorityText === undefined ? undefined : (scope.tls ? parseHttpsAuthority : parseHttpAuthority)(authorityText);
+  const auth = authorityText === undefined ? undefined : (scope.tls ? ctx.authorities.https : ctx.authorities.http)(authorityText);
   if (auth === undefined || !auth.ok) return { refused: bare(o, 400, 'bad-request', 'request has no valid authority') };
   if (auth.host !== scope.host || auth.port !== scope.port) {
     const expected = formatAuthority(scope.host, scope.port);
@@ -115,15 +105,38 @@ function rawPath(target: string): string {
   return q < 0 ? target : target.slice(0, q);
 }
 
+/** An allowed forward request before its SSRF check: destinationEvaluation completes it. */
+interface Unchecked {
+  readonly kind: 'unchecked';
+  readonly allowed: Omit<RelayEvaluation, 'kind' | 'addresses' | 'tls'>;
+  readonly destination: DestinationTarget;
+}
+
 /**
- * Evaluates one request; fills in `o` (the request's decision event) as it goes. Settles in this turn unless
- * a DNS query is really under way (forward requests only): only then is the answer a promise.
+ * Evaluates one request in this turn; fills in `o` (the request's decision event) as it goes. Undefined only
+ * when an allowed forward request's destination needs a DNS query: then `await evaluateRequest(...)`, which
+ * evaluates it again from the start (pure and cheap beside the query; `o` ends up the same).
  */
-export function evaluateRequest(ctx: ProxyContext, req: IncomingMessage, scope: TunnelScope | undefined, o: Outcome): Evaluation | Promise<Evaluation> {
+export function evaluateRequestCached(ctx: ProxyContext, req: IncomingMessage, scope: TunnelScope | undefined, o: Outcome): Evaluation | undefined {
+  const evaluation = evaluatePolicy(ctx, req, scope, o);
+  if (evaluation.kind !== 'unchecked') return evaluation;
+  const dest = destinationCached(ctx, evaluation.destination);
+  return dest === undefined ? undefined : destinationEvaluation(o, evaluation.allowed, dest);
+}
+
+/** Evaluates one request, resolving a forward request's destination when it must; fills in `o` as it goes. */
+export async function evaluateRequest(ctx: ProxyContext, req: IncomingMessage, scope: TunnelScope | undefined, o: Outcome): Promise<Evaluation> {
+  const evaluation = evaluatePolicy(ctx, req, scope, o);
+  if (evaluation.kind !== 'unchecked') return evaluation;
+  return destinationEvaluation(o, evaluation.allowed, await destination(ctx, evaluation.destination));
+}
+
+/** Everything up to the SSRF check, which only an allowed forward request still needs. */
+function evaluatePolicy(ctx: ProxyContext, req: IncomingMessage, scope: TunnelScope | undefined, o: Outcome): Evaluation | Unchecked {
   const framing = checkFraming(req.httpVersion, req.rawHeaders);
   if (!framing.ok) return bare(o, framing.status, framing.status === 431 ? 'head-too-large' : 'bad-request', framing.problem);
   const url = req.url ?? '';
-  const auth = scope === undefined ? forwardAuthority(o, url) : tunnelAuthority(o, url, framing.host, scope);
+  const auth = scope === undefined ? forwardAuthority(ctx, o, url) : tunnelAuthority(ctx, o, url, framing.host, scope);
   if ('refused' in auth) return auth.refused;
   const { host, port, kind } = auth;
   let target = auth.target;
@@ -172,22 +185,19 @@ export function evaluateRequest(ctx: ProxyContext, req: IncomingMessage, scope: 
     const denial = decision.layer === 'l7' ? l7PolicyDenial({ method, path, host, port }, decision) : forwardPolicyDenial(method, formatAuthority(host, port), path, decision);
     return refuse(o, denial, decision.reason, detail);
   }
-  o.verdict = decision.verdict;
-  o.reason = decision.reason;
-  o.detail = decision.detail;
+  // No status yet: the upstream's answer records it.
+  settle(o, decision.verdict, decision.reason, decision.detail, undefined);
   if (scope !== undefined) {
     return { kind: 'relay', host, port, target, decision, addresses: scope.addresses, tls: scope.tls, framing };
   }
-  const pending = destinationFor(ctx, { host, kind, port, endpoint: decision.endpoint });
-  if (pending instanceof Promise) return pending.then((dest) => destinationEvaluation(o, { host, port, target, decision, framing }, dest));
-  return destinationEvaluation(o, { host, port, target, decision, framing }, pending);
+  return { kind: 'unchecked', allowed: { host, port, target, decision, framing }, destination: { host, kind, port, endpoint: decision.endpoint } };
 }
 
 /** The SSRF check's verdict on an allowed forward request: where it may go, or why it may not. */
 function destinationEvaluation(
   o: Outcome,
   allowed: Omit<RelayEvaluation, 'kind' | 'addresses' | 'tls'>,
-  dest: DestinationCheck | ResolveFailureResult,
+  dest: DestinationResult,
 ): Evaluation {
   const { host, port } = allowed;
   if (isResolveFailure(dest)) {

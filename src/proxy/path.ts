@@ -4,7 +4,7 @@
 /** docs/destinations.md#limits: request targets longer than this are refused. */
 export const MAX_REQUEST_TARGET_CHARS = 4_096;
 
-export const PATH_PROBLEMS = [
+const PATH_PROBLEMS = [
   'too-long',
   'not-origin-form',
   'control-or-non-ascii',
@@ -13,9 +13,9 @@ export const PATH_PROBLEMS = [
   'encoded-slash',
   'escapes-root',
 ] as const;
-export type PathProblem = (typeof PATH_PROBLEMS)[number];
+type PathProblem = (typeof PATH_PROBLEMS)[number];
 
-export type CanonicalTarget =
+type CanonicalTarget =
   | {
       readonly ok: true;
       /** Canonical path: starts with `/`, dot segments resolved, `;params` stripped, `//` collapsed. */

@@ -7,16 +7,18 @@ import { createServer as createNetServer, type Server as NetServer, type Socket 
 import type { Registry } from 'prom-client';
 import type { CredentialSource } from '../credentials/source.js';
 import type { Resolver } from '../net/resolver.js';
-import type { SelfAddress } from '../net/ssrf.js';
+import type { HostCache } from '../net/host.js';
+import { prepareSelfAddresses, type SelfAddress, type SelfAddresses } from '../net/ssrf.js';
 import type { PolicyStore } from '../policy/store.js';
 import type { AuditSink } from '../telemetry/event.js';
 import type { Logger } from '../telemetry/logger.js';
+import type { Interception } from '../tls/intercept.js';
 import { createConnectHandler } from './connect.js';
-import { credentialRoute } from './credentials.js';
-import type { Interception, ProxyContext, TunnelScope } from './context.js';
+import { credentialRoute } from './credential-injection.js';
+import { type AuthorityParsers, createAuthorityParsers, type ProxyContext, type TunnelScope } from './context.js';
 import { renderDenial, tooManyConnectionsDenial } from './deny.js';
 import { CONNECT_TIMEOUT_MS, type DialFunction } from './dial.js';
-import { createProxyMetrics, type ProxyMetrics } from './events.js';
+import { type ClientErrorReason, createProxyMetrics, type ProxyMetrics } from './events.js';
 import { createRequestHandler } from './forward.js';
 import { createTunnelRegistry, TUNNEL_IDLE_TIMEOUT_MS, type TunnelRegistry } from './tunnel.js';
 import { createUpstreams } from './upstream.js';
@@ -29,13 +31,13 @@ export const MAX_CONNECTIONS_PER_LISTENER = 4_096;
 export const HEADERS_TIMEOUT_MS = 10_000;
 /** A whole request, body included (slow POST, RX-04). */
 export const REQUEST_TIMEOUT_MS = 120_000;
-export const KEEP_ALIVE_TIMEOUT_MS = 15_000;
+const KEEP_ALIVE_TIMEOUT_MS = 15_000;
 /** How often Node sweeps connections for the two timeouts above. */
 export const CONNECTIONS_CHECK_INTERVAL_MS = 1_000;
 /** On close, in-flight connections get this long to finish before they are destroyed. */
 export const CLOSE_GRACE_MS = 5_000;
 /** How long a 400/408/431 may take to drain before its socket is destroyed anyway. */
-export const CLIENT_ERROR_LINGER_MS = 1_000;
+const CLIENT_ERROR_LINGER_MS = 1_000;
 
 export interface ProxyLimits {
   readonly maxConnections: number;
@@ -57,12 +59,15 @@ export const DEFAULT_PROXY_LIMITS: ProxyLimits = Object.freeze({
   closeGraceMs: CLOSE_GRACE_MS,
 });
 
-export interface ProxyServerOptions {
+interface ProxyServerOptions {
   readonly host: string;
   readonly port: number;
   readonly limits: ProxyLimits;
   readonly store: PolicyStore;
   readonly resolver: Resolver;
+  readonly hosts?: HostCache | undefined;
+  /** Request-authority parse memos (context.ts createAuthorityParsers); made here when not handed in. */
+  readonly authorities?: AuthorityParsers | undefined;
   readonly sink: AuditSink;
   readonly logger: Logger;
   readonly registry: Registry;
@@ -92,7 +97,7 @@ function clientErrorStatus(code: string | undefined): number {
   return 400;
 }
 
-function clientErrorReason(code: string | undefined): string {
+function clientErrorReason(code: string | undefined): ClientErrorReason {
   if (code === 'HPE_HEADER_OVERFLOW') return 'head-too-large';
   if (code === 'ERR_HTTP_REQUEST_TIMEOUT') return 'timeout';
   if (code === 'ECONNRESET') return 'reset';
@@ -109,7 +114,7 @@ export function createProxyServer(options: ProxyServerOptions): ProxyServer {
   const upstreams = createUpstreams({ dial: options.dial, connectTimeoutMs: limits.connectTimeoutMs, extraCaPem: options.upstreamCaPem });
   const sockets = new Set<Socket>();
   let bound: { host: string; port: number } = { host: options.host, port: options.port };
-  let selfCache: readonly SelfAddress[] | undefined;
+  let selfCache: SelfAddresses | undefined;
   let selfOthers: readonly SelfAddress[] | undefined;
   let selfBound: { host: string; port: number } | undefined;
   let onDrained: (() => void) | undefined;
@@ -125,12 +130,15 @@ export function createProxyServer(options: ProxyServerOptions): ProxyServer {
     requestTimeout: limits.requestTimeoutMs,
     connectionsCheckingInterval: CONNECTIONS_CHECK_INTERVAL_MS,
   });
-  // Header count is checked by framing.ts; Node's own cap would silently drop headers instead.
+  // Header count is checked by http1/framing.ts; Node's own cap would silently drop headers instead.
   http.maxHeadersCount = 0;
 
   const ctx: ProxyContext = {
     store: options.store,
     resolver: options.resolver,
+    hosts: options.hosts,
+    // The composition root should hand these in beside `hosts` (issue 13); until it does, each proxy makes its own.
+    authorities: options.authorities ?? createAuthorityParsers(),
     sink: options.sink,
     metrics,
     logger,
@@ -149,8 +157,8 @@ export function createProxyServer(options: ProxyServerOptions): ProxyServer {
       if (selfCache === undefined || others !== selfOthers || bound !== selfBound) {
         selfBound = bound;
         selfOthers = others;
-        // Frozen through and through: net/ssrf.ts then parses this list once, not per request.
-        selfCache = Object.freeze([{ ip: bound.host, port: bound.port }, ...others].map((e) => Object.freeze({ ip: e.ip, port: e.port })));
+        // Parsed here, once per change, not per request (net/ssrf.ts prepareSelfAddresses).
+        selfCache = prepareSelfAddresses([{ ip: bound.host, port: bound.port }, ...others]);
       }
       return selfCache;
     },
@@ -199,7 +207,7 @@ export function createProxyServer(options: ProxyServerOptions): ProxyServer {
         action: 'DENIED',
         src: { ...(socket.remoteAddress === undefined ? {} : { ip: socket.remoteAddress }), ...(socket.remotePort === undefined ? {} : { port: socket.remotePort }) },
         message: `connection refused: ${limits.maxConnections} connections open`,
-        reason: 'too-many-connections',
+        detail: 'too-many-connections',
         unmapped: { reason_code: 'too-many-connections' },
       });
       socket.on('error', () => socket.destroy());

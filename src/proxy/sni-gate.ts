@@ -3,7 +3,7 @@
 // never picks the destination). Server-first protocols keep working: upstream bytes flow meanwhile.
 
 import type { Socket } from 'node:net';
-import { MAX_CLIENT_HELLO_BYTES, readClientHello } from './client-hello.js';
+import { MAX_CLIENT_HELLO_BYTES, readClientHello } from '../tls/client-hello.js';
 import { relayRaw } from './tunnel.js';
 
 /** relayRaw's shape: what connect.ts's startTunnel runs for an uninspected route. */

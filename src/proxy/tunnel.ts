@@ -2,7 +2,7 @@
 // a tunnel whose decision changed under a new policy generation is closed; the others keep running.
 
 import type { Socket } from 'node:net';
-import type { SelfAddress } from '../net/ssrf.js';
+import type { SelfAddresses } from '../net/ssrf.js';
 import { validateDestination } from '../net/ssrf.js';
 import { decide } from '../policy/decide.js';
 import type { Decision, Policy } from '../policy/types.js';
@@ -32,12 +32,12 @@ export interface TunnelRegistry {
   add(tunnel: PinnedTunnel): () => void;
   size(): number;
   /** Closes every tunnel whose decision changed under `policy`; returns how many were closed. */
-  reevaluate(policy: Policy, options: { allowLoopback: boolean; selfAddresses: readonly SelfAddress[] }): number;
+  reevaluate(policy: Policy, options: { allowLoopback: boolean; selfAddresses: SelfAddresses }): number;
   closeAll(reason: string): void;
 }
 
-export interface TunnelRegistryOptions {
-  /** The credential guard of a route (proxy/credentials.ts): a forced inspection is part of the decision. */
+interface TunnelRegistryOptions {
+  /** The credential guard of a route (proxy/credential-injection.ts): a forced inspection is part of the decision. */
   readonly routeOf?: (decision: Decision, host: string, port: number) => 'as-is' | 'inspect' | 'refuse';
 }
 
@@ -73,7 +73,7 @@ export function createTunnelRegistry(registryOptions: TunnelRegistryOptions = {}
 function stillAllowed(
   policy: Policy,
   t: PinnedTunnel,
-  options: { allowLoopback: boolean; selfAddresses: readonly SelfAddress[]; routeOf: TunnelRegistryOptions['routeOf'] },
+  options: { allowLoopback: boolean; selfAddresses: SelfAddresses; routeOf: TunnelRegistryOptions['routeOf'] },
 ): boolean {
   const decision = decide(policy, { adapter: 'connect', host: t.host, port: t.port });
   if (decision.verdict === 'deny') return false;
@@ -98,7 +98,7 @@ function stillAllowed(
 }
 
 /** Why a tunnel ended abnormally (RX-05, RX-10); a clean close on both sides has no cause. */
-export const TUNNEL_END_CAUSES = ['idle-timeout', 'client-reset', 'upstream-reset', 'client-error', 'upstream-error'] as const;
+const TUNNEL_END_CAUSES = ['idle-timeout', 'client-reset', 'upstream-reset', 'client-error', 'upstream-error'] as const;
 export type TunnelEndCause = (typeof TUNNEL_END_CAUSES)[number];
 
 function errorCause(side: 'client' | 'upstream', err: NodeJS.ErrnoException): TunnelEndCause {

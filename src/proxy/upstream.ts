@@ -1,4 +1,4 @@
-// Upstream HTTP/1.1 pools (h1-client.ts) whose connect() dials only the pinned, validated addresses: a bounded
+// Upstream HTTP/1.1 pools (http1/h1-client.ts) whose connect() dials only the pinned, validated addresses: a bounded
 // cache of keep-alive pools for forward requests, and one single-connection pool per inspected tunnel that
 // starts on the socket dialled at CONNECT time. Upstream TLS is verified against system roots plus --upstream-ca.
 
@@ -6,22 +6,22 @@ import type { Socket } from 'node:net';
 import { isIP } from 'node:net';
 import { connect as tlsConnect, createSecureContext, rootCertificates, type SecureContext, type TLSSocket } from 'node:tls';
 import { type DialFunction, dialPinned } from './dial.js';
-import { createH1Pool, type H1Pool, type H1Timeouts } from './h1-client.js';
+import { createH1Pool, type H1Pool, type H1Timeouts } from '../http1/h1-client.js';
 
 /** Distinct (destination, pinned addresses) pools kept; the least recently used is closed beyond this. */
-export const MAX_UPSTREAM_POOLS = 256;
+const MAX_UPSTREAM_POOLS = 256;
 /** Busy connections per forward destination; further requests queue (MAX_QUEUED_REQUESTS_PER_UPSTREAM). */
-export const MAX_CONNECTIONS_PER_UPSTREAM = 256;
+const MAX_CONNECTIONS_PER_UPSTREAM = 256;
 /** Socket inactivity allowed while waiting for a response head. */
-export const UPSTREAM_HEADERS_TIMEOUT_MS = 120_000;
+const UPSTREAM_HEADERS_TIMEOUT_MS = 120_000;
 /** Socket inactivity allowed while a response body streams. */
-export const UPSTREAM_BODY_TIMEOUT_MS = 300_000;
+const UPSTREAM_BODY_TIMEOUT_MS = 300_000;
 /** An idle pooled socket is closed after this; below common origin defaults (5 s) to dodge stale sockets. */
-export const UPSTREAM_KEEP_ALIVE_TIMEOUT_MS = 4_000;
+const UPSTREAM_KEEP_ALIVE_TIMEOUT_MS = 4_000;
 /** Upstream TLS sessions kept for resumption, one per (name, address, port); the oldest is dropped beyond. */
-export const MAX_UPSTREAM_TLS_SESSIONS = 256;
+const MAX_UPSTREAM_TLS_SESSIONS = 256;
 
-export interface PinnedDestination {
+interface PinnedDestination {
   /** Normalised host: the SNI and certificate name for TLS (no SNI for IP literals). */
   readonly host: string;
   readonly port: number;

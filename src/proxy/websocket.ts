@@ -10,18 +10,18 @@ import { redactPlaceholders } from '../credentials/placeholder.js';
 import { decide } from '../policy/decide.js';
 import type { Decision, Policy } from '../policy/types.js';
 import { needsInspection, type ProxyContext } from './context.js';
-import { credentialHead, credentialRefusal } from './credentials.js';
+import { credentialHead, credentialRefusal } from './credential-injection.js';
 import { unsupportedL7Denial, upstreamUnreachableDenial, writeBareStatusToSocket, writeDenialToSocket } from './deny.js';
 import { dialPinned } from './dial.js';
-import { beginOutcome, emitOutcome, findingEvent, type Outcome, relayClosedEvent } from './events.js';
-import { BOUNDARY_HEADER_PREFIX, hostHeader, upstreamRequestHeaders } from './headers.js';
+import { beginOutcome, emitOutcome, findingEvent, type Outcome, relayClosedEvent, settle } from './events.js';
+import { BOUNDARY_HEADER_PREFIX, hostHeader, upstreamRequestHeaders } from '../http1/headers.js';
 import { evaluateRequest } from './l7.js';
 import { type PinnedTunnel, relayRaw } from './tunnel.js';
-import { CLOSE_CODES } from './ws-frames.js';
+import { CLOSE_CODES } from '../websocket/ws-frames.js';
 import { relayWebSocket, type WsSession } from './ws-relay.js';
 
 /** The upstream's handshake answer must fit in this. */
-export const MAX_UPGRADE_RESPONSE_HEAD_BYTES = 16_384;
+const MAX_UPGRADE_RESPONSE_HEAD_BYTES = 16_384;
 
 function refuseUpgrade(ctx: ProxyContext, socket: Socket, o: Outcome, refusal: RewriteRefusal): void {
   const { denial, finding } = credentialRefusal(o, refusal);
@@ -37,9 +37,7 @@ export function createUpgradeHandler(ctx: ProxyContext) {
     o.method = req.method ?? 'UNKNOWN';
     upgrade(ctx, req, socket, head, o)
       .catch((err: unknown) => {
-        o.verdict = 'fail';
-        o.reason = 'upstream-failed';
-        o.detail = err instanceof Error ? err.message : String(err);
+        settle(o, 'fail', 'upstream-failed', err instanceof Error ? err.message : String(err), o.status);
         socket.destroy();
       })
       .finally(() => emitOutcome(ctx.sink, ctx.metrics, o));
@@ -92,11 +90,9 @@ async function upgrade(ctx: ProxyContext, req: IncomingMessage, socket: Socket, 
   const { host, port, target, addresses, tls, decision, framing } = evaluation;
   const endpoint = decision.endpoint;
   if (framing.upgrade !== 'websocket' || (endpoint !== undefined && needsInspection(endpoint) && endpoint.protocol !== 'websocket')) {
-    o.verdict = 'deny';
-    o.reason = 'unsupported-l7-protocol';
-    o.detail = `upgrade to ${framing.upgrade ?? '-'} is not allowed on this endpoint`;
-    o.status = 403;
-    writeDenialToSocket(socket, unsupportedL7Denial(o.detail));
+    const detail = `upgrade to ${framing.upgrade ?? '-'} is not allowed on this endpoint`;
+    settle(o, 'deny', 'unsupported-l7-protocol', detail, 403);
+    writeDenialToSocket(socket, unsupportedL7Denial(detail));
     return;
   }
   // The handshake head is rewritten like any request, before the dial: a refusal sends nothing upstream.
@@ -118,10 +114,7 @@ async function upgrade(ctx: ProxyContext, req: IncomingMessage, socket: Socket, 
     const raw = await dialPinned({ addresses, port, dial: ctx.dial, timeoutMs: ctx.connectTimeoutMs });
     upstream = tls ? await ctx.upstreams.secureSocket(raw, host) : raw;
   } catch (err) {
-    o.verdict = 'fail';
-    o.reason = 'dial-failed';
-    o.detail = (err as Error).message;
-    o.status = 502;
+    settle(o, 'fail', 'dial-failed', (err as Error).message, 502);
     writeDenialToSocket(socket, upstreamUnreachableDenial(formatAuthority(host, port), 'connection failed'));
     return;
   }
@@ -192,7 +185,7 @@ async function upgrade(ctx: ProxyContext, req: IncomingMessage, socket: Socket, 
     // docs/destinations.md#reloads: the relay survives a reload unless the upgrade's or its text frames' decision changed.
     recheck: (policy) => sameDecisions(pinned, pinnedDecisions(policy, session, o.method, undefined)),
     close(reason) {
-      if (reason === 'policy-changed') ctx.metrics.reloadClosed.inc();
+      if (reason === 'policy-changed') ctx.metrics.reloadClosed.inc({});
       const code = reason === 'policy-changed' ? CLOSE_CODES.serviceRestart : CLOSE_CODES.goingAway;
       ctx.sink.emit(
         relayClosedEvent(ctx.store.current(), {

@@ -16,21 +16,12 @@ import { decide } from '../policy/decide.js';
 import type { Adapter, Endpoint } from '../policy/types.js';
 import type { Severity } from '../telemetry/event.js';
 import type { ProxyContext } from './context.js';
-import { credentialRefusal } from './credentials.js';
-import { beginOutcome, emitOutcome, findingEvent, type Outcome } from './events.js';
+import { credentialRefusal } from './credential-injection.js';
+import { beginOutcome, emitOutcome, findingEvent, type Outcome, type OutcomeReason, settle } from './events.js';
 import { TUNNEL_LINGER_MS } from './tunnel.js';
-import {
-  CLOSE_CODES,
-  type ClientEvent,
-  type CloseCode,
-  createAssemblyTimer,
-  createClientFrameParser,
-  createFrameBoundaryTracker,
-  encodeClose,
-  encodeFrame,
-  OPCODES,
-  type Timers,
-} from './ws-frames.js';
+import { createAssemblyTimer, type Timers } from '../websocket/assembly-timer.js';
+import { createFrameBoundaryTracker } from '../websocket/frame-boundary.js';
+import { CLOSE_CODES, type ClientEvent, type CloseCode, createClientFrameParser, encodeClose, encodeFrame, OPCODES } from '../websocket/ws-frames.js';
 
 /** What the relay needs to know about the upgrade it continues. */
 export interface WsSession {
@@ -50,7 +41,7 @@ export interface WsSession {
   readonly src: { readonly remoteAddress?: string | undefined; readonly remotePort?: number | undefined };
 }
 
-export interface WsRelay {
+interface WsRelay {
   /** Sends `code` both ways at frame boundaries, then ends both sockets (destroyed after the linger). */
   close(code: CloseCode, reason: string): void;
 }
@@ -135,7 +126,7 @@ export function relayWebSocket(
   }
 
   /** A relay-level failure (malformed frames, timeouts): NET:CLOSE beside the close frame. */
-  function fail(code: CloseCode, detail: string, reasonCode: string, severity: Severity = 'LOW'): void {
+  function fail(code: CloseCode, detail: string, reasonCode: OutcomeReason, severity: Severity = 'LOW'): void {
     const policy = ctx.store.current();
     ctx.sink.emit({
       class: 'NET',
@@ -144,7 +135,7 @@ export function relayWebSocket(
       engine: 'l7',
       dst: { host: session.host, port: session.port },
       message: `websocket closed with ${code}: ${detail}`,
-      reason: detail,
+      detail,
       generation: policy.generation,
       policyHash: policy.hash,
       unmapped: { reason_code: reasonCode, close_code: code, adapter: session.adapter },
@@ -167,9 +158,7 @@ export function relayWebSocket(
     const decision = decide(ctx.store.current(), { adapter, host, port, method: 'WEBSOCKET_TEXT', path, query });
     if (decision.verdict === 'allow') return true;
     const o = messageOutcome(ctx, session, 'WEBSOCKET_TEXT');
-    o.verdict = decision.verdict;
-    o.reason = decision.reason;
-    o.detail = decision.detail;
+    settle(o, decision.verdict, decision.reason, decision.detail, undefined);
     o.policy = decision.policy;
     o.engine = decision.layer === 'l7' ? 'l7' : 'opa';
     o.extra = { rule: decision.rule, endpoint: decision.endpoint?.id, identity: decision.binaryIdentity };
@@ -188,9 +177,8 @@ export function relayWebSocket(
     const rewrite = rewriteWebSocketText({ text, scope: session.scope, rewrite: session.endpoint?.websocketCredentialRewrite === true });
     if (!rewrite.ok) {
       const o = messageOutcome(ctx, session, 'WEBSOCKET_TEXT');
-      const { finding } = credentialRefusal(o, rewrite);
       // The refusal's HTTP status means nothing after a 101: the close code (1008) is what the client sees.
-      o.status = undefined;
+      const { finding } = credentialRefusal(o, rewrite, undefined);
       refuseMessage(o, finding);
       return;
     }
@@ -212,10 +200,8 @@ export function relayWebSocket(
           return;
         }
         const o = messageOutcome(ctx, session, 'WEBSOCKET_BINARY');
-        o.verdict = 'deny';
-        o.reason = 'websocket-binary-credentialed';
+        settle(o, 'deny', 'websocket-binary-credentialed', 'binary WebSocket frames are refused on a credentialed upgrade: they cannot be inspected', undefined);
         o.engine = 'credentials';
-        o.detail = 'binary WebSocket frames are refused on a credentialed upgrade: they cannot be inspected';
         refuseMessage(o);
         return;
       }

@@ -11,7 +11,7 @@ import { certificateUris, parseOperatorSpiffeId } from '../pki/issue.js';
 import type { Logger } from '../telemetry/logger.js';
 
 export const MIN_ADMIN_TOKEN_CHARS = 32;
-export const MAX_ADMIN_TOKEN_BYTES = 4_096;
+const MAX_ADMIN_TOKEN_BYTES = 4_096;
 export const ADMIN_AUTH_REALM = 'boundary-supervisor';
 /** What a request asked for: a plain request or upgrade (401, Authorization) or CONNECT (407, Proxy-Authorization). */
 export type AdminCallStyle = 'request' | 'connect';
@@ -26,7 +26,7 @@ export interface AdminAuth {
   authenticate(req: IncomingMessage, style: AdminCallStyle): Promise<AdminAuthResult>;
 }
 
-export interface AdminAuthOptions {
+interface AdminAuthOptions {
   /** Its trimmed content is the token. */
   readonly tokenFile?: string | undefined;
   /** Accept verified operator certificates (the listener speaks TLS and requests client certificates). */
@@ -51,7 +51,7 @@ async function readToken(path: string, size: number): Promise<{ ok: true; digest
 }
 
 /** The token a request carries: `Authorization: Bearer`, and for CONNECT also `Proxy-Authorization` Bearer or Basic. */
-export function presentedToken(req: IncomingMessage, style: AdminCallStyle): string | undefined {
+function presentedToken(req: IncomingMessage, style: AdminCallStyle): string | undefined {
   const candidates: [string | undefined, boolean][] = [[req.headers.authorization, false]];
   if (style === 'connect') candidates.push([req.headers['proxy-authorization'], true]);
   for (const [value, basicAllowed] of candidates) {

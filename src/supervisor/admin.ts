@@ -8,7 +8,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import { createServer as createHttpsServer, type Server as HttpsServer } from 'node:https';
 import type { Duplex } from 'node:stream';
 import type { RelayTarget } from '../control/messages.js';
-import { isLoopbackHost } from '../control/relay.js';
+import { isLoopbackHost } from '../control/protocol.js';
 import type { Logger } from '../telemetry/logger.js';
 import { ADMIN_AUTH_REALM, type AdminAuth, type AdminAuthResult, type AdminCallStyle } from './admin-auth.js';
 import { type RelayStyle, relayErrorReply } from './relays.js';
@@ -17,9 +17,9 @@ import { type ServingPems, servingContext } from './server.js';
 export const ADMIN_MAX_CONNECTIONS = 256;
 export const ADMIN_HEADERS_TIMEOUT_MS = 5_000;
 export const ADMIN_REQUEST_TIMEOUT_MS = 10_000;
-export const ADMIN_TLS_HANDSHAKE_TIMEOUT_MS = 5_000;
+const ADMIN_TLS_HANDSHAKE_TIMEOUT_MS = 5_000;
 /** Optional CONNECT header choosing one instance of the sandbox (default: the most recently attached). */
-export const RELAY_INSTANCE_HEADER = 'boundary-instance';
+const RELAY_INSTANCE_HEADER = 'boundary-instance';
 
 export interface SupervisorReadiness {
   readonly ready: boolean;
@@ -27,7 +27,7 @@ export interface SupervisorReadiness {
   readonly [key: string]: unknown;
 }
 
-export interface AdminHandlers {
+interface AdminHandlers {
   sandboxes(): Promise<object>;
   readiness(): SupervisorReadiness;
   /** Answers once the expectation is durable in the store. */
@@ -71,7 +71,7 @@ function parseInstance(text: string | null | undefined): Parsed<string | undefin
 }
 
 /** `POST /v1/sandboxes/<id>/relay?port=N[&host=H][&instance=I]`. */
-export function parseUpgradeRelay(sandboxId: string, query: URLSearchParams): Parsed<RelayRequest> {
+function parseUpgradeRelay(sandboxId: string, query: URLSearchParams): Parsed<RelayRequest> {
   const port = parsePort(query.get('port'));
   const host = query.get('host') ?? '127.0.0.1';
   const instance = parseInstance(query.get('instance'));
@@ -81,7 +81,7 @@ export function parseUpgradeRelay(sandboxId: string, query: URLSearchParams): Pa
 }
 
 /** `CONNECT <sandbox-id>:<port>`, the port being the loopback port inside the sandbox (host 127.0.0.1). */
-export function parseConnectRelay(authority: string, instanceHeader: string | string[] | undefined): Parsed<RelayRequest> {
+function parseConnectRelay(authority: string, instanceHeader: string | string[] | undefined): Parsed<RelayRequest> {
   const match = CONNECT_TARGET.exec(authority);
   const port = parsePort(match?.[2] ?? null);
   if (match === null || port === undefined) return { ok: false, message: 'CONNECT needs <sandbox-id>:<port> with a port from 1 to 65535' };
@@ -90,7 +90,7 @@ export function parseConnectRelay(authority: string, instanceHeader: string | st
   return { ok: true, value: { sandboxId: match[1] ?? '', instanceId: instance.value, target: { host: '127.0.0.1', port }, style: 'connect' } };
 }
 
-export interface SupervisorAdminOptions {
+interface SupervisorAdminOptions {
   readonly host: string;
   readonly port: number;
   readonly handlers: AdminHandlers;

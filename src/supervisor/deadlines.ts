@@ -9,7 +9,7 @@ import { pushMessage } from './push.js';
 import { REPLICA_HEARTBEAT_MS, REPLICA_LEASE_MS, type StoredWithdrawal } from './store/store.js';
 
 /** Deadlines another replica set are found within this; this replica's own fire on time (a timer at each). */
-export const DEADLINE_SWEEP_MS = 1_000;
+const DEADLINE_SWEEP_MS = 1_000;
 
 export interface AttachDeadlines {
   /** A deadline at `at` exists (this replica set it): sweep then. */

@@ -2,6 +2,7 @@
 // events, relay and session close. Admission rules live in tables.ts; this file keeps the live sessions in step.
 
 import { randomUUID } from 'node:crypto';
+import type { ServerHttp2Session } from 'node:http2';
 import type { RefusedMessage } from '../control/messages.js';
 import type { LiveSession, SupervisorContext } from './context.js';
 import type { AttachDeadlines } from './deadlines.js';
@@ -26,6 +27,19 @@ export function createControlHandlers(ctx: SupervisorContext, parts: { deadlines
   const { logger, tables, live, broker, emit, store, writer, replicaId, now } = ctx;
   const { deadlines, replication } = parts;
   const key = (sandboxId: string, instanceId: string): string => `instance:${sandboxId}/${instanceId}`;
+  // The sessions attached over each connection, so a closing connection finds its own without a scan of every
+  // live session (a restart closes them all: a scan each would be quadratic). Entries another part already
+  // removed from `live` (retired, withdrawn) are skipped on close and pruned on the next attach.
+  const byConnection = new WeakMap<ServerHttp2Session, Set<LiveSession>>();
+  function track(session: LiveSession): void {
+    let attached = byConnection.get(session.session);
+    if (attached === undefined) {
+      attached = new Set();
+      byConnection.set(session.session, attached);
+    }
+    for (const old of attached) if (live.get(old.sessionId) !== old) attached.delete(old);
+    attached.add(session);
+  }
   return {
     attach(peer, h2session, message) {
       const refused = (refusal: RefusedMessage): RefusedMessage => {
@@ -55,7 +69,7 @@ export function createControlHandlers(ctx: SupervisorContext, parts: { deadlines
       if (previous !== undefined && result.superseded !== undefined) {
         retireSession(ctx, previous, result.superseded, { bootId, from: peer.remote, h2session });
       }
-      live.set(sessionId, {
+      const session: LiveSession = {
         sessionId,
         session: h2session,
         sandboxId: message.sandboxId,
@@ -63,7 +77,9 @@ export function createControlHandlers(ctx: SupervisorContext, parts: { deadlines
         bootId: message.bootId,
         remote: peer.remote,
         watch: undefined,
-      });
+      };
+      live.set(sessionId, session);
+      track(session);
       logger.info(
         { sandboxId: message.sandboxId, instanceId: message.instanceId, generation: result.admitted.generation, resent: result.admitted.policy !== undefined },
         'boundary attached',
@@ -122,8 +138,10 @@ export function createControlHandlers(ctx: SupervisorContext, parts: { deadlines
       broker.accept(peer.sandboxId ?? '', sessionId, relayId, stream, headers);
     },
     sessionClosed(h2session) {
-      for (const session of [...live.values()]) {
-        if (session.session !== h2session) continue;
+      const attached = byConnection.get(h2session);
+      byConnection.delete(h2session);
+      for (const session of attached ?? []) {
+        if (live.get(session.sessionId) !== session) continue;
         live.delete(session.sessionId);
         const instance = tables.detach(session.sessionId);
         // Closing: the whole replica is released at once (store.releaseReplica), with the same deadline.

@@ -10,20 +10,20 @@ import { HOOK_TIMEOUT_MS, MAX_HOOK_ERROR_CHARS } from './withdrawal-hook.js';
  * `timeoutMs` can outlive the lease, and another replica may then deliver the same withdrawal too: receivers
  * dedupe on the idempotency key anyway.
  */
-export const HOOK_LEASE_MS = 2 * HOOK_TIMEOUT_MS + 30_000;
+const HOOK_LEASE_MS = 2 * HOOK_TIMEOUT_MS + 30_000;
 /** Deliveries claimed per pass. */
-export const HOOK_BATCH = 16;
+const HOOK_BATCH = 16;
 /** Deliveries in flight at once in one runner. */
-export const HOOK_CONCURRENCY = 4;
+const HOOK_CONCURRENCY = 4;
 /** First retry delay; doubles per attempt up to HOOK_RETRY_MAX_MS. */
-export const HOOK_RETRY_BASE_MS = 1_000;
-export const HOOK_RETRY_MAX_MS = 300_000;
+const HOOK_RETRY_BASE_MS = 1_000;
+const HOOK_RETRY_MAX_MS = 300_000;
 /** Without a kick, a pass runs this often: picks up deliveries whose lease ran out on a replica that died. */
-export const HOOK_POLL_MS = 2_000;
+const HOOK_POLL_MS = 2_000;
 /** Failures keep being retried; from this attempt on each one is logged at error instead of warn. */
 export const HOOK_ERROR_AFTER_ATTEMPTS = 10;
 
-export interface HookRunnerOptions {
+interface HookRunnerOptions {
   readonly store: SupervisorStore;
   readonly deliver: (withdrawal: StoredWithdrawal) => Promise<void>;
   readonly now: () => number;
@@ -50,7 +50,7 @@ export interface HookRunner {
  * The delay before attempt `attempts + 1`: base doubling per attempt, capped, then "equal jitter" (a random point
  * in the upper half) so replicas and withdrawals that failed together do not retry in lockstep.
  */
-export function hookRetryDelayMs(attempts: number, baseMs: number, maxMs: number, random: () => number): number {
+function hookRetryDelayMs(attempts: number, baseMs: number, maxMs: number, random: () => number): number {
   const exponent = Math.min(Math.max(attempts - 1, 0), 30);
   const capped = Math.min(maxMs, baseMs * 2 ** exponent);
   return Math.round(capped / 2 + (capped / 2) * random());

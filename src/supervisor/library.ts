@@ -11,13 +11,13 @@ import type { Policy } from '../policy/types.js';
 
 /** Below MAX_CONTROL_MESSAGE_BYTES with room for JSON escaping of the YAML text. */
 export const MAX_POLICY_FILE_BYTES = 262_144;
-export const MAX_POLICY_FILES = 10_000;
-export const WATCH_DEBOUNCE_MS = 25;
+const MAX_POLICY_FILES = 10_000;
+const WATCH_DEBOUNCE_MS = 25;
 /** fs.watch can miss events (network filesystems, some editors); a periodic rescan catches up. */
-export const RESCAN_INTERVAL_MS = 5_000;
-export const DEFAULT_POLICY_NAME = 'default';
+const RESCAN_INTERVAL_MS = 5_000;
+const DEFAULT_POLICY_NAME = 'default';
 
-export interface PolicyVersion {
+interface PolicyVersion {
   readonly text: string;
   readonly hash: string;
   readonly file: string;
@@ -29,7 +29,7 @@ interface FileState {
   error: string | undefined;
 }
 
-export type PolicyLookup =
+type PolicyLookup =
   | { readonly ok: true; readonly policy: PolicyVersion }
   | { readonly ok: false; readonly code: 'unknown-sandbox' | 'policy-invalid'; readonly message: string };
 

@@ -6,7 +6,7 @@ import type { LiveSession, SupervisorContext } from './context.js';
 import type { ConfigChange, InstanceRecord } from './tables.js';
 
 /** A boundary that does not read its watch stream is cut off before its backlog grows past this. */
-export const MAX_WATCH_BACKLOG_BYTES = 8_388_608;
+const MAX_WATCH_BACKLOG_BYTES = 8_388_608;
 
 export function pushMessage(ctx: SupervisorContext, session: LiveSession, message: PushMessage): boolean {
   const watch = session.watch;

@@ -3,12 +3,12 @@
 
 import type { X509Certificate } from 'node:crypto';
 import type { TLSSocket } from 'node:tls';
-import { describeError } from '../control/dial.js';
+import { describeError } from '../control/protocol.js';
 
 /** Longest certificate field copied into a log line: a hostile client picks these strings. */
-export const MAX_CERT_FIELD_CHARS = 512;
+const MAX_CERT_FIELD_CHARS = 512;
 
-export interface PresentedCertificate {
+interface PresentedCertificate {
   readonly subject: string;
   readonly san: string;
   readonly notAfter: string;
@@ -16,7 +16,7 @@ export interface PresentedCertificate {
 }
 
 /** The log fields of one refused connection. */
-export interface Rejection {
+interface Rejection {
   readonly remote: string;
   /** OpenSSL's verification result (CERT_HAS_EXPIRED, UNABLE_TO_VERIFY_LEAF_SIGNATURE, ...), when there is one. */
   readonly verifyError?: string;
@@ -28,7 +28,7 @@ export interface Rejection {
 const cut = (text: string | undefined): string => (text ?? '').trim().replace(/\n/g, ', ').slice(0, MAX_CERT_FIELD_CHARS);
 
 /** The presented certificate's public fields; undefined when the peer sent none (or the socket is gone). */
-export function presentedCertificate(socket: TLSSocket): PresentedCertificate | undefined {
+function presentedCertificate(socket: TLSSocket): PresentedCertificate | undefined {
   let cert: X509Certificate | undefined;
   try {
     cert = socket.getPeerX509Certificate();

@@ -6,24 +6,23 @@ import { randomUUID } from 'node:crypto';
 import { STATUS_CODES } from 'node:http';
 import type { IncomingHttpHeaders, ServerHttp2Stream } from 'node:http2';
 import type { Duplex } from 'node:stream';
-import { describeError } from '../control/dial.js';
 import { decodeMessage, type RelayOpenPush, type RelayTarget } from '../control/messages.js';
 import { readBody } from '../control/ndjson.js';
-import { RELAY_REFUSED_HEADER } from '../control/relay.js';
+import { describeError, RELAY_REFUSED_HEADER } from '../control/protocol.js';
 import type { Logger } from '../telemetry/logger.js';
 import { refuse, send } from './server.js';
 
-export const RELAY_OPEN_TIMEOUT_MS = 10_000;
-export const MAX_PENDING_RELAYS = 256;
-export const MAX_ACTIVE_RELAYS = 1_024;
+const RELAY_OPEN_TIMEOUT_MS = 10_000;
+const MAX_PENDING_RELAYS = 256;
+const MAX_ACTIVE_RELAYS = 1_024;
 const MAX_REFUSAL_BYTES = 8_192;
 
-export const RELAY_UPGRADE_TOKEN = 'boundary-relay';
+const RELAY_UPGRADE_TOKEN = 'boundary-relay';
 /** How the caller asked: `POST ... Upgrade: boundary-relay` (101, JSON errors) or CONNECT (200, bare status lines). */
-export const RELAY_STYLES = ['upgrade', 'connect'] as const;
+const RELAY_STYLES = ['upgrade', 'connect'] as const;
 export type RelayStyle = (typeof RELAY_STYLES)[number];
 /** Carries the error code on CONNECT answers, which have no body (socat and ssh read only the status line). */
-export const RELAY_ERROR_HEADER = 'boundary-error';
+const RELAY_ERROR_HEADER = 'boundary-error';
 
 /**
  * The answer that ends a relay request that will not be bridged, in the caller's style. `headers` (fixed

@@ -8,7 +8,7 @@ import type { LiveSession, SupervisorContext } from './context.js';
 import { pushMessage } from './push.js';
 import type { SupersededSession } from './tables.js';
 
-export interface Newcomer {
+interface Newcomer {
   readonly bootId: string;
   /** Where it came from, for the log and the push: a remote address, or the replica that admitted it. */
   readonly from: string;

@@ -8,7 +8,7 @@ import { canonicalJson, sha256Hex } from '../policy/canonical.js';
 import type { ConfigLookup } from './context.js';
 import type { PolicyLibrary } from './library.js';
 
-export interface SandboxConfigs {
+interface SandboxConfigs {
   configFor(sandboxId: string): ConfigLookup;
   /** The credential grants alone: a replica pushes its own, whichever replica published the policy. */
   credentials(): { readonly providers: readonly WireProvider[]; readonly hash: string };

@@ -13,7 +13,6 @@ import {
 import type { X509Certificate } from 'node:crypto';
 import type { Socket } from 'node:net';
 import type { TLSSocket } from 'node:tls';
-import { describeError } from '../control/dial.js';
 import {
   type AdmittedMessage,
   type AttachMessage,
@@ -26,21 +25,21 @@ import {
   type StatusMessage,
 } from '../control/messages.js';
 import { readBody } from '../control/ndjson.js';
-import { SESSION_HEADER } from '../control/relay.js';
+import { describeError, SESSION_HEADER } from '../control/protocol.js';
 import { BoundaryError } from '../errors.js';
 import type { ControlIdentityPems } from '../pki/identity.js';
 import { certificateUris, parseSandboxSpiffeId } from '../pki/issue.js';
 import type { Logger } from '../telemetry/logger.js';
 import { rejectionOf, remoteOf } from './rejection.js';
 
-export const MAX_CONNECTIONS = 20_000;
-export const MAX_STREAMS_PER_SESSION = 128;
+const MAX_CONNECTIONS = 20_000;
+const MAX_STREAMS_PER_SESSION = 128;
 export const TLS_HANDSHAKE_TIMEOUT_MS = 10_000;
 /** A session that has not attached by then is closed: it holds a socket and promises nothing. */
-export const ATTACH_WAIT_MS = 30_000;
-export const BODY_TIMEOUT_MS = 10_000;
-export const SESSION_PING_INTERVAL_MS = 30_000;
-export const SESSION_PING_TIMEOUT_MS = 10_000;
+const ATTACH_WAIT_MS = 30_000;
+const BODY_TIMEOUT_MS = 10_000;
+const SESSION_PING_INTERVAL_MS = 30_000;
+const SESSION_PING_TIMEOUT_MS = 10_000;
 export const CLOSE_GRACE_MS = 1_000;
 
 export interface Peer {
@@ -64,14 +63,14 @@ export interface ControlHandlers {
 export type ServingPems = ControlIdentityPems;
 
 /** What both supervisor listeners refuse below. */
-export const SERVING_MIN_TLS_VERSION = 'TLSv1.3';
+const SERVING_MIN_TLS_VERSION = 'TLSv1.3';
 
 /** The secure-context half of a listener's TLS options: what setSecureContext swaps. */
 export function servingContext(tls: ServingPems) {
   return { ca: tls.caPem, cert: tls.certPem, key: tls.keyPem, minVersion: SERVING_MIN_TLS_VERSION } as const;
 }
 
-export interface ControlServerOptions {
+interface ControlServerOptions {
   readonly host: string;
   readonly port: number;
   /** Read once by start(); later versions arrive through setTls(). */
@@ -84,7 +83,7 @@ export interface ControlServerOptions {
   readonly handshakeTimeoutMs?: number | undefined;
 }
 
-export interface ControlServer {
+interface ControlServer {
   start(): Promise<void>;
   close(): Promise<void>;
   address(): { host: string; port: number };

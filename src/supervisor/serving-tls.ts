@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import { Gauge, type Registry } from 'prom-client';
 import { isBoundaryError, type Issue } from '../errors.js';
 import { type FileWatch, watchFiles } from '../file-watch.js';
-import { TLS_RELOAD_SETTLE_MS } from '../control/tls-source.js';
+import { TLS_RELOAD_SETTLE_MS } from '../control/protocol.js';
 import { checkServingIdentity, isWithinValidity, readControlIdentityPems, readIdentityUpdate, type ServingIdentity } from '../pki/identity.js';
 import { ISSUED_FILES } from '../pki/issue.js';
 import { DAY_MS } from '../pki/mint.js';
@@ -26,7 +26,7 @@ export interface ServingTlsSource {
   certificate(): ServingCertificateExpiry | undefined;
 }
 
-export interface ServingCertificateExpiry {
+interface ServingCertificateExpiry {
   readonly notAfter: string;
   readonly daysLeft: number;
 }

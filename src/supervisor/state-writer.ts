@@ -5,7 +5,7 @@
 import type { Logger } from '../telemetry/logger.js';
 
 /** Writes waiting or running at once; past this a write is dropped and logged (a store that cannot keep up). */
-export const MAX_PENDING_STATE_WRITES = 50_000;
+const MAX_PENDING_STATE_WRITES = 50_000;
 
 export interface StateWriter {
   /** Queues `write` behind earlier writes with the same key. `what` names it in a failure log. */

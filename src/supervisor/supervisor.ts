@@ -6,7 +6,6 @@ import { randomUUID } from 'node:crypto';
 import { join } from 'node:path';
 import { collectDefaultMetrics, Registry } from 'prom-client';
 import { type ControlSettings, DEFAULT_SETTINGS } from '../control/messages.js';
-import { isLoopbackHost } from '../control/relay.js';
 import { createFileCredentialSource, type FileCredentialSource } from '../credentials/file-source.js';
 import { parsePolicy as defaultParsePolicy } from '../policy/parse.js';
 import type { Policy } from '../policy/types.js';
@@ -24,7 +23,7 @@ import { createRelayBroker } from './relays.js';
 import { createSandboxConfigs } from './sandbox-config.js';
 import { type ServingTlsSource, createServingTlsSource, registerServingCertificateExpiry } from './serving-tls.js';
 import { createControlServer, type ServingPems } from './server.js';
-import { CERT_EXPIRY_WARNING_DAYS } from '../control/tls-source.js';
+import { CERT_EXPIRY_WARNING_DAYS, isLoopbackHost } from '../control/protocol.js';
 import { createStateWriter } from './state-writer.js';
 import { createMemoryStore } from './store/memory.js';
 import { createPostgresStore } from './store/postgres.js';
@@ -34,7 +33,7 @@ import { createHookRunner } from './hook-runner.js';
 import { createHookDelivery, type WithdrawalHookConfig } from './withdrawal-hook.js';
 
 /** The embedded store's file in --state-dir. */
-export const STATE_FILE_NAME = 'supervisor-state.json';
+const STATE_FILE_NAME = 'supervisor-state.json';
 
 // Enforced in push.ts; still exported here, where it has always been importable from.
 
@@ -70,7 +69,7 @@ export interface SupervisorConfig {
   readonly withdrawalHook?: WithdrawalHookConfig | undefined;
 }
 
-export interface SupervisorDeps {
+interface SupervisorDeps {
   readonly now: () => number;
   readonly logger: Logger;
   /** Where the credentials file's value_from.env reads, and the withdrawal hook command's environment (main.ts passes process.env). */
@@ -82,7 +81,7 @@ export interface SupervisorDeps {
   readonly store?: SupervisorStore;
 }
 
-export const SUPERVISOR_EVENT_TYPES = ['attached', 'refused', 'detached', 'status', 'events', 'withdrawn', 'pushed', 'superseded'] as const;
+const SUPERVISOR_EVENT_TYPES = ['attached', 'refused', 'detached', 'status', 'events', 'withdrawn', 'pushed', 'superseded'] as const;
 export interface SupervisorEvent {
   readonly type: (typeof SUPERVISOR_EVENT_TYPES)[number];
   readonly sandboxId: string;

@@ -11,9 +11,9 @@ import type {
   WireProvider,
 } from '../control/messages.js';
 
-export const MAX_INSTANCES = 20_000;
-export const MAX_INSTANCES_PER_SANDBOX = 1_024;
-export const MAX_WITHDRAWN_RECORDS = 256;
+const MAX_INSTANCES = 20_000;
+const MAX_INSTANCES_PER_SANDBOX = 1_024;
+const MAX_WITHDRAWN_RECORDS = 256;
 
 /** What one sandbox should run: resolved from the policies folder and the credentials file. */
 export interface SandboxConfig {
@@ -46,7 +46,7 @@ export interface InstanceRecord {
   eventsDropped: number;
 }
 
-export interface SandboxRecord {
+interface SandboxRecord {
   readonly sandboxId: string;
   generation: number;
   config: SandboxConfig;
@@ -84,7 +84,7 @@ export interface SupersededSession {
   readonly acked: boolean;
 }
 
-export type AdmitResult =
+type AdmitResult =
   | { readonly ok: true; readonly admitted: AdmittedMessage; readonly instance: InstanceRecord; readonly superseded: SupersededSession | undefined }
   | { readonly ok: false; readonly code: 'too-many-instances'; readonly message: string };
 

@@ -13,11 +13,11 @@ import type { StoredWithdrawal } from './store/store.js';
 /** A command or webhook that has not acknowledged within this long has failed (the command is killed). */
 export const HOOK_TIMEOUT_MS = 30_000;
 /** Bytes of a command's stdout and of its stderr kept (the tail) for the failure message. */
-export const MAX_HOOK_OUTPUT_BYTES = 16_384;
+const MAX_HOOK_OUTPUT_BYTES = 16_384;
 /** Lines of captured output quoted in a failure message. */
-export const HOOK_OUTPUT_TAIL_LINES = 10;
+const HOOK_OUTPUT_TAIL_LINES = 10;
 /** Bytes of a webhook's response body read for the failure message; the rest is discarded. */
-export const MAX_WEBHOOK_RESPONSE_BYTES = 4_096;
+const MAX_WEBHOOK_RESPONSE_BYTES = 4_096;
 /** Characters of a failure message kept (in the store and in log lines). */
 export const MAX_HOOK_ERROR_CHARS = 2_048;
 
@@ -38,7 +38,7 @@ export interface WithdrawalHookConfig {
 }
 
 /** What the command (stdin) and the webhook (body) receive. */
-export interface WithdrawalNotice {
+interface WithdrawalNotice {
   readonly id: string;
   readonly sandboxId: string;
   readonly instanceId: string;
@@ -47,7 +47,7 @@ export interface WithdrawalNotice {
   readonly attempt: number;
 }
 
-export function withdrawalNotice(withdrawal: StoredWithdrawal): WithdrawalNotice {
+function withdrawalNotice(withdrawal: StoredWithdrawal): WithdrawalNotice {
   const { id, sandboxId, instanceId, reason, at, attempts } = withdrawal;
   return { id, sandboxId, instanceId, reason, at: new Date(at).toISOString(), attempt: attempts };
 }

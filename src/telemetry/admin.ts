@@ -9,10 +9,10 @@ import type { Logger } from './logger.js';
 
 export const ADMIN_HEADERS_TIMEOUT_MS = 5_000;
 export const ADMIN_REQUEST_TIMEOUT_MS = 10_000;
-export const ADMIN_KEEP_ALIVE_TIMEOUT_MS = 5_000;
-export const ADMIN_MAX_HEADER_BYTES = 8_192;
+const ADMIN_KEEP_ALIVE_TIMEOUT_MS = 5_000;
+const ADMIN_MAX_HEADER_BYTES = 8_192;
 export const ADMIN_MAX_CONNECTIONS = 64;
-export const ADMIN_PATHS = ['/healthz', '/readyz', '/metrics'] as const;
+const ADMIN_PATHS = ['/healthz', '/readyz', '/metrics'] as const;
 
 export interface Readiness {
   readonly ready: boolean;

@@ -9,7 +9,7 @@ export const MAX_AUDIT_MEMO_KEY_CHARS = 512;
 /** Events whose `unmapped` holds more keys are not memoised. */
 export const MAX_AUDIT_MEMO_UNMAPPED_KEYS = 16;
 /** Entries per message: events that differ only where the message does not show (the status code...). */
-export const MAX_AUDIT_MEMO_ENTRIES_PER_KEY = 4;
+const MAX_AUDIT_MEMO_ENTRIES_PER_KEY = 4;
 /** Events whose strings (field values, unmapped keys and values) add up to more are not memoised: with the
  *  entry bound, this bounds the memo's memory (its values are made from these strings). */
 export const MAX_AUDIT_MEMO_EVENT_CHARS = 4_096;
@@ -31,7 +31,7 @@ interface Entry<T> {
   readonly value: T;
 }
 
-export interface AuditMemo<T> {
+interface AuditMemo<T> {
   /** What was remembered for an event equal to this one in every field but src.port; undefined if none. */
   find(event: AuditEvent): T | undefined;
   /** After find() found nothing: the event's snapshot, to make and remember a value from, when its message
@@ -59,11 +59,13 @@ function textLength(values: readonly unknown[]): number {
 
 function takeSnapshot(event: AuditEvent): AuditEventSnapshot | undefined {
   if (!isObject(event)) return undefined;
-  const { class: cls, activity, severity, message, action, engine, policy, statusDetail, reason, policyHash, generation, dst, src, http, unmapped } = event;
+  const { class: cls, activity, severity, message, action, engine, policy, statusDetail, policyHash, generation, dst, src, http, unmapped } = event;
+  // Snapshots hold the detail under its one name, whichever name the emitter used.
+  const detail = event.detail;
   if (typeof cls !== 'string' || typeof activity !== 'string' || typeof severity !== 'string' || typeof message !== 'string') return undefined;
   if (message.length > MAX_AUDIT_MEMO_KEY_CHARS) return undefined;
   if (!isOptionalString(action) || !isOptionalString(engine) || !isOptionalString(policy) || !isOptionalString(statusDetail)) return undefined;
-  if (!isOptionalString(reason) || !isOptionalString(policyHash) || !isOptionalNumber(generation)) return undefined;
+  if (!isOptionalString(detail) || !isOptionalString(policyHash) || !isOptionalNumber(generation)) return undefined;
   let dstCopy: AuditEvent['dst'];
   if (dst !== undefined) {
     if (!isObject(dst) || !isOptionalString(dst.host) || !isOptionalString(dst.ip) || !isOptionalNumber(dst.port)) return undefined;
@@ -79,7 +81,7 @@ function takeSnapshot(event: AuditEvent): AuditEventSnapshot | undefined {
     if (!isObject(http) || typeof http.method !== 'string' || typeof http.url !== 'string') return undefined;
     httpCopy = { method: http.method, url: http.url };
   }
-  let chars = textLength([cls, activity, severity, message, action, engine, policy, statusDetail, reason, policyHash]);
+  let chars = textLength([cls, activity, severity, message, action, engine, policy, statusDetail, detail, policyHash]);
   chars += textLength([dstCopy?.host, dstCopy?.ip, srcCopy?.ip, httpCopy?.method, httpCopy?.url]);
   const unmappedKeys: string[] = [];
   const unmappedValues: Primitive[] = [];
@@ -106,7 +108,7 @@ function takeSnapshot(event: AuditEvent): AuditEventSnapshot | undefined {
   if (engine !== undefined) copy.engine = engine;
   if (policy !== undefined) copy.policy = policy;
   if (statusDetail !== undefined) copy.statusDetail = statusDetail;
-  if (reason !== undefined) copy.reason = reason;
+  if (detail !== undefined) copy.detail = detail;
   if (policyHash !== undefined) copy.policyHash = policyHash;
   if (generation !== undefined) copy.generation = generation;
   if (dstCopy !== undefined) copy.dst = dstCopy;
@@ -126,7 +128,7 @@ function matches(s: AuditEventSnapshot, e: AuditEvent): boolean {
     e.engine !== s.engine ||
     e.policy !== s.policy ||
     e.statusDetail !== s.statusDetail ||
-    e.reason !== s.reason ||
+    e.detail !== s.detail ||
     e.generation !== s.generation ||
     e.policyHash !== s.policyHash
   ) {

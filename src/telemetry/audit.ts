@@ -6,7 +6,7 @@ import type { AuditEvent, AuditSink, Severity } from './event.js';
 import { AUDIT_TIME_KEY, createRawLineWriter, createShorthandAuditWriter, type LogFormat, type Logger, type RawLineLevel } from './logger.js';
 import { type OcsfEvent, type OcsfMeta, type ProductInfo, toOcsf, toShorthand } from './ocsf.js';
 
-export type AuditListener = (ocsf: OcsfEvent) => void;
+type AuditListener = (ocsf: OcsfEvent) => void;
 
 export interface SubscribableAuditSink extends AuditSink {
   /** The listener receives every later event's OCSF object; returns the unsubscribe function. */

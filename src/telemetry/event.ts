@@ -26,7 +26,9 @@ export interface AuditEvent {
   readonly http?: { readonly method: string; readonly url: string };
   readonly statusDetail?: string;
   readonly message: string;
-  readonly reason?: string;
+  /** One human sentence on why (the decision's detail, a failure's cause); rendered as OCSF `unmapped.reason`
+   *  and shorthand `[reason:...]`. A closed code goes in `unmapped.reason_code`, never here. */
+  readonly detail?: string;
   readonly generation?: number;
   readonly policyHash?: string;
   /** boundary's own fields beyond OCSF (ruleId, addressClass, mapping ids, dns rcode, ...). */

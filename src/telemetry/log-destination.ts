@@ -7,11 +7,11 @@ import type { LinePart, LogDestination } from './logger.js';
  *  (~15 µs of CPU on the proxy's one core), and the pool thread's copy into the kernel runs on that same core,
  *  where the event loop waits for it: measured forward-proxy p99 was 8.8 ms with 64 KB batches, 9.3 ms with
  *  256 KB and 3.0–5.0 ms with 16 KB (squid 2.5–2.9 ms), for about 1–3 µs more CPU per request... */
-export const LOG_BATCH_BYTES = 16_384;
+const LOG_BATCH_BYTES = 16_384;
 /** ...queued batches are joined into one write(2) up to this many bytes when the fd is slower than we are... */
-export const LOG_MAX_WRITE_BYTES = 262_144;
+const LOG_MAX_WRITE_BYTES = 262_144;
 /** ...and pending lines are written at least this often when traffic is light, so a line is out within it. */
-export const LOG_FLUSH_INTERVAL_MS = 200;
+const LOG_FLUSH_INTERVAL_MS = 200;
 /** Lines are encoded straight into slabs of this size (no Buffer per line); a new slab when one fills up. */
 export const LOG_SLAB_BYTES = 262_144;
 /** UTF-8 needs at most 3 bytes per UTF-16 code unit (a surrogate pair: 4 bytes for 2 units). */

@@ -8,15 +8,15 @@ export const LOG_FORMATS = ['json', 'shorthand'] as const;
 export type LogFormat = (typeof LOG_FORMATS)[number];
 
 export const REDACT_CENSOR = '[redacted]';
-export const REDACTED_HEADERS = ['authorization', 'proxy-authorization', 'cookie', 'set-cookie', 'x-api-key'] as const;
-export const REDACTED_KEYS = ['secret', 'value', 'password'] as const;
+const REDACTED_HEADERS = ['authorization', 'proxy-authorization', 'cookie', 'set-cookie', 'x-api-key'] as const;
+const REDACTED_KEYS = ['secret', 'value', 'password'] as const;
 /** Audit lines carry this key (the event time) in shorthand mode; `ocsf` (the object) in JSON mode. */
 export const AUDIT_TIME_KEY = 'ocsf_time';
 
 const LEVEL_NAMES: Readonly<Record<number, string>> = { 10: 'TRACE', 20: 'DEBUG', 30: 'INFO', 40: 'WARN', 50: 'ERROR', 60: 'FATAL' };
 
 /** The levels a raw line may be written at (see createRawLineWriter), with pino's numbers for them. */
-export const RAW_LINE_LEVELS = { info: 30, warn: 40, error: 50 } as const;
+const RAW_LINE_LEVELS = { info: 30, warn: 40, error: 50 } as const;
 export type RawLineLevel = keyof typeof RAW_LINE_LEVELS;
 
 /**
@@ -141,8 +141,8 @@ export function createRawLineWriter(logger: Logger, key: string): RawLineWriter 
   };
 }
 
-/** Where a shorthand destination writes its rendered lines (for createShorthandAuditWriter). */
-const SHORTHAND_TARGET = Symbol('boundary.shorthandTarget');
+/** Each shorthand destination's underlying target, where its rendered lines go (for createShorthandAuditWriter). */
+const shorthandTargets = new WeakMap<object, LogDestination>();
 
 /**
  * In shorthand format, a writer for audit lines: exactly what `logger.info({ [AUDIT_TIME_KEY]: time }, msg)`
@@ -151,17 +151,16 @@ const SHORTHAND_TARGET = Symbol('boundary.shorthandTarget');
  */
 export function createShorthandAuditWriter(logger: Logger): ((time: number, msg: string) => void) | undefined {
   const internals = plainInternals(logger, AUDIT_TIME_KEY);
-  const stream = internals?.[S.streamSym] as Record<symbol, unknown> | undefined;
-  const target = stream?.[SHORTHAND_TARGET] as LogDestination | undefined;
+  const stream = internals?.[S.streamSym] as object | undefined;
+  const target = stream === undefined ? undefined : shorthandTargets.get(stream);
   if (target === undefined) return undefined;
   return function writeShorthandAudit(time: number, msg: string): void {
     target.write(`${new Date(time).toISOString()} OCSF ${msg}\n`);
   };
 }
 
-function shorthandDestination(target: LogDestination): LogDestination & { readonly [SHORTHAND_TARGET]: LogDestination } {
-  return {
-    [SHORTHAND_TARGET]: target,
+function shorthandDestination(target: LogDestination): LogDestination {
+  const destination: LogDestination = {
     write(chunk: string) {
       // pino writes exactly one JSON line per call.
       return target.write(renderShorthandLine(chunk));
@@ -171,6 +170,8 @@ function shorthandDestination(target: LogDestination): LogDestination & { readon
       else target.flush(callback);
     },
   };
+  shorthandTargets.set(destination, target);
+  return destination;
 }
 
 /**

@@ -31,7 +31,7 @@ export interface OcsfMeta {
   readonly uid?: string;
 }
 
-export interface OcsfEndpoint {
+interface OcsfEndpoint {
   domain?: string;
   ip?: string;
   port?: number;
@@ -73,7 +73,7 @@ export interface OcsfEvent {
   unmapped: Record<string, unknown>;
 }
 
-/** Shared with ocsf-json.ts, which renders the same object as JSON text. */
+/** Shared with ocsf-json.ts and ocsf-fragments.ts, which render the same object as JSON text. */
 export const CLASSES: Readonly<Record<EventClass, { uid: number; name: string; category: number; categoryName: string }>> = {
   NET: { uid: 4001, name: 'Network Activity', category: 4, categoryName: 'Network Activity' },
   HTTP: { uid: 4002, name: 'HTTP Activity', category: 4, categoryName: 'Network Activity' },
@@ -293,7 +293,9 @@ export function toOcsf(event: AuditEvent, meta: OcsfMeta): OcsfEvent {
   if (event.class === 'CONFIG') unmapped.state = cleanText(event.activity, MAX_STATE_CHARS);
   if (event.generation !== undefined) unmapped.policy_generation = event.generation;
   if (event.policyHash !== undefined) unmapped.policy_hash = cleanText(event.policyHash, MAX_NAME_CHARS);
-  if (event.reason !== undefined) unmapped.reason = cleanText(event.reason, MAX_REASON_CHARS);
+  // OCSF keeps the name `reason` for the detail sentence (docs/events.md); only the TypeScript field is `detail`.
+  const detail = event.detail;
+  if (detail !== undefined) unmapped.reason = cleanText(detail, MAX_REASON_CHARS);
   out.unmapped = unmapped;
   return out;
 }
@@ -341,7 +343,8 @@ export function toShorthand(event: AuditEvent): string {
     const hash = event.policyHash === undefined ? '' : `hash:${cleanText(event.policyHash, MAX_NAME_CHARS)}`;
     line += ` [${version}${version.length > 0 && hash.length > 0 ? ' ' : ''}${hash}]`;
   }
-  if (event.reason !== undefined && event.reason.length > 0) line += ` [reason:${cleanText(event.reason, MAX_REASON_CHARS)}]`;
+  const detail = event.detail;
+  if (detail !== undefined && detail.length > 0) line += ` [reason:${cleanText(detail, MAX_REASON_CHARS)}]`;
   else if (target === undefined && !ruled && event.message.length > 0) line += ` [msg:${cleanText(event.message)}]`;
   const error = event.unmapped?.error;
   if (error !== undefined) line += errorPart(error);

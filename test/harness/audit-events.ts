@@ -85,7 +85,7 @@ export function randomEvent(random: Random): AuditEvent {
   if (action !== undefined) event.action = action;
   const engine = maybe(random, () => pick(random, ENGINES));
   if (engine !== undefined) event.engine = engine;
-  const optionalText = ['policy', 'statusDetail', 'reason', 'policyHash'] as const;
+  const optionalText = ['policy', 'statusDetail', 'detail', 'policyHash'] as const;
   for (const key of optionalText) if (random() < 0.5) event[key] = randomText(random);
   if (random() < 0.7) event.dst = randomEndpoint(random, true);
   if (random() < 0.5) event.src = randomEndpoint(random, false);
@@ -115,7 +115,7 @@ export const FORWARD_ALLOWED_EVENT: AuditEvent = {
   http: { method: 'GET', url: 'http://origin.example.test:8080/v1/items' },
   message: 'FORWARD allowed GET origin.example.test:8080/v1/items',
   statusDetail: 'FORWARD allowed',
-  reason: 'endpoint origin.example.test:8080 of policy bench',
+  detail: 'endpoint origin.example.test:8080 of policy bench',
   generation: 1,
   policyHash: 'sha256:abc',
   unmapped: { adapter: 'forward', verdict: 'allow', reason_code: 'allowed', status_code: 200, rule: undefined },

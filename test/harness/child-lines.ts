@@ -3,6 +3,7 @@
 // sends SIGTERM to that one child and waits; kill() sends SIGKILL (a crash, not a shutdown).
 
 import { type ChildProcess, spawn } from 'node:child_process';
+import { waiterList } from './waiters.js';
 
 export const CHILD_WAIT_TIMEOUT_MS = 20_000;
 
@@ -32,13 +33,6 @@ export interface LoggedChild {
   kill(): Promise<void>;
 }
 
-interface Waiter {
-  readonly json: boolean;
-  readonly predicate: (line: never) => boolean;
-  readonly resolve: (line: never) => void;
-  readonly reject: (err: Error) => void;
-}
-
 export function spawnLogged(command: readonly string[], options: { cwd?: string; env?: NodeJS.ProcessEnv; label?: string } = {}): LoggedChild {
   const label = options.label ?? command[0] ?? 'child';
   const child = spawn(command[0] as string, command.slice(1), {
@@ -46,22 +40,15 @@ export function spawnLogged(command: readonly string[], options: { cwd?: string;
     stdio: ['ignore', 'pipe', 'pipe'],
     env: options.env ?? { PATH: process.env.PATH ?? '/usr/bin:/bin' },
   });
-  const lines: LogLine[] = [];
-  const text: string[] = [];
-  const waiters = new Set<Waiter>();
+  const jsonLines = waiterList<LogLine>({ unref: true });
+  const textLines = waiterList<string>({ unref: true });
   let errText = '';
   let outText = '';
   let status: number | string | undefined;
 
   function deliver(line: string, json: LogLine | undefined): void {
-    text.push(line);
-    if (json !== undefined) lines.push(json);
-    for (const waiter of waiters) {
-      const subject = waiter.json ? json : line;
-      if (subject === undefined || !(waiter.predicate as (l: unknown) => boolean)(subject)) continue;
-      waiters.delete(waiter);
-      (waiter.resolve as (l: unknown) => void)(subject);
-    }
+    textLines.push(line);
+    if (json !== undefined) jsonLines.push(json);
   }
 
   function follow(stream: NodeJS.ReadableStream | null, parse: boolean): void {
@@ -92,45 +79,22 @@ export function spawnLogged(command: readonly string[], options: { cwd?: string;
   const exit = new Promise<number | string>((resolve) =>
     child.once('exit', (code, signal) => {
       status = code ?? signal ?? 'unknown';
-      for (const waiter of waiters) waiter.reject(new Error(`${label} exited (${status}) before the awaited line:\n${errText.slice(-4_000)}`));
-      waiters.clear();
+      const exited = new Error(`${label} exited (${status}) before the awaited line:\n${errText.slice(-4_000)}`);
+      jsonLines.end(exited);
+      textLines.end(exited);
       resolve(status);
     }),
   );
 
-  function wait<T>(json: boolean, predicate: (line: T) => boolean, timeoutMs: number): Promise<T> {
-    const seen = (json ? lines : text).find(predicate as (l: unknown) => boolean) as T | undefined;
-    if (seen !== undefined) return Promise.resolve(seen);
-    if (status !== undefined) return Promise.reject(new Error(`${label} already exited (${status}):\n${errText.slice(-4_000)}`));
-    return new Promise<T>((resolve, reject) => {
-      const timer = setTimeout(() => {
-        waiters.delete(waiter);
-        reject(new Error(`${label}: no matching line within ${timeoutMs} ms; stderr:\n${errText.slice(-4_000)}`));
-      }, timeoutMs);
-      timer.unref();
-      const waiter: Waiter = {
-        json,
-        predicate: predicate as (line: never) => boolean,
-        resolve: ((line: T) => {
-          clearTimeout(timer);
-          resolve(line);
-        }) as (line: never) => void,
-        reject: (err: Error) => {
-          clearTimeout(timer);
-          reject(err);
-        },
-      };
-      waiters.add(waiter);
-    });
-  }
+  const stderrTail = (): string => `stderr:\n${errText.slice(-4_000)}`;
 
   return {
     child,
     label,
-    lines,
-    text,
-    waitFor: (predicate, timeoutMs = CHILD_WAIT_TIMEOUT_MS) => wait<LogLine>(true, predicate, timeoutMs),
-    waitForText: (predicate, timeoutMs = CHILD_WAIT_TIMEOUT_MS) => wait<string>(false, predicate, timeoutMs),
+    lines: jsonLines.items,
+    text: textLines.items,
+    waitFor: (predicate, timeoutMs = CHILD_WAIT_TIMEOUT_MS) => jsonLines.waitFor(predicate, timeoutMs, `${label} line`, stderrTail),
+    waitForText: (predicate, timeoutMs = CHILD_WAIT_TIMEOUT_MS) => textLines.waitFor(predicate, timeoutMs, `${label} line`, stderrTail),
     exited: () => exit,
     stderr: () => errText,
     stdout: () => outText,

@@ -67,8 +67,7 @@ export async function startTestSupervisor(
   await writeFile(adminTokenFile, `${adminToken}\n`, { mode: 0o600 });
   for (const [name, text] of Object.entries(options.policies ?? {})) await writeFile(join(dir, `${name}.yaml`), text);
   const { logger, lines, waitForLine } = quietLogger();
-  let events: SupervisorEvent[] = [];
-  const waiters = new Set<{ predicate: (e: SupervisorEvent) => boolean; resolve: (e: SupervisorEvent) => void }>();
+  const events = waiterList<SupervisorEvent>();
   const make = (port: number): Supervisor => {
     const supervisor = createSupervisor(
       {
@@ -81,15 +80,7 @@ export async function startTestSupervisor(
       },
       { now: options.now ?? Date.now, logger },
     );
-    supervisor.subscribe((event) => {
-      events.push(event);
-      for (const waiter of waiters) {
-        if (waiter.predicate(event)) {
-          waiters.delete(waiter);
-          waiter.resolve(event);
-        }
-      }
-    });
+    supervisor.subscribe((event) => events.push(event));
     return supervisor;
   };
   const handle: TestSupervisor = {
@@ -107,28 +98,12 @@ export async function startTestSupervisor(
       await writeFile(tmp, text);
       await rename(tmp, join(dir, `${name}.yaml`));
     },
-    waitFor(predicate, timeoutMs = WAIT_TIMEOUT_MS) {
-      const seen = events.find(predicate);
-      if (seen !== undefined) return Promise.resolve(seen);
-      return new Promise((resolve, reject) => {
-        const waiter = {
-          predicate,
-          resolve: (e: SupervisorEvent) => {
-            clearTimeout(timer);
-            resolve(e);
-          },
-        };
-        const timer = setTimeout(() => {
-          waiters.delete(waiter);
-          reject(new Error(`no matching supervisor event within ${timeoutMs} ms`));
-        }, timeoutMs);
-        waiters.add(waiter);
-      });
-    },
+    waitFor: (predicate, timeoutMs = WAIT_TIMEOUT_MS) => events.waitFor(predicate, timeoutMs, 'supervisor event'),
     async restart() {
       const port = handle.port();
       await handle.supervisor.close();
-      events = [];
+      // The fresh supervisor's events only; waits still pending carry over to it.
+      events.items.length = 0;
       handle.supervisor = make(port);
       await handle.supervisor.start();
     },
@@ -156,7 +131,8 @@ export function makeTestClient(
 ): TestClient {
   const store = createPolicyStore();
   const sink = memorySink();
-  const waiters = new Set<{ predicate: (s: ControlState) => boolean; resolve: (s: ControlState) => void }>();
+  // Not recorded: waitState() checks the current state, then waits for a later one.
+  const states = waiterList<ControlState>({ record: false });
   const identity = options.identity ?? pki.client;
   const client = createControlClient({
     address: { host: options.host ?? '127.0.0.1', port: options.port },
@@ -172,12 +148,7 @@ export function makeTestClient(
     ...options,
     onState(state) {
       options.onState?.(state);
-      for (const waiter of waiters) {
-        if (waiter.predicate(state)) {
-          waiters.delete(waiter);
-          waiter.resolve(state);
-        }
-      }
+      states.push(state);
     },
   });
   return {
@@ -187,20 +158,9 @@ export function makeTestClient(
     waitState(predicate, timeoutMs = WAIT_TIMEOUT_MS) {
       const now = client.state();
       if (predicate(now)) return Promise.resolve(now);
-      return new Promise((resolve, reject) => {
-        const waiter = {
-          predicate,
-          resolve: (s: ControlState) => {
-            clearTimeout(timer);
-            resolve(s);
-          },
-        };
-        const timer = setTimeout(() => {
-          waiters.delete(waiter);
-          const s = client.state();
-          reject(new Error(`control state did not match within ${timeoutMs} ms (phase ${s.phase}, last error ${s.lastError?.kind}: ${s.lastError?.message})`));
-        }, timeoutMs);
-        waiters.add(waiter);
+      return states.waitFor(predicate, timeoutMs, 'control state', () => {
+        const s = client.state();
+        return `phase ${s.phase}, last error ${s.lastError?.kind}: ${s.lastError?.message}`;
       });
     },
   };

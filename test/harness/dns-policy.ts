@@ -61,7 +61,8 @@ export function stubPolicy(specs: readonly EndpointSpec[], generation = 1): Poli
   return Object.freeze({
     generation,
     hash: `stub-${generation}-${specs.map((s) => `${s.host}:${s.ports.join('+')}`).join(',')}`,
-    entries: [],
+    // One entry holding every endpoint, like a one-key policy; none when there are no endpoints (decide(): no-policy).
+    entries: endpoints.length === 0 ? [] : [Object.freeze({ key: 'test', name: 'test', endpoints, binaries: [], matchesBinary: () => true })],
     endpoints,
     warnings: [],
     notEnforced: [],

@@ -3,6 +3,7 @@
 import { createAuditSink, type SubscribableAuditSink } from '../../src/telemetry/audit.js';
 import { createLogger, type LogFormat, type Logger } from '../../src/telemetry/logger.js';
 import type { OcsfEvent } from '../../src/telemetry/ocsf.js';
+import { waiterList } from './waiters.js';
 
 export const WAIT_FOR_TIMEOUT_MS = 5_000;
 
@@ -25,17 +26,11 @@ export function logSink(options: { format?: LogFormat; now?: () => number; level
   const format = options.format ?? 'json';
   const now = options.now ?? Date.now;
   const chunks: string[] = [];
-  const events: OcsfEvent[] = [];
-  const waiters = new Set<{ predicate: (event: OcsfEvent) => boolean; resolve: (event: OcsfEvent) => void }>();
+  const recorded = waiterList<OcsfEvent>({ unref: true });
+  const events = recorded.items;
 
   function record(event: OcsfEvent): void {
-    events.push(event);
-    for (const waiter of waiters) {
-      if (waiter.predicate(event)) {
-        waiters.delete(waiter);
-        waiter.resolve(event);
-      }
-    }
+    recorded.push(event);
   }
 
   const destination = {
@@ -62,25 +57,7 @@ export function logSink(options: { format?: LogFormat; now?: () => number; level
     decisions: () => events.filter((event) => event.action_id !== undefined),
     lines: () => chunks.join('').split('\n').filter((line) => line.length > 0),
     text: () => chunks.join(''),
-    waitFor(predicate, waitOptions = {}) {
-      const seen = events.find(predicate);
-      if (seen !== undefined) return Promise.resolve(seen);
-      const timeoutMs = waitOptions.timeoutMs ?? WAIT_FOR_TIMEOUT_MS;
-      return new Promise((resolve, reject) => {
-        const waiter = {
-          predicate,
-          resolve: (event: OcsfEvent) => {
-            clearTimeout(timer);
-            resolve(event);
-          },
-        };
-        const timer = setTimeout(() => {
-          waiters.delete(waiter);
-          reject(new Error(`no matching audit event within ${timeoutMs} ms; saw ${events.length}:\n${chunks.join('')}`));
-        }, timeoutMs);
-        timer.unref();
-        waiters.add(waiter);
-      });
-    },
+    waitFor: (predicate, waitOptions = {}) =>
+      recorded.waitFor(predicate, waitOptions.timeoutMs ?? WAIT_FOR_TIMEOUT_MS, 'audit event', () => `saw ${events.length}:\n${chunks.join('')}`),
   };
 }

@@ -1,20 +1,42 @@
 // waiterList(): items recorded as they arrive, and promises for the first (already seen or later) that matches.
-// For harness recorders (log lines, events); a waiter that times out rejects naming what it waited for.
+// The one waiter of the harness recorders (log lines, events, states, child output); a waiter that times out
+// rejects naming what it waited for, and end() rejects every waiter once nothing more can arrive.
 
 export interface WaiterList<T> {
+  /** Every item pushed, in order (always empty with `record: false`). */
   readonly items: T[];
   push(item: T): void;
-  /** `what` names the awaited item in the timeout error; a function is asked only when the wait times out. */
-  waitFor(predicate: (item: T) => boolean, timeoutMs: number, what: string | (() => string)): Promise<T>;
+  /**
+   * `what` names the awaited item in the timeout error and `detail` adds context after it; functions are
+   * asked only when the wait times out.
+   */
+  waitFor(predicate: (item: T) => boolean, timeoutMs: number, what: string | (() => string), detail?: () => string): Promise<T>;
+  /** Nothing more will arrive: pending waiters reject with `error`, and so do later waits that match no item. */
+  end(error: Error): void;
 }
 
-export function waiterList<T>(): WaiterList<T> {
+export interface WaiterListOptions {
+  /** false: push() only wakes waiters, for sources whose caller checks the current value itself (states). */
+  readonly record?: boolean;
+  /** Unref'd timeout timers: a pending wait does not keep the process alive. */
+  readonly unref?: boolean;
+}
+
+interface Waiter<T> {
+  readonly predicate: (item: T) => boolean;
+  readonly resolve: (item: T) => void;
+  readonly reject: (err: Error) => void;
+}
+
+export function waiterList<T>(options: WaiterListOptions = {}): WaiterList<T> {
+  const record = options.record ?? true;
   const items: T[] = [];
-  const waiters = new Set<{ predicate: (item: T) => boolean; resolve: (item: T) => void }>();
+  const waiters = new Set<Waiter<T>>();
+  let ended: Error | undefined;
   return {
     items,
     push(item) {
-      items.push(item);
+      if (record) items.push(item);
       for (const waiter of waiters) {
         if (waiter.predicate(item)) {
           waiters.delete(waiter);
@@ -22,23 +44,35 @@ export function waiterList<T>(): WaiterList<T> {
         }
       }
     },
-    waitFor(predicate, timeoutMs, what) {
+    waitFor(predicate, timeoutMs, what, detail) {
       const seen = items.find(predicate);
       if (seen !== undefined) return Promise.resolve(seen);
+      if (ended !== undefined) return Promise.reject(ended);
       return new Promise((resolve, reject) => {
         const timer = setTimeout(() => {
           waiters.delete(waiter);
-          reject(new Error(`no matching ${typeof what === 'string' ? what : what()} within ${timeoutMs} ms`));
+          const tail = detail === undefined ? '' : `; ${detail()}`;
+          reject(new Error(`no matching ${typeof what === 'string' ? what : what()} within ${timeoutMs} ms${tail}`));
         }, timeoutMs);
-        const waiter = {
+        if (options.unref === true) timer.unref();
+        const waiter: Waiter<T> = {
           predicate,
-          resolve: (item: T) => {
+          resolve: (item) => {
             clearTimeout(timer);
             resolve(item);
+          },
+          reject: (err) => {
+            clearTimeout(timer);
+            reject(err);
           },
         };
         waiters.add(waiter);
       });
+    },
+    end(error) {
+      ended = error;
+      for (const waiter of waiters) waiter.reject(error);
+      waiters.clear();
     },
   };
 }

@@ -3,14 +3,15 @@
 // Loopback only.
 
 import { createHash } from 'node:crypto';
-import { EventEmitter, once } from 'node:events';
+import { once } from 'node:events';
 import { createServer as createHttpServer, type IncomingMessage, type Server } from 'node:http';
 import { createServer as createHttpsServer } from 'node:https';
 import { connect, type Socket } from 'node:net';
 import type { CertificateAuthority } from '../../src/pki/ca.js';
 import { issueCertificate } from '../../src/pki/issue.js';
-import { createClientFrameParser, decodeClose, encodeClose, encodeFrame, OPCODES } from '../../src/proxy/ws-frames.js';
+import { createClientFrameParser, decodeClose, encodeClose, encodeFrame, OPCODES } from '../../src/websocket/ws-frames.js';
 import { CLIENT_TIMEOUT_MS, openTunnel, readHead, tlsOverTunnel } from './proxy-client.js';
+import { waiterList } from './waiters.js';
 
 const WS_GUID = '258EAFA5-E914-47DA-95CA-C5AB0DC85B11';
 const CLIENT_KEY = 'dGhlIHNhbXBsZSBub25jZQ==';
@@ -61,8 +62,7 @@ function accept(req: IncomingMessage, socket: Socket, emit: (record: OriginRecor
 
 /** A WebSocket origin on 127.0.0.1 port 0; with `tls`, HTTPS with a certificate from `tls.ca`. */
 export async function wsOrigin(options: { tls?: { ca: CertificateAuthority; names: readonly string[] } } = {}): Promise<WsOrigin> {
-  const records: OriginRecord[] = [];
-  const events = new EventEmitter();
+  const recorded = waiterList<OriginRecord>();
   const sockets = new Set<Socket>();
   let server: Server;
   if (options.tls === undefined) server = createHttpServer();
@@ -70,10 +70,7 @@ export async function wsOrigin(options: { tls?: { ca: CertificateAuthority; name
     const cert = await issueCertificate({ ca: options.tls.ca, kind: 'server', names: options.tls.names, now: Date.now });
     server = createHttpsServer({ cert: cert.certPem, key: cert.keyPem, ALPNProtocols: ['http/1.1'] });
   }
-  const emit = (record: OriginRecord): void => {
-    records.push(record);
-    events.emit('record', record);
-  };
+  const emit = (record: OriginRecord): void => recorded.push(record);
   server.on('connection', (s: Socket) => {
     sockets.add(s);
     s.once('close', () => sockets.delete(s));
@@ -89,24 +86,8 @@ export async function wsOrigin(options: { tls?: { ca: CertificateAuthority; name
   if (address === null || typeof address !== 'object') throw new Error('ws origin did not bind');
   return {
     port: address.port,
-    records,
-    waitFor(predicate) {
-      const seen = records.find(predicate);
-      if (seen !== undefined) return Promise.resolve(seen);
-      return new Promise((resolve, reject) => {
-        const timer = setTimeout(() => {
-          events.removeListener('record', onRecord);
-          reject(new Error('ws origin: no matching record'));
-        }, CLIENT_TIMEOUT_MS);
-        const onRecord = (record: OriginRecord): void => {
-          if (!predicate(record)) return;
-          clearTimeout(timer);
-          events.removeListener('record', onRecord);
-          resolve(record);
-        };
-        events.on('record', onRecord);
-      });
-    },
+    records: recorded.items,
+    waitFor: (predicate) => recorded.waitFor(predicate, CLIENT_TIMEOUT_MS, 'ws origin record'),
     async close() {
       for (const s of sockets) s.destroy();
       await new Promise<void>((resolve) => server.close(() => resolve()));

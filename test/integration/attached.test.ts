@@ -9,7 +9,8 @@ import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { after, before, describe, it } from 'node:test';
 import { Registry } from 'prom-client';
-import { type Boundary, createBoundary } from '../../src/boundary.js';
+import type { Boundary } from '../../src/boundary-types.js';
+import { createBoundary } from '../../src/boundary.js';
 import { withDnsPort } from '../../src/cli/run.js';
 import type { ControlState } from '../../src/control/client.js';
 import type { ControlLookup } from '../../src/control/dial.js';
@@ -23,6 +24,7 @@ import { fakeResolver } from '../harness/fake-resolver.js';
 import { type LogSink, logSink } from '../harness/log-sink.js';
 import { sendRequest } from '../harness/proxy-client.js';
 import { httpOrigin, type Origin } from '../harness/servers.js';
+import { waiterList } from '../harness/waiters.js';
 
 /** Upper bound on requests in the supervisor-restart loop (the loop normally ends on re-attach). */
 const MAX_LOOP_REQUESTS = 2_000;
@@ -74,7 +76,7 @@ async function startAttached(pki: TestPki, sup: Pick<TestSupervisor, 'port'>, op
   const log = logSink();
   const lookups: string[] = [];
   let last: ControlState | undefined;
-  const waiters = new Set<{ predicate: (s: ControlState) => boolean; resolve: (s: ControlState) => void }>();
+  const states = waiterList<ControlState>({ record: false });
   const config = attachedConfig({
     // A name, so the injected lookup is exercised; the supervisor's certificate names localhost.
     supervisor: options.supervisor ?? `localhost:${sup.port()}`,
@@ -101,12 +103,7 @@ async function startAttached(pki: TestPki, sup: Pick<TestSupervisor, 'port'>, op
       tuning: { backoff: { baseMs: 20, capMs: 200 }, timeouts: { eventsFlushMs: 50 } },
       onState(state) {
         last = state;
-        for (const waiter of waiters) {
-          if (waiter.predicate(state)) {
-            waiters.delete(waiter);
-            waiter.resolve(state);
-          }
-        }
+        states.push(state);
       },
     },
   });
@@ -120,20 +117,7 @@ async function startAttached(pki: TestPki, sup: Pick<TestSupervisor, 'port'>, op
     state: () => last,
     waitState(predicate, timeoutMs = WAIT_TIMEOUT_MS) {
       if (last !== undefined && predicate(last)) return Promise.resolve(last);
-      return new Promise((resolve, reject) => {
-        const waiter = {
-          predicate,
-          resolve: (s: ControlState) => {
-            clearTimeout(timer);
-            resolve(s);
-          },
-        };
-        const timer = setTimeout(() => {
-          waiters.delete(waiter);
-          reject(new Error(`control state did not match within ${timeoutMs} ms (phase ${last?.phase}, last error ${last?.lastError?.message})`));
-        }, timeoutMs);
-        waiters.add(waiter);
-      });
+      return states.waitFor(predicate, timeoutMs, 'control state', () => `phase ${last?.phase}, last error ${last?.lastError?.message}`);
     },
     get: (path) => httpGet(boundary.adminAddress().port, path),
     async close() {

@@ -9,7 +9,7 @@ import { createFileCredentialSource } from '../../src/credentials/file-source.js
 import type { CredentialSet } from '../../src/credentials/set.js';
 import { parsePolicy } from '../../src/policy/parse.js';
 import { createPolicyStore, type PolicyStore } from '../../src/policy/store.js';
-import { createPolicyFileWatcher } from '../../src/proxy/policy-file.js';
+import { createPolicyFileWatcher } from '../../src/policy/policy-file.js';
 import { policyYaml } from '../harness/control.js';
 import { logSink } from '../harness/log-sink.js';
 import { type ProjectedDir, projectedDir, withinDeadline } from '../harness/projected-dir.js';

@@ -7,7 +7,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { Registry } from 'prom-client';
-import { type Boundary, createBoundary } from '../../src/boundary.js';
+import type { Boundary } from '../../src/boundary-types.js';
+import { createBoundary } from '../../src/boundary.js';
 import type { ControlState } from '../../src/control/client.js';
 import { CERT_EXPIRED_REASON, CERT_EXPIRING_WARNING, type ControlCertificateStatus, createControlTlsSource } from '../../src/control/tls-source.js';
 import { type IssuedCertificate, issueCertificate } from '../../src/pki/issue.js';
@@ -16,7 +17,8 @@ import { makeTestPki, type Pem, type TestPki } from '../harness/certs.js';
 import { memorySink, policyYaml, quietLogger, startTestSupervisor, type TestSupervisor } from '../harness/control.js';
 import { fakeResolver } from '../harness/fake-resolver.js';
 import { type LogSink, logSink } from '../harness/log-sink.js';
-import { type ProjectedDir, projectedDir, withinDeadline } from '../harness/projected-dir.js';
+import { type ProjectedDir, projectedDir, RELOAD_DEADLINE_MS, withinDeadline } from '../harness/projected-dir.js';
+import { waiterList } from '../harness/waiters.js';
 
 const POLICIES = { 'sb-1': policyYaml('api.example.test') };
 const METRIC = 'boundary_control_certificate_expiry_seconds';
@@ -50,7 +52,7 @@ async function startBoundary(t: { after(fn: () => Promise<unknown>): void }, sup
   const stateDir = await mkdtemp(join(tmpdir(), 'boundary-state-'));
   const log = logSink();
   let last: ControlState | undefined;
-  const waiters = new Set<(state: ControlState) => void>();
+  const states = waiterList<ControlState>({ record: false });
   const config = attachedConfig({ supervisor: `127.0.0.1:${sup.port()}`, tlsDir: tls.dir, sandboxId: 'sb-1', stateDir });
 
   const boundary = createBoundary(config, {
@@ -63,7 +65,7 @@ async function startBoundary(t: { after(fn: () => Promise<unknown>): void }, sup
       tuning: { backoff: { baseMs: 20, capMs: 200 } },
       onState(state) {
         last = state;
-        for (const waiter of waiters) waiter(state);
+        states.push(state);
       },
     },
   });
@@ -80,16 +82,7 @@ async function startBoundary(t: { after(fn: () => Promise<unknown>): void }, sup
     tls,
     until(what, predicate) {
       if (last !== undefined && predicate(last)) return Promise.resolve(last);
-      let waiter: ((state: ControlState) => void) | undefined;
-      const seen = new Promise<ControlState>((resolve) => {
-        waiter = (state) => {
-          if (predicate(state)) resolve(state);
-        };
-        waiters.add(waiter);
-      });
-      return withinDeadline(seen, `${what} (last state ${last?.phase}, ${last?.lastError?.kind}: ${last?.lastError?.message})`).finally(() => {
-        if (waiter !== undefined) waiters.delete(waiter);
-      });
+      return states.waitFor(predicate, RELOAD_DEADLINE_MS, what, () => `last state ${last?.phase}, ${last?.lastError?.kind}: ${last?.lastError?.message}`);
     },
     async readyz() {
       const response = await admin('/readyz');

@@ -304,7 +304,7 @@ describe('control channel over real mTLS and HTTP/2', () => {
     assert.equal(refused.status, 403);
     assert.equal(JSON.parse(refused.body ?? '{}').error, 'relay-target-not-allowed');
     const refusal = await c.sink.waitFor((e) => e.class === 'NET' && e.activity === 'REFUSE');
-    assert.equal(refusal.reason, 'relay-target-not-allowed');
+    assert.equal(refusal.detail, 'relay-target-not-allowed');
   });
 
   it('keeps serving healthy boundaries beside malformed, oversized, silent and vanishing clients', async (t) => {

@@ -3,8 +3,11 @@ import { once } from 'node:events';
 import { connect, createServer, type Server, type Socket } from 'node:net';
 import { after, describe, it } from 'node:test';
 import { BoundaryError } from '../../src/errors.js';
-import { createH1Pool, type H1Exchange, type H1Handler, type H1Pool, type H1Timeouts } from '../../src/proxy/h1-client.js';
-import type { H1Request } from '../../src/proxy/h1-request.js';
+import { createH1Pool, type H1Exchange, type H1Handler, type H1Pool, type H1Timeouts } from '../../src/http1/h1-client.js';
+import type { H1Request } from '../../src/http1/h1-request.js';
+import type { Timers } from '../../src/http1/timers.js';
+import { testTimers } from '../harness/clock.js';
+import { waiterList } from '../harness/waiters.js';
 
 /** One request as a scripted origin read it: the raw head, and the socket to answer on. */
 interface Arrival {
@@ -21,6 +24,8 @@ interface Arrival {
 interface ScriptedOrigin {
   readonly port: number;
   accepted(): number;
+  /** The `n`th request head the origin read (0-based), already read or still to come. */
+  arrival(n: number): Promise<Arrival>;
   /** Every byte the origin received, on every connection. */
   received(): number;
   sockets: Socket[];
@@ -30,6 +35,7 @@ interface ScriptedOrigin {
 /** A raw TCP origin: `answer` is called per request head it reads (simple: heads only, no body parsing). */
 async function scriptedOrigin(answer: (arrival: Arrival) => void): Promise<ScriptedOrigin> {
   const sockets: Socket[] = [];
+  const arrivals = waiterList<Arrival>();
   let bytes = 0;
   const server: Server = createServer({ allowHalfOpen: true }, (socket) => {
     const index = sockets.length;
@@ -46,7 +52,9 @@ async function scriptedOrigin(answer: (arrival: Arrival) => void): Promise<Scrip
         const rest = buffered.subarray(end + 4);
         buffered = Buffer.alloc(0);
         const [method = '', target = ''] = (head.split('\r\n')[0] ?? '').split(' ');
-        answer({ head, method, target, socket, connection: index, rest });
+        const arrival: Arrival = { head, method, target, socket, connection: index, rest };
+        arrivals.push(arrival);
+        answer(arrival);
         if (method !== 'GET' && method !== 'HEAD') return;
         buffered = rest;
       }
@@ -59,6 +67,7 @@ async function scriptedOrigin(answer: (arrival: Arrival) => void): Promise<Scrip
   return {
     port: address.port,
     accepted: () => sockets.length,
+    arrival: (n) => arrivals.waitFor((a) => arrivals.items.indexOf(a) === n, 5_000, `request ${n}`),
     received: () => bytes,
     sockets,
     async close() {
@@ -70,7 +79,7 @@ async function scriptedOrigin(answer: (arrival: Arrival) => void): Promise<Scrip
 
 const TIMEOUTS: H1Timeouts = { headersTimeoutMs: 5_000, bodyTimeoutMs: 5_000, keepAliveTimeoutMs: 5_000 };
 
-function poolTo(port: number, options: { maxConnections?: number; maxQueued?: number; timeouts?: Partial<H1Timeouts> } = {}): H1Pool {
+function poolTo(port: number, options: { maxConnections?: number; maxQueued?: number; timeouts?: Partial<H1Timeouts>; timers?: Timers } = {}): H1Pool {
   return createH1Pool({
     connect: () =>
       new Promise<Socket>((resolve, reject) => {
@@ -81,6 +90,7 @@ function poolTo(port: number, options: { maxConnections?: number; maxQueued?: nu
     maxConnections: options.maxConnections ?? 4,
     timeouts: { ...TIMEOUTS, ...options.timeouts },
     ...(options.maxQueued === undefined ? {} : { maxQueued: options.maxQueued }),
+    ...(options.timers === undefined ? {} : { timers: options.timers }),
   });
 }
 
@@ -126,15 +136,6 @@ function peerGone(s: Socket): Promise<void> {
     s.once('end', resolve);
     s.once('close', resolve);
   });
-}
-
-/** Rejects if `promise` has not settled within `ms`: a timer that was never armed fails fast, not at the suite's limit. */
-function within<T>(promise: Promise<T>, ms: number): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const late = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`not settled within ${ms} ms`)), ms);
-  });
-  return Promise.race([promise, late]).finally(() => clearTimeout(timer));
 }
 
 function ok(body: string, extra = ''): string {
@@ -385,88 +386,175 @@ describe('h1-client against scripted origins', { timeout: 20_000 }, () => {
     assert.equal(p.connections, 0);
   });
 
+  // The timeouts run on fake timers: time moves only by timers.advance(), so each deadline is checked to the
+  // millisecond (still open 1 ms before it, gone at it) without waiting for it.
   it('fails with UPSTREAM_TIMEOUT when no head arrives in headersTimeoutMs', async () => {
+    const timers = testTimers();
     const o = await origin(() => undefined);
-    const p = pool(o.port, { timeouts: { headersTimeoutMs: 30 } });
-    await assert.rejects(send(p, {}), { code: 'UPSTREAM_TIMEOUT' });
+    const p = pool(o.port, { timers, timeouts: { headersTimeoutMs: 30 } });
+    const answer = send(p, {});
+    await o.arrival(0);
+    timers.advance(29);
+    assert.equal(p.connections, 1);
+    timers.advance(1);
+    await assert.rejects(answer, { code: 'UPSTREAM_TIMEOUT' });
     assert.equal(p.connections, 0);
   });
 
   it('fails after the head with UPSTREAM_TIMEOUT when the body stalls for bodyTimeoutMs', async () => {
+    const timers = testTimers();
     const o = await origin((a) => a.socket.write('HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nhalf'));
-    const p = pool(o.port, { timeouts: { bodyTimeoutMs: 30 } });
-    let status = 0;
-    // Well within headersTimeoutMs (5 s): the body phase has its own timer value.
-    const err = await within(
-      new Promise<Error>((resolve) => {
-        p.request({ method: 'GET', target: '/', headers: ['host', 'o'], body: null }, { onHead: (s) => (status = s), onData() {}, onEnd() {}, onError: resolve });
-      }),
-      2_000,
-    );
-    assert.equal(status, 200);
-    assert.equal((err as BoundaryError).code, 'UPSTREAM_TIMEOUT');
-  });
-
-  it('closes an idle pooled socket after keepAliveTimeoutMs', async () => {
-    const o = await origin((a) => a.socket.write(ok('x')));
-    const p = pool(o.port, { timeouts: { keepAliveTimeoutMs: 30 } });
-    await send(p, {});
-    const s = o.sockets[0];
-    assert.ok(s !== undefined);
-    await peerGone(s);
+    // Far below headersTimeoutMs (5 s): the body phase runs on its own value.
+    const p = pool(o.port, { timers, timeouts: { bodyTimeoutMs: 30 } });
+    let markHead: (status: number) => void = () => undefined;
+    const head = new Promise<number>((resolve) => {
+      markHead = resolve;
+    });
+    const failed = new Promise<Error>((resolve) => {
+      p.request({ method: 'GET', target: '/', headers: ['host', 'o'], body: null }, { onHead: (status) => markHead(status), onData() {}, onEnd() {}, onError: resolve });
+    });
+    assert.equal(await head, 200);
+    timers.advance(29);
+    assert.equal(p.connections, 1);
+    timers.advance(1);
+    assert.equal(((await failed) as BoundaryError).code, 'UPSTREAM_TIMEOUT');
     assert.equal(p.connections, 0);
   });
 
-  // The socket's own timer is set only when a phase's value changes; idleness has its own timer.
+  it('restarts headersTimeoutMs with every request body write, as socket inactivity does', async () => {
+    const timers = testTimers();
+    let uploaded: Socket | undefined;
+    let bodyBytes = 0;
+    const reads = waiterList<number>();
+    const o = await origin((a) => {
+      // The body's last chunk ends in CR LF CR LF, which this simple origin takes for another head.
+      if (uploaded !== undefined) return;
+      uploaded = a.socket;
+      bodyBytes = a.rest.length;
+      a.socket.on('data', (chunk: Buffer) => {
+        bodyBytes += chunk.length;
+        reads.push(bodyBytes);
+      });
+    });
+    const p = pool(o.port, { timers, timeouts: { headersTimeoutMs: 30 } });
+    const gates = Array.from({ length: 3 }, () => {
+      let resolve: () => void = () => undefined;
+      const promise = new Promise<void>((r) => {
+        resolve = r;
+      });
+      return { promise, resolve };
+    });
+    async function* body(): AsyncGenerator<Buffer> {
+      for (const gate of gates) {
+        await gate.promise;
+        yield Buffer.from('x');
+      }
+    }
+    const answer = send(p, { method: 'POST', body: body() });
+    await o.arrival(0);
+    assert.ok(uploaded !== undefined);
+    // Each chunk goes out 29 ms after the last activity: 87 ms in all, never 30 ms without a write.
+    for (const [i, gate] of gates.entries()) {
+      timers.advance(29);
+      assert.equal(p.connections, 1);
+      gate.resolve();
+      // "1\r\nx\r\n" per chunk, then the last chunk's "0\r\n\r\n" after the third.
+      const expected = 6 * (i + 1) + (i === gates.length - 1 ? 5 : 0);
+      await reads.waitFor((n) => n >= expected, 5_000, `${expected} body bytes`);
+    }
+    timers.advance(29);
+    assert.equal(p.connections, 1);
+    timers.advance(1);
+    await assert.rejects(answer, { code: 'UPSTREAM_TIMEOUT' });
+  });
+
+  it('closes an idle pooled socket after keepAliveTimeoutMs', async () => {
+    const timers = testTimers();
+    const o = await origin((a) => a.socket.write(ok('x')));
+    const p = pool(o.port, { timers, timeouts: { keepAliveTimeoutMs: 30 } });
+    await send(p, {});
+    timers.advance(29);
+    assert.equal(p.connections, 1);
+    timers.advance(1);
+    assert.equal(p.connections, 0);
+    const s = o.sockets[0];
+    assert.ok(s !== undefined);
+    await peerGone(s);
+  });
+
   it('keeps an idle socket past a shorter headersTimeoutMs, then still times out the next silent request', async () => {
+    const timers = testTimers();
     let answered = 0;
     const o = await origin((a) => {
       if (answered++ === 0) a.socket.write(ok('first'));
     });
-    const p = pool(o.port, { timeouts: { headersTimeoutMs: 40, keepAliveTimeoutMs: 5_000 } });
+    const p = pool(o.port, { timers, timeouts: { headersTimeoutMs: 40, keepAliveTimeoutMs: 5_000 } });
     assert.equal((await send(p, {})).body, 'first');
-    await new Promise((resolve) => setTimeout(resolve, 120));
+    timers.advance(120);
     assert.equal(p.connections, 1);
-    const started = Date.now();
-    await assert.rejects(within(send(p, {}), 2_000), { code: 'UPSTREAM_TIMEOUT' });
-    assert.ok(Date.now() - started < 1_000);
+    const second = send(p, {});
+    await o.arrival(1);
+    timers.advance(39);
+    assert.equal(p.connections, 1);
+    timers.advance(1);
+    await assert.rejects(second, { code: 'UPSTREAM_TIMEOUT' });
     assert.equal(o.accepted(), 1);
   });
 
   it('goes back to headersTimeoutMs on a socket whose last response streamed under bodyTimeoutMs', async () => {
+    const timers = testTimers();
     let answered = 0;
     const o = await origin((a) => {
-      if (answered++ > 0) return;
-      a.socket.write('HTTP/1.1 200 OK\r\nContent-Length: 4\r\n\r\nha');
-      setTimeout(() => a.socket.write('lf'), 20);
+      if (answered++ === 0) a.socket.write('HTTP/1.1 200 OK\r\nContent-Length: 4\r\n\r\nha');
     });
-    const p = pool(o.port, { timeouts: { headersTimeoutMs: 40, bodyTimeoutMs: 10_000 } });
-    const first = await send(p, {});
+    const p = pool(o.port, { timers, timeouts: { headersTimeoutMs: 40, bodyTimeoutMs: 10_000 } });
+    // The rest of the body goes out once the client has the head, so the response streams under bodyTimeoutMs.
+    let rest = true;
+    const first = await send(p, {}, {
+      onData: () => {
+        if (rest) o.sockets[0]?.write('lf');
+        rest = false;
+      },
+    });
     assert.equal(first.body, 'half');
     assert.equal(first.whole, false);
-    await assert.rejects(within(send(p, {}), 2_000), { code: 'UPSTREAM_TIMEOUT' });
+    const second = send(p, {});
+    await o.arrival(1);
+    timers.advance(39);
+    assert.equal(p.connections, 1);
+    timers.advance(1);
+    await assert.rejects(second, { code: 'UPSTREAM_TIMEOUT' });
     assert.equal(o.accepted(), 1);
   });
 
   it('restarts keepAliveTimeoutMs at every release, and closes a socket that was busy when it first ran out', async () => {
+    const timers = testTimers();
     let slow = false;
     const o = await origin((a) => {
-      if (slow) setTimeout(() => a.socket.write(ok('slow')), 150);
-      else a.socket.write(ok('x'));
+      if (!slow) a.socket.write(ok('x'));
     });
-    const p = pool(o.port, { timeouts: { keepAliveTimeoutMs: 80 } });
+    const p = pool(o.port, { timers, timeouts: { keepAliveTimeoutMs: 80 } });
     for (let i = 0; i < 8; i++) {
       await send(p, {});
-      await new Promise((resolve) => setTimeout(resolve, 30));
+      timers.advance(60);
     }
     assert.equal(o.accepted(), 1);
     slow = true;
-    assert.equal((await send(p, {})).body, 'slow');
+    const answer = send(p, {});
+    const held = await o.arrival(8);
+    // Busy past keepAliveTimeoutMs since the last release: the socket stays.
+    timers.advance(150);
+    assert.equal(p.connections, 1);
+    held.socket.write(ok('slow'));
+    assert.equal((await answer).body, 'slow');
     assert.equal(o.accepted(), 1);
+    timers.advance(79);
+    assert.equal(p.connections, 1);
+    timers.advance(1);
+    assert.equal(p.connections, 0);
     const s = o.sockets[0];
     assert.ok(s !== undefined);
-    await within(peerGone(s), 2_000);
-    assert.equal(p.connections, 0);
+    await peerGone(s);
   });
 
   it('destroys the upstream socket when the consumer aborts mid-response', async () => {

@@ -95,6 +95,7 @@ describe('the default stdout log destination', () => {
     const lines = await runChild(
       `
       for (let i = 0; i < 3; i++) sink.emit(${EVENT});
+      // Keeps the child alive so only the flush timer can write the lines; the parent waits on them (until).
       setInterval(() => {}, 1000);
     `,
       { until: (seen) => seen.length >= 3 },

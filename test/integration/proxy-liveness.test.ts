@@ -112,6 +112,7 @@ function pump(out: Writable, total: number, fill: Buffer = CHUNK): { stalled: Pr
         const chunk = total - written >= fill.length ? fill : fill.subarray(0, total - written);
         written += chunk.length;
         if (!out.write(chunk)) {
+          // An observation window, not a wait: "held back" means no 'drain' for STALL_WINDOW_MS, and no event says that.
           const watchdog = setTimeout(() => resolve(written), STALL_WINDOW_MS);
           out.once('drain', () => {
             clearTimeout(watchdog);
@@ -458,7 +459,8 @@ describe('RX-03: slowloris with a short headers timeout', { timeout: SUITE_TIMEO
     const socket = await rawClient(b.proxyPort);
     const started = performance.now();
     socket.write(`GET http://api.example.test:${origin.port}/slow HTTP/1.1\r\nHost: api.example.test\r\nX-Trickle: `);
-    // One byte per tick of a short interval: the head never completes; bounded by the count.
+    // Pacing, not waiting: the slow trickle is the attack under test. One byte per tick of a short interval:
+    // the head never completes; bounded by the count. The test waits on the close (readAll), not on time.
     let sent = 0;
     trickle = setInterval(() => {
       if (socket.destroyed || sent++ > 200) clearInterval(trickle);

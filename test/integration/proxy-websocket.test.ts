@@ -6,7 +6,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, it, type TestContext } from 'node:test';
 import type { FileCredentialSource } from '../../src/credentials/file-source.js';
-import { encodeFrame, OPCODES } from '../../src/proxy/ws-frames.js';
+import { encodeFrame, OPCODES } from '../../src/websocket/ws-frames.js';
 import type { OcsfEvent } from '../../src/telemetry/ocsf.js';
 import { type RunningBoundary, startBoundary } from '../harness/boundary.js';
 import { makeTestPki } from '../harness/certs.js';

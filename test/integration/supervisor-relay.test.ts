@@ -94,7 +94,7 @@ describe('supervisor relays over HTTP CONNECT (socat PROXY, ssh ProxyCommand)', 
     assert.match(head, /\r\ncontent-length: 0\r\n/);
     socket.destroy();
     const refusal = await client.sink.waitFor((e) => e.class === 'NET' && e.activity === 'REFUSE' && e.dst?.port === refusedPort);
-    assert.equal(refusal.reason, 'relay-target-not-allowed');
+    assert.equal(refusal.detail, 'relay-target-not-allowed');
   });
 
   it('answers 404 for a sandbox that is not attached or an instance that is not there', async () => {

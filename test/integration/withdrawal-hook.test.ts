@@ -201,6 +201,7 @@ describe('command hook', () => {
 
   it('kills a command that does not finish within the timeout, with what it started', async () => {
     const dir = await tempDir();
+    // The hook's `sleep` is the subject (a command that hangs), not a wait: the test awaits the rejection.
     const hook = await script(dir, 'hang.sh', 'echo "waiting for the API" >&2\nsleep 30 &\nwait');
     const { logger } = captureLogger();
     const deliver = createHookDelivery({ command: [hook], timeoutMs: 200 }, { logger });

@@ -112,10 +112,10 @@ function variants(base: AuditEvent): AuditEvent[] {
     e.statusDetail = 'FORWARD denied';
   });
   vary((e) => {
-    e.reason = 'another reason';
+    e.detail = 'another reason';
   });
   vary((e) => {
-    e.reason = '';
+    e.detail = '';
   });
   vary((e) => {
     e.generation = 2;
@@ -209,7 +209,7 @@ function variants(base: AuditEvent): AuditEvent[] {
     e.message = `${e.message} é 😀`;
   });
   vary((e) => {
-    e.reason = 'non-ASCII é in the middle, 😀 too';
+    e.detail = 'non-ASCII é in the middle, 😀 too';
   });
   vary((e) => {
     e.message = '\u2028 starts odd';

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { Duplex } from 'node:stream';
 import { connect } from 'node:tls';
-import { MAX_CLIENT_HELLO_BYTES, readClientHello } from '../../src/proxy/client-hello.js';
+import { MAX_CLIENT_HELLO_BYTES, readClientHello } from '../../src/tls/client-hello.js';
 import { sniProblem } from '../../src/proxy/sni-gate.js';
 
 /** The first flight of Node's own TLS client, captured from an in-memory stream (no socket). */

@@ -42,7 +42,7 @@ function referenceOutcomeEvent(o: Outcome): AuditEvent {
     engine: o.engine,
     dst,
     src,
-    reason: o.detail,
+    detail: o.detail,
     unmapped,
   };
   if (action !== undefined) event.action = action;

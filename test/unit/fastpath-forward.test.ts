@@ -14,12 +14,13 @@ import { createStaticCredentialSource } from '../../src/credentials/source.js';
 import { BoundaryError } from '../../src/errors.js';
 import { createCachingResolver } from '../../src/net/resolver-cache.js';
 import type { Resolver } from '../../src/net/resolver.js';
+import { NO_SELF_ADDRESSES } from '../../src/net/ssrf.js';
 import { parsePolicy } from '../../src/policy/parse.js';
 import { createPolicyStore } from '../../src/policy/store.js';
-import type { ProxyContext, TunnelScope } from '../../src/proxy/context.js';
+import { createAuthorityParsers, type ProxyContext, type TunnelScope } from '../../src/proxy/context.js';
 import { createRequestHandler } from '../../src/proxy/forward.js';
-import type { H1Exchange, H1Handler, H1Pool } from '../../src/proxy/h1-client.js';
-import type { H1Request } from '../../src/proxy/h1-request.js';
+import type { H1Exchange, H1Handler, H1Pool } from '../../src/http1/h1-client.js';
+import type { H1Request } from '../../src/http1/h1-request.js';
 import type { AuditEvent } from '../../src/telemetry/event.js';
 import { testClock } from '../harness/clock.js';
 import { fakeResolver } from '../harness/fake-resolver.js';
@@ -185,9 +186,10 @@ async function run(c: Case, resolver: Resolver): Promise<Observed> {
   const ctx = {
     store,
     resolver,
+    authorities: createAuthorityParsers(),
     credentials,
     allowLoopback: true,
-    selfAddresses: () => [],
+    selfAddresses: () => NO_SELF_ADDRESSES,
     sink: {
       emit(event: AuditEvent) {
         record.events.push(event);

@@ -3,7 +3,7 @@
 
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { BOUNDARY_HEADER_PREFIX, clientResponseHeaders, upstreamRequestHeaders, VIA_VALUE } from '../../src/proxy/headers.js';
+import { BOUNDARY_HEADER_PREFIX, clientResponseHeaders, upstreamRequestHeaders, VIA_VALUE } from '../../src/http1/headers.js';
 import { seeded } from '../harness/seeded.js';
 
 // The filters as they were before the fast path, kept verbatim as the reference.

@@ -5,6 +5,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import {
+  createHostCache,
   MAX_MEMO_ENTRIES,
   MAX_MEMO_TEXT_CHARS,
   memoisedAuthorityParser,
@@ -37,27 +38,43 @@ function corpus(seed: number, fixed: readonly string[], alphabet: string): strin
   return [...texts, ...texts, ...texts.slice().reverse()];
 }
 
-describe('normaliseHost memo', () => {
+describe('normaliseHost with a HostCache', () => {
   it('answers every host, again and again, exactly as the uncached path does', () => {
-    for (const raw of corpus(41, FIXED_HOSTS, 'aB.-_:[]%01x7fé')) assert.deepEqual(normaliseHost(raw), normaliseHostUncached(raw), JSON.stringify(raw));
+    const cache = createHostCache();
+    for (const raw of corpus(41, FIXED_HOSTS, 'aB.-_:[]%01x7fé')) assert.deepEqual(normaliseHost(raw, cache), normaliseHostUncached(raw), JSON.stringify(raw));
   });
 
   it('stays exact past its bound and for input too long to keep', () => {
+    const cache = createHostCache();
     for (let round = 0; round < 2; round++) {
       for (let i = 0; i <= MAX_MEMO_ENTRIES + 10; i++) {
         const raw = `h${i}.Example.test`;
-        assert.deepEqual(normaliseHost(raw), normaliseHostUncached(raw));
+        assert.deepEqual(normaliseHost(raw, cache), normaliseHostUncached(raw));
+        assert.ok(cache.size <= MAX_MEMO_ENTRIES);
       }
     }
     const long = `${'a.'.repeat(MAX_MEMO_TEXT_CHARS)}test`;
-    assert.deepEqual(normaliseHost(long), normaliseHostUncached(long));
-    assert.deepEqual(normaliseHost(long), normaliseHostUncached(long));
+    assert.deepEqual(normaliseHost(long, cache), normaliseHostUncached(long));
+    assert.equal(cache.get(long), undefined);
   });
 
   it('hands out frozen results, so no caller can change what the next one gets', () => {
-    const first = normaliseHost('frozen.example.test');
-    assert.ok(Object.isFrozen(normaliseHost('frozen.example.test')));
-    assert.equal(normaliseHost('frozen.example.test'), first);
+    const cache = createHostCache();
+    const first = normaliseHost('frozen.example.test', cache);
+    assert.ok(Object.isFrozen(normaliseHost('frozen.example.test', cache)));
+    assert.equal(normaliseHost('frozen.example.test', cache), first);
+  });
+
+  it('keeps only successes, and each cache is its own: without one nothing is kept', () => {
+    const a = createHostCache();
+    const b = createHostCache();
+    normaliseHost('a b', a);
+    normaliseHost('kept.example.test', a);
+    assert.equal(a.size, 1);
+    assert.equal(b.size, 0);
+    assert.notEqual(normaliseHost('fresh.example.test'), normaliseHost('fresh.example.test'));
+    assert.equal(parseAuthority('via.example.test:443', { hosts: b }).ok, true);
+    assert.equal(b.get('via.example.test')?.ok, true);
   });
 });
 

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { checkFraming, MAX_HEADER_COUNT } from '../../src/proxy/framing.js';
-import { clientResponseHeaders, upstreamRequestHeaders } from '../../src/proxy/headers.js';
+import { checkFraming, MAX_HEADER_COUNT } from '../../src/http1/framing.js';
+import { clientResponseHeaders, upstreamRequestHeaders } from '../../src/http1/headers.js';
 
 const HOST = ['Host', 'api.example.test'];
 

@@ -1,17 +1,17 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { BoundaryError } from '../../src/errors.js';
+import { MAX_CONTENT_LENGTH_DIGITS } from '../../src/http1/grammar.js';
 import {
   MAX_CHUNK_LINE_BYTES,
   MAX_CHUNK_SIZE_DIGITS,
   MAX_INTERIM_RESPONSES,
-  MAX_RESPONSE_CONTENT_LENGTH_DIGITS,
   MAX_RESPONSE_HEAD_BYTES,
-  MAX_RESPONSE_HEADERS,
   MAX_TRAILER_BYTES,
   ResponseParser,
   type ResponseSink,
-} from '../../src/proxy/h1-response.js';
+} from '../../src/http1/h1-response.js';
+import { MAX_RESPONSE_HEADERS } from '../../src/http1/h1-response-head.js';
 import { seeded } from '../harness/seeded.js';
 
 // Differential test of the response parser: the reference below is the RegExp-and-split parser the byte loops
@@ -257,7 +257,7 @@ class ReferenceParser {
       // Cheap dispatch on length before lower-casing: most headers are none of these.
       if (name.length === 14 && name.toLowerCase() === 'content-length') {
         for (const element of listElements(value)) {
-          if (element.length > MAX_RESPONSE_CONTENT_LENGTH_DIGITS || !DIGITS.test(element)) return referenceError('invalid Content-Length');
+          if (element.length > MAX_CONTENT_LENGTH_DIGITS || !DIGITS.test(element)) return referenceError('invalid Content-Length');
           if (contentLength !== undefined && contentLength !== element) return referenceError('conflicting Content-Length values');
           contentLength = element;
         }
@@ -495,7 +495,7 @@ describe('ResponseParser against the RegExp parser it replaced', () => {
       agree(latin1(filler(size)), [size - 3, size - 1]);
       agree(latin1(`${filler(size).slice(0, 30)}\n${filler(size).slice(31)}`));
     }
-    for (const digits of [MAX_RESPONSE_CONTENT_LENGTH_DIGITS - 1, MAX_RESPONSE_CONTENT_LENGTH_DIGITS, MAX_RESPONSE_CONTENT_LENGTH_DIGITS + 1]) {
+    for (const digits of [MAX_CONTENT_LENGTH_DIGITS - 1, MAX_CONTENT_LENGTH_DIGITS, MAX_CONTENT_LENGTH_DIGITS + 1]) {
       agree(latin1(`HTTP/1.1 200 OK\r\nContent-Length: ${'0'.repeat(digits - 1)}2\r\n\r\nok`));
     }
     for (const count of [MAX_INTERIM_RESPONSES, MAX_INTERIM_RESPONSES + 1]) {

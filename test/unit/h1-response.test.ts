@@ -4,10 +4,10 @@ import {
   MAX_CHUNK_LINE_BYTES,
   MAX_INTERIM_RESPONSES,
   MAX_RESPONSE_HEAD_BYTES,
-  MAX_RESPONSE_HEADERS,
   MAX_TRAILER_BYTES,
   ResponseParser,
-} from '../../src/proxy/h1-response.js';
+} from '../../src/http1/h1-response.js';
+import { MAX_RESPONSE_HEADERS } from '../../src/http1/h1-response-head.js';
 
 interface Parsed {
   status: number;

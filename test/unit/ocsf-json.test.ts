@@ -83,7 +83,7 @@ describe('createOcsfJsonRenderer', () => {
         message: text,
         statusDetail: text,
         policy: text,
-        reason: text,
+        detail: text,
         policyHash: text,
         dst: { host: text, ip: text, port: 1 },
         src: { ip: text },
@@ -152,7 +152,7 @@ describe('createOcsfJsonRenderer', () => {
     for (const [i, unmapped] of unmappedCases.entries()) {
       assertSameJson({ ...base, unmapped }, { time: T }, `unmapped #${i}`);
       assertSameJson({ ...base, class: 'CONFIG', activity: 'LOADED', unmapped }, { time: T }, `config unmapped #${i}`);
-      const { reason: _r, generation: _g, policyHash: _h, ...bare } = base;
+      const { detail: _r, generation: _g, policyHash: _h, ...bare } = base;
       assertSameJson({ ...bare, unmapped }, { time: T }, `no own keys #${i}`);
     }
   });

@@ -29,7 +29,8 @@ function referenceShorthand(event: AuditEvent): string {
     const hash = event.policyHash === undefined ? [] : [`hash:${cleanText(event.policyHash, 128)}`];
     parts.push(`[${[...version, ...hash].join(' ')}]`);
   }
-  if (event.reason !== undefined && event.reason.length > 0) parts.push(`[reason:${cleanText(event.reason, MAX_REASON_CHARS)}]`);
+  const detail = event.detail;
+  if (detail !== undefined && detail.length > 0) parts.push(`[reason:${cleanText(detail, MAX_REASON_CHARS)}]`);
   else if (target === undefined && !ruled && event.message.length > 0) parts.push(`[msg:${cleanText(event.message)}]`);
   const error = event.unmapped?.error;
   if (typeof error === 'string' && error.length > 0) parts.push(`[error:${cleanText(error)}]`);

@@ -23,7 +23,7 @@ const connectAllowed: AuditEvent = {
   src: { ip: '127.0.0.1', port: 50123 },
   message: 'CONNECT allowed api.github.com:443',
   statusDetail: 'CONNECT allowed api.github.com:443',
-  reason: 'rule-matched',
+  detail: 'rule-matched',
   generation: 3,
   policyHash: 'sha256:abc',
   unmapped: { ruleId: 'github/0', addressClass: 'public' },
@@ -55,6 +55,11 @@ describe('toOcsf', () => {
       policy_hash: 'sha256:abc',
       reason: 'rule-matched',
     });
+  });
+
+  it('renders the detail as unmapped.reason and [reason:...]', () => {
+    assert.equal(toOcsf(connectAllowed, META).unmapped?.reason, 'rule-matched');
+    assert.match(toShorthand(connectAllowed), /\[reason:rule-matched\]$/);
   });
 
   it('maps every NET activity label to its OCSF id', () => {
@@ -189,7 +194,7 @@ describe('toShorthand', () => {
       engine: 'ssrf',
       dst: { host: 'internal.example.test', port: 443 },
       message: 'blocked: internal address internal.example.test:443',
-      reason: 'internal-address',
+      detail: 'internal-address',
     };
     assert.equal(
       toShorthand(event),
@@ -208,7 +213,7 @@ describe('toShorthand', () => {
       dst: { host: 'api.example.test', port: 443 },
       http: { method: 'POST', url: 'http://api.example.test:443/v1/chat?api_key=SECRETQ' },
       message: 'L7_REQUEST deny',
-      reason: 'path-not-allowed',
+      detail: 'path-not-allowed',
     };
     assert.equal(
       toShorthand(event),
@@ -233,13 +238,13 @@ describe('toShorthand', () => {
       'NET:LISTEN [INFO] -(-) -> [::1]:3128',
     );
     assert.equal(
-      toShorthand({ class: 'DNS', activity: 'QUERY', severity: 'LOW', action: 'DENIED', dst: { host: 'x.test' }, message: 'm', reason: 'upstream-failed' }),
+      toShorthand({ class: 'DNS', activity: 'QUERY', severity: 'LOW', action: 'DENIED', dst: { host: 'x.test' }, message: 'm', detail: 'upstream-failed' }),
       'DNS:QUERY [LOW] DENIED -(-) -> x.test [reason:upstream-failed]',
     );
   });
 
   it('truncates the reason to 256 characters and keeps the line on one line', () => {
-    const line = toShorthand({ ...connectAllowed, reason: `${'r'.repeat(300)}\nNET:OPEN [INFO] ALLOWED forged` });
+    const line = toShorthand({ ...connectAllowed, detail: `${'r'.repeat(300)}\nNET:OPEN [INFO] ALLOWED forged` });
     const reason = /\[reason:([^\]]*)\]$/.exec(line)?.[1] ?? '';
     assert.equal(reason.length, MAX_REASON_CHARS);
     assert.equal(line.includes('\n'), false);
@@ -314,7 +319,7 @@ describe('audit sink and logger', () => {
         dst: { host: 'h.test', port: 80 },
         message: 'FORWARD allowed GET h.test:80/p?q=CANARYQ',
         statusDetail: 'h.test/p?q=CANARYQ',
-        reason: 'rule /p?q=CANARYQ',
+        detail: 'rule /p?q=CANARYQ',
         unmapped: { url: 'http://h.test/p?q=CANARYQ' },
       });
       assert.equal(log.text().includes('CANARYQ'), false, format);

@@ -232,6 +232,30 @@ describe('policy DNS upstream outcomes', () => {
 });
 
 describe('policy DNS mappings and events', () => {
+  it('carries the closed reason code of the decision on its events, and the covering policy on allow', async () => {
+    const s = setup({ searchDomains: ['svc.cluster.local'] });
+    const cases: [string, 'A' | 'AAAA', string, string][] = [
+      ['api.example.test', 'A', 'NOERROR', 'endpoint-allowed'],
+      ['api.example.test', 'AAAA', 'NOERROR', 'endpoint-allowed'],
+      ['other.example.test', 'A', 'REFUSED', 'no-endpoint-matched'],
+      ['api.example.test.svc.cluster.local', 'A', 'NXDOMAIN', 'no-endpoint-matched'],
+      ['localhost', 'A', 'REFUSED', 'local-name'],
+      ['metadata.google.internal', 'A', 'REFUSED', 'metadata-name'],
+      ['2852039166', 'A', 'REFUSED', 'ip-literal-name'],
+      ['xn--a.example.test', 'A', 'REFUSED', 'invalid-name'],
+    ];
+    for (const [name, type, rcode, reason] of cases) {
+      const before = s.sink.events.length;
+      assert.equal(rcodeOf(await s.ask(name, type)), rcode, name);
+      const events = s.sink.events.slice(before);
+      const query = events.find((e) => e.class === 'DNS');
+      assert.equal(query?.unmapped?.reason_code, reason, name);
+      assert.equal(query?.policy, rcode === 'NOERROR' ? 'test' : undefined, name);
+      const refuse = events.find((e) => e.class === 'NET');
+      assert.equal(refuse?.unmapped?.reason_code, rcode === 'REFUSED' ? reason : undefined, name);
+    }
+  });
+
   it('publishes CONFIG:PUBLISHED with the correlation fields of docs/dns.md#correlation-fields', async () => {
     const s = setup({ endpoints: [{ host: 'api.example.test', ports: [443, 8443] }] });
     const reply = await s.ask('api.example.test');

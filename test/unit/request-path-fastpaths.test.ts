@@ -1,5 +1,5 @@
 // The per-request fast paths (perf round for issue 3) give exactly what the full paths give: cached DNS
-// answers without a promise, the parsed self-address memo, the plain-name normaliseHost path, the port check
+// answers without a promise, prepared self addresses, the plain-name normaliseHost path, the port check
 // without a regex, and credentialHead's no-marker shortcut. Each test compares against the full path.
 
 import assert from 'node:assert/strict';
@@ -10,9 +10,9 @@ import { createStaticCredentialSource } from '../../src/credentials/source.js';
 import { checkDestination, type DestinationRequest } from '../../src/net/destination.js';
 import { normaliseHost, parseAuthority, parseIpv4Number } from '../../src/net/host.js';
 import { createCachingResolver } from '../../src/net/resolver-cache.js';
-import { type SelfAddress, validateDestination } from '../../src/net/ssrf.js';
+import { NO_SELF_ADDRESSES, prepareSelfAddresses, type SelfAddress, validateDestination } from '../../src/net/ssrf.js';
 import type { Endpoint } from '../../src/policy/types.js';
-import { credentialHead } from '../../src/proxy/credentials.js';
+import { credentialHead } from '../../src/proxy/credential-injection.js';
 import { testClock } from '../harness/clock.js';
 import { makeEndpoint } from '../harness/endpoint.js';
 import { fakeResolver } from '../harness/fake-resolver.js';
@@ -36,7 +36,7 @@ describe('checkDestination on a cached answer', () => {
     'v6.example.test': ['::ffff:127.0.0.1'],
     'down.example.test': 'timeout',
   } as const;
-  const self: readonly SelfAddress[] = Object.freeze([Object.freeze({ ip: '127.0.0.1', port: 3128 })]);
+  const self = prepareSelfAddresses([{ ip: '127.0.0.1', port: 3128 }]);
   const endpoints: (Endpoint | undefined)[] = [
     undefined,
     makeEndpoint({ host: 'api.example.test' }),
@@ -107,7 +107,7 @@ describe('checkDestination on a cached answer', () => {
   });
 });
 
-describe('validateDestination with a frozen self-address list', () => {
+describe('validateDestination with prepared self addresses', () => {
   // Only classified by validateDestination (a pure function); nothing here opens a socket.
   const CLASSIFIED_ADDRESSES = ['127.0.0.1', '127.0.0.2', '10.0.0.5', '::1', '::ffff:127.0.0.1', '::ffff:10.0.0.5', '8.8.8.8', '0.0.0.0'];
   const LISTS: SelfAddress[][] = [
@@ -118,24 +118,19 @@ describe('validateDestination with a frozen self-address list', () => {
     [],
   ];
 
-  function frozenCopy(list: readonly SelfAddress[]): readonly SelfAddress[] {
-    return Object.freeze(list.map((e) => Object.freeze({ ...e })));
-  }
-
-  it('gives the same answer as an unfrozen copy of the same list, on every plan', () => {
+  it('one prepared list answers every check as preparing it afresh does, on every plan', () => {
     const endpoints = [undefined, makeEndpoint({ host: 'api.example.test' }), makeEndpoint({ host: 'api.example.test', allowedIps: ['10.0.0.0/8'] })];
     for (const list of LISTS) {
-      const frozen = frozenCopy(list);
+      const shared = prepareSelfAddresses(list);
       for (const address of CLASSIFIED_ADDRESSES) {
         for (const port of [3128, 9090]) {
           for (const endpoint of endpoints) {
             for (const allowLoopback of [false, true]) {
               const input = { endpoint, host: 'api.example.test', port, addresses: [address], allowLoopback };
-              // Twice with the frozen list: the second call is served from the memo.
-              validateDestination({ ...input, selfAddresses: frozen });
-              const memo = validateDestination({ ...input, selfAddresses: frozen });
-              const fresh = validateDestination({ ...input, selfAddresses: list.map((e) => ({ ...e })) });
-              assert.deepEqual(memo, fresh, `${address}:${port} self=${JSON.stringify(list)}`);
+              validateDestination({ ...input, selfAddresses: shared });
+              const reused = validateDestination({ ...input, selfAddresses: shared });
+              const fresh = validateDestination({ ...input, selfAddresses: prepareSelfAddresses(list.map((e) => ({ ...e }))) });
+              assert.deepEqual(reused, fresh, `${address}:${port} self=${JSON.stringify(list)}`);
             }
           }
         }
@@ -143,23 +138,19 @@ describe('validateDestination with a frozen self-address list', () => {
     }
   });
 
-  it('never serves one list from the memo of another, and never memoises a list that can still change', () => {
+  it('is a frozen snapshot: changing the source list later changes nothing', () => {
     const input = { endpoint: undefined, host: 'api.example.test', port: 3128, addresses: ['127.0.0.1'], allowLoopback: true };
-    const a = frozenCopy([{ ip: '127.0.0.1', port: 3128 }]);
-    const b = frozenCopy([{ ip: '127.0.0.1', port: 9999 }]);
-    assert.equal(validateDestination({ ...input, selfAddresses: a }).ok, false);
-    assert.equal(validateDestination({ ...input, selfAddresses: b }).ok, true);
-    assert.equal(validateDestination({ ...input, selfAddresses: a }).ok, false);
-    // A frozen array of mutable entries: the entry may move, so it is parsed on every call.
     const entry = { ip: '127.0.0.1', port: 9999 };
-    const shallow = Object.freeze([entry]);
-    assert.equal(validateDestination({ ...input, selfAddresses: shallow }).ok, true);
+    const source = [entry];
+    const prepared = prepareSelfAddresses(source);
+    assert.ok(Object.isFrozen(prepared) && Object.isFrozen(prepared.list) && Object.isFrozen(prepared.parsed));
+    assert.equal(validateDestination({ ...input, selfAddresses: prepared }).ok, true);
     entry.port = 3128;
-    assert.equal(validateDestination({ ...input, selfAddresses: shallow }).ok, false);
-    const mutable = [{ ip: '127.0.0.1', port: 9999 }];
-    assert.equal(validateDestination({ ...input, selfAddresses: mutable }).ok, true);
-    mutable.push({ ip: '127.0.0.1', port: 3128 });
-    assert.equal(validateDestination({ ...input, selfAddresses: mutable }).ok, false);
+    source.push({ ip: '127.0.0.1', port: 3128 });
+    assert.equal(validateDestination({ ...input, selfAddresses: prepared }).ok, true);
+    assert.equal(validateDestination({ ...input, selfAddresses: prepareSelfAddresses(source) }).ok, false);
+    assert.equal(prepareSelfAddresses([]), NO_SELF_ADDRESSES);
+    assert.equal(validateDestination({ ...input, selfAddresses: NO_SELF_ADDRESSES }).ok, true);
   });
 });
 

@@ -11,6 +11,7 @@ import {
   SSRF_CHECKS,
   selectPlan,
   VALIDATION_PLANS,
+  prepareSelfAddresses,
   validateDestination,
 } from '../../src/net/ssrf.js';
 import { makeEndpoint } from '../harness/endpoint.js';
@@ -210,7 +211,7 @@ describe('allowLoopback (--unsafe-allow-loopback-upstream)', () => {
 });
 
 describe('self addresses (HA-19)', () => {
-  const self = [{ ip: '127.0.0.1', port: 3128 }, { ip: '0.0.0.0', port: 9901 }, { ip: '10.0.0.5', port: 15000 }];
+  const self = prepareSelfAddresses([{ ip: '127.0.0.1', port: 3128 }, { ip: '0.0.0.0', port: 9901 }, { ip: '10.0.0.5', port: 15000 }]);
 
   it('refuses boundary’s own listener even when loopback upstreams are allowed', () => {
     const result = refused(check({ endpoint: EXACT, port: 3128, addresses: ['127.0.0.1'], allowLoopback: true, selfAddresses: self }));

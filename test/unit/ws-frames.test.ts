@@ -1,21 +1,19 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
+import { createAssemblyTimer, MESSAGE_IDLE_TIMEOUT_MS, MESSAGE_TOTAL_TIMEOUT_MS } from '../../src/websocket/assembly-timer.js';
+import { createFrameBoundaryTracker } from '../../src/websocket/frame-boundary.js';
 import {
   CLOSE_CODES,
   type ClientEvent,
-  createAssemblyTimer,
   createClientFrameParser,
-  createFrameBoundaryTracker,
   decodeClose,
   encodeClose,
   encodeFrame,
   MAX_CLOSE_REASON_BYTES,
   MAX_FRAME_PAYLOAD_BYTES,
   MAX_MESSAGE_FRAGMENTS,
-  MESSAGE_IDLE_TIMEOUT_MS,
-  MESSAGE_TOTAL_TIMEOUT_MS,
   OPCODES,
-} from '../../src/proxy/ws-frames.js';
+} from '../../src/websocket/ws-frames.js';
 
 const KEY = Buffer.from([0x12, 0x34, 0x56, 0x78]);
 

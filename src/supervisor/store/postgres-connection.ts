@@ -8,16 +8,16 @@ import type { Logger } from '../../telemetry/logger.js';
 import type { Row } from './postgres-schema.js';
 
 /** Connections each replica keeps for queries (the LISTEN connection is one more). */
-export const DEFAULT_POOL_SIZE = 4;
+const DEFAULT_POOL_SIZE = 4;
 /** The first reconnect of a dropped LISTEN connection waits this long, doubling up to the maximum. */
-export const LISTEN_RETRY_MIN_MS = 100;
-export const LISTEN_RETRY_MAX_MS = 5_000;
+const LISTEN_RETRY_MIN_MS = 100;
+const LISTEN_RETRY_MAX_MS = 5_000;
 /** A connection attempt that takes longer fails, so start() and queries never hang on an unreachable server. */
 export const CONNECT_TIMEOUT_MS = 10_000;
 /** A statement that takes longer is cancelled by the server. */
-export const STATEMENT_TIMEOUT_MS = 30_000;
+const STATEMENT_TIMEOUT_MS = 30_000;
 
-export interface PostgresConnection {
+interface PostgresConnection {
   readonly pool: pg.Pool;
   /** `err` as the store's error: STORE_UNAVAILABLE saying what failed, unless it already is a store error. */
   failure(what: string, err: unknown): BoundaryError;

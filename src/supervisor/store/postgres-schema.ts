@@ -7,7 +7,7 @@ import type { StoreChange, StoredInstance, StoredSandbox, StoredWithdrawal } fro
 import type { KeptWithdrawal } from './withdrawals.js';
 
 /** The schema this code creates and reads; a database migrated by newer code is refused. */
-export const SCHEMA_VERSION = 1;
+const SCHEMA_VERSION = 1;
 /** The one channel every change is announced on. */
 export const NOTIFY_CHANNEL = 'boundary_supervisor';
 /** Serialises migrations of replicas starting together (an arbitrary constant key, the same in every replica). */

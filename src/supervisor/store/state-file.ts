@@ -10,9 +10,9 @@ import type { StoreChange, StoredInstance, StoredSandbox } from './store.js';
 import type { KeptWithdrawal } from './withdrawals.js';
 
 /** Mutations within this long of the first one share one write of the state file. */
-export const STATE_WRITE_COALESCE_MS = 50;
+const STATE_WRITE_COALESCE_MS = 50;
 /** The state file's format; a file with another version is refused rather than guessed at. */
-export const STATE_FILE_VERSION = 1;
+const STATE_FILE_VERSION = 1;
 const STATE_FILE_MODE = 0o600;
 
 /** A withdrawal as the file holds it: its lease survives a restart. */
@@ -28,11 +28,11 @@ export interface StateContents {
   readonly withdrawals: StateWithdrawal[];
 }
 
-export interface StateFile extends StateContents {
+interface StateFile extends StateContents {
   readonly version: number;
 }
 
-export function parseStateFile(text: string, path: string): StateFile {
+function parseStateFile(text: string, path: string): StateFile {
   let raw: unknown;
   try {
     raw = JSON.parse(text);
@@ -98,7 +98,7 @@ interface Deferred {
   readonly changes: StoreChange[];
 }
 
-export interface StateFileWriter {
+interface StateFileWriter {
   /** Resolves once the state at the next write (and so `changes`) is durable; `durable(changes)` runs first. */
   commit(changes: readonly StoreChange[]): Promise<void>;
   /**

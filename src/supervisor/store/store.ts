@@ -50,7 +50,7 @@ export interface StoredInstance {
   readonly detachedAt: number | null;
 }
 
-export type HookState = 'none' | 'pending' | 'delivered';
+type HookState = 'none' | 'pending' | 'delivered';
 
 export interface StoredWithdrawal {
   /** Unique and stable: the idempotency key a webhook receives. */

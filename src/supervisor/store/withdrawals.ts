@@ -10,7 +10,7 @@ export interface KeptWithdrawal extends StoredWithdrawal {
   readonly leaseUntil?: number | null;
 }
 
-export interface ClaimContext {
+interface ClaimContext {
   readonly now: number;
   readonly replicaId: string;
   readonly hook: boolean;
@@ -33,7 +33,7 @@ export const byNextAttempt = (a: KeptWithdrawal, b: KeptWithdrawal): number =>
   (a.nextAttemptAt ?? 0) - (b.nextAttemptAt ?? 0) || a.seq - b.seq;
 
 /** Newest first, ties broken by insertion order (PostgreSQL: ORDER BY at DESC, seq DESC). */
-export const newestFirst = (a: KeptWithdrawal, b: KeptWithdrawal): number => b.at - a.at || b.seq - a.seq;
+const newestFirst = (a: KeptWithdrawal, b: KeptWithdrawal): number => b.at - a.at || b.seq - a.seq;
 
 /** Pending first, then the rest up to MAX_WITHDRAWAL_RECORDS; newest first within each. */
 export function orderWithdrawals<T extends KeptWithdrawal>(rows: readonly T[]): T[] {

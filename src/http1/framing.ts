@@ -3,13 +3,12 @@
 // HTTP/1.0, Host count, header count, NUL or invalid UTF-8 in values). Pure; sees raw header pairs only.
 
 import { isUtf8 } from 'node:buffer';
+import { isDigits, MAX_CONTENT_LENGTH_DIGITS } from './grammar.js';
 
 /** More header lines than this is a 431 (reference RX-02). */
 export const MAX_HEADER_COUNT = 256;
-/** Content-Length digits; 15 keeps the value a safe integer and refuses 2^64-style values before any use. */
-export const MAX_CONTENT_LENGTH_DIGITS = 15;
 
-export const FRAMING_PROBLEMS = [
+const FRAMING_PROBLEMS = [
   'too-many-headers',
   'duplicate-content-length',
   'bad-content-length',
@@ -21,7 +20,7 @@ export const FRAMING_PROBLEMS = [
   'missing-host',
   'bad-header-value',
 ] as const;
-export type FramingProblem = (typeof FRAMING_PROBLEMS)[number];
+type FramingProblem = (typeof FRAMING_PROBLEMS)[number];
 
 export type FramingResult =
   | {
@@ -37,15 +36,6 @@ export type FramingResult =
 
 function problem(status: 400 | 431, p: FramingProblem): FramingResult {
   return { ok: false, status, problem: p };
-}
-
-function isDigits(value: string): boolean {
-  if (value.length === 0 || value.length > MAX_CONTENT_LENGTH_DIGITS) return false;
-  for (let i = 0; i < value.length; i++) {
-    const c = value.charCodeAt(i);
-    if (c < 48 || c > 57) return false;
-  }
-  return true;
 }
 
 // llhttp hands header values over as latin1; a byte above 0x7f means the client sent non-ASCII, which
@@ -91,7 +81,7 @@ export function checkFraming(httpVersion: string, rawHeaders: readonly string[])
         if (name.toLowerCase() === 'content-length') {
           if (contentLength !== undefined) return problem(400, 'duplicate-content-length');
           contentLength = value.trim();
-          if (!isDigits(contentLength)) return problem(400, 'bad-content-length');
+          if (!isDigits(contentLength, MAX_CONTENT_LENGTH_DIGITS)) return problem(400, 'bad-content-length');
         }
         break;
       case 17:

@@ -10,7 +10,7 @@ const HANDSHAKE_CLIENT_HELLO = 0x01;
 const EXTENSION_SERVER_NAME = 0x0000;
 const NAME_TYPE_HOST = 0x00;
 
-export type ClientHelloRead =
+type ClientHelloRead =
   /** A prefix of a ClientHello: read more (up to MAX_CLIENT_HELLO_BYTES). */
   | { readonly kind: 'more' }
   | { readonly kind: 'not-tls' }

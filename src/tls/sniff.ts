@@ -4,18 +4,18 @@
 import type { Socket } from 'node:net';
 
 /** docs/destinations.md#limits: 24 bytes are enough to tell TLS, HTTP/1 and the h2 preface apart. */
-export const SNIFF_MAX_BYTES = 24;
+const SNIFF_MAX_BYTES = 24;
 /** An inspected route carries only client-first protocols; a client silent this long is closed. */
-export const SNIFF_TIMEOUT_MS = 10_000;
+const SNIFF_TIMEOUT_MS = 10_000;
 
-export const SNIFF_KINDS = ['tls', 'http', 'h2', 'unknown', 'timeout', 'closed'] as const;
-export type SniffKind = (typeof SNIFF_KINDS)[number];
+const SNIFF_KINDS = ['tls', 'http', 'h2', 'unknown', 'timeout', 'closed'] as const;
+type SniffKind = (typeof SNIFF_KINDS)[number];
 
 const METHODS = ['GET ', 'POST ', 'PUT ', 'DELETE ', 'HEAD ', 'OPTIONS ', 'PATCH ', 'TRACE '] as const;
 const H2_PREFACE = 'PRI * HTTP/2.0';
 
 /** `undefined` means: a prefix of something known, read more. Pure. */
-export function classifyPrefix(bytes: Buffer): SniffKind | undefined {
+function classifyPrefix(bytes: Buffer): SniffKind | undefined {
   if (bytes.length === 0) return undefined;
   // TLS record: handshake (22), legacy version major 3.
   if (bytes[0] === 0x16) {

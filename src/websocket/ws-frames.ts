@@ -1,19 +1,17 @@
 // RFC 6455 framing for the inspected WebSocket relay: an incremental parser of client (masked) frames that
-// reassembles text messages, a header-only boundary tracker for server frames, the frame/close encoders
-// and the message-assembly timers. Pure of sockets and policy; timers are injected.
+// reassembles text messages, and the frame/close encoders. Server frames are followed by frame-boundary.ts,
+// message deadlines by assembly-timer.ts. Pure of sockets, timers and policy.
+
+import { createByteQueue } from './byte-queue.js';
 
 /** docs/destinations.md#websocket-relay: one frame's payload may not exceed this (client frames; 1009 beyond). */
 export const MAX_FRAME_PAYLOAD_BYTES = 16 * 1024 * 1024;
 /** docs/destinations.md#websocket-relay: data frames (first + continuations) in one message. */
 export const MAX_MESSAGE_FRAGMENTS = 4_096;
 /** A text message is buffered whole to be decided and rewritten: bounded like one frame. */
-export const MAX_TEXT_MESSAGE_BYTES = 16 * 1024 * 1024;
-/** docs/destinations.md#websocket-relay: a fragmented text message must progress this often ... */
-export const MESSAGE_IDLE_TIMEOUT_MS = 30_000;
-/** ... and be complete this long after its first fragment. */
-export const MESSAGE_TOTAL_TIMEOUT_MS = 120_000;
+const MAX_TEXT_MESSAGE_BYTES = 16 * 1024 * 1024;
 /** RFC 6455 §5.5: control frames carry at most this much and are never fragmented. */
-export const MAX_CONTROL_PAYLOAD_BYTES = 125;
+const MAX_CONTROL_PAYLOAD_BYTES = 125;
 /** Close reasons we write are cut to this (the close payload holds the 2-byte code too). */
 export const MAX_CLOSE_REASON_BYTES = 123;
 
@@ -30,7 +28,7 @@ export const CLOSE_CODES = {
 } as const;
 export type CloseCode = (typeof CLOSE_CODES)[keyof typeof CLOSE_CODES];
 
-export interface Frame {
+interface Frame {
   readonly fin: boolean;
   readonly opcode: number;
   /** Unmasked payload. */
@@ -49,18 +47,18 @@ export type ClientEvent =
   /** A complete text message (valid UTF-8) and the raw frames that carried it, in order. */
   | { readonly kind: 'text'; readonly text: string; readonly frames: readonly Buffer[] };
 
-export interface FrameError {
+interface FrameError {
   readonly code: CloseCode;
   readonly message: string;
 }
 
-export interface ClientParseResult {
+interface ClientParseResult {
   readonly events: ClientEvent[];
   /** Set once the stream is malformed or over a limit; the parser then accepts nothing more. */
   readonly error?: FrameError;
 }
 
-export interface ClientFrameParser {
+interface ClientFrameParser {
   push(chunk: Buffer): ClientParseResult;
   /** True while a fragmented message has started and not finished. */
   inMessage(): boolean;
@@ -131,42 +129,6 @@ function readClientHeader(buf: Buffer): Header | FrameError | undefined {
   }
   if (length > MAX_FRAME_PAYLOAD_BYTES) return { code: CLOSE_CODES.messageTooBig, message: `frame over ${MAX_FRAME_PAYLOAD_BYTES} bytes` };
   return { fin, opcode, headerBytes, length };
-}
-
-/** Buffered input as a list of chunks: concatenated only once a whole frame is there. */
-function createByteQueue() {
-  const chunks: Buffer[] = [];
-  let size = 0;
-  return {
-    size: () => size,
-    push(chunk: Buffer): void {
-      if (chunk.length === 0) return;
-      chunks.push(chunk);
-      size += chunk.length;
-    },
-    /** The first min(n, size) bytes, without consuming them. */
-    peek(n: number): Buffer {
-      const first = chunks[0];
-      if (first !== undefined && first.length >= n) return first.subarray(0, n);
-      return Buffer.concat(chunks, Math.min(n, size)).subarray(0, n);
-    },
-    /** Removes and returns exactly n bytes (n <= size). */
-    take(n: number): Buffer {
-      const first = chunks[0];
-      if (first !== undefined && first.length >= n) {
-        const out = first.subarray(0, n);
-        if (first.length === n) chunks.shift();
-        else chunks[0] = first.subarray(n);
-        size -= n;
-        return out;
-      }
-      const all = Buffer.concat(chunks, size);
-      chunks.length = 0;
-      if (all.length > n) chunks.push(all.subarray(n));
-      size -= n;
-      return all.subarray(0, n);
-    },
-  };
 }
 
 /**
@@ -313,131 +275,4 @@ export function encodeClose(code: number, reason = '', maskKey?: Buffer): Buffer
 export function decodeClose(payload: Buffer): { readonly code: number | undefined; readonly reason: string } {
   if (payload.length < 2) return { code: undefined, reason: '' };
   return { code: payload.readUInt16BE(0), reason: payload.toString('utf8', 2) };
-}
-
-export interface FrameBoundaryTracker {
-  /** Follows the stream through `chunk` (all of it). */
-  feed(chunk: Buffer): void;
-  /** True between frames: a frame of our own may be written now. */
-  atBoundary(): boolean;
-  /** Bytes of `chunk` up to and including the end of the current frame; -1 if no frame ends in it. */
-  untilBoundary(chunk: Buffer): number;
-}
-
-/**
- * Follows server→client frame boundaries by reading headers only (no unmasking, no copies), so a close
- * frame of our own is never written into the middle of a server frame. Payload bytes are skipped unread.
- */
-export function createFrameBoundaryTracker(): FrameBoundaryTracker {
-  const header: number[] = [];
-  let need = 2;
-  let remaining = 0;
-
-  function headerDone(): void {
-    const b1 = header[1] as number;
-    const len7 = b1 & 0x7f;
-    let length = len7;
-    if (len7 === 126) length = ((header[2] as number) << 8) | (header[3] as number);
-    else if (len7 === 127) {
-      length = 0;
-      for (let i = 2; i < 10; i++) length = length * 256 + (header[i] as number);
-      // Beyond 2^53 the count is not exact: treat the frame as endless (we then close without a frame).
-      if (!Number.isSafeInteger(length)) length = Number.POSITIVE_INFINITY;
-    }
-    remaining = length;
-    header.length = 0;
-    need = 2;
-  }
-
-  /** Consumes from `chunk`; with `stop`, returns right after the first frame end. */
-  function advance(chunk: Buffer, stop: boolean): number {
-    let i = 0;
-    while (i < chunk.length) {
-      if (remaining > 0) {
-        const n = Math.min(remaining, chunk.length - i);
-        remaining -= n;
-        i += n;
-        if (remaining === 0 && stop) return i;
-        continue;
-      }
-      header.push(chunk[i] as number);
-      i++;
-      if (header.length === 2) {
-        const b1 = header[1] as number;
-        const len7 = b1 & 0x7f;
-        need = 2 + (len7 === 126 ? 2 : len7 === 127 ? 8 : 0) + ((b1 & 0x80) !== 0 ? 4 : 0);
-      }
-      if (header.length >= 2 && header.length === need) {
-        headerDone();
-        if (remaining === 0 && stop) return i;
-      }
-    }
-    return i;
-  }
-
-  const atBoundary = (): boolean => header.length === 0 && remaining === 0;
-  return {
-    feed(chunk) {
-      advance(chunk, false);
-    },
-    atBoundary,
-    untilBoundary(chunk) {
-      if (atBoundary()) return 0;
-      const used = advance(chunk, true);
-      return atBoundary() ? used : -1;
-    },
-  };
-}
-
-export interface Timers {
-  setTimeout(callback: () => void, ms: number): unknown;
-  clearTimeout(handle: unknown): void;
-}
-
-const GLOBAL_TIMERS: Timers = {
-  setTimeout: (callback, ms) => {
-    const handle = setTimeout(callback, ms);
-    handle.unref();
-    return handle;
-  },
-  clearTimeout: (handle) => clearTimeout(handle as NodeJS.Timeout),
-};
-
-export interface AssemblyTimer {
-  /** A fragment of the message in progress arrived: restarts the idle timer, starts the total one. */
-  fragment(): void;
-  /** The message completed (or the relay closed): both timers stop. */
-  clear(): void;
-}
-
-/** Message-assembly deadlines (docs/destinations.md#websocket-relay): `onExpire` runs once when either is missed. */
-export function createAssemblyTimer(options: {
-  readonly onExpire: (which: 'idle' | 'total') => void;
-  readonly idleMs?: number;
-  readonly totalMs?: number;
-  readonly timers?: Timers;
-}): AssemblyTimer {
-  const timers = options.timers ?? GLOBAL_TIMERS;
-  const idleMs = options.idleMs ?? MESSAGE_IDLE_TIMEOUT_MS;
-  const totalMs = options.totalMs ?? MESSAGE_TOTAL_TIMEOUT_MS;
-  let idle: unknown;
-  let total: unknown;
-  const clear = (): void => {
-    if (idle !== undefined) timers.clearTimeout(idle);
-    if (total !== undefined) timers.clearTimeout(total);
-    idle = undefined;
-    total = undefined;
-  };
-  const expire = (which: 'idle' | 'total'): void => {
-    clear();
-    options.onExpire(which);
-  };
-  return {
-    fragment() {
-      if (idle !== undefined) timers.clearTimeout(idle);
-      idle = timers.setTimeout(() => expire('idle'), idleMs);
-      total ??= timers.setTimeout(() => expire('total'), totalMs);
-    },
-    clear,
-  };
 }

@@ -1,7 +1,7 @@
 // Splits an absolute-form request target (`http://host:port/path?q`) into scheme, authority and the
-// origin-form rest, without a URL parser: the raw path must reach path.ts untouched. Pure.
+// origin-form rest, without a URL parser: the raw path must reach proxy/path.ts untouched. Pure.
 
-export type AbsoluteTarget =
+type AbsoluteTarget =
   | { readonly ok: true; readonly scheme: string; readonly authority: string; readonly target: string }
   | { readonly ok: false };
 

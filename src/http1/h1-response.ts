@@ -1,17 +1,15 @@
-// Incremental, strict HTTP/1.1 response parser: bytes in; the final head, body slices and end out. Pure: no
-// sockets, no timers. Stricter than RFC 9112 wherever a lenient reading could let boundary and the upstream
-// disagree on where a response ends (the next response on a kept-alive socket would then be someone else's).
+// Incremental, strict HTTP/1.1 response parser: bytes in; the final head (read by h1-response-head.ts), body
+// slices and end out. Pure: no sockets, no timers. Stricter than RFC 9112 wherever a lenient reading could let
+// boundary and the upstream disagree on where a response ends (the next one on a kept-alive socket would be someone else's).
 
 import { BoundaryError } from '../errors.js';
-import { tokenEqualsLower, isDigits, TCHAR } from './h1-request.js';
+import { isOws, tokenBytesEnd, valueBytesEnd } from './grammar.js';
+import { parseResponseHead, protocolError } from './h1-response-head.js';
 
 /** Status line plus header lines of one response (interim 1xx heads count separately). */
 export const MAX_RESPONSE_HEAD_BYTES = 65_536;
-export const MAX_RESPONSE_HEADERS = 256;
 /** 1xx answers skipped before the final one; more is an upstream stalling with interim heads. */
 export const MAX_INTERIM_RESPONSES = 16;
-/** Content-Length digits: 15 keeps the value a safe integer. */
-export const MAX_RESPONSE_CONTENT_LENGTH_DIGITS = 15;
 /** Chunk-size hex digits: 12 is 2^48 - 1 bytes, a safe integer. */
 export const MAX_CHUNK_SIZE_DIGITS = 12;
 /** One chunk-size line including its extensions. */
@@ -39,68 +37,10 @@ const TRAILERS = 7;
 const DONE = 8;
 const FAILED = 9;
 
-function protocolError(message: string): BoundaryError {
-  return new BoundaryError('UPSTREAM_PROTOCOL_ERROR', message);
-}
-
-// The head is checked on its bytes, which V8 reads about twice as fast as a string's chars; strings are cut
-// from one latin1 copy of the head only for names and values that go to the sink.
-
-/** `d` is a byte minus 0x30. */
-function isDigit(d: number): boolean {
-  return d >= 0 && d <= 9;
-}
-
-/** Index of the first byte of `data` in [from, to) that is not a tchar, else `to`. */
-function tokenBytesEnd(data: Buffer, from: number, to: number): number {
-  for (let i = from; i < to; i++) if (TCHAR[data[i] as number] === 0) return i;
-  return to;
-}
-
-/** Index of the first byte in [from, to) that a field value may not hold (as BAD_VALUE in h1-request.ts), else `to`. */
-function valueBytesEnd(data: Buffer, from: number, to: number): number {
-  for (let i = from; i < to; i++) {
-    const c = data[i] as number;
-    if (c < 0x20 ? c !== 0x09 : c === 0x7f) return i;
-  }
-  return to;
-}
-
-/** `data[at, at + ascii.length)` equals `ascii`, case included. */
-function bytesEqual(data: Buffer, at: number, ascii: string): boolean {
-  for (let i = 0; i < ascii.length; i++) if (data[at + i] !== ascii.charCodeAt(i)) return false;
-  return true;
-}
-
-/** `data[at, at + lower.length)` equals `lower` ignoring ASCII case, as tokenEqualsLower does for a string. */
-function bytesEqualLower(data: Buffer, at: number, lower: string): boolean {
-  for (let i = 0; i < lower.length; i++) if (((data[at + i] as number) | 0x20) !== lower.charCodeAt(i)) return false;
-  return true;
-}
-
-function isOws(c: number): boolean {
-  return c === 0x20 || c === 0x09;
-}
-
-/** OWS (SP / HTAB) trimmed on both ends; String.trim() would also eat obs-text such as 0xA0. */
-function trimOws(value: string): string {
-  let start = 0;
-  let end = value.length;
-  while (start < end && isOws(value.charCodeAt(start))) start++;
-  while (end > start && isOws(value.charCodeAt(end - 1))) end--;
-  return start === 0 && end === value.length ? value : value.slice(start, end);
-}
-
 /** Checks one `name: value` trailer line, `data[from, to)` (no CRLF). Leading SP/HTAB (obs-fold) is no token. */
 function isFieldLine(data: Buffer, from: number, to: number): boolean {
   const colon = tokenBytesEnd(data, from, to);
   return colon > from && data[colon] === 0x3a && valueBytesEnd(data, colon + 1, to) === to;
-}
-
-/** Where the comma-list element starting at `start` ends: the next comma, or the end of `value`. */
-function elementEnd(value: string, start: number): number {
-  const comma = value.indexOf(',', start);
-  return comma < 0 ? value.length : comma;
 }
 
 /**
@@ -285,72 +225,13 @@ export class ResponseParser {
   }
 
   /**
-   * The head is `data[0, n)`, without its final CRLF CRLF; readHead has made sure every LF in it follows a CR,
-   * found the status line's end and counted the header lines. One pass, no split, RegExp or lower-cased copy.
+   * Acts on a parsed head (h1-response-head.ts): interim heads are skipped and counted, the final one goes to
+   * the sink and sets the body framing.
    */
   private parseHead(data: Buffer, n: number, lineEnd: number, headerLines: number): BoundaryError | undefined {
-    if (lineEnd < 12 || !bytesEqual(data, 0, 'HTTP/1.') || (data[7] !== 0x31 && data[7] !== 0x30) || data[8] !== 0x20) {
-      return protocolError('malformed status line');
-    }
-    const http11 = data[7] === 0x31;
-    const d0 = (data[9] as number) - 0x30;
-    const d1 = (data[10] as number) - 0x30;
-    const d2 = (data[11] as number) - 0x30;
-    if (!(isDigit(d0) && isDigit(d1) && isDigit(d2)) || (lineEnd > 12 && data[12] !== 0x20)) return protocolError('malformed status line');
-    const status = d0 * 100 + d1 * 10 + d2;
-    if (status < 100 || status > 599) return protocolError('status code out of range');
-    if (lineEnd > 13 && valueBytesEnd(data, 13, lineEnd) !== lineEnd) return protocolError('control character in the reason phrase');
-    if (headerLines > MAX_RESPONSE_HEADERS) return protocolError(`more than ${MAX_RESPONSE_HEADERS} response headers`);
-    const text = headerLines === 0 ? '' : data.toString('latin1', 0, n);
-    const headers: string[] = new Array(headerLines * 2);
-    let contentLength: string | undefined;
-    let codings = 0;
-    let chunked = false;
-    let close = false;
-    let at = lineEnd + 2;
-    for (let i = 1; i <= headerLines; i++) {
-      // A line starting with SP/HTAB is obs-fold; whitespace before the colon fails the token check too.
-      const colon = tokenBytesEnd(data, at, n);
-      if (colon === at || data[colon] !== 0x3a) return protocolError(`malformed response header line ${i}`);
-      let start = colon + 1;
-      while (start < n && isOws(data[start] as number)) start++;
-      // The first byte a value may not hold ends the line: its CRLF (or the end of the head), else an error.
-      const stop = valueBytesEnd(data, start, n);
-      if (stop < n && (data[stop] !== 0x0d || data[stop + 1] !== 0x0a)) return protocolError(`malformed response header line ${i}`);
-      let last = stop;
-      while (last > start && isOws(data[last - 1] as number)) last--;
-      const name = text.slice(at, colon);
-      const value = text.slice(start, last);
-      headers[(i - 1) * 2] = name;
-      headers[(i - 1) * 2 + 1] = value;
-      const length = colon - at;
-      if (length === 14 && bytesEqualLower(data, at, 'content-length')) {
-        for (let e = 0; ; ) {
-          const next = elementEnd(value, e);
-          const element = trimOws(value.slice(e, next));
-          if (!isDigits(element, MAX_RESPONSE_CONTENT_LENGTH_DIGITS)) return protocolError('invalid Content-Length');
-          if (contentLength !== undefined && contentLength !== element) return protocolError('conflicting Content-Length values');
-          contentLength = element;
-          if (next === value.length) break;
-          e = next + 1;
-        }
-      } else if (length === 17 && bytesEqualLower(data, at, 'transfer-encoding')) {
-        for (let e = 0; ; ) {
-          const next = elementEnd(value, e);
-          if (codings++ === 0) chunked = tokenEqualsLower(trimOws(value.slice(e, next)), 'chunked');
-          if (next === value.length) break;
-          e = next + 1;
-        }
-      } else if (length === 10 && bytesEqualLower(data, at, 'connection')) {
-        for (let e = 0; ; ) {
-          const next = elementEnd(value, e);
-          if (tokenEqualsLower(trimOws(value.slice(e, next)), 'close')) close = true;
-          if (next === value.length) break;
-          e = next + 1;
-        }
-      }
-      at = stop + 2;
-    }
+    const head = parseResponseHead(data, n, lineEnd, headerLines);
+    if (head instanceof BoundaryError) return head;
+    const { status, codings, contentLength } = head;
     if (status < 200) {
       // An upgrade is never requested through this client, so a 101 cannot be a valid answer.
       if (status === 101) return protocolError('101 Switching Protocols to a request that asked for no upgrade');
@@ -358,12 +239,12 @@ export class ResponseParser {
       return undefined;
     }
     if (codings > 0) {
-      if (codings !== 1 || !chunked) return protocolError('Transfer-Encoding other than exactly chunked');
+      if (codings !== 1 || !head.chunked) return protocolError('Transfer-Encoding other than exactly chunked');
       if (contentLength !== undefined) return protocolError('Transfer-Encoding together with Content-Length');
     }
     // HTTP/1.0 keep-alive is opt-in and rare upstream: never reused, which also covers TE on 1.0 (RFC 9112 §6.1).
-    this.keepAlive = http11 && !close;
-    this.sink.onHead(status, headers);
+    this.keepAlive = head.http11 && !head.close;
+    this.sink.onHead(status, head.headers);
     if (this.isHead || status === 204 || status === 304) this.state = DONE;
     else if (codings > 0) this.state = CHUNK_LINE;
     else if (contentLength !== undefined) {

@@ -13,14 +13,14 @@ import type { CredentialSource } from '../credentials/source.js';
 import type { Decision, Endpoint } from '../policy/types.js';
 import { needsInspection } from './context.js';
 import { credentialDenial, type Denial } from './deny.js';
-import type { Outcome } from './events.js';
+import { type Outcome, settle } from './events.js';
 
 /**
  * What a connection-level route does about credentials: `as-is` (nothing to guard, or the escape hatch),
  * `inspect` (credentialed, so TLS is terminated and requests rewritten even on an L4 endpoint), or `refuse`
  * (credentialed but cannot be inspected: `tls: skip` or raw TCP) -> 403 uninspected_credentials.
  */
-export type CredentialRoute = 'as-is' | 'inspect' | 'refuse';
+type CredentialRoute = 'as-is' | 'inspect' | 'refuse';
 
 function cannotInspect(endpoint: Endpoint): boolean {
   return endpoint.tls === 'skip' || endpoint.protocol === 'tcp';
@@ -43,13 +43,13 @@ export function credentialRoute(source: CredentialSource, decision: Decision, ho
 
 export interface UpstreamHead {
   readonly target: string;
-  /** Flat `[name, value, ...]`, order and duplicates kept, as h1-request.ts writes them. */
+  /** Flat `[name, value, ...]`, order and duplicates kept, as http1/h1-request.ts writes them. */
   readonly headers: string[];
   readonly scope: CredentialScope;
   readonly usedKeys: number;
 }
 
-export type HeadResult = { readonly ok: true; readonly head: UpstreamHead } | RewriteRefusal;
+type HeadResult = { readonly ok: true; readonly head: UpstreamHead } | RewriteRefusal;
 
 function toPairs(flat: readonly string[]): HeaderPair[] {
   const pairs: HeaderPair[] = [];
@@ -181,17 +181,17 @@ export function redactResponseHeaders(headers: string[], scope: CredentialScope)
 export function credentialRefusal(
   o: Outcome,
   refusal: RewriteRefusal,
+  /** The status recorded on the event: the refusal's own, or undefined after a 101 (only a close code is sent). */
+  status: number | undefined = refusal.status,
 ): { readonly denial: Denial; readonly finding: string | undefined } {
   const mismatch = refusal.error === 'credential_endpoint_mismatch';
-  o.verdict = 'deny';
-  o.reason = mismatch
+  const reason = mismatch
     ? 'credential-endpoint-mismatch'
     : refusal.error === 'credential_body_too_large'
       ? 'credential-body-too-large'
       : 'credential-unavailable';
+  settle(o, 'deny', reason, refusal.logMessage, status);
   o.engine = mismatch ? 'credential-binding' : 'credentials';
-  o.detail = refusal.logMessage;
-  o.status = refusal.status;
   o.extra = { ...o.extra, credential_reason: refusal.reason };
   if (mismatch) o.severity = 'HIGH';
   return { denial: credentialDenial(refusal), finding: mismatch ? 'credential-endpoint-mismatch' : undefined };

@@ -2,11 +2,16 @@
 // http/1.1 only, and an SNI that names another host refused with an alert (pin HA-25). Never decides policy.
 
 import type { Socket } from 'node:net';
-import { TLSSocket } from 'node:tls';
-import type { ProxyContext } from './context.js';
+import { type SecureContext, TLSSocket } from 'node:tls';
 
-export const TERMINATION_FAILURES = ['sni-mismatch', 'tls-handshake-failed'] as const;
-export type TerminationFailure = (typeof TERMINATION_FAILURES)[number];
+/** TLS interception: unusable when the CA failed to load (inspected CONNECTs then get 503). */
+export interface Interception {
+  ready(): boolean;
+  contextFor(host: string): Promise<SecureContext>;
+}
+
+const TERMINATION_FAILURES = ['sni-mismatch', 'tls-handshake-failed'] as const;
+type TerminationFailure = (typeof TERMINATION_FAILURES)[number];
 
 function normaliseSni(name: string): string {
   const lower = name.toLowerCase();
@@ -18,11 +23,11 @@ function normaliseSni(name: string): string {
  * failure; the socket is destroyed on failure.
  */
 export async function terminateTls(
-  ctx: ProxyContext,
+  ctx: { readonly interception: Interception },
   socket: Socket,
   host: string,
 ): Promise<{ ok: true; socket: TLSSocket } | { ok: false; failure: TerminationFailure; detail: string }> {
-  let context: Awaited<ReturnType<ProxyContext['interception']['contextFor']>>;
+  let context: SecureContext;
   try {
     context = await ctx.interception.contextFor(host);
   } catch (err) {

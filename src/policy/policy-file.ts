@@ -5,16 +5,16 @@
 import type { Issue } from '../errors.js';
 import { isBoundaryError } from '../errors.js';
 import { type FileWatch, watchFile } from '../file-watch.js';
-import { loadPolicyFile } from '../policy/load.js';
-import { emptyPolicy, type PolicyStore } from '../policy/store.js';
-import type { Policy } from '../policy/types.js';
+import { loadPolicyFile } from './load.js';
+import { emptyPolicy, type PolicyStore } from './store.js';
+import type { Policy } from './types.js';
 import type { AuditSink } from '../telemetry/event.js';
 import type { Logger } from '../telemetry/logger.js';
 
 /** A save is often several writes; events inside this window are read once, after the last one. */
-export const POLICY_RELOAD_SETTLE_MS = 100;
+const POLICY_RELOAD_SETTLE_MS = 100;
 /** Issues quoted in a CONFIG:FAILED event; the log line carries all of them. */
-export const MAX_ISSUES_IN_EVENT = 5;
+const MAX_ISSUES_IN_EVENT = 5;
 
 export interface PolicyFileWatcher {
   /** Loads the file once; throws POLICY_INVALID / POLICY_UNREADABLE (start refuses a bad first policy). */
@@ -67,7 +67,7 @@ export function createPolicyFileWatcher(options: {
         activity: 'FAILED',
         severity: 'MED',
         message: `policy ${path} refused; ${options.onInvalid === 'keep' ? 'keeping the last good policy' : 'denying all egress'}`,
-        reason: quoted.length > 0 ? quoted.join('; ') : message,
+        detail: quoted.length > 0 ? quoted.join('; ') : message,
         generation: store.current().generation,
         policyHash: store.current().hash,
         unmapped: { source: path, issues: issues.length, mode: options.onInvalid },

@@ -1,0 +1,89 @@
+// The composition root's types: what createBoundary (boundary.ts) takes from the world (Deps), what it returns
+// (Boundary), and the policy DNS and capture part it assembles (Transparent). Types only.
+
+import type { Registry } from 'prom-client';
+import type { ListenAddress } from './config.js';
+import type { AttachedControlOptions } from './control/attached.js';
+import type { ControlLookup } from './control/dial.js';
+import type { CredentialSource } from './credentials/source.js';
+import type { HostCache } from './net/host.js';
+import type { Resolver } from './net/resolver.js';
+import type { SelfAddress } from './net/ssrf.js';
+import type { SyntheticPool } from './net/synthetic.js';
+import type { PolicyStore } from './policy/store.js';
+import type { ProxyContext } from './proxy/context.js';
+import type { DialFunction } from './proxy/dial.js';
+import type { ProxyServer } from './proxy/server.js';
+import type { Readiness } from './telemetry/admin.js';
+import type { AuditSink } from './telemetry/event.js';
+import type { Logger } from './telemetry/logger.js';
+export interface Deps {
+  readonly resolver: Resolver;
+  /** Epoch ms: certificate validity, event times. */
+  readonly now: () => number;
+  readonly logger: Logger;
+  /** Never the global default registry. */
+  readonly registry: Registry;
+  /** Defaults to an audit sink on `logger` in `config.logFormat`. */
+  readonly audit?: AuditSink;
+  /** Replaces net.connect for upstream dials (tests count dials through it). */
+  readonly dial?: DialFunction;
+  /** Standalone: the watched `--credentials` file source (run.ts builds it). Default: the source the
+   *  supervisor pushes into (attached mode), empty until a push arrives. */
+  readonly credentials?: CredentialSource;
+  /** Attached mode: supervisor name -> addresses (main/run passes the system resolver; tests a fake). */
+  readonly controlLookup?: ControlLookup;
+  /** Reported to the supervisor on attach. */
+  readonly version?: string;
+  /** Attached mode: this process start's id (main/run may pass one; fresh per createBoundary otherwise). */
+  readonly bootId?: string;
+  /** Tests only: faster control backoff/timers and a listener for control state changes. */
+  readonly controlTuning?: Pick<AttachedControlOptions, 'tuning' | 'onState'>;
+}
+
+export interface Boundary {
+  start(): Promise<void>;
+  /** Idempotent: listeners stop, in-flight requests drain, tunnels close, telemetry last. */
+  close(): Promise<void>;
+  proxyAddress(): { host: string; port: number };
+  adminAddress(): { host: string; port: number };
+  readiness(): Readiness;
+  /** Re-reads the policy file now (the watcher does this on change). */
+  reloadPolicy(): Promise<void>;
+  readonly store: PolicyStore;
+  readonly proxy: ProxyServer;
+  /** Policy DNS and transparent capture. */
+  readonly transparent: Transparent;
+}
+
+/** What createBoundary hands the policy DNS and capture assembly below. */
+export interface TransparentOptions {
+  readonly dnsListen: ListenAddress;
+  readonly syntheticCidr: string;
+  /** resolv.conf `search` domains: NXDOMAIN under them for names policy does not cover. */
+  readonly searchDomains?: readonly string[];
+  readonly stateDir: string;
+  readonly allowLoopback: boolean;
+  readonly maxConnections: number;
+  readonly store: PolicyStore;
+  /** The proxy's resolver: DNS answers and CONNECT destinations come from the same trusted upstream. */
+  readonly resolver: Resolver;
+  /** The boundary's host cache, shared with the proxy. */
+  readonly hosts?: HostCache;
+  readonly sink: AuditSink;
+  readonly logger: Logger;
+  readonly registry: Registry;
+  readonly now: () => number;
+}
+
+/** Policy DNS and transparent capture, as createBoundary exposes them. */
+export interface Transparent {
+  /** After the proxy: capture runs on its context. Throws only when the DNS listener cannot bind. */
+  start(context: ProxyContext, selfAddresses: readonly SelfAddress[]): Promise<void>;
+  close(): Promise<void>;
+  /** Why DNS or capture is off (fail closed) or cannot bind (capture-unavailable), or undefined. */
+  problem(): string | undefined;
+  dnsAddress(): ListenAddress | undefined;
+  pool(): SyntheticPool | undefined;
+  listening(): readonly { readonly ip: string; readonly port: number }[];
+}

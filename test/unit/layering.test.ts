@@ -1,0 +1,159 @@
+import assert from 'node:assert/strict';
+import { readdirSync, readFileSync } from 'node:fs';
+import { dirname, join, relative, resolve } from 'node:path';
+import { describe, it } from 'node:test';
+import ts from 'typescript';
+
+// The "who may import whom" rules of STYLE.md section 2 (and each src/ folder's README.md), checked on every
+// import of every src/**/*.ts file: static, re-exports, side-effect and dynamic import().
+
+const SRC = resolve(import.meta.dirname, '../../src');
+
+interface Edge {
+  /** Importing file, relative to src/ (`proxy/connect.ts`). */
+  readonly from: string;
+  /** Imported file, relative to src/ with `.ts` (`policy/decide.ts`). */
+  readonly to: string;
+  /** Erased at runtime: `import type`, `export type`, or every named specifier is `type`. */
+  readonly typeOnly: boolean;
+}
+
+function sourceFiles(dir: string): string[] {
+  return readdirSync(dir, { withFileTypes: true }).flatMap((entry) => {
+    const path = join(dir, entry.name);
+    if (entry.isDirectory()) return sourceFiles(path);
+    return entry.name.endsWith('.ts') ? [path] : [];
+  });
+}
+
+function isTypeOnly(node: ts.ImportDeclaration | ts.ExportDeclaration): boolean {
+  if (ts.isExportDeclaration(node)) {
+    if (node.isTypeOnly) return true;
+    const clause = node.exportClause;
+    return clause !== undefined && ts.isNamedExports(clause) && clause.elements.length > 0 && clause.elements.every((e) => e.isTypeOnly);
+  }
+  const clause = node.importClause;
+  if (clause === undefined) return false;
+  if (clause.isTypeOnly) return true;
+  if (clause.name !== undefined) return false;
+  const bindings = clause.namedBindings;
+  return bindings !== undefined && ts.isNamedImports(bindings) && bindings.elements.length > 0 && bindings.elements.every((e) => e.isTypeOnly);
+}
+
+function importsOf(file: string): Edge[] {
+  const text = readFileSync(file, 'utf8');
+  const source = ts.createSourceFile(file, text, ts.ScriptTarget.ES2022, true);
+  const from = relative(SRC, file);
+  const edges: Edge[] = [];
+  const add = (specifier: string, typeOnly: boolean): void => {
+    if (!specifier.startsWith('.')) return;
+    const to = relative(SRC, resolve(dirname(file), specifier)).replace(/\.js$/, '.ts');
+    edges.push({ from, to, typeOnly });
+  };
+  const visit = (node: ts.Node): void => {
+    if ((ts.isImportDeclaration(node) || ts.isExportDeclaration(node)) && node.moduleSpecifier !== undefined && ts.isStringLiteral(node.moduleSpecifier)) {
+      add(node.moduleSpecifier.text, isTypeOnly(node));
+    } else if (ts.isCallExpression(node) && node.expression.kind === ts.SyntaxKind.ImportKeyword) {
+      const [arg] = node.arguments;
+      if (arg !== undefined && ts.isStringLiteral(arg)) add(arg.text, false);
+    } else if (ts.isImportTypeNode(node) && ts.isLiteralTypeNode(node.argument) && ts.isStringLiteral(node.argument.literal)) {
+      add(node.argument.literal.text, true);
+    }
+    ts.forEachChild(node, visit);
+  };
+  visit(source);
+  return edges;
+}
+
+const FILES = sourceFiles(SRC);
+const EDGES = FILES.flatMap(importsOf);
+
+function inFolder(path: string, folder: string): boolean {
+  return path.startsWith(`${folder}/`);
+}
+
+/** Every import out of `folder` into one of `forbidden` (folders, or files such as `boundary.ts`). */
+function violations(folder: string, forbidden: readonly string[]): string[] {
+  return EDGES.filter((e) => inFolder(e.from, folder) && forbidden.some((f) => (f.endsWith('.ts') ? e.to === f : inFolder(e.to, f)))).map(
+    (e) => `${e.from} -> ${e.to}`,
+  );
+}
+
+describe('layering (STYLE.md section 2)', () => {
+  it('reads the imports of every source file', () => {
+    assert.ok(FILES.length > 100, `only ${FILES.length} files under src/`);
+    assert.ok(EDGES.some((e) => e.from === 'proxy/connect.ts' && e.to === 'policy/decide.ts'), 'a known import was not seen');
+    assert.ok(EDGES.some((e) => e.from === 'proxy/context.ts' && e.to === 'tls/intercept.ts' && e.typeOnly), 'a known type import was not seen');
+  });
+
+  it('resolves every relative import to a file that exists', () => {
+    const known = new Set(FILES.map((f) => relative(SRC, f)));
+    assert.deepEqual(
+      EDGES.filter((e) => !known.has(e.to)).map((e) => `${e.from} -> ${e.to}`),
+      [],
+    );
+  });
+
+  it('policy/ imports nothing from the adapters, credentials, control or the protocol folders', () => {
+    assert.deepEqual(violations('policy', ['proxy', 'dns', 'control', 'credentials', 'http1', 'websocket', 'tls', 'supervisor', 'boundary.ts']), []);
+  });
+
+  it('net/ is pure address and name code below policy/: nothing from policy/, the adapters, control, credentials or telemetry', () => {
+    assert.deepEqual(
+      violations('net', ['policy', 'proxy', 'dns', 'control', 'supervisor', 'credentials', 'telemetry', 'http1', 'websocket', 'tls', 'pki', 'cli', 'boundary.ts', 'config.ts', 'main.ts']),
+      [],
+    );
+    // Outside net/ only the dependency-free root modules: the error catalogue, the file watcher, the reload queue.
+    const LEAVES = ['errors.ts', 'file-watch.ts', 'reload-queue.ts'];
+    assert.deepEqual(
+      EDGES.filter((e) => inFolder(e.from, 'net') && !inFolder(e.to, 'net') && !LEAVES.includes(e.to)).map((e) => `${e.from} -> ${e.to}`),
+      [],
+    );
+  });
+
+  it('telemetry/ is a leaf: from policy/ and net/ it imports only types, and from nowhere else anything', () => {
+    const out = EDGES.filter((e) => inFolder(e.from, 'telemetry') && !inFolder(e.to, 'telemetry'));
+    assert.deepEqual(
+      out.filter((e) => !((inFolder(e.to, 'policy') || inFolder(e.to, 'net')) && e.typeOnly)).map((e) => `${e.from} -> ${e.to}`),
+      [],
+    );
+  });
+
+  it('supervisor/ never imports boundary.ts, the adapters or the protocol folders', () => {
+    assert.deepEqual(violations('supervisor', ['boundary.ts', 'proxy', 'dns', 'http1', 'websocket', 'tls']), []);
+  });
+
+  it('supervisor/ takes from control/ only the shared protocol (messages, framing, wire constants), never the client', () => {
+    const shared = new Set(['control/messages.ts', 'control/message-fields.ts', 'control/ndjson.ts', 'control/protocol.ts']);
+    assert.deepEqual(
+      EDGES.filter((e) => inFolder(e.from, 'supervisor') && inFolder(e.to, 'control') && !shared.has(e.to)).map((e) => `${e.from} -> ${e.to}`),
+      [],
+    );
+  });
+
+  it('control/client.ts never imports supervisor/', () => {
+    assert.deepEqual(
+      EDGES.filter((e) => e.from === 'control/client.ts' && inFolder(e.to, 'supervisor')).map((e) => e.to),
+      [],
+    );
+  });
+
+  it('http1/ is a codec and client: nothing from proxy/, websocket/, tls/, policy/ or credentials/', () => {
+    assert.deepEqual(violations('http1', ['proxy', 'websocket', 'tls', 'policy', 'credentials']), []);
+  });
+
+  it('websocket/ imports nothing from proxy/, http1/ or tls/', () => {
+    assert.deepEqual(violations('websocket', ['proxy', 'http1', 'tls']), []);
+  });
+
+  it('tls/ imports nothing from proxy/, http1/ or websocket/', () => {
+    assert.deepEqual(violations('tls', ['proxy', 'http1', 'websocket']), []);
+  });
+
+  it('has no index.ts barrels', () => {
+    assert.deepEqual(
+      FILES.map((f) => relative(SRC, f)).filter((f) => f === 'index.ts' || f.endsWith('/index.ts')),
+      [],
+    );
+  });
+});
