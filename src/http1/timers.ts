@@ -4,6 +4,8 @@
 export interface Timers {
   setTimeout(callback: () => void, ms: number): unknown;
   clearTimeout(handle: unknown): void;
+  /** Milliseconds on the clock the timers run on: deadlines restarted by activity are checked against it. */
+  now(): number;
 }
 
 /** Unref'd: a pooled socket's deadline never keeps the process alive. */
@@ -14,4 +16,5 @@ export const GLOBAL_TIMERS: Timers = Object.freeze({
     return handle;
   },
   clearTimeout: (handle: unknown) => clearTimeout(handle as NodeJS.Timeout),
+  now: () => performance.now(),
 });
