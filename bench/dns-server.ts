@@ -40,7 +40,7 @@ const dns = createPolicyDns({
   now,
   allowLoopback: true,
 });
-const server = createDnsServer({ host: '127.0.0.1', port, handler: dns.handle, onTick: () => pool.sweep() });
+const server = createDnsServer({ host: '127.0.0.1', port, handler: dns.handler, onTick: () => pool.sweep() });
 await server.start();
 process.stdout.write(`ready ${server.address().port}\n`);
 

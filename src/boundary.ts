@@ -323,18 +323,18 @@ function assembleTransparent(options: TransparentOptions): Transparent {
         ...(options.searchDomains === undefined ? {} : { searchDomains: options.searchDomains }),
       });
       // An answer leaves only once its listeners are bound: a client that connects at once is never refused.
-      const handle: DnsHandler = (message, info) => {
-        const out = dns.handle(message, info);
-        if (!(out instanceof Promise)) return out;
-        return out.then(async (response) => {
+      const handler: DnsHandler = {
+        cached: dns.handler.cached,
+        resolve: async (message, info) => {
+          const response = await dns.handler.resolve(message, info);
           await listeners.settled();
           return response;
-        });
+        },
       };
       server = createDnsServer({
         host: options.dnsListen.host,
         port: options.dnsListen.port,
-        handler: handle,
+        handler,
         onTick: () => {
           live.sweep();
           listeners.sweep();

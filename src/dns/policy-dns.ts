@@ -32,7 +32,7 @@ import {
   publishedEvent,
   stamp,
 } from './events.js';
-import type { DnsHandler, DnsRequestInfo } from './server.js';
+import { type DnsAnswer, type DnsHandler, type DnsRequestInfo, NO_RESPONSE } from './server.js';
 
 /** Wire-form answers kept for the fast path (refusals and live mappings); the oldest is evicted first. */
 const MAX_CACHED_ANSWERS = 4_096;
@@ -77,7 +77,7 @@ interface PolicyDnsStats {
 }
 
 export interface PolicyDns {
-  readonly handle: DnsHandler;
+  readonly handler: DnsHandler;
   clearCache(): void;
   stats(): PolicyDnsStats;
 }
@@ -214,11 +214,14 @@ export function createPolicyDns(options: PolicyDnsOptions): PolicyDns {
     return { rcode: 'NOERROR', answers: [m.syntheticIp], ttlSeconds: m.ttlSeconds, cacheUntil: m.expiresAt, mappingId: m.id, ...covered(decision) };
   }
 
-  const handle: DnsHandler = (message, info) => {
+  // The miss cached() saw last: the server calls resolve() straight after, so the query is not parsed twice.
+  let miss: { readonly message: Buffer; readonly query: DnsQuery; readonly policy: Policy; readonly decision: DnsDecision } | undefined;
+
+  function cached(message: Buffer, info: DnsRequestInfo): DnsAnswer | undefined {
     const parsed = parse(message);
     if (parsed.kind === 'drop') {
       dropped++;
-      return undefined;
+      return NO_RESPONSE;
     }
     if (parsed.kind === 'formerr') {
       sink.emit(formerrEvent(parsed.why, info));
@@ -239,18 +242,32 @@ export function createPolicyDns(options: PolicyDnsOptions): PolicyDns {
     }
     const local = answerLocally(query, policy);
     if (!('verdict' in local)) return respond(query, info, policy, local);
+    miss = { message, query, policy, decision: local };
+    return undefined;
+  }
+
+  function resolve(message: Buffer, info: DnsRequestInfo): Promise<DnsAnswer> {
+    let held = miss;
+    miss = undefined;
+    if (held === undefined || held.message !== message || held.policy !== options.policy()) {
+      const out = cached(message, info);
+      if (out !== undefined) return Promise.resolve(out);
+      held = miss as NonNullable<typeof miss>;
+      miss = undefined;
+    }
+    const { query, policy, decision } = held;
     // Concurrent askers of one name share one upstream resolution and one mapping publication.
     const flightKey = `${policy.generation}|${query.name}`;
     let flight = inflight.get(flightKey);
     if (flight === undefined) {
-      flight = resolveName(query.name, policy, local).finally(() => inflight.delete(flightKey));
+      flight = resolveName(query.name, policy, decision).finally(() => inflight.delete(flightKey));
       inflight.set(flightKey, flight);
     }
     return flight.then((outcome) => respond(query, info, policy, outcome));
-  };
+  }
 
   return {
-    handle,
+    handler: { cached, resolve },
     clearCache() {
       for (const slot of slots) slot.clear();
     },

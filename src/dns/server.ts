@@ -26,8 +26,18 @@ export interface DnsRequestInfo {
   readonly remote: { readonly ip: string; readonly port: number };
 }
 
-/** One query in, one response out (undefined: send nothing). Synchronous results skip the in-flight bound. */
-export type DnsHandler = (message: Buffer, info: DnsRequestInfo) => Buffer | undefined | Promise<Buffer | undefined>;
+/** The handler chose to send nothing (a runt or other undecodable datagram). */
+export const NO_RESPONSE: unique symbol = Symbol('no-response');
+/** One query's response bytes, or NO_RESPONSE. */
+export type DnsAnswer = Buffer | typeof NO_RESPONSE;
+
+/** One query in, one answer out. */
+export interface DnsHandler {
+  /** The answer from what is known now (cache hits, local answers, malformed queries), or undefined on a miss. Never starts upstream work. */
+  cached(message: Buffer, info: DnsRequestInfo): DnsAnswer | undefined;
+  /** The full answer, resolving upstream when it must. Called after cached() missed; such work counts against the in-flight bound. */
+  resolve(message: Buffer, info: DnsRequestInfo): Promise<DnsAnswer>;
+}
 
 interface DnsServerOptions {
   /** An IP literal. */
@@ -102,22 +112,23 @@ export function createDnsServer(options: DnsServerOptions): DnsServer {
   }
 
   function serveUdp(socket: UdpSocket, message: Buffer, rinfo: RemoteInfo): void {
-    let out: ReturnType<DnsHandler>;
+    const info: DnsRequestInfo = { transport: 'udp', remote: { ip: rinfo.address, port: rinfo.port } };
+    let pending: Promise<DnsAnswer>;
     try {
-      out = handler(message, { transport: 'udp', remote: { ip: rinfo.address, port: rinfo.port } });
+      const out = handler.cached(message, info);
+      if (out !== undefined) {
+        if (out !== NO_RESPONSE) reply(socket, out, rinfo);
+        return;
+      }
+      pending = handler.resolve(message, info);
     } catch (err) {
       fault(err);
       return;
     }
-    if (out === undefined) return;
-    if (out instanceof Uint8Array) {
-      reply(socket, out, rinfo);
-      return;
-    }
     inFlight++;
-    out.then(
+    pending.then(
       (response) => {
-        if (response !== undefined && udp === socket) reply(socket, response, rinfo);
+        if (response !== NO_RESPONSE && udp === socket) reply(socket, response, rinfo);
       },
       fault,
     ).finally(() => {
@@ -150,8 +161,9 @@ export function createDnsServer(options: DnsServerOptions): DnsServer {
       while (pending.length > 0 && !socket.destroyed) {
         const message = pending.shift()!;
         try {
-          const out = await handler(message, { transport: 'tcp', remote });
-          if (out !== undefined && !socket.destroyed) {
+          const info: DnsRequestInfo = { transport: 'tcp', remote };
+          const out = handler.cached(message, info) ?? (await handler.resolve(message, info));
+          if (out !== NO_RESPONSE && !socket.destroyed) {
             const prefix = Buffer.allocUnsafe(2);
             prefix.writeUInt16BE(out.length);
             socket.write(Buffer.concat([prefix, out]));

@@ -45,12 +45,31 @@ export function isLocalName(host: string): boolean {
   return host === 'localhost' || host.endsWith('.localhost');
 }
 
+type DestinationResult = DestinationCheck | ResolveFailureResult;
+
 /**
- * Resolves once (through the resolver, never at dial time) and validates every answer for the endpoint's plan.
- * Settles synchronously whenever no query is needed: an IP literal, a name refused before resolving, or a
- * fresh answer the resolver already holds (Resolver.cached). Only a real query returns a promise; `await` it.
+ * The check from what is known now: an IP literal, a name refused before resolving, or a fresh answer the
+ * resolver already holds (Resolver.cached). Undefined on a miss: then `await checkDestination(request)`.
+ * Never starts a query.
  */
-export function checkDestination(request: DestinationRequest): DestinationCheck | ResolveFailureResult | Promise<DestinationCheck | ResolveFailureResult> {
+export function checkDestinationCached(request: DestinationRequest): DestinationResult | undefined {
+  const name = preflight(request);
+  if (typeof name !== 'string') return name;
+  const held = request.resolver.cached?.(name, 4);
+  return held === undefined ? undefined : answered(request, name, selectPlan(request.endpoint), held);
+}
+
+/** Resolves once (through the resolver, never at dial time) and validates every answer for the endpoint's plan. */
+export async function checkDestination(request: DestinationRequest): Promise<DestinationResult> {
+  const name = preflight(request);
+  if (typeof name !== 'string') return name;
+  // Once, A only: IPv6 egress is off. The connector dials only what survives below; nothing re-resolves.
+  const answer = request.resolver.cached?.(name, 4) ?? (await request.resolver.resolve(name, 4));
+  return answered(request, name, selectPlan(request.endpoint), answer);
+}
+
+/** Everything decided before resolving: the check itself, or the normalised name that must be resolved. */
+function preflight(request: DestinationRequest): DestinationCheck | string {
   const { port, endpoint } = request;
   // Callers pass normaliseHost output; normalising again is cheap and means a raw `127.1` or `0x7f.1` that
   // slipped through as a "name" is still treated as the IP literal it is and never reaches the resolver.
@@ -64,13 +83,10 @@ export function checkDestination(request: DestinationRequest): DestinationCheck 
   // A port that the plan refuses whatever the answers are: no DNS query for it.
   const portProblem = checkPort(plan, port);
   if (portProblem !== undefined) return refuse(plan, portProblem, `port ${port} is a control-plane port (${plan} plan)`);
-  // Once, A only: IPv6 egress is off. The connector dials only what survives below; nothing re-resolves.
-  const held = request.resolver.cached?.(host, 4);
-  if (held !== undefined) return answered(request, host, plan, held);
-  return request.resolver.resolve(host, 4).then((answer) => answered(request, host, plan, answer));
+  return host;
 }
 
-function answered(request: DestinationRequest, host: string, plan: ValidationPlan, answer: ResolveResult): DestinationCheck | ResolveFailureResult {
+function answered(request: DestinationRequest, host: string, plan: ValidationPlan, answer: ResolveResult): DestinationResult {
   if (!answer.ok) {
     return { ok: false, kind: 'resolve-failed', plan, failure: answer.failure, message: `resolving ${host} failed (${answer.failure}): ${answer.message}` };
   }

@@ -3,9 +3,9 @@
 
 import type { Socket } from 'node:net';
 import type { CredentialSource } from '../credentials/source.js';
-import { checkDestination, type DestinationRequest, type ResolveFailureResult } from '../net/destination.js';
+import { checkDestination, checkDestinationCached, type DestinationRequest, type ResolveFailureResult } from '../net/destination.js';
 import { type AuthorityResult, type HostCache, type HostForm, memoisedAuthorityParser } from '../net/host.js';
-import type { ResolveResult, Resolver } from '../net/resolver.js';
+import type { Resolver } from '../net/resolver.js';
 import type { DestinationCheck, SelfAddresses } from '../net/ssrf.js';
 import type { PolicyStore } from '../policy/store.js';
 import type { Decision, Endpoint } from '../policy/types.js';
@@ -72,12 +72,9 @@ export interface DestinationTarget {
   readonly endpoint: Endpoint | undefined;
 }
 
-/** Never settles: the cache-only resolver's answer to a name it does not hold, which destinationCached drops. */
-const NOT_HELD: Promise<ResolveResult> = new Promise(() => {});
-
-function request(ctx: ProxyContext, target: DestinationTarget, resolver: Resolver): DestinationRequest {
+function request(ctx: ProxyContext, target: DestinationTarget): DestinationRequest {
   const { host, kind, port, endpoint } = target;
-  return { host, kind, port, endpoint, resolver, hosts: ctx.hosts, allowLoopback: ctx.allowLoopback, selfAddresses: ctx.selfAddresses() };
+  return { host, kind, port, endpoint, resolver: ctx.resolver, hosts: ctx.hosts, allowLoopback: ctx.allowLoopback, selfAddresses: ctx.selfAddresses() };
 }
 
 /**
@@ -85,17 +82,12 @@ function request(ctx: ProxyContext, target: DestinationTarget, resolver: Resolve
  * a fresh answer Resolver.cached holds), else undefined: then `await destination(...)`. Never starts a query.
  */
 export function destinationCached(ctx: ProxyContext, target: DestinationTarget): DestinationResult | undefined {
-  // net/destination.ts checkDestination answers a value or a promise; a resolver that only knows its cache
-  // turns its promise into the miss. The promise it makes then never settles and is dropped unobserved.
-  const { resolver } = ctx;
-  const cacheOnly: Resolver = { resolve: () => NOT_HELD, cached: (name, family) => resolver.cached?.(name, family) };
-  const held = checkDestination(request(ctx, target, cacheOnly));
-  return held instanceof Promise ? undefined : held;
+  return checkDestinationCached(request(ctx, target));
 }
 
 /** The SSRF check with this proxy's settings, resolving the name (once, A only) when it must. */
 export async function destination(ctx: ProxyContext, target: DestinationTarget): Promise<DestinationResult> {
-  return checkDestination(request(ctx, target, ctx.resolver));
+  return checkDestination(request(ctx, target));
 }
 
 /** An endpoint whose traffic must be terminated and parsed: L7 protocol or bound credentials, never tls: skip. */

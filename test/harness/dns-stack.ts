@@ -55,7 +55,7 @@ export async function startDnsStack(options: {
   const server = createDnsServer({
     host: '127.0.0.1',
     port: 0,
-    handler: dns.handle,
+    handler: dns.handler,
     onTick: () => pool.sweep(),
     ...(options.tcpIdleTimeoutMs === undefined ? {} : { tcpIdleTimeoutMs: options.tcpIdleTimeoutMs }),
   });

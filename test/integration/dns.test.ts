@@ -7,7 +7,7 @@ import { after, before, describe, it } from 'node:test';
 import { promisify } from 'node:util';
 import { decode } from 'dns-packet';
 import { createPolicyDns } from '../../src/dns/policy-dns.js';
-import { createDnsServer, MAX_UDP_IN_FLIGHT } from '../../src/dns/server.js';
+import { createDnsServer, type DnsHandler, MAX_UDP_IN_FLIGHT, NO_RESPONSE } from '../../src/dns/server.js';
 import { cidrContains, parseCidr, parseIp } from '../../src/net/ip.js';
 import type { ResolveResult, Resolver } from '../../src/net/resolver.js';
 import { createSyntheticPool } from '../../src/net/synthetic.js';
@@ -16,6 +16,8 @@ import { stubPolicy } from '../harness/dns-policy.js';
 import { collectingSink, type DnsStack, startDnsStack } from '../harness/dns-stack.js';
 
 const run = promisify(execFile);
+/** Answers nothing, ever. */
+const IDLE: DnsHandler = { cached: () => NO_RESPONSE, resolve: async () => NO_RESPONSE };
 
 async function dig(port: number, ...args: string[]): Promise<{ status: string; answers: string[] }> {
   const { stdout } = await run('dig', ['@127.0.0.1', '-p', String(port), '+tries=1', '+time=3', '+noall', '+comments', '+answer', ...args]);
@@ -139,11 +141,11 @@ describe('policy DNS server on the wire', () => {
   });
 
   it('starts and closes idempotently', async () => {
-    const server = createDnsServer({ host: '127.0.0.1', port: 0, handler: () => undefined });
+    const server = createDnsServer({ host: '127.0.0.1', port: 0, handler: IDLE });
     await Promise.all([server.start(), server.start()]);
     await server.close();
     await server.close();
-    assert.throws(() => createDnsServer({ host: 'localhost', port: 0, handler: () => undefined }), { code: 'ADDRESS_INVALID' });
+    assert.throws(() => createDnsServer({ host: 'localhost', port: 0, handler: IDLE }), { code: 'ADDRESS_INVALID' });
   });
 });
 
@@ -164,7 +166,7 @@ describe('policy DNS server under concurrency', () => {
     };
     const pool = createSyntheticPool({ epoch: 0, now: Date.now });
     const dns = createPolicyDns({ policy: () => stubPolicy([{ host: '*.example.test', ports: [443] }]), resolver, pool, sink: collectingSink(false), now: Date.now, allowLoopback: true });
-    const server = createDnsServer({ host: '127.0.0.1', port: 0, handler: dns.handle });
+    const server = createDnsServer({ host: '127.0.0.1', port: 0, handler: dns.handler });
     await server.start();
     t.after(() => server.close());
     const port = server.address().port;

@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { type DecodedPacket, decode, type RecordClass, type RecordType } from 'dns-packet';
-import { createPolicyDns } from '../../src/dns/policy-dns.js';
-import type { DnsRequestInfo } from '../../src/dns/server.js';
+import { createPolicyDns, type PolicyDns } from '../../src/dns/policy-dns.js';
+import { type DnsRequestInfo, NO_RESPONSE } from '../../src/dns/server.js';
 import type { ResolveResult, Resolver } from '../../src/net/resolver.js';
 import { createSyntheticPool } from '../../src/net/synthetic.js';
 import type { Policy } from '../../src/policy/types.js';
@@ -17,6 +17,12 @@ import { createPolicyStore } from '../../src/policy/store.js';
 
 const UDP: DnsRequestInfo = { transport: 'udp', remote: { ip: '127.0.0.1', port: 5353 } };
 const PUBLIC = '93.184.216.34';
+
+/** As server.ts asks: the cached path first, then the async one on a miss; undefined when nothing is sent. */
+async function answer(dns: PolicyDns, message: Buffer, info: DnsRequestInfo = UDP): Promise<Buffer | undefined> {
+  const out = dns.handler.cached(message, info) ?? (await dns.handler.resolve(message, info));
+  return out === NO_RESPONSE ? undefined : out;
+}
 
 function setup(
   options: { endpoints?: readonly EndpointSpec[]; answers?: Record<string, FakeAnswer>; resolver?: Resolver; cidr?: string; searchDomains?: readonly string[] } = {},
@@ -35,7 +41,7 @@ function setup(
     ...(options.searchDomains === undefined ? {} : { searchDomains: options.searchDomains }),
   });
   async function ask(name: string, type: RecordType = 'A', extra: { qclass?: RecordClass; id?: number } = {}): Promise<DecodedPacket> {
-    const out = await dns.handle(buildQuery(name, type, extra), UDP);
+    const out = await answer(dns, buildQuery(name, type, extra), UDP);
     assert.ok(out !== undefined, 'a response');
     return decode(out);
   }
@@ -171,10 +177,10 @@ describe('policy DNS eligibility', () => {
 
   it('answers FORMERR to a malformed query and drops a runt (DN-06, DN-07)', async () => {
     const s = setup();
-    assert.equal(s.dns.handle(Buffer.alloc(5), UDP), undefined);
+    assert.equal(s.dns.handler.cached(Buffer.alloc(5), UDP), NO_RESPONSE);
     const wire = buildQuery('api.example.test');
     wire.writeUInt16BE(2, 4);
-    const out = await s.dns.handle(wire, UDP);
+    const out = await answer(s.dns, wire, UDP);
     assert.equal(rcodeOf(decode(out!)), 'FORMERR');
   });
 });
@@ -329,7 +335,7 @@ describe('policy DNS mappings and events', () => {
     let release: (r: ResolveResult) => void = () => {};
     const resolver: Resolver = { resolve: () => new Promise((resolve) => (release = resolve)) };
     const s = setup({ resolver });
-    const pending = s.dns.handle(buildQuery('api.example.test'), UDP);
+    const pending = answer(s.dns, buildQuery('api.example.test'), UDP);
     s.swap([{ host: 'api.example.test', ports: [443] }]);
     release({ ok: true, addresses: [PUBLIC], ttlSeconds: 30 });
     assert.equal(rcodeOf(decode((await pending)!)), 'SERVFAIL');
@@ -340,7 +346,7 @@ describe('policy DNS mappings and events', () => {
 
   it('shares one upstream resolution among concurrent queries for one name', async () => {
     const s = setup();
-    const replies = await Promise.all([1, 2, 3].map((id) => s.dns.handle(buildQuery('api.example.test', 'A', { id }), UDP)));
+    const replies = await Promise.all([1, 2, 3].map((id) => answer(s.dns, buildQuery('api.example.test', 'A', { id }), UDP)));
     assert.deepEqual(replies.map((r) => decode(r!).id), [1, 2, 3]);
     assert.equal(s.resolver.calls.length, 1);
     assert.equal(s.published().length, 1);
@@ -367,8 +373,8 @@ describe('policy DNS mappings and events', () => {
       sink: log.sink,
       now: clock.now,
     });
-    await dns.handle(buildQuery('api.example.test'), UDP);
-    await dns.handle(buildQuery('nope.test'), UDP);
+    await answer(dns, buildQuery('api.example.test'), UDP);
+    await answer(dns, buildQuery('nope.test'), UDP);
     const events = log.events();
     const dnsEvents = events.filter((e) => e.class_uid === 4003);
     assert.equal(dnsEvents.length, 2);
@@ -386,7 +392,7 @@ describe('policy DNS mappings and events', () => {
     const store = createPolicyStore();
     const resolver = fakeResolver({ 'api.example.test': [PUBLIC], 'pg.db.example.test': [PUBLIC] });
     const dns = createPolicyDns({ policy: () => store.current(), resolver, pool: createSyntheticPool({ epoch: 0, now: clock.now }), sink: collectingSink(), now: clock.now });
-    const ask = async (name: string) => rcodeOf(decode((await dns.handle(buildQuery(name), UDP))!));
+    const ask = async (name: string) => rcodeOf(decode((await answer(dns, buildQuery(name), UDP))!));
     assert.equal(await ask('api.example.test'), 'REFUSED', 'before any policy: fail closed');
     store.swap(
       parsePolicy(

@@ -7,7 +7,7 @@ import { describe, it } from 'node:test';
 import { rewriteRequestHead } from '../../src/credentials/rewrite-head.js';
 import { scopeFor } from '../../src/credentials/scope.js';
 import { createStaticCredentialSource } from '../../src/credentials/source.js';
-import { checkDestination, type DestinationRequest } from '../../src/net/destination.js';
+import { checkDestination, checkDestinationCached, type DestinationRequest } from '../../src/net/destination.js';
 import { normaliseHost, parseAuthority, parseIpv4Number } from '../../src/net/host.js';
 import { createCachingResolver } from '../../src/net/resolver-cache.js';
 import { NO_SELF_ADDRESSES, prepareSelfAddresses, type SelfAddress, validateDestination } from '../../src/net/ssrf.js';
@@ -27,7 +27,7 @@ function randomString(next: () => number, alphabet: string, maxLength: number): 
 
 const CORPUS_SIZE = 4_000;
 
-describe('checkDestination on a cached answer', () => {
+describe('checkDestinationCached on a cached answer', () => {
   const RECORDS = {
     'api.example.test': ['127.0.0.1', '10.0.0.5', '169.254.169.254'],
     'public.example.test': ['8.8.8.8'],
@@ -56,13 +56,17 @@ describe('checkDestination on a cached answer', () => {
             const base = { host, kind: 'name' as const, port, endpoint, allowLoopback, selfAddresses: self };
             const expected = await checkDestination({ ...base, resolver: plain });
             await checkDestination({ ...base, resolver: cache });
-            const held = checkDestination({ ...base, resolver: cache });
+            const held = checkDestinationCached({ ...base, resolver: cache });
             // A transient failure is never cached: that question goes to the resolver again (unless the port
             // alone refuses it, before any query).
             const portRefused = !expected.ok && 'check' in expected && expected.check === 'control-plane-port';
-            if (host === 'down.example.test' && !portRefused) assert.ok(held instanceof Promise, host);
-            else assert.ok(!(held instanceof Promise), `${host}:${port} should settle from the cache`);
-            assert.deepEqual(await held, expected, `${host}:${port} ${endpoint?.host} loopback=${allowLoopback}`);
+            if (host === 'down.example.test' && !portRefused) {
+              assert.equal(held, undefined, host);
+              assert.deepEqual(await checkDestination({ ...base, resolver: cache }), expected, host);
+            } else {
+              assert.notEqual(held, undefined, `${host}:${port} should settle from the cache`);
+              assert.deepEqual(held, expected, `${host}:${port} ${endpoint?.host} loopback=${allowLoopback}`);
+            }
             cases++;
           }
         }
@@ -76,16 +80,15 @@ describe('checkDestination on a cached answer', () => {
     const inner = fakeResolver({ 'api.example.test': { addresses: ['127.0.0.1'], ttlSeconds: 10 } });
     const cache = createCachingResolver(inner, { now: clock.now });
     const request: DestinationRequest = { host: 'api.example.test', kind: 'name', port: 80, endpoint: undefined, resolver: cache, allowLoopback: true };
-    const first = checkDestination(request);
-    assert.ok(first instanceof Promise);
-    await first;
+    assert.equal(checkDestinationCached(request), undefined);
+    assert.equal(inner.calls.length, 0, 'the cached path never starts a query');
+    await checkDestination(request);
     clock.advance(9_999);
-    assert.ok(!(checkDestination(request) instanceof Promise));
+    assert.notEqual(checkDestinationCached(request), undefined);
     assert.equal(inner.calls.length, 1);
     clock.advance(1);
-    const again = checkDestination(request);
-    assert.ok(again instanceof Promise, 'an expired answer is resolved again, not served');
-    await again;
+    assert.equal(checkDestinationCached(request), undefined, 'an expired answer is resolved again, not served');
+    await checkDestination(request);
     assert.equal(inner.calls.length, 2);
   });
 
