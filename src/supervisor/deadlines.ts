@@ -4,8 +4,9 @@
 // replicas that stopped beating (their boundaries are detached now). The withdrawing replica tells a boundary
 // it still holds why, closes its session and relays, and queues the withdrawal hook.
 
+import { describeError } from '../control/protocol.js';
 import type { SupervisorContext } from './context.js';
-import { pushMessage } from './push.js';
+import { endSession } from './push.js';
 import { REPLICA_HEARTBEAT_MS, REPLICA_LEASE_MS, type StoredWithdrawal } from './store/store.js';
 
 /** Deadlines another replica set are found within this; this replica's own fire on time (a timer at each). */
@@ -61,7 +62,7 @@ export function createAttachDeadlines(
           lastError = undefined;
         },
         (err: unknown) => {
-          const message = err instanceof Error ? err.message : String(err);
+          const message = describeError(err);
           // Once per failure streak, not once a second while the store is down.
           if (lastError === undefined) logger.warn({ err: message }, 'attach deadline sweep failed; deadlines wait until the store answers again');
           lastError = message;
@@ -98,12 +99,7 @@ export function createAttachDeadlines(
     const { sandboxId, instanceId } = withdrawal;
     const sessionId = tables.instance(sandboxId, instanceId)?.sessionId;
     const session = sessionId === undefined ? undefined : live.get(sessionId);
-    if (session !== undefined) {
-      pushMessage(ctx, session, { kind: 'withdraw', code: 'withdrawn', reason: withdrawal.reason });
-      live.delete(session.sessionId);
-      session.watch?.end();
-      session.session.close();
-    }
+    if (session !== undefined) endSession(ctx, session, { kind: 'withdraw', code: 'withdrawn', reason: withdrawal.reason });
     const relays = ctx.broker.closeInstance(sandboxId, instanceId);
     tables.withdraw(sandboxId, instanceId, withdrawal.reason);
     logger.warn({ sandboxId, instanceId, reason: withdrawal.reason, withdrawalId: withdrawal.id, hook: withdrawal.hook, relaysClosed: relays }, 'instance withdrawn');

@@ -1,6 +1,7 @@
 // The push fan-out: control messages written onto a session's watch stream (a boundary that stops reading is cut
 // off), and changed sandbox configuration pushed to every instance attached here. Never admits or withdraws.
 
+import type { ServerHttp2Session } from 'node:http2';
 import { encodeMessage, type PushMessage } from '../control/messages.js';
 import type { LiveSession, SupervisorContext } from './context.js';
 import type { ConfigChange, InstanceRecord } from './tables.js';
@@ -42,6 +43,17 @@ export function pushConfig(
     instance.sentGeneration = generation;
     ctx.emit({ type: 'pushed', sandboxId: session.sandboxId, instanceId: session.instanceId, generation });
   }
+}
+
+/**
+ * Ends a live session on this replica: tells the boundary why (a withdraw push), forgets the session and ends its
+ * watch stream and, unless it is `keep` (the connection a newer session of the same boundary arrived on), closes it.
+ */
+export function endSession(ctx: SupervisorContext, session: LiveSession, withdraw: Extract<PushMessage, { kind: 'withdraw' }>, keep?: ServerHttp2Session): void {
+  pushMessage(ctx, session, withdraw);
+  ctx.live.delete(session.sessionId);
+  session.watch?.end();
+  if (session.session !== keep) session.session.close();
 }
 
 /** Pushes what changed in a sandbox's configuration to each of its boundaries attached to this replica. */

@@ -5,7 +5,7 @@
 
 import type { ServerHttp2Session } from 'node:http2';
 import type { LiveSession, SupervisorContext } from './context.js';
-import { pushMessage } from './push.js';
+import { endSession } from './push.js';
 import type { SupersededSession } from './tables.js';
 
 interface Newcomer {
@@ -25,17 +25,10 @@ export function retireSession(ctx: SupervisorContext, previous: LiveSession, sup
       { sandboxId, instanceId, bootId, remote: from, supersededBootId: superseded.bootId, supersededRemote: previous.remote },
       'two live boundary processes attached as one instance: the newer wins, the older is told it is superseded and stops re-attaching; give each a unique --instance-id or stop the duplicate',
     );
-    pushMessage(ctx, previous, {
-      kind: 'withdraw',
-      code: 'superseded',
-      bootId,
-      reason: `another boundary process (boot ${bootId}, from ${from}) attached as sandbox ${sandboxId} instance ${instanceId}`,
-    });
+    const reason = `another boundary process (boot ${bootId}, from ${from}) attached as sandbox ${sandboxId} instance ${instanceId}`;
+    endSession(ctx, previous, { kind: 'withdraw', code: 'superseded', bootId, reason }, h2session);
     ctx.emit({ type: 'superseded', sandboxId, instanceId, detail: `boot ${superseded.bootId} superseded by boot ${bootId}` });
   } else {
-    pushMessage(ctx, previous, { kind: 'withdraw', code: 'replaced', reason: 'superseded by a newer session of the same instance' });
+    endSession(ctx, previous, { kind: 'withdraw', code: 'replaced', reason: 'superseded by a newer session of the same instance' }, h2session);
   }
-  ctx.live.delete(previous.sessionId);
-  previous.watch?.end();
-  if (previous.session !== h2session) previous.session.close();
 }

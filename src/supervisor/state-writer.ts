@@ -2,6 +2,7 @@
 // writes for one instance run one at a time in the order they were made (attached, then status, then detached),
 // writes for different instances run concurrently. A failed write is logged and counted; it never fails a session.
 
+import { describeError } from '../control/protocol.js';
 import type { Logger } from '../telemetry/logger.js';
 
 /** Writes waiting or running at once; past this a write is dropped and logged (a store that cannot keep up). */
@@ -34,7 +35,7 @@ export function createStateWriter(options: { logger: Logger }): StateWriter {
       () => undefined,
       (err: unknown) => {
         failed += 1;
-        logger.warn({ key, what, err: err instanceof Error ? err.message : String(err) }, 'supervisor state write failed; what the store holds for this instance may be stale until its next change');
+        logger.warn({ key, what, err: describeError(err) }, 'supervisor state write failed; what the store holds for this instance may be stale until its next change');
       },
     );
     const tail = next.finally(() => {

@@ -23,7 +23,7 @@ import { createRelayBroker } from './relays.js';
 import { createSandboxConfigs } from './sandbox-config.js';
 import { type ServingTlsSource, createServingTlsSource, registerServingCertificateExpiry } from './serving-tls.js';
 import { createControlServer, type ServingPems } from './server.js';
-import { CERT_EXPIRY_WARNING_DAYS, isLoopbackHost } from '../control/protocol.js';
+import { CERT_EXPIRY_WARNING_DAYS, describeError, isLoopbackHost } from '../control/protocol.js';
 import { createStateWriter } from './state-writer.js';
 import { createMemoryStore } from './store/memory.js';
 import { createPostgresStore } from './store/postgres.js';
@@ -170,7 +170,7 @@ export function createSupervisor(config: SupervisorConfig, deps: SupervisorDeps)
   let following = false;
   function refresh(): void {
     if (!following || closing) return;
-    replication.refresh().catch((err: unknown) => logger.warn({ err: err instanceof Error ? err.message : String(err) }, 'publishing the changed configuration failed; the next change retries'));
+    replication.refresh().catch((err: unknown) => logger.warn({ err: describeError(err) }, 'publishing the changed configuration failed; the next change retries'));
   }
 
   let servingTls: ServingPems | undefined = 'dir' in config.tls ? undefined : config.tls;
@@ -294,10 +294,10 @@ export function createSupervisor(config: SupervisorConfig, deps: SupervisorDeps)
         await writer.flush();
         const at = now();
         await store.releaseReplica(replicaId, at, at + attachDeadlineMs).catch((err: unknown) =>
-          logger.warn({ err: err instanceof Error ? err.message : String(err) }, 'could not release this replica\'s instances; another replica does once its heartbeat is stale'),
+          logger.warn({ err: describeError(err) }, 'could not release this replica\'s instances; another replica does once its heartbeat is stale'),
         );
       }
-      await store.close().catch((err: unknown) => logger.warn({ err: err instanceof Error ? err.message : String(err) }, 'closing the store failed'));
+      await store.close().catch((err: unknown) => logger.warn({ err: describeError(err) }, 'closing the store failed'));
       // Last, so probes and scrapes see the shutdown until the end.
       await metrics?.close();
     },
