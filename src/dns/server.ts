@@ -52,6 +52,8 @@ interface DnsServerOptions {
   readonly maxUdpInFlight?: number;
   /** Handler failures and socket errors; the server keeps serving. */
   readonly onError?: (err: unknown) => void;
+  /** Called as each UDP datagram arrives, before it is served, queued or dropped: tests wait on it instead of polling stats(). Its errors are reported, not thrown. */
+  readonly onUdpReceived?: () => void;
 }
 
 interface DnsServerStats {
@@ -224,6 +226,11 @@ export function createDnsServer(options: DnsServerOptions): DnsServer {
       socket.on('error', fault);
       socket.on('message', (message, rinfo) => {
         udpReceived++;
+        try {
+          options.onUdpReceived?.();
+        } catch (err) {
+          fault(err);
+        }
         if (inFlight >= maxInFlight) {
           if (queue.length < MAX_UDP_QUEUED) queue.push([message, rinfo]);
           else udpDropped++;

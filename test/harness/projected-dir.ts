@@ -5,6 +5,7 @@
 import { mkdir, mkdtemp, readdir, readlink, rename, rm, symlink, unlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { DEADLINE_MS } from './waiters.js';
 
 export interface ProjectedDir {
   readonly dir: string;
@@ -57,13 +58,5 @@ function ignoreExists(err: NodeJS.ErrnoException): void {
 }
 
 /** How long a test waits for a watcher to pick a change up before it fails (fs events carry no promise). */
-export const RELOAD_DEADLINE_MS = 5_000;
+export const RELOAD_DEADLINE_MS = DEADLINE_MS;
 
-/** `promise`, or a rejection naming `what` once RELOAD_DEADLINE_MS passed. */
-export function withinDeadline<T>(promise: Promise<T>, what: string, ms = RELOAD_DEADLINE_MS): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const deadline = new Promise<never>((_resolve, reject) => {
-    timer = setTimeout(() => reject(new Error(`${what}: not seen within ${ms} ms`)), ms);
-  });
-  return Promise.race([promise, deadline]).finally(() => clearTimeout(timer));
-}

@@ -76,3 +76,15 @@ export function waiterList<T>(options: WaiterListOptions = {}): WaiterList<T> {
     },
   };
 }
+
+/** How long withinDeadline() waits by default: an event on loopback that has not come by then is not coming. */
+export const DEADLINE_MS = 5_000;
+
+/** `promise`, or a rejection naming `what` once `ms` passed: for events that carry no timeout of their own. */
+export function withinDeadline<T>(promise: Promise<T>, what: string, ms = DEADLINE_MS): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const deadline = new Promise<never>((_resolve, reject) => {
+    timer = setTimeout(() => reject(new Error(`${what}: not seen within ${ms} ms`)), ms);
+  });
+  return Promise.race([promise, deadline]).finally(() => clearTimeout(timer));
+}

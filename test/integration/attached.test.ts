@@ -1,132 +1,23 @@
-// Attached mode end to end: a real boundary (createBoundary, and once the binary) fed by the real reference
-// supervisor over mTLS HTTP/2, proxying to a loopback origin. Loopback only; no sleeps.
+// Attached mode end to end: a real boundary (createBoundary) fed by the real reference supervisor over mTLS
+// HTTP/2, proxying to a loopback origin: deny-all until the first policy, edits, supervisor restarts and
+// credentials pushed by the supervisor. The binary and an unresolvable supervisor name: attached-cli.test.ts.
+// Loopback only; no sleeps.
 import assert from 'node:assert/strict';
-import { type ChildProcess, spawn } from 'node:child_process';
-import { once } from 'node:events';
 import { mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { createInterface } from 'node:readline';
 import { after, before, describe, it } from 'node:test';
-import { Registry } from 'prom-client';
-import type { Boundary } from '../../src/boundary-types.js';
-import { createBoundary } from '../../src/boundary.js';
-import { withDnsPort } from '../../src/cli/run.js';
-import type { ControlState } from '../../src/control/client.js';
-import type { ControlLookup } from '../../src/control/dial.js';
 import { canonicalPlaceholder } from '../../src/credentials/placeholder.js';
 import { parsePolicy } from '../../src/policy/parse.js';
-import { attachedConfig } from '../harness/attached-config.js';
-import { TEST_SYNTHETIC_CIDR } from '../harness/boundary.js';
+import { httpGet, restPolicy, startAttached } from '../harness/attached-boundary.js';
 import { makeTestPki, type TestPki } from '../harness/certs.js';
-import { startTestSupervisor, type TestSupervisor, WAIT_TIMEOUT_MS } from '../harness/control.js';
-import { fakeResolver } from '../harness/fake-resolver.js';
-import { type LogSink, logSink } from '../harness/log-sink.js';
+import { startTestSupervisor } from '../harness/control.js';
 import { sendRequest } from '../harness/proxy-client.js';
 import { httpOrigin, type Origin } from '../harness/servers.js';
-import { waiterList } from '../harness/waiters.js';
 
 /** Upper bound on requests in the supervisor-restart loop (the loop normally ends on re-attach). */
 const MAX_LOOP_REQUESTS = 2_000;
 const SECRET = 'tok-attached-4711';
-
-function restPolicy(port: number, path: string): string {
-  return `version: 1
-network_policies:
-  api:
-    endpoints:
-      - host: api.example.test
-        port: ${port}
-        protocol: rest
-        enforcement: enforce
-        rules:
-          - allow: { method: GET, path: "${path}" }
-    binaries: [{ path: "/**" }]
-`;
-}
-
-async function writeTlsDir(pki: TestPki): Promise<string> {
-  const dir = await mkdtemp(join(tmpdir(), 'boundary-tls-'));
-  await writeFile(join(dir, 'ca.pem'), pki.ca.certPem);
-  await writeFile(join(dir, 'cert.pem'), pki.client.certPem);
-  await writeFile(join(dir, 'key.pem'), pki.client.keyPem, { mode: 0o600 });
-  return dir;
-}
-
-async function httpGet(port: number, path: string, headers: Record<string, string> = {}): Promise<{ status: number; body: Record<string, unknown> }> {
-  const response = await fetch(`http://127.0.0.1:${port}${path}`, { headers });
-  return { status: response.status, body: (await response.json()) as Record<string, unknown> };
-}
-
-interface AttachedBoundary {
-  readonly boundary: Boundary;
-  readonly log: LogSink;
-  readonly proxyPort: number;
-  readonly adminPort: number;
-  readonly lookups: string[];
-  state(): ControlState | undefined;
-  waitState(predicate: (state: ControlState) => boolean, timeoutMs?: number): Promise<ControlState>;
-  get(path: string): Promise<{ status: number; body: Record<string, unknown> }>;
-  close(): Promise<void>;
-}
-
-async function startAttached(pki: TestPki, sup: Pick<TestSupervisor, 'port'>, options: { supervisor?: string; lookup?: ControlLookup } = {}): Promise<AttachedBoundary> {
-  const tlsDir = await writeTlsDir(pki);
-  const stateDir = await mkdtemp(join(tmpdir(), 'boundary-state-'));
-  const log = logSink();
-  const lookups: string[] = [];
-  let last: ControlState | undefined;
-  const states = waiterList<ControlState>({ record: false });
-  const config = attachedConfig({
-    // A name, so the injected lookup is exercised; the supervisor's certificate names localhost.
-    supervisor: options.supervisor ?? `localhost:${sup.port()}`,
-    tlsDir,
-    sandboxId: pki.sandboxId,
-    stateDir,
-    extra: { unsafeAllowLoopbackUpstream: true },
-  });
-
-  const boundary = createBoundary(config, {
-    resolver: fakeResolver({ 'api.example.test': ['127.0.0.1'] }),
-    now: Date.now,
-    logger: log.logger,
-    audit: log.sink,
-    registry: new Registry(),
-    controlLookup:
-      options.lookup ??
-      (async (host) => {
-        lookups.push(host);
-        return host === 'localhost' ? ['127.0.0.1'] : [];
-      }),
-    version: '0.1.0-test',
-    controlTuning: {
-      tuning: { backoff: { baseMs: 20, capMs: 200 }, timeouts: { eventsFlushMs: 50 } },
-      onState(state) {
-        last = state;
-        states.push(state);
-      },
-    },
-  });
-  await boundary.start();
-  return {
-    boundary,
-    log,
-    proxyPort: boundary.proxyAddress().port,
-    adminPort: boundary.adminAddress().port,
-    lookups,
-    state: () => last,
-    waitState(predicate, timeoutMs = WAIT_TIMEOUT_MS) {
-      if (last !== undefined && predicate(last)) return Promise.resolve(last);
-      return states.waitFor(predicate, timeoutMs, 'control state', () => `phase ${last?.phase}, last error ${last?.lastError?.message}`);
-    },
-    get: (path) => httpGet(boundary.adminAddress().port, path),
-    async close() {
-      await boundary.close();
-      await rm(tlsDir, { recursive: true, force: true });
-      await rm(stateDir, { recursive: true, force: true });
-    },
-  };
-}
 
 async function proxyUsesCredentials(): Promise<boolean> {
   const dir = join(import.meta.dirname, '../../src/proxy');
@@ -280,132 +171,5 @@ describe('attached mode: boundary run --supervisor', () => {
     });
     assert.equal(response.status, 200);
     assert.equal(origin.seen.at(-1)?.headers.authorization, `Bearer ${SECRET}`);
-  });
-});
-
-describe('the boundary binary in attached mode', () => {
-  it('attaches, logs its listeners, turns ready and exits 0 on SIGTERM', async (t) => {
-    const pki = await makeTestPki();
-    const sup = await startTestSupervisor(pki, { policies: { 'sb-1': restPolicy(8080, '/**') } });
-    t.after(() => sup.close());
-    const tlsDir = await writeTlsDir(pki);
-    const stateDir = await mkdtemp(join(tmpdir(), 'boundary-state-'));
-    t.after(() => rm(tlsDir, { recursive: true, force: true }));
-    t.after(() => rm(stateDir, { recursive: true, force: true }));
-    const root = join(import.meta.dirname, '../..');
-    const child: ChildProcess = spawn(
-      process.execPath,
-      [
-        '--import',
-        'tsx',
-        'src/main.ts',
-        'run',
-        '--supervisor',
-        `127.0.0.1:${sup.port()}`,
-        '--tls-dir',
-        tlsDir,
-        '--sandbox-id',
-        'sb-1',
-        '--instance-id',
-        'pod-cli',
-        '--proxy-listen',
-        '127.0.0.1:0',
-        '--admin-listen',
-        '127.0.0.1:0',
-        '--dns-listen',
-        '127.0.0.1:0',
-        '--synthetic-cidr',
-        TEST_SYNTHETIC_CIDR,
-        '--state-dir',
-        stateDir,
-        // Never queried: no request goes through this boundary. Set so resolv.conf is not read.
-        '--upstream-dns',
-        '127.0.0.1:53',
-      ],
-      { cwd: root, stdio: ['ignore', 'pipe', 'pipe'], env: { PATH: process.env.PATH ?? '' } },
-    );
-    const exited = once(child, 'exit') as Promise<[number | null, NodeJS.Signals | null]>;
-    t.after(() => {
-      if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
-    });
-    let stderr = '';
-    child.stderr?.on('data', (chunk: Buffer) => {
-      stderr += chunk.toString();
-    });
-    const lines = createInterface({ input: child.stdout as NodeJS.ReadableStream });
-    let adminPort: number | undefined;
-    let listening = false;
-    let effective = false;
-    const seen: string[] = [];
-    // Bounded by the child's output: the loop ends at the lines we need, or when stdout closes.
-    for await (const line of lines) {
-      seen.push(line);
-      const record = JSON.parse(line) as Record<string, unknown>;
-      const admin = record.admin as { port?: number } | undefined;
-      if (typeof admin?.port === 'number') adminPort = admin.port;
-      const text = JSON.stringify(record);
-      if (text.includes('proxy listening on')) listening = true;
-      if (/policy generation \d+ from supervisor .* is effective/.test(text)) effective = true;
-      if (adminPort !== undefined && listening && effective) break;
-    }
-    assert.ok(adminPort !== undefined && listening && effective, `child output:\n${seen.join('\n')}\n${stderr}`);
-    const ready = await httpGet(adminPort, '/readyz');
-    assert.equal(ready.status, 200, JSON.stringify(ready.body));
-    assert.match(String(ready.body.supervisor), /^connected since /);
-    const row = sup.supervisor.sandboxes().find((r) => r.sandboxId === 'sb-1');
-    assert.equal(row?.instanceId, 'pod-cli');
-
-    child.kill('SIGTERM');
-    const [code, signal] = await exited;
-    assert.equal(signal, null, stderr);
-    assert.equal(code, 0, stderr);
-  });
-});
-
-describe('attached mode: a supervisor name that does not resolve', () => {
-  const NAME = 'boundary-supervisor.boundary-system.svc';
-  const notFound = async (name: string): Promise<readonly string[]> => {
-    throw Object.assign(new Error(`getaddrinfo ENOTFOUND ${name}`), { code: 'ENOTFOUND' });
-  };
-  let pki: TestPki;
-  before(async () => {
-    pki = await makeTestPki();
-  });
-
-  // The lookup fails before any dial, so no supervisor listens: port 9 (discard) is never reached.
-  async function firstFailure(lookup: ControlLookup) {
-    const b = await startAttached(pki, { port: () => 9 }, { supervisor: `${NAME}:9`, lookup });
-    try {
-      const event = await b.log.waitFor((e) => e.unmapped?.error !== undefined);
-      const ready = await b.get('/readyz');
-      return { event, ready, text: b.log.text() };
-    } finally {
-      await b.close();
-    }
-  }
-
-  it('says kind dns, the name and the resolvers it asked in NET:FAIL, the log line and /readyz', async () => {
-    const lookup: ControlLookup = Object.assign((name: string) => notFound(name), { resolvers: () => ['10.96.0.10:53'] });
-    const { event, ready } = await firstFailure(lookup);
-    const expected = `cannot resolve ${NAME} via 10.96.0.10:53: ENOTFOUND`;
-    assert.deepEqual(event.unmapped?.error, { kind: 'dns', message: expected });
-    assert.ok(event.message?.includes(`(dns): ${expected}`), event.message);
-    assert.equal(ready.status, 503);
-    const lastError = ready.body.lastError as { kind: string; message: string };
-    assert.equal(lastError.kind, 'dns');
-    assert.equal(lastError.message, expected);
-    assert.ok((ready.body.reasons as string[]).some((r) => r.includes(`last error dns: ${expected}`)), JSON.stringify(ready.body));
-  });
-
-  it('names the resolvers of the system lookup as host:port', () => {
-    assert.equal(withDnsPort('10.96.0.10'), '10.96.0.10:53');
-    assert.equal(withDnsPort('127.0.0.1:5353'), '127.0.0.1:5353');
-    assert.equal(withDnsPort('fd00::a'), '[fd00::a]:53');
-    assert.equal(withDnsPort('[fd00::a]:5353'), '[fd00::a]:5353');
-  });
-
-  it('says the name and the error code when the lookup names no resolvers', async () => {
-    const { event } = await firstFailure(notFound);
-    assert.deepEqual(event.unmapped?.error, { kind: 'dns', message: `cannot resolve ${NAME}: ENOTFOUND` });
   });
 });

@@ -12,7 +12,8 @@ import { createPolicyStore, type PolicyStore } from '../../src/policy/store.js';
 import { createPolicyFileWatcher } from '../../src/policy/policy-file.js';
 import { policyYaml } from '../harness/control.js';
 import { logSink } from '../harness/log-sink.js';
-import { type ProjectedDir, projectedDir, withinDeadline } from '../harness/projected-dir.js';
+import { type ProjectedDir, projectedDir } from '../harness/projected-dir.js';
+import { withinDeadline } from '../harness/waiters.js';
 
 async function mounted(t: TestContext, files: Record<string, string>): Promise<ProjectedDir> {
   const volume = await projectedDir(files);

@@ -17,7 +17,8 @@ import { makeTestPki, type Pem, type TestPki } from '../harness/certs.js';
 import { memorySink, policyYaml, quietLogger, startTestSupervisor, type TestSupervisor } from '../harness/control.js';
 import { fakeResolver } from '../harness/fake-resolver.js';
 import { type LogSink, logSink } from '../harness/log-sink.js';
-import { type ProjectedDir, projectedDir, RELOAD_DEADLINE_MS, withinDeadline } from '../harness/projected-dir.js';
+import { type ProjectedDir, projectedDir, RELOAD_DEADLINE_MS } from '../harness/projected-dir.js';
+import { withinDeadline } from '../harness/waiters.js';
 import { waiterList } from '../harness/waiters.js';
 
 const POLICIES = { 'sb-1': policyYaml('api.example.test') };

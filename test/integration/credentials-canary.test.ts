@@ -6,7 +6,8 @@ import { request as httpRequest, createServer } from 'node:http';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import { encodeUnreserved } from '../../src/credentials/substitute.js';
-import { type CredentialStack, credentialStack, HOSTS, PH, type RequestSpec, stackPolicy } from '../harness/credentials.js';
+import { PH } from '../harness/credential-parts.js';
+import { type CredentialStack, credentialStack, HOSTS, type RequestSpec, stackPolicy } from '../harness/credential-stack.js';
 import { type ClientResponse, openTunnel, readAll, sendRequest } from '../harness/proxy-client.js';
 
 const EXTRA = {

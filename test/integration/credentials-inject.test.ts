@@ -6,7 +6,8 @@ import { after, before, describe, it } from 'node:test';
 import { promisify } from 'node:util';
 import { encodeUnreserved } from '../../src/credentials/substitute.js';
 import type { OcsfEvent } from '../../src/telemetry/ocsf.js';
-import { type CredentialStack, credentialStack, HOSTS, PH, type RequestSpec, type Transport } from '../harness/credentials.js';
+import { PH } from '../harness/credential-parts.js';
+import { type CredentialStack, credentialStack, HOSTS, type RequestSpec, type Transport } from '../harness/credential-stack.js';
 import { json, openTunnel, readAll, sendRequest, tlsOverTunnel } from '../harness/proxy-client.js';
 import type { SeenRequest } from '../harness/servers.js';
 

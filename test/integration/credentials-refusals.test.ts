@@ -2,19 +2,8 @@ import assert from 'node:assert/strict';
 import { once } from 'node:events';
 import type { Socket } from 'node:net';
 import { after, before, describe, it } from 'node:test';
-import {
-  type CredentialStack,
-  credentialStack,
-  exchange,
-  HOSTS,
-  PH,
-  type ProbeOrigin,
-  probeOrigin,
-  proxySocket,
-  readResponse,
-  type RequestSpec,
-  type Transport,
-} from '../harness/credentials.js';
+import { exchange, PH, type ProbeOrigin, probeOrigin, proxySocket, readResponse } from '../harness/credential-parts.js';
+import { type CredentialStack, credentialStack, HOSTS, type RequestSpec, type Transport } from '../harness/credential-stack.js';
 import { json, openTunnel } from '../harness/proxy-client.js';
 
 const TOKEN = 'tok-7d02be';

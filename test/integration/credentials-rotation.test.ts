@@ -6,17 +6,8 @@ import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { runCommand, parseRunFlags } from '../../src/cli/run.js';
 import { parseConfig } from '../../src/config.js';
-import {
-  type CredentialStack,
-  credentialStack,
-  credentialsYaml,
-  exchange,
-  HOSTS,
-  nextRevision,
-  PH,
-  proxySocket,
-  writeAtomically,
-} from '../harness/credentials.js';
+import { exchange, nextRevision, PH, proxySocket, writeAtomically } from '../harness/credential-parts.js';
+import { type CredentialStack, credentialStack, credentialsYaml, HOSTS } from '../harness/credential-stack.js';
 import { openTunnel, tlsOverTunnel } from '../harness/proxy-client.js';
 
 const FIRST = 'tok-rot-first-51c7';

@@ -14,6 +14,7 @@ import { createSyntheticPool } from '../../src/net/synthetic.js';
 import { buildQuery, rcodeOf, tcpQueries, udpExchange, udpQuery } from '../harness/dns-client.js';
 import { stubPolicy } from '../harness/dns-policy.js';
 import { collectingSink, type DnsStack, startDnsStack } from '../harness/dns-stack.js';
+import { withinDeadline } from '../harness/waiters.js';
 
 const run = promisify(execFile);
 /** Answers nothing, ever. */
@@ -166,14 +167,21 @@ describe('policy DNS server under concurrency', () => {
     };
     const pool = createSyntheticPool({ epoch: 0, now: Date.now });
     const dns = createPolicyDns({ policy: () => stubPolicy([{ host: '*.example.test', ports: [443] }]), resolver, pool, sink: collectingSink(false), now: Date.now, allowLoopback: true });
-    const server = createDnsServer({ host: '127.0.0.1', port: 0, handler: dns.handler });
+    // Counts the datagrams as the server takes them in: the test waits on the 200th arriving, not on time.
+    let received = 0;
+    let allReceived: () => void = () => {};
+    const allArrived = new Promise<void>((resolve) => (allReceived = resolve));
+    const onUdpReceived = (): void => {
+      if (++received === 200) allReceived();
+    };
+    const server = createDnsServer({ host: '127.0.0.1', port: 0, handler: dns.handler, onUdpReceived });
     await server.start();
     t.after(() => server.close());
     const port = server.address().port;
     const replies = Array.from({ length: 200 }, (_, i) => udpExchange(port, buildQuery(`n${i}.example.test`, 'A', { id: i }), 10_000));
     await limitReached;
     // Let the remaining datagrams arrive: they must queue, not start more upstream work.
-    for (let i = 0; i < 1_000 && server.stats().udpReceived < 200; i++) await new Promise((r) => setImmediate(r));
+    await withinDeadline(allArrived, 'the 200th datagram at the server');
     assert.equal(server.stats().udpReceived, 200);
     assert.equal(server.stats().udpInFlight, MAX_UDP_IN_FLIGHT);
     assert.equal(waiting.length, MAX_UDP_IN_FLIGHT);

@@ -10,7 +10,7 @@ import { encodeFrame, OPCODES } from '../../src/websocket/ws-frames.js';
 import type { OcsfEvent } from '../../src/telemetry/ocsf.js';
 import { type RunningBoundary, startBoundary } from '../harness/boundary.js';
 import { makeTestPki } from '../harness/certs.js';
-import { credentialsFile, PH } from '../harness/credentials.js';
+import { credentialsFile, PH } from '../harness/credential-parts.js';
 import { readHead } from '../harness/proxy-client.js';
 import { httpOrigin } from '../harness/servers.js';
 import { openWebSocket, type WsClient, type WsOrigin, wsOrigin, type WsTransport } from '../harness/ws.js';

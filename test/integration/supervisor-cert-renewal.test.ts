@@ -8,7 +8,8 @@ import { before, describe, it } from 'node:test';
 import { type IssuedCertificate, issueCertificate } from '../../src/pki/issue.js';
 import { makeTestPki, type Pem, TEST_SERVER_NAMES, type TestPki } from '../harness/certs.js';
 import { makeTestClient, policyYaml, startTestSupervisor, type TestSupervisor } from '../harness/control.js';
-import { type ProjectedDir, projectedDir, RELOAD_DEADLINE_MS, withinDeadline } from '../harness/projected-dir.js';
+import { type ProjectedDir, projectedDir, RELOAD_DEADLINE_MS } from '../harness/projected-dir.js';
+import { withinDeadline } from '../harness/waiters.js';
 
 const POLICIES = { 'sb-1': policyYaml('api.example.test') };
 

@@ -4,7 +4,8 @@ import { parsePolicy } from '../../src/policy/parse.js';
 import { createPolicyLibrary } from '../../src/supervisor/library.js';
 import { makeTestPki } from '../harness/certs.js';
 import { makeTestClient, policyYaml, startTestSupervisor } from '../harness/control.js';
-import { type ProjectedDir, projectedDir, withinDeadline } from '../harness/projected-dir.js';
+import { type ProjectedDir, projectedDir } from '../harness/projected-dir.js';
+import { withinDeadline } from '../harness/waiters.js';
 
 const A = policyYaml('a.example.test');
 const B = policyYaml('b.example.test');
