@@ -13,7 +13,10 @@
 #   CONNS, WRK_THREADS                wrk connections / threads (default 32 / 1)
 #   CONCURRENCY                       in-flight requests of the CONNECT client (default 32)
 #   CASES     subset of: http http-l7 tls-new tls-reuse            (default: all)
-#   PROXIES   subset of: direct boundary boundary-l7 tinyproxy squid (default: all)
+#   PROXIES   subset of: direct boundary boundary-l7 boundary-nometrics tinyproxy squid (default: all)
+#             boundary-nometrics = the same build and policy in a second process started through
+#             bench/proxy/boundary-metrics-off.mjs (no-op metric recorders); http case only. Its row and the
+#             "metrics on/off" line show what recording metrics costs (medians of the same interleaved rounds).
 #             boundary-l7 = boundary with an L7 endpoint (protocol: rest, access: full): per-request L7
 #             decisions on forward HTTP, TLS interception on CONNECT. `boundary` = plain L4 endpoint
 #             (forward HTTP still decided per request; CONNECT is a byte relay).
@@ -57,7 +60,7 @@ CONNS=${CONNS:-32}
 WRK_THREADS=${WRK_THREADS:-1}
 CONCURRENCY=${CONCURRENCY:-32}
 CASES=${CASES:-"http http-l7 tls-new tls-reuse"}
-PROXIES=${PROXIES:-"direct boundary boundary-l7 tinyproxy squid"}
+PROXIES=${PROXIES:-"direct boundary boundary-l7 boundary-nometrics tinyproxy squid"}
 PIN=${PIN:-auto}
 BUILD=${BUILD:-1}
 BOUNDARY_DIST=${BOUNDARY_DIST:-$ROOT/dist}
@@ -207,7 +210,7 @@ wait_until origin origin 100 test -s "$WORK/origin.json" || die "origin did not 
 read -r HTTP_PORT HTTP_L7_PORT TLS_PORT TLS_L7_PORT < <(node -e '
   const o = JSON.parse(require("node:fs").readFileSync(process.argv[1], "utf8"));
   console.log([...o.http, ...o.https].join(" "));' "$WORK/origin.json")
-read -r TINY_PORT SQUID_PORT B_PORT B_ADMIN DNS_SINK < <(free_ports 5)
+read -r TINY_PORT SQUID_PORT B_PORT B_ADMIN DNS_SINK BN_PORT BN_ADMIN BN_DNS < <(free_ports 8)
 log "origin http=$HTTP_PORT,$HTTP_L7_PORT https=$TLS_PORT,$TLS_L7_PORT; proxies tinyproxy=$TINY_PORT squid=$SQUID_PORT boundary=$B_PORT"
 origin_served() { curl -s --max-time 2 "http://127.0.0.1:$HTTP_PORT/__stats" | sed -E 's/.*"served":([0-9]+).*/\1/'; }
 
@@ -359,12 +362,34 @@ EOF
   fi
 }
 
+# The same build, policy and flags with metrics off (bench/proxy/boundary-metrics-off.mjs), pinned like boundary.
+start_boundary_nometrics() {
+  local d="$WORK/boundary-nometrics"
+  mkdir -p "$d/state"
+  if [[ ${STATE[boundary]:-} != ok ]]; then
+    STATE[boundary-nometrics]="boundary-nometrics: needs boundary (${STATE[boundary]:-not started})"
+    return
+  fi
+  (cd "$ROOT" && exec "${PIN_PROXY[@]}" node "$HERE/boundary-metrics-off.mjs" "$BOUNDARY_DIST" run \
+    --policy "$WORK/boundary/policy.yaml" \
+    --proxy-listen "127.0.0.1:$BN_PORT" --admin-listen "127.0.0.1:$BN_ADMIN" --dns-listen "127.0.0.1:$BN_DNS" \
+    --hosts "$WORK/hosts" --upstream-dns "127.0.0.1:$DNS_SINK" --upstream-ca "$WORK/pki/ca.pem" \
+    --unsafe-allow-loopback-upstream --state-dir "$d/state" --log-format json) >"$d/boundary.log" 2>"$d/stderr.log" &
+  PID_OF[boundary-nometrics]=$!
+  if wait_until boundary-nometrics boundary-nometrics 300 curl -sf --max-time 1 "http://127.0.0.1:$BN_ADMIN/healthz"; then
+    STATE[boundary-nometrics]=ok
+  else
+    STATE[boundary-nometrics]="boundary-nometrics: failed to start ($(tail -c 300 "$d/stderr.log" | tr '\n' ' '))"
+  fi
+}
+
 if has tinyproxy "$PROXIES"; then start_tinyproxy; fi
 if has squid "$PROXIES"; then start_squid; fi
-if has boundary "$PROXIES" || has boundary-l7 "$PROXIES"; then start_boundary; fi
+if has boundary "$PROXIES" || has boundary-l7 "$PROXIES" || has boundary-nometrics "$PROXIES"; then start_boundary; fi
+if has boundary-nometrics "$PROXIES"; then start_boundary_nometrics; fi
 STATE[direct]=ok
 STATE[boundary-l7]=${STATE[boundary]:-not started}
-for p in tinyproxy squid boundary; do
+for p in tinyproxy squid boundary boundary-nometrics; do
   if [[ -n ${STATE[$p]:-} && ${STATE[$p]} != ok ]]; then log "${STATE[$p]}"; fi
 done
 
@@ -372,6 +397,7 @@ done
 proxy_port() {
   case $1 in
     boundary | boundary-l7) echo "$B_PORT" ;;
+    boundary-nometrics) echo "$BN_PORT" ;;
     tinyproxy) echo "$TINY_PORT" ;;
     squid) echo "$SQUID_PORT" ;;
   esac
@@ -389,7 +415,7 @@ applies() {
   case $c in
     http-l7) [[ $p == boundary-l7 ]] ;;
     http) [[ $p != boundary-l7 ]] ;;
-    *) true ;;
+    *) [[ $p != boundary-nometrics ]] ;;
   esac
 }
 # Name the origin is addressed by through a proxy (tinyproxy cannot use the bench hosts file).
@@ -527,7 +553,7 @@ node -e '
   boundary_commit "${BOUNDARY_SHA:-$(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo unknown)}${BOUNDARY_REF:+ (ref $BOUNDARY_REF)}$([[ -n $BOUNDARY_REF ]] || echo ' + working tree')" profile "$PROFILE" \
   boundary_dist "$BOUNDARY_DIST" \
   state_boundary "${STATE[boundary]:-not requested}" state_tinyproxy "${STATE[tinyproxy]:-not requested}" \
-  state_squid "${STATE[squid]:-not requested}" \
+  state_squid "${STATE[squid]:-not requested}" state_boundary_nometrics "${STATE[boundary-nometrics]:-not requested}" \
   check_boundary "${CHECK[boundary]:-}" check_boundary_l7 "${CHECK[boundary-l7]:-}" \
   check_tinyproxy "${CHECK[tinyproxy]:-}" check_squid "${CHECK[squid]:-}" \
   boundary_log_lines "$(cat "$WORK/boundary/boundary.log" 2>/dev/null | wc -l)"

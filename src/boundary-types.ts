@@ -43,8 +43,11 @@ export interface Deps {
 
 export interface Boundary {
   start(): Promise<void>;
-  /** Idempotent: listeners stop, in-flight requests drain, tunnels close, telemetry last. */
-  close(): Promise<void>;
+  /**
+   * Idempotent: listeners stop, in-flight requests drain, tunnels close, telemetry last. A started boundary emits
+   * CONFIG:STOPPING and CONFIG:STOPPED around the drain; `signal` names the signal that asked for it.
+   */
+  close(cause?: { readonly signal?: string }): Promise<void>;
   proxyAddress(): { host: string; port: number };
   adminAddress(): { host: string; port: number };
   readiness(): Readiness;

@@ -4,7 +4,7 @@
 
 import { readFile } from 'node:fs/promises';
 import type { SecureContext } from 'node:tls';
-import type { Config, } from './config.js';
+import type { Config } from './config.js';
 import { type AttachedControl, createAttachedControl } from './control/attached.js';
 import { type CredentialSource, createStaticCredentialSource } from './credentials/source.js';
 import { advanceEpoch } from './dns/epoch.js';
@@ -12,29 +12,49 @@ import { createDnsMetrics, meteredDnsSink } from './dns/metrics.js';
 import { createPolicyDns } from './dns/policy-dns.js';
 import { createDnsServer, type DnsHandler, type DnsServer } from './dns/server.js';
 import { BoundaryError, isBoundaryError } from './errors.js';
-import { createHostCache, formatAuthority, } from './net/host.js';
+import { createHostCache, formatAuthority } from './net/host.js';
 import { NO_SELF_ADDRESSES, prepareSelfAddresses, type SelfAddress } from './net/ssrf.js';
 import { createSyntheticPool, type SyntheticPool } from './net/synthetic.js';
 import { createLeafCache, type LeafCache } from './pki/leaf.js';
 import { type CertificateAuthority, loadOrCreateInterceptionCa } from './pki/ca.js';
-import { buildTrustBundle, certificateBlocks, loadSystemRoots, writeCaBundle } from './pki/trust-bundle.js';
-import { createPolicyStore, } from './policy/store.js';
+import { writeWorkloadTrustBundle } from './pki/trust-bundle.js';
+import { createPolicyStore } from './policy/store.js';
 import { createCaptureHandler } from './proxy/capture.js';
 import { type CaptureListeners, createCaptureListeners } from './proxy/capture-listeners.js';
 import { createAuthorityParsers } from './proxy/context.js';
 import { createPolicyFileWatcher, type PolicyFileWatcher } from './policy/policy-file.js';
+import { observeSince } from './proxy/metrics.js';
 import { createProxyServer, type ProxyServer } from './proxy/server.js';
 import { type AdminServer, createAdminServer, type Readiness } from './telemetry/admin.js';
 import { createAuditSink } from './telemetry/audit.js';
+import { createDenialRing, recordingDenials } from './telemetry/denials.js';
+import { denialsRoute, explainRoute } from './admin-api.js';
+import { createPolicyTexts } from './policy/texts.js';
 import type { Interception } from './tls/intercept.js';
+import { credentialsLoadedEvent, drainedEvent, stoppingEvent } from './telemetry/lifecycle.js';
 import type { Boundary, Deps, Transparent, TransparentOptions } from './boundary-types.js';
+import { createBoundaryMetrics } from './boundary-metrics.js';
+import { composeReadiness } from './boundary-readiness.js';
+import { readPackageVersion } from './version.js';
 
 export function createBoundary(config: Config, deps: Deps): Boundary {
   const { logger, now } = deps;
-  const sink = deps.audit ?? createAuditSink({ logger, now, format: config.logFormat });
+  // Every denial event passes through here on its way to the log, so /v1/denials sees exactly what was logged.
+  const denials = createDenialRing();
+  // Process, build, readiness, policy and control-channel metrics; reloads and reconnects are counted from events.
+  const boundaryMetrics = createBoundaryMetrics({
+    registry: deps.registry,
+    version: deps.version ?? readPackageVersion(),
+    ready: () => readiness().ready,
+    generation: () => store.current().generation,
+    control: () => control?.state(),
+  });
+  const sink = boundaryMetrics.meter(recordingDenials(deps.audit ?? createAuditSink({ logger, now, format: config.logFormat }), denials, now));
+  // The texts policies were parsed from, so explain can merge a suggestion into the policy in force.
+  const policyTexts = createPolicyTexts();
   const store = createPolicyStore();
-  // One host-normalisation memo for the request path and policy DNS (net/host.ts HostCache).
-  // The request path's memos, made once here and handed to every part that parses names or authorities.
+  // The request path's memos (net/host.ts HostCache, authority parsers), made once here and handed to every part
+  // that parses names or authorities, policy DNS included.
   const hosts = createHostCache();
   const authorities = createAuthorityParsers();
   const transparent = assembleTransparent({
@@ -69,6 +89,7 @@ export function createBoundary(config: Config, deps: Deps): Boundary {
   }
   let watcher: PolicyFileWatcher | undefined;
   let unsubscribe: (() => void) | undefined;
+  let unsubscribeCredentials: (() => void) | undefined;
   // Every placeholder is refused until a source holds the key; attached mode pushes into this one.
   const pushedCredentials = createStaticCredentialSource({ providers: [] });
   const credentials: CredentialSource = deps.credentials ?? pushedCredentials;
@@ -90,6 +111,7 @@ export function createBoundary(config: Config, deps: Deps): Boundary {
           bootId: deps.bootId,
           // Capture listeners follow the store (proxy/capture-listeners.ts): a first tcp endpoint needs no restart.
           liveCapture: true,
+          parsePolicy: policyTexts.parse,
           ...deps.controlTuning,
         });
 
@@ -126,31 +148,17 @@ export function createBoundary(config: Config, deps: Deps): Boundary {
   }
 
   function readiness(): Readiness {
-    const reasons: string[] = [];
-    if (!started) reasons.push('starting');
-    if (closing !== undefined) reasons.push('closing');
-    if (!store.hasPolicy()) reasons.push('no-policy');
-    const dnsProblem = transparent.problem();
-    if (dnsProblem !== undefined && started) reasons.push(dnsProblem);
     const policy = store.current();
-    const attached = control?.readiness();
-    if (attached !== undefined) reasons.push(...attached.reasons);
-    return {
-      ready: reasons.length === 0,
-      reasons,
+    return composeReadiness({
+      started,
+      closing: closing !== undefined,
+      hasPolicy: store.hasPolicy(),
+      dnsProblem: transparent.problem(),
       generation: policy.generation,
       policyHash: policy.hash,
-      ...(attached === undefined
-        ? {}
-        : {
-            supervisor: attached.supervisor,
-            lastError: attached.lastError,
-            reconnect: attached.reconnect,
-            controlCertificate: attached.certificate,
-            warnings: attached.warnings,
-          }),
-      interception: caProblem === undefined ? 'ready' : `unavailable: ${caProblem}`,
-    };
+      attached: control?.readiness(),
+      caProblem,
+    });
   }
 
   async function loadCa(): Promise<CertificateAuthority | undefined> {
@@ -180,21 +188,15 @@ export function createBoundary(config: Config, deps: Deps): Boundary {
       logger.error({ path }, 'workload trust bundle not written: the interception CA is unavailable');
       return;
     }
-    const system = await loadSystemRoots();
     const upstream = config.upstreamCa === undefined || upstreamCaPem === undefined ? undefined : { path: config.upstreamCa, pem: upstreamCaPem };
+    let contents: string;
     try {
-      await writeCaBundle(path, buildTrustBundle({ system, upstream, ca }));
+      contents = await writeWorkloadTrustBundle(path, { upstream, ca });
     } catch (err) {
       throw new BoundaryError('CONFIG_INVALID', `cannot write --ca-bundle-out ${path}: ${(err as NodeJS.ErrnoException).code ?? String(err)}`, { cause: err });
     }
-    const anchors = upstream === undefined ? '' : ` + ${certificateBlocks(upstream.pem).length} from --upstream-ca`;
     // No engine: shorthand lines print the message only for events without one, and this one says where the roots came from.
-    sink.emit({
-      class: 'CONFIG',
-      activity: 'ENABLED',
-      severity: 'INFO',
-      message: `workload trust bundle written to ${path}: ${system.certificates.length} system roots from ${system.source}${anchors} + the interception CA`,
-    });
+    sink.emit({ class: 'CONFIG', activity: 'ENABLED', severity: 'INFO', message: `workload trust bundle written to ${path}: ${contents}` });
   }
 
   const boundary: Boundary = {
@@ -227,19 +229,31 @@ export function createBoundary(config: Config, deps: Deps): Boundary {
       const live = proxy;
       unsubscribe = store.subscribe((next) => {
         live.tunnels.reevaluate(next, { allowLoopback: config.unsafeAllowLoopbackUpstream, selfAddresses: NO_SELF_ADDRESSES });
+        live.metrics.setPolicies(next.entries.map((entry) => entry.key));
       });
       if (config.policyFile !== undefined) {
-        watcher = createPolicyFileWatcher({ path: config.policyFile, store, sink, logger, onInvalid: config.onInvalidPolicy });
+        watcher = createPolicyFileWatcher({ path: config.policyFile, store, sink, logger, onInvalid: config.onInvalidPolicy, parse: policyTexts.parse });
         await watcher.loadInitial();
         watcher.start();
       }
       await control?.start();
-      admin = createAdminServer({ host: config.adminListen.host, port: config.adminListen.port, registry: deps.registry, readiness, logger });
+      const api = { store, texts: policyTexts, ring: denials };
+      admin = createAdminServer({
+        host: config.adminListen.host,
+        port: config.adminListen.port,
+        registry: deps.registry,
+        readiness,
+        logger,
+        routes: [explainRoute(api), denialsRoute(api)],
+      });
       await admin.start();
       refreshSelves();
       await live.start();
       await transparent.start(live.context, [live.address(), admin.address()].map((a) => ({ ip: a.host, port: a.port })));
       refreshSelves();
+      // Counts only; a file source's first set, then every new revision from either source.
+      if (deps.credentials !== undefined) sink.emit(credentialsLoadedEvent(credentials.current()));
+      unsubscribeCredentials = credentials.subscribe((next) => sink.emit(credentialsLoadedEvent(next)));
       const bound = live.address();
       sink.emit({
         class: 'NET',
@@ -252,14 +266,19 @@ export function createBoundary(config: Config, deps: Deps): Boundary {
       });
       started = true;
     },
-    close() {
+    close(cause) {
       closing ??= (async () => {
+        const signal = cause?.signal;
+        const stopAt = now();
+        if (started) sink.emit(stoppingEvent(signal));
         watcher?.close();
         await control?.close();
         unsubscribe?.();
+        unsubscribeCredentials?.();
         await transparent.close();
         await proxy?.close();
         await admin?.close();
+        if (started) sink.emit(drainedEvent(signal, Math.max(0, Math.round(now() - stopAt))));
         await new Promise<void>((resolve) => logger.flush(() => resolve()));
       })();
       return closing;
@@ -281,7 +300,11 @@ function assembleTransparent(options: TransparentOptions): Transparent {
   let capture: CaptureListeners | undefined;
   let problem: string | undefined = 'dns-starting';
   let closing: Promise<void> | undefined;
-  const metrics = createDnsMetrics(options.registry, { pool: () => pool, listeners: () => capture?.listening().length ?? 0 });
+  const metrics = createDnsMetrics(options.registry, {
+    pool: () => pool,
+    listeners: () => capture?.listening().length ?? 0,
+    connections: () => capture?.connections() ?? 0,
+  });
 
   return {
     async start(context, selfAddresses) {
@@ -315,7 +338,7 @@ function assembleTransparent(options: TransparentOptions): Transparent {
         policy: () => options.store.current(),
         resolver: options.resolver,
         pool: live,
-        sink: meteredDnsSink(sink, metrics),
+        sink: meteredDnsSink(sink, metrics, context.metrics),
         now,
         allowLoopback: options.allowLoopback,
         selfAddresses: prepareSelfAddresses(selfAddresses),
@@ -324,10 +347,17 @@ function assembleTransparent(options: TransparentOptions): Transparent {
       });
       // An answer leaves only once its listeners are bound: a client that connects at once is never refused.
       const handler: DnsHandler = {
-        cached: dns.handler.cached,
+        cached: (message, info) => {
+          const started = context.metrics.now();
+          const answer = dns.handler.cached(message, info);
+          if (answer !== undefined) observeSince(context.metrics, metrics.answerSeconds, started);
+          return answer;
+        },
         resolve: async (message, info) => {
+          const started = context.metrics.now();
           const response = await dns.handler.resolve(message, info);
           await listeners.settled();
+          observeSince(context.metrics, metrics.answerSeconds, started);
           return response;
         },
       };

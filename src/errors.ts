@@ -80,6 +80,8 @@ export const ERROR_CODES = {
   // control channel
   CONTROL_HANDSHAKE_FAILED: 'mTLS to the supervisor failed verification',
   CONTROL_MESSAGE_INVALID: 'a control message failed to decode or validate',
+  // admin listeners
+  ADMIN_REQUEST_INVALID: 'an admin API request has a missing, repeated or malformed query parameter; parameter names it',
   // supervisor admin listener
   ADMIN_AUTH_MISSING: 'the supervisor admin listener needs an admin token file or admin TLS; it never runs unauthenticated',
   ADMIN_TOKEN_INVALID: 'the admin token file is missing, unreadable, larger than 4 KiB, not printable ASCII, or shorter than 32 characters',

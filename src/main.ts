@@ -45,12 +45,14 @@ async function main(argv: readonly string[]): Promise<number> {
     return 2;
   }
   const controller = new AbortController();
-  const stop = (): void => controller.abort();
+  // The signal's name is the abort reason: `run` reports which signal stopped it (CONFIG:STOPPING).
+  const stop = (signal: NodeJS.Signals): void => controller.abort(signal);
   process.once('SIGTERM', stop);
   process.once('SIGINT', stop);
   const io: CliIo = {
     stdout: process.stdout,
     stderr: process.stderr,
+    stdin: process.stdin,
     env: process.env,
     cwd: process.cwd(),
     signal: controller.signal,

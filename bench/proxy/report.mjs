@@ -18,7 +18,7 @@ const CASE_LABEL = {
   'tls-new': 'CONNECT+TLS, new tunnel per request',
   'tls-reuse': 'CONNECT+TLS, reused tunnels',
 };
-const BOUNDARIES = ['boundary', 'boundary-l7'];
+const BOUNDARIES = ['boundary', 'boundary-l7', 'boundary-nometrics'];
 const BASELINES = ['direct', 'tinyproxy', 'squid'];
 
 /** One run's record normalised to the same fields for wrk and the CONNECT client. */
@@ -118,7 +118,7 @@ for (const row of rows) {
 const fmt = (x, d = 0) => (x === null || x === undefined ? '-' : x.toFixed(d));
 const ratio = (x) => (x === undefined ? '-' : `${x.toFixed(2)}x`);
 const order = ['http', 'http-l7', 'tls-new', 'tls-reuse'];
-const proxyOrder = ['direct', 'boundary', 'boundary-l7', 'tinyproxy', 'squid'];
+const proxyOrder = ['direct', 'boundary', 'boundary-nometrics', 'boundary-l7', 'tinyproxy', 'squid'];
 rows.sort((a, b) => order.indexOf(a.case) - order.indexOf(b.case) || proxyOrder.indexOf(a.proxy) - proxyOrder.indexOf(b.proxy));
 
 const header = ['case', 'proxy', 'req/s', 'p50 ms', 'p99 ms', 'err', 'srv cpu%', 'cpu µs/req', 'client cpu%', 'noise cpu%', '/direct', '/tinyproxy', '/squid', 'p99/squid', 'per-core /tiny', 'per-core /squid'];
@@ -185,6 +185,25 @@ if (b?.ratios) {
   if (q.per_core_vs_squid !== undefined) bar('(noise-robust) req per CPU-second vs squid', q.per_core_vs_squid, '>= 0.9x', q.per_core_vs_squid >= 0.9);
   out.push('bars (boundary forward HTTP, policy + audit events on):');
   for (const x of bars) out.push(`  ${x.pass ? 'PASS' : 'MISS'}  ${x.name}: ${x.value.toFixed(2)}x (want ${x.want})`);
+}
+// Metrics on against off: the same build in two processes, measured in the same interleaved rounds.
+const on = find('http', 'boundary');
+const off = find('http', 'boundary-nometrics');
+if (on?.rps && off?.rps) {
+  const perRound = [];
+  for (const a of normalised.filter((r) => r.ok && r.case === 'http' && r.proxy === 'boundary')) {
+    const z = normalised.find((r) => r.ok && r.case === 'http' && r.proxy === 'boundary-nometrics' && r.run === a.run);
+    if (z?.rps) perRound.push(a.rps / z.rps);
+  }
+  const value = on.rps / off.rps;
+  const paired = median(perRound);
+  bars.push({ name: 'metrics on / off req/s', value, want: '>= 0.95x', pass: value >= 0.95 });
+  out.push(
+    `metrics on / off (forward HTTP, medians): ${on.rps.toFixed(0)} / ${off.rps.toFixed(0)} req/s = ${value.toFixed(3)}x ` +
+      `(want >= 0.95x: ${value >= 0.95 ? 'PASS' : 'MISS'}); median of per-round ratios ${fmt(paired, 3)}x ` +
+      `(${perRound.map((x) => x.toFixed(3)).join(' ')}); ` +
+      `cpu µs/req ${fmt(on.server_cpu_us_per_req, 1)} / ${fmt(off.server_cpu_us_per_req, 1)}`,
+  );
 }
 for (const k of ['boundary', 'boundary_l7', 'tinyproxy', 'squid']) {
   if (meta[`check_${k}`]) out.push(`check ${k.replace('_', '-')}: ${meta[`check_${k}`]}`);

@@ -5,12 +5,16 @@ export interface CliIo {
   /** isTTY: a person is watching (main.ts passes process.stdout): shorthand logs and the start banner. */
   readonly stdout: { write(text: string): unknown; readonly isTTY?: boolean | undefined };
   readonly stderr: { write(text: string): unknown };
+  /** Standard input, for commands that read a file named `-` (policy explain --from-event -). */
+  readonly stdin?: AsyncIterable<string | Uint8Array>;
   readonly env: Readonly<Record<string, string | undefined>>;
   readonly cwd: string;
   /** Aborted on SIGTERM/SIGINT; long-running commands drain and return when it fires. */
   readonly signal: AbortSignal;
   /** Epoch milliseconds. */
   readonly now: () => number;
+  /** `boundary run` without metrics (no-op recorders): set only by the benchmark's entry, bench/proxy/boundary-metrics-off.mjs. */
+  readonly metricsOff?: boolean;
 }
 
 /** A subcommand: parses its own arguments, returns the process exit code. */

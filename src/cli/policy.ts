@@ -1,27 +1,28 @@
 // `boundary policy check|explain`: validate policy files, and say which entry allows or denies one request
 // and why. Parses its own arguments; loading and deciding belong to policy/, suggestions to policy/suggest.ts.
 
-import { readFile } from 'node:fs/promises';
+import { readFile, stat } from 'node:fs/promises';
 import { resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { type ErrorCode, isBoundaryError, type Issue } from '../errors.js';
-import { formatAuthority, parseAuthority } from '../net/host.js';
-import { canonicalTarget } from '../proxy/path.js';
-import { decide } from '../policy/decide.js';
+import { formatAuthority } from '../net/host.js';
+import { type Explanation, explainIntent, explanationJson } from '../policy/explain.js';
 import { loadPolicyFile } from '../policy/load.js';
-import { verifiedSuggestion } from '../policy/suggest.js';
 import type { Decision, EgressIntent, Policy } from '../policy/types.js';
+import { intentFromTarget } from '../proxy/explain-target.js';
+import { type ReplayFields, replayFromUnmapped, replayTarget } from '../telemetry/replay.js';
 import type { CliIo, Command } from './io.js';
 
 const EXIT_OK = 0;
 const EXIT_PROBLEMS = 1;
 const EXIT_USAGE = 2;
-const DEFAULT_PORTS: Readonly<Record<string, number>> = { 'http:': 80, 'https:': 443, 'ws:': 80, 'wss:': 443 };
-const METHOD_TOKEN = /^[A-Za-z0-9!#$%&'*+.^_`|~-]+$/;
+/** Largest --from-event input read: one event line is a few KiB; a log file is scanned whole. */
+const MAX_EVENT_INPUT_BYTES = 16 * 1024 * 1024;
 
 const USAGE = `Usage:
   boundary policy check FILE... [--json]
   boundary policy explain FILE TARGET [--method M] [--binary PATH] [--json]
+  boundary policy explain FILE --from-event EVENT|- [--binary PATH] [--json]
 
 check     Loads every FILE and prints each problem as  FILE:LINE:COL CODE PATH: MESSAGE
           and each warning as  FILE:LINE:COL WARN CODE PATH: MESSAGE.
@@ -41,6 +42,12 @@ explain   Decides one request or connection against FILE and prints the verdict,
                           (endpoint-only mode, as in a sidecar without process identity)
           --json   print { verdict, policy, endpointIndex, reason, detail, layer, rule, suggestion?, hint? }
                    (suggestion is the YAML text of the new entry; hint says why none is offered)
+          --from-event EVENT   replay a logged denial instead of TARGET: EVENT is a file (or - for
+                   standard input) holding a JSON log line with the event under "ocsf", or a bare
+                   OCSF object; in a file of many lines the last denial is used. The method, scheme,
+                   host, port, canonical path and query keys come from the event's unmapped.replay
+                   (query values are never logged: each key is replayed with an empty value);
+                   stderr says which fields were used, stdout is what explain prints for them.
           Exit 0 when allowed (or audited), 1 when denied.
 
 Both exit 2 on a usage error; explain also exits 2 when FILE does not load.
@@ -87,6 +94,7 @@ const OPTIONS = {
   json: { type: 'boolean' },
   method: { type: 'string' },
   binary: { type: 'string' },
+  'from-event': { type: 'string' },
   help: { type: 'boolean', short: 'h' },
 } as const;
 
@@ -157,17 +165,26 @@ function renderReport(report: FileReport): string {
 }
 
 async function runExplain(args: readonly string[], io: CliIo): Promise<number> {
-  const { values, positionals } = parse(args, ['json', 'method', 'binary']);
+  const { values, positionals } = parse(args, ['json', 'method', 'binary', 'from-event']);
   if (values.help === true) {
     io.stdout.write(USAGE);
     return EXIT_OK;
   }
+  const fromEvent = values['from-event'];
   const [file, target, ...extra] = positionals;
-  if (file === undefined || target === undefined) throw new UsageError('policy explain needs FILE and TARGET');
+  if (file === undefined || (target === undefined && fromEvent === undefined)) throw new UsageError('policy explain needs FILE and TARGET (or --from-event)');
+  if (fromEvent !== undefined && target !== undefined) throw new UsageError('give TARGET or --from-event, not both');
+  if (fromEvent !== undefined && values.method !== undefined) throw new UsageError('--method comes from the event with --from-event');
   if (extra.length > 0) throw new UsageError(`unexpected argument '${extra[0]}'`);
-  const binary = values.binary;
-  if (binary !== undefined && !binary.startsWith('/')) throw new UsageError('--binary must be an absolute path');
-  const intent = intentFor(target, values.method, binary);
+  let question: { target: string; method?: string | undefined } = { target: target ?? '', method: values.method };
+  if (fromEvent !== undefined) {
+    const replay = await readReplay(fromEvent, io);
+    question = replayTarget(replay.fields);
+    io.stderr.write(describeReplay(replay.fields, replay.source, question));
+  }
+  const parsed = intentFromTarget(question.target, { method: question.method, binary: values.binary });
+  if (!parsed.ok) throw new UsageError(parsed.message);
+  const intent = parsed.intent;
 
   const path = resolve(io.cwd, file);
   let policy: Policy;
@@ -181,66 +198,78 @@ async function runExplain(args: readonly string[], io: CliIo): Promise<number> {
     io.stderr.write(`boundary policy: ${file} did not load; run \`boundary policy check ${file}\`\n`);
     return EXIT_USAGE;
   }
-  const decision = decide(policy, intent);
-  const suggestion = decision.verdict === 'deny' ? verifiedSuggestion({ policy, policyText, intent, decision }) : undefined;
+  const explanation = explainIntent(policy, policyText, intent);
   if (values.json === true) {
-    io.stdout.write(`${JSON.stringify(explainJson(decision, suggestion), null, 2)}\n`);
+    io.stdout.write(`${JSON.stringify(explanationJson(explanation), null, 2)}\n`);
   } else {
-    io.stdout.write(renderExplain(intent, decision, suggestion));
+    io.stdout.write(renderExplain(intent, explanation.decision, explanation.suggestion));
   }
-  return decision.verdict === 'deny' ? EXIT_PROBLEMS : EXIT_OK;
+  return explanation.decision.verdict === 'deny' ? EXIT_PROBLEMS : EXIT_OK;
 }
 
-/** TARGET -> a normalised intent. The query is kept for decide() and never echoed. */
-function intentFor(target: string, method: string | undefined, binary: string | undefined): EgressIntent {
-  if (method !== undefined && !METHOD_TOKEN.test(method)) throw new UsageError(`--method '${method}' is not an HTTP method token`);
-  const upper = method?.toUpperCase();
-  const scheme = /^([a-z][a-z0-9+.-]*):\/\//i.exec(target);
-  let host: string;
-  let port: number;
-  let requestTarget: string | undefined;
-  if (scheme) {
-    const defaultPort = DEFAULT_PORTS[`${scheme[1]?.toLowerCase()}:`];
-    if (defaultPort === undefined) throw new UsageError(`TARGET scheme '${scheme[1]}' is not http, https, ws or wss`);
-    const rest = target.slice(scheme[0].length);
-    const end = rest.search(/[/?#]/);
-    const authority = end < 0 ? rest : rest.slice(0, end);
-    const parsed = parseAuthority(authority, { defaultPort });
-    if (!parsed.ok) throw new UsageError(`TARGET host: ${parsed.message}`);
-    ({ host, port } = parsed);
-    // Clients never send the fragment; drop it before canonicalising.
-    // Spaces and non-ASCII typed into a URL are percent-encoded, as curl and browsers do.
-    const tail = (end < 0 ? '' : rest.slice(end)).replace(/#.*$/s, '').replace(/[^\x21-\x7e]/gu, (c) => encodeURIComponent(c));
-    requestTarget = tail === '' ? '/' : tail.startsWith('?') ? `/${tail}` : tail;
+/**
+ * --from-event: one logged event, as a pino JSON line (the OCSF object under `ocsf`) or a bare OCSF object. A
+ * file of several lines is read line by line, and the last event with replay fields is used.
+ */
+async function readReplay(from: string, io: CliIo): Promise<{ fields: ReplayFields; source: string }> {
+  let text: string;
+  if (from === '-') {
+    if (io.stdin === undefined) throw new UsageError('--from-event - needs standard input');
+    text = await readBounded(io.stdin);
   } else {
-    const parsed = parseAuthority(target);
-    if (!parsed.ok) throw new UsageError(`TARGET must be a URL or host:port (${parsed.message})`);
-    ({ host, port } = parsed);
-    if (upper !== undefined) requestTarget = '/';
+    const path = resolve(io.cwd, from);
+    try {
+      const info = await stat(path);
+      if (info.size > MAX_EVENT_INPUT_BYTES) throw new UsageError(`--from-event ${from} is larger than ${MAX_EVENT_INPUT_BYTES} bytes`);
+      text = await readFile(path, 'utf8');
+    } catch (err) {
+      if (err instanceof UsageError) throw err;
+      throw new UsageError(`cannot read --from-event ${from}: ${(err as NodeJS.ErrnoException).code ?? String(err)}`);
+    }
   }
-  const base = { adapter: 'explain' as const, host, port, ...(binary === undefined ? {} : { binary }) };
-  if (requestTarget === undefined) return base;
-  // Encoded slashes are kept here; the endpoint's allow_encoded_slash is reported after the decision.
-  const canonical = canonicalTarget(requestTarget, { allowEncodedSlash: true });
-  if (!canonical.ok) throw new UsageError(`TARGET path is refused before any policy check (${canonical.problem})`);
-  return { ...base, method: upper ?? 'GET', path: canonical.path, ...(canonical.query === '' ? {} : { query: canonical.query }) };
+  for (const candidate of [text, ...text.split('\n').reverse()]) {
+    const fields = replayOfJson(candidate);
+    if (fields !== undefined) return { fields, source: from === '-' ? 'standard input' : from };
+  }
+  throw new UsageError('--from-event found no event with unmapped.replay (only denials carry it; docs/events.md#replaying-a-denial)');
 }
 
-type SuggestionOutcome = ReturnType<typeof verifiedSuggestion> | undefined;
-
-function explainJson(decision: Decision, suggestion: SuggestionOutcome): Record<string, unknown> {
-  return {
-    verdict: decision.verdict,
-    policy: decision.policy ?? null,
-    endpointIndex: decision.endpointIndex ?? null,
-    reason: decision.reason,
-    detail: decision.detail,
-    layer: decision.layer,
-    rule: decision.rule ?? null,
-    ...(suggestion?.ok === true ? { suggestion: suggestion.suggestion.yaml } : {}),
-    ...(suggestion?.ok === false ? { hint: suggestion.hint } : {}),
-  };
+function replayOfJson(text: string): ReplayFields | undefined {
+  if (text.trim() === '') return undefined;
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch {
+    return undefined;
+  }
+  if (typeof value !== 'object' || value === null) return undefined;
+  const ocsf = (value as { ocsf?: unknown }).ocsf;
+  const event = typeof ocsf === 'object' && ocsf !== null ? ocsf : value;
+  return replayFromUnmapped((event as { unmapped?: unknown }).unmapped);
 }
+
+async function readBounded(stream: AsyncIterable<string | Uint8Array>): Promise<string> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of stream) {
+    const bytes = Buffer.from(chunk);
+    size += bytes.length;
+    if (size > MAX_EVENT_INPUT_BYTES) throw new UsageError(`--from-event - read more than ${MAX_EVENT_INPUT_BYTES} bytes`);
+    chunks.push(bytes);
+  }
+  return Buffer.concat(chunks).toString('utf8');
+}
+
+/** Says on stderr which of the event's fields the question was rebuilt from, so stdout stays explain's own output. */
+function describeReplay(fields: ReplayFields, source: string, asked: { target: string; method?: string | undefined }): string {
+  const used = Object.keys(fields).map((k) => `unmapped.replay.${k}`).join(', ');
+  const keys = fields.query_keys === undefined || fields.query_keys.length === 0 ? '' : ' (query values are never logged: each key is replayed with an empty value)';
+  const cut = fields.query_keys_truncated === true ? '; the event had more query keys than it kept' : '';
+  const question = asked.method === undefined ? `connection to ${asked.target}` : `${asked.method} ${asked.target}`;
+  return `boundary policy: replaying ${question} from ${source}, using ${used}${keys}${cut}\n`;
+}
+
+type SuggestionOutcome = Explanation['suggestion'];
 
 function renderExplain(intent: EgressIntent, decision: Decision, suggestion: SuggestionOutcome): string {
   const request = intent.method === undefined ? 'connection' : `${intent.method} ${intent.path ?? '/'}`;

@@ -20,6 +20,8 @@ import { createCachingResolver } from '../net/resolver-cache.js';
 import { CA_CERT_FILE } from '../pki/ca.js';
 import { CA_BUNDLE_FILE } from '../pki/trust-bundle.js';
 import { createLogger, type Logger } from '../telemetry/logger.js';
+import { MetricsOffRegistry } from '../telemetry/metrics.js';
+import { readPackageVersion } from '../version.js';
 import type { CliIo, Command } from './io.js';
 import { formatRunBanner } from './run-banner.js';
 
@@ -253,9 +255,9 @@ export const runCommand: Command = async function runCommand(argv: readonly stri
     resolver: dns.resolver,
     now: io.now,
     logger,
-    registry: new Registry(),
+    registry: io.metricsOff === true ? new MetricsOffRegistry() : new Registry(),
     controlLookup: systemLookup,
-    version: io.env.npm_package_version ?? '0.1.0',
+    version: readPackageVersion(),
   });
   try {
     await boundary.start();
@@ -274,7 +276,9 @@ export const runCommand: Command = async function runCommand(argv: readonly stri
     io.stderr.write(banner(config, boundary, io.cwd));
   }
   if (!io.signal.aborted) await new Promise<void>((done) => io.signal.addEventListener('abort', () => done(), { once: true }));
-  await boundary.close();
+  // main.ts aborts with the signal's name (SIGTERM, SIGINT); anything else is a plain close.
+  const reason: unknown = io.signal.reason;
+  await boundary.close(typeof reason === 'string' ? { signal: reason } : {});
   await credentials?.close();
   dns.close();
   return 0;

@@ -48,13 +48,15 @@ export interface AttachedControlOptions {
   readonly bootId?: string | undefined;
   /** Whether transparent capture can be switched on while running (see policy/store.ts reloadIssues). */
   readonly liveCapture?: boolean | undefined;
+  /** Parses pushed policy text (default policy/parse.ts parsePolicy). */
+  readonly parsePolicy?: ControlClientOptions['parsePolicy'];
   /** Tests only: faster backoff and timers. */
   readonly tuning?: Pick<ControlClientOptions, 'backoff' | 'timeouts'> | undefined;
   readonly onState?: ((state: ControlState) => void) | undefined;
 }
 
 /** What the root merges into its own readiness. */
-interface AttachedReadiness {
+export interface AttachedReadiness {
   readonly ready: boolean;
   readonly reasons: readonly string[];
   readonly supervisor: string;
@@ -120,6 +122,7 @@ export function createAttachedControl(options: AttachedControlOptions): Attached
         lookup: options.lookup,
         events: hasSubscribe(sink) ? sink : undefined,
         preflight,
+        parsePolicy: options.parsePolicy,
         onState: options.onState,
         ...options.tuning,
       });

@@ -19,7 +19,8 @@ import { DAY_MS } from '../pki/mint.js';
 import { coalesceReloads } from '../reload-queue.js';
 import type { AuditSink } from '../telemetry/event.js';
 import type { Logger } from '../telemetry/logger.js';
-import { createPlainGauge } from '../telemetry/metrics.js';
+import { METRICS } from '../metric-catalogue.js';
+import { createGauge, plainGauge } from '../telemetry/metrics.js';
 import { type ControlDialTls, ControlFailure, type ControlTlsProvider, createControlContext } from './dial.js';
 import { CERT_EXPIRY_WARNING_DAYS, TLS_RELOAD_SETTLE_MS } from './protocol.js';
 
@@ -28,7 +29,6 @@ const CERT_EXPIRY_WARNING_MS = CERT_EXPIRY_WARNING_DAYS * DAY_MS;
 export const CERT_EXPIRED_REASON = 'control-certificate-expired';
 /** Prefix of the /readyz warning inside the warning window. */
 export const CERT_EXPIRING_WARNING = 'control-certificate-expiring';
-const CERT_EXPIRY_METRIC = 'control_certificate_expiry_seconds';
 
 const CERT_STATES = ['valid', 'expiring', 'expired'] as const;
 type CertState = (typeof CERT_STATES)[number];
@@ -73,10 +73,7 @@ export function createControlTlsSource(options: {
 }): ControlTlsSource {
   const { dir, now, logger, sink } = options;
   const certPath = join(dir, ISSUED_FILES.cert);
-  const expiry = createPlainGauge(options.registry, {
-    name: CERT_EXPIRY_METRIC,
-    help: 'notAfter of the control client certificate in use, as unix time in seconds',
-  });
+  const expiry = plainGauge(createGauge(options.registry, METRICS.boundary_control_certificate_expiry_seconds));
   let loaded: Loaded | undefined;
   let refused: { hash: string; at: number; message: string } | undefined;
   let watcher: FileWatch | undefined;

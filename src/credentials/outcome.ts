@@ -7,7 +7,7 @@ const CREDENTIAL_ERRORS = ['credential_endpoint_mismatch', 'credential_unavailab
 type CredentialError = (typeof CREDENTIAL_ERRORS)[number];
 
 /** Closed set for events and metric labels. */
-const REFUSAL_REASONS = [
+export const REFUSAL_REASONS = [
   'endpoint-mismatch',
   ...UNAVAILABLE_REASONS,
   'leftover-marker',

@@ -143,6 +143,26 @@ interface AnswerSpec {
   /** Synthetic addresses to answer with (A for IPv4 text, AAAA for IPv6 text). */
   readonly addresses?: readonly string[];
   readonly ttlSeconds?: number;
+  /**
+   * Adds a synthetic SOA to the authority section whose TTL and MINIMUM are this many seconds: RFC 2308 makes a
+   * negative answer cacheable (and final) only with one (docs/dns.md#why-nxdomain).
+   */
+  readonly negativeTtlSeconds?: number;
+}
+
+// The synthetic SOA's fields. Nothing transfers the zone, so refresh/retry/expire only have to be plausible; the
+// names sit under .invalid (RFC 6761) so they can never be resolved or mailed to.
+const SOA_MNAME = 'policy-dns.boundary.invalid';
+const SOA_RNAME = 'hostmaster.boundary.invalid';
+const SOA_SERIAL = 1;
+const SOA_REFRESH_SECONDS = 3_600;
+const SOA_RETRY_SECONDS = 600;
+const SOA_EXPIRE_SECONDS = 86_400;
+
+/** The zone a negative answer speaks for: the parent of `name` (the root for a single label), an ancestor as RFC 2308 wants. */
+function soaOwner(name: string): string {
+  const dot = name.indexOf('.');
+  return dot < 0 ? '.' : name.slice(dot + 1);
 }
 
 /**
@@ -163,6 +183,26 @@ export function encodeAnswer(query: DnsQuery, spec: AnswerSpec): WireAnswer {
         ? { type: 'AAAA' as const, name: query.name, class: 'IN' as const, ttl, data: ip }
         : { type: 'A' as const, name: query.name, class: 'IN' as const, ttl, data: ip },
     ),
+    authorities:
+      spec.negativeTtlSeconds === undefined
+        ? []
+        : [
+            {
+              type: 'SOA',
+              name: soaOwner(query.name),
+              class: 'IN',
+              ttl: spec.negativeTtlSeconds,
+              data: {
+                mname: SOA_MNAME,
+                rname: SOA_RNAME,
+                serial: SOA_SERIAL,
+                refresh: SOA_REFRESH_SECONDS,
+                retry: SOA_RETRY_SECONDS,
+                expire: SOA_EXPIRE_SECONDS,
+                minimum: spec.negativeTtlSeconds,
+              },
+            },
+          ],
     additionals:
       query.edns === undefined
         ? []

@@ -16,6 +16,10 @@ export interface DnsOutcome {
   readonly rcode: Rcode;
   readonly answers: readonly string[];
   readonly ttlSeconds: number | undefined;
+  /** A negative answer carries a synthetic SOA with this TTL (answer.ts). */
+  readonly negativeTtlSeconds?: number;
+  /** A policy refusal (whatever its RCODE): the DNS Activity event says DENIED. */
+  readonly denied?: boolean;
   /** Cache the answer until then (Infinity: until the policy generation changes); undefined: never cache. */
   readonly cacheUntil: number | undefined;
   readonly statusDetail?: string;
@@ -73,6 +77,7 @@ export function stamp(b: EventBase, src: DnsRequestInfo['remote']): AuditEvent {
 export function prepareQueryEvents(query: DnsQuery, policy: Policy, outcome: DnsOutcome): PreparedEvents {
   const { rcode, answers } = outcome;
   const dst = { host: query.name };
+  const qtype = typeName(query.type);
   const refuse: EventBase | undefined =
     outcome.refusal === undefined ? undefined : {
       class: 'NET',
@@ -86,14 +91,19 @@ export function prepareQueryEvents(query: DnsQuery, policy: Policy, outcome: Dns
       message: outcome.refusal.message,
       generation: policy.generation,
       policyHash: policy.hash,
-      unmapped: outcome.refusal.unmapped,
+      // The question's type and the closed refusal reason travel with every refusal, so one event says what was asked.
+      unmapped: {
+        qtype,
+        rcode,
+        ...(outcome.reason === undefined ? {} : { reason_code: outcome.reason }),
+        ...outcome.refusal.unmapped,
+      },
     };
-  const qtype = typeName(query.type);
   const dnsEvent = (transport: DnsRequestInfo['transport']): EventBase => ({
     class: 'DNS',
     activity: 'QUERY',
     severity: 'INFO',
-    action: rcode === 'REFUSED' ? 'DENIED' : answers.length > 0 ? 'ALLOWED' : undefined,
+    action: outcome.denied === true || rcode === 'REFUSED' ? 'DENIED' : answers.length > 0 ? 'ALLOWED' : undefined,
     engine: 'dns',
     policy: outcome.policy,
     dst,

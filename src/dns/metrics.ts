@@ -1,7 +1,9 @@
 // Prometheus counters of policy DNS, fed from the audit events the handler already emits (one DNS QUERY
 // event per answered query), so the handler stays free of metrics. Labels come only from closed sets.
 
-import { Counter, Gauge, type Registry } from 'prom-client';
+import type { Registry } from 'prom-client';
+import { type DnsOutcomeLabel, METRICS } from '../metric-catalogue.js';
+import { createCounter, createGauge, createHistogram, type CounterRecorder, type Observer } from '../telemetry/metrics.js';
 import type { SyntheticPool } from '../net/synthetic.js';
 import type { AuditEvent, AuditSink } from '../telemetry/event.js';
 import { RCODES } from './answer.js';
@@ -9,19 +11,7 @@ import { RCODES } from './answer.js';
 const DNS_RCODE_LABELS = [...(Object.keys(RCODES) as (keyof typeof RCODES)[]), 'other'] as const;
 type DnsRcodeLabel = (typeof DNS_RCODE_LABELS)[number];
 
-const DNS_OUTCOMES = [
-  'mapped',
-  'empty',
-  'refused',
-  'nxdomain',
-  'not-implemented',
-  'malformed',
-  'upstream-failed',
-  'no-valid-address',
-  'pool-exhausted',
-  'stale-generation',
-] as const;
-type DnsOutcomeLabel = (typeof DNS_OUTCOMES)[number];
+
 
 const SERVFAIL_OUTCOMES: Readonly<Record<string, DnsOutcomeLabel>> = {
   policy_dns_no_valid_address: 'no-valid-address',
@@ -30,38 +20,42 @@ const SERVFAIL_OUTCOMES: Readonly<Record<string, DnsOutcomeLabel>> = {
 };
 
 interface DnsMetrics {
-  readonly queries: Counter<'rcode' | 'outcome'>;
-  readonly mappings: Counter<'event'>;
+  readonly queries: CounterRecorder<typeof METRICS.boundary_dns_queries_total>;
+  readonly byType: CounterRecorder<typeof METRICS.boundary_dns_queries_by_type_total>;
+  readonly mappings: CounterRecorder<typeof METRICS.boundary_dns_mappings_total>;
+  readonly answerSeconds: Observer;
 }
 
 /** Registers the counters, plus gauges read from the pool (and capture) at scrape time. */
-export function createDnsMetrics(registry: Registry, gauges: { pool: () => SyntheticPool | undefined; listeners: () => number }): DnsMetrics {
-  const registers = [registry];
-  new Gauge({
-    name: 'boundary_dns_synthetic_addresses',
-    help: 'Synthetic IPv4 addresses of the current window: reserved this epoch, live now, capacity',
-    labelNames: ['state'],
-    registers,
-    collect() {
+export function createDnsMetrics(
+  registry: Registry,
+  gauges: { pool: () => SyntheticPool | undefined; listeners: () => number; connections: () => number },
+): DnsMetrics {
+  createGauge(registry, METRICS.boundary_dns_synthetic_addresses, {
+    collect(gauge) {
       const pool = gauges.pool();
       if (pool === undefined) return;
       const stats = pool.stats();
-      this.set({ state: 'reserved' }, stats.reserved[4]);
-      this.set({ state: 'live' }, stats.live);
-      this.set({ state: 'capacity' }, stats.capacity[4]);
+      gauge.set({ state: 'reserved' }, stats.reserved[4]);
+      gauge.set({ state: 'live' }, stats.live);
+      gauge.set({ state: 'capacity' }, stats.capacity[4]);
     },
   });
-  new Gauge({
-    name: 'boundary_capture_listeners',
-    help: 'Transparent capture listeners open, one per (synthetic address, port)',
-    registers,
-    collect() {
-      this.set(gauges.listeners());
+  createGauge(registry, METRICS.boundary_capture_listeners, {
+    collect(gauge) {
+      gauge.set({}, gauges.listeners());
+    },
+  });
+  createGauge(registry, METRICS.boundary_capture_connections, {
+    collect(gauge) {
+      gauge.set({}, gauges.connections());
     },
   });
   return {
-    queries: new Counter({ name: 'boundary_dns_queries_total', help: 'Policy DNS queries by response code and outcome', labelNames: ['rcode', 'outcome'], registers }),
-    mappings: new Counter({ name: 'boundary_dns_mappings_total', help: 'Synthetic mappings published and expired', labelNames: ['event'], registers }),
+    queries: createCounter(registry, METRICS.boundary_dns_queries_total),
+    byType: createCounter(registry, METRICS.boundary_dns_queries_by_type_total),
+    mappings: createCounter(registry, METRICS.boundary_dns_mappings_total),
+    answerSeconds: createHistogram(registry, METRICS.boundary_dns_answer_duration_seconds).bind({}),
   };
 }
 
@@ -71,7 +65,8 @@ export function dnsQueryLabels(event: AuditEvent): { rcode: DnsRcodeLabel; outco
   const rcode: DnsRcodeLabel = typeof raw === 'string' && raw in RCODES ? (raw as DnsRcodeLabel) : 'other';
   let outcome: DnsOutcomeLabel;
   if (rcode === 'NOERROR') outcome = event.action === 'ALLOWED' ? 'mapped' : 'empty';
-  else if (rcode === 'REFUSED') outcome = 'refused';
+  // A policy refusal is answered NXDOMAIN (docs/dns.md#why-nxdomain); its event says DENIED.
+  else if (rcode === 'REFUSED' || event.action === 'DENIED') outcome = 'refused';
   else if (rcode === 'NXDOMAIN') outcome = 'nxdomain';
   else if (rcode === 'NOTIMP') outcome = 'not-implemented';
   else if (rcode === 'FORMERR') outcome = 'malformed';
@@ -79,11 +74,25 @@ export function dnsQueryLabels(event: AuditEvent): { rcode: DnsRcodeLabel; outco
   return { rcode, outcome };
 }
 
-/** Counts DNS QUERY events on their way to `sink`. */
-export function meteredDnsSink(sink: AuditSink, metrics: DnsMetrics): AuditSink {
+/** Counts DNS QUERY events on their way to `sink`: by rcode and outcome, by qtype, and as `dns` decisions. */
+/** Where DNS decisions are counted beside the proxy's (proxy/metrics.ts countDns), typed by shape: dns/ never imports proxy/. */
+interface DnsDecisionCounter {
+  countDns(verdict: 'allow' | 'deny', reason: string | undefined, policy: string | undefined): void;
+}
+
+export function meteredDnsSink(sink: AuditSink, metrics: DnsMetrics, decisions?: DnsDecisionCounter): AuditSink {
   return {
     emit(event) {
-      if (event.class === 'DNS' && event.activity === 'QUERY') metrics.queries.inc(dnsQueryLabels(event));
+      if (event.class === 'DNS' && event.activity === 'QUERY') {
+        const labels = dnsQueryLabels(event);
+        metrics.queries.inc(labels);
+        const qtype = event.unmapped?.qtype;
+        metrics.byType.inc({ qtype: (typeof qtype === 'string' ? qtype : 'other') as 'A', rcode: labels.rcode as 'NOERROR' });
+        if (event.action !== undefined) {
+          const reason = event.unmapped?.reason_code;
+          decisions?.countDns(event.action === 'ALLOWED' ? 'allow' : 'deny', typeof reason === 'string' ? reason : undefined, event.policy);
+        }
+      }
       sink.emit(event);
     },
   };

@@ -37,6 +37,13 @@ import { type DnsAnswer, type DnsHandler, type DnsRequestInfo, NO_RESPONSE } fro
 /** Wire-form answers kept for the fast path (refusals and live mappings); the oldest is evicted first. */
 const MAX_CACHED_ANSWERS = 4_096;
 
+/**
+ * How long a resolver may cache a policy refusal (the synthetic SOA's TTL and MINIMUM, RFC 2308). Short, because a
+ * reload can make the name eligible and a cached refusal would outlive it; long enough that a retry loop is served
+ * from the stub's cache where it has one (docs/dns.md#why-nxdomain).
+ */
+export const NEGATIVE_CACHE_TTL_SECONDS = 5;
+
 /** Denials for a name no endpoint covers; only these become NXDOMAIN under a search domain. */
 const UNCOVERED: ReadonlySet<DnsDecisionReason> = new Set(['no-policy', 'no-endpoint-matched']);
 
@@ -112,7 +119,12 @@ export function createPolicyDns(options: PolicyDnsOptions): PolicyDns {
   }
 
   function respond(query: DnsQuery, info: DnsRequestInfo, policy: Policy, outcome: DnsOutcome): Buffer {
-    const template = encodeAnswer(query, { rcode: outcome.rcode, addresses: outcome.answers, ttlSeconds: outcome.ttlSeconds ?? 0 });
+    const template = encodeAnswer(query, {
+      rcode: outcome.rcode,
+      addresses: outcome.answers,
+      ttlSeconds: outcome.ttlSeconds ?? 0,
+      ...(outcome.negativeTtlSeconds === undefined ? {} : { negativeTtlSeconds: outcome.negativeTtlSeconds }),
+    });
     const events = prepareQueryEvents(query, policy, outcome);
     const slot = slotOf(query);
     if (slot !== undefined && outcome.cacheUntil !== undefined && outcome.cacheUntil > now()) {
@@ -138,8 +150,8 @@ export function createPolicyDns(options: PolicyDnsOptions): PolicyDns {
       // A stub resolver walks the search list first (Kubernetes ClusterFirst: ndots:5, three cluster suffixes).
       // musl (Alpine images) gives up at the first candidate answered with anything but NXDOMAIN or NODATA, so
       // a REFUSED for `api.example.com.default.svc.cluster.local` would fail the lookup of `api.example.com`
-      // (glibc stops the walk and then tries the name as is). Such names get NXDOMAIN instead: still answered
-      // here, never asked upstream.
+      // (glibc stops the walk and then tries the name as is). Such names get NXDOMAIN like every refusal, but
+      // as a routine candidate, with no refusal event: still answered here, never asked upstream.
       if (UNCOVERED.has(decision.reason) && searchSuffixes.some((suffix) => host.host.endsWith(suffix))) return notUnderPolicy(decision);
       return refused(decision.detail, decision.reason);
     }
@@ -292,18 +304,26 @@ function notUnderPolicy(decision: DnsDecision): DnsOutcome {
     rcode: 'NXDOMAIN',
     answers: [],
     ttlSeconds: undefined,
+    negativeTtlSeconds: NEGATIVE_CACHE_TTL_SECONDS,
     cacheUntil: Number.POSITIVE_INFINITY,
     statusDetail: 'policy_dns_search_suffix',
     reason: decision.reason,
   };
 }
 
-/** REFUSED for a name decide() denied, or for a question that is not a name at all (`invalid-name`). */
+/**
+ * A name decide() denied, or a question that is not a name at all (`invalid-name`): NXDOMAIN with a synthetic SOA,
+ * not REFUSED. Measured (docs/dns.md#why-nxdomain): glibc, and so Python and Node's dns.lookup, report REFUSED as
+ * EAI_AGAIN, a temporary failure that invites retries; NXDOMAIN with an SOA is EAI_NONAME / ENOTFOUND / Go's
+ * IsNotFound everywhere, a final answer an agent can act on.
+ */
 function refused(detail: string, reason: DnsDecisionReason | DnsOutcomeReason): DnsOutcome {
   return {
-    rcode: 'REFUSED',
+    rcode: 'NXDOMAIN',
     answers: [],
     ttlSeconds: undefined,
+    negativeTtlSeconds: NEGATIVE_CACHE_TTL_SECONDS,
+    denied: true,
     // Refusals depend only on the policy: cached until the generation changes.
     cacheUntil: Number.POSITIVE_INFINITY,
     statusDetail: 'policy_dns_ineligible',

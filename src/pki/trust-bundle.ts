@@ -102,3 +102,14 @@ export async function writeCaBundle(path: string, text: string): Promise<void> {
   await ensureDir(dirname(path));
   await writeFileAtomic(path, text, CERT_FILE_MODE);
 }
+
+/**
+ * Loads the system roots, builds the bundle and writes it to `path`; returns what went into it, for the event
+ * that says where the roots came from (`N system roots from ... + the interception CA`).
+ */
+export async function writeWorkloadTrustBundle(path: string, input: Omit<TrustBundleInput, 'system'>): Promise<string> {
+  const system = await loadSystemRoots();
+  await writeCaBundle(path, buildTrustBundle({ ...input, system }));
+  const anchors = input.upstream === undefined ? '' : ` + ${certificateBlocks(input.upstream.pem).length} from --upstream-ca`;
+  return `${system.certificates.length} system roots from ${system.source}${anchors} + the interception CA`;
+}

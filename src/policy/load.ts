@@ -9,7 +9,8 @@ import type { Policy } from './types.js';
 /** Largest policy file we read; a policy is hand-written configuration, not data. */
 export const MAX_POLICY_FILE_BYTES = 8 * 1024 * 1024;
 
-export async function loadPolicyFile(path: string): Promise<Policy> {
+/** `parse` defaults to parsePolicy; the boundary passes policy/texts.ts's, which also keeps the text. */
+export async function loadPolicyFile(path: string, parse: (text: string, options: { source: string }) => Policy = parsePolicy): Promise<Policy> {
   let bytes: Buffer;
   try {
     bytes = await readFile(path);
@@ -26,5 +27,5 @@ export async function loadPolicyFile(path: string): Promise<Policy> {
   } catch (err) {
     throw new BoundaryError('POLICY_UNREADABLE', `policy ${path} is not UTF-8 text`, { cause: err });
   }
-  return parsePolicy(text, { source: path });
+  return parse(text, { source: path });
 }

@@ -36,6 +36,8 @@ export function createPolicyFileWatcher(options: {
   readonly sink: AuditSink;
   readonly logger: Logger;
   readonly onInvalid: 'keep' | 'deny-all';
+  /** Parses the file's text (default parsePolicy); see loadPolicyFile. */
+  readonly parse?: (text: string, options: { source: string }) => Policy;
 }): PolicyFileWatcher {
   const { path, store, sink, logger } = options;
   let watcher: FileWatch | undefined;
@@ -57,7 +59,7 @@ export function createPolicyFileWatcher(options: {
   async function readOnce(): Promise<void> {
     let policy: Policy;
     try {
-      policy = await loadPolicyFile(path);
+      policy = await loadPolicyFile(path, options.parse);
     } catch (err) {
       const { message, issues } = summarise(err);
       logger.error({ issues, path }, `policy reload refused: ${message}`);
@@ -104,7 +106,7 @@ export function createPolicyFileWatcher(options: {
 
   return {
     async loadInitial() {
-      const policy = await loadPolicyFile(path);
+      const policy = await loadPolicyFile(path, options.parse);
       const current = store.swap(policy);
       loaded(current, path);
       return current;

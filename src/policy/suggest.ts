@@ -144,3 +144,44 @@ function credentialFields(endpoint: Endpoint): Record<string, unknown> {
   if (endpoint.allowUninspectedCredentials) out.allow_uninspected_credentials = true;
   return out;
 }
+
+/** Closed set: what a denial's `next_steps` entries tell a client to do (docs/destinations.md#denial-responses). */
+export const NEXT_STEP_KINDS = [
+  'add_policy_entry',
+  'narrow_deny_rule',
+  'change_protocol',
+  'not_allowable',
+  'set_allowed_ips',
+  'use_bound_endpoint',
+  'retry_after_reload',
+] as const;
+export type NextStepKind = (typeof NEXT_STEP_KINDS)[number];
+
+export interface NextStep {
+  readonly kind: NextStepKind;
+  /** One sentence for a person or an agent; names hosts, ports, methods and policy keys, never a query or secret. */
+  readonly message: string;
+  /** For `add_policy_entry`: the `network_policies` YAML to add (suggestAllow's, unverified: explain verifies). */
+  readonly yaml?: string;
+}
+
+/**
+ * The next steps for a policy denial: the entry to add (suggestAllow), or why adding one cannot help (a deny rule
+ * wins; an uninspected protocol). Unverified, unlike verifiedSuggestion: the denial path has no policy text to merge
+ * into, so the message points at `boundary policy explain`, which proves a snippet before printing it.
+ */
+export function policyNextSteps(input: SuggestInput): readonly NextStep[] {
+  const { decision } = input;
+  if (decision.verdict !== 'deny') return [];
+  const result = suggestAllow(input);
+  if (result.ok) {
+    return [
+      {
+        kind: 'add_policy_entry',
+        message: `add network_policies.${result.suggestion.key} to the policy (\`boundary policy explain\` verifies it against the full policy)`,
+        yaml: result.suggestion.yaml,
+      },
+    ];
+  }
+  return [{ kind: decision.reason === 'deny-rule-matched' ? 'narrow_deny_rule' : 'change_protocol', message: result.hint }];
+}

@@ -38,6 +38,8 @@ export interface CaptureListeners {
   /** Settles once every listener being opened is bound (or failed); undefined when none is pending. */
   settled(): Promise<void> | undefined;
   listening(): readonly { readonly ip: string; readonly port: number }[];
+  /** Captured connections open now, across every listener (bounded by maxConnections). */
+  connections(): number;
   /** Binds a throwaway listener on `ip` (an address of the window) so readiness knows before any answer. */
   probe(ip: string): Promise<void>;
   /** Why capture cannot work at all (`capture-unavailable: ...`), cleared by a later successful bind. */
@@ -162,6 +164,7 @@ export function createCaptureListeners(options: CaptureListenersOptions): Captur
     },
     probe: health.probe,
     problem: health.problem,
+    connections: () => sockets.size,
     listening() {
       const out: { ip: string; port: number }[] = [];
       for (const [ip, ports] of byIp) for (const port of ports.keys()) out.push({ ip, port });

@@ -193,7 +193,7 @@ async function admit(options: CaptureHandlerOptions, socket: Socket, o: Outcome,
   }
   let upstream: Socket;
   try {
-    upstream = await dialPinned({ addresses: dest.addresses, port, dial: ctx.dial, timeoutMs: ctx.connectTimeoutMs });
+    upstream = await dialPinned({ addresses: dest.addresses, port, dial: ctx.dial, timeoutMs: ctx.connectTimeoutMs, metrics: ctx.metrics });
   } catch (err) {
     setDetail('transparent_tcp_dial_failed');
     recordDialFailure(o, formatAuthority(host, port), err);

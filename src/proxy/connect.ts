@@ -7,7 +7,7 @@ import type { IncomingMessage } from 'node:http';
 import type { Socket } from 'node:net';
 import { isResolveFailure } from '../net/destination.js';
 import { formatAuthority, parseAuthority } from '../net/host.js';
-import { decide } from '../policy/decide.js';
+import { timedDecide } from './metrics.js';
 import type { Decision } from '../policy/types.js';
 import type { AuditEvent } from '../telemetry/event.js';
 import { decisionNeedsInspection, destination, type ProxyContext, type TunnelScope } from './context.js';
@@ -98,12 +98,12 @@ async function open(ctx: ProxyContext, req: IncomingMessage, socket: Socket, o: 
   const policy = ctx.store.current();
   o.generation = policy.generation;
   o.policyHash = policy.hash;
-  const decision = decide(policy, { adapter: 'connect', host, port });
+  const decision = timedDecide(ctx.metrics, policy, { adapter: 'connect', host, port });
   o.policy = decision.policy;
   o.extra = { endpoint: decision.endpoint?.id, identity: decision.binaryIdentity };
   if (decision.verdict === 'deny') {
     settle(o, 'deny', decision.reason, decision.detail, 403);
-    writeDenialToSocket(socket, connectPolicyDenial(target, decision));
+    writeDenialToSocket(socket, connectPolicyDenial(host, port, target, decision, { policy, adapter: 'connect' }));
     return undefined;
   }
   // A credentialed route is terminated even on an L4 endpoint, so placeholders are rewritten (or refused)
@@ -142,7 +142,7 @@ async function open(ctx: ProxyContext, req: IncomingMessage, socket: Socket, o: 
   }
   let upstream: Socket;
   try {
-    upstream = await dialPinned({ addresses: dest.addresses, port, dial: ctx.dial, timeoutMs: ctx.connectTimeoutMs });
+    upstream = await dialPinned({ addresses: dest.addresses, port, dial: ctx.dial, timeoutMs: ctx.connectTimeoutMs, metrics: ctx.metrics });
   } catch (err) {
     // docs/destinations.md#connect step 8: a CONNECT dial failure closes the socket with no HTTP response.
     recordDialFailure(o, target, err);
@@ -232,7 +232,9 @@ async function inspectTunnel(ctx: ProxyContext, socket: Socket, head: Buffer, op
     const terminated = await terminateTls(ctx, socket, host);
     if (!terminated.ok) {
       upstream.destroy();
-      ctx.sink.emit(findingEvent({ ...o, engine: 'tls', detail: terminated.detail }, terminated.failure));
+      const finding = findingEvent({ ...o, engine: 'tls', detail: terminated.detail }, terminated.failure);
+      // A client without the CA bundle is a setup problem with a known fix, not an attack: MED, with the hint as detail.
+      ctx.sink.emit(terminated.failure === 'client-rejected-ca' ? { ...finding, severity: 'MED', statusDetail: 'tls_client_rejected_ca' } : finding);
       done();
       return;
     }

@@ -13,7 +13,7 @@ import type { AuditSink } from '../telemetry/event.js';
 import type { Logger } from '../telemetry/logger.js';
 import type { Interception } from '../tls/intercept.js';
 import type { DialFunction } from './dial.js';
-import type { ProxyMetrics } from './events.js';
+import type { ProxyMetrics } from './metrics.js';
 import type { H1Pool } from '../http1/h1-client.js';
 import type { TunnelRegistry } from './tunnel.js';
 import type { Upstreams } from './upstream.js';

@@ -1,11 +1,23 @@
 // Denial responses (docs/destinations.md#denial-responses): JSON bodies with `Connection: close`, written either on a raw socket
 // (CONNECT, before any 200) or through a ServerResponse. Shapes only; never decides anything.
+// The status line carries a short reason too (`403 Forbidden by policy: no endpoint for other.test:443`): a CONNECT
+// client never shows the body (python's "Tunnel connection failed: 403 ..."), but it shows the reason phrase.
 
 import type { ServerResponse } from 'node:http';
 import { STATUS_CODES } from 'node:http';
 import type { Socket } from 'node:net';
-import type { Decision } from '../policy/types.js';
+import type { Adapter, Decision, DecisionReason, Policy } from '../policy/types.js';
+import { type NextStep, policyNextSteps } from '../policy/suggest.js';
 import { POLICY_HEADER } from '../http1/headers.js';
+
+/**
+ * A reason phrase longer than this is cut (with `...`): it travels in a status line that clients print whole, and
+ * a bounded line can never be used to stuff a log.
+ */
+export const MAX_REASON_PHRASE_LENGTH = 160;
+// RFC 9110 reason-phrase is HTAB / SP / VCHAR / obs-text; we allow only SP and visible ASCII, so no CR/LF can split the head.
+const UNSAFE_PHRASE_CHARS = /[^\x20-\x7e]/g;
+const ELLIPSIS = '...';
 
 const DENIAL_ERRORS = [
   'policy_denied',
@@ -28,36 +40,109 @@ export interface Denial {
   readonly status: number;
   readonly error: DenialError;
   readonly body: Readonly<Record<string, unknown>>;
+  /** The status line's reason phrase: safeReasonPhrase() of the status text and a short why. */
+  readonly reasonPhrase: string;
   /** Policy key for the X-Boundary-Policy header (L7 denials). */
   readonly policy?: string;
 }
 
-function denial(status: number, error: DenialError, fields: Record<string, unknown>, policy?: string): Denial {
-  return { status, error, body: { error, ...fields }, ...(policy === undefined ? {} : { policy }) };
+/** What a policy denial's next steps are worked out from: the live policy and the denied request, never its query. */
+export interface DeniedRequest {
+  readonly policy: Policy;
+  readonly adapter: Adapter;
 }
 
-export function connectPolicyDenial(target: string, decision: Decision): Denial {
-  return denial(403, 'policy_denied', { detail: `CONNECT ${target} not permitted by policy`, reason: decision.reason });
+/**
+ * `<status text><why>` with anything but SP and visible ASCII replaced by `?`, cut at MAX_REASON_PHRASE_LENGTH.
+ * Callers build `why` from closed sets, normalised hosts, ports and methods only: never a path, query or placeholder.
+ */
+export function safeReasonPhrase(status: number, why: string): string {
+  const phrase = `${STATUS_CODES[status] ?? 'Error'}${why}`.replace(UNSAFE_PHRASE_CHARS, '?');
+  return phrase.length <= MAX_REASON_PHRASE_LENGTH ? phrase : `${phrase.slice(0, MAX_REASON_PHRASE_LENGTH - ELLIPSIS.length)}${ELLIPSIS}`;
 }
 
-export function forwardPolicyDenial(method: string, target: string, path: string, decision: Decision): Denial {
-  return denial(403, 'policy_denied', { detail: `${method} ${target}${path} not permitted by policy`, reason: decision.reason });
+function denial(status: number, error: DenialError, fields: Record<string, unknown>, why: string, policy?: string): Denial {
+  return { status, error, body: { error, ...fields }, reasonPhrase: safeReasonPhrase(status, why), ...(policy === undefined ? {} : { policy }) };
+}
+
+/** The phrase's why for a policy denial: the closed reason, in words, with the target (and method for L7). */
+function policyWhy(reason: DecisionReason | 'policy-changed', target: string, method?: string): string {
+  const what = method === undefined ? target : `${method} on ${target}`;
+  switch (reason) {
+    case 'no-policy':
+      return ` by policy: no policy is in effect for ${target}`;
+    case 'no-endpoint-matched':
+      return ` by policy: no endpoint for ${target}`;
+    case 'binary-not-allowed':
+      return ` by policy: binary not allowed for ${target}`;
+    case 'deny-rule-matched':
+      return ` by policy: a deny rule matches ${what}`;
+    case 'no-rule-matched':
+      return ` by policy: no rule allows ${what}`;
+    case 'unsupported-l7-protocol':
+      return ` by policy: protocol not inspected for ${target}`;
+    case 'policy-changed':
+      return ` by policy: policy changed while connecting to ${target}`;
+    default:
+      return ` by policy: ${reason} for ${target}`;
+  }
+}
+
+/** next_steps of a policy denial; the intent is rebuilt without a query, so no suggestion can carry one. */
+function policySteps(request: DeniedRequest, decision: Decision, intent: { host: string; port: number; method?: string; path?: string }): readonly NextStep[] {
+  return policyNextSteps({ policy: request.policy, decision, intent: { adapter: request.adapter, ...intent } });
+}
+
+export function connectPolicyDenial(host: string, port: number, target: string, decision: Decision, request: DeniedRequest): Denial {
+  return denial(
+    403,
+    'policy_denied',
+    { detail: `CONNECT ${target} not permitted by policy`, reason: decision.reason, next_steps: policySteps(request, decision, { host, port }) },
+    policyWhy(decision.reason, target),
+  );
+}
+
+export function forwardPolicyDenial(method: string, target: string, path: string, decision: Decision, request: DeniedRequest & { host: string; port: number }): Denial {
+  return denial(
+    403,
+    'policy_denied',
+    {
+      detail: `${method} ${target}${path} not permitted by policy`,
+      reason: decision.reason,
+      next_steps: policySteps(request, decision, { host: request.host, port: request.port, method, path }),
+    },
+    policyWhy(decision.reason, target, method),
+  );
 }
 
 export function policyChangedDenial(target: string): Denial {
-  return denial(403, 'policy_denied', { detail: `CONNECT ${target} denied: policy changed while connecting`, reason: 'policy-changed' });
+  return denial(
+    403,
+    'policy_denied',
+    {
+      detail: `CONNECT ${target} denied: policy changed while connecting`,
+      reason: 'policy-changed',
+      next_steps: [{ kind: 'retry_after_reload', message: 'the policy was reloaded while connecting; retry once to be decided by the new policy' }],
+    },
+    policyWhy('policy-changed', target),
+  );
 }
 
-/** The L7 body: field-compatible with OpenShell; `path` is the canonical path, never the query. */
-export function l7PolicyDenial(request: { method: string; path: string; host: string; port: number }, decision: Decision): Denial {
+/**
+ * The L7 body: field-compatible with OpenShell; `path` is the canonical path, never the query. `rule` is the rule that
+ * decided (a matching deny rule), null when none matched; `rule_missing` describes the allow rule that would be needed,
+ * null when a deny rule matched (no allow rule can win over it).
+ */
+export function l7PolicyDenial(request: { method: string; path: string; host: string; port: number }, decision: Decision, denied: DeniedRequest): Denial {
   const { method, path, host, port } = request;
   const protocol = decision.endpoint?.protocol ?? 'rest';
+  const denyRule = decision.reason === 'deny-rule-matched';
   return denial(
     403,
     'policy_denied',
     {
       policy: decision.policy ?? null,
-      rule: decision.rule ?? `${method} ${path}`,
+      rule: denyRule ? (decision.rule ?? null) : null,
       detail: decision.detail,
       reason: decision.reason,
       layer: 'l7',
@@ -66,61 +151,99 @@ export function l7PolicyDenial(request: { method: string; path: string; host: st
       path,
       host,
       port,
-      rule_missing: { type: `${protocol}_allow`, layer: 'l7', method, path, host, port },
-      next_steps: [],
+      rule_missing: denyRule ? null : { type: `${protocol}_allow`, layer: 'l7', method, path, host, port },
+      next_steps: policySteps(denied, decision, { host, port, method, path }),
     },
+    policyWhy(decision.reason, `${host}:${port}`, method),
     decision.policy ?? '-',
   );
 }
 
+/** SSRF checks that no policy can lift; the rest depend on the endpoint's allowed_ips (docs/destinations.md#validation-plans). */
+const UNLIFTABLE_SSRF_CHECKS: ReadonlySet<string> = new Set(['self-address', 'always-blocked', 'metadata-name', 'local-name', 'invalid-host', 'control-plane-port']);
+
+function ssrfSteps(target: string, check: string): readonly NextStep[] {
+  if (UNLIFTABLE_SSRF_CHECKS.has(check)) {
+    return [{ kind: 'not_allowable', message: `${target} is blocked by the SSRF rules (${check}); no policy change can allow it` }];
+  }
+  if (check === 'no-addresses') return [{ kind: 'not_allowable', message: `${target} has no address that passed validation; check its DNS` }];
+  return [{
+    kind: 'set_allowed_ips',
+    message: `${target} resolved to addresses the endpoint does not allow (${check}); list them in the endpoint's allowed_ips only if this internal destination is intended`,
+  }];
+}
+
 export function ssrfDenial(target: string, check: string, message: string): Denial {
-  return denial(403, 'ssrf_denied', { detail: `${target} blocked: ${check} check failed`, check, message });
+  return denial(403, 'ssrf_denied', { detail: `${target} blocked: ${check} check failed`, check, message, next_steps: ssrfSteps(target, check) }, ` by SSRF rules: ${check} for ${target}`);
 }
 
 export function authorityMismatchDenial(expected: string): Denial {
-  return denial(403, 'request_authority_mismatch', {
-    message: `the request authority must equal the tunnel target ${expected}`,
-  });
+  return denial(
+    403,
+    'request_authority_mismatch',
+    { message: `the request authority must equal the tunnel target ${expected}` },
+    `: request authority must be the tunnel target ${expected}`,
+  );
 }
 
 export function unsupportedL7Denial(detail: string): Denial {
-  return denial(403, 'unsupported_l7_protocol', { detail });
+  return denial(403, 'unsupported_l7_protocol', { detail }, ': protocol not supported on an inspected route');
 }
 
 export function upstreamUnreachableDenial(target: string, detail: string): Denial {
-  return denial(502, 'upstream_unreachable', { detail: `${target}: ${detail}` });
+  return denial(502, 'upstream_unreachable', { detail: `${target}: ${detail}` }, `: upstream ${target} unreachable`);
 }
 
 export function tlsUnavailableDenial(target: string): Denial {
-  return denial(503, 'tls_termination_unavailable', {
-    detail: `${target} needs TLS inspection but the interception CA is unavailable`,
-  });
+  return denial(
+    503,
+    'tls_termination_unavailable',
+    { detail: `${target} needs TLS inspection but the interception CA is unavailable` },
+    `: interception CA unavailable for ${target}`,
+  );
 }
 
 /** docs/credentials.md#inspectable-routes-only: a credentialed route that cannot be inspected (`tls: skip`, raw TCP). */
 export function uninspectedCredentialsDenial(target: string): Denial {
-  return denial(403, 'uninspected_credentials', {
-    detail: `${target} carries credentials but its route is not inspected; set allow_uninspected_credentials to permit it`,
-  });
+  return denial(
+    403,
+    'uninspected_credentials',
+    { detail: `${target} carries credentials but its route is not inspected; set allow_uninspected_credentials to permit it` },
+    `: credentials on an uninspected route to ${target}`,
+  );
 }
+
+// Fixed words per credential error: the refusal's own message may name a key the workload sent, so it stays in the body.
+const CREDENTIAL_WHY: Readonly<Record<string, string>> = {
+  credential_endpoint_mismatch: ': credential is bound to another endpoint',
+  credential_unavailable: ': credential unavailable',
+  credential_body_too_large: ': body too large for credential rewrite',
+};
 
 /** A credential rewrite refusal: `{ error, message }` exactly as the credentials module phrased it. */
 export function credentialDenial(refusal: { readonly status: number; readonly error: DenialError; readonly message: string }): Denial {
-  return denial(refusal.status, refusal.error, { message: refusal.message });
+  const steps: readonly NextStep[] =
+    refusal.error === 'credential_endpoint_mismatch'
+      ? [{ kind: 'use_bound_endpoint', message: 'the placeholder names a credential bound to another endpoint; send it only to the endpoint its provider is bound to' }]
+      : [];
+  return denial(refusal.status, refusal.error, { message: refusal.message, next_steps: steps }, CREDENTIAL_WHY[refusal.error] ?? '');
 }
 
 export function tooManyConnectionsDenial(limit: number): Denial {
-  return denial(503, 'too_many_connections', { detail: `the proxy holds its limit of ${limit} connections` });
+  return denial(503, 'too_many_connections', { detail: `the proxy holds its limit of ${limit} connections` }, ': proxy connection limit reached');
 }
 
 export function unsupportedSchemeDenial(scheme: string): Denial {
-  return denial(400, 'unsupported_proxy_scheme', { detail: `scheme ${scheme} is not supported by this proxy` });
+  return denial(400, 'unsupported_proxy_scheme', { detail: `scheme ${scheme} is not supported by this proxy` }, ': scheme not supported by this proxy');
 }
 
 export function useConnectDenial(): Denial {
-  return denial(400, 'use_connect_for_https', {
-    detail: 'https:// URLs must be sent through a CONNECT tunnel (set HTTPS_PROXY), not in absolute form',
-  });
+  return denial(
+    400,
+    'use_connect_for_https',
+    { detail: 'https:// URLs must be sent through a CONNECT tunnel (set HTTPS_PROXY), not in absolute form' },
+    ': use CONNECT for https URLs',
+  );
 }
 
 /** The whole response as bytes, for sockets with no HTTP machinery attached. */
@@ -128,7 +251,7 @@ export function renderDenial(d: Denial): string {
   const body = JSON.stringify(d.body);
   const policy = d.policy === undefined ? '' : `${POLICY_HEADER}: ${d.policy}\r\n`;
   return (
-    `HTTP/1.1 ${d.status} ${STATUS_CODES[d.status] ?? ''}\r\ncontent-type: application/json\r\n` +
+    `HTTP/1.1 ${d.status} ${d.reasonPhrase}\r\ncontent-type: application/json\r\n` +
     `content-length: ${Buffer.byteLength(body)}\r\n${policy}connection: close\r\n\r\n${body}`
   );
 }
@@ -156,7 +279,7 @@ export function sendDenial(res: ServerResponse, d: Denial): void {
     connection: 'close',
   };
   if (d.policy !== undefined) headers[POLICY_HEADER] = d.policy;
-  res.writeHead(d.status, headers);
+  res.writeHead(d.status, d.reasonPhrase, headers);
   res.end(body);
 }
 

@@ -4,6 +4,7 @@
 import { connect, type Socket } from 'node:net';
 import { BoundaryError } from '../errors.js';
 import { type Outcome, settle } from './events.js';
+import { observeSince, type ProxyMetrics } from './metrics.js';
 
 export const CONNECT_TIMEOUT_MS = 10_000;
 
@@ -84,15 +85,20 @@ export async function dialPinned(options: {
   readonly port: number;
   readonly dial?: DialFunction | undefined;
   readonly timeoutMs?: number;
+  /** Records the accepted attempt's connect time. */
+  readonly metrics?: Pick<ProxyMetrics, 'now' | 'upstreamConnectSeconds'> | undefined;
 }): Promise<Socket> {
   const timeoutMs = options.timeoutMs ?? CONNECT_TIMEOUT_MS;
+  const { metrics } = options;
   // Built only on failure: an Error captures a stack trace, which showed up per CONNECT in profiles.
   let last: unknown;
   for (const host of options.addresses) {
     const target = { host, port: options.port };
     try {
+      const started = metrics?.now() ?? 0;
       const socket = options.dial === undefined ? await netDial(target, timeoutMs) : await withTimeout(options.dial(target), target, timeoutMs);
       socket.setNoDelay(true);
+      if (metrics !== undefined) observeSince(metrics, metrics.upstreamConnectSeconds, started);
       return socket;
     } catch (err) {
       last = err;

@@ -1,11 +1,11 @@
 // The one decision event per connection or request, rendered from an Outcome, plus the proxy's metrics.
 // Metric labels come only from closed sets (adapter, verdict, reason); never a host, path or address.
 
-import type { Gauge, Registry } from 'prom-client';
-import { ADAPTERS, type Adapter, DECISION_REASONS, type DecisionReason } from '../policy/types.js';
+import { type Adapter, DECISION_REASONS, type DecisionReason } from '../policy/types.js';
 import type { AuditEvent, AuditSink, Engine, Severity } from '../telemetry/event.js';
-import { type ClosedCounter, createClosedCounter, createPlainGauge } from '../telemetry/metrics.js';
 import { formatAuthority } from '../net/host.js';
+import type { ProxyMetrics } from './metrics.js';
+import type { ReplayFields } from '../telemetry/replay.js';
 
 /** Outcomes that are not policy decisions, named once for events and metric labels. */
 const OUTCOME_REASONS = [
@@ -42,11 +42,11 @@ export type OutcomeReason = (typeof OUTCOME_REASONS)[number];
 
 /** Every `Outcome.reason`: the decision's own reason, or why the proxy ended it otherwise. Event `reason_code`
  *  and the decisions metric's `reason` label both come from this one set. */
-const REASON_CODES = [...DECISION_REASONS, ...OUTCOME_REASONS] as const;
+export const REASON_CODES = [...DECISION_REASONS, ...OUTCOME_REASONS] as const;
 export type ReasonCode = DecisionReason | OutcomeReason;
 
 export const OUTCOME_VERDICTS = ['allow', 'audit', 'deny', 'fail'] as const;
-type OutcomeVerdict = (typeof OUTCOME_VERDICTS)[number];
+export type OutcomeVerdict = (typeof OUTCOME_VERDICTS)[number];
 
 /** The detail an outcome carries until it is settled: nothing about the request was understood yet. */
 export const NOT_UNDERSTOOD_DETAIL = 'request was not understood';
@@ -78,6 +78,10 @@ export interface Outcome {
   extra: Record<string, unknown> | undefined;
   /** Overrides the verdict's default severity (a credential binding mismatch is HIGH). */
   severity?: Severity;
+  /** `https` after TLS termination (http only); a denial's `unmapped.replay.scheme`, default `http`. */
+  scheme?: 'http' | 'https';
+  /** The request's query keys, never its values (telemetry/replay.ts replayQueryKeys); set on a denial. */
+  queryKeys?: { readonly keys: readonly string[]; readonly truncated: boolean };
 }
 
 export function beginOutcome(adapter: Adapter, kind: 'net' | 'http', src: { remoteAddress?: string | undefined; remotePort?: number | undefined }): Outcome {
@@ -115,92 +119,11 @@ export function settle(o: Outcome, verdict: OutcomeVerdict, reason: ReasonCode, 
 }
 
 /** Why the HTTP parser rejected a request head: the client-errors metric's closed `reason` set. */
-const CLIENT_ERROR_REASONS = ['head-too-large', 'timeout', 'reset', 'malformed'] as const;
+export const CLIENT_ERROR_REASONS = ['head-too-large', 'timeout', 'reset', 'malformed'] as const;
 export type ClientErrorReason = (typeof CLIENT_ERROR_REASONS)[number];
 
 /** Why a connection was refused before any request was read. */
-const REFUSED_CONNECTION_REASONS = ['too-many-connections'] as const;
-
-const DECISION_LABELS = { adapter: ADAPTERS, verdict: OUTCOME_VERDICTS, reason: REASON_CODES } as const;
-const CLIENT_ERROR_LABELS = { reason: CLIENT_ERROR_REASONS } as const;
-const REFUSED_CONNECTION_LABELS = { reason: REFUSED_CONNECTION_REASONS } as const;
-const NO_LABELS = {} as const;
-
-export interface ProxyMetrics {
-  readonly decisions: ClosedCounter<typeof DECISION_LABELS>;
-  /** decisions.inc({ adapter, verdict, reason }) for the per-request path: counted here and added to the
-   *  counter when it is collected (a scrape), instead of hashing a label object per request. */
-  readonly countDecision: (adapter: Adapter, verdict: OutcomeVerdict, reason: ReasonCode) => void;
-  readonly refusedConnections: ClosedCounter<typeof REFUSED_CONNECTION_LABELS>;
-  readonly clientErrors: ClosedCounter<typeof CLIENT_ERROR_LABELS>;
-  readonly connections: Gauge;
-  readonly tunnels: Gauge;
-  readonly reloadClosed: ClosedCounter<typeof NO_LABELS>;
-}
-
-/** One label combination's count not yet added to the counter. */
-interface PendingCount {
-  readonly labels: { adapter: Adapter; verdict: OutcomeVerdict; reason: ReasonCode };
-  count: number;
-}
-
-export function createProxyMetrics(registry: Registry): ProxyMetrics {
-  // adapter -> verdict -> reason: three lookups with the caller's codes, no key or label object built.
-  // Bounded by the closed label sets themselves, as the counter's own series are.
-  const pending = new Map<Adapter, Map<OutcomeVerdict, Map<ReasonCode, PendingCount>>>();
-  const decisions = createClosedCounter(registry, {
-    name: 'proxy_decisions_total',
-    help: 'Connections and requests by adapter, final verdict and reason',
-    labels: DECISION_LABELS,
-    collect() {
-      for (const verdicts of pending.values()) {
-        for (const reasons of verdicts.values()) {
-          for (const entry of reasons.values()) {
-            if (entry.count === 0) continue;
-            decisions.inc(entry.labels, entry.count);
-            entry.count = 0;
-          }
-        }
-      }
-    },
-  });
-  function countDecision(adapter: Adapter, verdict: OutcomeVerdict, reason: ReasonCode): void {
-    let verdicts = pending.get(adapter);
-    if (verdicts === undefined) {
-      verdicts = new Map();
-      pending.set(adapter, verdicts);
-    }
-    let reasons = verdicts.get(verdict);
-    if (reasons === undefined) {
-      reasons = new Map();
-      verdicts.set(verdict, reasons);
-    }
-    const entry = reasons.get(reason);
-    if (entry === undefined) reasons.set(reason, { labels: { adapter, verdict, reason }, count: 1 });
-    else entry.count++;
-  }
-  return {
-    decisions,
-    countDecision,
-    refusedConnections: createClosedCounter(registry, {
-      name: 'proxy_refused_connections_total',
-      help: 'Connections refused before any request was read',
-      labels: REFUSED_CONNECTION_LABELS,
-    }),
-    clientErrors: createClosedCounter(registry, {
-      name: 'proxy_client_errors_total',
-      help: 'Request heads rejected by the parser (malformed, oversized, timed out)',
-      labels: CLIENT_ERROR_LABELS,
-    }),
-    connections: createPlainGauge(registry, { name: 'proxy_connections', help: 'Open client connections' }),
-    tunnels: createPlainGauge(registry, { name: 'proxy_tunnels', help: 'Open CONNECT tunnels' }),
-    reloadClosed: createClosedCounter(registry, {
-      name: 'proxy_reload_closed_total',
-      help: 'Tunnels closed because a policy reload changed their decision',
-      labels: NO_LABELS,
-    }),
-  };
-}
+export const REFUSED_CONNECTION_REASONS = ['too-many-connections'] as const;
 
 const ACTION = { allow: 'ALLOWED', audit: 'ALLOWED', deny: 'DENIED', fail: undefined } as const;
 const STATUS_WORD = { allow: 'allowed', audit: 'audit', deny: 'denied', fail: 'failed' } as const;
@@ -225,6 +148,7 @@ export function outcomeEvent(o: Outcome): AuditEvent {
   const unmapped: Record<string, unknown> = { adapter: o.adapter, verdict: o.verdict, reason_code: o.reason };
   if (o.status !== undefined) unmapped.status_code = o.status;
   if (o.extra !== undefined) Object.assign(unmapped, o.extra);
+  if (o.verdict === 'deny' && o.host !== undefined && o.port !== undefined) unmapped.replay = replayOf(o, o.host, o.port);
   // Built by assignment, not object spreads: one of these is made per request.
   const dst: { host?: string; port?: number } = {};
   if (o.host !== undefined) dst.host = o.host;
@@ -260,8 +184,16 @@ export function outcomeEvent(o: Outcome): AuditEvent {
   return event;
 }
 
+/** What explain needs to ask the same question again (docs/events.md#replaying-a-denial); denials only. */
+function replayOf(o: Outcome, host: string, port: number): ReplayFields {
+  if (o.kind === 'net' || o.path === undefined) return { host, port };
+  const queryKeys = o.queryKeys === undefined || o.queryKeys.keys.length === 0 ? {} : { query_keys: o.queryKeys.keys };
+  const truncated = o.queryKeys?.truncated === true ? { query_keys_truncated: true as const } : {};
+  return { scheme: o.scheme ?? 'http', method: o.method, host, port, path: o.path, ...queryKeys, ...truncated };
+}
+
 export function emitOutcome(sink: AuditSink, metrics: ProxyMetrics, o: Outcome): void {
-  metrics.countDecision(o.adapter, o.verdict, o.reason);
+  metrics.countOutcome(o);
   sink.emit(outcomeEvent(o));
 }
 

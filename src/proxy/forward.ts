@@ -20,6 +20,7 @@ import {
 } from './credential-injection.js';
 import { sendBareStatus, sendDenial, upstreamUnreachableDenial } from './deny.js';
 import { beginOutcome, emitOutcome, findingEvent, type Outcome, settle } from './events.js';
+import { observeSince } from './metrics.js';
 import type { H1Exchange, H1Handler } from '../http1/h1-client.js';
 import type { H1Request } from '../http1/h1-request.js';
 import { clientResponseHeaders, hostHeader, upstreamRequestHeaders } from '../http1/headers.js';
@@ -48,6 +49,14 @@ export function createRequestHandler(ctx: ProxyContext) {
 }
 
 /** The client went away before the upstream answered: the request is aborted, nothing is sent. */
+/** Content-Length of a flat `[name, value, ...]` list; 0 when absent (a chunked body's size is not known up front). */
+function declaredLength(headers: readonly string[]): number {
+  for (let i = 0; i < headers.length; i += 2) {
+    if ((headers[i] ?? '').toLowerCase() === 'content-length') return Number(headers[i + 1]) || 0;
+  }
+  return 0;
+}
+
 class ClientClosedError extends Error {
   override readonly name = 'ClientClosedError';
 }
@@ -103,6 +112,9 @@ class ForwardedRequest implements H1Handler {
   clientClosed = false;
   waiting = false;
   reported = false;
+  /** metrics.now() when the request went upstream, and the response body bytes relayed so far. */
+  sentAt = 0;
+  responseBytes = 0;
 
   constructor(ctx: ProxyContext, req: IncomingMessage, res: ServerResponse, o: Outcome, scope: TunnelScope | undefined, expectContinue: boolean) {
     this.ctx = ctx;
@@ -203,6 +215,10 @@ class ForwardedRequest implements H1Handler {
     const { host, port, addresses } = this.destination as RelayEvaluation;
     const pool = this.scope === undefined ? this.ctx.upstreams.pool({ host, port, addresses, tls: false }) : this.scope.client;
     this.credentialScope = head.scope;
+    const metrics = this.ctx.metrics;
+    if (head.usedKeys > 0) metrics.credentialsSubstituted();
+    metrics.requestBytes.observe(body === null ? 0 : Buffer.isBuffer(body) ? body.length : declaredLength(headers));
+    this.sentAt = metrics.now();
     relays.set(this.res, this);
     this.res.on('close', onClientClose);
     try {
@@ -215,6 +231,8 @@ class ForwardedRequest implements H1Handler {
   onHead(status: number, headers: string[], body: Buffer | undefined, complete: boolean): void {
     const res = this.res;
     this.o.status = status;
+    observeSince(this.ctx.metrics, this.ctx.metrics.firstByteSeconds, this.sentAt);
+    if (body !== undefined) this.responseBytes += body.length;
     try {
       res.writeHead(status, redactResponseHeaders(clientResponseHeaders(headers), this.credentialScope as CredentialScope));
     } catch (err) {
@@ -225,6 +243,7 @@ class ForwardedRequest implements H1Handler {
     }
     this.headSent = true;
     if (complete) {
+      this.ctx.metrics.responseBytes.observe(this.responseBytes);
       this.finish();
       res.end(body);
     } else if (body !== undefined && !res.write(body)) this.pause();
@@ -232,10 +251,12 @@ class ForwardedRequest implements H1Handler {
   }
 
   onData(chunk: Buffer): void {
+    this.responseBytes += chunk.length;
     if (!this.res.write(chunk)) this.pause();
   }
 
   onEnd(): void {
+    this.ctx.metrics.responseBytes.observe(this.responseBytes);
     this.finish();
     this.res.end();
   }

@@ -7,7 +7,9 @@ import type { IncomingMessage } from 'node:http';
 import { isResolveFailure } from '../net/destination.js';
 import { formatAuthority, type HostForm } from '../net/host.js';
 import { redactPlaceholders } from '../credentials/placeholder.js';
-import { decide } from '../policy/decide.js';
+import { percentDecode } from '../policy/query.js';
+import { replayQueryKeys } from '../telemetry/replay.js';
+import { timedDecide } from './metrics.js';
 import type { Decision } from '../policy/types.js';
 import type { ProxyContext, TunnelScope } from './context.js';
 import { type DestinationResult, type DestinationTarget, destination, destinationCached, needsInspection } from './context.js';
@@ -142,6 +144,7 @@ function evaluatePolicy(ctx: ProxyContext, req: IncomingMessage, scope: TunnelSc
   let target = auth.target;
   o.host = host;
   o.port = port;
+  if (scope?.tls === true) o.scheme = 'https';
   const method = o.method;
   const policy = ctx.store.current();
   o.generation = policy.generation;
@@ -153,7 +156,7 @@ function evaluatePolicy(ctx: ProxyContext, req: IncomingMessage, scope: TunnelSc
     return refuse(o, unsupportedL7Denial('h2c upgrades are not supported'), 'unsupported-l7-protocol', 'h2c upgrade refused');
   }
   // L4 first: which endpoints match host:port decides whether the request is inspected at all.
-  const l4 = decide(policy, { adapter, host, port });
+  const l4 = timedDecide(ctx.metrics, policy, { adapter, host, port });
   let decision = l4;
   const inspected = l4.verdict !== 'deny' && l4.endpoints.some(needsInspection);
   // A credentialed route is canonicalised even on an L4 endpoint: the credential scope matches provider
@@ -168,7 +171,7 @@ function evaluatePolicy(ctx: ProxyContext, req: IncomingMessage, scope: TunnelSc
     // docs/policy.md#path-canonicalisation: policy and logs see `[CREDENTIAL]`, never a placeholder.
     const shown = redactPlaceholders(canon.path);
     o.path = shown;
-    if (inspected) decision = decide(policy, { adapter, host, port, method, path: shown, query: redactPlaceholders(canon.query) });
+    if (inspected) decision = timedDecide(ctx.metrics, policy, { adapter, host, port, method, path: shown, query: redactPlaceholders(canon.query) });
     if (canon.encodedSlash && decision.endpoint?.allowEncodedSlash !== true) return bare(o, 400, 'bad-request', 'request target refused: encoded-slash');
     target = canon.query === '' ? canon.path : `${canon.path}?${canon.query}`;
   } else {
@@ -180,9 +183,15 @@ function evaluatePolicy(ctx: ProxyContext, req: IncomingMessage, scope: TunnelSc
   o.extra = { rule: decision.rule, endpoint: decision.endpoint?.id, identity: decision.binaryIdentity };
   if (decision.verdict === 'deny') {
     const detail = decision.detail;
+    const q = target.indexOf('?');
+    // Keys only, for the denial's replay fields: a query value may carry anything, a secret included.
+    if (q >= 0) o.queryKeys = replayQueryKeys(target.slice(q + 1).replace(/#.*$/s, ''), percentDecode, redactPlaceholders);
     if (decision.reason === 'unsupported-l7-protocol') return refuse(o, unsupportedL7Denial(detail), decision.reason, detail);
     const path = o.path ?? '/';
-    const denial = decision.layer === 'l7' ? l7PolicyDenial({ method, path, host, port }, decision) : forwardPolicyDenial(method, formatAuthority(host, port), path, decision);
+    const denied = { policy, adapter };
+    const denial = decision.layer === 'l7'
+      ? l7PolicyDenial({ method, path, host, port }, decision, denied)
+      : forwardPolicyDenial(method, formatAuthority(host, port), path, decision, { ...denied, host, port });
     return refuse(o, denial, decision.reason, detail);
   }
   // No status yet: the upstream's answer records it.

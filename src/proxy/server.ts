@@ -18,7 +18,8 @@ import { credentialRoute } from './credential-injection.js';
 import { type AuthorityParsers, createAuthorityParsers, type ProxyContext, type TunnelScope } from './context.js';
 import { renderDenial, tooManyConnectionsDenial } from './deny.js';
 import { CONNECT_TIMEOUT_MS, type DialFunction } from './dial.js';
-import { type ClientErrorReason, createProxyMetrics, type ProxyMetrics } from './events.js';
+import type { ClientErrorReason } from './events.js';
+import { createProxyMetrics, type ProxyMetrics } from './metrics.js';
 import { createRequestHandler } from './forward.js';
 import { createTunnelRegistry, TUNNEL_IDLE_TIMEOUT_MS, type TunnelRegistry } from './tunnel.js';
 import { createUpstreams } from './upstream.js';
@@ -107,11 +108,12 @@ function clientErrorReason(code: string | undefined): ClientErrorReason {
 export function createProxyServer(options: ProxyServerOptions): ProxyServer {
   const { limits, logger } = options;
   const metrics = createProxyMetrics(options.registry);
+  metrics.connectionsLimit.set(limits.maxConnections);
   const tunnels = createTunnelRegistry({
     // A credentialed route is inspected even on an L4 endpoint: re-evaluation must see the same choice.
     routeOf: (decision, host, port) => credentialRoute(options.credentials, decision, host, port),
   });
-  const upstreams = createUpstreams({ dial: options.dial, connectTimeoutMs: limits.connectTimeoutMs, extraCaPem: options.upstreamCaPem });
+  const upstreams = createUpstreams({ dial: options.dial, connectTimeoutMs: limits.connectTimeoutMs, extraCaPem: options.upstreamCaPem, metrics });
   const sockets = new Set<Socket>();
   let bound: { host: string; port: number } = { host: options.host, port: options.port };
   let selfCache: SelfAddresses | undefined;

@@ -7,6 +7,7 @@ import { isIP } from 'node:net';
 import { connect as tlsConnect, createSecureContext, rootCertificates, type SecureContext, type TLSSocket } from 'node:tls';
 import { type DialFunction, dialPinned } from './dial.js';
 import { createH1Pool, type H1Pool, type H1Timeouts } from '../http1/h1-client.js';
+import { observeSince, type ProxyMetrics } from './metrics.js';
 
 /** Distinct (destination, pinned addresses) pools kept; the least recently used is closed beyond this. */
 const MAX_UPSTREAM_POOLS = 256;
@@ -52,8 +53,10 @@ export function createUpstreams(options: {
   readonly extraCaPem?: string | undefined;
   /** Tests inject small values; production uses the UPSTREAM_*_TIMEOUT_MS constants. */
   readonly timeouts?: H1Timeouts | undefined;
+  /** Connect and upstream TLS handshake times. */
+  readonly metrics?: Pick<ProxyMetrics, 'now' | 'upstreamConnectSeconds' | 'tlsUpstreamSeconds'> | undefined;
 }): Upstreams {
-  const { dial, connectTimeoutMs } = options;
+  const { dial, connectTimeoutMs, metrics } = options;
   const timeouts = options.timeouts ?? DEFAULT_TIMEOUTS;
   // Built once: parsing ~150 root certificates per connection would dominate the handshake cost.
   const secureContext: SecureContext = createSecureContext({
@@ -80,6 +83,7 @@ export function createUpstreams(options: {
       const literal = isIP(host) !== 0;
       const key = `${host}|${socket.remoteAddress ?? ''}|${socket.remotePort ?? ''}`;
       const session = sessions.get(key);
+      const started = metrics?.now() ?? 0;
       const tlsSocket = tlsConnect({
         socket,
         secureContext,
@@ -105,6 +109,7 @@ export function createUpstreams(options: {
       tlsSocket.once('secureConnect', () => {
         tlsSocket.removeListener('error', onError);
         verified = true;
+        if (metrics !== undefined) observeSince(metrics, metrics.tlsUpstreamSeconds, started);
         if (pending !== undefined) rememberSession(key, pending);
         resolve(tlsSocket);
       });
@@ -117,7 +122,7 @@ export function createUpstreams(options: {
     return function connectPinned(): Promise<Socket> {
       const ready = pending;
       pending = undefined;
-      const socket = ready === undefined ? dialPinned({ addresses: dest.addresses, port: dest.port, dial, timeoutMs: connectTimeoutMs }) : Promise.resolve(ready);
+      const socket = ready === undefined ? dialPinned({ addresses: dest.addresses, port: dest.port, dial, timeoutMs: connectTimeoutMs, metrics }) : Promise.resolve(ready);
       return dest.tls ? socket.then((s) => secureSocket(s, dest.host)) : socket;
     };
   }

@@ -111,7 +111,7 @@ async function upgrade(ctx: ProxyContext, req: IncomingMessage, socket: Socket, 
   }
   let upstream: Socket;
   try {
-    const raw = await dialPinned({ addresses, port, dial: ctx.dial, timeoutMs: ctx.connectTimeoutMs });
+    const raw = await dialPinned({ addresses, port, dial: ctx.dial, timeoutMs: ctx.connectTimeoutMs, metrics: ctx.metrics });
     upstream = tls ? await ctx.upstreams.secureSocket(raw, host) : raw;
   } catch (err) {
     settle(o, 'fail', 'dial-failed', (err as Error).message, 502);

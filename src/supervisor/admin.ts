@@ -1,4 +1,5 @@
-// The supervisor's admin HTTP listener (--admin-listen): /healthz, /readyz, GET /v1/sandboxes, PUT
+// The supervisor's admin HTTP listener (--admin-listen): /healthz, /readyz, GET /v1/sandboxes, GET
+// /v1/sandboxes/<id>/denials (recent denials its boundaries forwarded), PUT
 // /v1/sandboxes/<id>/instances/<iid> (expect an instance), and relays into a sandbox, asked for either as
 // POST /v1/sandboxes/<id>/relay?port=N with `Upgrade: boundary-relay` or as `CONNECT <id>:<port>` (what
 // socat's PROXY address and ssh ProxyCommand speak). Every route, relays included, first needs an operator
@@ -11,6 +12,7 @@ import type { RelayTarget } from '../control/messages.js';
 import { isLoopbackHost } from '../control/protocol.js';
 import type { Logger } from '../telemetry/logger.js';
 import { ADMIN_AUTH_REALM, type AdminAuth, type AdminAuthResult, type AdminCallStyle } from './admin-auth.js';
+import { DEFAULT_SANDBOX_DENIALS_PER_ANSWER } from './denials.js';
 import { type RelayStyle, relayErrorReply } from './relays.js';
 import { type ServingPems, servingContext } from './server.js';
 
@@ -30,6 +32,8 @@ export interface SupervisorReadiness {
 interface AdminHandlers {
   sandboxes(): Promise<object>;
   readiness(): SupervisorReadiness;
+  /** The sandbox's newest `last` denials (capped by the handler), or 404 for a sandbox never seen. */
+  denials(sandboxId: string, last: number): { status: number; body: object };
   /** Answers once the expectation is durable in the store. */
   expect(sandboxId: string, instanceId: string): Promise<{ status: number; body: object }>;
   /** Takes over the caller's socket: answers 101 (upgrade) or 200 (CONNECT) when bridged, or an HTTP error. */
@@ -52,6 +56,7 @@ export interface SupervisorAdmin {
   setTls(tls: ServingPems): void;
 }
 
+const DENIALS_PATH = /^\/v1\/sandboxes\/([A-Za-z0-9._-]{1,128})\/denials$/;
 const RELAY_PATH = /^\/v1\/sandboxes\/([A-Za-z0-9._-]{1,128})\/relay$/;
 const EXPECT_PATH = /^\/v1\/sandboxes\/([A-Za-z0-9._-]{1,128})\/instances\/([A-Za-z0-9][A-Za-z0-9._:-]{0,127})$/;
 const CONNECT_TARGET = /^([A-Za-z0-9._-]{1,128}):([1-9][0-9]{0,4})$/;
@@ -143,6 +148,17 @@ export function createSupervisorAdmin(options: SupervisorAdminOptions): Supervis
     }
     if (req.method === 'GET' && url.pathname === '/v1/sandboxes') {
       json(res, 200, await handlers.sandboxes());
+      return;
+    }
+    const denials = DENIALS_PATH.exec(url.pathname);
+    if (req.method === 'GET' && denials !== null) {
+      const last = url.searchParams.getAll('last');
+      if (last.length > 1 || (last[0] !== undefined && !/^[0-9]{1,6}$/.test(last[0]))) {
+        json(res, 400, { error: 'ADMIN_REQUEST_INVALID', parameter: 'last', message: 'last must be given at most once, as a whole number' });
+        return;
+      }
+      const reply = handlers.denials(denials[1] ?? '', last[0] === undefined ? DEFAULT_SANDBOX_DENIALS_PER_ANSWER : Number(last[0]));
+      json(res, reply.status, reply.body);
       return;
     }
     const expect = EXPECT_PATH.exec(url.pathname);

@@ -5,6 +5,7 @@
 import type { ServerHttp2Session, ServerHttp2Stream } from 'node:http2';
 import type { RefusedMessage } from '../control/messages.js';
 import type { Logger } from '../telemetry/logger.js';
+import type { SandboxDenials } from './denials.js';
 import type { RelayBroker } from './relays.js';
 import type { StateWriter } from './state-writer.js';
 import type { SupervisorStore } from './store/store.js';
@@ -37,6 +38,8 @@ export interface SupervisorContext {
   /** Live sessions by session id; Map order is attach order. */
   readonly live: Map<string, LiveSession>;
   readonly broker: RelayBroker;
+  /** Recent denials per sandbox, from forwarded events (GET /v1/sandboxes/<id>/denials). */
+  readonly denials: SandboxDenials;
   emit(event: SupervisorEvent): void;
   configFor(sandboxId: string): ConfigLookup;
   /** True from the moment close() begins. */

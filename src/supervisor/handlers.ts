@@ -130,6 +130,7 @@ export function createControlHandlers(ctx: SupervisorContext, parts: { deadlines
       const session = sessionFor(ctx, peer, sessionId);
       if (session === undefined) return unknownSession(sessionId);
       tables.events(sessionId, message.events.length, message.dropped);
+      ctx.denials.record(session.sandboxId, session.instanceId, message.events);
       logger.debug({ sandboxId: session.sandboxId, count: message.events.length, dropped: message.dropped }, 'events received');
       emit({ type: 'events', sandboxId: session.sandboxId, instanceId: session.instanceId, detail: `${message.events.length} events, ${message.dropped} dropped` });
       return undefined;

@@ -4,7 +4,9 @@
 // Never touches a socket: live sessions keep the context they were accepted with.
 
 import { join } from 'node:path';
-import { Gauge, type Registry } from 'prom-client';
+import type { Registry } from 'prom-client';
+import { METRICS } from '../metric-catalogue.js';
+import { createGauge } from '../telemetry/metrics.js';
 import { isBoundaryError, type Issue } from '../errors.js';
 import { type FileWatch, watchFiles } from '../file-watch.js';
 import { TLS_RELOAD_SETTLE_MS } from '../control/protocol.js';
@@ -31,21 +33,16 @@ interface ServingCertificateExpiry {
   readonly daysLeft: number;
 }
 
-export const SERVING_CERT_EXPIRY_METRIC = 'boundary_supervisor_certificate_expiry_seconds';
+export const SERVING_CERT_EXPIRY_METRIC = METRICS.boundary_supervisor_certificate_expiry_seconds.name;
 
 /**
  * Registers `boundary_supervisor_certificate_expiry_seconds` on `registry`: the notAfter of the serving certificate in
  * use, as unix time in seconds, read from `source` at every scrape (so a renewal shows at once); 0 before start().
  */
-export function registerServingCertificateExpiry(registry: Registry, source: Pick<ServingTlsSource, 'current'>): Gauge {
-  return new Gauge({
-    name: SERVING_CERT_EXPIRY_METRIC,
-    help: 'notAfter of the supervisor serving certificate in use, as unix time in seconds',
-    registers: [registry],
-    collect() {
-      const identity = source.current();
-      if (identity === undefined) this.reset();
-      else this.set(identity.notAfter / 1000);
+export function registerServingCertificateExpiry(registry: Registry, source: Pick<ServingTlsSource, 'current'>): void {
+  createGauge(registry, METRICS.boundary_supervisor_certificate_expiry_seconds, {
+    collect(gauge) {
+      gauge.set({}, (source.current()?.notAfter ?? 0) / 1000);
     },
   });
 }

@@ -4,7 +4,8 @@
 
 import { randomUUID } from 'node:crypto';
 import { join } from 'node:path';
-import { collectDefaultMetrics, Registry } from 'prom-client';
+import { Registry } from 'prom-client';
+import { collectDefaultProcessMetrics } from '../telemetry/metrics.js';
 import { type ControlSettings, DEFAULT_SETTINGS } from '../control/messages.js';
 import { createFileCredentialSource, type FileCredentialSource } from '../credentials/file-source.js';
 import { parsePolicy as defaultParsePolicy } from '../policy/parse.js';
@@ -19,6 +20,7 @@ import { createControlHandlers } from './handlers.js';
 import { createPolicyLibrary } from './library.js';
 import { createRelayOpener } from './relay-routing.js';
 import { createReplication } from './replication.js';
+import { createSandboxDenials, MAX_SANDBOX_DENIALS_PER_ANSWER } from './denials.js';
 import { createRelayBroker } from './relays.js';
 import { createSandboxConfigs } from './sandbox-config.js';
 import { type ServingTlsSource, createServingTlsSource, registerServingCertificateExpiry } from './serving-tls.js';
@@ -128,7 +130,7 @@ export function createSupervisor(config: SupervisorConfig, deps: SupervisorDeps)
   const broker = createRelayBroker({ logger });
   const registry = deps.registry ?? new Registry();
   // process_* and nodejs_* on this registry only, and only when something serves them.
-  if (config.metricsListen !== undefined) collectDefaultMetrics({ register: registry });
+  if (config.metricsListen !== undefined) collectDefaultProcessMetrics(registry);
   // Built now, so a supervisor configured with an unauthenticated admin listener fails before it starts.
   const adminAuth =
     config.adminListen === undefined
@@ -158,7 +160,8 @@ export function createSupervisor(config: SupervisorConfig, deps: SupervisorDeps)
   });
   const sandboxConfigs = createSandboxConfigs({ library, credentials: () => credentials, settings });
   const { configFor } = sandboxConfigs;
-  const ctx: SupervisorContext = { logger, now, replicaId, attachDeadlineMs, store, writer, tables, live, broker, emit, configFor, closing: () => closing };
+  const denials = createSandboxDenials(now);
+  const ctx: SupervisorContext = { logger, now, replicaId, attachDeadlineMs, store, writer, tables, live, broker, denials, emit, configFor, closing: () => closing };
   const hookRunner =
     config.withdrawalHook === undefined
       ? undefined
@@ -245,6 +248,10 @@ export function createSupervisor(config: SupervisorConfig, deps: SupervisorDeps)
             store: { kind: store.kind, replicaId, instances: await store.instances(), withdrawals: await store.withdrawals() },
           }),
           readiness: () => api.readiness(),
+          denials: (sandboxId, last) =>
+            tables.sandbox(sandboxId) === undefined && denials.recent(sandboxId, 1).length === 0
+              ? { status: 404, body: { error: 'unknown-sandbox', message: `no sandbox ${sandboxId}` } }
+              : { status: 200, body: { sandboxId, limit: MAX_SANDBOX_DENIALS_PER_ANSWER, denials: denials.recent(sandboxId, last) } },
           expect: async (sandboxId, instanceId) =>
             (await api.expect(sandboxId, instanceId))
               ? { status: 202, body: { expected: true, deadlineMs: attachDeadlineMs } }

@@ -1,4 +1,4 @@
-// The admin listener: /healthz, /readyz and /metrics over node:http, bounded in time and size; CONNECT and
+// The admin listener: /healthz, /readyz, /metrics and the routes it is handed over node:http, bounded in time and size; CONNECT and
 // Upgrade are refused. Serves only what it is handed (a Registry, a readiness function); never the global
 // default registry. The supervisor runs one too, as its credential-free metrics listener.
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
@@ -18,6 +18,18 @@ export interface Readiness {
   readonly ready: boolean;
   readonly reasons: readonly string[];
   readonly [key: string]: unknown;
+}
+
+/** A JSON answer of an extra admin route: `body` is sent as JSON with `status`. */
+export interface AdminAnswer {
+  readonly status: number;
+  readonly body: unknown;
+}
+
+/** An extra GET/HEAD route on the admin listener (boundary's /v1/explain and /v1/denials). */
+export interface AdminRoute {
+  readonly path: string;
+  answer(query: URLSearchParams): AdminAnswer | Promise<AdminAnswer>;
 }
 
 export interface AdminServer {
@@ -41,8 +53,15 @@ export function createAdminServer(options: {
   logger: Logger;
   /** Names the listener in its log lines (default `admin`). */
   label?: string;
+  /** Routes served beside the built-in three; a path may be registered once. */
+  routes?: readonly AdminRoute[];
 }): AdminServer {
   const { registry, readiness, logger } = options;
+  const routes = new Map<string, AdminRoute>();
+  for (const route of options.routes ?? []) {
+    if ((ADMIN_PATHS as readonly string[]).includes(route.path) || routes.has(route.path)) throw new RangeError(`admin route ${route.path} is registered twice`);
+    routes.set(route.path, route);
+  }
   const label = options.label ?? 'admin';
   let closing = false;
   let closed: Promise<void> | undefined;
@@ -79,7 +98,8 @@ export function createAdminServer(options: {
 
   async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const path = pathOf(req);
-    if (!(ADMIN_PATHS as readonly string[]).includes(path)) {
+    const route = routes.get(path);
+    if (route === undefined && !(ADMIN_PATHS as readonly string[]).includes(path)) {
       send(res, req, 404, 'application/json', JSON.stringify({ error: 'not-found' }), closing);
       return;
     }
@@ -88,7 +108,12 @@ export function createAdminServer(options: {
       send(res, req, 405, 'application/json', JSON.stringify({ error: 'method-not-allowed' }), closing);
       return;
     }
-    if (path === '/healthz') {
+    if (route !== undefined) {
+      const target = req.url ?? '';
+      const q = target.indexOf('?');
+      const answer = await route.answer(new URLSearchParams(q < 0 ? '' : target.slice(q + 1).replace(/#.*$/s, '')));
+      send(res, req, answer.status, 'application/json', JSON.stringify(answer.body), closing);
+    } else if (path === '/healthz') {
       send(res, req, 200, 'application/json', JSON.stringify({ status: 'ok' }), closing);
     } else if (path === '/readyz') {
       const state = currentReadiness();

@@ -10,8 +10,23 @@ export interface Interception {
   contextFor(host: string): Promise<SecureContext>;
 }
 
-const TERMINATION_FAILURES = ['sni-mismatch', 'tls-handshake-failed'] as const;
+const TERMINATION_FAILURES = ['sni-mismatch', 'client-rejected-ca', 'tls-handshake-failed'] as const;
 type TerminationFailure = (typeof TERMINATION_FAILURES)[number];
+
+/**
+ * OpenSSL's codes for the alerts a client sends when it does not trust the leaf we minted: unknown_ca (48),
+ * bad_certificate (42), certificate_unknown (46, what Java and some others send). Each means the workload lacks the
+ * interception CA, a setup problem with one fix, so it is reported as that instead of as a raw OpenSSL error.
+ */
+const CA_REJECTION_ALERTS: Readonly<Record<string, string>> = {
+  ERR_SSL_TLSV1_ALERT_UNKNOWN_CA: 'unknown_ca',
+  ERR_SSL_SSLV3_ALERT_BAD_CERTIFICATE: 'bad_certificate',
+  ERR_SSL_SSLV3_ALERT_CERTIFICATE_UNKNOWN: 'certificate_unknown',
+};
+
+/** What to do about a CA rejection: the workload must trust the bundle boundary writes (docs/tls.md). */
+export const CA_BUNDLE_HINT =
+  'install the boundary CA bundle in the workload (--ca-bundle-out; point SSL_CERT_FILE, REQUESTS_CA_BUNDLE, NODE_EXTRA_CA_CERTS or curl --cacert at it)';
 
 function normaliseSni(name: string): string {
   const lower = name.toLowerCase();
@@ -23,7 +38,8 @@ function normaliseSni(name: string): string {
  * failure; the socket is destroyed on failure.
  */
 export async function terminateTls(
-  ctx: { readonly interception: Interception },
+  // The proxy's metrics, typed here by shape: tls/ never imports proxy/.
+  ctx: { readonly interception: Interception; readonly metrics?: { now(): number; readonly tlsClientSeconds: { observe(seconds: number): void } } },
   socket: Socket,
   host: string,
 ): Promise<{ ok: true; socket: TLSSocket } | { ok: false; failure: TerminationFailure; detail: string }> {
@@ -35,6 +51,7 @@ export async function terminateTls(
     return { ok: false, failure: 'tls-handshake-failed', detail: `no leaf certificate for ${host}: ${(err as Error).message}` };
   }
   let sniSeen: string | undefined;
+  const started = ctx.metrics?.now() ?? 0;
   const tlsSocket = new TLSSocket(socket, {
     isServer: true,
     secureContext: context,
@@ -49,8 +66,11 @@ export async function terminateTls(
     const onError = (err: Error): void => {
       tlsSocket.destroy();
       socket.destroy();
+      const alert = CA_REJECTION_ALERTS[(err as NodeJS.ErrnoException).code ?? ''];
       if (sniSeen !== undefined && sniSeen !== host) {
         resolve({ ok: false, failure: 'sni-mismatch', detail: `SNI ${sniSeen} differs from CONNECT host ${host}` });
+      } else if (alert !== undefined) {
+        resolve({ ok: false, failure: 'client-rejected-ca', detail: `the client does not trust the interception CA for ${host} (TLS alert ${alert}): ${CA_BUNDLE_HINT}` });
       } else {
         resolve({ ok: false, failure: 'tls-handshake-failed', detail: err.message });
       }
@@ -61,6 +81,7 @@ export async function terminateTls(
     tlsSocket.once('secure', () => {
       tlsSocket.removeListener('error', onError);
       tlsSocket.removeListener('close', onClose);
+      if (ctx.metrics !== undefined) ctx.metrics.tlsClientSeconds.observe((ctx.metrics.now() - started) / 1000);
       // Until the HTTP server attaches its own handler, an error must not escape as an uncaught event.
       tlsSocket.on('error', () => tlsSocket.destroy());
       resolve({ ok: true, socket: tlsSocket });

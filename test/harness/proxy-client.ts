@@ -10,6 +10,8 @@ export const CLIENT_TIMEOUT_MS = 5_000;
 
 export interface ClientResponse {
   readonly status: number;
+  /** The status line's reason phrase, where the client kept it. */
+  readonly statusMessage?: string;
   readonly headers: IncomingHttpHeaders;
   readonly body: string;
 }
@@ -45,7 +47,7 @@ export function sendRequest(options: {
     req.on('response', (res) => {
       const chunks: Buffer[] = [];
       res.on('data', (c: Buffer) => chunks.push(c));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks).toString('utf8') }));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, statusMessage: res.statusMessage ?? '', headers: res.headers, body: Buffer.concat(chunks).toString('utf8') }));
       res.on('error', reject);
     });
     req.end(options.body);

@@ -85,7 +85,7 @@ describe('admin server', () => {
     assert.equal(reply.status, 200);
     assert.equal(reply.headers['content-type'], registry.contentType);
     assert.match(reply.body, /^boundary_test_total 2$/m);
-    assert.match(reply.body, /boundary_process_cpu_user_seconds_total/);
+    assert.match(reply.body, /process_cpu_user_seconds_total/);
   });
 
   it('answers HEAD with headers and no body, other paths with 404 and other methods with 405', async (t) => {

@@ -79,7 +79,7 @@ describe('policy DNS served by boundary run (createBoundary)', () => {
 
   it('refuses a name no endpoint covers, asking the resolver nothing', async () => {
     const calls = b.resolver.calls.length;
-    assert.equal((await dig(b.dnsPort!, 'denied.example.test', 'A')).status, 'REFUSED');
+    assert.equal((await dig(b.dnsPort!, 'denied.example.test', 'A')).status, 'NXDOMAIN');
     assert.equal(b.resolver.calls.length, calls);
   });
 
@@ -95,16 +95,16 @@ describe('policy DNS served by boundary run (createBoundary)', () => {
     await dig(b.dnsPort!, 'refused.example.test', 'A');
     const text = await (await fetch(`http://127.0.0.1:${b.adminPort}/metrics`)).text();
     assert.match(text, /boundary_dns_queries_total\{rcode="NOERROR",outcome="mapped"\} [1-9]/);
-    assert.match(text, /boundary_dns_queries_total\{rcode="REFUSED",outcome="refused"\} [1-9]/);
+    assert.match(text, /boundary_dns_queries_total\{rcode="NXDOMAIN",outcome="refused"\} [1-9]/);
     assert.doesNotMatch(text, /boundary_dns_[a-z_]+\{[^}]*example\.test/);
   });
 });
 
 describe('policy DNS before a policy and with a corrupt epoch', () => {
-  it('answers REFUSED before the first policy is effective', async (t) => {
+  it('refuses (NXDOMAIN) every name before the first policy is effective', async (t) => {
     const b = await startBoundary();
     t.after(() => b.close());
-    assert.equal((await dig(b.dnsPort!, 'api.example.test', 'A')).status, 'REFUSED');
+    assert.equal((await dig(b.dnsPort!, 'api.example.test', 'A')).status, 'NXDOMAIN');
     assert.equal(b.resolver.calls.length, 0);
   });
 

@@ -71,7 +71,7 @@ async function through(transport: Transport, host: string, path: string): Promis
   const tunnel = await openTunnel(b.proxyPort, `${host}:${port}`);
   if (tunnel.status !== 200) {
     const body = await readAll(tunnel.socket, tunnel.rest);
-    return { status: tunnel.status, headers: {}, body };
+    return { status: tunnel.status, statusMessage: /^HTTP\/1\.1 \d{3} (.*)/.exec(tunnel.head)?.[1] ?? '', headers: {}, body };
   }
   const socket =
     transport === 'connect-plaintext'
@@ -129,7 +129,12 @@ describe('proxy matrix: transport x verdict', () => {
       const path = `/allowed/${transport}-l4`;
       const response = await through(transport, 'denied.example.test', path);
       assert.equal(response.status, 403);
-      assert.equal(JSON.parse(response.body.slice(response.body.indexOf('{'))).error, 'policy_denied');
+      const body = JSON.parse(response.body.slice(response.body.indexOf('{'))) as { error: string; next_steps: { kind: string; yaml?: string }[] };
+      assert.equal(body.error, 'policy_denied');
+      const port = httpPort();
+      assert.equal(response.statusMessage, `Forbidden by policy: no endpoint for denied.example.test:${port}`);
+      assert.deepEqual(body.next_steps.map((step) => step.kind), ['add_policy_entry']);
+      assert.match(body.next_steps[0]?.yaml ?? '', new RegExp(`host: denied\\.example\\.test\\n\\s+port: ${port}`));
       assert.equal(b.dials.length, dials);
       const event = transport === 'forward' ? httpEvents(path)[0] : netEvents('denied.example.test', httpPort())[0];
       assert.equal(event?.action, 'Denied');
@@ -150,7 +155,13 @@ describe('proxy matrix: transport x verdict', () => {
       assert.equal(body.error, 'policy_denied');
       assert.equal(body.layer, 'l7');
       assert.equal(body.path, path);
-      assert.deepEqual(body.next_steps, []);
+      // No rule matched: `rule` names none; the step says what to add (the rule_missing, as a policy entry).
+      assert.equal(body.rule, null);
+      assert.deepEqual((body.rule_missing as { method: string; path: string }).path, path);
+      const steps = body.next_steps as { kind: string; yaml?: string }[];
+      assert.deepEqual(steps.map((step) => step.kind), ['add_policy_entry']);
+      assert.match(steps[0]?.yaml ?? '', new RegExp(`path: ${path}`));
+      assert.equal(response.statusMessage, `Forbidden by policy: no rule allows GET on api.example.test:${transport === 'connect-intercepted' ? secure.port : plain.port}`);
       assert.equal((transport === 'connect-intercepted' ? secure : plain).seen.length, seen, 'nothing reached upstream');
       const [event, ...more] = httpEvents(path);
       assert.equal(more.length, 0);
@@ -163,7 +174,13 @@ describe('proxy matrix: transport x verdict', () => {
       const path = '/allowed/secret/x';
       const response = await through(transport, 'api.example.test', `${path}?t=${transport}`);
       assert.equal(response.status, 403);
-      assert.equal(json(response).reason, 'deny-rule-matched');
+      const body = json(response);
+      assert.equal(body.reason, 'deny-rule-matched');
+      // The deny rule is named; no allow rule is suggested around it.
+      assert.equal(typeof body.rule, 'string');
+      assert.equal(body.rule_missing, null);
+      assert.deepEqual((body.next_steps as { kind: string }[]).map((step) => step.kind), ['narrow_deny_rule']);
+      assert.doesNotMatch(`${response.statusMessage ?? ''} ${JSON.stringify(body)}`, /t=/, 'no query value anywhere');
     });
 
     it(`${transport}: forwards a violation on an audit endpoint and logs it as audit`, async () => {

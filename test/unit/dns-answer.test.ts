@@ -127,6 +127,26 @@ describe('encodeAnswer', () => {
     assert.equal((opt as { udpPayloadSize: number }).udpPayloadSize, MAX_UDP_RESPONSE_BYTES);
   });
 
+  it('adds a synthetic SOA for the parent zone to a negative answer, with the negative TTL as TTL and MINIMUM', () => {
+    for (const [name, owner] of [['Nope.Example.test', 'example.test'], ['single', '.']] as const) {
+      const q = query(buildQuery(name, 'AAAA', { id: 77 }));
+      const answer = encodeAnswer(q, { rcode: 'NXDOMAIN', negativeTtlSeconds: 7 });
+      assert.equal(answer.ttlOffset, -1);
+      const decoded = decode(answer.wire);
+      assert.equal(rcodeOf(decoded), 'NXDOMAIN');
+      assert.deepEqual(decoded.questions, [{ name, type: 'AAAA', class: 'IN' }]);
+      const [soa] = decoded.authorities ?? [];
+      assert.equal(soa?.type, 'SOA');
+      assert.equal(soa?.name, owner);
+      assert.equal((soa as { ttl?: number }).ttl, 7);
+      assert.deepEqual((soa as { data: unknown }).data, {
+        mname: 'policy-dns.boundary.invalid', rname: 'hostmaster.boundary.invalid', serial: 1, refresh: 3_600, retry: 600, expire: 86_400, minimum: 7,
+      });
+      // A template reply for another asker keeps the SOA and takes the new id.
+      assert.equal(decode(respondFrom(answer, query(buildQuery(name, 'AAAA', { id: 78 })), 512)).authorities?.length, 1);
+    }
+  });
+
   it('encodes AAAA answers for IPv6 text', () => {
     const q = query(buildQuery('api.example.test', 'AAAA'));
     const decoded = decode(encodeAnswer(q, { rcode: 'NOERROR', addresses: ['fd23:6f70:656e::1'], ttlSeconds: 5 }).wire);

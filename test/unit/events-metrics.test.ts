@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { Registry } from 'prom-client';
-import { beginOutcome, createProxyMetrics, emitOutcome, outcomeEvent, type ReasonCode, settle } from '../../src/proxy/events.js';
+import { beginOutcome, emitOutcome, outcomeEvent, type ReasonCode, settle } from '../../src/proxy/events.js';
+import { createProxyMetrics } from '../../src/proxy/metrics.js';
 import type { AuditEvent } from '../../src/telemetry/event.js';
 
 async function decisionValues(registry: Registry): Promise<Record<string, number>> {
@@ -17,7 +18,7 @@ describe('proxy decision metrics', () => {
     const metrics = createProxyMetrics(registry);
     for (let i = 0; i < 3; i++) metrics.countDecision('forward', 'allow', 'endpoint-allowed');
     metrics.countDecision('connect', 'deny', 'no-rule-matched');
-    metrics.decisions.inc({ adapter: 'forward', verdict: 'allow', reason: 'endpoint-allowed' });
+    metrics.countDecision('forward', 'allow', 'endpoint-allowed');
     assert.deepEqual(await decisionValues(registry), { 'forward/allow/endpoint-allowed': 4, 'connect/deny/no-rule-matched': 1 });
     // Collected counts are not added twice; later ones are added on the next collection.
     metrics.countDecision('forward', 'allow', 'endpoint-allowed');

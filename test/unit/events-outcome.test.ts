@@ -4,7 +4,7 @@ import { beginOutcome, type Outcome, OUTCOME_VERDICTS, outcomeEvent } from '../.
 import { ADAPTERS } from '../../src/policy/types.js';
 import type { AuditEvent } from '../../src/telemetry/event.js';
 
-// outcomeEvent as it was before its status details came from a table: the reference for its output.
+// outcomeEvent written out plainly, as it was before its status details came from a table: the reference for its output.
 const ACTION = { allow: 'ALLOWED', audit: 'ALLOWED', deny: 'DENIED', fail: undefined } as const;
 const STATUS_WORD = { allow: 'allowed', audit: 'audit', deny: 'denied', fail: 'failed' } as const;
 
@@ -22,6 +22,12 @@ function referenceOutcomeEvent(o: Outcome): AuditEvent {
   const unmapped: Record<string, unknown> = { adapter: o.adapter, verdict: o.verdict, reason_code: o.reason };
   if (o.status !== undefined) unmapped.status_code = o.status;
   if (o.extra !== undefined) Object.assign(unmapped, o.extra);
+  // A denial carries what explain needs to replay it (docs/events.md#replaying-a-denial): a connection its target,
+  // a request its scheme, method, canonical path and query keys too.
+  if (o.verdict === 'deny' && o.host !== undefined && o.port !== undefined) {
+    unmapped.replay =
+      o.kind === 'net' || o.path === undefined ? { host: o.host, port: o.port } : { scheme: o.scheme ?? 'http', method: o.method, host: o.host, port: o.port, path: o.path };
+  }
   // Built by assignment, not object spreads: one of these is made per request.
   const dst: { host?: string; port?: number } = {};
   if (o.host !== undefined) dst.host = o.host;

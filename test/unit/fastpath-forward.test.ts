@@ -24,6 +24,8 @@ import type { H1Request } from '../../src/http1/h1-request.js';
 import type { AuditEvent } from '../../src/telemetry/event.js';
 import { testClock } from '../harness/clock.js';
 import { fakeResolver } from '../harness/fake-resolver.js';
+import { createProxyMetrics } from '../../src/proxy/metrics.js';
+import { MetricsOffRegistry } from '../../src/telemetry/metrics.js';
 
 const PORT = 8080;
 const POLICY = `version: 1
@@ -205,7 +207,7 @@ async function run(c: Case, resolver: Resolver): Promise<Observed> {
         if (event.class !== 'FINDING') settle();
       },
     },
-    metrics: { countDecision() {} },
+    metrics: createProxyMetrics(new MetricsOffRegistry()),
     logger: {
       warn() {
         record.warnings++;

@@ -4,7 +4,7 @@ import { Registry } from 'prom-client';
 import { createAuditSink } from '../../src/telemetry/audit.js';
 import type { AuditEvent } from '../../src/telemetry/event.js';
 import { createLogger, REDACT_CENSOR, renderShorthandLine } from '../../src/telemetry/logger.js';
-import { createClosedCounter } from '../../src/telemetry/metrics.js';
+import { createCounter } from '../../src/telemetry/metrics.js';
 import { MAX_REASON_CHARS, OCSF_VERSION, toOcsf, toShorthand } from '../../src/telemetry/ocsf.js';
 import { testClock } from '../harness/clock.js';
 import { logSink } from '../harness/log-sink.js';
@@ -360,13 +360,16 @@ describe('audit sink and logger', () => {
 describe('closed-label counters', () => {
   it('counts a label value outside its closed set as other and pre-creates known series', async () => {
     const registry = new Registry();
-    const counter = createClosedCounter(registry, {
-      name: 'denied_total',
+    const counter = createCounter(registry, {
+      name: 'boundary_denied_total',
       help: 'denials by reason',
+      type: 'counter',
+      unit: '',
       labels: { reason: ['no-rule-matched', 'address-forbidden'] },
-    });
+      scope: 'boundary',
+    } as const);
     counter.inc({ reason: 'address-forbidden' });
-    counter.inc({ reason: 'api.attacker.example' });
+    counter.inc({ reason: 'api.attacker.example' as 'other' });
     const text = await registry.metrics();
     assert.match(text, /boundary_denied_total\{reason="address-forbidden"\} 1/);
     assert.match(text, /boundary_denied_total\{reason="no-rule-matched"\} 0/);

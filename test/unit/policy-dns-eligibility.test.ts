@@ -4,15 +4,23 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { decode, type RecordType } from 'dns-packet';
+import { NEGATIVE_CACHE_TTL_SECONDS } from '../../src/dns/policy-dns.js';
 import { NO_RESPONSE } from '../../src/dns/server.js';
 import { buildQuery, rcodeOf } from '../harness/dns-client.js';
 import { aOf, answer, PUBLIC, setup, ttlOf, UDP } from '../harness/policy-dns-setup.js';
 
 describe('policy DNS eligibility', () => {
-  it('refuses a name no endpoint covers, without any upstream query (DN-01)', async () => {
+  it('refuses a name no endpoint covers with NXDOMAIN and a synthetic SOA, without any upstream query (DN-01)', async () => {
     const s = setup();
     const reply = await s.ask('other.example.test');
-    assert.equal(rcodeOf(reply), 'REFUSED');
+    assert.equal(rcodeOf(reply), 'NXDOMAIN');
+    // RFC 2308: the SOA makes the negative answer final and cacheable, for NEGATIVE_CACHE_TTL_SECONDS.
+    const [soa] = reply.authorities ?? [];
+    assert.equal(soa?.type, 'SOA');
+    assert.equal(soa?.name, 'example.test');
+    assert.equal((soa as { ttl?: number }).ttl, NEGATIVE_CACHE_TTL_SECONDS);
+    assert.equal((soa as { data: { minimum: number } }).data.minimum, NEGATIVE_CACHE_TTL_SECONDS);
+    assert.equal(reply.answers?.length, 0);
     assert.equal(s.resolver.calls.length, 0);
     const refuse = s.sink.events.find((e) => e.class === 'NET');
     assert.equal(refuse?.activity, 'REFUSE');
@@ -30,10 +38,11 @@ describe('policy DNS eligibility', () => {
     assert.equal(s.resolver.calls.length, 0, 'search-list candidates are never asked upstream');
     assert.equal(s.sink.events.filter((e) => e.class === 'NET' && e.activity === 'REFUSE').length, 0, 'no refusal finding for routine candidates');
     assert.ok(s.sink.events.filter((e) => e.class === 'DNS').every((e) => e.statusDetail === 'policy_dns_search_suffix'));
-    // The real name then resolves; a name outside the search domains is still refused, the domain itself too.
+    // The real name then resolves; a name outside the search domains is still refused (NXDOMAIN with a NET:REFUSE), the domain itself too.
     assert.equal(rcodeOf(await s.ask('api.example.test')), 'NOERROR');
-    assert.equal(rcodeOf(await s.ask('other.example.test')), 'REFUSED');
-    assert.equal(rcodeOf(await s.ask('cluster.local')), 'REFUSED');
+    assert.equal(rcodeOf(await s.ask('other.example.test')), 'NXDOMAIN');
+    assert.equal(rcodeOf(await s.ask('cluster.local')), 'NXDOMAIN');
+    assert.equal(s.sink.events.filter((e) => e.class === 'NET' && e.activity === 'REFUSE').length, 2, 'those two are policy refusals');
   });
 
   it('resolves a name under a search domain when policy covers it', async () => {
@@ -64,8 +73,8 @@ describe('policy DNS eligibility', () => {
     });
     assert.equal(rcodeOf(await s.ask('api.example.test')), 'NOERROR');
     assert.equal(rcodeOf(await s.ask('db.svc.test')), 'NOERROR');
-    assert.equal(rcodeOf(await s.ask('svc.test')), 'REFUSED');
-    assert.equal(rcodeOf(await s.ask('a.b.svc.test')), 'REFUSED');
+    assert.equal(rcodeOf(await s.ask('svc.test')), 'NXDOMAIN');
+    assert.equal(rcodeOf(await s.ask('a.b.svc.test')), 'NXDOMAIN');
   });
 
   it('clamps the upstream TTL: 0 -> 1 and 86400 -> 30 (DN-03)', async () => {
@@ -104,14 +113,14 @@ describe('policy DNS eligibility', () => {
 
   it('refuses IP literals in every spelling without an upstream query (DN-11)', async () => {
     const s = setup({ endpoints: [{ host: '*.example.test', ports: [443] }] });
-    for (const name of ['2852039166', '169.254.169.254', '0x7f.1', '127.1']) assert.equal(rcodeOf(await s.ask(name)), 'REFUSED', name);
+    for (const name of ['2852039166', '169.254.169.254', '0x7f.1', '127.1']) assert.equal(rcodeOf(await s.ask(name)), 'NXDOMAIN', name);
     assert.equal(s.resolver.calls.length, 0);
   });
 
   it('refuses local and metadata names even when a policy lists them', async () => {
     const s = setup({ endpoints: [{ host: 'metadata.google.internal', ports: [80] }, { host: 'localhost', ports: [80] }] });
-    assert.equal(rcodeOf(await s.ask('metadata.google.internal')), 'REFUSED');
-    assert.equal(rcodeOf(await s.ask('localhost')), 'REFUSED');
+    assert.equal(rcodeOf(await s.ask('metadata.google.internal')), 'NXDOMAIN');
+    assert.equal(rcodeOf(await s.ask('localhost')), 'NXDOMAIN');
     assert.equal(s.resolver.calls.length, 0);
   });
 

@@ -21,26 +21,45 @@ import { aOf, answer, PUBLIC, setup, ttlOf, UDP } from '../harness/policy-dns-se
 describe('policy DNS mappings and events', () => {
   it('carries the closed reason code of the decision on its events, and the covering policy on allow', async () => {
     const s = setup({ searchDomains: ['svc.cluster.local'] });
-    const cases: [string, 'A' | 'AAAA', string, string][] = [
-      ['api.example.test', 'A', 'NOERROR', 'endpoint-allowed'],
-      ['api.example.test', 'AAAA', 'NOERROR', 'endpoint-allowed'],
-      ['other.example.test', 'A', 'REFUSED', 'no-endpoint-matched'],
-      ['api.example.test.svc.cluster.local', 'A', 'NXDOMAIN', 'no-endpoint-matched'],
-      ['localhost', 'A', 'REFUSED', 'local-name'],
-      ['metadata.google.internal', 'A', 'REFUSED', 'metadata-name'],
-      ['2852039166', 'A', 'REFUSED', 'ip-literal-name'],
-      ['xn--a.example.test', 'A', 'REFUSED', 'invalid-name'],
+    // [name, type, rcode, reason, a policy refusal (NET:REFUSE) or not]
+    const cases: [string, 'A' | 'AAAA', string, string, boolean][] = [
+      ['api.example.test', 'A', 'NOERROR', 'endpoint-allowed', false],
+      ['api.example.test', 'AAAA', 'NOERROR', 'endpoint-allowed', false],
+      ['other.example.test', 'A', 'NXDOMAIN', 'no-endpoint-matched', true],
+      ['other.example.test', 'AAAA', 'NXDOMAIN', 'no-endpoint-matched', true],
+      ['api.example.test.svc.cluster.local', 'A', 'NXDOMAIN', 'no-endpoint-matched', false],
+      ['localhost', 'A', 'NXDOMAIN', 'local-name', true],
+      ['metadata.google.internal', 'A', 'NXDOMAIN', 'metadata-name', true],
+      ['2852039166', 'A', 'NXDOMAIN', 'ip-literal-name', true],
+      ['xn--a.example.test', 'A', 'NXDOMAIN', 'invalid-name', true],
     ];
-    for (const [name, type, rcode, reason] of cases) {
+    for (const [name, type, rcode, reason, refused] of cases) {
       const before = s.sink.events.length;
       assert.equal(rcodeOf(await s.ask(name, type)), rcode, name);
       const events = s.sink.events.slice(before);
       const query = events.find((e) => e.class === 'DNS');
       assert.equal(query?.unmapped?.reason_code, reason, name);
+      assert.equal(query?.unmapped?.qtype, type, name);
+      assert.equal(query?.action, type === 'A' && rcode === 'NOERROR' ? 'ALLOWED' : refused ? 'DENIED' : undefined, name);
       assert.equal(query?.policy, rcode === 'NOERROR' ? 'test' : undefined, name);
-      const refuse = events.find((e) => e.class === 'NET');
-      assert.equal(refuse?.unmapped?.reason_code, rcode === 'REFUSED' ? reason : undefined, name);
+      const refuses = events.filter((e) => e.class === 'NET');
+      assert.equal(refuses.length, refused ? 1 : 0, name);
+      // The refusal itself says what was asked and why.
+      if (refused) assert.deepEqual([refuses[0]?.unmapped?.qtype, refuses[0]?.unmapped?.reason_code, refuses[0]?.unmapped?.rcode], [type, reason, rcode], name);
     }
+  });
+
+  it('emits exactly one refusal and one DNS Activity event per refused query, cache hits included', async () => {
+    const s = setup();
+    const asks = 5;
+    for (let i = 0; i < asks; i++) await s.ask('nope.example.test', i % 2 === 0 ? 'A' : 'AAAA', { id: i + 1 });
+    const refuses = s.sink.events.filter((e) => e.class === 'NET' && e.activity === 'REFUSE');
+    const queries = s.sink.events.filter((e) => e.class === 'DNS');
+    assert.equal(refuses.length, asks);
+    assert.equal(queries.length, asks);
+    assert.deepEqual(refuses.map((e) => e.unmapped?.qtype), ['A', 'AAAA', 'A', 'AAAA', 'A']);
+    assert.ok(refuses.every((e) => e.unmapped?.reason_code === 'no-endpoint-matched' && e.statusDetail === 'policy_dns_ineligible'));
+    assert.ok(s.dns.stats().hits >= asks - 2, 'repeats came from the prepared-event cache');
   });
 
   it('publishes CONFIG:PUBLISHED with the correlation fields of docs/dns.md#correlation-fields', async () => {
@@ -71,7 +90,7 @@ describe('policy DNS mappings and events', () => {
     assert.deepEqual(queries.map((e) => [e.dst?.host, e.unmapped?.qtype, e.unmapped?.rcode, e.action]), [
       ['api.example.test', 'A', 'NOERROR', 'ALLOWED'],
       ['api.example.test', 'A', 'NOERROR', 'ALLOWED'],
-      ['nope.test', 'A', 'REFUSED', 'DENIED'],
+      ['nope.test', 'A', 'NXDOMAIN', 'DENIED'],
     ]);
     assert.equal(queries[0]?.unmapped?.mapping_id, queries[1]?.unmapped?.mapping_id);
   });
@@ -96,7 +115,7 @@ describe('policy DNS mappings and events', () => {
   it('gives a new address when the endpoint contract changes, and drops cached answers on a policy swap (DN-24)', async () => {
     const s = setup();
     const before = aOf(await s.ask('api.example.test'));
-    assert.equal(rcodeOf(await s.ask('new.example.test')), 'REFUSED');
+    assert.equal(rcodeOf(await s.ask('new.example.test')), 'NXDOMAIN');
     s.swap([{ host: 'api.example.test', ports: [443, 8443] }, { host: 'new.example.test', ports: [443] }]);
     s.resolver.set('new.example.test', [PUBLIC]);
     const after = aOf(await s.ask('api.example.test'));
@@ -161,7 +180,8 @@ describe('policy DNS mappings and events', () => {
     assert.equal(dnsEvents.length, 2);
     assert.equal(dnsEvents[0]?.query?.hostname, 'api.example.test');
     assert.equal(dnsEvents[0]?.rcode, 'NoError');
-    assert.equal(dnsEvents[1]?.rcode, 'Refused');
+    assert.equal(dnsEvents[1]?.rcode, 'NXDomain');
+    assert.equal(dnsEvents[1]?.action_id, 2, 'a policy refusal is Denied whatever its RCODE');
     const refuse = events.find((e) => e.class_uid === 4001);
     assert.equal(refuse?.status_detail, 'policy_dns_ineligible');
     assert.equal(refuse?.activity_name, 'Refuse');
@@ -174,7 +194,7 @@ describe('policy DNS mappings and events', () => {
     const resolver = fakeResolver({ 'api.example.test': [PUBLIC], 'pg.db.example.test': [PUBLIC] });
     const dns = createPolicyDns({ policy: () => store.current(), resolver, pool: createSyntheticPool({ epoch: 0, now: clock.now }), sink: collectingSink(), now: clock.now });
     const ask = async (name: string) => rcodeOf(decode((await answer(dns, buildQuery(name), UDP))!));
-    assert.equal(await ask('api.example.test'), 'REFUSED', 'before any policy: fail closed');
+    assert.equal(await ask('api.example.test'), 'NXDOMAIN', 'before any policy: fail closed');
     store.swap(
       parsePolicy(
         [
@@ -190,10 +210,10 @@ describe('policy DNS mappings and events', () => {
     );
     assert.equal(await ask('api.example.test'), 'NOERROR');
     assert.equal(await ask('pg.db.example.test'), 'NOERROR');
-    assert.equal(await ask('db.example.test'), 'REFUSED', 'a wildcard never matches its apex');
-    assert.equal(await ask('other.example.test'), 'REFUSED');
+    assert.equal(await ask('db.example.test'), 'NXDOMAIN', 'a wildcard never matches its apex');
+    assert.equal(await ask('other.example.test'), 'NXDOMAIN');
     store.swap(parsePolicy('version: 1\nnetwork_policies: {}\n'));
-    assert.equal(await ask('api.example.test'), 'REFUSED', 'a swap drops cached answers at once');
+    assert.equal(await ask('api.example.test'), 'NXDOMAIN', 'a swap drops cached answers at once');
     assert.deepEqual(resolver.calls.map((c) => c.name), ['api.example.test', 'pg.db.example.test']);
   });
 });

@@ -1,0 +1,26 @@
+// bench/proxy.sh only: `boundary run` from a given build with metrics off (no-op recorders, nothing registered,
+// no clock reads for histograms), so the metrics-on and metrics-off rows measure the same code.
+// Usage: node boundary-metrics-off.mjs DIST_DIR run [run options]   (builds its CliIo as src/main.ts does)
+
+import { resolve } from 'node:path';
+import { pathToFileURL } from 'node:url';
+
+const [dist, command, ...rest] = process.argv.slice(2);
+if (dist === undefined || command !== 'run') {
+  process.stderr.write('usage: boundary-metrics-off.mjs DIST_DIR run [options]\n');
+  process.exit(2);
+}
+const { runCommand } = await import(pathToFileURL(resolve(dist, 'cli/run.js')).href);
+const controller = new AbortController();
+process.once('SIGTERM', () => controller.abort());
+process.once('SIGINT', () => controller.abort());
+const io = {
+  stdout: process.stdout,
+  stderr: process.stderr,
+  env: process.env,
+  cwd: process.cwd(),
+  signal: controller.signal,
+  now: Date.now,
+  metricsOff: true,
+};
+process.exitCode = await runCommand(rest, io);

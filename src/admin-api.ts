@@ -1,0 +1,104 @@
+// The boundary's admin API beside /healthz, /readyz and /metrics: GET /v1/explain (policy explain --json against the
+// policy in force) and GET /v1/denials (the recent-denials ring, each with its smallest allowing entry). Answers
+// are values; the admin listener (telemetry/admin.ts) owns the HTTP. Never echoes a query value.
+
+import type { ErrorCode } from './errors.js';
+import { type Explanation, explainIntent, explanationJson } from './policy/explain.js';
+import type { PolicyStore } from './policy/store.js';
+import type { PolicyTexts } from './policy/texts.js';
+import type { EgressIntent, Policy } from './policy/types.js';
+import { intentFromTarget } from './proxy/explain-target.js';
+import type { AdminAnswer, AdminRoute } from './telemetry/admin.js';
+import { DEFAULT_DENIALS_PER_ANSWER, type DenialRecord, type DenialRing, MAX_DENIALS_PER_ANSWER } from './telemetry/denials.js';
+import { replayTarget } from './telemetry/replay.js';
+
+export const EXPLAIN_PATH = '/v1/explain';
+export const DENIALS_PATH = '/v1/denials';
+/** Longest `url` parameter accepted: the proxy's own request-target limit plus a scheme and authority. */
+const MAX_EXPLAIN_URL_CHARS = 4_400;
+const ADMIN_REQUEST_INVALID: ErrorCode = 'ADMIN_REQUEST_INVALID';
+const DNS_HINT = 'a DNS refusal names no port; explain host:PORT (or a URL) to see what would allow connecting';
+
+interface AdminApiDeps {
+  readonly store: Pick<PolicyStore, 'current'>;
+  readonly texts: Pick<PolicyTexts, 'textFor'>;
+  readonly ring: DenialRing;
+}
+
+function invalid(parameter: string, message: string): AdminAnswer {
+  return { status: 400, body: { error: ADMIN_REQUEST_INVALID, parameter, message } };
+}
+
+function only(query: URLSearchParams, name: string): { ok: true; value: string | undefined } | { ok: false; answer: AdminAnswer } {
+  const values = query.getAll(name);
+  if (values.length > 1) return { ok: false, answer: invalid(name, `${name} may be given once`) };
+  return { ok: true, value: values[0] };
+}
+
+function stamp(policy: Policy): { generation: number; policyHash: string } {
+  return { generation: policy.generation, policyHash: policy.hash };
+}
+
+function explain(deps: AdminApiDeps, policy: Policy, intent: EgressIntent): Explanation {
+  return explainIntent(policy, deps.texts.textFor(policy.hash), intent);
+}
+
+/** GET /v1/explain?url=...&method=...[&binary=...]: the `policy explain --json` object plus generation and hash. */
+export function explainRoute(deps: AdminApiDeps): AdminRoute {
+  return {
+    path: EXPLAIN_PATH,
+    answer(query) {
+      const unknown = [...new Set(query.keys())].find((k) => k !== 'url' && k !== 'method' && k !== 'binary');
+      if (unknown !== undefined) return invalid(unknown.slice(0, 64), 'only url, method and binary are understood');
+      const url = only(query, 'url');
+      const method = only(query, 'method');
+      const binary = only(query, 'binary');
+      if (!url.ok) return url.answer;
+      if (!method.ok) return method.answer;
+      if (!binary.ok) return binary.answer;
+      if (url.value === undefined || url.value === '') return invalid('url', 'url is required: https://host[:port]/path or host:port');
+      if (url.value.length > MAX_EXPLAIN_URL_CHARS) return invalid('url', `url is longer than ${MAX_EXPLAIN_URL_CHARS} characters`);
+      const parsed = intentFromTarget(url.value, { method: method.value, binary: binary.value });
+      // The message quotes the method or binary as given, never the url (its query may hold anything).
+      if (!parsed.ok) return invalid(parsed.field === 'target' ? 'url' : parsed.field, parsed.message);
+      const policy = deps.store.current();
+      return { status: 200, body: { ...explanationJson(explain(deps, policy, parsed.intent)), ...stamp(policy) } };
+    },
+  };
+}
+
+/** GET /v1/denials?last=N: the newest N denials (default DEFAULT_DENIALS_PER_ANSWER, capped at MAX_DENIALS_PER_ANSWER). */
+export function denialsRoute(deps: AdminApiDeps): AdminRoute {
+  return {
+    path: DENIALS_PATH,
+    answer(query) {
+      const last = only(query, 'last');
+      if (!last.ok) return last.answer;
+      let n = DEFAULT_DENIALS_PER_ANSWER;
+      if (last.value !== undefined) {
+        if (!/^[0-9]{1,6}$/.test(last.value)) return invalid('last', `last must be a whole number from 0 to ${MAX_DENIALS_PER_ANSWER}`);
+        n = Math.min(Number(last.value), MAX_DENIALS_PER_ANSWER);
+      }
+      const policy = deps.store.current();
+      const denials = deps.ring.recent(n).map((d) => withSuggestion(deps, policy, d));
+      return { status: 200, body: { ...stamp(policy), total: deps.ring.total(), limit: MAX_DENIALS_PER_ANSWER, denials } };
+    },
+  };
+}
+
+/** A denial as listed: its record, and what explain says now about the same question (against the policy in force). */
+function withSuggestion(deps: AdminApiDeps, policy: Policy, denial: DenialRecord): Record<string, unknown> {
+  const { replay, ...shown } = denial;
+  if (replay === undefined) return { ...shown, suggestion: null, hint: denial.adapter === 'dns' ? DNS_HINT : 'the event carries no replay fields' };
+  const { target, method } = replayTarget(replay);
+  const parsed = intentFromTarget(target, { method });
+  if (!parsed.ok) return { ...shown, suggestion: null, hint: `cannot be replayed: ${parsed.message}` };
+  const explained = explanationJson(explain(deps, policy, parsed.intent));
+  return {
+    ...shown,
+    // `now` is what explain answers today: a later policy may already allow what was denied then.
+    now: { verdict: explained.verdict, reason: explained.reason },
+    suggestion: typeof explained.suggestion === 'string' ? explained.suggestion : null,
+    ...(typeof explained.hint === 'string' ? { hint: explained.hint } : {}),
+  };
+}

@@ -1,0 +1,55 @@
+// An explain TARGET (`https://host[:port]/path?query` or `host:port`) -> the EgressIntent the proxy would build,
+// for `boundary policy explain` and the admin listener's /v1/explain. Pure; a bad target is a value, not a throw.
+
+import { parseAuthority } from '../net/host.js';
+import type { EgressIntent } from '../policy/types.js';
+import { canonicalTarget } from './path.js';
+
+const DEFAULT_PORTS: Readonly<Record<string, number>> = { 'http:': 80, 'https:': 443, 'ws:': 80, 'wss:': 443 };
+const METHOD_TOKEN = /^[A-Za-z0-9!#$%&'*+.^_`|~-]+$/;
+
+/** Which argument was wrong: the CLI names the flag, the admin API the query parameter. */
+export type TargetProblemField = 'target' | 'method' | 'binary';
+
+export type TargetIntent =
+  | { readonly ok: true; readonly intent: EgressIntent }
+  | { readonly ok: false; readonly field: TargetProblemField; readonly message: string };
+
+/** TARGET -> a normalised intent. The query is kept for decide() and never echoed. */
+export function intentFromTarget(target: string, options: { method?: string | undefined; binary?: string | undefined }): TargetIntent {
+  const { method, binary } = options;
+  if (binary !== undefined && !binary.startsWith('/')) return { ok: false, field: 'binary', message: '--binary must be an absolute path' };
+  if (method !== undefined && !METHOD_TOKEN.test(method)) return { ok: false, field: 'method', message: `--method '${method}' is not an HTTP method token` };
+  const upper = method?.toUpperCase();
+  const scheme = /^([a-z][a-z0-9+.-]*):\/\//i.exec(target);
+  const problem = (message: string): TargetIntent => ({ ok: false, field: 'target', message });
+  let host: string;
+  let port: number;
+  let requestTarget: string | undefined;
+  if (scheme) {
+    const defaultPort = DEFAULT_PORTS[`${scheme[1]?.toLowerCase()}:`];
+    if (defaultPort === undefined) return problem(`TARGET scheme '${scheme[1]}' is not http, https, ws or wss`);
+    const rest = target.slice(scheme[0].length);
+    const end = rest.search(/[/?#]/);
+    const authority = end < 0 ? rest : rest.slice(0, end);
+    const parsed = parseAuthority(authority, { defaultPort });
+    if (!parsed.ok) return problem(`TARGET host: ${parsed.message}`);
+    ({ host, port } = parsed);
+    // Clients never send the fragment; drop it before canonicalising.
+    // Spaces and non-ASCII typed into a URL are percent-encoded, as curl and browsers do.
+    const tail = (end < 0 ? '' : rest.slice(end)).replace(/#.*$/s, '').replace(/[^\x21-\x7e]/gu, (c) => encodeURIComponent(c));
+    requestTarget = tail === '' ? '/' : tail.startsWith('?') ? `/${tail}` : tail;
+  } else {
+    const parsed = parseAuthority(target);
+    if (!parsed.ok) return problem(`TARGET must be a URL or host:port (${parsed.message})`);
+    ({ host, port } = parsed);
+    if (upper !== undefined) requestTarget = '/';
+  }
+  const base = { adapter: 'explain' as const, host, port, ...(binary === undefined ? {} : { binary }) };
+  if (requestTarget === undefined) return { ok: true, intent: base };
+  // Encoded slashes are kept here; the endpoint's allow_encoded_slash is reported after the decision.
+  const canonical = canonicalTarget(requestTarget, { allowEncodedSlash: true });
+  if (!canonical.ok) return problem(`TARGET path is refused before any policy check (${canonical.problem})`);
+  const intent = { ...base, method: upper ?? 'GET', path: canonical.path, ...(canonical.query === '' ? {} : { query: canonical.query }) };
+  return { ok: true, intent };
+}

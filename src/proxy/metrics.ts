@@ -1,0 +1,190 @@
+// The proxy's metrics (catalogue entries in src/metric-catalogue.ts): decisions by adapter, verdict, reason and
+// policy name, credential outcomes, connection gauges and the request-path histograms. The per-request path only
+// bumps plain counts (added to the counters at scrape time) and calls observe() on series bound at start.
+
+import { performance } from 'node:perf_hooks';
+import type { Registry } from 'prom-client';
+import { MAX_POLICY_LABELS, METRICS, type MetricAdapter, NO_POLICY_LABEL } from '../metric-catalogue.js';
+import { decide } from '../policy/decide.js';
+import type { Adapter, Decision, EgressIntent, Policy } from '../policy/types.js';
+import { createCounter, createGauge, createHistogram, metricsOff, type Observer, OTHER_LABEL_VALUE, type PlainGauge, plainGauge } from '../telemetry/metrics.js';
+import { OUTCOME_VERDICTS, type Outcome, type OutcomeVerdict, type ReasonCode } from './events.js';
+
+export interface ProxyMetrics {
+  /** Counts one connection or request outcome: adapter, verdict, reason, policy name and credential refusal. */
+  readonly countOutcome: (o: Outcome) => void;
+  readonly countDecision: (adapter: Adapter, verdict: OutcomeVerdict, reason: ReasonCode) => void;
+  /** A policy DNS answer: counted by adapter `dns`, its verdict, reason and policy. */
+  readonly countDns: (verdict: 'allow' | 'deny', reason: string | undefined, policy: string | undefined) => void;
+  /** The loaded policy's network_policies keys: each becomes a `policy` label value (bounded), created at zero. */
+  readonly setPolicies: (names: readonly string[]) => void;
+  readonly refusedConnections: { inc(labels: { reason: 'too-many-connections' }): void };
+  readonly clientErrors: { inc(labels: { reason: 'head-too-large' | 'timeout' | 'reset' | 'malformed' }): void };
+  readonly credentialsSubstituted: () => void;
+  readonly connections: PlainGauge;
+  readonly connectionsLimit: PlainGauge;
+  readonly tunnels: PlainGauge;
+  readonly reloadClosed: { inc(labels: Record<never, never>): void };
+  /** Monotonic ms for the histograms below; a constant when metrics are off, so nothing is read from the clock. */
+  readonly now: () => number;
+  readonly decisionSeconds: Observer;
+  readonly upstreamConnectSeconds: Observer;
+  readonly firstByteSeconds: Observer;
+  readonly tlsClientSeconds: Observer;
+  readonly tlsUpstreamSeconds: Observer;
+  readonly requestBytes: Observer;
+  readonly responseBytes: Observer;
+}
+
+/** Seconds since `start` (a `now()` reading), recorded on `observer`. */
+export function observeSince(metrics: { readonly now: () => number }, observer: Observer, start: number): void {
+  observer.observe((metrics.now() - start) / 1000);
+}
+
+function metricAdapter(adapter: Adapter): MetricAdapter | typeof OTHER_LABEL_VALUE {
+  if (adapter === 'capture') return 'transparent';
+  return adapter === 'explain' ? OTHER_LABEL_VALUE : adapter;
+}
+
+/** One label combination's count not yet added to the counters. */
+interface PendingCount {
+  readonly adapter: MetricAdapter | typeof OTHER_LABEL_VALUE;
+  readonly verdict: OutcomeVerdict;
+  readonly reason: string;
+  count: number;
+}
+
+const VERDICT_INDEX: Readonly<Record<OutcomeVerdict, number>> = { allow: 0, audit: 1, deny: 2, fail: 3 };
+
+export function createProxyMetrics(registry: Registry): ProxyMetrics {
+  // adapter -> verdict -> reason: three lookups with the caller's codes, no key or label object built.
+  // Bounded by the closed label sets themselves, as the counters' own series are.
+  const pending = new Map<string, Map<string, Map<string, PendingCount>>>();
+  // policy label -> counts per verdict (VERDICT_INDEX); bounded by MAX_POLICY_LABELS + none + other.
+  const policyCounts = new Map<string, number[]>();
+  const policyLabels = new Set<string>([NO_POLICY_LABEL, OTHER_LABEL_VALUE]);
+  let flushing = false;
+
+  function flush(): void {
+    if (flushing) return;
+    flushing = true;
+    try {
+      for (const verdicts of pending.values()) {
+        for (const reasons of verdicts.values()) {
+          for (const entry of reasons.values()) {
+            if (entry.count === 0) continue;
+            const { adapter, verdict, reason, count } = entry;
+            entry.count = 0;
+            detailed.inc({ adapter: adapter as MetricAdapter, verdict, reason: reason as ReasonCode }, count);
+            byAdapter.inc({ adapter: adapter as MetricAdapter, verdict }, count);
+            if (verdict === 'deny') denials.inc({ reason: reason as ReasonCode }, count);
+          }
+        }
+      }
+      for (const [policy, counts] of policyCounts) {
+        for (let i = 0; i < OUTCOME_VERDICTS.length; i++) {
+          const n = counts[i] ?? 0;
+          if (n === 0) continue;
+          counts[i] = 0;
+          byPolicy.inc({ policy, verdict: OUTCOME_VERDICTS[i] as OutcomeVerdict }, n);
+        }
+      }
+    } finally {
+      flushing = false;
+    }
+  }
+  const detailed = createCounter(registry, METRICS.boundary_proxy_decisions_total, { collect: flush });
+  const byAdapter = createCounter(registry, METRICS.boundary_decisions_total, { collect: flush });
+  const denials = createCounter(registry, METRICS.boundary_denials_total, { collect: flush });
+  const byPolicy = createCounter(registry, METRICS.boundary_policy_decisions_total, { collect: flush });
+  const credentialsRefused = createCounter(registry, METRICS.boundary_credentials_refused_total);
+  let substituted = 0;
+  const credentialsSubstitutedTotal = createCounter(registry, METRICS.boundary_credentials_substituted_total, {
+    collect(counter) {
+      if (substituted === 0) return;
+      counter.inc({}, substituted);
+      substituted = 0;
+    },
+  });
+  void credentialsSubstitutedTotal;
+
+  function presetPolicy(policy: string): void {
+    for (const verdict of OUTCOME_VERDICTS) byPolicy.inc({ policy, verdict }, 0);
+  }
+  for (const policy of policyLabels) presetPolicy(policy);
+
+  function countDecision(adapter: Adapter, verdict: OutcomeVerdict, reason: string): void {
+    let verdicts = pending.get(adapter);
+    if (verdicts === undefined) {
+      verdicts = new Map();
+      pending.set(adapter, verdicts);
+    }
+    let reasons = verdicts.get(verdict);
+    if (reasons === undefined) {
+      reasons = new Map();
+      verdicts.set(verdict, reasons);
+    }
+    const entry = reasons.get(reason);
+    if (entry === undefined) reasons.set(reason, { adapter: metricAdapter(adapter), verdict, reason, count: 1 });
+    else entry.count++;
+  }
+
+  function countPolicy(policy: string | undefined, verdict: OutcomeVerdict): void {
+    const label = policy === undefined ? NO_POLICY_LABEL : policyLabels.has(policy) ? policy : OTHER_LABEL_VALUE;
+    let counts = policyCounts.get(label);
+    if (counts === undefined) {
+      counts = [0, 0, 0, 0];
+      policyCounts.set(label, counts);
+    }
+    counts[VERDICT_INDEX[verdict]] = (counts[VERDICT_INDEX[verdict]] ?? 0) + 1;
+  }
+
+  const off = metricsOff(registry);
+  const tls = createHistogram(registry, METRICS.boundary_tls_handshake_duration_seconds);
+  return {
+    countOutcome(o) {
+      countDecision(o.adapter, o.verdict, o.reason);
+      countPolicy(o.policy, o.verdict);
+      const credential = o.extra?.credential_reason;
+      if (typeof credential === 'string') credentialsRefused.inc({ reason: credential as never });
+    },
+    countDecision,
+    countDns(verdict, reason, policy) {
+      countDecision('dns', verdict, reason ?? (verdict === 'allow' ? 'endpoint-allowed' : OTHER_LABEL_VALUE));
+      countPolicy(policy, verdict);
+    },
+    setPolicies(names) {
+      for (const name of names) {
+        if (policyLabels.size >= MAX_POLICY_LABELS + 2) break;
+        if (policyLabels.has(name)) continue;
+        policyLabels.add(name);
+        presetPolicy(name);
+      }
+    },
+    refusedConnections: createCounter(registry, METRICS.boundary_proxy_refused_connections_total),
+    clientErrors: createCounter(registry, METRICS.boundary_proxy_client_errors_total),
+    credentialsSubstituted: () => {
+      substituted++;
+    },
+    connections: plainGauge(createGauge(registry, METRICS.boundary_proxy_connections)),
+    connectionsLimit: plainGauge(createGauge(registry, METRICS.boundary_proxy_connections_limit)),
+    tunnels: plainGauge(createGauge(registry, METRICS.boundary_proxy_tunnels)),
+    reloadClosed: createCounter(registry, METRICS.boundary_proxy_reload_closed_total),
+    now: off ? () => 0 : () => performance.now(),
+    decisionSeconds: createHistogram(registry, METRICS.boundary_decision_duration_seconds).bind({}),
+    upstreamConnectSeconds: createHistogram(registry, METRICS.boundary_upstream_connect_duration_seconds).bind({}),
+    firstByteSeconds: createHistogram(registry, METRICS.boundary_upstream_first_byte_duration_seconds).bind({}),
+    tlsClientSeconds: tls.bind({ side: 'client' }),
+    tlsUpstreamSeconds: tls.bind({ side: 'upstream' }),
+    requestBytes: createHistogram(registry, METRICS.boundary_http_request_bytes).bind({}),
+    responseBytes: createHistogram(registry, METRICS.boundary_http_response_bytes).bind({}),
+  };
+}
+
+/** decide() with its duration recorded: the one place proxy adapters time a decision. */
+export function timedDecide(metrics: Pick<ProxyMetrics, 'now' | 'decisionSeconds'>, policy: Policy, intent: EgressIntent): Decision {
+  const started = metrics.now();
+  const decision = decide(policy, intent);
+  observeSince(metrics, metrics.decisionSeconds, started);
+  return decision;
+}
