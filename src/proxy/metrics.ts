@@ -99,14 +99,14 @@ export function createProxyMetrics(registry: Registry): ProxyMetrics {
   const byPolicy = createCounter(registry, METRICS.boundary_policy_decisions_total, { collect: flush });
   const credentialsRefused = createCounter(registry, METRICS.boundary_credentials_refused_total);
   let substituted = 0;
-  const credentialsSubstitutedTotal = createCounter(registry, METRICS.boundary_credentials_substituted_total, {
+  // Tallied per request, added at scrape time.
+  createCounter(registry, METRICS.boundary_credentials_substituted_total, {
     collect(counter) {
       if (substituted === 0) return;
       counter.inc({}, substituted);
       substituted = 0;
     },
   });
-  void credentialsSubstitutedTotal;
 
   function presetPolicy(policy: string): void {
     for (const verdict of OUTCOME_VERDICTS) byPolicy.inc({ policy, verdict }, 0);

@@ -186,6 +186,7 @@ export function relayWebSocket(
       for (const frame of frames) toUpstream(frame);
       return;
     }
+    ctx.metrics.credentialsSubstituted();
     toUpstream(encodeFrame({ opcode: OPCODES.text, payload: Buffer.from(rewrite.text, 'utf8'), maskKey: maskKey() }));
   }
 

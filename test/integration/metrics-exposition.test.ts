@@ -9,15 +9,15 @@ import { startBoundary, type RunningBoundary } from '../harness/boundary.js';
 import { makeTestPki } from '../harness/certs.js';
 import { startTestSupervisor } from '../harness/control.js';
 import { buildQuery, udpQuery } from '../harness/dns-client.js';
-import { openTunnel, sendRequest } from '../harness/proxy-client.js';
-import { httpOrigin, type Origin } from '../harness/servers.js';
+import { openTunnel, sendRequest, tlsOverTunnel } from '../harness/proxy-client.js';
+import { httpOrigin, type Origin, tlsOrigin } from '../harness/servers.js';
 
 const PROMTOOL = '/usr/bin/promtool';
 const SKIP_PROMTOOL = existsSync(PROMTOOL) ? false : `promtool not found at ${PROMTOOL} (Debian package prometheus)`;
 /** Strings of the mixed run that must never show up in a label. */
 const REQUEST_STRINGS = ['api.example.test', 'denied.example.test', 'nowhere.example.test', 'secret-path-x1', 'deny-path-y2', 'q=needle', '127.0.0.1'];
 
-function policyFor(port: number): string {
+function policyFor(port: number, tlsPort: number): string {
   return `version: 1
 network_policies:
   api_access:
@@ -25,6 +25,14 @@ network_policies:
     endpoints:
       - host: api.example.test
         port: ${port}
+  api_inspected:
+    endpoints:
+      - host: api.example.test
+        port: ${tlsPort}
+        protocol: rest
+        enforcement: enforce
+        rules:
+          - allow: { method: GET, path: "/**" }
 `;
 }
 
@@ -63,12 +71,15 @@ async function promtoolCheck(text: string): Promise<{ code: number | null; outpu
 
 describe('boundary /metrics after a mixed run', () => {
   let origin: Origin;
+  let tlsApi: Origin;
   let b: RunningBoundary;
   let text: string;
 
   before(async () => {
     origin = await httpOrigin();
-    b = await startBoundary({ policy: policyFor(origin.port), names: { 'denied.example.test': ['127.0.0.1'] } });
+    const pki = await makeTestPki();
+    tlsApi = await tlsOrigin({ ca: pki.ca });
+    b = await startBoundary({ policy: policyFor(origin.port, tlsApi.port), names: { 'denied.example.test': ['127.0.0.1'] }, upstreamCaPem: pki.ca.certPem });
     const allowed = await sendRequest({ proxyPort: b.proxyPort, path: `http://api.example.test:${origin.port}/secret-path-x1?q=needle` });
     assert.equal(allowed.status, 200);
     const denied = await sendRequest({ proxyPort: b.proxyPort, path: `http://denied.example.test:${origin.port}/deny-path-y2` });
@@ -76,6 +87,13 @@ describe('boundary /metrics after a mixed run', () => {
     const tunnel = await openTunnel(b.proxyPort, `api.example.test:${origin.port}`);
     assert.equal(tunnel.status, 200);
     tunnel.socket.destroy();
+    // An inspected tunnel: boundary serves a leaf to the client and verifies the origin (both handshake sides).
+    const inspected = await openTunnel(b.proxyPort, `api.example.test:${tlsApi.port}`);
+    assert.equal(inspected.status, 200);
+    assert.ok(b.caPem !== undefined, 'the interception CA is loaded');
+    const tls = await tlsOverTunnel(inspected.socket, { servername: 'api.example.test', ca: b.caPem });
+    const inner = await sendRequest({ socket: tls, path: '/inspected', headers: { host: `api.example.test:${tlsApi.port}`, connection: 'close' } });
+    assert.equal(inner.status, 200);
     const refused = await openTunnel(b.proxyPort, `denied.example.test:${origin.port}`);
     assert.equal(refused.status, 403);
     refused.socket.destroy();
@@ -90,6 +108,7 @@ describe('boundary /metrics after a mixed run', () => {
   after(async () => {
     await b?.close();
     await origin?.close();
+    await tlsApi?.close();
   });
 
   it('puts no request host, path, query or address into any label', () => {
@@ -123,7 +142,9 @@ describe('boundary /metrics after a mixed run', () => {
     for (const name of ['boundary_decision_duration_seconds', 'boundary_upstream_connect_duration_seconds', 'boundary_upstream_first_byte_duration_seconds', 'boundary_dns_answer_duration_seconds', 'boundary_http_response_bytes']) {
       assert.ok((sample(text, `${name}_count`) ?? 0) >= 1, `${name}_count`);
     }
-    assert.equal(sample(text, 'boundary_tls_handshake_duration_seconds_count{side="client"}'), 0);
+    for (const side of ['client', 'upstream']) {
+      assert.ok((sample(text, `boundary_tls_handshake_duration_seconds_count{side="${side}"}`) ?? 0) >= 1, `${side} TLS handshakes`);
+    }
   });
 
   it('declares every series it exposes in the catalogue', () => {
@@ -166,12 +187,16 @@ describe('attached boundary /metrics', () => {
     const b = await startAttached(pki, sup);
     t.after(() => b.close());
     await b.waitState((s) => s.policy.effective);
+    // The client sends one events batch at a time: once a second batch reaches the supervisor, the first was
+    // acknowledged and counted as forwarded. A request in between makes sure there is a second batch to send.
+    const first = await sup.waitFor((e) => e.type === 'events');
+    await sendRequest({ proxyPort: b.proxyPort, path: `http://api.example.test:${origin.port}/v1/counted` });
+    await sup.waitFor((e) => e.type === 'events' && e !== first);
     const text = await metricsText(b.adminPort);
+    assert.ok((sample(text, 'boundary_control_events_total{outcome="forwarded"}') ?? 0) >= 1, 'the acknowledged batch is counted');
+    assert.equal(sample(text, 'boundary_control_events_total{outcome="dropped"}'), 0);
     assert.equal(sample(text, 'boundary_control_state{state="attached"}'), 1);
     assert.equal(sample(text, 'boundary_control_state{state="waiting"}'), 0);
-    // The client's running totals, as the control state reports them.
-    assert.equal(sample(text, 'boundary_control_events_total{outcome="forwarded"}'), b.state()?.events.sent);
-    assert.equal(sample(text, 'boundary_control_events_total{outcome="dropped"}'), b.state()?.events.dropped);
     assert.equal(sample(text, 'boundary_control_reconnects_total{kind="tls-auth"}'), 0);
     assert.ok((sample(text, 'boundary_policy_reloads_total{source="control",outcome="loaded"}') ?? 0) >= 1);
     assert.match(text, /^boundary_control_certificate_expiry_seconds \d+/m);

@@ -187,6 +187,8 @@ for (const transport of ['forward', 'connect', 'connect-tls'] as const) {
       assert.deepEqual(seen, { kind: 'text', text: `{"token":"${SECRET}"}` });
       await ws.next();
       assert.equal(b.log.text().includes(SECRET), false, 'the secret never reaches a log line');
+      const metrics = await (await fetch(`http://127.0.0.1:${b.adminPort}/metrics`)).text();
+      assert.match(metrics, /^boundary_credentials_substituted_total 1$/m, 'the rewritten message is counted as one substitution');
     });
 
     it('closes with 1008 a text frame holding a placeholder when the rewrite is off (CR-18)', async (t) => {
