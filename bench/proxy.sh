@@ -16,7 +16,8 @@
 #   PROXIES   subset of: direct boundary boundary-l7 boundary-nometrics tinyproxy squid (default: all)
 #             boundary-nometrics = the same build and policy in a second process started through
 #             bench/proxy/boundary-metrics-off.mjs (no-op metric recorders); http case only. Its row and the
-#             "metrics on/off" line show what recording metrics costs (medians of the same interleaved rounds).
+#             "metrics on/off" line show what recording metrics costs (medians of the same interleaved rounds);
+#             with it, the boundary row starts through the same entry with metrics on (the two differ only there).
 #             boundary-l7 = boundary with an L7 endpoint (protocol: rest, access: full): per-request L7
 #             decisions on forward HTTP, TLS interception on CONNECT. `boundary` = plain L4 endpoint
 #             (forward HTTP still decided per request; CONNECT is a byte relay).
@@ -349,7 +350,11 @@ EOF
   fi
   # --upstream-dns points at a closed loopback port: the hosts file answers origin.bench.test, and any
   # other lookup must fail on loopback instead of leaving the host.
-  (cd "$ROOT" && exec "${PIN_PROXY[@]}" node "${prof[@]}" "$BOUNDARY_DIST/main.js" run \
+  # With boundary-nometrics in the run, both rows start through the same entry and differ only in the metrics
+  # switch (see bench/proxy/boundary-metrics-off.mjs for why).
+  local entry=("$BOUNDARY_DIST/main.js")
+  has boundary-nometrics "$PROXIES" && entry=("$HERE/boundary-metrics-off.mjs" "$BOUNDARY_DIST")
+  (cd "$ROOT" && BOUNDARY_BENCH_METRICS=on exec "${PIN_PROXY[@]}" node "${prof[@]}" "${entry[@]}" run \
     --policy "$d/policy.yaml" \
     --proxy-listen "127.0.0.1:$B_PORT" --admin-listen "127.0.0.1:$B_ADMIN" \
     --hosts "$WORK/hosts" --upstream-dns "127.0.0.1:$DNS_SINK" --upstream-ca "$WORK/pki/ca.pem" \
