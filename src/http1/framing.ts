@@ -1,6 +1,7 @@
 // Strict HTTP/1.1 request framing on top of llhttp (which never runs with insecureHTTPParser): the checks
 // llhttp leaves to us (duplicate Content-Length even when identical, TE other than exactly `chunked`, TE on
-// HTTP/1.0, Host count, header count, NUL or invalid UTF-8 in values). Pure; sees raw header pairs only.
+// HTTP/1.0, Host count, header count, NUL or invalid UTF-8 in values), and `_` lookalikes of framing names.
+// Pure; sees raw header pairs only.
 
 import { isUtf8 } from 'node:buffer';
 import { isDigits, MAX_CONTENT_LENGTH_DIGITS } from './grammar.js';
@@ -103,4 +104,28 @@ export function checkFraming(httpVersion: string, rawHeaders: readonly string[])
   if (hostCount === 0 && httpVersion !== '1.0') return problem(400, 'missing-host');
   const hasBody = transferEncoding !== undefined || (contentLength !== undefined && contentLength !== '0' && Number(contentLength) > 0);
   return { ok: true, host, upgrade, expectContinue, hasBody };
+}
+
+/**
+ * Framing and hop-by-hop names that have a `_` lookalike (names without `-` have none under the fold). A CGI/WSGI
+ * style mapping turns `-` and `_` alike into `_` (HTTP_TRANSFER_ENCODING), so an origin behind one reads
+ * `Transfer_Encoding` as the real header: a second framing that boundary never checked.
+ */
+const LOOKALIKE_TARGETS: readonly string[] = ['keep-alive', 'proxy-connection', 'transfer-encoding', 'content-length'];
+const LOOKALIKE_LENGTHS: ReadonlySet<number> = new Set(LOOKALIKE_TARGETS.map((n) => n.length));
+
+/**
+ * The framing or hop-by-hop name a header name folds into (lower-cased, `_` read as `-`) without being it,
+ * e.g. `Transfer_Encoding` -> `transfer-encoding`; undefined when no header does. The answer names the
+ * framing header, never the client's spelling, so it can go in events as is.
+ */
+export function framingLookalike(rawHeaders: readonly string[]): string | undefined {
+  for (let i = 0; i < rawHeaders.length; i += 2) {
+    const name = rawHeaders[i] ?? '';
+    // Cheap dispatch on length and on `_` before any copy: nearly every header is neither.
+    if (!LOOKALIKE_LENGTHS.has(name.length) || !name.includes('_')) continue;
+    const folded = name.toLowerCase().replaceAll('_', '-');
+    if (LOOKALIKE_TARGETS.includes(folded)) return folded;
+  }
+  return undefined;
 }

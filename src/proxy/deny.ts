@@ -26,6 +26,8 @@ const DENIAL_ERRORS = [
   'unsupported_l7_protocol',
   'unsupported_proxy_scheme',
   'use_connect_for_https',
+  'framing_header_lookalike',
+  'method_override_invalid',
   'upstream_unreachable',
   'tls_termination_unavailable',
   'too_many_connections',
@@ -243,6 +245,29 @@ export function useConnectDenial(): Denial {
     'use_connect_for_https',
     { detail: 'https:// URLs must be sent through a CONNECT tunnel (set HTTPS_PROXY), not in absolute form' },
     ': use CONNECT for https URLs',
+  );
+}
+
+/**
+ * docs/destinations.md#framing-header-lookalikes: a name such as `Transfer_Encoding` is read as the framing header
+ * by origins behind a CGI/WSGI-style mapping. `folds_into` is the framing name, never the client's spelling.
+ */
+export function framingLookalikeDenial(foldsInto: string): Denial {
+  return denial(
+    400,
+    'framing_header_lookalike',
+    { detail: `a header name folds into ${foldsInto} when _ is read as -; send the real header or rename it`, folds_into: foldsInto },
+    `: header name folds into ${foldsInto}`,
+  );
+}
+
+/** docs/destinations.md#method-override-headers: an override that cannot be decided (repeated, a list, not a token). */
+export function methodOverrideDenial(problem: string): Denial {
+  return denial(
+    400,
+    'method_override_invalid',
+    { detail: 'send at most one X-HTTP-Method-Override, X-HTTP-Method or X-Method-Override header, with a single method', problem },
+    `: method override refused (${problem})`,
   );
 }
 

@@ -17,6 +17,8 @@ const OUTCOME_REASONS = [
   'authority-mismatch',
   'bad-request',
   'head-too-large',
+  'framing-header-lookalike',
+  'method-override-invalid',
   'unsupported-l7-protocol',
   'unsupported-scheme',
   'policy-changed',

@@ -17,7 +17,9 @@ import {
   authorityMismatchDenial,
   type Denial,
   forwardPolicyDenial,
+  framingLookalikeDenial,
   l7PolicyDenial,
+  methodOverrideDenial,
   ssrfDenial,
   unsupportedL7Denial,
   unsupportedSchemeDenial,
@@ -26,7 +28,8 @@ import {
 } from './deny.js';
 import { routeHasCredentials } from './credential-injection.js';
 import { type Outcome, type ReasonCode, settle } from './events.js';
-import { checkFraming, type FramingResult } from '../http1/framing.js';
+import { checkFraming, framingLookalike, type FramingResult } from '../http1/framing.js';
+import { methodOverride } from './method-override.js';
 import { canonicalTarget } from './path.js';
 import { parseAbsoluteTarget } from '../http1/target.js';
 
@@ -102,6 +105,16 @@ function tunnelAuthority(ctx: ProxyContext, o: Outcome, url: string, hostHeader:
   return { host: auth.host, port: auth.port, kind: auth.kind, target };
 }
 
+/**
+ * The stricter of the wire method's and the override method's decisions (docs/destinations.md#method-override-headers):
+ * a deny from either wins, then an audit; on a tie the wire method's decision stands.
+ */
+function stricter(wire: Decision, override: Decision): Decision {
+  if (wire.verdict === 'deny') return wire;
+  if (override.verdict === 'deny') return override;
+  return wire.verdict === 'allow' && override.verdict === 'audit' ? override : wire;
+}
+
 function rawPath(target: string): string {
   const q = target.indexOf('?');
   return q < 0 ? target : target.slice(0, q);
@@ -145,7 +158,16 @@ function evaluatePolicy(ctx: ProxyContext, req: IncomingMessage, scope: TunnelSc
   o.host = host;
   o.port = port;
   if (scope?.tls === true) o.scheme = 'https';
+  // docs/destinations.md#framing-header-lookalikes: refused on every route, L4 ones too, before anything is decided.
+  const lookalike = framingLookalike(req.rawHeaders);
+  if (lookalike !== undefined) {
+    o.path = redactPlaceholders(rawPath(target));
+    return refuse(o, framingLookalikeDenial(lookalike), 'framing-header-lookalike', `a header name folds into ${lookalike}`);
+  }
   const method = o.method;
+  /** The method the decision that stands was made for: the override's when that one was stricter. */
+  let decidedMethod = method;
+  let overrideMethod: string | undefined;
   const policy = ctx.store.current();
   o.generation = policy.generation;
   o.policyHash = policy.hash;
@@ -171,7 +193,23 @@ function evaluatePolicy(ctx: ProxyContext, req: IncomingMessage, scope: TunnelSc
     // docs/policy.md#path-canonicalisation: policy and logs see `[CREDENTIAL]`, never a placeholder.
     const shown = redactPlaceholders(canon.path);
     o.path = shown;
-    if (inspected) decision = timedDecide(ctx.metrics, policy, { adapter, host, port, method, path: shown, query: redactPlaceholders(canon.query) });
+    if (inspected) {
+      const query = redactPlaceholders(canon.query);
+      decision = timedDecide(ctx.metrics, policy, { adapter, host, port, method, path: shown, query });
+      // docs/destinations.md#method-override-headers: a framework that honours the override acts on its method,
+      // so both are decided and the request goes upstream only when both are allowed.
+      const override = methodOverride(req.rawHeaders);
+      if (override !== undefined && !override.ok) {
+        return refuse(o, methodOverrideDenial(override.problem), 'method-override-invalid', `method override refused: ${override.problem}`);
+      }
+      if (override !== undefined && override.method !== method) {
+        const overridden = timedDecide(ctx.metrics, policy, { adapter, host, port, method: override.method, path: shown, query });
+        const standing = stricter(decision, overridden);
+        if (standing === overridden) decidedMethod = override.method;
+        decision = standing;
+        overrideMethod = override.method;
+      }
+    }
     if (canon.encodedSlash && decision.endpoint?.allowEncodedSlash !== true) return bare(o, 400, 'bad-request', 'request target refused: encoded-slash');
     target = canon.query === '' ? canon.path : `${canon.path}?${canon.query}`;
   } else {
@@ -180,7 +218,8 @@ function evaluatePolicy(ctx: ProxyContext, req: IncomingMessage, scope: TunnelSc
   }
   o.policy = decision.policy;
   o.engine = decision.layer === 'l7' ? 'l7' : 'opa';
-  o.extra = { rule: decision.rule, endpoint: decision.endpoint?.id, identity: decision.binaryIdentity };
+  const extra = { rule: decision.rule, endpoint: decision.endpoint?.id, identity: decision.binaryIdentity };
+  o.extra = overrideMethod === undefined ? extra : { ...extra, method_override: overrideMethod };
   if (decision.verdict === 'deny') {
     const detail = decision.detail;
     const q = target.indexOf('?');
@@ -190,7 +229,7 @@ function evaluatePolicy(ctx: ProxyContext, req: IncomingMessage, scope: TunnelSc
     const path = o.path ?? '/';
     const denied = { policy, adapter };
     const denial = decision.layer === 'l7'
-      ? l7PolicyDenial({ method, path, host, port }, decision, denied)
+      ? l7PolicyDenial({ method: decidedMethod, path, host, port }, decision, denied)
       : forwardPolicyDenial(method, formatAuthority(host, port), path, decision, { ...denied, host, port });
     return refuse(o, denial, decision.reason, detail);
   }
