@@ -37,9 +37,14 @@ export interface Deps {
   readonly version?: string;
   /** Attached mode: this process start's id (main/run may pass one; fresh per createBoundary otherwise). */
   readonly bootId?: string;
+  /** Tests only: a shorter drain deadline than SHUTDOWN_DRAIN_MS. */
+  readonly shutdownDrainMs?: number;
   /** Tests only: faster control backoff/timers and a listener for control state changes. */
   readonly controlTuning?: Pick<AttachedControlOptions, 'tuning' | 'onState'>;
 }
+
+/** 'forced': the drain deadline (boundary-shutdown.ts SHUTDOWN_DRAIN_MS) passed and what was left was destroyed. */
+export type DrainOutcome = 'clean' | 'forced';
 
 export interface Boundary {
   start(): Promise<void>;
@@ -47,7 +52,7 @@ export interface Boundary {
    * Idempotent: listeners stop, in-flight requests drain, tunnels close, telemetry last. A started boundary emits
    * CONFIG:STOPPING and CONFIG:STOPPED around the drain; `signal` names the signal that asked for it.
    */
-  close(cause?: { readonly signal?: string }): Promise<void>;
+  close(cause?: { readonly signal?: string }): Promise<DrainOutcome>;
   proxyAddress(): { host: string; port: number };
   adminAddress(): { host: string; port: number };
   readiness(): Readiness;

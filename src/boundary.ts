@@ -31,10 +31,11 @@ import { createDenialRing, recordingDenials } from './telemetry/denials.js';
 import { denialsRoute, explainRoute } from './admin-api.js';
 import { createPolicyTexts } from './policy/texts.js';
 import type { Interception } from './tls/intercept.js';
-import { credentialsLoadedEvent, drainedEvent, stoppingEvent } from './telemetry/lifecycle.js';
-import type { Boundary, Deps, Transparent, TransparentOptions } from './boundary-types.js';
+import { credentialsLoadedEvent, drainedEvent, proxyListeningEvent, stoppingEvent } from './telemetry/lifecycle.js';
+import type { Boundary, Deps, DrainOutcome, Transparent, TransparentOptions } from './boundary-types.js';
 import { createBoundaryMetrics } from './boundary-metrics.js';
 import { composeReadiness } from './boundary-readiness.js';
+import { drainWithin, SHUTDOWN_DRAIN_MS } from './boundary-shutdown.js';
 import { readPackageVersion } from './version.js';
 
 export function createBoundary(config: Config, deps: Deps): Boundary {
@@ -75,7 +76,7 @@ export function createBoundary(config: Config, deps: Deps): Boundary {
   let leaves: LeafCache | undefined;
   let caProblem: string | undefined = 'not loaded yet';
   let started = false;
-  let closing: Promise<void> | undefined;
+  let closing: Promise<DrainOutcome> | undefined;
   let admin: AdminServer | undefined;
   // The admin and DNS listeners are never upstream targets. Their addresses are fixed once they listen, so
   // the list is rebuilt after each start instead of calling Server.address() on every request.
@@ -189,12 +190,7 @@ export function createBoundary(config: Config, deps: Deps): Boundary {
       return;
     }
     const upstream = config.upstreamCa === undefined || upstreamCaPem === undefined ? undefined : { path: config.upstreamCa, pem: upstreamCaPem };
-    let contents: string;
-    try {
-      contents = await writeWorkloadTrustBundle(path, { upstream, ca });
-    } catch (err) {
-      throw new BoundaryError('CONFIG_INVALID', `cannot write --ca-bundle-out ${path}: ${(err as NodeJS.ErrnoException).code ?? String(err)}`, { cause: err });
-    }
+    const contents = await writeWorkloadTrustBundle(path, { upstream, ca });
     // No engine: shorthand lines print the message only for events without one, and this one says where the roots came from.
     sink.emit({ class: 'CONFIG', activity: 'ENABLED', severity: 'INFO', message: `workload trust bundle written to ${path}: ${contents}` });
   }
@@ -254,16 +250,7 @@ export function createBoundary(config: Config, deps: Deps): Boundary {
       // Counts only; a file source's first set, then every new revision from either source.
       if (deps.credentials !== undefined) sink.emit(credentialsLoadedEvent(credentials.current()));
       unsubscribeCredentials = credentials.subscribe((next) => sink.emit(credentialsLoadedEvent(next)));
-      const bound = live.address();
-      sink.emit({
-        class: 'NET',
-        activity: 'LISTEN',
-        severity: 'INFO',
-        dst: { ip: bound.host, port: bound.port },
-        message: `proxy listening on ${bound.host}:${bound.port}`,
-        generation: store.current().generation,
-        policyHash: store.current().hash,
-      });
+      sink.emit(proxyListeningEvent(live.address(), store.current()));
       started = true;
     },
     close(cause) {
@@ -271,15 +258,28 @@ export function createBoundary(config: Config, deps: Deps): Boundary {
         const signal = cause?.signal;
         const stopAt = now();
         if (started) sink.emit(stoppingEvent(signal));
-        watcher?.close();
-        await control?.close();
-        unsubscribe?.();
-        unsubscribeCredentials?.();
-        await transparent.close();
-        await proxy?.close();
-        await admin?.close();
-        if (started) sink.emit(drainedEvent(signal, Math.max(0, Math.round(now() - stopAt))));
+        const drained = (async () => {
+          watcher?.close();
+          await control?.close();
+          unsubscribe?.();
+          unsubscribeCredentials?.();
+          await transparent.close();
+          await proxy?.close();
+          await admin?.close();
+        })();
+        // Whatever state a part is stuck in, shutdown ends: past the deadline the rest is destroyed.
+        const outcome = await drainWithin(drained, deps.shutdownDrainMs ?? SHUTDOWN_DRAIN_MS);
+        const drainMs = Math.max(0, Math.round(now() - stopAt));
+        if (outcome === 'forced') {
+          logger.error({ drainMs }, 'drain deadline passed: the remaining connections and listeners were destroyed');
+          proxy?.forceClose();
+          admin?.forceClose();
+          // Bounded too: a part that still does not settle is left to the process exit (main.ts).
+          void drained.catch((err: unknown) => logger.error({ err }, 'close after the drain deadline failed'));
+        }
+        if (started) sink.emit(drainedEvent(signal, drainMs));
         await new Promise<void>((resolve) => logger.flush(() => resolve()));
+        return outcome;
       })();
       return closing;
     },

@@ -2,7 +2,7 @@
 // The CLI entry: the only file that reads argv, env, signals and exit codes. Each subcommand is a
 // Command in src/cli/ that receives a CliIo and returns an exit code.
 
-import type { CliIo, Command } from './cli/io.js';
+import { type CliIo, type Command, EXIT_DRAIN_FORCED } from './cli/io.js';
 
 const HELP = `boundary — egress boundary for sandboxed workloads
 
@@ -69,6 +69,8 @@ async function main(argv: readonly string[]): Promise<number> {
 main(process.argv.slice(2)).then(
   (code) => {
     process.exitCode = code;
+    // A forced drain may have left a handle that would keep the event loop, and so the process, alive.
+    if (code === EXIT_DRAIN_FORCED) process.exit(code);
   },
   (err: unknown) => {
     const code = typeof err === 'object' && err !== null && 'code' in err ? ` (${String(err.code)})` : '';

@@ -17,5 +17,11 @@ export interface CliIo {
   readonly metricsOff?: boolean;
 }
 
+/**
+ * `boundary run` drained only by destroying what was still open at the deadline (boundary-shutdown.ts SHUTDOWN_DRAIN_MS).
+ * Handles may be left, so main.ts exits the process itself on this code instead of waiting for the event loop.
+ */
+export const EXIT_DRAIN_FORCED = 3;
+
 /** A subcommand: parses its own arguments, returns the process exit code. */
 export type Command = (argv: readonly string[], io: CliIo) => Promise<number>;

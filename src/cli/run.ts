@@ -1,5 +1,6 @@
 // `boundary run`: parses the run flags into a Config, builds the production deps (resolver, logger, registry,
-// clock from io), starts the boundary and drains it when io.signal aborts. Exit codes: 0 ok, 1 failed, 2 usage.
+// clock from io), starts the boundary and drains it when io.signal aborts. Exit codes: 0 ok (a clean drain),
+// 1 failed, 2 usage, 3 drained only by force at the deadline (EXIT_DRAIN_FORCED).
 
 import { getServers } from 'node:dns';
 import { lookup as dnsLookup } from 'node:dns/promises';
@@ -22,8 +23,12 @@ import { CA_BUNDLE_FILE } from '../pki/trust-bundle.js';
 import { createLogger, type Logger } from '../telemetry/logger.js';
 import { MetricsOffRegistry } from '../telemetry/metrics.js';
 import { readPackageVersion } from '../version.js';
-import type { CliIo, Command } from './io.js';
+import { type CliIo, type Command, EXIT_DRAIN_FORCED } from './io.js';
 import { formatRunBanner } from './run-banner.js';
+
+/** `run`'s exit codes (README.md, run section); EXIT_DRAIN_FORCED (3) is in io.ts, where main.ts reads it. */
+export const EXIT_OK = 0;
+export { EXIT_DRAIN_FORCED };
 
 const RESOLV_CONF = '/etc/resolv.conf';
 const DNS_PORT = 53;
@@ -50,6 +55,7 @@ const RUN_HELP = `Usage: boundary run --policy FILE [options]
   --on-invalid-policy keep|deny-all what an invalid policy change does (default keep)
   --unsafe-allow-loopback-upstream  let upstreams on 127.0.0.0/8 and ::1 through (development only)
   --credentials FILE                credential providers (YAML, watched; a rotation applies to the next request)
+  --max-connections N               proxy connections open at once; more get 503 too_many_connections (default 4096)
 
 Attached mode (instead of --policy): policy, credentials and relays come from the supervisor; until its
 first policy is effective all egress is denied and /readyz is 503 with the reason.
@@ -83,6 +89,7 @@ const VALUE_FLAGS: Readonly<Record<string, string>> = {
   '--sandbox-id': 'sandboxId',
   '--instance-id': 'instanceId',
   '--relay-allow': 'relayAllow',
+  '--max-connections': 'limits',
 };
 const PATH_KEYS: ReadonlySet<string> = new Set(['policyFile', 'stateDir', 'caCert', 'caKey', 'caOut', 'caBundleOut', 'upstreamCa', 'hostsFile', 'credentialsFile', 'tlsDir']);
 
@@ -102,6 +109,11 @@ export function parseRunFlags(argv: readonly string[], cwd: string): Record<stri
     const value = eq > 0 ? arg.slice(eq + 1) : argv[++i];
     if (value === undefined) return `${flag} needs a value`;
     if (raw[key] !== undefined) return `${flag} given twice`;
+    if (key === 'limits') {
+      // parseConfig checks it is a positive integer (limits.maxConnections); NaN fails that check.
+      raw.limits = { maxConnections: /^\d+$/.test(value) ? Number(value) : Number.NaN };
+      continue;
+    }
     raw[key] = PATH_KEYS.has(key) && !isAbsolute(value) ? resolve(cwd, value) : value;
   }
   return raw;
@@ -278,8 +290,8 @@ export const runCommand: Command = async function runCommand(argv: readonly stri
   if (!io.signal.aborted) await new Promise<void>((done) => io.signal.addEventListener('abort', () => done(), { once: true }));
   // main.ts aborts with the signal's name (SIGTERM, SIGINT); anything else is a plain close.
   const reason: unknown = io.signal.reason;
-  await boundary.close(typeof reason === 'string' ? { signal: reason } : {});
+  const outcome = await boundary.close(typeof reason === 'string' ? { signal: reason } : {});
   await credentials?.close();
   dns.close();
-  return 0;
+  return outcome === 'clean' ? EXIT_OK : EXIT_DRAIN_FORCED;
 };

@@ -7,6 +7,7 @@ import { readFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { rootCertificates } from 'node:tls';
 import { CERT_FILE_MODE, ensureDir, writeFileAtomic } from './files.js';
+import { BoundaryError } from '../errors.js';
 
 /** The default file name beside ca.pem in the state directory. */
 export const CA_BUNDLE_FILE = 'ca-bundle.pem';
@@ -105,11 +106,15 @@ export async function writeCaBundle(path: string, text: string): Promise<void> {
 
 /**
  * Loads the system roots, builds the bundle and writes it to `path`; returns what went into it, for the event
- * that says where the roots came from (`N system roots from ... + the interception CA`).
+ * that says where the roots came from (`N system roots from ... + the interception CA`); a failed write is CONFIG_INVALID.
  */
 export async function writeWorkloadTrustBundle(path: string, input: Omit<TrustBundleInput, 'system'>): Promise<string> {
   const system = await loadSystemRoots();
-  await writeCaBundle(path, buildTrustBundle({ ...input, system }));
+  try {
+    await writeCaBundle(path, buildTrustBundle({ ...input, system }));
+  } catch (err) {
+    throw new BoundaryError('CONFIG_INVALID', `cannot write --ca-bundle-out ${path}: ${(err as NodeJS.ErrnoException).code ?? String(err)}`, { cause: err });
+  }
   const anchors = input.upstream === undefined ? '' : ` + ${certificateBlocks(input.upstream.pem).length} from --upstream-ca`;
   return `${system.certificates.length} system roots from ${system.source}${anchors} + the interception CA`;
 }

@@ -39,6 +39,8 @@ export const CONNECTIONS_CHECK_INTERVAL_MS = 1_000;
 export const CLOSE_GRACE_MS = 5_000;
 /** How long a 400/408/431 may take to drain before its socket is destroyed anyway. */
 const CLIENT_ERROR_LINGER_MS = 1_000;
+/** How long a refused connection may take to read its 503 and close before it is destroyed anyway. */
+export const REFUSED_LINGER_MS = 1_000;
 
 export interface ProxyLimits {
   readonly maxConnections: number;
@@ -85,6 +87,8 @@ interface ProxyServerOptions {
 export interface ProxyServer {
   start(): Promise<void>;
   close(): Promise<void>;
+  /** The drain deadline passed (boundary-shutdown.ts SHUTDOWN_DRAIN_MS): destroy every socket now, grace or not. */
+  forceClose(): void;
   address(): { host: string; port: number };
   readonly tunnels: TunnelRegistry;
   /** What the adapters share; transparent capture (capture.ts) runs on the same one. */
@@ -115,6 +119,9 @@ export function createProxyServer(options: ProxyServerOptions): ProxyServer {
   });
   const upstreams = createUpstreams({ dial: options.dial, connectTimeoutMs: limits.connectTimeoutMs, extraCaPem: options.upstreamCaPem, metrics });
   const sockets = new Set<Socket>();
+  // Refused connections are not served and do not count against the limit, but net.Server.close() waits for
+  // them like any other: close() must be able to destroy them (issue 15).
+  const refused = new Set<Socket>();
   let bound: { host: string; port: number } = { host: options.host, port: options.port };
   let selfCache: SelfAddresses | undefined;
   let selfOthers: readonly SelfAddress[] | undefined;
@@ -212,7 +219,15 @@ export function createProxyServer(options: ProxyServerOptions): ProxyServer {
         detail: 'too-many-connections',
         unmapped: { reason_code: 'too-many-connections' },
       });
+      refused.add(socket);
+      socket.once('close', () => refused.delete(socket));
       socket.on('error', () => socket.destroy());
+      // Issue 15: unread, the client's request stays buffered in front of its FIN, 'end' never comes and with
+      // allowHalfOpen the socket never closes. Discard what it sends, and bound a client that never closes.
+      socket.resume();
+      const linger = setTimeout(() => socket.destroy(), REFUSED_LINGER_MS);
+      linger.unref();
+      socket.once('close', () => clearTimeout(linger));
       socket.end(renderDenial(tooManyConnectionsDenial(limits.maxConnections)));
       return;
     }
@@ -227,11 +242,23 @@ export function createProxyServer(options: ProxyServerOptions): ProxyServer {
   });
   listener.on('error', (err) => logger.error({ err }, 'proxy listener error'));
 
+  function destroyAll(): void {
+    for (const socket of refused) socket.destroy();
+    for (const socket of sockets) socket.destroy();
+  }
+
   return {
     tunnels,
     context: ctx,
     metrics,
     address: () => bound,
+    forceClose() {
+      tunnels.closeAll('shutdown');
+      destroyAll();
+      http.closeAllConnections();
+      // Ends a grace wait in close(), which then finds nothing left to wait for.
+      onDrained?.();
+    },
     async start() {
       await new Promise<void>((resolve, reject) => {
         listener.once('error', reject);
@@ -253,6 +280,8 @@ export function createProxyServer(options: ProxyServerOptions): ProxyServer {
         // Tunnels are long-lived by nature: they are closed, not drained. In-flight requests get the grace.
         tunnels.closeAll('shutdown');
         http.closeIdleConnections();
+        // A refused connection has had its answer; nothing of it is worth the grace.
+        for (const socket of refused) socket.destroy();
         if (sockets.size > 0) {
           await new Promise<void>((resolve) => {
             const timer = setTimeout(resolve, limits.closeGraceMs);
@@ -263,7 +292,7 @@ export function createProxyServer(options: ProxyServerOptions): ProxyServer {
             };
           });
         }
-        for (const socket of sockets) socket.destroy();
+        destroyAll();
         await stopped;
         await upstreams.close();
         await new Promise<void>((resolve) => http.close(() => resolve()));

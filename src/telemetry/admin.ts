@@ -41,6 +41,8 @@ export interface AdminServer {
   markClosing(): void;
   /** Idempotent. Marks closing, stops listening, and lets in-flight requests finish on closing connections. */
   close(): Promise<void>;
+  /** The drain deadline passed (boundary-shutdown.ts SHUTDOWN_DRAIN_MS): stop listening and destroy every connection. */
+  forceClose(): void;
   /** The bound address (the real port when started on port 0). */
   address(): { host: string; port: number };
 }
@@ -65,6 +67,20 @@ export function createAdminServer(options: {
   const label = options.label ?? 'admin';
   let closing = false;
   let closed: Promise<void> | undefined;
+
+  function close(): Promise<void> {
+    closing = true;
+    closed ??= new Promise<void>((resolve) => {
+      if (!server.listening) {
+        resolve();
+        return;
+      }
+      server.close(() => resolve());
+      // Scrapers keep connections alive; admin requests are short, so idle ones can go at once.
+      server.closeIdleConnections();
+    });
+    return closed;
+  }
 
   const server = createServer(
     {
@@ -140,18 +156,10 @@ export function createAdminServer(options: {
     markClosing(): void {
       closing = true;
     },
-    close(): Promise<void> {
-      closing = true;
-      closed ??= new Promise<void>((resolve) => {
-        if (!server.listening) {
-          resolve();
-          return;
-        }
-        server.close(() => resolve());
-        // Scrapers keep connections alive; admin requests are short, so idle ones can go at once.
-        server.closeIdleConnections();
-      });
-      return closed;
+    close,
+    forceClose(): void {
+      void close();
+      server.closeAllConnections();
     },
     address: bound,
   };

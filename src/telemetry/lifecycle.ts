@@ -42,3 +42,16 @@ export function credentialsLoadedEvent(set: { readonly revision: number; readonl
     unmapped: { providers, keys, credential_revision: set.revision },
   };
 }
+
+/** NET:LISTEN once the proxy accepts connections, with the policy it starts on. */
+export function proxyListeningEvent(bound: { readonly host: string; readonly port: number }, policy: { readonly generation: number; readonly hash: string }): AuditEvent {
+  return {
+    class: 'NET',
+    activity: 'LISTEN',
+    severity: 'INFO',
+    dst: { ip: bound.host, port: bound.port },
+    message: `proxy listening on ${bound.host}:${bound.port}`,
+    generation: policy.generation,
+    policyHash: policy.hash,
+  };
+}

@@ -47,6 +47,8 @@ export interface StartOptions {
   readonly caBundleOut?: string;
   /** resolv.conf search domains (config.searchDomains). */
   readonly searchDomains?: readonly string[];
+  /** deps.shutdownDrainMs: a drain deadline shorter than SHUTDOWN_DRAIN_MS. */
+  readonly shutdownDrainMs?: number;
 }
 
 export interface RunningBoundary {
@@ -105,6 +107,7 @@ export async function startBoundary(options: StartOptions = {}): Promise<Running
     audit: log.sink,
     registry: new Registry(),
     ...(options.credentials === undefined ? {} : { credentials: options.credentials }),
+    ...(options.shutdownDrainMs === undefined ? {} : { shutdownDrainMs: options.shutdownDrainMs }),
     dial: (target) => {
       dials.push(target);
       return options.dial === undefined ? netDial(target) : options.dial(target);

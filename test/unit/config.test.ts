@@ -82,6 +82,11 @@ describe('parseRunFlags', () => {
     assert.equal(parseConfig({}).caBundleOut, undefined);
   });
 
+  it('maps --max-connections to limits.maxConnections; parseConfig refuses anything but a positive integer', () => {
+    assert.equal(parseConfig(parseRunFlags(['--max-connections', '2'], '/')).limits.maxConnections, 2);
+    for (const bad of ['0', '-1', '1.5', 'many']) assert.throws(() => parseConfig(parseRunFlags(['--max-connections', bad], '/')), BoundaryError, bad);
+  });
+
   it('says what is wrong with unknown, repeated or valueless flags', () => {
     assert.equal(typeof parseRunFlags(['--nope'], '/'), 'string');
     assert.equal(typeof parseRunFlags(['--policy', 'a', '--policy', 'b'], '/'), 'string');
