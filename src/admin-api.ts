@@ -9,7 +9,7 @@ import type { PolicyTexts } from './policy/texts.js';
 import type { EgressIntent, Policy } from './policy/types.js';
 import { intentFromTarget } from './proxy/explain-target.js';
 import type { AdminAnswer, AdminRoute } from './telemetry/admin.js';
-import { DEFAULT_DENIALS_PER_ANSWER, type DenialRecord, type DenialRing, MAX_DENIALS_PER_ANSWER } from './telemetry/denials.js';
+import { type DenialRecord, type DenialRing, LAST_PARAMETER_RULE, MAX_DENIALS_PER_ANSWER, parseLastParameter } from './telemetry/denials.js';
 import { replayTarget } from './telemetry/replay.js';
 
 export const EXPLAIN_PATH = '/v1/explain';
@@ -67,18 +67,13 @@ export function explainRoute(deps: AdminApiDeps): AdminRoute {
   };
 }
 
-/** GET /v1/denials?last=N: the newest N denials (default DEFAULT_DENIALS_PER_ANSWER, capped at MAX_DENIALS_PER_ANSWER). */
+/** GET /v1/denials?last=N: the newest N denials (telemetry/denials.ts parseLastParameter; the ring caps N). */
 export function denialsRoute(deps: AdminApiDeps): AdminRoute {
   return {
     path: DENIALS_PATH,
     answer(query) {
-      const last = only(query, 'last');
-      if (!last.ok) return last.answer;
-      let n = DEFAULT_DENIALS_PER_ANSWER;
-      if (last.value !== undefined) {
-        if (!/^[0-9]{1,6}$/.test(last.value)) return invalid('last', `last must be a whole number from 0 to ${MAX_DENIALS_PER_ANSWER}`);
-        n = Math.min(Number(last.value), MAX_DENIALS_PER_ANSWER);
-      }
+      const n = parseLastParameter(query.getAll('last'));
+      if (n === undefined) return invalid('last', LAST_PARAMETER_RULE);
       const policy = deps.store.current();
       const denials = deps.ring.recent(n).map((d) => withSuggestion(deps, policy, d));
       return { status: 200, body: { ...stamp(policy), total: deps.ring.total(), limit: MAX_DENIALS_PER_ANSWER, denials } };

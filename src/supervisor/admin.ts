@@ -12,7 +12,7 @@ import type { RelayTarget } from '../control/messages.js';
 import { isLoopbackHost } from '../control/protocol.js';
 import type { Logger } from '../telemetry/logger.js';
 import { ADMIN_AUTH_REALM, type AdminAuth, type AdminAuthResult, type AdminCallStyle } from './admin-auth.js';
-import { DEFAULT_SANDBOX_DENIALS_PER_ANSWER } from './denials.js';
+import { LAST_PARAMETER_RULE, parseLastParameter } from '../telemetry/denials.js';
 import { type RelayStyle, relayErrorReply } from './relays.js';
 import { type ServingPems, servingContext } from './server.js';
 
@@ -152,12 +152,12 @@ export function createSupervisorAdmin(options: SupervisorAdminOptions): Supervis
     }
     const denials = DENIALS_PATH.exec(url.pathname);
     if (req.method === 'GET' && denials !== null) {
-      const last = url.searchParams.getAll('last');
-      if (last.length > 1 || (last[0] !== undefined && !/^[0-9]{1,6}$/.test(last[0]))) {
-        json(res, 400, { error: 'ADMIN_REQUEST_INVALID', parameter: 'last', message: 'last must be given at most once, as a whole number' });
+      const last = parseLastParameter(url.searchParams.getAll('last'));
+      if (last === undefined) {
+        json(res, 400, { error: 'ADMIN_REQUEST_INVALID', parameter: 'last', message: LAST_PARAMETER_RULE });
         return;
       }
-      const reply = handlers.denials(denials[1] ?? '', last[0] === undefined ? DEFAULT_SANDBOX_DENIALS_PER_ANSWER : Number(last[0]));
+      const reply = handlers.denials(denials[1] ?? '', last);
       json(res, reply.status, reply.body);
       return;
     }

@@ -4,7 +4,6 @@
 
 import {
   createDenialRing,
-  DEFAULT_DENIALS_PER_ANSWER,
   type DenialRecord,
   type DenialRing,
   denialText as text,
@@ -16,9 +15,8 @@ import { replayFromUnmapped } from '../telemetry/replay.js';
 export const MAX_DENIALS_PER_SANDBOX = 128;
 /** Sandboxes with denials kept; the one that was denied longest ago goes first. */
 export const MAX_DENIAL_SANDBOXES = 1_024;
-/** Most denials one answer returns (`last` is capped to it), and how many when it names none: as the boundary's. */
+/** Most denials one answer returns (`last` is capped to it): as the boundary's. */
 export const MAX_SANDBOX_DENIALS_PER_ANSWER = MAX_DENIALS_PER_ANSWER;
-export const DEFAULT_SANDBOX_DENIALS_PER_ANSWER = DEFAULT_DENIALS_PER_ANSWER;
 /** OCSF DNS Activity, and action_id Denied. */
 const DNS_ACTIVITY_CLASS_UID = 4003;
 const ACTION_DENIED = 2;

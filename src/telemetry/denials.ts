@@ -12,6 +12,23 @@ export const MAX_DENIALS_PER_ANSWER = 100;
 export const DEFAULT_DENIALS_PER_ANSWER = 20;
 const MAX_FIELD_CHARS = 256;
 
+/** The digits a `last` parameter may have: enough for any cap, short enough that Number() stays exact. */
+const LAST_PARAMETER = /^[0-9]{1,6}$/;
+
+/**
+ * The `last` parameter of a denials query (boundary /v1/denials, supervisor /v1/sandboxes/<id>/denials): the
+ * default when absent, the whole number given (capped by the ring) otherwise; undefined when repeated or malformed.
+ */
+export function parseLastParameter(values: readonly string[]): number | undefined {
+  if (values.length > 1) return undefined;
+  const [value] = values;
+  if (value === undefined) return DEFAULT_DENIALS_PER_ANSWER;
+  return LAST_PARAMETER.test(value) ? Number(value) : undefined;
+}
+
+/** Why a `last` parameter was refused, for the 400 answer. */
+export const LAST_PARAMETER_RULE = `last must be given at most once, as a whole number (at most ${MAX_DENIALS_PER_ANSWER} are returned)`;
+
 export interface DenialRecord {
   /** RFC 3339. */
   readonly time: string;
