@@ -1,14 +1,14 @@
 // Method-override headers (docs/destinations.md#method-override-headers): frameworks that honour them act on
 // the method they name, not the wire method, so an L7 endpoint decides both. Pure; sees raw header pairs only.
 
+import { isToken } from '../http1/grammar.js';
+
 /** The override headers common frameworks honour, lower-case with `-` (a `_` spelling folds into them). */
 export const METHOD_OVERRIDE_HEADERS: readonly string[] = ['x-http-method-override', 'x-http-method', 'x-method-override'];
 const OVERRIDE_LENGTHS: ReadonlySet<number> = new Set(METHOD_OVERRIDE_HEADERS.map((n) => n.length));
 
 /** Longer than any method a framework dispatches on; a longer value is refused, not decided. */
 export const MAX_METHOD_OVERRIDE_LENGTH = 32;
-// RFC 9110 method = token; a list, a space or an empty value is refused, as frameworks split them differently.
-const METHOD_TOKEN = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
 
 export type MethodOverride =
   | { readonly ok: true; readonly method: string }
@@ -29,6 +29,7 @@ export function methodOverride(rawHeaders: readonly string[]): MethodOverride | 
     value = (rawHeaders[i + 1] ?? '').trim();
   }
   if (value === undefined) return undefined;
-  if (value.length > MAX_METHOD_OVERRIDE_LENGTH || !METHOD_TOKEN.test(value)) return { ok: false, problem: 'bad-override-value' };
+  // RFC 9110 method = token: a list, a space or an empty value is refused, as frameworks split them differently.
+  if (value.length > MAX_METHOD_OVERRIDE_LENGTH || !isToken(value)) return { ok: false, problem: 'bad-override-value' };
   return { ok: true, method: value.toUpperCase() };
 }
