@@ -15,7 +15,7 @@ import type { Logger } from '../telemetry/logger.js';
 import type { Interception } from '../tls/intercept.js';
 import { createConnectHandler } from './connect.js';
 import { credentialRoute } from './credential-injection.js';
-import { type AuthorityParsers, createAuthorityParsers, type ProxyContext, type TunnelScope } from './context.js';
+import type { AuthorityParsers, ProxyContext, TunnelScope } from './context.js';
 import { renderDenial, tooManyConnectionsDenial } from './deny.js';
 import { CONNECT_TIMEOUT_MS, type DialFunction } from './dial.js';
 import type { ClientErrorReason } from './events.js';
@@ -69,8 +69,8 @@ interface ProxyServerOptions {
   readonly store: PolicyStore;
   readonly resolver: Resolver;
   readonly hosts?: HostCache | undefined;
-  /** Request-authority parse memos (context.ts createAuthorityParsers); made here when not handed in. */
-  readonly authorities?: AuthorityParsers | undefined;
+  /** Request-authority parse memos (context.ts createAuthorityParsers), made once by the composition root. */
+  readonly authorities: AuthorityParsers;
   readonly sink: AuditSink;
   readonly logger: Logger;
   readonly registry: Registry;
@@ -146,8 +146,7 @@ export function createProxyServer(options: ProxyServerOptions): ProxyServer {
     store: options.store,
     resolver: options.resolver,
     hosts: options.hosts,
-    // The composition root should hand these in beside `hosts` (issue 13); until it does, each proxy makes its own.
-    authorities: options.authorities ?? createAuthorityParsers(),
+    authorities: options.authorities,
     sink: options.sink,
     metrics,
     logger,
