@@ -6,7 +6,7 @@
 import type { Registry } from 'prom-client';
 import { CONTROL_STATES, METRICS } from './metric-catalogue.js';
 import type { ControlState } from './control/client.js';
-import type { AuditSink } from './telemetry/event.js';
+import { type AuditSink, observedSink } from './telemetry/event.js';
 import { collectDefaultProcessMetrics, createCounter, createGauge } from './telemetry/metrics.js';
 
 export interface BoundaryMetricsOptions {
@@ -51,24 +51,18 @@ export function createBoundaryMetrics(options: BoundaryMetricsOptions): Boundary
   const reconnects = createCounter(registry, METRICS.boundary_control_reconnects_total);
   return {
     meter(sink) {
-      const metered: AuditSink = {
-        emit(event) {
-          if (event.class === 'CONFIG' && (event.activity === 'LOADED' || event.activity === 'FAILED')) {
-            // Policy loads from the file watcher and the control channel say `policy ...`; credential and
-            // certificate loads share the activity and are not policy reloads.
-            if (event.message?.startsWith('policy ') === true) {
-              reloads.inc({ source: event.engine === 'control' ? 'control' : 'file', outcome: event.activity === 'LOADED' ? 'loaded' : 'refused' });
-            }
-          } else if (event.class === 'NET' && event.engine === 'control' && (event.activity === 'FAIL' || event.activity === 'CLOSE')) {
-            const error = event.unmapped?.error as { kind?: unknown } | undefined;
-            reconnects.inc({ kind: (typeof error?.kind === 'string' ? error.kind : 'session-ended') as 'session-ended' });
+      return observedSink(sink, (event) => {
+        if (event.class === 'CONFIG' && (event.activity === 'LOADED' || event.activity === 'FAILED')) {
+          // Policy loads from the file watcher and the control channel say `policy ...`; credential and
+          // certificate loads share the activity and are not policy reloads.
+          if (event.message?.startsWith('policy ') === true) {
+            reloads.inc({ source: event.engine === 'control' ? 'control' : 'file', outcome: event.activity === 'LOADED' ? 'loaded' : 'refused' });
           }
-          sink.emit(event);
-        },
-      };
-      // Attached mode forwards events through the sink's subscribe() (control/attached.ts): keep it reachable.
-      const subscribe = (sink as { subscribe?: unknown }).subscribe;
-      return typeof subscribe === 'function' ? ({ emit: metered.emit, subscribe: subscribe.bind(sink) } as AuditSink) : metered;
+        } else if (event.class === 'NET' && event.engine === 'control' && (event.activity === 'FAIL' || event.activity === 'CLOSE')) {
+          const error = event.unmapped?.error as { kind?: unknown } | undefined;
+          reconnects.inc({ kind: (typeof error?.kind === 'string' ? error.kind : 'session-ended') as 'session-ended' });
+        }
+      });
     },
   };
 }

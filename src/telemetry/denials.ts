@@ -1,7 +1,7 @@
 // The ring of recent denials behind the admin listener's /v1/denials: one record per denying decision event, made
 // from closed fields only (never a message, detail text, query value, placeholder or secret). Bounded; pure.
 
-import type { AuditEvent, AuditSink } from './event.js';
+import { type AuditEvent, type AuditSink, observedSink } from './event.js';
 import { type ReplayFields, replayFromUnmapped } from './replay.js';
 
 /** Denials kept; the oldest is dropped first. */
@@ -126,19 +126,12 @@ export function denialFromEvent(event: AuditEvent, time: number): DenialRecord |
 }
 
 /**
- * `sink`, also recording every denial into `ring`. Keeps `subscribe` when `sink` has it (the control channel
- * forwards events through it). Recording never throws into the emitter.
+ * `sink`, also recording every denial into `ring` (event.ts observedSink: `subscribe` stays reachable, and
+ * recording never throws into the emitter).
  */
 export function recordingDenials(sink: AuditSink, ring: DenialRing, now: () => number): AuditSink {
-  function emit(event: AuditEvent): void {
-    sink.emit(event);
-    try {
-      const denial = denialFromEvent(event, now());
-      if (denial !== undefined) ring.record(denial);
-    } catch {
-      // A malformed event was already reported by the sink; the ring simply does not get it.
-    }
-  }
-  const subscribe = (sink as { subscribe?: unknown }).subscribe;
-  return typeof subscribe === 'function' ? ({ emit, subscribe: subscribe.bind(sink) } as AuditSink) : { emit };
+  return observedSink(sink, (event) => {
+    const denial = denialFromEvent(event, now());
+    if (denial !== undefined) ring.record(denial);
+  });
 }

@@ -38,3 +38,21 @@ export interface AuditEvent {
 export interface AuditSink {
   emit(event: AuditEvent): void;
 }
+
+/**
+ * `sink`, with `observe` shown every event after the sink took it (the composition root's metrics and denial ring).
+ * Keeps `subscribe` reachable when `sink` has one: attached mode forwards events through it (control/attached.ts).
+ * An observer that throws loses that event; the emitter never sees the error.
+ */
+export function observedSink(sink: AuditSink, observe: (event: AuditEvent) => void): AuditSink {
+  function emit(event: AuditEvent): void {
+    sink.emit(event);
+    try {
+      observe(event);
+    } catch {
+      // The sink already has the event; only this observer's view of it is lost.
+    }
+  }
+  const subscribe = (sink as { subscribe?: unknown }).subscribe;
+  return typeof subscribe === 'function' ? ({ emit, subscribe: subscribe.bind(sink) } as AuditSink) : { emit };
+}
