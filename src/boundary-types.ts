@@ -13,7 +13,7 @@ import type { SyntheticPool } from './net/synthetic.js';
 import type { PolicyStore } from './policy/store.js';
 import type { ProxyContext } from './proxy/context.js';
 import type { DialFunction } from './proxy/dial.js';
-import type { ProxyServer } from './proxy/server.js';
+import type { ProxyLimits, ProxyServer } from './proxy/server.js';
 import type { Readiness } from './telemetry/admin.js';
 import type { AuditSink } from './telemetry/event.js';
 import type { Logger } from './telemetry/logger.js';
@@ -72,7 +72,8 @@ export interface TransparentOptions {
   readonly searchDomains?: readonly string[];
   readonly stateDir: string;
   readonly allowLoopback: boolean;
-  readonly maxConnections: number;
+  /** The proxy's limits: the capture listeners hold the same maxConnections, share and first-byte timeout. */
+  readonly limits: ProxyLimits;
   readonly store: PolicyStore;
   /** The proxy's resolver: DNS answers and CONNECT destinations come from the same trusted upstream. */
   readonly resolver: Resolver;

@@ -22,7 +22,7 @@ import { createPolicyStore } from './policy/store.js';
 import { createCaptureHandler } from './proxy/capture.js';
 import { type CaptureListeners, createCaptureListeners } from './proxy/capture-listeners.js';
 import { createAuthorityParsers } from './proxy/context.js';
-import { createPolicyFileWatcher, type PolicyFileWatcher } from './policy/policy-file.js';
+import { followPolicyFile, type PolicyFileWatcher } from './boundary-policy.js';
 import { observeSince } from './proxy/metrics.js';
 import { createProxyServer, type ProxyServer } from './proxy/server.js';
 import { type AdminServer, createAdminServer, type Readiness } from './telemetry/admin.js';
@@ -35,7 +35,7 @@ import { credentialsLoadedEvent, drainedEvent, proxyListeningEvent, stoppingEven
 import type { Boundary, Deps, DrainOutcome, Transparent, TransparentOptions } from './boundary-types.js';
 import { createBoundaryMetrics } from './boundary-metrics.js';
 import { composeReadiness } from './boundary-readiness.js';
-import { drainWithin, SHUTDOWN_DRAIN_MS } from './boundary-shutdown.js';
+import { ADMIN_CLOSE_GRACE_MS, closeWithin, drainWithin, SHUTDOWN_DRAIN_MS } from './boundary-shutdown.js';
 import { readPackageVersion } from './version.js';
 
 export function createBoundary(config: Config, deps: Deps): Boundary {
@@ -64,7 +64,7 @@ export function createBoundary(config: Config, deps: Deps): Boundary {
     searchDomains: config.searchDomains,
     stateDir: config.stateDir,
     allowLoopback: config.unsafeAllowLoopbackUpstream,
-    maxConnections: config.limits.maxConnections,
+    limits: config.limits,
     store,
     resolver: deps.resolver,
     hosts,
@@ -228,7 +228,7 @@ export function createBoundary(config: Config, deps: Deps): Boundary {
         live.metrics.setPolicies(next.entries.map((entry) => entry.key));
       });
       if (config.policyFile !== undefined) {
-        watcher = createPolicyFileWatcher({ path: config.policyFile, store, sink, logger, onInvalid: config.onInvalidPolicy, parse: policyTexts.parse });
+        watcher = followPolicyFile({ path: config.policyFile, store, sink, logger, onInvalid: config.onInvalidPolicy, texts: policyTexts });
         await watcher.loadInitial();
         watcher.start();
       }
@@ -265,7 +265,7 @@ export function createBoundary(config: Config, deps: Deps): Boundary {
           unsubscribeCredentials?.();
           await transparent.close();
           await proxy?.close();
-          await admin?.close();
+          if (admin !== undefined) await closeWithin(admin, ADMIN_CLOSE_GRACE_MS);
         })();
         // Whatever state a part is stuck in, shutdown ends: past the deadline the rest is destroyed.
         const outcome = await drainWithin(drained, deps.shutdownDrainMs ?? SHUTDOWN_DRAIN_MS);
@@ -324,7 +324,7 @@ function assembleTransparent(options: TransparentOptions): Transparent {
         pool: live,
         store: options.store,
         onConnection: createCaptureHandler({ ctx: context, pool: live }),
-        maxConnections: options.maxConnections,
+        limits: options.limits, metrics: context.metrics,
         now,
         sink,
         logger,

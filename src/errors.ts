@@ -48,6 +48,10 @@ export const ERROR_CODES = {
   POLICY_JSON_RPC_INVALID: 'json-rpc endpoints need rules with allow.method',
   POLICY_GRAPHQL_INVALID: 'graphql rule or option is invalid',
   POLICY_TCP_RELOAD: 'the first protocol tcp endpoint cannot be added to a running boundary without live capture (V15)',
+  POLICY_LIMIT_BYTES: 'the policy text is larger than MAX_POLICY_BYTES; refused before YAML parsing',
+  POLICY_LIMIT_ENDPOINTS: 'the policy has more endpoints than MAX_POLICY_ENDPOINTS',
+  POLICY_LIMIT_RULES: 'the policy has more rules and deny_rules than MAX_POLICY_RULES',
+  POLICY_LIMIT_ALIASES: 'YAML aliases expand past MAX_POLICY_ALIAS_COUNT',
   // policy warnings: the load succeeds; policy check prints them
   POLICY_WARN_AUDIT_DEFAULT: 'an L7 endpoint relies on the default audit enforcement; violations are logged, not blocked',
   POLICY_WARN_PORT_AND_PORTS: 'both port and ports are set; ports wins',
@@ -57,6 +61,7 @@ export const ERROR_CODES = {
   POLICY_WARN_PUBLIC_SUFFIX: 'a wildcard whose fixed suffix is a public suffix',
   POLICY_WARN_UNSUPPORTED_L7: 'graphql/mcp/json-rpc are not inspected yet; requests are denied unless REST rules also allow',
   POLICY_WARN_NOT_ENFORCED: 'filesystem_policy, landlock and process are accepted but not enforced by boundary',
+  POLICY_WARN_DENY_PATH_CASE: 'a deny rule path has letters: an origin that ignores case serves other spellings the rule does not deny',
   // network and addresses
   ADDRESS_INVALID: 'a host, IP literal, CIDR or host:port failed to parse',
   // upstream

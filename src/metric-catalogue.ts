@@ -9,7 +9,7 @@ import type { ControlPhase } from './control/client.js';
 import { REFUSAL_REASONS } from './credentials/outcome.js';
 import { RCODES } from './dns/answer.js';
 import { DNS_DECISION_REASONS } from './policy/types.js';
-import { CLIENT_ERROR_REASONS, OUTCOME_VERDICTS, REASON_CODES, REFUSED_CONNECTION_REASONS } from './proxy/events.js';
+import { ADMISSION_LISTENERS, CLIENT_ERROR_REASONS, OUTCOME_VERDICTS, REASON_CODES, REFUSED_CONNECTION_REASONS } from './proxy/events.js';
 import type { MetricSpec } from './telemetry/metrics.js';
 
 /** Policy names (network_policies keys) labelled one by one; the rest of a larger policy is counted as `other`. */
@@ -129,8 +129,24 @@ export const METRICS = {
     name: 'boundary_proxy_refused_connections_total',
     type: 'counter',
     unit: '',
-    help: 'Connections refused before any request was read',
+    help: 'Connections refused before any request was read: the listener was full, or the source address held its share of it',
     labels: { reason: REFUSED_CONNECTION_REASONS },
+    scope: 'boundary',
+  },
+  boundary_proxy_first_byte_timeouts_total: {
+    name: 'boundary_proxy_first_byte_timeouts_total',
+    type: 'counter',
+    unit: '',
+    help: 'Connections closed because nothing was sent within the first-byte timeout of accept (transparent: either way)',
+    labels: { listener: ADMISSION_LISTENERS },
+    scope: 'boundary',
+  },
+  boundary_proxy_connection_sources: {
+    name: 'boundary_proxy_connection_sources',
+    type: 'gauge',
+    unit: '',
+    help: 'Distinct client source addresses holding open connections, per listener (each is held to its share of the limit)',
+    labels: { listener: ADMISSION_LISTENERS },
     scope: 'boundary',
   },
   boundary_proxy_client_errors_total: {

@@ -284,8 +284,16 @@ function renderExplain(intent: EgressIntent, decision: Decision, suggestion: Sug
   row('layer', decision.layer);
   row('binary', intent.binary === undefined ? 'not checked (endpoint-only)' : `${intent.binary} (${decision.binaryIdentity})`);
   row('detail', decision.detail);
-  if (intent.path?.includes('%2F') && decision.endpoint?.inspected && !decision.endpoint.allowEncodedSlash) {
-    lines.push('  note     the path holds %2F: the proxy refuses it (400) unless the endpoint sets allow_encoded_slash');
+  const endpoint = decision.endpoint;
+  const escapes = [
+    ['%2F', endpoint?.allowEncodedSlash, 'allow_encoded_slash'],
+    ['%5C', endpoint?.allowEncodedBackslash, 'allow_encoded_backslash'],
+    ['%00', endpoint?.allowEncodedNul, 'allow_encoded_nul'],
+  ] as const;
+  for (const [kept, allowed, option] of escapes) {
+    if (intent.path?.includes(kept) && endpoint?.inspected && allowed !== true) {
+      lines.push(`  note     the path holds ${kept}: the proxy refuses it (400) unless the endpoint sets ${option}`);
+    }
   }
   let out = `${lines.join('\n')}\n`;
   if (suggestion?.ok === true) {

@@ -7,7 +7,6 @@ import { lookup as dnsLookup } from 'node:dns/promises';
 import { readFile } from 'node:fs/promises';
 import { isIP } from 'node:net';
 import { isAbsolute, join, resolve } from 'node:path';
-import { Registry } from 'prom-client';
 import type { Boundary } from '../boundary-types.js';
 import { createBoundary } from '../boundary.js';
 import { createFileCredentialSource, type FileCredentialSource } from '../credentials/file-source.js';
@@ -22,6 +21,7 @@ import { CA_CERT_FILE } from '../pki/ca.js';
 import { CA_BUNDLE_FILE } from '../pki/trust-bundle.js';
 import { createLogger, type Logger } from '../telemetry/logger.js';
 import { MetricsOffRegistry } from '../telemetry/metrics.js';
+import { Registry } from '../telemetry/prom.js';
 import { readPackageVersion } from '../version.js';
 import { type CliIo, type Command, EXIT_DRAIN_FORCED } from './io.js';
 import { formatRunBanner } from './run-banner.js';
@@ -56,6 +56,9 @@ const RUN_HELP = `Usage: boundary run --policy FILE [options]
   --unsafe-allow-loopback-upstream  let upstreams on 127.0.0.0/8 and ::1 through (development only)
   --credentials FILE                credential providers (YAML, watched; a rotation applies to the next request)
   --max-connections N               proxy connections open at once; more get 503 too_many_connections (default 4096)
+  --max-connections-per-source-percent P
+                                    the share of N one client address may hold; beyond it that client gets 503
+                                    too_many_connections_from_source (default 50; 100: no per-address share)
 
 Attached mode (instead of --policy): policy, credentials and relays come from the supervisor; until its
 first policy is effective all egress is denied and /readyz is 503 with the reason.
@@ -90,6 +93,12 @@ const VALUE_FLAGS: Readonly<Record<string, string>> = {
   '--instance-id': 'instanceId',
   '--relay-allow': 'relayAllow',
   '--max-connections': 'limits',
+  '--max-connections-per-source-percent': 'limits',
+};
+/** The flags of config.limits, each a positive integer that parseConfig checks. */
+const LIMIT_FLAGS: Readonly<Record<string, string>> = {
+  '--max-connections': 'maxConnections',
+  '--max-connections-per-source-percent': 'maxConnectionsPerSourcePercent',
 };
 const PATH_KEYS: ReadonlySet<string> = new Set(['policyFile', 'stateDir', 'caCert', 'caKey', 'caOut', 'caBundleOut', 'upstreamCa', 'hostsFile', 'credentialsFile', 'tlsDir']);
 
@@ -108,12 +117,15 @@ export function parseRunFlags(argv: readonly string[], cwd: string): Record<stri
     if (key === undefined) return `unknown option ${arg}`;
     const value = eq > 0 ? arg.slice(eq + 1) : argv[++i];
     if (value === undefined) return `${flag} needs a value`;
-    if (raw[key] !== undefined) return `${flag} given twice`;
-    if (key === 'limits') {
-      // parseConfig checks it is a positive integer (limits.maxConnections); NaN fails that check.
-      raw.limits = { maxConnections: /^\d+$/.test(value) ? Number(value) : Number.NaN };
+    const limit = LIMIT_FLAGS[flag];
+    if (limit !== undefined) {
+      const limits = (raw.limits ?? {}) as Record<string, number>;
+      if (limits[limit] !== undefined) return `${flag} given twice`;
+      // parseConfig checks it is a positive integer (limits.<key>); NaN fails that check.
+      raw.limits = { ...limits, [limit]: /^\d+$/.test(value) ? Number(value) : Number.NaN };
       continue;
     }
+    if (raw[key] !== undefined) return `${flag} given twice`;
     raw[key] = PATH_KEYS.has(key) && !isAbsolute(value) ? resolve(cwd, value) : value;
   }
   return raw;

@@ -176,7 +176,9 @@ export function createControlClient(options: ControlClientOptions): ControlClien
     }
   }
 
-  const { runSession, acksSettled } = createSessionRunner({ options, supervisor, applier, tlsForDial, buffer, relays, shared, publish });
+  // Aborted by close(): a dial to a black-holed or silent supervisor would hold the drain for its timeouts.
+  const closing = new AbortController();
+  const { runSession, acksSettled } = createSessionRunner({ options, supervisor, applier, tlsForDial, buffer, relays, shared, closing: closing.signal, publish });
 
   async function loop(): Promise<void> {
     while (!shared.closed) {
@@ -250,7 +252,6 @@ export function createControlClient(options: ControlClientOptions): ControlClien
     publish('superseded');
   }
 
-
   return {
     async start() {
       if (loopDone !== undefined || shared.closed) return;
@@ -263,6 +264,7 @@ export function createControlClient(options: ControlClientOptions): ControlClien
     async close() {
       if (shared.closed) return;
       shared.closed = true;
+      closing.abort();
       unsubscribe?.();
       wake?.();
       shared.live?.finish(undefined, 'closed');

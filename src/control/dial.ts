@@ -86,6 +86,27 @@ interface DialOptions {
   readonly handshakeTimeoutMs?: number | undefined;
   /** Picks the first address to try when the name has several; defaults to Math.random. */
   readonly random?: (() => number) | undefined;
+  /**
+   * Aborted when the control client closes: the lookup, connect and handshake end at once instead of at their
+   * timeouts (up to CONNECT_TIMEOUT_MS + HANDSHAKE_TIMEOUT_MS), which outlast the drain deadline (issue 15).
+   */
+  readonly signal?: AbortSignal | undefined;
+}
+
+/** What a dial ends with once `signal` aborts. Never published: the client loop stops on close. */
+function abandoned(target: string): ControlFailure {
+  return new ControlFailure('connect-refused', `dial of ${target} abandoned: the control client is closing`);
+}
+
+/** `promise`, or a rejection with abandoned(target) as soon as `signal` aborts. */
+function unlessAborted<T>(promise: Promise<T>, signal: AbortSignal | undefined, target: string): Promise<T> {
+  if (signal === undefined) return promise;
+  if (signal.aborted) return Promise.reject(abandoned(target));
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = (): void => reject(abandoned(target));
+    signal.addEventListener('abort', onAbort, { once: true });
+    promise.then(resolve, reject).finally(() => signal.removeEventListener('abort', onAbort));
+  });
 }
 
 const DNS_CODES = new Set(['ENOTFOUND', 'EAI_AGAIN', 'EAI_FAIL', 'EAI_NODATA', 'EAI_NONAME']);
@@ -158,8 +179,9 @@ async function resolveAddresses(options: DialOptions): Promise<readonly string[]
   const via = servers.length === 0 ? '' : ` via ${servers.join(', ')}`;
   let addresses: readonly string[];
   try {
-    addresses = await options.lookup(host);
+    addresses = await unlessAborted(options.lookup(host), options.signal, host);
   } catch (err) {
+    if (options.signal?.aborted === true) throw abandoned(host);
     // getaddrinfo's message repeats the name; its code alone (ENOTFOUND, EAI_AGAIN) says what happened.
     const code = (err as NodeJS.ErrnoException | undefined)?.code;
     throw new ControlFailure('dns', `cannot resolve ${host}${via}: ${typeof code === 'string' ? code : describeError(err)}`, { cause: err });
@@ -178,6 +200,10 @@ function dialAddress(options: DialOptions, address: string, connectTimeoutMs: nu
   // Reported as the name when one was dialled, with the address it resolved to.
   const peer = address === host ? target : `${host}:${port} (${address})`;
   return new Promise<TLSSocket>((resolve, reject) => {
+    if (options.signal?.aborted === true) {
+      reject(abandoned(peer));
+      return;
+    }
     let phase: DialPhase = 'connect';
     const socket: TLSSocket = tlsConnect({
       host: address,
@@ -221,14 +247,21 @@ function dialAddress(options: DialOptions, address: string, connectTimeoutMs: nu
       }
       resolve(socket);
     };
+    const onAbort = (): void => {
+      cleanup();
+      socket.destroy();
+      reject(abandoned(peer));
+    };
     function cleanup(): void {
       clearTimeout(timer);
+      options.signal?.removeEventListener('abort', onAbort);
       restorePeerCertificate(socket);
       socket.off('connect', onConnect);
       socket.off('error', onError);
       socket.off('close', onClose);
       socket.off('secureConnect', onSecure);
     }
+    options.signal?.addEventListener('abort', onAbort, { once: true });
     socket.once('connect', onConnect);
     socket.once('secureConnect', onSecure);
     socket.once('error', onError);

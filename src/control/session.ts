@@ -62,6 +62,8 @@ interface SessionContext {
   readonly buffer: EventBuffer;
   readonly relays: Set<Socket>;
   readonly shared: SessionShared;
+  /** Aborted by the client's close(): a dial in progress ends then, not at its timeouts. */
+  readonly closing: AbortSignal;
   publish(next?: ControlPhase): void;
 }
 
@@ -89,6 +91,7 @@ export function createSessionRunner(ctx: SessionContext): SessionRunner {
       lookup: options.lookup,
       connectTimeoutMs: timeouts.connectMs,
       handshakeTimeoutMs: timeouts.handshakeMs,
+      signal: ctx.closing,
     });
     if (shared.closed) {
       socket.destroy();

@@ -1,7 +1,7 @@
 // DNS wire work for policy DNS: a strict, bounded query parser and response encoding (dns-packet), plus the
 // wire-form answer templates behind the fast path. Pure: no sockets, no clock, no policy, no logging.
 
-import { encode as encodePacket } from 'dns-packet';
+import { encodePacket } from './packet.js';
 
 const DNS_HEADER_BYTES = 12;
 /** Largest DNS message accepted or produced anywhere (docs/dns.md#limits). */

@@ -5,11 +5,11 @@
 import { randomInt } from 'node:crypto';
 import { createSocket, type Socket as UdpSocket } from 'node:dgram';
 import { connect as tcpConnect } from 'node:net';
-import { decode as decodePacket, encode as encodePacket, type DecodedPacket, RECURSION_DESIRED, type StringAnswer } from 'dns-packet';
 import { BoundaryError } from '../errors.js';
 import { HOSTS_TTL_SECONDS, type HostsTable } from '../net/hosts.js';
 import { formatIp, parseIp } from '../net/ip.js';
 import type { ResolveFailure, ResolveResult, Resolver } from '../net/resolver.js';
+import { type DecodedPacket, decodePacket, encodePacket, RECURSION_DESIRED, type StringAnswer } from './packet.js';
 import { MAX_DNS_MESSAGE_BYTES } from './answer.js';
 
 /** Per exchange (one UDP or TCP round trip to one server). */

@@ -38,6 +38,8 @@ export interface H1Exchange {
   abort(err: Error): void;
   pause(): void;
   resume(): void;
+  /** The request head was written to an upstream socket: from then on the origin may act on the request. */
+  readonly sent: boolean;
 }
 
 export interface H1Pool {

@@ -26,6 +26,7 @@ export class Exchange implements H1Exchange {
   state = QUEUED;
   conn: Conn | undefined = undefined;
   retried = false;
+  sent = false;
   bodyDone = false;
   failed = false;
   /** Set while the parser runs; delivered to the handler after each read. */
@@ -64,6 +65,7 @@ export class Exchange implements H1Exchange {
   write(conn: Conn): void {
     const socket = conn.socket;
     const body = this.body;
+    this.sent = true;
     if (body === null || Buffer.isBuffer(body)) {
       socket.cork();
       socket.write(this.head, 'latin1');

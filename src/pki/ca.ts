@@ -1,10 +1,18 @@
 // Certificate authorities: the interception CA that signs TLS leaves, and the control-channel CA that
 // `boundary pki` creates. Creates, loads and checks CAs; never mints end-entity certificates.
-import 'reflect-metadata';
-import { X509Certificate as NodeX509Certificate } from 'node:crypto';
+import { X509Certificate } from 'node:crypto';
 import { dirname, join, resolve } from 'node:path';
-import * as x509 from '@peculiar/x509';
 import { BoundaryError } from '../errors.js';
+import {
+  basicConstraints,
+  encodeName,
+  KEY_USAGE,
+  keyIdentifier,
+  keyUsage,
+  readCaFacts,
+  signCertificate,
+  subjectKeyIdentifier,
+} from './certificate-der.js';
 import { CERT_FILE_MODE, ensureDir, KEY_FILE_MODE, pathExists, readPemFile, writeFileAtomic } from './files.js';
 import {
   CLOCK_SKEW_MS,
@@ -14,12 +22,12 @@ import {
   endLine,
   exportKeyPem,
   generateP256,
+  type Issuer,
   importSigningKey,
   MAX_COMMON_NAME_CHARS,
   p256Signing,
   randomSerial,
   type SigningKey,
-  subjectName,
 } from './mint.js';
 
 const CA_VALIDITY_DAYS = 3650;
@@ -30,11 +38,10 @@ export const CA_RENEW_BEFORE_MS = 14 * DAY_MS;
 export const CA_CERT_FILE = 'ca.pem';
 export const CA_KEY_FILE = 'ca.key';
 
-export interface CertificateAuthority extends SigningKey {
+export interface CertificateAuthority extends Issuer {
   readonly certPem: string;
   /** PKCS#8 PEM. Kept out of toJSON(), so logging a CA never prints its key. */
   readonly keyPem: string;
-  readonly certificate: x509.X509Certificate;
   readonly subject: string;
   /** Epoch milliseconds. */
   readonly notBefore: number;
@@ -42,18 +49,23 @@ export interface CertificateAuthority extends SigningKey {
   toJSON(): { subject: string; notAfter: string; fingerprint256: string };
 }
 
-function assembleCa(certPem: string, keyPem: string, certificate: x509.X509Certificate, key: SigningKey) {
-  const fingerprint256 = new NodeX509Certificate(certPem).fingerprint256;
+function assembleCa(certPem: string, keyPem: string, certificate: X509Certificate, key: SigningKey) {
+  const facts = readCaFacts(certificate.raw);
+  const { fingerprint256 } = certificate;
+  // Node prints a multi-RDN subject one RDN per line; one line reads better in logs and errors.
+  const subject = certificate.subject.split('\n').join(', ');
+  const notAfter = new Date(certificate.validTo);
   const ca: CertificateAuthority = {
     certPem,
     keyPem,
-    certificate,
+    nameDer: facts.subject,
+    keyId: facts.subjectKeyId ?? keyIdentifier(certificate.publicKey.export({ type: 'spki', format: 'der' })),
     privateKey: key.privateKey,
     signingAlgorithm: key.signingAlgorithm,
-    subject: certificate.subject,
-    notBefore: certificate.notBefore.getTime(),
-    notAfter: certificate.notAfter.getTime(),
-    toJSON: () => ({ subject: certificate.subject, notAfter: certificate.notAfter.toISOString(), fingerprint256 }),
+    subject,
+    notBefore: new Date(certificate.validFrom).getTime(),
+    notAfter: notAfter.getTime(),
+    toJSON: () => ({ subject, notAfter: notAfter.toISOString(), fingerprint256 }),
   };
   return Object.freeze(ca);
 }
@@ -73,23 +85,26 @@ export async function createCertificateAuthority(options: {
   const keys = await generateP256();
   const signing = p256Signing(keys.privateKey);
   const t = options.now();
-  const certificate = await x509.X509CertificateGenerator.createSelfSigned(
+  const spki = Buffer.from(await crypto.subtle.exportKey('spki', keys.publicKey));
+  const name = encodeName(commonName);
+  const der = signCertificate(
     {
-      serialNumber: randomSerial(),
-      name: subjectName(commonName),
+      serialHex: randomSerial(),
+      issuer: name,
+      subject: name,
       notBefore: new Date(t - CLOCK_SKEW_MS),
       notAfter: new Date(t + days * DAY_MS),
-      keys,
-      signingAlgorithm: signing.signingAlgorithm,
+      spki,
       extensions: [
-        new x509.BasicConstraintsExtension(true, 0, true),
-        new x509.KeyUsagesExtension(x509.KeyUsageFlags.keyCertSign | x509.KeyUsageFlags.cRLSign, true),
-        await x509.SubjectKeyIdentifierExtension.create(keys.publicKey, false, crypto),
+        basicConstraints(true, 0),
+        keyUsage(KEY_USAGE.keyCertSign | KEY_USAGE.cRLSign),
+        subjectKeyIdentifier(keyIdentifier(spki)),
       ],
     },
-    crypto,
+    signing,
   );
-  return assembleCa(certificatePem(certificate), await exportKeyPem(keys.privateKey), certificate, signing);
+  const certPem = certificatePem(der);
+  return assembleCa(certPem, await exportKeyPem(keys.privateKey), new X509Certificate(der), signing);
 }
 
 const PEM_CERTIFICATE = /-----BEGIN CERTIFICATE-----[\s\S]+?-----END CERTIFICATE-----/;
@@ -98,21 +113,19 @@ const PEM_CERTIFICATE = /-----BEGIN CERTIFICATE-----[\s\S]+?-----END CERTIFICATE
 export async function loadCertificateAuthority(options: { certPem: string; keyPem: string }): Promise<CertificateAuthority> {
   const block = PEM_CERTIFICATE.exec(options.certPem)?.[0];
   if (block === undefined) throw new BoundaryError('PKI_INVALID', 'the CA certificate is not a PEM certificate');
-  let nodeCert: NodeX509Certificate;
-  let certificate: x509.X509Certificate;
+  let certificate: X509Certificate;
   try {
-    nodeCert = new NodeX509Certificate(block);
-    certificate = new x509.X509Certificate(block);
+    certificate = new X509Certificate(block);
   } catch (err) {
     throw new BoundaryError('PKI_INVALID', 'the CA certificate could not be parsed', { cause: err });
   }
-  if (!nodeCert.ca) throw new BoundaryError('PKI_INVALID', `${certificate.subject} is not a CA certificate`);
-  const usage = certificate.getExtension(x509.KeyUsagesExtension);
-  if (usage !== null && (usage.usages & x509.KeyUsageFlags.keyCertSign) === 0) {
+  if (!certificate.ca) throw new BoundaryError('PKI_INVALID', `${certificate.subject} is not a CA certificate`);
+  const usage = readCaFacts(certificate.raw).keyUsage;
+  if (usage !== undefined && (usage & KEY_USAGE.keyCertSign) === 0) {
     throw new BoundaryError('PKI_INVALID', `${certificate.subject} may not sign certificates (keyUsage)`);
   }
   const key = await importSigningKey(options.keyPem);
-  const certSpki = nodeCert.publicKey.export({ type: 'spki', format: 'der' });
+  const certSpki = certificate.publicKey.export({ type: 'spki', format: 'der' });
   if (!certSpki.equals(key.spki)) {
     throw new BoundaryError('PKI_INVALID', `the private key does not belong to ${certificate.subject}`);
   }

@@ -1,12 +1,11 @@
 // Control-channel certificates: client certificates naming a sandbox or an operator by SPIFFE URI, server
 // certificates for the supervisor, and the on-disk layout `boundary pki` manages. Never reads the clock or env.
-import 'reflect-metadata';
 import type { X509Certificate } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
-import * as x509 from '@peculiar/x509';
 import { BoundaryError } from '../errors.js';
 import { CA_CERT_FILE, CA_KEY_FILE, type CertificateAuthority, createCertificateAuthority, loadCertificateAuthority } from './ca.js';
+import { basicConstraints, extendedKeyUsage, KEY_USAGE, keyUsage, subjectAltName } from './certificate-der.js';
 import { CERT_FILE_MODE, ensureDir, KEY_FILE_MODE, pathExists, readPemFile, writeFileAtomic } from './files.js';
 import { CLOCK_SKEW_MS, certificatePem, DAY_MS, exportKeyPem, generateP256, mintCertificate, normaliseCertName, subjectName } from './mint.js';
 
@@ -144,12 +143,10 @@ export async function issueCertificate(options: IssueOptions): Promise<IssuedCer
     notBefore: new Date(t - CLOCK_SKEW_MS),
     notAfter: new Date(notAfter),
     extensions: [
-      new x509.BasicConstraintsExtension(false, undefined, true),
-      new x509.KeyUsagesExtension(x509.KeyUsageFlags.digitalSignature, true),
-      new x509.ExtendedKeyUsageExtension([
-        options.kind === 'client' ? x509.ExtendedKeyUsage.clientAuth : x509.ExtendedKeyUsage.serverAuth,
-      ]),
-      new x509.SubjectAlternativeNameExtension(san, subject.length === 0),
+      basicConstraints(false),
+      keyUsage(KEY_USAGE.digitalSignature),
+      extendedKeyUsage(options.kind === 'client' ? 'clientAuth' : 'serverAuth'),
+      subjectAltName(san, subject.empty),
     ],
   });
   const issued = { certPem: certificatePem(certificate), keyPem: await exportKeyPem(keys.privateKey), notAfter };

@@ -1,10 +1,9 @@
 // Per-host leaf certificates for TLS interception, signed by the interception CA, with a bounded LRU
 // cache of ready SecureContexts. The SAN is the CONNECT host given by the caller, never the SNI.
-import 'reflect-metadata';
 import { createSecureContext, type SecureContext } from 'node:tls';
-import * as x509 from '@peculiar/x509';
 import { BoundaryError } from '../errors.js';
 import type { CertificateAuthority } from './ca.js';
+import { basicConstraints, extendedKeyUsage, KEY_USAGE, keyUsage, subjectAltName } from './certificate-der.js';
 import { CLOCK_SKEW_MS, certificatePem, DAY_MS, exportKeyPem, generateP256, mintCertificate, normaliseCertName, subjectName } from './mint.js';
 
 /** docs/destinations.md#limits: 256 leaves, after which the least recently used one is dropped. */
@@ -43,11 +42,11 @@ export function createLeafCache(options: { ca: CertificateAuthority; now: () => 
       notBefore: new Date(issuedAt - CLOCK_SKEW_MS),
       notAfter: new Date(notAfter),
       extensions: [
-        new x509.BasicConstraintsExtension(false, undefined, true),
-        new x509.KeyUsagesExtension(x509.KeyUsageFlags.digitalSignature, true),
-        new x509.ExtendedKeyUsageExtension([x509.ExtendedKeyUsage.serverAuth]),
+        basicConstraints(false),
+        keyUsage(KEY_USAGE.digitalSignature),
+        extendedKeyUsage('serverAuth'),
         // RFC 5280: with an empty subject the SAN must be critical.
-        new x509.SubjectAlternativeNameExtension([{ type, value: name }], subject.length === 0),
+        subjectAltName([{ type, value: name }], subject.empty),
       ],
     });
     return createSecureContext({ cert: certificatePem(certificate), key: await exportKeyPem(keys.privateKey) });

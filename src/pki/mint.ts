@@ -1,15 +1,11 @@
 // Shared certificate plumbing for ca.ts, leaf.ts and issue.ts: key pairs, PEM export, serials, names.
 // Never touches the filesystem or reads a clock: callers pass dates.
-import 'reflect-metadata';
 import { createPrivateKey, createPublicKey, randomBytes, webcrypto } from 'node:crypto';
 import { isIP } from 'node:net';
-import * as x509 from '@peculiar/x509';
 import { BoundaryError } from '../errors.js';
+import { authorityKeyIdentifier, encodeName, keyIdentifier, pem, type Signer, signCertificate, subjectKeyIdentifier } from './certificate-der.js';
 
-// @peculiar/x509 keeps its provider in a library-level registry; every mint below also passes the
-// provider explicitly, so the order in which modules load never matters.
 export const crypto = webcrypto as unknown as Crypto;
-x509.cryptoProvider.set(crypto);
 
 /** Backdating of notBefore, so a peer whose clock runs a little behind still accepts a fresh certificate. */
 export const CLOCK_SKEW_MS = 60 * 60 * 1000;
@@ -22,10 +18,7 @@ const MAX_DNS_NAME_CHARS = 253;
 const EC_P256 = { name: 'ECDSA', namedCurve: 'P-256' } as const;
 
 /** What a signing key needs besides the CryptoKey: the algorithm to put into signatures. */
-export interface SigningKey {
-  readonly privateKey: CryptoKey;
-  readonly signingAlgorithm: Algorithm | EcdsaParams;
-}
+export type SigningKey = Signer;
 
 export async function generateP256(): Promise<CryptoKeyPair> {
   return (await crypto.subtle.generateKey(EC_P256, true, ['sign', 'verify'])) as CryptoKeyPair;
@@ -41,12 +34,11 @@ export function endLine(pem: string): string {
 }
 
 export async function exportKeyPem(key: CryptoKey): Promise<string> {
-  const der = await crypto.subtle.exportKey('pkcs8', key);
-  return endLine(x509.PemConverter.encode(der, 'PRIVATE KEY'));
+  return pem(Buffer.from(await crypto.subtle.exportKey('pkcs8', key)), 'PRIVATE KEY');
 }
 
-export function certificatePem(certificate: x509.X509Certificate): string {
-  return endLine(certificate.toString('pem'));
+export function certificatePem(der: Buffer): string {
+  return pem(der, 'CERTIFICATE');
 }
 
 /**
@@ -104,40 +96,48 @@ export function normaliseCertName(raw: string): { name: string; type: 'dns' | 'i
   return isCertifiableDnsName(name) ? { name, type: 'dns' } : undefined;
 }
 
+/** A subject Name: its DER, and whether it is empty (then the SAN must be critical, RFC 5280 4.2.1.6). */
+export interface SubjectName {
+  readonly der: Buffer;
+  readonly empty: boolean;
+}
+
 /** Subject DN with the CN when it fits; the SAN carries the identity either way. */
-export function subjectName(commonName: string): x509.JsonName {
-  return commonName.length <= MAX_COMMON_NAME_CHARS ? [{ CN: [commonName] }] : [];
+export function subjectName(commonName: string): SubjectName {
+  const fits = commonName.length <= MAX_COMMON_NAME_CHARS;
+  return { der: encodeName(fits ? commonName : undefined), empty: !fits };
+}
+
+/** What a certificate needs from its issuer: its subject Name byte for byte, its key identifier, its key. */
+export interface Issuer extends SigningKey {
+  readonly nameDer: Buffer;
+  readonly keyId: Buffer;
 }
 
 interface MintOptions {
-  readonly issuer: { readonly certificate: x509.X509Certificate } & SigningKey;
+  readonly issuer: Issuer;
   readonly publicKey: CryptoKey;
-  readonly subject: x509.JsonName;
+  readonly subject: SubjectName;
   readonly notBefore: Date;
   readonly notAfter: Date;
-  readonly extensions: readonly x509.Extension[];
+  /** DER Extension values (certificate-der.ts builders). */
+  readonly extensions: readonly Buffer[];
 }
 
-/** Signs an end-entity certificate with the issuer's key; adds SKI and AKI. */
-export async function mintCertificate(options: MintOptions): Promise<x509.X509Certificate> {
+/** Signs an end-entity certificate with the issuer's key; adds SKI and AKI. Returns the DER. */
+export async function mintCertificate(options: MintOptions): Promise<Buffer> {
   const { issuer } = options;
-  const ski = await x509.SubjectKeyIdentifierExtension.create(options.publicKey, false, crypto);
-  const issuerSki = issuer.certificate.getExtension(x509.SubjectKeyIdentifierExtension);
-  const aki = issuerSki
-    ? new x509.AuthorityKeyIdentifierExtension(issuerSki.keyId)
-    : await x509.AuthorityKeyIdentifierExtension.create(issuer.certificate.publicKey, false, crypto);
-  return x509.X509CertificateGenerator.create(
+  const spki = Buffer.from(await crypto.subtle.exportKey('spki', options.publicKey));
+  return signCertificate(
     {
-      serialNumber: randomSerial(),
-      subject: options.subject,
-      issuer: issuer.certificate.subjectName,
+      serialHex: randomSerial(),
+      issuer: issuer.nameDer,
+      subject: options.subject.der,
       notBefore: options.notBefore,
       notAfter: options.notAfter,
-      publicKey: options.publicKey,
-      signingKey: issuer.privateKey,
-      signingAlgorithm: issuer.signingAlgorithm,
-      extensions: [...options.extensions, ski, aki],
+      spki,
+      extensions: [...options.extensions, subjectKeyIdentifier(keyIdentifier(spki)), authorityKeyIdentifier(issuer.keyId)],
     },
-    crypto,
+    issuer,
   );
 }

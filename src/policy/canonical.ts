@@ -14,11 +14,24 @@ export function sha256Hex(text: string): string {
 
 /** Freezes plain objects and arrays recursively; functions, maps and class instances are left as they are. */
 export function deepFreeze<T>(value: T): T {
-  if (value === null || typeof value !== 'object') return value;
-  if (!Array.isArray(value) && Object.getPrototypeOf(value) !== Object.prototype) return value;
-  Object.freeze(value);
-  for (const child of Object.values(value)) deepFreeze(child);
-  return value;
+  return createFreezer()(value);
+}
+
+/**
+ * deepFreeze that remembers what it froze: a compiled policy reaches every endpoint twice (entries[].endpoints
+ * and endpoints), and is frozen piece by piece while it compiles, so each object is walked once.
+ */
+export function createFreezer(): <T>(value: T) => T {
+  const seen = new WeakSet<object>();
+  const freeze = <T>(value: T): T => {
+    if (value === null || typeof value !== 'object' || seen.has(value)) return value;
+    if (!Array.isArray(value) && Object.getPrototypeOf(value) !== Object.prototype) return value;
+    seen.add(value);
+    Object.freeze(value);
+    for (const child of Object.values(value)) freeze(child);
+    return value;
+  };
+  return freeze;
 }
 
 function sortKeys(value: unknown): unknown {

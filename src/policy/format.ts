@@ -37,6 +37,8 @@ export const ENDPOINT_KEYS = [
   'deny_rules',
   'allowed_ips',
   'allow_encoded_slash',
+  'allow_encoded_backslash',
+  'allow_encoded_nul',
   'websocket_credential_rewrite',
   'request_body_credential_rewrite',
   'allow_uninspected_credentials',
@@ -61,6 +63,8 @@ export const L7_ONLY_ENDPOINT_KEYS = [
   'rules',
   'deny_rules',
   'allow_encoded_slash',
+  'allow_encoded_backslash',
+  'allow_encoded_nul',
   'websocket_credential_rewrite',
   'request_body_credential_rewrite',
   'credential_signing',
@@ -134,6 +138,10 @@ export interface RawEndpoint {
   readonly deny_rules?: readonly RawRule[];
   readonly allowed_ips?: readonly string[];
   readonly allow_encoded_slash?: boolean;
+  /** boundary extension (docs/policy.md#path-canonicalisation): keep `%5C` and a raw `\` as `%5C`. */
+  readonly allow_encoded_backslash?: boolean;
+  /** boundary extension (docs/policy.md#path-canonicalisation): keep `%00`. */
+  readonly allow_encoded_nul?: boolean;
   readonly websocket_credential_rewrite?: boolean;
   readonly request_body_credential_rewrite?: boolean;
   readonly allow_uninspected_credentials?: boolean;

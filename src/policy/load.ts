@@ -3,14 +3,15 @@
 
 import { readFile } from 'node:fs/promises';
 import { BoundaryError } from '../errors.js';
+import { bytesLimitIssue } from './limits.js';
 import { parsePolicy } from './parse.js';
 import type { Policy } from './types.js';
 
-/** Largest policy file we read; a policy is hand-written configuration, not data. */
-export const MAX_POLICY_FILE_BYTES = 8 * 1024 * 1024;
+/** Parses one policy text; a reload passes policy/parse-off-thread.ts's, which keeps the event loop free. */
+export type PolicyParser = (text: string, options: { source: string }) => Policy | Promise<Policy>;
 
 /** `parse` defaults to parsePolicy; the boundary passes policy/texts.ts's, which also keeps the text. */
-export async function loadPolicyFile(path: string, parse: (text: string, options: { source: string }) => Policy = parsePolicy): Promise<Policy> {
+export async function loadPolicyFile(path: string, parse: PolicyParser = parsePolicy): Promise<Policy> {
   let bytes: Buffer;
   try {
     bytes = await readFile(path);
@@ -18,8 +19,10 @@ export async function loadPolicyFile(path: string, parse: (text: string, options
     const reason = err instanceof Error && 'code' in err ? String(err.code) : String(err);
     throw new BoundaryError('POLICY_UNREADABLE', `cannot read policy ${path}: ${reason}`, { cause: err });
   }
-  if (bytes.length > MAX_POLICY_FILE_BYTES) {
-    throw new BoundaryError('POLICY_UNREADABLE', `policy ${path} is ${bytes.length} bytes; the limit is ${MAX_POLICY_FILE_BYTES}`);
+  // The same limit parsePolicy applies, refused before decoding: the text is never built.
+  const tooLarge = bytesLimitIssue(bytes.length, path);
+  if (tooLarge !== undefined) {
+    throw new BoundaryError('POLICY_INVALID', `policy ${path} is invalid (1 problem):\n  ${tooLarge.message} (${tooLarge.code})`, { issues: [tooLarge] });
   }
   let text: string;
   try {
@@ -27,5 +30,5 @@ export async function loadPolicyFile(path: string, parse: (text: string, options
   } catch (err) {
     throw new BoundaryError('POLICY_UNREADABLE', `policy ${path} is not UTF-8 text`, { cause: err });
   }
-  return parse(text, { source: path });
+  return await parse(text, { source: path });
 }

@@ -4,7 +4,7 @@
 import { LineCounter, type Node, parseDocument } from 'yaml';
 import { BoundaryError, type Issue } from '../errors.js';
 import { checkAmbiguity, type PlacedDraft } from './ambiguity.js';
-import { canonicalJson, deepFreeze, sha256Hex } from './canonical.js';
+import { compileSteps, drain, type EntryDraft, type Steps } from './compile.js';
 import {
   BINARY_KEYS,
   ENTRY_KEYS,
@@ -12,9 +12,9 @@ import {
   NOT_ENFORCED_SECTIONS,
   TOP_LEVEL_KEYS,
 } from './format.js';
-import { compileBinaryGlob, globError } from './glob.js';
-import { buildHostIndex, type IndexedEndpoint } from './host-index.js';
-import type { Endpoint, Policy, PolicyEntry } from './types.js';
+import { globError } from './glob.js';
+import { aliasLimitIssue, bytesLimitIssue, checkCounts } from './limits.js';
+import type { Policy } from './types.js';
 import { type EndpointDraft, readEndpoint } from './validate-endpoint.js';
 import {
   childPath,
@@ -38,15 +38,26 @@ interface ParseOptions {
   readonly source?: string;
 }
 
-interface EntryDraft {
-  readonly key: string;
-  readonly name: string;
-  readonly binaries: readonly string[];
-  readonly endpoints: readonly EndpointDraft[];
+interface ReadOptions {
+  /** V13 across endpoints; off only when the same text already passed it (policy/parse-off-thread.ts). */
+  readonly checkAmbiguity: boolean;
+  /** Warnings to report instead of the ones found here (which have no positions when read from plain data). */
+  readonly warnings?: readonly Issue[];
 }
 
 export function parsePolicy(text: string, options: ParseOptions = {}): Policy {
+  const { ctx, contents } = openPolicy(text, options);
+  return drain(readPolicySteps(ctx, contents, { checkAmbiguity: true }));
+}
+
+/** Limits on bytes and aliases, then the YAML parse; throws POLICY_INVALID on a limit or a syntax error. */
+export function openPolicy(text: string, options: ParseOptions = {}): { ctx: ReadContext; contents: Node | null } {
   const lineCounter = new LineCounter();
+  // Checked before the parser sees the text: the parse itself is what the limit bounds.
+  const tooLarge = bytesLimitIssue(Buffer.byteLength(text, 'utf8'), options.source);
+  if (tooLarge !== undefined) {
+    throw invalid({ doc: parseDocument(''), lineCounter, issues: [tooLarge], warnings: [], source: options.source });
+  }
   const doc = parseDocument(text, { lineCounter, prettyErrors: true, uniqueKeys: true });
   const ctx: ReadContext = { doc, lineCounter, issues: [], warnings: [], source: options.source };
   if (doc.errors.length > 0) {
@@ -62,7 +73,16 @@ export function parsePolicy(text: string, options: ParseOptions = {}): Policy {
     }
     throw invalid(ctx);
   }
-  const contents = doc.contents as Node | null;
+  const aliases = aliasLimitIssue(doc, options.source);
+  if (aliases !== undefined) {
+    ctx.issues.push(aliases);
+    throw invalid(ctx);
+  }
+  return { ctx, contents: doc.contents as Node | null };
+}
+
+/** Reads and compiles a parsed document; yields between endpoints (compile.ts Steps). */
+export function* readPolicySteps(ctx: ReadContext, contents: Node | null, options: ReadOptions): Steps<Policy> {
   if (contents === null) {
     ctx.issues.push({ code: 'POLICY_VERSION', path: 'version', message: 'the policy is empty; it needs version: 1', line: 1, column: 1 });
     throw invalid(ctx);
@@ -91,13 +111,13 @@ export function parsePolicy(text: string, options: ParseOptions = {}): Policy {
         'network_middlewares is not supported by boundary; remove it (ignoring it would weaken the policy)');
     }
     const policies = top.get('network_policies');
-    if (policies !== undefined && resolve(ctx, policies.value) !== null) {
-      const map = readMap(ctx, policies.value, 'network_policies');
-      if (map !== undefined) {
-        for (const field of fieldsOf(ctx, map, 'network_policies')) {
-          const entry = readEntry(ctx, field);
-          if (entry !== undefined) entries.push(entry);
-        }
+    const map = policies !== undefined && resolve(ctx, policies.value) !== null ? readMap(ctx, policies.value, 'network_policies') : undefined;
+    // Counted before any endpoint is read: reading is what the limits bound.
+    if (map !== undefined) checkCounts(ctx, map);
+    if (map !== undefined && !ctx.issues.some((i) => i.code.startsWith('POLICY_LIMIT_'))) {
+      for (const field of fieldsOf(ctx, map, 'network_policies')) {
+        const entry = yield* readEntry(ctx, field);
+        if (entry !== undefined) entries.push(entry);
       }
     }
   }
@@ -107,12 +127,12 @@ export function parsePolicy(text: string, options: ParseOptions = {}): Policy {
       placed.push({ draft, order: placed.length, label: `network_policies.${entry.key}.endpoints[${index}]` });
     });
   }
-  if (ctx.issues.length === 0) checkAmbiguity(ctx, placed);
+  if (ctx.issues.length === 0 && options.checkAmbiguity) checkAmbiguity(ctx, placed);
   if (ctx.issues.length > 0) throw invalid(ctx);
-  return compile(entries, ctx.warnings, notEnforced);
+  return yield* compileSteps(entries, options.warnings ?? ctx.warnings, notEnforced);
 }
 
-function readEntry(ctx: ReadContext, field: Field): EntryDraft | undefined {
+function* readEntry(ctx: ReadContext, field: Field): Steps<EntryDraft | undefined> {
   const path = childPath('network_policies', field.key);
   if (field.key.startsWith(RESERVED_KEY_PREFIX)) {
     report(ctx, field.keyNode, path, 'POLICY_RESERVED_KEY', `policy keys starting with ${RESERVED_KEY_PREFIX} are reserved for providers`);
@@ -132,10 +152,11 @@ function readEntry(ctx: ReadContext, field: Field): EntryDraft | undefined {
       report(ctx, seq, endpointsPath, 'POLICY_ENDPOINTS_EMPTY', 'endpoints: [] allows nothing; list at least one endpoint');
     }
     if (seq !== undefined) {
-      seqItems(seq).forEach((item, i) => {
+      for (const [i, item] of seqItems(seq).entries()) {
         const draft = readEndpoint(ctx, item, childPath(endpointsPath, i));
         if (draft !== undefined) endpoints.push(draft);
-      });
+        yield;
+      }
     }
   }
   const binaries = readBinaries(ctx, f.get('binaries'), childPath(path, 'binaries'));
@@ -167,54 +188,7 @@ function readBinaries(ctx: ReadContext, field: Field | undefined, path: string):
   return out;
 }
 
-function compile(drafts: readonly EntryDraft[], warnings: readonly Issue[], notEnforced: readonly string[]): Policy {
-  const endpoints: Endpoint[] = [];
-  const indexed: IndexedEndpoint[] = [];
-  const entries: PolicyEntry[] = drafts.map((draft) => {
-    const globs = draft.binaries.map(compileBinaryGlob);
-    const matchesBinary = (path: string): boolean => globs.some((g) => g.matches(path));
-    const entryEndpoints = draft.endpoints.map((d, index) => {
-      const { matcher, selector, node, yamlPath, canonical, ...fields } = d;
-      const endpoint: Endpoint = {
-        ...fields,
-        id: `${draft.key}#${index}`,
-        policy: draft.key,
-        policyName: draft.name,
-        index,
-        order: endpoints.length,
-        binaries: draft.binaries,
-        matchesBinary,
-      };
-      endpoints.push(endpoint);
-      indexed.push({ endpoint, matcher });
-      return endpoint;
-    });
-    return {
-      key: draft.key,
-      name: draft.name,
-      endpoints: entryEndpoints,
-      binaries: draft.binaries,
-      matchesBinary,
-    };
-  });
-  const canonical = [...drafts]
-    .sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0))
-    .map((d) => ({ key: d.key, name: d.name, binaries: d.binaries, endpoints: d.endpoints.map((e) => e.canonical) }));
-  return deepFreeze({
-    generation: 0,
-    hash: policyHash(canonical),
-    entries,
-    endpoints,
-    warnings: [...warnings],
-    notEnforced: [...notEnforced],
-    endpointsForHost: buildHostIndex(indexed),
-  });
-}
-
-/** sha256 of the canonical JSON of the network policy; `[]` is the empty (deny-all) policy. */
-export function policyHash(canonicalEntries: readonly unknown[]): string {
-  return sha256Hex(canonicalJson({ version: 1, network_policies: canonicalEntries }));
-}
+export { policyHash } from './compile.js';
 
 function invalid(ctx: ReadContext): BoundaryError {
   const where = ctx.source === undefined ? 'policy' : `policy ${ctx.source}`;

@@ -5,7 +5,7 @@
 import type { Issue } from '../errors.js';
 import { isBoundaryError } from '../errors.js';
 import { type FileWatch, watchFile } from '../file-watch.js';
-import { loadPolicyFile } from './load.js';
+import { loadPolicyFile, type PolicyParser } from './load.js';
 import { emptyPolicy, type PolicyStore } from './store.js';
 import type { Policy } from './types.js';
 import type { AuditSink } from '../telemetry/event.js';
@@ -38,6 +38,8 @@ export function createPolicyFileWatcher(options: {
   readonly onInvalid: 'keep' | 'deny-all';
   /** Parses the file's text (default parsePolicy); see loadPolicyFile. */
   readonly parse?: (text: string, options: { source: string }) => Policy;
+  /** Parses a reload's text (default `parse`): policy/parse-off-thread.ts keeps the event loop serving meanwhile. */
+  readonly reloadParse?: PolicyParser;
 }): PolicyFileWatcher {
   const { path, store, sink, logger } = options;
   let watcher: FileWatch | undefined;
@@ -59,7 +61,7 @@ export function createPolicyFileWatcher(options: {
   async function readOnce(): Promise<void> {
     let policy: Policy;
     try {
-      policy = await loadPolicyFile(path, options.parse);
+      policy = await loadPolicyFile(path, options.reloadParse ?? options.parse);
     } catch (err) {
       const { message, issues } = summarise(err);
       logger.error({ issues, path }, `policy reload refused: ${message}`);

@@ -15,6 +15,8 @@ type ParseFunction = (text: string, options?: { source?: string }) => Policy;
 export interface PolicyTexts {
   /** parsePolicy(), remembering the text under the parsed policy's hash. */
   readonly parse: ParseFunction;
+  /** Remembers `text` as the text of `policy` (for a policy parsed elsewhere, e.g. off the event loop). */
+  remember(policy: Policy, text: string): void;
   /** The text a policy with this hash was parsed from, if it is one of the last MAX_POLICY_TEXTS. */
   textFor(hash: string): string | undefined;
 }
@@ -22,19 +24,23 @@ export interface PolicyTexts {
 export function createPolicyTexts(): PolicyTexts {
   const texts = new Map<string, string>();
   const emptyHash = emptyPolicy().hash;
+  function remember(policy: Policy, text: string): void {
+    // Re-inserting moves the hash to the newest end, so the policy in force is never the one evicted.
+    texts.delete(policy.hash);
+    texts.set(policy.hash, text);
+    while (texts.size > MAX_POLICY_TEXTS) {
+      const oldest = texts.keys().next().value;
+      if (oldest === undefined) break;
+      texts.delete(oldest);
+    }
+  }
   return {
     parse(text, options) {
       const policy = parsePolicy(text, options);
-      // Re-inserting moves the hash to the newest end, so the policy in force is never the one evicted.
-      texts.delete(policy.hash);
-      texts.set(policy.hash, text);
-      while (texts.size > MAX_POLICY_TEXTS) {
-        const oldest = texts.keys().next().value;
-        if (oldest === undefined) break;
-        texts.delete(oldest);
-      }
+      remember(policy, text);
       return policy;
     },
+    remember,
     textFor(hash) {
       return texts.get(hash) ?? (hash === emptyHash ? EMPTY_POLICY_TEXT : undefined);
     },

@@ -71,6 +71,10 @@ export interface Endpoint {
   /** CIDRs in canonical text form (`10.0.0.0/8`). Empty: no `allowed_ips` plan. */
   readonly allowedIps: readonly string[];
   readonly allowEncodedSlash: boolean;
+  /** boundary extension: keep `%5C` (and a raw `\`) in the path instead of refusing the request. */
+  readonly allowEncodedBackslash: boolean;
+  /** boundary extension: keep `%00` in the path instead of refusing the request. */
+  readonly allowEncodedNul: boolean;
   readonly credentialProvider: string | undefined;
   readonly requestBodyCredentialRewrite: boolean;
   readonly websocketCredentialRewrite: boolean;
@@ -115,8 +119,14 @@ export interface EndpointOptions {
 const RULE_KINDS = ['http', 'graphql', 'mcp', 'json-rpc'] as const;
 type RuleKind = (typeof RULE_KINDS)[number];
 
-/** Query parameters after %XX decoding (no `+` to space); a repeated key keeps every value in order. */
-export type QueryParams = ReadonlyMap<string, readonly string[]>;
+/**
+ * Query parameters after %XX decoding (no `+` to space), split on `&`; a repeated key keeps every value in order, and a
+ * bracketed key (`ids[]`) is also listed under its base name. readings() holds every other parse of the same bytes
+ * (docs/policy.md#query-matching), keys lower-cased; it is computed on first use.
+ */
+export interface QueryParams extends ReadonlyMap<string, readonly string[]> {
+  readings(): ReadonlyMap<string, readonly string[]>;
+}
 
 /** What an HTTP rule looks at: upper-case method, canonical path, decoded query. */
 export interface HttpRequestView {

@@ -3,6 +3,7 @@
 
 import { isSeq, type Node } from 'yaml';
 import { CREDENTIAL_SIGNING_MODES, type CredentialSigning } from './types.js';
+import { warnCaseSensitiveDenies } from './deny-case.js';
 import { readAllowedIps, readCredentialBinding, readProtocolOptions } from './endpoint-options.js';
 import { ENDPOINT_KEYS, L7_ONLY_ENDPOINT_KEYS, PROTOCOL_VALUES } from './format.js';
 import { compilePathSelector, globError, type PathSelector } from './glob.js';
@@ -106,9 +107,12 @@ export function readEndpoint(ctx: ReadContext, node: Node | null, path: string):
         mcpStrictToolNames: options.mcpStrictToolNames,
       });
   checkRuleRequirements(ctx, { map, f, path, effective, protocol, hasRules, hasDeny, options, hostKind });
+  if (!tcp) warnCaseSensitiveDenies(ctx, f.get('deny_rules'), path);
 
   const bools = {
     allowEncodedSlash: readBool(ctx, f.get('allow_encoded_slash'), at('allow_encoded_slash')) ?? false,
+    allowEncodedBackslash: readBool(ctx, f.get('allow_encoded_backslash'), at('allow_encoded_backslash')) ?? false,
+    allowEncodedNul: readBool(ctx, f.get('allow_encoded_nul'), at('allow_encoded_nul')) ?? false,
     websocketCredentialRewrite: readBool(ctx, f.get('websocket_credential_rewrite'), at('websocket_credential_rewrite')) ?? false,
     requestBodyCredentialRewrite:
       readBool(ctx, f.get('request_body_credential_rewrite'), at('request_body_credential_rewrite')) ?? false,

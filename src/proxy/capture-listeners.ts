@@ -8,8 +8,11 @@ import type { SyntheticPool } from '../net/synthetic.js';
 import type { PolicyStore } from '../policy/store.js';
 import type { AuditSink } from '../telemetry/event.js';
 import type { Logger } from '../telemetry/logger.js';
+import { createAdmission } from './admission.js';
 import { allowedPorts } from './capture.js';
 import { createCaptureHealth } from './capture-health.js';
+import type { ProxyMetrics } from './metrics.js';
+import type { ProxyLimits } from './server.js';
 
 /**
  * An expired mapping keeps its listeners this long, admitting nothing: a client that cached the answer past
@@ -23,8 +26,10 @@ interface CaptureListenersOptions {
   readonly pool: SyntheticPool;
   readonly store: PolicyStore;
   readonly onConnection: (socket: Socket) => void;
-  /** Accepted and still open, across every capture listener. */
-  readonly maxConnections: number;
+  /** maxConnections (accepted and still open, across every capture listener), its per-source share, first byte. */
+  readonly limits: ProxyLimits;
+  /** The proxy's metrics (ProxyContext.metrics): refusals and first-byte timeouts are counted with the proxy's. */
+  readonly metrics: ProxyMetrics;
   readonly now: () => number;
   readonly sink: AuditSink;
   readonly logger: Logger;
@@ -54,19 +59,26 @@ export function createCaptureListeners(options: CaptureListenersOptions): Captur
   const expiredAt = new Map<string, number>();
   const pending = new Set<Promise<void>>();
   const binding = new WeakMap<Server, Promise<void>>();
-  const sockets = new Set<Socket>();
+  const admission = createAdmission({
+    listener: 'transparent',
+    maxConnections: options.limits.maxConnections,
+    perSourcePercent: options.limits.maxConnectionsPerSourcePercent,
+    firstByteTimeoutMs: options.limits.firstByteTimeoutMs,
+    // Raw TCP may be server-first: a greeting relayed to the client ends the wait as well.
+    eitherWay: true,
+    metrics: options.metrics,
+  });
   const unsubscribe: (() => void)[] = [];
   const health = createCaptureHealth({ logger });
   let count = 0;
   let closed = false;
 
   function accept(socket: Socket): void {
-    if (closed || sockets.size >= options.maxConnections) {
+    // Refused with no reply, as capture refuses everything (docs/destinations.md#transparent-capture).
+    if (closed || admission.admit(socket) !== 'admitted') {
       socket.destroy();
       return;
     }
-    sockets.add(socket);
-    socket.once('close', () => sockets.delete(socket));
     options.onConnection(socket);
   }
 
@@ -139,6 +151,7 @@ export function createCaptureListeners(options: CaptureListenersOptions): Captur
 
   return {
     start() {
+      admission.start();
       unsubscribe.push(
         pool.subscribe((event) => {
           const ip = event.mapping.syntheticIp;
@@ -164,7 +177,7 @@ export function createCaptureListeners(options: CaptureListenersOptions): Captur
     },
     probe: health.probe,
     problem: health.problem,
-    connections: () => sockets.size,
+    connections: admission.open,
     listening() {
       const out: { ip: string; port: number }[] = [];
       for (const [ip, ports] of byIp) for (const port of ports.keys()) out.push({ ip, port });
@@ -178,7 +191,8 @@ export function createCaptureListeners(options: CaptureListenersOptions): Captur
       for (const ports of byIp.values()) servers.push(...ports.values());
       byIp.clear();
       count = 0;
-      for (const socket of sockets) socket.destroy();
+      admission.stop();
+      for (const socket of admission.sockets()) socket.destroy();
       await Promise.all(servers.map((s) => new Promise<void>((resolve) => s.close(() => resolve()))));
     },
   };

@@ -9,7 +9,7 @@ import type { Mapping, MappingRoute, SyntheticLookup, SyntheticPool } from '../n
 import { decide } from '../policy/decide.js';
 import type { Decision, Endpoint, Policy } from '../policy/types.js';
 import type { AuditEvent } from '../telemetry/event.js';
-import { failOpening, type Opened, startTunnel } from './connect.js';
+import { failOpening, type Opened, startTunnel, stillCurrent } from './connect.js';
 import { decisionNeedsInspection, type ProxyContext } from './context.js';
 import { credentialRoute } from './credential-injection.js';
 import { dialPinned, recordDialFailure } from './dial.js';
@@ -200,7 +200,8 @@ async function admit(options: CaptureHandlerOptions, socket: Socket, o: Outcome,
     socket.destroy();
     return undefined;
   }
-  if (ctx.store.current().generation !== policy.generation) {
+  // As for CONNECT: a reload while dialling refuses only if it would have closed this connection once open.
+  if (!stillCurrent(ctx, policy, { host, port, addresses: dest.addresses, endpointId: decision.endpoint?.id, inspect })) {
     upstream.destroy();
     return deny('transparent_tcp_stale_policy', 'policy-changed', 'policy changed while connecting');
   }

@@ -8,7 +8,7 @@ import type { Socket } from 'node:net';
 import { isResolveFailure } from '../net/destination.js';
 import { formatAuthority, parseAuthority } from '../net/host.js';
 import { timedDecide } from './metrics.js';
-import type { Decision } from '../policy/types.js';
+import type { Decision, Policy } from '../policy/types.js';
 import type { AuditEvent } from '../telemetry/event.js';
 import { decisionNeedsInspection, destination, type ProxyContext, type TunnelScope } from './context.js';
 import {
@@ -30,7 +30,7 @@ import { MAX_HEADER_COUNT } from '../http1/framing.js';
 import { terminateTls } from '../tls/intercept.js';
 import type { RawRelay } from './sni-gate.js';
 import { sniff } from '../tls/sniff.js';
-import { relayRaw, type TunnelEndCause } from './tunnel.js';
+import { type PinnedTunnel, relayRaw, type TunnelEndCause } from './tunnel.js';
 
 /** docs/destinations.md#limits: a CONNECT head beyond this is a 431. */
 const MAX_CONNECT_HEAD_BYTES = 8_192;
@@ -149,8 +149,11 @@ async function open(ctx: ProxyContext, req: IncomingMessage, socket: Socket, o: 
     socket.destroy();
     return undefined;
   }
-  // A reload that landed while resolving or dialling: the decision was made against a stale generation.
-  if (ctx.store.current().generation !== policy.generation) {
+  // A reload that landed while resolving or dialling: the new generation decides again, exactly as it does for
+  // the tunnels already open, and only a changed decision (denied, other endpoint or inspection, addresses no
+  // longer valid) refuses; a reload of unrelated endpoints does not.
+  const pinned = { host, port, addresses: dest.addresses, endpointId: decision.endpoint?.id, inspect };
+  if (!stillCurrent(ctx, policy, pinned)) {
     upstream.destroy();
     settle(o, 'deny', 'policy-changed', 'policy changed while connecting', 403);
     writeDenialToSocket(socket, policyChangedDenial(target));
@@ -165,6 +168,13 @@ async function open(ctx: ProxyContext, req: IncomingMessage, socket: Socket, o: 
   settle(o, 'allow', decision.reason, decision.detail, 200);
   o.extra.addresses = dest.addresses;
   return { host, port, addresses: dest.addresses, decision, inspect, upstream };
+}
+
+/** Whether the connection pinned under `policy` may open under the store's current policy (docs/destinations.md#connect). */
+export function stillCurrent(ctx: ProxyContext, policy: Policy, pinned: Omit<PinnedTunnel, 'close'>): boolean {
+  const current = ctx.store.current();
+  if (current.generation === policy.generation) return true;
+  return ctx.tunnels.survives(current, pinned, { allowLoopback: ctx.allowLoopback, selfAddresses: ctx.selfAddresses() });
 }
 
 /**

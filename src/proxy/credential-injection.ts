@@ -1,5 +1,5 @@
 // Where the proxy meets the credentials module: the route guard for uninspected paths (docs/credentials.md#inspectable-routes-only
-// rule 4), the per-request head rewrite, the body rewrite or streaming marker scan, and echoed-secret
+// rule 4), the per-request head rewrite, the body rewrite, held check or streaming marker scan, and echoed-secret
 // redaction on response headers. Never logs a key, placeholder or value; refusals carry only closed reasons.
 
 import type { IncomingMessage } from 'node:http';
@@ -7,7 +7,7 @@ import { type RewriteRefusal, refuse } from '../credentials/outcome.js';
 import { redactSecrets } from '../credentials/redact.js';
 import { MAX_BODY_REWRITE_BYTES, rewriteBody } from '../credentials/rewrite-body.js';
 import { type HeaderPair, headHasMarker, rewriteRequestHead } from '../credentials/rewrite-head.js';
-import { createMarkerScanner } from '../credentials/scan.js';
+import { bufferHasMarker, createMarkerScanner } from '../credentials/scan.js';
 import { type CredentialScope, routeCarriesCredentials, scopeFor } from '../credentials/scope.js';
 import type { CredentialSource } from '../credentials/source.js';
 import type { Decision, Endpoint } from '../policy/types.js';
@@ -98,31 +98,58 @@ function headerValue(flat: readonly string[], lower: string): string | undefined
   return undefined;
 }
 
-/** Reads the whole body, or stops at `limit` bytes (undefined: too large; the rest is left unread). */
-async function readBounded(req: IncomingMessage, limit: number): Promise<Buffer | undefined> {
+/**
+ * Issue 15: on a route that can carry credentials, a body that is not rewritten is held whole and checked
+ * before its head leaves, so a refusal never cuts a request whose head (credentials and all) already went.
+ * The rewrite's buffer (OpenShell's): a body an endpoint could rewrite can always be checked too.
+ */
+export const MAX_BODY_CHECK_BYTES = MAX_BODY_REWRITE_BYTES;
+
+interface BodyPrefix {
+  /** The bytes read: the whole body when `complete`, else the first chunks past `limit`. */
+  readonly prefix: Buffer;
+  readonly complete: boolean;
+  /** What is left of the body (nothing when complete). */
+  readonly rest: AsyncIterator<Buffer>;
+}
+
+/**
+ * Reads the body until it ends or passes `limit` bytes. Through the iterator, not for-await: leaving a
+ * for-await early would destroy the request, and with it the socket a refusal still has to be written to.
+ */
+async function readPrefix(req: IncomingMessage, limit: number): Promise<BodyPrefix> {
+  const rest = (req as AsyncIterable<Buffer>)[Symbol.asyncIterator]();
   const chunks: Buffer[] = [];
   let total = 0;
-  for await (const chunk of req as AsyncIterable<Buffer>) {
-    total += chunk.length;
-    if (total > limit) return undefined;
-    chunks.push(chunk);
+  for (let next = await rest.next(); next.done !== true; next = await rest.next()) {
+    chunks.push(next.value);
+    total += next.value.length;
+    if (total > limit) return { prefix: Buffer.concat(chunks, total), complete: false, rest };
   }
-  return Buffer.concat(chunks, total);
+  return { prefix: chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks, total), complete: true, rest };
 }
+
+const MARKER_IN_BODY = refuse('leftover-marker', 'a credential placeholder in the body cannot be sent to this endpoint');
 
 /** Thrown inside the streamed body when the scanner sees a marker: the upstream exchange fails with it. */
 export class MarkerInBodyError extends Error {
   override readonly name = 'MarkerInBodyError';
-  readonly refusal: RewriteRefusal = refuse('leftover-marker', 'a credential placeholder in the body cannot be sent to this endpoint');
+  readonly refusal: RewriteRefusal = MARKER_IN_BODY;
+}
+
+/** Reading the body was awaited: the revision guard (rule 6) is checked again right before the write. */
+function staleRevision(head: UpstreamHead): RewriteRefusal | undefined {
+  if (head.usedKeys === 0 || head.scope.stillCurrent()) return undefined;
+  return refuse('stale-revision', 'the credentials changed while the request was in flight; retry it');
 }
 
 /**
  * The de-chunked body with every byte released by the marker scanner only (CR-12/13): a marker split across
  * reads or chunks, or percent-encoded, stops the body before any of the marker's bytes go upstream.
  */
-export async function* scannedBody(req: IncomingMessage): AsyncGenerator<Buffer> {
+export async function* scannedBody(body: AsyncIterable<Buffer>): AsyncGenerator<Buffer> {
   const scanner = createMarkerScanner();
-  for await (const chunk of req as AsyncIterable<Buffer>) {
+  for await (const chunk of body) {
     if (scanner.feed(chunk) === 'marker') throw new MarkerInBodyError();
     const out = scanner.release();
     if (out.length > 0) yield out;
@@ -131,8 +158,14 @@ export async function* scannedBody(req: IncomingMessage): AsyncGenerator<Buffer>
   if (rest.length > 0) yield rest;
 }
 
+/** `prefix`, then what is left of the body it was read from. */
+async function* resumed(prefix: Buffer, rest: AsyncIterator<Buffer>): AsyncGenerator<Buffer> {
+  yield prefix;
+  for (let next = await rest.next(); next.done !== true; next = await rest.next()) yield next.value;
+}
+
 export type BodyResult =
-  | { readonly ok: true; readonly body: Buffer; readonly headers: string[] }
+  | { readonly ok: true; readonly body: Buffer | AsyncIterable<Buffer>; readonly headers: string[] }
   | RewriteRefusal;
 
 /**
@@ -140,8 +173,8 @@ export type BodyResult =
  * returns the headers with Content-Length set to the new length (Transfer-Encoding is already gone).
  */
 export async function rewrittenBody(req: IncomingMessage, head: UpstreamHead): Promise<BodyResult> {
-  const body = await readBounded(req, MAX_BODY_REWRITE_BYTES);
-  if (body === undefined) {
+  const { prefix: body, complete } = await readPrefix(req, MAX_BODY_REWRITE_BYTES);
+  if (!complete) {
     return refuse('body-too-large', `the body is larger than ${MAX_BODY_REWRITE_BYTES} bytes and cannot be rewritten`);
   }
   const result = rewriteBody({
@@ -151,10 +184,8 @@ export async function rewrittenBody(req: IncomingMessage, head: UpstreamHead): P
     scope: head.scope,
   });
   if (!result.ok) return result;
-  // Reading the body was awaited: the revision guard (rule 6) is checked again right before the write.
-  if (head.usedKeys > 0 && !head.scope.stillCurrent()) {
-    return refuse('stale-revision', 'the credentials changed while the request was in flight; retry it');
-  }
+  const stale = staleRevision(head);
+  if (stale !== undefined) return stale;
   const headers: string[] = [];
   for (let i = 0; i < head.headers.length; i += 2) {
     if ((head.headers[i] ?? '').toLowerCase() === 'content-length') continue;
@@ -162,6 +193,21 @@ export async function rewrittenBody(req: IncomingMessage, head: UpstreamHead): P
   }
   headers.push('content-length', String(result.body.length));
   return { ok: true, body: result.body, headers };
+}
+
+/**
+ * For a body on a route that can carry credentials, without body rewrite: holds up to MAX_BODY_CHECK_BYTES and
+ * refuses a marker in it before the head leaves. A body that ends within the limit is sent as it came, head
+ * unchanged. A longer one is not refused (uploads must still work): its checked prefix and the rest stream
+ * through the marker scanner, so only a marker past the limit can still cut a request whose head has gone.
+ */
+export async function checkedBody(req: IncomingMessage, head: UpstreamHead): Promise<BodyResult> {
+  const { prefix, complete, rest } = await readPrefix(req, MAX_BODY_CHECK_BYTES);
+  if (bufferHasMarker(prefix)) return MARKER_IN_BODY;
+  const stale = staleRevision(head);
+  if (stale !== undefined) return stale;
+  if (complete) return { ok: true, body: prefix, headers: head.headers };
+  return { ok: true, body: scannedBody(resumed(prefix, rest)), headers: head.headers };
 }
 
 /**

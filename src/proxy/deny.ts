@@ -3,7 +3,7 @@
 // The status line carries a short reason too (`403 Forbidden by policy: no endpoint for other.test:443`): a CONNECT
 // client never shows the body (python's "Tunnel connection failed: 403 ..."), but it shows the reason phrase.
 
-import type { ServerResponse } from 'node:http';
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import { STATUS_CODES } from 'node:http';
 import type { Socket } from 'node:net';
 import type { Adapter, Decision, DecisionReason, Policy } from '../policy/types.js';
@@ -31,6 +31,7 @@ const DENIAL_ERRORS = [
   'upstream_unreachable',
   'tls_termination_unavailable',
   'too_many_connections',
+  'too_many_connections_from_source',
   'uninspected_credentials',
   'credential_endpoint_mismatch',
   'credential_unavailable',
@@ -235,6 +236,16 @@ export function tooManyConnectionsDenial(limit: number): Denial {
   return denial(503, 'too_many_connections', { detail: `the proxy holds its limit of ${limit} connections` }, ': proxy connection limit reached');
 }
 
+/** The source address holds its share of the listener (proxy/admission.ts): the rest is kept for other sources. */
+export function tooManyConnectionsFromSourceDenial(perSource: number): Denial {
+  return denial(
+    503,
+    'too_many_connections_from_source',
+    { detail: `this source address holds its share of ${perSource} proxy connections` },
+    ': proxy connection limit for this source reached',
+  );
+}
+
 export function unsupportedSchemeDenial(scheme: string): Denial {
   return denial(400, 'unsupported_proxy_scheme', { detail: `scheme ${scheme} is not supported by this proxy` }, ': scheme not supported by this proxy');
 }
@@ -306,6 +317,36 @@ export function sendDenial(res: ServerResponse, d: Denial): void {
   if (d.policy !== undefined) headers[POLICY_HEADER] = d.policy;
   res.writeHead(d.status, d.reasonPhrase, headers);
   res.end(body);
+}
+
+/**
+ * How long a connection answered before its request body was read may go on sending that body, discarded,
+ * after the answer: closing at once with bytes unread makes the kernel send a reset, and the client's kernel
+ * then drops the answer before the client reads it (RFC 9112 section 9.6, lingering close).
+ */
+export const ANSWERED_EARLY_LINGER_MS = 1_000;
+
+/**
+ * Lingering close for `res`, sent while its request body is still arriving: once node:http ends the
+ * connection, its socket half-closes, reads and drops the rest, and is destroyed when the client closes
+ * or after ANSWERED_EARLY_LINGER_MS.
+ */
+export function lingerAfterAnswer(req: IncomingMessage, res: ServerResponse): void {
+  const socket = res.socket;
+  if (req.complete || socket === null) return;
+  // The body's reader may have stopped mid-body (a held body refused): drop its 'readable' listener so
+  // a 'data' listener makes the request flow again, and what is left of the body is read and dropped.
+  req.removeAllListeners('readable');
+  req.on('data', () => {});
+  // node:http ends a `connection: close` answer with destroySoon(), which destroys the socket as soon as
+  // its FIN is written: this socket only half-closes, and lingers.
+  socket.destroySoon = () => {
+    socket.end();
+    const linger = setTimeout(() => socket.destroy(), ANSWERED_EARLY_LINGER_MS);
+    linger.unref();
+    socket.once('end', () => socket.destroy());
+    socket.once('close', () => clearTimeout(linger));
+  };
 }
 
 export function sendBareStatus(res: ServerResponse, status: number): void {

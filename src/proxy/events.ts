@@ -23,6 +23,7 @@ const OUTCOME_REASONS = [
   'unsupported-scheme',
   'policy-changed',
   'too-many-connections',
+  'too-many-connections-from-source',
   'sni-mismatch',
   'tls-handshake-failed',
   'client-closed',
@@ -124,8 +125,13 @@ export function settle(o: Outcome, verdict: OutcomeVerdict, reason: ReasonCode, 
 export const CLIENT_ERROR_REASONS = ['head-too-large', 'timeout', 'reset', 'malformed'] as const;
 export type ClientErrorReason = (typeof CLIENT_ERROR_REASONS)[number];
 
-/** Why a connection was refused before any request was read. */
-export const REFUSED_CONNECTION_REASONS = ['too-many-connections'] as const;
+/** Why a connection was refused before any request was read (proxy/admission.ts). */
+export const REFUSED_CONNECTION_REASONS = ['too-many-connections', 'too-many-connections-from-source'] as const;
+export type RefusedConnectionReason = (typeof REFUSED_CONNECTION_REASONS)[number];
+
+/** The listeners a connection is admitted by: the proxy's, or the transparent capture listeners together. */
+export const ADMISSION_LISTENERS = ['proxy', 'transparent'] as const;
+export type AdmissionListener = (typeof ADMISSION_LISTENERS)[number];
 
 const ACTION = { allow: 'ALLOWED', audit: 'ALLOWED', deny: 'DENIED', fail: undefined } as const;
 const STATUS_WORD = { allow: 'allowed', audit: 'audit', deny: 'denied', fail: 'failed' } as const;

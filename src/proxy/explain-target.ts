@@ -47,8 +47,8 @@ export function intentFromTarget(target: string, options: { method?: string | un
   }
   const base = { adapter: 'explain' as const, host, port, ...(binary === undefined ? {} : { binary }) };
   if (requestTarget === undefined) return { ok: true, intent: base };
-  // Encoded slashes are kept here; the endpoint's allow_encoded_slash is reported after the decision.
-  const canonical = canonicalTarget(requestTarget, { allowEncodedSlash: true });
+  // Opt-in escapes are kept here; the endpoint's allow_encoded_* options are reported after the decision.
+  const canonical = canonicalTarget(requestTarget, { allowEncodedSlash: true, allowEncodedBackslash: true, allowEncodedNul: true });
   if (!canonical.ok) return problem(`TARGET path is refused before any policy check (${canonical.problem})`);
   const intent = { ...base, method: upper ?? 'GET', path: canonical.path, ...(canonical.query === '' ? {} : { query: canonical.query }) };
   return { ok: true, intent };

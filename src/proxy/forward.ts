@@ -1,7 +1,9 @@
 // Relays one evaluated HTTP request (forward proxy or inside a tunnel) through http1/h1-client.ts and streams the
-// answer back; keep-alive on both sides. Emits the request's one decision event, the allow only after upstream answered.
+// answer back; keep-alive on both sides. Emits the request's one decision event: the allow once upstream answered,
+// or once the client left after the head went upstream (issue 15).
 
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { Socket } from 'node:net';
 import type { RewriteRefusal } from '../credentials/outcome.js';
 import type { CredentialScope } from '../credentials/scope.js';
 import { BoundaryError } from '../errors.js';
@@ -10,15 +12,17 @@ import { dialFailureOf } from './dial.js';
 import type { ProxyContext, TunnelScope } from './context.js';
 import {
   type BodyResult,
+  checkedBody,
   credentialHead,
   credentialRefusal,
   MarkerInBodyError,
   redactResponseHeaders,
   rewrittenBody,
+  routeHasCredentials,
   scannedBody,
   type UpstreamHead,
 } from './credential-injection.js';
-import { sendBareStatus, sendDenial, upstreamUnreachableDenial } from './deny.js';
+import { lingerAfterAnswer, sendBareStatus, sendDenial, upstreamUnreachableDenial } from './deny.js';
 import { beginOutcome, emitOutcome, findingEvent, type Outcome, settle } from './events.js';
 import { observeSince } from './metrics.js';
 import type { H1Exchange, H1Handler } from '../http1/h1-client.js';
@@ -86,7 +90,7 @@ function onClientDrain(this: ServerResponse): void {
 
 /**
  * One request from evaluation to its decision event, and the handler of its upstream exchange. Runs in the
- * turn the request arrived in unless something must really be waited for (a DNS query, a body to rewrite,
+ * turn the request arrived in unless something must really be waited for (a DNS query, a body to hold,
  * the upstream's answer): no promise is made for the rest. Every path ends in report(), which emits the one
  * event; an exception on any path becomes a 502 (or a cut connection once the head is out) via fail().
  *
@@ -102,6 +106,8 @@ class ForwardedRequest implements H1Handler {
   readonly o: Outcome;
   readonly scope: TunnelScope | undefined;
   readonly expectContinue: boolean;
+  /** The client connection, kept: `req.socket` is let go of once the exchange is over. */
+  readonly clientSocket: Socket;
   /** Where the request goes, once evaluated: its authority names a failed upstream in the 502. */
   destination: RelayEvaluation | undefined = undefined;
   credentialScope: CredentialScope | undefined = undefined;
@@ -123,6 +129,7 @@ class ForwardedRequest implements H1Handler {
     this.o = o;
     this.scope = scope;
     this.expectContinue = expectContinue;
+    this.clientSocket = req.socket;
   }
 
   start(): void {
@@ -186,9 +193,18 @@ class ForwardedRequest implements H1Handler {
     const { head } = prepared;
     if (this.expectContinue) res.writeContinue();
     this.destination = evaluation;
-    if (framing.hasBody && decision.endpoint?.requestBodyCredentialRewrite === true) {
-      rewrittenBody(this.req, head).then(
-        (rewritten) => this.relayRewritten(head, rewritten),
+    // Issue 15: where a body could meet credentials it is held and decided before the head leaves (rewritten,
+    // or checked up to MAX_BODY_CHECK_BYTES); elsewhere it streams, released by the marker scanner.
+    const held = !framing.hasBody
+      ? undefined
+      : decision.endpoint?.requestBodyCredentialRewrite === true
+        ? rewrittenBody(this.req, head)
+        : routeHasCredentials(ctx.credentials, decision, host, port)
+          ? checkedBody(this.req, head)
+          : undefined;
+    if (held !== undefined) {
+      held.then(
+        (body) => this.relayHeld(head, body),
         (err: unknown) => this.fail(err),
       );
       return false;
@@ -197,13 +213,13 @@ class ForwardedRequest implements H1Handler {
     return false;
   }
 
-  private relayRewritten(head: UpstreamHead, rewritten: BodyResult): void {
+  private relayHeld(head: UpstreamHead, held: BodyResult): void {
     try {
-      if (rewritten.ok) {
-        this.send(head, rewritten.headers, rewritten.body);
+      if (held.ok) {
+        this.send(head, held.headers, held.body);
         return;
       }
-      this.refuse(rewritten);
+      this.refuse(held);
     } catch (err) {
       this.fail(err);
       return;
@@ -263,8 +279,14 @@ class ForwardedRequest implements H1Handler {
 
   onError(err: Error): void {
     this.finish();
-    if (this.headSent) this.res.destroy();
-    else this.upstreamFailed(this.clientClosed && !(err instanceof ResponseHeadError) ? new ClientClosedError('client closed', { cause: err }) : err);
+    if (this.headSent) {
+      this.res.destroy();
+      return;
+    }
+    // In a tunnel the client's close destroys the tunnel's upstream pool before `res` hears of it: the
+    // exchange then fails as UPSTREAM_CLOSED, but it was the client that went.
+    const clientGone = this.clientClosed || this.clientSocket.destroyed;
+    this.upstreamFailed(clientGone && !(err instanceof ResponseHeadError) ? new ClientClosedError('client closed', { cause: err }) : err);
   }
 
   /** The exchange failed before any byte of the answer reached the client: it may still get a status. */
@@ -288,7 +310,10 @@ class ForwardedRequest implements H1Handler {
       return;
     }
     if (err instanceof ClientClosedError) {
-      settle(o, 'fail', 'client-closed', 'client closed before upstream answered', o.status);
+      // Issue 15: once the head went upstream the origin may act on it, so the event keeps the allow that sent
+      // it (HTTP Activity, method and path); before that nothing left the boundary and the request failed.
+      const verdict = this.exchange?.sent === true ? o.verdict : 'fail';
+      settle(o, verdict, 'client-closed', 'client closed before upstream answered', o.status);
       return;
     }
     const dial = isDialError(err);
@@ -302,6 +327,7 @@ class ForwardedRequest implements H1Handler {
   private refuse(refusal: RewriteRefusal): void {
     const { denial, finding } = credentialRefusal(this.o, refusal);
     // A response already under way cannot turn into a refusal: the connection is cut instead.
+    lingerAfterAnswer(this.req, this.res);
     sendDenial(this.res, denial);
     if (finding !== undefined) this.ctx.sink.emit(findingEvent(this.o, finding));
   }

@@ -30,7 +30,7 @@ import { routeHasCredentials } from './credential-injection.js';
 import { type Outcome, type ReasonCode, settle } from './events.js';
 import { checkFraming, framingLookalike, type FramingResult } from '../http1/framing.js';
 import { methodOverride } from './method-override.js';
-import { canonicalTarget } from './path.js';
+import { canonicalTarget, escapeOptionsOf, refusedEscape } from './path.js';
 import { parseAbsoluteTarget } from '../http1/target.js';
 
 /** An allowed request and where it goes. */
@@ -184,8 +184,7 @@ function evaluatePolicy(ctx: ProxyContext, req: IncomingMessage, scope: TunnelSc
   // A credentialed route is canonicalised even on an L4 endpoint: the credential scope matches provider
   // path globs against the path the upstream will act on, never a raw `/v1/../admin`.
   if (inspected || (l4.verdict !== 'deny' && routeHasCredentials(ctx.credentials, l4, host, port))) {
-    const encodedSlashAllowed = l4.endpoints.some((e) => e.allowEncodedSlash);
-    const canon = canonicalTarget(target, { allowEncodedSlash: encodedSlashAllowed });
+    const canon = canonicalTarget(target, escapeOptionsOf(l4.endpoints));
     if (!canon.ok) {
       o.path = undefined;
       return bare(o, 400, 'bad-request', `request target refused: ${canon.problem}`);
@@ -195,7 +194,15 @@ function evaluatePolicy(ctx: ProxyContext, req: IncomingMessage, scope: TunnelSc
     o.path = shown;
     if (inspected) {
       const query = redactPlaceholders(canon.query);
-      decision = timedDecide(ctx.metrics, policy, { adapter, host, port, method, path: shown, query });
+      // docs/policy.md#trailing-dots-and-spaces: Windows and IIS read `/admin.` as `/admin`, so that reading is
+      // decided too and the stricter stands, as for a method override.
+      const stripped = canon.strippedPath === undefined ? undefined : redactPlaceholders(canon.strippedPath);
+      const decideAs = (m: string): Decision => {
+        const asWritten = timedDecide(ctx.metrics, policy, { adapter, host, port, method: m, path: shown, query });
+        if (stripped === undefined) return asWritten;
+        return stricter(asWritten, timedDecide(ctx.metrics, policy, { adapter, host, port, method: m, path: stripped, query }));
+      };
+      decision = decideAs(method);
       // docs/destinations.md#method-override-headers: a framework that honours the override acts on its method,
       // so both are decided and the request goes upstream only when both are allowed.
       const override = methodOverride(req.rawHeaders);
@@ -203,14 +210,15 @@ function evaluatePolicy(ctx: ProxyContext, req: IncomingMessage, scope: TunnelSc
         return refuse(o, methodOverrideDenial(override.problem), 'method-override-invalid', `method override refused: ${override.problem}`);
       }
       if (override !== undefined && override.method !== method) {
-        const overridden = timedDecide(ctx.metrics, policy, { adapter, host, port, method: override.method, path: shown, query });
+        const overridden = decideAs(override.method);
         const standing = stricter(decision, overridden);
         if (standing === overridden) decidedMethod = override.method;
         decision = standing;
         overrideMethod = override.method;
       }
     }
-    if (canon.encodedSlash && decision.endpoint?.allowEncodedSlash !== true) return bare(o, 400, 'bad-request', 'request target refused: encoded-slash');
+    const keptEscape = refusedEscape(canon, decision.endpoint);
+    if (keptEscape !== undefined) return bare(o, 400, 'bad-request', `request target refused: ${keptEscape}`);
     target = canon.query === '' ? canon.path : `${canon.path}?${canon.query}`;
   } else {
     if (target.includes('#')) return bare(o, 400, 'bad-request', 'request target refused: fragment');

@@ -8,7 +8,7 @@ import { MAX_POLICY_LABELS, METRICS, type MetricAdapter, NO_POLICY_LABEL } from 
 import { decide } from '../policy/decide.js';
 import type { Adapter, Decision, EgressIntent, Policy } from '../policy/types.js';
 import { createCounter, createGauge, createHistogram, metricsOff, type Observer, OTHER_LABEL_VALUE, type PlainGauge, plainGauge } from '../telemetry/metrics.js';
-import { OUTCOME_VERDICTS, type Outcome, type OutcomeVerdict, type ReasonCode } from './events.js';
+import { ADMISSION_LISTENERS, type AdmissionListener, OUTCOME_VERDICTS, type Outcome, type OutcomeVerdict, type ReasonCode, type RefusedConnectionReason } from './events.js';
 
 export interface ProxyMetrics {
   /** Counts one connection or request outcome: adapter, verdict, reason, policy name and credential refusal. */
@@ -18,7 +18,11 @@ export interface ProxyMetrics {
   readonly countDns: (verdict: 'allow' | 'deny', reason: string | undefined, policy: string | undefined) => void;
   /** The loaded policy's network_policies keys: each becomes a `policy` label value (bounded), created at zero. */
   readonly setPolicies: (names: readonly string[]) => void;
-  readonly refusedConnections: { inc(labels: { reason: 'too-many-connections' }): void };
+  readonly refusedConnections: { inc(labels: { reason: RefusedConnectionReason }): void };
+  /** A connection reaped by the first-byte timeout (proxy/admission.ts); rare, so counted directly. */
+  readonly firstByteTimeouts: { inc(labels: { listener: AdmissionListener }): void };
+  /** Registers how many distinct sources a listener holds now; read at scrape time, never on the accept path. */
+  readonly watchSources: (listener: AdmissionListener, count: () => number) => void;
   readonly clientErrors: { inc(labels: { reason: 'head-too-large' | 'timeout' | 'reset' | 'malformed' }): void };
   readonly credentialsSubstituted: () => void;
   readonly connections: PlainGauge;
@@ -139,6 +143,13 @@ export function createProxyMetrics(registry: Registry): ProxyMetrics {
     counts[VERDICT_INDEX[verdict]] = (counts[VERDICT_INDEX[verdict]] ?? 0) + 1;
   }
 
+  const sourceCounts = new Map<AdmissionListener, () => number>();
+  createGauge(registry, METRICS.boundary_proxy_connection_sources, {
+    collect(gauge) {
+      for (const listener of ADMISSION_LISTENERS) gauge.set({ listener }, sourceCounts.get(listener)?.() ?? 0);
+    },
+  });
+
   const off = metricsOff(registry);
   const tls = createHistogram(registry, METRICS.boundary_tls_handshake_duration_seconds);
   return {
@@ -162,6 +173,10 @@ export function createProxyMetrics(registry: Registry): ProxyMetrics {
       }
     },
     refusedConnections: createCounter(registry, METRICS.boundary_proxy_refused_connections_total),
+    firstByteTimeouts: createCounter(registry, METRICS.boundary_proxy_first_byte_timeouts_total),
+    watchSources(listener, count) {
+      sourceCounts.set(listener, count);
+    },
     clientErrors: createCounter(registry, METRICS.boundary_proxy_client_errors_total),
     credentialsSubstituted: () => {
       substituted++;

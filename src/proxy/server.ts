@@ -13,14 +13,15 @@ import type { PolicyStore } from '../policy/store.js';
 import type { AuditSink } from '../telemetry/event.js';
 import type { Logger } from '../telemetry/logger.js';
 import type { Interception } from '../tls/intercept.js';
+import { createAdmission, FIRST_BYTE_TIMEOUT_MS, MAX_CONNECTIONS_PER_SOURCE_PERCENT } from './admission.js';
 import { createConnectHandler } from './connect.js';
 import { credentialRoute } from './credential-injection.js';
 import type { AuthorityParsers, ProxyContext, TunnelScope } from './context.js';
-import { renderDenial, tooManyConnectionsDenial } from './deny.js';
 import { CONNECT_TIMEOUT_MS, type DialFunction } from './dial.js';
-import type { ClientErrorReason } from './events.js';
+import type { ClientErrorReason, RefusedConnectionReason } from './events.js';
 import { createProxyMetrics, type ProxyMetrics } from './metrics.js';
 import { createRequestHandler } from './forward.js';
+import { refuseConnection } from './refusal.js';
 import { createTunnelRegistry, TUNNEL_IDLE_TIMEOUT_MS, type TunnelRegistry } from './tunnel.js';
 import { createUpstreams } from './upstream.js';
 import { createUpgradeHandler } from './websocket.js';
@@ -39,11 +40,13 @@ export const CONNECTIONS_CHECK_INTERVAL_MS = 1_000;
 export const CLOSE_GRACE_MS = 5_000;
 /** How long a 400/408/431 may take to drain before its socket is destroyed anyway. */
 const CLIENT_ERROR_LINGER_MS = 1_000;
-/** How long a refused connection may take to read its 503 and close before it is destroyed anyway. */
-export const REFUSED_LINGER_MS = 1_000;
 
 export interface ProxyLimits {
   readonly maxConnections: number;
+  /** A source address may hold this percentage of maxConnections (admission.ts); 100 lets one source take all. */
+  readonly maxConnectionsPerSourcePercent: number;
+  /** A connection silent this long after accept is closed (admission.ts). */
+  readonly firstByteTimeoutMs: number;
   readonly headersTimeoutMs: number;
   readonly requestTimeoutMs: number;
   readonly keepAliveTimeoutMs: number;
@@ -54,6 +57,8 @@ export interface ProxyLimits {
 
 export const DEFAULT_PROXY_LIMITS: ProxyLimits = Object.freeze({
   maxConnections: MAX_CONNECTIONS_PER_LISTENER,
+  maxConnectionsPerSourcePercent: MAX_CONNECTIONS_PER_SOURCE_PERCENT,
+  firstByteTimeoutMs: FIRST_BYTE_TIMEOUT_MS,
   headersTimeoutMs: HEADERS_TIMEOUT_MS,
   requestTimeoutMs: REQUEST_TIMEOUT_MS,
   keepAliveTimeoutMs: KEEP_ALIVE_TIMEOUT_MS,
@@ -118,9 +123,19 @@ export function createProxyServer(options: ProxyServerOptions): ProxyServer {
     routeOf: (decision, host, port) => credentialRoute(options.credentials, decision, host, port),
   });
   const upstreams = createUpstreams({ dial: options.dial, connectTimeoutMs: limits.connectTimeoutMs, extraCaPem: options.upstreamCaPem, metrics });
-  const sockets = new Set<Socket>();
-  // Refused connections are not served and do not count against the limit, but net.Server.close() waits for
-  // them like any other: close() must be able to destroy them (issue 15).
+  const admission = createAdmission({
+    listener: 'proxy',
+    maxConnections: limits.maxConnections,
+    perSourcePercent: limits.maxConnectionsPerSourcePercent,
+    firstByteTimeoutMs: limits.firstByteTimeoutMs,
+    eitherWay: false,
+    metrics,
+    onClosed(open) {
+      metrics.connections.dec();
+      if (open === 0) onDrained?.();
+    },
+  });
+  // Refused connections are not served and do not count against the limit (refusal.ts).
   const refused = new Set<Socket>();
   let bound: { host: string; port: number } = { host: options.host, port: options.port };
   let selfCache: SelfAddresses | undefined;
@@ -184,10 +199,22 @@ export function createProxyServer(options: ProxyServerOptions): ProxyServer {
   http.on('checkContinue', (req: IncomingMessage, res: ServerResponse) => handleRequest(req, res, true));
   http.on('connect', createConnectHandler(ctx));
   http.on('upgrade', createUpgradeHandler(ctx));
+  // Sockets whose parser failed behind a request still in flight: they close once its answer is out.
+  const closingAfterAnswer = new WeakSet<Socket>();
   http.on('clientError', (err: NodeJS.ErrnoException, socket: Socket) => {
     metrics.clientErrors.inc({ reason: clientErrorReason(err.code) });
-    const inFlight = (socket as Socket & { _httpMessage?: { headersSent?: boolean } })._httpMessage;
-    if (err.code !== 'ECONNRESET' && socket.writable && inFlight?.headersSent !== true) {
+    const inFlight = (socket as Socket & { _httpMessage?: ServerResponse | null })._httpMessage;
+    if (err.code !== 'ECONNRESET' && socket.writable && inFlight != null) {
+      // A request before the refused bytes is still being answered (issue 15): a 400 now would read as its
+      // answer, or cut it. Its answer goes out whole, then the connection closes; the refused bytes get none.
+      inFlight.shouldKeepAlive = false;
+      if (!closingAfterAnswer.has(socket)) {
+        closingAfterAnswer.add(socket);
+        inFlight.once('finish', () => socket.destroySoon());
+      }
+      return;
+    }
+    if (err.code !== 'ECONNRESET' && socket.writable) {
       const status = clientErrorStatus(err.code);
       // Destroying right after end() drops the pending write on a TLS socket whose sniffed bytes were put
       // back: the client would see a bare close instead of its 431. Destroy once the answer is out.
@@ -205,45 +232,28 @@ export function createProxyServer(options: ProxyServerOptions): ProxyServer {
     socket.destroy();
   });
 
+  const refuse = (socket: Socket, reason: RefusedConnectionReason): void =>
+    refuseConnection(socket, { reason, maxConnections: limits.maxConnections, perSourceLimit: admission.perSourceLimit, sink: options.sink, refused });
+
   const listener: NetServer = createNetServer({ allowHalfOpen: true, noDelay: true }, (socket) => {
-    if (sockets.size >= limits.maxConnections || closing !== undefined) {
+    if (closing !== undefined) {
       metrics.refusedConnections.inc({ reason: 'too-many-connections' });
-      options.sink.emit({
-        class: 'NET',
-        activity: 'REFUSE',
-        severity: 'MED',
-        action: 'DENIED',
-        src: { ...(socket.remoteAddress === undefined ? {} : { ip: socket.remoteAddress }), ...(socket.remotePort === undefined ? {} : { port: socket.remotePort }) },
-        message: `connection refused: ${limits.maxConnections} connections open`,
-        detail: 'too-many-connections',
-        unmapped: { reason_code: 'too-many-connections' },
-      });
-      refused.add(socket);
-      socket.once('close', () => refused.delete(socket));
-      socket.on('error', () => socket.destroy());
-      // Issue 15: unread, the client's request stays buffered in front of its FIN, 'end' never comes and with
-      // allowHalfOpen the socket never closes. Discard what it sends, and bound a client that never closes.
-      socket.resume();
-      const linger = setTimeout(() => socket.destroy(), REFUSED_LINGER_MS);
-      linger.unref();
-      socket.once('close', () => clearTimeout(linger));
-      socket.end(renderDenial(tooManyConnectionsDenial(limits.maxConnections)));
+      refuse(socket, 'too-many-connections');
       return;
     }
-    sockets.add(socket);
+    const admitted = admission.admit(socket);
+    if (admitted !== 'admitted') {
+      refuse(socket, admitted);
+      return;
+    }
     metrics.connections.inc();
-    socket.once('close', () => {
-      sockets.delete(socket);
-      metrics.connections.dec();
-      if (sockets.size === 0) onDrained?.();
-    });
     http.emit('connection', socket);
   });
   listener.on('error', (err) => logger.error({ err }, 'proxy listener error'));
 
   function destroyAll(): void {
     for (const socket of refused) socket.destroy();
-    for (const socket of sockets) socket.destroy();
+    for (const socket of admission.sockets()) socket.destroy();
   }
 
   return {
@@ -271,6 +281,7 @@ export function createProxyServer(options: ProxyServerOptions): ProxyServer {
       // node:http starts its headersTimeout/requestTimeout sweep on 'listening'. This server never listens
       // itself (the net.Server above admits sockets), so start the sweep the same way.
       http.emit('listening');
+      admission.start();
     },
     close() {
       closing ??= (async () => {
@@ -281,7 +292,7 @@ export function createProxyServer(options: ProxyServerOptions): ProxyServer {
         http.closeIdleConnections();
         // A refused connection has had its answer; nothing of it is worth the grace.
         for (const socket of refused) socket.destroy();
-        if (sockets.size > 0) {
+        if (admission.open() > 0) {
           await new Promise<void>((resolve) => {
             const timer = setTimeout(resolve, limits.closeGraceMs);
             timer.unref();
@@ -291,6 +302,8 @@ export function createProxyServer(options: ProxyServerOptions): ProxyServer {
             };
           });
         }
+        // The first-byte sweep ran through the grace: a silent connection was no reason to wait.
+        admission.stop();
         destroyAll();
         await stopped;
         await upstreams.close();

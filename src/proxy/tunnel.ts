@@ -33,6 +33,11 @@ export interface TunnelRegistry {
   size(): number;
   /** Closes every tunnel whose decision changed under `policy`; returns how many were closed. */
   reevaluate(policy: Policy, options: { allowLoopback: boolean; selfAddresses: SelfAddresses }): number;
+  /**
+   * Whether a tunnel pinned like `pinned` would stay open across a reload to `policy`: a connection that was
+   * still opening when the reload landed is held to the same test, not refused for the generation change alone.
+   */
+  survives(policy: Policy, pinned: Omit<PinnedTunnel, 'close'>, options: { allowLoopback: boolean; selfAddresses: SelfAddresses }): boolean;
   closeAll(reason: string): void;
 }
 
@@ -63,6 +68,7 @@ export function createTunnelRegistry(registryOptions: TunnelRegistryOptions = {}
       }
       return closed;
     },
+    survives: (policy, pinned, options) => stillAllowed(policy, pinned, { ...options, routeOf: registryOptions.routeOf }),
     closeAll(reason) {
       for (const t of [...open]) t.close(reason);
       open.clear();
@@ -72,7 +78,7 @@ export function createTunnelRegistry(registryOptions: TunnelRegistryOptions = {}
 
 function stillAllowed(
   policy: Policy,
-  t: PinnedTunnel,
+  t: Omit<PinnedTunnel, 'close'>,
   options: { allowLoopback: boolean; selfAddresses: SelfAddresses; routeOf: TunnelRegistryOptions['routeOf'] },
 ): boolean {
   const decision = decide(policy, { adapter: 'connect', host: t.host, port: t.port });

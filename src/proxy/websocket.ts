@@ -209,7 +209,11 @@ async function upgrade(ctx: ProxyContext, req: IncomingMessage, socket: Socket, 
     return;
   }
   const relay = relayWebSocket(ctx, { client: socket, upstream, session, clientHead: head, upstreamHead: answer.rest, onClosed: done });
-  closeRelay = (reason) => relay.close(reason === 'policy-changed' ? CLOSE_CODES.serviceRestart : CLOSE_CODES.goingAway, reason === 'policy-changed' ? 'policy changed' : 'proxy shutting down');
+  // On shutdown (`final`) nothing may outlive the drain: the relay's upstream goes as soon as its client has.
+  closeRelay = (reason) =>
+    reason === 'policy-changed'
+      ? relay.close(CLOSE_CODES.serviceRestart, 'policy changed')
+      : relay.close(CLOSE_CODES.goingAway, 'proxy shutting down', { final: reason === 'shutdown' });
   // A reload that landed during the dial or handshake found no relay to re-evaluate: check it here.
   const now = ctx.store.current();
   if (now.generation !== o.generation && !sameDecisions(pinned, pinnedDecisions(now, session, o.method, undefined))) {

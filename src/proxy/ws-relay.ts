@@ -19,7 +19,7 @@ import type { ProxyContext } from './context.js';
 import { credentialRefusal } from './credential-injection.js';
 import { beginOutcome, emitOutcome, findingEvent, type Outcome, type OutcomeReason, settle } from './events.js';
 import { TUNNEL_LINGER_MS } from './tunnel.js';
-import { createAssemblyTimer, type Timers } from '../websocket/assembly-timer.js';
+import { createAssemblyTimer, GLOBAL_TIMERS, type Timers } from '../websocket/assembly-timer.js';
 import { createFrameBoundaryTracker } from '../websocket/frame-boundary.js';
 import { CLOSE_CODES, type ClientEvent, type CloseCode, createClientFrameParser, encodeClose, encodeFrame, OPCODES } from '../websocket/ws-frames.js';
 
@@ -42,8 +42,11 @@ export interface WsSession {
 }
 
 interface WsRelay {
-  /** Sends `code` both ways at frame boundaries, then ends both sockets (destroyed after the linger). */
-  close(code: CloseCode, reason: string): void;
+  /**
+   * Sends `code` both ways at frame boundaries, then ends both sockets (destroyed after the linger). `final`
+   * (shutdown): once the client has gone, the upstream is destroyed at once, with no wait for its writes.
+   */
+  close(code: CloseCode, reason: string, options?: { readonly final?: boolean }): void;
 }
 
 const maskKey = (): Buffer => randomBytes(4);
@@ -80,10 +83,12 @@ export function relayWebSocket(
   let closing: { code: CloseCode; reason: string } | undefined;
   let clientCloseSent = false;
   let closedCount = 0;
-  let linger: NodeJS.Timeout | undefined;
+  let final = false;
+  const timers = input.timers ?? GLOBAL_TIMERS;
+  let linger: unknown;
   const assembly = createAssemblyTimer({
     onExpire: (which) => fail(CLOSE_CODES.policyViolation, `text message assembly exceeded its ${which} timeout`, 'websocket-timeout'),
-    ...(input.timers === undefined ? {} : { timers: input.timers }),
+    timers,
   });
 
   const destroyBoth = (): void => {
@@ -91,6 +96,23 @@ export function relayWebSocket(
     client.destroy();
     upstream.destroy();
   };
+
+  /** The relay is ending (our close, or a FIN without a close frame): both sockets are gone by this deadline. */
+  function armLinger(): void {
+    linger ??= timers.setTimeout(destroyBoth, Math.min(ctx.tunnelIdleTimeoutMs, TUNNEL_LINGER_MS));
+  }
+
+  /**
+   * The client is gone: nothing the server sends has a reader any more. The upstream gets what is queued for it
+   * (its close frame or FIN), then is destroyed instead of waiting, half-closed, for a server that may never FIN.
+   */
+  function releaseUpstream(): void {
+    if (final || upstream.writableFinished) upstream.destroy();
+    else {
+      upstream.once('finish', () => upstream.destroy());
+      upstream.end();
+    }
+  }
 
   function toUpstream(bytes: Buffer): void {
     if (!upstream.write(bytes) && !client.isPaused()) {
@@ -112,7 +134,8 @@ export function relayWebSocket(
     if (client.writable) client.end(encodeClose(closing.code, closing.reason));
   }
 
-  function close(code: CloseCode, reason: string): void {
+  function close(code: CloseCode, reason: string, options: { readonly final?: boolean } = {}): void {
+    if (options.final === true) final = true;
     if (closing !== undefined) return;
     closing = { code, reason };
     assembly.clear();
@@ -121,8 +144,7 @@ export function relayWebSocket(
     if (tracker.atBoundary()) sendClientClose();
     // Else the server frame under way is finished first (onUpstreamData); the linger bounds the wait.
     upstream.resume();
-    linger = setTimeout(destroyBoth, TUNNEL_LINGER_MS);
-    linger.unref();
+    armLinger();
   }
 
   /** A relay-level failure (malformed frames, timeouts): NET:CLOSE beside the close frame. */
@@ -248,17 +270,20 @@ export function relayWebSocket(
     self.once('end', () => {
       // A FIN with no close frame: pass it on. During our close, a server FIN mid-frame ends the client too.
       if (other.writable && (closing === undefined || self === upstream)) other.end();
+      // A WebSocket does not half-close: the other side gets the linger to finish, not the idle timeout.
+      armLinger();
     });
     self.once('close', (hadError: boolean) => {
       if (hadError) destroyBoth();
       else if (!other.destroyed) {
-        other.end();
-        other.setTimeout(Math.min(ctx.tunnelIdleTimeoutMs, TUNNEL_LINGER_MS), destroyBoth);
+        if (self === client) releaseUpstream();
+        else other.end();
+        armLinger();
       }
       closedCount++;
       if (closedCount === 2) {
         assembly.clear();
-        if (linger !== undefined) clearTimeout(linger);
+        if (linger !== undefined) timers.clearTimeout(linger);
         input.onClosed();
       }
     });

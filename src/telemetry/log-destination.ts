@@ -1,6 +1,6 @@
 // The default log destination: lines batched into a byte slab and written to a file descriptor (stdout)
 // asynchronously by sonic-boom (pino.destination), which keeps its EAGAIN retry, EPIPE handling and exit flush.
-import { pino } from 'pino';
+import { pino } from './pino.js';
 import type { LinePart, LogDestination } from './logger.js';
 
 /** Pending lines are handed to the writer once they reach this many bytes. Each write(2) is a thread-pool hop

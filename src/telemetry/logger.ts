@@ -1,9 +1,10 @@
 // The pino logger every part writes through: JSON lines, or the shorthand text format (docs/events.md#shorthand-line)
 // rendered from the same JSON. Redaction here is the second line of defence after the Secret wrapper.
-import { pino } from 'pino';
+import type { DestinationStream, Logger as PinoLogger } from 'pino';
+import { pino } from './pino.js';
 import { createBufferedDestination, joinParts } from './log-destination.js';
 
-export type Logger = pino.Logger;
+export type Logger = PinoLogger;
 export const LOG_FORMATS = ['json', 'shorthand'] as const;
 export type LogFormat = (typeof LOG_FORMATS)[number];
 
@@ -180,7 +181,7 @@ function shorthandDestination(target: LogDestination): LogDestination {
  */
 export function createLogger(options: {
   format: LogFormat;
-  destination?: NodeJS.WritableStream | pino.DestinationStream | LogDestination;
+  destination?: NodeJS.WritableStream | DestinationStream | LogDestination;
   level?: string;
   now?: () => number;
 }): Logger {
@@ -194,6 +195,6 @@ export function createLogger(options: {
       redact: { paths: redactPaths(), censor: REDACT_CENSOR },
       ...(now === undefined ? {} : { timestamp: () => `,"time":${now()}` }),
     },
-    destination as pino.DestinationStream,
+    destination as DestinationStream,
   );
 }

@@ -1,7 +1,7 @@
 // The one path from a metric's catalogue entry (src/metric-catalogue.ts) to a prom-client metric on an injected
 // Registry: label values are checked against their closed sets (anything else is `other`) and every series that
 // can be known up front is created at zero, so rate() works from the first scrape. Never declares a metric itself.
-import { Counter, collectDefaultMetrics, Gauge, Registry } from 'prom-client';
+import { Counter, collectDefaultMetrics, Gauge, Registry } from './prom.js';
 
 /** What a label value outside its closed set is recorded as, so a bug cannot explode cardinality. */
 export const OTHER_LABEL_VALUE = 'other';
@@ -67,7 +67,7 @@ const LINT_FAILING_DEFAULTS = ['nodejs_active_handles_total', 'nodejs_active_req
 /** process_* and nodejs_* (prom-client defaults, standard names) on the given registry only. */
 export function collectDefaultProcessMetrics(registry: Registry): void {
   if (metricsOff(registry)) return;
-  collectDefaultMetrics({ register: registry });
+  collectDefaultMetrics(registry);
   for (const name of LINT_FAILING_DEFAULTS) registry.removeSingleMetric(name);
 }
 

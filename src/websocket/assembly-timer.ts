@@ -11,7 +11,8 @@ export interface Timers {
   clearTimeout(handle: unknown): void;
 }
 
-const GLOBAL_TIMERS: Timers = {
+/** The global timers, unref'd: a pending deadline alone never keeps the process alive. */
+export const GLOBAL_TIMERS: Timers = {
   setTimeout: (callback, ms) => {
     const handle = setTimeout(callback, ms);
     handle.unref();

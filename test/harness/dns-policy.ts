@@ -26,6 +26,8 @@ export function stubEndpoint(spec: EndpointSpec, index: number, key = 'test'): E
     path: undefined,
     allowedIps: spec.allowedIps ?? [],
     allowEncodedSlash: false,
+    allowEncodedBackslash: false,
+    allowEncodedNul: false,
     credentialProvider: undefined,
     requestBodyCredentialRewrite: false,
     websocketCredentialRewrite: false,

@@ -46,6 +46,8 @@ export function makeEndpoint(partial: Partial<Endpoint> = {}): Endpoint {
     path: undefined,
     allowedIps: [],
     allowEncodedSlash: false,
+    allowEncodedBackslash: false,
+    allowEncodedNul: false,
     credentialProvider: undefined,
     requestBodyCredentialRewrite: false,
     websocketCredentialRewrite: false,

@@ -3,7 +3,7 @@ import { once } from 'node:events';
 import { connect, type Socket } from 'node:net';
 import { describe, it } from 'node:test';
 import { startBoundary } from '../harness/boundary.js';
-import { readAll, sendRequest } from '../harness/proxy-client.js';
+import { openTunnel, readAll, sendRequest, tlsOverTunnel } from '../harness/proxy-client.js';
 import { httpOrigin } from '../harness/servers.js';
 
 const IDLE_CLIENTS = 500;
@@ -61,9 +61,33 @@ describe('limits', () => {
     assert.match(metrics, /boundary_proxy_client_errors_total\{reason="timeout"\} 1/);
   });
 
+  it('answers 408 on a decrypted connection in an inspected tunnel whose first request never comes (issue 15)', async (t) => {
+    const origin = await httpOrigin();
+    const inspected = `version: 1
+network_policies:
+  api:
+    endpoints:
+      - { host: api.example.test, port: ${origin.port}, protocol: rest, enforcement: enforce, access: full }
+    binaries: [{ path: "/**" }]
+`;
+    const b = await startBoundary({ policy: inspected, limits: { headersTimeoutMs: 300 } });
+    t.after(async () => {
+      await b.close();
+      await origin.close();
+    });
+    const { status, socket } = await openTunnel(b.proxyPort, `api.example.test:${origin.port}`);
+    assert.equal(status, 200);
+    // The head timeout runs from the handshake: the client sent a ClientHello, never a request.
+    const tls = await tlsOverTunnel(socket, { servername: 'api.example.test', ca: b.caPem as string });
+    tls.on('error', () => undefined);
+    assert.match(await readAll(tls), /^HTTP\/1\.1 408/);
+    assert.equal(origin.seen.length, 0);
+  });
+
   it('answers 503 too_many_connections beyond the per-listener limit, with an event and a metric (RX-08)', async (t) => {
     const origin = await httpOrigin();
-    const b = await startBoundary({ policy: policy(origin.port), limits: { maxConnections: 3 } });
+    // One client address fills the whole listener: the per-source share (issue-15-source-share) is lifted.
+    const b = await startBoundary({ policy: policy(origin.port), limits: { maxConnections: 3, maxConnectionsPerSourcePercent: 100 } });
     const held: Socket[] = [];
     t.after(async () => {
       for (const s of held) s.destroy();

@@ -14,7 +14,7 @@ import { openTunnel, readAll, statusOf } from '../harness/proxy-client.js';
 describe('RX-08: concurrent connections above the limit', { timeout: SUITE_TIMEOUT_MS }, () => {
   it('answers 503 with an event and a metric, and the open tunnels keep working', async (t) => {
     const echoOrigin = await tcpOrigin(echo);
-    const b = await startBoundary({ names: NAMES, limits: { maxConnections: 2 }, policy: `version: 1\nnetwork_policies:\n${l4Policy('raw', 'raw.example.test', [echoOrigin.port])}` });
+    const b = await startBoundary({ names: NAMES, limits: { maxConnections: 2, maxConnectionsPerSourcePercent: 100 }, policy: `version: 1\nnetwork_policies:\n${l4Policy('raw', 'raw.example.test', [echoOrigin.port])}` });
     t.after(async () => {
       await b.close();
       await echoOrigin.close();

@@ -3,7 +3,7 @@ import { describe, it } from 'node:test';
 import { parseRunFlags } from '../../src/cli/run.js';
 import { DEFAULTS, parseConfig } from '../../src/config.js';
 import { BoundaryError } from '../../src/errors.js';
-import { MAX_CONNECTIONS_PER_LISTENER } from '../../src/proxy/server.js';
+import { DEFAULT_PROXY_LIMITS, MAX_CONNECTIONS_PER_LISTENER } from '../../src/proxy/server.js';
 
 describe('parseConfig', () => {
   it('fills every missing key from DEFAULTS and freezes the result', () => {
@@ -85,6 +85,14 @@ describe('parseRunFlags', () => {
   it('maps --max-connections to limits.maxConnections; parseConfig refuses anything but a positive integer', () => {
     assert.equal(parseConfig(parseRunFlags(['--max-connections', '2'], '/')).limits.maxConnections, 2);
     for (const bad of ['0', '-1', '1.5', 'many']) assert.throws(() => parseConfig(parseRunFlags(['--max-connections', bad], '/')), BoundaryError, bad);
+  });
+
+  it('maps --max-connections-per-source-percent beside --max-connections, each at most once', () => {
+    const { limits } = parseConfig(parseRunFlags(['--max-connections', '10', '--max-connections-per-source-percent', '100'], '/'));
+    assert.deepEqual([limits.maxConnections, limits.maxConnectionsPerSourcePercent, limits.firstByteTimeoutMs], [10, 100, DEFAULT_PROXY_LIMITS.firstByteTimeoutMs]);
+    assert.equal(parseConfig({}).limits.maxConnectionsPerSourcePercent, 50);
+    assert.throws(() => parseConfig(parseRunFlags(['--max-connections-per-source-percent', '0'], '/')), BoundaryError);
+    assert.equal(typeof parseRunFlags(['--max-connections-per-source-percent', '5', '--max-connections-per-source-percent=6'], '/'), 'string');
   });
 
   it('says what is wrong with unknown, repeated or valueless flags', () => {

@@ -144,6 +144,7 @@ function fakePool(kind: Upstream, record: Observed, res: FakeResponse, handled: 
         },
         pause() {},
         resume() {},
+        sent: true,
       };
       // The answer comes in a later turn, as from a socket; the body is read first, as h1-client writes it.
       setImmediate(async () => {

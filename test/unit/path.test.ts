@@ -41,6 +41,8 @@ const REFUSED: readonly (readonly [string, string])[] = [
   [`/${'a'.repeat(MAX_REQUEST_TARGET_CHARS)}`, 'too-long'],
 ];
 
+const NONE_KEPT = { encodedSlash: false, encodedBackslash: false, encodedNul: false } as const;
+
 describe('canonicalTarget', () => {
   for (const [input, path, query] of ACCEPTED) {
     it(`canonicalises ${JSON.stringify(input)} to ${path}`, () => {
@@ -54,13 +56,75 @@ describe('canonicalTarget', () => {
     });
   }
   it('keeps %2F and reports it when allow_encoded_slash is set', () => {
-    assert.deepEqual(canonicalTarget('/@scope%2fpkg', { allowEncodedSlash: true }), { ok: true, path: '/@scope%2Fpkg', query: '', encodedSlash: true });
+    assert.deepEqual(canonicalTarget('/@scope%2fpkg', { allowEncodedSlash: true }), { ok: true, path: '/@scope%2Fpkg', query: '', ...NONE_KEPT, encodedSlash: true });
   });
   it('accepts a target of exactly the limit', () => {
     const target = `/${'a'.repeat(MAX_REQUEST_TARGET_CHARS - 1)}`;
     assert.equal(canonicalTarget(target).ok, true);
   });
   it('returns the input unchanged on the fast path', () => {
-    assert.deepEqual(canonicalTarget('/repos/a/b?x=1'), { ok: true, path: '/repos/a/b', query: 'x=1', encodedSlash: false });
+    assert.deepEqual(canonicalTarget('/repos/a/b?x=1'), { ok: true, path: '/repos/a/b', query: 'x=1', ...NONE_KEPT });
+  });
+});
+
+// docs/policy.md#path-canonicalisation, issue 15: escapes some origins read as a separator, a terminator or a second escape.
+const RISKY: readonly (readonly [string, string])[] = [
+  ['/a%5Cb', 'encoded-backslash'],
+  ['/public%5c..%5cadmin', 'encoded-backslash'],
+  ['/public\\..\\admin', 'encoded-backslash'],
+  ['/admin%00.png', 'encoded-nul'],
+  ['/%252e%252e/admin', 'double-encoded'],
+  ['/%2561dmin', 'double-encoded'],
+  ['/a/..%20/admin', 'dot-segment-lookalike'],
+  ['/a/.../admin', 'dot-segment-lookalike'],
+  ['/a/.%20/b', 'dot-segment-lookalike'],
+];
+
+describe('canonicalTarget: risky escapes (issue 15)', () => {
+  for (const [input, problem] of RISKY) {
+    it(`refuses ${JSON.stringify(input)} as ${problem} by default`, () => {
+      assert.deepEqual(canonicalTarget(input), { ok: false, problem });
+    });
+  }
+  it('keeps %5C, and a raw backslash as %5C, when allow_encoded_backslash is set', () => {
+    const options = { allowEncodedBackslash: true };
+    assert.deepEqual(canonicalTarget('/a%5cb\\c', options), { ok: true, path: '/a%5Cb%5Cc', query: '', ...NONE_KEPT, encodedBackslash: true });
+  });
+  it('keeps %00 when allow_encoded_nul is set, and never lets one option stand for another', () => {
+    assert.deepEqual(canonicalTarget('/a%00b', { allowEncodedNul: true }), { ok: true, path: '/a%00b', query: '', ...NONE_KEPT, encodedNul: true });
+    assert.deepEqual(canonicalTarget('/a%00b', { allowEncodedSlash: true, allowEncodedBackslash: true }), { ok: false, problem: 'encoded-nul' });
+    assert.deepEqual(canonicalTarget('/a%5Cb', { allowEncodedSlash: true, allowEncodedNul: true }), { ok: false, problem: 'encoded-backslash' });
+  });
+  it('keeps %25 that no second decoding can turn into anything', () => {
+    for (const [input, path] of [['/100%25', '/100%25'], ['/a%25zz', '/a%25zz'], ['/a%25%3f', '/a%25%3F']] as const) {
+      const result = canonicalTarget(input);
+      assert.deepEqual(result.ok ? result.path : result, path, input);
+    }
+  });
+  it('never decodes twice: the once-decoded form is what goes to policy and upstream', () => {
+    // `%25%36%31` is `%2561` once decoded: an origin that decodes again reads `a`.
+    for (const input of ['/a%2541', '/%25%36%31dmin', '/%25%36%31dmin?x=1', '/%25a%31']) {
+      assert.deepEqual(canonicalTarget(input), { ok: false, problem: 'double-encoded' }, input);
+    }
+  });
+  it('reports the Windows reading of segments ending in a dot or a space, and keeps the path as written', () => {
+    const cases = [
+      ['/admin.', '/admin.', '/admin'],
+      ['/admin%20', '/admin%20', '/admin'],
+      ['/admin.%20./x', '/admin.%20./x', '/admin/x'],
+      ['/wiki/Washington,_D.C.', '/wiki/Washington,_D.C.', '/wiki/Washington,_D.C'],
+      ['/a.;x/b', '/a./b', '/a/b'],
+      ['/admin%2E', '/admin.', '/admin'],
+    ] as const;
+    for (const [input, path, strippedPath] of cases) {
+      const result = canonicalTarget(input);
+      assert.deepEqual(result.ok ? { path: result.path, strippedPath: result.strippedPath } : result, { path, strippedPath }, input);
+    }
+  });
+  it('has no stripped reading when no segment ends in a dot or space', () => {
+    for (const input of ['/v1/x.json', '/a/./b', '/a/b/..', '/a%20b', '/.well-known/x']) {
+      const result = canonicalTarget(input);
+      assert.equal(result.ok && result.strippedPath, undefined, input);
+    }
   });
 });

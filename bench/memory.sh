@@ -1,0 +1,81 @@
+#!/usr/bin/env bash
+# bench/memory.sh — what one sandbox's boundary costs in memory: a real `node dist/main.js run` on loopback,
+# read from /proc/<pid>/status (VmRSS, RssAnon, RssFile) and its admin /metrics (heap). Phases, each on a
+# fresh boundary: idle after start; COUNT idle CONNECT tunnels to a TCP origin; COUNT inspected keep-alive
+# connections (CONNECT + TLS terminated by boundary + one request, then idle); DNS_COUNT live policy-DNS
+# mappings (unique names under a wildcard). Per-item figures are (loaded - idle) / items, medians of RUNS.
+# Also the floor: `node -e 'setInterval(...)'` and node with net/tls/http/crypto loaded, in the same run.
+# Clients and origin are separate processes (bench/memory/*.mjs). Nothing leaves 127.0.0.1.
+#
+# Usage: bench/memory.sh                                   (RUNS=3 COUNT=10000 or what the fd limit allows)
+#        RUNS=1 COUNT=2000 PHASES="idle tunnel" bench/memory.sh
+#        BOUNDARY_NODE_FLAGS="--max-semi-space-size=1" MALLOC_ARENA_MAX=2 bench/memory.sh   (the image's settings)
+# Environment (all optional):
+#   RUNS         repetitions of every phase (default 3)
+#   COUNT        tunnels / inspected connections held (default 10000, lowered to fit `ulimit -n`: boundary holds
+#                two sockets per item, so COUNT <= (hard limit - 200) / 2)
+#   DNS_COUNT    live DNS mappings (default 500: the default /15 pool hands out 512 addresses per epoch window)
+#   PHASES       subset of: idle tunnel inspected dns (default: all)
+#   SETTLE_MIN_WAIT_MS  wait before sampling, so V8's memory reducer has run (default 15000)
+#   BUILD        1 (default) compiles the working tree into a temp build under bench/out/; 0 uses dist/
+#   BOUNDARY_DIST  run this build directory instead (must sit under the project so node_modules resolves)
+#   BOUNDARY_REF   measure a committed state: `git archive REF src tsconfig.json` compiled into bench/out/build-<sha>/
+#   BOUNDARY_NODE_FLAGS  node flags for boundary only (the Dockerfile's are not applied unless given here)
+# Output: a table on stdout; raw samples in bench/out/memory-<timestamp>.json.
+
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+RUNS=${RUNS:-3}
+BUILD=${BUILD:-1}
+BOUNDARY_REF=${BOUNDARY_REF:-}
+BOUNDARY_DIST=${BOUNDARY_DIST:-}
+STAMP=$(date -u +%Y%m%dT%H%M%SZ)
+
+log() { printf '[memory %s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
+die() { log "error: $*"; exit 1; }
+
+unset http_proxy HTTP_PROXY https_proxy HTTPS_PROXY all_proxy ALL_PROXY no_proxy NO_PROXY
+for t in node openssl; do command -v "$t" >/dev/null || die "missing $t"; done
+[[ $RUNS =~ ^[1-9][0-9]*$ ]] || die "RUNS must be a positive integer (got '$RUNS')"
+
+# 10,000 held items are 20,000 sockets in boundary (client + upstream side) plus its own handful.
+ulimit -n 65536 2>/dev/null || ulimit -n "$(ulimit -Hn)" 2>/dev/null || true
+fd_limit=$(ulimit -n)
+fit=$(((fd_limit - 200) / 2))
+COUNT=${COUNT:-$((fit < 10000 ? fit : 10000))}
+((COUNT <= fit)) || die "COUNT=$COUNT needs ulimit -n >= $((2 * COUNT + 200)) (have $fd_limit)"
+((COUNT == 10000)) || log "COUNT=$COUNT (ulimit -n is $fd_limit; 10000 would need $((2 * 10000 + 200)))"
+
+WORK=$(mktemp -d /tmp/boundary-memory.XXXXXX)
+trap 'rm -rf "$WORK"' EXIT
+
+if [[ -n $BOUNDARY_REF ]]; then
+  sha=$(git -C "$ROOT" rev-parse --short "$BOUNDARY_REF") || die "BOUNDARY_REF: unknown ref $BOUNDARY_REF"
+  snap="$ROOT/bench/out/build-$sha"
+  if [[ ! -f $snap/dist/main.js ]]; then
+    log "building $BOUNDARY_REF ($sha) into $snap"
+    rm -rf "$snap" && mkdir -p "$snap"
+    git -C "$ROOT" archive "$sha" src tsconfig.json | tar -x -C "$snap"
+    "$ROOT/node_modules/.bin/tsc" -p "$snap/tsconfig.json" >"$WORK/tsc.log" 2>&1 || log "tsc reported errors for $sha"
+  fi
+  BOUNDARY_DIST="$snap/dist"
+elif [[ -z $BOUNDARY_DIST ]]; then
+  if ((BUILD)); then
+    # A private build of the working tree: others' dist/ is left alone; errors in files mid-edit are tolerated.
+    snap="$ROOT/bench/out/memory-build"
+    rm -rf "$snap" && mkdir -p "$snap"
+    cp -r "$ROOT/src" "$ROOT/tsconfig.json" "$snap/"
+    log "building the working tree into $snap"
+    "$ROOT/node_modules/.bin/tsc" -p "$snap/tsconfig.json" >"$WORK/tsc.log" 2>&1 || log "tsc reported $(grep -c 'error TS' "$WORK/tsc.log") error(s); running it anyway"
+    BOUNDARY_DIST="$snap/dist"
+  else
+    BOUNDARY_DIST="$ROOT/dist"
+  fi
+fi
+[[ -f $BOUNDARY_DIST/main.js ]] || die "no $BOUNDARY_DIST/main.js"
+
+mkdir -p "$ROOT/bench/out"
+cd "$ROOT"
+ROOT=$ROOT WORK=$WORK RUNS=$RUNS COUNT=$COUNT BOUNDARY_DIST=$BOUNDARY_DIST OUT_FILE="$ROOT/bench/out/memory-$STAMP.json" \
+  node "$ROOT/bench/memory/measure.mjs"

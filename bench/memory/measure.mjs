@@ -1,0 +1,248 @@
+// Driver of bench/memory.sh: starts a real `node dist/main.js run` on loopback and reads its memory from
+// /proc/<pid>/status (VmRSS, RssAnon, RssFile) and its admin /metrics (heap). Phases: idle after start, N idle
+// CONNECT tunnels, N inspected keep-alive connections (CONNECT + TLS + one request), M live DNS mappings.
+// Each phase gets a fresh boundary; the delta over its own idle sample is divided by the count. Clients and
+// origin run in their own processes (clients.mjs, origin.mjs). Prints a table of medians; writes JSON.
+
+import { execFileSync, spawn } from 'node:child_process';
+import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import net from 'node:net';
+import { join } from 'node:path';
+import { createInterface } from 'node:readline';
+
+const env = (name, fallback) => process.env[name] || fallback;
+const ROOT = env('ROOT', process.cwd());
+const HERE = join(ROOT, 'bench', 'memory');
+const WORK = env('WORK', '/tmp/boundary-memory');
+const RUNS = Number(env('RUNS', '3'));
+const COUNT = Number(env('COUNT', '10000'));
+// The synthetic window of the default /15 pool is 512 addresses per epoch (src/net/synthetic.ts).
+const DNS_COUNT = Number(env('DNS_COUNT', '500'));
+const PHASES = env('PHASES', 'idle tunnel inspected dns').split(/\s+/).filter(Boolean);
+const DIST = env('BOUNDARY_DIST', join(ROOT, 'dist'));
+const NODE_FLAGS = env('BOUNDARY_NODE_FLAGS', '').split(/\s+/).filter(Boolean);
+const OUT_FILE = env('OUT_FILE', join(ROOT, 'bench', 'out', `memory-${new Date().toISOString().replace(/[-:]/g, '').slice(0, 15)}Z.json`));
+const ORIGIN_HOST = 'origin.bench.test';
+const DNS_SUFFIX = 'dns.bench.test';
+// Settled: two samples SETTLE_INTERVAL_MS apart within SETTLE_TOLERANCE_KB; at most SETTLE_MAX_SAMPLES tries.
+const SETTLE_INTERVAL_MS = 1_000;
+const SETTLE_TOLERANCE_KB = 128;
+const SETTLE_MAX_SAMPLES = 30;
+// V8's memory reducer runs a compacting GC about 8-10 s after allocation stops; before it, "settled" RSS still
+// holds start-up garbage (measured: VmRSS 65,968 KB at 3-8 s, 61,828 KB from 12 s). Samples start after this.
+const SETTLE_MIN_WAIT_MS = Number(env('SETTLE_MIN_WAIT_MS', '15000'));
+const READY_TIMEOUT_MS = 30_000;
+const CLIENTS_TIMEOUT_MS = 600_000;
+
+const log = (msg) => process.stderr.write(`[memory ${new Date().toISOString().slice(11, 19)}] ${msg}\n`);
+const delay = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+
+function status(pid) {
+  const text = readFileSync(`/proc/${pid}/status`, 'utf8');
+  const kb = (key) => Number(new RegExp(`^${key}:\\s+(\\d+)`, 'm').exec(text)?.[1] ?? Number.NaN);
+  return { rssKb: kb('VmRSS'), anonKb: kb('RssAnon'), fileKb: kb('RssFile') };
+}
+
+async function settle(pid, minWaitMs = SETTLE_MIN_WAIT_MS) {
+  await delay(minWaitMs);
+  let prev = status(pid);
+  for (let i = 1; i < SETTLE_MAX_SAMPLES; i++) {
+    await delay(SETTLE_INTERVAL_MS);
+    const cur = status(pid);
+    if (Math.abs(cur.rssKb - prev.rssKb) <= SETTLE_TOLERANCE_KB) return { ...cur, settled: true, samples: i + 1 };
+    prev = cur;
+  }
+  return { ...prev, settled: false, samples: SETTLE_MAX_SAMPLES };
+}
+
+function freePort() {
+  return new Promise((resolve) => {
+    const s = net.createServer().listen(0, '127.0.0.1', () => {
+      const { port } = s.address();
+      s.close(() => resolve(port));
+    });
+  });
+}
+
+/** Spawns a node process and resolves with it and its first stdout line (JSON). */
+function spawnWithLine(args, options = {}) {
+  const child = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'inherit'], ...options });
+  const lines = createInterface({ input: child.stdout });
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`${args[0]}: no output`)), CLIENTS_TIMEOUT_MS);
+    lines.once('line', (line) => {
+      clearTimeout(timer);
+      resolve({ child, line: JSON.parse(line) });
+    });
+    child.once('exit', (code) => reject(new Error(`${args[0]} exited ${code}`)));
+  });
+}
+
+async function stop(child) {
+  if (child.exitCode !== null || child.signalCode !== null) return;
+  const exited = new Promise((resolve) => child.once('exit', resolve));
+  child.kill('SIGTERM');
+  const timer = setTimeout(() => child.kill('SIGKILL'), 15_000);
+  await exited;
+  clearTimeout(timer);
+}
+
+async function metrics(adminPort) {
+  const res = await fetch(`http://127.0.0.1:${adminPort}/metrics`);
+  const text = await res.text();
+  const pick = (name) => Number(new RegExp(`^${name} (\\S+)`, 'm').exec(text)?.[1] ?? Number.NaN);
+  return {
+    heapUsedKb: Math.round(pick('nodejs_heap_size_used_bytes') / 1024),
+    heapTotalKb: Math.round(pick('nodejs_heap_size_total_bytes') / 1024),
+    externalKb: Math.round(pick('nodejs_external_memory_bytes') / 1024),
+  };
+}
+
+function makeCerts(dir) {
+  mkdirSync(dir, { recursive: true });
+  const ossl = (...a) => execFileSync('openssl', a, { cwd: dir, stdio: ['ignore', 'ignore', 'ignore'] });
+  ossl('req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-keyout', 'ca.key', '-out', 'ca.pem', '-days', '2',
+    '-subj', '/CN=boundary memory bench CA', '-addext', 'basicConstraints=critical,CA:TRUE', '-addext', 'keyUsage=critical,keyCertSign,cRLSign');
+  ossl('req', '-new', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-keyout', 'origin.key', '-out', 'origin.csr', '-subj', `/CN=${ORIGIN_HOST}`);
+  writeFileSync(join(dir, 'origin.ext'), `subjectAltName=DNS:${ORIGIN_HOST}\nbasicConstraints=CA:FALSE\nextendedKeyUsage=serverAuth\n`);
+  ossl('x509', '-req', '-in', 'origin.csr', '-CA', 'ca.pem', '-CAkey', 'ca.key', '-CAcreateserial', '-days', '2', '-extfile', 'origin.ext', '-out', 'origin.pem');
+}
+
+async function startBoundary(ports, tag) {
+  const dir = join(WORK, `boundary-${tag}`);
+  rmSync(dir, { recursive: true, force: true });
+  mkdirSync(join(dir, 'state'), { recursive: true });
+  const [proxy, admin, dns] = [await freePort(), await freePort(), await freePort()];
+  const args = [...NODE_FLAGS, join(DIST, 'main.js'), 'run', '--policy', join(WORK, 'policy.yaml'), '--proxy-listen', `127.0.0.1:${proxy}`,
+    '--admin-listen', `127.0.0.1:${admin}`, '--dns-listen', `127.0.0.1:${dns}`, '--hosts', join(WORK, 'hosts'), '--upstream-dns', `127.0.0.1:${ports.dns}`,
+    '--upstream-ca', join(WORK, 'pki', 'ca.pem'), '--unsafe-allow-loopback-upstream', '--state-dir', join(dir, 'state'), '--log-format', 'json',
+    '--max-connections', String(Math.max(4096, 4 * COUNT))];
+  const { openSync } = await import('node:fs');
+  const child = spawn(process.execPath, args, { cwd: ROOT, stdio: ['ignore', openSync(join(dir, 'out.log'), 'w'), openSync(join(dir, 'err.log'), 'w')] });
+  const deadline = Date.now() + READY_TIMEOUT_MS;
+  for (;;) {
+    if (child.exitCode !== null) throw new Error(`boundary exited ${child.exitCode}: ${readFileSync(join(dir, 'err.log'), 'utf8').slice(-400)}`);
+    try {
+      if ((await fetch(`http://127.0.0.1:${admin}/healthz`)).ok) break;
+    } catch {}
+    if (Date.now() > deadline) {
+      await stop(child);
+      throw new Error('boundary not ready');
+    }
+    await delay(100);
+  }
+  return { child, proxy, admin, dns, dir };
+}
+
+async function floor(code) {
+  const child = spawn(process.execPath, ['-e', code], { stdio: 'ignore' });
+  await delay(500);
+  const s = await settle(child.pid);
+  await stop(child);
+  return s;
+}
+
+const median = (xs) => {
+  const v = xs.filter(Number.isFinite).sort((a, b) => a - b);
+  return v.length === 0 ? Number.NaN : v.length % 2 ? v[(v.length - 1) / 2] : (v[v.length / 2 - 1] + v[v.length / 2]) / 2;
+};
+
+// ------------------------------------------------------------------------------------------------ setup
+rmSync(WORK, { recursive: true, force: true });
+mkdirSync(WORK, { recursive: true });
+makeCerts(join(WORK, 'pki'));
+const origin = await spawnWithLine([join(HERE, 'origin.mjs'), '--cert', join(WORK, 'pki', 'origin.pem'), '--key', join(WORK, 'pki', 'origin.key')], { cwd: ROOT });
+const ports = origin.line;
+writeFileSync(join(WORK, 'hosts'), `127.0.0.1 ${ORIGIN_HOST}\n`);
+writeFileSync(join(WORK, 'policy.yaml'), `version: 1
+network_policies:
+  bench:
+    name: bench
+    endpoints:
+      - host: ${ORIGIN_HOST}
+        port: ${ports.tcp}
+      - host: ${ORIGIN_HOST}
+        port: ${ports.https}
+        protocol: rest
+        enforcement: enforce
+        access: full
+      - host: "*.${DNS_SUFFIX}"
+        port: 443
+    binaries:
+      - path: "/**"
+`);
+
+const results = { floors: {}, runs: [] };
+log(`work dir ${WORK}; ${RUNS} run(s) of ${PHASES.join(', ')}; ${COUNT} connections, ${DNS_COUNT} names; node flags '${NODE_FLAGS.join(' ')}'`);
+try {
+  [results.floors.node, results.floors.nodeNetTlsHttp] = await Promise.all([
+    floor('setInterval(() => {}, 1000)'),
+    floor("require('node:net'); require('node:tls'); require('node:http'); require('node:crypto'); setInterval(() => {}, 1000)"),
+  ]);
+  log(`floor: node ${results.floors.node.rssKb} KB, + net/tls/http ${results.floors.nodeNetTlsHttp.rssKb} KB`);
+  for (let run = 1; run <= RUNS; run++) {
+    for (const phase of PHASES) {
+      const b = await startBoundary(ports, `${run}-${phase}`);
+      try {
+        // Two readings: the first 1-s agreement after start (what a quick look sees), then after the memory reducer.
+        const early = await settle(b.child.pid, 0);
+        const idle = { ...(await settle(b.child.pid)), ...(await metrics(b.admin)) };
+        const rec = { run, phase, early, idle };
+        if (phase !== 'idle') {
+          const n = phase === 'dns' ? DNS_COUNT : COUNT;
+          const target = phase === 'tunnel' ? `${ORIGIN_HOST}:${ports.tcp}` : `${ORIGIN_HOST}:${ports.https}`;
+          const clients = await spawnWithLine([join(HERE, 'clients.mjs'), '--mode', phase, '--count', String(n), '--proxy', String(b.proxy),
+            '--target', target, '--ca', join(b.dir, 'state', 'ca.pem'), '--dns', String(b.dns), '--suffix', DNS_SUFFIX], { cwd: ROOT });
+          try {
+            const loaded = { ...(await settle(b.child.pid)), ...(await metrics(b.admin)) };
+            rec.clients = clients.line;
+            rec.loaded = loaded;
+            rec.perItemKb = (loaded.rssKb - idle.rssKb) / Math.max(1, clients.line.ok);
+            rec.perItemHeapKb = (loaded.heapUsedKb - idle.heapUsedKb) / Math.max(1, clients.line.ok);
+          } finally {
+            await stop(clients.child);
+          }
+        }
+        results.runs.push(rec);
+        log(`run ${run} ${phase}: idle ${idle.rssKb} KB (anon ${idle.anonKb}, file ${idle.fileKb}, heap used ${idle.heapUsedKb})` +
+          (rec.loaded ? `; ${rec.clients.ok} ok/${rec.clients.failed} failed${rec.clients.firstError ? ` (${rec.clients.firstError})` : ''} -> ${rec.loaded.rssKb} KB = ${rec.perItemKb.toFixed(2)} KB each (heap ${rec.perItemHeapKb.toFixed(2)})` : ''));
+      } finally {
+        await stop(b.child);
+      }
+    }
+  }
+} finally {
+  await stop(origin.child);
+}
+
+const idleRuns = results.runs.map((r) => r.idle);
+const summary = {
+  nodeFloorKb: results.floors.node.rssKb,
+  nodeNetTlsHttpFloorKb: results.floors.nodeNetTlsHttp.rssKb,
+  earlyRssKb: median(results.runs.map((r) => r.early.rssKb)),
+  idleRssKb: median(idleRuns.map((i) => i.rssKb)),
+  idleAnonKb: median(idleRuns.map((i) => i.anonKb)),
+  idleFileKb: median(idleRuns.map((i) => i.fileKb)),
+  idleHeapUsedKb: median(idleRuns.map((i) => i.heapUsedKb)),
+  idleHeapTotalKb: median(idleRuns.map((i) => i.heapTotalKb)),
+  idleSettled: idleRuns.every((i) => i.settled),
+};
+for (const phase of ['tunnel', 'inspected', 'dns']) {
+  const rs = results.runs.filter((r) => r.phase === phase && r.loaded);
+  if (rs.length === 0) continue;
+  summary[`${phase}KbEach`] = Number(median(rs.map((r) => r.perItemKb)).toFixed(2));
+  summary[`${phase}HeapKbEach`] = Number(median(rs.map((r) => r.perItemHeapKb)).toFixed(2));
+  summary[`${phase}Count`] = median(rs.map((r) => r.clients.ok));
+}
+const out = { meta: { runs: RUNS, count: COUNT, dnsCount: DNS_COUNT, node: process.version, nodeFlags: NODE_FLAGS.join(' '), dist: DIST, phases: PHASES }, summary, ...results };
+mkdirSync(join(OUT_FILE, '..'), { recursive: true });
+writeFileSync(OUT_FILE, `${JSON.stringify(out, null, 2)}\n`);
+const row = (k, v) => process.stdout.write(`${k.padEnd(44)} ${v}\n`);
+row('node floor (setInterval), VmRSS', `${(summary.nodeFloorKb / 1024).toFixed(1)} MiB`);
+row('node + net/tls/http/crypto, VmRSS', `${(summary.nodeNetTlsHttpFloorKb / 1024).toFixed(1)} MiB`);
+row(`boundary first settled after start (median/${idleRuns.length})`, `${(summary.earlyRssKb / 1024).toFixed(1)} MiB`);
+row(`boundary idle after start, VmRSS (median/${idleRuns.length})`, `${(summary.idleRssKb / 1024).toFixed(1)} MiB (anon ${(summary.idleAnonKb / 1024).toFixed(1)}, file ${(summary.idleFileKb / 1024).toFixed(1)}, heap used ${(summary.idleHeapUsedKb / 1024).toFixed(1)} of ${(summary.idleHeapTotalKb / 1024).toFixed(1)})`);
+for (const phase of ['tunnel', 'inspected', 'dns']) {
+  if (summary[`${phase}KbEach`] !== undefined) row(`per ${phase} (${summary[`${phase}Count`]} held)`, `${summary[`${phase}KbEach`]} KB RSS, ${summary[`${phase}HeapKbEach`]} KB heap`);
+}
+row('raw results', OUT_FILE);

@@ -1,0 +1,85 @@
+// Turns validated entry drafts into the deep-frozen Policy: ids and order, binary matchers, the host index and
+// the policy hash. Written as steps (a generator that yields between entries) so a reload can run it in
+// bounded slices on the event loop; drain() runs the same steps in one go. Pure.
+
+import { createHash } from 'node:crypto';
+import type { Issue } from '../errors.js';
+import { canonicalJson, createFreezer, sha256Hex } from './canonical.js';
+import { compileBinaryGlob } from './glob.js';
+import { buildHostIndex, type IndexedEndpoint } from './host-index.js';
+import type { Endpoint, Policy, PolicyEntry } from './types.js';
+import type { EndpointDraft } from './validate-endpoint.js';
+
+export interface EntryDraft {
+  readonly key: string;
+  readonly name: string;
+  readonly binaries: readonly string[];
+  readonly endpoints: readonly EndpointDraft[];
+}
+
+/** Steps of a parse or compile: each `yield` is a point where the caller may give the event loop a turn. */
+export type Steps<T> = Generator<void, T, void>;
+
+/** Runs steps to the end without yielding to anyone (parsePolicy, `policy check`, the parse worker). */
+export function drain<T>(steps: Steps<T>): T {
+  for (;;) {
+    const next = steps.next();
+    if (next.done === true) return next.value;
+  }
+}
+
+export function* compileSteps(drafts: readonly EntryDraft[], warnings: readonly Issue[], notEnforced: readonly string[]): Steps<Policy> {
+  const freeze = createFreezer();
+  const endpoints: Endpoint[] = [];
+  const indexed: IndexedEndpoint[] = [];
+  const entries: PolicyEntry[] = [];
+  for (const draft of drafts) {
+    const globs = draft.binaries.map(compileBinaryGlob);
+    const matchesBinary = (path: string): boolean => globs.some((g) => g.matches(path));
+    const entryEndpoints: Endpoint[] = [];
+    for (const [index, d] of draft.endpoints.entries()) {
+      const { matcher, selector, node, yamlPath, canonical, ...fields } = d;
+      const endpoint: Endpoint = freeze({
+        ...fields,
+        id: `${draft.key}#${index}`,
+        policy: draft.key,
+        policyName: draft.name,
+        index,
+        order: endpoints.length,
+        binaries: draft.binaries,
+        matchesBinary,
+      });
+      endpoints.push(endpoint);
+      entryEndpoints.push(endpoint);
+      indexed.push({ endpoint, matcher });
+      yield;
+    }
+    entries.push(freeze({ key: draft.key, name: draft.name, endpoints: entryEndpoints, binaries: draft.binaries, matchesBinary }));
+  }
+  // The hash is canonicalJson({ version: 1, network_policies }) over entries in key order (policyHash below),
+  // fed to the digest one entry per step instead of built as one string.
+  const digest = createHash('sha256').update('{"network_policies":[');
+  const sorted = [...drafts].sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
+  for (const [i, d] of sorted.entries()) {
+    if (i > 0) digest.update(',');
+    digest.update(canonicalJson({ key: d.key, name: d.name, binaries: d.binaries, endpoints: d.endpoints.map((e) => e.canonical) }));
+    yield;
+  }
+  const hash = digest.update('],"version":1}').digest('hex');
+  const endpointsForHost = buildHostIndex(indexed);
+  yield;
+  return freeze({
+    generation: 0,
+    hash,
+    entries,
+    endpoints,
+    warnings: [...warnings],
+    notEnforced: [...notEnforced],
+    endpointsForHost,
+  });
+}
+
+/** sha256 of the canonical JSON of the network policy; `[]` is the empty (deny-all) policy. */
+export function policyHash(canonicalEntries: readonly unknown[]): string {
+  return sha256Hex(canonicalJson({ version: 1, network_policies: canonicalEntries }));
+}

@@ -1,0 +1,47 @@
+// A connection the proxy listener does not admit (admission.ts): its one NET:REFUSE event and its 503, written
+// on the raw socket before any request is read. The socket is drained, never served, and destroyed soon after.
+
+import type { Socket } from 'node:net';
+import type { AuditSink } from '../telemetry/event.js';
+import type { RefusedConnectionReason } from './events.js';
+import { renderDenial, tooManyConnectionsDenial, tooManyConnectionsFromSourceDenial } from './deny.js';
+
+/** How long a refused connection may take to read its 503 and close before it is destroyed anyway. */
+export const REFUSED_LINGER_MS = 1_000;
+
+export interface RefusalOptions {
+  readonly reason: RefusedConnectionReason;
+  /** The listener's limit and a source's share of it, for the event and the 503's detail. */
+  readonly maxConnections: number;
+  readonly perSourceLimit: number;
+  readonly sink: AuditSink;
+  /** Refused sockets still open: net.Server.close() waits for them, so close() destroys them (issue 15). */
+  readonly refused: Set<Socket>;
+}
+
+export function refuseConnection(socket: Socket, options: RefusalOptions): void {
+  const { reason, maxConnections, perSourceLimit, refused } = options;
+  const fromSource = reason === 'too-many-connections-from-source';
+  options.sink.emit({
+    class: 'NET',
+    activity: 'REFUSE',
+    severity: 'MED',
+    action: 'DENIED',
+    src: { ...(socket.remoteAddress === undefined ? {} : { ip: socket.remoteAddress }), ...(socket.remotePort === undefined ? {} : { port: socket.remotePort }) },
+    message: fromSource
+      ? `connection refused: this source holds its share of ${perSourceLimit} of ${maxConnections} connections`
+      : `connection refused: ${maxConnections} connections open`,
+    detail: reason,
+    unmapped: { reason_code: reason },
+  });
+  refused.add(socket);
+  socket.once('close', () => refused.delete(socket));
+  socket.on('error', () => socket.destroy());
+  // Issue 15: unread, the client's request stays buffered in front of its FIN, 'end' never comes and with
+  // allowHalfOpen the socket never closes. Discard what it sends, and bound a client that never closes.
+  socket.resume();
+  const linger = setTimeout(() => socket.destroy(), REFUSED_LINGER_MS);
+  linger.unref();
+  socket.once('close', () => clearTimeout(linger));
+  socket.end(renderDenial(fromSource ? tooManyConnectionsFromSourceDenial(perSourceLimit) : tooManyConnectionsDenial(maxConnections)));
+}

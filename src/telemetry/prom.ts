@@ -1,0 +1,69 @@
+// The prom-client classes boundary uses, loaded file by file, and the process_* / nodejs_* default metrics.
+// prom-client's index also loads Pushgateway, cluster aggregation and, for exemplars, @opentelemetry/api
+// (~150 modules, ~10 MB of RSS in every sidecar; issue 15); boundary uses none of them.
+
+import { createRequire } from 'node:module';
+import type * as Prom from 'prom-client';
+
+const require = createRequire(import.meta.url);
+
+export const Registry: typeof Prom.Registry = require('prom-client/lib/registry');
+export type Registry = Prom.Registry;
+export const Counter: typeof Prom.Counter = require('prom-client/lib/counter');
+export type Counter<T extends string = string> = Prom.Counter<T>;
+export const Gauge: typeof Prom.Gauge = require('prom-client/lib/gauge');
+export type Gauge<T extends string = string> = Prom.Gauge<T>;
+
+type DefaultMetric = (registry: Registry, config: Prom.DefaultMetricsCollectorConfiguration<Prom.RegistryContentType>) => void;
+
+/**
+ * prom-client's collectDefaultMetrics() list minus processCpuTotal, the module that pulls in @opentelemetry/api;
+ * cpuSeconds() below registers the same three series. Same names, help and values as the package's defaults.
+ */
+const DEFAULT_METRIC_FILES = [
+  'processStartTime',
+  'osMemoryHeap',
+  'processOpenFileDescriptors',
+  'processMaxFileDescriptors',
+  'eventLoopLag',
+  'processResources',
+  'processHandles',
+  'processRequests',
+  'heapSizeAndUsed',
+  'heapSpacesSizeAndUsed',
+  'version',
+  'gc',
+] as const;
+
+/** prom-client's eventLoopMonitoringPrecision default (ms), as collectDefaultMetrics() passes it. */
+const EVENT_LOOP_MONITORING_PRECISION_MS = 10;
+
+/** Registers the process_* and nodejs_* defaults on `registry` only. */
+export function collectDefaultMetrics(registry: Registry): void {
+  const config = { register: registry, eventLoopMonitoringPrecision: EVENT_LOOP_MONITORING_PRECISION_MS };
+  cpuSeconds(registry);
+  for (const file of DEFAULT_METRIC_FILES) (require(`prom-client/lib/metrics/${file}`) as DefaultMetric)(registry, config);
+}
+
+/** process_cpu_{user,system,}_seconds_total, read from process.cpuUsage() at scrape. */
+function cpuSeconds(registry: Registry): void {
+  let last = process.cpuUsage();
+  const registers = [registry];
+  const system = new Counter({ name: 'process_cpu_system_seconds_total', help: 'Total system CPU time spent in seconds.', registers });
+  const total = new Counter({ name: 'process_cpu_seconds_total', help: 'Total user and system CPU time spent in seconds.', registers });
+  new Counter({
+    name: 'process_cpu_user_seconds_total',
+    help: 'Total user CPU time spent in seconds.',
+    registers,
+    // One collect sets all three, as prom-client's own does.
+    collect() {
+      const now = process.cpuUsage();
+      const user = (now.user - last.user) / 1e6;
+      const sys = (now.system - last.system) / 1e6;
+      last = now;
+      this.inc(user);
+      system.inc(sys);
+      total.inc(user + sys);
+    },
+  });
+}
