@@ -333,7 +333,7 @@ export const ANSWERED_EARLY_LINGER_MS = 1_000;
  */
 export function lingerAfterAnswer(req: IncomingMessage, res: ServerResponse): void {
   const socket = res.socket;
-  if (req.complete || socket === null) return;
+  if (req.complete || !socket) return;
   // The body's reader may have stopped mid-body (a held body refused): drop its 'readable' listener so
   // a 'data' listener makes the request flow again, and what is left of the body is read and dropped.
   req.removeAllListeners('readable');

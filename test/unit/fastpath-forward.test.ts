@@ -226,6 +226,8 @@ async function run(c: Case, resolver: Resolver): Promise<Observed> {
     rawHeaders,
     socket,
   }) as unknown as IncomingMessage;
+  // IncomingMessage.complete: the whole body has been received (here: read).
+  Object.defineProperty(req, 'complete', { get: () => req.readableEnded });
   createRequestHandler(ctx)(req, res as unknown as ServerResponse, c.expectContinue === true);
   handled = true;
   await settled;
