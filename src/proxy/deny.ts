@@ -9,6 +9,7 @@ import type { Socket } from 'node:net';
 import type { Adapter, Decision, DecisionReason, Policy } from '../policy/types.js';
 import { type NextStep, policyNextSteps } from '../policy/suggest.js';
 import { POLICY_HEADER } from '../http1/headers.js';
+import { destroyAfterLinger } from './linger.js';
 
 /**
  * A reason phrase longer than this is cut (with `...`): it travels in a status line that clients print whole, and
@@ -320,16 +321,9 @@ export function sendDenial(res: ServerResponse, d: Denial): void {
 }
 
 /**
- * How long a connection answered before its request body was read may go on sending that body, discarded,
- * after the answer: closing at once with bytes unread makes the kernel send a reset, and the client's kernel
- * then drops the answer before the client reads it (RFC 9112 section 9.6, lingering close).
- */
-export const ANSWERED_EARLY_LINGER_MS = 1_000;
-
-/**
- * Lingering close for `res`, sent while its request body is still arriving: once node:http ends the
- * connection, its socket half-closes, reads and drops the rest, and is destroyed when the client closes
- * or after ANSWERED_EARLY_LINGER_MS.
+ * Lingering close (linger.ts) for `res`, sent while its request body is still arriving: once node:http ends
+ * the connection, its socket half-closes, reads and drops the rest, and is destroyed when the client closes
+ * or after LINGER_MS.
  */
 export function lingerAfterAnswer(req: IncomingMessage, res: ServerResponse): void {
   const socket = res.socket;
@@ -342,10 +336,8 @@ export function lingerAfterAnswer(req: IncomingMessage, res: ServerResponse): vo
   // its FIN is written: this socket only half-closes, and lingers.
   socket.destroySoon = () => {
     socket.end();
-    const linger = setTimeout(() => socket.destroy(), ANSWERED_EARLY_LINGER_MS);
-    linger.unref();
+    destroyAfterLinger(socket);
     socket.once('end', () => socket.destroy());
-    socket.once('close', () => clearTimeout(linger));
   };
 }
 

@@ -5,9 +5,7 @@ import type { Socket } from 'node:net';
 import type { AuditSink } from '../telemetry/event.js';
 import type { RefusedConnectionReason } from './events.js';
 import { renderDenial, tooManyConnectionsDenial, tooManyConnectionsFromSourceDenial } from './deny.js';
-
-/** How long a refused connection may take to read its 503 and close before it is destroyed anyway. */
-export const REFUSED_LINGER_MS = 1_000;
+import { destroyAfterLinger } from './linger.js';
 
 export interface RefusalOptions {
   readonly reason: RefusedConnectionReason;
@@ -40,8 +38,6 @@ export function refuseConnection(socket: Socket, options: RefusalOptions): void 
   // Issue 15: unread, the client's request stays buffered in front of its FIN, 'end' never comes and with
   // allowHalfOpen the socket never closes. Discard what it sends, and bound a client that never closes.
   socket.resume();
-  const linger = setTimeout(() => socket.destroy(), REFUSED_LINGER_MS);
-  linger.unref();
-  socket.once('close', () => clearTimeout(linger));
+  destroyAfterLinger(socket);
   socket.end(renderDenial(fromSource ? tooManyConnectionsFromSourceDenial(perSourceLimit) : tooManyConnectionsDenial(maxConnections)));
 }

@@ -21,6 +21,7 @@ import { CONNECT_TIMEOUT_MS, type DialFunction } from './dial.js';
 import type { ClientErrorReason, RefusedConnectionReason } from './events.js';
 import { createProxyMetrics, type ProxyMetrics } from './metrics.js';
 import { createRequestHandler } from './forward.js';
+import { destroyAfterLinger } from './linger.js';
 import { refuseConnection } from './refusal.js';
 import { createTunnelRegistry, TUNNEL_IDLE_TIMEOUT_MS, type TunnelRegistry } from './tunnel.js';
 import { createUpstreams } from './upstream.js';
@@ -38,8 +39,6 @@ const KEEP_ALIVE_TIMEOUT_MS = 15_000;
 export const CONNECTIONS_CHECK_INTERVAL_MS = 1_000;
 /** On close, in-flight connections get this long to finish before they are destroyed. */
 export const CLOSE_GRACE_MS = 5_000;
-/** How long a 400/408/431 may take to drain before its socket is destroyed anyway. */
-const CLIENT_ERROR_LINGER_MS = 1_000;
 
 export interface ProxyLimits {
   readonly maxConnections: number;
@@ -218,14 +217,10 @@ export function createProxyServer(options: ProxyServerOptions): ProxyServer {
       const status = clientErrorStatus(err.code);
       // Destroying right after end() drops the pending write on a TLS socket whose sniffed bytes were put
       // back: the client would see a bare close instead of its 431. Destroy once the answer is out.
-      const linger = setTimeout(() => socket.destroy(), CLIENT_ERROR_LINGER_MS);
-      linger.unref();
+      destroyAfterLinger(socket);
       socket.end(
         `HTTP/1.1 ${status} ${status === 431 ? 'Request Header Fields Too Large' : status === 408 ? 'Request Timeout' : 'Bad Request'}\r\ncontent-length: 0\r\nconnection: close\r\n\r\n`,
-        () => {
-          clearTimeout(linger);
-          socket.destroy();
-        },
+        () => socket.destroy(),
       );
       return;
     }
