@@ -38,6 +38,14 @@ function sortKeys(value: unknown): unknown {
   if (Array.isArray(value)) return value.map(sortKeys);
   if (value === null || typeof value !== 'object') return value;
   const out: Record<string, unknown> = {};
-  for (const key of Object.keys(value).sort()) out[key] = sortKeys((value as Record<string, unknown>)[key]);
+  const keys = Object.keys(value);
+  // Sorting allocates even when there is nothing to move; the readers write their objects in key order.
+  if (!isSorted(keys)) keys.sort();
+  for (const key of keys) out[key] = sortKeys((value as Record<string, unknown>)[key]);
   return out;
+}
+
+function isSorted(keys: readonly string[]): boolean {
+  for (let i = 1; i < keys.length; i++) if ((keys[i - 1] as string) > (keys[i] as string)) return false;
+  return true;
 }

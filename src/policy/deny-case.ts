@@ -1,8 +1,7 @@
 // The `policy check` warning for deny rules an origin that ignores case could be reached around
 // (docs/policy.md#case-insensitive-origins). Reads the YAML only to point at the rule; never changes what a rule matches.
 
-import { isMap, isScalar, isSeq, type Node } from 'yaml';
-import { childPath, type Field, type ReadContext, report, resolve, seqItems } from './yaml-source.js';
+import { childPath, type Field, isMap, isScalar, isSeq, mapGet, type ReadContext, report, seqItems } from './yaml-source.js';
 
 const ASCII_LETTER = /^[a-zA-Z]$/;
 
@@ -29,13 +28,12 @@ export function caseInsensitivePath(pattern: string): string {
 
 /** Warns once per deny rule whose path has a letter outside a class: IIS, Windows and macOS serve `/ADMIN` as `/admin`. */
 export function warnCaseSensitiveDenies(ctx: ReadContext, denyField: Field | undefined, path: string): void {
-  const seq = resolve(ctx, denyField?.value ?? null);
-  if (seq === null || !isSeq(seq)) return;
+  const seq = denyField?.value;
+  if (!isSeq(seq)) return;
   seqItems(seq).forEach((item, i) => {
-    const rule = resolve(ctx, item);
-    if (rule === null || !isMap(rule)) return;
-    const node = resolve(ctx, (rule.get('path', true) as Node | undefined) ?? null);
-    if (node === null || !isScalar(node) || typeof node.value !== 'string') return;
+    if (!isMap(item)) return;
+    const node = mapGet(item, 'path');
+    if (!isScalar(node) || typeof node.value !== 'string') return;
     const written = node.value;
     const folded = caseInsensitivePath(written);
     if (folded === written) return;

@@ -1,7 +1,6 @@
 // Endpoint fields that are not about matching: allowed_ips (V10), credential binding and signing (V11),
 // protocol options for graphql, mcp and json-rpc. Readers report problems and return normalised values.
 
-import type { Node } from 'yaml';
 import { IPV4_EMBEDDINGS } from '../net/address.js';
 import { type Cidr, cidrOverlaps, formatCidr, hasCleanHostBits, parseCidr } from '../net/ip.js';
 import {
@@ -71,7 +70,7 @@ export function readAllowedIps(ctx: ReadContext, field: Field | undefined, path:
   const out: string[] = [];
   seqItems(seq).forEach((item, i) => {
     const itemPath = childPath(path, i);
-    const text = scalarValue(ctx, item);
+    const text = scalarValue(item);
     const cidr = typeof text === 'string' ? parseCidr(text.trim()) : undefined;
     if (cidr === undefined) {
       report(ctx, item ?? seq, itemPath, 'POLICY_ALLOWED_IPS_INVALID', `${String(text)} is not an IP address or CIDR`);
@@ -167,7 +166,18 @@ export function readProtocolOptions(
     mcpVersions: Object.freeze(mcpVersions),
     jsonRpcMaxBodyBytes: jsonRpcMaxBodyBytes ?? DEFAULT_INSPECTION_BODY_BYTES,
   });
-  return { options, canonical: { ...options, graphqlPersistedQueries: registry ?? null } };
+  // Keys in sorted order, as canonicalJson writes them (canonical.ts).
+  const canonical = {
+    graphqlMaxBodyBytes: options.graphqlMaxBodyBytes,
+    graphqlPersistedQueries: registry ?? null,
+    jsonRpcMaxBodyBytes: options.jsonRpcMaxBodyBytes,
+    mcpAllowAllKnownMethods: options.mcpAllowAllKnownMethods,
+    mcpMaxBodyBytes: options.mcpMaxBodyBytes,
+    mcpStrictToolNames: options.mcpStrictToolNames,
+    mcpVersions: options.mcpVersions,
+    persistedQueries: options.persistedQueries,
+  };
+  return { options, canonical };
 }
 
 function readOptionMap(
@@ -199,7 +209,7 @@ function readPersistedQueries(ctx: ReadContext, field: Field | undefined, path: 
     const fields = knownFields(ctx, query, entryPath, PERSISTED_QUERY_KEYS);
     const op = readString(ctx, fields.get('operation_type'), childPath(entryPath, 'operation_type'));
     if (op === undefined || !(GRAPHQL_OPERATION_TYPES as readonly string[]).includes(op) || op === '*') {
-      report(ctx, (fields.get('operation_type')?.value ?? query) as Node, childPath(entryPath, 'operation_type'),
+      report(ctx, fields.get('operation_type')?.value ?? query, childPath(entryPath, 'operation_type'),
         'POLICY_GRAPHQL_INVALID', 'a persisted query needs operation_type query, mutation or subscription');
     }
     out[entry.key] = {

@@ -4,17 +4,17 @@
 import { parentPort } from 'node:worker_threads';
 import { isBoundaryError } from '../errors.js';
 import { drain } from './compile.js';
-import { MAX_POLICY_ALIAS_COUNT } from './limits.js';
 import { openPolicy, readPolicySteps } from './parse.js';
 import type { WorkerReply, WorkerRequest } from './parse-off-thread.js';
 import { toPlainPolicy } from './plain-policy.js';
+import { toPlain } from './yaml-source.js';
 
 function answer(request: WorkerRequest): WorkerReply {
   try {
     const { ctx, contents } = openPolicy(request.text, request.source === undefined ? {} : { source: request.source });
     const policy = drain(readPolicySteps(ctx, contents, { checkAmbiguity: true }));
     // Aliases are already bounded by openPolicy; the main thread reads the expanded data.
-    const data = toPlainPolicy(ctx.doc.toJS({ maxAliasCount: MAX_POLICY_ALIAS_COUNT }));
+    const data = toPlainPolicy(toPlain(contents));
     return { id: request.id, ok: true, data, warnings: policy.warnings, hash: policy.hash };
   } catch (err) {
     if (isBoundaryError(err)) return { id: request.id, ok: false, code: err.code, message: err.message, issues: err.issues };

@@ -1,7 +1,6 @@
 // parsePolicy(text): OpenShell `version: 1` YAML -> deep-frozen compiled Policy, or one BoundaryError
 // POLICY_INVALID listing every problem with its YAML path, line and column. Pure: no I/O (load.ts reads files).
 
-import { LineCounter, type Node, parseDocument } from 'yaml';
 import { BoundaryError, type Issue } from '../errors.js';
 import { checkAmbiguity, type PlacedDraft } from './ambiguity.js';
 import { compileSteps, drain, type EntryDraft, type Steps } from './compile.js';
@@ -16,17 +15,19 @@ import { globError } from './glob.js';
 import { aliasLimitIssue, bytesLimitIssue, checkCounts } from './limits.js';
 import type { Policy } from './types.js';
 import { type EndpointDraft, readEndpoint } from './validate-endpoint.js';
+import { loadYaml, YamlSyntaxError } from './yaml-load.js';
 import {
   childPath,
   type Field,
   fieldsOf,
   knownFields,
+  type Node,
+  readContext,
   type ReadContext,
   readMap,
   readSeq,
   readString,
   report,
-  resolve,
   scalarValue,
   seqItems,
 } from './yaml-source.js';
@@ -52,33 +53,34 @@ export function parsePolicy(text: string, options: ParseOptions = {}): Policy {
 
 /** Limits on bytes and aliases, then the YAML parse; throws POLICY_INVALID on a limit or a syntax error. */
 export function openPolicy(text: string, options: ParseOptions = {}): { ctx: ReadContext; contents: Node | null } {
-  const lineCounter = new LineCounter();
+  const ctx = readContext(text, options.source);
   // Checked before the parser sees the text: the parse itself is what the limit bounds.
   const tooLarge = bytesLimitIssue(Buffer.byteLength(text, 'utf8'), options.source);
   if (tooLarge !== undefined) {
-    throw invalid({ doc: parseDocument(''), lineCounter, issues: [tooLarge], warnings: [], source: options.source });
-  }
-  const doc = parseDocument(text, { lineCounter, prettyErrors: true, uniqueKeys: true });
-  const ctx: ReadContext = { doc, lineCounter, issues: [], warnings: [], source: options.source };
-  if (doc.errors.length > 0) {
-    for (const error of doc.errors) {
-      const pos = error.linePos?.[0];
-      ctx.issues.push({
-        code: 'POLICY_YAML_SYNTAX',
-        path: '',
-        message: error.message.split('\n', 1)[0] ?? error.message,
-        ...(pos === undefined ? {} : { line: pos.line, column: pos.col }),
-        ...(options.source === undefined ? {} : { source: options.source }),
-      });
-    }
+    ctx.issues.push(tooLarge);
     throw invalid(ctx);
   }
-  const aliases = aliasLimitIssue(doc, options.source);
+  let loaded: ReturnType<typeof loadYaml>;
+  try {
+    loaded = loadYaml(text);
+  } catch (err) {
+    if (!(err instanceof YamlSyntaxError)) throw err;
+    const { message, line, column } = err.problem;
+    ctx.issues.push({
+      code: 'POLICY_YAML_SYNTAX',
+      path: '',
+      message,
+      ...(line === undefined ? {} : { line, column: column ?? 1 }),
+      ...(options.source === undefined ? {} : { source: options.source }),
+    });
+    throw invalid(ctx);
+  }
+  const aliases = aliasLimitIssue(loaded.aliasExpansions, options.source);
   if (aliases !== undefined) {
     ctx.issues.push(aliases);
     throw invalid(ctx);
   }
-  return { ctx, contents: doc.contents as Node | null };
+  return { ctx, contents: loaded.contents };
 }
 
 /** Reads and compiles a parsed document; yields between endpoints (compile.ts Steps). */
@@ -94,7 +96,7 @@ export function* readPolicySteps(ctx: ReadContext, contents: Node | null, option
     const top = knownFields(ctx, root, '', TOP_LEVEL_KEYS);
     const version = top.get('version');
     if (version === undefined) report(ctx, root, 'version', 'POLICY_VERSION', 'version: 1 is required');
-    else if (scalarValue(ctx, version.value) !== 1) {
+    else if (scalarValue(version.value) !== 1) {
       report(ctx, version.value ?? version.keyNode, 'version', 'POLICY_VERSION', 'version must be exactly 1');
     }
     for (const section of NOT_ENFORCED_SECTIONS) {
@@ -111,7 +113,7 @@ export function* readPolicySteps(ctx: ReadContext, contents: Node | null, option
         'network_middlewares is not supported by boundary; remove it (ignoring it would weaken the policy)');
     }
     const policies = top.get('network_policies');
-    const map = policies !== undefined && resolve(ctx, policies.value) !== null ? readMap(ctx, policies.value, 'network_policies') : undefined;
+    const map = policies !== undefined && policies.value !== null ? readMap(ctx, policies.value, 'network_policies') : undefined;
     // Counted before any endpoint is read: reading is what the limits bound.
     if (map !== undefined) checkCounts(ctx, map);
     if (map !== undefined && !ctx.issues.some((i) => i.code.startsWith('POLICY_LIMIT_'))) {

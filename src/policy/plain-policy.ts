@@ -1,13 +1,12 @@
 // The policy document as it crosses from parse-worker.ts to the main thread: JSON text cut per entry and per
 // endpoint, so no single step (a structured-clone decode, a JSON.parse, building YAML nodes) grows with the
-// policy. plainPolicySteps reads it back into YAML nodes and runs the usual readers over them.
+// policy. plainPolicySteps reads it back into the readers' nodes and runs the usual readers over them.
 
-import { Document, LineCounter, type Node, Pair, Scalar, YAMLMap, YAMLSeq } from 'yaml';
 import type { Issue } from '../errors.js';
 import type { Steps } from './compile.js';
 import { readPolicySteps } from './parse.js';
 import type { Policy } from './types.js';
-import type { ReadContext } from './yaml-source.js';
+import { fromPlain, isMap, type Node, type Pair, readContext } from './yaml-source.js';
 
 export interface PlainPolicy {
   /** JSON of the document without network_policies. */
@@ -26,7 +25,7 @@ type Json = Record<string, unknown>;
 
 const isRecord = (value: unknown): value is Json => value !== null && typeof value === 'object' && !Array.isArray(value);
 
-/** Worker side: a validated document's JS value (yaml's toJS) cut into JSON pieces. */
+/** Worker side: a validated document's plain value (yaml-source.ts toPlain) cut into JSON pieces. */
 export function toPlainPolicy(data: unknown): PlainPolicy {
   if (!isRecord(data)) return { root: JSON.stringify(data), entries: undefined };
   const { network_policies: policies, ...rest } = data;
@@ -39,27 +38,30 @@ export function toPlainPolicy(data: unknown): PlainPolicy {
   return { root: JSON.stringify(rest), entries };
 }
 
-/** Main side: the readers over YAML nodes built from the pieces; issues were found there, warnings come from there. */
+/** Main side: the readers over nodes built from the pieces; issues were found there, warnings come from there. */
 export function* plainPolicySteps(plain: PlainPolicy, warnings: readonly Issue[], source: string | undefined): Steps<Policy> {
-  const doc = new Document(null);
-  const contents = doc.createNode(JSON.parse(plain.root)) as Node;
-  if (plain.entries !== undefined && contents instanceof YAMLMap) {
-    const policies = new YAMLMap();
+  const root = fromPlain(JSON.parse(plain.root));
+  let contents = root;
+  if (plain.entries !== undefined && isMap(root)) {
+    const policies: Pair[] = [];
     for (const { key, entry, endpoints } of plain.entries) {
-      const value = doc.createNode(JSON.parse(entry)) as Node;
-      if (endpoints !== undefined && value instanceof YAMLMap) {
-        const seq = new YAMLSeq();
+      let value = fromPlain(JSON.parse(entry));
+      if (endpoints !== undefined && isMap(value)) {
+        const items: (Node | null)[] = [];
         for (const endpoint of endpoints) {
-          seq.items.push(doc.createNode(JSON.parse(endpoint)));
+          items.push(fromPlain(JSON.parse(endpoint)));
           yield;
         }
-        value.items.push(new Pair(new Scalar('endpoints'), seq));
+        value = { ...value, items: [...value.items, pair('endpoints', { kind: 'seq', items, offset: -1 })] };
       }
-      policies.items.push(new Pair(new Scalar(key), value));
+      policies.push(pair(key, value));
       yield;
     }
-    contents.items.push(new Pair(new Scalar('network_policies'), policies));
+    contents = { ...root, items: [...root.items, pair('network_policies', { kind: 'map', items: policies, offset: -1 })] };
   }
-  const ctx: ReadContext = { doc, lineCounter: new LineCounter(), issues: [], warnings: [], source };
-  return yield* readPolicySteps(ctx, contents, { checkAmbiguity: false, warnings });
+  return yield* readPolicySteps(readContext('', source), contents, { checkAmbiguity: false, warnings });
+}
+
+function pair(key: string, value: Node | null): Pair {
+  return { key: { kind: 'scalar', value: key, offset: -1 }, value };
 }

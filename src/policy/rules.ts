@@ -2,7 +2,6 @@
 // HTTP rules (rest, websocket, l4 with a warning) compile to matchers now; GraphQL, MCP and JSON-RPC rules are
 // validated and kept as text until those protocols are inspected.
 
-import type { Node, YAMLMap } from 'yaml';
 import type { ErrorCode } from '../errors.js';
 import {
   ANY_MATCHER_KEYS,
@@ -29,7 +28,8 @@ import {
   readString,
   readStringList,
   report,
-  resolve,
+  type MapNode,
+  type Node,
   scalarValue,
   seqItems,
 } from './yaml-source.js';
@@ -181,7 +181,7 @@ function readRule(ctx: ReadContext, node: Node | null, path: string, options: Ru
 
 function readHttpRule(
   ctx: ReadContext,
-  map: YAMLMap,
+  map: MapNode,
   fields: Map<string, Field>,
   path: string,
   mode: QueryMode,
@@ -221,7 +221,7 @@ function readQuery(ctx: ReadContext, field: Field | undefined, path: string): Ma
 
 /** A glob string or `{ any: [glob, ...] }` (non-empty). */
 function readMatcher(ctx: ReadContext, node: Node | null, path: string, code: ErrorCode, kind: GlobKind): string[] | undefined {
-  const value = scalarValue(ctx, node);
+  const value = scalarValue(node);
   if (typeof value === 'string') return checkGlob(ctx, node, path, value, kind, code) ? [value] : undefined;
   const map = readMap(ctx, node, path, 'a glob string or { any: [...] }');
   if (map === undefined) return undefined;
@@ -239,7 +239,7 @@ function readMatcher(ctx: ReadContext, node: Node | null, path: string, code: Er
   return globs.every((g) => checkGlob(ctx, anyField.value, childPath(path, 'any'), g, kind, code)) ? globs : undefined;
 }
 
-function readGraphqlRule(ctx: ReadContext, map: YAMLMap, fields: Map<string, Field>, path: string): Compiled | undefined {
+function readGraphqlRule(ctx: ReadContext, map: MapNode, fields: Map<string, Field>, path: string): Compiled | undefined {
   const op = requiredString(ctx, map, fields, 'operation_type', path, 'POLICY_GRAPHQL_INVALID');
   if (op !== undefined && !(GRAPHQL_OPERATION_TYPES as readonly string[]).includes(op)) {
     report(ctx, fields.get('operation_type')?.value, childPath(path, 'operation_type'), 'POLICY_GRAPHQL_INVALID',
@@ -256,7 +256,7 @@ function readGraphqlRule(ctx: ReadContext, map: YAMLMap, fields: Map<string, Fie
   };
 }
 
-function readMcpRule(ctx: ReadContext, map: YAMLMap, path: string, options: RuleOptions): Compiled | undefined {
+function readMcpRule(ctx: ReadContext, map: MapNode, path: string, options: RuleOptions): Compiled | undefined {
   const fields = knownFields(ctx, map, path, MCP_RULE_KEYS);
   const method = readString(ctx, fields.get('method'), childPath(path, 'method'));
   let ok = true;
@@ -297,7 +297,7 @@ function readMcpRule(ctx: ReadContext, map: YAMLMap, path: string, options: Rule
   };
 }
 
-function readJsonRpcRule(ctx: ReadContext, map: YAMLMap, path: string): Compiled | undefined {
+function readJsonRpcRule(ctx: ReadContext, map: MapNode, path: string): Compiled | undefined {
   const fields = knownFields(ctx, map, path, JSON_RPC_RULE_KEYS);
   const method = requiredString(ctx, map, fields, 'method', path, 'POLICY_JSON_RPC_INVALID');
   if (method === undefined) return undefined;
@@ -311,7 +311,7 @@ function readJsonRpcRule(ctx: ReadContext, map: YAMLMap, path: string): Compiled
 
 function requiredString(
   ctx: ReadContext,
-  map: YAMLMap,
+  map: MapNode,
   fields: Map<string, Field>,
   key: string,
   path: string,
@@ -344,11 +344,11 @@ function checkGlob(
   // Validate with the separator the glob is compiled with: `[a.b]` is fine split on `/` but unterminated on `.`.
   const problem = globError(pattern, kind === 'query-value' ? '.' : '/');
   if (problem !== undefined) {
-    report(ctx, resolve(ctx, node), path, code, problem);
+    report(ctx, node, path, code, problem);
     return false;
   }
   if (kind === 'path' && !pattern.startsWith('/') && !pattern.startsWith('*')) {
-    report(ctx, resolve(ctx, node), path, code, `path ${pattern} must start with / (or be **)`);
+    report(ctx, node, path, code, `path ${pattern} must start with / (or be **)`);
     return false;
   }
   return true;

@@ -1,7 +1,6 @@
 // Reads one `endpoints[i]` map into a draft endpoint (docs/policy.md#endpoint-fields, docs/policy.md#validation V3-V12, V14). Reports every problem and
 // returns undefined when the endpoint has any; parse.ts adds policy-level fields and freezes the result.
 
-import { isSeq, type Node } from 'yaml';
 import { CREDENTIAL_SIGNING_MODES, type CredentialSigning } from './types.js';
 import { warnCaseSensitiveDenies } from './deny-case.js';
 import { readAllowedIps, readCredentialBinding, readProtocolOptions } from './endpoint-options.js';
@@ -30,7 +29,8 @@ import {
   readSeq,
   readString,
   report,
-  resolve,
+  isSeq,
+  type Node,
   seqItems,
 } from './yaml-source.js';
 
@@ -168,20 +168,26 @@ export function readEndpoint(ctx: ReadContext, node: Node | null, path: string):
     denyRules: rules.deny,
     ...signing,
     options,
+    // Keys in sorted order, as canonicalJson writes them: it then has nothing to sort (canonical.ts).
     canonical: {
+      access: access ?? null,
+      allowEncodedBackslash: bools.allowEncodedBackslash,
+      allowEncodedNul: bools.allowEncodedNul,
+      allowEncodedSlash: bools.allowEncodedSlash,
+      allowUninspectedCredentials: bools.allowUninspectedCredentials,
+      allowedIps,
+      credentialProvider: credentialProvider ?? null,
+      enforcement,
       host: host ?? null,
+      options: optionsCanonical,
+      path: selectorText === '' ? null : (selectorText ?? null),
       ports,
       protocol: effective,
-      tls,
-      enforcement,
-      path: selectorText === '' ? null : (selectorText ?? null),
-      allowedIps,
-      ...bools,
-      credentialProvider: credentialProvider ?? null,
-      access: access ?? null,
+      requestBodyCredentialRewrite: bools.requestBodyCredentialRewrite,
       rules: rules.canonical,
-      signing: { mode: signing.credentialSigning ?? null, service: signing.signingService ?? null, region: signing.signingRegion ?? null },
-      options: optionsCanonical,
+      signing: { mode: signing.credentialSigning ?? null, region: signing.signingRegion ?? null, service: signing.signingService ?? null },
+      tls,
+      websocketCredentialRewrite: bools.websocketCredentialRewrite,
     },
   };
 }
@@ -203,7 +209,7 @@ function readHost(ctx: ReadContext, input: HostInput): { host: string | undefine
     if (f.has('host')) return { host: undefined, hostKind: 'any' };
     if (tcp) report(ctx, map, path, 'POLICY_TCP_HOST', 'protocol tcp needs a DNS hostname');
     // `allowed_ips` entries that failed to parse are reported on their own; only an absent or empty list is this.
-    else if (!input.hasAllowedIps && listIsEmpty(ctx, f.get('allowed_ips'))) {
+    else if (!input.hasAllowedIps && listIsEmpty(f.get('allowed_ips'))) {
       report(ctx, map, path, 'POLICY_HOST_REQUIRED', 'host is required unless allowed_ips is set');
     }
     return { host: undefined, hostKind: 'any' };
@@ -219,10 +225,10 @@ function readHost(ctx: ReadContext, input: HostInput): { host: string | undefine
 }
 
 /** Absent, or a list with no items (`allowed_ips: []`). */
-function listIsEmpty(ctx: ReadContext, field: Field | undefined): boolean {
+function listIsEmpty(field: Field | undefined): boolean {
   if (field === undefined) return true;
-  const node = resolve(ctx, field.value);
-  return node !== null && isSeq(node) && node.items.length === 0;
+  const value = field.value;
+  return isSeq(value) && value.items.length === 0;
 }
 
 function readProtocol(ctx: ReadContext, field: Field | undefined, path: string): Protocol | undefined {

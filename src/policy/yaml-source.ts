@@ -1,26 +1,53 @@
-// Reading a YAML document node by node while collecting problems with their YAML path and 1-based line and
-// column. Readers take (node, path, ctx), report and carry on; nothing here throws or knows the policy schema.
+// The policy document's nodes (built by yaml-load.ts, or from plain data by fromPlain) and the readers over
+// them, collecting problems with their YAML path and 1-based line and column. Readers take (node, path, ctx),
+// report and carry on; nothing here throws or knows the policy schema.
 
-import {
-  type Document,
-  isAlias,
-  isMap,
-  isScalar,
-  isSeq,
-  type LineCounter,
-  type Node,
-  type Pair,
-  type YAMLMap,
-  type YAMLSeq,
-} from 'yaml';
 import type { ErrorCode, Issue } from '../errors.js';
 
+/** A scalar as the YAML 1.2 core schema reads it: string, number, boolean or null. */
+export interface ScalarNode {
+  readonly kind: 'scalar';
+  readonly value: unknown;
+  /** UTF-16 offset into the text; -1 for nodes built from plain data (plain-policy.ts). */
+  readonly offset: number;
+}
+
+export interface SeqNode {
+  readonly kind: 'seq';
+  readonly items: readonly (Node | null)[];
+  readonly offset: number;
+}
+
+export interface Pair {
+  readonly key: Node | null;
+  readonly value: Node | null;
+}
+
+export interface MapNode {
+  readonly kind: 'map';
+  readonly items: readonly Pair[];
+  readonly offset: number;
+}
+
+/** A node of the policy document; aliases are already resolved to their anchor's node (yaml-load.ts). */
+export type Node = ScalarNode | SeqNode | MapNode;
+
+export const isMap = (node: Node | null | undefined): node is MapNode => node?.kind === 'map';
+export const isSeq = (node: Node | null | undefined): node is SeqNode => node?.kind === 'seq';
+export const isScalar = (node: Node | null | undefined): node is ScalarNode => node?.kind === 'scalar';
+
 export interface ReadContext {
-  readonly doc: Document;
-  readonly lineCounter: LineCounter;
+  /** The text offsets point into ('' for plain data: no positions). */
+  readonly text: string;
   readonly issues: Issue[];
   readonly warnings: Issue[];
   readonly source: string | undefined;
+  /** Offsets where each line starts, filled on the first report: a policy without problems never pays. */
+  readonly lineStarts: number[];
+}
+
+export function readContext(text: string, source: string | undefined): ReadContext {
+  return { text, issues: [], warnings: [], source, lineStarts: [] };
 }
 
 /** One `key: value` of a map; `value` is null for `key:` with nothing after it. */
@@ -54,41 +81,57 @@ export function report(ctx: ReadContext, node: Node | null | undefined, path: st
 }
 
 export function position(ctx: ReadContext, node: Node | null | undefined): { line?: number; column?: number } {
-  const offset = node?.range?.[0];
-  if (offset === undefined) return {};
-  const { line, col } = ctx.lineCounter.linePos(offset);
-  return { line, column: col };
+  const offset = node?.offset ?? -1;
+  if (offset < 0 || offset > ctx.text.length) return {};
+  return linePos(ctx, offset);
 }
 
-export function resolve(ctx: ReadContext, node: Node | null): Node | null {
-  if (node !== null && isAlias(node)) return (node.resolve(ctx.doc) as Node | undefined) ?? null;
-  return node;
+function linePos(ctx: ReadContext, offset: number): { line: number; column: number } {
+  const starts = ctx.lineStarts;
+  if (starts.length === 0) {
+    starts.push(0);
+    for (let i = ctx.text.indexOf('\n'); i >= 0; i = ctx.text.indexOf('\n', i + 1)) starts.push(i + 1);
+  }
+  let lo = 0;
+  let hi = starts.length - 1;
+  while (lo < hi) {
+    const mid = (lo + hi + 1) >> 1;
+    if ((starts[mid] ?? 0) <= offset) lo = mid;
+    else hi = mid - 1;
+  }
+  return { line: lo + 1, column: offset - (starts[lo] ?? 0) + 1 };
 }
 
-export function readMap(ctx: ReadContext, node: Node | null, path: string, what = 'a map'): YAMLMap | undefined {
-  const resolved = resolve(ctx, node);
-  if (resolved !== null && isMap(resolved)) return resolved;
-  report(ctx, resolved, path, 'POLICY_TYPE', `${leaf(path) || 'the document'} must be ${what}`);
+export function readMap(ctx: ReadContext, node: Node | null, path: string, what = 'a map'): MapNode | undefined {
+  if (isMap(node)) return node;
+  report(ctx, node, path, 'POLICY_TYPE', `${leaf(path) || 'the document'} must be ${what}`);
   return undefined;
 }
 
-export function readSeq(ctx: ReadContext, node: Node | null, path: string): YAMLSeq | undefined {
-  const resolved = resolve(ctx, node);
-  if (resolved !== null && isSeq(resolved)) return resolved;
-  report(ctx, resolved, path, 'POLICY_TYPE', `${leaf(path)} must be a list`);
+export function readSeq(ctx: ReadContext, node: Node | null, path: string): SeqNode | undefined {
+  if (isSeq(node)) return node;
+  report(ctx, node, path, 'POLICY_TYPE', `${leaf(path)} must be a list`);
   return undefined;
 }
 
 /** The fields of a map in document order. Non-scalar keys are reported and skipped. */
-export function fieldsOf(ctx: ReadContext, map: YAMLMap, path: string): Field[] {
+export function fieldsOf(ctx: ReadContext, map: MapNode, path: string): Field[] {
   const fields: Field[] = [];
-  for (const pair of map.items as Pair<Node | null, Node | null>[]) {
+  const seen = new Set<string>();
+  for (const pair of map.items) {
     const keyNode = pair.key;
     if (keyNode === null || !isScalar(keyNode) || keyNode.value === null || typeof keyNode.value === 'object') {
       report(ctx, keyNode ?? map, path, 'POLICY_TYPE', `${path || 'document'} has a key that is not a plain string`);
       continue;
     }
-    fields.push({ key: String(keyNode.value), keyNode, value: pair.value });
+    const key = String(keyNode.value);
+    // YAML keeps 80 and "80" apart; read as names they are one key, and the later one must not win silently.
+    if (seen.has(key)) {
+      report(ctx, keyNode, childPath(path, key), 'POLICY_YAML_SYNTAX', `duplicate key ${key}`);
+      continue;
+    }
+    seen.add(key);
+    fields.push({ key, keyNode, value: pair.value });
   }
   return fields;
 }
@@ -96,7 +139,7 @@ export function fieldsOf(ctx: ReadContext, map: YAMLMap, path: string): Field[] 
 /** Reports every field not in `allowed` as POLICY_UNKNOWN_KEY; returns the known ones by name. */
 export function knownFields(
   ctx: ReadContext,
-  map: YAMLMap,
+  map: MapNode,
   path: string,
   allowed: readonly string[],
 ): Map<string, Field> {
@@ -108,15 +151,14 @@ export function knownFields(
   return known;
 }
 
-export function scalarValue(ctx: ReadContext, node: Node | null): unknown {
-  const resolved = resolve(ctx, node);
-  if (resolved === null) return null;
-  return isScalar(resolved) ? resolved.value : resolved;
+export function scalarValue(node: Node | null): unknown {
+  if (node === null) return null;
+  return isScalar(node) ? node.value : node;
 }
 
 export function readString(ctx: ReadContext, field: Field | undefined, path: string): string | undefined {
   if (field === undefined) return undefined;
-  const value = scalarValue(ctx, field.value);
+  const value = scalarValue(field.value);
   if (typeof value === 'string') return value;
   report(ctx, field.value ?? field.keyNode, path, 'POLICY_TYPE', `${leaf(path)} must be a string`);
   return undefined;
@@ -124,7 +166,7 @@ export function readString(ctx: ReadContext, field: Field | undefined, path: str
 
 export function readBool(ctx: ReadContext, field: Field | undefined, path: string): boolean | undefined {
   if (field === undefined) return undefined;
-  const value = scalarValue(ctx, field.value);
+  const value = scalarValue(field.value);
   if (typeof value === 'boolean') return value;
   report(ctx, field.value ?? field.keyNode, path, 'POLICY_TYPE', `${leaf(path)} must be true or false`);
   return undefined;
@@ -147,7 +189,7 @@ export function intAt(
   path: string,
   bounds: { min: number; max: number; code: ErrorCode },
 ): number | undefined {
-  const value = scalarValue(ctx, node);
+  const value = scalarValue(node);
   if (typeof value !== 'number' || !Number.isInteger(value)) {
     report(ctx, node, path, bounds.code === 'POLICY_PORT_INVALID' ? bounds.code : 'POLICY_TYPE', `${leaf(path)} must be an integer`);
     return undefined;
@@ -166,13 +208,43 @@ export function readStringList(ctx: ReadContext, field: Field | undefined, path:
   if (seq === undefined) return undefined;
   const out: string[] = [];
   (seq.items as (Node | null)[]).forEach((item, i) => {
-    const value = scalarValue(ctx, item);
+    const value = scalarValue(item);
     if (typeof value === 'string') out.push(value);
     else report(ctx, item ?? seq, childPath(path, i), 'POLICY_TYPE', `${leaf(childPath(path, i))} must be a string`);
   });
   return out;
 }
 
-export function seqItems(seq: YAMLSeq): (Node | null)[] {
-  return seq.items as (Node | null)[];
+export function seqItems(seq: SeqNode): readonly (Node | null)[] {
+  return seq.items;
+}
+
+/** The value under a string key, or undefined when the map has none. */
+export function mapGet(map: MapNode, key: string): Node | null | undefined {
+  for (const pair of map.items) if (isScalar(pair.key) && pair.key.value === key) return pair.value;
+  return undefined;
+}
+
+/** The node's value as plain data (maps as objects with string keys), for the parse worker's reply. */
+export function toPlain(node: Node | null): unknown {
+  if (node === null) return null;
+  if (node.kind === 'scalar') return node.value;
+  if (node.kind === 'seq') return node.items.map(toPlain);
+  const out: Record<string, unknown> = {};
+  for (const pair of node.items) {
+    // defineProperty: a key named __proto__ stays a key.
+    Object.defineProperty(out, String(toPlain(pair.key)), { value: toPlain(pair.value), enumerable: true, writable: true, configurable: true });
+  }
+  return out;
+}
+
+/** Nodes for plain data (JSON.parse's output), without positions. */
+export function fromPlain(value: unknown): Node | null {
+  if (value === null || value === undefined) return null;
+  if (Array.isArray(value)) return { kind: 'seq', items: value.map(fromPlain), offset: -1 };
+  if (typeof value === 'object') {
+    const items = Object.entries(value).map(([key, v]): Pair => ({ key: { kind: 'scalar', value: key, offset: -1 }, value: fromPlain(v) }));
+    return { kind: 'map', items, offset: -1 };
+  }
+  return { kind: 'scalar', value, offset: -1 };
 }
