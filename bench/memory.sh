@@ -19,7 +19,7 @@
 #   SETTLE_MIN_WAIT_MS  wait before sampling, so V8's memory reducer has run (default 15000)
 #   BUILD        1 (default) compiles the working tree into a temp build under bench/out/; 0 uses dist/
 #   BOUNDARY_DIST  run this build directory instead (must sit under the project so node_modules resolves)
-#   BOUNDARY_REF   measure a committed state: `git archive REF src tsconfig.json` compiled into bench/out/build-<sha>/
+#   BOUNDARY_REF   measure a committed state: `git archive REF src tsconfig.json package.json` compiled into bench/out/build-<sha>/
 #   BOUNDARY_NODE_FLAGS  node flags for boundary only (the Dockerfile's are not applied unless given here)
 # Output: a table on stdout; raw samples in bench/out/memory-<timestamp>.json.
 
@@ -56,7 +56,7 @@ if [[ -n $BOUNDARY_REF ]]; then
   if [[ ! -f $snap/dist/main.js ]]; then
     log "building $BOUNDARY_REF ($sha) into $snap"
     rm -rf "$snap" && mkdir -p "$snap"
-    git -C "$ROOT" archive "$sha" src tsconfig.json | tar -x -C "$snap"
+    git -C "$ROOT" archive "$sha" src tsconfig.json package.json | tar -x -C "$snap"
     "$ROOT/node_modules/.bin/tsc" -p "$snap/tsconfig.json" >"$WORK/tsc.log" 2>&1 || log "tsc reported errors for $sha"
   fi
   BOUNDARY_DIST="$snap/dist"

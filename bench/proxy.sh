@@ -25,7 +25,7 @@
 #   BUILD     1 (default) runs `npx tsc -p tsconfig.json` first; 0 uses dist/ as it is
 #   BOUNDARY_DIST  run boundary from this build directory instead of dist/ (experiments; must sit under the
 #             project so node_modules resolves), e.g. a patched copy in bench/out/
-#   BOUNDARY_REF   measure a committed state instead of the working tree: `git archive REF src tsconfig.json`
+#   BOUNDARY_REF   measure a committed state instead of the working tree: `git archive REF src tsconfig.json package.json`
 #             is compiled into bench/out/build-<sha>/ (read-only for the repository) and run from there;
 #             use it while others are editing src/ — a half-edited working tree can fail the start-up check
 #   PROFILE   1: run boundary under `node --cpu-prof`; profile + summary go to bench/out/ (slows boundary down)
@@ -301,7 +301,7 @@ start_boundary() {
     if [[ ! -f $snap/dist/main.js ]]; then
       log "building boundary $BOUNDARY_REF ($sha) into $snap"
       rm -rf "$snap" && mkdir -p "$snap"
-      git -C "$ROOT" archive "$sha" src tsconfig.json | tar -x -C "$snap"
+      git -C "$ROOT" archive "$sha" src tsconfig.json package.json | tar -x -C "$snap"
       "$ROOT/node_modules/.bin/tsc" -p "$snap/tsconfig.json" >"$d/tsc.log" 2>&1 || log "tsc reported errors for $sha (see $d/tsc.log)"
     fi
     BOUNDARY_DIST="$snap/dist"

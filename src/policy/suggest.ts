@@ -2,11 +2,14 @@
 // Pure: builds a new network_policies entry, merges it into the policy text and re-decides to prove it
 // allows; never widens an existing entry and never suggests around a deny rule.
 
-import { parseDocument, stringify } from 'yaml';
+import { dump } from 'js-yaml';
+import { createRequire } from 'node:module';
 import { isBoundaryError } from '../errors.js';
 import { decide } from './decide.js';
 import { parsePolicy } from './parse.js';
 import type { Decision, EgressIntent, Endpoint, Policy } from './types.js';
+
+const loadYamlLibrary = (): typeof import('yaml') => createRequire(import.meta.url)('yaml') as typeof import('yaml');
 
 /** Keys tried per host:port before giving up on a free `allow_<host>_<port>` name. */
 const MAX_KEY_ATTEMPTS = 100;
@@ -49,11 +52,14 @@ function suggestAllow({ policy, intent, decision }: SuggestInput): SuggestionRes
   }
   const key = freeKey(policy, intent);
   const entry = { endpoints: [endpointFor(policy, intent, decision)], binaries: [{ path: intent.binary ?? '/**' }] };
-  return { ok: true, suggestion: { key, entry, yaml: stringify({ network_policies: { [key]: entry } }) } };
+  return { ok: true, suggestion: { key, entry, yaml: dump({ network_policies: { [key]: entry } }) } };
 }
 
 /** `policyText` with the suggested entry added under `network_policies` (comments and order kept). */
 export function mergeSuggestion(policyText: string, suggestion: Suggestion): string {
+  // The yaml library keeps comments and order where js-yaml cannot; loaded on first use, since a running
+  // boundary only builds suggestions (dump above) and the library is a fifth of a booted heap's modules.
+  const { parseDocument } = loadYamlLibrary();
   const doc = parseDocument(policyText);
   doc.setIn(['network_policies', suggestion.key], doc.createNode(suggestion.entry));
   return doc.toString();
