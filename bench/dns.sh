@@ -1,73 +1,121 @@
 #!/usr/bin/env bash
-# Policy DNS benchmark: dnsperf against boundary's DNS server and against dnsmasq answering the same names
-# from a hosts file, interleaved in one run so both see the same machine. Loopback only, bounded in time.
-#   bench/dns.sh                       # 5 rounds x 10 s per case (about 5 minutes)
-#   RUNS=3 SECONDS_PER_RUN=5 bench/dns.sh
-# Servers are pinned to SERVER_CPU (one core), dnsperf to CLIENT_CPU. Prints a markdown table.
+# Policy DNS benchmark: dnsperf against boundary's DNS server, a bare Node UDP responder (the Node floor) and dnsmasq
+# answering the same names from a hosts file, interleaved in one run so all see the same machine. Loopback only,
+# bounded in time. Two load shapes:
+#   paced       CLIENTS x OUTSTANDING (4 x 200): the shape of earlier READMEs, with latency at a fixed rate
+#   saturating  SAT_CLIENTS x SAT_OUTSTANDING (8 x 10000, "unlimited outstanding"): issue 16's one-core shape
+# Servers (SERVERS, default all):
+#   boundary            production form (bench/dns-server.ts 'ocsf'): metrics, aggregated OCSF events, real sink
+#   boundary-per-query  the same with one OCSF line per query (no aggregation), as before issue 16
+#   boundary-off        no metrics, events dropped: boundary minus this is what the audit trail costs
+#   node-floor          bench/dns-floor.ts: copy the query, append one answer, send; no DNS work at all
+#   dnsmasq             --cache-size=10000, hosts file, no upstream (refused names: REFUSED)
+#   boundary-cluster    not in the default set: multi-core scaling, reported apart from the one-core ratio.
+#                       CLUSTER_WORKERS (2) node:cluster workers of `boundary` sharing one UDP socket
+#                       (bench/dns-cluster.ts), on CLUSTER_CPUS (0,1); its CPU is summed over the workers.
+#   bench/dns.sh                                  # 3 rounds x 10 s per case and shape (about 12 minutes)
+#   RUNS=1 SECONDS_PER_RUN=3 SHAPES=saturating bench/dns.sh
+# Each server is pinned to SERVER_CPU (one core), dnsperf to CLIENT_CPU. Prints markdown tables.
 set -euo pipefail
 
-RUNS=${RUNS:-5}
+RUNS=${RUNS:-3}
 SECONDS_PER_RUN=${SECONDS_PER_RUN:-10}
 LATENCY_SECONDS=${LATENCY_SECONDS:-3}
 LATENCY_QPS=${LATENCY_QPS:-10000}
 NAMES=${NAMES:-100}
 CLIENTS=${CLIENTS:-4}
 OUTSTANDING=${OUTSTANDING:-200}
+SAT_CLIENTS=${SAT_CLIENTS:-8}
+SAT_OUTSTANDING=${SAT_OUTSTANDING:-10000}
+SHAPES=${SHAPES:-paced saturating}
+SERVERS=${SERVERS:-boundary boundary-per-query boundary-off node-floor dnsmasq}
 SERVER_CPU=${SERVER_CPU:-0}
 CLIENT_CPU=${CLIENT_CPU:-1}
-LOG_MODE=${LOG_MODE:-count}
+CLUSTER_WORKERS=${CLUSTER_WORKERS:-2}
+CLUSTER_CPUS=${CLUSTER_CPUS:-0,1}
+# Where boundary's OCSF lines go (production writes them to stdout, usually a pipe or file).
+LOG_FILE=${LOG_FILE:-/dev/null}
+# unlimited: boundary's refused and new-name rate limits lifted, so every query takes the full answer path (as each of
+# dnsmasq's does); default: the shipped limits (a refusal flood is then answered REFUSED without events).
+GUARD=${GUARD:-unlimited}
 
 root=$(cd "$(dirname "$0")/.." && pwd)
 work=$(mktemp -d /tmp/boundary-dns-bench.XXXXXX)
+# The bundles sit under the project, so the modules they load at run time (dns-packet, pino) resolve.
+build=$(mktemp -d "$root/bench/out/dns-bench.XXXXXX")
 pids=()
 cleanup() {
   for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
   for pid in "${pids[@]}"; do wait "$pid" 2>/dev/null || true; done
-  rm -rf "$work"
+  rm -rf "$work" "$build"
 }
 trap cleanup EXIT
 
-for tool in dnsperf taskset /usr/sbin/dnsmasq; do command -v "$tool" >/dev/null || { echo "missing $tool" >&2; exit 2; }; done
+for tool in dnsperf taskset dig /usr/sbin/dnsmasq; do command -v "$tool" >/dev/null || { echo "missing $tool" >&2; exit 2; }; done
 
 free_port() { node -e 'const s=require("net").createServer().listen(0,"127.0.0.1",()=>{console.log(s.address().port);s.close()})'; }
 
-# The same names for both servers: allowed names resolve (boundary: synthetic answers, upstream cached;
+# The same names for every server: allowed names resolve (boundary: synthetic answers, upstream cached;
 # dnsmasq: its hosts file); refused names are outside the policy (dnsmasq: not local, no upstream -> REFUSED).
 for i in $(seq 0 $((NAMES - 1))); do echo "allowed-$i.bench.test A"; done >"$work/allowed.txt"
 for i in $(seq 0 $((NAMES - 1))); do echo "refused-$i.other.test A"; done >"$work/refused.txt"
 for i in $(seq 0 $((NAMES - 1))); do echo "198.18.$((i / 256)).$((i % 256)) allowed-$i.bench.test"; done >"$work/hosts"
 
 # Run compiled JavaScript, as production does (no tsx transform in the measured process).
-"$root/node_modules/.bin/esbuild" "$root/bench/dns-server.ts" --bundle --platform=node --format=esm --target=node20 \
-  --log-level=warning --outfile="$work/dns-server.mjs" \
-  --banner:js="import { createRequire } from 'node:module'; const require = createRequire(import.meta.url);"
+for entry in dns-server dns-floor dns-cluster; do
+  "$root/node_modules/.bin/esbuild" "$root/bench/$entry.ts" --bundle --platform=node --format=esm --target=node20 \
+    --log-level=warning --outfile="$build/$entry.mjs" \
+    --banner:js="import { createRequire as bannerRequire } from 'node:module'; const require = bannerRequire(import.meta.url);"
+done
 
-boundary_port=$(free_port)
-taskset -c "$SERVER_CPU" node "$work/dns-server.mjs" "$boundary_port" "$NAMES" "$LOG_MODE" >"$work/boundary.out" 2>"$work/boundary.err" &
-pids+=($!)
-boundary_pid=$!
-dnsmasq_port=$(free_port)
-taskset -c "$SERVER_CPU" /usr/sbin/dnsmasq --no-daemon --no-resolv --no-hosts --addn-hosts="$work/hosts" \
-  --port="$dnsmasq_port" --listen-address=127.0.0.1 --bind-interfaces --cache-size=10000 >"$work/dnsmasq.out" 2>&1 &
-pids+=($!)
-dnsmasq_pid=$!
-for _ in $(seq 1 100); do grep -q ready "$work/boundary.out" 2>/dev/null && break; sleep 0.1; done
-grep -q ready "$work/boundary.out" || { echo "boundary DNS did not start" >&2; cat "$work/boundary.err" >&2; exit 1; }
-for _ in $(seq 1 50); do dig +short +tries=1 +time=1 @127.0.0.1 -p "$dnsmasq_port" allowed-0.bench.test >/dev/null 2>&1 && break; sleep 0.1; done
+declare -A port pid
+start() { # name, CPUs, then the command
+  local name=$1 cpus=$2
+  shift 2
+  taskset -c "$cpus" "$@" >"$work/$name.out" 2>"$work/$name.err" &
+  pids+=($!)
+  pid[$name]=$!
+}
+for server in $SERVERS; do
+  port[$server]=$(free_port)
+  case $server in
+    boundary) start "$server" "$SERVER_CPU" node "$build/dns-server.mjs" "${port[$server]}" "$NAMES" ocsf "$LOG_FILE" "$GUARD" ;;
+    boundary-per-query) start "$server" "$SERVER_CPU" node "$build/dns-server.mjs" "${port[$server]}" "$NAMES" ocsf-per-query "$LOG_FILE" "$GUARD" ;;
+    boundary-off) start "$server" "$SERVER_CPU" node "$build/dns-server.mjs" "${port[$server]}" "$NAMES" off /dev/null "$GUARD" ;;
+    boundary-cluster)
+      start "$server" "$CLUSTER_CPUS" node "$build/dns-cluster.mjs" "$CLUSTER_WORKERS" "${port[$server]}" "$NAMES" ocsf "$LOG_FILE" "$GUARD"
+      ;;
+    node-floor) start "$server" "$SERVER_CPU" node "$build/dns-floor.mjs" "${port[$server]}" ;;
+    dnsmasq)
+      start "$server" "$SERVER_CPU" /usr/sbin/dnsmasq --no-daemon --no-resolv --no-hosts --addn-hosts="$work/hosts" \
+        --port="${port[$server]}" --listen-address=127.0.0.1 --bind-interfaces --cache-size=10000
+      ;;
+    *) echo "unknown server $server" >&2; exit 2 ;;
+  esac
+done
+for server in $SERVERS; do
+  ok=""
+  for _ in $(seq 1 100); do
+    if dig +short +tries=1 +time=1 @127.0.0.1 -p "${port[$server]}" allowed-0.bench.test >/dev/null 2>&1; then ok=1; break; fi
+    sleep 0.1
+  done
+  [ -n "$ok" ] || { echo "$server did not start" >&2; cat "$work/$server.err" >&2; exit 1; }
+done
 
-cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
+# The process and its children (the cluster's workers).
+cpu_ticks() { cat "/proc/$1/stat" $(pgrep -P "$1" | sed 's|.*|/proc/&/stat|') 2>/dev/null | awk '{t += $14 + $15} END {print t}'; }
 hz=$(getconf CLK_TCK)
 
 # One dnsperf run; appends "qps avg_ms p99_ms lost codes cpu_us_per_query" to $5. -v gives per-query latency
 # for the p99. The server's CPU time per answered query is the figure that survives a noisy machine.
 measure() {
-  local pid=$1 port=$2 data=$3 seconds=$4 out=$5 rate=${6:-}
-  local args=(-s 127.0.0.1 -p "$port" -d "$data" -l "$seconds" -c "$CLIENTS" -q "$OUTSTANDING" -v)
+  local server=$1 clients=$2 outstanding=$3 data=$4 seconds=$5 out=$6 rate=${7:-}
+  local args=(-s 127.0.0.1 -p "${port[$server]}" -d "$data" -l "$seconds" -c "$clients" -q "$outstanding" -v)
   [ -n "$rate" ] && args+=(-Q "$rate")
   local before after
-  before=$(cpu_ticks "$pid")
+  before=$(cpu_ticks "${pid[$server]}")
   taskset -c "$CLIENT_CPU" dnsperf "${args[@]}" >"$work/run.txt" 2>&1 || true
-  after=$(cpu_ticks "$pid")
+  after=$(cpu_ticks "${pid[$server]}")
   local qps avg lost codes p99 done_q cpu
   qps=$(awk '/Queries per second/ {print $4}' "$work/run.txt")
   avg=$(awk '/Average Latency/ {printf "%.3f", $4 * 1000}' "$work/run.txt")
@@ -79,56 +127,90 @@ measure() {
   echo "${qps:-0} ${avg:-n/a} ${p99} ${lost:-?} ${codes:-none} ${cpu}" >>"$out"
 }
 
+shape_args() { # shape -> "clients outstanding"
+  if [ "$1" = saturating ]; then echo "$SAT_CLIENTS $SAT_OUTSTANDING"; else echo "$CLIENTS $OUTSTANDING"; fi
+}
+
 # Warm-up: JIT, the wire cache and the synthetic mappings (the only upstream queries of the run).
-measure "$boundary_pid" "$boundary_port" "$work/allowed.txt" 2 "$work/warmup"
-measure "$boundary_pid" "$boundary_port" "$work/refused.txt" 2 "$work/warmup"
-measure "$dnsmasq_pid" "$dnsmasq_port" "$work/allowed.txt" 2 "$work/warmup"
+for server in $SERVERS; do
+  for set in allowed refused; do measure "$server" "$CLIENTS" "$OUTSTANDING" "$work/$set.txt" 2 "$work/warmup"; done
+done
 
 echo "load before: $(cut -d' ' -f1-3 /proc/loadavg)" >&2
 for run in $(seq 1 "$RUNS"); do
-  for set in allowed refused; do
-    for server in boundary dnsmasq; do
-      port=$boundary_port pid=$boundary_pid
-      [ "$server" = dnsmasq ] && port=$dnsmasq_port pid=$dnsmasq_pid
-      measure "$pid" "$port" "$work/$set.txt" "$SECONDS_PER_RUN" "$work/$server-$set.tput"
-      measure "$pid" "$port" "$work/$set.txt" "$LATENCY_SECONDS" "$work/$server-$set.lat" "$LATENCY_QPS"
+  for shape in $SHAPES; do
+    read -r c q < <(shape_args "$shape")
+    for set in allowed refused; do
+      for server in $SERVERS; do
+        measure "$server" "$c" "$q" "$work/$set.txt" "$SECONDS_PER_RUN" "$work/$shape-$server-$set.tput"
+        if [ "$shape" = paced ]; then
+          measure "$server" "$c" "$q" "$work/$set.txt" "$LATENCY_SECONDS" "$work/$shape-$server-$set.lat" "$LATENCY_QPS"
+        fi
+      done
     done
   done
   echo "round $run/$RUNS done" >&2
 done
 echo "load after: $(cut -d' ' -f1-3 /proc/loadavg)" >&2
 
-median() { sort -g | awk '{a[NR] = $1} END {if (NR % 2) print a[(NR + 1) / 2]; else printf "%.3f\n", (a[NR / 2] + a[NR / 2 + 1]) / 2}'; }
-col() { awk -v c="$2" '{print $c}' "$1" | grep -v n/a | median; }
+median() { sort -g | awk '{a[NR] = $1} END {if (NR == 0) print "n/a"; else if (NR % 2) print a[(NR + 1) / 2]; else printf "%.3f\n", (a[NR / 2] + a[NR / 2 + 1]) / 2}'; }
+col() { [ -f "$1" ] || { echo n/a; return; }; awk -v c="$2" '{print $c}' "$1" | grep -v n/a | median; }
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN {if (a != "n/a" && b != "n/a" && b > 0) printf "%.2fx", a / b}'; }
+has() { [[ " $SERVERS " == *" $1 "* ]]; }
 
 echo
-echo "qps ratio = boundary/dnsmasq median qps; CPU ratio = dnsmasq/boundary CPU time per answered query (implied one-core capacity ratio, robust to other load on the machine)."
-echo "dnsperf ${CLIENTS} clients x ${OUTSTANDING} outstanding, ${RUNS} x ${SECONDS_PER_RUN} s per case; servers pinned to CPU ${SERVER_CPU}, dnsperf to CPU ${CLIENT_CPU}; medians."
-echo "Latency at a fixed ${LATENCY_QPS} qps (${RUNS} x ${LATENCY_SECONDS} s) shows per-query cost without queueing; under saturation latency is mostly queueing."
-echo
-echo "| case | server | qps | CPU µs/query | avg ms (sat.) | p99 ms (sat.) | avg ms @${LATENCY_QPS} | p99 ms @${LATENCY_QPS} | lost | rcodes (last run) | qps ratio | CPU ratio |"
-echo "|---|---|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|"
-for set in allowed refused; do
-  b=$(col "$work/boundary-$set.tput" 1)
-  d=$(col "$work/dnsmasq-$set.tput" 1)
-  bc=$(col "$work/boundary-$set.tput" 6)
-  dc=$(col "$work/dnsmasq-$set.tput" 6)
-  for server in boundary dnsmasq; do
-    t="$work/$server-$set.tput"
-    l="$work/$server-$set.lat"
-    ratio="" cpu_ratio=""
-    if [ "$server" = boundary ]; then
-      ratio=$(awk -v b="$b" -v d="$d" 'BEGIN {if (d > 0) printf "%.2fx", b / d}')
-      # Implied single-core capacity ratio: dnsmasq's CPU per query over boundary's.
-      cpu_ratio=$(awk -v b="$bc" -v d="$dc" 'BEGIN {if (b > 0) printf "%.2fx", d / b}')
-    fi
-    printf '| %s | %s | %.0f | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n' "$set" "$server" "$(col "$t" 1)" "$(col "$t" 6)" "$(col "$t" 2)" \
-      "$(col "$t" 3)" "$(col "$l" 2)" "$(col "$l" 3)" "$(awk '{s += $4} END {print s}' "$t")" "$(tail -1 "$t" | awk '{print $5}')" "$ratio" "$cpu_ratio"
+echo "dnsperf, ${RUNS} interleaved rounds x ${SECONDS_PER_RUN} s per case; each server pinned to CPU ${SERVER_CPU}, dnsperf to CPU ${CLIENT_CPU}; medians."
+echo "qps ratio = server/dnsmasq median qps; CPU ratio = dnsmasq/server CPU time per answered query (the implied one-core"
+echo "capacity ratio, robust to other load on the machine). boundary's OCSF lines go to ${LOG_FILE}; rate limits: ${GUARD}."
+for shape in $SHAPES; do
+  read -r c q < <(shape_args "$shape")
+  echo
+  echo "**${shape}**: ${c} clients x ${q} outstanding"
+  echo
+  if [ "$shape" = paced ]; then
+    echo "| case | server | qps | qps ratio | CPU µs/query | CPU ratio | avg ms | p99 ms | avg ms @${LATENCY_QPS} | p99 ms @${LATENCY_QPS} | lost | rcodes (last run) |"
+    echo "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|"
+  else
+    echo "| case | server | qps | qps ratio | CPU µs/query | CPU ratio | avg ms | p99 ms | lost | rcodes (last run) |"
+    echo "|---|---|---:|---:|---:|---:|---:|---:|---:|---|"
+  fi
+  for set in allowed refused; do
+    d=$(col "$work/$shape-dnsmasq-$set.tput" 1)
+    dc=$(col "$work/$shape-dnsmasq-$set.tput" 6)
+    for server in $SERVERS; do
+      t="$work/$shape-$server-$set.tput"
+      l="$work/$shape-$server-$set.lat"
+      qps=$(col "$t" 1)
+      cpu=$(col "$t" 6)
+      row="| $set | $server | $(printf '%.0f' "$qps") | $(ratio "$qps" "$d") | $cpu | $(ratio "$dc" "$cpu") | $(col "$t" 2) | $(col "$t" 3)"
+      [ "$shape" = paced ] && row="$row | $(col "$l" 2) | $(col "$l" 3)"
+      echo "$row | $(awk '{s += $4} END {print s}' "$t") | $(tail -1 "$t" | awk '{print $5}') |"
+    done
   done
+  if has boundary && has boundary-off; then
+    for set in allowed refused; do
+      on=$(col "$work/$shape-boundary-$set.tput" 6)
+      off=$(col "$work/$shape-boundary-off-$set.tput" 6)
+      line="events + metrics cost ($shape, $set): $(awk -v a="$on" -v b="$off" 'BEGIN {printf "%.2f", a - b}') µs/query aggregated"
+      if has boundary-per-query; then
+        per=$(col "$work/$shape-boundary-per-query-$set.tput" 6)
+        line="$line, $(awk -v a="$per" -v b="$off" 'BEGIN {printf "%.2f", a - b}') µs/query one line per query"
+      fi
+      echo
+      echo "$line (CPU µs/query minus boundary-off's)"
+    done
+  fi
+  if has boundary && has dnsmasq; then
+    for set in allowed refused; do
+      echo "per-round boundary/dnsmasq qps ($shape, $set): $(paste -d' ' <(awk '{print $1}' "$work/$shape-boundary-$set.tput") <(awk '{print $1}' "$work/$shape-dnsmasq-$set.tput") | awk '{if ($2 > 0) printf "%.2f ", $1 / $2}')"
+    done
+  fi
 done
-echo
-echo "per-run boundary/dnsmasq qps (allowed): $(paste -d' ' <(awk '{print $1}' "$work/boundary-allowed.tput") <(awk '{print $1}' "$work/dnsmasq-allowed.tput") | awk '{printf "%.2f ", $1 / $2}')"
-echo "per-run boundary/dnsmasq qps (refused): $(paste -d' ' <(awk '{print $1}' "$work/boundary-refused.tput") <(awk '{print $1}' "$work/dnsmasq-refused.tput") | awk '{printf "%.2f ", $1 / $2}')"
-kill "${pids[0]}" 2>/dev/null || true
-wait "${pids[0]}" 2>/dev/null || true
-echo "boundary server: $(cat "$work/boundary.err")"
+for server in $SERVERS; do
+  case $server in boundary*)
+    kill "${pid[$server]}" 2>/dev/null || true
+    wait "${pid[$server]}" 2>/dev/null || true
+    echo "$server: $(cat "$work/$server.err")"
+    ;;
+  esac
+done

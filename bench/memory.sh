@@ -65,7 +65,7 @@ elif [[ -z $BOUNDARY_DIST ]]; then
     # A private build of the working tree: others' dist/ is left alone; errors in files mid-edit are tolerated.
     snap="$ROOT/bench/out/memory-build"
     rm -rf "$snap" && mkdir -p "$snap"
-    cp -r "$ROOT/src" "$ROOT/tsconfig.json" "$snap/"
+    cp -r "$ROOT/src" "$ROOT/tsconfig.json" "$ROOT/package.json" "$snap/"
     log "building the working tree into $snap"
     "$ROOT/node_modules/.bin/tsc" -p "$snap/tsconfig.json" >"$WORK/tsc.log" 2>&1 || log "tsc reported $(grep -c 'error TS' "$WORK/tsc.log") error(s); running it anyway"
     BOUNDARY_DIST="$snap/dist"

@@ -5,7 +5,8 @@ import type { DrainOutcome } from './boundary-types.js';
 
 /**
  * close() ends within this, whatever state a part is in; what is still open then is destroyed and the drain is
- * 'forced'. Above the proxy's CLOSE_GRACE_MS (in-flight requests), with room for the pools and the admin server;
+ * 'forced' (`boundary run` exits 3); the default of `--shutdown-drain-ms` (config.ts shutdownDrainMs). Above the
+ * proxy's CLOSE_GRACE_MS (in-flight requests), with room for the pools and the admin server;
  * below Kubernetes' default 30 s termination grace, so the drain is ours to end, not SIGKILL's.
  */
 export const SHUTDOWN_DRAIN_MS = 8_000;

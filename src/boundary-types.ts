@@ -6,6 +6,7 @@ import type { ListenAddress } from './config.js';
 import type { AttachedControlOptions } from './control/attached.js';
 import type { ControlLookup } from './control/dial.js';
 import type { CredentialSource } from './credentials/source.js';
+import type { TunnelDetectionMode } from './dns/tunnel-detect.js';
 import type { HostCache } from './net/host.js';
 import type { Resolver } from './net/resolver.js';
 import type { SelfAddress } from './net/ssrf.js';
@@ -37,7 +38,7 @@ export interface Deps {
   readonly version?: string;
   /** Attached mode: this process start's id (main/run may pass one; fresh per createBoundary otherwise). */
   readonly bootId?: string;
-  /** Tests only: a shorter drain deadline than SHUTDOWN_DRAIN_MS. */
+  /** Tests only: a drain deadline instead of config.shutdownDrainMs (`--shutdown-drain-ms`). */
   readonly shutdownDrainMs?: number;
   /** Tests only: faster control backoff/timers and a listener for control state changes. */
   readonly controlTuning?: Pick<AttachedControlOptions, 'tuning' | 'onState'>;
@@ -70,6 +71,8 @@ export interface TransparentOptions {
   readonly syntheticCidr: string;
   /** resolv.conf `search` domains: NXDOMAIN under them for names policy does not cover. */
   readonly searchDomains?: readonly string[];
+  /** `--dns-tunnel-detection`: off, audit (a finding only) or enforce (REFUSED). */
+  readonly tunnelDetection: TunnelDetectionMode;
   readonly stateDir: string;
   readonly allowLoopback: boolean;
   /** The proxy's limits: the capture listeners hold the same maxConnections, share and first-byte timeout. */

@@ -8,9 +8,10 @@ import type { Config } from './config.js';
 import { type AttachedControl, createAttachedControl } from './control/attached.js';
 import { type CredentialSource, createStaticCredentialSource } from './credentials/source.js';
 import { advanceEpoch } from './dns/epoch.js';
-import { createDnsMetrics, meteredDnsSink } from './dns/metrics.js';
+import { createDnsMetrics } from './dns/metrics.js';
 import { createPolicyDns } from './dns/policy-dns.js';
-import { createDnsServer, type DnsHandler, type DnsServer } from './dns/server.js';
+import { createDnsServer, type DnsServer } from './dns/server.js';
+import type { DnsEventAggregator } from './dns/event-aggregate.js';
 import { BoundaryError, isBoundaryError } from './errors.js';
 import { createHostCache, formatAuthority } from './net/host.js';
 import { NO_SELF_ADDRESSES, prepareSelfAddresses, type SelfAddress } from './net/ssrf.js';
@@ -23,7 +24,7 @@ import { createCaptureHandler } from './proxy/capture.js';
 import { type CaptureListeners, createCaptureListeners } from './proxy/capture-listeners.js';
 import { createAuthorityParsers } from './proxy/context.js';
 import { followPolicyFile, type PolicyFileWatcher } from './boundary-policy.js';
-import { observeSince } from './proxy/metrics.js';
+import { createDnsEventSink, timedDnsHandler } from './boundary-dns.js';
 import { createProxyServer, type ProxyServer } from './proxy/server.js';
 import { type AdminServer, createAdminServer, type Readiness } from './telemetry/admin.js';
 import { createAuditSink } from './telemetry/audit.js';
@@ -35,7 +36,7 @@ import { credentialsLoadedEvent, drainedEvent, proxyListeningEvent, stoppingEven
 import type { Boundary, Deps, DrainOutcome, Transparent, TransparentOptions } from './boundary-types.js';
 import { createBoundaryMetrics } from './boundary-metrics.js';
 import { composeReadiness } from './boundary-readiness.js';
-import { ADMIN_CLOSE_GRACE_MS, closeWithin, drainWithin, SHUTDOWN_DRAIN_MS } from './boundary-shutdown.js';
+import { ADMIN_CLOSE_GRACE_MS, closeWithin, drainWithin } from './boundary-shutdown.js';
 import { readPackageVersion } from './version.js';
 
 export function createBoundary(config: Config, deps: Deps): Boundary {
@@ -62,6 +63,7 @@ export function createBoundary(config: Config, deps: Deps): Boundary {
     dnsListen: config.dnsListen,
     syntheticCidr: config.syntheticCidr,
     searchDomains: config.searchDomains,
+    tunnelDetection: config.dnsTunnelDetection,
     stateDir: config.stateDir,
     allowLoopback: config.unsafeAllowLoopbackUpstream,
     limits: config.limits,
@@ -112,7 +114,7 @@ export function createBoundary(config: Config, deps: Deps): Boundary {
           bootId: deps.bootId,
           // Capture listeners follow the store (proxy/capture-listeners.ts): a first tcp endpoint needs no restart.
           liveCapture: true,
-          parsePolicy: policyTexts.parse,
+          remember: policyTexts.remember,
           ...deps.controlTuning,
         });
 
@@ -268,7 +270,7 @@ export function createBoundary(config: Config, deps: Deps): Boundary {
           if (admin !== undefined) await closeWithin(admin, ADMIN_CLOSE_GRACE_MS);
         })();
         // Whatever state a part is stuck in, shutdown ends: past the deadline the rest is destroyed.
-        const outcome = await drainWithin(drained, deps.shutdownDrainMs ?? SHUTDOWN_DRAIN_MS);
+        const outcome = await drainWithin(drained, deps.shutdownDrainMs ?? config.shutdownDrainMs);
         const drainMs = Math.max(0, Math.round(now() - stopAt));
         if (outcome === 'forced') {
           logger.error({ drainMs }, 'drain deadline passed: the remaining connections and listeners were destroyed');
@@ -298,6 +300,7 @@ function assembleTransparent(options: TransparentOptions): Transparent {
   let pool: SyntheticPool | undefined;
   let server: DnsServer | undefined;
   let capture: CaptureListeners | undefined;
+  let dnsEvents: DnsEventAggregator | undefined;
   let problem: string | undefined = 'dns-starting';
   let closing: Promise<void> | undefined;
   const metrics = createDnsMetrics(options.registry, {
@@ -334,33 +337,20 @@ function assembleTransparent(options: TransparentOptions): Transparent {
       // Before DNS answers: a pod whose synthetic range is not routed to lo must not turn ready first.
       await listeners.probe(live.windows[4].slice(0, live.windows[4].indexOf('/')));
       live.subscribe((event) => metrics.mappings.inc({ event: event.kind }));
+      dnsEvents = createDnsEventSink({ sink, metrics, decisions: context.metrics, now });
       const dns = createPolicyDns({
         policy: () => options.store.current(),
         resolver: options.resolver,
         pool: live,
-        sink: meteredDnsSink(sink, metrics, context.metrics),
+        sink: dnsEvents.sink,
         now,
         allowLoopback: options.allowLoopback,
+        tunnelDetection: options.tunnelDetection,
         selfAddresses: prepareSelfAddresses(selfAddresses),
         ...(options.hosts === undefined ? {} : { hosts: options.hosts }),
         ...(options.searchDomains === undefined ? {} : { searchDomains: options.searchDomains }),
       });
-      // An answer leaves only once its listeners are bound: a client that connects at once is never refused.
-      const handler: DnsHandler = {
-        cached: (message, info) => {
-          const started = context.metrics.now();
-          const answer = dns.handler.cached(message, info);
-          if (answer !== undefined) observeSince(context.metrics, metrics.answerSeconds, started);
-          return answer;
-        },
-        resolve: async (message, info) => {
-          const started = context.metrics.now();
-          const response = await dns.handler.resolve(message, info);
-          await listeners.settled();
-          observeSince(context.metrics, metrics.answerSeconds, started);
-          return response;
-        },
-      };
+      const handler = timedDnsHandler(dns.handler, { clock: context.metrics, answerSeconds: metrics.answerSeconds, settled: () => listeners.settled() });
       server = createDnsServer({
         host: options.dnsListen.host,
         port: options.dnsListen.port,
@@ -368,6 +358,8 @@ function assembleTransparent(options: TransparentOptions): Transparent {
         onTick: () => {
           live.sweep();
           listeners.sweep();
+          // Writes the held-back counts of rate-limit, tunnelling and mapping refusals once per interval.
+          dns.tick();
         },
         onError: (err) => logger.warn({ err }, 'policy DNS error'),
       });
@@ -388,6 +380,8 @@ function assembleTransparent(options: TransparentOptions): Transparent {
       closing ??= (async () => {
         problem ??= 'dns-closed';
         await server?.close();
+        // After the listener, before telemetry: the last interval's counts are written.
+        dnsEvents?.close();
         await capture?.close();
       })();
       return closing;

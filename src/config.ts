@@ -2,8 +2,10 @@
 // or CONFIG_INVALID listing every problem. Never reads files, argv or env (cli/run.ts turns flags into input).
 
 import { isIP } from 'node:net';
+import { SHUTDOWN_DRAIN_MS } from './boundary-shutdown.js';
 import type { AttachedSettings } from './control/attached.js';
 import { parseRelayAllow } from './control/relay.js';
+import { DEFAULT_TUNNEL_DETECTION, TUNNEL_DETECTION_MODES, type TunnelDetectionMode } from './dns/tunnel-detect.js';
 import { BoundaryError, type Issue, isBoundaryError } from './errors.js';
 import { normaliseHost, parseAuthority } from './net/host.js';
 import { DEFAULT_SYNTHETIC_CIDR, syntheticCidrProblem } from './net/synthetic.js';
@@ -43,6 +45,8 @@ export interface Config {
   readonly hostsFile: string | undefined;
   /** The workload's resolv.conf `search` domains: policy DNS answers NXDOMAIN under them (see dns/policy-dns.ts). */
   readonly searchDomains: readonly string[];
+  /** Tunnelling-shaped names under an allowed wildcard (docs/dns.md#tunnelling): off, audit (findings) or enforce (REFUSED). */
+  readonly dnsTunnelDetection: TunnelDetectionMode;
   /** Standalone credentials YAML (`--credentials`, watched); run.ts turns it into deps.credentials. */
   readonly credentialsFile: string | undefined;
   readonly logFormat: LogFormatName;
@@ -50,6 +54,8 @@ export interface Config {
   /** Operator-only: loopback upstreams pass SSRF validation. Never settable from policy. */
   readonly unsafeAllowLoopbackUpstream: boolean;
   readonly limits: ProxyLimits;
+  /** The drain deadline on shutdown (`--shutdown-drain-ms`): what is still open then is destroyed ('forced', exit 3). */
+  readonly shutdownDrainMs: number;
   /** Attached mode (`--supervisor`): policy, credentials and relays come from the supervisor. */
   readonly attached: AttachedSettings | undefined;
 }
@@ -69,13 +75,21 @@ export const DEFAULTS: Config = Object.freeze({
   syntheticCidr: DEFAULT_SYNTHETIC_CIDR,
   hostsFile: undefined,
   searchDomains: Object.freeze([]),
+  dnsTunnelDetection: DEFAULT_TUNNEL_DETECTION,
   credentialsFile: undefined,
   logFormat: 'json',
   onInvalidPolicy: 'keep',
   unsafeAllowLoopbackUpstream: false,
   limits: DEFAULT_PROXY_LIMITS,
+  shutdownDrainMs: SHUTDOWN_DRAIN_MS,
   attached: undefined,
 });
+
+/**
+ * The longest delay a Node timer holds (2^31-1 ms, about 24.8 days). A longer one fires after 1 ms instead, so a
+ * generous deadline or timeout (`--shutdown-drain-ms`, `--close-grace-ms`, any `...Ms` limit) would act at once.
+ */
+export const MAX_TIMER_MS = 2_147_483_647;
 
 /** Kubernetes writes at most 32 search domains into a pod's resolv.conf. */
 export const MAX_SEARCH_DOMAINS = 32;
@@ -137,6 +151,14 @@ function oneOf<T extends string>(raw: unknown, allowed: readonly T[], fallback: 
   return fallback;
 }
 
+/** A positive integer, and for milliseconds (`ms`) one a timer can hold; undefined after an issue otherwise. */
+function positiveInteger(raw: unknown, path: string, issues: Issue[], ms: boolean): number | undefined {
+  if (typeof raw !== 'number' || !Number.isSafeInteger(raw) || raw < 1) issue(issues, path, 'expected a positive integer');
+  else if (ms && raw > MAX_TIMER_MS) issue(issues, path, `expected at most ${MAX_TIMER_MS} ms (MAX_TIMER_MS)`);
+  else return raw;
+  return undefined;
+}
+
 function parseLimits(raw: unknown, issues: Issue[]): ProxyLimits {
   if (raw === undefined) return DEFAULT_PROXY_LIMITS;
   if (typeof raw !== 'object' || raw === null) {
@@ -149,11 +171,8 @@ function parseLimits(raw: unknown, issues: Issue[]): ProxyLimits {
       issue(issues, `limits.${key}`, 'unknown key');
       continue;
     }
-    if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < 1) {
-      issue(issues, `limits.${key}`, 'expected a positive integer');
-      continue;
-    }
-    out[key] = value;
+    const n = positiveInteger(value, `limits.${key}`, issues, key.endsWith('Ms'));
+    if (n !== undefined) out[key] = n;
   }
   return Object.freeze(out) as unknown as ProxyLimits;
 }
@@ -201,11 +220,13 @@ export function parseConfig(raw: unknown): Config {
     syntheticCidr,
     hostsFile: optionalString(input.hostsFile, 'hostsFile', issues),
     searchDomains: parseSearchDomains(input.searchDomains, issues),
+    dnsTunnelDetection: oneOf(input.dnsTunnelDetection, TUNNEL_DETECTION_MODES, DEFAULTS.dnsTunnelDetection, 'dnsTunnelDetection', issues),
     credentialsFile: optionalString(input.credentialsFile, 'credentialsFile', issues),
     logFormat: oneOf(input.logFormat, LOG_FORMATS, DEFAULTS.logFormat, 'logFormat', issues),
     onInvalidPolicy: oneOf(input.onInvalidPolicy, ON_INVALID_POLICY, DEFAULTS.onInvalidPolicy, 'onInvalidPolicy', issues),
     unsafeAllowLoopbackUpstream: unsafe === true,
     limits: parseLimits(input.limits, issues),
+    shutdownDrainMs: input.shutdownDrainMs === undefined ? DEFAULTS.shutdownDrainMs : (positiveInteger(input.shutdownDrainMs, 'shutdownDrainMs', issues, true) ?? DEFAULTS.shutdownDrainMs),
     attached: parseAttached(input, issues),
   };
   if (issues.length > 0) {

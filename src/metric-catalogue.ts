@@ -38,6 +38,8 @@ export const DNS_OUTCOMES = [
   'no-valid-address',
   'pool-exhausted',
   'stale-generation',
+  'mapping-rate-limited',
+  'mapping-limit',
 ] as const;
 export type DnsOutcomeLabel = (typeof DNS_OUTCOMES)[number];
 /** control/client.ts ControlPhase, listed here so this file does not load the control client. */
@@ -292,12 +294,28 @@ export const METRICS = {
     labels: { event: ['published', 'expired'] },
     scope: 'boundary',
   },
+  boundary_dns_rate_limited_total: {
+    name: 'boundary_dns_rate_limited_total',
+    type: 'counter',
+    unit: '',
+    help: 'Policy DNS queries answered REFUSED over a rate limit: on refused names, on new names (counted as they are reported)',
+    labels: { limit: ['refused', 'unique'] },
+    scope: 'boundary',
+  },
+  boundary_dns_tunnel_names_total: {
+    name: 'boundary_dns_tunnel_names_total',
+    type: 'counter',
+    unit: '',
+    help: 'Names under an allowed wildcard flagged as tunnelling-shaped, by detection mode (enforce: refused)',
+    labels: { mode: ['audit', 'enforce'] },
+    scope: 'boundary',
+  },
   boundary_dns_synthetic_addresses: {
     name: 'boundary_dns_synthetic_addresses',
     type: 'gauge',
     unit: '',
-    help: 'Synthetic IPv4 addresses of the current window: reserved this epoch, live now, capacity',
-    labels: { state: ['reserved', 'live', 'capacity'] },
+    help: 'Synthetic IPv4 addresses of the current window: reserved (live, held or in quarantine), live mappings, in quarantine, capacity',
+    labels: { state: ['reserved', 'live', 'quarantined', 'capacity'] },
     scope: 'boundary',
   },
   boundary_capture_listeners: {

@@ -76,6 +76,8 @@ async function openInspected(target, ca) {
   if (!reply.startsWith('HTTP/1.1 200')) throw new Error(`request answered ${reply.split('\r\n')[0]}`);
 }
 
+const DNS_RETRIES = 30;
+
 function makeDnsQuery(sock, port) {
   const pending = new Map();
   sock.on('message', (msg) => {
@@ -110,7 +112,19 @@ else if (mode === 'inspected') {
   const query = makeDnsQuery(sock, Number(arg('--dns')));
   const suffix = arg('--suffix');
   let n = 0;
-  one = () => query(`n${n++}.${suffix}`);
+  // New mappings past the per-sandbox burst are refused with SERVFAIL until the rate allows more
+  // (docs/dns.md#synthetic-pools): a refused name is asked again a second later, at most DNS_RETRIES times.
+  one = async () => {
+    const name = `n${n++}.${suffix}`;
+    for (let attempt = 0; ; attempt++) {
+      try {
+        return await query(name);
+      } catch (err) {
+        if (attempt >= DNS_RETRIES || !String(err?.message).includes('SERVFAIL')) throw err;
+        await new Promise((resolve) => setTimeout(resolve, 1_000));
+      }
+    }
+  };
 } else {
   process.stderr.write('clients.mjs: --mode tunnel|inspected|dns\n');
   process.exit(2);

@@ -6,7 +6,7 @@ import { getServers } from 'node:dns';
 import { lookup as dnsLookup } from 'node:dns/promises';
 import { readFile } from 'node:fs/promises';
 import { isIP } from 'node:net';
-import { isAbsolute, join, resolve } from 'node:path';
+import { join, resolve } from 'node:path';
 import type { Boundary } from '../boundary-types.js';
 import { createBoundary } from '../boundary.js';
 import { createFileCredentialSource, type FileCredentialSource } from '../credentials/file-source.js';
@@ -25,6 +25,9 @@ import { Registry } from '../telemetry/prom.js';
 import { readPackageVersion } from '../version.js';
 import { type CliIo, type Command, EXIT_DRAIN_FORCED } from './io.js';
 import { formatRunBanner } from './run-banner.js';
+import { parseRunFlags, RUN_HELP } from './run-flags.js';
+
+export { parseRunFlags };
 
 /** `run`'s exit codes (README.md, run section); EXIT_DRAIN_FORCED (3) is in io.ts, where main.ts reads it. */
 export const EXIT_OK = 0;
@@ -32,104 +35,6 @@ export { EXIT_DRAIN_FORCED };
 
 const RESOLV_CONF = '/etc/resolv.conf';
 const DNS_PORT = 53;
-
-const RUN_HELP = `Usage: boundary run --policy FILE [options]
-       boundary run --supervisor HOST:PORT --tls-dir DIR --sandbox-id ID [options]
-
-  --policy FILE                     policy file (watched; a change loads as a new generation)
-  --proxy-listen HOST:PORT          proxy listener (default 127.0.0.1:3128)
-  --admin-listen HOST:PORT          /healthz /readyz /metrics (default 127.0.0.1:9901)
-  --state-dir DIR                   interception CA and state (default .boundary)
-  --ca-cert FILE --ca-key FILE      use this interception CA instead of creating one
-  --ca-out FILE                     write the CA certificate here (default <state-dir>/ca.pem); for
-                                    NODE_EXTRA_CA_CERTS, which adds to Node's roots
-  --ca-bundle-out FILE              write the workload trust bundle here: system roots + --upstream-ca + the CA
-                                    (default <state-dir>/ca-bundle.pem); for SSL_CERT_FILE, CURL_CA_BUNDLE,
-                                    REQUESTS_CA_BUNDLE, PIP_CERT, GIT_SSL_CAINFO, which replace a client's roots
-  --upstream-ca FILE                extra trust anchors for upstream TLS (beside the system roots)
-  --upstream-dns HOST:PORT          trusted DNS server (default: first nameserver in /etc/resolv.conf)
-  --hosts FILE                      hosts file consulted before DNS
-  --dns-listen HOST:PORT            policy DNS, UDP and TCP (default 127.0.0.1:15053; 127.0.0.1:53 in a pod)
-  --synthetic-cidr CIDR             synthetic answers, captured per (address, port) (default 198.18.0.0/15)
-  --log-format json|shorthand       audit line format (default json; shorthand when stdout is a terminal)
-  --on-invalid-policy keep|deny-all what an invalid policy change does (default keep)
-  --unsafe-allow-loopback-upstream  let upstreams on 127.0.0.0/8 and ::1 through (development only)
-  --credentials FILE                credential providers (YAML, watched; a rotation applies to the next request)
-  --max-connections N               proxy connections open at once; more get 503 too_many_connections (default 4096)
-  --max-connections-per-source-percent P
-                                    the share of N one client address may hold; beyond it that client gets 503
-                                    too_many_connections_from_source (default 50; 100: no per-address share)
-
-Attached mode (instead of --policy): policy, credentials and relays come from the supervisor; until its
-first policy is effective all egress is denied and /readyz is 503 with the reason.
-  --supervisor HOST:PORT            the supervisor's mTLS HTTP/2 control listener
-  --tls-dir DIR                     DIR/ca.pem, cert.pem, key.pem ('boundary pki issue --sandbox ID --out DIR')
-  --sandbox-id ID                   this sandbox, as named in the client certificate
-  --instance-id ID                  stable across restarts of this instance (default $HOSTNAME, else the sandbox id)
-  --relay-allow LIST                loopback PORT or HOST:PORT entries a relay may reach (default: none)
-  (--on-invalid-policy is standalone only; attached, the supervisor's failure mode governs pushed policies)
-`;
-
-const VALUE_FLAGS: Readonly<Record<string, string>> = {
-  '--policy': 'policyFile',
-  '--proxy-listen': 'proxyListen',
-  '--admin-listen': 'adminListen',
-  '--state-dir': 'stateDir',
-  '--ca-cert': 'caCert',
-  '--ca-key': 'caKey',
-  '--ca-out': 'caOut',
-  '--ca-bundle-out': 'caBundleOut',
-  '--upstream-ca': 'upstreamCa',
-  '--upstream-dns': 'upstreamDns',
-  '--hosts': 'hostsFile',
-  '--dns-listen': 'dnsListen',
-  '--synthetic-cidr': 'syntheticCidr',
-  '--log-format': 'logFormat',
-  '--on-invalid-policy': 'onInvalidPolicy',
-  '--credentials': 'credentialsFile',
-  '--supervisor': 'supervisor',
-  '--tls-dir': 'tlsDir',
-  '--sandbox-id': 'sandboxId',
-  '--instance-id': 'instanceId',
-  '--relay-allow': 'relayAllow',
-  '--max-connections': 'limits',
-  '--max-connections-per-source-percent': 'limits',
-};
-/** The flags of config.limits, each a positive integer that parseConfig checks. */
-const LIMIT_FLAGS: Readonly<Record<string, string>> = {
-  '--max-connections': 'maxConnections',
-  '--max-connections-per-source-percent': 'maxConnectionsPerSourcePercent',
-};
-const PATH_KEYS: ReadonlySet<string> = new Set(['policyFile', 'stateDir', 'caCert', 'caKey', 'caOut', 'caBundleOut', 'upstreamCa', 'hostsFile', 'credentialsFile', 'tlsDir']);
-
-/** Flags -> the raw input of parseConfig; paths resolved against cwd. Returns a usage message on error. */
-export function parseRunFlags(argv: readonly string[], cwd: string): Record<string, unknown> | string {
-  const raw: Record<string, unknown> = {};
-  for (let i = 0; i < argv.length; i++) {
-    const arg = argv[i] ?? '';
-    const eq = arg.indexOf('=');
-    const flag = eq > 0 ? arg.slice(0, eq) : arg;
-    if (flag === '--unsafe-allow-loopback-upstream') {
-      raw.unsafeAllowLoopbackUpstream = true;
-      continue;
-    }
-    const key = VALUE_FLAGS[flag];
-    if (key === undefined) return `unknown option ${arg}`;
-    const value = eq > 0 ? arg.slice(eq + 1) : argv[++i];
-    if (value === undefined) return `${flag} needs a value`;
-    const limit = LIMIT_FLAGS[flag];
-    if (limit !== undefined) {
-      const limits = (raw.limits ?? {}) as Record<string, number>;
-      if (limits[limit] !== undefined) return `${flag} given twice`;
-      // parseConfig checks it is a positive integer (limits.<key>); NaN fails that check.
-      raw.limits = { ...limits, [limit]: /^\d+$/.test(value) ? Number(value) : Number.NaN };
-      continue;
-    }
-    if (raw[key] !== undefined) return `${flag} given twice`;
-    raw[key] = PATH_KEYS.has(key) && !isAbsolute(value) ? resolve(cwd, value) : value;
-  }
-  return raw;
-}
 
 const NO_SOURCE = 'give --policy FILE (standalone) or --supervisor HOST:PORT (attached): without either, nothing would ever be allowed';
 

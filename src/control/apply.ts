@@ -1,10 +1,11 @@
 // Applies what the supervisor delivers (admission snapshot, policy/credentials/settings pushes) through
-// the same policy store and credential target as standalone mode, in generation order, and says what
-// to acknowledge. Never touches sockets; client.ts feeds it decoded messages.
+// the same policy store and credential target as standalone mode, one at a time in arrival (generation)
+// order, and says what to acknowledge. Never touches sockets; session.ts feeds it decoded messages.
 
 import { BoundaryError, type Issue } from '../errors.js';
 import type { Policy } from '../policy/types.js';
 import type { AuditSink } from '../telemetry/event.js';
+import { createApplyQueue } from './apply-queue.js';
 import {
   type AdmittedMessage,
   type ControlSettings,
@@ -33,7 +34,8 @@ export interface CredentialTarget {
 interface ApplyDeps {
   readonly store: PolicyTarget;
   readonly credentials?: CredentialTarget | undefined;
-  readonly parsePolicy: (text: string, options?: { source?: string }) => Policy;
+  /** May compile off the event loop (policy/parse-off-thread.ts): the policy in force serves until it settles. */
+  readonly parsePolicy: (text: string, options?: { source?: string }) => Policy | Promise<Policy>;
   /** The deny-all policy published as a quarantine when a push fails in fail_closed mode. */
   readonly emptyPolicy: () => Policy;
   /** Reload checks run before a swap (standalone mode's reloadIssues); any issue fails the candidate. */
@@ -75,14 +77,29 @@ interface Held {
   readonly heldCredentialsHash?: string;
 }
 
+/**
+ * Every apply* call queues behind the ones before it, so a push that arrives while an older one compiles waits
+ * and both are applied, and their outcomes settle, in the order they came: each processed generation gets its ack.
+ */
 export interface ControlApplier {
-  applyAdmitted(message: AdmittedMessage): ApplyOutcome[];
-  applyPolicy(message: PolicyPush): ApplyOutcome;
-  applyCredentials(message: CredentialsPush): ApplyOutcome;
-  applySettings(message: SettingsPush): ApplyOutcome;
+  /** Rejects (CONTROL_MESSAGE_INVALID) for a snapshot that omits a policy this boundary does not hold. */
+  applyAdmitted(message: AdmittedMessage): Promise<ApplyOutcome[]>;
+  applyPolicy(message: PolicyPush): Promise<ApplyOutcome>;
+  applyCredentials(message: CredentialsPush): Promise<ApplyOutcome>;
+  applySettings(message: SettingsPush): Promise<ApplyOutcome>;
+  /** Settles once everything queued so far was applied: held() and state() are then up to date. */
+  settled(): Promise<void>;
+  /**
+   * Shutdown: a compile in flight and everything queued end as 'ignored', with nothing swapped, quarantined or
+   * acknowledged, so the drain never waits for a compile. Idempotent.
+   */
+  close(): void;
   held(): Held;
   state(): ApplyState;
 }
+
+/** What a message that is not applied (stale, or arriving during shutdown) settles to: nothing to acknowledge. */
+const IGNORED: ApplyOutcome = Object.freeze({ result: 'ignored' });
 
 export function createControlApplier(deps: ApplyDeps): ControlApplier {
   const source = deps.source ?? 'supervisor';
@@ -96,6 +113,8 @@ export function createControlApplier(deps: ApplyDeps): ControlApplier {
   let settings: ControlSettings = DEFAULT_SETTINGS;
   let effectiveSince: number | undefined;
   let lastError: StatusError | undefined;
+  // One message at a time: the next waits for the previous one's compile, so generations never overtake.
+  const queue = createApplyQueue();
 
   // The store makes the policy current before it notifies subscribers; a throwing subscriber is
   // reported by the store's owner, and must not make the applier believe the swap did not happen.
@@ -113,9 +132,9 @@ export function createControlApplier(deps: ApplyDeps): ControlApplier {
     return error === undefined ? { ...withCredentials, state: 'effective' } : { ...withCredentials, state: 'failed', error };
   }
 
-  function installPolicy(generation: number, hash: string, text: string): ApplyOutcome {
-    policyGeneration = generation;
+  async function installPolicy(generation: number, hash: string, text: string): Promise<ApplyOutcome> {
     if (effective && hash === policyHash) {
+      policyGeneration = generation;
       deps.sink.emit(configEvent('LOADED', 'INFO', `policy generation ${generation} unchanged (hash matches); not re-applied`, {
         result: 'unchanged',
         generation: deps.store.current().generation,
@@ -125,9 +144,11 @@ export function createControlApplier(deps: ApplyDeps): ControlApplier {
       }));
       return { result: 'unchanged', status: status(generation, hash) };
     }
-    let candidate: Policy;
+    let candidate: Policy | undefined;
     try {
-      candidate = deps.parsePolicy(text, { source: `${source} generation ${generation}` });
+      // Undefined: close() came first, and the candidate is dropped unseen.
+      candidate = await queue.abandonable(() => deps.parsePolicy(text, { source: `${source} generation ${generation}` }));
+      if (candidate === undefined) return IGNORED;
       const issues = deps.preflight?.(deps.store.current(), candidate) ?? [];
       if (issues.length > 0) {
         throw new BoundaryError('POLICY_INVALID', issues.map((i) => `${i.path}: ${i.message}`).join('; '), { issues });
@@ -135,6 +156,8 @@ export function createControlApplier(deps: ApplyDeps): ControlApplier {
     } catch (err) {
       return failPolicy(generation, hash, err);
     }
+    // The generation counts as processed only once its outcome is known: held() never names a compile in flight.
+    policyGeneration = generation;
     if (effective && candidate.hash === policyHash) {
       // The supervisor hashes with the same parser, but a differing label must not force a reload.
       return { result: 'unchanged', status: status(generation, candidate.hash) };
@@ -156,6 +179,7 @@ export function createControlApplier(deps: ApplyDeps): ControlApplier {
   }
 
   function failPolicy(generation: number, hash: string, err: unknown): ApplyOutcome {
+    policyGeneration = generation;
     const code = err instanceof BoundaryError ? err.code : 'POLICY_INVALID';
     const error: StatusError = { kind: 'policy', code, message: messageOf(err) };
     lastError = error;
@@ -206,44 +230,54 @@ export function createControlApplier(deps: ApplyDeps): ControlApplier {
     return { result: 'applied' };
   }
 
-  return {
-    applyAdmitted(message) {
-      // A snapshot is authoritative for this session: its generation becomes the baseline for pushes.
-      settings = message.settings;
-      settingsGeneration = message.generation;
-      const outcomes: ApplyOutcome[] = [];
-      // Credentials first, so a policy that names new credentials finds them in place.
-      outcomes.push(installCredentials(message.generation, message.credentialsHash, message.credentials));
-      if (message.policy === undefined) {
-        if (!effective || message.policyHash !== policyHash) {
-          throw new BoundaryError(
-            'CONTROL_MESSAGE_INVALID',
-            `admission omitted the policy but hash ${message.policyHash} is not the one held (${policyHash ?? 'none'})`,
-          );
-        }
-        policyGeneration = message.generation;
-        outcomes.push({ result: 'unchanged', status: status(message.generation, message.policyHash) });
-      } else {
-        outcomes.push(installPolicy(message.generation, message.policyHash, message.policy));
+  async function admit(message: AdmittedMessage): Promise<ApplyOutcome[]> {
+    // A snapshot is authoritative for this session: its generation becomes the baseline for pushes.
+    settings = message.settings;
+    settingsGeneration = message.generation;
+    const outcomes: ApplyOutcome[] = [];
+    // Credentials first, so a policy that names new credentials finds them in place.
+    outcomes.push(installCredentials(message.generation, message.credentialsHash, message.credentials));
+    if (message.policy === undefined) {
+      if (!effective || message.policyHash !== policyHash) {
+        throw new BoundaryError(
+          'CONTROL_MESSAGE_INVALID',
+          `admission omitted the policy but hash ${message.policyHash} is not the one held (${policyHash ?? 'none'})`,
+        );
       }
-      return outcomes;
-    },
-    applyPolicy(message) {
-      if (policyGeneration !== undefined && message.generation <= policyGeneration) return { result: 'ignored' };
-      return installPolicy(message.generation, message.policyHash, message.policy);
-    },
-    applyCredentials(message) {
-      if (credentialsGeneration !== undefined && message.generation <= credentialsGeneration) return { result: 'ignored' };
-      const outcome = installCredentials(message.generation, message.credentialsHash, message.credentials);
-      if (outcome.status !== undefined || policyGeneration === undefined || policyHash === undefined) return outcome;
-      return { result: outcome.result, status: status(policyGeneration, policyHash) };
-    },
-    applySettings(message) {
-      if (settingsGeneration !== undefined && message.generation <= settingsGeneration) return { result: 'ignored' };
-      settingsGeneration = message.generation;
-      settings = message.settings;
-      return { result: 'applied' };
-    },
+      policyGeneration = message.generation;
+      outcomes.push({ result: 'unchanged', status: status(message.generation, message.policyHash) });
+    } else {
+      outcomes.push(await installPolicy(message.generation, message.policyHash, message.policy));
+    }
+    return outcomes;
+  }
+
+  function policyPushed(message: PolicyPush): ApplyOutcome | Promise<ApplyOutcome> {
+    if (policyGeneration !== undefined && message.generation <= policyGeneration) return IGNORED;
+    return installPolicy(message.generation, message.policyHash, message.policy);
+  }
+
+  function credentialsPushed(message: CredentialsPush): ApplyOutcome {
+    if (credentialsGeneration !== undefined && message.generation <= credentialsGeneration) return IGNORED;
+    const outcome = installCredentials(message.generation, message.credentialsHash, message.credentials);
+    if (outcome.status !== undefined || policyGeneration === undefined || policyHash === undefined) return outcome;
+    return { result: outcome.result, status: status(policyGeneration, policyHash) };
+  }
+
+  function settingsPushed(message: SettingsPush): ApplyOutcome {
+    if (settingsGeneration !== undefined && message.generation <= settingsGeneration) return IGNORED;
+    settingsGeneration = message.generation;
+    settings = message.settings;
+    return { result: 'applied' };
+  }
+
+  return {
+    applyAdmitted: (message) => queue.inOrder(() => admit(message), []),
+    applyPolicy: (message) => queue.inOrder(() => policyPushed(message), IGNORED),
+    applyCredentials: (message) => queue.inOrder(() => credentialsPushed(message), IGNORED),
+    applySettings: (message) => queue.inOrder(() => settingsPushed(message), IGNORED),
+    settled: () => queue.settled(),
+    close: () => queue.close(),
     held() {
       const held: { heldPolicyHash?: string; heldGeneration?: number; heldCredentialsHash?: string } = {};
       if (effective && policyHash !== undefined) held.heldPolicyHash = policyHash;

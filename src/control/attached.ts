@@ -9,6 +9,7 @@ import type { ControlLookup } from './dial.js';
 import type { RelayTarget } from './messages.js';
 import { type ControlReadiness, controlReadiness } from './readiness.js';
 import { CERT_EXPIRED_REASON, CERT_EXPIRING_WARNING, type ControlCertificateStatus, type ControlTlsSource, createControlTlsSource } from './tls-source.js';
+import { createPolicyCompiler } from '../policy/parse-off-thread.js';
 import { reloadIssues } from '../policy/store.js';
 import type { Policy } from '../policy/types.js';
 import type { AuditSink } from '../telemetry/event.js';
@@ -48,8 +49,8 @@ export interface AttachedControlOptions {
   readonly bootId?: string | undefined;
   /** Whether transparent capture can be switched on while running (see policy/store.ts reloadIssues). */
   readonly liveCapture?: boolean | undefined;
-  /** Parses pushed policy text (default policy/parse.ts parsePolicy). */
-  readonly parsePolicy?: ControlClientOptions['parsePolicy'];
+  /** Told of each pushed policy with its text (the root's PolicyTexts.remember, for explain). */
+  readonly remember?: ((policy: Policy, text: string) => void) | undefined;
   /** Tests only: faster backoff and timers. */
   readonly tuning?: Pick<ControlClientOptions, 'backoff' | 'timeouts'> | undefined;
   readonly onState?: ((state: ControlState) => void) | undefined;
@@ -88,6 +89,14 @@ export function createAttachedControl(options: AttachedControlOptions): Attached
   const tls: ControlTlsSource = createControlTlsSource({ dir: settings.tlsDir, sandboxId: settings.sandboxId, now, logger, sink, registry: options.registry });
   let client: ControlClient | undefined;
   let closed = false;
+  // Pushes compile as file reloads do (policy/parse-off-thread.ts: in place when small, else on a worker started
+  // per compile and ended when idle or closed); the old generation serves until the new one is built.
+  const compiler = createPolicyCompiler();
+  async function parsePushed(text: string, parseOptions?: { source?: string }): Promise<Policy> {
+    const policy = await compiler.parse(text, parseOptions);
+    options.remember?.(policy, text);
+    return policy;
+  }
 
   // The first delivered policy is the attached boundary's initial load, not a reload: the V15 check
   // applies only once something is in force.
@@ -122,7 +131,7 @@ export function createAttachedControl(options: AttachedControlOptions): Attached
         lookup: options.lookup,
         events: hasSubscribe(sink) ? sink : undefined,
         preflight,
-        parsePolicy: options.parsePolicy,
+        parsePolicy: parsePushed,
         onState: options.onState,
         ...options.tuning,
       });
@@ -130,7 +139,9 @@ export function createAttachedControl(options: AttachedControlOptions): Attached
     },
     async close() {
       closed = true;
+      // The client abandons a compile in flight first; then the worker is ended, so shutdown never waits for it.
       await client?.close();
+      await compiler.close();
       tls.close();
     },
     readiness() {

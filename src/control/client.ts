@@ -83,8 +83,9 @@ export interface ControlClientOptions {
   readonly logger?: Logger | undefined;
   readonly store: PolicyTarget;
   readonly credentials?: CredentialTarget | undefined;
-  /** Defaults: policy/parse.ts parsePolicy and policy/store.ts emptyPolicy, as in standalone mode. */
-  readonly parsePolicy?: ((text: string, options?: { source?: string }) => Policy) | undefined;
+  /** Defaults: policy/parse.ts parsePolicy and policy/store.ts emptyPolicy, as in standalone mode. A parse may
+   *  be async (attached.ts compiles large policies off the event loop); pushes still apply in order. */
+  readonly parsePolicy?: ((text: string, options?: { source?: string }) => Policy | Promise<Policy>) | undefined;
   readonly emptyPolicy?: (() => Policy) | undefined;
   /** Reload checks standalone mode runs before a swap (policy/store.ts reloadIssues); issues fail the push. */
   readonly preflight?: ((previous: Policy, next: Policy) => readonly Issue[]) | undefined;
@@ -264,6 +265,8 @@ export function createControlClient(options: ControlClientOptions): ControlClien
     async close() {
       if (shared.closed) return;
       shared.closed = true;
+      // First: a compile in flight is abandoned, so neither the loop nor the ack chain below waits for it.
+      applier.close();
       closing.abort();
       unsubscribe?.();
       wake?.();

@@ -167,6 +167,8 @@ export function createSessionRunner(ctx: SessionContext): SessionRunner {
   }
 
   async function protocol(session: ClientHttp2Session, hooks: SessionHooks): Promise<string> {
+    // A push of the last session may still compile: what the attach says is held must be what is in force.
+    await applier.settled();
     const attach: AttachMessage = {
       kind: 'attach',
       sandboxId: options.sandboxId,
@@ -194,10 +196,10 @@ export function createSessionRunner(ctx: SessionContext): SessionRunner {
     shared.connectedSince = now();
     shared.disconnectedSince = undefined;
     hooks.onAdmitted();
-    const outcomes = applier.applyAdmitted(reply);
+    const outcomes = await applier.applyAdmitted(reply);
     ctx.publish('attached');
     // Attached for the reconnect schedule once the supervisor has taken every ack of the admission.
-    void Promise.all(outcomes.map((outcome) => acknowledge(session, outcome))).then((delivered) => {
+    void Promise.all(outcomes.map((outcome) => acknowledge(session, Promise.resolve(outcome)))).then((delivered) => {
       if (delivered.every(Boolean)) hooks.onAttached();
     });
     const watch = session.request({ ':method': 'GET', ':path': '/v1/watch', [SESSION_HEADER]: reply.sessionId }, { endStream: true });
@@ -215,14 +217,15 @@ export function createSessionRunner(ctx: SessionContext): SessionRunner {
 
   function handlePush(session: ClientHttp2Session, id: string, push: PushMessage): string | undefined {
     switch (push.kind) {
+      // Queued in the applier behind any compile in flight; the watch keeps being read, so a withdraw is not.
       case 'policy':
-        acknowledge(session, applier.applyPolicy(push));
+        acknowledge(session, published(applier.applyPolicy(push)));
         break;
       case 'credentials':
-        acknowledge(session, applier.applyCredentials(push));
+        acknowledge(session, published(applier.applyCredentials(push)));
         break;
       case 'settings':
-        applier.applySettings(push);
+        acknowledge(session, published(applier.applySettings(push)));
         break;
       case 'relay-open':
         openRelay(push, { session, sessionId: id, relayAllow: options.relayAllow ?? [], sink, active: relays });
@@ -239,13 +242,27 @@ export function createSessionRunner(ctx: SessionContext): SessionRunner {
     return undefined;
   }
 
+  /** The outcome, after publishing the state it left (the applied policy, the new settings). */
+  function published<T>(outcome: Promise<T>): Promise<T> {
+    return outcome.finally(() => ctx.publish());
+  }
+
   let statusChain: Promise<void> = Promise.resolve();
-  /** Resolves true once the supervisor accepted the ack (or there was nothing to acknowledge); never rejects. */
-  function acknowledge(session: ClientHttp2Session, outcome: ApplyOutcome): Promise<boolean> {
-    const status: StatusMessage | undefined = outcome.status;
-    if (status === undefined) return Promise.resolve(true);
+  /**
+   * Resolves true once the supervisor accepted the ack (or there was nothing to acknowledge); never rejects.
+   * Chained in arrival order and each waits for its own outcome, so acks leave in generation order.
+   */
+  function acknowledge(session: ClientHttp2Session, outcome: Promise<ApplyOutcome>): Promise<boolean> {
     // Acks go out in order, one at a time: the supervisor's table must end at the newest.
     const delivered = statusChain.then(async () => {
+      let status: StatusMessage | undefined;
+      try {
+        status = (await outcome).status;
+      } catch (err) {
+        options.logger?.error({ err }, 'applying a control push failed unexpectedly');
+        return false;
+      }
+      if (status === undefined) return true;
       try {
         const response = await request(session, { ':method': 'POST', ':path': '/v1/status', [SESSION_HEADER]: shared.sessionId ?? '' }, encodeMessage(status), requestMs);
         if (response.status !== 200) options.logger?.warn({ status: response.status }, 'supervisor did not accept a status ack');

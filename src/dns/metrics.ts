@@ -16,6 +16,8 @@ type DnsRcodeLabel = (typeof DNS_RCODE_LABELS)[number];
 const SERVFAIL_OUTCOMES: Readonly<Record<string, DnsOutcomeLabel>> = {
   policy_dns_no_valid_address: 'no-valid-address',
   policy_dns_pool_exhausted: 'pool-exhausted',
+  policy_dns_mapping_rate: 'mapping-rate-limited',
+  policy_dns_mapping_limit: 'mapping-limit',
   policy_dns_stale_generation: 'stale-generation',
 };
 
@@ -23,6 +25,8 @@ interface DnsMetrics {
   readonly queries: CounterRecorder<typeof METRICS.boundary_dns_queries_total>;
   readonly byType: CounterRecorder<typeof METRICS.boundary_dns_queries_by_type_total>;
   readonly mappings: CounterRecorder<typeof METRICS.boundary_dns_mappings_total>;
+  readonly rateLimited: CounterRecorder<typeof METRICS.boundary_dns_rate_limited_total>;
+  readonly tunnelNames: CounterRecorder<typeof METRICS.boundary_dns_tunnel_names_total>;
   readonly answerSeconds: Observer;
 }
 
@@ -38,6 +42,7 @@ export function createDnsMetrics(
       const stats = pool.stats();
       gauge.set({ state: 'reserved' }, stats.reserved[4]);
       gauge.set({ state: 'live' }, stats.live);
+      gauge.set({ state: 'quarantined' }, stats.quarantined);
       gauge.set({ state: 'capacity' }, stats.capacity[4]);
     },
   });
@@ -55,6 +60,8 @@ export function createDnsMetrics(
     queries: createCounter(registry, METRICS.boundary_dns_queries_total),
     byType: createCounter(registry, METRICS.boundary_dns_queries_by_type_total),
     mappings: createCounter(registry, METRICS.boundary_dns_mappings_total),
+    rateLimited: createCounter(registry, METRICS.boundary_dns_rate_limited_total),
+    tunnelNames: createCounter(registry, METRICS.boundary_dns_tunnel_names_total),
     answerSeconds: createHistogram(registry, METRICS.boundary_dns_answer_duration_seconds).bind({}),
   };
 }
@@ -92,8 +99,17 @@ export function meteredDnsSink(sink: AuditSink, metrics: DnsMetrics, decisions?:
           const reason = event.unmapped?.reason_code;
           decisions?.countDns(event.action === 'ALLOWED' ? 'allow' : 'deny', typeof reason === 'string' ? reason : undefined, event.policy);
         }
+      } else if (event.statusDetail === 'policy_dns_rate_limited' || event.statusDetail === 'policy_dns_tunnel_suspected') {
+        // Over-limit and tunnelling answers have no per-query event: their reports carry the count (dns/guard.ts).
+        countGuarded(metrics, event);
       }
       sink.emit(event);
     },
   };
+}
+
+function countGuarded(metrics: DnsMetrics, event: AuditEvent): void {
+  const u = event.unmapped ?? {};
+  if (event.statusDetail === 'policy_dns_rate_limited') metrics.rateLimited.inc({ limit: u.limit === 'unique' ? 'unique' : 'refused' }, Number(u.queries ?? 1));
+  else metrics.tunnelNames.inc({ mode: u.mode === 'enforce' ? 'enforce' : 'audit' }, Number(u.flagged_names ?? 1));
 }

@@ -24,7 +24,6 @@ import {
 import {
   type DnsOutcome,
   type DnsOutcomeReason,
-  exhaustedFinding,
   formerrEvent,
   highWaterEvent,
   type PreparedEvents,
@@ -32,7 +31,11 @@ import {
   publishedEvent,
   stamp,
 } from './events.js';
+import { createMappingRefusals } from './mapping-refusals.js';
+import { createDnsGuard, type DnsGuardStats } from './guard.js';
+import type { RateLimitSettings } from './rate-limit.js';
 import { type DnsAnswer, type DnsHandler, type DnsRequestInfo, NO_RESPONSE } from './server.js';
+import type { TunnelDetectionMode } from './tunnel-detect.js';
 
 /** Wire-form answers kept for the fast path (refusals and live mappings); the oldest is evicted first. */
 const MAX_CACHED_ANSWERS = 4_096;
@@ -74,6 +77,10 @@ interface PolicyDnsOptions {
   readonly maxCachedAnswers?: number;
   /** The workload's resolv.conf `search` domains (normalised); names under them that policy does not cover get NXDOMAIN. */
   readonly searchDomains?: readonly string[];
+  /** Tunnelling-shaped names under a wildcard (docs/dns.md#tunnelling): off, audit (the default) or enforce. */
+  readonly tunnelDetection?: TunnelDetectionMode;
+  /** The refused and new-name buckets (docs/dns.md#rate-limits); rate-limit.ts DEFAULT_RATE_LIMITS without it. */
+  readonly rateLimits?: RateLimitSettings;
 }
 
 interface PolicyDnsStats {
@@ -81,11 +88,14 @@ interface PolicyDnsStats {
   readonly hits: number;
   readonly upstreamQueries: number;
   readonly dropped: number;
+  readonly guard: DnsGuardStats;
 }
 
 export interface PolicyDns {
   readonly handler: DnsHandler;
   clearCache(): void;
+  /** Reports rate-limit and tunnelling counts that are due; the server's tick calls it. */
+  tick(): void;
   stats(): PolicyDnsStats;
 }
 
@@ -98,6 +108,7 @@ interface CacheEntry {
 
 export function createPolicyDns(options: PolicyDnsOptions): PolicyDns {
   const { resolver, pool, sink, now } = options;
+  const mappingRefusals = createMappingRefusals({ sink, now });
   const maxCached = options.maxCachedAnswers ?? MAX_CACHED_ANSWERS;
   // Cached answers for IN-class A/AAAA questions, one map per (type, EDNS use) because the template differs.
   const slots = [new Map<string, CacheEntry>(), new Map<string, CacheEntry>(), new Map<string, CacheEntry>(), new Map<string, CacheEntry>()];
@@ -109,6 +120,12 @@ export function createPolicyDns(options: PolicyDnsOptions): PolicyDns {
   const parse = createQueryParser();
   const searchSuffixes = (options.searchDomains ?? []).map((domain) => `.${domain}`);
   const inflight = new Map<string, Promise<DnsOutcome>>();
+  const guard = createDnsGuard({
+    sink,
+    now,
+    ...(options.tunnelDetection === undefined ? {} : { tunnelDetection: options.tunnelDetection }),
+    ...(options.rateLimits === undefined ? {} : { rateLimits: options.rateLimits }),
+  });
   let hits = 0;
   let upstreamQueries = 0;
   let dropped = 0;
@@ -214,11 +231,9 @@ export function createPolicyDns(options: PolicyDnsOptions): PolicyDns {
       policyGeneration: policy.generation,
     });
     if (!allocation.ok) {
-      if (allocation.failure === 'exhausted') {
-        sink.emit(exhaustedFinding(name, allocation.message, policy));
-        return failed('SERVFAIL', 'policy_dns_pool_exhausted', 'MED', allocation.message);
-      }
-      return failed('SERVFAIL', 'policy_dns_stale_generation', 'LOW', allocation.message);
+      if (allocation.failure === 'stale-generation') return failed('SERVFAIL', 'policy_dns_stale_generation', 'LOW', allocation.message);
+      // Rate or live limit, or (never with the shipped limits) a full window: one finding per interval, not per query.
+      return mappingRefusals.refuse(allocation.failure, name, allocation.message, policy);
     }
     if (allocation.highWater) sink.emit(highWaterEvent(pool, policy));
     sink.emit(publishedEvent(allocation.mapping, policy, dropped));
@@ -247,13 +262,19 @@ export function createPolicyDns(options: PolicyDnsOptions): PolicyDns {
       // Floor, not round: a client never holds a synthetic answer past the mapping's expiry.
       const ttl = until === Number.POSITIVE_INFINITY ? undefined : Math.floor((until - now()) / 1000);
       if (ttl === undefined || ttl >= 1) {
+        // Over the refusal rate, a repeat refusal costs the header copy only: no events, no SOA.
+        if (entry.outcome.denied === true && !guard.admitRefusal()) return guard.overLimit(query, 'refused', policy);
         hits++;
         emitPrepared(entry.events, info);
         return respondFrom(entry.template, query, responseLimit(query, info.transport), ttl);
       }
     }
     const local = answerLocally(query, policy);
-    if (!('verdict' in local)) return respond(query, info, policy, local);
+    if (!('verdict' in local)) {
+      // Nor is an over-limit refusal encoded or cached: a flood of new refused names must not evict live answers.
+      if (local.denied === true && !guard.admitRefusal()) return guard.overLimit(query, 'refused', policy);
+      return respond(query, info, policy, local);
+    }
     miss = { message, query, policy, decision: local };
     return undefined;
   }
@@ -272,6 +293,9 @@ export function createPolicyDns(options: PolicyDnsOptions): PolicyDns {
     const flightKey = `${policy.generation}|${query.name}`;
     let flight = inflight.get(flightKey);
     if (flight === undefined) {
+      // Only a name that would go upstream is a channel: checked for tunnelling, then charged to the new-name bucket.
+      const refusal = guard.screen(query, decision, policy);
+      if (refusal !== undefined) return Promise.resolve(refusal);
       flight = resolveName(query.name, policy, decision).finally(() => inflight.delete(flightKey));
       inflight.set(flightKey, flight);
     }
@@ -283,8 +307,12 @@ export function createPolicyDns(options: PolicyDnsOptions): PolicyDns {
     clearCache() {
       for (const slot of slots) slot.clear();
     },
+    tick() {
+      guard.tick(options.policy());
+      mappingRefusals.tick(options.policy());
+    },
     stats() {
-      return { cached: slots.reduce((n, slot) => n + slot.size, 0), hits, upstreamQueries, dropped };
+      return { cached: slots.reduce((n, slot) => n + slot.size, 0), hits, upstreamQueries, dropped, guard: guard.stats() };
     },
   };
 }

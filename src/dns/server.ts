@@ -54,6 +54,11 @@ interface DnsServerOptions {
   readonly onError?: (err: unknown) => void;
   /** Called as each UDP datagram arrives, before it is served, queued or dropped: tests wait on it instead of polling stats(). Its errors are reported, not thrown. */
   readonly onUdpReceived?: () => void;
+  /**
+   * false: in a node:cluster worker, share the primary's sockets (every worker reads the one UDP socket; Node 20's
+   * dgram has no SO_REUSEPORT). Only bench/dns-cluster.ts uses it, to measure multi-core scaling. Default true.
+   */
+  readonly exclusive?: boolean;
 }
 
 interface DnsServerStats {
@@ -82,6 +87,7 @@ export function createDnsServer(options: DnsServerOptions): DnsServer {
   const maxInFlight = options.maxUdpInFlight ?? MAX_UDP_IN_FLIGHT;
   const idleMs = options.tcpIdleTimeoutMs ?? TCP_IDLE_TIMEOUT_MS;
   const report = options.onError ?? (() => {});
+  const exclusive = options.exclusive ?? true;
   let udp: UdpSocket | undefined;
   let tcp: Server | undefined;
   let tick: NodeJS.Timeout | undefined;
@@ -203,7 +209,7 @@ export function createDnsServer(options: DnsServerOptions): DnsServer {
       });
       await new Promise<void>((resolve, reject) => {
         socket.once('error', reject);
-        socket.bind({ port, address: options.host, exclusive: true }, () => {
+        socket.bind({ port, address: options.host, exclusive }, () => {
           socket.off('error', reject);
           resolve();
         });
@@ -213,7 +219,7 @@ export function createDnsServer(options: DnsServerOptions): DnsServer {
       try {
         await new Promise<void>((resolve, reject) => {
           server.once('error', reject);
-          server.listen({ port: udpPort, host: options.host, exclusive: true }, () => {
+          server.listen({ port: udpPort, host: options.host, exclusive }, () => {
             server.off('error', reject);
             resolve();
           });

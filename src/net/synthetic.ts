@@ -1,20 +1,16 @@
-// The synthetic address pool (docs/dns.md#synthetic-pools): policy-DNS names -> per-epoch synthetic IPs, with lifetimes.
+// The synthetic address pool (docs/dns.md#synthetic-pools): policy-DNS names -> per-epoch synthetic IPs, with lifetimes,
+// a quarantine before an address goes to another name, and the limits of synthetic-budget.ts.
 // Pure state: no sockets, no timers, no file I/O (dns/epoch.ts persists the epoch); time is the injected `now`.
 
 import { createHash, randomUUID as cryptoRandomUUID } from 'node:crypto';
 import { BoundaryError } from '../errors.js';
-import { formatIp, hasCleanHostBits, type Ip, parseCidr, parseIp } from './ip.js';
+import { type Cidr, formatIp, hasCleanHostBits, parseCidr, parseIp } from './ip.js';
+import { MAX_MAPPING_TTL_SECONDS, MIN_MAPPING_TTL_SECONDS, mappingLimits, mostAddressesTaken } from './synthetic-budget.js';
+import { createReservations, type KeyRecord } from './synthetic-reuse.js';
+import { ipv4Window, ipv6Window, offsetOf, type Window } from './synthetic-window.js';
 
 export const DEFAULT_SYNTHETIC_CIDR = '198.18.0.0/15';
 const DEFAULT_SYNTHETIC_V6_CIDR = 'fd23:6f70:656e::/48';
-/** The IPv4 range is split into this many windows; the window in use is `epoch mod SYNTHETIC_WINDOWS`. */
-const SYNTHETIC_WINDOWS = 256;
-/** IPv6 windows are /119: 512 addresses each. */
-const SYNTHETIC_V6_WINDOW_ADDRESSES = 512;
-const MIN_MAPPING_TTL_SECONDS = 1;
-const MAX_MAPPING_TTL_SECONDS = 30;
-/** One high-water event per family and epoch when this share of the window is reserved. */
-const HIGH_WATER_RATIO = 0.8;
 
 type Family = 4 | 6;
 
@@ -46,21 +42,22 @@ export interface Mapping extends MappingRequest {
   readonly key: string;
   readonly syntheticIp: string;
   readonly ports: readonly number[];
-  /** 1 for the first publication of this key in this epoch, +1 per refresh. */
+  /** 1 for the first publication of this key while it holds its address, +1 per refresh. */
   readonly mappingGeneration: number;
   readonly epoch: number;
   readonly createdAt: number;
   readonly expiresAt: number;
 }
 
-const ALLOCATE_FAILURES = ['exhausted', 'stale-generation'] as const;
-type AllocateFailure = (typeof ALLOCATE_FAILURES)[number];
+/** `rate-limited` and `live-limit` come from the budget (synthetic-budget.ts); `exhausted` only when no address is free. */
+export const ALLOCATE_FAILURES = ['exhausted', 'rate-limited', 'live-limit', 'stale-generation'] as const;
+export type AllocateFailure = (typeof ALLOCATE_FAILURES)[number];
 
 type AllocateResult =
   | { readonly ok: true; readonly mapping: Mapping; readonly refreshed: boolean; readonly highWater: boolean }
   | { readonly ok: false; readonly failure: AllocateFailure; readonly message: string };
 
-/** `expired`: the address was handed out in this epoch and stays reserved; it admits nothing until refreshed. */
+/** `expired`: the address still belongs to this mapping (live connection or quarantine); it admits nothing until refreshed. */
 export type SyntheticLookup =
   | { readonly state: 'live'; readonly mapping: Mapping }
   | { readonly state: 'expired'; readonly mapping: Mapping }
@@ -69,9 +66,12 @@ export type SyntheticLookup =
 export type PoolEvent = { readonly kind: 'published' | 'expired'; readonly mapping: Mapping };
 
 interface PoolStats {
+  /** Addresses that belong to a mapping now: live, held by a connection or in quarantine. */
   readonly reserved: Readonly<Record<Family, number>>;
   readonly capacity: Readonly<Record<Family, number>>;
+  /** Mappings not yet expired. */
   readonly live: number;
+  readonly quarantined: number;
 }
 
 export interface SyntheticPool {
@@ -83,8 +83,14 @@ export interface SyntheticPool {
   lookupKey(name: string, family: Family, contract: string): SyntheticLookup;
   /** True when `ip` lies inside the current window of its family. */
   contains(ip: string): boolean;
-  /** Drops live records whose expiry has passed (their addresses stay reserved); returns them. The pool owns no
-   *  timer: the DNS server calls this every TICK_INTERVAL_MS (1 s, docs/dns.md#synthetic-pools). */
+  /**
+   * One connection accepted on `ip` (capture): the address goes to no other name until the returned release has
+   * been called (once per connection; later calls do nothing). An address with no mapping holds nothing.
+   */
+  hold(ip: string): () => void;
+  /** Reports mappings whose expiry has passed (their addresses stay theirs) and moves those past the refresh grace
+   *  that no connection holds into quarantine. The pool owns no timer: the DNS server calls this every
+   *  TICK_INTERVAL_MS (1 s, docs/dns.md#synthetic-pools). */
   sweep(): readonly Mapping[];
   stats(): PoolStats;
   subscribe(listener: (event: PoolEvent) => void): () => void;
@@ -99,21 +105,6 @@ interface SyntheticPoolOptions {
   readonly randomUUID?: () => string;
 }
 
-interface KeyRecord {
-  readonly key: string;
-  readonly ip: string;
-  generation: number;
-  last: Mapping | undefined;
-}
-
-interface Window {
-  readonly base: Ip;
-  readonly capacity: number;
-  readonly cidr: string;
-  cursor: number;
-  highWaterReported: boolean;
-}
-
 export function createSyntheticPool(options: SyntheticPoolOptions): SyntheticPool {
   if (!Number.isSafeInteger(options.epoch) || options.epoch < 0) {
     throw new BoundaryError('DNS_EPOCH_INVALID', `epoch ${options.epoch} is not a non-negative integer`);
@@ -121,12 +112,17 @@ export function createSyntheticPool(options: SyntheticPoolOptions): SyntheticPoo
   const { epoch, now } = options;
   const uuid = options.randomUUID ?? cryptoRandomUUID;
   const windows: Record<Family, Window> = {
-    4: ipv4Window(options.cidr ?? DEFAULT_SYNTHETIC_CIDR, epoch),
-    6: ipv6Window(options.v6Cidr ?? DEFAULT_SYNTHETIC_V6_CIDR, epoch),
+    4: ipv4Window(validV4(options.cidr ?? DEFAULT_SYNTHETIC_CIDR), epoch),
+    6: ipv6Window(validV6(options.v6Cidr ?? DEFAULT_SYNTHETIC_V6_CIDR), epoch),
   };
-  const byKey = new Map<string, KeyRecord>();
-  const byIp = new Map<string, KeyRecord>();
-  const live = new Set<KeyRecord>();
+  const limits = mappingLimits(Math.min(windows[4].capacity, windows[6].capacity));
+  // The limits are what makes exhaustion impossible; a window they do not fit is a configuration error.
+  for (const window of [windows[4], windows[6]]) {
+    if (mostAddressesTaken(limits) > window.capacity) {
+      throw new BoundaryError('ADDRESS_INVALID', `synthetic window ${window.cidr} is smaller than the ${mostAddressesTaken(limits)} addresses its limits may take`);
+    }
+  }
+  const reservations = createReservations(windows, limits, now);
   const listeners = new Set<(event: PoolEvent) => void>();
 
   function publish(event: PoolEvent): void {
@@ -144,14 +140,18 @@ export function createSyntheticPool(options: SyntheticPoolOptions): SyntheticPoo
     return record.last.expiresAt > now() ? { state: 'live', mapping: record.last } : { state: 'expired', mapping: record.last };
   }
 
+  const canonical = (ip: string): string | undefined => {
+    const parsed = parseIp(ip);
+    return parsed === undefined ? undefined : formatIp(parsed);
+  };
+
   return {
     epoch,
     windows: { 4: windows[4].cidr, 6: windows[6].cidr },
     allocate(request) {
       const key = mappingKey(request.name, request.family, request.contract);
       const at = now();
-      let record = byKey.get(key);
-      const current = record?.last;
+      const current = reservations.byKey(key)?.last;
       if (current !== undefined && current.expiresAt > at && current.policyGeneration > request.policyGeneration) {
         return {
           ok: false,
@@ -159,24 +159,9 @@ export function createSyntheticPool(options: SyntheticPoolOptions): SyntheticPoo
           message: `${request.name}: generation ${request.policyGeneration} is older than the live mapping's ${current.policyGeneration}`,
         };
       }
-      let highWater = false;
-      const refreshed = record !== undefined;
-      if (record === undefined) {
-        const window = windows[request.family];
-        // Sequential and never rewound within an epoch: an address once handed out is never given to another key.
-        if (window.cursor >= window.capacity) {
-          return { ok: false, failure: 'exhausted', message: `synthetic window ${window.cidr} is exhausted (${window.capacity} addresses)` };
-        }
-        const ip = formatIp(offsetIp(window.base, window.cursor));
-        window.cursor++;
-        if (!window.highWaterReported && window.cursor >= Math.ceil(window.capacity * HIGH_WATER_RATIO)) {
-          window.highWaterReported = true;
-          highWater = true;
-        }
-        record = { key, ip, generation: 0, last: undefined };
-        byKey.set(key, record);
-        byIp.set(ip, record);
-      }
+      const claim = reservations.claim(key, request.family, request.contract);
+      if (!claim.ok) return { ok: false, failure: claim.failure, message: `${request.name}: ${claim.message}` };
+      const { record } = claim;
       record.generation++;
       const ttlSeconds = clampTtl(request.ttlSeconds);
       const mapping: Mapping = Object.freeze({
@@ -198,16 +183,16 @@ export function createSyntheticPool(options: SyntheticPoolOptions): SyntheticPoo
         expiresAt: at + ttlSeconds * 1000,
       });
       record.last = mapping;
-      live.add(record);
+      record.expiryReported = false;
       publish({ kind: 'published', mapping });
-      return { ok: true, mapping, refreshed, highWater };
+      return { ok: true, mapping, refreshed: claim.refreshed, highWater: claim.highWater };
     },
     lookup(ip) {
-      const parsed = parseIp(ip);
-      return parsed === undefined ? { state: 'missing' } : state(byIp.get(formatIp(parsed)));
+      const text = canonical(ip);
+      return text === undefined ? { state: 'missing' } : state(reservations.byIp(text));
     },
     lookupKey(name, family, contract) {
-      return state(byKey.get(mappingKey(name, family, contract)));
+      return state(reservations.byKey(mappingKey(name, family, contract)));
     },
     contains(ip) {
       const parsed = parseIp(ip);
@@ -216,23 +201,20 @@ export function createSyntheticPool(options: SyntheticPoolOptions): SyntheticPoo
       const offset = offsetOf(window.base, parsed);
       return offset !== undefined && offset < window.capacity;
     },
+    hold(ip) {
+      // Capture passes the listener's own address, already in canonical form: parse only when it is not.
+      if (reservations.byIp(ip) !== undefined) return reservations.hold(ip);
+      const text = canonical(ip);
+      return text === undefined ? () => undefined : reservations.hold(text);
+    },
     sweep() {
-      const at = now();
-      const expired: Mapping[] = [];
-      for (const record of live) {
-        if (record.last === undefined || record.last.expiresAt > at) continue;
-        live.delete(record);
-        expired.push(record.last);
-      }
+      const expired = reservations.sweep();
       for (const mapping of expired) publish({ kind: 'expired', mapping });
       return expired;
     },
     stats() {
-      return {
-        reserved: { 4: windows[4].cursor, 6: windows[6].cursor },
-        capacity: { 4: windows[4].capacity, 6: windows[6].capacity },
-        live: live.size,
-      };
+      const use = reservations.stats();
+      return { reserved: use.taken, capacity: { 4: windows[4].capacity, 6: windows[6].capacity }, live: use.live, quarantined: use.quarantined };
     },
     subscribe(listener) {
       listeners.add(listener);
@@ -292,44 +274,17 @@ export function syntheticCidrProblem(text: string): string | undefined {
   return undefined;
 }
 
-function ipv4Window(text: string, epoch: number): Window {
+function validV4(text: string): Cidr {
   const cidr = parseCidr(text);
   const problem = syntheticCidrProblem(text);
   if (cidr === undefined || problem !== undefined) throw new BoundaryError('ADDRESS_INVALID', problem ?? text);
-  const capacity = 2 ** (32 - cidr.prefix) / SYNTHETIC_WINDOWS;
-  const base = offsetIp(cidr.ip, (epoch % SYNTHETIC_WINDOWS) * capacity);
-  return { base, capacity, cidr: `${formatIp(base)}/${cidr.prefix + 8}`, cursor: 0, highWaterReported: false };
+  return cidr;
 }
 
-function ipv6Window(text: string, epoch: number): Window {
+function validV6(text: string): Cidr {
   const cidr = parseCidr(text);
   if (cidr === undefined || cidr.ip.family !== 6 || !hasCleanHostBits(cidr) || cidr.prefix > 96) {
     throw new BoundaryError('ADDRESS_INVALID', `synthetic IPv6 CIDR ${JSON.stringify(text)} must be an IPv6 network of /96 or wider with clean host bits`);
   }
-  const capacity = SYNTHETIC_V6_WINDOW_ADDRESSES;
-  const base = offsetIp(cidr.ip, (epoch % SYNTHETIC_WINDOWS) * capacity);
-  return { base, capacity, cidr: `${formatIp(base)}/119`, cursor: 0, highWaterReported: false };
-}
-
-/** `base + offset` for an offset below 2^32; the callers' windows never carry past the low 32 bits. */
-function offsetIp(base: Ip, offset: number): Ip {
-  const bytes = Uint8Array.from(base.bytes);
-  const n = bytes.length;
-  let carry = offset;
-  for (let i = n - 1; i >= 0 && carry > 0; i--) {
-    const sum = (bytes[i] ?? 0) + (carry & 0xff);
-    bytes[i] = sum & 0xff;
-    carry = Math.floor(carry / 256) + (sum > 0xff ? 1 : 0);
-  }
-  return { family: base.family, bytes };
-}
-
-/** `ip - base` when ip shares every byte of base above the low 32 bits; otherwise undefined. */
-function offsetOf(base: Ip, ip: Ip): number | undefined {
-  if (base.family !== ip.family) return undefined;
-  const n = base.bytes.length;
-  for (let i = 0; i < n - 4; i++) if (base.bytes[i] !== ip.bytes[i]) return undefined;
-  const read = (b: Uint8Array) => ((b[n - 4] ?? 0) * 2 ** 24 + ((b[n - 3] ?? 0) << 16) + ((b[n - 2] ?? 0) << 8) + (b[n - 1] ?? 0));
-  const delta = read(ip.bytes) - read(base.bytes);
-  return delta >= 0 ? delta : undefined;
+  return cidr;
 }

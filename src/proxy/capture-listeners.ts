@@ -79,6 +79,9 @@ export function createCaptureListeners(options: CaptureListenersOptions): Captur
       socket.destroy();
       return;
     }
+    // While this connection is open its address goes to no other name (docs/dns.md#synthetic-pools), however
+    // long the tunnel outlives the mapping.
+    socket.once('close', pool.hold(socket.localAddress ?? ''));
     options.onConnection(socket);
   }
 

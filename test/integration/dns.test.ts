@@ -7,6 +7,7 @@ import { after, before, describe, it } from 'node:test';
 import { promisify } from 'node:util';
 import { decode } from 'dns-packet';
 import { createPolicyDns } from '../../src/dns/policy-dns.js';
+import { DEFAULT_RATE_LIMITS } from '../../src/dns/rate-limit.js';
 import { createDnsServer, type DnsHandler, MAX_UDP_IN_FLIGHT, NO_RESPONSE } from '../../src/dns/server.js';
 import { cidrContains, parseCidr, parseIp } from '../../src/net/ip.js';
 import type { ResolveResult, Resolver } from '../../src/net/resolver.js';
@@ -166,7 +167,18 @@ describe('policy DNS server under concurrency', () => {
       },
     };
     const pool = createSyntheticPool({ epoch: 0, now: Date.now });
-    const dns = createPolicyDns({ policy: () => stubPolicy([{ host: '*.example.test', ports: [443] }]), resolver, pool, sink: collectingSink(false), now: Date.now, allowLoopback: true });
+    // Four wildcards and a raised new-name burst: the queue under test sits below the per-sandbox and
+    // per-endpoint mapping limits (issue 16), which would otherwise refuse part of a 200-name burst.
+    const wildcards = ['a', 'b', 'c', 'd'].map((w) => ({ host: `*.${w}.example.test`, ports: [443] }));
+    const dns = createPolicyDns({
+      policy: () => stubPolicy(wildcards),
+      resolver,
+      pool,
+      sink: collectingSink(false),
+      now: Date.now,
+      allowLoopback: true,
+      rateLimits: { ...DEFAULT_RATE_LIMITS, uniqueBurst: 1_000 },
+    });
     // Counts the datagrams as the server takes them in: the test waits on the 200th arriving, not on time.
     let received = 0;
     let allReceived: () => void = () => {};
@@ -178,7 +190,7 @@ describe('policy DNS server under concurrency', () => {
     await server.start();
     t.after(() => server.close());
     const port = server.address().port;
-    const replies = Array.from({ length: 200 }, (_, i) => udpExchange(port, buildQuery(`n${i}.example.test`, 'A', { id: i }), 10_000));
+    const replies = Array.from({ length: 200 }, (_, i) => udpExchange(port, buildQuery(`n${i}.${'abcd'[i % 4]}.example.test`, 'A', { id: i }), 10_000));
     await limitReached;
     // Let the remaining datagrams arrive: they must queue, not start more upstream work.
     await withinDeadline(allArrived, 'the 200th datagram at the server');

@@ -106,15 +106,15 @@ describe('issue 15: policy size limits', () => {
   });
 
   for (const { code, text } of OVER_LIMITS.filter((l) => l.file)) {
-    it(`a control-channel push over the limit fails with ${code} and keeps the last good policy`, () => {
+    it(`a control-channel push over the limit fails with ${code} and keeps the last good policy`, async () => {
       const store = createPolicyStore();
       const events: AuditEvent[] = [];
       const applier = createControlApplier({ store, parsePolicy, emptyPolicy, sink: { emit: (e) => events.push(e) }, now: () => 0 });
       const good = largePolicyText({ endpoints: 10 });
-      applier.applySettings({ kind: 'settings', generation: 1, settings: { failureMode: 'retain_last_valid' } });
-      assert.equal(applier.applyPolicy({ kind: 'policy', generation: 1, policyHash: parsePolicy(good).hash, policy: good }).result, 'applied');
+      await applier.applySettings({ kind: 'settings', generation: 1, settings: { failureMode: 'retain_last_valid' } });
+      assert.equal((await applier.applyPolicy({ kind: 'policy', generation: 1, policyHash: parsePolicy(good).hash, policy: good })).result, 'applied');
       const kept = store.current();
-      const outcome = applier.applyPolicy({ kind: 'policy', generation: 2, policyHash: 'f'.repeat(64), policy: text() });
+      const outcome = await applier.applyPolicy({ kind: 'policy', generation: 2, policyHash: 'f'.repeat(64), policy: text() });
       assert.equal(outcome.result, 'failed');
       assert.equal(store.current(), kept);
       const status = outcome.status;

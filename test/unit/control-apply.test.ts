@@ -51,9 +51,9 @@ const admitted = (generation: number, policy: string | undefined, extra: { polic
 });
 
 describe('applying delivered policy and credentials', () => {
-  it('applies the admission snapshot through the store, reports effective and emits CONFIG:LOADED', () => {
+  it('applies the admission snapshot through the store, reports effective and emits CONFIG:LOADED', async () => {
     const { store, events, applier } = setup();
-    const outcomes = applier.applyAdmitted(admitted(3, A));
+    const outcomes = await applier.applyAdmitted(admitted(3, A));
     assert.equal(store.hasPolicy(), true);
     assert.equal(store.current().hash, hashOf(A));
     assert.equal(store.current().generation, 1);
@@ -65,47 +65,47 @@ describe('applying delivered policy and credentials', () => {
     assert.equal(applier.state().effective, true);
   });
 
-  it('applies only strictly newer pushes, in generation order (CP-08)', () => {
+  it('applies only strictly newer pushes, in generation order (CP-08)', async () => {
     const { store, applier } = setup();
-    applier.applyAdmitted(admitted(3, A));
-    assert.equal(applier.applyPolicy({ kind: 'policy', generation: 3, policyHash: hashOf(B), policy: B }).result, 'ignored');
-    assert.equal(applier.applyPolicy({ kind: 'policy', generation: 2, policyHash: hashOf(B), policy: B }).result, 'ignored');
+    await applier.applyAdmitted(admitted(3, A));
+    assert.equal((await applier.applyPolicy({ kind: 'policy', generation: 3, policyHash: hashOf(B), policy: B })).result, 'ignored');
+    assert.equal((await applier.applyPolicy({ kind: 'policy', generation: 2, policyHash: hashOf(B), policy: B })).result, 'ignored');
     assert.equal(store.current().hash, hashOf(A));
-    const newer = applier.applyPolicy({ kind: 'policy', generation: 4, policyHash: hashOf(B), policy: B });
+    const newer = await applier.applyPolicy({ kind: 'policy', generation: 4, policyHash: hashOf(B), policy: B });
     assert.equal(newer.result, 'applied');
     assert.equal(newer.status?.generation, 4);
     assert.equal(store.current().hash, hashOf(B));
     assert.equal(store.current().generation, 2);
   });
 
-  it('acknowledges a newer generation with an identical hash without re-applying (CP-06)', () => {
+  it('acknowledges a newer generation with an identical hash without re-applying (CP-06)', async () => {
     const { store, applier } = setup();
-    applier.applyAdmitted(admitted(3, A));
-    const outcome = applier.applyPolicy({ kind: 'policy', generation: 5, policyHash: hashOf(A), policy: A });
+    await applier.applyAdmitted(admitted(3, A));
+    const outcome = await applier.applyPolicy({ kind: 'policy', generation: 5, policyHash: hashOf(A), policy: A });
     assert.equal(outcome.result, 'unchanged');
     assert.equal(outcome.status?.state, 'effective');
     assert.equal(outcome.status?.generation, 5);
     assert.equal(store.current().generation, 1);
   });
 
-  it('accepts an admission that omits the policy when the held hash matches, re-applying nothing', () => {
+  it('accepts an admission that omits the policy when the held hash matches, re-applying nothing', async () => {
     const { store, applier } = setup();
-    applier.applyAdmitted(admitted(3, A));
-    const outcomes = applier.applyAdmitted(admitted(7, undefined, { credentials: undefined }));
+    await applier.applyAdmitted(admitted(3, A));
+    const outcomes = await applier.applyAdmitted(admitted(7, undefined, { credentials: undefined }));
     assert.equal(outcomes.at(-1)?.result, 'unchanged');
     assert.equal(store.current().generation, 1);
     assert.equal(applier.held().heldGeneration, 7);
   });
 
-  it('treats an admission that omits a policy it does not hold as a protocol error', () => {
+  it('treats an admission that omits a policy it does not hold as a protocol error', async () => {
     const { applier } = setup();
-    assert.throws(() => applier.applyAdmitted(admitted(3, undefined)), { code: 'CONTROL_MESSAGE_INVALID' });
+    await assert.rejects(applier.applyAdmitted(admitted(3, undefined)), { code: 'CONTROL_MESSAGE_INVALID' });
   });
 
-  it('publishes a deny-all quarantine and acks FAILED when a push is invalid in fail_closed mode (CP-03)', () => {
+  it('publishes a deny-all quarantine and acks FAILED when a push is invalid in fail_closed mode (CP-03)', async () => {
     const { store, events, applier } = setup();
-    applier.applyAdmitted(admitted(3, A));
-    const outcome = applier.applyPolicy({ kind: 'policy', generation: 4, policyHash: 'bad', policy: BAD });
+    await applier.applyAdmitted(admitted(3, A));
+    const outcome = await applier.applyPolicy({ kind: 'policy', generation: 4, policyHash: 'bad', policy: BAD });
     assert.equal(outcome.result, 'failed');
     assert.equal(outcome.status?.state, 'failed');
     assert.equal(outcome.status?.error?.code, 'POLICY_INVALID');
@@ -116,38 +116,38 @@ describe('applying delivered policy and credentials', () => {
     assert.ok(events.some((e) => e.class === 'CONFIG' && e.activity === 'FAILED'));
   });
 
-  it('keeps the previous policy when a push is invalid in retain_last_valid mode (CP-04)', () => {
+  it('keeps the previous policy when a push is invalid in retain_last_valid mode (CP-04)', async () => {
     const { store, applier } = setup();
-    applier.applyAdmitted(admitted(3, A, { settings: { failureMode: 'retain_last_valid' } }));
-    const outcome = applier.applyPolicy({ kind: 'policy', generation: 4, policyHash: 'bad', policy: BAD });
+    await applier.applyAdmitted(admitted(3, A, { settings: { failureMode: 'retain_last_valid' } }));
+    const outcome = await applier.applyPolicy({ kind: 'policy', generation: 4, policyHash: 'bad', policy: BAD });
     assert.equal(outcome.status?.state, 'failed');
     assert.equal(store.current().hash, hashOf(A));
     assert.equal(applier.state().effective, true);
     assert.equal(applier.state().lastError?.kind, 'policy');
   });
 
-  it('fails closed on an invalid first policy even when retaining is configured', () => {
+  it('fails closed on an invalid first policy even when retaining is configured', async () => {
     const { store, applier } = setup();
-    const outcomes = applier.applyAdmitted(admitted(1, BAD, { policyHash: 'bad', settings: { failureMode: 'retain_last_valid' } }));
+    const outcomes = await applier.applyAdmitted(admitted(1, BAD, { policyHash: 'bad', settings: { failureMode: 'retain_last_valid' } }));
     assert.equal(outcomes.at(-1)?.status?.state, 'failed');
     assert.equal(store.current().endpoints.length, 0);
     assert.equal(applier.state().effective, false);
   });
 
-  it('applies credentials before the policy, skips an unchanged set and reports a bad one as failed', () => {
+  it('applies credentials before the policy, skips an unchanged set and reports a bad one as failed', async () => {
     const { applier, replaced, events } = setup();
-    applier.applyAdmitted(admitted(1, A, { credentialsHash: 'c1', credentials: [{ name: 'api', env: { KEY: 'v' } }] }));
+    await applier.applyAdmitted(admitted(1, A, { credentialsHash: 'c1', credentials: [{ name: 'api', env: { KEY: 'v' } }] }));
     assert.equal(replaced.length, 1);
-    assert.equal(applier.applyCredentials({ kind: 'credentials', generation: 2, credentialsHash: 'c1', credentials: [] }).result, 'unchanged');
-    assert.equal(applier.applyCredentials({ kind: 'credentials', generation: 2, credentialsHash: 'c2', credentials: [] }).result, 'ignored');
-    const failed = applier.applyCredentials({ kind: 'credentials', generation: 3, credentialsHash: 'c3', credentials: [{ name: 'broken', env: {} }] });
+    assert.equal((await applier.applyCredentials({ kind: 'credentials', generation: 2, credentialsHash: 'c1', credentials: [] })).result, 'unchanged');
+    assert.equal((await applier.applyCredentials({ kind: 'credentials', generation: 2, credentialsHash: 'c2', credentials: [] })).result, 'ignored');
+    const failed = await applier.applyCredentials({ kind: 'credentials', generation: 3, credentialsHash: 'c3', credentials: [{ name: 'broken', env: {} }] });
     assert.equal(failed.result, 'failed');
     assert.equal(failed.status?.error?.kind, 'credentials');
     assert.equal(replaced.length, 1);
     assert.ok(!JSON.stringify(events).includes('"v"'), 'no credential value in any event');
   });
 
-  it('fails a candidate that the reload preflight rejects, as standalone mode would', () => {
+  it('fails a candidate that the reload preflight rejects, as standalone mode would', async () => {
     const store = createPolicyStore();
     const applier = createControlApplier({
       store,
@@ -157,13 +157,13 @@ describe('applying delivered policy and credentials', () => {
       now: () => 0,
       preflight: () => [{ code: 'POLICY_TCP_RELOAD', path: 'network_policies.api', message: 'restart needed' }],
     });
-    const outcomes = applier.applyAdmitted(admitted(1, A));
+    const outcomes = await applier.applyAdmitted(admitted(1, A));
     assert.equal(outcomes.at(-1)?.status?.error?.code, 'POLICY_INVALID');
   });
 
   it('converges when driven by an NDJSON stream of pushes, the last generation winning', async () => {
     const { store, applier } = setup();
-    applier.applyAdmitted(admitted(1, A));
+    await applier.applyAdmitted(admitted(1, A));
     const pushes: PushMessage[] = [
       { kind: 'policy', generation: 2, policyHash: hashOf(B), policy: B },
       { kind: 'settings', generation: 3, settings: { failureMode: 'retain_last_valid' } },
@@ -172,7 +172,7 @@ describe('applying delivered policy and credentials', () => {
     ];
     const results: string[] = [];
     for await (const push of decodeMessages(Readable.from(pushes.map(encodeMessage)), { expect: ['policy', 'settings'] })) {
-      results.push(push.kind === 'policy' ? applier.applyPolicy(push).result : applier.applySettings(push).result);
+      results.push(push.kind === 'policy' ? (await applier.applyPolicy(push)).result : (await applier.applySettings(push)).result);
     }
     assert.deepEqual(results, ['applied', 'applied', 'ignored', 'applied']);
     assert.equal(store.current().hash, hashOf(A));

@@ -95,7 +95,7 @@ describe('control failures on the log line', () => {
     assert.equal(rendered.shorthand.includes('[error:'), false);
   });
 
-  it('renders CONFIG:FAILED of a rejected pushed policy and credentials with the cause, at warn', () => {
+  it('renders CONFIG:FAILED of a rejected pushed policy and credentials with the cause, at warn', async () => {
     const events: AuditEvent[] = [];
     const applier = createControlApplier({
       store: createPolicyStore(),
@@ -109,7 +109,7 @@ describe('control failures on the log line', () => {
       sink: { emit: (event) => events.push(event) },
       now: () => T,
     });
-    applier.applyAdmitted({
+    await applier.applyAdmitted({
       kind: 'admitted',
       sessionId: 's-1',
       generation: 4,

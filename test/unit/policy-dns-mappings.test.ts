@@ -152,15 +152,18 @@ describe('policy DNS mappings and events', () => {
     assert.equal(s.published().length, 1);
   });
 
-  it('answers SERVFAIL with a finding when the pool is exhausted, after one high-water event (DN-27)', async () => {
-    const s = setup({ endpoints: [{ host: '*.example.test', ports: [443] }], answers: { 'a.example.test': [PUBLIC], 'b.example.test': [PUBLIC] }, cidr: '198.18.0.0/24' });
+  it('answers SERVFAIL with one finding per interval when the pool declines a new name (DN-27)', async () => {
+    // The smallest window (16 addresses) lets one endpoint contract have one live mapping.
+    const s = setup({ endpoints: [{ host: '*.example.test', ports: [443] }], answers: { 'a.example.test': [PUBLIC], 'b.example.test': [PUBLIC], 'c.example.test': [PUBLIC] }, cidr: '198.18.0.0/24' });
     assert.equal(rcodeOf(await s.ask('a.example.test')), 'NOERROR');
     assert.equal(rcodeOf(await s.ask('b.example.test')), 'SERVFAIL');
-    assert.equal(s.sink.events.filter((e) => e.activity === 'HIGH_WATER').length, 1);
-    const finding = s.sink.events.find((e) => e.class === 'FINDING');
-    assert.equal(finding?.statusDetail, 'policy_dns_pool_exhausted');
-    assert.equal(rcodeOf(await s.ask('b.example.test')), 'SERVFAIL');
-    assert.equal(s.sink.events.filter((e) => e.activity === 'HIGH_WATER').length, 1);
+    assert.equal(rcodeOf(await s.ask('c.example.test')), 'SERVFAIL');
+    const findings = s.sink.events.filter((e) => e.class === 'FINDING');
+    assert.deepEqual(findings.map((e) => [e.statusDetail, e.unmapped?.count]), [['policy_dns_mapping_limit', 1]]);
+    assert.deepEqual(s.details(), [], 'no NET:REFUSE per refused query');
+    const answers = s.sink.events.filter((e) => e.class === 'DNS').map((e) => e.statusDetail);
+    assert.deepEqual(answers, [undefined, 'policy_dns_mapping_limit', 'policy_dns_mapping_limit']);
+    assert.equal(rcodeOf(await s.ask('a.example.test')), 'NOERROR', 'the mapped name still answers');
   });
 
   it('renders its events through the real audit sink as OCSF DNS Activity, NET:REFUSE and CONFIG', async () => {

@@ -6,6 +6,7 @@ import { describe, it } from 'node:test';
 import { advanceEpoch, EPOCH_FILE_NAME } from '../../src/dns/epoch.js';
 import { cidrContains, parseCidr, parseIp } from '../../src/net/ip.js';
 import { contractDigest, createSyntheticPool, type MappingRequest, type PoolEvent } from '../../src/net/synthetic.js';
+import { CONTRACT_SHARE_DIVISOR, mappingLimits } from '../../src/net/synthetic-budget.js';
 import { testClock } from '../harness/clock.js';
 import { stubEndpoint } from '../harness/dns-policy.js';
 
@@ -30,13 +31,14 @@ function allocate(pool: ReturnType<typeof createSyntheticPool>, name: string, ov
 }
 
 describe('synthetic pool windows', () => {
-  it('uses the /23 window of 198.18.0.0/15 selected by epoch mod 256', () => {
+  it('uses the /19 window of 198.18.0.0/15 selected by epoch mod 16', () => {
     const clock = testClock();
-    assert.equal(createSyntheticPool({ epoch: 0, now: clock.now }).windows[4], '198.18.0.0/23');
-    assert.equal(createSyntheticPool({ epoch: 1, now: clock.now }).windows[4], '198.18.2.0/23');
-    assert.equal(createSyntheticPool({ epoch: 255, now: clock.now }).windows[4], '198.19.254.0/23');
-    assert.equal(createSyntheticPool({ epoch: 256, now: clock.now }).windows[4], '198.18.0.0/23');
-    assert.equal(createSyntheticPool({ epoch: 3, now: clock.now }).windows[6], 'fd23:6f70:656e::600/119');
+    assert.equal(createSyntheticPool({ epoch: 0, now: clock.now }).windows[4], '198.18.0.0/19');
+    assert.equal(createSyntheticPool({ epoch: 1, now: clock.now }).windows[4], '198.18.32.0/19');
+    assert.equal(createSyntheticPool({ epoch: 15, now: clock.now }).windows[4], '198.19.224.0/19');
+    assert.equal(createSyntheticPool({ epoch: 16, now: clock.now }).windows[4], '198.18.0.0/19');
+    assert.equal(createSyntheticPool({ epoch: 0, now: clock.now }).stats().capacity[4], 8_192);
+    assert.equal(createSyntheticPool({ epoch: 3, now: clock.now }).windows[6], 'fd23:6f70:656e::6000/115');
   });
 
   it('hands out addresses only inside the current window, and contains() rejects other epochs', () => {
@@ -52,7 +54,8 @@ describe('synthetic pool windows', () => {
 
   it('accepts a custom range inside 127.0.0.0/8 and refuses a malformed or too narrow one', () => {
     const clock = testClock();
-    assert.equal(createSyntheticPool({ epoch: 1, now: clock.now, cidr: '127.18.0.0/15' }).windows[4], '127.18.2.0/23');
+    assert.equal(createSyntheticPool({ epoch: 1, now: clock.now, cidr: '127.18.0.0/15' }).windows[4], '127.18.32.0/19');
+    assert.equal(createSyntheticPool({ epoch: 1, now: clock.now, cidr: '127.18.0.0/24' }).windows[4], '127.18.0.16/28');
     assert.throws(() => createSyntheticPool({ epoch: 0, now: clock.now, cidr: '198.18.0.1/15' }), { code: 'ADDRESS_INVALID' });
     assert.throws(() => createSyntheticPool({ epoch: 0, now: clock.now, cidr: '198.18.0.0/25' }), { code: 'ADDRESS_INVALID' });
     assert.throws(() => createSyntheticPool({ epoch: 0, now: clock.now, cidr: 'fd00::/8' }), { code: 'ADDRESS_INVALID' });
@@ -113,7 +116,8 @@ describe('synthetic mappings', () => {
     const lookup = pool.lookup(mapping.syntheticIp);
     assert.equal(lookup.state, 'expired');
     assert.equal(lookup.state === 'expired' && lookup.mapping.name, 'api.example.test');
-    for (let i = 0; i < 100; i++) assert.notEqual(allocate(pool, `n${i}.test`).mapping.syntheticIp, mapping.syntheticIp);
+    // Each name its own contract: one contract's share of the burst is a quarter of it (synthetic-budget.ts).
+    for (let i = 0; i < 100; i++) assert.notEqual(allocate(pool, `n${i}.test`, { contract: `c${i}` }).mapping.syntheticIp, mapping.syntheticIp);
     assert.equal(pool.lookup('198.19.255.255').state, 'missing');
     assert.equal(pool.lookup('not an ip').state, 'missing');
   });
@@ -143,22 +147,17 @@ describe('synthetic mappings', () => {
     assert.equal(pool.allocate(request('api.example.test', { policyGeneration: 4 })).ok, true, 'once the newer record expired');
   });
 
-  it('exhausts at the 513th distinct IPv4 name and reports high water once at 80% (DN-27)', () => {
+  it('refuses new names beyond the burst, counting only new ones, and still refreshes known keys (DN-27)', () => {
     const clock = testClock();
     const pool = createSyntheticPool({ epoch: 0, now: clock.now });
-    const seen = new Set<string>();
-    let highWaterAt: number[] = [];
-    for (let i = 1; i <= 512; i++) {
-      const result = allocate(pool, `n${i}.test`);
-      seen.add(result.mapping.syntheticIp);
-      if (result.highWater) highWaterAt = [...highWaterAt, i];
-    }
-    assert.equal(seen.size, 512);
-    assert.deepEqual(highWaterAt, [410]);
-    const last = pool.allocate(request('n513.test'));
-    assert.equal(!last.ok && last.failure, 'exhausted');
-    assert.equal(pool.allocate(request('n1.test')).ok, true, 'known keys still refresh');
-    assert.deepEqual(pool.stats().reserved, { 4: 512, 6: 0 });
+    const limits = mappingLimits(pool.stats().capacity[4]);
+    for (let i = 0; i < limits.burst; i++) allocate(pool, `n${i}.test`, { contract: `c${i % CONTRACT_SHARE_DIVISOR}` });
+    const over = pool.allocate(request('late.test', { contract: 'c-late' }));
+    assert.equal(!over.ok && over.failure, 'rate-limited');
+    assert.equal(pool.allocate(request('n1.test', { contract: 'c1' })).ok, true, 'known keys still refresh');
+    clock.advance(1_000);
+    assert.equal(pool.allocate(request('late.test', { contract: 'c-late' })).ok, true, 'the bucket refills');
+    assert.deepEqual(pool.stats().reserved, { 4: limits.burst + 1, 6: 0 });
   });
 
   it('allocates IPv6 keys from their own window', () => {
@@ -167,8 +166,8 @@ describe('synthetic mappings', () => {
     const { mapping } = allocate(pool, 'api.example.test', { family: 6 });
     assert.equal(mapping.syntheticIp, 'fd23:6f70:656e::');
     assert.equal(allocate(pool, 'b.test', { family: 6 }).mapping.syntheticIp, 'fd23:6f70:656e::1');
-    assert.equal(pool.contains('fd23:6f70:656e::1ff'), true);
-    assert.equal(pool.contains('fd23:6f70:656e::200'), false);
+    assert.equal(pool.contains('fd23:6f70:656e::1fff'), true);
+    assert.equal(pool.contains('fd23:6f70:656e::2000'), false);
   });
 
   it('tells subscribers about publications and expiries', () => {

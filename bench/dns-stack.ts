@@ -1,0 +1,97 @@
+// The policy DNS that bench/dns-server.ts serves and bench/dns-handler.ts calls in a loop: a fixed policy
+// (*.bench.test), a loopback fixture upstream, and its events on the path production gives them (boundary-dns.ts).
+
+import { openSync } from 'node:fs';
+import { Registry } from 'prom-client';
+import { createDnsEventSink, timedDnsHandler } from '../src/boundary-dns.js';
+import { createDnsMetrics, meteredDnsSink } from '../src/dns/metrics.js';
+import { createPolicyDns, type PolicyDns } from '../src/dns/policy-dns.js';
+import type { DnsHandler } from '../src/dns/server.js';
+import { createUpstreamResolver } from '../src/dns/upstream.js';
+import { createSyntheticPool, type SyntheticPool } from '../src/net/synthetic.js';
+import { MetricsOffRegistry } from '../src/telemetry/metrics.js';
+import { createProxyMetrics } from '../src/proxy/metrics.js';
+import { createAuditSink } from '../src/telemetry/audit.js';
+import { createDenialRing, recordingDenials } from '../src/telemetry/denials.js';
+import type { AuditSink } from '../src/telemetry/event.js';
+import { createBufferedDestination } from '../src/telemetry/log-destination.js';
+import { createLogger } from '../src/telemetry/logger.js';
+import { stubPolicy } from '../test/harness/dns-policy.js';
+import { type FixtureEntry, startDnsFixture } from '../test/harness/dns-upstream.js';
+
+/**
+ * 'ocsf' (production form): what boundary.ts builds. Every query counted in metrics and timed, per-query events
+ * aggregated (dns/event-aggregate.ts), then the denial ring and the real audit sink writing OCSF JSON lines through
+ * the production logger and its buffered destination into `logFile`.
+ * 'ocsf-per-query': the same without aggregation, one line per query (as before issue 16).
+ * 'ocsf-nometrics': 'ocsf' on a MetricsOffRegistry (no-op recorders): 'ocsf' minus this is what the metrics cost.
+ * 'off': no metrics, events built and dropped; 'ocsf' minus 'off' is what the audit trail costs.
+ */
+export const LOG_MODES = ['ocsf', 'ocsf-per-query', 'ocsf-nometrics', 'off'] as const;
+export type LogMode = (typeof LOG_MODES)[number];
+/**
+ * 'unlimited': the refused and new-name rate limits (docs/dns.md#rate-limits) lifted, so every query takes the full
+ * answer path, as each of dnsmasq's does. 'default': the shipped limits (a refusal flood is then answered REFUSED
+ * from the query alone, without events, and a new name over the bucket is not resolved).
+ */
+export const GUARD_MODES = ['unlimited', 'default'] as const;
+export type GuardMode = (typeof GUARD_MODES)[number];
+const UNLIMITED = 1e9;
+
+export interface BenchDns {
+  readonly dns: PolicyDns;
+  readonly pool: SyntheticPool;
+  /** dns.handler, timed as production times it (except in 'off'). */
+  readonly handler: DnsHandler;
+  /** Events that reached the boundary's sink (after aggregation). */
+  events(): number;
+  upstreamQueries(): number;
+  close(): Promise<void>;
+}
+
+export async function startBenchDns(options: { names: number; logMode: LogMode; logFile: string; guard: GuardMode }): Promise<BenchDns> {
+  const upstream: Record<string, FixtureEntry> = {};
+  for (let i = 0; i < options.names; i++) upstream[`allowed-${i}.bench.test`] = { a: ['127.0.0.2'], ttl: 30 };
+  const fixture = await startDnsFixture(upstream);
+  const now = () => Date.now();
+  const pool = createSyntheticPool({ epoch: 0, now });
+  const registry = options.logMode === 'ocsf-nometrics' ? new MetricsOffRegistry() : new Registry();
+  const metrics = createDnsMetrics(registry, { pool: () => pool, listeners: () => 0, connections: () => 0 });
+  const decisions = createProxyMetrics(registry);
+  let events = 0;
+  const logger = createLogger({ format: 'json', destination: createBufferedDestination(openSync(options.logFile, 'a')), now });
+  const audit = recordingDenials(createAuditSink({ logger, now, format: 'json' }), createDenialRing(), now);
+  const boundarySink: AuditSink = {
+    emit(event) {
+      events++;
+      if (options.logMode !== 'off') audit.emit(event);
+    },
+  };
+  const aggregated = options.logMode === 'ocsf' || options.logMode === 'ocsf-nometrics';
+  const aggregator = aggregated ? createDnsEventSink({ sink: boundarySink, metrics, decisions, now }) : undefined;
+  const sink = aggregator?.sink ?? (options.logMode === 'ocsf-per-query' ? meteredDnsSink(boundarySink, metrics, decisions) : boundarySink);
+  const policy = stubPolicy([{ host: '*.bench.test', ports: [443] }]);
+  const dns = createPolicyDns({
+    policy: () => policy,
+    resolver: createUpstreamResolver({ servers: [{ host: fixture.host, port: fixture.port }] }),
+    pool,
+    sink,
+    now,
+    allowLoopback: true,
+    ...(options.guard === 'default' ? {} : { rateLimits: { refusedPerSecond: UNLIMITED, refusedBurst: UNLIMITED, uniquePerSecond: UNLIMITED, uniqueBurst: UNLIMITED } }),
+  });
+  const handler =
+    options.logMode === 'off' ? dns.handler : timedDnsHandler(dns.handler, { clock: decisions, answerSeconds: metrics.answerSeconds, settled: () => undefined });
+  return {
+    dns,
+    pool,
+    handler,
+    events: () => events,
+    upstreamQueries: () => fixture.count(),
+    async close() {
+      aggregator?.close();
+      await fixture.close();
+      await new Promise<void>((resolve) => logger.flush(() => resolve()));
+    },
+  };
+}

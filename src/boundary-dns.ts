@@ -1,0 +1,54 @@
+// Policy DNS wiring for the composition root (boundary.ts, which stays under its size cap): the path its audit
+// events take (counted per query, then aggregated, then the boundary's sink) and the handler wrapper that times
+// answers. bench/dns-server.ts builds the same two, so the benchmark measures what production runs.
+
+import { createDnsEventAggregator, type DnsEventAggregator } from './dns/event-aggregate.js';
+import { meteredDnsSink } from './dns/metrics.js';
+import type { DnsHandler } from './dns/server.js';
+import { GLOBAL_TIMERS } from './http1/timers.js';
+import { observeSince } from './proxy/metrics.js';
+import type { AuditSink } from './telemetry/event.js';
+import type { Observer } from './telemetry/metrics.js';
+
+type DnsMetricsArgs = Parameters<typeof meteredDnsSink>;
+
+/**
+ * The sink policy DNS emits into: every query is counted (metrics see each one), then per-query events are
+ * aggregated (dns/event-aggregate.ts) before `sink`. close() writes the pending counts: call it after the DNS
+ * listener closed and before telemetry does.
+ */
+export function createDnsEventSink(options: {
+  readonly sink: AuditSink;
+  readonly metrics: DnsMetricsArgs[1];
+  readonly decisions?: DnsMetricsArgs[2];
+  readonly now: () => number;
+}): DnsEventAggregator {
+  const aggregator = createDnsEventAggregator({ sink: options.sink, now: options.now, timers: GLOBAL_TIMERS });
+  return { ...aggregator, sink: meteredDnsSink(aggregator.sink, options.metrics, options.decisions) };
+}
+
+/**
+ * `handler` with each answer's time recorded on `answerSeconds`; an upstream answer leaves only once `settled`
+ * (the capture listeners are bound), so a client that connects at once is never refused.
+ */
+export function timedDnsHandler(
+  handler: DnsHandler,
+  options: { readonly clock: { readonly now: () => number }; readonly answerSeconds: Observer; readonly settled: () => Promise<void> | undefined },
+): DnsHandler {
+  const { clock, answerSeconds, settled } = options;
+  return {
+    cached: function cachedTimed(message, info) {
+      const started = clock.now();
+      const answer = handler.cached(message, info);
+      if (answer !== undefined) observeSince(clock, answerSeconds, started);
+      return answer;
+    },
+    resolve: async function resolveTimed(message, info) {
+      const started = clock.now();
+      const response = await handler.resolve(message, info);
+      await settled();
+      observeSince(clock, answerSeconds, started);
+      return response;
+    },
+  };
+}
