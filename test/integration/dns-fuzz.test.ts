@@ -103,7 +103,9 @@ describe('policy DNS fuzzing', () => {
 
     assert.equal(stack.server.stats().errors, 0, 'the handler never threw');
     assert.equal(rcodeOf(await udpQuery(stack.port, buildQuery('api.example.test'))), 'NOERROR');
-    assert.equal(rcodeOf(await udpQuery(stack.port, buildQuery('denied.test'))), 'NXDOMAIN');
+    // Refused either way: NXDOMAIN, or REFUSED when the fuzz's valid-looking refused names used up the refusal
+    // rate limit (docs/dns.md#rate-limits; how much refilled depends on how long the fuzz took).
+    assert.ok(['NXDOMAIN', 'REFUSED'].includes(rcodeOf(await udpQuery(stack.port, buildQuery('denied.test')))));
     const [reply] = await tcpQueries(stack.port, [buildQuery('x.svc.test')]);
     assert.equal(reply?.answers?.length, 1);
     assert.equal(decode(buildQuery('api.example.test')).questions?.length, 1);
