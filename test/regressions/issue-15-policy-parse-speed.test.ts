@@ -14,10 +14,11 @@ import { largePolicyText } from '../harness/large-policy.js';
 /**
  * parsePolicy's CPU time against the yaml library's parseDocument of the same text, measured in turn here, so a
  * loaded machine slows both alike. The old parsePolicy ran that very parseDocument and then read and compiled
- * the result: 1.9x on a quiet machine, 2.2x on a loaded one, never below 1. Now 0.6-0.85x (under tsx, which adds
- * a helper call per named function to our code and none to the library's).
+ * the result: 1.9x on a quiet machine, 2.2x on a loaded one, never below 1. Now 0.6-0.85x, and 0.97x once while
+ * four other test runs shared the 2 cores (under tsx, which adds a helper call per named function to our code and
+ * none to the library's): the bound sits between the two.
  */
-const MAX_PARSE_TO_YAML_LIBRARY_RATIO = 1.25;
+const MAX_PARSE_TO_YAML_LIBRARY_RATIO = 1.5;
 const TIMING_RUNS = 5;
 
 function cpuMs(run: () => void): number {
