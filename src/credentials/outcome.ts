@@ -17,6 +17,10 @@ export const REFUSAL_REASONS = [
   'stale-revision',
   'encoded-body',
   'body-too-large',
+  'signing-keys-missing',
+  'signing-region-unknown',
+  'signing-mode-unsupported',
+  'signing-body-too-large',
 ] as const;
 export type RefusalReason = (typeof REFUSAL_REASONS)[number];
 
@@ -46,14 +50,19 @@ const LOG_MESSAGES: Readonly<Record<RefusalReason, string>> = {
   'stale-revision': 'the credentials changed between the decision and the upstream write',
   'encoded-body': 'a content-encoded body holds a placeholder or cannot be inspected',
   'body-too-large': 'the body is larger than the credential rewrite buffer',
+  'signing-keys-missing': 'no provider bound to the SigV4 signing endpoint holds the AWS access key and secret',
+  'signing-region-unknown': 'the SigV4 signing region cannot be derived from the host and signing_region is not set',
+  'signing-mode-unsupported': 'the workload sent a streaming SigV4 payload that cannot be re-signed',
+  'signing-body-too-large': 'the body is larger than the SigV4 signed-body buffer',
 };
 
 export function refuse(reason: RefusalReason, message: string): RewriteRefusal {
-  const status = reason === 'endpoint-mismatch' ? 403 : reason === 'body-too-large' ? 413 : 500;
+  const tooLarge = reason === 'body-too-large' || reason === 'signing-body-too-large';
+  const status = reason === 'endpoint-mismatch' ? 403 : tooLarge ? 413 : 500;
   const error: CredentialError =
     reason === 'endpoint-mismatch'
       ? 'credential_endpoint_mismatch'
-      : reason === 'body-too-large'
+      : tooLarge
         ? 'credential_body_too_large'
         : 'credential_unavailable';
   return Object.freeze({ ok: false, status, error, message, logMessage: LOG_MESSAGES[reason], reason });

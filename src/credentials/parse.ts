@@ -76,6 +76,9 @@ function asString(walk: Walk, node: unknown, path: string): string | undefined {
   return undefined;
 }
 
+/** OpenShell provider-credential fields boundary does not implement. */
+const UNSUPPORTED_PROVIDER_KEYS: ReadonlySet<string> = new Set(['token_grant', 'auth_style', 'header_name']);
+
 /** Map entries with scalar string keys; other keys are reported. Unknown keys are reported when `allowed` is set. */
 function entries(walk: Walk, map: YAMLMap, path: string, allowed?: readonly string[]): [string, unknown, unknown][] {
   const out: [string, unknown, unknown][] = [];
@@ -87,7 +90,10 @@ function entries(walk: Walk, map: YAMLMap, path: string, allowed?: readonly stri
     const key = pair.key.value;
     if (allowed !== undefined && !allowed.includes(key)) {
       const where = path === '' ? key : `${path}.${key}`;
-      report(walk, 'CREDENTIALS_UNKNOWN_KEY', pair.key, where, `unknown key (expected ${allowed.join(', ')})`);
+      // OpenShell's provider-profile token grants (OAuth client credentials with a SPIFFE JWT-SVID): refused by name,
+      // never accepted and ignored (docs/credentials.md#sigv4-signing).
+      const why = UNSUPPORTED_PROVIDER_KEYS.has(key) ? 'OpenShell token grants are not supported by boundary' : 'unknown key';
+      report(walk, 'CREDENTIALS_UNKNOWN_KEY', pair.key, where, `${why} (expected ${allowed.join(', ')})`);
       continue;
     }
     out.push([key, pair.value, pair.key]);

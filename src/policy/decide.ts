@@ -4,6 +4,7 @@
 
 import { isLocalName, KNOWN_METADATA_NAMES } from '../net/destination.js';
 import { formatAuthority } from '../net/host.js';
+import { decidesGraphql, evaluateGraphql } from './decide-graphql.js';
 import { parseQuery } from './query.js';
 import type {
   Decision,
@@ -20,7 +21,7 @@ import type {
 } from './types.js';
 
 /** Protocols whose requests are not inspected yet: denied unless REST-form rules allow them; never audited. */
-const UNINSPECTED_L7: ReadonlySet<string> = new Set(['graphql', 'mcp', 'json-rpc']);
+const UNINSPECTED_L7: ReadonlySet<string> = new Set(['mcp', 'json-rpc']);
 
 // The EgressIntent overload stays last: `Parameters<typeof decide>` sees the last one, as before DNS had its own.
 export function decide(policy: Policy, intent: DnsIntent): DnsDecision;
@@ -77,6 +78,11 @@ function decideEgress(policy: Policy, intent: EgressIntent): Decision {
       endpoints: matched,
       rule: missing,
     });
+  }
+  if (selected.some((e) => decidesGraphql(e, request.method))) {
+    const said = `${request.method} ${request.path} on ${target}`;
+    const o = evaluateGraphql({ said, request, selected, missing, graphql: intent.graphql, soft: (e) => softVerdict(e, false) });
+    return l7(base, matched, o.verdict, o.reason, o.detail, o.endpoint, o.rule);
   }
   return evaluateL7(base, { target, request, selected, matched, missing });
 }

@@ -11,6 +11,7 @@ import {
   PERSISTED_QUERY_KEYS,
   PERSISTED_QUERY_MODES,
 } from './format.js';
+import type { GraphqlOperation } from './graphql-match.js';
 import type { EndpointOptions, Protocol } from './types.js';
 import {
   childPath,
@@ -160,6 +161,7 @@ export function readProtocolOptions(
   const options: EndpointOptions = Object.freeze({
     graphqlMaxBodyBytes,
     persistedQueries,
+    graphqlPersistedQueries: registryOperations(registry),
     mcpMaxBodyBytes: mcpMaxBodyBytes ?? DEFAULT_INSPECTION_BODY_BYTES,
     mcpStrictToolNames: strict ?? true,
     mcpAllowAllKnownMethods: allowAll ?? false,
@@ -178,6 +180,18 @@ export function readProtocolOptions(
     persistedQueries: options.persistedQueries,
   };
   return { options, canonical };
+}
+
+/** The registry as the operations decide() evaluates a registered hash-only query as (entries without a type are already reported). */
+function registryOperations(registry: Record<string, unknown> | undefined): ReadonlyMap<string, GraphqlOperation> {
+  const out = new Map<string, GraphqlOperation>();
+  for (const [key, value] of Object.entries(registry ?? {})) {
+    const entry = value as { operation_type: string | null; operation_name: string | null; fields: readonly string[] | null };
+    if (entry.operation_type === null) continue;
+    const fields = [...new Set(entry.fields ?? [])].sort();
+    out.set(key, Object.freeze({ type: entry.operation_type.toLowerCase(), name: entry.operation_name ?? undefined, fields, hashOnly: false }));
+  }
+  return out;
 }
 
 function readOptionMap(

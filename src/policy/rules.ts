@@ -1,5 +1,5 @@
 // Reading and compiling an endpoint's `rules`, `deny_rules` and `access` presets (docs/policy.md#access-presets-and-rules, docs/policy.md#validation V5-V8).
-// HTTP rules (rest, websocket, l4 with a warning) compile to matchers now; GraphQL, MCP and JSON-RPC rules are
+// HTTP rules (rest, websocket, l4 with a warning) and GraphQL rules compile to matchers; MCP and JSON-RPC rules are
 // validated and kept as text until those protocols are inspected.
 
 import type { ErrorCode } from '../errors.js';
@@ -14,6 +14,7 @@ import {
   RULE_ENTRY_KEYS,
 } from './format.js';
 import { compileGlob, globError } from './glob.js';
+import { compileGraphqlSelector, type GraphqlOperation, selectorMatches } from './graphql-match.js';
 import { compileMethod } from './match.js';
 import { compileQueryMatcher, type QueryMode } from './query.js';
 import type { AccessPreset, HttpRequestView, L7Rule, Protocol } from './types.js';
@@ -115,11 +116,11 @@ export function readRules(
   };
 }
 
-/** The rules an `access` preset stands for (docs/policy.md#access-presets-and-rules). GraphQL presets are kept as text: not inspected yet. */
+/** The rules an `access` preset stands for (docs/policy.md#access-presets-and-rules); GraphQL presets name operation types. */
 export function presetRules(protocol: Protocol, access: AccessPreset): readonly L7Rule[] {
   if (protocol === 'graphql') {
     const ops = { 'read-only': ['query'], 'read-write': ['query', 'mutation'], full: ['*'] }[access];
-    return ops.map((op) => textRule('graphql', `${op} (access: ${access})`));
+    return ops.map((op) => graphqlRule(op, undefined, undefined, 'allow', `${op} (access: ${access})`));
   }
   const methods =
     protocol === 'websocket'
@@ -150,6 +151,11 @@ function httpRule(
   });
 }
 
+function graphqlRule(type: string, name: string | undefined, fields: readonly string[] | undefined, mode: QueryMode, text: string): L7Rule {
+  const selector = compileGraphqlSelector(type, name, fields);
+  return Object.freeze({ kind: 'graphql', text, matchesHttp: () => false, matchesGraphql: (op: GraphqlOperation) => selectorMatches(selector, op, mode) });
+}
+
 function textRule(kind: L7Rule['kind'], text: string): L7Rule {
   return Object.freeze({ kind, text, matchesHttp: () => false });
 }
@@ -171,7 +177,7 @@ function readRule(ctx: ReadContext, node: Node | null, path: string, options: Ru
         report(ctx, map, path, 'POLICY_RULE_INVALID', 'a rule cannot mix method/path/query with GraphQL operation fields');
         return undefined;
       }
-      if (graphqlForm || (options.protocol === 'graphql' && !httpForm)) return readGraphqlRule(ctx, map, fields, path);
+      if (graphqlForm || (options.protocol === 'graphql' && !httpForm)) return readGraphqlRule(ctx, map, fields, path, mode);
       return readHttpRule(ctx, map, fields, path, mode, options.protocol);
     }
     default:
@@ -239,7 +245,7 @@ function readMatcher(ctx: ReadContext, node: Node | null, path: string, code: Er
   return globs.every((g) => checkGlob(ctx, anyField.value, childPath(path, 'any'), g, kind, code)) ? globs : undefined;
 }
 
-function readGraphqlRule(ctx: ReadContext, map: MapNode, fields: Map<string, Field>, path: string): Compiled | undefined {
+function readGraphqlRule(ctx: ReadContext, map: MapNode, fields: Map<string, Field>, path: string, mode: QueryMode): Compiled | undefined {
   const op = requiredString(ctx, map, fields, 'operation_type', path, 'POLICY_GRAPHQL_INVALID');
   if (op !== undefined && !(GRAPHQL_OPERATION_TYPES as readonly string[]).includes(op)) {
     report(ctx, fields.get('operation_type')?.value, childPath(path, 'operation_type'), 'POLICY_GRAPHQL_INVALID',
@@ -251,7 +257,7 @@ function readGraphqlRule(ctx: ReadContext, map: MapNode, fields: Map<string, Fie
   if (op === undefined) return undefined;
   const text = [op, name ?? '*', ...(rootFields === undefined ? [] : [`{${rootFields.join(', ')}}`])].join(' ');
   return {
-    rule: textRule('graphql', text),
+    rule: graphqlRule(op, name, rootFields, mode, text),
     canonical: { operation_type: op, operation_name: name ?? null, fields: rootFields ?? null },
   };
 }

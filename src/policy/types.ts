@@ -3,6 +3,7 @@
 
 import type { Issue } from '../errors.js';
 import type { HostForm } from '../net/host.js';
+import type { GraphqlOperation, GraphqlRequest } from './graphql-match.js';
 
 /** `l4` is OpenShell's omitted protocol: explicit-proxy passthrough. */
 const PROTOCOLS = ['l4', 'tcp', 'rest', 'websocket', 'graphql', 'mcp', 'json-rpc'] as const;
@@ -37,6 +38,8 @@ export interface EgressIntent {
   readonly query?: string;
   /** Executable path when an identity source knows it; absent means endpoint-only mode. */
   readonly binary?: string;
+  /** The parsed GraphQL body or GET envelope, for requests a `protocol: graphql` endpoint selects. */
+  readonly graphql?: GraphqlRequest;
 }
 
 /** The question types policy DNS answers from policy; every other type is NOTIMP before any intent is built. */
@@ -108,6 +111,8 @@ export type CredentialSigning = (typeof CREDENTIAL_SIGNING_MODES)[number];
 export interface EndpointOptions {
   readonly graphqlMaxBodyBytes: number;
   readonly persistedQueries: 'deny' | 'allow_registered';
+  /** graphql_persisted_queries: the trusted registry, by hash or id; what a registered hash-only query is decided as. */
+  readonly graphqlPersistedQueries?: ReadonlyMap<string, GraphqlOperation>;
   readonly mcpMaxBodyBytes: number;
   readonly mcpStrictToolNames: boolean;
   readonly mcpAllowAllKnownMethods: boolean;
@@ -141,6 +146,8 @@ export interface L7Rule {
   readonly text: string;
   /** Allow or deny semantics are fixed when compiled (docs/policy.md#query-matching). Non-http rules never match. */
   matchesHttp(request: HttpRequestView): boolean;
+  /** GraphQL rules only (allow or deny semantics fixed when compiled); absent on every other kind. */
+  matchesGraphql?(op: GraphqlOperation): boolean;
 }
 
 export interface PolicyEntry {
@@ -181,6 +188,8 @@ export const DECISION_REASONS = [
   'deny-rule-matched',
   'no-rule-matched',
   'unsupported-l7-protocol',
+  // A GraphQL body or GET envelope that cannot be read as one (docs/policy.md#graphql-inspection): denied even under audit.
+  'graphql-rejected',
   // DNS intents only: a question whose name can never be mapped, whatever the policy says.
   'ip-literal-name',
   'local-name',

@@ -1,6 +1,7 @@
 // Reads one `endpoints[i]` map into a draft endpoint (docs/policy.md#endpoint-fields, docs/policy.md#validation V3-V12, V14). Reports every problem and
 // returns undefined when the endpoint has any; parse.ts adds policy-level fields and freezes the result.
 
+import { regionFromHost } from '../net/aws-region.js';
 import { CREDENTIAL_SIGNING_MODES, type CredentialSigning } from './types.js';
 import { warnCaseSensitiveDenies } from './deny-case.js';
 import { readAllowedIps, readCredentialBinding, readProtocolOptions } from './endpoint-options.js';
@@ -50,7 +51,8 @@ export type EndpointDraft = Omit<
   readonly canonical: Record<string, unknown>;
 };
 
-const UNSUPPORTED_L7: ReadonlySet<Protocol> = new Set(['graphql', 'mcp', 'json-rpc']);
+// GraphQL is inspected (docs/policy.md#graphql-inspection); MCP and JSON-RPC are not yet.
+const UNSUPPORTED_L7: ReadonlySet<Protocol> = new Set(['mcp', 'json-rpc']);
 
 export function readEndpoint(ctx: ReadContext, node: Node | null, path: string): EndpointDraft | undefined {
   const before = ctx.issues.length;
@@ -127,7 +129,7 @@ export function readEndpoint(ctx: ReadContext, node: Node | null, path: string):
     report(ctx, valueNode('request_body_credential_rewrite'), at('request_body_credential_rewrite'), 'POLICY_BODY_REWRITE_INVALID',
       'request_body_credential_rewrite is valid on rest endpoints only');
   }
-  const signing = readSigning(ctx, f, path, bools.requestBodyCredentialRewrite);
+  const signing = readSigning(ctx, f, path, { bodyRewrite: bools.requestBodyCredentialRewrite, host, hostKind, tlsSkip: tls === 'skip' });
   const credentialProvider = readCredentialBinding(ctx, f.get('credential_binding'), at('credential_binding'));
   if (credentialProvider !== undefined && (!l7 || tls === 'skip') && !bools.allowUninspectedCredentials) {
     report(ctx, f.get('credential_binding')?.keyNode, at('credential_binding'), 'POLICY_UNINSPECTED_CREDENTIALS',
@@ -338,7 +340,7 @@ function readSigning(
   ctx: ReadContext,
   f: ReadonlyMap<string, Field>,
   path: string,
-  bodyRewrite: boolean,
+  on: { readonly bodyRewrite: boolean; readonly host: string | undefined; readonly hostKind: string; readonly tlsSkip: boolean },
 ): { credentialSigning: CredentialSigning | undefined; signingService: string | undefined; signingRegion: string | undefined } {
   const modeText = readString(ctx, f.get('credential_signing'), childPath(path, 'credential_signing'));
   const signingService = readString(ctx, f.get('signing_service'), childPath(path, 'signing_service'));
@@ -353,9 +355,18 @@ function readSigning(
     if (signingService === undefined || signingService === '') {
       report(ctx, node, childPath(path, 'credential_signing'), 'POLICY_SIGNING_INVALID', 'credential_signing needs signing_service');
     }
-    if (bodyRewrite) {
+    if (on.bodyRewrite) {
       report(ctx, node, childPath(path, 'credential_signing'), 'POLICY_SIGNING_INVALID',
         'credential_signing and request_body_credential_rewrite are mutually exclusive');
+    }
+    // Signing rewrites every request: an endpoint whose requests boundary never sees cannot be signed.
+    if (on.tlsSkip) {
+      report(ctx, node, childPath(path, 'credential_signing'), 'POLICY_SIGNING_INVALID', 'credential_signing cannot be combined with tls: skip');
+    }
+    // An exact host is known now: a region it does not name would refuse every request, so fail the load instead.
+    if (signingRegion === undefined && on.hostKind === 'exact' && on.host !== undefined && regionFromHost(on.host) === undefined) {
+      report(ctx, node, childPath(path, 'signing_region'), 'POLICY_SIGNING_INVALID',
+        `cannot derive an AWS region from ${on.host}; set signing_region`);
     }
   }
   return { credentialSigning, signingService, signingRegion };

@@ -2,7 +2,6 @@
 // rule 4), the per-request head rewrite, the body rewrite, held check or streaming marker scan, and echoed-secret
 // redaction on response headers. Never logs a key, placeholder or value; refusals carry only closed reasons.
 
-import type { IncomingMessage } from 'node:http';
 import { type RewriteRefusal, refuse } from '../credentials/outcome.js';
 import { redactSecrets } from '../credentials/redact.js';
 import { MAX_BODY_REWRITE_BYTES, rewriteBody } from '../credentials/rewrite-body.js';
@@ -26,9 +25,10 @@ function cannotInspect(endpoint: Endpoint): boolean {
   return endpoint.tls === 'skip' || endpoint.protocol === 'tcp';
 }
 
-/** True when requests to host:port could carry credentials (a provider endpoint or a credential_binding). */
+/** True when requests to host:port could carry credentials (a provider endpoint, a credential_binding or SigV4 signing). */
 export function routeHasCredentials(source: CredentialSource, decision: Decision, host: string, port: number): boolean {
-  if (decision.endpoints.some((e) => e.credentialProvider !== undefined)) return true;
+  // A SigV4 endpoint is credentialed whether or not a provider matches: it must be inspected to be signed.
+  if (decision.endpoints.some((e) => e.credentialProvider !== undefined || e.credentialSigning !== undefined)) return true;
   return routeCarriesCredentials({ source, host, port, endpoint: decision.endpoint });
 }
 
@@ -117,8 +117,8 @@ interface BodyPrefix {
  * Reads the body until it ends or passes `limit` bytes. Through the iterator, not for-await: leaving a
  * for-await early would destroy the request, and with it the socket a refusal still has to be written to.
  */
-async function readPrefix(req: IncomingMessage, limit: number): Promise<BodyPrefix> {
-  const rest = (req as AsyncIterable<Buffer>)[Symbol.asyncIterator]();
+export async function readPrefix(req: AsyncIterable<Buffer>, limit: number): Promise<BodyPrefix> {
+  const rest = req[Symbol.asyncIterator]();
   const chunks: Buffer[] = [];
   let total = 0;
   for (let next = await rest.next(); next.done !== true; next = await rest.next()) {
@@ -129,7 +129,7 @@ async function readPrefix(req: IncomingMessage, limit: number): Promise<BodyPref
   return { prefix: chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks, total), complete: true, rest };
 }
 
-const MARKER_IN_BODY = refuse('leftover-marker', 'a credential placeholder in the body cannot be sent to this endpoint');
+export const MARKER_IN_BODY = refuse('leftover-marker', 'a credential placeholder in the body cannot be sent to this endpoint');
 
 /** Thrown inside the streamed body when the scanner sees a marker: the upstream exchange fails with it. */
 export class MarkerInBodyError extends Error {
@@ -138,7 +138,7 @@ export class MarkerInBodyError extends Error {
 }
 
 /** Reading the body was awaited: the revision guard (rule 6) is checked again right before the write. */
-function staleRevision(head: UpstreamHead): RewriteRefusal | undefined {
+export function staleRevision(head: UpstreamHead): RewriteRefusal | undefined {
   if (head.usedKeys === 0 || head.scope.stillCurrent()) return undefined;
   return refuse('stale-revision', 'the credentials changed while the request was in flight; retry it');
 }
@@ -172,7 +172,7 @@ export type BodyResult =
  * For endpoints with request_body_credential_rewrite: buffers up to MAX_BODY_REWRITE_BYTES, rewrites, and
  * returns the headers with Content-Length set to the new length (Transfer-Encoding is already gone).
  */
-export async function rewrittenBody(req: IncomingMessage, head: UpstreamHead): Promise<BodyResult> {
+export async function rewrittenBody(req: AsyncIterable<Buffer>, head: UpstreamHead): Promise<BodyResult> {
   const { prefix: body, complete } = await readPrefix(req, MAX_BODY_REWRITE_BYTES);
   if (!complete) {
     return refuse('body-too-large', `the body is larger than ${MAX_BODY_REWRITE_BYTES} bytes and cannot be rewritten`);
@@ -201,7 +201,7 @@ export async function rewrittenBody(req: IncomingMessage, head: UpstreamHead): P
  * unchanged. A longer one is not refused (uploads must still work): its checked prefix and the rest stream
  * through the marker scanner, so only a marker past the limit can still cut a request whose head has gone.
  */
-export async function checkedBody(req: IncomingMessage, head: UpstreamHead): Promise<BodyResult> {
+export async function checkedBody(req: AsyncIterable<Buffer>, head: UpstreamHead): Promise<BodyResult> {
   const { prefix, complete, rest } = await readPrefix(req, MAX_BODY_CHECK_BYTES);
   if (bufferHasMarker(prefix)) return MARKER_IN_BODY;
   const stale = staleRevision(head);

@@ -37,6 +37,7 @@ const DENIAL_ERRORS = [
   'credential_endpoint_mismatch',
   'credential_unavailable',
   'credential_body_too_large',
+  'invalid_graphql_request',
 ] as const;
 type DenialError = (typeof DENIAL_ERRORS)[number];
 
@@ -192,6 +193,11 @@ export function authorityMismatchDenial(expected: string): Denial {
 
 export function unsupportedL7Denial(detail: string): Denial {
   return denial(403, 'unsupported_l7_protocol', { detail }, ': protocol not supported on an inspected route');
+}
+
+/** docs/policy.md#graphql-inspection: a GraphQL body boundary cannot inspect is refused before policy is asked. */
+export function graphqlRejectedDenial(problem: string): Denial {
+  return denial(400, 'invalid_graphql_request', { detail: `GraphQL request rejected before policy evaluation: ${problem}` }, ': GraphQL request not inspectable');
 }
 
 export function upstreamUnreachableDenial(target: string, detail: string): Denial {

@@ -28,7 +28,9 @@ import { observeSince } from './metrics.js';
 import type { H1Exchange, H1Handler } from '../http1/h1-client.js';
 import type { H1Request } from '../http1/h1-request.js';
 import { clientResponseHeaders, hostHeader, upstreamRequestHeaders } from '../http1/headers.js';
+import { type SignedResult, signedRequest, withoutAwsAuth } from './sigv4-request.js';
 import { type Evaluation, evaluateRequest, evaluateRequestCached, type RelayEvaluation } from './l7.js';
+import { holdGraphqlBody } from './graphql-hold.js';
 
 /** The marker scanner's abort, as thrown by the body iterator (or wrapped in `cause`). */
 function markerError(err: unknown): MarkerInBodyError | undefined {
@@ -105,7 +107,10 @@ class ForwardedRequest implements H1Handler {
   readonly res: ServerResponse;
   readonly o: Outcome;
   readonly scope: TunnelScope | undefined;
-  readonly expectContinue: boolean;
+  /** Cleared once the 100 Continue went out (a GraphQL body is read before the decision). */
+  expectContinue: boolean;
+  /** What goes upstream as the body: the request itself, or the GraphQL body already held. */
+  body: AsyncIterable<Buffer>;
   /** The client connection, kept: `req.socket` is let go of once the exchange is over. */
   readonly clientSocket: Socket;
   /** Where the request goes, once evaluated: its authority names a failed upstream in the 502. */
@@ -129,6 +134,7 @@ class ForwardedRequest implements H1Handler {
     this.o = o;
     this.scope = scope;
     this.expectContinue = expectContinue;
+    this.body = req;
     this.clientSocket = req.socket;
   }
 
@@ -145,7 +151,11 @@ class ForwardedRequest implements H1Handler {
     else evaluateRequest(this.ctx, this.req, this.scope, this.o).then((e) => this.relay(e), (err: unknown) => this.fail(err));
   }
 
-  private relay(evaluation: Evaluation): void {
+  relay(evaluation: Evaluation): void {
+    if (evaluation.kind === 'body') {
+      holdGraphqlBody(this, evaluation.limit);
+      return;
+    }
     let answered: boolean;
     try {
       answered = this.relayEvaluated(evaluation);
@@ -157,7 +167,7 @@ class ForwardedRequest implements H1Handler {
   }
 
   /** True when the request is answered already; false when the upstream exchange (or the body) took it over. */
-  private relayEvaluated(evaluation: Evaluation): boolean {
+  private relayEvaluated(evaluation: Exclude<Evaluation, { kind: 'body' }>): boolean {
     const { ctx, res, o } = this;
     if (evaluation.kind === 'bare') {
       sendBareStatus(res, evaluation.status);
@@ -177,13 +187,16 @@ class ForwardedRequest implements H1Handler {
     }
     // docs/destinations.md#inside-an-inspected-tunnel: the endpoint-scoped resolver and the rewrite come last, after the allow, and
     // nothing is awaited between them and the upstream write unless the body must be read first.
+    const upstream = upstreamRequestHeaders(this.req.rawHeaders, { host: hostHeader(host, port, tls) });
+    // A signing endpoint: the workload's own (placeholder-key) signature goes before the rewrite sees it.
+    const signing = decision.endpoint?.credentialSigning === undefined ? undefined : decision.endpoint;
     const prepared = credentialHead({
       source: ctx.credentials,
       host,
       port,
       method: o.method,
       target,
-      headers: upstreamRequestHeaders(this.req.rawHeaders, { host: hostHeader(host, port, tls) }),
+      headers: signing === undefined ? upstream : withoutAwsAuth(upstream),
       endpoint: decision.endpoint,
     });
     if (!prepared.ok) {
@@ -195,12 +208,15 @@ class ForwardedRequest implements H1Handler {
     this.destination = evaluation;
     // Issue 15: where a body could meet credentials it is held and decided before the head leaves (rewritten,
     // or checked up to MAX_BODY_CHECK_BYTES); elsewhere it streams, released by the marker scanner.
-    const held = !framing.hasBody
+    const held = signing !== undefined
+      ? signedRequest({ req: this.req, body: this.body, head, endpoint: signing, host, port, tls, method: o.method, hasBody: framing.hasBody })
+      : !framing.hasBody
       ? undefined
       : decision.endpoint?.requestBodyCredentialRewrite === true
-        ? rewrittenBody(this.req, head)
-        : routeHasCredentials(ctx.credentials, decision, host, port)
-          ? checkedBody(this.req, head)
+        ? rewrittenBody(this.body, head)
+        : // A held GraphQL body goes as the bytes read, with a Content-Length (a chunked one is re-framed).
+          this.body !== this.req || routeHasCredentials(ctx.credentials, decision, host, port)
+          ? checkedBody(this.body, head)
           : undefined;
     if (held !== undefined) {
       held.then(
@@ -209,13 +225,15 @@ class ForwardedRequest implements H1Handler {
       );
       return false;
     }
-    this.send(head, head.headers, framing.hasBody ? scannedBody(this.req) : null);
+    this.send(head, head.headers, framing.hasBody ? scannedBody(this.body) : null);
     return false;
   }
 
-  private relayHeld(head: UpstreamHead, held: BodyResult): void {
+  private relayHeld(head: UpstreamHead, held: BodyResult | SignedResult): void {
     try {
       if (held.ok) {
+        // OpenShell's "SigV4 re-signed" event, as fields of the request's one decision event (no key, no signature).
+        if ('signed' in held) this.o.extra = { ...this.o.extra, sigv4: held.signed };
         this.send(head, held.headers, held.body);
         return;
       }
@@ -333,7 +351,7 @@ class ForwardedRequest implements H1Handler {
   }
 
   /** Anything thrown on the way: a 502 while nothing was sent, else the connection is cut. */
-  private fail(err: unknown): void {
+  fail(err: unknown): void {
     const { res, o } = this;
     this.ctx.logger.warn({ err }, 'proxy request failed');
     settle(o, 'fail', 'upstream-failed', err instanceof Error ? err.message : String(err), o.status);
@@ -343,7 +361,7 @@ class ForwardedRequest implements H1Handler {
   }
 
   /** The one decision event of this request. */
-  private report(): void {
+  report(): void {
     if (this.reported) return;
     this.reported = true;
     emitOutcome(this.ctx.sink, this.ctx.metrics, this.o);

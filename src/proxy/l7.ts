@@ -31,6 +31,8 @@ import { type Outcome, type ReasonCode, settle } from './events.js';
 import { checkFraming, framingLookalike, type FramingResult } from '../http1/framing.js';
 import { methodOverride } from './method-override.js';
 import { canonicalTarget, escapeOptionsOf, refusedEscape } from './path.js';
+import type { GraphqlRequest } from '../policy/graphql-match.js';
+import { graphqlBodyLimit, graphqlWithoutBody } from './graphql-body.js';
 import { parseAbsoluteTarget } from '../http1/target.js';
 
 /** An allowed request and where it goes. */
@@ -48,6 +50,8 @@ export interface RelayEvaluation {
 
 export type Evaluation =
   | { readonly kind: 'bare'; readonly status: number }
+  /** A GraphQL endpoint selects this POST: read its body (up to `limit`), then evaluate again with it parsed. */
+  | { readonly kind: 'body'; readonly limit: number }
   | { readonly kind: 'deny'; readonly denial: Denial; readonly finding?: string }
   | RelayEvaluation;
 
@@ -132,22 +136,34 @@ interface Unchecked {
  * when an allowed forward request's destination needs a DNS query: then `await evaluateRequest(...)`, which
  * evaluates it again from the start (pure and cheap beside the query; `o` ends up the same).
  */
-export function evaluateRequestCached(ctx: ProxyContext, req: IncomingMessage, scope: TunnelScope | undefined, o: Outcome): Evaluation | undefined {
-  const evaluation = evaluatePolicy(ctx, req, scope, o);
+export function evaluateRequestCached(
+  ctx: ProxyContext,
+  req: IncomingMessage,
+  scope: TunnelScope | undefined,
+  o: Outcome,
+  graphql?: GraphqlRequest,
+): Evaluation | undefined {
+  const evaluation = evaluatePolicy(ctx, req, scope, o, graphql);
   if (evaluation.kind !== 'unchecked') return evaluation;
   const dest = destinationCached(ctx, evaluation.destination);
   return dest === undefined ? undefined : destinationEvaluation(o, evaluation.allowed, dest);
 }
 
 /** Evaluates one request, resolving a forward request's destination when it must; fills in `o` as it goes. */
-export async function evaluateRequest(ctx: ProxyContext, req: IncomingMessage, scope: TunnelScope | undefined, o: Outcome): Promise<Evaluation> {
-  const evaluation = evaluatePolicy(ctx, req, scope, o);
+export async function evaluateRequest(
+  ctx: ProxyContext,
+  req: IncomingMessage,
+  scope: TunnelScope | undefined,
+  o: Outcome,
+  graphql?: GraphqlRequest,
+): Promise<Evaluation> {
+  const evaluation = evaluatePolicy(ctx, req, scope, o, graphql);
   if (evaluation.kind !== 'unchecked') return evaluation;
   return destinationEvaluation(o, evaluation.allowed, await destination(ctx, evaluation.destination));
 }
 
 /** Everything up to the SSRF check, which only an allowed forward request still needs. */
-function evaluatePolicy(ctx: ProxyContext, req: IncomingMessage, scope: TunnelScope | undefined, o: Outcome): Evaluation | Unchecked {
+function evaluatePolicy(ctx: ProxyContext, req: IncomingMessage, scope: TunnelScope | undefined, o: Outcome, body?: GraphqlRequest): Evaluation | Unchecked {
   const framing = checkFraming(req.httpVersion, req.rawHeaders);
   if (!framing.ok) return bare(o, framing.status, framing.status === 431 ? 'head-too-large' : 'bad-request', framing.problem);
   const url = req.url ?? '';
@@ -197,10 +213,15 @@ function evaluatePolicy(ctx: ProxyContext, req: IncomingMessage, scope: TunnelSc
       // docs/policy.md#trailing-dots-and-spaces: Windows and IIS read `/admin.` as `/admin`, so that reading is
       // decided too and the stricter stands, as for a method override.
       const stripped = canon.strippedPath === undefined ? undefined : redactPlaceholders(canon.strippedPath);
+      // docs/policy.md#graphql-inspection: a POST's body is read first (once), a GET's envelope is its query.
+      const graphqlLimit = body === undefined ? graphqlBodyLimit(l4.endpoints, shown) : undefined;
+      if (graphqlLimit !== undefined && method === 'POST' && framing.upgrade === undefined) return { kind: 'body', limit: graphqlLimit };
+      const graphql = graphqlLimit === undefined ? body : graphqlWithoutBody(method, query);
+      const extra = graphql === undefined ? {} : { graphql };
       const decideAs = (m: string): Decision => {
-        const asWritten = timedDecide(ctx.metrics, policy, { adapter, host, port, method: m, path: shown, query });
+        const asWritten = timedDecide(ctx.metrics, policy, { adapter, host, port, method: m, path: shown, query, ...extra });
         if (stripped === undefined) return asWritten;
-        return stricter(asWritten, timedDecide(ctx.metrics, policy, { adapter, host, port, method: m, path: stripped, query }));
+        return stricter(asWritten, timedDecide(ctx.metrics, policy, { adapter, host, port, method: m, path: stripped, query, ...extra }));
       };
       decision = decideAs(method);
       // docs/destinations.md#method-override-headers: a framework that honours the override acts on its method,

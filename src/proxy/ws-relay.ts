@@ -12,6 +12,8 @@ import { randomBytes } from 'node:crypto';
 import type { Socket } from 'node:net';
 import { rewriteWebSocketText } from '../credentials/rewrite-ws.js';
 import type { CredentialScope } from '../credentials/scope.js';
+import { classifyGraphqlWsMessage } from '../graphql/ws-message.js';
+import { hasGraphqlPolicy } from '../policy/decide-graphql.js';
 import { decide } from '../policy/decide.js';
 import type { Adapter, Endpoint } from '../policy/types.js';
 import type { Severity } from '../telemetry/event.js';
@@ -173,11 +175,21 @@ export function relayWebSocket(
     close(CLOSE_CODES.policyViolation, 'policy violation');
   }
 
-  /** docs/destinations.md#websocket-relay: a text message is a WEBSOCKET_TEXT request on the upgrade's path and query. */
-  function textAllowed(): boolean {
+  // Fixed for the session (its endpoint is the upgrade's): worked out once, not per message.
+  const graphqlMessages = session.endpoint !== undefined && hasGraphqlPolicy(session.endpoint);
+
+  /**
+   * docs/destinations.md#websocket-relay: a text message is a WEBSOCKET_TEXT request on the upgrade's path and query.
+   * On an endpoint with GraphQL policy it is a GraphQL message (docs/policy.md#graphql-over-websocket): control
+   * messages pass, an operation is decided by its type, name and root fields.
+   */
+  function textAllowed(text: string): boolean {
     if (!session.decideText) return true;
     const { host, port, path, query, adapter } = session;
-    const decision = decide(ctx.store.current(), { adapter, host, port, method: 'WEBSOCKET_TEXT', path, query });
+    const message = graphqlMessages ? classifyGraphqlWsMessage(text) : undefined;
+    if (message?.kind === 'control') return true;
+    const graphql = message === undefined ? {} : { graphql: message.request };
+    const decision = decide(ctx.store.current(), { adapter, host, port, method: 'WEBSOCKET_TEXT', path, query, ...graphql });
     if (decision.verdict === 'allow') return true;
     const o = messageOutcome(ctx, session, 'WEBSOCKET_TEXT');
     settle(o, decision.verdict, decision.reason, decision.detail, undefined);
@@ -194,7 +206,7 @@ export function relayWebSocket(
   }
 
   function onText(text: string, frames: readonly Buffer[]): void {
-    if (!textAllowed()) return;
+    if (!textAllowed(text)) return;
     // docs/credentials.md#substitution-slots: rewritten only with websocket_credential_rewrite; otherwise a marker is refused.
     const rewrite = rewriteWebSocketText({ text, scope: session.scope, rewrite: session.endpoint?.websocketCredentialRewrite === true });
     if (!rewrite.ok) {

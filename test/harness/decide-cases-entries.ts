@@ -199,12 +199,14 @@ add('audit', 'request from the listed binary on an audit endpoint', AUDIT_POLICY
 });
 
 // docs/policy.md#endpoint-fields (protocol): graphql / mcp / json-rpc load but fail closed per request until inspection exists.
-add('unsupported l7', 'POST /graphql selects the graphql endpoint', UNSUPPORTED_POLICY, req('POST', '/graphql'), { ...UNSUPPORTED, endpointIndex: 1 });
-add('unsupported l7', 'GET /graphql selects the graphql endpoint', UNSUPPORTED_POLICY, req('GET', '/graphql'), UNSUPPORTED);
+// docs/policy.md#graphql-inspection: a graphql endpoint decides the parsed request; one decided without it fails closed.
+const GRAPHQL_UNREAD = { verdict: 'deny', reason: 'graphql-rejected' } as const;
+add('unsupported l7', 'POST /graphql selects the graphql endpoint (no parsed body: rejected)', UNSUPPORTED_POLICY, req('POST', '/graphql'), { ...GRAPHQL_UNREAD, endpointIndex: 1 });
+add('unsupported l7', 'GET /graphql selects the graphql endpoint (no parsed envelope: rejected)', UNSUPPORTED_POLICY, req('GET', '/graphql'), GRAPHQL_UNREAD);
 add('unsupported l7', 'GET /repos falls to the REST endpoint', UNSUPPORTED_POLICY, req('GET', '/repos'), { ...PRESET_OK, endpointIndex: 0 });
 add('unsupported l7', 'a json-rpc request', UNSUPPORTED_POLICY, req('POST', '/', 'rpc.example.com'), UNSUPPORTED);
 add('unsupported l7', 'an mcp request', UNSUPPORTED_POLICY, req('POST', '/mcp', 'mcp.example.com'), UNSUPPORTED);
-add('unsupported l7', 'a graphql request on an audit endpoint still fails closed', UNSUPPORTED_POLICY, req('POST', '/graphql', 'gql-audit.example.com'), UNSUPPORTED);
+add('unsupported l7', 'a graphql request on an audit endpoint still fails closed', UNSUPPORTED_POLICY, req('POST', '/graphql', 'gql-audit.example.com'), GRAPHQL_UNREAD);
 add('unsupported l7', 'the connection to a json-rpc endpoint', UNSUPPORTED_POLICY, conn('rpc.example.com'), ALLOW_L4);
 
 // Overlapping endpoints: allow rules add up; a deny in any matching endpoint wins; L4 adds no request access.

@@ -202,9 +202,10 @@ describe('decide', () => {
   });
 
   it('selects the most specific inspected endpoint and denies uninspected protocols outright', () => {
+    // docs/policy.md#graphql-inspection: without its parsed request a GraphQL endpoint fails closed.
     const graphql = decide(policy, l7('api.example.com', 'POST', '/graphql'));
     assert.equal(graphql.verdict, 'deny');
-    assert.equal(graphql.reason, 'unsupported-l7-protocol');
+    assert.equal(graphql.reason, 'graphql-rejected');
     assert.equal(graphql.endpoint?.id, 'api#1');
     const rpc = decide(policy, l7('rpc.example.com', 'POST', '/rpc'));
     assert.equal(rpc.verdict, 'deny', 'audit never relaxes an uninspected protocol');

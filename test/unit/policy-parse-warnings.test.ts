@@ -46,8 +46,9 @@ describe('parsePolicy: warnings and ignored sections', () => {
     warned(endpoint('{ host: "*.co.uk", port: 443 }'), 'POLICY_WARN_PUBLIC_SUFFIX', `${E0}.host`);
   });
 
-  it('warns that graphql, mcp and json-rpc are not inspected yet', () => {
-    warned(endpoint('{ host: a.example.com, port: 443, protocol: graphql, enforcement: enforce, rules: [{ allow: { operation_type: query } }] }'), 'POLICY_WARN_UNSUPPORTED_L7', E0);
+  it('warns that mcp and json-rpc are not inspected yet, and not about graphql (inspected)', () => {
+    const graphql = parsePolicy(endpoint('{ host: a.example.com, port: 443, protocol: graphql, enforcement: enforce, rules: [{ allow: { operation_type: query } }] }'));
+    assert.ok(!graphql.warnings.some((w) => w.code === 'POLICY_WARN_UNSUPPORTED_L7'));
     warned(endpoint('{ host: a.example.com, port: 443, protocol: mcp, enforcement: enforce, mcp: { allow_all_known_mcp_methods: true } }'), 'POLICY_WARN_UNSUPPORTED_L7', E0);
   });
 

@@ -1,0 +1,127 @@
+// A real GraphQL server on loopback for proxy tests: graphql-js executes every document against a small
+// GitHub-like schema (plain HTTP or TLS with a test-CA certificate), GET and POST, batches, and persisted
+// queries by sha256 (Apollo APQ). Records what arrived so a test can prove a denied request never did.
+
+import { createHash } from 'node:crypto';
+import { once } from 'node:events';
+import { createServer as createHttpServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { createServer as createHttpsServer } from 'node:https';
+import type { Socket } from 'node:net';
+import { buildSchema, graphql } from 'graphql';
+import type { CertificateAuthority } from '../../src/pki/ca.js';
+import { issueCertificate } from '../../src/pki/issue.js';
+
+const SCHEMA = buildSchema(`
+  type User { login: String! }
+  type Repository { id: ID! name: String! }
+  type Issue { id: ID! title: String! }
+  type Query { viewer: User! repository(owner: String!, name: String!): Repository adminAuditLog: [String!]! }
+  type Mutation { createIssue(title: String!): Issue! deleteRepository(id: ID!): Boolean! }
+`);
+
+const ROOT = {
+  viewer: () => ({ login: 'octo' }),
+  repository: ({ owner, name }: { owner: string; name: string }) => ({ id: `${owner}/${name}`, name }),
+  adminAuditLog: () => ['secret-entry'],
+  createIssue: ({ title }: { title: string }) => ({ id: '1', title }),
+  deleteRepository: () => true,
+};
+
+export interface GraphqlSeen {
+  readonly method: string;
+  readonly url: string;
+  readonly headers: Readonly<Record<string, string | string[] | undefined>>;
+  readonly body: string;
+}
+
+export interface GraphqlOrigin {
+  readonly port: number;
+  readonly seen: GraphqlSeen[];
+  close(): Promise<void>;
+}
+
+/** sha256 hex of a document, as Apollo's persisted queries name it. */
+export function persistedHash(document: string): string {
+  return createHash('sha256').update(document).digest('hex');
+}
+
+interface Envelope {
+  query?: string | undefined;
+  operationName?: string | undefined;
+  variables?: Record<string, unknown>;
+  extensions?: { persistedQuery?: { sha256Hash?: string } } | undefined;
+}
+
+async function execute(env: Envelope, registry: ReadonlyMap<string, string>): Promise<unknown> {
+  const source = env.query ?? registry.get(env.extensions?.persistedQuery?.sha256Hash ?? '');
+  if (source === undefined) return { errors: [{ message: 'PersistedQueryNotFound' }] };
+  return graphql({ schema: SCHEMA, source, rootValue: ROOT, operationName: env.operationName ?? null, variableValues: env.variables ?? null });
+}
+
+function handler(seen: GraphqlSeen[], registry: ReadonlyMap<string, string>) {
+  return (req: IncomingMessage, res: ServerResponse): void => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => {
+      const body = Buffer.concat(chunks).toString('utf8');
+      seen.push({ method: req.method ?? '', url: req.url ?? '', headers: req.headers, body });
+      const run = async (): Promise<unknown> => {
+        if (req.method === 'GET') {
+          const q = new URL(req.url ?? '/', 'http://x').searchParams;
+          const ext = q.get('extensions');
+          return execute({ query: q.get('query') ?? undefined, operationName: q.get('operationName') ?? undefined, extensions: ext === null ? undefined : JSON.parse(ext) }, registry);
+        }
+        const parsed = JSON.parse(body) as Envelope | Envelope[];
+        return Array.isArray(parsed) ? Promise.all(parsed.map((e) => execute(e, registry))) : execute(parsed, registry);
+      };
+      run().then(
+        (result) => {
+          const text = JSON.stringify(result);
+          res.writeHead(200, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text) });
+          res.end(text);
+        },
+        (err: unknown) => {
+          res.writeHead(400, { 'content-type': 'text/plain' });
+          res.end(String(err));
+        },
+      );
+    });
+  };
+}
+
+async function listen(server: Server, seen: GraphqlSeen[]): Promise<GraphqlOrigin> {
+  const sockets = new Set<Socket>();
+  server.on('connection', (s: Socket) => {
+    sockets.add(s);
+    s.once('close', () => sockets.delete(s));
+  });
+  server.listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  const address = server.address();
+  if (address === null || typeof address !== 'object') throw new Error('graphql origin did not bind');
+  return {
+    port: address.port,
+    seen,
+    async close() {
+      for (const s of sockets) s.destroy();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    },
+  };
+}
+
+/** `persisted`: documents the server knows by hash (the registry a client's hash-only request relies on). */
+export function graphqlOrigin(options: { persisted?: readonly string[] } = {}): Promise<GraphqlOrigin> {
+  const seen: GraphqlSeen[] = [];
+  return listen(createHttpServer(handler(seen, registryOf(options.persisted))), seen);
+}
+
+export async function graphqlTlsOrigin(options: { ca: CertificateAuthority; persisted?: readonly string[] }): Promise<GraphqlOrigin> {
+  const seen: GraphqlSeen[] = [];
+  const cert = await issueCertificate({ ca: options.ca, kind: 'server', names: ['api.example.test', '127.0.0.1'], now: Date.now });
+  const server = createHttpsServer({ cert: cert.certPem, key: cert.keyPem, ALPNProtocols: ['http/1.1'] }, handler(seen, registryOf(options.persisted)));
+  return listen(server, seen);
+}
+
+function registryOf(documents: readonly string[] = []): ReadonlyMap<string, string> {
+  return new Map(documents.map((d) => [persistedHash(d), d]));
+}
