@@ -3,12 +3,24 @@
 // signer). Never logs a key; a refusal is a value with a closed reason. No sockets.
 
 import { createHash } from 'node:crypto';
-import { Hash } from '@smithy/hash-node';
-import { SignatureV4 } from '@smithy/signature-v4';
+import { createRequire } from 'node:module';
 import { regionFromHost } from '../net/aws-region.js';
 import type { CredentialSigning } from '../policy/types.js';
 import { type RewriteRefusal, refuse } from './outcome.js';
 import type { CredentialScope } from './scope.js';
+
+/** The signer, loaded on the first signed request: a boundary without signing endpoints never pays for it. */
+let signing: { Hash: typeof import('@smithy/hash-node').Hash; SignatureV4: typeof import('@smithy/signature-v4').SignatureV4 } | undefined;
+function smithy(): NonNullable<typeof signing> {
+  if (signing === undefined) {
+    const load = createRequire(import.meta.url);
+    signing = {
+      Hash: (load('@smithy/hash-node') as typeof import('@smithy/hash-node')).Hash,
+      SignatureV4: (load('@smithy/signature-v4') as typeof import('@smithy/signature-v4')).SignatureV4,
+    };
+  }
+  return signing;
+}
 
 /** OpenShell's SignBody buffer: a body whose hash is signed is held whole, and no larger than this. */
 export const MAX_SIGNED_BODY_BYTES = 10 * 1_048_576;
@@ -112,6 +124,7 @@ export async function signRequest(input: SignInput): Promise<SignResult> {
         ? UNSIGNED_PAYLOAD
         : STREAMING_UNSIGNED_TRAILER;
   const q = input.target.indexOf('?');
+  const { Hash, SignatureV4 } = smithy();
   const signer = new SignatureV4({
     service: input.service,
     region,

@@ -2,8 +2,18 @@
 // a batch) or a GET query string -> the operations a request would run, or why it cannot be read. Documents are
 // parsed by graphql-js, never by hand. Pure: the proxy buffers the body (src/proxy/graphql-body.ts).
 
-import { type DocumentNode, Kind, type OperationDefinitionNode, parse, type SelectionSetNode } from 'graphql';
+import { createRequire } from 'node:module';
+import type { DocumentNode, OperationDefinitionNode, SelectionSetNode } from 'graphql';
 import type { GraphqlOperation, GraphqlRequest } from '../policy/graphql-match.js';
+
+/**
+ * graphql-js's parser, loaded on the first GraphQL request: a boundary without GraphQL endpoints never pays for it
+ * (the library was 2 MiB of an idle boundary's heap, test/regressions/issue-15-memory.test.ts). Only its language
+ * entry point, not execution or validation.
+ */
+let language: typeof import('graphql/language') | undefined;
+const graphqlLanguage = (): typeof import('graphql/language') =>
+  (language ??= createRequire(import.meta.url)('graphql/language') as typeof import('graphql/language'));
 
 /** graphql-js token cap, OpenShell's figure: a 64 KiB body cannot make the parser work much past it. */
 export const MAX_GRAPHQL_TOKENS = 20_000;
@@ -112,6 +122,7 @@ function operationOf(env: Envelope): GraphqlOperation {
 }
 
 function documentOperation(source: string, operationName: string | undefined): GraphqlOperation {
+  const { Kind, parse } = graphqlLanguage();
   let doc: DocumentNode;
   try {
     doc = parse(source, { maxTokens: MAX_GRAPHQL_TOKENS, noLocation: true });
@@ -140,6 +151,7 @@ function documentOperation(source: string, operationName: string | undefined): G
 /** Root field names, never aliases; inline fragments and spreads expanded, each named fragment once (cycle guard). */
 function collectRootFields(set: SelectionSetNode, fragments: ReadonlyMap<string, SelectionSetNode>, out: Set<string>, expanded: Set<string>, depth: number): void {
   if (depth > MAX_GRAPHQL_FRAGMENT_DEPTH) throw new EnvelopeError('GraphQL fragments nest too deeply');
+  const { Kind } = graphqlLanguage();
   for (const sel of set.selections) {
     if (sel.kind === Kind.FIELD) out.add(sel.name.value);
     else if (sel.kind === Kind.INLINE_FRAGMENT) collectRootFields(sel.selectionSet, fragments, out, expanded, depth + 1);
