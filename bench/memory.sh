@@ -51,15 +51,7 @@ WORK=$(mktemp -d /tmp/boundary-memory.XXXXXX)
 trap 'rm -rf "$WORK"' EXIT
 
 if [[ -n $BOUNDARY_REF ]]; then
-  sha=$(git -C "$ROOT" rev-parse --short "$BOUNDARY_REF") || die "BOUNDARY_REF: unknown ref $BOUNDARY_REF"
-  snap="$ROOT/bench/out/build-$sha"
-  if [[ ! -f $snap/dist/main.js ]]; then
-    log "building $BOUNDARY_REF ($sha) into $snap"
-    rm -rf "$snap" && mkdir -p "$snap"
-    git -C "$ROOT" archive "$sha" src tsconfig.json package.json | tar -x -C "$snap"
-    "$ROOT/node_modules/.bin/tsc" -p "$snap/tsconfig.json" >"$WORK/tsc.log" 2>&1 || log "tsc reported errors for $sha"
-  fi
-  BOUNDARY_DIST="$snap/dist"
+  BOUNDARY_DIST=$("$ROOT/bench/build-ref.sh" "$BOUNDARY_REF" "$WORK/tsc.log") || die "BOUNDARY_REF: cannot build $BOUNDARY_REF"
 elif [[ -z $BOUNDARY_DIST ]]; then
   if ((BUILD)); then
     # A private build of the working tree: others' dist/ is left alone; errors in files mid-edit are tolerated.

@@ -3,10 +3,9 @@
 // in one process so both see the same machine. No sockets.
 //   node --import tsx bench/policy-parse.ts
 //   BOUNDARY_REF=2a67c62 ROUNDS=7 node --import tsx bench/policy-parse.ts
-// The build of BOUNDARY_REF is compiled into bench/out/build-<sha>/ (as bench/proxy.sh does).
+// The build of BOUNDARY_REF is compiled into bench/out/build-<sha>/ by bench/build-ref.sh.
 
 import { execFileSync } from 'node:child_process';
-import { existsSync, mkdirSync, rmSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { largePolicyText } from '../test/harness/large-policy.js';
@@ -22,19 +21,7 @@ async function parserAt(dist: string): Promise<Parse> {
 }
 
 function buildRef(ref: string): string {
-  const sha = execFileSync('git', ['-C', ROOT, 'rev-parse', '--short', ref], { encoding: 'utf8' }).trim();
-  const snap = join(ROOT, 'bench', 'out', `build-${sha}`);
-  if (!existsSync(join(snap, 'dist', 'policy', 'parse.js'))) {
-    rmSync(snap, { recursive: true, force: true });
-    mkdirSync(snap, { recursive: true });
-    execFileSync('sh', ['-c', `git -C "${ROOT}" archive "${sha}" src tsconfig.json package.json | tar -x -C "${snap}"`]);
-    try {
-      execFileSync(join(ROOT, 'node_modules', '.bin', 'tsc'), ['-p', join(snap, 'tsconfig.json')], { stdio: 'ignore' });
-    } catch {
-      // tsc reports errors of files a later commit fixed; dist is written anyway.
-    }
-  }
-  return join(snap, 'dist');
+  return execFileSync(join(ROOT, 'bench', 'build-ref.sh'), [ref], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] }).trim();
 }
 
 function measure(parse: Parse, text: string): { wall: number; cpu: number; hash: string } {

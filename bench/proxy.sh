@@ -295,17 +295,8 @@ start_boundary() {
   local d="$WORK/boundary"
   mkdir -p "$d/state"
   if [[ -n $BOUNDARY_REF ]]; then
-    local sha snap
-    sha=$(git -C "$ROOT" rev-parse --short "$BOUNDARY_REF") || die "BOUNDARY_REF: unknown ref $BOUNDARY_REF"
-    snap="$ROOT/bench/out/build-$sha" # inside the project, so node_modules resolves (whatever OUT_DIR is)
-    if [[ ! -f $snap/dist/main.js ]]; then
-      log "building boundary $BOUNDARY_REF ($sha) into $snap"
-      rm -rf "$snap" && mkdir -p "$snap"
-      git -C "$ROOT" archive "$sha" src tsconfig.json package.json | tar -x -C "$snap"
-      "$ROOT/node_modules/.bin/tsc" -p "$snap/tsconfig.json" >"$d/tsc.log" 2>&1 || log "tsc reported errors for $sha (see $d/tsc.log)"
-    fi
-    BOUNDARY_DIST="$snap/dist"
-    BOUNDARY_SHA=$sha
+    BOUNDARY_DIST=$("$ROOT/bench/build-ref.sh" "$BOUNDARY_REF" "$d/tsc.log") || die "BOUNDARY_REF: cannot build $BOUNDARY_REF"
+    BOUNDARY_SHA=$(git -C "$ROOT" rev-parse --short "$BOUNDARY_REF")
   elif ((BUILD)); then
     log "building boundary (npx tsc -p tsconfig.json; errors in files mid-edit are tolerated)"
     (cd "$ROOT" && npx tsc -p tsconfig.json >"$d/tsc.log" 2>&1) || log "tsc reported $(grep -c 'error TS' "$d/tsc.log") error(s); trying dist/ anyway"
