@@ -6,7 +6,7 @@ import type { Issue } from '../errors.js';
 import type { Steps } from './compile.js';
 import { readPolicySteps } from './parse.js';
 import type { Policy } from './types.js';
-import { fromPlain, isMap, type Node, type Pair, readContext } from './yaml-source.js';
+import { fromPlain, isMap, type Node, type Pair, plainPair, readContext } from './yaml-source.js';
 
 export interface PlainPolicy {
   /** JSON of the document without network_policies. */
@@ -52,16 +52,12 @@ export function* plainPolicySteps(plain: PlainPolicy, warnings: readonly Issue[]
           items.push(fromPlain(JSON.parse(endpoint)));
           yield;
         }
-        value = { ...value, items: [...value.items, pair('endpoints', { kind: 'seq', items, offset: -1 })] };
+        value = { ...value, items: [...value.items, plainPair('endpoints', { kind: 'seq', items, offset: -1 })] };
       }
-      policies.push(pair(key, value));
+      policies.push(plainPair(key, value));
       yield;
     }
-    contents = { ...root, items: [...root.items, pair('network_policies', { kind: 'map', items: policies, offset: -1 })] };
+    contents = { ...root, items: [...root.items, plainPair('network_policies', { kind: 'map', items: policies, offset: -1 })] };
   }
   return yield* readPolicySteps(readContext('', source), contents, { checkAmbiguity: false, warnings });
-}
-
-function pair(key: string, value: Node | null): Pair {
-  return { key: { kind: 'scalar', value: key, offset: -1 }, value };
 }

@@ -238,13 +238,17 @@ export function toPlain(node: Node | null): unknown {
   return out;
 }
 
+/** `key: value` without a position (nodes built from plain data). */
+export function plainPair(key: string, value: Node | null): Pair {
+  return { key: { kind: 'scalar', value: key, offset: -1 }, value };
+}
+
 /** Nodes for plain data (JSON.parse's output), without positions. */
 export function fromPlain(value: unknown): Node | null {
   if (value === null || value === undefined) return null;
   if (Array.isArray(value)) return { kind: 'seq', items: value.map(fromPlain), offset: -1 };
   if (typeof value === 'object') {
-    const items = Object.entries(value).map(([key, v]): Pair => ({ key: { kind: 'scalar', value: key, offset: -1 }, value: fromPlain(v) }));
-    return { kind: 'map', items, offset: -1 };
+    return { kind: 'map', items: Object.entries(value).map(([key, v]) => plainPair(key, fromPlain(v))), offset: -1 };
   }
   return { kind: 'scalar', value, offset: -1 };
 }
