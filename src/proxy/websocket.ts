@@ -19,6 +19,7 @@ import { evaluateRequest } from './l7.js';
 import { type PinnedTunnel, relayRaw } from './tunnel.js';
 import { CLOSE_CODES } from '../websocket/ws-frames.js';
 import { relayWebSocket, type WsSession } from './ws-relay.js';
+import { signedRequest, withoutAwsAuth } from './sigv4-request.js';
 
 /** The upstream's handshake answer must fit in this. */
 const MAX_UPGRADE_RESPONSE_HEAD_BYTES = 16_384;
@@ -97,18 +98,36 @@ async function upgrade(ctx: ProxyContext, req: IncomingMessage, socket: Socket, 
     return;
   }
   // The handshake head is rewritten like any request, before the dial: a refusal sends nothing upstream.
+  const upstreamHeaders = upstreamRequestHeaders(req.rawHeaders, { host: hostHeader(host, port, tls), upgrade: 'websocket' });
+  // A signing endpoint: the workload's own (placeholder-key) signature goes before the rewrite sees it.
+  const signing = endpoint?.credentialSigning === undefined ? undefined : endpoint;
   const prepared = credentialHead({
     source: ctx.credentials,
     host,
     port,
     method: o.method,
     target,
-    headers: upstreamRequestHeaders(req.rawHeaders, { host: hostHeader(host, port, tls), upgrade: 'websocket' }),
+    headers: signing === undefined ? upstreamHeaders : withoutAwsAuth(upstreamHeaders),
     endpoint,
   });
   if (!prepared.ok) {
     refuseUpgrade(ctx, socket, o, prepared);
     return;
+  }
+  // docs/credentials.md#inspectable-routes-only: a route that binds credentials is a credentialed upgrade, whether or not this
+  // handshake used one; its frames are inspected even on an L4 endpoint. Plain L4 upgrades stay raw.
+  const credentialed = prepared.head.scope.boundKeys.length > 0;
+  const inspect = endpoint?.protocol === 'websocket' || credentialed;
+  let headers = inspect ? withoutExtensions(prepared.head.headers) : prepared.head.headers;
+  if (signing !== undefined) {
+    // Signed after every header change, so what goes upstream is what was signed; an upgrade has no body.
+    const signed = await signedRequest({ req, body: req, head: { ...prepared.head, headers }, endpoint: signing, host, port, tls, method: o.method, hasBody: false });
+    if (!signed.ok) {
+      refuseUpgrade(ctx, socket, o, signed);
+      return;
+    }
+    headers = signed.headers;
+    o.extra = { ...o.extra, sigv4: signed.signed };
   }
   let upstream: Socket;
   try {
@@ -126,11 +145,6 @@ async function upgrade(ctx: ProxyContext, req: IncomingMessage, socket: Socket, 
     refuseUpgrade(ctx, socket, o, refuse('stale-revision', 'the credentials changed while the request was in flight; retry it'));
     return;
   }
-  // docs/credentials.md#inspectable-routes-only: a route that binds credentials is a credentialed upgrade, whether or not this
-  // handshake used one; its frames are inspected even on an L4 endpoint. Plain L4 upgrades stay raw.
-  const credentialed = prepared.head.scope.boundKeys.length > 0;
-  const inspect = endpoint?.protocol === 'websocket' || credentialed;
-  const headers = inspect ? withoutExtensions(prepared.head.headers) : prepared.head.headers;
   let text = `${o.method} ${prepared.head.target} HTTP/1.1\r\n`;
   for (let i = 0; i < headers.length; i += 2) text += `${headers[i]}: ${headers[i + 1]}\r\n`;
   upstream.write(`${text}\r\n`);

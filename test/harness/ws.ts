@@ -181,10 +181,12 @@ function wsClient(socket: Socket, initial: Buffer): WsClient {
 
 export type WsTransport = 'forward' | 'connect' | 'connect-tls';
 
-function upgradeHead(target: string, host: string): string {
+function upgradeHead(target: string, host: string, extra: Readonly<Record<string, string>> = {}): string {
+  let more = '';
+  for (const [name, value] of Object.entries(extra)) more += `${name}: ${value}\r\n`;
   return (
     `GET ${target} HTTP/1.1\r\nHost: ${host}\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n` +
-    `Sec-WebSocket-Version: 13\r\nSec-WebSocket-Key: ${CLIENT_KEY}\r\nSec-WebSocket-Extensions: permessage-deflate\r\n\r\n`
+    `Sec-WebSocket-Version: 13\r\nSec-WebSocket-Key: ${CLIENT_KEY}\r\nSec-WebSocket-Extensions: permessage-deflate\r\n${more}\r\n`
   );
 }
 
@@ -199,6 +201,8 @@ export async function openWebSocket(options: {
   readonly port: number;
   readonly path: string;
   readonly caPem?: string | undefined;
+  /** Extra handshake headers, written after the standard ones. */
+  readonly headers?: Readonly<Record<string, string>>;
 }): Promise<{ status: number; head: string; client: WsClient }> {
   const authority = `${options.host}:${options.port}`;
   let socket: Socket;
@@ -206,13 +210,13 @@ export async function openWebSocket(options: {
     socket = connect({ host: '127.0.0.1', port: options.proxyPort });
     socket.on('error', () => undefined);
     await once(socket, 'connect');
-    socket.write(upgradeHead(`http://${authority}${options.path}`, authority));
+    socket.write(upgradeHead(`http://${authority}${options.path}`, authority, options.headers));
   } else {
     const tunnel = await openTunnel(options.proxyPort, authority);
     if (tunnel.status !== 200) throw new Error(`CONNECT answered ${tunnel.status}`);
     socket = tunnel.socket;
     if (options.transport === 'connect-tls') socket = await tlsOverTunnel(socket, { servername: options.host, ca: options.caPem ?? '' });
-    socket.write(upgradeHead(options.path, authority));
+    socket.write(upgradeHead(options.path, authority, options.headers));
   }
   const { head, status, rest } = await readHead(socket);
   return { status, head, client: wsClient(socket, rest) };
