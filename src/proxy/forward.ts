@@ -30,7 +30,7 @@ import type { H1Request } from '../http1/h1-request.js';
 import { clientResponseHeaders, hostHeader, upstreamRequestHeaders } from '../http1/headers.js';
 import { type SignedResult, signedRequest, withoutAwsAuth } from './sigv4-request.js';
 import { type Evaluation, evaluateRequest, evaluateRequestCached, type RelayEvaluation } from './l7.js';
-import { holdGraphqlBody } from './graphql-hold.js';
+import { holdInspectedBody } from './body-hold.js';
 
 /** The marker scanner's abort, as thrown by the body iterator (or wrapped in `cause`). */
 function markerError(err: unknown): MarkerInBodyError | undefined {
@@ -107,9 +107,9 @@ class ForwardedRequest implements H1Handler {
   readonly res: ServerResponse;
   readonly o: Outcome;
   readonly scope: TunnelScope | undefined;
-  /** Cleared once the 100 Continue went out (a GraphQL body is read before the decision). */
+  /** Cleared once the 100 Continue went out (an inspected body is read before the decision). */
   expectContinue: boolean;
-  /** What goes upstream as the body: the request itself, or the GraphQL body already held. */
+  /** What goes upstream as the body: the request itself, or the inspected body already held. */
   body: AsyncIterable<Buffer>;
   /** The client connection, kept: `req.socket` is let go of once the exchange is over. */
   readonly clientSocket: Socket;
@@ -153,7 +153,7 @@ class ForwardedRequest implements H1Handler {
 
   relay(evaluation: Evaluation): void {
     if (evaluation.kind === 'body') {
-      holdGraphqlBody(this, evaluation.limit);
+      holdInspectedBody(this, evaluation);
       return;
     }
     let answered: boolean;
@@ -214,7 +214,7 @@ class ForwardedRequest implements H1Handler {
       ? undefined
       : decision.endpoint?.requestBodyCredentialRewrite === true
         ? rewrittenBody(this.body, head)
-        : // A held GraphQL body goes as the bytes read, with a Content-Length (a chunked one is re-framed).
+        : // A held inspected body goes as the bytes read, with a Content-Length (a chunked one is re-framed).
           this.body !== this.req || routeHasCredentials(ctx.credentials, decision, host, port)
           ? checkedBody(this.body, head)
           : undefined;

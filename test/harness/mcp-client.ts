@@ -1,0 +1,47 @@
+// The MCP SDK's own client (Client + StreamableHTTPClientTransport) sent through boundary: as a forward proxy
+// (undici's ProxyAgent; CONNECT with TLS interception for https URLs), or straight at a captured address.
+
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { Agent, type Dispatcher, fetch as undiciFetch, ProxyAgent } from 'undici';
+
+export interface McpClient {
+  readonly client: Client;
+  readonly transport: StreamableHTTPClientTransport;
+  /** Errors the client reported outside a request (a failed stream, an unknown id). */
+  readonly errors: Error[];
+  close(): Promise<void>;
+}
+
+export interface McpClientOptions {
+  /** The boundary's proxy port; omitted: the URL is dialled directly (transparent capture). */
+  readonly proxyPort?: number;
+  /** PEM the client trusts for https URLs (the boundary's interception CA). */
+  readonly caPem?: string;
+  /** Capabilities the client declares (elicitation, roots, ...). */
+  readonly capabilities?: ConstructorParameters<typeof Client>[1];
+  /** Connect (initialize + notifications/initialized) before returning; default true. */
+  readonly connect?: boolean;
+}
+
+export async function mcpClient(url: string, options: McpClientOptions = {}): Promise<McpClient> {
+  const tls = options.caPem === undefined ? {} : { ca: options.caPem };
+  const dispatcher: Dispatcher = options.proxyPort === undefined
+    ? new Agent({ connect: tls })
+    : new ProxyAgent({ uri: `http://127.0.0.1:${options.proxyPort}`, requestTls: tls });
+  const fetch = ((input: string | URL, init?: RequestInit) => undiciFetch(input, { ...(init as object), dispatcher })) as unknown as typeof globalThis.fetch;
+  const transport = new StreamableHTTPClientTransport(new URL(url), { fetch });
+  const client = new Client({ name: 'boundary-test-client', version: '1.0.0' }, options.capabilities);
+  const errors: Error[] = [];
+  client.onerror = (err) => errors.push(err);
+  if (options.connect !== false) await client.connect(transport);
+  return {
+    client,
+    transport,
+    errors,
+    async close() {
+      await client.close().catch(() => undefined);
+      await dispatcher.close();
+    },
+  };
+}
