@@ -88,10 +88,15 @@ function classify(item: unknown, mode: JsonRpcMode): Message {
   if (method !== 'tools/call' || !hasId) return { kind: 'call', call: { method, tool: undefined, id } };
   // Only tools/call exposes a param to policy, and only its name (the schema made it a string).
   const tool = (item.params as { name: string }).name;
-  if (mode.strictToolNames && !STRICT_TOOL_NAME.test(tool)) {
+  if (mode.strictToolNames && !isStrictToolName(tool)) {
     throw new MessageError('invalid-params', 'MCP tool name must match ^[A-Za-z0-9_.-]{1,128}$ when strict_tool_names is enabled');
   }
   return { kind: 'call', call: { method, tool, id } };
+}
+
+/** A tool name `strict_tool_names` lets through (the check a tools/call's name gets). */
+export function isStrictToolName(name: string): boolean {
+  return STRICT_TOOL_NAME.test(name);
 }
 
 /** The id of a batch item that is a request, to answer it; nothing for notifications, responses and junk. */
