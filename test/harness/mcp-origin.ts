@@ -31,8 +31,8 @@ export interface McpOrigin {
   readonly ended: string[];
   /** Tool calls the server ran, by name. */
   readonly calls: string[];
-  /** Sends a server notification on every open session's GET stream (a log message). */
-  notifyAll(text: string): Promise<void>;
+  /** Sends a server notification (a log message) to one session: it travels on that session's GET stream. */
+  notify(sessionId: string, text: string): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -95,8 +95,8 @@ function start(server: Server, seen: McpSeen[], ended: string[], calls: string[]
     seen,
     ended,
     calls,
-    async notifyAll(text: string) {
-      await Promise.all([...sessions.values()].map((s) => s.server.sendLoggingMessage({ level: 'info', data: text })));
+    async notify(sessionId: string, text: string) {
+      await sessions.get(sessionId)?.server.sendLoggingMessage({ level: 'info', data: text });
     },
     async close() {
       await Promise.all([...sessions.values()].map((s) => s.transport.close()));
