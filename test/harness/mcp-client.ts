@@ -5,6 +5,7 @@ import type { LookupOptions } from 'node:dns';
 import type { LookupFunction } from 'node:net';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { ElicitRequestSchema } from '@modelcontextprotocol/sdk/types.js';
 import { Agent, type Dispatcher, fetch as undiciFetch, ProxyAgent } from 'undici';
 
 export interface McpClient {
@@ -24,6 +25,8 @@ export interface McpClientOptions {
   readonly capabilities?: ConstructorParameters<typeof Client>[1];
   /** Connect (initialize + notifications/initialized) before returning; default true. */
   readonly connect?: boolean;
+  /** Accept every form elicitation with empty content (the SDK fills in the schema's defaults when asked to). */
+  readonly acceptElicitation?: boolean;
   /** Headers sent on every request (a credential placeholder). */
   readonly headers?: Readonly<Record<string, string>>;
   /** Dial this address for every name (a synthetic address, for transparent capture), keeping the URL's host. */
@@ -52,6 +55,7 @@ export async function mcpClient(url: string, options: McpClientOptions = {}): Pr
   const client = new Client({ name: 'boundary-test-client', version: '1.0.0' }, options.capabilities);
   const errors: Error[] = [];
   client.onerror = (err) => errors.push(err);
+  if (options.acceptElicitation === true) client.setRequestHandler(ElicitRequestSchema, async () => ({ action: 'accept', content: {} }));
   if (options.connect !== false) await client.connect(transport);
   return {
     client,
