@@ -54,6 +54,15 @@ network_policies:
         mcp: { allow_all_known_mcp_methods: true, filter_tools_list: true }
         rules:
           - allow: { tool: { any: [read_status, search_web] } }
+  mcp_rewrite:
+    endpoints:
+      - host: api.example.test
+        ports: [${ports.join(', ')}]
+        path: /rewrite
+        protocol: mcp
+        enforcement: enforce
+        request_body_credential_rewrite: true
+        mcp: { allow_all_known_mcp_methods: true }
   mcp_audited:
     endpoints:
       - host: api.example.test
@@ -218,6 +227,17 @@ describe('issue 17: MCP inspection through boundary (MCP SDK client and server)'
           await c.client.callTool({ name: 'read_status', arguments: {} });
           const auth = route.origin().seen.slice(seen).map((s) => s.headers.authorization);
           assert.ok(auth.length > 0 && auth.every((a) => a === `Bearer ${SECRET}`), JSON.stringify(auth));
+          assert.ok(!b.log.text().includes(SECRET), 'the secret reached a log line');
+        } finally {
+          await c.close();
+        }
+      });
+
+      it('rewrites a placeholder in a decided body on an endpoint with request_body_credential_rewrite', async () => {
+        const c = await connect('/rewrite');
+        try {
+          const ran = await c.client.callTool({ name: 'read_status', arguments: { scope: `${PH}MCP_TOKEN` } });
+          assert.deepEqual(ran.content, [{ type: 'text', text: `read_status ran on ${SECRET}` }]);
           assert.ok(!b.log.text().includes(SECRET), 'the secret reached a log line');
         } finally {
           await c.close();
