@@ -2,13 +2,12 @@
 // node:http (plain, or TLS with a test-CA certificate), single calls and batches. Records what arrived, so a test
 // can prove a denied request never did.
 
-import { once } from 'node:events';
 import { createServer as createHttpServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { createServer as createHttpsServer } from 'node:https';
-import type { Socket } from 'node:net';
 import { JSONRPCServer } from 'json-rpc-2.0';
 import type { CertificateAuthority } from '../../src/pki/ca.js';
 import { issueCertificate } from '../../src/pki/issue.js';
+import { listenTracked } from './servers.js';
 
 export interface JsonRpcSeen {
   readonly method: string;
@@ -55,22 +54,7 @@ function handler(seen: JsonRpcSeen[], server: JSONRPCServer) {
 }
 
 async function listen(server: Server, seen: JsonRpcSeen[]): Promise<JsonRpcOrigin> {
-  const sockets = new Set<Socket>();
-  server.on('connection', (s: Socket) => {
-    sockets.add(s);
-    s.on('close', () => sockets.delete(s));
-  });
-  server.listen(0, '127.0.0.1');
-  await once(server, 'listening');
-  return {
-    port: (server.address() as { port: number }).port,
-    seen,
-    async close() {
-      for (const s of sockets) s.destroy();
-      server.close();
-      await once(server, 'close');
-    },
-  };
+  return { seen, ...(await listenTracked(server)) };
 }
 
 export function jsonRpcOrigin(): Promise<JsonRpcOrigin> {

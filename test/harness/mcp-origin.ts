@@ -4,15 +4,14 @@
 // can prove a denied one never did, and the session ids it ended.
 
 import { randomUUID } from 'node:crypto';
-import { once } from 'node:events';
 import { createServer as createHttpServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { createServer as createHttpsServer } from 'node:https';
-import type { Socket } from 'node:net';
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import { z } from 'zod';
 import type { CertificateAuthority } from '../../src/pki/ca.js';
 import { issueCertificate } from '../../src/pki/issue.js';
+import { listenTracked } from './servers.js';
 
 /** The tools the server offers: a policy allows some of them. */
 export const MCP_TOOLS = ['read_status', 'search_web', 'submit_report', 'delete_resource', 'admin.purge'] as const;
@@ -36,6 +35,8 @@ export interface McpOrigin {
   close(): Promise<void>;
 }
 
+type Sessions = Map<string, { transport: StreamableHTTPServerTransport; server: McpServer }>;
+
 function mcpServer(calls: string[]): McpServer {
   const server = new McpServer({ name: 'boundary-test-mcp', version: '1.0.0' }, { capabilities: { logging: {} } });
   for (const name of MCP_TOOLS) {
@@ -47,7 +48,7 @@ function mcpServer(calls: string[]): McpServer {
   return server;
 }
 
-function handler(seen: McpSeen[], ended: string[], calls: string[], sessions: Map<string, { transport: StreamableHTTPServerTransport; server: McpServer }>, json: boolean) {
+function handler(seen: McpSeen[], ended: string[], calls: string[], sessions: Sessions, json: boolean) {
   return (req: IncomingMessage, res: ServerResponse): void => {
     const chunks: Buffer[] = [];
     req.on('data', (c: Buffer) => chunks.push(c));
@@ -83,15 +84,10 @@ interface Options {
   readonly json?: boolean;
 }
 
-function start(server: Server, seen: McpSeen[], ended: string[], calls: string[], sessions: Map<string, { transport: StreamableHTTPServerTransport; server: McpServer }>): Promise<McpOrigin> {
-  const sockets = new Set<Socket>();
-  server.on('connection', (s: Socket) => {
-    sockets.add(s);
-    s.on('close', () => sockets.delete(s));
-  });
-  server.listen(0, '127.0.0.1');
-  return once(server, 'listening').then(() => ({
-    port: (server.address() as { port: number }).port,
+async function start(server: Server, seen: McpSeen[], ended: string[], calls: string[], sessions: Sessions): Promise<McpOrigin> {
+  const listening = await listenTracked(server);
+  return {
+    port: listening.port,
     seen,
     ended,
     calls,
@@ -100,18 +96,16 @@ function start(server: Server, seen: McpSeen[], ended: string[], calls: string[]
     },
     async close() {
       await Promise.all([...sessions.values()].map((s) => s.transport.close()));
-      for (const s of sockets) s.destroy();
-      server.close();
-      await once(server, 'close');
+      await listening.close();
     },
-  }));
+  };
 }
 
 export function mcpOrigin(options: Options = {}): Promise<McpOrigin> {
   const seen: McpSeen[] = [];
   const ended: string[] = [];
   const calls: string[] = [];
-  const sessions = new Map<string, { transport: StreamableHTTPServerTransport; server: McpServer }>();
+  const sessions: Sessions = new Map();
   return start(createHttpServer(handler(seen, ended, calls, sessions, options.json === true)), seen, ended, calls, sessions);
 }
 
@@ -120,7 +114,7 @@ export async function mcpTlsOrigin(options: Options & { ca: CertificateAuthority
   const seen: McpSeen[] = [];
   const ended: string[] = [];
   const calls: string[] = [];
-  const sessions = new Map<string, { transport: StreamableHTTPServerTransport; server: McpServer }>();
+  const sessions: Sessions = new Map();
   const server = createHttpsServer({ key: leaf.keyPem, cert: leaf.certPem, ALPNProtocols: ['http/1.1'] }, handler(seen, ended, calls, sessions, options.json === true));
   return start(server, seen, ended, calls, sessions);
 }
