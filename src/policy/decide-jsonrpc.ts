@@ -4,6 +4,9 @@
 import { describeCall, type JsonRpcCall, type JsonRpcRequest } from './jsonrpc-match.js';
 import type { DecisionReason, Endpoint, HttpRequestView, L7Rule, Verdict } from './types.js';
 
+/** Calls named in an allow's detail; a longer batch is summed up, so the event stays bounded. */
+export const MAX_DETAIL_CALLS = 8;
+
 /** An endpoint whose rules decide JSON-RPC calls. */
 export function decidesJsonRpc(endpoint: Endpoint): boolean {
   return endpoint.protocol === 'mcp' || endpoint.protocol === 'json-rpc';
@@ -66,7 +69,8 @@ export function evaluateJsonRpc(input: JsonRpcInput): JsonRpcOutcome {
     if (verdict.verdict !== 'allow') return verdict;
     allowedBy ??= verdict.by;
   }
-  const shown = jsonRpc.calls.map(describeCall).join(', ');
+  const more = jsonRpc.calls.length - MAX_DETAIL_CALLS;
+  const shown = jsonRpc.calls.slice(0, MAX_DETAIL_CALLS).map(describeCall).join(', ') + (more > 0 ? ` and ${more} more` : '');
   const by = allowedBy?.text ?? missing;
   return { verdict: 'allow', reason: 'rule-allowed', detail: `${said} (${shown}) is allowed by ${by}`, endpoint: authority, rule: by, calls: jsonRpc.calls };
 }
