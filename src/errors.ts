@@ -39,7 +39,7 @@ export const ERROR_CODES = {
   POLICY_ALLOWED_IPS_LOOPBACK: 'allowed_ips overlaps an always-blocked range (loopback, link-local, unspecified) or is 0.0.0.0/0',
   POLICY_ALLOWED_IPS_HOST_BITS: 'an allowed_ips CIDR has bits set past its prefix',
   POLICY_SIGNING_INVALID: 'credential_signing needs signing_service and a region (signing_region or an AWS host), and excludes request_body_credential_rewrite and tls: skip',
-  POLICY_BODY_REWRITE_INVALID: 'request_body_credential_rewrite is valid on rest endpoints only',
+  POLICY_BODY_REWRITE_INVALID: 'request_body_credential_rewrite is valid on rest, mcp and json-rpc endpoints only',
   POLICY_WEBSOCKET_REWRITE_INVALID: 'websocket_credential_rewrite is valid on rest and websocket endpoints only',
   POLICY_UNINSPECTED_CREDENTIALS: 'a credentialed endpoint must be inspectable unless allow_uninspected_credentials is set',
   POLICY_AMBIGUOUS: 'endpoints that can match the same host and port disagree on tls, allowed_ips, protocol, enforcement or credentials',
@@ -59,7 +59,6 @@ export const ERROR_CODES = {
   POLICY_WARN_ALLOWED_IPS_BROAD: 'an allowed_ips entry is broader than /16',
   POLICY_WARN_RULES_WITHOUT_PROTOCOL: 'access or rules without protocol have no effect',
   POLICY_WARN_PUBLIC_SUFFIX: 'a wildcard whose fixed suffix is a public suffix',
-  POLICY_WARN_UNSUPPORTED_L7: 'mcp/json-rpc are not inspected yet; requests are denied unless REST rules also allow',
   POLICY_WARN_NOT_ENFORCED: 'filesystem_policy, landlock and process are accepted but not enforced by boundary',
   POLICY_WARN_DENY_PATH_CASE: 'a deny rule path has letters: an origin that ignores case serves other spellings the rule does not deny',
   // network and addresses

@@ -1,6 +1,6 @@
 // GraphQL over HTTP, read the way policy needs it (docs/policy.md#graphql-inspection): a POST body (one envelope or
 // a batch) or a GET query string -> the operations a request would run, or why it cannot be read. Documents are
-// parsed by graphql-js, never by hand. Pure: the proxy buffers the body (src/proxy/graphql-body.ts).
+// parsed by graphql-js, never by hand. Pure: the proxy buffers the body (src/proxy/inspected-body.ts).
 
 import { createRequire } from 'node:module';
 import type { DocumentNode, OperationDefinitionNode, SelectionSetNode } from 'graphql';

@@ -5,6 +5,8 @@
 import { isLocalName, KNOWN_METADATA_NAMES } from '../net/destination.js';
 import { formatAuthority } from '../net/host.js';
 import { decidesGraphql, evaluateGraphql } from './decide-graphql.js';
+import { decidesJsonRpc, evaluateJsonRpc } from './decide-jsonrpc.js';
+import type { JsonRpcCall } from './jsonrpc-match.js';
 import { parseQuery } from './query.js';
 import type {
   Decision,
@@ -19,9 +21,6 @@ import type {
   Policy,
   Verdict,
 } from './types.js';
-
-/** Protocols whose requests are not inspected yet: denied unless REST-form rules allow them; never audited. */
-const UNINSPECTED_L7: ReadonlySet<string> = new Set(['mcp', 'json-rpc']);
 
 // The EgressIntent overload stays last: `Parameters<typeof decide>` sees the last one, as before DNS had its own.
 export function decide(policy: Policy, intent: DnsIntent): DnsDecision;
@@ -81,8 +80,16 @@ function decideEgress(policy: Policy, intent: EgressIntent): Decision {
   }
   if (selected.some((e) => decidesGraphql(e, request.method))) {
     const said = `${request.method} ${request.path} on ${target}`;
-    const o = evaluateGraphql({ said, request, selected, missing, graphql: intent.graphql, soft: (e) => softVerdict(e, false) });
+    const o = evaluateGraphql({ said, request, selected, missing, graphql: intent.graphql, soft: softVerdict });
     return l7(base, matched, o.verdict, o.reason, o.detail, o.endpoint, o.rule);
+  }
+  const authority = selected.find(decidesJsonRpc);
+  if (authority !== undefined) {
+    const said = `${request.method} ${request.path} on ${target}`;
+    // OpenShell's union: every endpoint taking the path decides, not only the most specific (docs/policy.md#json-rpc-and-mcp-inspection).
+    const domain = inspected.filter((e) => e.selectsPath(request.path)).sort(byPolicyKey);
+    const o = evaluateJsonRpc({ said, request, domain, authority, missing, jsonRpc: intent.jsonRpc, soft: softVerdict });
+    return l7(base, matched, o.verdict, o.reason, o.detail, o.endpoint, o.rule, o.calls);
   }
   return evaluateL7(base, { target, request, selected, matched, missing });
 }
@@ -163,12 +170,11 @@ interface L7Input {
 function evaluateL7(base: Base, input: L7Input): Decision {
   const { target, request, selected, matched, missing } = input;
   const first = selected[0] as Endpoint;
-  const uninspected = UNINSPECTED_L7.has(first.protocol);
   const said = `${request.method} ${request.path} on ${target}`;
   for (const endpoint of selected) {
     const rule = firstMatch(endpoint.denyRules, request);
     if (rule !== undefined) {
-      const verdict = softVerdict(endpoint, uninspected);
+      const verdict = softVerdict(endpoint);
       return l7(base, matched, verdict, 'deny-rule-matched', `${said} matches deny rule ${rule.text}`, endpoint, rule.text);
     }
   }
@@ -181,17 +187,16 @@ function evaluateL7(base: Base, input: L7Input): Decision {
   }
   const textFramesNeedInspection =
     request.method === 'WEBSOCKET_TEXT' && selected.some((e) => e.rules.some((r) => r.kind !== 'http'));
-  if (uninspected || textFramesNeedInspection) {
-    const what = uninspected ? `protocol ${first.protocol}` : 'GraphQL over WebSocket';
-    return l7(base, matched, 'deny', 'unsupported-l7-protocol', `${what} is not inspected yet; ${said} is denied`, first, missing);
+  if (textFramesNeedInspection) {
+    return l7(base, matched, 'deny', 'unsupported-l7-protocol', `GraphQL over WebSocket is not inspected yet; ${said} is denied`, first, missing);
   }
-  const verdict = softVerdict(first, false);
+  const verdict = softVerdict(first);
   return l7(base, matched, verdict, 'no-rule-matched', `no rule of policy ${first.policy} allows ${said}`, first, missing);
 }
 
-/** Audit endpoints forward would-be denies (verdict audit); uninspected protocols never do. */
-function softVerdict(endpoint: Endpoint, uninspected: boolean): Verdict {
-  return !uninspected && endpoint.enforcement === 'audit' ? 'audit' : 'deny';
+/** Audit endpoints forward would-be denies (verdict audit). */
+function softVerdict(endpoint: Endpoint): Verdict {
+  return endpoint.enforcement === 'audit' ? 'audit' : 'deny';
 }
 
 function l7(
@@ -202,8 +207,9 @@ function l7(
   detail: string,
   endpoint: Endpoint,
   rule: string,
+  calls?: readonly JsonRpcCall[],
 ): Decision {
-  return finish(base, { verdict, reason, detail, layer: 'l7', endpoint, endpoints: matched, rule });
+  return finish(base, { verdict, reason, detail, layer: 'l7', endpoint, endpoints: matched, rule, calls });
 }
 
 /** The endpoints whose selector takes `path`, keeping only the most specific (ties stay, in policy-key order). */
@@ -252,6 +258,7 @@ interface Outcome {
   readonly endpoint: Endpoint | undefined;
   readonly endpoints: readonly Endpoint[];
   readonly rule: string | undefined;
+  readonly calls?: readonly JsonRpcCall[] | undefined;
 }
 
 /** One literal with every field, so each decision has the same shape. `endpoints` is a fresh array per call. */
@@ -271,5 +278,6 @@ function finish(base: Base, outcome: Outcome): Decision {
     layer: outcome.layer,
     binaryIdentity: base.binaryIdentity,
     rule: outcome.rule,
+    calls: outcome.calls,
   });
 }

@@ -144,28 +144,19 @@ export function readProtocolOptions(
       code: 'POLICY_GRAPHQL_INVALID',
     }) ?? DEFAULT_INSPECTION_BODY_BYTES;
 
-  const mcp = readOptionMap(ctx, fields.get('mcp'), childPath(path, 'mcp'), MCP_OPTION_KEYS, protocol, 'mcp', 'POLICY_MCP_INVALID');
+  const { mcp, jsonRpcMaxBodyBytes } = readJsonRpcOptions(ctx, fields, path, protocol);
   const mcpPath = childPath(path, 'mcp');
-  const mcpVersions = readStringList(ctx, mcp?.get('versions'), childPath(mcpPath, 'versions')) ?? [];
-  const bodyBounds = { min: 1, max: MAX_INSPECTION_BODY_BYTES, code: 'POLICY_MCP_INVALID' as const };
-  const mcpMaxBodyBytes = readInt(ctx, mcp?.get('max_body_bytes'), childPath(mcpPath, 'max_body_bytes'), bodyBounds);
   const strict = readBool(ctx, mcp?.get('strict_tool_names'), childPath(mcpPath, 'strict_tool_names'));
   const allowAll = readBool(ctx, mcp?.get('allow_all_known_mcp_methods'), childPath(mcpPath, 'allow_all_known_mcp_methods'));
-
-  const jsonRpc = readOptionMap(ctx, fields.get('json_rpc'), childPath(path, 'json_rpc'), JSON_RPC_OPTION_KEYS, protocol, 'json-rpc', 'POLICY_JSON_RPC_INVALID');
-  const jsonRpcMaxBodyBytes = readInt(ctx, jsonRpc?.get('max_body_bytes'), childPath(path, 'json_rpc.max_body_bytes'), {
-    ...bodyBounds,
-    code: 'POLICY_JSON_RPC_INVALID',
-  });
+  const filterToolsList = readBool(ctx, mcp?.get('filter_tools_list'), childPath(mcpPath, 'filter_tools_list'));
 
   const options: EndpointOptions = Object.freeze({
     graphqlMaxBodyBytes,
     persistedQueries,
     graphqlPersistedQueries: registryOperations(registry),
-    mcpMaxBodyBytes: mcpMaxBodyBytes ?? DEFAULT_INSPECTION_BODY_BYTES,
     mcpStrictToolNames: strict ?? true,
     mcpAllowAllKnownMethods: allowAll ?? false,
-    mcpVersions: Object.freeze(mcpVersions),
+    mcpFilterToolsList: filterToolsList ?? false,
     jsonRpcMaxBodyBytes: jsonRpcMaxBodyBytes ?? DEFAULT_INSPECTION_BODY_BYTES,
   });
   // Keys in sorted order, as canonicalJson writes them (canonical.ts).
@@ -174,9 +165,8 @@ export function readProtocolOptions(
     graphqlPersistedQueries: registry ?? null,
     jsonRpcMaxBodyBytes: options.jsonRpcMaxBodyBytes,
     mcpAllowAllKnownMethods: options.mcpAllowAllKnownMethods,
-    mcpMaxBodyBytes: options.mcpMaxBodyBytes,
+    mcpFilterToolsList: options.mcpFilterToolsList,
     mcpStrictToolNames: options.mcpStrictToolNames,
-    mcpVersions: options.mcpVersions,
     persistedQueries: options.persistedQueries,
   };
   return { options, canonical };
@@ -194,19 +184,57 @@ function registryOperations(registry: Record<string, unknown> | undefined): Read
   return out;
 }
 
+/** The mcp keys a json-rpc endpoint may carry: OpenShell feeds mcp.max_body_bytes into the one JSON-RPC body limit. */
+const MCP_KEYS_ON_JSON_RPC: readonly string[] = ['max_body_bytes'];
+
+/**
+ * The `mcp` and `json_rpc` stanzas (docs/policy.md#json-rpc-and-mcp-inspection). Both set the one body limit of
+ * the JSON-RPC family, so each is valid on mcp and json-rpc endpoints (the MCP-only keys on mcp only), and
+ * setting it in both is refused rather than one silently winning. `mcp.versions` is not an OpenShell field.
+ */
+function readJsonRpcOptions(
+  ctx: ReadContext,
+  fields: ReadonlyMap<string, Field>,
+  path: string,
+  protocol: Protocol | undefined,
+): { mcp: Map<string, Field> | undefined; jsonRpcMaxBodyBytes: number | undefined } {
+  // tcp reports every L7 field on its own (POLICY_TCP_L7_FIELD); an L4 endpoint would ignore these, so they are refused.
+  const family = protocol === 'tcp' || protocol === 'mcp' || protocol === 'json-rpc';
+  const mcpPath = childPath(path, 'mcp');
+  const jsonRpcPath = childPath(path, 'json_rpc');
+  const mcp = readOptionMap(ctx, fields.get('mcp'), mcpPath, ['versions', ...MCP_OPTION_KEYS], family, 'POLICY_MCP_INVALID');
+  const versions = mcp?.get('versions');
+  if (versions !== undefined) {
+    report(ctx, versions.keyNode, childPath(mcpPath, 'versions'), 'POLICY_MCP_INVALID',
+      'mcp.versions is not an OpenShell field (version profiles are future work there) and boundary has nothing to do with it; remove it');
+  }
+  if (protocol === 'json-rpc') {
+    for (const field of mcp?.values() ?? []) {
+      if (MCP_KEYS_ON_JSON_RPC.includes(field.key) || field.key === 'versions') continue;
+      report(ctx, field.keyNode, childPath(mcpPath, field.key), 'POLICY_MCP_INVALID', `mcp.${field.key} is valid on protocol mcp only`);
+    }
+  }
+  const jsonRpc = readOptionMap(ctx, fields.get('json_rpc'), jsonRpcPath, JSON_RPC_OPTION_KEYS, family, 'POLICY_JSON_RPC_INVALID');
+  const bounds = { min: 1, max: MAX_INSPECTION_BODY_BYTES };
+  const fromMcp = readInt(ctx, mcp?.get('max_body_bytes'), childPath(mcpPath, 'max_body_bytes'), { ...bounds, code: 'POLICY_MCP_INVALID' });
+  const fromJsonRpc = readInt(ctx, jsonRpc?.get('max_body_bytes'), childPath(jsonRpcPath, 'max_body_bytes'), { ...bounds, code: 'POLICY_JSON_RPC_INVALID' });
+  if (mcp?.has('max_body_bytes') === true && jsonRpc?.has('max_body_bytes') === true) {
+    report(ctx, jsonRpc.get('max_body_bytes')?.keyNode, childPath(jsonRpcPath, 'max_body_bytes'), 'POLICY_JSON_RPC_INVALID',
+      'mcp.max_body_bytes and json_rpc.max_body_bytes set the same limit; set one');
+  }
+  return { mcp, jsonRpcMaxBodyBytes: fromMcp ?? fromJsonRpc };
+}
+
 function readOptionMap(
   ctx: ReadContext,
   field: Field | undefined,
   path: string,
   keys: readonly string[],
-  protocol: Protocol | undefined,
-  owner: Protocol,
+  allowed: boolean,
   code: 'POLICY_MCP_INVALID' | 'POLICY_JSON_RPC_INVALID',
 ): Map<string, Field> | undefined {
   if (field === undefined) return undefined;
-  if (protocol !== undefined && protocol !== 'tcp' && protocol !== owner) {
-    report(ctx, field.keyNode, path, code, `${path.split('.').pop() ?? ''} is valid on protocol ${owner} only`);
-  }
+  if (!allowed) report(ctx, field.keyNode, path, code, `${path.split('.').pop() ?? ''} is valid on protocols mcp and json-rpc only`);
   const map = readMap(ctx, field.value, path);
   return map === undefined ? undefined : knownFields(ctx, map, path, keys);
 }

@@ -81,7 +81,8 @@ export const L7_ONLY_ENDPOINT_KEYS = [
 export const IGNORED_ENDPOINT_KEYS = ['advisor_proposed', 'provider_credentialed'] as const;
 
 export const CREDENTIAL_BINDING_KEYS = ['provider'] as const;
-export const MCP_OPTION_KEYS = ['versions', 'max_body_bytes', 'strict_tool_names', 'allow_all_known_mcp_methods'] as const;
+/** `filter_tools_list` is a boundary extension (docs/policy.md#filtering-toolslist); OpenShell has the other three. */
+export const MCP_OPTION_KEYS = ['max_body_bytes', 'strict_tool_names', 'allow_all_known_mcp_methods', 'filter_tools_list'] as const;
 export const JSON_RPC_OPTION_KEYS = ['max_body_bytes'] as const;
 export const PERSISTED_QUERY_KEYS = ['operation_type', 'operation_name', 'fields'] as const;
 
@@ -89,7 +90,6 @@ export const RULE_ENTRY_KEYS = ['allow'] as const;
 export const HTTP_RULE_KEYS = ['method', 'path', 'query'] as const;
 export const GRAPHQL_RULE_KEYS = ['operation_type', 'operation_name', 'fields'] as const;
 export const MCP_RULE_KEYS = ['method', 'tool', 'params'] as const;
-export const MCP_PARAMS_KEYS = ['name'] as const;
 export const JSON_RPC_RULE_KEYS = ['method'] as const;
 export const ANY_MATCHER_KEYS = ['any'] as const;
 
@@ -153,10 +153,11 @@ export interface RawEndpoint {
   readonly graphql_persisted_queries?: Readonly<Record<string, RawGraphqlRule>>;
   readonly graphql_max_body_bytes?: number;
   readonly mcp?: {
-    readonly versions?: readonly string[];
     readonly max_body_bytes?: number;
     readonly strict_tool_names?: boolean;
     readonly allow_all_known_mcp_methods?: boolean;
+    /** boundary extension: tools/list answers list only the tools policy allows. */
+    readonly filter_tools_list?: boolean;
   };
   readonly json_rpc?: { readonly max_body_bytes?: number };
   readonly advisor_proposed?: boolean;

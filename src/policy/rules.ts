@@ -1,22 +1,14 @@
 // Reading and compiling an endpoint's `rules`, `deny_rules` and `access` presets (docs/policy.md#access-presets-and-rules, docs/policy.md#validation V5-V8).
-// HTTP rules (rest, websocket, l4 with a warning) and GraphQL rules compile to matchers; MCP and JSON-RPC rules are
-// validated and kept as text until those protocols are inspected.
+// HTTP rules (rest, websocket, l4 with a warning), GraphQL rules, and MCP and JSON-RPC rules (rules-jsonrpc.ts)
+// compile to matchers.
 
-import type { ErrorCode } from '../errors.js';
-import {
-  ANY_MATCHER_KEYS,
-  GRAPHQL_OPERATION_TYPES,
-  GRAPHQL_RULE_KEYS,
-  HTTP_RULE_KEYS,
-  JSON_RPC_RULE_KEYS,
-  MCP_PARAMS_KEYS,
-  MCP_RULE_KEYS,
-  RULE_ENTRY_KEYS,
-} from './format.js';
-import { compileGlob, globError } from './glob.js';
+import { GRAPHQL_OPERATION_TYPES, GRAPHQL_RULE_KEYS, HTTP_RULE_KEYS, RULE_ENTRY_KEYS } from './format.js';
+import { compileGlob } from './glob.js';
 import { compileGraphqlSelector, type GraphqlOperation, selectorMatches } from './graphql-match.js';
 import { compileMethod } from './match.js';
 import { compileQueryMatcher, type QueryMode } from './query.js';
+import { checkGlob, readMatcher, requiredString } from './rule-fields.js';
+import { type CompiledRule, readJsonRpcRule, readMcpRule } from './rules-jsonrpc.js';
 import type { AccessPreset, HttpRequestView, L7Rule, Protocol } from './types.js';
 import {
   childPath,
@@ -31,7 +23,6 @@ import {
   report,
   type MapNode,
   type Node,
-  scalarValue,
   seqItems,
 } from './yaml-source.js';
 
@@ -48,15 +39,9 @@ interface ReadRules {
   readonly canonical: { readonly allow: readonly unknown[]; readonly deny: readonly unknown[] };
 }
 
-interface Compiled {
-  readonly rule: L7Rule;
-  readonly canonical: unknown;
-  /** MCP: the rule scopes tools/call to named tools, or broadly covers tools/call. */
-  readonly mcpTool?: 'scoped' | 'broad';
-}
+type Compiled = CompiledRule;
 
 const METHOD_TOKEN = /^[A-Za-z][A-Za-z0-9_-]*$/;
-const JSON_RPC_GLOB = /[*?[\]{}]/;
 const WEBSOCKET_METHODS: ReadonlySet<string> = new Set(['GET', 'WEBSOCKET_TEXT', '*']);
 
 /** Reads `rules` (allow entries) and `deny_rules`; reports V6 and per-rule problems. */
@@ -104,9 +89,12 @@ export function readRules(
     }
   }
   if (options.protocol === 'mcp' && allow.some((c) => c.mcpTool === 'scoped')) {
-    for (const c of [...allow, ...deny].filter((x) => x.mcpTool === 'broad')) {
-      report(ctx, rulesField?.value, childPath(path, 'rules'), 'POLICY_MCP_INVALID',
-        `rule ${c.rule.text} covers every tools/call and cannot be combined with tool-specific allow rules`);
+    // A rule on every tools/call beside tool rules would make them meaningless (allow) or dead (deny): refused.
+    for (const [list, field, key, verb] of [[allow, rulesField, 'rules', 'allows'], [deny, denyField, 'deny_rules', 'denies']] as const) {
+      for (const c of list.filter((x) => x.mcpTool === 'broad')) {
+        report(ctx, field?.value, childPath(path, key), 'POLICY_MCP_INVALID',
+          `method matcher ${c.rule.text} ${verb} every tool call and conflicts with MCP tool allow rules`);
+      }
     }
   }
   return {
@@ -156,16 +144,12 @@ function graphqlRule(type: string, name: string | undefined, fields: readonly st
   return Object.freeze({ kind: 'graphql', text, matchesHttp: () => false, matchesGraphql: (op: GraphqlOperation) => selectorMatches(selector, op, mode) });
 }
 
-function textRule(kind: L7Rule['kind'], text: string): L7Rule {
-  return Object.freeze({ kind, text, matchesHttp: () => false });
-}
-
 function readRule(ctx: ReadContext, node: Node | null, path: string, options: RuleOptions, mode: QueryMode): Compiled | undefined {
   const map = readMap(ctx, node, path);
   if (map === undefined) return undefined;
   switch (options.protocol) {
     case 'mcp':
-      return readMcpRule(ctx, map, path, options);
+      return readMcpRule(ctx, map, path, options, mode);
     case 'json-rpc':
       return readJsonRpcRule(ctx, map, path);
     case 'websocket':
@@ -225,26 +209,6 @@ function readQuery(ctx: ReadContext, field: Field | undefined, path: string): Ma
   return ok ? out : undefined;
 }
 
-/** A glob string or `{ any: [glob, ...] }` (non-empty). */
-function readMatcher(ctx: ReadContext, node: Node | null, path: string, code: ErrorCode, kind: GlobKind): string[] | undefined {
-  const value = scalarValue(node);
-  if (typeof value === 'string') return checkGlob(ctx, node, path, value, kind, code) ? [value] : undefined;
-  const map = readMap(ctx, node, path, 'a glob string or { any: [...] }');
-  if (map === undefined) return undefined;
-  const anyField = knownFields(ctx, map, path, ANY_MATCHER_KEYS).get('any');
-  if (anyField === undefined) {
-    report(ctx, map, path, code, `${path} needs any: [glob, ...]`);
-    return undefined;
-  }
-  const globs = readStringList(ctx, anyField, childPath(path, 'any'));
-  if (globs === undefined) return undefined;
-  if (globs.length === 0) {
-    report(ctx, anyField.value, childPath(path, 'any'), code, 'any: [] matches nothing');
-    return undefined;
-  }
-  return globs.every((g) => checkGlob(ctx, anyField.value, childPath(path, 'any'), g, kind, code)) ? globs : undefined;
-}
-
 function readGraphqlRule(ctx: ReadContext, map: MapNode, fields: Map<string, Field>, path: string, mode: QueryMode): Compiled | undefined {
   const op = requiredString(ctx, map, fields, 'operation_type', path, 'POLICY_GRAPHQL_INVALID');
   if (op !== undefined && !(GRAPHQL_OPERATION_TYPES as readonly string[]).includes(op)) {
@@ -262,100 +226,3 @@ function readGraphqlRule(ctx: ReadContext, map: MapNode, fields: Map<string, Fie
   };
 }
 
-function readMcpRule(ctx: ReadContext, map: MapNode, path: string, options: RuleOptions): Compiled | undefined {
-  const fields = knownFields(ctx, map, path, MCP_RULE_KEYS);
-  const method = readString(ctx, fields.get('method'), childPath(path, 'method'));
-  let ok = true;
-  if (method === undefined && !options.mcpAllowAll && !fields.has('method')) {
-    report(ctx, map, childPath(path, 'method'), 'POLICY_MCP_INVALID', 'method is required unless mcp.allow_all_known_mcp_methods is true');
-    ok = false;
-  }
-  if (method !== undefined && (method === '*' || (JSON_RPC_GLOB.test(method) && !method.startsWith('tools/')))) {
-    report(ctx, fields.get('method')?.value, childPath(path, 'method'), 'POLICY_MCP_INVALID',
-      'MCP method globs are allowed only in the tools/ family, and * is not a method');
-    ok = false;
-  }
-  const tool = fields.has('tool') ? readMatcher(ctx, fields.get('tool')?.value ?? null, childPath(path, 'tool'), 'POLICY_MCP_INVALID', 'name') : undefined;
-  let paramsName: string[] | undefined;
-  const paramsField = fields.get('params');
-  if (paramsField !== undefined) {
-    const params = readMap(ctx, paramsField.value, childPath(path, 'params'));
-    const nameField = params === undefined ? undefined : knownFields(ctx, params, childPath(path, 'params'), MCP_PARAMS_KEYS).get('name');
-    if (nameField !== undefined) paramsName = readMatcher(ctx, nameField.value, childPath(path, 'params.name'), 'POLICY_MCP_INVALID', 'name');
-  }
-  const selectors = [...(tool ?? []), ...(paramsName ?? [])];
-  if (selectors.length > 0 && method !== 'tools/call' && !options.mcpAllowAll) {
-    report(ctx, map, path, 'POLICY_MCP_INVALID', 'tool and params.name need method: tools/call');
-    ok = false;
-  }
-  if (selectors.some((g) => JSON_RPC_GLOB.test(g)) && !options.mcpStrictToolNames) {
-    report(ctx, map, path, 'POLICY_MCP_INVALID', 'wildcard tool matchers need mcp.strict_tool_names to stay true');
-    ok = false;
-  }
-  if (!ok) return undefined;
-  const coversToolsCall = method === undefined || method === 'tools/call' || (method.startsWith('tools/') && JSON_RPC_GLOB.test(method));
-  const mcpTool = selectors.length > 0 ? ('scoped' as const) : coversToolsCall ? ('broad' as const) : undefined;
-  const text = [method ?? '(any known method)', ...(selectors.length > 0 ? [selectors.join('|')] : [])].join(' ');
-  return {
-    rule: textRule('mcp', text),
-    canonical: { method: method ?? null, tool: tool ?? null, params_name: paramsName ?? null },
-    ...(mcpTool === undefined ? {} : { mcpTool }),
-  };
-}
-
-function readJsonRpcRule(ctx: ReadContext, map: MapNode, path: string): Compiled | undefined {
-  const fields = knownFields(ctx, map, path, JSON_RPC_RULE_KEYS);
-  const method = requiredString(ctx, map, fields, 'method', path, 'POLICY_JSON_RPC_INVALID');
-  if (method === undefined) return undefined;
-  if (method !== '*' && JSON_RPC_GLOB.test(method)) {
-    report(ctx, fields.get('method')?.value, childPath(path, 'method'), 'POLICY_JSON_RPC_INVALID',
-      'json-rpc methods are exact names, or * as the allow-all sentinel');
-    return undefined;
-  }
-  return { rule: textRule('json-rpc', method), canonical: { method } };
-}
-
-function requiredString(
-  ctx: ReadContext,
-  map: MapNode,
-  fields: Map<string, Field>,
-  key: string,
-  path: string,
-  code: ErrorCode,
-): string | undefined {
-  const field = fields.get(key);
-  if (field === undefined) {
-    report(ctx, map, childPath(path, key), code, `${key} is required`);
-    return undefined;
-  }
-  const value = readString(ctx, field, childPath(path, key));
-  if (value === '') {
-    report(ctx, field.value, childPath(path, key), code, `${key} cannot be empty`);
-    return undefined;
-  }
-  return value;
-}
-
-/** What a glob is matched against: a rule path, a query value (split on `.`), or an MCP tool name. */
-type GlobKind = 'path' | 'query-value' | 'name';
-
-function checkGlob(
-  ctx: ReadContext,
-  node: Node | null,
-  path: string,
-  pattern: string,
-  kind: GlobKind,
-  code: ErrorCode = 'POLICY_RULE_INVALID',
-): boolean {
-  // Validate with the separator the glob is compiled with: `[a.b]` is fine split on `/` but unterminated on `.`.
-  const problem = globError(pattern, kind === 'query-value' ? '.' : '/');
-  if (problem !== undefined) {
-    report(ctx, node, path, code, problem);
-    return false;
-  }
-  if (kind === 'path' && !pattern.startsWith('/') && !pattern.startsWith('*')) {
-    report(ctx, node, path, code, `path ${pattern} must start with / (or be **)`);
-    return false;
-  }
-  return true;
-}

@@ -4,6 +4,7 @@
 import type { Issue } from '../errors.js';
 import type { HostForm } from '../net/host.js';
 import type { GraphqlOperation, GraphqlRequest } from './graphql-match.js';
+import type { JsonRpcCall, JsonRpcRequest } from './jsonrpc-match.js';
 
 /** `l4` is OpenShell's omitted protocol: explicit-proxy passthrough. */
 const PROTOCOLS = ['l4', 'tcp', 'rest', 'websocket', 'graphql', 'mcp', 'json-rpc'] as const;
@@ -40,6 +41,8 @@ export interface EgressIntent {
   readonly binary?: string;
   /** The parsed GraphQL body or GET envelope, for requests a `protocol: graphql` endpoint selects. */
   readonly graphql?: GraphqlRequest;
+  /** The parsed JSON-RPC body, receive stream or session end, for requests a json-rpc or mcp endpoint selects. */
+  readonly jsonRpc?: JsonRpcRequest;
 }
 
 /** The question types policy DNS answers from policy; every other type is NOTIMP before any intent is built. */
@@ -113,14 +116,15 @@ export interface EndpointOptions {
   readonly persistedQueries: 'deny' | 'allow_registered';
   /** graphql_persisted_queries: the trusted registry, by hash or id; what a registered hash-only query is decided as. */
   readonly graphqlPersistedQueries?: ReadonlyMap<string, GraphqlOperation>;
-  readonly mcpMaxBodyBytes: number;
   readonly mcpStrictToolNames: boolean;
   readonly mcpAllowAllKnownMethods: boolean;
-  readonly mcpVersions: readonly string[];
+  /** boundary extension `mcp.filter_tools_list`: tools/list answers list only the tools policy allows. */
+  readonly mcpFilterToolsList: boolean;
+  /** The body limit of json-rpc and mcp endpoints: `mcp.max_body_bytes`, else `json_rpc.max_body_bytes`. */
   readonly jsonRpcMaxBodyBytes: number;
 }
 
-/** `http` rules (method/path/query) are enforced now; the others are validated and enforced later. */
+/** `http` rules look at method, path and query; the others at the parsed GraphQL operation or JSON-RPC call. */
 const RULE_KINDS = ['http', 'graphql', 'mcp', 'json-rpc'] as const;
 type RuleKind = (typeof RULE_KINDS)[number];
 
@@ -148,6 +152,10 @@ export interface L7Rule {
   matchesHttp(request: HttpRequestView): boolean;
   /** GraphQL rules only (allow or deny semantics fixed when compiled); absent on every other kind. */
   matchesGraphql?(op: GraphqlOperation): boolean;
+  /** JSON-RPC and MCP rules only: does this call match (allow or deny alike)? */
+  matchesCall?(call: JsonRpcCall): boolean;
+  /** MCP allow rules naming tools: with one on an endpoint, tools/call needs a tool rule even under the method profile. */
+  readonly scopesTools?: boolean;
 }
 
 export interface PolicyEntry {
@@ -190,6 +198,8 @@ export const DECISION_REASONS = [
   'unsupported-l7-protocol',
   // A GraphQL body or GET envelope that cannot be read as one (docs/policy.md#graphql-inspection): denied even under audit.
   'graphql-rejected',
+  // A JSON-RPC or MCP body that cannot be read, or a client-sent response on json-rpc: denied even under audit.
+  'jsonrpc-rejected',
   // DNS intents only: a question whose name can never be mapped, whatever the policy says.
   'ip-literal-name',
   'local-name',
@@ -233,6 +243,8 @@ export interface Decision extends DecisionBase<Verdict, DecisionReason> {
   readonly binaryIdentity: 'matched' | 'endpoint-only';
   /** For L7: the rule that matched (`GET /api/**`), or the rule that was missing on deny. */
   readonly rule: string | undefined;
+  /** JSON-RPC and MCP: the calls the verdict rests on (every call when allowed, the denied one when denied). */
+  readonly calls?: readonly JsonRpcCall[] | undefined;
 }
 
 /**

@@ -51,8 +51,8 @@ export type EndpointDraft = Omit<
   readonly canonical: Record<string, unknown>;
 };
 
-// GraphQL is inspected (docs/policy.md#graphql-inspection); MCP and JSON-RPC are not yet.
-const UNSUPPORTED_L7: ReadonlySet<Protocol> = new Set(['mcp', 'json-rpc']);
+/** Protocols whose bodies may carry credential placeholders to rewrite (docs/credentials.md): JSON bodies policy reads whole. */
+const BODY_REWRITE_PROTOCOLS: ReadonlySet<Protocol> = new Set(['rest', 'mcp', 'json-rpc']);
 
 export function readEndpoint(ctx: ReadContext, node: Node | null, path: string): EndpointDraft | undefined {
   const before = ctx.issues.length;
@@ -125,9 +125,9 @@ export function readEndpoint(ctx: ReadContext, node: Node | null, path: string):
     report(ctx, valueNode('websocket_credential_rewrite'), at('websocket_credential_rewrite'), 'POLICY_WEBSOCKET_REWRITE_INVALID',
       'websocket_credential_rewrite is valid on rest and websocket endpoints only');
   }
-  if (bools.requestBodyCredentialRewrite && !tcp && effective !== 'rest') {
+  if (bools.requestBodyCredentialRewrite && !tcp && !BODY_REWRITE_PROTOCOLS.has(effective)) {
     report(ctx, valueNode('request_body_credential_rewrite'), at('request_body_credential_rewrite'), 'POLICY_BODY_REWRITE_INVALID',
-      'request_body_credential_rewrite is valid on rest endpoints only');
+      'request_body_credential_rewrite is valid on rest, mcp and json-rpc endpoints only');
   }
   const signing = readSigning(ctx, f, path, { bodyRewrite: bools.requestBodyCredentialRewrite, host, hostKind, tlsSkip: tls === 'skip' });
   const credentialProvider = readCredentialBinding(ctx, f.get('credential_binding'), at('credential_binding'));
@@ -138,10 +138,6 @@ export function readEndpoint(ctx: ReadContext, node: Node | null, path: string):
 
   if (protocol === undefined && (access !== undefined || hasRules)) {
     report(ctx, map, at('protocol'), 'POLICY_WARN_RULES_WITHOUT_PROTOCOL', 'access and rules have no effect without protocol');
-  }
-  if (UNSUPPORTED_L7.has(effective)) {
-    report(ctx, valueNode('protocol'), at('protocol'), 'POLICY_WARN_UNSUPPORTED_L7',
-      `protocol ${effective} is not inspected yet; its requests are denied unless REST rules allow them`);
   }
   if (ctx.issues.length > before) return undefined;
 

@@ -38,17 +38,21 @@ const DENIAL_ERRORS = [
   'credential_unavailable',
   'credential_body_too_large',
   'invalid_graphql_request',
+  'invalid_jsonrpc_request',
 ] as const;
-type DenialError = (typeof DENIAL_ERRORS)[number];
+export type DenialError = (typeof DENIAL_ERRORS)[number];
 
 export interface Denial {
   readonly status: number;
   readonly error: DenialError;
-  readonly body: Readonly<Record<string, unknown>>;
+  /** An object, or the array of a JSON-RPC batch answer. */
+  readonly body: Readonly<Record<string, unknown>> | readonly unknown[];
   /** The status line's reason phrase: safeReasonPhrase() of the status text and a short why. */
   readonly reasonPhrase: string;
   /** Policy key for the X-Boundary-Policy header (L7 denials). */
   readonly policy?: string;
+  /** The request was read whole, so the connection may serve the next one (JSON-RPC answers); else it is closed. */
+  readonly keepAlive?: boolean;
 }
 
 /** What a policy denial's next steps are worked out from: the live policy and the denied request, never its query. */
@@ -68,6 +72,18 @@ export function safeReasonPhrase(status: number, why: string): string {
 
 function denial(status: number, error: DenialError, fields: Record<string, unknown>, why: string, policy?: string): Denial {
   return { status, error, body: { error, ...fields }, reasonPhrase: safeReasonPhrase(status, why), ...(policy === undefined ? {} : { policy }) };
+}
+
+/** A denial whose body is written as given, not wrapped in `{ error, ... }`: a JSON-RPC answer (proxy/jsonrpc-denial.ts). */
+export function verbatimDenial(
+  status: number,
+  error: DenialError,
+  body: Denial['body'],
+  why: string,
+  options: { readonly policy?: string | undefined; readonly keepAlive: boolean },
+): Denial {
+  const policy = options.policy === undefined ? {} : { policy: options.policy };
+  return { status, error, body, reasonPhrase: safeReasonPhrase(status, why), ...policy, keepAlive: options.keepAlive };
 }
 
 /** The phrase's why for a policy denial: the closed reason, in words, with the target (and method for L7). */
@@ -295,7 +311,7 @@ export function renderDenial(d: Denial): string {
   const policy = d.policy === undefined ? '' : `${POLICY_HEADER}: ${d.policy}\r\n`;
   return (
     `HTTP/1.1 ${d.status} ${d.reasonPhrase}\r\ncontent-type: application/json\r\n` +
-    `content-length: ${Buffer.byteLength(body)}\r\n${policy}connection: close\r\n\r\n${body}`
+    `content-length: ${Buffer.byteLength(body)}\r\n${policy}${d.keepAlive === true ? '' : 'connection: close\r\n'}\r\n${body}`
   );
 }
 
@@ -319,8 +335,8 @@ export function sendDenial(res: ServerResponse, d: Denial): void {
   const headers: Record<string, string | number> = {
     'content-type': 'application/json',
     'content-length': Buffer.byteLength(body),
-    connection: 'close',
   };
+  if (d.keepAlive !== true) headers.connection = 'close';
   if (d.policy !== undefined) headers[POLICY_HEADER] = d.policy;
   res.writeHead(d.status, d.reasonPhrase, headers);
   res.end(body);

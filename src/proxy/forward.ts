@@ -30,7 +30,8 @@ import type { H1Request } from '../http1/h1-request.js';
 import { clientResponseHeaders, hostHeader, upstreamRequestHeaders } from '../http1/headers.js';
 import { type SignedResult, signedRequest, withoutAwsAuth } from './sigv4-request.js';
 import { type Evaluation, evaluateRequest, evaluateRequestCached, type RelayEvaluation } from './l7.js';
-import { holdGraphqlBody } from './graphql-hold.js';
+import { holdInspectedBody } from './body-hold.js';
+import { filteringHandler, identityEncoding, type ToolsListPlan, toolsListPlan } from './tools-list-filter.js';
 
 /** The marker scanner's abort, as thrown by the body iterator (or wrapped in `cause`). */
 function markerError(err: unknown): MarkerInBodyError | undefined {
@@ -107,15 +108,17 @@ class ForwardedRequest implements H1Handler {
   readonly res: ServerResponse;
   readonly o: Outcome;
   readonly scope: TunnelScope | undefined;
-  /** Cleared once the 100 Continue went out (a GraphQL body is read before the decision). */
+  /** Cleared once the 100 Continue went out (an inspected body is read before the decision). */
   expectContinue: boolean;
-  /** What goes upstream as the body: the request itself, or the GraphQL body already held. */
+  /** What goes upstream as the body: the request itself, or the inspected body already held. */
   body: AsyncIterable<Buffer>;
   /** The client connection, kept: `req.socket` is let go of once the exchange is over. */
   readonly clientSocket: Socket;
   /** Where the request goes, once evaluated: its authority names a failed upstream in the 502. */
   destination: RelayEvaluation | undefined = undefined;
   credentialScope: CredentialScope | undefined = undefined;
+  /** docs/policy.md#filtering-toolslist: the tools/list answers this request's response carries, to filter. */
+  toolsList: ToolsListPlan | undefined = undefined;
   exchange: H1Exchange | undefined = undefined;
   headSent = false;
   /** The upstream exchange is over (or never started): a client close no longer aborts it. */
@@ -153,7 +156,7 @@ class ForwardedRequest implements H1Handler {
 
   relay(evaluation: Evaluation): void {
     if (evaluation.kind === 'body') {
-      holdGraphqlBody(this, evaluation.limit);
+      holdInspectedBody(this, evaluation);
       return;
     }
     let answered: boolean;
@@ -206,6 +209,7 @@ class ForwardedRequest implements H1Handler {
     const { head } = prepared;
     if (this.expectContinue) res.writeContinue();
     this.destination = evaluation;
+    this.toolsList = toolsListPlan(ctx.store.current(), decision, { host, port, path: o.path ?? '/' });
     // Issue 15: where a body could meet credentials it is held and decided before the head leaves (rewritten,
     // or checked up to MAX_BODY_CHECK_BYTES); elsewhere it streams, released by the marker scanner.
     const held = signing !== undefined
@@ -214,7 +218,7 @@ class ForwardedRequest implements H1Handler {
       ? undefined
       : decision.endpoint?.requestBodyCredentialRewrite === true
         ? rewrittenBody(this.body, head)
-        : // A held GraphQL body goes as the bytes read, with a Content-Length (a chunked one is re-framed).
+        : // A held inspected body goes as the bytes read, with a Content-Length (a chunked one is re-framed).
           this.body !== this.req || routeHasCredentials(ctx.credentials, decision, host, port)
           ? checkedBody(this.body, head)
           : undefined;
@@ -256,7 +260,9 @@ class ForwardedRequest implements H1Handler {
     relays.set(this.res, this);
     this.res.on('close', onClientClose);
     try {
-      this.exchange = pool.request({ target: head.target, method: this.o.method, headers, body }, this);
+      const plan = this.toolsList;
+      const upstream = plan === undefined ? headers : identityEncoding(headers);
+      this.exchange = pool.request({ target: head.target, method: this.o.method, headers: upstream, body }, plan === undefined ? this : filteringHandler(this, plan));
     } catch (err) {
       this.onError(err instanceof Error ? err : new Error(String(err)));
     }

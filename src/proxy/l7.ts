@@ -31,8 +31,8 @@ import { type Outcome, type ReasonCode, settle } from './events.js';
 import { checkFraming, framingLookalike, type FramingResult } from '../http1/framing.js';
 import { methodOverride } from './method-override.js';
 import { canonicalTarget, escapeOptionsOf, refusedEscape } from './path.js';
-import type { GraphqlRequest } from '../policy/graphql-match.js';
-import { graphqlBodyLimit, graphqlWithoutBody } from './graphql-body.js';
+import { type BodyHold, bodyHold, type InspectedBody, withoutBody } from './inspected-body.js';
+import { callEventFields, jsonRpcDenial } from './jsonrpc-denial.js';
 import { parseAbsoluteTarget } from '../http1/target.js';
 
 /** An allowed request and where it goes. */
@@ -50,8 +50,11 @@ export interface RelayEvaluation {
 
 export type Evaluation =
   | { readonly kind: 'bare'; readonly status: number }
-  /** A GraphQL endpoint selects this POST: read its body (up to `limit`), then evaluate again with it parsed. */
-  | { readonly kind: 'body'; readonly limit: number }
+  /**
+   * A graphql, json-rpc or mcp endpoint selects this request: read its body (up to `limit`) and parse it by
+   * `protocol` (body-hold.ts holdInspectedBody), then evaluate again with it.
+   */
+  | ({ readonly kind: 'body' } & BodyHold)
   | { readonly kind: 'deny'; readonly denial: Denial; readonly finding?: string }
   | RelayEvaluation;
 
@@ -141,9 +144,9 @@ export function evaluateRequestCached(
   req: IncomingMessage,
   scope: TunnelScope | undefined,
   o: Outcome,
-  graphql?: GraphqlRequest,
+  inspected?: InspectedBody,
 ): Evaluation | undefined {
-  const evaluation = evaluatePolicy(ctx, req, scope, o, graphql);
+  const evaluation = evaluatePolicy(ctx, req, scope, o, inspected);
   if (evaluation.kind !== 'unchecked') return evaluation;
   const dest = destinationCached(ctx, evaluation.destination);
   return dest === undefined ? undefined : destinationEvaluation(o, evaluation.allowed, dest);
@@ -155,15 +158,15 @@ export async function evaluateRequest(
   req: IncomingMessage,
   scope: TunnelScope | undefined,
   o: Outcome,
-  graphql?: GraphqlRequest,
+  inspected?: InspectedBody,
 ): Promise<Evaluation> {
-  const evaluation = evaluatePolicy(ctx, req, scope, o, graphql);
+  const evaluation = evaluatePolicy(ctx, req, scope, o, inspected);
   if (evaluation.kind !== 'unchecked') return evaluation;
   return destinationEvaluation(o, evaluation.allowed, await destination(ctx, evaluation.destination));
 }
 
 /** Everything up to the SSRF check, which only an allowed forward request still needs. */
-function evaluatePolicy(ctx: ProxyContext, req: IncomingMessage, scope: TunnelScope | undefined, o: Outcome, body?: GraphqlRequest): Evaluation | Unchecked {
+function evaluatePolicy(ctx: ProxyContext, req: IncomingMessage, scope: TunnelScope | undefined, o: Outcome, body?: InspectedBody): Evaluation | Unchecked {
   const framing = checkFraming(req.httpVersion, req.rawHeaders);
   if (!framing.ok) return bare(o, framing.status, framing.status === 431 ? 'head-too-large' : 'bad-request', framing.problem);
   const url = req.url ?? '';
@@ -184,6 +187,8 @@ function evaluatePolicy(ctx: ProxyContext, req: IncomingMessage, scope: TunnelSc
   /** The method the decision that stands was made for: the override's when that one was stricter. */
   let decidedMethod = method;
   let overrideMethod: string | undefined;
+  /** What policy read of the body (or of a bodiless GraphQL GET, MCP stream or session end). */
+  let read: InspectedBody | undefined = body;
   const policy = ctx.store.current();
   o.generation = policy.generation;
   o.policyHash = policy.hash;
@@ -213,11 +218,15 @@ function evaluatePolicy(ctx: ProxyContext, req: IncomingMessage, scope: TunnelSc
       // docs/policy.md#trailing-dots-and-spaces: Windows and IIS read `/admin.` as `/admin`, so that reading is
       // decided too and the stricter stands, as for a method override.
       const stripped = canon.strippedPath === undefined ? undefined : redactPlaceholders(canon.strippedPath);
-      // docs/policy.md#graphql-inspection: a POST's body is read first (once), a GET's envelope is its query.
-      const graphqlLimit = body === undefined ? graphqlBodyLimit(l4.endpoints, shown) : undefined;
-      if (graphqlLimit !== undefined && method === 'POST' && framing.upgrade === undefined) return { kind: 'body', limit: graphqlLimit };
-      const graphql = graphqlLimit === undefined ? body : graphqlWithoutBody(method, query);
-      const extra = graphql === undefined ? {} : { graphql };
+      // docs/policy.md#graphql-inspection, #json-rpc-and-mcp-inspection: a body policy reads is held first (once).
+      const hold = body === undefined ? bodyHold(l4.endpoints, shown) : undefined;
+      if (hold !== undefined) {
+        const shape = { method, query, accept: req.headers.accept, hasBody: framing.hasBody, upgrade: framing.upgrade !== undefined };
+        const bodiless = withoutBody(hold, shape);
+        if (bodiless === 'hold') return { kind: 'body', ...hold };
+        read = bodiless;
+      }
+      const extra = read ?? {};
       const decideAs = (m: string): Decision => {
         const asWritten = timedDecide(ctx.metrics, policy, { adapter, host, port, method: m, path: shown, query, ...extra });
         if (stripped === undefined) return asWritten;
@@ -249,6 +258,7 @@ function evaluatePolicy(ctx: ProxyContext, req: IncomingMessage, scope: TunnelSc
   o.engine = decision.layer === 'l7' ? 'l7' : 'opa';
   const extra = { rule: decision.rule, endpoint: decision.endpoint?.id, identity: decision.binaryIdentity };
   o.extra = overrideMethod === undefined ? extra : { ...extra, method_override: overrideMethod };
+  if (decision.calls !== undefined && decision.calls.length > 0) o.extra = { ...o.extra, ...callEventFields(decision.calls) };
   if (decision.verdict === 'deny') {
     const detail = decision.detail;
     const q = target.indexOf('?');
@@ -257,9 +267,11 @@ function evaluatePolicy(ctx: ProxyContext, req: IncomingMessage, scope: TunnelSc
     if (decision.reason === 'unsupported-l7-protocol') return refuse(o, unsupportedL7Denial(detail), decision.reason, detail);
     const path = o.path ?? '/';
     const denied = { policy, adapter };
-    const denial = decision.layer === 'l7'
+    const policyDenial = (): Denial => decision.layer === 'l7'
       ? l7PolicyDenial({ method: decidedMethod, path, host, port }, decision, denied)
       : forwardPolicyDenial(method, formatAuthority(host, port), path, decision, { ...denied, host, port });
+    // docs/policy.md#denials-as-json-rpc-errors: a request with ids is answered as JSON-RPC, so the session goes on.
+    const denial = read !== undefined && 'jsonRpc' in read ? jsonRpcDenial(read.jsonRpc, decision, policyDenial) : policyDenial();
     return refuse(o, denial, decision.reason, detail);
   }
   // No status yet: the upstream's answer records it.

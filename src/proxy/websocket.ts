@@ -79,7 +79,7 @@ function readResponseHead(upstream: Socket): Promise<{ head: string; rest: Buffe
 async function upgrade(ctx: ProxyContext, req: IncomingMessage, socket: Socket, head: Buffer, o: Outcome): Promise<void> {
   const scope = ctx.scopes.get(socket);
   const evaluation = await evaluateRequest(ctx, req, scope, o);
-  // 'body' is asked only for a POST, never for an upgrade (docs/policy.md#graphql-inspection); 400 if it ever were.
+  // 'body' is never asked for an upgrade (inspected-body.ts withoutBody); 400 if it ever were.
   if (evaluation.kind === 'bare' || evaluation.kind === 'body') {
     writeBareStatusToSocket(socket, evaluation.kind === 'bare' ? evaluation.status : 400);
     return;

@@ -1,5 +1,5 @@
-// decide() reference table rows for how entries combine: deny precedence, audit enforcement, uninspected L7
-// protocols that fail closed, overlapping endpoints and entries, binaries, and a policy with no entries.
+// decide() reference table rows for how entries combine: deny precedence, audit enforcement, inspected L7
+// protocols that fail closed without their parsed body, overlapping endpoints and entries, binaries, and a policy with no entries.
 
 import {
   ALLOW_L4,
@@ -17,7 +17,7 @@ import {
   PRESET_OK,
   RULE_OK,
   req,
-  UNSUPPORTED,
+  JSONRPC_UNREAD,
 } from './decide-table.js';
 
 const PRECEDENCE_POLICY = `version: 1
@@ -204,8 +204,8 @@ const GRAPHQL_UNREAD = { verdict: 'deny', reason: 'graphql-rejected' } as const;
 add('unsupported l7', 'POST /graphql selects the graphql endpoint (no parsed body: rejected)', UNSUPPORTED_POLICY, req('POST', '/graphql'), { ...GRAPHQL_UNREAD, endpointIndex: 1 });
 add('unsupported l7', 'GET /graphql selects the graphql endpoint (no parsed envelope: rejected)', UNSUPPORTED_POLICY, req('GET', '/graphql'), GRAPHQL_UNREAD);
 add('unsupported l7', 'GET /repos falls to the REST endpoint', UNSUPPORTED_POLICY, req('GET', '/repos'), { ...PRESET_OK, endpointIndex: 0 });
-add('unsupported l7', 'a json-rpc request', UNSUPPORTED_POLICY, req('POST', '/', 'rpc.example.com'), UNSUPPORTED);
-add('unsupported l7', 'an mcp request', UNSUPPORTED_POLICY, req('POST', '/mcp', 'mcp.example.com'), UNSUPPORTED);
+add('unsupported l7', 'a json-rpc request without its parsed body (rejected)', UNSUPPORTED_POLICY, req('POST', '/', 'rpc.example.com'), JSONRPC_UNREAD);
+add('unsupported l7', 'an mcp request without its parsed body (rejected)', UNSUPPORTED_POLICY, req('POST', '/mcp', 'mcp.example.com'), JSONRPC_UNREAD);
 add('unsupported l7', 'a graphql request on an audit endpoint still fails closed', UNSUPPORTED_POLICY, req('POST', '/graphql', 'gql-audit.example.com'), GRAPHQL_UNREAD);
 add('unsupported l7', 'the connection to a json-rpc endpoint', UNSUPPORTED_POLICY, conn('rpc.example.com'), ALLOW_L4);
 

@@ -49,7 +49,8 @@ export const NO_RULE: Expect = { verdict: 'deny', reason: 'no-rule-matched' };
 export const DENY_RULE: Expect = { verdict: 'deny', reason: 'deny-rule-matched' };
 export const AUDIT_NO_RULE: Expect = { verdict: 'audit', reason: 'no-rule-matched' };
 export const AUDIT_DENY_RULE: Expect = { verdict: 'audit', reason: 'deny-rule-matched' };
-export const UNSUPPORTED: Expect = { verdict: 'deny', reason: 'unsupported-l7-protocol' };
+/** A json-rpc or mcp request decided without its parsed body: fails closed, even under audit. */
+export const JSONRPC_UNREAD: Expect = { verdict: 'deny', reason: 'jsonrpc-rejected' };
 export const BINARY_MISS: Expect = { verdict: 'deny', reason: 'binary-not-allowed' };
 
 // ---- policy snippets ---------------------------------------------------------------------------------------

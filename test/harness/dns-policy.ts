@@ -47,10 +47,9 @@ export function stubEndpoint(spec: EndpointSpec, index: number, key = 'test'): E
     options: {
       graphqlMaxBodyBytes: 65_536,
       persistedQueries: 'deny',
-      mcpMaxBodyBytes: 65_536,
       mcpStrictToolNames: true,
       mcpAllowAllKnownMethods: false,
-      mcpVersions: [],
+      mcpFilterToolsList: false,
       jsonRpcMaxBodyBytes: 65_536,
     },
     // A cast, not `satisfies`: the engine may add fields that DNS never reads while this stub stays valid.

@@ -8,10 +8,9 @@ import { L7_PROTOCOLS } from '../../src/policy/types.js';
 const OPTIONS: EndpointOptions = Object.freeze({
   graphqlMaxBodyBytes: 64 * 1024,
   persistedQueries: 'deny',
-  mcpMaxBodyBytes: 64 * 1024,
   mcpStrictToolNames: true,
   mcpAllowAllKnownMethods: false,
-  mcpVersions: Object.freeze([]),
+  mcpFilterToolsList: false,
   jsonRpcMaxBodyBytes: 64 * 1024,
 });
 

@@ -3,13 +3,12 @@
 // queries by sha256 (Apollo APQ). Records what arrived so a test can prove a denied request never did.
 
 import { createHash } from 'node:crypto';
-import { once } from 'node:events';
 import { createServer as createHttpServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { createServer as createHttpsServer } from 'node:https';
-import type { Socket } from 'node:net';
 import { buildSchema, graphql } from 'graphql';
 import type { CertificateAuthority } from '../../src/pki/ca.js';
 import { issueCertificate } from '../../src/pki/issue.js';
+import { listenTracked } from './servers.js';
 
 const SCHEMA = buildSchema(`
   type User { login: String! }
@@ -90,23 +89,7 @@ function handler(seen: GraphqlSeen[], registry: ReadonlyMap<string, string>) {
 }
 
 async function listen(server: Server, seen: GraphqlSeen[]): Promise<GraphqlOrigin> {
-  const sockets = new Set<Socket>();
-  server.on('connection', (s: Socket) => {
-    sockets.add(s);
-    s.once('close', () => sockets.delete(s));
-  });
-  server.listen(0, '127.0.0.1');
-  await once(server, 'listening');
-  const address = server.address();
-  if (address === null || typeof address !== 'object') throw new Error('graphql origin did not bind');
-  return {
-    port: address.port,
-    seen,
-    async close() {
-      for (const s of sockets) s.destroy();
-      await new Promise<void>((resolve) => server.close(() => resolve()));
-    },
-  };
+  return { seen, ...(await listenTracked(server)) };
 }
 
 /** `persisted`: documents the server knows by hash (the registry a client's hash-only request relies on). */

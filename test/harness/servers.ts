@@ -51,25 +51,29 @@ function upgradeEcho(req: IncomingMessage, socket: Socket, head: Buffer): void {
   socket.pipe(socket);
 }
 
-async function listen(server: Server, seen: SeenRequest[]): Promise<Origin> {
+/** Listens on 127.0.0.1 port 0 and tracks the sockets, so close() ends kept-alive connections too. */
+export async function listenTracked(server: Server): Promise<{ readonly port: number; close(): Promise<void> }> {
   const sockets = new Set<Socket>();
   server.on('connection', (s: Socket) => {
     sockets.add(s);
     s.once('close', () => sockets.delete(s));
   });
-  server.on('upgrade', upgradeEcho);
   server.listen(0, '127.0.0.1');
   await once(server, 'listening');
   const address = server.address();
   if (address === null || typeof address !== 'object') throw new Error('origin did not bind');
   return {
     port: address.port,
-    seen,
     async close() {
       for (const s of sockets) s.destroy();
       await new Promise<void>((resolve) => server.close(() => resolve()));
     },
   };
+}
+
+async function listen(server: Server, seen: SeenRequest[]): Promise<Origin> {
+  server.on('upgrade', upgradeEcho);
+  return { seen, ...(await listenTracked(server)) };
 }
 
 export function httpOrigin(): Promise<Origin> {

@@ -51,7 +51,9 @@ function l7(host: string, method: string, path: string, query = ''): Denial {
     : forwardPolicyDenial(method, `${host}:443`, path, decision, { ...denied, host, port: 443 });
 }
 
-const steps = (d: Denial): { kind: string; message: string; yaml?: string }[] => d.body.next_steps as { kind: string; message: string; yaml?: string }[];
+/** An L7 or forward denial's body: always an object (only a JSON-RPC batch answer is an array). */
+const bodyOf = (d: Denial): Readonly<Record<string, unknown>> => d.body as Readonly<Record<string, unknown>>;
+const steps = (d: Denial): { kind: string; message: string; yaml?: string }[] => bodyOf(d).next_steps as { kind: string; message: string; yaml?: string }[];
 
 describe('denial next steps and reason phrases', () => {
   const cases: { name: string; denial: () => Denial; kinds: string[]; phrase: string; rule?: string | null; missing?: boolean }[] = [
@@ -91,8 +93,8 @@ describe('denial next steps and reason phrases', () => {
       assert.ok(steps(d).every((s) => (NEXT_STEP_KINDS as readonly string[]).includes(s.kind) && s.message.length > 0));
       assert.equal(d.reasonPhrase, c.phrase);
       assert.ok(renderDenial(d).startsWith(`HTTP/1.1 ${d.status} ${c.phrase}\r\n`));
-      if (c.rule !== undefined) assert.equal(d.body.rule, c.rule);
-      if (c.missing !== undefined) assert.equal(d.body.rule_missing === null, !c.missing);
+      if (c.rule !== undefined) assert.equal(bodyOf(d).rule, c.rule);
+      if (c.missing !== undefined) assert.equal(bodyOf(d).rule_missing === null, !c.missing);
       // Never a query value, key name or secret in the phrase or the steps.
       assert.doesNotMatch(`${d.reasonPhrase} ${JSON.stringify(steps(d))}`, /s3cret|token=|GITHUB_TOKEN|SECRET/);
     });

@@ -150,6 +150,13 @@ describe('layering (STYLE.md section 2)', () => {
     assert.deepEqual(violations('tls', ['proxy', 'http1', 'websocket']), []);
   });
 
+  it('graphql/ and jsonrpc/ are pure codecs: out of their folder they import only policy/ types', () => {
+    for (const folder of ['graphql', 'jsonrpc']) {
+      const out = EDGES.filter((e) => inFolder(e.from, folder) && !inFolder(e.to, folder));
+      assert.deepEqual(out.filter((e) => !(inFolder(e.to, 'policy') && e.typeOnly)).map((e) => `${e.from} -> ${e.to}`), []);
+    }
+  });
+
   it('has no index.ts barrels', () => {
     assert.deepEqual(
       FILES.map((f) => relative(SRC, f)).filter((f) => f === 'index.ts' || f.endsWith('/index.ts')),

@@ -201,15 +201,15 @@ describe('decide', () => {
     assert.equal(preset.reason, 'preset-allowed');
   });
 
-  it('selects the most specific inspected endpoint and denies uninspected protocols outright', () => {
+  it('selects the most specific inspected endpoint and fails closed on json-rpc without its parsed body', () => {
     // docs/policy.md#graphql-inspection: without its parsed request a GraphQL endpoint fails closed.
     const graphql = decide(policy, l7('api.example.com', 'POST', '/graphql'));
     assert.equal(graphql.verdict, 'deny');
     assert.equal(graphql.reason, 'graphql-rejected');
     assert.equal(graphql.endpoint?.id, 'api#1');
     const rpc = decide(policy, l7('rpc.example.com', 'POST', '/rpc'));
-    assert.equal(rpc.verdict, 'deny', 'audit never relaxes an uninspected protocol');
-    assert.equal(rpc.reason, 'unsupported-l7-protocol');
+    assert.equal(rpc.verdict, 'deny', 'audit never relaxes an unread body');
+    assert.equal(rpc.reason, 'jsonrpc-rejected');
   });
 
   it('denies a request whose path no inspected endpoint selects', () => {

@@ -46,10 +46,14 @@ describe('parsePolicy: warnings and ignored sections', () => {
     warned(endpoint('{ host: "*.co.uk", port: 443 }'), 'POLICY_WARN_PUBLIC_SUFFIX', `${E0}.host`);
   });
 
-  it('warns that mcp and json-rpc are not inspected yet, and not about graphql (inspected)', () => {
-    const graphql = parsePolicy(endpoint('{ host: a.example.com, port: 443, protocol: graphql, enforcement: enforce, rules: [{ allow: { operation_type: query } }] }'));
-    assert.ok(!graphql.warnings.some((w) => w.code === 'POLICY_WARN_UNSUPPORTED_L7'));
-    warned(endpoint('{ host: a.example.com, port: 443, protocol: mcp, enforcement: enforce, mcp: { allow_all_known_mcp_methods: true } }'), 'POLICY_WARN_UNSUPPORTED_L7', E0);
+  it('loads graphql, mcp and json-rpc endpoints (all inspected) without a warning', () => {
+    for (const body of [
+      'protocol: graphql, enforcement: enforce, rules: [{ allow: { operation_type: query } }]',
+      'protocol: mcp, enforcement: enforce, mcp: { allow_all_known_mcp_methods: true }',
+      'protocol: json-rpc, enforcement: enforce, rules: [{ allow: { method: "*" } }]',
+    ]) {
+      assert.deepEqual(parsePolicy(endpoint(`{ host: a.example.com, port: 443, ${body} }`)).warnings, []);
+    }
   });
 
   it('lists filesystem_policy, landlock and process as not enforced, with a warning each', () => {
@@ -67,13 +71,13 @@ describe('parsePolicy: warnings and ignored sections', () => {
   });
 
   it('applies protocol option defaults and reads explicit ones', () => {
-    const policy = parsePolicy(endpoint('{ host: a.example.com, port: 443, protocol: mcp, enforcement: enforce, mcp: { allow_all_known_mcp_methods: true, max_body_bytes: 131072, versions: ["2025-06-18"] } }'));
+    const policy = parsePolicy(endpoint('{ host: a.example.com, port: 443, protocol: mcp, enforcement: enforce, mcp: { allow_all_known_mcp_methods: true, max_body_bytes: 131072 } }'));
     const options = policy.endpoints[0]?.options;
     assert.equal(options?.mcpAllowAllKnownMethods, true);
-    assert.equal(options?.mcpMaxBodyBytes, 131072);
+    assert.equal(options?.jsonRpcMaxBodyBytes, 131072);
     assert.equal(options?.mcpStrictToolNames, true);
+    assert.equal(options?.mcpFilterToolsList, false);
     assert.equal(options?.graphqlMaxBodyBytes, 65536);
-    assert.deepEqual(options?.mcpVersions, ['2025-06-18']);
   });
 
   it('accepts an escape-hatched credentialed L4 endpoint and a credentialed rest endpoint', () => {

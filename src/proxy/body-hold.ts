@@ -1,12 +1,14 @@
-// docs/policy.md#graphql-inspection: a POST a GraphQL endpoint selects is held until its body is read and parsed,
-// then evaluated again with it; nothing reaches the upstream before that decision. A body policy cannot read at
-// all (too large, compressed, multipart) is answered 400 `invalid_graphql_request` on every route.
+// docs/policy.md#graphql-inspection, docs/policy.md#json-rpc-and-mcp-inspection: a request a graphql, json-rpc or
+// mcp endpoint selects is held until its body is read and parsed, then evaluated again with it; nothing reaches the
+// upstream before that decision. A body policy cannot read at all (too large, compressed, multipart) is answered
+// 400 on every route: `invalid_graphql_request`, or a JSON-RPC error for json-rpc and mcp.
 
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { TunnelScope, ProxyContext } from './context.js';
 import { graphqlRejectedDenial, lingerAfterAnswer, sendDenial } from './deny.js';
 import { type Outcome, settle } from './events.js';
-import { graphqlHeadProblem, readGraphqlBody } from './graphql-body.js';
+import { type BodyHold, heldBodyHeadProblem, readHeldBody } from './inspected-body.js';
+import { jsonRpcRejectedDenial } from './jsonrpc-denial.js';
 import { type Evaluation, evaluateRequest } from './l7.js';
 
 /** What of a forwarded request holding its body needs (forward.ts ForwardedRequest). */
@@ -23,16 +25,18 @@ export interface HoldingRequest {
   report(): void;
 }
 
-export function holdGraphqlBody(request: HoldingRequest, limit: number): void {
+/** Reads the body `hold` says how to, parses it by its protocol, and relays the evaluation made with it. */
+export function holdInspectedBody(request: HoldingRequest, hold: BodyHold): void {
   const { req, res, o } = request;
   const refuse = (problem: string): void => {
-    settle(o, 'deny', 'graphql-rejected', problem, 400);
+    const graphql = hold.protocol === 'graphql';
+    settle(o, 'deny', graphql ? 'graphql-rejected' : 'jsonrpc-rejected', problem, 400);
     lingerAfterAnswer(req, res);
-    sendDenial(res, graphqlRejectedDenial(problem));
+    sendDenial(res, graphql ? graphqlRejectedDenial(problem) : jsonRpcRejectedDenial(problem));
     request.report();
   };
   // Decided from the head alone where it can be: a body that will be refused is never asked for (no 100 Continue).
-  const early = graphqlHeadProblem(req, limit);
+  const early = heldBodyHeadProblem(req, hold);
   if (early !== undefined) {
     refuse(early);
     return;
@@ -41,14 +45,14 @@ export function holdGraphqlBody(request: HoldingRequest, limit: number): void {
     request.expectContinue = false;
     res.writeContinue();
   }
-  readGraphqlBody(req, limit)
+  readHeldBody(req, hold)
     .then(async (read) => {
       if (!read.ok) {
         refuse(read.problem);
         return;
       }
       request.body = once(read.body);
-      request.relay(await evaluateRequest(request.ctx, req, request.scope, o, read.request));
+      request.relay(await evaluateRequest(request.ctx, req, request.scope, o, read.inspected));
     })
     .catch((err: unknown) => request.fail(err));
 }

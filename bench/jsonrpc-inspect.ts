@@ -1,0 +1,78 @@
+// JSON-RPC and MCP inspection cost per request (docs/policy.md#json-rpc-and-mcp-inspection): parsing a held body,
+// deciding it, filtering a tools/list answer, and loading the MCP SDK's schemas once. No sockets; medians of
+// ROUNDS rounds of ITERATIONS calls each, after a warm-up.
+//   node --import tsx bench/jsonrpc-inspect.ts
+//   ROUNDS=7 ITERATIONS=50000 node --import tsx bench/jsonrpc-inspect.ts
+
+import { parseJsonRpcBody } from '../src/jsonrpc/message.js';
+import { filterToolsListText } from '../src/jsonrpc/tools-list.js';
+import { decide } from '../src/policy/decide.js';
+import type { JsonRpcRequest } from '../src/policy/jsonrpc-match.js';
+import { parsePolicy } from '../src/policy/parse.js';
+
+const ROUNDS = Number(process.env.ROUNDS ?? 7);
+const ITERATIONS = Number(process.env.ITERATIONS ?? 20_000);
+
+const policy = parsePolicy(`version: 1
+network_policies:
+  tools:
+    endpoints:
+      - host: mcp.example.com
+        port: 443
+        path: /mcp
+        protocol: mcp
+        enforcement: enforce
+        rules:
+          - allow: { method: initialize }
+          - allow: { method: tools/list }
+          - allow: { method: tools/call, tool: { any: [read_status, "search_*", "submit_*"] } }
+        deny_rules:
+          - { method: tools/call, tool: delete_resource }
+      - { host: rpc.example.com, port: 443, protocol: json-rpc, enforcement: enforce, rules: [{ allow: { method: ledger_getBalance } }] }
+    binaries: [{ path: "/**" }]
+`);
+
+const toolsCall = Buffer.from(JSON.stringify({ jsonrpc: '2.0', id: 7, method: 'tools/call', params: { name: 'search_web', arguments: { query: 'boundary', limit: 10 } } }));
+const initialize = Buffer.from(JSON.stringify({ jsonrpc: '2.0', id: 0, method: 'initialize', params: { protocolVersion: '2025-11-25', capabilities: { elicitation: {} }, clientInfo: { name: 'agent', version: '1.0' } } }));
+const generic = Buffer.from(JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'ledger_getBalance', params: ['0xabc', 'latest'] }));
+const batch = Buffer.from(JSON.stringify(Array.from({ length: 10 }, (_, i) => ({ jsonrpc: '2.0', id: i, method: 'tools/call', params: { name: 'read_status', arguments: {} } }))));
+const list = JSON.stringify({ jsonrpc: '2.0', id: 3, result: { tools: Array.from({ length: 50 }, (_, i) => ({ name: i % 2 === 0 ? `search_${i}` : `other_${i}`, description: 'a tool', inputSchema: { type: 'object' } })) } });
+
+const MCP = { mcp: true, strictToolNames: true } as const;
+
+// The first MCP message loads the SDK's schemas: measured once, before any warm-up.
+const loadStarted = performance.now();
+const heapBefore = process.memoryUsage().heapUsed;
+parseJsonRpcBody(toolsCall, MCP);
+const loadMs = performance.now() - loadStarted;
+const loadHeapMiB = (process.memoryUsage().heapUsed - heapBefore) / 1_048_576;
+
+const mcpIntent = (jsonRpc: JsonRpcRequest) => ({ adapter: 'l7' as const, host: 'mcp.example.com', port: 443, method: 'POST', path: '/mcp', jsonRpc });
+const parsedCall = parseJsonRpcBody(toolsCall, MCP);
+const parsedBatch = parseJsonRpcBody(batch, MCP);
+const parsedGeneric = parseJsonRpcBody(generic, { mcp: false });
+
+const cases: [string, () => unknown][] = [
+  ['parse MCP tools/call (JSON.parse + SDK schema)', () => parseJsonRpcBody(toolsCall, MCP)],
+  ['parse MCP initialize', () => parseJsonRpcBody(initialize, MCP)],
+  ['parse generic JSON-RPC call', () => parseJsonRpcBody(generic, { mcp: false })],
+  ['parse MCP batch of 10 tools/call', () => parseJsonRpcBody(batch, MCP)],
+  ['decide MCP tools/call', () => decide(policy, mcpIntent(parsedCall))],
+  ['decide MCP batch of 10', () => decide(policy, mcpIntent(parsedBatch))],
+  ['decide json-rpc call', () => decide(policy, { adapter: 'l7', host: 'rpc.example.com', port: 443, method: 'POST', path: '/', jsonRpc: parsedGeneric })],
+  ['filter a 50-tool tools/list answer', () => filterToolsListText(list, new Set([3]), (t) => t.startsWith('search_'))],
+];
+
+const median = (values: number[]): number => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)] as number;
+
+console.log(`MCP SDK schemas loaded on the first MCP message: ${loadMs.toFixed(1)} ms, ${loadHeapMiB.toFixed(1)} MiB of heap`);
+for (const [name, run] of cases) {
+  for (let i = 0; i < ITERATIONS; i++) run();
+  const rounds: number[] = [];
+  for (let r = 0; r < ROUNDS; r++) {
+    const started = performance.now();
+    for (let i = 0; i < ITERATIONS; i++) run();
+    rounds.push(((performance.now() - started) * 1_000) / ITERATIONS);
+  }
+  console.log(`${name.padEnd(48)} median ${median(rounds).toFixed(2)} us  (rounds ${rounds.map((x) => x.toFixed(2)).join(' ')})`);
+}

@@ -1,0 +1,120 @@
+// A real MCP server on loopback for proxy tests: the MCP SDK's McpServer behind its Streamable HTTP transport
+// (sessions with Mcp-Session-Id, the GET SSE stream, DELETE), plain HTTP or TLS with a test-CA certificate.
+// Answers POSTs over SSE by default, as JSON with `json: true`. Records every request that arrived, so a test
+// can prove a denied one never did, and the session ids it ended.
+
+import { randomUUID } from 'node:crypto';
+import { createServer as createHttpServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { createServer as createHttpsServer } from 'node:https';
+import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
+import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
+import { z } from 'zod';
+import type { CertificateAuthority } from '../../src/pki/ca.js';
+import { issueCertificate } from '../../src/pki/issue.js';
+import { listenTracked } from './servers.js';
+
+/** The tools the server offers: a policy allows some of them. */
+export const MCP_TOOLS = ['read_status', 'search_web', 'submit_report', 'delete_resource', 'admin.purge'] as const;
+
+export interface McpSeen {
+  readonly method: string;
+  readonly url: string;
+  readonly headers: Readonly<Record<string, string | string[] | undefined>>;
+  readonly body: string;
+}
+
+export interface McpOrigin {
+  readonly port: number;
+  readonly seen: McpSeen[];
+  /** Session ids a DELETE ended. */
+  readonly ended: string[];
+  /** Tool calls the server ran, by name. */
+  readonly calls: string[];
+  /** Sends a server notification (a log message) to one session: it travels on that session's GET stream. */
+  notify(sessionId: string, text: string): Promise<void>;
+  close(): Promise<void>;
+}
+
+type Sessions = Map<string, { transport: StreamableHTTPServerTransport; server: McpServer }>;
+
+function mcpServer(calls: string[]): McpServer {
+  const server = new McpServer({ name: 'boundary-test-mcp', version: '1.0.0' }, { capabilities: { logging: {} } });
+  for (const name of MCP_TOOLS) {
+    server.registerTool(name, { description: `the ${name} tool`, inputSchema: { scope: z.string().optional() } }, async ({ scope }) => {
+      calls.push(name);
+      return { content: [{ type: 'text', text: `${name} ran${scope === undefined ? '' : ` on ${scope}`}` }] };
+    });
+  }
+  return server;
+}
+
+function handler(seen: McpSeen[], ended: string[], calls: string[], sessions: Sessions, json: boolean) {
+  return (req: IncomingMessage, res: ServerResponse): void => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => {
+      const body = Buffer.concat(chunks).toString('utf8');
+      seen.push({ method: req.method ?? '', url: req.url ?? '', headers: req.headers, body });
+      const sessionId = req.headers['mcp-session-id'];
+      const existing = typeof sessionId === 'string' ? sessions.get(sessionId) : undefined;
+      const parsed = body === '' ? undefined : (JSON.parse(body) as unknown);
+      if (existing !== undefined) {
+        if (req.method === 'DELETE' && typeof sessionId === 'string') ended.push(sessionId);
+        void existing.transport.handleRequest(req, res, parsed);
+        return;
+      }
+      const transport = new StreamableHTTPServerTransport({
+        sessionIdGenerator: () => randomUUID(),
+        enableJsonResponse: json,
+        onsessioninitialized: (id) => {
+          sessions.set(id, { transport, server });
+        },
+      });
+      transport.onclose = () => {
+        if (transport.sessionId !== undefined) sessions.delete(transport.sessionId);
+      };
+      const server = mcpServer(calls);
+      void server.connect(transport).then(() => transport.handleRequest(req, res, parsed));
+    });
+  };
+}
+
+interface Options {
+  /** Answer POSTs with JSON bodies instead of SSE streams. */
+  readonly json?: boolean;
+}
+
+async function start(server: Server, seen: McpSeen[], ended: string[], calls: string[], sessions: Sessions): Promise<McpOrigin> {
+  const listening = await listenTracked(server);
+  return {
+    port: listening.port,
+    seen,
+    ended,
+    calls,
+    async notify(sessionId: string, text: string) {
+      await sessions.get(sessionId)?.server.sendLoggingMessage({ level: 'info', data: text });
+    },
+    async close() {
+      await Promise.all([...sessions.values()].map((s) => s.transport.close()));
+      await listening.close();
+    },
+  };
+}
+
+export function mcpOrigin(options: Options = {}): Promise<McpOrigin> {
+  const seen: McpSeen[] = [];
+  const ended: string[] = [];
+  const calls: string[] = [];
+  const sessions: Sessions = new Map();
+  return start(createHttpServer(handler(seen, ended, calls, sessions, options.json === true)), seen, ended, calls, sessions);
+}
+
+export async function mcpTlsOrigin(options: Options & { ca: CertificateAuthority; names?: readonly string[] }): Promise<McpOrigin> {
+  const leaf = await issueCertificate({ ca: options.ca, kind: 'server', names: [...(options.names ?? ['api.example.test']), '127.0.0.1'], now: Date.now });
+  const seen: McpSeen[] = [];
+  const ended: string[] = [];
+  const calls: string[] = [];
+  const sessions: Sessions = new Map();
+  const server = createHttpsServer({ key: leaf.keyPem, cert: leaf.certPem, ALPNProtocols: ['http/1.1'] }, handler(seen, ended, calls, sessions, options.json === true));
+  return start(server, seen, ended, calls, sessions);
+}
