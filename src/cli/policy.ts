@@ -282,7 +282,7 @@ function renderExplain(intent: EgressIntent, decision: Decision, suggestion: Sug
   row('endpoint', decision.endpointIndex === undefined ? '-' : String(decision.endpointIndex));
   if (decision.rule !== undefined) row('rule', decision.rule);
   row('layer', decision.layer);
-  row('binary', intent.binary === undefined ? 'not checked (endpoint-only)' : `${intent.binary} (${decision.binaryIdentity})`);
+  row('binary', decision.binary === undefined ? 'not checked (endpoint-only)' : `${decision.binary} (${decision.binaryIdentity})`);
   row('detail', decision.detail);
   const endpoint = decision.endpoint;
   const escapes = [
