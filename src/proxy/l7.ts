@@ -33,6 +33,7 @@ import { methodOverride } from './method-override.js';
 import { canonicalTarget, escapeOptionsOf, refusedEscape } from './path.js';
 import type { GraphqlRequest } from '../policy/graphql-match.js';
 import { graphqlBodyLimit, graphqlWithoutBody } from './graphql-body.js';
+import { identityFields, requestIdentity } from './identity-gate.js';
 import { parseAbsoluteTarget } from '../http1/target.js';
 
 /** An allowed request and where it goes. */
@@ -193,8 +194,10 @@ function evaluatePolicy(ctx: ProxyContext, req: IncomingMessage, scope: TunnelSc
     o.path = redactPlaceholders(rawPath(target));
     return refuse(o, unsupportedL7Denial('h2c upgrades are not supported'), 'unsupported-l7-protocol', 'h2c upgrade refused');
   }
+  // docs/identity.md: the tunnel's process, or the forward connection's (forward.ts waited for its lookup).
+  const identity = requestIdentity(ctx.identity, req.socket, scope);
   // L4 first: which endpoints match host:port decides whether the request is inspected at all.
-  const l4 = timedDecide(ctx.metrics, policy, { adapter, host, port });
+  const l4 = timedDecide(ctx.metrics, policy, { adapter, host, port, identity });
   let decision = l4;
   const inspected = l4.verdict !== 'deny' && l4.endpoints.some(needsInspection);
   // A credentialed route is canonicalised even on an L4 endpoint: the credential scope matches provider
@@ -217,7 +220,7 @@ function evaluatePolicy(ctx: ProxyContext, req: IncomingMessage, scope: TunnelSc
       const graphqlLimit = body === undefined ? graphqlBodyLimit(l4.endpoints, shown) : undefined;
       if (graphqlLimit !== undefined && method === 'POST' && framing.upgrade === undefined) return { kind: 'body', limit: graphqlLimit };
       const graphql = graphqlLimit === undefined ? body : graphqlWithoutBody(method, query);
-      const extra = graphql === undefined ? {} : { graphql };
+      const extra = graphql === undefined ? { identity } : { identity, graphql };
       const decideAs = (m: string): Decision => {
         const asWritten = timedDecide(ctx.metrics, policy, { adapter, host, port, method: m, path: shown, query, ...extra });
         if (stripped === undefined) return asWritten;
@@ -247,7 +250,7 @@ function evaluatePolicy(ctx: ProxyContext, req: IncomingMessage, scope: TunnelSc
   }
   o.policy = decision.policy;
   o.engine = decision.layer === 'l7' ? 'l7' : 'opa';
-  const extra = { rule: decision.rule, endpoint: decision.endpoint?.id, identity: decision.binaryIdentity };
+  const extra = { rule: decision.rule, endpoint: decision.endpoint?.id, ...identityFields(decision, identity) };
   o.extra = overrideMethod === undefined ? extra : { ...extra, method_override: overrideMethod };
   if (decision.verdict === 'deny') {
     const detail = decision.detail;
