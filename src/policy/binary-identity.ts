@@ -102,9 +102,20 @@ export function identityNeededAt(policy: Policy, host: string, port: number): bo
   return policyNeedsIdentity(policy) && endpointsAt(policy, host, port).some((e) => binaryNeed(e.binaries) === 'identity');
 }
 
+const policyPaths = new WeakMap<Policy, readonly string[]>();
+
 /** The non-glob binaries worth resolving for host:port (or the whole policy), deduplicated, at most MAX_RESOLVED_PATHS. */
-export function pathsToResolve(policy: Policy, at?: { readonly host: string; readonly port: number }): string[] {
-  const lists = at === undefined ? policy.entries.map((e) => e.binaries) : endpointsAt(policy, at.host, at.port).map((e) => e.binaries);
+export function pathsToResolve(policy: Policy, at?: { readonly host: string; readonly port: number }): readonly string[] {
+  if (at !== undefined) return exactPaths(endpointsAt(policy, at.host, at.port).map((e) => e.binaries));
+  let paths = policyPaths.get(policy);
+  if (paths === undefined) {
+    paths = exactPaths(policy.entries.map((e) => e.binaries));
+    policyPaths.set(policy, paths);
+  }
+  return paths;
+}
+
+function exactPaths(lists: readonly (readonly string[])[]): string[] {
   const out = new Set<string>();
   for (const list of lists) {
     for (const path of list) {
