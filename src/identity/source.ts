@@ -36,7 +36,7 @@ export interface ProcessIdentity {
   readonly exe: string;
   /** The parent's executable, its parent's, ... up to MAX_ANCESTOR_DEPTH, unreadable ones left out. */
   readonly ancestors: readonly string[];
-  /** argv entries of the owner and its ancestors that look like absolute paths; never matched by policy. */
+  /** The owner's argv entries that look like absolute paths; never matched by policy. */
   readonly cmdlinePaths: readonly string[];
   /** Each requested path whose resolution in the owner's root differs from it, as [path, resolved]. */
   readonly resolved: readonly (readonly [string, string])[];
