@@ -57,7 +57,7 @@ export function createProcIdentitySource(options: ProcSourceOptions): IdentitySo
     }
     // What /readyz says: the last scan's verdict on /proc itself, not on any one connection.
     const unreadable = results.find((r) => !r.ok && r.failure === 'proc-unavailable');
-    if (results.length > 0) problem = unreadable === undefined || unreadable.ok ? undefined : unreadable.detail;
+    if (results.length > 0) problem = unreadable !== undefined && !unreadable.ok ? unreadable.detail : undefined;
     for (const [i, waiter] of batch.entries()) settle(waiter, results[i] as IdentityResult);
     running = false;
     schedule();

@@ -69,10 +69,15 @@ export interface HeldClient {
 /** Spawns `argv`, waits for `ready` and the accepted connection (start clients one at a time to pair them right). */
 export async function holdClient(t: { after(fn: () => void): void }, server: AcceptingServer, argv: readonly string[]): Promise<HeldClient> {
   const accepted = server.next();
-  const child = spawn(argv[0] as string, argv.slice(1), { stdio: ['pipe', 'pipe', 'inherit'] });
+  // Its own process group: stop() ends whatever it started too (a `sleep` sharing its socket).
+  const child = spawn(argv[0] as string, argv.slice(1), { stdio: ['pipe', 'pipe', 'inherit'], detached: true });
   const stop = (): void => {
     child.stdin?.destroy();
-    child.kill('SIGKILL');
+    try {
+      if (child.pid !== undefined) process.kill(-child.pid, 'SIGKILL');
+    } catch {
+      // Already gone.
+    }
   };
   t.after(stop);
   let out = '';
