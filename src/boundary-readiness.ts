@@ -16,6 +16,8 @@ export interface ReadinessInputs {
   readonly attached: AttachedReadiness | undefined;
   /** Why the interception CA is unavailable; undefined when it is loaded. */
   readonly caProblem: string | undefined;
+  /** Why processes cannot be identified while the policy needs them (proxy/identity-gate.ts), or undefined. */
+  readonly identityProblem: string | undefined;
 }
 
 export function composeReadiness(input: ReadinessInputs): Readiness {
@@ -24,6 +26,7 @@ export function composeReadiness(input: ReadinessInputs): Readiness {
   if (input.closing) reasons.push('closing');
   if (!input.hasPolicy) reasons.push('no-policy');
   if (input.dnsProblem !== undefined && input.started) reasons.push(input.dnsProblem);
+  if (input.identityProblem !== undefined && input.started) reasons.push(input.identityProblem);
   const { attached } = input;
   if (attached !== undefined) reasons.push(...attached.reasons);
   return {

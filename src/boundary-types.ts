@@ -7,6 +7,7 @@ import type { AttachedControlOptions } from './control/attached.js';
 import type { ControlLookup } from './control/dial.js';
 import type { CredentialSource } from './credentials/source.js';
 import type { TunnelDetectionMode } from './dns/tunnel-detect.js';
+import type { IdentitySource } from './identity/source.js';
 import type { HostCache } from './net/host.js';
 import type { Resolver } from './net/resolver.js';
 import type { SelfAddress } from './net/ssrf.js';
@@ -40,6 +41,8 @@ export interface Deps {
   readonly bootId?: string;
   /** Tests only: a drain deadline instead of config.shutdownDrainMs (`--shutdown-drain-ms`). */
   readonly shutdownDrainMs?: number;
+  /** Where processes are looked up (docs/identity.md); default from config: the identity socket, or /proc. */
+  readonly identity?: IdentitySource;
   /** Tests only: faster control backoff/timers and a listener for control state changes. */
   readonly controlTuning?: Pick<AttachedControlOptions, 'tuning' | 'onState'>;
 }

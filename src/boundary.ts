@@ -36,6 +36,7 @@ import { credentialsLoadedEvent, drainedEvent, proxyListeningEvent, stoppingEven
 import type { Boundary, Deps, DrainOutcome, Transparent, TransparentOptions } from './boundary-types.js';
 import { createBoundaryMetrics } from './boundary-metrics.js';
 import { composeReadiness } from './boundary-readiness.js';
+import { openIdentitySource } from './boundary-identity.js';
 import { ADMIN_CLOSE_GRACE_MS, closeWithin, drainWithin } from './boundary-shutdown.js';
 import { readPackageVersion } from './version.js';
 
@@ -125,10 +126,9 @@ export function createBoundary(config: Config, deps: Deps): Boundary {
       return leaves.secureContextFor(host);
     },
   };
-
   let upstreamCaPem: string | undefined;
   let proxy: ProxyServer | undefined;
-
+  const identity = openIdentitySource(config, deps);
   function buildProxy(): ProxyServer {
     return createProxyServer({
       host: config.proxyListen.host,
@@ -147,6 +147,7 @@ export function createBoundary(config: Config, deps: Deps): Boundary {
       upstreamCaPem,
       otherSelfAddresses: () => otherSelves,
       credentials,
+      identity: { mode: config.binaryIdentity, source: identity },
     });
   }
 
@@ -161,6 +162,7 @@ export function createBoundary(config: Config, deps: Deps): Boundary {
       policyHash: policy.hash,
       attached: control?.readiness(),
       caProblem,
+      identityProblem: proxy?.context.identity?.problem(policy),
     });
   }
 
@@ -223,6 +225,8 @@ export function createBoundary(config: Config, deps: Deps): Boundary {
       // that saw /healthz answer guarantees both exist for the workload.
       const ca = await loadCa();
       if (config.caBundleOut !== undefined) await writeBundle(ca, config.caBundleOut);
+      // Before /healthz answers: the agent, started after it, finds the identity server connected (docs/identity.md#privilege).
+      await identity?.start();
       proxy = buildProxy();
       const live = proxy;
       unsubscribe = store.subscribe((next) => {
@@ -267,6 +271,7 @@ export function createBoundary(config: Config, deps: Deps): Boundary {
           unsubscribeCredentials?.();
           await transparent.close();
           await proxy?.close();
+          await identity?.close();
           if (admin !== undefined) await closeWithin(admin, ADMIN_CLOSE_GRACE_MS);
         })();
         // Whatever state a part is stuck in, shutdown ends: past the deadline the rest is destroyed.

@@ -9,6 +9,7 @@ import { DEFAULT_TUNNEL_DETECTION, TUNNEL_DETECTION_MODES, type TunnelDetectionM
 import { BoundaryError, type Issue, isBoundaryError } from './errors.js';
 import { normaliseHost, parseAuthority } from './net/host.js';
 import { DEFAULT_SYNTHETIC_CIDR, syntheticCidrProblem } from './net/synthetic.js';
+import { BINARY_IDENTITY_MODES, type BinaryIdentityMode } from './identity/source.js';
 import { DEFAULT_PROXY_LIMITS, type ProxyLimits } from './proxy/server.js';
 
 export interface ListenAddress {
@@ -58,6 +59,10 @@ export interface Config {
   readonly shutdownDrainMs: number;
   /** Attached mode (`--supervisor`): policy, credentials and relays come from the supervisor. */
   readonly attached: AttachedSettings | undefined;
+  /** `--binary-identity`: enforce policy binaries (required, fail closed) or the operator's endpoint-only choice (docs/identity.md#modes). */
+  readonly binaryIdentity: BinaryIdentityMode;
+  /** `--identity-socket`: ask `boundary identity serve` there; undefined: boundary reads /proc itself. */
+  readonly identitySocket: string | undefined;
 }
 
 export const DEFAULTS: Config = Object.freeze({
@@ -83,6 +88,8 @@ export const DEFAULTS: Config = Object.freeze({
   limits: DEFAULT_PROXY_LIMITS,
   shutdownDrainMs: SHUTDOWN_DRAIN_MS,
   attached: undefined,
+  binaryIdentity: 'required',
+  identitySocket: undefined,
 });
 
 /**
@@ -228,6 +235,8 @@ export function parseConfig(raw: unknown): Config {
     limits: parseLimits(input.limits, issues),
     shutdownDrainMs: input.shutdownDrainMs === undefined ? DEFAULTS.shutdownDrainMs : (positiveInteger(input.shutdownDrainMs, 'shutdownDrainMs', issues, true) ?? DEFAULTS.shutdownDrainMs),
     attached: parseAttached(input, issues),
+    binaryIdentity: oneOf(input.binaryIdentity, BINARY_IDENTITY_MODES, DEFAULTS.binaryIdentity, 'binaryIdentity', issues),
+    identitySocket: optionalString(input.identitySocket, 'identitySocket', issues),
   };
   if (issues.length > 0) {
     throw new BoundaryError('CONFIG_INVALID', `configuration is invalid: ${issues.map((i) => `${i.path}: ${i.message}`).join('; ')}`, { issues });

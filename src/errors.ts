@@ -60,6 +60,7 @@ export const ERROR_CODES = {
   POLICY_WARN_RULES_WITHOUT_PROTOCOL: 'access or rules without protocol have no effect',
   POLICY_WARN_PUBLIC_SUFFIX: 'a wildcard whose fixed suffix is a public suffix',
   POLICY_WARN_NOT_ENFORCED: 'filesystem_policy, landlock and process are accepted but not enforced by boundary',
+  POLICY_WARN_NO_BINARIES: 'an entry lists no binaries: it allows nothing unless binary identity is endpoint-only (docs/identity.md#modes)',
   POLICY_WARN_DENY_PATH_CASE: 'a deny rule path has letters: an origin that ignores case serves other spellings the rule does not deny',
   // network and addresses
   ADDRESS_INVALID: 'a host, IP literal, CIDR or host:port failed to parse',
@@ -75,7 +76,7 @@ export const ERROR_CODES = {
   // DNS
   DNS_TIMEOUT: 'the upstream DNS server gave no answer in time',
   DNS_MALFORMED: 'a DNS message failed to decode',
-  MESSAGE_TOO_LARGE: 'a DNS or control message exceeded its named limit',
+  MESSAGE_TOO_LARGE: 'a DNS, control or identity message exceeded its named limit',
   DNS_EPOCH_INVALID: 'the persisted synthetic-address epoch is corrupt or unreadable; policy DNS and capture fail closed',
   // PKI
   PKI_INVALID: 'a certificate or key could not be loaded or does not match',
@@ -84,6 +85,8 @@ export const ERROR_CODES = {
   // control channel
   CONTROL_HANDSHAKE_FAILED: 'mTLS to the supervisor failed verification',
   CONTROL_MESSAGE_INVALID: 'a control message failed to decode or validate',
+  // binary identity (docs/identity.md)
+  IDENTITY_MESSAGE_INVALID: 'a message on the identity socket failed to decode or validate; the connection is dropped',
   // admin listeners
   ADMIN_REQUEST_INVALID: 'an admin API request has a missing, repeated or malformed query parameter; parameter names it',
   // supervisor admin listener

@@ -16,6 +16,7 @@ Commands:
   pki init|issue      create a CA and issue server/client certificates
   env                 print the workload's environment of credential placeholders
   init-netns          pod init step: route the synthetic range to lo and fence direct egress
+  identity serve      answer boundary's process lookups from a privileged sidecar (binary identity)
 
 Run 'boundary <command> --help' for the options of a command.
 `;
@@ -27,6 +28,7 @@ const COMMANDS: Readonly<Record<string, () => Promise<Command>>> = {
   pki: async () => (await import('./cli/pki.js')).pkiCommand,
   env: async () => (await import('./cli/env.js')).envCommand,
   'init-netns': async () => (await import('./cli/init-netns.js')).initNetnsCommand,
+  identity: async () => (await import('./cli/identity.js')).identityCommand,
 };
 
 async function main(argv: readonly string[]): Promise<number> {

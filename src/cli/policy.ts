@@ -38,8 +38,9 @@ explain   Decides one request or connection against FILE and prints the verdict,
                    The host is normalised (lower case, IDNA A-labels, canonical IPs); the query is
                    used for the decision but never printed.
           --method M      the HTTP method (or WEBSOCKET_TEXT); makes a host:port target a request for /
-          --binary PATH   the executable making the request; without it, binaries are not checked
-                          (endpoint-only mode, as in a sidecar without process identity)
+          --binary PATH   the executable making the request, as the kernel names it (readlink -f), with
+                          no ancestors; without it (and without one in --from-event's EVENT), binaries
+                          are not checked, as with --binary-identity endpoint-only (docs/identity.md)
           --json   print { verdict, policy, endpointIndex, reason, detail, layer, rule, suggestion?, hint? }
                    (suggestion is the YAML text of the new entry; hint says why none is offered)
           --from-event EVENT   replay a logged denial instead of TARGET: EVENT is a file (or - for
@@ -177,12 +178,14 @@ async function runExplain(args: readonly string[], io: CliIo): Promise<number> {
   if (fromEvent !== undefined && values.method !== undefined) throw new UsageError('--method comes from the event with --from-event');
   if (extra.length > 0) throw new UsageError(`unexpected argument '${extra[0]}'`);
   let question: { target: string; method?: string | undefined } = { target: target ?? '', method: values.method };
+  let binary = values.binary;
   if (fromEvent !== undefined) {
     const replay = await readReplay(fromEvent, io);
     question = replayTarget(replay.fields);
+    binary ??= replay.fields.binary;
     io.stderr.write(describeReplay(replay.fields, replay.source, question));
   }
-  const parsed = intentFromTarget(question.target, { method: question.method, binary: values.binary });
+  const parsed = intentFromTarget(question.target, { method: question.method, binary });
   if (!parsed.ok) throw new UsageError(parsed.message);
   const intent = parsed.intent;
 
@@ -282,7 +285,7 @@ function renderExplain(intent: EgressIntent, decision: Decision, suggestion: Sug
   row('endpoint', decision.endpointIndex === undefined ? '-' : String(decision.endpointIndex));
   if (decision.rule !== undefined) row('rule', decision.rule);
   row('layer', decision.layer);
-  row('binary', intent.binary === undefined ? 'not checked (endpoint-only)' : `${intent.binary} (${decision.binaryIdentity})`);
+  row('binary', decision.binary === undefined ? 'not checked (endpoint-only)' : `${decision.binary} (${decision.binaryIdentity})`);
   row('detail', decision.detail);
   const endpoint = decision.endpoint;
   const escapes = [

@@ -28,6 +28,12 @@ export const RUN_HELP = `Usage: boundary run --policy FILE [options]
   --on-invalid-policy keep|deny-all what an invalid policy change does (default keep)
   --unsafe-allow-loopback-upstream  let upstreams on 127.0.0.0/8 and ::1 through (development only)
   --credentials FILE                credential providers (YAML, watched; a rotation applies to the next request)
+  --binary-identity required|endpoint-only
+                                    policy binaries: enforced on the process that opened each connection, failing
+                                    closed when it cannot be identified (required, the default), or not checked
+                                    (endpoint-only; every decision says so). See docs/identity.md
+  --identity-socket PATH            ask 'boundary identity serve' on this unix socket for processes (a privileged
+                                    sidecar); without it boundary reads /proc itself
   --max-connections N               proxy connections open at once; more get 503 too_many_connections (default 4096)
   --max-connections-per-source-percent P
                                     the share of N one client address may hold; beyond it that client gets 503
@@ -74,6 +80,8 @@ const VALUE_FLAGS: Readonly<Record<string, string>> = {
   '--max-connections-per-source-percent': 'limits',
   '--close-grace-ms': 'limits',
   '--shutdown-drain-ms': 'shutdownDrainMs',
+  '--binary-identity': 'binaryIdentity',
+  '--identity-socket': 'identitySocket',
 };
 /** The flags of config.limits, each a positive integer that parseConfig checks. */
 const LIMIT_FLAGS: Readonly<Record<string, string>> = {
@@ -83,7 +91,7 @@ const LIMIT_FLAGS: Readonly<Record<string, string>> = {
 };
 /** Top-level numeric keys; parseConfig checks their range. */
 const NUMBER_KEYS: ReadonlySet<string> = new Set(['shutdownDrainMs']);
-const PATH_KEYS: ReadonlySet<string> = new Set(['policyFile', 'stateDir', 'caCert', 'caKey', 'caOut', 'caBundleOut', 'upstreamCa', 'hostsFile', 'credentialsFile', 'tlsDir']);
+const PATH_KEYS: ReadonlySet<string> = new Set(['policyFile', 'stateDir', 'caCert', 'caKey', 'caOut', 'caBundleOut', 'upstreamCa', 'hostsFile', 'credentialsFile', 'tlsDir', 'identitySocket']);
 
 /** Flags -> the raw input of parseConfig; paths resolved against cwd. Returns a usage message on error. */
 export function parseRunFlags(argv: readonly string[], cwd: string): Record<string, unknown> | string {

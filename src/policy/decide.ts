@@ -4,6 +4,7 @@
 
 import { isLocalName, KNOWN_METADATA_NAMES } from '../net/destination.js';
 import { formatAuthority } from '../net/host.js';
+import { type BinaryIdentity, type IdentityClaim, type IdentityFailure, narrowByBinary, processContext } from './binary-identity.js';
 import { decidesGraphql, evaluateGraphql } from './decide-graphql.js';
 import { decidesJsonRpc, evaluateJsonRpc } from './decide-jsonrpc.js';
 import type { JsonRpcCall } from './jsonrpc-match.js';
@@ -31,25 +32,21 @@ export function decide(policy: Policy, intent: EgressIntent | DnsIntent): Decisi
 
 function decideEgress(policy: Policy, intent: EgressIntent): Decision {
   const target = formatAuthority(intent.host, intent.port);
-  const base: Base = {
-    generation: policy.generation,
-    policyHash: policy.hash,
-    binaryIdentity: intent.binary === undefined ? 'endpoint-only' : 'matched',
-  };
+  const claim = intent.identity;
+  const unnarrowed = baseOf(policy, claim);
   if (policy.entries.length === 0) {
-    return refuse(base, 'no-policy', `no network policy is in effect; ${target} is denied like all egress`);
+    return refuse(unnarrowed, 'no-policy', `no network policy is in effect; ${target} is denied like all egress`);
   }
   const byPort = policy.endpointsForHost(intent.host).filter((e) => e.ports.includes(intent.port));
-  if (byPort.length === 0) return refuse(base, 'no-endpoint-matched', `endpoint ${target} is not allowed by any policy`);
-  let matched = byPort;
-  const binary = intent.binary;
-  if (binary !== undefined) {
-    matched = byPort.filter((e) => e.matchesBinary(binary));
-    if (matched.length === 0) {
-      const keys = [...new Set(byPort.map((e) => e.policy))].sort();
-      return refuse(base, 'binary-not-allowed',
-        `binary ${binary} is not allowed to reach ${target} by policy ${keys.join(', ')} (check its binaries list and symlinks)`);
-    }
+  if (byPort.length === 0) return refuse(unnarrowed, 'no-endpoint-matched', `endpoint ${target} is not allowed by any policy`);
+  let base = unnarrowed;
+  let matched: readonly Endpoint[] = byPort;
+  if (claim !== undefined) {
+    // docs/identity.md#matching: each endpoint's entry's binaries, against the process that opened the connection.
+    const narrowed = narrowByBinary(byPort, claim);
+    base = { ...unnarrowed, binaryIdentity: narrowed.identity, identityFailure: narrowed.failure, via: narrowed.via };
+    matched = narrowed.endpoints;
+    if (matched.length === 0) return refuse(base, ...binaryRefusal(byPort, claim, narrowed.unavailable, target));
   }
   if (intent.method === undefined) return allowL4(base, target, matched, matched, '');
   const inspected = matched.filter((e) => e.inspected);
@@ -247,7 +244,36 @@ function byPolicyKey(a: Endpoint, b: Endpoint): number {
 interface Base {
   readonly generation: number;
   readonly policyHash: string;
-  readonly binaryIdentity: 'matched' | 'endpoint-only';
+  readonly binaryIdentity: BinaryIdentity;
+  readonly binary: string | undefined;
+  readonly identityFailure: IdentityFailure | undefined;
+  readonly via: ReadonlyMap<Endpoint, string> | undefined;
+}
+
+/** The decision's identity fields before any endpoint matched: a failed lookup did not matter yet. */
+function baseOf(policy: Policy, claim: IdentityClaim | undefined): Base {
+  const process = claim?.kind === 'process';
+  return {
+    generation: policy.generation,
+    policyHash: policy.hash,
+    binaryIdentity: claim === undefined ? 'endpoint-only' : process ? 'process' : 'not-needed',
+    binary: process ? claim.exe : undefined,
+    identityFailure: undefined,
+    via: undefined,
+  };
+}
+
+/** Why no endpoint at host:port stood after the binaries check: an unknown process, or one not listed. */
+function binaryRefusal(byPort: readonly Endpoint[], claim: IdentityClaim, unavailable: boolean, target: string): [DecisionReason, string] {
+  const keys = [...new Set(byPort.map((e) => e.policy))].sort().join(', ');
+  if (claim.kind === 'unavailable' && unavailable) {
+    const why = claim.detail === undefined ? claim.failure : `${claim.failure}: ${claim.detail}`;
+    return ['identity-unavailable', `the process that opened the connection to ${target} could not be identified (${why}); policy ${keys} needs its binary`];
+  }
+  if (claim.kind === 'process') {
+    return ['binary-not-allowed', `binary ${claim.exe} is not allowed to reach ${target} by policy ${keys} (check its binaries list and symlinks)${processContext(claim)}`];
+  }
+  return ['binary-not-allowed', `policy ${keys} lists no binaries, so no process may reach ${target} (list paths, or "/**" for any)`];
 }
 
 interface Outcome {
@@ -277,6 +303,9 @@ function finish(base: Base, outcome: Outcome): Decision {
     policyHash: base.policyHash,
     layer: outcome.layer,
     binaryIdentity: base.binaryIdentity,
+    binary: base.binary,
+    binaryAncestor: endpoint === undefined ? undefined : base.via?.get(endpoint),
+    identityFailure: base.identityFailure,
     rule: outcome.rule,
     calls: outcome.calls,
   });

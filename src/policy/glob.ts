@@ -74,11 +74,12 @@ export function compileValueGlob(pattern: string): Glob {
 }
 
 /**
- * Binary globs: `*` inside one path segment, `**` across any depth. Only canonical absolute paths match:
+ * Binary globs (docs/identity.md#matching): `*` inside one path segment, `**` across any depth; a path without `*`
+ * is compared as a string, so its `?` and `[` are literal, as in OpenShell. Only canonical absolute paths match:
  * `/usr/bin/../../tmp/evil` would otherwise pass `/usr/bin/**`.
  */
 export function compileBinaryGlob(pattern: string): Glob {
-  const glob = compileGlob(pattern, '/');
+  const glob: Pick<Glob, 'matches'> = pattern.includes('*') ? compileGlob(pattern, '/') : { matches: (path) => path === pattern };
   const matches = (path: string): boolean => isCanonicalAbsolute(path) && glob.matches(path);
   return {
     source: pattern,

@@ -162,6 +162,10 @@ function* readEntry(ctx: ReadContext, field: Field): Steps<EntryDraft | undefine
     }
   }
   const binaries = readBinaries(ctx, f.get('binaries'), childPath(path, 'binaries'));
+  if (binaries.length === 0) {
+    report(ctx, f.get('binaries')?.value ?? map, childPath(path, 'binaries'), 'POLICY_WARN_NO_BINARIES',
+      'no binaries: no process may use this entry unless boundary runs with --binary-identity endpoint-only; list paths, or "/**" for any');
+  }
   return { key: field.key, name, binaries, endpoints };
 }
 
@@ -180,7 +184,8 @@ function readBinaries(ctx: ReadContext, field: Field | undefined, path: string):
       if (!f.has('path')) report(ctx, map, childPath(itemPath, 'path'), 'POLICY_BINARY_INVALID', 'a binary needs path');
       return;
     }
-    const problem = binaryPath.startsWith('/') ? globError(binaryPath) : 'must be an absolute path or glob starting with /';
+    // Without `*` the path is literal (docs/identity.md#matching): a `[` in it is no unclosed class.
+    const problem = !binaryPath.startsWith('/') ? 'must be an absolute path or glob starting with /' : binaryPath.includes('*') ? globError(binaryPath) : undefined;
     if (problem !== undefined) {
       report(ctx, f.get('path')?.value, childPath(itemPath, 'path'), 'POLICY_BINARY_INVALID', `binary ${binaryPath}: ${problem}`);
       return;

@@ -5,6 +5,7 @@
 import { dump } from 'js-yaml';
 import { createRequire } from 'node:module';
 import { isBoundaryError } from '../errors.js';
+import { ANY_BINARY } from './binary-identity.js';
 import { decide } from './decide.js';
 import { parsePolicy } from './parse.js';
 import type { Decision, EgressIntent, Endpoint, Policy } from './types.js';
@@ -50,8 +51,12 @@ function suggestAllow({ policy, intent, decision }: SuggestInput): SuggestionRes
       hint: `${protocol} requests are not inspected yet and are denied${where}; drop protocol to allow the host uninspected, or serve these paths from a rest endpoint`,
     };
   }
+  if (decision.reason === 'identity-unavailable') {
+    return { ok: false, hint: `the process could not be identified (${decision.identityFailure ?? 'unknown'}); no entry can name its binary (docs/identity.md#failure-reasons)` };
+  }
   const key = freeKey(policy, intent);
-  const entry = { endpoints: [endpointFor(policy, intent, decision)], binaries: [{ path: intent.binary ?? '/**' }] };
+  const exe = intent.identity?.kind === 'process' ? intent.identity.exe : ANY_BINARY;
+  const entry = { endpoints: [endpointFor(policy, intent, decision)], binaries: [{ path: exe }] };
   return { ok: true, suggestion: { key, entry, yaml: dump({ network_policies: { [key]: entry } }) } };
 }
 
@@ -189,5 +194,6 @@ export function policyNextSteps(input: SuggestInput): readonly NextStep[] {
       },
     ];
   }
-  return [{ kind: decision.reason === 'deny-rule-matched' ? 'narrow_deny_rule' : 'change_protocol', message: result.hint }];
+  const kind = decision.reason === 'deny-rule-matched' ? 'narrow_deny_rule' : decision.reason === 'identity-unavailable' ? 'not_allowable' : 'change_protocol';
+  return [{ kind, message: result.hint }];
 }

@@ -3,6 +3,7 @@
 
 import type { Issue } from '../errors.js';
 import type { HostForm } from '../net/host.js';
+import type { BinaryIdentity, IdentityClaim, IdentityFailure } from './binary-identity.js';
 import type { GraphqlOperation, GraphqlRequest } from './graphql-match.js';
 import type { JsonRpcCall, JsonRpcRequest } from './jsonrpc-match.js';
 
@@ -37,8 +38,8 @@ export interface EgressIntent {
   readonly path?: string;
   /** Raw query string without the leading `?`, still percent-encoded. */
   readonly query?: string;
-  /** Executable path when an identity source knows it; absent means endpoint-only mode. */
-  readonly binary?: string;
+  /** Who opened the connection (docs/identity.md); absent: binaries are not checked (endpoint-only). */
+  readonly identity?: IdentityClaim | undefined;
   /** The parsed GraphQL body or GET envelope, for requests a `protocol: graphql` endpoint selects. */
   readonly graphql?: GraphqlRequest;
   /** The parsed JSON-RPC body, receive stream or session end, for requests a json-rpc or mcp endpoint selects. */
@@ -193,6 +194,8 @@ export const DECISION_REASONS = [
   'no-policy',
   'no-endpoint-matched',
   'binary-not-allowed',
+  // The endpoint's entry needs the process's binary and it could not be established (docs/identity.md#failure-reasons).
+  'identity-unavailable',
   'deny-rule-matched',
   'no-rule-matched',
   'unsupported-l7-protocol',
@@ -239,8 +242,14 @@ interface DecisionBase<V, R> {
 /** A verdict is a value. Deny is never thrown. */
 export interface Decision extends DecisionBase<Verdict, DecisionReason> {
   readonly layer: 'l4' | 'l7';
-  /** `endpoint-only` when the intent carried no binary. */
-  readonly binaryIdentity: 'matched' | 'endpoint-only';
+  /** Which identity the decision was made with (docs/identity.md#decisions). */
+  readonly binaryIdentity: BinaryIdentity;
+  /** The executable the decision was made for (`process`). */
+  readonly binary: string | undefined;
+  /** The ancestor whose path matched the selected endpoint's binaries when the executable's own did not. */
+  readonly binaryAncestor: string | undefined;
+  /** Why no identity was established (`unavailable`). */
+  readonly identityFailure: IdentityFailure | undefined;
   /** For L7: the rule that matched (`GET /api/**`), or the rule that was missing on deny. */
   readonly rule: string | undefined;
   /** JSON-RPC and MCP: the calls the verdict rests on (every call when allowed, the denied one when denied). */

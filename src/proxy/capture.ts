@@ -7,12 +7,14 @@ import { formatAuthority } from '../net/host.js';
 import { validateDestination } from '../net/ssrf.js';
 import type { Mapping, MappingRoute, SyntheticLookup, SyntheticPool } from '../net/synthetic.js';
 import { decide } from '../policy/decide.js';
+import type { IdentityClaim } from '../policy/binary-identity.js';
 import type { Decision, Endpoint, Policy } from '../policy/types.js';
 import type { AuditEvent } from '../telemetry/event.js';
 import { failOpening, type Opened, startTunnel, stillCurrent } from './connect.js';
 import { decisionNeedsInspection, type ProxyContext } from './context.js';
 import { credentialRoute } from './credential-injection.js';
 import { dialPinned, recordDialFailure } from './dial.js';
+import { identityFields } from './identity-gate.js';
 import { beginOutcome, findingEvent, type Outcome, type OutcomeReason, outcomeEvent, type ReasonCode, settle } from './events.js';
 import { sniGatedRelay } from './sni-gate.js';
 
@@ -47,7 +49,7 @@ type CaptureCheck =
  * allows (name, port) through an endpoint that made the name eligible. A mapping from an older policy
  * generation stays usable exactly as long as the new policy allows it.
  */
-export function checkCapture(policy: Policy, found: SyntheticLookup, port: number): CaptureCheck {
+export function checkCapture(policy: Policy, found: SyntheticLookup, port: number, identity?: IdentityClaim): CaptureCheck {
   if (found.state === 'missing') {
     return { ok: false, detail: 'transparent_tcp_mapping_missing', reason: 'mapping-missing', message: 'no synthetic mapping for this address in this epoch' };
   }
@@ -59,7 +61,7 @@ export function checkCapture(policy: Policy, found: SyntheticLookup, port: numbe
   if (route === undefined) {
     return { ok: false, detail: 'transparent_tcp_port_mismatch', reason: 'port-mismatch', message: `port ${port} is not in the mapping of ${mapping.name}`, mapping };
   }
-  const decision = decide(policy, { adapter: 'capture', host: mapping.name, port });
+  const decision = decide(policy, { adapter: 'capture', host: mapping.name, port, identity });
   const inSet = (e: Endpoint | undefined): e is Endpoint => e !== undefined && route.endpointIds.includes(e.id);
   const endpoint = decision.verdict === 'deny' ? undefined : inSet(decision.endpoint) ? decision.endpoint : decision.endpoints.find(inSet);
   if (endpoint === undefined) {
@@ -151,18 +153,23 @@ async function admit(options: CaptureHandlerOptions, socket: Socket, o: Outcome,
     socket.destroy();
     return undefined;
   };
-  const check = checkCapture(policy, pool.lookup(ip), port);
+  const found = pool.lookup(ip);
+  // docs/identity.md: the process behind a live mapping's connection, when an endpoint of its name lists binaries.
+  const identity = found.state === 'live' ? await ctx.identity?.forDestination(socket, policy, found.mapping.name, port) : undefined;
+  const check = checkCapture(policy, found, port, identity);
   if (check.mapping !== undefined) {
     o.host = check.mapping.name;
     Object.assign(fields, mappingFields(check.mapping, port));
   }
-  if (check.decision !== undefined) o.policy = check.decision.policy;
+  if (check.decision !== undefined) {
+    o.policy = check.decision.policy;
+    Object.assign(fields, identityFields(check.decision, identity));
+  }
   if (!check.ok) return deny(check.detail, check.reason, check.message);
   const { mapping, route, decision, endpoint } = check;
   const host = mapping.name;
   o.policy = decision.policy;
   fields.endpoint = endpoint.id;
-  fields.identity = decision.binaryIdentity;
   const credentials = credentialRoute(ctx.credentials, decision, host, port);
   const inspect = decisionNeedsInspection(decision) || credentials === 'inspect';
   fields.inspect = inspect;
@@ -201,7 +208,7 @@ async function admit(options: CaptureHandlerOptions, socket: Socket, o: Outcome,
     return undefined;
   }
   // As for CONNECT: a reload while dialling refuses only if it would have closed this connection once open.
-  if (!stillCurrent(ctx, policy, { host, port, addresses: dest.addresses, endpointId: decision.endpoint?.id, inspect })) {
+  if (!stillCurrent(ctx, policy, { host, port, addresses: dest.addresses, endpointId: decision.endpoint?.id, inspect, identity })) {
     upstream.destroy();
     return deny('transparent_tcp_stale_policy', 'policy-changed', 'policy changed while connecting');
   }
@@ -215,5 +222,5 @@ async function admit(options: CaptureHandlerOptions, socket: Socket, o: Outcome,
   fields.connected_real_destination = formatAuthority(upstream.remoteAddress ?? '', upstream.remotePort ?? port);
   fields.upstream_socket_peer = fields.connected_real_destination;
   fields.dial_mode = 'direct';
-  return { host, port, addresses: dest.addresses, decision, inspect, upstream };
+  return { host, port, addresses: dest.addresses, decision, inspect, upstream, identity };
 }

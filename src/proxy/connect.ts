@@ -8,6 +8,7 @@ import type { Socket } from 'node:net';
 import { isResolveFailure } from '../net/destination.js';
 import { formatAuthority, parseAuthority } from '../net/host.js';
 import { timedDecide } from './metrics.js';
+import type { IdentityClaim } from '../policy/binary-identity.js';
 import type { Decision, Policy } from '../policy/types.js';
 import type { AuditEvent } from '../telemetry/event.js';
 import { decisionNeedsInspection, destination, type ProxyContext, type TunnelScope } from './context.js';
@@ -25,6 +26,7 @@ import {
 } from './deny.js';
 import { credentialRoute } from './credential-injection.js';
 import { dialPinned, recordDialFailure } from './dial.js';
+import { identityFields } from './identity-gate.js';
 import { beginOutcome, emitOutcome, findingEvent, NOT_UNDERSTOOD_DETAIL, type Outcome, relayClosedEvent, settle } from './events.js';
 import { MAX_HEADER_COUNT } from '../http1/framing.js';
 import { terminateTls } from '../tls/intercept.js';
@@ -51,6 +53,8 @@ export interface Opened {
   readonly decision: Decision;
   readonly inspect: boolean;
   readonly upstream: Socket;
+  /** The claim it was decided with; its requests and any reload are decided with the same one. */
+  readonly identity: IdentityClaim | undefined;
 }
 
 /** The 'connect' handler of the shared HTTP server. */
@@ -98,9 +102,11 @@ async function open(ctx: ProxyContext, req: IncomingMessage, socket: Socket, o: 
   const policy = ctx.store.current();
   o.generation = policy.generation;
   o.policyHash = policy.hash;
-  const decision = timedDecide(ctx.metrics, policy, { adapter: 'connect', host, port });
+  // docs/identity.md: looked up only when an endpoint at host:port lists binaries; one lookup for the whole tunnel.
+  const identity = await ctx.identity?.forDestination(socket, policy, host, port);
+  const decision = timedDecide(ctx.metrics, policy, { adapter: 'connect', host, port, identity });
   o.policy = decision.policy;
-  o.extra = { endpoint: decision.endpoint?.id, identity: decision.binaryIdentity };
+  o.extra = { endpoint: decision.endpoint?.id, ...identityFields(decision, identity) };
   if (decision.verdict === 'deny') {
     settle(o, 'deny', decision.reason, decision.detail, 403);
     writeDenialToSocket(socket, connectPolicyDenial(host, port, target, decision, { policy, adapter: 'connect' }));
@@ -152,7 +158,7 @@ async function open(ctx: ProxyContext, req: IncomingMessage, socket: Socket, o: 
   // A reload that landed while resolving or dialling: the new generation decides again, exactly as it does for
   // the tunnels already open, and only a changed decision (denied, other endpoint or inspection, addresses no
   // longer valid) refuses; a reload of unrelated endpoints does not.
-  const pinned = { host, port, addresses: dest.addresses, endpointId: decision.endpoint?.id, inspect };
+  const pinned = { host, port, addresses: dest.addresses, endpointId: decision.endpoint?.id, inspect, identity };
   if (!stillCurrent(ctx, policy, pinned)) {
     upstream.destroy();
     settle(o, 'deny', 'policy-changed', 'policy changed while connecting', 403);
@@ -167,7 +173,7 @@ async function open(ctx: ProxyContext, req: IncomingMessage, socket: Socket, o: 
   socket.write(ESTABLISHED);
   settle(o, 'allow', decision.reason, decision.detail, 200);
   o.extra.addresses = dest.addresses;
-  return { host, port, addresses: dest.addresses, decision, inspect, upstream };
+  return { host, port, addresses: dest.addresses, decision, inspect, upstream, identity };
 }
 
 /** Whether the connection pinned under `policy` may open under the store's current policy (docs/destinations.md#connect). */
@@ -182,7 +188,7 @@ export function stillCurrent(ctx: ProxyContext, policy: Policy, pinned: Omit<Pin
  * routes, TLS termination or plaintext HTTP otherwise. Shared with transparent capture (capture.ts).
  */
 export function startTunnel(ctx: ProxyContext, socket: Socket, head: Buffer, opened: Opened, o: Outcome, relay: RawRelay = relayRaw): void {
-  const { host, port, addresses, decision, inspect, upstream } = opened;
+  const { host, port, addresses, decision, inspect, upstream, identity } = opened;
   ctx.metrics.tunnels.inc();
   let removed = false;
   const sockets: Socket[] = [socket, upstream];
@@ -192,6 +198,7 @@ export function startTunnel(ctx: ProxyContext, socket: Socket, head: Buffer, ope
     addresses,
     endpointId: decision.endpoint?.id,
     inspect,
+    identity,
     close(reason) {
       if (reason === 'policy-changed') ctx.metrics.reloadClosed.inc({});
       ctx.sink.emit(relayClosedEvent(ctx.store.current(), { what: 'tunnel', host, port, reason }));
@@ -220,7 +227,7 @@ export function startTunnel(ctx: ProxyContext, socket: Socket, head: Buffer, ope
 }
 
 async function inspectTunnel(ctx: ProxyContext, socket: Socket, head: Buffer, opened: Opened, o: Outcome, sockets: Socket[], done: (cause?: TunnelEndCause) => void): Promise<void> {
-  const { host, port, addresses, upstream } = opened;
+  const { host, port, addresses, upstream, identity } = opened;
   let idle = false;
   socket.setTimeout(ctx.tunnelIdleTimeoutMs, () => {
     idle = true;
@@ -252,7 +259,7 @@ async function inspectTunnel(ctx: ProxyContext, socket: Socket, head: Buffer, op
     sockets.push(inner);
   }
   const client = ctx.upstreams.tunnelClient({ host, port, addresses, tls: kind === 'tls' }, upstream);
-  const scope: TunnelScope = { host, port, tls: kind === 'tls', addresses, client };
+  const scope: TunnelScope = { host, port, tls: kind === 'tls', addresses, client, identity };
   ctx.scopes.set(inner, scope);
   inner.once('close', () => {
     client.destroy();

@@ -7,12 +7,14 @@ import { checkDestination, checkDestinationCached, type DestinationRequest, type
 import { type AuthorityResult, type HostCache, type HostForm, memoisedAuthorityParser } from '../net/host.js';
 import type { Resolver } from '../net/resolver.js';
 import type { DestinationCheck, SelfAddresses } from '../net/ssrf.js';
+import type { IdentityClaim } from '../policy/binary-identity.js';
 import type { PolicyStore } from '../policy/store.js';
 import type { Decision, Endpoint } from '../policy/types.js';
 import type { AuditSink } from '../telemetry/event.js';
 import type { Logger } from '../telemetry/logger.js';
 import type { Interception } from '../tls/intercept.js';
 import type { DialFunction } from './dial.js';
+import type { IdentityGate } from './identity-gate.js';
 import type { ProxyMetrics } from './metrics.js';
 import type { H1Pool } from '../http1/h1-client.js';
 import type { TunnelRegistry } from './tunnel.js';
@@ -26,6 +28,8 @@ export interface TunnelScope {
   readonly tls: boolean;
   readonly addresses: readonly string[];
   readonly client: H1Pool;
+  /** The process that opened the tunnel (docs/identity.md): every request inside is decided with it. */
+  readonly identity?: IdentityClaim | undefined;
 }
 
 export interface ProxyContext {
@@ -48,6 +52,8 @@ export interface ProxyContext {
   readonly scopes: WeakMap<Socket, TunnelScope>;
   /** Read per request (scopeFor) and per connection (the uninspected-route guard); never cached. */
   readonly credentials: CredentialSource;
+  /** Binary identity (identity-gate.ts); createProxyServer always sets one, hand-built test contexts check no binaries. */
+  readonly identity?: IdentityGate;
   selfAddresses(): SelfAddresses;
   /** Hands a (decrypted or plaintext) tunnel socket to the shared HTTP/1.1 server. */
   serveHttp(socket: Socket): void;

@@ -194,10 +194,12 @@ export function outcomeEvent(o: Outcome): AuditEvent {
 
 /** What explain needs to ask the same question again (docs/events.md#replaying-a-denial); denials only. */
 function replayOf(o: Outcome, host: string, port: number): ReplayFields {
-  if (o.kind === 'net' || o.path === undefined) return { host, port };
+  // The executable the denial was decided for (docs/identity.md#explain): explain asks with it again.
+  const binary = typeof o.extra?.binary === 'string' ? { binary: o.extra.binary } : {};
+  if (o.kind === 'net' || o.path === undefined) return { host, port, ...binary };
   const queryKeys = o.queryKeys === undefined || o.queryKeys.keys.length === 0 ? {} : { query_keys: o.queryKeys.keys };
   const truncated = o.queryKeys?.truncated === true ? { query_keys_truncated: true as const } : {};
-  return { scheme: o.scheme ?? 'http', method: o.method, host, port, path: o.path, ...queryKeys, ...truncated };
+  return { scheme: o.scheme ?? 'http', method: o.method, host, port, path: o.path, ...queryKeys, ...truncated, ...binary };
 }
 
 export function emitOutcome(sink: AuditSink, metrics: ProxyMetrics, o: Outcome): void {

@@ -45,7 +45,8 @@ export function intentFromTarget(target: string, options: { method?: string | un
     ({ host, port } = parsed);
     if (upper !== undefined) requestTarget = '/';
   }
-  const base = { adapter: 'explain' as const, host, port, ...(binary === undefined ? {} : { binary }) };
+  // The binary as a process without ancestors: what `--binary` names is all explain knows of it.
+  const base = { adapter: 'explain' as const, host, port, ...(binary === undefined ? {} : { identity: { kind: 'process' as const, exe: binary, ancestors: [] } }) };
   if (requestTarget === undefined) return { ok: true, intent: base };
   // Opt-in escapes are kept here; the endpoint's allow_encoded_* options are reported after the decision.
   const canonical = canonicalTarget(requestTarget, { allowEncodedSlash: true, allowEncodedBackslash: true, allowEncodedNul: true });

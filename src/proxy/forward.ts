@@ -142,6 +142,13 @@ class ForwardedRequest implements H1Handler {
   }
 
   start(): void {
+    // docs/identity.md: a forward connection's process is looked up on its first request that needs it, then kept.
+    const lookup = this.scope === undefined ? this.ctx.identity?.ready(this.clientSocket, this.ctx.store.current()) : undefined;
+    if (lookup === undefined) this.evaluate();
+    else lookup.then(() => this.evaluate(), (err: unknown) => this.fail(err));
+  }
+
+  evaluate(): void {
     let evaluation: Evaluation | undefined;
     try {
       evaluation = evaluateRequestCached(this.ctx, this.req, this.scope, this.o);

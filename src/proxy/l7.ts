@@ -33,6 +33,7 @@ import { methodOverride } from './method-override.js';
 import { canonicalTarget, escapeOptionsOf, refusedEscape } from './path.js';
 import { type BodyHold, bodyHold, type InspectedBody, withoutBody } from './inspected-body.js';
 import { callEventFields, jsonRpcDenial } from './jsonrpc-denial.js';
+import { identityFields, requestIdentity } from './identity-gate.js';
 import { parseAbsoluteTarget } from '../http1/target.js';
 
 /** An allowed request and where it goes. */
@@ -198,8 +199,10 @@ function evaluatePolicy(ctx: ProxyContext, req: IncomingMessage, scope: TunnelSc
     o.path = redactPlaceholders(rawPath(target));
     return refuse(o, unsupportedL7Denial('h2c upgrades are not supported'), 'unsupported-l7-protocol', 'h2c upgrade refused');
   }
+  // docs/identity.md: the tunnel's process, or the forward connection's (forward.ts waited for its lookup).
+  const identity = requestIdentity(ctx.identity, req.socket, scope);
   // L4 first: which endpoints match host:port decides whether the request is inspected at all.
-  const l4 = timedDecide(ctx.metrics, policy, { adapter, host, port });
+  const l4 = timedDecide(ctx.metrics, policy, { adapter, host, port, identity });
   let decision = l4;
   const inspected = l4.verdict !== 'deny' && l4.endpoints.some(needsInspection);
   // A credentialed route is canonicalised even on an L4 endpoint: the credential scope matches provider
@@ -226,7 +229,7 @@ function evaluatePolicy(ctx: ProxyContext, req: IncomingMessage, scope: TunnelSc
         if (bodiless === 'hold') return { kind: 'body', ...hold };
         read = bodiless;
       }
-      const extra = read ?? {};
+      const extra = read === undefined ? { identity } : { identity, ...read };
       const decideAs = (m: string): Decision => {
         const asWritten = timedDecide(ctx.metrics, policy, { adapter, host, port, method: m, path: shown, query, ...extra });
         if (stripped === undefined) return asWritten;
@@ -256,7 +259,7 @@ function evaluatePolicy(ctx: ProxyContext, req: IncomingMessage, scope: TunnelSc
   }
   o.policy = decision.policy;
   o.engine = decision.layer === 'l7' ? 'l7' : 'opa';
-  const extra = { rule: decision.rule, endpoint: decision.endpoint?.id, identity: decision.binaryIdentity };
+  const extra = { rule: decision.rule, endpoint: decision.endpoint?.id, ...identityFields(decision, identity) };
   o.extra = overrideMethod === undefined ? extra : { ...extra, method_override: overrideMethod };
   if (decision.calls !== undefined && decision.calls.length > 0) o.extra = { ...o.extra, ...callEventFields(decision.calls) };
   if (decision.verdict === 'deny') {

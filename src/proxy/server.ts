@@ -13,6 +13,8 @@ import type { PolicyStore } from '../policy/store.js';
 import type { AuditSink } from '../telemetry/event.js';
 import type { Logger } from '../telemetry/logger.js';
 import type { Interception } from '../tls/intercept.js';
+import type { BinaryIdentityMode, IdentitySource } from '../identity/source.js';
+import { createIdentityGate } from './identity-gate.js';
 import { createAdmission, FIRST_BYTE_TIMEOUT_MS, MAX_CONNECTIONS_PER_SOURCE_PERCENT } from './admission.js';
 import { createConnectHandler } from './connect.js';
 import { credentialRoute } from './credential-injection.js';
@@ -86,6 +88,8 @@ interface ProxyServerOptions {
   readonly otherSelfAddresses: () => readonly SelfAddress[];
   /** Standalone file source or the supervisor-fed static source. */
   readonly credentials: CredentialSource;
+  /** Binary identity (docs/identity.md): the mode, and where processes are looked up. */
+  readonly identity: { readonly mode: BinaryIdentityMode; readonly source: IdentitySource | undefined };
 }
 
 export interface ProxyServer {
@@ -173,6 +177,7 @@ export function createProxyServer(options: ProxyServerOptions): ProxyServer {
     tunnels,
     scopes: new WeakMap<Socket, TunnelScope>(),
     credentials: options.credentials,
+    identity: createIdentityGate(options.identity),
     // Per request: rebuilt only when the bound address or the other listeners' list changes.
     selfAddresses() {
       const others = options.otherSelfAddresses();

@@ -5,6 +5,7 @@ import type { Socket } from 'node:net';
 import type { SelfAddresses } from '../net/ssrf.js';
 import { validateDestination } from '../net/ssrf.js';
 import { decide } from '../policy/decide.js';
+import type { IdentityClaim } from '../policy/binary-identity.js';
 import type { Decision, Policy } from '../policy/types.js';
 import { decisionNeedsInspection } from './context.js';
 
@@ -19,6 +20,8 @@ export interface PinnedTunnel {
   readonly addresses: readonly string[];
   readonly endpointId: string | undefined;
   readonly inspect: boolean;
+  /** The process that opened it: a reload decides again with the same identity (docs/identity.md#reloads). */
+  readonly identity?: IdentityClaim | undefined;
   /**
    * An L7 relay (a WebSocket after its 101) re-decides its own request here: true when the new policy
    * decides it as before. It then replaces the L4 endpoint/inspection comparison; the rest still applies.
@@ -81,7 +84,7 @@ function stillAllowed(
   t: Omit<PinnedTunnel, 'close'>,
   options: { allowLoopback: boolean; selfAddresses: SelfAddresses; routeOf: TunnelRegistryOptions['routeOf'] },
 ): boolean {
-  const decision = decide(policy, { adapter: 'connect', host: t.host, port: t.port });
+  const decision = decide(policy, { adapter: 'connect', host: t.host, port: t.port, identity: t.identity });
   if (decision.verdict === 'deny') return false;
   const route = options.routeOf?.(decision, t.host, t.port) ?? 'as-is';
   if (route === 'refuse') return false;

@@ -20,6 +20,7 @@ import { type PinnedTunnel, relayRaw } from './tunnel.js';
 import { CLOSE_CODES } from '../websocket/ws-frames.js';
 import { relayWebSocket, type WsSession } from './ws-relay.js';
 import { signedRequest, withoutAwsAuth } from './sigv4-request.js';
+import { requestIdentity } from './identity-gate.js';
 
 /** The upstream's handshake answer must fit in this. */
 const MAX_UPGRADE_RESPONSE_HEAD_BYTES = 16_384;
@@ -78,6 +79,7 @@ function readResponseHead(upstream: Socket): Promise<{ head: string; rest: Buffe
 
 async function upgrade(ctx: ProxyContext, req: IncomingMessage, socket: Socket, head: Buffer, o: Outcome): Promise<void> {
   const scope = ctx.scopes.get(socket);
+  if (scope === undefined) await ctx.identity?.ready(socket, ctx.store.current());
   const evaluation = await evaluateRequest(ctx, req, scope, o);
   // 'body' is never asked for an upgrade (inspected-body.ts withoutBody); 400 if it ever were.
   if (evaluation.kind === 'bare' || evaluation.kind === 'body') {
@@ -188,6 +190,7 @@ async function upgrade(ctx: ProxyContext, req: IncomingMessage, socket: Socket, 
     scope: prepared.head.scope,
     credentialed,
     src: { remoteAddress: socket.remoteAddress, remotePort: socket.remotePort },
+    identity: requestIdentity(ctx.identity, socket, scope),
   };
   const pinned = pinnedDecisions(ctx.store.current(), session, o.method, decision);
   let closeRelay: ((reason: string) => void) | undefined;
@@ -197,6 +200,7 @@ async function upgrade(ctx: ProxyContext, req: IncomingMessage, socket: Socket, 
     addresses,
     endpointId: endpoint?.id,
     inspect: scope !== undefined,
+    identity: session.identity,
     // docs/destinations.md#reloads: the relay survives a reload unless the upgrade's or its text frames' decision changed.
     recheck: (policy) => sameDecisions(pinned, pinnedDecisions(policy, session, o.method, undefined)),
     close(reason) {
@@ -254,10 +258,10 @@ interface PinnedDecisions {
 
 /** The upgrade's decision and (on a websocket endpoint) its text frames' decision under `policy`. */
 function pinnedDecisions(policy: Policy, session: WsSession, method: string, upgrade: Decision | undefined): PinnedDecisions {
-  const { adapter, host, port, path, query } = session;
+  const { adapter, host, port, path, query, identity } = session;
   return {
-    upgrade: upgrade ?? decide(policy, { adapter, host, port, method, path, query }),
-    text: session.decideText ? decide(policy, { adapter, host, port, method: 'WEBSOCKET_TEXT', path, query }) : undefined,
+    upgrade: upgrade ?? decide(policy, { adapter, host, port, method, path, query, identity }),
+    text: session.decideText ? decide(policy, { adapter, host, port, method: 'WEBSOCKET_TEXT', path, query, identity }) : undefined,
   };
 }
 

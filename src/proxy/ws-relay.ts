@@ -14,12 +14,14 @@ import { rewriteWebSocketText } from '../credentials/rewrite-ws.js';
 import type { CredentialScope } from '../credentials/scope.js';
 import { classifyGraphqlWsMessage } from '../graphql/ws-message.js';
 import { hasGraphqlPolicy } from '../policy/decide-graphql.js';
+import type { IdentityClaim } from '../policy/binary-identity.js';
 import { decide } from '../policy/decide.js';
 import type { Adapter, Endpoint } from '../policy/types.js';
 import type { Severity } from '../telemetry/event.js';
 import type { ProxyContext } from './context.js';
 import { credentialRefusal } from './credential-injection.js';
 import { beginOutcome, emitOutcome, findingEvent, type Outcome, type OutcomeReason, settle } from './events.js';
+import { identityFields } from './identity-gate.js';
 import { TUNNEL_LINGER_MS } from './tunnel.js';
 import { createAssemblyTimer, GLOBAL_TIMERS, type Timers } from '../websocket/assembly-timer.js';
 import { createFrameBoundaryTracker } from '../websocket/frame-boundary.js';
@@ -41,6 +43,8 @@ export interface WsSession {
   /** The upgrade's route binds credentials: binary frames are refused (docs/credentials.md#inspectable-routes-only). */
   readonly credentialed: boolean;
   readonly src: { readonly remoteAddress?: string | undefined; readonly remotePort?: number | undefined };
+  /** The upgrade's process (docs/identity.md): text frames and reloads are decided with it. */
+  readonly identity?: IdentityClaim | undefined;
 }
 
 interface WsRelay {
@@ -189,13 +193,13 @@ export function relayWebSocket(
     const message = graphqlMessages ? classifyGraphqlWsMessage(text) : undefined;
     if (message?.kind === 'control') return true;
     const graphql = message === undefined ? {} : { graphql: message.request };
-    const decision = decide(ctx.store.current(), { adapter, host, port, method: 'WEBSOCKET_TEXT', path, query, ...graphql });
+    const decision = decide(ctx.store.current(), { adapter, host, port, method: 'WEBSOCKET_TEXT', path, query, identity: session.identity, ...graphql });
     if (decision.verdict === 'allow') return true;
     const o = messageOutcome(ctx, session, 'WEBSOCKET_TEXT');
     settle(o, decision.verdict, decision.reason, decision.detail, undefined);
     o.policy = decision.policy;
     o.engine = decision.layer === 'l7' ? 'l7' : 'opa';
-    o.extra = { rule: decision.rule, endpoint: decision.endpoint?.id, identity: decision.binaryIdentity };
+    o.extra = { rule: decision.rule, endpoint: decision.endpoint?.id, ...identityFields(decision, session.identity) };
     if (decision.verdict === 'deny') {
       refuseMessage(o);
       return false;

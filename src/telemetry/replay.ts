@@ -20,6 +20,8 @@ export interface ReplayFields {
   /** Names of the query parameters present, percent-decoded, in order of appearance, each once; never a value. */
   readonly query_keys?: readonly string[];
   readonly query_keys_truncated?: true;
+  /** The executable the denial was decided for, when a process was identified (docs/identity.md#explain). */
+  readonly binary?: string;
 }
 
 /** Distinct keys of a raw query, bounded; `decode` percent-decodes, `redact` hides placeholders. */
@@ -57,6 +59,7 @@ export function replayFromUnmapped(unmapped: unknown): ReplayFields | undefined 
     out.query_keys = r.query_keys.filter((k): k is string => typeof k === 'string').slice(0, MAX_REPLAY_QUERY_KEYS).map((k) => k.slice(0, MAX_REPLAY_QUERY_KEY_CHARS));
   }
   if (r.query_keys_truncated === true) out.query_keys_truncated = true;
+  if (typeof r.binary === 'string' && r.binary.startsWith('/') && r.binary.length <= MAX_REPLAY_PATH_CHARS) out.binary = r.binary;
   return out;
 }
 

@@ -21,7 +21,8 @@ import { imageNode } from '../harness/image-node.js';
 import { type Container, container, type PodSpec, readManifests } from '../harness/k8s-manifest.js';
 import { containerArgv, containerEnv, ensureMountpoints, materialiseVolumes, type VolumeSources } from '../harness/k8s-pod.js';
 import { arg, assertControlPortOnly, buildTopology, CLUSTER, childLog, must, NS, ORIGINS, preparePod, probe, removeNamespaces, SANDBOX_IP, SUPERVISOR_IP, skipReason, startClusterDns, startOrigins } from '../harness/pod-cluster.js';
-import { agentClients, FAST_FAILURE_MS, NODE_CLIENT, PYTHON_CLIENT, SANDBOX_POLICY, supervisorAdmin, tlsSecret, writeOriginFiles } from '../harness/pod-workload.js';
+import { agentClients, FAST_FAILURE_MS, NODE_CLIENT, PYTHON_CLIENT, sandboxPolicy, supervisorAdmin, tlsSecret, writeOriginFiles } from '../harness/pod-workload.js';
+import { checkBinaryIdentity } from '../harness/pod-identity.js';
 import { stageBoundary } from '../harness/stage.js';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
@@ -64,6 +65,8 @@ it('runs the shipped sandbox pod and supervisor as the manifests say: attach, re
   assert.ok(sandboxPod !== undefined && supervisorPod !== undefined, 'both pods are in deploy/kubernetes');
   const sidecar = container(sandboxPod, 'boundary');
   const agent = container(sandboxPod, 'agent');
+  // The test's processes share the host's PID namespace: what shareProcessNamespace gives the pod.
+  assert.equal(sandboxPod.shareProcessNamespace, true, 'binary identity needs the pod to share its PID namespace');
   const supervisorContainer = container(supervisorPod, 'supervisor');
   // The supervisor's address is its Service's cluster name; the port is the Service's control port.
   const service = manifests.documents.find((d) => d.kind === 'Service') as { metadata: { name: string; namespace: string }; spec: { ports: { name: string; port: number }[] } };
@@ -105,7 +108,7 @@ it('runs the shipped sandbox pod and supervisor as the manifests say: attach, re
     'boundary-supervisor-tls': await tlsSecret(join(dir, 'sup')),
     [`boundary-${sandboxId}-tls`]: await tlsSecret(join(dir, 'sb')),
     'boundary-admin-token': { token: `${'a1b2c3d4'.repeat(8)}\n` },
-    'boundary-policies': { [`${sandboxId}.yaml`]: SANDBOX_POLICY },
+    'boundary-policies': { [`${sandboxId}.yaml`]: sandboxPolicy(files.gh) },
     'boundary-credentials': { 'credentials.yaml': 'providers: {}\n' },
   };
   const volumes = {
@@ -138,11 +141,21 @@ it('runs the shipped sandbox pod and supervisor as the manifests say: attach, re
   // --- The sandbox pod: init containers in order (a native sidecar runs on), then the agent.
   let boundary: LoggedChild | undefined;
   t.after(() => boundary?.stop());
+  const sidecars: LoggedChild[] = [];
+  t.after(async () => {
+    for (const child of sidecars) await child.stop();
+  });
   let sidecarStarted = 0;
   for (const c of sandboxPod.initContainers) {
     if (c.restartPolicy !== 'Always') {
       const init = startContainer(NS.sandbox, sandboxPod, c, volumes.sandbox);
       assert.equal(await init.exited(), 0, `init container ${c.name} failed:\n${init.text.join('\n')}`);
+      continue;
+    }
+    if (c.name !== 'boundary') {
+      // A sidecar without a startupProbe: the kubelet starts the next container as soon as this one started.
+      assert.equal(c.startupProbe, undefined, `${c.name}: the test does not emulate its startupProbe`);
+      sidecars.push(startContainer(NS.sandbox, sandboxPod, c, volumes.sandbox));
       continue;
     }
     sidecarStarted = performance.now();
@@ -207,6 +220,10 @@ it('runs the shipped sandbox pod and supervisor as the manifests say: attach, re
   assert.equal(dns.text.filter((line) => line.includes('denied.origin.test')).length, 0, 'a denied name is never asked upstream');
   assert.ok(dns.text.some((line) => line.includes(`query[A] api.origin.test from ${SANDBOX_IP}`)), 'boundary resolved allowed names through the cluster DNS');
   assert.ok(dns.text.some((line) => line.includes(`query[A] ${serviceHost}.${CLUSTER.domain} from ${SANDBOX_IP}`)), 'boundary found its supervisor through the cluster DNS');
+
+  // --- Binary identity: the same endpoints allowed and denied by the process that opened the connection.
+  const identity = container(sandboxPod, 'boundary-identity');
+  figures.identity = await checkBinaryIdentity({ pod: sandboxPod, identity, sidecar, agent, volumes: volumes.sandbox, files, boundary: live, run: agentRun, curl, entrypoint, cwd: stage.dir, log });
 
   // --- An instance the supervisor expects, kept on the state volume (--state-dir) through every kill below.
   const adminUrl = `http://${arg(supervisorContainer, '--admin-listen')}/v1/sandboxes`;

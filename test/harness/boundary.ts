@@ -10,6 +10,7 @@ import type { Boundary } from '../../src/boundary-types.js';
 import { createBoundary } from '../../src/boundary.js';
 import { parseConfig } from '../../src/config.js';
 import type { CredentialSource } from '../../src/credentials/source.js';
+import type { IdentitySource } from '../../src/identity/source.js';
 import { type DialTarget, netDial } from '../../src/proxy/dial.js';
 import type { ProxyLimits } from '../../src/proxy/server.js';
 import { type FakeAnswer, type FakeResolver, fakeResolver } from './fake-resolver.js';
@@ -49,6 +50,12 @@ export interface StartOptions {
   readonly searchDomains?: readonly string[];
   /** deps.shutdownDrainMs: a drain deadline shorter than SHUTDOWN_DRAIN_MS. */
   readonly shutdownDrainMs?: number;
+  /** config.binaryIdentity (`--binary-identity`); default required. */
+  readonly binaryIdentity?: 'required' | 'endpoint-only';
+  /** config.identitySocket (`--identity-socket`): ask an identity server there instead of reading /proc. */
+  readonly identitySocket?: string;
+  /** deps.identity: a source of the test's own (a /proc walk of another root, say). */
+  readonly identity?: IdentitySource;
 }
 
 export interface RunningBoundary {
@@ -99,6 +106,8 @@ export async function startBoundary(options: StartOptions = {}): Promise<Running
     limits: { closeGraceMs: TEST_CLOSE_GRACE_MS, ...options.limits },
     unsafeAllowLoopbackUpstream: options.allowLoopback ?? true,
     ...(options.logFormat === undefined ? {} : { logFormat: options.logFormat }),
+    ...(options.binaryIdentity === undefined ? {} : { binaryIdentity: options.binaryIdentity }),
+    ...(options.identitySocket === undefined ? {} : { identitySocket: options.identitySocket }),
   });
   const boundary = createBoundary(config, {
     resolver,
@@ -108,6 +117,7 @@ export async function startBoundary(options: StartOptions = {}): Promise<Running
     registry: new Registry(),
     ...(options.credentials === undefined ? {} : { credentials: options.credentials }),
     ...(options.shutdownDrainMs === undefined ? {} : { shutdownDrainMs: options.shutdownDrainMs }),
+    ...(options.identity === undefined ? {} : { identity: options.identity }),
     dial: (target) => {
       dials.push(target);
       return options.dial === undefined ? netDial(target) : options.dial(target);

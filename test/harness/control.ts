@@ -15,7 +15,7 @@ import { waiterList } from './waiters.js';
 export const WAIT_TIMEOUT_MS = 10_000;
 
 export function policyYaml(host: string, port = 443): string {
-  return `version: 1\nnetwork_policies:\n  api:\n    name: api\n    endpoints:\n      - host: ${host}\n        port: ${port}\n`;
+  return `version: 1\nnetwork_policies:\n  api:\n    name: api\n    endpoints:\n      - host: ${host}\n        port: ${port}\n    binaries: [{ path: "/**" }]\n`;
 }
 
 /** A logger that keeps its lines in memory, with a waiter for a line to come. */

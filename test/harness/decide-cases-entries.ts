@@ -195,7 +195,7 @@ add('audit', 'connection to an audit host on an unlisted port', AUDIT_POLICY, co
 add('audit', 'request from an unlisted binary on an audit endpoint', AUDIT_POLICY, req('POST', '/ok', 'default.example.com', '/usr/bin/wget'), BINARY_MISS);
 add('audit', 'request from the listed binary on an audit endpoint', AUDIT_POLICY, req('POST', '/ok', 'default.example.com', '/usr/bin/curl'), {
   ...AUDIT_NO_RULE,
-  binaryIdentity: 'matched',
+  binaryIdentity: 'process',
 });
 
 // docs/policy.md#endpoint-fields (protocol): graphql / mcp / json-rpc load but fail closed per request until inspection exists.
@@ -223,18 +223,18 @@ add('overlap', 'only the wildcard entry matches', SMALLEST_KEY_POLICY, conn('www
 
 // Binaries: exact, glob (* inside a segment, ** any depth), /**, empty list; endpoint-only when unknown.
 const BINARY_ROWS: readonly (readonly [host: string, binary: string | undefined, expect: Expect])[] = [
-  ['exact.example.com', '/usr/bin/node', { ...ALLOW_L4, policy: 'exact', binaryIdentity: 'matched' }],
+  ['exact.example.com', '/usr/bin/node', { ...ALLOW_L4, policy: 'exact', binaryIdentity: 'process' }],
   ['exact.example.com', '/usr/local/bin/node', BINARY_MISS],
   ['exact.example.com', '/usr/bin/nodejs', BINARY_MISS],
   ['exact.example.com', undefined, { ...ALLOW_L4, policy: 'exact', binaryIdentity: 'endpoint-only' }],
-  ['glob.example.com', '/usr/lib/jvm/17/bin/java', { ...ALLOW_L4, binaryIdentity: 'matched' }],
+  ['glob.example.com', '/usr/lib/jvm/17/bin/java', { ...ALLOW_L4, binaryIdentity: 'process' }],
   ['glob.example.com', '/usr/lib/jvm/17/jre/bin/java', BINARY_MISS],
   ['glob.example.com', '/usr/lib/jvm/bin/java', BINARY_MISS],
-  ['glob.example.com', '/usr/bin/python3.12', { ...ALLOW_L4, binaryIdentity: 'matched' }],
+  ['glob.example.com', '/usr/bin/python3.12', { ...ALLOW_L4, binaryIdentity: 'process' }],
   ['glob.example.com', '/usr/bin/python2', BINARY_MISS],
-  ['deep.example.com', '/opt/tools/a/b/c', { ...ALLOW_L4, binaryIdentity: 'matched' }],
+  ['deep.example.com', '/opt/tools/a/b/c', { ...ALLOW_L4, binaryIdentity: 'process' }],
   ['deep.example.com', '/opt/other/x', BINARY_MISS],
-  ['any.example.com', '/anything/at/all', { ...ALLOW_L4, binaryIdentity: 'matched' }],
+  ['any.example.com', '/anything/at/all', { ...ALLOW_L4, binaryIdentity: 'process' }],
   ['none.example.com', '/usr/bin/node', BINARY_MISS],
   ['none.example.com', undefined, { ...ALLOW_L4, binaryIdentity: 'endpoint-only' }],
 ];
@@ -251,7 +251,7 @@ add('no policy', 'a connection under a version-only policy', 'version: 1\n', con
 add('no policy', 'a request under a version-only policy', 'version: 1\n', req('GET', '/'), { verdict: 'deny', reason: 'no-policy', policy: null });
 
 // The binary check is repeated for inspected requests.
-add('binary', 'an L7 request from a listed binary', AUDIT_POLICY, req('GET', '/x', 'enforced.example.com', '/usr/bin/curl'), { ...PRESET_OK, binaryIdentity: 'matched' });
+add('binary', 'an L7 request from a listed binary', AUDIT_POLICY, req('GET', '/x', 'enforced.example.com', '/usr/bin/curl'), { ...PRESET_OK, binaryIdentity: 'process' });
 add('binary', 'an L7 request from an unlisted binary', AUDIT_POLICY, req('GET', '/x', 'enforced.example.com', '/usr/bin/nc'), BINARY_MISS);
 
 export const ENTRY_CASES: readonly DecideCase[] = cases;

@@ -7,6 +7,7 @@ import assert from 'node:assert/strict';
 import { it } from 'node:test';
 import { decide } from '../../src/policy/decide.js';
 import { parsePolicy } from '../../src/policy/parse.js';
+import type { BinaryIdentity, ProcessClaim } from '../../src/policy/binary-identity.js';
 import type { DecisionReason, EgressIntent, Policy, Verdict } from '../../src/policy/types.js';
 
 export interface Expect {
@@ -15,7 +16,7 @@ export interface Expect {
   /** `null` asserts that no policy decided (decision.policy undefined). */
   readonly policy?: string | null;
   readonly endpointIndex?: number;
-  readonly binaryIdentity?: 'matched' | 'endpoint-only';
+  readonly binaryIdentity?: BinaryIdentity;
 }
 
 export interface DecideCase {
@@ -28,8 +29,13 @@ export interface DecideCase {
 
 // ---- intent and expectation shorthands -------------------------------------------------------------------
 
+/** A process with no ancestors: what `policy explain --binary` asks about. */
+export function exe(path: string, ancestors: readonly string[] = []): ProcessClaim {
+  return { kind: 'process', exe: path, ancestors };
+}
+
 export function conn(host: string, port = 443, binary?: string): EgressIntent {
-  return binary === undefined ? { adapter: 'connect', host, port } : { adapter: 'connect', host, port, binary };
+  return binary === undefined ? { adapter: 'connect', host, port } : { adapter: 'connect', host, port, identity: exe(binary) };
 }
 
 /** An inspected request: `GET /path?query` on host:443. */
@@ -38,7 +44,7 @@ export function req(method: string, target: string, host = 'api.example.com', bi
   const path = q < 0 ? target : target.slice(0, q);
   const base = { adapter: 'l7' as const, host, port: 443, method, path };
   const withQuery = q < 0 ? base : { ...base, query: target.slice(q + 1) };
-  return binary === undefined ? withQuery : { ...withQuery, binary };
+  return binary === undefined ? withQuery : { ...withQuery, identity: exe(binary) };
 }
 
 export const ALLOW_L4: Expect = { verdict: 'allow', reason: 'endpoint-allowed' };

@@ -64,6 +64,8 @@ export interface PodSpec {
   readonly sysctls: readonly EnvVar[];
   /** securityContext.fsGroup: owns claim volumes (setgid) and is a supplementary group of every container. */
   readonly fsGroup: number | undefined;
+  /** One PID namespace for every container. The test's processes share the host's, which is what true gives. */
+  readonly shareProcessNamespace: boolean;
 }
 
 export interface Manifests {
@@ -81,6 +83,7 @@ const CONTAINER_FIELDS = new Set([
 ]);
 const POD_FIELDS = new Set([
   'dnsPolicy', 'dnsConfig', 'initContainers', 'containers', 'volumes', 'securityContext', 'automountServiceAccountToken', 'enableServiceLinks',
+  'shareProcessNamespace',
 ]);
 
 function fail(where: string, message: string): never {
@@ -197,6 +200,7 @@ function parsePod(name: string, namespace: string, labels: Raw, rawSpec: unknown
     namespace,
     sysctls,
     fsGroup: podSecurity.fsGroup === undefined ? undefined : Number(podSecurity.fsGroup),
+    shareProcessNamespace: spec.shareProcessNamespace === true,
     labels: Object.fromEntries(Object.entries(labels).map(([k, v]) => [k, String(v)])),
     dnsPolicy,
     dnsConfig: { nameservers: asList(dns.nameservers, where).map(String), searches: asList(dns.searches, where).map(String), options },

@@ -86,9 +86,11 @@ function capabilityArgs(c: Container, fsGroup: number | undefined): string[] {
   const adds = c.security.addCaps.map((cap) => `+${cap.toLowerCase()}`);
   const bounding = c.security.dropAll || adds.length > 0 ? ['-all', ...adds].join(',') : undefined;
   if (c.security.runAsUser !== 0 && adds.length > 0) throw new Error(`${c.name}: added capabilities for a non-root uid are not emulated`);
+  // uid 0 keeps its uid; a runAsGroup still sets its gid (the identity sidecar's socket group is boundary's).
+  const rootGroup = c.security.runAsGroup === undefined ? [] : [`--regid=${c.security.runAsGroup}`, '--clear-groups'];
   return [
     ...(c.security.runAsUser === 0
-      ? []
+      ? rootGroup
       : [`--reuid=${c.security.runAsUser}`, `--regid=${c.security.runAsGroup ?? c.security.runAsUser}`, fsGroup === undefined ? '--clear-groups' : `--groups=${fsGroup}`]),
     '--inh-caps=-all',
     ...(bounding === undefined ? [] : [`--bounding-set=${bounding}`]),

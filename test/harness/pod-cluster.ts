@@ -191,6 +191,8 @@ export async function startClusterDns(t: TestContext, log: ChildLog, dir: string
       `--local=/${CLUSTER.domain}/`, '--local=/origin.test/',
       `--host-record=${serviceHost}.${CLUSTER.domain},${SUPERVISOR_IP}`,
       ...Object.entries(ORIGINS).map(([name, ip]) => `--host-record=${name}.origin.test,${ip}`),
+      // The `gh`-style client's API: served by the api origin, under a name of its own in the policy.
+      `--host-record=gh.origin.test,${ORIGINS.api}`,
     ],
     { label: 'dnsmasq' },
   );

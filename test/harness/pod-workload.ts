@@ -1,13 +1,14 @@
 // The workload side of test/e2e/pod.test.ts: what the origins serve and the agent runs. writeOriginFiles()
 // makes the origins' CA and leaves, the origins' script, the bare git repository served over git's dumb HTTP
-// protocol, the static musl getaddrinfo client and the agent's home; SANDBOX_POLICY is the sandbox's policy
-// ConfigMap and tlsSecret() a cert-manager Secret from a `boundary pki` output directory. agentClients()
+// protocol, the static musl getaddrinfo client, a `gh`-style client and the agent's home; sandboxPolicy() is the
+// sandbox's policy ConfigMap and tlsSecret() a cert-manager Secret from a `boundary pki` output directory. agentClients()
 // runs real clients (curl, python3 urllib, git, node, musl) in the agent container as the kubelet would, and
 // supervisorAdmin() calls the supervisor's loopback admin API inside its pod.
 
 import assert from 'node:assert/strict';
-import { chmod, chown, mkdir, readFile, writeFile } from 'node:fs/promises';
-import { join } from 'node:path';
+import { realpathSync } from 'node:fs';
+import { chmod, chown, copyFile, mkdir, readFile, symlink, writeFile } from 'node:fs/promises';
+import { dirname, join, relative } from 'node:path';
 import { createCertificateAuthority } from '../../src/pki/ca.js';
 import { issueCertificate } from '../../src/pki/issue.js';
 import type { Container, PodSpec } from './k8s-manifest.js';
@@ -44,7 +45,13 @@ int main(int argc, char **argv) {
 `;
 export const PYTHON_CLIENT = 'import sys, urllib.request\nprint(urllib.request.urlopen(sys.argv[1], timeout=15).read().decode())';
 
-export const SANDBOX_POLICY = `version: 1
+/**
+ * The sandbox's policy ConfigMap. `gh` reaches gh.origin.test (its path as installed, a symlink: the identity
+ * sidecar resolves it), git reaches git.origin.test through its helper processes (the git ancestor), and any
+ * process the api and files origins.
+ */
+export function sandboxPolicy(ghPath: string): string {
+  return `version: 1
 network_policies:
   api:
     endpoints:
@@ -60,8 +67,12 @@ network_policies:
     binaries: [{ path: "/**" }]
   git:
     endpoints: [{ host: git.origin.test, port: 443 }]
-    binaries: [{ path: "/**" }]
+    binaries: [{ path: /usr/bin/git }]
+  github:
+    endpoints: [{ host: gh.origin.test, port: 443 }]
+    binaries: [{ path: ${ghPath} }]
 `;
+}
 
 /** A `boundary pki issue --out` directory as the Secret cert-manager writes (ca.crt, tls.crt, tls.key). */
 export const tlsSecret = async (from: string) => ({
@@ -75,6 +86,9 @@ export interface WorkloadFiles extends OriginFiles {
   readonly agentHome: string;
   readonly muslSource: string;
   readonly muslClient: string;
+  /** The `gh`-style client as installed (a symlink), and the executable it names (what the kernel reports). */
+  readonly gh: string;
+  readonly ghReal: string;
 }
 
 /** Everything under `dir` the origins and the agent need; the agent's home is owned by `owner`. */
@@ -82,7 +96,7 @@ export async function writeOriginFiles(dir: string, owner: { uid: number; gid: n
   // The origins' CA stands for the public roots a real origin chains to; boundary gets it as --upstream-ca.
   const originCa = await createCertificateAuthority({ commonName: 'pod test origins CA', now: Date.now });
   const [apiLeaf, gitLeaf] = await Promise.all(
-    ['api.origin.test', 'git.origin.test'].map((name) => issueCertificate({ ca: originCa, kind: 'server', names: [name], now: Date.now })),
+    [['api.origin.test', 'gh.origin.test'], ['git.origin.test']].map((names) => issueCertificate({ ca: originCa, kind: 'server', names, now: Date.now })),
   );
   const files = {
     originCa: join(dir, 'origin-ca.pem'),
@@ -95,6 +109,8 @@ export async function writeOriginFiles(dir: string, owner: { uid: number; gid: n
     agentHome: join(dir, 'agent-home'),
     muslSource: join(dir, 'gai.c'),
     muslClient: join(dir, 'gai-musl'),
+    ghReal: join(dir, 'opt', 'gh', 'bin', 'gh'),
+    gh: join(dir, 'usr', 'local', 'bin', 'gh'),
   };
   await Promise.all([
     writeFile(files.originCa, originCa.certPem, { mode: 0o644 }),
@@ -119,6 +135,12 @@ export async function writeOriginFiles(dir: string, owner: { uid: number; gid: n
   await git('-C', join(files.gitRoot, 'repo.git'), 'update-server-info');
   await mkdir(files.agentHome);
   await chown(files.agentHome, owner.uid, owner.gid);
+  // A `gh`-style client: a real executable (a copy of curl) installed under opt/, linked from a bin directory.
+  await mkdir(dirname(files.ghReal), { recursive: true, mode: 0o755 });
+  await mkdir(dirname(files.gh), { recursive: true, mode: 0o755 });
+  await copyFile(realpathSync('/usr/bin/curl'), files.ghReal);
+  await chmod(files.ghReal, 0o755);
+  await symlink(relative(dirname(files.gh), files.ghReal), files.gh);
   return files;
 }
 

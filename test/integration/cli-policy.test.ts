@@ -15,6 +15,7 @@ import type { CliIo } from '../../src/cli/io.js';
 import { decide } from '../../src/policy/decide.js';
 import { parsePolicy } from '../../src/policy/parse.js';
 import { mergeSuggestion } from '../../src/policy/suggest.js';
+import { exe } from '../harness/decide-table.js';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const CHILD_TIMEOUT_MS = 30_000;
@@ -228,7 +229,7 @@ describe('boundary policy explain', () => {
     assert.equal(report.reason, 'binary-not-allowed');
     assert.ok(report.suggestion !== undefined, report.hint);
     assert.match(report.suggestion, /path: \/usr\/bin\/python3/);
-    const intent = { adapter: 'explain' as const, host: 'tracker.example.com', port: 443, method: 'GET', path: '/api/v2/items', binary: '/usr/bin/python3' };
+    const intent = { adapter: 'explain' as const, host: 'tracker.example.com', port: 443, method: 'GET', path: '/api/v2/items', identity: exe('/usr/bin/python3') };
     assert.equal(allowsAfterMerge(file, report.suggestion, intent), 'allow');
   });
 

@@ -25,6 +25,7 @@ network_policies:
     endpoints:
       - host: api.example.test
         port: ${port}
+    binaries: [{ path: "/**" }]
   api_inspected:
     endpoints:
       - host: api.example.test
@@ -33,6 +34,7 @@ network_policies:
         enforcement: enforce
         rules:
           - allow: { method: GET, path: "/**" }
+    binaries: [{ path: "/**" }]
 `;
 }
 

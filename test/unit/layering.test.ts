@@ -95,7 +95,22 @@ describe('layering (STYLE.md section 2)', () => {
   });
 
   it('policy/ imports nothing from the adapters, credentials, control or the protocol folders', () => {
-    assert.deepEqual(violations('policy', ['proxy', 'dns', 'control', 'credentials', 'http1', 'websocket', 'tls', 'supervisor', 'boundary.ts']), []);
+    assert.deepEqual(violations('policy', ['proxy', 'dns', 'control', 'credentials', 'http1', 'websocket', 'tls', 'supervisor', 'identity', 'boundary.ts']), []);
+  });
+
+  it('identity/ reads /proc and never decides: nothing from the adapters or protocol folders, from policy/ only the claim types', () => {
+    assert.deepEqual(
+      violations('identity', ['proxy', 'dns', 'control', 'credentials', 'http1', 'websocket', 'tls', 'supervisor', 'pki', 'cli', 'boundary.ts', 'config.ts', 'main.ts']),
+      [],
+    );
+    assert.deepEqual(
+      EDGES.filter((e) => inFolder(e.from, 'identity') && inFolder(e.to, 'policy') && e.to !== 'policy/binary-identity.ts').map((e) => `${e.from} -> ${e.to}`),
+      [],
+    );
+    assert.deepEqual(
+      EDGES.filter((e) => inFolder(e.from, 'identity') && inFolder(e.to, 'telemetry') && !e.typeOnly).map((e) => `${e.from} -> ${e.to}`),
+      [],
+    );
   });
 
   it('net/ is pure address and name code below policy/: nothing from policy/, the adapters, control, credentials or telemetry', () => {

@@ -8,6 +8,7 @@ import { decide } from '../../src/policy/decide.js';
 import { parsePolicy } from '../../src/policy/parse.js';
 import { emptyPolicy, withGeneration } from '../../src/policy/store.js';
 import type { EgressIntent } from '../../src/policy/types.js';
+import { exe } from '../harness/decide-table.js';
 
 const DECIDE_POLICY = `version: 1
 network_policies:
@@ -143,15 +144,15 @@ describe('decide', () => {
   });
 
   it('checks binaries when the intent names one, and an empty binaries list matches nothing', () => {
-    const node = decide(policy, connect('api.example.com', 443, { binary: '/usr/bin/node' }));
+    const node = decide(policy, connect('api.example.com', 443, { identity: exe('/usr/bin/node') }));
     assert.equal(node.verdict, 'allow');
-    assert.equal(node.binaryIdentity, 'matched');
-    const curl = decide(policy, connect('api.example.com', 443, { binary: '/usr/bin/curl' }));
+    assert.equal(node.binaryIdentity, 'process');
+    const curl = decide(policy, connect('api.example.com', 443, { identity: exe('/usr/bin/curl') }));
     assert.equal(curl.reason, 'binary-not-allowed');
     assert.match(curl.detail, /\/usr\/bin\/curl .*api\.example\.com:443 .*api/);
-    assert.equal(decide(policy, connect('closed.example.com', 443, { binary: '/usr/bin/x' })).reason, 'binary-not-allowed');
+    assert.equal(decide(policy, connect('closed.example.com', 443, { identity: exe('/usr/bin/x') })).reason, 'binary-not-allowed');
     assert.equal(decide(policy, connect('closed.example.com', 443)).verdict, 'allow');
-    const narrowed = decide(policy, connect('x.pkg.example.net', 443, { binary: '/usr/bin/wget' }));
+    const narrowed = decide(policy, connect('x.pkg.example.net', 443, { identity: exe('/usr/bin/wget') }));
     assert.equal(narrowed.policy, 'wild');
   });
 

@@ -1,0 +1,189 @@
+// Binary identity as policy sees it (docs/identity.md): the claim an adapter puts into an EgressIntent about the
+// process that opened a connection, and how decide() narrows the matching endpoints by it. Pure: src/identity/
+// finds the process; this file compares paths and never reads one.
+
+import type { Endpoint, Policy } from './types.js';
+
+/** Why no process identity is available: a closed set, rendered in events and docs/identity.md#failure-reasons. */
+export const IDENTITY_FAILURES = [
+  // The process table (or the identity server's view of it) cannot be read at all.
+  'proc-unavailable',
+  // No ESTABLISHED socket with this (client, proxy) address pair: another network namespace, or already closed.
+  'socket-not-found',
+  // The socket exists but no visible process holds it: the processes live in another PID namespace.
+  'owner-not-found',
+  // Processes of another uid could not be inspected: CAP_SYS_PTRACE or CAP_DAC_READ_SEARCH is missing.
+  'permission-denied',
+  // The owner went away before its executable was read.
+  'owner-exited',
+  // Several processes hold the socket and policy could judge them differently.
+  'ambiguous-owner',
+  // The identity server cannot be reached, or answered something it should not have.
+  'source-unavailable',
+  'timeout',
+  'overloaded',
+  // Nothing was looked up when the connection opened, because no endpoint it could reach needed it then.
+  'not-looked-up',
+] as const;
+export type IdentityFailure = (typeof IDENTITY_FAILURES)[number];
+
+/**
+ * Which identity a decision was made with: the process's, none because the endpoints it matched admit any
+ * binary, none because the operator chose endpoint-only (or nothing asked, as in `policy explain` without
+ * --binary), or none because it could not be established.
+ */
+export const BINARY_IDENTITIES = ['process', 'not-needed', 'endpoint-only', 'unavailable'] as const;
+export type BinaryIdentity = (typeof BINARY_IDENTITIES)[number];
+
+export interface ProcessClaim {
+  readonly kind: 'process';
+  /** Shown in events; never matched. */
+  readonly pid?: number;
+  /** The kernel's canonical path of the executable (an interpreter for a script). */
+  readonly exe: string;
+  /** Executables of the parent, its parent, ... (nearest first). */
+  readonly ancestors: readonly string[];
+  /** Absolute paths in the owner's and its ancestors' argv: shown in denials (a script's path), never matched. */
+  readonly cmdlinePaths?: readonly string[];
+  /** Non-glob policy paths as the process's own file system resolves them (symlinks followed), where that differs. */
+  readonly resolved?: ReadonlyMap<string, string>;
+}
+
+export interface UnavailableClaim {
+  readonly kind: 'unavailable';
+  readonly failure: IdentityFailure;
+  /** One sentence on why; never a secret (paths and pids at most). */
+  readonly detail?: string;
+}
+
+/** What an adapter knows about who opened a connection. No claim at all means binaries are not checked. */
+export type IdentityClaim = ProcessClaim | UnavailableClaim;
+
+/** The claim of a connection for which nothing needed a lookup when it opened. */
+export const NOT_LOOKED_UP: UnavailableClaim = Object.freeze({ kind: 'unavailable', failure: 'not-looked-up' });
+
+/** `/**`: any executable. An entry that lists it needs no identity. */
+export const ANY_BINARY = '/**';
+/** Ancestors and argv paths named in a denial's detail; the rest are left out. */
+const MAX_SHOWN_ANCESTORS = 6;
+/** Non-glob paths handed to the identity source for symlink resolution per lookup (docs/identity.md#symlinks). */
+export const MAX_RESOLVED_PATHS = 64;
+
+/** What an entry's binaries list asks of a connection: nothing, an impossible match, or the process's identity. */
+function binaryNeed(binaries: readonly string[]): 'any' | 'none' | 'identity' {
+  if (binaries.includes(ANY_BINARY)) return 'any';
+  return binaries.length === 0 ? 'none' : 'identity';
+}
+
+/** A binaries entry without `*` is compared as a string, so it is the one kind worth resolving through symlinks. */
+export function isExactBinary(path: string): boolean {
+  return !path.includes('*');
+}
+
+const policyNeeds = new WeakMap<Policy, boolean>();
+
+/** Whether any entry of the policy needs a process identity (cached per compiled policy). */
+export function policyNeedsIdentity(policy: Policy): boolean {
+  let needs = policyNeeds.get(policy);
+  if (needs === undefined) {
+    needs = policy.entries.some((entry) => binaryNeed(entry.binaries) === 'identity');
+    policyNeeds.set(policy, needs);
+  }
+  return needs;
+}
+
+/** The endpoints a connection to host:port may be decided by. */
+function endpointsAt(policy: Policy, host: string, port: number): readonly Endpoint[] {
+  return policy.endpointsForHost(host).filter((e) => e.ports.includes(port));
+}
+
+/** Whether a connection to host:port needs a lookup: some endpoint there belongs to an entry that needs identity. */
+export function identityNeededAt(policy: Policy, host: string, port: number): boolean {
+  return policyNeedsIdentity(policy) && endpointsAt(policy, host, port).some((e) => binaryNeed(e.binaries) === 'identity');
+}
+
+const policyPaths = new WeakMap<Policy, readonly string[]>();
+
+/** The non-glob binaries worth resolving for host:port (or the whole policy), deduplicated, at most MAX_RESOLVED_PATHS. */
+export function pathsToResolve(policy: Policy, at?: { readonly host: string; readonly port: number }): readonly string[] {
+  if (at !== undefined) return exactPaths(endpointsAt(policy, at.host, at.port).map((e) => e.binaries));
+  let paths = policyPaths.get(policy);
+  if (paths === undefined) {
+    paths = exactPaths(policy.entries.map((e) => e.binaries));
+    policyPaths.set(policy, paths);
+  }
+  return paths;
+}
+
+function exactPaths(lists: readonly (readonly string[])[]): string[] {
+  const out = new Set<string>();
+  for (const list of lists) {
+    for (const path of list) {
+      if (out.size >= MAX_RESOLVED_PATHS) return [...out];
+      if (isExactBinary(path)) out.add(path);
+    }
+  }
+  return [...out];
+}
+
+/** The endpoints a claim leaves standing, the label the decision carries, and what matched. */
+export interface BinaryNarrowing {
+  readonly endpoints: readonly Endpoint[];
+  readonly identity: BinaryIdentity;
+  readonly failure: IdentityFailure | undefined;
+  /** Per kept endpoint, the ancestor whose path matched when the executable's own did not. */
+  readonly via: ReadonlyMap<Endpoint, string> | undefined;
+  /** Set when the claim removed every endpoint only because none could be judged without an identity. */
+  readonly unavailable: boolean;
+}
+
+/**
+ * Narrows endpoints by the claim (docs/identity.md#matching): no claim keeps all (endpoint-only); `/**` entries
+ * stay whatever the claim; a process keeps the entries where its executable, an ancestor or a resolved alias of
+ * a non-glob path matches; without an identity the entries that need one go.
+ */
+export function narrowByBinary(endpoints: readonly Endpoint[], claim: IdentityClaim | undefined): BinaryNarrowing {
+  if (claim === undefined) return { endpoints, identity: 'endpoint-only', failure: undefined, via: undefined, unavailable: false };
+  if (claim.kind === 'unavailable') {
+    const kept = endpoints.filter((e) => binaryNeed(e.binaries) === 'any');
+    const mattered = endpoints.some((e) => binaryNeed(e.binaries) === 'identity');
+    return {
+      endpoints: kept,
+      identity: mattered ? 'unavailable' : 'not-needed',
+      failure: mattered ? claim.failure : undefined,
+      via: undefined,
+      unavailable: mattered && kept.length === 0,
+    };
+  }
+  const candidates = [claim.exe, ...claim.ancestors];
+  const kept: Endpoint[] = [];
+  const via = new Map<Endpoint, string>();
+  for (const endpoint of endpoints) {
+    const need = binaryNeed(endpoint.binaries);
+    if (need === 'none') continue;
+    const matched = need === 'any' ? claim.exe : matchingPath(endpoint, candidates, claim.resolved);
+    if (matched === undefined) continue;
+    kept.push(endpoint);
+    if (matched !== claim.exe) via.set(endpoint, matched);
+  }
+  return { endpoints: kept, identity: 'process', failure: undefined, via: via.size === 0 ? undefined : via, unavailable: false };
+}
+
+/** The first of exe and ancestors that the endpoint's binaries match, directly or through a resolved symlink. */
+function matchingPath(endpoint: Endpoint, candidates: readonly string[], resolved: ReadonlyMap<string, string> | undefined): string | undefined {
+  for (const candidate of candidates) {
+    if (endpoint.matchesBinary(candidate)) return candidate;
+    if (resolved === undefined) continue;
+    for (const path of endpoint.binaries) if (resolved.get(path) === candidate) return candidate;
+  }
+  return undefined;
+}
+
+/** What a denial adds after the verdict: the ancestors and argv paths, so a script or a launcher is visible. */
+export function processContext(claim: ProcessClaim): string {
+  const ancestors = claim.ancestors.length === 0 ? '' : `; ancestors: ${claim.ancestors.slice(0, MAX_SHOWN_ANCESTORS).join(' -> ')}`;
+  const cmdline = claim.cmdlinePaths ?? [];
+  // A script is its interpreter to the kernel: name the script so the reader sees why its path did not match.
+  const script = cmdline.length === 0 ? '' : `; command line: ${cmdline.slice(0, MAX_SHOWN_ANCESTORS).join(', ')} (a script runs as its interpreter)`;
+  return `${ancestors}${script}`;
+}
