@@ -32,6 +32,7 @@ network_policies:
           - allow: { method: tools/call }
         deny_rules:
           - method: tools/delete
+    binaries: [{ path: "/**" }]
   rpc_audited:
     endpoints:
       - host: api.example.test

@@ -44,6 +44,7 @@ network_policies:
           - allow: { method: tools/call, tool: { any: ["search_*"] } }
         deny_rules:
           - { method: tools/call, tool: delete_resource }
+    binaries: [{ path: "/**" }]
   mcp_filtered:
     endpoints:
       - host: api.example.test
@@ -54,6 +55,7 @@ network_policies:
         mcp: { allow_all_known_mcp_methods: true, filter_tools_list: true }
         rules:
           - allow: { tool: { any: [read_status, search_web] } }
+    binaries: [{ path: "/**" }]
   mcp_rewrite:
     endpoints:
       - host: api.example.test
@@ -63,6 +65,7 @@ network_policies:
         enforcement: enforce
         request_body_credential_rewrite: true
         mcp: { allow_all_known_mcp_methods: true }
+    binaries: [{ path: "/**" }]
   mcp_audited:
     endpoints:
       - host: api.example.test
