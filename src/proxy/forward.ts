@@ -22,7 +22,7 @@ import {
   scannedBody,
   type UpstreamHead,
 } from './credential-injection.js';
-import { lingerAfterAnswer, sendBareStatus, sendDenial, upstreamUnreachableDenial } from './deny.js';
+import { type Denial, lingerAfterAnswer, sendBareStatus, sendDenial, upstreamUnreachableDenial } from './deny.js';
 import { beginOutcome, emitOutcome, findingEvent, type Outcome, settle } from './events.js';
 import { observeSince } from './metrics.js';
 import type { H1Exchange, H1Handler } from '../http1/h1-client.js';
@@ -149,6 +149,17 @@ class ForwardedRequest implements H1Handler {
     // Undefined only when a DNS query is needed; a cached answer relays in this same turn.
     if (evaluation !== undefined) this.relay(evaluation);
     else evaluateRequest(this.ctx, this.req, this.scope, this.o).then((e) => this.relay(e), (err: unknown) => this.fail(err));
+  }
+
+  refuseHeld(denial: Denial): void {
+    lingerAfterAnswer(this.req, this.res);
+    sendDenial(this.res, denial);
+  }
+
+  continueBody(): void {
+    if (!this.expectContinue) return;
+    this.expectContinue = false;
+    this.res.writeContinue();
   }
 
   relay(evaluation: Evaluation): void {

@@ -1,7 +1,7 @@
 // The body of a request a `protocol: graphql` endpoint selects (docs/policy.md#graphql-inspection): held whole,
 // up to the endpoint's graphql_max_body_bytes, and parsed before anything is decided or sent upstream.
 
-import type { IncomingMessage } from 'node:http';
+import type { IncomingHttpHeaders } from 'node:http';
 import { graphqlFromBody, graphqlFromQuery } from '../graphql/envelope.js';
 import type { GraphqlRequest } from '../policy/graphql-match.js';
 import type { Endpoint } from '../policy/types.js';
@@ -37,7 +37,7 @@ export function graphqlWithoutBody(method: string, rawQuery: string): GraphqlReq
 }
 
 /** What the head alone refuses: a body boundary could not inspect (compressed, multipart, declared too large). */
-export function graphqlHeadProblem(req: IncomingMessage, limit: number): string | undefined {
+export function graphqlHeadProblem(req: { readonly headers: IncomingHttpHeaders }, limit: number): string | undefined {
   const encoding = (req.headers['content-encoding'] ?? '').trim().toLowerCase();
   if (encoding !== '' && encoding !== 'identity') return `GraphQL request content-encoding "${encoding}" is not supported`;
   if ((req.headers['content-type'] ?? '').trim().toLowerCase().startsWith('multipart/')) return 'GraphQL multipart requests are not supported';
@@ -46,7 +46,7 @@ export function graphqlHeadProblem(req: IncomingMessage, limit: number): string 
 }
 
 /** Reads and parses a POST body whose head graphqlHeadProblem() passed; a chunked body is cut off past `limit`. */
-export async function readGraphqlBody(req: IncomingMessage, limit: number): Promise<GraphqlBody> {
+export async function readGraphqlBody(req: AsyncIterable<Buffer>, limit: number): Promise<GraphqlBody> {
   const { prefix, complete } = await readPrefix(req, limit);
   if (!complete) return refused(tooLarge(limit));
   return { ok: true, body: prefix, request: graphqlFromBody(prefix) };

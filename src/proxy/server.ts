@@ -21,6 +21,7 @@ import { CONNECT_TIMEOUT_MS, type DialFunction } from './dial.js';
 import type { ClientErrorReason, RefusedConnectionReason } from './events.js';
 import { createProxyMetrics, type ProxyMetrics } from './metrics.js';
 import { createRequestHandler } from './forward.js';
+import { createH2Server, type H2Server } from './h2-server.js';
 import { destroyAfterLinger } from './linger.js';
 import { refuseConnection } from './refusal.js';
 import { createTunnelRegistry, TUNNEL_IDLE_TIMEOUT_MS, type TunnelRegistry } from './tunnel.js';
@@ -188,7 +189,11 @@ export function createProxyServer(options: ProxyServerOptions): ProxyServer {
       http.emit('connection', socket);
       socket.resume();
     },
+    serveH2(socket, tunnel, onClose) {
+      h2.serve(socket, tunnel, onClose);
+    },
   };
+  const h2: H2Server = createH2Server(ctx);
 
   // A client that half-closes after its request (`curl` with a body from stdin, `nc -q`) still gets
   // its response: without this Node aborts the request on the client's FIN.
@@ -258,6 +263,7 @@ export function createProxyServer(options: ProxyServerOptions): ProxyServer {
     address: () => bound,
     forceClose() {
       tunnels.closeAll('shutdown');
+      h2.close();
       destroyAll();
       http.closeAllConnections();
       // Ends a grace wait in close(), which then finds nothing left to wait for.
@@ -299,6 +305,7 @@ export function createProxyServer(options: ProxyServerOptions): ProxyServer {
         }
         // The first-byte sweep ran through the grace: a silent connection was no reason to wait.
         admission.stop();
+        h2.close();
         destroyAll();
         await stopped;
         await upstreams.close();
