@@ -1,6 +1,6 @@
-// Loopback HTTP/2 origins for the HTTP/2 proxy tests: TLS with ALPN h2 (and http/1.1 when asked), or cleartext by
+// Loopback HTTP/2 origins for the HTTP/2 proxy tests: TLS with ALPN h2, or cleartext by
 // prior knowledge. Every request is answered with a JSON echo of what arrived (protocol, method, path, headers, body)
-// and, when the request asks with `x-want-trailers`, a trailer; `/slow-stream` streams until told to stop.
+// and, when the request asks with `x-want-trailers`, trailers.
 
 import { once } from 'node:events';
 import {
@@ -87,12 +87,12 @@ async function listen(server: Http2Server | Http2SecureServer, seen: H2Seen[]): 
   };
 }
 
-/** TLS HTTP/2 origin (names default api.example.test and 127.0.0.1); `http1` also offers http/1.1 in ALPN. */
-export async function h2TlsOrigin(options: { ca: CertificateAuthority; names?: readonly string[]; http1?: boolean }): Promise<H2Origin> {
+/** TLS HTTP/2 origin (ALPN h2 only; names default api.example.test and 127.0.0.1). */
+export async function h2TlsOrigin(options: { ca: CertificateAuthority; names?: readonly string[] }): Promise<H2Origin> {
   const seen: H2Seen[] = [];
   const cert = await issueCertificate({ ca: options.ca, kind: 'server', names: options.names ?? ['api.example.test', '127.0.0.1'], now: Date.now });
   const server = createSecureServer(
-    { cert: cert.certPem, key: cert.keyPem, allowHTTP1: options.http1 === true, ALPNProtocols: options.http1 === true ? ['h2', 'http/1.1'] : ['h2'] },
+    { cert: cert.certPem, key: cert.keyPem, ALPNProtocols: ['h2'] },
     echo(seen),
   );
   return listen(server, seen);
