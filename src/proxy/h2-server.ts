@@ -4,9 +4,10 @@
 
 import { constants, createServer, type Http2Server, type Http2Session, type IncomingHttpHeaders, type ServerHttp2Stream } from 'node:http2';
 import type { Socket } from 'node:net';
-import { createFloodGuard, type FloodGuard } from '../http2/flood-guard.js';
+import { createFloodGuard, type FloodGuard, type FloodKind } from '../http2/flood-guard.js';
 import { MAX_HEADER_COUNT } from '../http1/framing.js';
 import type { H2Tunnel, ProxyContext } from './context.js';
+import { beginOutcome, findingEvent } from './events.js';
 import { createH2Upstreams, type H2Upstreams } from './h2-upstream.js';
 import { handleH2Stream, type H2Session } from './h2-stream.js';
 
@@ -62,7 +63,7 @@ export function createH2Server(ctx: ProxyContext): H2Server {
       return;
     }
     sessions.add(session);
-    guard(session, state.guard);
+    guard(ctx, state, session);
     session.on('stream', (stream: ServerHttp2Stream, headers: IncomingHttpHeaders, flags: number, raw: string[]) =>
       handleH2Stream(ctx, state, stream, headers, raw, flags),
     );
@@ -97,11 +98,19 @@ export function createH2Server(ctx: ProxyContext): H2Server {
   };
 }
 
-function guard(session: Http2Session, flood: FloodGuard): void {
-  const calm = (kind: string | undefined): void => {
+/** Closes a session whose client floods: GOAWAY ENHANCE_YOUR_CALM naming the flood, and a finding. */
+function guard(ctx: ProxyContext, state: H2Session, session: Http2Session): void {
+  const flood: FloodGuard = state.guard;
+  const calm = (kind: FloodKind | undefined): void => {
     if (kind === undefined || session.destroyed) return;
     session.goaway(NGHTTP2_ENHANCE_YOUR_CALM, 0, Buffer.from(kind));
     session.destroy();
+    const { host, port } = state.tunnel.target;
+    const o = beginOutcome('l7', 'http', state.tunnel.src);
+    o.host = host;
+    o.port = port;
+    o.detail = `HTTP/2 session closed: ${kind}`;
+    ctx.sink.emit(findingEvent(o, `h2-${kind}`));
   };
   session.on('ping', () => calm(flood.ping()));
   session.on('remoteSettings', () => calm(flood.settings()));
