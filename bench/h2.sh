@@ -10,8 +10,12 @@
 # Environment (all optional):
 #   RUNS, DURATION (s), WARMUP (s)   rounds, measured seconds per run, unrecorded warm-up per run
 #   CASES     subset of: c16m10 (16 connections x 10 streams) c1m100 (one connection, 100 concurrent streams)
+#   ROUTES    subset of: direct boundary node-floor (default: all). node-floor is bench/h2/bare-proxy.mjs: node:http2
+#             on both sides and nothing else (no policy, events, metrics), pinned like boundary: what node:http2 costs.
 #   BUILD     1 (default) runs tsc first; 0 uses dist/ as it is.  BOUNDARY_DIST: run boundary from there instead.
 #   PIN       auto (default) | 0: with 2 cores h2load and the origin share cpu 0 and boundary gets cpu 1.
+#   KEEP_TMP  1: keep the temp dir (boundary's log, h2load output) for inspection
+#   BOUNDARY_NODE_FLAGS  extra node flags for boundary, e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof".
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -19,10 +23,13 @@ RUNS=${RUNS:-5}
 DURATION=${DURATION:-8}
 WARMUP=${WARMUP:-2}
 CASES=${CASES:-"c16m10 c1m100"}
+ROUTES=${ROUTES:-"direct boundary node-floor"}
 BUILD=${BUILD:-1}
 PIN=${PIN:-auto}
 BOUNDARY_DIST=${BOUNDARY_DIST:-$ROOT/dist}
 OUT_DIR=${OUT_DIR:-$ROOT/bench/out}
+BOUNDARY_NODE_FLAGS=${BOUNDARY_NODE_FLAGS:-}
+KEEP_TMP=${KEEP_TMP:-0}
 HOST=origin.bench.test
 unset http_proxy HTTP_PROXY https_proxy HTTPS_PROXY all_proxy ALL_PROXY no_proxy NO_PROXY
 
@@ -41,9 +48,12 @@ PIDS=()
 cleanup() {
   local status=$?
   trap - EXIT
+  local p i
   for p in "${PIDS[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
+  # boundary drains on SIGTERM (and writes a CPU profile when asked): bounded wait.
+  for p in "${PIDS[@]}"; do for ((i = 0; i < 100; i++)); do kill -0 "$p" 2>/dev/null || break; sleep 0.1; done; done
   wait 2>/dev/null || true
-  rm -rf "$WORK"
+  if ((KEEP_TMP)); then log "temp dir kept: $WORK"; else rm -rf "$WORK"; fi
   exit "$status"
 }
 trap cleanup EXIT
@@ -73,7 +83,10 @@ printf '127.0.0.1 %s\n' "$HOST" >"$WORK/hosts"
 PIDS+=($!)
 wait_for test -s "$WORK/origin.json" || die "origin did not start"
 ORIGIN_PORT=$(node -p 'JSON.parse(require("fs").readFileSync(process.argv[1])).port' "$WORK/origin.json")
-read -r B_PORT B_ADMIN B_DNS DNS_SINK < <(free_ports 4)
+read -r B_PORT B_ADMIN B_DNS DNS_SINK FLOOR_PORT < <(free_ports 5)
+"${PIN_PROXY[@]}" node "$ROOT/bench/h2/bare-proxy.mjs" --listen "127.0.0.1:$FLOOR_PORT" --origin "https://127.0.0.1:$ORIGIN_PORT" \
+  --servername "$HOST" --ca "$WORK/pki/ca.pem" --cert "$WORK/pki/origin.pem" --key "$WORK/pki/origin.key" &
+PIDS+=($!)
 
 cat >"$WORK/policy.yaml" <<POLICY
 version: 1
@@ -87,7 +100,8 @@ network_policies:
         access: full
     binaries: [{ path: "/**" }]
 POLICY
-(cd "$ROOT" && exec "${PIN_PROXY[@]}" node "$BOUNDARY_DIST/main.js" run --policy "$WORK/policy.yaml" \
+# shellcheck disable=SC2086
+(cd "$ROOT" && exec "${PIN_PROXY[@]}" node $BOUNDARY_NODE_FLAGS "$BOUNDARY_DIST/main.js" run --policy "$WORK/policy.yaml" \
   --proxy-listen "127.0.0.1:$B_PORT" --admin-listen "127.0.0.1:$B_ADMIN" --dns-listen "127.0.0.1:$B_DNS" \
   --synthetic-cidr 127.78.0.0/16 --hosts "$WORK/hosts" --upstream-dns "127.0.0.1:$DNS_SINK" --upstream-ca "$WORK/pki/ca.pem" \
   --unsafe-allow-loopback-upstream --state-dir "$WORK/state" --log-format json) >"$WORK/boundary.log" 2>"$WORK/boundary.err" &
@@ -103,10 +117,15 @@ RESULTS="$WORK/results.tsv"
 # One h2load run; prints "req/s p99_ms succeeded failed".
 measure() {
   local route=$1 kase=$2 connect
-  connect=$([[ $route == direct ]] && echo "127.0.0.1:$ORIGIN_PORT" || echo "$SYNTHETIC:$ORIGIN_PORT")
+  case $route in
+    direct) connect="127.0.0.1:$ORIGIN_PORT" ;;
+    node-floor) connect="127.0.0.1:$FLOOR_PORT" ;;
+    *) connect="$SYNTHETIC:$ORIGIN_PORT" ;;
+  esac
   # shellcheck disable=SC2086
   "${PIN_LOAD[@]}" h2load ${C_ARGS[$kase]} -t 1 -D "$DURATION" --warm-up-time="$WARMUP" --connect-to="$connect" \
     --log-file="$WORK/req.log" "https://$HOST:$ORIGIN_PORT/" >"$WORK/h2load.out" 2>&1 || true
+  cat "$WORK/h2load.out" >>"$WORK/h2load-all.out"
   local rps ok failed p99
   rps=$(sed -nE 's/^finished in .*, ([0-9.]+) req\/s.*/\1/p' "$WORK/h2load.out")
   read -r ok failed < <(sed -nE 's/^requests: .* ([0-9]+) succeeded, ([0-9]+) failed.*/\1 \2/p' "$WORK/h2load.out")
@@ -115,7 +134,7 @@ measure() {
 }
 for ((r = 1; r <= RUNS; r++)); do
   for kase in $CASES; do
-    for route in direct boundary; do
+    for route in $ROUTES; do
       read -r rps p99 ok failed < <(measure "$route" "$kase")
       printf '%s\t%s\t%s\t%s\t%s\t%s\n' "$r" "$kase" "$route" "$rps" "$p99" "$failed" >>"$RESULTS"
       log "round $r $kase $route: $rps req/s, p99 $p99 ms, $failed failed"
@@ -134,12 +153,13 @@ console.log('| case | route | req/s | p99 ms | failed | req/s ratio | per-round 
 console.log('|---|---|---:|---:|---:|---:|---|');
 for (const c of cases) {
   const of = (route, i) => rows.filter((r) => r[1] === c && r[2] === route).map((r) => Number(r[i]));
-  const d = of('direct', 3), b = of('boundary', 3);
-  const ratios = b.map((x, i) => (x / d[i]).toFixed(2));
-  for (const route of ['direct', 'boundary']) {
-    const rps = median(of(route, 3)), p99 = median(of(route, 4)), failed = of(route, 5).reduce((a, x) => a + x, 0);
-    const ratio = route === 'boundary' ? `${(rps / median(d)).toFixed(2)}x` : '';
-    console.log(`| ${c} | ${route} | ${rps.toFixed(0)} | ${p99.toFixed(2)} | ${failed} | ${ratio} | ${route === 'boundary' ? ratios.join(' ') : ''} |`);
+  const d = of('direct', 3);
+  for (const route of [...new Set(rows.map((r) => r[2]))]) {
+    const own = of(route, 3);
+    const rps = median(own), p99 = median(of(route, 4)), failed = of(route, 5).reduce((a, x) => a + x, 0);
+    const ratio = route === 'direct' ? '' : `${(rps / median(d)).toFixed(2)}x`;
+    const per = route === 'direct' ? '' : own.map((x, i) => (x / d[i]).toFixed(2)).join(' ');
+    console.log(`| ${c} | ${route} | ${rps.toFixed(0)} | ${p99.toFixed(2)} | ${failed} | ${ratio} | ${per} |`);
   }
 }
 REPORT

@@ -55,6 +55,8 @@ interface H2ClientOptions {
   readonly connect: () => Promise<Socket>;
   /** `https://host:port` or `http://host:port`: the session's origin (node:http2 needs one; nothing is resolved). */
   readonly origin: string;
+  /** The last session closed and none is opening: the client holds nothing now. */
+  readonly onIdle?: () => void;
 }
 
 const SESSION_OPTIONS: SecureClientSessionOptions = {
@@ -211,6 +213,7 @@ export function createH2Client(options: H2ClientOptions): H2Client {
     s.on('close', () => {
       sessions.delete(s);
       if (session === s) session = undefined;
+      if (sessions.size === 0 && opening === undefined) options.onIdle?.();
     });
     // Idle: no frame either way for a while. A session still carrying a stream (a quiet gRPC watch) stays.
     s.setTimeout(H2_UPSTREAM_IDLE_TIMEOUT_MS, () => {

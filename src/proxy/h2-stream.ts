@@ -93,6 +93,7 @@ class H2ProxyStream implements H2Handler, HoldingRequest {
   exchange: H1Exchange | undefined = undefined;
   requestTrailers: string[] | undefined = undefined;
   responseTrailers: string[] | undefined = undefined;
+  relayTrailers = false;
   settled = false;
   reported = false;
   sentAt = 0;
@@ -232,9 +233,13 @@ class H2ProxyStream implements H2Handler, HoldingRequest {
         if (this.settled) return;
         this.sentAt = metrics.now();
         const { method } = this.o;
+        const teTrailers = this.teTrailers();
+        // Response trailers are relayed to a client that asked for them (`te: trailers`, as every gRPC client does) or
+        // on a gRPC call; HTTP/1.1 origins have none this client reads. Elsewhere the answer ends on its last DATA frame.
+        this.relayTrailers = up.kind === 'h2' && (teTrailers || this.grpc);
         this.exchange =
           up.kind === 'h2'
-            ? up.client.request({ method, target: head.target, headers, body, scheme: this.scope.tls ? 'https' : 'http', teTrailers: this.teTrailers(), trailers: () => this.requestTrailers }, this)
+            ? up.client.request({ method, target: head.target, headers, body, scheme: this.scope.tls ? 'https' : 'http', teTrailers, trailers: () => this.requestTrailers }, this)
             : up.pool.request({ method, target: head.target, headers: joinedCookies(headers), body }, this);
       },
       (err: unknown) => this.onError(err instanceof Error ? err : new Error(String(err))),
@@ -257,13 +262,13 @@ class H2ProxyStream implements H2Handler, HoldingRequest {
     }
     const redacted = redactResponseHeaders(headers, this.credentialScope as CredentialScope);
     try {
-      stream.respond(h2ResponseHeaders(status, redacted), { endStream: complete && body === undefined, waitForTrailers: !complete });
+      stream.respond(h2ResponseHeaders(status, redacted), { endStream: complete && body === undefined, waitForTrailers: !complete && this.relayTrailers });
     } catch (err) {
       if (complete) this.onError(err instanceof Error ? err : new Error(String(err)));
       else this.exchange?.abort(err instanceof Error ? err : new Error(String(err)));
       return;
     }
-    if (!complete) stream.on('wantTrailers', () => this.sendTrailers());
+    if (!complete && this.relayTrailers) stream.on('wantTrailers', () => this.sendTrailers());
     if (body !== undefined) {
       this.responseBytes += body.length;
       if (complete) stream.end(body);

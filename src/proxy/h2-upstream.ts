@@ -30,6 +30,10 @@ function keyOf(dest: PinnedDestination): string {
 
 export function createH2Upstreams(upstreams: Upstreams): H2Upstreams {
   const clients = new Map<string, H2Client>();
+  /** Every client made, pooled or replaced, for close(); a replaced one serves its tunnel until idle. */
+  const all = new Set<H2Client>();
+  /** ALPN probes in flight: a tunnel that arrives meanwhile waits for the probe's client instead of dialling its own. */
+  const probing = new Map<string, Promise<H2Client | undefined>>();
 
   function pooled(key: string): H2Client | undefined {
     const hit = clients.get(key);
@@ -49,13 +53,18 @@ export function createH2Upstreams(upstreams: Upstreams): H2Upstreams {
         pending = undefined;
         return ready === undefined ? upstreams.connect(dest, ['h2']) : Promise.resolve(ready);
       },
+      onIdle: () => {
+        all.delete(client);
+        if (clients.get(key) === client) clients.delete(key);
+      },
     });
-    clients.get(key)?.close();
+    all.add(client);
     clients.delete(key);
     clients.set(key, client);
     if (clients.size > MAX_H2_UPSTREAM_DESTINATIONS) {
       const oldest = clients.keys().next().value;
       if (oldest !== undefined) {
+        // Graceful: the streams running on it finish; its tunnels then open a fresh session.
         clients.get(oldest)?.close();
         clients.delete(oldest);
       }
@@ -65,16 +74,26 @@ export function createH2Upstreams(upstreams: Upstreams): H2Upstreams {
 
   async function choose(dest: PinnedDestination, first: Socket, own: { pool?: H1Pool }): Promise<TunnelUpstream> {
     const key = keyOf(dest);
-    const hit = pooled(key);
-    if (hit !== undefined) {
+    const shared = pooled(key) ?? (await probing.get(key));
+    if (shared !== undefined && !shared.closed) {
       first.destroy();
-      return { kind: 'h2', client: hit };
+      return { kind: 'h2', client: shared };
     }
     if (!dest.tls) return { kind: 'h2', client: keep(key, dest, first) };
-    const secured: TLSSocket = await upstreams.secureSocket(first, dest.host, ALPN_H2_OR_HTTP1);
-    // A tunnel that raced this one may have pooled a client meanwhile: the newer one serves from now on.
-    if (secured.alpnProtocol === 'h2') return { kind: 'h2', client: keep(key, dest, secured) };
-    own.pool = upstreams.tunnelClient(dest, secured, { secured: true, maxConnections: MAX_H1_CONNECTIONS_PER_H2_TUNNEL });
+    let secured: TLSSocket | undefined;
+    const probe = upstreams.secureSocket(first, dest.host, ALPN_H2_OR_HTTP1).then((socket) => {
+      if (socket.alpnProtocol === 'h2') return keep(key, dest, socket);
+      secured = socket;
+      return undefined;
+    });
+    probing.set(key, probe.catch(() => undefined));
+    try {
+      const client = await probe;
+      if (client !== undefined) return { kind: 'h2', client };
+    } finally {
+      probing.delete(key);
+    }
+    own.pool = upstreams.tunnelClient(dest, secured as TLSSocket, { secured: true, maxConnections: MAX_H1_CONNECTIONS_PER_H2_TUNNEL });
     return { kind: 'h1', pool: own.pool };
   }
 
@@ -95,7 +114,8 @@ export function createH2Upstreams(upstreams: Upstreams): H2Upstreams {
       };
     },
     close() {
-      for (const client of clients.values()) client.destroy();
+      for (const client of all) client.destroy();
+      all.clear();
       clients.clear();
     },
   };

@@ -21,6 +21,7 @@ import { CONNECT_TIMEOUT_MS, type DialFunction } from './dial.js';
 import type { ClientErrorReason, RefusedConnectionReason } from './events.js';
 import { createProxyMetrics, type ProxyMetrics } from './metrics.js';
 import { createRequestHandler } from './forward.js';
+import { refuseH2Preface } from './h2-refusal.js';
 import { createH2Server, type H2Server } from './h2-server.js';
 import { destroyAfterLinger } from './linger.js';
 import { refuseConnection } from './refusal.js';
@@ -206,6 +207,11 @@ export function createProxyServer(options: ProxyServerOptions): ProxyServer {
   // Sockets whose parser failed behind a request still in flight: they close once its answer is out.
   const closingAfterAnswer = new WeakSet<Socket>();
   http.on('clientError', (err: NodeJS.ErrnoException, socket: Socket) => {
+    // docs/destinations.md#http2: HTTP/2 sent to the forward proxy itself (no CONNECT) is refused in HTTP/2.
+    if (err.code === 'HPE_PAUSED_H2_UPGRADE' && socket.writable && !ctx.scopes.has(socket)) {
+      refuseH2Preface(ctx, socket);
+      return;
+    }
     metrics.clientErrors.inc({ reason: clientErrorReason(err.code) });
     const inFlight = (socket as Socket & { _httpMessage?: ServerResponse | null })._httpMessage;
     if (err.code !== 'ECONNRESET' && socket.writable && inFlight != null) {

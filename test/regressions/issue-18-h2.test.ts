@@ -6,10 +6,13 @@ import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import { once } from 'node:events';
+import { connect } from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import { promisify } from 'node:util';
 import { type RunningBoundary, startBoundary } from '../harness/boundary.js';
 import { makeTestPki } from '../harness/certs.js';
+import { errorOf, FRAME, PREFACE, readFrames, settings } from '../harness/h2-frames.js';
 import { type H2Origin, h2cOrigin, h2TlsOrigin } from '../harness/h2-origin.js';
 import { type Origin, tlsOrigin } from '../harness/servers.js';
 
@@ -119,11 +122,11 @@ ${rule('api.example.test', h2.port)}${rule('old.example.test', h1Only.port)}${ru
     assert.equal(denied.code, '403');
   });
 
-  it('passes response trailers through (nghttp)', async () => {
+  it('passes response trailers through to a client that accepts them (nghttp, te: trailers)', async () => {
     const { stdout } = await run('dig', ['@127.0.0.1', '-p', String(b.dnsPort), '+short', 'api.example.test', 'A']);
     const synthetic = stdout.trim();
     // nghttp has no proxy setting: it reaches the origin through capture, naming it in :authority.
-    const out = await run('nghttp', ['-nv', '-H', `:authority: api.example.test:${h2.port}`, '-H', 'x-want-trailers: 1', `https://${synthetic}:${h2.port}/allowed/trailers`], { env: ENV });
+    const out = await run('nghttp', ['-nv', '-H', `:authority: api.example.test:${h2.port}`, '-H', 'x-want-trailers: 1', '-H', 'te: trailers', `https://${synthetic}:${h2.port}/allowed/trailers`], { env: ENV });
     assert.match(out.stdout, /x-origin-trailer: done/);
     assert.match(out.stdout, /:status: 200/);
   });
@@ -151,6 +154,20 @@ ${rule('api.example.test', h2.port)}${rule('old.example.test', h1Only.port)}${ru
     const captured = await curl(['--http2-prior-knowledge', '--resolve', `plain.example.test:${h2c.port}:${stdout.trim()}`, `${url}/allowed/captured`]);
     assert.equal(captured.code, '200');
     assert.equal(captured.version, '2');
+  });
+
+  it('refuses HTTP/2 sent to the forward proxy itself with GOAWAY HTTP_1_1_REQUIRED and a decision event', async () => {
+    const socket = connect({ host: '127.0.0.1', port: b.proxyPort });
+    await once(socket, 'connect');
+    const frames = readFrames(socket);
+    socket.write(Buffer.concat([PREFACE, settings()]));
+    const away = await frames.next((f) => f.type === FRAME.GOAWAY);
+    assert.ok(away !== undefined);
+    assert.equal(errorOf(away).code, 0x0d);
+    assert.match(errorOf(away).debug, /^unsupported_l7_protocol: /);
+    await frames.closed;
+    const event = await b.log.waitFor((e) => e.unmapped?.adapter === 'forward' && e.unmapped?.reason_code === 'unsupported-l7-protocol');
+    assert.equal(event.unmapped?.http_version, '2');
   });
 
   it('still refuses an Upgrade: h2c request', async () => {
