@@ -15,9 +15,8 @@ import { joinedCookies, h2ResponseHeaders } from '../http2/headers.js';
 import { type H2Handler, UpstreamResetError } from '../http2/h2-client.js';
 import { type H2RequestHead, readRequestHead } from '../http2/request-head.js';
 import type { H1Exchange } from '../http1/h1-client.js';
-import { hostHeader, upstreamRequestHeaders } from '../http1/headers.js';
 import type { H2Tunnel, ProxyContext, TunnelTarget } from './context.js';
-import { type BodyResult, checkedBody, credentialHead, credentialRefusal, MarkerInBodyError, redactResponseHeaders, rewrittenBody, routeHasCredentials, scannedBody, type UpstreamHead } from './credential-injection.js';
+import { type BodyResult, credentialRefusal, MarkerInBodyError, redactResponseHeaders, scannedBody, type UpstreamHead } from './credential-injection.js';
 import { type Denial, upstreamUnreachableDenial } from './deny.js';
 import { dialFailureOf } from './dial.js';
 import { beginOutcome, emitOutcome, findingEvent, type Outcome, settle } from './events.js';
@@ -27,9 +26,10 @@ import type { TunnelUpstream } from './h2-upstream.js';
 import { respondDenial, respondStatus } from './h2-respond.js';
 import { type Evaluation, evaluateRequestCached, evaluateRequest, type RelayEvaluation } from './l7.js';
 import { observeSince } from './metrics.js';
-import { type SignedResult, signedRequest, withoutAwsAuth } from './sigv4-request.js';
+import type { SignedResult } from './sigv4-request.js';
+import { heldBody, prepareHead } from './upstream-body.js';
 
-const { NGHTTP2_CANCEL, NGHTTP2_INTERNAL_ERROR, NGHTTP2_PROTOCOL_ERROR, NGHTTP2_FLAG_END_STREAM } = constants;
+const { NGHTTP2_INTERNAL_ERROR, NGHTTP2_PROTOCOL_ERROR, NGHTTP2_FLAG_END_STREAM } = constants;
 const H2_EXTRA = Object.freeze({ http_version: '2' });
 
 /** What the HTTP/2 server keeps per client session (h2-server.ts). */
@@ -94,6 +94,8 @@ class H2ProxyStream implements H2Handler, HoldingRequest {
   requestTrailers: string[] | undefined = undefined;
   responseTrailers: string[] | undefined = undefined;
   relayTrailers = false;
+  /** The client stream is full: the upstream is paused until it drains. */
+  waiting = false;
   settled = false;
   reported = false;
   sentAt = 0;
@@ -158,46 +160,26 @@ class H2ProxyStream implements H2Handler, HoldingRequest {
       if (evaluation.finding !== undefined) ctx.sink.emit(findingEvent(o, evaluation.finding));
       return true;
     }
-    const { host, port, target, tls, decision } = evaluation;
-    const upstream = upstreamRequestHeaders(this.head.rawHeaders, { host: hostHeader(host, port, tls) });
-    const signing = decision.endpoint?.credentialSigning === undefined ? undefined : decision.endpoint;
-    const prepared = credentialHead({
-      source: ctx.credentials,
-      host,
-      port,
-      method: o.method,
-      target,
-      headers: signing === undefined ? upstream : withoutAwsAuth(upstream),
-      endpoint: decision.endpoint,
-    });
+    const prepared = prepareHead(ctx, evaluation, o.method, this.head.rawHeaders);
     if (!prepared.ok) {
       this.refuse(prepared);
       return true;
     }
     const { head } = prepared;
     this.destination = evaluation;
-    const held = this.body !== this.req;
-    const hasBody = held || !this.endStream;
-    if (hasBody && !held) this.stream.on('trailers', (trailers: IncomingHttpHeaders) => this.onRequestTrailers(trailers));
-    // As forward.ts: held and decided before the head leaves where a body could meet credentials, except gRPC and
-    // Connect streaming, whose calls would wait forever on a held body: scanned per message instead.
-    const body = signing !== undefined
-      ? signedRequest({ req: this.req, body: this.body, head, endpoint: signing, host, port, tls, method: o.method, hasBody })
-      : !hasBody
-        ? undefined
-        : decision.endpoint?.requestBodyCredentialRewrite === true
-          ? rewrittenBody(this.body, head)
-          : !isEnveloped(this.head.contentType) && (held || routeHasCredentials(ctx.credentials, decision, host, port))
-            ? checkedBody(this.body, head)
-            : undefined;
-    if (body !== undefined) {
-      body.then(
+    const read = this.body !== this.req;
+    const hasBody = read || !this.endStream;
+    if (hasBody && !read) this.stream.on('trailers', (trailers: IncomingHttpHeaders) => this.onRequestTrailers(trailers));
+    const streamed = isEnveloped(this.head.contentType);
+    const held = heldBody(ctx, { evaluation, prepared, req: this.req, body: this.body, method: o.method, hasBody, streamed });
+    if (held !== undefined) {
+      held.then(
         (result) => this.relayHeld(head, result),
         (err: unknown) => this.fail(err),
       );
       return false;
     }
-    this.send(head, head.headers, !hasBody ? null : isEnveloped(this.head.contentType) ? scannedMessages(this.body) : scannedBody(this.body));
+    this.send(head, head.headers, !hasBody ? null : streamed ? scannedMessages(this.body) : scannedBody(this.body));
     return false;
   }
 
@@ -367,7 +349,12 @@ class H2ProxyStream implements H2Handler, HoldingRequest {
 
   private pause(): void {
     this.exchange?.pause();
-    this.stream.once('drain', () => this.exchange?.resume());
+    if (this.waiting) return;
+    this.waiting = true;
+    this.stream.once('drain', () => {
+      this.waiting = false;
+      this.exchange?.resume();
+    });
   }
 
   private finish(answered: boolean): void {
@@ -379,5 +366,3 @@ class H2ProxyStream implements H2Handler, HoldingRequest {
     }
   }
 }
-
-export { NGHTTP2_CANCEL };
