@@ -81,12 +81,14 @@ printf '127.0.0.1 %s\n' "$HOST" >"$WORK/hosts"
 
 "${PIN_LOAD[@]}" node "$ROOT/bench/h2/origin.mjs" --ready "$WORK/origin.json" --cert "$WORK/pki/origin.pem" --key "$WORK/pki/origin.key" &
 PIDS+=($!)
+declare -A SERVER_PID=([direct]=$!)
 wait_for test -s "$WORK/origin.json" || die "origin did not start"
 ORIGIN_PORT=$(node -p 'JSON.parse(require("fs").readFileSync(process.argv[1])).port' "$WORK/origin.json")
 read -r B_PORT B_ADMIN B_DNS DNS_SINK FLOOR_PORT < <(free_ports 5)
 "${PIN_PROXY[@]}" node "$ROOT/bench/h2/bare-proxy.mjs" --listen "127.0.0.1:$FLOOR_PORT" --origin "https://127.0.0.1:$ORIGIN_PORT" \
   --servername "$HOST" --ca "$WORK/pki/ca.pem" --cert "$WORK/pki/origin.pem" --key "$WORK/pki/origin.key" &
 PIDS+=($!)
+SERVER_PID[node-floor]=$!
 
 cat >"$WORK/policy.yaml" <<POLICY
 version: 1
@@ -106,6 +108,7 @@ POLICY
   --synthetic-cidr 127.78.0.0/16 --hosts "$WORK/hosts" --upstream-dns "127.0.0.1:$DNS_SINK" --upstream-ca "$WORK/pki/ca.pem" \
   --unsafe-allow-loopback-upstream --state-dir "$WORK/state" --log-format json) >"$WORK/boundary.log" 2>"$WORK/boundary.err" &
 PIDS+=($!)
+SERVER_PID[boundary]=$!
 wait_for curl -sf "http://127.0.0.1:$B_ADMIN/readyz" || die "boundary not ready: $(tail -3 "$WORK/boundary.err")"
 SYNTHETIC=$(dig @127.0.0.1 -p "$B_DNS" +short "$HOST" A)
 [[ -n $SYNTHETIC ]] || die "policy DNS gave no synthetic address for $HOST"
@@ -114,14 +117,21 @@ log "origin :$ORIGIN_PORT, boundary capture $SYNTHETIC:$ORIGIN_PORT (interceptio
 declare -A C_ARGS=([c16m10]="-c 16 -m 10" [c1m100]="-c 1 -m 100")
 RESULTS="$WORK/results.tsv"
 : >"$RESULTS"
-# One h2load run; prints "req/s p99_ms succeeded failed".
+# CPU ticks (user + system) a process used so far.
+cpu_ticks() { local f; read -r -a f < <(sed 's/.*) //' "/proc/$1/stat"); echo $((f[11] + f[12])); }
+CLK_TCK=$(getconf CLK_TCK)
+# One h2load run; prints "req/s p99_ms failed cpu_us_per_request" (CPU of the server under test: the origin for
+# direct, boundary or the floor proxy otherwise; robust to other load on the host, unlike req/s).
 measure() {
   local route=$1 kase=$2 connect
   case $route in
     direct) connect="127.0.0.1:$ORIGIN_PORT" ;;
     node-floor) connect="127.0.0.1:$FLOOR_PORT" ;;
-    *) connect="$SYNTHETIC:$ORIGIN_PORT" ;;
+    # A synthetic mapping lives as long as its DNS answer (30 s): ask again, as a workload would, before each run.
+    *) connect="$(dig @127.0.0.1 -p "$B_DNS" +short "$HOST" A):$ORIGIN_PORT" ;;
   esac
+  local pid=${SERVER_PID[$route]} before
+  before=$(cpu_ticks "$pid")
   # shellcheck disable=SC2086
   "${PIN_LOAD[@]}" h2load ${C_ARGS[$kase]} -t 1 -D "$DURATION" --warm-up-time="$WARMUP" --connect-to="$connect" \
     --log-file="$WORK/req.log" "https://$HOST:$ORIGIN_PORT/" >"$WORK/h2load.out" 2>&1 || true
@@ -130,14 +140,17 @@ measure() {
   rps=$(sed -nE 's/^finished in .*, ([0-9.]+) req\/s.*/\1/p' "$WORK/h2load.out")
   read -r ok failed < <(sed -nE 's/^requests: .* ([0-9]+) succeeded, ([0-9]+) failed.*/\1 \2/p' "$WORK/h2load.out")
   p99=$(awk '{print $3}' "$WORK/req.log" | sort -n | awk '{v[NR]=$1} END {i=int(NR*0.99); if (i<1) i=1; printf "%.2f", v[i]/1000}')
-  echo "${rps:-0} ${p99:-0} ${ok:-0} ${failed:-0}"
+  local ticks=$(($(cpu_ticks "$pid") - before)) finished
+  finished=$(sed -nE 's/^requests: .* ([0-9]+) done,.*/\1/p' "$WORK/h2load.out")
+  # Warm-up requests used CPU too: per request done over the whole run.
+  echo "${rps:-0} ${p99:-0} ${failed:-0} $(awk -v t="$ticks" -v hz="$CLK_TCK" -v n="${finished:-0}" -v w="$WARMUP" -v d="$DURATION" -v r="${rps:-0}" 'BEGIN { all = n + r * w; printf "%.0f", (all > 0 ? t / hz * 1e6 / all : 0) }')"
 }
 for ((r = 1; r <= RUNS; r++)); do
   for kase in $CASES; do
     for route in $ROUTES; do
-      read -r rps p99 ok failed < <(measure "$route" "$kase")
-      printf '%s\t%s\t%s\t%s\t%s\t%s\n' "$r" "$kase" "$route" "$rps" "$p99" "$failed" >>"$RESULTS"
-      log "round $r $kase $route: $rps req/s, p99 $p99 ms, $failed failed"
+      read -r rps p99 failed cpu < <(measure "$route" "$kase")
+      printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$r" "$kase" "$route" "$rps" "$p99" "$failed" "$cpu" >>"$RESULTS"
+      log "round $r $kase $route: $rps req/s, p99 $p99 ms, $failed failed, $cpu µs CPU/request"
     done
   done
 done
@@ -148,18 +161,22 @@ node - "$RESULTS" "$RUNS" "$DURATION" <<'REPORT'
 const rows = require('node:fs').readFileSync(process.argv[2], 'utf8').trim().split('\n').map((l) => l.split('\t'));
 const median = (xs) => { const s = [...xs].sort((a, b) => a - b); const m = s.length >> 1; return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2; };
 const cases = [...new Set(rows.map((r) => r[1]))];
-console.log(`\nh2load, medians of ${process.argv[3]} interleaved rounds x ${process.argv[4]} s (ratio: boundary / direct)\n`);
-console.log('| case | route | req/s | p99 ms | failed | req/s ratio | per-round ratios |');
-console.log('|---|---|---:|---:|---:|---:|---|');
+console.log(`\nh2load, medians of ${process.argv[3]} interleaved rounds x ${process.argv[4]} s. req/s ratio: route / direct;`);
+console.log('cpu ratio: the origin\'s CPU per request over the route\'s (one core\'s capacity ratio); failed counts requests in flight when the run ended.\n');
+console.log('| case | route | req/s | p99 ms | failed | cpu µs/req | req/s ratio | cpu ratio | per-round req/s ratios |');
+console.log('|---|---|---:|---:|---:|---:|---:|---:|---|');
 for (const c of cases) {
   const of = (route, i) => rows.filter((r) => r[1] === c && r[2] === route).map((r) => Number(r[i]));
   const d = of('direct', 3);
+  const dCpu = median(of('direct', 6));
   for (const route of [...new Set(rows.map((r) => r[2]))]) {
     const own = of(route, 3);
     const rps = median(own), p99 = median(of(route, 4)), failed = of(route, 5).reduce((a, x) => a + x, 0);
     const ratio = route === 'direct' ? '' : `${(rps / median(d)).toFixed(2)}x`;
     const per = route === 'direct' ? '' : own.map((x, i) => (x / d[i]).toFixed(2)).join(' ');
-    console.log(`| ${c} | ${route} | ${rps.toFixed(0)} | ${p99.toFixed(2)} | ${failed} | ${ratio} | ${per} |`);
+    const cpu = median(of(route, 6));
+    const cpuRatio = route === 'direct' ? '' : `${(dCpu / cpu).toFixed(2)}x`;
+    console.log(`| ${c} | ${route} | ${rps.toFixed(0)} | ${p99.toFixed(2)} | ${failed} | ${cpu.toFixed(0)} | ${ratio} | ${cpuRatio} | ${per} |`);
   }
 }
 REPORT
