@@ -6,9 +6,8 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import type { RewriteRefusal } from '../credentials/outcome.js';
 import type { CredentialScope } from '../credentials/scope.js';
-import { BoundaryError } from '../errors.js';
 import { formatAuthority } from '../net/host.js';
-import { dialFailureOf } from './dial.js';
+import { dialFailureOf, isDialError } from './dial.js';
 import type { ProxyContext, TunnelScope } from './context.js';
 import { type BodyResult, credentialRefusal, MarkerInBodyError, redactResponseHeaders, scannedBody, type UpstreamHead } from './credential-injection.js';
 import { type Denial, lingerAfterAnswer, sendBareStatus, sendDenial, upstreamUnreachableDenial } from './deny.js';
@@ -28,10 +27,6 @@ function markerError(err: unknown): MarkerInBodyError | undefined {
     if (e instanceof MarkerInBodyError) return e;
   }
   return undefined;
-}
-
-function isDialError(err: unknown): boolean {
-  return err instanceof BoundaryError && (err.code === 'UPSTREAM_CONNECT_TIMEOUT' || err.code === 'UPSTREAM_CONNECT_REFUSED' || err.code === 'UPSTREAM_UNREACHABLE');
 }
 
 /** The 'request' and 'checkContinue' handler of the shared HTTP server. */

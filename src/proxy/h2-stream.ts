@@ -7,7 +7,6 @@ import { constants } from 'node:http2';
 import type { RewriteRefusal } from '../credentials/outcome.js';
 import type { CredentialScope } from '../credentials/scope.js';
 import { bufferHasMarker } from '../credentials/scan.js';
-import { BoundaryError } from '../errors.js';
 import { formatAuthority } from '../net/host.js';
 import type { FloodGuard } from '../http2/flood-guard.js';
 import { isEnveloped, isGrpc } from '../http2/grpc.js';
@@ -18,11 +17,11 @@ import type { H1Exchange } from '../http1/h1-client.js';
 import type { H2Tunnel, ProxyContext, TunnelTarget } from './context.js';
 import { type BodyResult, credentialRefusal, MarkerInBodyError, redactResponseHeaders, scannedBody, type UpstreamHead } from './credential-injection.js';
 import { type Denial, upstreamUnreachableDenial } from './deny.js';
-import { dialFailureOf } from './dial.js';
+import { dialFailureOf, isDialError } from './dial.js';
 import { beginOutcome, emitOutcome, findingEvent, type Outcome, settle } from './events.js';
 import { holdGraphqlBody, type HeldRequest, type HoldingRequest } from './graphql-hold.js';
 import { scannedMessages } from './h2-body.js';
-import type { TunnelUpstream } from './h2-upstream.js';
+import type { TunnelUpstreamHandle } from './h2-upstream.js';
 import { respondDenial, respondStatus } from './h2-respond.js';
 import { type Evaluation, evaluateRequestCached, evaluateRequest, type RelayEvaluation } from './l7.js';
 import { observeSince } from './metrics.js';
@@ -36,16 +35,12 @@ const H2_EXTRA = Object.freeze({ http_version: '2' });
 export interface H2Session {
   readonly tunnel: H2Tunnel;
   readonly guard: FloodGuard;
-  readonly upstream: { get(): Promise<TunnelUpstream>; release(): void };
+  readonly upstream: TunnelUpstreamHandle;
   readonly onClose: () => void;
 }
 
 class ClientClosedError extends Error {
   override readonly name = 'ClientClosedError';
-}
-
-function isDialError(err: unknown): boolean {
-  return err instanceof BoundaryError && (err.code === 'UPSTREAM_CONNECT_TIMEOUT' || err.code === 'UPSTREAM_CONNECT_REFUSED' || err.code === 'UPSTREAM_UNREACHABLE');
 }
 
 function flatOf(headers: IncomingHttpHeaders): string[] {

@@ -15,12 +15,18 @@ export const MAX_H1_CONNECTIONS_PER_H2_TUNNEL = 16;
 
 export type TunnelUpstream = { readonly kind: 'h2'; readonly client: H2Client } | { readonly kind: 'h1'; readonly pool: H1Pool };
 
+/** One tunnel's way upstream: chosen on the first get(); release() frees what the tunnel alone holds. */
+export interface TunnelUpstreamHandle {
+  get(): Promise<TunnelUpstream>;
+  release(): void;
+}
+
 export interface H2Upstreams {
   /**
    * The upstream of one HTTP/2 tunnel, chosen on first use: a pooled HTTP/2 client for the destination (the tunnel's
    * own socket then goes unused), else ALPN on `first`. `release()` frees what the tunnel alone holds.
    */
-  forTunnel(dest: PinnedDestination, first: Socket): { get(): Promise<TunnelUpstream>; release(): void };
+  forTunnel(dest: PinnedDestination, first: Socket): TunnelUpstreamHandle;
   close(): void;
 }
 
