@@ -132,6 +132,7 @@ measure() {
   esac
   local pid=${SERVER_PID[$route]} before
   before=$(cpu_ticks "$pid")
+  rm -f "$WORK/req.log"
   # shellcheck disable=SC2086
   "${PIN_LOAD[@]}" h2load ${C_ARGS[$kase]} -t 1 -D "$DURATION" --warm-up-time="$WARMUP" --connect-to="$connect" \
     --log-file="$WORK/req.log" "https://$HOST:$ORIGIN_PORT/" >"$WORK/h2load.out" 2>&1 || true
