@@ -5,6 +5,7 @@
 
 import type { IncomingMessage } from 'node:http';
 import type { Socket } from 'node:net';
+import type { TLSSocket } from 'node:tls';
 import { isResolveFailure } from '../net/destination.js';
 import { formatAuthority, parseAuthority } from '../net/host.js';
 import { timedDecide } from './metrics.js';
@@ -234,11 +235,11 @@ async function inspectTunnel(ctx: ProxyContext, socket: Socket, head: Buffer, op
     socket.destroy();
   });
   const kind = await sniff(socket, head);
-  if (kind !== 'tls' && kind !== 'http') {
+  if (kind !== 'tls' && kind !== 'http' && kind !== 'h2') {
     upstream.destroy();
-    if (kind === 'h2' || kind === 'unknown') {
+    if (kind === 'unknown') {
       // docs/destinations.md#connect step 9: unsupported bytes on an L7 route get a 403, never a raw relay.
-      socket.end(renderDenial(unsupportedL7Denial(`${kind === 'h2' ? 'HTTP/2' : 'unrecognised'} bytes on an inspected route`)));
+      socket.end(renderDenial(unsupportedL7Denial('unrecognised bytes on an inspected route')));
       ctx.sink.emit(findingEvent({ ...o, engine: 'l7', detail: `${kind} bytes on an inspected route` }, 'unsupported-l7-protocol'));
     } else socket.destroy();
     done(idle ? 'idle-timeout' : undefined);
@@ -257,6 +258,14 @@ async function inspectTunnel(ctx: ProxyContext, socket: Socket, head: Buffer, op
     }
     inner = terminated.socket;
     sockets.push(inner);
+  }
+  // docs/destinations.md#http2: ALPN h2 after termination, or the cleartext preface (prior knowledge): each stream is
+  // one request. The dialled upstream may end up in a session other tunnels share, so closing this one leaves it.
+  if (kind === 'h2' || (inner as TLSSocket).alpnProtocol === 'h2') {
+    sockets.splice(sockets.indexOf(upstream), 1);
+    const target = { host, port, tls: kind === 'tls', addresses, identity };
+    ctx.serveH2(inner, { target, upstream, src: socket }, () => done(idle ? 'idle-timeout' : undefined));
+    return;
   }
   const client = ctx.upstreams.tunnelClient({ host, port, addresses, tls: kind === 'tls' }, upstream);
   const scope: TunnelScope = { host, port, tls: kind === 'tls', addresses, client, identity };

@@ -20,16 +20,29 @@ import type { H1Pool } from '../http1/h1-client.js';
 import type { TunnelRegistry } from './tunnel.js';
 import type { Upstreams } from './upstream.js';
 
-/** An inspected tunnel: every request read from its socket is checked against this CONNECT target. */
-export interface TunnelScope {
+/** An inspected tunnel's target: every request read from it is checked against this CONNECT target. */
+export interface TunnelTarget {
   readonly host: string;
   readonly port: number;
   /** True after TLS termination: the default request port is then 443, else 80. */
   readonly tls: boolean;
   readonly addresses: readonly string[];
-  readonly client: H1Pool;
   /** The process that opened the tunnel (docs/identity.md): every request inside is decided with it. */
   readonly identity?: IdentityClaim | undefined;
+}
+
+/** An inspected HTTP/1.1 tunnel: its target and the upstream client its requests go through. */
+export interface TunnelScope extends TunnelTarget {
+  readonly client: H1Pool;
+}
+
+/** An inspected tunnel whose client spoke HTTP/2 (ALPN h2, or the cleartext preface): h2-server.ts serves it. */
+export interface H2Tunnel {
+  readonly target: TunnelTarget;
+  /** The socket dialled at CONNECT (or capture) time; the upstream's first connection. */
+  readonly upstream: Socket;
+  /** The client's address, for the request events. */
+  readonly src: { readonly remoteAddress?: string | undefined; readonly remotePort?: number | undefined };
 }
 
 export interface ProxyContext {
@@ -57,6 +70,8 @@ export interface ProxyContext {
   selfAddresses(): SelfAddresses;
   /** Hands a (decrypted or plaintext) tunnel socket to the shared HTTP/1.1 server. */
   serveHttp(socket: Socket): void;
+  /** Hands a tunnel socket whose client speaks HTTP/2 to the shared HTTP/2 server (h2-server.ts); `onClose` when it ends. */
+  serveH2(socket: Socket, tunnel: H2Tunnel, onClose: () => void): void;
 }
 
 /** Pure parse memos of request authorities, one per default port (net/host.ts bounds each): parse results only. */

@@ -49,6 +49,11 @@ export function recordDialFailure(o: Outcome, target: string, err: unknown): voi
   o.extra = { ...o.extra, dial_failure: failure };
 }
 
+/** The pinned dial failed (timeout, refused, unreachable): a 502 with `dial-failed`, not an upstream error. */
+export function isDialError(err: unknown): boolean {
+  return err instanceof BoundaryError && (err.code === 'UPSTREAM_CONNECT_TIMEOUT' || err.code === 'UPSTREAM_CONNECT_REFUSED' || err.code === 'UPSTREAM_UNREACHABLE');
+}
+
 export function dialFailureOf(err: unknown): DialFailure {
   if (err instanceof BoundaryError) {
     if (err.code === 'UPSTREAM_CONNECT_TIMEOUT') return 'timeout';

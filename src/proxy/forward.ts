@@ -6,29 +6,18 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import type { RewriteRefusal } from '../credentials/outcome.js';
 import type { CredentialScope } from '../credentials/scope.js';
-import { BoundaryError } from '../errors.js';
 import { formatAuthority } from '../net/host.js';
-import { dialFailureOf } from './dial.js';
+import { dialFailureOf, isDialError } from './dial.js';
 import type { ProxyContext, TunnelScope } from './context.js';
-import {
-  type BodyResult,
-  checkedBody,
-  credentialHead,
-  credentialRefusal,
-  MarkerInBodyError,
-  redactResponseHeaders,
-  rewrittenBody,
-  routeHasCredentials,
-  scannedBody,
-  type UpstreamHead,
-} from './credential-injection.js';
-import { lingerAfterAnswer, sendBareStatus, sendDenial, upstreamUnreachableDenial } from './deny.js';
+import { type BodyResult, credentialRefusal, MarkerInBodyError, redactResponseHeaders, scannedBody, type UpstreamHead } from './credential-injection.js';
+import { type Denial, lingerAfterAnswer, sendBareStatus, sendDenial, upstreamUnreachableDenial } from './deny.js';
 import { beginOutcome, emitOutcome, findingEvent, type Outcome, settle } from './events.js';
 import { observeSince } from './metrics.js';
 import type { H1Exchange, H1Handler } from '../http1/h1-client.js';
 import type { H1Request } from '../http1/h1-request.js';
-import { clientResponseHeaders, hostHeader, upstreamRequestHeaders } from '../http1/headers.js';
-import { type SignedResult, signedRequest, withoutAwsAuth } from './sigv4-request.js';
+import { clientResponseHeaders } from '../http1/headers.js';
+import type { SignedResult } from './sigv4-request.js';
+import { heldBody, prepareHead } from './upstream-body.js';
 import { type Evaluation, evaluateRequest, evaluateRequestCached, type RelayEvaluation } from './l7.js';
 import { holdInspectedBody } from './body-hold.js';
 import { filteringHandler, identityEncoding, type ToolsListPlan, toolsListPlan } from './tools-list-filter.js';
@@ -39,10 +28,6 @@ function markerError(err: unknown): MarkerInBodyError | undefined {
     if (e instanceof MarkerInBodyError) return e;
   }
   return undefined;
-}
-
-function isDialError(err: unknown): boolean {
-  return err instanceof BoundaryError && (err.code === 'UPSTREAM_CONNECT_TIMEOUT' || err.code === 'UPSTREAM_CONNECT_REFUSED' || err.code === 'UPSTREAM_UNREACHABLE');
 }
 
 /** The 'request' and 'checkContinue' handler of the shared HTTP server. */
@@ -161,6 +146,17 @@ class ForwardedRequest implements H1Handler {
     else evaluateRequest(this.ctx, this.req, this.scope, this.o).then((e) => this.relay(e), (err: unknown) => this.fail(err));
   }
 
+  refuseHeld(denial: Denial): void {
+    lingerAfterAnswer(this.req, this.res);
+    sendDenial(this.res, denial);
+  }
+
+  continueBody(): void {
+    if (!this.expectContinue) return;
+    this.expectContinue = false;
+    this.res.writeContinue();
+  }
+
   relay(evaluation: Evaluation): void {
     if (evaluation.kind === 'body') {
       holdInspectedBody(this, evaluation);
@@ -189,26 +185,13 @@ class ForwardedRequest implements H1Handler {
       if (evaluation.finding !== undefined) ctx.sink.emit(findingEvent(o, evaluation.finding));
       return true;
     }
-    const { host, port, target, tls, framing, decision } = evaluation;
+    const { framing } = evaluation;
     if (framing.upgrade !== undefined) {
       // Upgrade requests arrive through the 'upgrade' event; one here had no listener path: refuse.
       sendBareStatus(res, 400);
       return true;
     }
-    // docs/destinations.md#inside-an-inspected-tunnel: the endpoint-scoped resolver and the rewrite come last, after the allow, and
-    // nothing is awaited between them and the upstream write unless the body must be read first.
-    const upstream = upstreamRequestHeaders(this.req.rawHeaders, { host: hostHeader(host, port, tls) });
-    // A signing endpoint: the workload's own (placeholder-key) signature goes before the rewrite sees it.
-    const signing = decision.endpoint?.credentialSigning === undefined ? undefined : decision.endpoint;
-    const prepared = credentialHead({
-      source: ctx.credentials,
-      host,
-      port,
-      method: o.method,
-      target,
-      headers: signing === undefined ? upstream : withoutAwsAuth(upstream),
-      endpoint: decision.endpoint,
-    });
+    const prepared = prepareHead(ctx, evaluation, o.method, this.req.rawHeaders);
     if (!prepared.ok) {
       this.refuse(prepared);
       return true;
@@ -216,19 +199,8 @@ class ForwardedRequest implements H1Handler {
     const { head } = prepared;
     if (this.expectContinue) res.writeContinue();
     this.destination = evaluation;
-    this.toolsList = toolsListPlan(ctx.store.current(), decision, { host, port, path: o.path ?? '/' });
-    // Issue 15: where a body could meet credentials it is held and decided before the head leaves (rewritten,
-    // or checked up to MAX_BODY_CHECK_BYTES); elsewhere it streams, released by the marker scanner.
-    const held = signing !== undefined
-      ? signedRequest({ req: this.req, body: this.body, head, endpoint: signing, host, port, tls, method: o.method, hasBody: framing.hasBody })
-      : !framing.hasBody
-      ? undefined
-      : decision.endpoint?.requestBodyCredentialRewrite === true
-        ? rewrittenBody(this.body, head)
-        : // A held inspected body goes as the bytes read, with a Content-Length (a chunked one is re-framed).
-          this.body !== this.req || routeHasCredentials(ctx.credentials, decision, host, port)
-          ? checkedBody(this.body, head)
-          : undefined;
+    this.toolsList = toolsListPlan(ctx.store.current(), evaluation.decision, { host: evaluation.host, port: evaluation.port, path: o.path ?? '/' });
+    const held = heldBody(ctx, { evaluation, prepared, req: this.req, body: this.body, method: o.method, hasBody: framing.hasBody, streamed: false });
     if (held !== undefined) {
       held.then(
         (body) => this.relayHeld(head, body),

@@ -14,7 +14,7 @@ import {
 } from '../policy/binary-identity.js';
 import type { Decision, Policy } from '../policy/types.js';
 import type { BinaryIdentityMode, IdentityResult, IdentitySource } from '../identity/source.js';
-import type { TunnelScope } from './context.js';
+import type { TunnelTarget } from './context.js';
 
 export interface IdentityGate {
   /** CONNECT and transparent capture: the claim of a connection to host:port; undefined in endpoint-only mode. */
@@ -83,8 +83,11 @@ export function createIdentityGate(options: { readonly mode: BinaryIdentityMode;
 }
 
 /** The claim of a request's connection: its tunnel's, or the forward connection's; none without a gate. */
-export function requestIdentity(gate: IdentityGate | undefined, socket: Socket, scope: TunnelScope | undefined): IdentityClaim | undefined {
-  return scope !== undefined ? scope.identity : gate?.settled(socket);
+export function requestIdentity(gate: IdentityGate | undefined, socket: Socket | undefined, scope: TunnelTarget | undefined): IdentityClaim | undefined {
+  if (scope !== undefined) return scope.identity;
+  // Every request outside a tunnel arrives on its own connection; one without is decided as unidentifiable.
+  if (socket === undefined) return gate === undefined ? undefined : { kind: 'unavailable', failure: 'socket-not-found', detail: 'the request has no client connection' };
+  return gate?.settled(socket);
 }
 
 /** What the decision event says of the identity it was made with (docs/events.md#identity-fields). */

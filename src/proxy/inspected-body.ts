@@ -3,7 +3,7 @@
 // before anything is decided or sent upstream. What is read without a body (a GraphQL GET, an MCP receive
 // stream or session end) is read here too.
 
-import type { IncomingMessage } from 'node:http';
+import type { IncomingHttpHeaders } from 'node:http';
 import { graphqlFromBody, graphqlFromQuery } from '../graphql/envelope.js';
 import { parseJsonRpcBody } from '../jsonrpc/message.js';
 import type { GraphqlRequest } from '../policy/graphql-match.js';
@@ -92,7 +92,7 @@ function acceptsEventStream(accept: string | undefined): boolean {
 }
 
 /** What the head alone refuses: a body boundary could not inspect (compressed, multipart, declared too large). */
-export function heldBodyHeadProblem(req: IncomingMessage, hold: BodyHold): string | undefined {
+export function heldBodyHeadProblem(req: { readonly headers: IncomingHttpHeaders }, hold: BodyHold): string | undefined {
   const name = NAMES[hold.protocol];
   const encoding = (req.headers['content-encoding'] ?? '').trim().toLowerCase();
   if (encoding !== '' && encoding !== 'identity') return `${name} request content-encoding "${encoding}" is not supported`;
@@ -102,7 +102,7 @@ export function heldBodyHeadProblem(req: IncomingMessage, hold: BodyHold): strin
 }
 
 /** Reads and parses a body whose head heldBodyHeadProblem() passed; a chunked body is cut off past the limit. */
-export async function readHeldBody(req: IncomingMessage, hold: BodyHold): Promise<HeldBody> {
+export async function readHeldBody(req: AsyncIterable<Buffer>, hold: BodyHold): Promise<HeldBody> {
   const { prefix, complete } = await readPrefix(req, hold.limit);
   if (!complete) return { ok: false, problem: tooLarge(hold) };
   return { ok: true, body: prefix, inspected: parseHeldBody(prefix, hold) };

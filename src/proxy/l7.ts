@@ -3,7 +3,8 @@
 // Returns a value: a refusal to render or a pinned destination to relay to. Never touches a socket.
 // Two entry points: evaluateRequestCached (this turn, or undefined when a DNS query is needed) and evaluateRequest.
 
-import type { IncomingMessage } from 'node:http';
+import type { IncomingHttpHeaders } from 'node:http';
+import type { Socket } from 'node:net';
 import { isResolveFailure } from '../net/destination.js';
 import { formatAuthority, type HostForm } from '../net/host.js';
 import { redactPlaceholders } from '../credentials/placeholder.js';
@@ -11,7 +12,7 @@ import { percentDecode } from '../policy/query.js';
 import { replayQueryKeys } from '../telemetry/replay.js';
 import { timedDecide } from './metrics.js';
 import type { Decision } from '../policy/types.js';
-import type { ProxyContext, TunnelScope } from './context.js';
+import type { ProxyContext, TunnelTarget } from './context.js';
 import { type DestinationResult, type DestinationTarget, destination, destinationCached, needsInspection } from './context.js';
 import {
   authorityMismatchDenial,
@@ -35,6 +36,20 @@ import { type BodyHold, bodyHold, type InspectedBody, withoutBody } from './insp
 import { callEventFields, jsonRpcDenial } from './jsonrpc-denial.js';
 import { identityFields, requestIdentity } from './identity-gate.js';
 import { parseAbsoluteTarget } from '../http1/target.js';
+
+/**
+ * What the evaluator reads of a request: an HTTP/1.1 IncomingMessage as it is, or one HTTP/2 stream's head
+ * (http2/request-head.ts), whose `:authority` is its one Host and whose `httpVersion` is `2.0`.
+ */
+export interface RequestView {
+  readonly httpVersion: string;
+  readonly url?: string | undefined;
+  /** Flat `[name, value, ...]`, as received; no pseudo-headers. */
+  readonly rawHeaders: readonly string[];
+  readonly headers: IncomingHttpHeaders;
+  /** The client connection of an HTTP/1.1 request; absent for an HTTP/2 stream, which is always inside a tunnel. */
+  readonly socket?: Socket | undefined;
+}
 
 /** An allowed request and where it goes. */
 export interface RelayEvaluation {
@@ -90,7 +105,7 @@ function forwardAuthority(ctx: ProxyContext, o: Outcome, url: string): Authority
   return { host: auth.host, port: auth.port, kind: auth.kind, target: abs.target };
 }
 
-function tunnelAuthority(ctx: ProxyContext, o: Outcome, url: string, hostHeader: string | undefined, scope: TunnelScope): AuthorityOr {
+function tunnelAuthority(ctx: ProxyContext, o: Outcome, url: string, hostHeader: string | undefined, scope: TunnelTarget): AuthorityOr {
   let authorityText: string | undefined = hostHeader;
   let target = url;
   if (url.charCodeAt(0) !== 47) {
@@ -142,8 +157,8 @@ interface Unchecked {
  */
 export function evaluateRequestCached(
   ctx: ProxyContext,
-  req: IncomingMessage,
-  scope: TunnelScope | undefined,
+  req: RequestView,
+  scope: TunnelTarget | undefined,
   o: Outcome,
   inspected?: InspectedBody,
 ): Evaluation | undefined {
@@ -156,8 +171,8 @@ export function evaluateRequestCached(
 /** Evaluates one request, resolving a forward request's destination when it must; fills in `o` as it goes. */
 export async function evaluateRequest(
   ctx: ProxyContext,
-  req: IncomingMessage,
-  scope: TunnelScope | undefined,
+  req: RequestView,
+  scope: TunnelTarget | undefined,
   o: Outcome,
   inspected?: InspectedBody,
 ): Promise<Evaluation> {
@@ -167,7 +182,7 @@ export async function evaluateRequest(
 }
 
 /** Everything up to the SSRF check, which only an allowed forward request still needs. */
-function evaluatePolicy(ctx: ProxyContext, req: IncomingMessage, scope: TunnelScope | undefined, o: Outcome, body?: InspectedBody): Evaluation | Unchecked {
+function evaluatePolicy(ctx: ProxyContext, req: RequestView, scope: TunnelTarget | undefined, o: Outcome, body?: InspectedBody): Evaluation | Unchecked {
   const framing = checkFraming(req.httpVersion, req.rawHeaders);
   if (!framing.ok) return bare(o, framing.status, framing.status === 431 ? 'head-too-large' : 'bad-request', framing.problem);
   const url = req.url ?? '';
@@ -194,7 +209,7 @@ function evaluatePolicy(ctx: ProxyContext, req: IncomingMessage, scope: TunnelSc
   o.generation = policy.generation;
   o.policyHash = policy.hash;
   const adapter = o.adapter;
-  // HTTP/2 is not spoken on any route (docs/destinations.md#http2): an h2c upgrade is refused, never passed on.
+  // docs/destinations.md#http2: cleartext HTTP/2 is taken by prior knowledge only; an h2c upgrade is refused, never passed on.
   if (framing.upgrade?.includes('h2c')) {
     o.path = redactPlaceholders(rawPath(target));
     return refuse(o, unsupportedL7Denial('h2c upgrades are not supported'), 'unsupported-l7-protocol', 'h2c upgrade refused');

@@ -23,6 +23,8 @@ import { CONNECT_TIMEOUT_MS, type DialFunction } from './dial.js';
 import type { ClientErrorReason, RefusedConnectionReason } from './events.js';
 import { createProxyMetrics, type ProxyMetrics } from './metrics.js';
 import { createRequestHandler } from './forward.js';
+import { refuseH2Preface } from './h2-refusal.js';
+import { createH2Server, type H2Server } from './h2-server.js';
 import { destroyAfterLinger } from './linger.js';
 import { refuseConnection } from './refusal.js';
 import { createTunnelRegistry, TUNNEL_IDLE_TIMEOUT_MS, type TunnelRegistry } from './tunnel.js';
@@ -193,7 +195,11 @@ export function createProxyServer(options: ProxyServerOptions): ProxyServer {
       http.emit('connection', socket);
       socket.resume();
     },
+    serveH2(socket, tunnel, onClose) {
+      h2.serve(socket, tunnel, onClose);
+    },
   };
+  const h2: H2Server = createH2Server(ctx);
 
   // A client that half-closes after its request (`curl` with a body from stdin, `nc -q`) still gets
   // its response: without this Node aborts the request on the client's FIN.
@@ -206,6 +212,11 @@ export function createProxyServer(options: ProxyServerOptions): ProxyServer {
   // Sockets whose parser failed behind a request still in flight: they close once its answer is out.
   const closingAfterAnswer = new WeakSet<Socket>();
   http.on('clientError', (err: NodeJS.ErrnoException, socket: Socket) => {
+    // docs/destinations.md#http2: HTTP/2 sent to the forward proxy itself (no CONNECT) is refused in HTTP/2.
+    if (err.code === 'HPE_PAUSED_H2_UPGRADE' && socket.writable && !ctx.scopes.has(socket)) {
+      refuseH2Preface(ctx, socket);
+      return;
+    }
     metrics.clientErrors.inc({ reason: clientErrorReason(err.code) });
     const inFlight = (socket as Socket & { _httpMessage?: ServerResponse | null })._httpMessage;
     if (err.code !== 'ECONNRESET' && socket.writable && inFlight != null) {
@@ -263,6 +274,7 @@ export function createProxyServer(options: ProxyServerOptions): ProxyServer {
     address: () => bound,
     forceClose() {
       tunnels.closeAll('shutdown');
+      h2.close();
       destroyAll();
       http.closeAllConnections();
       // Ends a grace wait in close(), which then finds nothing left to wait for.
@@ -304,6 +316,7 @@ export function createProxyServer(options: ProxyServerOptions): ProxyServer {
         }
         // The first-byte sweep ran through the grace: a silent connection was no reason to wait.
         admission.stop();
+        h2.close();
         destroyAll();
         await stopped;
         await upstreams.close();

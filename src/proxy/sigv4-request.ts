@@ -2,7 +2,7 @@
 // body when its hash is signed (MAX_SIGNED_BODY_BYTES), and re-signs with the endpoint's provider keys after the
 // allow and the placeholder rewrite (docs/credentials.md#sigv4-signing). Never logs a key.
 
-import type { IncomingMessage } from 'node:http';
+import type { IncomingHttpHeaders } from 'node:http';
 import { type RewriteRefusal, refuse } from '../credentials/outcome.js';
 import { bufferHasMarker } from '../credentials/scan.js';
 import { AWS_AUTH_HEADERS, MAX_SIGNED_BODY_BYTES, type PayloadMode, payloadMode, signRequest } from '../credentials/sigv4.js';
@@ -19,7 +19,7 @@ export function withoutAwsAuth(flat: readonly string[]): string[] {
   return out;
 }
 
-function rawHeader(req: IncomingMessage, name: string): string | undefined {
+function rawHeader(req: { readonly headers: IncomingHttpHeaders }, name: string): string | undefined {
   const value = req.headers[name];
   return Array.isArray(value) ? value[0] : value;
 }
@@ -36,7 +36,8 @@ export type SignedResult =
 
 /** Signs one request on a credential_signing endpoint; the body is held only in sign_body mode. */
 export async function signedRequest(input: {
-  readonly req: IncomingMessage;
+  /** The request's head (an IncomingMessage, or an HTTP/2 stream's view): its headers pick the payload mode. */
+  readonly req: { readonly headers: IncomingHttpHeaders } & AsyncIterable<Buffer>;
   /** What goes upstream as the body: the request itself, or a body an inspector already held (GraphQL). */
   readonly body: AsyncIterable<Buffer>;
   readonly head: UpstreamHead;

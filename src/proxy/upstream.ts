@@ -22,7 +22,11 @@ const UPSTREAM_KEEP_ALIVE_TIMEOUT_MS = 4_000;
 /** Upstream TLS sessions kept for resumption, one per (name, address, port); the oldest is dropped beyond. */
 const MAX_UPSTREAM_TLS_SESSIONS = 256;
 
-interface PinnedDestination {
+/** ALPN offered upstream: HTTP/1.1 clients get HTTP/1.1; an HTTP/2 client's tunnel offers both (h2-upstream.ts). */
+export const ALPN_HTTP1: readonly string[] = ['http/1.1'];
+export const ALPN_H2_OR_HTTP1: readonly string[] = ['h2', 'http/1.1'];
+
+export interface PinnedDestination {
   /** Normalised host: the SNI and certificate name for TLS (no SNI for IP literals). */
   readonly host: string;
   readonly port: number;
@@ -33,10 +37,15 @@ interface PinnedDestination {
 export interface Upstreams {
   /** A pooled keep-alive client for one pinned destination (forward requests). */
   pool(dest: PinnedDestination): H1Pool;
-  /** A one-connection client for one tunnel; its first socket is `first`, later ones dial the pinned addresses. */
-  tunnelClient(dest: PinnedDestination, first: Socket): H1Pool;
-  /** Upgrades a dialled socket to verified TLS for `host` (WebSocket relays). */
-  secureSocket(socket: Socket, host: string): Promise<TLSSocket>;
+  /**
+   * A client for one tunnel; its first socket is `first` (already TLS when `secured`), later ones dial the
+   * pinned addresses. One connection unless `maxConnections` says more (an HTTP/2 tunnel's streams run at once).
+   */
+  tunnelClient(dest: PinnedDestination, first: Socket, options?: { readonly secured?: boolean; readonly maxConnections?: number }): H1Pool;
+  /** Upgrades a dialled socket to verified TLS for `host` (WebSocket relays), offering `alpn` (default http/1.1). */
+  secureSocket(socket: Socket, host: string, alpn?: readonly string[]): Promise<TLSSocket>;
+  /** Dials the pinned addresses, with verified TLS offering `alpn` when `dest.tls`. */
+  connect(dest: PinnedDestination, alpn: readonly string[]): Promise<Socket>;
   close(): Promise<void>;
 }
 
@@ -78,7 +87,7 @@ export function createUpstreams(options: {
     }
   }
 
-  function secureSocket(socket: Socket, host: string): Promise<TLSSocket> {
+  function secureSocket(socket: Socket, host: string, alpn: readonly string[] = ALPN_HTTP1): Promise<TLSSocket> {
     return new Promise((resolve, reject) => {
       const literal = isIP(host) !== 0;
       const key = `${host}|${socket.remoteAddress ?? ''}|${socket.remotePort ?? ''}`;
@@ -87,7 +96,7 @@ export function createUpstreams(options: {
       const tlsSocket = tlsConnect({
         socket,
         secureContext,
-        ALPNProtocols: ['http/1.1'],
+        ALPNProtocols: [...alpn],
         // RFC 6066: no SNI for IP literals; the certificate is then checked against the IP.
         ...(literal ? { host } : { servername: host }),
         ...(session === undefined ? {} : { session }),
@@ -117,11 +126,12 @@ export function createUpstreams(options: {
   }
 
   // Dial errors pass through unchanged: forward.ts tells refused, timeout and unreachable apart by code.
-  function connector(dest: PinnedDestination, first: Socket | undefined): () => Promise<Socket> {
+  function connector(dest: PinnedDestination, first: Socket | undefined, secured = false): () => Promise<Socket> {
     let pending = first;
     return function connectPinned(): Promise<Socket> {
       const ready = pending;
       pending = undefined;
+      if (ready !== undefined && secured) return Promise.resolve(ready);
       const socket = ready === undefined ? dialPinned({ addresses: dest.addresses, port: dest.port, dial, timeoutMs: connectTimeoutMs, metrics }) : Promise.resolve(ready);
       return dest.tls ? socket.then((s) => secureSocket(s, dest.host)) : socket;
     };
@@ -149,11 +159,15 @@ export function createUpstreams(options: {
       if (closed) pool.destroy();
       return pool;
     },
-    tunnelClient(dest, first) {
-      // One connection, as the tunnel's client speaks one request at a time; more requests queue.
-      return createH1Pool({ connect: connector(dest, first), maxConnections: 1, timeouts });
+    tunnelClient(dest, first, options) {
+      // One connection by default, as an HTTP/1.1 tunnel's client speaks one request at a time; more requests queue.
+      return createH1Pool({ connect: connector(dest, first, options?.secured), maxConnections: options?.maxConnections ?? 1, timeouts });
     },
     secureSocket,
+    async connect(dest, alpn) {
+      const socket = await dialPinned({ addresses: dest.addresses, port: dest.port, dial, timeoutMs: connectTimeoutMs, metrics });
+      return dest.tls ? secureSocket(socket, dest.host, alpn) : socket;
+    },
     async close() {
       closed = true;
       sessions.clear();

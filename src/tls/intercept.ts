@@ -1,5 +1,6 @@
-// TLS termination inside an inspected CONNECT tunnel: a leaf for the CONNECT host (never the SNI), ALPN
-// http/1.1 only, and an SNI that names another host refused with an alert (pin HA-25). Never decides policy.
+// TLS termination inside an inspected CONNECT tunnel: a leaf for the CONNECT host (never the SNI), ALPN h2 and
+// http/1.1 (docs/destinations.md#http2), and an SNI that names another host refused with an alert (pin HA-25).
+// Never decides policy.
 
 import type { Socket } from 'node:net';
 import { type SecureContext, TLSSocket } from 'node:tls';
@@ -55,7 +56,8 @@ export async function terminateTls(
   const tlsSocket = new TLSSocket(socket, {
     isServer: true,
     secureContext: context,
-    ALPNProtocols: ['http/1.1'],
+    // The server's order wins: a client offering both gets HTTP/2, one offering neither gets HTTP/1.1.
+    ALPNProtocols: ['h2', 'http/1.1'],
     SNICallback(servername, callback) {
       sniSeen = normaliseSni(servername);
       if (sniSeen === host) callback(null, context);
@@ -84,6 +86,9 @@ export async function terminateTls(
       if (ctx.metrics !== undefined) ctx.metrics.tlsClientSeconds.observe((ctx.metrics.now() - started) / 1000);
       // Until the HTTP server attaches its own handler, an error must not escape as an uncaught event.
       tlsSocket.on('error', () => tlsSocket.destroy());
+      // tls.Server clears this once its sockets are secure; on a server socket made by hand it stays set, and
+      // node:http2 would wait for a 'secureConnect' that a server socket never emits.
+      (tlsSocket as TLSSocket & { secureConnecting: boolean }).secureConnecting = false;
       resolve({ ok: true, socket: tlsSocket });
     });
   });

@@ -3,6 +3,7 @@ import { once } from 'node:events';
 import { connect } from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import { connect as tlsConnect } from 'node:tls';
+import { FRAME, PREFACE, readFrames, settings } from '../harness/h2-frames.js';
 import { type RunningBoundary, startBoundary } from '../harness/boundary.js';
 import { makeTestPki } from '../harness/certs.js';
 import { json, openTunnel, rawExchange, readAll, readHead, sendRequest, statusOf, tlsOverTunnel } from '../harness/proxy-client.js';
@@ -134,9 +135,18 @@ describe('inside CONNECT tunnels', () => {
     assert.equal(json(response).error, 'request_authority_mismatch');
   });
 
-  it('refuses the HTTP/2 preface on an L7 route with unsupported_l7_protocol (SM-18)', async () => {
+  it('answers the HTTP/2 preface on an L7 route as HTTP/2, never as a raw relay (SM-18; issue 18: decided per stream)', async () => {
     const tunnel = await openTunnel(b.proxyPort, `api.example.test:${P}`);
-    tunnel.socket.write('PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n');
+    const frames = readFrames(tunnel.socket);
+    tunnel.socket.write(Buffer.concat([PREFACE, settings()]));
+    const first = await frames.next(() => true);
+    assert.equal(first?.type, FRAME.SETTINGS, "boundary's own HTTP/2 server answered");
+    tunnel.socket.destroy();
+  });
+
+  it('refuses unrecognised bytes on an L7 route with unsupported_l7_protocol', async () => {
+    const tunnel = await openTunnel(b.proxyPort, `api.example.test:${P}`);
+    tunnel.socket.write('\x00\x01binary nonsense that is no protocol\r\n');
     const text = await readAll(tunnel.socket);
     assert.equal(statusOf(text), 403);
     assert.ok(text.includes('unsupported_l7_protocol'));

@@ -157,12 +157,20 @@ describe('layering (STYLE.md section 2)', () => {
     assert.deepEqual(violations('http1', ['proxy', 'websocket', 'tls', 'policy', 'credentials']), []);
   });
 
+  it('http2/ is a codec and client like http1/: nothing from proxy/, websocket/, tls/, policy/ or credentials/', () => {
+    assert.deepEqual(violations('http2', ['proxy', 'websocket', 'tls', 'policy', 'credentials']), []);
+  });
+
+  it('http1/ imports nothing from http2/', () => {
+    assert.deepEqual(violations('http1', ['http2']), []);
+  });
+
   it('websocket/ imports nothing from proxy/, http1/ or tls/', () => {
     assert.deepEqual(violations('websocket', ['proxy', 'http1', 'tls']), []);
   });
 
-  it('tls/ imports nothing from proxy/, http1/ or websocket/', () => {
-    assert.deepEqual(violations('tls', ['proxy', 'http1', 'websocket']), []);
+  it('tls/ imports nothing from proxy/, http1/, http2/ or websocket/', () => {
+    assert.deepEqual(violations('tls', ['proxy', 'http1', 'http2', 'websocket']), []);
   });
 
   it('graphql/ and jsonrpc/ are pure codecs: out of their folder they import only policy/ types', () => {

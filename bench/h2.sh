@@ -1,0 +1,184 @@
+#!/usr/bin/env bash
+# bench/h2.sh — h2load against a TLS HTTP/2 origin, direct and through boundary with interception on (transparent
+# capture: h2load connects to the synthetic address policy DNS hands out, so every stream is terminated, decided,
+# and relayed over boundary's own HTTP/2 session to the origin). Cases and routes are interleaved in every round;
+# the table shows medians of RUNS rounds: req/s, p99 request time (from h2load's per-request log) and the ratio.
+# Everything stays on 127.0.0.1 and is killed on exit. Needs h2load (nghttp2-client), dig, openssl, node.
+#
+# Usage: bench/h2.sh                         (defaults: RUNS=5 DURATION=8 WARMUP=2)
+#        CASES="c1m100" RUNS=3 bench/h2.sh
+# Environment (all optional):
+#   RUNS, DURATION (s), WARMUP (s)   rounds, measured seconds per run, unrecorded warm-up per run
+#   CASES     subset of: c16m10 (16 connections x 10 streams) c1m100 (one connection, 100 concurrent streams)
+#   ROUTES    subset of: direct boundary node-floor (default: all). node-floor is bench/h2/bare-proxy.mjs: node:http2
+#             on both sides and nothing else (no policy, events, metrics), pinned like boundary: what node:http2 costs.
+#   BUILD     1 (default) runs tsc first; 0 uses dist/ as it is.  BOUNDARY_DIST: run boundary from there instead.
+#   PIN       auto (default) | 0: with 2 cores h2load and the origin share cpu 0 and boundary gets cpu 1.
+#   KEEP_TMP  1: keep the temp dir (boundary's log, h2load output) for inspection
+#   BOUNDARY_NODE_FLAGS  extra node flags for boundary, e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof".
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+RUNS=${RUNS:-5}
+DURATION=${DURATION:-8}
+WARMUP=${WARMUP:-2}
+CASES=${CASES:-"c16m10 c1m100"}
+ROUTES=${ROUTES:-"direct boundary node-floor"}
+BUILD=${BUILD:-1}
+PIN=${PIN:-auto}
+BOUNDARY_DIST=${BOUNDARY_DIST:-$ROOT/dist}
+OUT_DIR=${OUT_DIR:-$ROOT/bench/out}
+BOUNDARY_NODE_FLAGS=${BOUNDARY_NODE_FLAGS:-}
+KEEP_TMP=${KEEP_TMP:-0}
+HOST=origin.bench.test
+unset http_proxy HTTP_PROXY https_proxy HTTPS_PROXY all_proxy ALL_PROXY no_proxy NO_PROXY
+
+log() { printf '[h2 bench %s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
+die() { log "error: $*"; exit 1; }
+for t in h2load dig openssl node; do command -v "$t" >/dev/null || die "missing $t (Debian: nghttp2-client dnsutils openssl nodejs)"; done
+for v in RUNS DURATION; do [[ ${!v} =~ ^[1-9][0-9]*$ ]] || die "$v must be a positive integer"; done
+
+PIN_LOAD=() PIN_PROXY=()
+if [[ $PIN == auto ]] && command -v taskset >/dev/null && (($(nproc) >= 2)); then
+  PIN_LOAD=(taskset -c 0) PIN_PROXY=(taskset -c 1)
+fi
+
+WORK=$(mktemp -d /tmp/boundary-h2-bench.XXXXXX)
+PIDS=()
+cleanup() {
+  local status=$?
+  trap - EXIT
+  local p i
+  for p in "${PIDS[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
+  # boundary drains on SIGTERM (and writes a CPU profile when asked): bounded wait.
+  for p in "${PIDS[@]}"; do for ((i = 0; i < 100; i++)); do kill -0 "$p" 2>/dev/null || break; sleep 0.1; done; done
+  wait 2>/dev/null || true
+  if ((KEEP_TMP)); then log "temp dir kept: $WORK"; else rm -rf "$WORK"; fi
+  exit "$status"
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+wait_for() { local i; for ((i = 0; i < 100; i++)); do "$@" >/dev/null 2>&1 && return 0; sleep 0.1; done; return 1; }
+free_ports() {
+  node -e 'const net=require("node:net");const s=Array.from({length:+process.argv[1]},()=>net.createServer());
+    Promise.all(s.map((x)=>new Promise((r)=>x.listen(0,"127.0.0.1",()=>r(x.address().port))))).then((p)=>{console.log(p.join(" "));s.forEach((x)=>x.close())})' "$1"
+}
+
+if ((BUILD)); then (cd "$ROOT" && npx tsc -p tsconfig.json) || die "tsc failed"; fi
+
+mkdir -p "$WORK/pki" "$OUT_DIR"
+(
+  cd "$WORK/pki"
+  openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -keyout ca.key -out ca.pem -days 2 \
+    -subj "/CN=boundary h2 bench CA" -addext "basicConstraints=critical,CA:TRUE" -addext "keyUsage=critical,keyCertSign,cRLSign" 2>/dev/null
+  openssl req -new -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -keyout origin.key -out origin.csr -subj "/CN=$HOST" 2>/dev/null
+  printf 'subjectAltName=DNS:%s\nextendedKeyUsage=serverAuth\n' "$HOST" >origin.ext
+  openssl x509 -req -in origin.csr -CA ca.pem -CAkey ca.key -set_serial "0x$(openssl rand -hex 8)" -days 2 -extfile origin.ext -out origin.pem 2>/dev/null
+) || die "openssl could not make the certificates"
+printf '127.0.0.1 %s\n' "$HOST" >"$WORK/hosts"
+
+"${PIN_LOAD[@]}" node "$ROOT/bench/h2/origin.mjs" --ready "$WORK/origin.json" --cert "$WORK/pki/origin.pem" --key "$WORK/pki/origin.key" &
+PIDS+=($!)
+declare -A SERVER_PID=([direct]=$!)
+wait_for test -s "$WORK/origin.json" || die "origin did not start"
+ORIGIN_PORT=$(node -p 'JSON.parse(require("fs").readFileSync(process.argv[1])).port' "$WORK/origin.json")
+read -r B_PORT B_ADMIN B_DNS DNS_SINK FLOOR_PORT < <(free_ports 5)
+"${PIN_PROXY[@]}" node "$ROOT/bench/h2/bare-proxy.mjs" --listen "127.0.0.1:$FLOOR_PORT" --origin "https://127.0.0.1:$ORIGIN_PORT" \
+  --servername "$HOST" --ca "$WORK/pki/ca.pem" --cert "$WORK/pki/origin.pem" --key "$WORK/pki/origin.key" &
+PIDS+=($!)
+SERVER_PID[node-floor]=$!
+
+cat >"$WORK/policy.yaml" <<POLICY
+version: 1
+network_policies:
+  bench:
+    endpoints:
+      - host: $HOST
+        port: $ORIGIN_PORT
+        protocol: rest
+        enforcement: enforce
+        access: full
+    binaries: [{ path: "/**" }]
+POLICY
+# shellcheck disable=SC2086
+(cd "$ROOT" && exec "${PIN_PROXY[@]}" node $BOUNDARY_NODE_FLAGS "$BOUNDARY_DIST/main.js" run --policy "$WORK/policy.yaml" \
+  --proxy-listen "127.0.0.1:$B_PORT" --admin-listen "127.0.0.1:$B_ADMIN" --dns-listen "127.0.0.1:$B_DNS" \
+  --synthetic-cidr 127.78.0.0/16 --hosts "$WORK/hosts" --upstream-dns "127.0.0.1:$DNS_SINK" --upstream-ca "$WORK/pki/ca.pem" \
+  --unsafe-allow-loopback-upstream --state-dir "$WORK/state" --log-format json) >"$WORK/boundary.log" 2>"$WORK/boundary.err" &
+PIDS+=($!)
+SERVER_PID[boundary]=$!
+wait_for curl -sf "http://127.0.0.1:$B_ADMIN/readyz" || die "boundary not ready: $(tail -3 "$WORK/boundary.err")"
+SYNTHETIC=$(dig @127.0.0.1 -p "$B_DNS" +short "$HOST" A)
+[[ -n $SYNTHETIC ]] || die "policy DNS gave no synthetic address for $HOST"
+log "origin :$ORIGIN_PORT, boundary capture $SYNTHETIC:$ORIGIN_PORT (interception on), rounds=$RUNS duration=${DURATION}s"
+
+declare -A C_ARGS=([c16m10]="-c 16 -m 10" [c1m100]="-c 1 -m 100")
+RESULTS="$WORK/results.tsv"
+: >"$RESULTS"
+# CPU ticks (user + system) a process used so far.
+cpu_ticks() { local f; read -r -a f < <(sed 's/.*) //' "/proc/$1/stat"); echo $((f[11] + f[12])); }
+CLK_TCK=$(getconf CLK_TCK)
+# One h2load run; prints "req/s p99_ms failed cpu_us_per_request" (CPU of the server under test: the origin for
+# direct, boundary or the floor proxy otherwise; robust to other load on the host, unlike req/s).
+measure() {
+  local route=$1 kase=$2 connect
+  case $route in
+    direct) connect="127.0.0.1:$ORIGIN_PORT" ;;
+    node-floor) connect="127.0.0.1:$FLOOR_PORT" ;;
+    # A synthetic mapping lives as long as its DNS answer (30 s): ask again, as a workload would, before each run.
+    *) connect="$(dig @127.0.0.1 -p "$B_DNS" +short "$HOST" A):$ORIGIN_PORT" ;;
+  esac
+  local pid=${SERVER_PID[$route]} before
+  before=$(cpu_ticks "$pid")
+  rm -f "$WORK/req.log"
+  # shellcheck disable=SC2086
+  "${PIN_LOAD[@]}" h2load ${C_ARGS[$kase]} -t 1 -D "$DURATION" --warm-up-time="$WARMUP" --connect-to="$connect" \
+    --log-file="$WORK/req.log" "https://$HOST:$ORIGIN_PORT/" >"$WORK/h2load.out" 2>&1 || true
+  cat "$WORK/h2load.out" >>"$WORK/h2load-all.out"
+  local rps ok failed p99
+  rps=$(sed -nE 's/^finished in .*, ([0-9.]+) req\/s.*/\1/p' "$WORK/h2load.out")
+  read -r ok failed < <(sed -nE 's/^requests: .* ([0-9]+) succeeded, ([0-9]+) failed.*/\1 \2/p' "$WORK/h2load.out")
+  p99=$(awk '{print $3}' "$WORK/req.log" | sort -n | awk '{v[NR]=$1} END {i=int(NR*0.99); if (i<1) i=1; printf "%.2f", v[i]/1000}')
+  local ticks=$(($(cpu_ticks "$pid") - before)) finished
+  finished=$(sed -nE 's/^requests: .* ([0-9]+) done,.*/\1/p' "$WORK/h2load.out")
+  # Warm-up requests used CPU too: per request done over the whole run.
+  echo "${rps:-0} ${p99:-0} ${failed:-0} $(awk -v t="$ticks" -v hz="$CLK_TCK" -v n="${finished:-0}" -v w="$WARMUP" -v d="$DURATION" -v r="${rps:-0}" 'BEGIN { all = n + r * w; printf "%.0f", (all > 0 ? t / hz * 1e6 / all : 0) }')"
+}
+for ((r = 1; r <= RUNS; r++)); do
+  for kase in $CASES; do
+    for route in $ROUTES; do
+      read -r rps p99 failed cpu < <(measure "$route" "$kase")
+      printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$r" "$kase" "$route" "$rps" "$p99" "$failed" "$cpu" >>"$RESULTS"
+      log "round $r $kase $route: $rps req/s, p99 $p99 ms, $failed failed, $cpu µs CPU/request"
+    done
+  done
+done
+
+STAMP=$(date -u +%Y%m%dT%H%M%SZ)
+cp "$RESULTS" "$OUT_DIR/h2-$STAMP.tsv"
+node - "$RESULTS" "$RUNS" "$DURATION" <<'REPORT'
+const rows = require('node:fs').readFileSync(process.argv[2], 'utf8').trim().split('\n').map((l) => l.split('\t'));
+const median = (xs) => { const s = [...xs].sort((a, b) => a - b); const m = s.length >> 1; return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2; };
+const cases = [...new Set(rows.map((r) => r[1]))];
+console.log(`\nh2load, medians of ${process.argv[3]} interleaved rounds x ${process.argv[4]} s. req/s ratio: route / direct;`);
+console.log('cpu ratio: the origin\'s CPU per request over the route\'s (one core\'s capacity ratio); failed counts requests in flight when the run ended.\n');
+console.log('| case | route | req/s | p99 ms | failed | cpu µs/req | req/s ratio | cpu ratio | per-round req/s ratios |');
+console.log('|---|---|---:|---:|---:|---:|---:|---:|---|');
+for (const c of cases) {
+  const of = (route, i) => rows.filter((r) => r[1] === c && r[2] === route).map((r) => Number(r[i]));
+  const d = of('direct', 3);
+  const dCpu = median(of('direct', 6));
+  for (const route of [...new Set(rows.map((r) => r[2]))]) {
+    const own = of(route, 3);
+    const rps = median(own), p99 = median(of(route, 4)), failed = of(route, 5).reduce((a, x) => a + x, 0);
+    const ratio = route === 'direct' ? '' : `${(rps / median(d)).toFixed(2)}x`;
+    const per = route === 'direct' ? '' : own.map((x, i) => (x / d[i]).toFixed(2)).join(' ');
+    const cpu = median(of(route, 6));
+    const cpuRatio = route === 'direct' ? '' : `${(dCpu / cpu).toFixed(2)}x`;
+    console.log(`| ${c} | ${route} | ${rps.toFixed(0)} | ${p99.toFixed(2)} | ${failed} | ${cpu.toFixed(0)} | ${ratio} | ${cpuRatio} | ${per} |`);
+  }
+}
+REPORT
+log "raw results: $OUT_DIR/h2-$STAMP.tsv"

@@ -1,0 +1,74 @@
+// Header lists between HTTP/2 and the proxy's flat `[name, value, ...]` form: an upstream HTTP/2 request head built
+// from the rewritten flat list, a response head or trailers for an HTTP/2 client, cookies joined for HTTP/1.1.
+// Pure; never sees a socket, and passes values through unread (they may carry injected credentials).
+
+import type { OutgoingHttpHeaders } from 'node:http2';
+import { CONNECTION_SPECIFIC_HEADERS } from './request-head.js';
+
+/** Response fields that never cross into HTTP/2 (RFC 9113 §8.2.2), beside whatever `connection` nominated. */
+const RESPONSE_DROP: readonly string[] = [...CONNECTION_SPECIFIC_HEADERS, 'te', 'trailer'];
+
+function add(out: OutgoingHttpHeaders, name: string, value: string): void {
+  const known = out[name];
+  if (known === undefined) out[name] = value;
+  else if (Array.isArray(known)) known.push(value);
+  else out[name] = [String(known), value];
+}
+
+/**
+ * The head of an upstream HTTP/2 request: the pseudo-headers, then the flat list as rewritten for upstream, its
+ * `host` turned into `:authority`. `te: trailers` goes on when the client sent it (gRPC servers insist on it);
+ * the HTTP/1.1 rewrite drops every `te`.
+ */
+export function h2RequestHeaders(flat: readonly string[], pseudo: { readonly method: string; readonly path: string; readonly scheme: string; readonly teTrailers: boolean }): OutgoingHttpHeaders {
+  const out: OutgoingHttpHeaders = { ':method': pseudo.method, ':path': pseudo.path, ':scheme': pseudo.scheme };
+  for (let i = 0; i < flat.length; i += 2) {
+    const name = (flat[i] ?? '').toLowerCase();
+    if (name === 'host') out[':authority'] = flat[i + 1] ?? '';
+    else if (!RESPONSE_DROP.includes(name)) add(out, name, flat[i + 1] ?? '');
+  }
+  if (pseudo.teTrailers) out.te = 'trailers';
+  return out;
+}
+
+/** A response head (`:status` set) or trailers (status undefined) for an HTTP/2 client, from a flat list. */
+export function h2ResponseHeaders(status: number | undefined, flat: readonly string[]): OutgoingHttpHeaders {
+  const out: OutgoingHttpHeaders = status === undefined ? {} : { ':status': status };
+  for (let i = 0; i < flat.length; i += 2) {
+    const name = (flat[i] ?? '').toLowerCase();
+    if (name.charCodeAt(0) === 58 || RESPONSE_DROP.includes(name)) continue;
+    add(out, name, flat[i + 1] ?? '');
+  }
+  return out;
+}
+
+/** node:http2's raw list without its pseudo-headers (`:status`), as the flat form the proxy rewrites. */
+export function withoutPseudo(raw: readonly string[]): string[] {
+  const out: string[] = [];
+  for (let i = 0; i < raw.length; i += 2) {
+    const name = raw[i] ?? '';
+    if (name.charCodeAt(0) !== 58) out.push(name, raw[i + 1] ?? '');
+  }
+  return out;
+}
+
+/** RFC 9113 §8.2.3: HTTP/2 may split `cookie` into several fields; HTTP/1.1 gets them joined with `; `. */
+export function joinedCookies(flat: readonly string[]): readonly string[] {
+  let first = -1;
+  let repeated = false;
+  for (let i = 0; i < flat.length; i += 2) {
+    if (flat[i] !== 'cookie') continue;
+    if (first >= 0) repeated = true;
+    else first = i;
+  }
+  if (!repeated) return flat;
+  const out: string[] = [];
+  const values: string[] = [];
+  for (let i = 0; i < flat.length; i += 2) {
+    if (flat[i] === 'cookie') values.push(flat[i + 1] ?? '');
+    if (flat[i] === 'cookie' && i !== first) continue;
+    out.push(flat[i] ?? '', flat[i + 1] ?? '');
+  }
+  out[first + 1] = values.join('; ');
+  return out;
+}

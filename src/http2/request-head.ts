@@ -1,0 +1,109 @@
+// One HTTP/2 request head as the proxy's evaluator reads it (RFC 9113 §8.3): the pseudo-headers checked, the
+// connection-specific fields and a `te` other than `trailers` refused, and `:authority` made the one Host.
+// Pure; sees the flat raw header list node:http2 hands over, never a socket.
+
+/** RFC 9113 §8.2.2: fields that mean something only to one HTTP/1.1 connection; a request carrying one is malformed. */
+export const CONNECTION_SPECIFIC_HEADERS: readonly string[] = ['connection', 'keep-alive', 'proxy-connection', 'transfer-encoding', 'upgrade'];
+
+const H2_HEAD_PROBLEMS = [
+  'unknown-pseudo-header',
+  'repeated-pseudo-header',
+  'missing-pseudo-header',
+  'connect-method',
+  'scheme-mismatch',
+  'connection-specific-header',
+  'te-not-trailers',
+  'authority-host-mismatch',
+  'uppercase-header-name',
+  'repeated-host',
+] as const;
+export type H2HeadProblem = (typeof H2_HEAD_PROBLEMS)[number];
+
+/** One stream's request head, shaped as the evaluator's RequestView (proxy/l7.ts). */
+export interface H2RequestHead {
+  readonly method: string;
+  /** `:path`, origin-form, or absolute-form `http://authority/path` for a stream sent to the proxy itself. */
+  readonly url: string;
+  readonly httpVersion: '2.0';
+  /** `host` (from `:authority`) first, then the regular fields as received; no pseudo-headers. */
+  readonly rawHeaders: readonly string[];
+  readonly scheme: string;
+  /** Lower-cased `content-type`, '' when absent: gRPC denials are answered in gRPC's own form. */
+  readonly contentType: string;
+}
+
+export type H2HeadResult = { readonly ok: true; readonly head: H2RequestHead } | { readonly ok: false; readonly problem: H2HeadProblem };
+
+function problem(p: H2HeadProblem): H2HeadResult {
+  return { ok: false, problem: p };
+}
+
+function hasUpper(name: string): boolean {
+  for (let i = 0; i < name.length; i++) {
+    const c = name.charCodeAt(i);
+    if (c >= 0x41 && c <= 0x5a) return true;
+  }
+  return false;
+}
+
+/**
+ * Reads a request head from node:http2's raw list (`[':method', 'GET', ...]`). `scheme` is the connection's:
+ * `https` inside terminated TLS, `http` in cleartext; a stream naming the other is refused. nghttp2 checked the
+ * grammar already (it refuses these too); this keeps the rules where the evaluator can rely on them.
+ */
+export function readRequestHead(raw: readonly string[], scheme: 'http' | 'https'): H2HeadResult {
+  let method: string | undefined;
+  let path: string | undefined;
+  let authority: string | undefined;
+  let sentScheme: string | undefined;
+  let host: string | undefined;
+  let contentType = '';
+  const regular: string[] = [];
+  for (let i = 0; i < raw.length; i += 2) {
+    const name = raw[i] ?? '';
+    const value = raw[i + 1] ?? '';
+    if (name.charCodeAt(0) === 58) {
+      switch (name) {
+        case ':method':
+          if (method !== undefined) return problem('repeated-pseudo-header');
+          method = value;
+          break;
+        case ':path':
+          if (path !== undefined) return problem('repeated-pseudo-header');
+          path = value;
+          break;
+        case ':authority':
+          if (authority !== undefined) return problem('repeated-pseudo-header');
+          authority = value;
+          break;
+        case ':scheme':
+          if (sentScheme !== undefined) return problem('repeated-pseudo-header');
+          sentScheme = value;
+          break;
+        default:
+          // `:protocol` (extended CONNECT, RFC 8441) is never enabled, so it is as unknown as any other.
+          return problem('unknown-pseudo-header');
+      }
+      continue;
+    }
+    if (hasUpper(name)) return problem('uppercase-header-name');
+    if (CONNECTION_SPECIFIC_HEADERS.includes(name)) return problem('connection-specific-header');
+    if (name === 'te' && value.trim().toLowerCase() !== 'trailers') return problem('te-not-trailers');
+    if (name === 'host') {
+      if (host !== undefined) return problem('repeated-host');
+      host = value;
+      continue;
+    }
+    if (name === 'content-type') contentType = value.trim().toLowerCase();
+    regular.push(name, value);
+  }
+  // A CONNECT stream would open a tunnel inside the tunnel, with no decision of its own.
+  if (method === 'CONNECT') return problem('connect-method');
+  if (method === undefined || path === undefined || sentScheme === undefined) return problem('missing-pseudo-header');
+  if (sentScheme !== scheme) return problem('scheme-mismatch');
+  // RFC 9113 §8.3.1: a Host that names another entity than `:authority` makes the request malformed.
+  if (authority !== undefined && host !== undefined && authority !== host) return problem('authority-host-mismatch');
+  const hostValue = authority ?? host;
+  const rawHeaders = hostValue === undefined ? regular : ['host', hostValue, ...regular];
+  return { ok: true, head: { method, url: path, httpVersion: '2.0', rawHeaders, scheme: sentScheme, contentType } };
+}

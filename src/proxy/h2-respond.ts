@@ -1,0 +1,63 @@
+// Answers written on an HTTP/2 stream: a denial as the same 403 JSON body as HTTP/1.1 (deny.ts), or for a gRPC call
+// gRPC's trailers-only form (HTTP 200, grpc-status, grpc-message naming the policy and reason); RST_STREAM where no
+// answer can be sent any more. Shapes only; never decides anything.
+
+import { constants, type ServerHttp2Stream } from 'node:http2';
+import { POLICY_HEADER } from '../http1/headers.js';
+import { grpcStatusOf, grpcTrailersOnly } from '../http2/grpc.js';
+import type { Denial } from './deny.js';
+
+const { NGHTTP2_INTERNAL_ERROR, NGHTTP2_NO_ERROR } = constants;
+const POLICY_FIELD = POLICY_HEADER.toLowerCase();
+
+/** What a gRPC client shows for a denial: the status line's why, then the error, policy, reason and path. */
+function grpcDenialMessage(d: Denial): string {
+  // A JSON-RPC batch denial's body is an array of errors; its first one says why.
+  const body = (Array.isArray(d.body) ? d.body[0] : d.body) as Readonly<Record<string, unknown>> | undefined;
+  const field = (name: string): string | undefined => {
+    const v = body?.[name];
+    return typeof v === 'string' ? v : undefined;
+  };
+  const parts = [`error ${d.error}`];
+  const policy = field('policy') ?? d.policy;
+  if (policy !== undefined) parts.push(`policy ${policy}`);
+  const reason = field('reason');
+  if (reason !== undefined) parts.push(`reason ${reason}`);
+  const path = field('path');
+  if (path !== undefined) parts.push(`path ${path}`);
+  return `boundary: ${d.reasonPhrase} (${parts.join(', ')})`;
+}
+
+/** A request body still arriving after the answer is not wanted: RST_STREAM NO_ERROR once the answer is out (RFC 9113 §8.1). */
+function stopUpload(stream: ServerHttp2Stream): void {
+  if (!stream.readableEnded && !stream.destroyed) stream.close(NGHTTP2_NO_ERROR);
+}
+
+export function respondDenial(stream: ServerHttp2Stream, d: Denial, grpc: boolean): void {
+  if (stream.destroyed) return;
+  if (stream.headersSent) {
+    stream.close(NGHTTP2_INTERNAL_ERROR);
+    return;
+  }
+  if (grpc) {
+    stream.respond(grpcTrailersOnly(grpcStatusOf(d.status), grpcDenialMessage(d)), { endStream: true });
+  } else {
+    const body = JSON.stringify(d.body);
+    const headers: Record<string, string | number> = { ':status': d.status, 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) };
+    if (d.policy !== undefined) headers[POLICY_FIELD] = d.policy;
+    stream.respond(headers);
+    stream.end(body);
+  }
+  stopUpload(stream);
+}
+
+/** A bare status (400 for a malformed request, 502 when nothing was sent): no body, as on HTTP/1.1. */
+export function respondStatus(stream: ServerHttp2Stream, status: number, grpc: boolean, why: string): void {
+  if (stream.destroyed) return;
+  if (stream.headersSent) {
+    stream.close(NGHTTP2_INTERNAL_ERROR);
+    return;
+  }
+  stream.respond(grpc ? grpcTrailersOnly(grpcStatusOf(status), `boundary: ${why}`) : { ':status': status, 'content-length': 0 }, { endStream: true });
+  stopUpload(stream);
+}

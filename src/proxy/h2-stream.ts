@@ -1,0 +1,371 @@
+// One HTTP/2 stream of an inspected tunnel as one request: the same evaluator as HTTP/1.1 (l7.ts), the same
+// credential rewrite and body rules (credential-injection.ts), one decision event, then the stream relayed to the
+// tunnel's upstream (h2-upstream.ts) with flow control and trailers both ways. Denials go out per h2-respond.ts.
+
+import type { IncomingHttpHeaders, ServerHttp2Stream } from 'node:http2';
+import { constants } from 'node:http2';
+import type { RewriteRefusal } from '../credentials/outcome.js';
+import type { CredentialScope } from '../credentials/scope.js';
+import { bufferHasMarker } from '../credentials/scan.js';
+import { formatAuthority } from '../net/host.js';
+import type { FloodGuard } from '../http2/flood-guard.js';
+import { isEnveloped, isGrpc } from '../http2/grpc.js';
+import { joinedCookies, h2ResponseHeaders } from '../http2/headers.js';
+import { type H2Handler, UpstreamResetError } from '../http2/h2-client.js';
+import { type H2RequestHead, readRequestHead } from '../http2/request-head.js';
+import type { H1Exchange } from '../http1/h1-client.js';
+import type { H2Tunnel, ProxyContext, TunnelTarget } from './context.js';
+import { type BodyResult, credentialRefusal, MarkerInBodyError, redactResponseHeaders, scannedBody, type UpstreamHead } from './credential-injection.js';
+import { type Denial, upstreamUnreachableDenial } from './deny.js';
+import { dialFailureOf, isDialError } from './dial.js';
+import { beginOutcome, emitOutcome, findingEvent, type Outcome, settle } from './events.js';
+import { holdInspectedBody, type HeldRequest, type HoldingRequest } from './body-hold.js';
+import { filteringHandler, identityEncoding, type ToolsListPlan, toolsListPlan } from './tools-list-filter.js';
+import { scannedMessages } from './h2-body.js';
+import type { TunnelUpstreamHandle } from './h2-upstream.js';
+import { respondDenial, respondStatus } from './h2-respond.js';
+import { type Evaluation, evaluateRequestCached, evaluateRequest, type RelayEvaluation } from './l7.js';
+import { observeSince } from './metrics.js';
+import type { SignedResult } from './sigv4-request.js';
+import { heldBody, prepareHead } from './upstream-body.js';
+
+const { NGHTTP2_INTERNAL_ERROR, NGHTTP2_PROTOCOL_ERROR, NGHTTP2_FLAG_END_STREAM } = constants;
+const H2_EXTRA = Object.freeze({ http_version: '2' });
+
+/** What the HTTP/2 server keeps per client session (h2-server.ts). */
+export interface H2Session {
+  readonly tunnel: H2Tunnel;
+  readonly guard: FloodGuard;
+  readonly upstream: TunnelUpstreamHandle;
+  readonly onClose: () => void;
+}
+
+class ClientClosedError extends Error {
+  override readonly name = 'ClientClosedError';
+}
+
+function flatOf(headers: IncomingHttpHeaders): string[] {
+  const flat: string[] = [];
+  for (const [name, value] of Object.entries(headers)) {
+    if (value === undefined || name.charCodeAt(0) === 58) continue;
+    if (Array.isArray(value)) for (const v of value) flat.push(name, v);
+    else flat.push(name, String(value));
+  }
+  return flat;
+}
+
+/** The 'stream' handler of an inspected HTTP/2 session: one request per stream. */
+export function handleH2Stream(ctx: ProxyContext, session: H2Session, stream: ServerHttp2Stream, headers: IncomingHttpHeaders, raw: string[], flags: number): void {
+  stream.on('error', () => undefined);
+  const o = beginOutcome('l7', 'http', session.tunnel.src);
+  const read = readRequestHead(raw, session.tunnel.target.tls ? 'https' : 'http');
+  if (!read.ok) {
+    // RFC 9113 §8.1.1: a malformed request is a stream error of type PROTOCOL_ERROR; there is no request to answer.
+    o.method = String(headers[':method'] ?? 'UNKNOWN');
+    settle(o, 'deny', 'bad-request', `malformed HTTP/2 request: ${read.problem}`, undefined);
+    o.extra = H2_EXTRA;
+    stream.close(NGHTTP2_PROTOCOL_ERROR);
+    emitOutcome(ctx.sink, ctx.metrics, o);
+    return;
+  }
+  o.method = read.head.method;
+  new H2ProxyStream(ctx, session, stream, read.head, headers, o, (flags & NGHTTP2_FLAG_END_STREAM) !== 0).start();
+}
+
+class H2ProxyStream implements H2Handler, HoldingRequest {
+  readonly ctx: ProxyContext;
+  readonly session: H2Session;
+  readonly stream: ServerHttp2Stream;
+  readonly head: H2RequestHead;
+  readonly o: Outcome;
+  readonly scope: TunnelTarget;
+  readonly req: HeldRequest;
+  readonly grpc: boolean;
+  /** The client sent no body at all (END_STREAM on its HEADERS). */
+  readonly endStream: boolean;
+  body: AsyncIterable<Buffer>;
+  destination: RelayEvaluation | undefined = undefined;
+  credentialScope: CredentialScope | undefined = undefined;
+  exchange: H1Exchange | undefined = undefined;
+  requestTrailers: string[] | undefined = undefined;
+  responseTrailers: string[] | undefined = undefined;
+  relayTrailers = false;
+  /** The tools/list answers to filter (mcp.filter_tools_list), once the request is allowed. */
+  toolsList: ToolsListPlan | undefined = undefined;
+  /** The client stream is full: the upstream is paused until it drains. */
+  waiting = false;
+  settled = false;
+  reported = false;
+  sentAt = 0;
+  responseBytes = 0;
+
+  constructor(ctx: ProxyContext, session: H2Session, stream: ServerHttp2Stream, head: H2RequestHead, headers: IncomingHttpHeaders, o: Outcome, endStream: boolean) {
+    this.ctx = ctx;
+    this.session = session;
+    this.stream = stream;
+    this.head = head;
+    this.o = o;
+    this.scope = session.tunnel.target;
+    this.grpc = isGrpc(head.contentType);
+    this.endStream = endStream;
+    this.req = { httpVersion: head.httpVersion, url: head.url, rawHeaders: head.rawHeaders, headers, [Symbol.asyncIterator]: () => stream[Symbol.asyncIterator]() };
+    this.body = this.req;
+  }
+
+  start(): void {
+    this.stream.once('close', () => this.clientClosed());
+    let evaluation: Evaluation | undefined;
+    try {
+      evaluation = evaluateRequestCached(this.ctx, this.req, this.scope, this.o);
+    } catch (err) {
+      this.fail(err);
+      return;
+    }
+    if (evaluation !== undefined) this.relay(evaluation);
+    else evaluateRequest(this.ctx, this.req, this.scope, this.o).then((e) => this.relay(e), (err: unknown) => this.fail(err));
+  }
+
+  relay(evaluation: Evaluation): void {
+    // docs/policy.md#graphql-inspection: the one place an HTTP/2 request's body is held before the decision.
+    if (evaluation.kind === 'body') {
+      holdInspectedBody(this, evaluation);
+      return;
+    }
+    let answered: boolean;
+    try {
+      answered = this.relayEvaluated(evaluation);
+    } catch (err) {
+      this.fail(err);
+      return;
+    }
+    if (answered) this.report();
+  }
+
+  refuseHeld(denial: Denial): void {
+    respondDenial(this.stream, denial, this.grpc);
+  }
+
+  continueBody(): void {}
+
+  private relayEvaluated(evaluation: Exclude<Evaluation, { kind: 'body' }>): boolean {
+    const { ctx, o } = this;
+    if (evaluation.kind === 'bare') {
+      respondStatus(this.stream, evaluation.status, this.grpc, o.detail);
+      return true;
+    }
+    if (evaluation.kind === 'deny') {
+      respondDenial(this.stream, evaluation.denial, this.grpc);
+      if (evaluation.finding !== undefined) ctx.sink.emit(findingEvent(o, evaluation.finding));
+      return true;
+    }
+    const prepared = prepareHead(ctx, evaluation, o.method, this.head.rawHeaders);
+    if (!prepared.ok) {
+      this.refuse(prepared);
+      return true;
+    }
+    const { head } = prepared;
+    this.destination = evaluation;
+    this.toolsList = toolsListPlan(ctx.store.current(), evaluation.decision, { host: evaluation.host, port: evaluation.port, path: o.path ?? '/' });
+    const read = this.body !== this.req;
+    const hasBody = read || !this.endStream;
+    if (hasBody && !read) this.stream.on('trailers', (trailers: IncomingHttpHeaders) => this.onRequestTrailers(trailers));
+    const streamed = isEnveloped(this.head.contentType);
+    const held = heldBody(ctx, { evaluation, prepared, req: this.req, body: this.body, method: o.method, hasBody, streamed });
+    if (held !== undefined) {
+      held.then(
+        (result) => this.relayHeld(head, result),
+        (err: unknown) => this.fail(err),
+      );
+      return false;
+    }
+    this.send(head, head.headers, !hasBody ? null : streamed ? scannedMessages(this.body) : scannedBody(this.body));
+    return false;
+  }
+
+  private relayHeld(head: UpstreamHead, result: BodyResult | SignedResult): void {
+    try {
+      if (result.ok) {
+        if ('signed' in result) this.o.extra = { ...this.o.extra, sigv4: result.signed };
+        this.send(head, result.headers, result.body);
+        return;
+      }
+      this.refuse(result);
+    } catch (err) {
+      this.fail(err);
+      return;
+    }
+    this.report();
+  }
+
+  private onRequestTrailers(trailers: IncomingHttpHeaders): void {
+    const flat = flatOf(trailers);
+    // A placeholder in a trailer would go upstream unsubstituted: refused like one in the body.
+    if (bufferHasMarker(Buffer.from(flat.join('\n'), 'latin1'))) this.exchange?.abort(new MarkerInBodyError());
+    else this.requestTrailers = flat;
+  }
+
+  private send(head: UpstreamHead, headers: string[], body: Buffer | AsyncIterable<Buffer> | null): void {
+    this.credentialScope = head.scope;
+    const metrics = this.ctx.metrics;
+    if (head.usedKeys > 0) metrics.credentialsSubstituted();
+    metrics.requestBytes.observe(body === null ? 0 : Buffer.isBuffer(body) ? body.length : 0);
+    this.session.upstream.get().then(
+      (up) => {
+        if (this.settled) return;
+        this.sentAt = metrics.now();
+        const { method } = this.o;
+        const teTrailers = this.teTrailers();
+        // Response trailers are relayed to a client that asked for them (`te: trailers`, as every gRPC client does) or
+        // on a gRPC call; HTTP/1.1 origins have none this client reads. Elsewhere the answer ends on its last DATA frame.
+        this.relayTrailers = up.kind === 'h2' && (teTrailers || this.grpc);
+        // docs/policy.md#filtering-toolslist: the answer passes through the same filter as on HTTP/1.1.
+        const plan = this.toolsList;
+        const upstream = plan === undefined ? headers : identityEncoding(headers);
+        const handler: H2Handler = plan === undefined ? this : { ...filteringHandler(this, plan), onTrailers: (t) => this.onTrailers(t) };
+        this.exchange =
+          up.kind === 'h2'
+            ? up.client.request({ method, target: head.target, headers: upstream, body, scheme: this.scope.tls ? 'https' : 'http', teTrailers, trailers: () => this.requestTrailers }, handler)
+            : up.pool.request({ method, target: head.target, headers: joinedCookies(upstream), body }, handler);
+      },
+      (err: unknown) => this.onError(err instanceof Error ? err : new Error(String(err))),
+    );
+  }
+
+  private teTrailers(): boolean {
+    const raw = this.head.rawHeaders;
+    for (let i = 0; i < raw.length; i += 2) if (raw[i] === 'te') return true;
+    return false;
+  }
+
+  onHead(status: number, headers: string[], body: Buffer | undefined, complete: boolean): void {
+    const { stream, ctx } = this;
+    this.o.status = status;
+    observeSince(ctx.metrics, ctx.metrics.firstByteSeconds, this.sentAt);
+    if (stream.destroyed) {
+      this.exchange?.abort(new ClientClosedError('client closed'));
+      return;
+    }
+    const redacted = redactResponseHeaders(headers, this.credentialScope as CredentialScope);
+    try {
+      stream.respond(h2ResponseHeaders(status, redacted), { endStream: complete && body === undefined, waitForTrailers: !complete && this.relayTrailers });
+    } catch (err) {
+      if (complete) this.onError(err instanceof Error ? err : new Error(String(err)));
+      else this.exchange?.abort(err instanceof Error ? err : new Error(String(err)));
+      return;
+    }
+    if (!complete && this.relayTrailers) stream.on('wantTrailers', () => this.sendTrailers());
+    if (body !== undefined) {
+      this.responseBytes += body.length;
+      if (complete) stream.end(body);
+      else if (!stream.write(body)) this.pause();
+    }
+    if (complete) this.finish(true);
+    this.report();
+  }
+
+  onData(chunk: Buffer): void {
+    this.responseBytes += chunk.length;
+    if (!this.stream.destroyed && !this.stream.write(chunk)) this.pause();
+  }
+
+  onTrailers(trailers: string[]): void {
+    this.responseTrailers = redactResponseHeaders(trailers, this.credentialScope as CredentialScope);
+  }
+
+  onEnd(): void {
+    this.finish(true);
+    if (!this.stream.destroyed) this.stream.end();
+  }
+
+  private sendTrailers(): void {
+    if (this.stream.destroyed) return;
+    this.stream.sendTrailers(this.responseTrailers === undefined ? {} : h2ResponseHeaders(undefined, this.responseTrailers));
+  }
+
+  onError(err: Error): void {
+    const headSent = this.stream.headersSent;
+    this.finish(false);
+    if (headSent) {
+      // A half-sent answer cannot turn into an error status: the stream is reset, with the origin's code if it reset.
+      if (!this.stream.destroyed) this.stream.close(err instanceof UpstreamResetError ? err.rstCode : NGHTTP2_INTERNAL_ERROR);
+      return;
+    }
+    try {
+      this.answerFailure(this.stream.destroyed && !(err instanceof MarkerInBodyError) ? new ClientClosedError('client closed', { cause: err }) : err);
+    } catch (thrown) {
+      this.fail(thrown);
+      return;
+    }
+    this.report();
+  }
+
+  private answerFailure(err: Error): void {
+    const o = this.o;
+    if (err instanceof MarkerInBodyError || err.cause instanceof MarkerInBodyError) {
+      this.refuse((err instanceof MarkerInBodyError ? err : (err.cause as MarkerInBodyError)).refusal);
+      return;
+    }
+    if (err instanceof ClientClosedError) {
+      settle(o, this.exchange?.sent === true ? o.verdict : 'fail', 'client-closed', 'client closed before upstream answered', o.status);
+      return;
+    }
+    const dial = isDialError(err);
+    settle(o, 'fail', dial ? 'dial-failed' : 'upstream-failed', err.message, 502);
+    if (dial) o.extra = { ...o.extra, dial_failure: dialFailureOf(err) };
+    const { host, port } = this.destination ?? this.scope;
+    respondDenial(this.stream, upstreamUnreachableDenial(formatAuthority(host, port), dial ? 'connection failed' : 'upstream error'), this.grpc);
+  }
+
+  private refuse(refusal: RewriteRefusal): void {
+    const { denial, finding } = credentialRefusal(this.o, refusal);
+    respondDenial(this.stream, denial, this.grpc);
+    if (finding !== undefined) this.ctx.sink.emit(findingEvent(this.o, finding));
+  }
+
+  fail(err: unknown): void {
+    this.ctx.logger.warn({ err }, 'proxy HTTP/2 stream failed');
+    settle(this.o, 'fail', 'upstream-failed', err instanceof Error ? err.message : String(err), this.o.status);
+    this.finish(false);
+    if (!this.stream.headersSent) respondStatus(this.stream, 502, this.grpc, 'upstream failed');
+    else if (!this.stream.destroyed) this.stream.close(NGHTTP2_INTERNAL_ERROR);
+    this.report();
+  }
+
+  report(): void {
+    if (this.reported) return;
+    this.reported = true;
+    const o = this.o;
+    o.extra = o.extra === undefined ? H2_EXTRA : { ...o.extra, http_version: '2' };
+    emitOutcome(this.ctx.sink, this.ctx.metrics, o);
+  }
+
+  private clientClosed(): void {
+    if (this.settled) return;
+    this.exchange?.abort(new ClientClosedError('client closed'));
+    if (this.exchange === undefined) this.settled = true;
+    // Nothing went upstream yet (a body still held, an upstream still being chosen): the event says so now.
+    if (!this.reported && this.exchange === undefined && this.destination !== undefined) {
+      settle(this.o, 'fail', 'client-closed', 'client closed before upstream answered', this.o.status);
+      this.report();
+    }
+  }
+
+  private pause(): void {
+    this.exchange?.pause();
+    if (this.waiting) return;
+    this.waiting = true;
+    this.stream.once('drain', () => {
+      this.waiting = false;
+      this.exchange?.resume();
+    });
+  }
+
+  private finish(answered: boolean): void {
+    if (this.settled) return;
+    this.settled = true;
+    if (answered) {
+      this.ctx.metrics.responseBytes.observe(this.responseBytes);
+      this.session.guard.answered();
+    }
+  }
+}

@@ -1,0 +1,128 @@
+// Where an HTTP/2 tunnel's streams go upstream: HTTP/2 when the origin offers it in ALPN (or, in cleartext, when the
+// client spoke it by prior knowledge), sessions pooled per pinned destination and shared by every tunnel to it;
+// HTTP/1.1 otherwise, through a per-tunnel pool of the proxy's own client. Same TLS verification as upstream.ts.
+
+import type { Socket } from 'node:net';
+import type { TLSSocket } from 'node:tls';
+import { createH2Client, type H2Client } from '../http2/h2-client.js';
+import type { H1Pool } from '../http1/h1-client.js';
+import { ALPN_H2_OR_HTTP1, type PinnedDestination, type Upstreams } from './upstream.js';
+
+/** Pinned destinations with an HTTP/2 client kept; the least recently used is closed beyond this. */
+export const MAX_H2_UPSTREAM_DESTINATIONS = 256;
+/** HTTP/1.1 connections one HTTP/2 tunnel may hold to an origin without HTTP/2: its streams run side by side. */
+export const MAX_H1_CONNECTIONS_PER_H2_TUNNEL = 16;
+
+export type TunnelUpstream = { readonly kind: 'h2'; readonly client: H2Client } | { readonly kind: 'h1'; readonly pool: H1Pool };
+
+/** One tunnel's way upstream: chosen on the first get(); release() frees what the tunnel alone holds. */
+export interface TunnelUpstreamHandle {
+  get(): Promise<TunnelUpstream>;
+  release(): void;
+}
+
+export interface H2Upstreams {
+  /**
+   * The upstream of one HTTP/2 tunnel, chosen on first use: a pooled HTTP/2 client for the destination (the tunnel's
+   * own socket then goes unused), else ALPN on `first`. `release()` frees what the tunnel alone holds.
+   */
+  forTunnel(dest: PinnedDestination, first: Socket): TunnelUpstreamHandle;
+  close(): void;
+}
+
+function keyOf(dest: PinnedDestination): string {
+  return `${dest.tls ? 's' : 'p'}|${dest.host}|${dest.port}|${dest.addresses.join(',')}`;
+}
+
+export function createH2Upstreams(upstreams: Upstreams): H2Upstreams {
+  const clients = new Map<string, H2Client>();
+  /** Every client made, pooled or replaced, for close(); a replaced one serves its tunnel until idle. */
+  const all = new Set<H2Client>();
+  /** ALPN probes in flight: a tunnel that arrives meanwhile waits for the probe's client instead of dialling its own. */
+  const probing = new Map<string, Promise<H2Client | undefined>>();
+
+  function pooled(key: string): H2Client | undefined {
+    const hit = clients.get(key);
+    if (hit === undefined || hit.closed) return undefined;
+    clients.delete(key);
+    clients.set(key, hit);
+    return hit;
+  }
+
+  function keep(key: string, dest: PinnedDestination, first: Socket): H2Client {
+    let pending: Socket | undefined = first;
+    const authority = dest.host.includes(':') ? `[${dest.host}]` : dest.host;
+    const client = createH2Client({
+      origin: `${dest.tls ? 'https' : 'http'}://${authority}:${dest.port}`,
+      connect() {
+        const ready = pending;
+        pending = undefined;
+        return ready === undefined ? upstreams.connect(dest, ['h2']) : Promise.resolve(ready);
+      },
+      onIdle: () => {
+        all.delete(client);
+        if (clients.get(key) === client) clients.delete(key);
+      },
+    });
+    all.add(client);
+    clients.delete(key);
+    clients.set(key, client);
+    if (clients.size > MAX_H2_UPSTREAM_DESTINATIONS) {
+      const oldest = clients.keys().next().value;
+      if (oldest !== undefined) {
+        // Graceful: the streams running on it finish; its tunnels then open a fresh session.
+        clients.get(oldest)?.close();
+        clients.delete(oldest);
+      }
+    }
+    return client;
+  }
+
+  async function choose(dest: PinnedDestination, first: Socket, own: { pool?: H1Pool }): Promise<TunnelUpstream> {
+    const key = keyOf(dest);
+    const shared = pooled(key) ?? (await probing.get(key));
+    if (shared !== undefined && !shared.closed) {
+      first.destroy();
+      return { kind: 'h2', client: shared };
+    }
+    if (!dest.tls) return { kind: 'h2', client: keep(key, dest, first) };
+    let secured: TLSSocket | undefined;
+    const probe = upstreams.secureSocket(first, dest.host, ALPN_H2_OR_HTTP1).then((socket) => {
+      if (socket.alpnProtocol === 'h2') return keep(key, dest, socket);
+      secured = socket;
+      return undefined;
+    });
+    probing.set(key, probe.catch(() => undefined));
+    try {
+      const client = await probe;
+      if (client !== undefined) return { kind: 'h2', client };
+    } finally {
+      probing.delete(key);
+    }
+    own.pool = upstreams.tunnelClient(dest, secured as TLSSocket, { secured: true, maxConnections: MAX_H1_CONNECTIONS_PER_H2_TUNNEL });
+    return { kind: 'h1', pool: own.pool };
+  }
+
+  return {
+    forTunnel(dest, first) {
+      let chosen: Promise<TunnelUpstream> | undefined;
+      const own: { pool?: H1Pool } = {};
+      return {
+        get() {
+          chosen ??= choose(dest, first, own);
+          return chosen;
+        },
+        release() {
+          // A pooled HTTP/2 client outlives the tunnel (other tunnels share it); the HTTP/1.1 fallback does not.
+          own.pool?.destroy();
+          if (chosen === undefined) first.destroy();
+        },
+      };
+    },
+    close() {
+      for (const client of all) client.destroy();
+      all.clear();
+      clients.clear();
+    },
+  };
+}
