@@ -31,6 +31,8 @@ export interface McpClientOptions {
   readonly headers?: Readonly<Record<string, string>>;
   /** Dial this address for every name (a synthetic address, for transparent capture), keeping the URL's host. */
   readonly address?: string;
+  /** Offer ALPN h2 on https URLs (undici's allowH2), so an intercepted tunnel speaks HTTP/2. */
+  readonly h2?: boolean;
 }
 
 /** A `lookup` for net/tls connect that answers every name with `address` (both callback shapes Node uses). */
@@ -42,13 +44,16 @@ export function fixedLookup(address: string): LookupFunction {
 }
 
 export async function mcpClient(url: string, options: McpClientOptions = {}): Promise<McpClient> {
+  const h2 = options.h2 === true ? { allowH2: true } : {};
   const tls = {
     ...(options.caPem === undefined ? {} : { ca: options.caPem }),
     ...(options.address === undefined ? {} : { lookup: fixedLookup(options.address) }),
+    // ProxyAgent builds its tunnel's TLS from requestTls: ALPN h2 is offered only when it says so too.
+    ...h2,
   };
   const dispatcher: Dispatcher = options.proxyPort === undefined
-    ? new Agent({ connect: tls })
-    : new ProxyAgent({ uri: `http://127.0.0.1:${options.proxyPort}`, requestTls: tls });
+    ? new Agent({ connect: tls, ...h2 })
+    : new ProxyAgent({ uri: `http://127.0.0.1:${options.proxyPort}`, requestTls: tls, ...h2 });
   const fetch = ((input: string | URL, init?: RequestInit) => undiciFetch(input, { ...(init as object), dispatcher })) as unknown as typeof globalThis.fetch;
   const requestInit = options.headers === undefined ? {} : { requestInit: { headers: { ...options.headers } } };
   const transport = new StreamableHTTPClientTransport(new URL(url), { fetch, ...requestInit });
