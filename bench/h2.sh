@@ -16,6 +16,8 @@
 #   PIN       auto (default) | 0: with 2 cores h2load and the origin share cpu 0 and boundary gets cpu 1.
 #   KEEP_TMP  1: keep the temp dir (boundary's log, h2load output) for inspection
 #   BOUNDARY_NODE_FLAGS  extra node flags for boundary, e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof".
+#   PROXY_NODE  the node binary boundary and the floor run on (default: node on PATH), e.g. the image's Node 22 from
+#               test/harness/image-node.ts's cache: /tmp/boundary-node-22/node_modules/node/bin/node
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -29,6 +31,7 @@ PIN=${PIN:-auto}
 BOUNDARY_DIST=${BOUNDARY_DIST:-$ROOT/dist}
 OUT_DIR=${OUT_DIR:-$ROOT/bench/out}
 BOUNDARY_NODE_FLAGS=${BOUNDARY_NODE_FLAGS:-}
+PROXY_NODE=${PROXY_NODE:-node}
 KEEP_TMP=${KEEP_TMP:-0}
 HOST=origin.bench.test
 unset http_proxy HTTP_PROXY https_proxy HTTPS_PROXY all_proxy ALL_PROXY no_proxy NO_PROXY
@@ -85,7 +88,7 @@ declare -A SERVER_PID=([direct]=$!)
 wait_for test -s "$WORK/origin.json" || die "origin did not start"
 ORIGIN_PORT=$(node -p 'JSON.parse(require("fs").readFileSync(process.argv[1])).port' "$WORK/origin.json")
 read -r B_PORT B_ADMIN B_DNS DNS_SINK FLOOR_PORT < <(free_ports 5)
-"${PIN_PROXY[@]}" node "$ROOT/bench/h2/bare-proxy.mjs" --listen "127.0.0.1:$FLOOR_PORT" --origin "https://127.0.0.1:$ORIGIN_PORT" \
+"${PIN_PROXY[@]}" "$PROXY_NODE" "$ROOT/bench/h2/bare-proxy.mjs" --listen "127.0.0.1:$FLOOR_PORT" --origin "https://127.0.0.1:$ORIGIN_PORT" \
   --servername "$HOST" --ca "$WORK/pki/ca.pem" --cert "$WORK/pki/origin.pem" --key "$WORK/pki/origin.key" &
 PIDS+=($!)
 SERVER_PID[node-floor]=$!
@@ -103,7 +106,7 @@ network_policies:
     binaries: [{ path: "/**" }]
 POLICY
 # shellcheck disable=SC2086
-(cd "$ROOT" && exec "${PIN_PROXY[@]}" node $BOUNDARY_NODE_FLAGS "$BOUNDARY_DIST/main.js" run --policy "$WORK/policy.yaml" \
+(cd "$ROOT" && exec "${PIN_PROXY[@]}" "$PROXY_NODE" $BOUNDARY_NODE_FLAGS "$BOUNDARY_DIST/main.js" run --policy "$WORK/policy.yaml" \
   --proxy-listen "127.0.0.1:$B_PORT" --admin-listen "127.0.0.1:$B_ADMIN" --dns-listen "127.0.0.1:$B_DNS" \
   --synthetic-cidr 127.78.0.0/16 --hosts "$WORK/hosts" --upstream-dns "127.0.0.1:$DNS_SINK" --upstream-ca "$WORK/pki/ca.pem" \
   --unsafe-allow-loopback-upstream --state-dir "$WORK/state" --log-format json) >"$WORK/boundary.log" 2>"$WORK/boundary.err" &
