@@ -4,7 +4,7 @@
 import { readFile, stat } from 'node:fs/promises';
 import { resolve } from 'node:path';
 import { parseArgs } from 'node:util';
-import { type ErrorCode, isBoundaryError, type Issue } from '../errors.js';
+import { isBoundaryError } from '../errors.js';
 import { formatAuthority } from '../net/host.js';
 import { type Explanation, explainIntent, explanationJson } from '../policy/explain.js';
 import { loadPolicyFile } from '../policy/load.js';
@@ -12,6 +12,7 @@ import type { Decision, EgressIntent, Policy } from '../policy/types.js';
 import { intentFromTarget } from '../proxy/explain-target.js';
 import { type ReplayFields, replayFromUnmapped, replayTarget } from '../telemetry/replay.js';
 import type { CliIo, Command } from './io.js';
+import { checkCredentialsFile, checkFile, type FileReport, problemsOf, renderIssue, renderReport } from './policy-check.js';
 
 const EXIT_OK = 0;
 const EXIT_PROBLEMS = 1;
@@ -20,13 +21,16 @@ const EXIT_USAGE = 2;
 const MAX_EVENT_INPUT_BYTES = 16 * 1024 * 1024;
 
 const USAGE = `Usage:
-  boundary policy check FILE... [--json]
+  boundary policy check FILE... [--credentials FILE]... [--json]
   boundary policy explain FILE TARGET [--method M] [--binary PATH] [--json]
   boundary policy explain FILE --from-event EVENT|- [--binary PATH] [--json]
 
 check     Loads every FILE and prints each problem as  FILE:LINE:COL CODE PATH: MESSAGE
           and each warning as  FILE:LINE:COL WARN CODE PATH: MESSAGE.
           Exit 0 when every file loads (warnings included), 1 when any file has problems.
+          --credentials FILE   also check a credentials file (repeatable): the same problems a run
+                   would refuse it for, OpenShell fields boundary does not implement (token_grant,
+                   auth_style, header_name) among them, named as CREDENTIALS_UNKNOWN_KEY
           --json   print one JSON array with an object per file:
                    { file, ok, problems: [{ code, path, line, column, message }], warnings: [...] }
 
@@ -57,21 +61,6 @@ Both exit 2 on a usage error; explain also exits 2 when FILE does not load.
 
 class UsageError extends Error {}
 
-interface FileReport {
-  readonly file: string;
-  readonly ok: boolean;
-  readonly problems: readonly JsonIssue[];
-  readonly warnings: readonly JsonIssue[];
-}
-
-interface JsonIssue {
-  readonly code: ErrorCode;
-  readonly path: string;
-  readonly line: number | null;
-  readonly column: number | null;
-  readonly message: string;
-}
-
 export const policyCommand: Command = async function policyCommand(argv, io) {
   const [sub, ...rest] = argv;
   try {
@@ -96,6 +85,7 @@ const OPTIONS = {
   method: { type: 'string' },
   binary: { type: 'string' },
   'from-event': { type: 'string' },
+  credentials: { type: 'string', multiple: true },
   help: { type: 'boolean', short: 'h' },
 } as const;
 
@@ -113,56 +103,22 @@ function parse(args: readonly string[], allowed: readonly (keyof typeof OPTIONS)
 }
 
 async function runCheck(args: readonly string[], io: CliIo): Promise<number> {
-  const { values, positionals } = parse(args, ['json']);
+  const { values, positionals } = parse(args, ['json', 'credentials']);
   if (values.help === true) {
     io.stdout.write(USAGE);
     return EXIT_OK;
   }
-  if (positionals.length === 0) throw new UsageError('policy check needs at least one FILE');
+  const credentials = values.credentials ?? [];
+  if (positionals.length === 0 && credentials.length === 0) throw new UsageError('policy check needs at least one FILE');
   const reports: FileReport[] = [];
   for (const file of positionals) reports.push(await checkFile(file, io));
+  for (const file of credentials) reports.push(await checkCredentialsFile(file, io));
   if (values.json === true) {
     io.stdout.write(`${JSON.stringify(reports, null, 2)}\n`);
   } else {
     for (const report of reports) io.stdout.write(renderReport(report));
   }
   return reports.every((r) => r.ok) ? EXIT_OK : EXIT_PROBLEMS;
-}
-
-async function checkFile(file: string, io: CliIo): Promise<FileReport> {
-  try {
-    const policy = await loadPolicyFile(resolve(io.cwd, file));
-    return { file, ok: true, problems: [], warnings: policy.warnings.map(toJson) };
-  } catch (err) {
-    return { file, ok: false, problems: problemsOf(err), warnings: [] };
-  }
-}
-
-function problemsOf(err: unknown): JsonIssue[] {
-  if (!isBoundaryError(err)) throw err;
-  if (err.issues.length > 0) return err.issues.map(toJson);
-  return [{ code: err.code, path: '', line: null, column: null, message: err.message }];
-}
-
-function toJson(issue: Issue): JsonIssue {
-  return { code: issue.code, path: issue.path, line: issue.line ?? null, column: issue.column ?? null, message: issue.message };
-}
-
-function renderIssue(file: string, issue: JsonIssue, label: string): string {
-  const where = issue.line === null ? file : `${file}:${issue.line}:${issue.column ?? 1}`;
-  const path = issue.path === '' ? '' : ` ${issue.path}:`;
-  return `${where} ${label}${issue.code}${path} ${issue.message}\n`;
-}
-
-function renderReport(report: FileReport): string {
-  let out = '';
-  for (const problem of report.problems) out += renderIssue(report.file, problem, '');
-  for (const warning of report.warnings) out += renderIssue(report.file, warning, 'WARN ');
-  const count = (n: number, word: string) => `${n} ${word}${n === 1 ? '' : 's'}`;
-  out += report.ok
-    ? `${report.file}: ok${report.warnings.length > 0 ? ` (${count(report.warnings.length, 'warning')})` : ''}\n`
-    : `${report.file}: invalid (${count(report.problems.length, 'problem')})\n`;
-  return out;
 }
 
 async function runExplain(args: readonly string[], io: CliIo): Promise<number> {

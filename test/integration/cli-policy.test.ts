@@ -117,6 +117,20 @@ describe('boundary policy check', () => {
     assert.match(stdout, new RegExp(`^${bad}: invalid \\(\\d+ problems?\\)`, 'm'));
   });
 
+  it('checks credentials files too: an OpenShell token grant is refused by its field name, a valid file is ok', async () => {
+    const grant = 'fixtures/credentials/invalid-token-grant.yaml';
+    const good = 'fixtures/credentials/valid-basic.yaml';
+    const { code, stdout } = await run('check', 'policies/default.yaml', '--credentials', grant, '--credentials', good);
+    assert.equal(code, 1, stdout);
+    assert.match(stdout, new RegExp(`^${grant}:\\d+:\\d+ CREDENTIALS_UNKNOWN_KEY providers\\.keycloak\\.token_grant: `, 'm'));
+    assert.match(stdout, new RegExp(`^${grant}:\\d+:\\d+ CREDENTIALS_UNKNOWN_KEY providers\\.keycloak\\.auth_style: `, 'm'));
+    assert.match(stdout, new RegExp(`^${good}: ok$`, 'm'));
+    assert.match(stdout, /^policies\/default\.yaml: ok/m);
+    const alone = await run('check', '--credentials', 'fixtures/credentials/does-not-exist.yaml');
+    assert.equal(alone.code, 1);
+    assert.match(alone.stdout, /CREDENTIALS_UNREADABLE/);
+  });
+
   it('reports an unreadable file as POLICY_UNREADABLE', async () => {
     const { code, stdout } = await run('check', 'fixtures/policies/does-not-exist.yaml');
     assert.equal(code, 1);
