@@ -38,6 +38,11 @@ export interface H2Session {
   readonly guard: FloodGuard;
   readonly upstream: TunnelUpstreamHandle;
   readonly onClose: () => void;
+  /**
+   * A stream closed before its answer ended (node:http2's `aborted`: the client reset it, or boundary did): spends the
+   * reset-flood budget. Read off each stream's one 'close' listener instead of an 'aborted' listener per stream.
+   */
+  readonly aborted: () => void;
 }
 
 class ClientClosedError extends Error {
@@ -91,6 +96,7 @@ export function handleH2Stream(ctx: ProxyContext, session: H2Session, stream: Se
     o.extra = H2_EXTRA;
     stream.close(NGHTTP2_PROTOCOL_ERROR);
     emitOutcome(ctx.sink, ctx.metrics, o);
+    if (stream.aborted) session.aborted();
     return;
   }
   o.method = read.head.method;
@@ -138,7 +144,7 @@ class H2ProxyStream implements H2Handler, HoldingRequest {
   }
 
   start(): void {
-    this.stream.once('close', () => this.clientClosed());
+    this.stream.on('close', () => this.closed());
     let evaluation: Evaluation | undefined;
     try {
       evaluation = evaluateRequestCached(this.ctx, this.req, this.scope, this.o);
@@ -370,6 +376,11 @@ class H2ProxyStream implements H2Handler, HoldingRequest {
     const o = this.o;
     o.extra = o.extra === undefined ? H2_EXTRA : { ...o.extra, http_version: '2' };
     emitOutcome(this.ctx.sink, this.ctx.metrics, o);
+  }
+
+  private closed(): void {
+    if (this.stream.aborted) this.session.aborted();
+    this.clientClosed();
   }
 
   private clientClosed(): void {
