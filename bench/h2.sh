@@ -13,9 +13,12 @@
 #   ROUTES    subset of: direct boundary node-floor (default: all). node-floor is bench/h2/bare-proxy.mjs: node:http2
 #             on both sides and nothing else (no policy, events, metrics), pinned like boundary: what node:http2 costs.
 #   BUILD     1 (default) runs tsc first; 0 uses dist/ as it is.  BOUNDARY_DIST: run boundary from there instead.
+#   BOUNDARY_REF  a committed state to compare with (bench/build-ref.sh): a second boundary, route boundary-ref,
+#             measured in the same rounds, interleaved (before/after figures for a change).
 #   PIN       auto (default) | 0: with 2 cores h2load and the origin share cpu 0 and boundary gets cpu 1.
-#   KEEP_TMP  1: keep the temp dir (boundary's log, h2load output) for inspection
+#   KEEP_TMP  1: keep the temp dir (each boundary's log, h2load output) for inspection
 #   BOUNDARY_NODE_FLAGS  extra node flags for boundary, e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof".
+#   FLOOR_NODE_FLAGS     the same for the node-floor proxy.
 #   PROXY_NODE  the node binary boundary and the floor run on (default: node on PATH), e.g. the image's Node 22 from
 #               test/harness/image-node.ts's cache: /tmp/boundary-node-22/node_modules/node/bin/node
 set -euo pipefail
@@ -25,12 +28,14 @@ RUNS=${RUNS:-5}
 DURATION=${DURATION:-8}
 WARMUP=${WARMUP:-2}
 CASES=${CASES:-"c16m10 c1m100"}
-ROUTES=${ROUTES:-"direct boundary node-floor"}
+BOUNDARY_REF=${BOUNDARY_REF:-}
+ROUTES=${ROUTES:-"direct boundary${BOUNDARY_REF:+ boundary-ref} node-floor"}
 BUILD=${BUILD:-1}
 PIN=${PIN:-auto}
 BOUNDARY_DIST=${BOUNDARY_DIST:-$ROOT/dist}
 OUT_DIR=${OUT_DIR:-$ROOT/bench/out}
 BOUNDARY_NODE_FLAGS=${BOUNDARY_NODE_FLAGS:-}
+FLOOR_NODE_FLAGS=${FLOOR_NODE_FLAGS:-}
 PROXY_NODE=${PROXY_NODE:-node}
 KEEP_TMP=${KEEP_TMP:-0}
 HOST=origin.bench.test
@@ -87,8 +92,9 @@ PIDS+=($!)
 declare -A SERVER_PID=([direct]=$!)
 wait_for test -s "$WORK/origin.json" || die "origin did not start"
 ORIGIN_PORT=$(node -p 'JSON.parse(require("fs").readFileSync(process.argv[1])).port' "$WORK/origin.json")
-read -r B_PORT B_ADMIN B_DNS DNS_SINK FLOOR_PORT < <(free_ports 5)
-"${PIN_PROXY[@]}" "$PROXY_NODE" "$ROOT/bench/h2/bare-proxy.mjs" --listen "127.0.0.1:$FLOOR_PORT" --origin "https://127.0.0.1:$ORIGIN_PORT" \
+read -r FLOOR_PORT < <(free_ports 1)
+# shellcheck disable=SC2086
+"${PIN_PROXY[@]}" "$PROXY_NODE" $FLOOR_NODE_FLAGS "$ROOT/bench/h2/bare-proxy.mjs" --listen "127.0.0.1:$FLOOR_PORT" --origin "https://127.0.0.1:$ORIGIN_PORT" \
   --servername "$HOST" --ca "$WORK/pki/ca.pem" --cert "$WORK/pki/origin.pem" --key "$WORK/pki/origin.key" &
 PIDS+=($!)
 SERVER_PID[node-floor]=$!
@@ -105,17 +111,30 @@ network_policies:
         access: full
     binaries: [{ path: "/**" }]
 POLICY
-# shellcheck disable=SC2086
-(cd "$ROOT" && exec "${PIN_PROXY[@]}" "$PROXY_NODE" $BOUNDARY_NODE_FLAGS "$BOUNDARY_DIST/main.js" run --policy "$WORK/policy.yaml" \
-  --proxy-listen "127.0.0.1:$B_PORT" --admin-listen "127.0.0.1:$B_ADMIN" --dns-listen "127.0.0.1:$B_DNS" \
-  --synthetic-cidr 127.78.0.0/16 --hosts "$WORK/hosts" --upstream-dns "127.0.0.1:$DNS_SINK" --upstream-ca "$WORK/pki/ca.pem" \
-  --unsafe-allow-loopback-upstream --state-dir "$WORK/state" --log-format json) >"$WORK/boundary.log" 2>"$WORK/boundary.err" &
-PIDS+=($!)
-SERVER_PID[boundary]=$!
-wait_for curl -sf "http://127.0.0.1:$B_ADMIN/readyz" || die "boundary not ready: $(tail -3 "$WORK/boundary.err")"
-SYNTHETIC=$(dig @127.0.0.1 -p "$B_DNS" +short "$HOST" A)
-[[ -n $SYNTHETIC ]] || die "policy DNS gave no synthetic address for $HOST"
-log "origin :$ORIGIN_PORT, boundary capture $SYNTHETIC:$ORIGIN_PORT (interception on), rounds=$RUNS duration=${DURATION}s"
+declare -A DNS_PORT=()
+# start_boundary ROUTE DIST CIDR: one boundary on its own ports and synthetic range, ready and asked for its address.
+start_boundary() {
+  local route=$1 dist=$2 cidr=$3 port admin dns sink
+  read -r port admin dns sink < <(free_ports 4)
+  # shellcheck disable=SC2086
+  (cd "$ROOT" && exec "${PIN_PROXY[@]}" "$PROXY_NODE" $BOUNDARY_NODE_FLAGS "$dist/main.js" run --policy "$WORK/policy.yaml" \
+    --proxy-listen "127.0.0.1:$port" --admin-listen "127.0.0.1:$admin" --dns-listen "127.0.0.1:$dns" \
+    --synthetic-cidr "$cidr" --hosts "$WORK/hosts" --upstream-dns "127.0.0.1:$sink" --upstream-ca "$WORK/pki/ca.pem" \
+    --unsafe-allow-loopback-upstream --state-dir "$WORK/state-$route" --log-format json) >"$WORK/$route.log" 2>"$WORK/$route.err" &
+  PIDS+=($!)
+  SERVER_PID[$route]=$!
+  DNS_PORT[$route]=$dns
+  wait_for curl -sf "http://127.0.0.1:$admin/readyz" || die "$route not ready: $(tail -3 "$WORK/$route.err")"
+  local synthetic
+  synthetic=$(dig @127.0.0.1 -p "$dns" +short "$HOST" A)
+  [[ -n $synthetic ]] || die "policy DNS gave no synthetic address for $HOST"
+  log "$route ($dist): capture $synthetic:$ORIGIN_PORT (interception on)"
+}
+start_boundary boundary "$BOUNDARY_DIST" 127.78.0.0/16
+if [[ -n $BOUNDARY_REF ]]; then
+  start_boundary boundary-ref "$("$ROOT/bench/build-ref.sh" "$BOUNDARY_REF" "$WORK/tsc.log")" 127.79.0.0/16
+fi
+log "origin :$ORIGIN_PORT, rounds=$RUNS duration=${DURATION}s"
 
 declare -A C_ARGS=([c16m10]="-c 16 -m 10" [c1m100]="-c 1 -m 100")
 RESULTS="$WORK/results.tsv"
@@ -131,7 +150,7 @@ measure() {
     direct) connect="127.0.0.1:$ORIGIN_PORT" ;;
     node-floor) connect="127.0.0.1:$FLOOR_PORT" ;;
     # A synthetic mapping lives as long as its DNS answer (30 s): ask again, as a workload would, before each run.
-    *) connect="$(dig @127.0.0.1 -p "$B_DNS" +short "$HOST" A):$ORIGIN_PORT" ;;
+    *) connect="$(dig @127.0.0.1 -p "${DNS_PORT[$route]}" +short "$HOST" A):$ORIGIN_PORT" ;;
   esac
   local pid=${SERVER_PID[$route]} before
   before=$(cpu_ticks "$pid")
@@ -149,9 +168,13 @@ measure() {
   # Warm-up requests used CPU too: per request done over the whole run.
   echo "${rps:-0} ${p99:-0} ${failed:-0} $(awk -v t="$ticks" -v hz="$CLK_TCK" -v n="${finished:-0}" -v w="$WARMUP" -v d="$DURATION" -v r="${rps:-0}" 'BEGIN { all = n + r * w; printf "%.0f", (all > 0 ? t / hz * 1e6 / all : 0) }')"
 }
+read -r -a ROUTE_LIST <<<"$ROUTES"
 for ((r = 1; r <= RUNS; r++)); do
+  # Every other round runs the routes in reverse, so no route always follows the same one (boundary-ref included).
+  order=("${ROUTE_LIST[@]}")
+  if ((r % 2 == 0)); then for ((i = ${#ROUTE_LIST[@]} - 1, j = 0; i >= 0; i--, j++)); do order[j]=${ROUTE_LIST[i]}; done; fi
   for kase in $CASES; do
-    for route in $ROUTES; do
+    for route in "${order[@]}"; do
       read -r rps p99 failed cpu < <(measure "$route" "$kase")
       printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$r" "$kase" "$route" "$rps" "$p99" "$failed" "$cpu" >>"$RESULTS"
       log "round $r $kase $route: $rps req/s, p99 $p99 ms, $failed failed, $cpu µs CPU/request"
@@ -176,12 +199,23 @@ for (const c of cases) {
   for (const route of [...new Set(rows.map((r) => r[2]))]) {
     const own = of(route, 3);
     const rps = median(own), p99 = median(of(route, 4)), failed = of(route, 5).reduce((a, x) => a + x, 0);
-    const ratio = route === 'direct' ? '' : `${(rps / median(d)).toFixed(2)}x`;
-    const per = route === 'direct' ? '' : own.map((x, i) => (x / d[i]).toFixed(2)).join(' ');
+    const vs = route !== 'direct' && d.length > 0;
+    const ratio = vs ? `${(rps / median(d)).toFixed(2)}x` : '';
+    const per = vs ? own.map((x, i) => (x / d[i]).toFixed(2)).join(' ') : '';
     const cpu = median(of(route, 6));
-    const cpuRatio = route === 'direct' ? '' : `${(dCpu / cpu).toFixed(2)}x`;
+    const cpuRatio = vs ? `${(dCpu / cpu).toFixed(2)}x` : '';
     console.log(`| ${c} | ${route} | ${rps.toFixed(0)} | ${p99.toFixed(2)} | ${failed} | ${cpu.toFixed(0)} | ${ratio} | ${cpuRatio} | ${per} |`);
   }
+}
+// BOUNDARY_REF: the change against the reference, round by round (both ran in the same rounds, one after the other).
+for (const c of cases) {
+  const of = (route, i) => rows.filter((r) => r[1] === c && r[2] === route).map((r) => Number(r[i]));
+  const ref = of('boundary-ref', 6);
+  if (ref.length === 0) continue;
+  const cpu = of('boundary', 6), rps = of('boundary', 3), refRps = of('boundary-ref', 3);
+  const change = (a, b) => `${((median(a) / median(b) - 1) * 100).toFixed(1)}%`;
+  console.log(`\n${c}: boundary vs boundary-ref: cpu µs/req ${median(cpu)} vs ${median(ref)} (${change(cpu, ref)}; per round ${cpu.map((x, i) => (x / ref[i]).toFixed(2)).join(' ')}),` +
+    ` req/s ${median(rps).toFixed(0)} vs ${median(refRps).toFixed(0)} (${change(rps, refRps)}; per round ${rps.map((x, i) => (x / refRps[i]).toFixed(2)).join(' ')})`);
 }
 REPORT
 log "raw results: $OUT_DIR/h2-$STAMP.tsv"

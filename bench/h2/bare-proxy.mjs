@@ -28,3 +28,5 @@ server.on('stream', (stream, headers) => {
 const [host, port] = arg('--listen').split(':');
 server.on('sessionError', () => {});
 server.listen(Number(port), host);
+// A clean exit on the bench's SIGTERM, so --cpu-prof (FLOOR_NODE_FLAGS) writes its profile.
+process.on('SIGTERM', () => process.exit(0));

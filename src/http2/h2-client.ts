@@ -7,6 +7,7 @@ import type { Socket } from 'node:net';
 import { BoundaryError } from '../errors.js';
 import type { H1Exchange, H1Handler } from '../http1/h1-client.js';
 import type { H1Request } from '../http1/h1-request.js';
+import { GLOBAL_TIMERS, type Timers } from '../http1/timers.js';
 import { h2RequestHeaders, withoutPseudo } from './headers.js';
 
 /** Stream inactivity allowed while waiting for the response head (as the HTTP/1.1 client's headers timeout). */
@@ -57,6 +58,8 @@ interface H2ClientOptions {
   readonly origin: string;
   /** The last session closed and none is opening: the client holds nothing now. */
   readonly onIdle?: () => void;
+  /** What the response-head deadline runs on; the global timers (unref'd) by default. */
+  readonly timers?: Timers;
 }
 
 const SESSION_OPTIONS: SecureClientSessionOptions = {
@@ -64,8 +67,13 @@ const SESSION_OPTIONS: SecureClientSessionOptions = {
   settings: { enablePush: false, maxHeaderListSize: H2_UPSTREAM_MAX_HEADER_LIST_BYTES },
 };
 
+/** A stream's errors end in its 'close', where the call fails with the stream's code; one listener for every stream. */
+function ignore(): void {}
+
 class Call implements H1Exchange {
   sent = false;
+  /** When the stream last moved while its response head is awaited (HeadWatch's clock). */
+  activeAt = 0;
   private stream: ClientHttp2Stream | undefined = undefined;
   private done = false;
 
@@ -78,7 +86,7 @@ class Call implements H1Exchange {
   }
 
   /** Opens the stream on `session`; `onClosed` runs once the stream is gone (the session's idle accounting). */
-  start(session: ClientHttp2Session, onClosed: () => void): void {
+  start(session: ClientHttp2Session, watch: HeadWatch, onClosed: () => void): void {
     if (this.done) return;
     const { req } = this;
     const hasBody = req.body !== null;
@@ -92,10 +100,9 @@ class Call implements H1Exchange {
     }
     this.stream = stream;
     this.sent = true;
-    stream.once('close', onClosed);
-    stream.setTimeout(H2_UPSTREAM_HEADERS_TIMEOUT_MS, () => this.abort(new BoundaryError('UPSTREAM_TIMEOUT', `no response head within ${H2_UPSTREAM_HEADERS_TIMEOUT_MS} ms`)));
+    watch.add(this);
     stream.on('response', (head: Record<string, unknown>, flags: number, raw: string[]) => {
-      stream.setTimeout(0);
+      watch.delete(this);
       const complete = (flags & constants.NGHTTP2_FLAG_END_STREAM) !== 0;
       if (complete) this.done = true;
       this.handler.onHead(Number(head[':status']), withoutPseudo(raw), undefined, complete);
@@ -109,8 +116,10 @@ class Call implements H1Exchange {
       this.done = true;
       this.handler.onEnd();
     });
-    stream.on('error', () => undefined);
+    stream.on('error', ignore);
     stream.on('close', () => {
+      onClosed();
+      watch.delete(this);
       if (this.done) return;
       const code = stream.rstCode ?? NGHTTP2_CANCEL;
       this.fail(new UpstreamResetError(code === NGHTTP2_NO_ERROR ? NGHTTP2_CANCEL : code, `upstream stream closed before the response ended (code ${code})`));
@@ -120,11 +129,16 @@ class Call implements H1Exchange {
         const trailers = req.trailers?.();
         stream.sendTrailers(trailers === undefined ? {} : h2RequestTrailers(trailers));
       });
-      void this.pump(stream, req.body as Buffer | AsyncIterable<Uint8Array>);
+      void this.pump(stream, watch, req.body as Buffer | AsyncIterable<Uint8Array>);
     }
   }
 
-  private async pump(stream: ClientHttp2Stream, body: Buffer | AsyncIterable<Uint8Array>): Promise<void> {
+  /** The response head did not come within H2_UPSTREAM_HEADERS_TIMEOUT_MS of the stream's last move. */
+  timedOut(): void {
+    this.abort(new BoundaryError('UPSTREAM_TIMEOUT', `no response head within ${H2_UPSTREAM_HEADERS_TIMEOUT_MS} ms`));
+  }
+
+  private async pump(stream: ClientHttp2Stream, watch: HeadWatch, body: Buffer | AsyncIterable<Uint8Array>): Promise<void> {
     try {
       if (Buffer.isBuffer(body)) {
         stream.end(body);
@@ -132,6 +146,8 @@ class Call implements H1Exchange {
       }
       for await (const chunk of body) {
         if (stream.destroyed) return;
+        // A body still going up is activity: the head's deadline restarts, as node:http2's stream timeout did.
+        watch.touch(this);
         if (!stream.write(chunk)) await drained(stream);
       }
       if (!stream.destroyed) stream.end();
@@ -172,6 +188,61 @@ function h2RequestTrailers(flat: readonly string[]): Record<string, string | str
   return out;
 }
 
+/**
+ * The calls of one client still waiting for their response head, least recently active first, and the one timer that
+ * enforces H2_UPSTREAM_HEADERS_TIMEOUT_MS on them all: per stream, a timer to arm and clear cost as much as the
+ * rest of the call's bookkeeping. Activity only moves a call to the back; the timer, when it fires, times out the
+ * calls at the front that have been quiet long enough and waits for the next one.
+ */
+class HeadWatch {
+  private readonly waiting = new Set<Call>();
+  private timer: unknown = undefined;
+  private readonly timers: Timers;
+
+  constructor(timers: Timers) {
+    this.timers = timers;
+  }
+
+  add(call: Call): void {
+    call.activeAt = this.timers.now();
+    this.waiting.add(call);
+    if (this.timer === undefined) this.arm(H2_UPSTREAM_HEADERS_TIMEOUT_MS);
+  }
+
+  touch(call: Call): void {
+    if (!this.waiting.delete(call)) return;
+    call.activeAt = this.timers.now();
+    this.waiting.add(call);
+  }
+
+  delete(call: Call): void {
+    this.waiting.delete(call);
+  }
+
+  stop(): void {
+    if (this.timer !== undefined) this.timers.clearTimeout(this.timer);
+    this.timer = undefined;
+  }
+
+  private arm(ms: number): void {
+    this.timer = this.timers.setTimeout(() => this.fire(), ms);
+  }
+
+  private fire(): void {
+    this.timer = undefined;
+    const now = this.timers.now();
+    for (const call of this.waiting) {
+      const quiet = now - call.activeAt;
+      if (quiet < H2_UPSTREAM_HEADERS_TIMEOUT_MS) {
+        this.arm(H2_UPSTREAM_HEADERS_TIMEOUT_MS - quiet);
+        return;
+      }
+      this.waiting.delete(call);
+      call.timedOut();
+    }
+  }
+}
+
 function drained(stream: ClientHttp2Stream): Promise<void> {
   return new Promise((resolve) => {
     const done = (): void => {
@@ -191,6 +262,7 @@ export function createH2Client(options: H2ClientOptions): H2Client {
   /** Open sessions and how many streams each carries. */
   const sessions = new Map<ClientHttp2Session, number>();
   const goneAway = new WeakSet<ClientHttp2Session>();
+  const watch = new HeadWatch(options.timers ?? GLOBAL_TIMERS);
 
   function usable(s: ClientHttp2Session | undefined): s is ClientHttp2Session {
     return s !== undefined && !s.closed && !s.destroyed && !goneAway.has(s);
@@ -198,7 +270,7 @@ export function createH2Client(options: H2ClientOptions): H2Client {
 
   function startOn(s: ClientHttp2Session, call: Call): void {
     sessions.set(s, (sessions.get(s) ?? 0) + 1);
-    call.start(s, () => {
+    call.start(s, watch, () => {
       const left = (sessions.get(s) ?? 1) - 1;
       if (sessions.has(s)) sessions.set(s, left);
     });
@@ -257,6 +329,7 @@ export function createH2Client(options: H2ClientOptions): H2Client {
     },
     destroy() {
       closed = true;
+      watch.stop();
       for (const s of sessions.keys()) s.destroy();
     },
     get closed() {

@@ -4,7 +4,7 @@
 
 import { constants, createServer, type Http2Server, type Http2Session, type IncomingHttpHeaders, type ServerHttp2Stream } from 'node:http2';
 import type { Socket } from 'node:net';
-import { createFloodGuard, type FloodGuard, type FloodKind } from '../http2/flood-guard.js';
+import { createFloodGuard, type FloodKind } from '../http2/flood-guard.js';
 import { MAX_HEADER_COUNT } from '../http1/framing.js';
 import type { H2Tunnel, ProxyContext } from './context.js';
 import { beginOutcome, findingEvent } from './events.js';
@@ -54,19 +54,25 @@ export function createH2Server(ctx: ProxyContext): H2Server {
     },
   });
   const sessions = new Set<Http2Session>();
-  let adopting: H2Session | undefined;
+  /** What serve() was given, for the session node:http2 makes inside its emit('connection'). */
+  let adopting: Omit<H2Session, 'guard' | 'aborted'> | undefined;
 
   server.on('session', (session: Http2Session) => {
-    const state = adopting;
-    if (state === undefined) {
+    const serving = adopting;
+    if (serving === undefined) {
       session.destroy();
       return;
     }
     sessions.add(session);
-    guard(ctx, state, session);
-    session.on('stream', (stream: ServerHttp2Stream, headers: IncomingHttpHeaders, flags: number, raw: string[]) =>
-      handleH2Stream(ctx, state, stream, headers, raw, flags),
-    );
+    const flood = createFloodGuard();
+    const calm = calmer(ctx, serving.tunnel, session);
+    const state: H2Session = { ...serving, guard: flood, aborted: () => calm(flood.reset()) };
+    session.on('ping', () => calm(flood.ping()));
+    session.on('remoteSettings', () => calm(flood.settings()));
+    session.on('stream', (stream: ServerHttp2Stream, headers: IncomingHttpHeaders, flags: number, raw: string[]) => {
+      flood.request();
+      handleH2Stream(ctx, state, stream, headers, raw, flags);
+    });
     session.on('error', () => session.destroy());
     session.once('close', () => {
       sessions.delete(session);
@@ -78,12 +84,7 @@ export function createH2Server(ctx: ProxyContext): H2Server {
   return {
     serve(socket, tunnel, onClose) {
       const { host, port, tls, addresses } = tunnel.target;
-      adopting = {
-        tunnel,
-        guard: createFloodGuard(),
-        upstream: upstreams.forTunnel({ host, port, tls, addresses }, tunnel.upstream),
-        onClose,
-      };
+      adopting = { tunnel, upstream: upstreams.forTunnel({ host, port, tls, addresses }, tunnel.upstream), onClose };
       // Synchronous: node:http2 makes the session (and emits 'session') inside this call, and reads the bytes the
       // sniff put back on the socket on the next tick, so nothing may resume the socket here.
       server.emit('connection', socket);
@@ -98,24 +99,17 @@ export function createH2Server(ctx: ProxyContext): H2Server {
   };
 }
 
-/** Closes a session whose client floods: GOAWAY ENHANCE_YOUR_CALM naming the flood, and a finding. */
-function guard(ctx: ProxyContext, state: H2Session, session: Http2Session): void {
-  const flood: FloodGuard = state.guard;
-  const calm = (kind: FloodKind | undefined): void => {
+/** What closes a session whose client floods: GOAWAY ENHANCE_YOUR_CALM naming the flood, and a finding. */
+function calmer(ctx: ProxyContext, tunnel: H2Tunnel, session: Http2Session): (kind: FloodKind | undefined) => void {
+  return (kind) => {
     if (kind === undefined || session.destroyed) return;
     session.goaway(NGHTTP2_ENHANCE_YOUR_CALM, 0, Buffer.from(kind));
     session.destroy();
-    const { host, port } = state.tunnel.target;
-    const o = beginOutcome('l7', 'http', state.tunnel.src);
+    const { host, port } = tunnel.target;
+    const o = beginOutcome('l7', 'http', tunnel.src);
     o.host = host;
     o.port = port;
     o.detail = `HTTP/2 session closed: ${kind}`;
     ctx.sink.emit(findingEvent(o, `h2-${kind}`));
   };
-  session.on('ping', () => calm(flood.ping()));
-  session.on('remoteSettings', () => calm(flood.settings()));
-  session.on('stream', (stream: ServerHttp2Stream) => {
-    flood.request();
-    stream.once('aborted', () => calm(flood.reset()));
-  });
 }

@@ -22,7 +22,7 @@ import { beginOutcome, emitOutcome, findingEvent, type Outcome, settle } from '.
 import { holdInspectedBody, type HeldRequest, type HoldingRequest } from './body-hold.js';
 import { filteringHandler, identityEncoding, type ToolsListPlan, toolsListPlan } from './tools-list-filter.js';
 import { scannedMessages } from './h2-body.js';
-import type { TunnelUpstreamHandle } from './h2-upstream.js';
+import type { TunnelUpstream, TunnelUpstreamHandle } from './h2-upstream.js';
 import { respondDenial, respondStatus } from './h2-respond.js';
 import { type Evaluation, evaluateRequestCached, evaluateRequest, type RelayEvaluation } from './l7.js';
 import { observeSince } from './metrics.js';
@@ -38,11 +38,41 @@ export interface H2Session {
   readonly guard: FloodGuard;
   readonly upstream: TunnelUpstreamHandle;
   readonly onClose: () => void;
+  /**
+   * A stream closed before its answer ended (node:http2's `aborted`: the client reset it, or boundary did): spends the
+   * reset-flood budget. Read off each stream's one 'close' listener instead of an 'aborted' listener per stream.
+   */
+  readonly aborted: () => void;
 }
 
 class ClientClosedError extends Error {
   override readonly name = 'ClientClosedError';
 }
+
+/** The stream's request as the evaluator and the body hold read it; its body is the stream itself. */
+class H2StreamRequest implements HeldRequest {
+  readonly httpVersion: string;
+  readonly url: string;
+  readonly rawHeaders: readonly string[];
+  readonly headers: IncomingHttpHeaders;
+  readonly stream: ServerHttp2Stream;
+
+  constructor(head: H2RequestHead, headers: IncomingHttpHeaders, stream: ServerHttp2Stream) {
+    this.httpVersion = head.httpVersion;
+    this.url = head.url;
+    this.rawHeaders = head.rawHeaders;
+    this.headers = headers;
+    this.stream = stream;
+  }
+
+  // A method, not an object literal's computed `[Symbol.asyncIterator]` key: that literal took about 0.6 µs per stream.
+  [Symbol.asyncIterator](): AsyncIterator<Buffer> {
+    return this.stream[Symbol.asyncIterator]();
+  }
+}
+
+/** A stream's errors end in its 'close' (the request's outcome is settled there); one listener for every stream. */
+function ignore(): void {}
 
 function flatOf(headers: IncomingHttpHeaders): string[] {
   const flat: string[] = [];
@@ -56,7 +86,7 @@ function flatOf(headers: IncomingHttpHeaders): string[] {
 
 /** The 'stream' handler of an inspected HTTP/2 session: one request per stream. */
 export function handleH2Stream(ctx: ProxyContext, session: H2Session, stream: ServerHttp2Stream, headers: IncomingHttpHeaders, raw: string[], flags: number): void {
-  stream.on('error', () => undefined);
+  stream.on('error', ignore);
   const o = beginOutcome('l7', 'http', session.tunnel.src);
   const read = readRequestHead(raw, session.tunnel.target.tls ? 'https' : 'http');
   if (!read.ok) {
@@ -66,6 +96,7 @@ export function handleH2Stream(ctx: ProxyContext, session: H2Session, stream: Se
     o.extra = H2_EXTRA;
     stream.close(NGHTTP2_PROTOCOL_ERROR);
     emitOutcome(ctx.sink, ctx.metrics, o);
+    if (stream.aborted) session.aborted();
     return;
   }
   o.method = read.head.method;
@@ -108,12 +139,12 @@ class H2ProxyStream implements H2Handler, HoldingRequest {
     this.scope = session.tunnel.target;
     this.grpc = isGrpc(head.contentType);
     this.endStream = endStream;
-    this.req = { httpVersion: head.httpVersion, url: head.url, rawHeaders: head.rawHeaders, headers, [Symbol.asyncIterator]: () => stream[Symbol.asyncIterator]() };
+    this.req = new H2StreamRequest(head, headers, stream);
     this.body = this.req;
   }
 
   start(): void {
-    this.stream.once('close', () => this.clientClosed());
+    this.stream.on('close', () => this.closed());
     let evaluation: Evaluation | undefined;
     try {
       evaluation = evaluateRequestCached(this.ctx, this.req, this.scope, this.o);
@@ -209,26 +240,34 @@ class H2ProxyStream implements H2Handler, HoldingRequest {
     const metrics = this.ctx.metrics;
     if (head.usedKeys > 0) metrics.credentialsSubstituted();
     metrics.requestBytes.observe(body === null ? 0 : Buffer.isBuffer(body) ? body.length : 0);
+    // Every stream after the tunnel's first finds its upstream chosen: no promise and no microtask per stream.
+    const chosen = this.session.upstream.chosen();
+    if (chosen !== undefined) {
+      this.sendOn(chosen, head, headers, body);
+      return;
+    }
     this.session.upstream.get().then(
-      (up) => {
-        if (this.settled) return;
-        this.sentAt = metrics.now();
-        const { method } = this.o;
-        const teTrailers = this.teTrailers();
-        // Response trailers are relayed to a client that asked for them (`te: trailers`, as every gRPC client does) or
-        // on a gRPC call; HTTP/1.1 origins have none this client reads. Elsewhere the answer ends on its last DATA frame.
-        this.relayTrailers = up.kind === 'h2' && (teTrailers || this.grpc);
-        // docs/policy.md#filtering-toolslist: the answer passes through the same filter as on HTTP/1.1.
-        const plan = this.toolsList;
-        const upstream = plan === undefined ? headers : identityEncoding(headers);
-        const handler: H2Handler = plan === undefined ? this : { ...filteringHandler(this, plan), onTrailers: (t) => this.onTrailers(t) };
-        this.exchange =
-          up.kind === 'h2'
-            ? up.client.request({ method, target: head.target, headers: upstream, body, scheme: this.scope.tls ? 'https' : 'http', teTrailers, trailers: () => this.requestTrailers }, handler)
-            : up.pool.request({ method, target: head.target, headers: joinedCookies(upstream), body }, handler);
-      },
+      (up) => this.sendOn(up, head, headers, body),
       (err: unknown) => this.onError(err instanceof Error ? err : new Error(String(err))),
     );
+  }
+
+  private sendOn(up: TunnelUpstream, head: UpstreamHead, headers: string[], body: Buffer | AsyncIterable<Buffer> | null): void {
+    if (this.settled) return;
+    this.sentAt = this.ctx.metrics.now();
+    const { method } = this.o;
+    const teTrailers = this.teTrailers();
+    // Response trailers are relayed to a client that asked for them (`te: trailers`, as every gRPC client does) or
+    // on a gRPC call; HTTP/1.1 origins have none this client reads. Elsewhere the answer ends on its last DATA frame.
+    this.relayTrailers = up.kind === 'h2' && (teTrailers || this.grpc);
+    // docs/policy.md#filtering-toolslist: the answer passes through the same filter as on HTTP/1.1.
+    const plan = this.toolsList;
+    const upstream = plan === undefined ? headers : identityEncoding(headers);
+    const handler: H2Handler = plan === undefined ? this : { ...filteringHandler(this, plan), onTrailers: (t) => this.onTrailers(t) };
+    this.exchange =
+      up.kind === 'h2'
+        ? up.client.request({ method, target: head.target, headers: upstream, body, scheme: this.scope.tls ? 'https' : 'http', teTrailers, trailers: () => this.requestTrailers }, handler)
+        : up.pool.request({ method, target: head.target, headers: joinedCookies(upstream), body }, handler);
   }
 
   private teTrailers(): boolean {
@@ -337,6 +376,11 @@ class H2ProxyStream implements H2Handler, HoldingRequest {
     const o = this.o;
     o.extra = o.extra === undefined ? H2_EXTRA : { ...o.extra, http_version: '2' };
     emitOutcome(this.ctx.sink, this.ctx.metrics, o);
+  }
+
+  private closed(): void {
+    if (this.stream.aborted) this.session.aborted();
+    this.clientClosed();
   }
 
   private clientClosed(): void {

@@ -18,6 +18,8 @@ export type TunnelUpstream = { readonly kind: 'h2'; readonly client: H2Client } 
 /** One tunnel's way upstream: chosen on the first get(); release() frees what the tunnel alone holds. */
 export interface TunnelUpstreamHandle {
   get(): Promise<TunnelUpstream>;
+  /** What get() resolved to, once it has: every later stream takes it without waiting. */
+  chosen(): TunnelUpstream | undefined;
   release(): void;
 }
 
@@ -105,17 +107,22 @@ export function createH2Upstreams(upstreams: Upstreams): H2Upstreams {
 
   return {
     forTunnel(dest, first) {
-      let chosen: Promise<TunnelUpstream> | undefined;
+      let choosing: Promise<TunnelUpstream> | undefined;
+      let chosen: TunnelUpstream | undefined;
       const own: { pool?: H1Pool } = {};
       return {
         get() {
-          chosen ??= choose(dest, first, own);
-          return chosen;
+          choosing ??= choose(dest, first, own).then((up) => {
+            chosen = up;
+            return up;
+          });
+          return choosing;
         },
+        chosen: () => chosen,
         release() {
           // A pooled HTTP/2 client outlives the tunnel (other tunnels share it); the HTTP/1.1 fallback does not.
           own.pool?.destroy();
-          if (chosen === undefined) first.destroy();
+          if (choosing === undefined) first.destroy();
         },
       };
     },
