@@ -10,8 +10,10 @@
 # Environment (all optional):
 #   RUNS, DURATION (s), WARMUP (s)   rounds, measured seconds per run, unrecorded warm-up per run
 #   CASES     subset of: c16m10 (16 connections x 10 streams) c1m100 (one connection, 100 concurrent streams)
-#   ROUTES    subset of: direct boundary node-floor (default: all). node-floor is bench/h2/bare-proxy.mjs: node:http2
-#             on both sides and nothing else (no policy, events, metrics), pinned like boundary: what node:http2 costs.
+#   ROUTES    subset of: direct boundary node-floor nghttpx (default: all; nghttpx where installed). node-floor is
+#             bench/h2/bare-proxy.mjs: node:http2 on both sides and nothing else (no policy, events, metrics), pinned like
+#             boundary: what node:http2 costs. nghttpx (Debian: nghttp2-proxy) is the peer: nghttp2's own TLS-terminating
+#             HTTP/2 proxy, one worker pinned like boundary, re-encrypting to the same origin over HTTP/2.
 #   BUILD     1 (default) runs tsc first; 0 uses dist/ as it is.  BOUNDARY_DIST: run boundary from there instead.
 #   BOUNDARY_REF  a committed state to compare with (bench/build-ref.sh): a second boundary, route boundary-ref,
 #             measured in the same rounds, interleaved (before/after figures for a change).
@@ -29,7 +31,7 @@ DURATION=${DURATION:-8}
 WARMUP=${WARMUP:-2}
 CASES=${CASES:-"c16m10 c1m100"}
 BOUNDARY_REF=${BOUNDARY_REF:-}
-ROUTES=${ROUTES:-"direct boundary${BOUNDARY_REF:+ boundary-ref} node-floor"}
+ROUTES=${ROUTES:-"direct boundary${BOUNDARY_REF:+ boundary-ref} node-floor$(command -v nghttpx >/dev/null && echo ' nghttpx')"}
 BUILD=${BUILD:-1}
 PIN=${PIN:-auto}
 BOUNDARY_DIST=${BOUNDARY_DIST:-$ROOT/dist}
@@ -98,6 +100,17 @@ read -r FLOOR_PORT < <(free_ports 1)
   --servername "$HOST" --ca "$WORK/pki/ca.pem" --cert "$WORK/pki/origin.pem" --key "$WORK/pki/origin.key" &
 PIDS+=($!)
 SERVER_PID[node-floor]=$!
+if [[ " $ROUTES " == *" nghttpx "* ]]; then
+  command -v nghttpx >/dev/null || die "missing nghttpx (Debian: nghttp2-proxy)"
+  read -r NGHTTPX_PORT < <(free_ports 1)
+  # No config file, no OCSP fetch, no access log: a bare TLS-terminating HTTP/2 relay with backend verification on.
+  "${PIN_PROXY[@]}" nghttpx --conf=/dev/null --no-ocsp --workers=1 --frontend="127.0.0.1,$NGHTTPX_PORT" \
+    --backend="127.0.0.1,$ORIGIN_PORT;;proto=h2;tls;sni=$HOST" --cacert="$WORK/pki/ca.pem" --errorlog-file="$WORK/nghttpx.err" \
+    "$WORK/pki/origin.key" "$WORK/pki/origin.pem" &
+  PIDS+=($!)
+  SERVER_PID[nghttpx]=$!
+  wait_for curl -sfk --connect-to "$HOST:$ORIGIN_PORT:127.0.0.1:$NGHTTPX_PORT" "https://$HOST:$ORIGIN_PORT/" || die "nghttpx did not start"
+fi
 
 cat >"$WORK/policy.yaml" <<POLICY
 version: 1
@@ -140,7 +153,14 @@ declare -A C_ARGS=([c16m10]="-c 16 -m 10" [c1m100]="-c 1 -m 100")
 RESULTS="$WORK/results.tsv"
 : >"$RESULTS"
 # CPU ticks (user + system) a process used so far.
-cpu_ticks() { local f; read -r -a f < <(sed 's/.*) //' "/proc/$1/stat"); echo $((f[11] + f[12])); }
+# With its children: nghttpx serves from a worker process it forks.
+cpu_ticks() {
+  local f p sum=0
+  for p in "$1" $(pgrep -P "$1"); do
+    read -r -a f < <(sed 's/.*) //' "/proc/$p/stat") && sum=$((sum + f[11] + f[12]))
+  done
+  echo "$sum"
+}
 CLK_TCK=$(getconf CLK_TCK)
 # One h2load run; prints "req/s p99_ms failed cpu_us_per_request" (CPU of the server under test: the origin for
 # direct, boundary or the floor proxy otherwise; robust to other load on the host, unlike req/s).
@@ -149,6 +169,7 @@ measure() {
   case $route in
     direct) connect="127.0.0.1:$ORIGIN_PORT" ;;
     node-floor) connect="127.0.0.1:$FLOOR_PORT" ;;
+    nghttpx) connect="127.0.0.1:$NGHTTPX_PORT" ;;
     # A synthetic mapping lives as long as its DNS answer (30 s): ask again, as a workload would, before each run.
     *) connect="$(dig @127.0.0.1 -p "${DNS_PORT[$route]}" +short "$HOST" A):$ORIGIN_PORT" ;;
   esac

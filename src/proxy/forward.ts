@@ -4,31 +4,17 @@
 
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
-import type { RewriteRefusal } from '../credentials/outcome.js';
 import type { CredentialScope } from '../credentials/scope.js';
-import { formatAuthority } from '../net/host.js';
-import { dialFailureOf, isDialError } from './dial.js';
 import type { ProxyContext, TunnelScope } from './context.js';
-import { type BodyResult, credentialRefusal, MarkerInBodyError, redactResponseHeaders, scannedBody, type UpstreamHead } from './credential-injection.js';
-import { type Denial, lingerAfterAnswer, sendBareStatus, sendDenial, upstreamUnreachableDenial } from './deny.js';
-import { beginOutcome, emitOutcome, findingEvent, type Outcome, settle } from './events.js';
+import { redactResponseHeaders, type UpstreamHead } from './credential-injection.js';
+import { type Denial, lingerAfterAnswer, sendBareStatus, sendDenial } from './deny.js';
+import { beginOutcome, emitOutcome, type Outcome, settle } from './events.js';
 import { observeSince } from './metrics.js';
 import type { H1Exchange, H1Handler } from '../http1/h1-client.js';
-import type { H1Request } from '../http1/h1-request.js';
 import { clientResponseHeaders } from '../http1/headers.js';
-import type { SignedResult } from './sigv4-request.js';
-import { heldBody, prepareHead } from './upstream-body.js';
-import { type Evaluation, evaluateRequest, evaluateRequestCached, type RelayEvaluation } from './l7.js';
-import { holdInspectedBody } from './body-hold.js';
-import { filteringHandler, identityEncoding, type ToolsListPlan, toolsListPlan } from './tools-list-filter.js';
-
-/** The marker scanner's abort, as thrown by the body iterator (or wrapped in `cause`). */
-function markerError(err: unknown): MarkerInBodyError | undefined {
-  for (let e: unknown = err, depth = 0; e instanceof Error && depth < 3; e = e.cause, depth++) {
-    if (e instanceof MarkerInBodyError) return e;
-  }
-  return undefined;
-}
+import type { Evaluation, RelayEvaluation } from './l7.js';
+import { answerUpstreamFailure, type BodyFraming, ClientClosedError, evaluateAndRelay, type RelayingRequest, relayEvaluation, type UpstreamBody } from './relay-request.js';
+import { filteringHandler, identityEncoding, type ToolsListPlan } from './tools-list-filter.js';
 
 /** The 'request' and 'checkContinue' handler of the shared HTTP server. */
 export function createRequestHandler(ctx: ProxyContext) {
@@ -40,17 +26,12 @@ export function createRequestHandler(ctx: ProxyContext) {
   };
 }
 
-/** The client went away before the upstream answered: the request is aborted, nothing is sent. */
 /** Content-Length of a flat `[name, value, ...]` list; 0 when absent (a chunked body's size is not known up front). */
 function declaredLength(headers: readonly string[]): number {
   for (let i = 0; i < headers.length; i += 2) {
     if ((headers[i] ?? '').toLowerCase() === 'content-length') return Number(headers[i + 1]) || 0;
   }
   return 0;
-}
-
-class ClientClosedError extends Error {
-  override readonly name = 'ClientClosedError';
 }
 
 /** The client response head could not be written (e.g. a header value Node refuses). */
@@ -87,7 +68,7 @@ function onClientDrain(this: ServerResponse): void {
  * upstream exchange (its socket is destroyed, never reused). Errors after the head cut the client connection,
  * as a half-sent response cannot turn into an error status.
  */
-class ForwardedRequest implements H1Handler {
+class ForwardedRequest implements H1Handler, RelayingRequest {
   readonly ctx: ProxyContext;
   readonly req: IncomingMessage;
   readonly res: ServerResponse;
@@ -134,16 +115,7 @@ class ForwardedRequest implements H1Handler {
   }
 
   evaluate(): void {
-    let evaluation: Evaluation | undefined;
-    try {
-      evaluation = evaluateRequestCached(this.ctx, this.req, this.scope, this.o);
-    } catch (err) {
-      this.fail(err);
-      return;
-    }
-    // Undefined only when a DNS query is needed; a cached answer relays in this same turn.
-    if (evaluation !== undefined) this.relay(evaluation);
-    else evaluateRequest(this.ctx, this.req, this.scope, this.o).then((e) => this.relay(e), (err: unknown) => this.fail(err));
+    evaluateAndRelay(this);
   }
 
   refuseHeld(denial: Denial): void {
@@ -158,77 +130,32 @@ class ForwardedRequest implements H1Handler {
   }
 
   relay(evaluation: Evaluation): void {
-    if (evaluation.kind === 'body') {
-      holdInspectedBody(this, evaluation);
-      return;
-    }
-    let answered: boolean;
-    try {
-      answered = this.relayEvaluated(evaluation);
-    } catch (err) {
-      this.fail(err);
-      return;
-    }
-    if (answered) this.report();
+    relayEvaluation(this, evaluation);
   }
 
-  /** True when the request is answered already; false when the upstream exchange (or the body) took it over. */
-  private relayEvaluated(evaluation: Exclude<Evaluation, { kind: 'body' }>): boolean {
-    const { ctx, res, o } = this;
-    if (evaluation.kind === 'bare') {
-      sendBareStatus(res, evaluation.status);
-      return true;
-    }
-    if (evaluation.kind === 'deny') {
-      // Never a 100 Continue for a refused request: the body is not read (SM-16).
-      sendDenial(res, evaluation.denial);
-      if (evaluation.finding !== undefined) ctx.sink.emit(findingEvent(o, evaluation.finding));
-      return true;
-    }
+  answerStatus(status: number): void {
+    sendBareStatus(this.res, status);
+  }
+
+  answerDenial(denial: Denial): void {
+    sendDenial(this.res, denial);
+  }
+
+  bodyFraming(evaluation: RelayEvaluation): BodyFraming | undefined {
     const { framing } = evaluation;
     if (framing.upgrade !== undefined) {
       // Upgrade requests arrive through the 'upgrade' event; one here had no listener path: refuse.
-      sendBareStatus(res, 400);
-      return true;
+      sendBareStatus(this.res, 400);
+      return undefined;
     }
-    const prepared = prepareHead(ctx, evaluation, o.method, this.req.rawHeaders);
-    if (!prepared.ok) {
-      this.refuse(prepared);
-      return true;
-    }
-    const { head } = prepared;
-    if (this.expectContinue) res.writeContinue();
-    this.destination = evaluation;
-    this.toolsList = toolsListPlan(ctx.store.current(), evaluation.decision, { host: evaluation.host, port: evaluation.port, path: o.path ?? '/' });
-    const held = heldBody(ctx, { evaluation, prepared, req: this.req, body: this.body, method: o.method, hasBody: framing.hasBody, streamed: false });
-    if (held !== undefined) {
-      held.then(
-        (body) => this.relayHeld(head, body),
-        (err: unknown) => this.fail(err),
-      );
-      return false;
-    }
-    this.send(head, head.headers, framing.hasBody ? scannedBody(this.body) : null);
-    return false;
+    return { hasBody: framing.hasBody, streamed: false };
   }
 
-  private relayHeld(head: UpstreamHead, held: BodyResult | SignedResult): void {
-    try {
-      if (held.ok) {
-        // OpenShell's "SigV4 re-signed" event, as fields of the request's one decision event (no key, no signature).
-        if ('signed' in held) this.o.extra = { ...this.o.extra, sigv4: held.signed };
-        this.send(head, held.headers, held.body);
-        return;
-      }
-      this.refuse(held);
-    } catch (err) {
-      this.fail(err);
-      return;
-    }
-    this.report();
+  goingUpstream(): void {
+    if (this.expectContinue) this.res.writeContinue();
   }
 
-  private send(head: UpstreamHead, headers: string[], body: H1Request['body']): void {
+  send(head: UpstreamHead, headers: string[], body: UpstreamBody): void {
     const { host, port, addresses } = this.destination as RelayEvaluation;
     const pool = this.scope === undefined ? this.ctx.upstreams.pool({ host, port, addresses, tls: false }) : this.scope.client;
     this.credentialScope = head.scope;
@@ -295,44 +222,13 @@ class ForwardedRequest implements H1Handler {
   /** The exchange failed before any byte of the answer reached the client: it may still get a status. */
   private upstreamFailed(err: Error): void {
     try {
-      this.answerFailure(err);
+      if (err instanceof ResponseHeadError) throw err.cause;
+      answerUpstreamFailure(this, err);
     } catch (thrown) {
       this.fail(thrown);
       return;
     }
     this.report();
-  }
-
-  private answerFailure(err: Error): void {
-    const o = this.o;
-    if (err instanceof ResponseHeadError) throw err.cause;
-    const marker = markerError(err);
-    if (marker !== undefined) {
-      // The scanner stopped the body before the marker's bytes were released upstream (CR-12/13).
-      this.refuse(marker.refusal);
-      return;
-    }
-    if (err instanceof ClientClosedError) {
-      // Issue 15: once the head went upstream the origin may act on it, so the event keeps the allow that sent
-      // it (HTTP Activity, method and path); before that nothing left the boundary and the request failed.
-      const verdict = this.exchange?.sent === true ? o.verdict : 'fail';
-      settle(o, verdict, 'client-closed', 'client closed before upstream answered', o.status);
-      return;
-    }
-    const dial = isDialError(err);
-    settle(o, 'fail', dial ? 'dial-failed' : 'upstream-failed', err.message, 502);
-    // RX-11: as on CONNECT, timeout, refused and unreachable stay apart in the event.
-    if (dial) o.extra = { ...o.extra, dial_failure: dialFailureOf(err) };
-    const { host, port } = this.destination as RelayEvaluation;
-    sendDenial(this.res, upstreamUnreachableDenial(formatAuthority(host, port), dial ? 'connection failed' : 'upstream error'));
-  }
-
-  private refuse(refusal: RewriteRefusal): void {
-    const { denial, finding } = credentialRefusal(this.o, refusal);
-    // A response already under way cannot turn into a refusal: the connection is cut instead.
-    lingerAfterAnswer(this.req, this.res);
-    sendDenial(this.res, denial);
-    if (finding !== undefined) this.ctx.sink.emit(findingEvent(this.o, finding));
   }
 
   /** Anything thrown on the way: a 502 while nothing was sent, else the connection is cut. */

@@ -4,10 +4,8 @@
 
 import type { IncomingHttpHeaders, ServerHttp2Stream } from 'node:http2';
 import { constants } from 'node:http2';
-import type { RewriteRefusal } from '../credentials/outcome.js';
 import type { CredentialScope } from '../credentials/scope.js';
 import { bufferHasMarker } from '../credentials/scan.js';
-import { formatAuthority } from '../net/host.js';
 import type { FloodGuard } from '../http2/flood-guard.js';
 import { isEnveloped, isGrpc } from '../http2/grpc.js';
 import { joinedCookies, h2ResponseHeaders } from '../http2/headers.js';
@@ -15,19 +13,16 @@ import { type H2Handler, UpstreamResetError } from '../http2/h2-client.js';
 import { type H2RequestHead, readRequestHead } from '../http2/request-head.js';
 import type { H1Exchange } from '../http1/h1-client.js';
 import type { H2Tunnel, ProxyContext, TunnelTarget } from './context.js';
-import { type BodyResult, credentialRefusal, MarkerInBodyError, redactResponseHeaders, scannedBody, type UpstreamHead } from './credential-injection.js';
-import { type Denial, upstreamUnreachableDenial } from './deny.js';
-import { dialFailureOf, isDialError } from './dial.js';
-import { beginOutcome, emitOutcome, findingEvent, type Outcome, settle } from './events.js';
-import { holdInspectedBody, type HeldRequest, type HoldingRequest } from './body-hold.js';
-import { filteringHandler, identityEncoding, type ToolsListPlan, toolsListPlan } from './tools-list-filter.js';
-import { scannedMessages } from './h2-body.js';
+import { MarkerInBodyError, redactResponseHeaders, type UpstreamHead } from './credential-injection.js';
+import type { Denial } from './deny.js';
+import { beginOutcome, emitOutcome, type Outcome, settle } from './events.js';
+import type { HeldRequest } from './body-hold.js';
+import { filteringHandler, identityEncoding, type ToolsListPlan } from './tools-list-filter.js';
 import type { TunnelUpstream, TunnelUpstreamHandle } from './h2-upstream.js';
 import { respondDenial, respondStatus } from './h2-respond.js';
-import { type Evaluation, evaluateRequestCached, evaluateRequest, type RelayEvaluation } from './l7.js';
+import type { Evaluation, RelayEvaluation } from './l7.js';
 import { observeSince } from './metrics.js';
-import type { SignedResult } from './sigv4-request.js';
-import { heldBody, prepareHead } from './upstream-body.js';
+import { answerUpstreamFailure, type BodyFraming, ClientClosedError, evaluateAndRelay, type RelayingRequest, relayEvaluation, type UpstreamBody } from './relay-request.js';
 
 const { NGHTTP2_INTERNAL_ERROR, NGHTTP2_PROTOCOL_ERROR, NGHTTP2_FLAG_END_STREAM } = constants;
 const H2_EXTRA = Object.freeze({ http_version: '2' });
@@ -43,10 +38,6 @@ export interface H2Session {
    * reset-flood budget. Read off each stream's one 'close' listener instead of an 'aborted' listener per stream.
    */
   readonly aborted: () => void;
-}
-
-class ClientClosedError extends Error {
-  override readonly name = 'ClientClosedError';
 }
 
 /** The stream's request as the evaluator and the body hold read it; its body is the stream itself. */
@@ -103,7 +94,7 @@ export function handleH2Stream(ctx: ProxyContext, session: H2Session, stream: Se
   new H2ProxyStream(ctx, session, stream, read.head, headers, o, (flags & NGHTTP2_FLAG_END_STREAM) !== 0).start();
 }
 
-class H2ProxyStream implements H2Handler, HoldingRequest {
+class H2ProxyStream implements H2Handler, RelayingRequest {
   readonly ctx: ProxyContext;
   readonly session: H2Session;
   readonly stream: ServerHttp2Stream;
@@ -145,87 +136,34 @@ class H2ProxyStream implements H2Handler, HoldingRequest {
 
   start(): void {
     this.stream.on('close', () => this.closed());
-    let evaluation: Evaluation | undefined;
-    try {
-      evaluation = evaluateRequestCached(this.ctx, this.req, this.scope, this.o);
-    } catch (err) {
-      this.fail(err);
-      return;
-    }
-    if (evaluation !== undefined) this.relay(evaluation);
-    else evaluateRequest(this.ctx, this.req, this.scope, this.o).then((e) => this.relay(e), (err: unknown) => this.fail(err));
+    evaluateAndRelay(this);
   }
 
   relay(evaluation: Evaluation): void {
-    // docs/policy.md#graphql-inspection: the one place an HTTP/2 request's body is held before the decision.
-    if (evaluation.kind === 'body') {
-      holdInspectedBody(this, evaluation);
-      return;
-    }
-    let answered: boolean;
-    try {
-      answered = this.relayEvaluated(evaluation);
-    } catch (err) {
-      this.fail(err);
-      return;
-    }
-    if (answered) this.report();
+    relayEvaluation(this, evaluation);
   }
 
   refuseHeld(denial: Denial): void {
     respondDenial(this.stream, denial, this.grpc);
   }
 
-  continueBody(): void {}
-
-  private relayEvaluated(evaluation: Exclude<Evaluation, { kind: 'body' }>): boolean {
-    const { ctx, o } = this;
-    if (evaluation.kind === 'bare') {
-      respondStatus(this.stream, evaluation.status, this.grpc, o.detail);
-      return true;
-    }
-    if (evaluation.kind === 'deny') {
-      respondDenial(this.stream, evaluation.denial, this.grpc);
-      if (evaluation.finding !== undefined) ctx.sink.emit(findingEvent(o, evaluation.finding));
-      return true;
-    }
-    const prepared = prepareHead(ctx, evaluation, o.method, this.head.rawHeaders);
-    if (!prepared.ok) {
-      this.refuse(prepared);
-      return true;
-    }
-    const { head } = prepared;
-    this.destination = evaluation;
-    this.toolsList = toolsListPlan(ctx.store.current(), evaluation.decision, { host: evaluation.host, port: evaluation.port, path: o.path ?? '/' });
-    const read = this.body !== this.req;
-    const hasBody = read || !this.endStream;
-    if (hasBody && !read) this.stream.on('trailers', (trailers: IncomingHttpHeaders) => this.onRequestTrailers(trailers));
-    const streamed = isEnveloped(this.head.contentType);
-    const held = heldBody(ctx, { evaluation, prepared, req: this.req, body: this.body, method: o.method, hasBody, streamed });
-    if (held !== undefined) {
-      held.then(
-        (result) => this.relayHeld(head, result),
-        (err: unknown) => this.fail(err),
-      );
-      return false;
-    }
-    this.send(head, head.headers, !hasBody ? null : streamed ? scannedMessages(this.body) : scannedBody(this.body));
-    return false;
+  answerDenial(denial: Denial): void {
+    respondDenial(this.stream, denial, this.grpc);
   }
 
-  private relayHeld(head: UpstreamHead, result: BodyResult | SignedResult): void {
-    try {
-      if (result.ok) {
-        if ('signed' in result) this.o.extra = { ...this.o.extra, sigv4: result.signed };
-        this.send(head, result.headers, result.body);
-        return;
-      }
-      this.refuse(result);
-    } catch (err) {
-      this.fail(err);
-      return;
-    }
-    this.report();
+  answerStatus(status: number): void {
+    respondStatus(this.stream, status, this.grpc, this.o.detail);
+  }
+
+  continueBody(): void {}
+
+  bodyFraming(): BodyFraming {
+    // A body already read (held for inspection) goes up as read; else the stream has one unless END_STREAM came first.
+    return { hasBody: this.body !== this.req || !this.endStream, streamed: isEnveloped(this.head.contentType) };
+  }
+
+  goingUpstream(framing: BodyFraming): void {
+    if (framing.hasBody && this.body === this.req) this.stream.on('trailers', (trailers: IncomingHttpHeaders) => this.onRequestTrailers(trailers));
   }
 
   private onRequestTrailers(trailers: IncomingHttpHeaders): void {
@@ -235,7 +173,7 @@ class H2ProxyStream implements H2Handler, HoldingRequest {
     else this.requestTrailers = flat;
   }
 
-  private send(head: UpstreamHead, headers: string[], body: Buffer | AsyncIterable<Buffer> | null): void {
+  send(head: UpstreamHead, headers: string[], body: UpstreamBody): void {
     this.credentialScope = head.scope;
     const metrics = this.ctx.metrics;
     if (head.usedKeys > 0) metrics.credentialsSubstituted();
@@ -252,7 +190,7 @@ class H2ProxyStream implements H2Handler, HoldingRequest {
     );
   }
 
-  private sendOn(up: TunnelUpstream, head: UpstreamHead, headers: string[], body: Buffer | AsyncIterable<Buffer> | null): void {
+  private sendOn(up: TunnelUpstream, head: UpstreamHead, headers: string[], body: UpstreamBody): void {
     if (this.settled) return;
     this.sentAt = this.ctx.metrics.now();
     const { method } = this.o;
@@ -330,35 +268,12 @@ class H2ProxyStream implements H2Handler, HoldingRequest {
       return;
     }
     try {
-      this.answerFailure(this.stream.destroyed && !(err instanceof MarkerInBodyError) ? new ClientClosedError('client closed', { cause: err }) : err);
+      answerUpstreamFailure(this, this.stream.destroyed && !(err instanceof MarkerInBodyError) ? new ClientClosedError('client closed', { cause: err }) : err);
     } catch (thrown) {
       this.fail(thrown);
       return;
     }
     this.report();
-  }
-
-  private answerFailure(err: Error): void {
-    const o = this.o;
-    if (err instanceof MarkerInBodyError || err.cause instanceof MarkerInBodyError) {
-      this.refuse((err instanceof MarkerInBodyError ? err : (err.cause as MarkerInBodyError)).refusal);
-      return;
-    }
-    if (err instanceof ClientClosedError) {
-      settle(o, this.exchange?.sent === true ? o.verdict : 'fail', 'client-closed', 'client closed before upstream answered', o.status);
-      return;
-    }
-    const dial = isDialError(err);
-    settle(o, 'fail', dial ? 'dial-failed' : 'upstream-failed', err.message, 502);
-    if (dial) o.extra = { ...o.extra, dial_failure: dialFailureOf(err) };
-    const { host, port } = this.destination ?? this.scope;
-    respondDenial(this.stream, upstreamUnreachableDenial(formatAuthority(host, port), dial ? 'connection failed' : 'upstream error'), this.grpc);
-  }
-
-  private refuse(refusal: RewriteRefusal): void {
-    const { denial, finding } = credentialRefusal(this.o, refusal);
-    respondDenial(this.stream, denial, this.grpc);
-    if (finding !== undefined) this.ctx.sink.emit(findingEvent(this.o, finding));
   }
 
   fail(err: unknown): void {
