@@ -2,7 +2,6 @@
 // prior knowledge. Every request is answered with a JSON echo of what arrived (protocol, method, path, headers, body)
 // and, when the request asks with `x-want-trailers`, trailers.
 
-import { once } from 'node:events';
 import {
   createSecureServer,
   createServer,
@@ -14,6 +13,7 @@ import {
 } from 'node:http2';
 import type { CertificateAuthority } from '../../src/pki/ca.js';
 import { issueCertificate } from '../../src/pki/issue.js';
+import { listenTracked } from './servers.js';
 
 export interface H2Seen {
   readonly httpVersion: string;
@@ -66,23 +66,14 @@ async function listen(server: Http2Server | Http2SecureServer, seen: H2Seen[]): 
     sessions.add(s);
     s.once('close', () => sessions.delete(s));
   });
-  const sockets = new Set<import('node:net').Socket>();
-  server.on('connection', (s: import('node:net').Socket) => {
-    sockets.add(s);
-    s.once('close', () => sockets.delete(s));
-  });
-  server.listen(0, '127.0.0.1');
-  await once(server, 'listening');
-  const address = server.address();
-  if (address === null || typeof address !== 'object') throw new Error('origin did not bind');
+  const tracked = await listenTracked(server);
   return {
-    port: address.port,
+    port: tracked.port,
     seen,
     sessions: () => accepted,
-    async close() {
+    close() {
       for (const s of sessions) s.destroy();
-      for (const s of sockets) s.destroy();
-      await new Promise<void>((resolve) => server.close(() => resolve()));
+      return tracked.close();
     },
   };
 }

@@ -4,7 +4,7 @@
 import { once } from 'node:events';
 import { createServer as createHttpServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { createServer as createHttpsServer } from 'node:https';
-import { createServer as createNetServer, type Socket } from 'node:net';
+import { createServer as createNetServer, type Server as NetServer, type Socket } from 'node:net';
 import type { CertificateAuthority } from '../../src/pki/ca.js';
 import { issueCertificate } from '../../src/pki/issue.js';
 
@@ -51,8 +51,8 @@ function upgradeEcho(req: IncomingMessage, socket: Socket, head: Buffer): void {
   socket.pipe(socket);
 }
 
-/** Listens on 127.0.0.1 port 0 and tracks the sockets, so close() ends kept-alive connections too. */
-export async function listenTracked(server: Server): Promise<{ readonly port: number; close(): Promise<void> }> {
+/** Listens on 127.0.0.1 port 0 and tracks the sockets, so close() ends kept-alive connections too (HTTP/1.1, TLS or HTTP/2 servers). */
+export async function listenTracked(server: NetServer): Promise<{ readonly port: number; close(): Promise<void> }> {
   const sockets = new Set<Socket>();
   server.on('connection', (s: Socket) => {
     sockets.add(s);
