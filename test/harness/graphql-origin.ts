@@ -3,12 +3,10 @@
 // queries by sha256 (Apollo APQ). Records what arrived so a test can prove a denied request never did.
 
 import { createHash } from 'node:crypto';
-import { createServer as createHttpServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import { createServer as createHttpsServer } from 'node:https';
+import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import { buildSchema, graphql } from 'graphql';
 import type { CertificateAuthority } from '../../src/pki/ca.js';
-import { issueCertificate } from '../../src/pki/issue.js';
-import { listenTracked } from './servers.js';
+import { listenTracked, originServer, type RecordedRequest, recordRequest } from './servers.js';
 
 const SCHEMA = buildSchema(`
   type User { login: String! }
@@ -26,12 +24,7 @@ const ROOT = {
   deleteRepository: () => true,
 };
 
-export interface GraphqlSeen {
-  readonly method: string;
-  readonly url: string;
-  readonly headers: Readonly<Record<string, string | string[] | undefined>>;
-  readonly body: string;
-}
+export type GraphqlSeen = RecordedRequest;
 
 export interface GraphqlOrigin {
   readonly port: number;
@@ -59,11 +52,7 @@ async function execute(env: Envelope, registry: ReadonlyMap<string, string>): Pr
 
 function handler(seen: GraphqlSeen[], registry: ReadonlyMap<string, string>) {
   return (req: IncomingMessage, res: ServerResponse): void => {
-    const chunks: Buffer[] = [];
-    req.on('data', (c: Buffer) => chunks.push(c));
-    req.on('end', () => {
-      const body = Buffer.concat(chunks).toString('utf8');
-      seen.push({ method: req.method ?? '', url: req.url ?? '', headers: req.headers, body });
+    recordRequest(req, seen, (body) => {
       const run = async (): Promise<unknown> => {
         if (req.method === 'GET') {
           const q = new URL(req.url ?? '/', 'http://x').searchParams;
@@ -93,16 +82,14 @@ async function listen(server: Server, seen: GraphqlSeen[]): Promise<GraphqlOrigi
 }
 
 /** `persisted`: documents the server knows by hash (the registry a client's hash-only request relies on). */
-export function graphqlOrigin(options: { persisted?: readonly string[] } = {}): Promise<GraphqlOrigin> {
+export async function graphqlOrigin(options: { persisted?: readonly string[] } = {}): Promise<GraphqlOrigin> {
   const seen: GraphqlSeen[] = [];
-  return listen(createHttpServer(handler(seen, registryOf(options.persisted))), seen);
+  return listen(await originServer(handler(seen, registryOf(options.persisted))), seen);
 }
 
 export async function graphqlTlsOrigin(options: { ca: CertificateAuthority; persisted?: readonly string[] }): Promise<GraphqlOrigin> {
   const seen: GraphqlSeen[] = [];
-  const cert = await issueCertificate({ ca: options.ca, kind: 'server', names: ['api.example.test', '127.0.0.1'], now: Date.now });
-  const server = createHttpsServer({ cert: cert.certPem, key: cert.keyPem, ALPNProtocols: ['http/1.1'] }, handler(seen, registryOf(options.persisted)));
-  return listen(server, seen);
+  return listen(await originServer(handler(seen, registryOf(options.persisted)), options), seen);
 }
 
 function registryOf(documents: readonly string[] = []): ReadonlyMap<string, string> {

@@ -2,18 +2,12 @@
 // node:http (plain, or TLS with a test-CA certificate), single calls and batches. Records what arrived, so a test
 // can prove a denied request never did.
 
-import { createServer as createHttpServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import { createServer as createHttpsServer } from 'node:https';
+import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import { JSONRPCServer } from 'json-rpc-2.0';
 import type { CertificateAuthority } from '../../src/pki/ca.js';
-import { issueCertificate } from '../../src/pki/issue.js';
-import { listenTracked } from './servers.js';
+import { listenTracked, originServer, type RecordedRequest, recordRequest } from './servers.js';
 
-export interface JsonRpcSeen {
-  readonly method: string;
-  readonly headers: Readonly<Record<string, string | string[] | undefined>>;
-  readonly body: string;
-}
+export type JsonRpcSeen = RecordedRequest;
 
 export interface JsonRpcOrigin {
   readonly port: number;
@@ -33,11 +27,7 @@ function rpcServer(): JSONRPCServer {
 
 function handler(seen: JsonRpcSeen[], server: JSONRPCServer) {
   return (req: IncomingMessage, res: ServerResponse): void => {
-    const chunks: Buffer[] = [];
-    req.on('data', (c: Buffer) => chunks.push(c));
-    req.on('end', () => {
-      const body = Buffer.concat(chunks).toString('utf8');
-      seen.push({ method: req.method ?? '', headers: req.headers, body });
+    recordRequest(req, seen, (body) => {
       server.receiveJSON(body).then(
         (answer) => {
           if (answer === null) {
@@ -57,13 +47,12 @@ async function listen(server: Server, seen: JsonRpcSeen[]): Promise<JsonRpcOrigi
   return { seen, ...(await listenTracked(server)) };
 }
 
-export function jsonRpcOrigin(): Promise<JsonRpcOrigin> {
+export async function jsonRpcOrigin(): Promise<JsonRpcOrigin> {
   const seen: JsonRpcSeen[] = [];
-  return listen(createHttpServer(handler(seen, rpcServer())), seen);
+  return listen(await originServer(handler(seen, rpcServer())), seen);
 }
 
 export async function jsonRpcTlsOrigin(options: { ca: CertificateAuthority }): Promise<JsonRpcOrigin> {
-  const leaf = await issueCertificate({ ca: options.ca, kind: 'server', names: ['api.example.test', '127.0.0.1'], now: Date.now });
   const seen: JsonRpcSeen[] = [];
-  return listen(createHttpsServer({ key: leaf.keyPem, cert: leaf.certPem, ALPNProtocols: ['http/1.1'] }, handler(seen, rpcServer())), seen);
+  return listen(await originServer(handler(seen, rpcServer()), options), seen);
 }

@@ -4,24 +4,17 @@
 // can prove a denied one never did, and the session ids it ended.
 
 import { randomUUID } from 'node:crypto';
-import { createServer as createHttpServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import { createServer as createHttpsServer } from 'node:https';
+import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import { z } from 'zod';
 import type { CertificateAuthority } from '../../src/pki/ca.js';
-import { issueCertificate } from '../../src/pki/issue.js';
-import { listenTracked } from './servers.js';
+import { listenTracked, originServer, type RecordedRequest, recordRequest } from './servers.js';
 
 /** The tools the server offers: a policy allows some of them. */
 export const MCP_TOOLS = ['read_status', 'search_web', 'submit_report', 'delete_resource', 'admin.purge'] as const;
 
-export interface McpSeen {
-  readonly method: string;
-  readonly url: string;
-  readonly headers: Readonly<Record<string, string | string[] | undefined>>;
-  readonly body: string;
-}
+export type McpSeen = RecordedRequest;
 
 export interface McpOrigin {
   readonly port: number;
@@ -50,11 +43,7 @@ function mcpServer(calls: string[]): McpServer {
 
 function handler(seen: McpSeen[], ended: string[], calls: string[], sessions: Sessions, json: boolean) {
   return (req: IncomingMessage, res: ServerResponse): void => {
-    const chunks: Buffer[] = [];
-    req.on('data', (c: Buffer) => chunks.push(c));
-    req.on('end', () => {
-      const body = Buffer.concat(chunks).toString('utf8');
-      seen.push({ method: req.method ?? '', url: req.url ?? '', headers: req.headers, body });
+    recordRequest(req, seen, (body) => {
       const sessionId = req.headers['mcp-session-id'];
       const existing = typeof sessionId === 'string' ? sessions.get(sessionId) : undefined;
       const parsed = body === '' ? undefined : (JSON.parse(body) as unknown);
@@ -101,20 +90,21 @@ async function start(server: Server, seen: McpSeen[], ended: string[], calls: st
   };
 }
 
-export function mcpOrigin(options: Options = {}): Promise<McpOrigin> {
+/** `tls`: a leaf for `names` (default api.example.test) and 127.0.0.1 from `ca`; cleartext without it. */
+async function mcpOriginOn(options: Options, tls?: { ca: CertificateAuthority; names?: readonly string[] }): Promise<McpOrigin> {
   const seen: McpSeen[] = [];
   const ended: string[] = [];
   const calls: string[] = [];
   const sessions: Sessions = new Map();
-  return start(createHttpServer(handler(seen, ended, calls, sessions, options.json === true)), seen, ended, calls, sessions);
+  const leaf = tls === undefined ? undefined : { ca: tls.ca, names: [...(tls.names ?? ['api.example.test']), '127.0.0.1'] };
+  const server = await originServer(handler(seen, ended, calls, sessions, options.json === true), leaf);
+  return start(server, seen, ended, calls, sessions);
 }
 
-export async function mcpTlsOrigin(options: Options & { ca: CertificateAuthority; names?: readonly string[] }): Promise<McpOrigin> {
-  const leaf = await issueCertificate({ ca: options.ca, kind: 'server', names: [...(options.names ?? ['api.example.test']), '127.0.0.1'], now: Date.now });
-  const seen: McpSeen[] = [];
-  const ended: string[] = [];
-  const calls: string[] = [];
-  const sessions: Sessions = new Map();
-  const server = createHttpsServer({ key: leaf.keyPem, cert: leaf.certPem, ALPNProtocols: ['http/1.1'] }, handler(seen, ended, calls, sessions, options.json === true));
-  return start(server, seen, ended, calls, sessions);
+export function mcpOrigin(options: Options = {}): Promise<McpOrigin> {
+  return mcpOriginOn(options);
+}
+
+export function mcpTlsOrigin(options: Options & { ca: CertificateAuthority; names?: readonly string[] }): Promise<McpOrigin> {
+  return mcpOriginOn(options, options);
 }

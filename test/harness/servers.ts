@@ -2,7 +2,7 @@
 // JSON echo of what it received, and the same over TLS with a certificate from the test CA.
 
 import { once } from 'node:events';
-import { createServer as createHttpServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { createServer as createHttpServer, type IncomingMessage, type RequestListener, type Server, type ServerResponse } from 'node:http';
 import { createServer as createHttpsServer } from 'node:https';
 import { createServer as createNetServer, type Server as NetServer, type Socket } from 'node:net';
 import type { CertificateAuthority } from '../../src/pki/ca.js';
@@ -51,6 +51,35 @@ function upgradeEcho(req: IncomingMessage, socket: Socket, head: Buffer): void {
   socket.pipe(socket);
 }
 
+/** What a protocol origin (GraphQL, JSON-RPC, MCP) saw of one request. */
+export interface RecordedRequest {
+  readonly method: string;
+  readonly url: string;
+  readonly headers: Readonly<Record<string, string | string[] | undefined>>;
+  readonly body: string;
+}
+
+/** Reads the request's whole body, records the request in `seen`, then hands the body on. */
+export function recordRequest(req: IncomingMessage, seen: RecordedRequest[], then: (body: string) => void): void {
+  const chunks: Buffer[] = [];
+  req.on('data', (c: Buffer) => chunks.push(c));
+  req.on('end', () => {
+    const body = Buffer.concat(chunks).toString('utf8');
+    seen.push({ method: req.method ?? '', url: req.url ?? '', headers: req.headers, body });
+    then(body);
+  });
+}
+
+/** An HTTP/1.1 origin server: cleartext, or TLS with a leaf for `names` (default api.example.test, 127.0.0.1) from `ca`. */
+export async function originServer(
+  handler: RequestListener,
+  tls?: { readonly ca: CertificateAuthority; readonly names?: readonly string[]; readonly now?: () => number },
+): Promise<Server> {
+  if (tls === undefined) return createHttpServer(handler);
+  const cert = await issueCertificate({ ca: tls.ca, kind: 'server', names: tls.names ?? ['api.example.test', '127.0.0.1'], now: tls.now ?? Date.now });
+  return createHttpsServer({ cert: cert.certPem, key: cert.keyPem, ALPNProtocols: ['http/1.1'] }, handler);
+}
+
 /** Listens on 127.0.0.1 port 0 and tracks the sockets, so close() ends kept-alive connections too (HTTP/1.1, TLS or HTTP/2 servers). */
 export async function listenTracked(server: NetServer): Promise<{ readonly port: number; close(): Promise<void> }> {
   const sockets = new Set<Socket>();
@@ -84,13 +113,7 @@ export function httpOrigin(): Promise<Origin> {
 /** TLS origin whose certificate names `names` (default api.example.test and 127.0.0.1), signed by `ca`. */
 export async function tlsOrigin(options: { ca: CertificateAuthority; names?: readonly string[]; now?: () => number }): Promise<Origin> {
   const seen: SeenRequest[] = [];
-  const cert = await issueCertificate({
-    ca: options.ca,
-    kind: 'server',
-    names: options.names ?? ['api.example.test', '127.0.0.1'],
-    now: options.now ?? Date.now,
-  });
-  return listen(createHttpsServer({ cert: cert.certPem, key: cert.keyPem, ALPNProtocols: ['http/1.1'] }, echoHandler(seen)), seen);
+  return listen(await originServer(echoHandler(seen), options), seen);
 }
 
 export interface EchoServer {
