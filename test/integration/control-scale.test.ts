@@ -9,13 +9,24 @@ import { issueCertificate } from '../../src/pki/issue.js';
 import { parsePolicy } from '../../src/policy/parse.js';
 import { makeTestPki, type Pem, type TestPki } from '../harness/certs.js';
 import { makeTestClient, policyYaml, type TestClient } from '../harness/control.js';
+import { measureControlFloor } from '../harness/control-floor.js';
 import { type SupervisorThread, startSupervisorThread } from '../harness/supervisor-thread.js';
 
 // `npm test` runs 500 clients; BOUNDARY_SCALE_CLIENTS=2000 runs the issue-12 size. Both ends of every
-// handshake run in this process: a restart of 2,000 costs about 14 s of CPU over both threads (7 ms per
-// re-attach: handshake, HTTP/2 session, attach, watch and ack at both ends, and the old session's teardown), so
-// on a 2-core machine it cannot finish inside the 5 s budget however the work is split between threads: a
-// measurement of this machine, not of the schedule (see the diagnostics; `restart itself` is the closed-port gap).
+// handshake run in this process (the supervisor on its own thread): a re-attach costs both ends together 7 ms of
+// CPU on the machine of issue 12 and 13-20 ms on slower ones (handshake, HTTP/2 session, attach, watch and ack at
+// both ends, and the old session's teardown), so 2,000 on 2 cores cannot finish inside the 5 s budget however
+// the work is split between threads: a measurement of the machine, not of the schedule (`restart itself` in the
+// diagnostics is the closed-port gap).
+//
+// The 5 s budget is a wall-clock figure for the machine it was set on, and most of a re-attach is node's TLS and
+// HTTP/2 work, whose cost differs several times between machines and from one minute to the next on a shared one.
+// So before every restart the test measures the floor (harness/control-floor.ts: bare node:tls and node:http2,
+// one mTLS handshake, session and three requests, no boundary code) and holds boundary to two things:
+// - its CPU per re-attach stays within MAX_FLOOR_RATIO of that floor (median over restarts): a regression in
+//   boundary's own work fails on any machine;
+// - all clients are back within the 5 s budget, stretched in proportion where the floor costs more than it did on
+//   the machine the budget was set on (REFERENCE_FLOOR_MS), and by the CPU other processes took meanwhile.
 const CLIENTS = positiveInt(process.env.BOUNDARY_SCALE_CLIENTS, 500);
 const RESTART_CYCLES = positiveInt(process.env.BOUNDARY_SCALE_CYCLES, 20);
 const SANDBOXES = 50;
@@ -35,6 +46,18 @@ const MAX_UNMEASURABLE = 5;
 const TICK_MS = 10;
 /** The cadence under test: the next restart comes this long after the fleet is back, not a wait for an event. */
 const CYCLE_GAP_MS = 1_000;
+/**
+ * CPU of one bare exchange (the floor) on the 2-core machine where issue 12 set the 5 s budget: its closing note
+ * measured 4.7 ms per mTLS handshake + HTTP/2 session + 3 requests on Node 20 and OpenSSL 3.0.
+ */
+const REFERENCE_FLOOR_MS = 4.7;
+/** Past this many times the reference floor, a machine is too slow for the budget to say anything: not measurable. */
+const MAX_HOST_FACTOR = 6;
+/** Boundary's CPU per re-attach (both ends, every thread) against the floor's per exchange; measured at 0.84-1.30. */
+const MAX_FLOOR_RATIO = 1.6;
+/** Exchanges per floor measurement, and how many at once: about a second on a slow 2-core machine, run in the gap. */
+const FLOOR_EXCHANGES = 80;
+const FLOOR_CONCURRENCY = 20;
 const PUSH_BUDGET_MS = 5_000;
 /** The cold start is one burst of CLIENTS handshakes with no spread; only the re-attach has a budget under test. */
 const ATTACH_BUDGET_MS = 30_000 + CLIENTS * 30;
@@ -80,6 +103,10 @@ interface Restart {
   readonly restartMs: number;
   /** Clients whose first wait after the restart was not the quick one (they hit a failure first). */
   readonly slowStarts: number;
+  /** CPU this process (both ends, every thread) spent per re-attached client. */
+  readonly cpuPerClientMs: number;
+  /** The floor measured just before the restart: CPU per bare exchange. */
+  readonly floorMs: number;
 }
 
 describe('control channel at scale', () => {
@@ -126,8 +153,24 @@ describe('control channel at scale', () => {
     await sup.close();
   });
 
-  /** Restarts the supervisor and times every client back to attached on a new session; bounded by the budget. */
-  async function restartAndTime(): Promise<Restart> {
+  function unmeasurableWhy(restart: Restart): string {
+    return `other processes used ${restart.noiseCores.toFixed(2)} cores; the floor cost ${restart.floorMs.toFixed(1)} ms, ${(restart.floorMs / REFERENCE_FLOOR_MS).toFixed(1)} times the reference (at most ${MAX_HOST_FACTOR})`;
+  }
+
+  /**
+   * The gap before a restart: the floor is measured in it (in a child process, so the fleet's own work meanwhile
+   * is not counted), then the rest of CYCLE_GAP_MS passes. Returns the floor.
+   */
+  async function gap(): Promise<number> {
+    const started = Date.now();
+    const floorMs = await measureControlFloor(pki, pki.client, FLOOR_EXCHANGES, FLOOR_CONCURRENCY);
+    const rest = CYCLE_GAP_MS - (Date.now() - started);
+    if (rest > 0) await delay(rest);
+    return floorMs;
+  }
+
+  /** After gap(): restarts the supervisor and times every client back to attached on a new session. */
+  async function restartAndTime(floorMs: number): Promise<Restart> {
     const sessions = clients.map((c) => c.client.state().sessionId);
     const waitsBefore = waits.map((w) => w.length);
     const hostBefore = hostBusyMs();
@@ -142,10 +185,13 @@ describe('control channel at scale', () => {
     const allMs = Date.now() - started;
     const slowStarts = waits.filter((w, i) => w[waitsBefore[i] ?? 0] !== 'after-healthy-session').length;
     const cores = availableParallelism();
-    const noiseCores = Math.max(0, hostBusyMs() - hostBefore - (ownCpuMs() - ownBefore)) / Math.max(1, allMs);
+    const ownMs = ownCpuMs() - ownBefore;
+    const noiseCores = Math.max(0, hostBusyMs() - hostBefore - ownMs) / Math.max(1, allMs);
     const freeShare = Math.max(0, cores - noiseCores) / cores;
-    const budgetMs = Math.round(REATTACH_BUDGET_MS / Math.max(freeShare, MIN_FREE_SHARE));
-    return { allMs, budgetMs, noiseCores, measurable: freeShare >= MIN_FREE_SHARE, p50Ms: percentile(times, 50), maxMs: percentile(times, 100), restartMs, slowStarts };
+    const hostFactor = Math.max(1, floorMs / REFERENCE_FLOOR_MS);
+    const budgetMs = Math.round((REATTACH_BUDGET_MS * hostFactor) / Math.max(freeShare, MIN_FREE_SHARE));
+    const measurable = freeShare >= MIN_FREE_SHARE && hostFactor <= MAX_HOST_FACTOR;
+    return { allMs, budgetMs, noiseCores, measurable, floorMs, p50Ms: percentile(times, 50), maxMs: percentile(times, 100), restartMs, slowStarts, cpuPerClientMs: ownMs / CLIENTS };
   }
 
   it(`attaches ${CLIENTS} mTLS boundaries (${SANDBOXES} sandboxes)`, async (t) => {
@@ -159,15 +205,11 @@ describe('control channel at scale', () => {
   it(`re-attaches all ${CLIENTS} within 5 s of a supervisor restart, re-applies nothing, and pushes to all within 5 s`, async (t) => {
     // A session counts as healthy once attached for HEALTHY_SESSION_MIN_MS: time has to pass, no event says so.
     assert.ok(CYCLE_GAP_MS > HEALTHY_SESSION_MIN_MS);
-    await delay(CYCLE_GAP_MS);
     const generations = clients.map((c) => c.store.current().generation);
-    let restart = await restartAndTime();
-    for (let retry = 0; !restart.measurable && retry < MAX_UNMEASURABLE; retry += 1) {
-      await delay(CYCLE_GAP_MS);
-      restart = await restartAndTime();
-    }
-    assert.ok(restart.measurable, `not measurable: other processes used ${restart.noiseCores.toFixed(2)} cores during every restart`);
-    const figures = `re-attach after restart all ${restart.allMs} ms (per client p50 ${restart.p50Ms}, max ${restart.maxMs}; the restart itself ${restart.restartMs} ms; other processes ${restart.noiseCores.toFixed(2)} cores, budget ${restart.budgetMs} ms)`;
+    let restart = await restartAndTime(await gap());
+    for (let retry = 0; !restart.measurable && retry < MAX_UNMEASURABLE; retry += 1) restart = await restartAndTime(await gap());
+    assert.ok(restart.measurable, `not measurable in ${MAX_UNMEASURABLE + 1} restarts; the last: ${unmeasurableWhy(restart)}`);
+    const figures = `re-attach after restart all ${restart.allMs} ms (per client p50 ${restart.p50Ms}, max ${restart.maxMs}; the restart itself ${restart.restartMs} ms; CPU ${restart.cpuPerClientMs.toFixed(1)} ms per client, floor ${restart.floorMs.toFixed(1)} ms; other processes ${restart.noiseCores.toFixed(2)} cores; budget ${restart.budgetMs} ms)`;
     process.stdout.write(`# scale: ${CLIENTS} clients: ${figures}\n`);
     t.diagnostic(figures);
     assert.ok(restart.allMs < restart.budgetMs, `all re-attached after ${restart.allMs} ms`);
@@ -189,30 +231,40 @@ describe('control channel at scale', () => {
   it(`re-attaches all ${CLIENTS} within 5 s in each of ${RESTART_CYCLES} restarts 1 s apart`, async (t) => {
     const cycles: Restart[] = [];
     let unmeasurable = 0;
+    let lastUnmeasurable = '';
     while (cycles.length < RESTART_CYCLES && unmeasurable <= MAX_UNMEASURABLE) {
-      await delay(CYCLE_GAP_MS);
-      const restart = await restartAndTime();
+      const restart = await restartAndTime(await gap());
       if (!restart.measurable) {
         unmeasurable += 1;
+        lastUnmeasurable = unmeasurableWhy(restart);
         continue;
       }
       cycles.push(restart);
       // One restart over budget already fails the test: the rest would only add minutes to the run.
       if (restart.allMs >= restart.budgetMs) break;
     }
+    const median = (pick: (r: Restart) => number): number => percentile(cycles.map(pick).sort((a, b) => a - b), 50);
     const all = cycles.map((c) => c.allMs).sort((a, b) => a - b);
     const slow = cycles.reduce((n, c) => n + c.slowStarts, 0);
-    const restarts = cycles.map((c) => c.restartMs).sort((a, b) => a - b);
     const noise = cycles.map((c) => c.noiseCores).sort((a, b) => a - b);
-    const summary = `${cycles.length} restarts of ${CLIENTS}: time to all re-attached p50 ${percentile(all, 50)} ms, max ${percentile(all, 100)} ms; restart itself p50 ${percentile(restarts, 50)} ms; per-client p50 of p50s ${percentile(
-      cycles.map((c) => c.p50Ms).sort((a, b) => a - b),
-      50,
-    )} ms, worst client ${Math.max(...cycles.map((c) => c.maxMs))} ms; ${slow} client-restarts hit a failed attempt first; ${unmeasurable} restarts repeated as not measurable; other processes p50 ${percentile(noise, 50).toFixed(2)}, max ${percentile(noise, 100).toFixed(2)} cores`;
+    const ratio = median((c) => c.cpuPerClientMs / c.floorMs);
+    const summary = [
+      `${cycles.length} restarts of ${CLIENTS}: time to all re-attached p50 ${percentile(all, 50)} ms, max ${percentile(all, 100)} ms`,
+      `budget p50 ${median((c) => c.budgetMs)} ms`,
+      `restart itself p50 ${median((c) => c.restartMs)} ms`,
+      `CPU per client p50 ${median((c) => c.cpuPerClientMs).toFixed(1)} ms, floor p50 ${median((c) => c.floorMs).toFixed(1)} ms, ratio p50 ${ratio.toFixed(2)}`,
+      `per-client p50 of p50s ${median((c) => c.p50Ms)} ms, worst client ${Math.max(...cycles.map((c) => c.maxMs))} ms`,
+      `${slow} client-restarts hit a failed attempt first`,
+      `${unmeasurable} restarts repeated as not measurable`,
+      `other processes p50 ${percentile(noise, 50).toFixed(2)}, max ${percentile(noise, 100).toFixed(2)} cores`,
+    ].join('; ');
     process.stdout.write(`# scale: ${summary}\n`);
     t.diagnostic(summary);
     for (const [cycle, restart] of cycles.entries()) {
       assert.ok(restart.allMs < restart.budgetMs, `cycle ${cycle}: all re-attached after ${restart.allMs} ms (budget ${restart.budgetMs} ms)`);
     }
-    assert.equal(cycles.length, RESTART_CYCLES, `${unmeasurable} restarts were not measurable: other processes took most of the machine`);
+    assert.equal(cycles.length, RESTART_CYCLES, `${unmeasurable} restarts were not measurable; the last: ${lastUnmeasurable}`);
+    assert.equal(slow, 0, 'every client waited the after-healthy-session delay first, in every restart');
+    assert.ok(ratio <= MAX_FLOOR_RATIO, `boundary's CPU per re-attach is ${ratio.toFixed(2)} times the floor's (at most ${MAX_FLOOR_RATIO})`);
   });
 });
