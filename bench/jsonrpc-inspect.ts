@@ -60,7 +60,7 @@ const cases: [string, () => unknown][] = [
   ['decide MCP tools/call', () => decide(policy, mcpIntent(parsedCall))],
   ['decide MCP batch of 10', () => decide(policy, mcpIntent(parsedBatch))],
   ['decide json-rpc call', () => decide(policy, { adapter: 'l7', host: 'rpc.example.com', port: 443, method: 'POST', path: '/', jsonRpc: parsedGeneric })],
-  ['filter a 50-tool tools/list answer', () => filterToolsListText(list, new Set([3]), (t) => t.startsWith('search_'))],
+  ['filter a 50-tool tools/list answer', () => filterToolsListText(list, (id) => id === 3, (t) => t.startsWith('search_'))],
 ];
 
 const median = (values: number[]): number => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)] as number;

@@ -13,10 +13,11 @@ export interface Filtered {
 }
 
 /**
- * Filters the tools/list answers in one JSON text (a response object or a batch of them) whose id is pending.
- * Anything else, and text that is not JSON, passes unchanged: it is not an answer boundary was asked to filter.
+ * Filters the tools/list answers in one JSON text (a response object or a batch of them): the responses whose id
+ * `isAnswer` names. Anything else, and text that is not JSON, passes unchanged: it is not an answer boundary was
+ * asked to filter.
  */
-export function filterToolsListText(text: string, pending: ReadonlySet<JsonRpcId>, keep: (tool: string) => boolean): Filtered {
+export function filterToolsListText(text: string, isAnswer: (id: JsonRpcId) => boolean, keep: (tool: string) => boolean): Filtered {
   let json: unknown;
   try {
     json = JSON.parse(text);
@@ -26,7 +27,7 @@ export function filterToolsListText(text: string, pending: ReadonlySet<JsonRpcId
   const answered: JsonRpcId[] = [];
   let changed = false;
   const visit = (message: unknown): unknown => {
-    if (!isObject(message) || !('id' in message) || !pending.has(message.id as JsonRpcId)) return message;
+    if (!isObject(message) || !('id' in message) || !isAnswer(message.id as JsonRpcId)) return message;
     answered.push(message.id as JsonRpcId);
     const result = message.result;
     if (!isObject(result) || !Array.isArray(result.tools)) return message;

@@ -104,7 +104,7 @@ function relayEvaluated(request: RelayingRequest, evaluation: Exclude<Evaluation
   const { head } = prepared;
   request.goingUpstream(framing);
   request.destination = evaluation;
-  request.toolsList = toolsListPlan(ctx.store.current(), evaluation.decision, { host: evaluation.host, port: evaluation.port, path: o.path ?? '/' });
+  request.toolsList = toolsListPlan(ctx.store.current(), evaluation.decision, { host: evaluation.host, port: evaluation.port, path: o.path ?? '/', method: o.method });
   const { hasBody, streamed } = framing;
   const held = heldBody(ctx, { evaluation, prepared, req: request.req, body: request.body, method: o.method, hasBody, streamed });
   if (held !== undefined) {

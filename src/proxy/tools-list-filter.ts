@@ -15,34 +15,53 @@ import type { Decision, Policy } from '../policy/types.js';
 export const MAX_TOOLS_LIST_BYTES = 4 * 1024 * 1024;
 
 export interface ToolsListPlan {
-  /** tools/list request ids whose answers have not passed yet. */
-  readonly pending: Set<JsonRpcId>;
+  /** Is a response with this id an answer to filter? */
+  isAnswer(id: JsonRpcId): boolean;
+  /** These answers passed (filtered). */
+  answered(ids: readonly JsonRpcId[]): void;
+  /** The ids the error that stands in for an answer boundary cannot filter is addressed to. */
+  owed(): JsonRpcId[];
+  /** No answer is left to filter: the rest of the stream passes unread. */
+  done(): boolean;
   /** May the client call this tool (policy does not deny it; its name passes strict_tool_names)? */
   keep(tool: string): boolean;
 }
 
-/** The plan for an allowed request to an endpoint that filters tools/list, when it carries tools/list calls. */
-export function toolsListPlan(policy: Policy, decision: Decision, request: { host: string; port: number; path: string }): ToolsListPlan | undefined {
+/**
+ * The plan for an allowed request to an endpoint that filters tools/list: a POST's own tools/list calls, or any
+ * answer on a GET stream. MCP servers send answers on a GET only to a client resuming a broken POST stream
+ * (Last-Event-ID), and boundary keeps no session to know which ids those were; so every response on a GET that
+ * lists tools is filtered, and an event too large to read becomes an error addressed to no id (JSON-RPC's null).
+ */
+export function toolsListPlan(policy: Policy, decision: Decision, request: { host: string; port: number; path: string; method: string }): ToolsListPlan | undefined {
   const endpoint = decision.endpoint;
-  if (endpoint?.protocol !== 'mcp' || !endpoint.options.mcpFilterToolsList || decision.calls === undefined) return undefined;
+  if (endpoint?.protocol !== 'mcp' || !endpoint.options.mcpFilterToolsList) return undefined;
+  const strict = endpoint.options.mcpStrictToolNames;
+  const seen = new Map<string, boolean>();
+  const keep = (tool: string): boolean => {
+    let kept = seen.get(tool);
+    if (kept === undefined) {
+      // The same question a tools/call of this tool would put to decide(); audit would forward it, so it stays.
+      const call = { method: 'tools/call', tool, id: 0 };
+      const jsonRpc = { kind: 'messages' as const, calls: [call], responses: 0, batch: false };
+      kept = (!strict || isStrictToolName(tool)) && decide(policy, { adapter: 'l7', host: request.host, port: request.port, path: request.path, method: 'POST', jsonRpc }).verdict !== 'deny';
+      seen.set(tool, kept);
+    }
+    return kept;
+  };
+  if (request.method === 'GET') return { isAnswer: () => true, answered: () => undefined, owed: () => [null], done: () => false, keep };
+  if (decision.calls === undefined) return undefined;
   const pending = new Set<JsonRpcId>();
   for (const call of decision.calls) if (call.method === 'tools/list' && call.id !== undefined) pending.add(call.id);
   if (pending.size === 0) return undefined;
-  const strict = endpoint.options.mcpStrictToolNames;
-  const seen = new Map<string, boolean>();
   return {
-    pending,
-    keep(tool) {
-      let kept = seen.get(tool);
-      if (kept === undefined) {
-        // The same question a tools/call of this tool would put to decide(); audit would forward it, so it stays.
-        const call = { method: 'tools/call', tool, id: 0 };
-        const jsonRpc = { kind: 'messages' as const, calls: [call], responses: 0, batch: false };
-        kept = (!strict || isStrictToolName(tool)) && decide(policy, { adapter: 'l7', ...request, method: 'POST', jsonRpc }).verdict !== 'deny';
-        seen.set(tool, kept);
-      }
-      return kept;
+    isAnswer: (id) => pending.has(id),
+    answered(ids) {
+      for (const id of ids) pending.delete(id);
     },
+    owed: () => [...pending],
+    done: () => pending.size === 0,
+    keep,
   };
 }
 
@@ -74,23 +93,23 @@ export function filteringHandler(inner: H1Handler, plan: ToolsListPlan): H1Handl
   let held: Buffer[] = [];
   let heldBytes = 0;
   const answerWith = (why: string): void => {
-    const text = unfilterableAnswer([...plan.pending], why);
+    const text = unfilterableAnswer(plan.owed(), why);
     mode = 'replaced';
     inner.onHead(200, withHeaders(head, ['content-length', 'content-type', 'content-encoding', 'transfer-encoding'], ['content-type', 'application/json', 'content-length', String(Buffer.byteLength(text))]), Buffer.from(text), true);
   };
   const filterJson = (body: Buffer): void => {
-    const out = Buffer.from(filterToolsListText(body.toString('utf8'), plan.pending, plan.keep.bind(plan)).text);
+    const out = Buffer.from(filterToolsListText(body.toString('utf8'), plan.isAnswer, plan.keep).text);
     inner.onHead(status, withHeaders(head, ['content-length'], ['content-length', String(out.length)]), out, true);
   };
   const rewriter = createSseRewriter({
     maxEventBytes: MAX_TOOLS_LIST_BYTES,
     rewrite(data) {
-      const filtered = filterToolsListText(data, plan.pending, plan.keep.bind(plan));
-      for (const id of filtered.answered) plan.pending.delete(id);
+      const filtered = filterToolsListText(data, plan.isAnswer, plan.keep);
+      plan.answered(filtered.answered);
       return filtered.text === data ? undefined : filtered.text;
     },
-    oversized: () => (plan.pending.size === 0 ? undefined : unfilterableAnswer([...plan.pending], `an event is larger than ${MAX_TOOLS_LIST_BYTES} bytes`)),
-    done: () => plan.pending.size === 0,
+    oversized: () => (plan.done() ? undefined : unfilterableAnswer(plan.owed(), `an event is larger than ${MAX_TOOLS_LIST_BYTES} bytes`)),
+    done: plan.done,
   });
   const handler: H1Handler = {
     onHead(code, headers, body, complete) {

@@ -1,12 +1,16 @@
 // A real MCP server on loopback for proxy tests: the MCP SDK's McpServer behind its Streamable HTTP transport
 // (sessions with Mcp-Session-Id, the GET SSE stream, DELETE), plain HTTP or TLS with a test-CA certificate.
 // Answers POSTs over SSE by default, as JSON with `json: true`. Records every request that arrived, so a test
-// can prove a denied one never did, and the session ids it ended.
+// can prove a denied one never did, and the session ids it ended. With `resumeToolsList: true` it keeps its events
+// (the SDK's event store) and closes a tools/list call's POST stream before answering, so the answer reaches the
+// client on the GET it resumes with Last-Event-ID.
 
 import { randomUUID } from 'node:crypto';
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
+import { InMemoryEventStore } from '@modelcontextprotocol/sdk/examples/shared/inMemoryEventStore.js';
+import { ListToolsRequestSchema } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
 import type { CertificateAuthority } from '../../src/pki/ca.js';
 import { listenTracked, originServer, type RecordedRequest, recordRequest } from './servers.js';
@@ -30,7 +34,8 @@ export interface McpOrigin {
 
 type Sessions = Map<string, { transport: StreamableHTTPServerTransport; server: McpServer }>;
 
-function mcpServer(calls: string[]): McpServer {
+/** `resuming`: the transport whose tools/list POST streams are closed before the answer (see resumeToolsList). */
+function mcpServer(calls: string[], resuming: StreamableHTTPServerTransport | undefined): McpServer {
   const server = new McpServer({ name: 'boundary-test-mcp', version: '1.0.0' }, { capabilities: { logging: {} } });
   for (const name of MCP_TOOLS) {
     server.registerTool(name, { description: `the ${name} tool`, inputSchema: { scope: z.string().optional() } }, async ({ scope }) => {
@@ -38,10 +43,16 @@ function mcpServer(calls: string[]): McpServer {
       return { content: [{ type: 'text', text: `${name} ran${scope === undefined ? '' : ` on ${scope}`}` }] };
     });
   }
+  if (resuming !== undefined) {
+    server.server.setRequestHandler(ListToolsRequestSchema, async (_request, extra) => {
+      resuming.closeSSEStream(extra.requestId);
+      return { tools: MCP_TOOLS.map((name) => ({ name, description: `the ${name} tool`, inputSchema: { type: 'object' as const } })) };
+    });
+  }
   return server;
 }
 
-function handler(seen: McpSeen[], ended: string[], calls: string[], sessions: Sessions, json: boolean) {
+function handler(seen: McpSeen[], ended: string[], calls: string[], sessions: Sessions, options: Options) {
   return (req: IncomingMessage, res: ServerResponse): void => {
     recordRequest(req, seen, (body) => {
       const sessionId = req.headers['mcp-session-id'];
@@ -52,9 +63,12 @@ function handler(seen: McpSeen[], ended: string[], calls: string[], sessions: Se
         void existing.transport.handleRequest(req, res, parsed);
         return;
       }
+      const resume = options.resumeToolsList === true;
       const transport = new StreamableHTTPServerTransport({
         sessionIdGenerator: () => randomUUID(),
-        enableJsonResponse: json,
+        enableJsonResponse: options.json === true,
+        // The client reconnects after `retry` ms: the smallest, so the test waits on the resumed answer, not a delay.
+        ...(resume ? { eventStore: new InMemoryEventStore(), retryInterval: 1 } : {}),
         onsessioninitialized: (id) => {
           sessions.set(id, { transport, server });
         },
@@ -62,7 +76,7 @@ function handler(seen: McpSeen[], ended: string[], calls: string[], sessions: Se
       transport.onclose = () => {
         if (transport.sessionId !== undefined) sessions.delete(transport.sessionId);
       };
-      const server = mcpServer(calls);
+      const server = mcpServer(calls, resume ? transport : undefined);
       void server.connect(transport).then(() => transport.handleRequest(req, res, parsed));
     });
   };
@@ -71,6 +85,8 @@ function handler(seen: McpSeen[], ended: string[], calls: string[], sessions: Se
 interface Options {
   /** Answer POSTs with JSON bodies instead of SSE streams. */
   readonly json?: boolean;
+  /** Answer tools/list only on the GET stream the client resumes after its POST stream was closed. */
+  readonly resumeToolsList?: boolean;
 }
 
 async function start(server: Server, seen: McpSeen[], ended: string[], calls: string[], sessions: Sessions): Promise<McpOrigin> {
@@ -97,7 +113,7 @@ async function mcpOriginOn(options: Options, tls?: { ca: CertificateAuthority; n
   const calls: string[] = [];
   const sessions: Sessions = new Map();
   const leaf = tls === undefined ? undefined : { ca: tls.ca, names: [...(tls.names ?? ['api.example.test']), '127.0.0.1'] };
-  const server = await originServer(handler(seen, ended, calls, sessions, options.json === true), leaf);
+  const server = await originServer(handler(seen, ended, calls, sessions, options), leaf);
   return start(server, seen, ended, calls, sessions);
 }
 

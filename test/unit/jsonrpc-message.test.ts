@@ -85,14 +85,14 @@ describe('filter_tools_list pieces', () => {
   const list = (id: number) => ({ jsonrpc: '2.0', id, result: { tools: [{ name: 'read_status' }, { name: 'delete_resource' }], nextCursor: 'c' } });
 
   it('filters the pending ids of a response or a batch, and leaves everything else byte for byte', () => {
-    const one = filterToolsListText(JSON.stringify(list(1)), new Set([1]), keep);
+    const one = filterToolsListText(JSON.stringify(list(1)), (id) => id === 1, keep);
     assert.deepEqual(JSON.parse(one.text).result, { tools: [{ name: 'read_status' }], nextCursor: 'c' });
     assert.deepEqual(one.answered, [1]);
     const other = JSON.stringify(list(2));
-    assert.equal(filterToolsListText(other, new Set([1]), keep).text, other);
-    const batch = filterToolsListText(JSON.stringify([list(2), list(1)]), new Set([1]), keep);
+    assert.equal(filterToolsListText(other, (id) => id === 1, keep).text, other);
+    const batch = filterToolsListText(JSON.stringify([list(2), list(1)]), (id) => id === 1, keep);
     assert.deepEqual(JSON.parse(batch.text).map((m: { result: { tools: unknown[] } }) => m.result.tools.length), [2, 1]);
-    assert.equal(filterToolsListText('not json', new Set([1]), keep).text, 'not json');
+    assert.equal(filterToolsListText('not json', (id) => id === 1, keep).text, 'not json');
   });
 
   it('rewrites only the data of the answering SSE event, whatever the chunking and line endings', () => {
@@ -105,7 +105,7 @@ describe('filter_tools_list pieces', () => {
       const rewriter = createSseRewriter({
         maxEventBytes: 1024,
         rewrite: (data) => {
-          const out = filterToolsListText(data, pending, keep);
+          const out = filterToolsListText(data, (id) => pending.has(id), keep);
           for (const id of out.answered) pending.delete(id);
           return out.text === data ? undefined : out.text;
         },
