@@ -6,6 +6,7 @@
 export const BOUNDARY_HEADER_PREFIX = 'x-boundary-';
 export const POLICY_HEADER = 'X-Boundary-Policy';
 export const VIA_VALUE = '1.1 boundary';
+const VIA_VALUE_H2 = '2 boundary';
 
 // Always dropped on the way upstream. `host` is replaced by the canonical authority; `expect` because the
 // 100-continue exchange ends at boundary; `x-forwarded-for`/`forwarded` because the client made them up.
@@ -135,13 +136,19 @@ function isBoundaryHeader(name: string): boolean {
   return true;
 }
 
+/** RFC 9110 section 7.6.3: Via names the version the request was received in; HTTP/2 is "2" (node says "2.0"). */
+function viaValue(httpVersion: string): string {
+  if (httpVersion === '1.1') return VIA_VALUE;
+  return httpVersion === '2.0' ? VIA_VALUE_H2 : `${httpVersion} boundary`;
+}
+
 /**
  * Upstream request headers as a flat `[name, value, ...]` list (order and duplicates kept), as h1-client.ts
  * writes them. `upgrade` keeps `Connection: upgrade` + `Upgrade` for a WebSocket handshake.
  */
 export function upstreamRequestHeaders(
   rawHeaders: readonly string[],
-  options: { readonly host: string; readonly upgrade?: string },
+  options: { readonly host: string; readonly upgrade?: string; readonly httpVersion?: string },
 ): string[] {
   let drop: string[] | undefined;
   let via: string | undefined;
@@ -156,7 +163,8 @@ export function upstreamRequestHeaders(
     if ((flagsOf(name) & DROP_UP) !== 0 || (drop !== undefined && isNominated(name, drop))) continue;
     out.push(name, rawHeaders[i + 1] ?? '');
   }
-  out.push('via', via === undefined ? VIA_VALUE : `${via}, ${VIA_VALUE}`);
+  const own = viaValue(options.httpVersion ?? '1.1');
+  out.push('via', via === undefined ? own : `${via}, ${own}`);
   if (options.upgrade !== undefined) out.push('connection', 'upgrade', 'upgrade', options.upgrade);
   return out;
 }

@@ -96,7 +96,7 @@ function relayEvaluated(request: RelayingRequest, evaluation: Exclude<Evaluation
   }
   const framing = request.bodyFraming(evaluation);
   if (framing === undefined) return true;
-  const prepared = prepareHead(ctx, evaluation, o.method, request.req.rawHeaders);
+  const prepared = prepareHead(ctx, evaluation, { method: o.method, httpVersion: request.req.httpVersion, rawHeaders: request.req.rawHeaders });
   if (!prepared.ok) {
     refuseRewrite(request, prepared);
     return true;

@@ -17,9 +17,14 @@ export type PreparedHead = { readonly ok: true; readonly head: UpstreamHead; rea
  * docs/destinations.md#inside-an-inspected-tunnel: the endpoint-scoped resolver and the rewrite come last, after the
  * allow; nothing is awaited between them and the upstream write unless the body must be read first.
  */
-export function prepareHead(ctx: ProxyContext, evaluation: RelayEvaluation, method: string, rawHeaders: readonly string[]): PreparedHead {
+export function prepareHead(
+  ctx: ProxyContext,
+  evaluation: RelayEvaluation,
+  req: { readonly method: string; readonly httpVersion: string; readonly rawHeaders: readonly string[] },
+): PreparedHead {
   const { host, port, target, tls, decision } = evaluation;
-  const upstream = upstreamRequestHeaders(rawHeaders, { host: hostHeader(host, port, tls) });
+  const { method } = req;
+  const upstream = upstreamRequestHeaders(req.rawHeaders, { host: hostHeader(host, port, tls), httpVersion: req.httpVersion });
   // A signing endpoint: the workload's own (placeholder-key) signature goes before the rewrite sees it.
   const signing = decision.endpoint?.credentialSigning === undefined ? undefined : decision.endpoint;
   const prepared = credentialHead({

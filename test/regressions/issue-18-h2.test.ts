@@ -80,8 +80,9 @@ ${rule('api.example.test', h2.port)}${rule('old.example.test', h1Only.port)}${ru
     const allowed = await curl([...proxy(), '--http2', '--cacert', caFile, `https://api.example.test:${h2.port}/allowed/one?q=1`]);
     assert.equal(allowed.code, '200');
     assert.equal(allowed.version, '2');
-    const seen = JSON.parse(allowed.body) as { httpVersion: string; path: string; authority: string };
+    const seen = JSON.parse(allowed.body) as { httpVersion: string; path: string; authority: string; headers: Record<string, string> };
     assert.equal(seen.httpVersion, '2.0', 'the origin was spoken to in HTTP/2');
+    assert.equal(seen.headers.via, '2 boundary', 'Via names the version boundary received (RFC 9110 section 7.6.3)');
     assert.equal(seen.path, '/allowed/one?q=1');
     assert.equal(seen.authority, `api.example.test:${h2.port}`);
     const denied = await curl([...proxy(), '--http2', '--cacert', caFile, '-X', 'DELETE', `https://api.example.test:${h2.port}/allowed/one`]);
@@ -110,6 +111,7 @@ ${rule('api.example.test', h2.port)}${rule('old.example.test', h1Only.port)}${ru
     assert.equal(res.version, '2');
     assert.equal((JSON.parse(res.body) as { url: string }).url, '/allowed/two');
     assert.equal(h1Only.seen.at(-1)?.headers.host, `old.example.test:${h1Only.port}`);
+    assert.equal(h1Only.seen.at(-1)?.headers.via, '2 boundary', 'received in HTTP/2, whatever it goes on in');
   });
 
   it('curl --http2 transparently, through the synthetic address policy DNS handed out', async () => {

@@ -58,6 +58,11 @@ describe('upstreamRequestHeaders', () => {
     const out = upstreamRequestHeaders(['Via', '1.0 other', 'Upgrade', 'websocket', 'Connection', 'Upgrade'], { host: 'h', upgrade: 'websocket' });
     assert.deepEqual(out, ['host', 'h', 'via', '1.0 other, 1.1 boundary', 'connection', 'upgrade', 'upgrade', 'websocket']);
   });
+  it('names the version the request came in on in Via: 2 for HTTP/2, 1.0 for HTTP/1.0 (RFC 9110 section 7.6.3)', () => {
+    assert.deepEqual(upstreamRequestHeaders(['Via', '1.1 edge'], { host: 'h', httpVersion: '2.0' }), ['host', 'h', 'via', '1.1 edge, 2 boundary']);
+    assert.deepEqual(upstreamRequestHeaders([], { host: 'h', httpVersion: '1.0' }), ['host', 'h', 'via', '1.0 boundary']);
+    assert.deepEqual(upstreamRequestHeaders([], { host: 'h', httpVersion: '1.1' }), ['host', 'h', 'via', '1.1 boundary']);
+  });
 });
 
 describe('clientResponseHeaders', () => {
