@@ -326,8 +326,9 @@ function checkRuleRequirements(ctx: ReadContext, input: RequirementInput): void 
     if (!hasRules && !allowAll) {
       report(ctx, map, childPath(path, 'rules'), 'POLICY_MCP_INVALID', 'mcp needs rules unless mcp.allow_all_known_mcp_methods is true');
     }
-    if (input.hostKind === 'wildcard' || input.hostKind === 'any') {
-      report(ctx, f.get('host')?.value ?? map, childPath(path, 'host'), 'POLICY_MCP_INVALID', 'mcp needs a concrete host');
+    // OpenShell's rule: a host, of any kind (a glob too); `allowed_ips` alone does not make an MCP endpoint.
+    if (input.hostKind === 'any') {
+      report(ctx, f.get('host')?.value ?? map, childPath(path, 'host'), 'POLICY_MCP_INVALID', 'mcp needs a host: protocol alone is not a wildcard endpoint');
     }
   }
 }

@@ -46,6 +46,7 @@ network_policies:
         mcp: { allow_all_known_mcp_methods: true }
         rules: [{ allow: { tool: read_status } }]
       - { host: stream.test, port: 443, path: /mcp, protocol: mcp, enforcement: enforce, rules: [{ allow: { method: initialize } }] }
+      - { host: "*.tools.test", port: 443, path: /mcp, protocol: mcp, enforcement: enforce, rules: [{ allow: { method: tools/call, tool: read_status } }] }
   union:
     endpoints:
       - { host: union.test, port: 443, path: /mcp, protocol: mcp, enforcement: enforce, rules: [{ allow: { method: initialize } }] }
@@ -116,6 +117,12 @@ describe('decide: json-rpc endpoints (JR cases)', () => {
 });
 
 describe('decide: mcp endpoints (MC cases)', () => {
+  it('a glob host takes MCP rules as OpenShell loads it: tools decided on every name it matches, none on others', () => {
+    assert.deepEqual(verdict(ask('a.tools.test', tool('read_status'))), ['allow', 'rule-allowed']);
+    assert.deepEqual(verdict(ask('b.tools.test', tool('submit_report'))), ['deny', 'no-rule-matched']);
+    assert.equal(ask('tools.test', tool('read_status')).verdict, 'deny', 'the glob needs a label before the suffix');
+  });
+
   it('M1/M4/M5/M6/M7: tools by name; the deny rule wins; an unlisted method is denied', () => {
     assert.deepEqual(verdict(ask('mcp.test', tool('read_status'))), ['allow', 'rule-allowed']);
     assert.deepEqual(verdict(ask('mcp.test', tool('submit_report'))), ['allow', 'rule-allowed']);

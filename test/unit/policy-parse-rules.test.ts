@@ -45,7 +45,7 @@ describe('parsePolicy: validation rules', () => {
     ['V8 json-rpc needs allow.method', endpoint('{ host: a.example.com, port: 443, protocol: json-rpc, rules: [{ allow: {} }] }'), 'POLICY_JSON_RPC_INVALID', `${E0}.rules[0].allow.method`],
     ['V8 json-rpc rejects method globs', endpoint('{ host: a.example.com, port: 443, protocol: json-rpc, rules: [{ allow: { method: "reports.*" } }] }'), 'POLICY_JSON_RPC_INVALID', `${E0}.rules[0].allow.method`],
     ['V8 mcp needs rules', endpoint('{ host: a.example.com, port: 443, protocol: mcp }'), 'POLICY_MCP_INVALID', `${E0}.rules`],
-    ['V8 mcp needs a concrete host', endpoint('{ host: "*.example.com", port: 443, protocol: mcp, mcp: { allow_all_known_mcp_methods: true } }'), 'POLICY_MCP_INVALID', `${E0}.host`],
+    ['V8 mcp needs a host', endpoint('{ allowed_ips: [10.0.0.0/8], port: 443, protocol: mcp, mcp: { allow_all_known_mcp_methods: true } }'), 'POLICY_MCP_INVALID', `${E0}.host`],
     ['V8 mcp tool needs tools/call', endpoint('{ host: a.example.com, port: 443, protocol: mcp, rules: [{ allow: { method: initialize, tool: x } }] }'), 'POLICY_MCP_INVALID', `${E0}.rules[0].allow.method`],
     ['V8 mcp method * is not a method', endpoint('{ host: a.example.com, port: 443, protocol: mcp, rules: [{ allow: { method: "*" } }] }'), 'POLICY_MCP_INVALID', `${E0}.rules[0].allow.method`],
     ['V8 mcp broad tools/call beside tool rules', endpoint('host: a.example.com\nport: 443\nprotocol: mcp\nrules:\n  - allow: { method: tools/call, tool: x }\n  - allow: { method: "tools/*" }'), 'POLICY_MCP_INVALID', `${E0}.rules`],
