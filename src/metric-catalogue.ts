@@ -8,6 +8,7 @@ import { CONTROL_ERROR_KINDS } from './control/messages.js';
 import type { ControlPhase } from './control/client.js';
 import { REFUSAL_REASONS } from './credentials/outcome.js';
 import { RCODES } from './dns/answer.js';
+import { FLOOD_KINDS } from './http2/flood-guard.js';
 import { DNS_DECISION_REASONS } from './policy/types.js';
 import { ADMISSION_LISTENERS, CLIENT_ERROR_REASONS, OUTCOME_VERDICTS, REASON_CODES, REFUSED_CONNECTION_REASONS } from './proxy/events.js';
 import type { MetricSpec } from './telemetry/metrics.js';
@@ -189,6 +190,30 @@ export const METRICS = {
     unit: '',
     help: 'Tunnels closed because a policy reload changed their decision',
     labels: NONE,
+    scope: 'boundary',
+  },
+  boundary_http2_client_sessions: {
+    name: 'boundary_http2_client_sessions',
+    type: 'gauge',
+    unit: '',
+    help: 'Open HTTP/2 sessions with workload clients: inspected tunnels and captured connections whose client speaks HTTP/2',
+    labels: NONE,
+    scope: 'boundary',
+  },
+  boundary_http2_upstream_clients: {
+    name: 'boundary_http2_upstream_clients',
+    type: 'gauge',
+    unit: '',
+    help: 'HTTP/2 clients kept for origins, one per pinned destination (a replaced one until its streams end)',
+    labels: NONE,
+    scope: 'boundary',
+  },
+  boundary_http2_flood_closed_total: {
+    name: 'boundary_http2_flood_closed_total',
+    type: 'counter',
+    unit: '',
+    help: 'HTTP/2 client sessions closed with GOAWAY ENHANCE_YOUR_CALM by the flood guard, by flood',
+    labels: { flood: FLOOD_KINDS },
     scope: 'boundary',
   },
   boundary_credentials_substituted_total: {

@@ -13,7 +13,8 @@ export const H2_MAX_SETTINGS_BETWEEN_REQUESTS = 100;
  */
 export const H2_MAX_RESET_DEBT = 200;
 
-export type FloodKind = 'ping-flood' | 'settings-flood' | 'reset-flood';
+export const FLOOD_KINDS = ['ping-flood', 'settings-flood', 'reset-flood'] as const;
+export type FloodKind = (typeof FLOOD_KINDS)[number];
 
 export interface FloodGuard {
   /** Each returns the flood it detected, or undefined: then the frame is fine. */

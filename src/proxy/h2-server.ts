@@ -54,6 +54,7 @@ export function createH2Server(ctx: ProxyContext): H2Server {
     },
   });
   const sessions = new Set<Http2Session>();
+  ctx.metrics.watchHttp2({ clientSessions: () => sessions.size, upstreamClients: () => upstreams.size() });
   /** What serve() was given, for the session node:http2 makes inside its emit('connection'). */
   let adopting: Omit<H2Session, 'guard' | 'aborted'> | undefined;
 
@@ -105,6 +106,7 @@ function calmer(ctx: ProxyContext, tunnel: H2Tunnel, session: Http2Session): (ki
     if (kind === undefined || session.destroyed) return;
     session.goaway(NGHTTP2_ENHANCE_YOUR_CALM, 0, Buffer.from(kind));
     session.destroy();
+    ctx.metrics.http2FloodClosed.inc({ flood: kind });
     const { host, port } = tunnel.target;
     const o = beginOutcome('l7', 'http', tunnel.src);
     o.host = host;

@@ -29,6 +29,8 @@ export interface H2Upstreams {
    * own socket then goes unused), else ALPN on `first`. `release()` frees what the tunnel alone holds.
    */
   forTunnel(dest: PinnedDestination, first: Socket): TunnelUpstreamHandle;
+  /** HTTP/2 clients open: pooled ones, and replaced ones still serving their streams. */
+  size(): number;
   close(): void;
 }
 
@@ -126,6 +128,7 @@ export function createH2Upstreams(upstreams: Upstreams): H2Upstreams {
         },
       };
     },
+    size: () => all.size,
     close() {
       for (const client of all) client.destroy();
       all.clear();

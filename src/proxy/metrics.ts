@@ -6,6 +6,7 @@ import { performance } from 'node:perf_hooks';
 import type { Registry } from 'prom-client';
 import { MAX_POLICY_LABELS, METRICS, type MetricAdapter, NO_POLICY_LABEL } from '../metric-catalogue.js';
 import { decide } from '../policy/decide.js';
+import type { FloodKind } from '../http2/flood-guard.js';
 import type { Adapter, Decision, EgressIntent, Policy } from '../policy/types.js';
 import { createCounter, createGauge, createHistogram, metricsOff, type Observer, OTHER_LABEL_VALUE, type PlainGauge, plainGauge } from '../telemetry/metrics.js';
 import { ADMISSION_LISTENERS, type AdmissionListener, OUTCOME_VERDICTS, type Outcome, type OutcomeVerdict, type ReasonCode, type RefusedConnectionReason } from './events.js';
@@ -23,6 +24,10 @@ export interface ProxyMetrics {
   readonly firstByteTimeouts: { inc(labels: { listener: AdmissionListener }): void };
   /** Registers how many distinct sources a listener holds now; read at scrape time, never on the accept path. */
   readonly watchSources: (listener: AdmissionListener, count: () => number) => void;
+  /** Registers the HTTP/2 server's open client sessions and kept upstream clients; read at scrape time. */
+  readonly watchHttp2: (counts: { readonly clientSessions: () => number; readonly upstreamClients: () => number }) => void;
+  /** A client session the flood guard closed; rare, so counted directly. */
+  readonly http2FloodClosed: { inc(labels: { flood: FloodKind }): void };
   readonly clientErrors: { inc(labels: { reason: 'head-too-large' | 'timeout' | 'reset' | 'malformed' }): void };
   readonly credentialsSubstituted: () => void;
   readonly connections: PlainGauge;
@@ -150,6 +155,14 @@ export function createProxyMetrics(registry: Registry): ProxyMetrics {
     },
   });
 
+  let http2: Parameters<ProxyMetrics['watchHttp2']>[0] | undefined;
+  createGauge(registry, METRICS.boundary_http2_client_sessions, {
+    collect: (gauge) => gauge.set({}, http2?.clientSessions() ?? 0),
+  });
+  createGauge(registry, METRICS.boundary_http2_upstream_clients, {
+    collect: (gauge) => gauge.set({}, http2?.upstreamClients() ?? 0),
+  });
+
   const off = metricsOff(registry);
   const tls = createHistogram(registry, METRICS.boundary_tls_handshake_duration_seconds);
   return {
@@ -177,6 +190,10 @@ export function createProxyMetrics(registry: Registry): ProxyMetrics {
     watchSources(listener, count) {
       sourceCounts.set(listener, count);
     },
+    watchHttp2(counts) {
+      http2 = counts;
+    },
+    http2FloodClosed: createCounter(registry, METRICS.boundary_http2_flood_closed_total),
     clientErrors: createCounter(registry, METRICS.boundary_proxy_client_errors_total),
     credentialsSubstituted: () => {
       substituted++;

@@ -10,6 +10,7 @@ import { H2_MAX_CONCURRENT_STREAMS, H2_MAX_CONTINUATION_FRAMES, H2_MAX_HEADER_LI
 import { type RunningBoundary, startBoundary } from '../harness/boundary.js';
 import { ERROR, errorOf, FLAG, FRAME, type FrameReader, frame, headerBlock, PREFACE, ping, readFrames, requestHeaders, rstStream, settings } from '../harness/h2-frames.js';
 import { type H2Origin, h2cOrigin } from '../harness/h2-origin.js';
+import { metric } from '../harness/liveness.js';
 import { openTunnel } from '../harness/proxy-client.js';
 
 describe('issue 18: HTTP/2 attack classes meet named limits', () => {
@@ -69,6 +70,17 @@ network_policies:
     return Buffer.concat(open);
   }
 
+  it('counts open client sessions and the upstream HTTP/2 clients their streams use', async () => {
+    const sessionsBefore = await metric(b, 'boundary_http2_client_sessions');
+    const { socket, frames } = await session();
+    // The server made the session before it sent its SETTINGS, which session() waited for.
+    assert.equal(await metric(b, 'boundary_http2_client_sessions'), sessionsBefore + 1);
+    socket.write(requestHeaders(1, { authority, path: '/counted', method: 'GET', endStream: true }));
+    const answer = await frames.next((f) => f.type === FRAME.HEADERS && f.streamId === 1);
+    assert.ok(answer !== undefined, 'the stream was answered');
+    assert.ok((await metric(b, 'boundary_http2_upstream_clients')) >= 1, 'the stream went upstream on a kept HTTP/2 client');
+  });
+
   it(`refuses streams beyond ${H2_MAX_CONCURRENT_STREAMS} at once with REFUSED_STREAM while the limit is unacknowledged`, async () => {
     const { socket, frames } = await session(false);
     socket.write(openStreams(H2_MAX_CONCURRENT_STREAMS + 1));
@@ -110,6 +122,8 @@ network_policies:
     ['PING', H2_MAX_PINGS_BETWEEN_REQUESTS, 'ping-flood'],
   ] as const) {
     it(`closes a session that sends more than ${limit} ${name} frames between requests (GOAWAY ENHANCE_YOUR_CALM ${attack})`, async () => {
+      const counted = `boundary_http2_flood_closed_total{flood="${attack}"}`;
+      const closedBefore = await metric(b, counted);
       const { socket, frames } = await session();
       const flood: Buffer[] = [];
       for (let i = 0; i <= limit + 10; i++) flood.push(name === 'PING' ? ping(i) : settings([[4, 65_535 + i]]));
@@ -120,6 +134,7 @@ network_policies:
       await frames.closed;
       const finding = await b.log.waitFor((e) => e.class_uid === 2004 && e.unmapped?.finding === `h2-${attack}`);
       assert.equal(finding.dst_endpoint?.domain, 'plain.example.test');
+      assert.equal(await metric(b, counted), closedBefore + 1, 'the closed session is counted by its flood');
     });
   }
 
