@@ -54,8 +54,8 @@ ${ports.map((port) => `      - { host: ${HOST}, port: ${port} }`).join('\n')}
 `;
 
 /** What the server received, checked against the real keys. */
-function verdictOf(seen: McpSeen): string {
-  return verifySigV4({ method: seen.method, url: seen.url, headers: seen.headers } as IncomingMessage, Buffer.from(seen.body), KEYS).verdict;
+function verified(seen: McpSeen): ReturnType<typeof verifySigV4> {
+  return verifySigV4({ method: seen.method, url: seen.url, headers: seen.headers } as IncomingMessage, Buffer.from(seen.body), KEYS);
 }
 
 describe('issue 17: SigV4 signing on an MCP endpoint, after the call is decided', { timeout: SUITE_TIMEOUT_MS }, () => {
@@ -103,13 +103,13 @@ describe('issue 17: SigV4 signing on an MCP endpoint, after the call is decided'
       const posts = seen.filter((s) => s.method === 'POST');
       assert.ok(posts.length >= 4, `initialize, initialized, tools/list and tools/call reached the server (${posts.length} POSTs)`);
       assert.deepEqual(
-        seen.map((s) => `${s.method} ${verdictOf(s)}`),
+        seen.map((s) => `${s.method} ${verified(s).verdict}`),
         seen.map((s) => `${s.method} valid`),
         'every request the server received carried a valid signature by the provider keys',
       );
       assert.ok(
-        posts.every((s) => s.headers['x-amz-content-sha256'] === verifySigV4({ method: s.method, url: s.url, headers: s.headers } as IncomingMessage, Buffer.from(s.body), KEYS).bodySha256),
-        'the signature covers the body that was decided',
+        posts.map(verified).every((v) => v.contentSha256 === v.bodySha256),
+        'each POST is signed over the body that was decided, not UNSIGNED-PAYLOAD',
       );
       assert.ok(!seen.some((s) => s.body.includes('delete_resource')), 'the denied call never reached the server');
       assert.ok(!route.origin().calls.includes('delete_resource'));
