@@ -1,6 +1,7 @@
 // Endpoint fields that are not about matching: allowed_ips (V10), credential binding and signing (V11),
 // protocol options for graphql, mcp and json-rpc. Readers report problems and return normalised values.
 
+import type { ErrorCode } from '../errors.js';
 import { IPV4_EMBEDDINGS } from '../net/address.js';
 import { type Cidr, cidrOverlaps, formatCidr, hasCleanHostBits, parseCidr } from '../net/ip.js';
 import {
@@ -34,6 +35,12 @@ import {
 const DEFAULT_INSPECTION_BODY_BYTES = 64 * 1024;
 /** Upper bound accepted for any `max_body_bytes` option. */
 const MAX_INSPECTION_BODY_BYTES = 64 * 1024 * 1024;
+
+/** A body limit option: 0 means the default, as in OpenShell (which sends no limit for 0); undefined when absent. */
+function readBodyLimit(ctx: ReadContext, field: Field | undefined, path: string, code: ErrorCode): number | undefined {
+  const value = readInt(ctx, field, path, { min: 0, max: MAX_INSPECTION_BODY_BYTES, code });
+  return value === 0 ? undefined : value;
+}
 /** `allowed_ips` entries broader than this prefix log a warning. */
 const ALLOWED_IPS_WARN_PREFIX = 16;
 
@@ -138,11 +145,7 @@ export function readProtocolOptions(
       'allow_registered needs graphql_persisted_queries');
   }
   const graphqlMaxBodyBytes =
-    readInt(ctx, fields.get('graphql_max_body_bytes'), childPath(path, 'graphql_max_body_bytes'), {
-      min: 1,
-      max: MAX_INSPECTION_BODY_BYTES,
-      code: 'POLICY_GRAPHQL_INVALID',
-    }) ?? DEFAULT_INSPECTION_BODY_BYTES;
+    readBodyLimit(ctx, fields.get('graphql_max_body_bytes'), childPath(path, 'graphql_max_body_bytes'), 'POLICY_GRAPHQL_INVALID') ?? DEFAULT_INSPECTION_BODY_BYTES;
 
   const { mcp, jsonRpcMaxBodyBytes } = readJsonRpcOptions(ctx, fields, path, protocol);
   const mcpPath = childPath(path, 'mcp');
@@ -215,9 +218,8 @@ function readJsonRpcOptions(
     }
   }
   const jsonRpc = readOptionMap(ctx, fields.get('json_rpc'), jsonRpcPath, JSON_RPC_OPTION_KEYS, family, 'POLICY_JSON_RPC_INVALID');
-  const bounds = { min: 1, max: MAX_INSPECTION_BODY_BYTES };
-  const fromMcp = readInt(ctx, mcp?.get('max_body_bytes'), childPath(mcpPath, 'max_body_bytes'), { ...bounds, code: 'POLICY_MCP_INVALID' });
-  const fromJsonRpc = readInt(ctx, jsonRpc?.get('max_body_bytes'), childPath(jsonRpcPath, 'max_body_bytes'), { ...bounds, code: 'POLICY_JSON_RPC_INVALID' });
+  const fromMcp = readBodyLimit(ctx, mcp?.get('max_body_bytes'), childPath(mcpPath, 'max_body_bytes'), 'POLICY_MCP_INVALID');
+  const fromJsonRpc = readBodyLimit(ctx, jsonRpc?.get('max_body_bytes'), childPath(jsonRpcPath, 'max_body_bytes'), 'POLICY_JSON_RPC_INVALID');
   if (mcp?.has('max_body_bytes') === true && jsonRpc?.has('max_body_bytes') === true) {
     report(ctx, jsonRpc.get('max_body_bytes')?.keyNode, childPath(jsonRpcPath, 'max_body_bytes'), 'POLICY_JSON_RPC_INVALID',
       'mcp.max_body_bytes and json_rpc.max_body_bytes set the same limit; set one');

@@ -34,7 +34,8 @@ describe('parsePolicy: mcp and json-rpc load-time checks', () => {
     ['mcp needs rules without the profile', mcp(''), 'POLICY_MCP_INVALID', `${E0}.rules`, /needs rules/],
     ['access on mcp', mcp('access: full'), 'POLICY_ACCESS_INVALID', `${E0}.access`, /not allowed for mcp/],
     ['both body limits', mcp('rules: [{ allow: { method: initialize } }]\njson_rpc: { max_body_bytes: 10 }', '{ max_body_bytes: 10 }'), 'POLICY_JSON_RPC_INVALID', `${E0}.json_rpc.max_body_bytes`, /set one/],
-    ['a zero body limit', mcp('rules: [{ allow: { method: initialize } }]', '{ max_body_bytes: 0 }'), 'POLICY_MCP_INVALID', `${E0}.mcp.max_body_bytes`, /./],
+    ['a negative body limit', mcp('rules: [{ allow: { method: initialize } }]', '{ max_body_bytes: -1 }'), 'POLICY_MCP_INVALID', `${E0}.mcp.max_body_bytes`, /0-67108864/],
+    ['a body limit past 64 MiB', mcp('rules: [{ allow: { method: initialize } }]', '{ max_body_bytes: 67108865 }'), 'POLICY_MCP_INVALID', `${E0}.mcp.max_body_bytes`, /0-67108864/],
     ['filter_tools_list on json-rpc', jsonRpc('rules: [{ allow: { method: "*" } }]\nmcp: { filter_tools_list: true }'), 'POLICY_MCP_INVALID', `${E0}.mcp.filter_tools_list`, /mcp only/],
     ['strict_tool_names on json-rpc', jsonRpc('rules: [{ allow: { method: "*" } }]\nmcp: { strict_tool_names: true }'), 'POLICY_MCP_INVALID', `${E0}.mcp.strict_tool_names`, /mcp only/],
     ['mcp options on rest', endpoint('{ host: a.example.com, port: 443, protocol: rest, access: full, mcp: { max_body_bytes: 10 } }'), 'POLICY_MCP_INVALID', `${E0}.mcp`, /mcp and json-rpc only/],
@@ -74,6 +75,9 @@ describe('parsePolicy: mcp and json-rpc load-time checks', () => {
     assert.equal(limit(mcp('rules: [{ allow: { method: initialize } }]', '{ max_body_bytes: 131072 }')), 131072);
     assert.equal(limit(mcp('rules: [{ allow: { method: initialize } }]\njson_rpc: { max_body_bytes: 2048 }')), 2048);
     assert.equal(limit(jsonRpc('rules: [{ allow: { method: "*" } }]\nmcp: { max_body_bytes: 4096 }')), 4096);
+    // 0 is the default, as in OpenShell (which sends no limit for 0).
+    assert.equal(limit(mcp('rules: [{ allow: { method: initialize } }]', '{ max_body_bytes: 0 }')), 65536);
+    assert.equal(limit(jsonRpc('rules: [{ allow: { method: "*" } }]\njson_rpc: { max_body_bytes: 0 }')), 65536);
     assert.equal(parsePolicy(mcp('rules: [{ allow: { method: initialize } }]', '{ filter_tools_list: true }')).endpoints[0]?.options.mcpFilterToolsList, true);
   });
 

@@ -50,7 +50,7 @@ describe('parsePolicy: validation rules', () => {
     ['V8 mcp method * is not a method', endpoint('{ host: a.example.com, port: 443, protocol: mcp, rules: [{ allow: { method: "*" } }] }'), 'POLICY_MCP_INVALID', `${E0}.rules[0].allow.method`],
     ['V8 mcp broad tools/call beside tool rules', endpoint('host: a.example.com\nport: 443\nprotocol: mcp\nrules:\n  - allow: { method: tools/call, tool: x }\n  - allow: { method: "tools/*" }'), 'POLICY_MCP_INVALID', `${E0}.rules`],
     ['V8 mcp options only on mcp', endpoint('{ host: a.example.com, port: 443, protocol: rest, access: full, mcp: { max_body_bytes: 10 } }'), 'POLICY_MCP_INVALID', `${E0}.mcp`],
-    ['V8 mcp options shape', endpoint('{ host: a.example.com, port: 443, protocol: mcp, mcp: { max_body_bytes: 0, allow_all_known_mcp_methods: true } }'), 'POLICY_MCP_INVALID', `${E0}.mcp.max_body_bytes`],
+    ['V8 mcp options shape', endpoint('{ host: a.example.com, port: 443, protocol: mcp, mcp: { max_body_bytes: -5, allow_all_known_mcp_methods: true } }'), 'POLICY_MCP_INVALID', `${E0}.mcp.max_body_bytes`],
     ['V9 tcp rejects L7 fields', endpoint('{ host: db.example.com, port: 5432, protocol: tcp, enforcement: enforce }'), 'POLICY_TCP_L7_FIELD', `${E0}.enforcement`],
     ['V9 tcp needs a DNS name', endpoint('{ host: 10.0.0.1, port: 5432, protocol: tcp }'), 'POLICY_TCP_HOST', `${E0}.host`],
     ['V9 tcp rejects a trailing dot', endpoint('{ host: db.example.com., port: 5432, protocol: tcp }'), 'POLICY_TCP_HOST', `${E0}.host`],

@@ -78,6 +78,9 @@ describe('parsePolicy: warnings and ignored sections', () => {
     assert.equal(options?.mcpStrictToolNames, true);
     assert.equal(options?.mcpFilterToolsList, false);
     assert.equal(options?.graphqlMaxBodyBytes, 65536);
+    // graphql_max_body_bytes: 0 is the default, as in OpenShell.
+    const zero = parsePolicy(endpoint('{ host: a.example.com, port: 443, protocol: graphql, enforcement: enforce, access: read-only, graphql_max_body_bytes: 0 }'));
+    assert.equal(zero.endpoints[0]?.options.graphqlMaxBodyBytes, 65536);
   });
 
   it('accepts an escape-hatched credentialed L4 endpoint and a credentialed rest endpoint', () => {
