@@ -6,6 +6,7 @@
 import type { ReadContext } from './yaml-source.js';
 import { report } from './yaml-source.js';
 import type { EndpointDraft } from './validate-endpoint.js';
+import { pathSelectorsOverlap } from './glob.js';
 import { hostPatternsOverlap } from './match.js';
 
 export interface PlacedDraft {
@@ -202,14 +203,16 @@ function sharePort(a: EndpointDraft, b: EndpointDraft): boolean {
 
 /**
  * Two path selectors tie for a request when equally specific and able to select a common path (docs/policy.md#endpoint-path-selector: a more
- * specific selector wins, so only ties are ambiguous). Overlap is judged on the literal prefix before any glob.
+ * specific selector wins, so only ties are ambiguous). The literal prefixes before any glob must be one the other's
+ * start (the index finds pairs by them), and then the selectors must share a path: `/api/` + `*` + `/read` and
+ * `/api/` + `*` + `/list` tie and never meet.
  */
 function selectorsCollide(a: EndpointDraft, b: EndpointDraft): boolean {
   if (a.selectorSpecificity !== b.selectorSpecificity) return false;
   if (a.selectorSpecificity === 0) return true;
   const pa = literalPrefix(a.path ?? '');
   const pb = literalPrefix(b.path ?? '');
-  return pa.startsWith(pb) || pb.startsWith(pa);
+  return (pa.startsWith(pb) || pb.startsWith(pa)) && pathSelectorsOverlap(a.path, b.path);
 }
 
 function literalPrefix(pattern: string): string {

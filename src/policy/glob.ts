@@ -112,6 +112,57 @@ export function compilePathSelector(pattern: string | undefined): PathSelector {
   return { source: pattern, specificity, matches: (path) => charsMatch(whole, path, 0, path.length) };
 }
 
+/**
+ * Whether some path is selected by both selectors: the load-time ambiguity check (V13) asks it of two equally
+ * specific selectors. Exact for literals, `?` and `*`; two classes, or a class and a literal it cannot be proved
+ * to miss, count as sharing a character, so a doubt reports the pair rather than letting it load.
+ */
+export function pathSelectorsOverlap(a: string | undefined, b: string | undefined): boolean {
+  if (a === undefined || b === undefined || MATCH_ALL_SELECTORS.has(a) || MATCH_ALL_SELECTORS.has(b)) return true;
+  const formsB = selectorForms(b);
+  return selectorForms(a).some((pa) => formsB.some((pb) => charPatternsOverlap(pa, pb)));
+}
+
+/** The character patterns a selector is: `/v1/**` is both `/v1` and `/v1/` followed by anything. */
+function selectorForms(pattern: string): CharPattern[] {
+  if (!pattern.endsWith('/**')) return [charPattern(pattern)];
+  const base = charPattern(pattern.slice(0, -3));
+  return [base, { codes: [...base.codes, 0x2f, STAR], classes: base.classes }];
+}
+
+/**
+ * A search over pairs of positions, one in each pattern: a star may take nothing (its position moves on alone) or
+ * one character more (it stays); every other token takes exactly one. Some string fits both iff both ends meet.
+ * At most (|a| + 1) x (|b| + 1) pairs, each visited once.
+ */
+function charPatternsOverlap(a: CharPattern, b: CharPattern): boolean {
+  const width = b.codes.length + 1;
+  const seen = new Set<number>();
+  const pending = [0];
+  while (pending.length > 0) {
+    const at = pending.pop() as number;
+    if (seen.has(at)) continue;
+    seen.add(at);
+    const i = Math.floor(at / width);
+    const j = at % width;
+    const ta = a.codes[i];
+    const tb = b.codes[j];
+    if (ta === undefined && tb === undefined) return true;
+    if (ta === STAR) pending.push((i + 1) * width + j);
+    if (tb === STAR) pending.push(i * width + j + 1);
+    if (ta === undefined || tb === undefined || !mayShareChar(ta, a.classes, tb, b.classes)) continue;
+    pending.push((ta === STAR ? i : i + 1) * width + (tb === STAR ? j : j + 1));
+  }
+  return false;
+}
+
+function mayShareChar(ta: number, classesA: CharPattern['classes'], tb: number, classesB: CharPattern['classes']): boolean {
+  if (ta >= 0 && tb >= 0) return ta === tb;
+  if (ta >= 0) return tb === STAR || charMatches(tb, ta, classesB);
+  if (tb >= 0) return ta === STAR || charMatches(ta, tb, classesA);
+  return true;
+}
+
 // Both matchers below are the greedy wildcard algorithm with one backtrack point, the last star. Every token
 // other than a star takes exactly one item (a character, or a segment), so the blocks between stars have fixed
 // widths and placing each as far left as it fits is optimal: exact, and O(items x tokens), never exponential.

@@ -3,7 +3,7 @@
 
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { compileBinaryGlob, compileGlob, compilePathSelector, compileValueGlob, globError } from '../../src/policy/glob.js';
+import { compileBinaryGlob, compileGlob, compilePathSelector, compileValueGlob, globError, pathSelectorsOverlap } from '../../src/policy/glob.js';
 import { compileMethod } from '../../src/policy/match.js';
 import { compileQueryMatcher, parseQuery, percentDecode } from '../../src/policy/query.js';
 
@@ -77,6 +77,31 @@ describe('endpoint path selector (docs/policy.md#endpoint-path-selector)', () =>
     assert.equal(compilePathSelector('/v1/**').specificity, 4);
     assert.equal(compilePathSelector('/v1/admin/**').specificity, 10);
     assert.equal(compilePathSelector('/graphql').specificity, 8);
+  });
+
+  it('says whether two selectors share a path (the ambiguity check), and each answer agrees with matches()', () => {
+    const table: [string | undefined, string | undefined, boolean, string | undefined][] = [
+      // a, b, overlap, a path both select (checked with matches()) when they do
+      ['/api/*/read', '/api/*/list', false, undefined],
+      ['/api/*/x', '/api/v/*', true, '/api/v/x'],
+      ['/a*b', '/*c', false, undefined],
+      ['/a*', '/*b', true, '/ab'],
+      ['/v1/**', '/v1', true, '/v1'],
+      ['/v1/**', '/v1/x/*', true, '/v1/x/'],
+      ['/v1/**', '/v2/**', false, undefined],
+      ['/a?c', '/abc', true, '/abc'],
+      ['/a?c', '/ab', false, undefined],
+      ['/[ab]x', '/cx', false, undefined],
+      ['/[ab]x', '/bx', true, '/bx'],
+      ['/[ab]x', '/[cd]x', true, undefined],
+      [undefined, '/x', true, '/x'],
+      ['/**', '/x', true, '/x'],
+    ];
+    for (const [a, b, overlap, shared] of table) {
+      assert.equal(pathSelectorsOverlap(a, b), overlap, `${a} / ${b}`);
+      assert.equal(pathSelectorsOverlap(b, a), overlap, `${b} / ${a}`);
+      if (shared !== undefined) assert.ok(compilePathSelector(a).matches(shared) && compilePathSelector(b).matches(shared), `${shared} is selected by both`);
+    }
   });
 });
 

@@ -120,6 +120,7 @@ describe('parsePolicy: ambiguity (V13)', () => {
     ['enforcement', rest(''), rest('').replace('enforce,', 'audit,')],
     ['credentials', rest(', credential_binding: { provider: a }'), rest(', credential_binding: { provider: b }')],
     ['tls with the hostless form', '{ port: 443, allowed_ips: [10.0.0.0/24] }', '{ host: x.example.com, port: 443, tls: skip }'],
+    ['enforcement, on equally specific path selectors that share a path', rest(', path: "/api/*/x"'), rest(', path: "/api/v/*"').replace('enforce,', 'audit,')],
   ];
   for (const [what, a, b] of rejected) {
     it(`rejects endpoints that disagree on ${what}, at the later endpoint`, () => {
@@ -134,6 +135,7 @@ describe('parsePolicy: ambiguity (V13)', () => {
     ['an L4 endpoint beside an inspected one', rest(''), '{ host: "*.example.com", port: 443 }'],
     ['identical settings in two entries', rest(''), rest('')],
     ['the hostless form with its own allowed_ips', '{ port: 443, allowed_ips: [10.0.0.0/24] }', '{ host: x.example.com, port: 443 }'],
+    ['equally specific path selectors that share no path', rest(', path: "/api/*/read"'), rest(', path: "/api/*/list"').replace('enforce,', 'audit,')],
   ];
   for (const [what, a, b] of accepted) {
     it(`accepts ${what}`, () => {
