@@ -4,7 +4,8 @@
 // emitted, so no part grows a metrics dependency. Never records a host, path or address.
 
 import type { Registry } from 'prom-client';
-import { CONTROL_STATES, METRICS } from './metric-catalogue.js';
+import { METRICS } from './metric-catalogue.js';
+import { CONTROL_STATES } from './metric-labels.js';
 import type { ControlState } from './control/client.js';
 import { type AuditSink, observedSink } from './telemetry/event.js';
 import { collectDefaultProcessMetrics, createCounter, createGauge } from './telemetry/metrics.js';

@@ -1,63 +1,32 @@
 // Every metric boundary and the reference supervisor expose: name, help, type, unit, each label's closed value set
 // and histogram buckets. Parts create their metrics only from these entries, through src/telemetry/metrics.ts; the
-// README's metric table is generated from this file (scripts/metrics-table.ts). Declares; never records.
+// README's metric table is generated from this file (scripts/metrics-table.ts). Label value sets and buckets are in
+// src/metric-labels.ts. Declares; never records.
 // At the top of src/ rather than in telemetry/: it names closed sets owned by policy/, proxy/, dns/, control/ and
 // credentials/, and telemetry/ may import only types from them (STYLE.md section 2).
 
 import { CONTROL_ERROR_KINDS } from './control/messages.js';
-import type { ControlPhase } from './control/client.js';
 import { REFUSAL_REASONS } from './credentials/outcome.js';
-import { RCODES } from './dns/answer.js';
 import { FLOOD_KINDS } from './http2/flood-guard.js';
-import { DNS_DECISION_REASONS } from './policy/types.js';
-import { ADMISSION_LISTENERS, CLIENT_ERROR_REASONS, OUTCOME_VERDICTS, REASON_CODES, REFUSED_CONNECTION_REASONS } from './proxy/events.js';
+import {
+  BYTE_BUCKETS,
+  CONNECT_BUCKETS,
+  CONTROL_STATES,
+  DECISION_BUCKETS,
+  DENIAL_REASONS,
+  DNS_BUCKETS,
+  DNS_OUTCOMES,
+  DNS_QTYPE_LABELS,
+  DNS_RCODE_LABELS,
+  FIRST_BYTE_BUCKETS,
+  MAX_POLICY_LABELS,
+  METRIC_ADAPTERS,
+  NO_POLICY_LABEL,
+  PROXY_REASONS,
+  TLS_BUCKETS,
+} from './metric-labels.js';
+import { ADMISSION_LISTENERS, CLIENT_ERROR_REASONS, OUTCOME_VERDICTS, REFUSED_CONNECTION_REASONS } from './proxy/events.js';
 import type { MetricSpec } from './telemetry/metrics.js';
-
-/** Policy names (network_policies keys) labelled one by one; the rest of a larger policy is counted as `other`. */
-export const MAX_POLICY_LABELS = 64;
-/** The `policy` label of a decision that no policy entry made (no endpoint matched, a parse refusal, ...). */
-export const NO_POLICY_LABEL = 'none';
-
-/** Adapters as metric labels: capture is `transparent` here, as the operator knows it. */
-export const METRIC_ADAPTERS = ['forward', 'connect', 'l7', 'transparent', 'dns'] as const;
-export type MetricAdapter = (typeof METRIC_ADAPTERS)[number];
-/** proxy/events.ts REASON_CODES once each (a reason shared by decide() and the proxy is listed in both sets). */
-const PROXY_REASONS = [...new Set(REASON_CODES)];
-/** Every reason a refusal can carry: the proxy's and policy DNS's, without the allow reasons. */
-const DENIAL_REASONS = [...new Set([...REASON_CODES, ...DNS_DECISION_REASONS, 'invalid-name'])].filter((reason) => !reason.endsWith('-allowed'));
-const DNS_RCODE_LABELS = Object.keys(RCODES) as (keyof typeof RCODES)[];
-/** Query types a workload asks for in practice; any other is counted as `other`. */
-const DNS_QTYPE_LABELS = ['A', 'AAAA', 'CNAME', 'HTTPS', 'SVCB', 'MX', 'TXT', 'NS', 'SOA', 'PTR', 'SRV', 'CAA', 'ANY'] as const;
-export const DNS_OUTCOMES = [
-  'mapped',
-  'empty',
-  'refused',
-  'nxdomain',
-  'not-implemented',
-  'malformed',
-  'upstream-failed',
-  'no-valid-address',
-  'pool-exhausted',
-  'stale-generation',
-  'mapping-rate-limited',
-  'mapping-limit',
-] as const;
-export type DnsOutcomeLabel = (typeof DNS_OUTCOMES)[number];
-/** control/client.ts ControlPhase, listed here so this file does not load the control client. */
-export const CONTROL_STATES = ['idle', 'connecting', 'attached', 'waiting', 'superseded', 'closed'] as const satisfies readonly ControlPhase[];
-type MissingControlState = Exclude<ControlPhase, (typeof CONTROL_STATES)[number]>;
-// A new phase that is not listed above fails to compile here.
-const CONTROL_STATES_COMPLETE: MissingControlState extends never ? true : never = true;
-void CONTROL_STATES_COMPLETE;
-
-const ms = (n: number): number => n / 1000;
-/** Buckets from loopback measurements plus real-network headroom (docs/metrics.md#buckets). */
-const DECISION_BUCKETS = [ms(0.002), ms(0.005), ms(0.01), ms(0.025), ms(0.05), ms(0.1), ms(0.25), ms(1)];
-const CONNECT_BUCKETS = [ms(0.1), ms(0.25), ms(0.5), ms(1), ms(2.5), ms(5), ms(10), ms(25), ms(50), ms(100), ms(250), ms(500), 1, 2.5, 10];
-const FIRST_BYTE_BUCKETS = [ms(0.25), ms(0.5), ms(1), ms(2.5), ms(5), ms(10), ms(25), ms(50), ms(100), ms(250), ms(500), 1, 2.5, 5, 10, 30];
-const TLS_BUCKETS = [ms(0.5), ms(1), ms(2), ms(3), ms(5), ms(10), ms(25), ms(50), ms(100), ms(250), ms(500), 1, 2.5];
-const DNS_BUCKETS = [ms(0.025), ms(0.05), ms(0.1), ms(0.25), ms(0.5), ms(1), ms(2.5), ms(5), ms(10), ms(25), ms(50), ms(100), ms(250), ms(500), 1, 5];
-const BYTE_BUCKETS = [0, 256, 1024, 4096, 16_384, 65_536, 262_144, 1_048_576, 4_194_304, 16_777_216, 67_108_864];
 
 const NONE = {} as const;
 

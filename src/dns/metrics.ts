@@ -2,7 +2,8 @@
 // event per answered query), so the handler stays free of metrics. Labels come only from closed sets.
 
 import type { Registry } from 'prom-client';
-import { type DnsOutcomeLabel, METRICS } from '../metric-catalogue.js';
+import { METRICS } from '../metric-catalogue.js';
+import type { DnsOutcomeLabel } from '../metric-labels.js';
 import { createCounter, createGauge, createHistogram, type CounterRecorder, type Observer } from '../telemetry/metrics.js';
 import type { SyntheticPool } from '../net/synthetic.js';
 import type { AuditEvent, AuditSink } from '../telemetry/event.js';

@@ -4,7 +4,8 @@
 
 import { performance } from 'node:perf_hooks';
 import type { Registry } from 'prom-client';
-import { MAX_POLICY_LABELS, METRICS, type MetricAdapter, NO_POLICY_LABEL } from '../metric-catalogue.js';
+import { METRICS } from '../metric-catalogue.js';
+import { MAX_POLICY_LABELS, type MetricAdapter, NO_POLICY_LABEL } from '../metric-labels.js';
 import { decide } from '../policy/decide.js';
 import type { FloodKind } from '../http2/flood-guard.js';
 import type { Adapter, Decision, EgressIntent, Policy } from '../policy/types.js';
