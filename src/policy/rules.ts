@@ -61,18 +61,25 @@ export function readRules(
       report(ctx, seq, rulesPath, 'POLICY_RULES_EMPTY', 'rules: [] is rejected; omit rules or use access: full');
     } else if (seq !== undefined) {
       let withAllow = 0;
+      const withoutAllow: { readonly node: Node; readonly path: string }[] = [];
       seqItems(seq).forEach((item, i) => {
         const entryPath = childPath(rulesPath, i);
         const entry = readMap(ctx, item, entryPath);
         if (entry === undefined) return;
         const allowField = knownFields(ctx, entry, entryPath, RULE_ENTRY_KEYS).get('allow');
-        if (allowField === undefined) return;
+        if (allowField === undefined) {
+          withoutAllow.push({ node: entry, path: entryPath });
+          return;
+        }
         withAllow++;
         const compiled = readRule(ctx, allowField.value, childPath(entryPath, 'allow'), options, 'allow');
         if (compiled !== undefined) allow.push(compiled);
       });
       if (withAllow === 0) {
         report(ctx, seq, rulesPath, 'POLICY_RULES_NO_ALLOW', 'no entry of rules has allow; this would deny everything');
+      } else {
+        // OpenShell refuses an entry without allow too; here it would be skipped without a word.
+        for (const entry of withoutAllow) report(ctx, entry.node, entry.path, 'POLICY_RULE_INVALID', 'a rules entry needs allow; this one does nothing');
       }
     }
   }

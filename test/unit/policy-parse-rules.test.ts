@@ -36,6 +36,7 @@ describe('parsePolicy: validation rules', () => {
     ['V5 access value', endpoint('{ host: a.example.com, port: 443, protocol: rest, access: write }'), 'POLICY_ACCESS_INVALID', `${E0}.access`],
     ['V6 rules empty', endpoint('{ host: a.example.com, port: 443, protocol: rest, rules: [] }'), 'POLICY_RULES_EMPTY', `${E0}.rules`],
     ['V6 rules without allow', endpoint('{ host: a.example.com, port: 443, protocol: rest, rules: [{}] }'), 'POLICY_RULES_NO_ALLOW', `${E0}.rules`],
+    ['V6 a rules entry without allow beside one with it', endpoint('{ host: a.example.com, port: 443, protocol: rest, rules: [{}, { allow: { method: GET, path: /x } }] }'), 'POLICY_RULE_INVALID', `${E0}.rules[0]`],
     ['V6 deny_rules empty', endpoint('{ host: a.example.com, port: 443, protocol: rest, access: full, deny_rules: [] }'), 'POLICY_DENY_RULES_EMPTY', `${E0}.deny_rules`],
     ['V7 deny_rules need a protocol', endpoint('{ host: a.example.com, port: 443, deny_rules: [{ method: GET, path: / }] }'), 'POLICY_DENY_RULES_REQUIREMENTS', `${E0}.deny_rules`],
     ['V7 deny_rules need rules or access', endpoint('{ host: a.example.com, port: 443, protocol: mcp, deny_rules: [{ method: x }] }'), 'POLICY_DENY_RULES_REQUIREMENTS', `${E0}.deny_rules`],
