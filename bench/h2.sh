@@ -16,7 +16,8 @@
 #             HTTP/2 proxy, one worker pinned like boundary, re-encrypting to the same origin over HTTP/2.
 #   BUILD     1 (default) runs tsc first; 0 uses dist/ as it is.  BOUNDARY_DIST: run boundary from there instead.
 #   BOUNDARY_REF  a committed state to compare with (bench/build-ref.sh): a second boundary, route boundary-ref,
-#             measured in the same rounds, interleaved (before/after figures for a change).
+#             measured in the same rounds, interleaved (before/after figures for a change). A directory instead of
+#             a commit is run as a built dist/ as it is (an uncommitted variant: a copy of dist/ made before an edit).
 #   PIN       auto (default) | 0: with 2 cores h2load and the origin share cpu 0 and boundary gets cpu 1.
 #   KEEP_TMP  1: keep the temp dir (each boundary's log, h2load output) for inspection
 #   BOUNDARY_NODE_FLAGS  extra node flags for boundary, e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof".
@@ -145,7 +146,8 @@ start_boundary() {
 }
 start_boundary boundary "$BOUNDARY_DIST" 127.78.0.0/16
 if [[ -n $BOUNDARY_REF ]]; then
-  start_boundary boundary-ref "$("$ROOT/bench/build-ref.sh" "$BOUNDARY_REF" "$WORK/tsc.log")" 127.79.0.0/16
+  if [[ -d $BOUNDARY_REF ]]; then REF_DIST=$BOUNDARY_REF; else REF_DIST=$("$ROOT/bench/build-ref.sh" "$BOUNDARY_REF" "$WORK/tsc.log"); fi
+  start_boundary boundary-ref "$REF_DIST" 127.79.0.0/16
 fi
 log "origin :$ORIGIN_PORT, rounds=$RUNS duration=${DURATION}s"
 

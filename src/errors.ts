@@ -68,7 +68,7 @@ export const ERROR_CODES = {
   UPSTREAM_CONNECT_TIMEOUT: 'upstream did not accept within CONNECT_TIMEOUT_MS',
   UPSTREAM_CONNECT_REFUSED: 'upstream refused the connection',
   UPSTREAM_UNREACHABLE: 'no validated upstream address could be reached',
-  UPSTREAM_PROTOCOL_ERROR: 'an upstream HTTP/1.1 response broke the framing or syntax rules; the connection is dropped',
+  UPSTREAM_PROTOCOL_ERROR: 'an upstream response broke HTTP/1.1 framing or syntax, or the HTTP/2 protocol rules; the connection (for HTTP/2 a malformed response: its stream) is dropped',
   UPSTREAM_TIMEOUT: 'upstream sent no response head or body bytes within its named timeout',
   UPSTREAM_CLOSED: 'upstream closed or reset the connection before the response ended',
   UPSTREAM_REQUEST_INVALID: 'a request could not be written upstream (bad method, target, header or body length); nothing unsafe was sent',

@@ -3,6 +3,8 @@
 // Pure; never sees a socket, and passes values through unread (they may carry injected credentials).
 
 import type { OutgoingHttpHeaders } from 'node:http2';
+import { BAD_TARGET, BAD_VALUE, isToken } from '../http1/grammar.js';
+import { invalid } from '../http1/h1-request.js';
 import { CONNECTION_SPECIFIC_HEADERS } from './request-head.js';
 
 /** Response fields that never cross into HTTP/2 (RFC 9113 §8.2.2), beside whatever `connection` nominated. */
@@ -16,18 +18,44 @@ function add(out: OutgoingHttpHeaders, name: string, value: string): void {
 }
 
 /**
- * The head of an upstream HTTP/2 request: the pseudo-headers, then the flat list as rewritten for upstream, its
- * `host` turned into `:authority`. `te: trailers` goes on when the client sent it (gRPC servers insist on it);
- * the HTTP/1.1 rewrite drops every `te`.
+ * The head of an upstream HTTP/2 request, flat for the HPACK encoder: the pseudo-headers, then the flat list as
+ * rewritten for upstream, its `host` turned into `:authority`, names lower-cased. `te: trailers` goes on when the
+ * client sent it (gRPC servers insist on it); the HTTP/1.1 rewrite drops every `te`. Throws UPSTREAM_REQUEST_INVALID
+ * before anything is encoded when a name is not a token or a value (or the method, path or authority) has a
+ * character HTTP forbids: values carry injected credentials, the encoder writes bytes as given, and no message quotes
+ * a value.
  */
-export function h2RequestHeaders(flat: readonly string[], pseudo: { readonly method: string; readonly path: string; readonly scheme: string; readonly teTrailers: boolean }): OutgoingHttpHeaders {
-  const out: OutgoingHttpHeaders = { ':method': pseudo.method, ':path': pseudo.path, ':scheme': pseudo.scheme };
+export function h2RequestFields(flat: readonly string[], pseudo: { readonly method: string; readonly path: string; readonly scheme: string; readonly teTrailers: boolean }): string[] {
+  if (!isToken(pseudo.method)) throw invalid('request method is not a token');
+  if (pseudo.path.length === 0 || BAD_TARGET.test(pseudo.path)) throw invalid('request path has a space or control character');
+  const out: string[] = [':method', pseudo.method, ':scheme', pseudo.scheme, ':authority', '', ':path', pseudo.path];
+  let authority = false;
   for (let i = 0; i < flat.length; i += 2) {
     const name = (flat[i] ?? '').toLowerCase();
-    if (name === 'host') out[':authority'] = flat[i + 1] ?? '';
-    else if (!RESPONSE_DROP.includes(name)) add(out, name, flat[i + 1] ?? '');
+    const value = flat[i + 1] ?? '';
+    if (!isToken(name)) throw invalid(`request header ${i / 2} has an invalid name`);
+    if (BAD_VALUE.test(value)) throw invalid(`request header ${name} has a value with CR, LF, NUL or another forbidden character`);
+    if (name === 'host') {
+      if (BAD_TARGET.test(value)) throw invalid('request authority has a space or control character');
+      if (!authority) out[5] = value;
+      authority = true;
+    } else if (!RESPONSE_DROP.includes(name)) out.push(name, value);
   }
-  if (pseudo.teTrailers) out.te = 'trailers';
+  if (!authority) out.splice(4, 2);
+  if (pseudo.teTrailers) out.push('te', 'trailers');
+  return out;
+}
+
+/** Request trailers for the HPACK encoder: names lower-cased, checked as h2RequestFields checks fields (throws). */
+export function h2TrailerFields(flat: readonly string[]): string[] {
+  const out: string[] = [];
+  for (let i = 0; i < flat.length; i += 2) {
+    const name = (flat[i] ?? '').toLowerCase();
+    const value = flat[i + 1] ?? '';
+    if (!isToken(name)) throw invalid(`request trailer ${i / 2} has an invalid name`);
+    if (BAD_VALUE.test(value)) throw invalid(`request trailer ${name} has a value with CR, LF, NUL or another forbidden character`);
+    if (!RESPONSE_DROP.includes(name)) out.push(name, value);
+  }
   return out;
 }
 

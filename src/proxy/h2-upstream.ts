@@ -55,9 +55,7 @@ export function createH2Upstreams(upstreams: Upstreams): H2Upstreams {
 
   function keep(key: string, dest: PinnedDestination, first: Socket): H2Client {
     let pending: Socket | undefined = first;
-    const authority = dest.host.includes(':') ? `[${dest.host}]` : dest.host;
     const client = createH2Client({
-      origin: `${dest.tls ? 'https' : 'http'}://${authority}:${dest.port}`,
       connect() {
         const ready = pending;
         pending = undefined;

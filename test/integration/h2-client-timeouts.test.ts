@@ -39,7 +39,6 @@ async function holdingOrigin(): Promise<{ port: number; streams: WaiterList<{ st
 
 function clientTo(port: number, timers: TestTimers): H2Client {
   const client = createH2Client({
-    origin: `http://127.0.0.1:${port}`,
     timers,
     connect: () =>
       new Promise<Socket>((resolve, reject) => {

@@ -1,0 +1,54 @@
+// Frames out to one origin: everything a tick produces goes out in one corked write (one TLS record and one syscall
+// for a burst of streams, where a write per frame cost each), and a header block longer than a frame is split into
+// HEADERS and CONTINUATION. Knows nothing of streams or windows.
+
+import type { Socket } from 'node:net';
+import { Flag, FrameType, H2_FRAME_BYTES, frame } from './frames.js';
+import { encodeHeaderBlock } from './hpack.js';
+
+export class FrameWriter {
+  /** socket.write asked to wait: request bodies hold until the socket drains. */
+  needDrain = false;
+  private corked = false;
+  private stopped = false;
+  private readonly socket: Socket;
+
+  constructor(socket: Socket) {
+    this.socket = socket;
+  }
+
+  /** Nothing more is written (the connection is closed). */
+  stop(): void {
+    this.stopped = true;
+  }
+
+  send(buf: Buffer): void {
+    if (this.stopped) return;
+    if (!this.corked) {
+      this.corked = true;
+      this.socket.cork();
+      process.nextTick(() => {
+        this.corked = false;
+        this.socket.uncork();
+      });
+    }
+    if (!this.socket.write(buf)) this.needDrain = true;
+  }
+
+  /** A header list as HEADERS and, past one frame, CONTINUATION frames (RFC 9113 §4.3). */
+  headers(id: number, fields: readonly string[], endStream: boolean): void {
+    const block = encodeHeaderBlock(fields);
+    const end = endStream ? Flag.END_STREAM : 0;
+    if (block.length <= H2_FRAME_BYTES) {
+      this.send(frame(FrameType.HEADERS, end | Flag.END_HEADERS, id, block));
+      return;
+    }
+    let at = H2_FRAME_BYTES;
+    this.send(frame(FrameType.HEADERS, end, id, block, 0, at));
+    while (at < block.length) {
+      const to = Math.min(block.length, at + H2_FRAME_BYTES);
+      this.send(frame(FrameType.CONTINUATION, to === block.length ? Flag.END_HEADERS : 0, id, block, at, to));
+      at = to;
+    }
+  }
+}

@@ -1,0 +1,237 @@
+// One request on an upstream HTTP/2 session, as the proxy sees it (the H1Exchange contract shared with the HTTP/1.1
+// client): the stream's events become handler calls, pause() holds received data and the window with it, the
+// request body is pumped with backpressure, and the response-head deadline runs on one timer per client.
+
+import { BoundaryError } from '../errors.js';
+import type { H1Exchange, H1Handler } from '../http1/h1-client.js';
+import type { H1Request } from '../http1/h1-request.js';
+import type { Timers } from '../http1/timers.js';
+import type { H2Session } from './h2-session.js';
+import { type StreamEvents, UpstreamStream } from './upstream-stream.js';
+import { h2RequestFields, h2TrailerFields } from './headers.js';
+import type { ResponseFields } from './response-head.js';
+
+/** Stream inactivity allowed while waiting for the response head (as the HTTP/1.1 client's headers timeout). */
+export const H2_UPSTREAM_HEADERS_TIMEOUT_MS = 120_000;
+
+export interface H2Request extends H1Request {
+  readonly scheme: 'http' | 'https';
+  /** The client sent `te: trailers` (gRPC): it goes upstream too. */
+  readonly teTrailers: boolean;
+  /** Request trailers, read once the body ended (undefined: none). */
+  trailers?(): readonly string[] | undefined;
+}
+
+export interface H2Handler extends H1Handler {
+  /** Response trailers, flat; before onEnd. */
+  onTrailers(trailers: string[]): void;
+}
+
+function toError(err: unknown): Error {
+  return err instanceof Error ? err : new Error(String(err));
+}
+
+export class Call implements H1Exchange, StreamEvents {
+  /** When the stream last moved while its response head is awaited (HeadWatch's clock). */
+  activeAt = 0;
+  private stream: UpstreamStream | undefined = undefined;
+  private done = false;
+  private paused = false;
+  /** Received while paused, in order: data, then trailers (an array of strings) and the end (null). */
+  private held: (Buffer | string[] | null)[] = [];
+  private wake: (() => void) | undefined = undefined;
+
+  private readonly req: H2Request;
+  private readonly handler: H2Handler;
+  private readonly watch: HeadWatch;
+
+  constructor(req: H2Request, handler: H2Handler, watch: HeadWatch) {
+    this.req = req;
+    this.handler = handler;
+    this.watch = watch;
+  }
+
+  get sent(): boolean {
+    return this.stream !== undefined && this.stream.id > 0;
+  }
+
+  /** Opens the stream on `session` (now, or once the origin's stream limit leaves room). */
+  start(session: H2Session): void {
+    if (this.done) return;
+    const { req } = this;
+    let fields: string[];
+    try {
+      fields = h2RequestFields(req.headers, { method: req.method, path: req.target, scheme: req.scheme, teTrailers: req.teTrailers });
+    } catch (err) {
+      this.fail(toError(err));
+      return;
+    }
+    const stream = new UpstreamStream(session, fields, req.body === null, req.method === 'HEAD', this);
+    this.stream = stream;
+    this.watch.add(this);
+    session.open(stream);
+    if (req.body !== null && !this.done) void this.pump(stream, req.body);
+  }
+
+  /** The response head did not come within H2_UPSTREAM_HEADERS_TIMEOUT_MS of the stream's last move. */
+  timedOut(): void {
+    this.abort(new BoundaryError('UPSTREAM_TIMEOUT', `no response head within ${H2_UPSTREAM_HEADERS_TIMEOUT_MS} ms`));
+  }
+
+  head(fields: ResponseFields, endStream: boolean): void {
+    this.watch.delete(this);
+    if (endStream) this.done = true;
+    this.handler.onHead(fields.status, fields.headers, undefined, endStream);
+  }
+
+  data(chunk: Buffer): void {
+    if (this.paused || this.held.length > 0) {
+      this.held.push(chunk);
+      return;
+    }
+    this.handler.onData(chunk);
+    this.stream?.consumed(chunk.length);
+  }
+
+  trailers(headers: string[]): void {
+    if (this.paused || this.held.length > 0) this.held.push(headers);
+    else if (!this.done) this.handler.onTrailers(headers);
+  }
+
+  end(): void {
+    if (this.paused || this.held.length > 0) {
+      this.held.push(null);
+      return;
+    }
+    if (this.done) return;
+    this.done = true;
+    this.handler.onEnd();
+  }
+
+  failed(err: Error): void {
+    this.watch.delete(this);
+    this.wake?.();
+    this.fail(err);
+  }
+
+  writable(): void {
+    this.wake?.();
+  }
+
+  abort(err: Error): void {
+    this.watch.delete(this);
+    this.stream?.cancel();
+    this.wake?.();
+    this.fail(err);
+  }
+
+  fail(err: Error): void {
+    // Held data will never be handed on: the origin gets its connection window back.
+    let dropped = 0;
+    for (const item of this.held) if (Buffer.isBuffer(item)) dropped += item.length;
+    this.held = [];
+    if (dropped > 0) this.stream?.consumed(dropped);
+    if (this.done) return;
+    this.done = true;
+    this.handler.onError(err);
+  }
+
+  pause(): void {
+    this.paused = true;
+  }
+
+  resume(): void {
+    this.paused = false;
+    while (!this.paused && this.held.length > 0) {
+      const next = this.held.shift()!;
+      if (Buffer.isBuffer(next)) {
+        this.handler.onData(next);
+        this.stream?.consumed(next.length);
+      } else if (next === null) {
+        if (!this.done) {
+          this.done = true;
+          this.handler.onEnd();
+        }
+      } else if (!this.done) {
+        this.handler.onTrailers(next);
+      }
+    }
+  }
+
+  private async pump(stream: UpstreamStream, body: Buffer | AsyncIterable<Uint8Array>): Promise<void> {
+    try {
+      if (Buffer.isBuffer(body)) {
+        stream.write(body);
+      } else {
+        for await (const chunk of body) {
+          if (stream.state === 'gone') return;
+          // A body still going up is activity: the head's deadline restarts.
+          this.watch.touch(this);
+          const buf = Buffer.isBuffer(chunk) ? chunk : Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength);
+          if (!stream.write(buf)) await new Promise<void>((resolve) => (this.wake = resolve));
+          this.wake = undefined;
+        }
+      }
+      const trailers = this.req.trailers?.();
+      stream.end(trailers === undefined ? undefined : h2TrailerFields(trailers));
+    } catch (err) {
+      // The body failed (the client went, or the marker scanner stopped it): nothing more goes upstream.
+      this.abort(toError(err));
+    }
+  }
+}
+
+/**
+ * The calls of one client still waiting for their response head, least recently active first, and the one timer that
+ * enforces H2_UPSTREAM_HEADERS_TIMEOUT_MS on them all: per stream, a timer to arm and clear cost as much as the
+ * rest of the call's bookkeeping. Activity only moves a call to the back; the timer, when it fires, times out the
+ * calls at the front that have been quiet long enough and waits for the next one.
+ */
+export class HeadWatch {
+  private readonly waiting = new Set<Call>();
+  private timer: unknown = undefined;
+  private readonly timers: Timers;
+
+  constructor(timers: Timers) {
+    this.timers = timers;
+  }
+
+  add(call: Call): void {
+    call.activeAt = this.timers.now();
+    this.waiting.add(call);
+    if (this.timer === undefined) this.arm(H2_UPSTREAM_HEADERS_TIMEOUT_MS);
+  }
+
+  touch(call: Call): void {
+    if (!this.waiting.delete(call)) return;
+    call.activeAt = this.timers.now();
+    this.waiting.add(call);
+  }
+
+  delete(call: Call): void {
+    this.waiting.delete(call);
+  }
+
+  stop(): void {
+    if (this.timer !== undefined) this.timers.clearTimeout(this.timer);
+    this.timer = undefined;
+  }
+
+  private arm(ms: number): void {
+    this.timer = this.timers.setTimeout(() => this.fire(), ms);
+  }
+
+  private fire(): void {
+    this.timer = undefined;
+    const now = this.timers.now();
+    for (const call of this.waiting) {
+      const quiet = now - call.activeAt;
+      if (quiet < H2_UPSTREAM_HEADERS_TIMEOUT_MS) {
+        this.arm(H2_UPSTREAM_HEADERS_TIMEOUT_MS - quiet);
+        return;
+      }
+      this.waiting.delete(call);
+      call.timedOut();
+    }
+  }
+}

@@ -1,0 +1,386 @@
+// HPACK (RFC 7541) for the upstream HTTP/2 client: a strict, bounded decoder for response header blocks from
+// untrusted origins, and a stateless encoder for request blocks (static table only, never inserts, no Huffman).
+// Pure codec: no frames, no sockets, and no checks on field names or values (the caller applies RFC 9113 §8.2).
+
+import { BoundaryError } from '../errors.js';
+import { HUFFMAN_CODES, HUFFMAN_EOS } from './hpack-huffman.js';
+
+/** SETTINGS_HEADER_TABLE_SIZE boundary advertises (the protocol default): the most the origin's encoder may use. */
+export const HPACK_MAX_TABLE_BYTES = 4_096;
+/** RFC 9113 §6.5.2 / RFC 7541 §4.1: each field's size is name + value + 32 octets. */
+export const HPACK_ENTRY_OVERHEAD = 32;
+/** RFC 7541 §5.1 allows a decoder a limit: integers above 2^31-1 are refused (no index, length or size gets close). */
+export const HPACK_MAX_INTEGER = 0x7fff_ffff;
+/** 2^31-1 fits in 5 continuation octets after a full prefix; a sixth is padding an attacker sent, not a value. */
+export const HPACK_MAX_INTEGER_CONTINUATION_BYTES = 5;
+
+/** Appendix A, flattened [name, value, ...]; entry i (1-based) is at 2(i-1). */
+const STATIC_FIELDS: readonly string[] = [
+  ':authority', '', ':method', 'GET', ':method', 'POST', ':path', '/', ':path', '/index.html', ':scheme', 'http',
+  ':scheme', 'https', ':status', '200', ':status', '204', ':status', '206', ':status', '304', ':status', '400',
+  ':status', '404', ':status', '500', 'accept-charset', '', 'accept-encoding', 'gzip, deflate', 'accept-language', '',
+  'accept-ranges', '', 'accept', '', 'access-control-allow-origin', '', 'age', '', 'allow', '', 'authorization', '',
+  'cache-control', '', 'content-disposition', '', 'content-encoding', '', 'content-language', '', 'content-length', '',
+  'content-location', '', 'content-range', '', 'content-type', '', 'cookie', '', 'date', '', 'etag', '', 'expect', '',
+  'expires', '', 'from', '', 'host', '', 'if-match', '', 'if-modified-since', '', 'if-none-match', '', 'if-range', '',
+  'if-unmodified-since', '', 'last-modified', '', 'link', '', 'location', '', 'max-forwards', '',
+  'proxy-authenticate', '', 'proxy-authorization', '', 'range', '', 'referer', '', 'refresh', '', 'retry-after', '',
+  'server', '', 'set-cookie', '', 'strict-transport-security', '', 'transfer-encoding', '', 'user-agent', '',
+  'vary', '', 'via', '', 'www-authenticate', '',
+];
+const STATIC_COUNT = STATIC_FIELDS.length / 2;
+// Index 0 is a placeholder so that a wire index reads its entry directly.
+const STATIC_NAMES: readonly string[] = ['', ...STATIC_FIELDS.filter((_, i) => i % 2 === 0)];
+const STATIC_VALUES: readonly string[] = ['', ...STATIC_FIELDS.filter((_, i) => i % 2 === 1)];
+
+// Encoder lookup: a name's lowest index. Entries sharing a name are adjacent, so its full matches follow it.
+const STATIC_INDEX_BY_NAME = new Map<string, number>();
+for (let i = STATIC_COUNT; i >= 1; i--) STATIC_INDEX_BY_NAME.set(STATIC_NAMES[i]!, i);
+/** RFC 7541 §7.1.3: credentials boundary injects must never enter any intermediary's table (all static names). */
+const NEVER_INDEXED = new Uint8Array(STATIC_COUNT + 1);
+for (const name of ['authorization', 'proxy-authorization', 'cookie']) NEVER_INDEXED[STATIC_INDEX_BY_NAME.get(name)!] = 1;
+/** Worst case per field beside the name and value octets: 1 + 1 index octets, two length prefixes of 1 + 5. */
+const FIELD_OVERHEAD_BOUND_BYTES = 14;
+/** Up to this length a string is copied in JavaScript, past it through latin1Write (measured crossover ~16). */
+const SHORT_WRITE_CHARS = 16;
+
+// Huffman decoding, four bits at a time: a state is an internal node of the code tree (257 leaves, so exactly 256
+// of them, 0 the root), and each (state, nibble) entry holds the next state, the octet completed on the way (at most
+// one: no code is shorter than 5 bits), whether stopping there is allowed, and whether EOS was decoded.
+const HUFFMAN_EMIT = 1 << 16;
+const HUFFMAN_ACCEPT = 1 << 17;
+const HUFFMAN_FAIL = 1 << 18;
+/** §5.2: padding is the most significant bits of EOS (all 1s) and shorter than 8 bits. */
+const HUFFMAN_MAX_PADDING_BITS = 7;
+const HUFFMAN_DECODE = buildHuffmanDecoder();
+
+function buildHuffmanDecoder(): Uint32Array {
+  // Children: >= 0 is an internal node, < 0 is the leaf of symbol -(child + 1); 0 before it is set (never a child).
+  const zero = new Int16Array(256);
+  const one = new Int16Array(256);
+  const depth = new Uint8Array(256);
+  const allOnes = new Uint8Array(256);
+  allOnes[0] = 1;
+  let nodes = 1;
+  for (let symbol = 0; symbol <= HUFFMAN_EOS; symbol++) {
+    const code = HUFFMAN_CODES[2 * symbol]!;
+    const bits = HUFFMAN_CODES[2 * symbol + 1]!;
+    let node = 0;
+    for (let bit = bits - 1; bit >= 0; bit--) {
+      const children = (code >>> bit) & 1 ? one : zero;
+      if (bit === 0) {
+        children[node] = -(symbol + 1);
+      } else {
+        if (children[node] === 0) {
+          if (nodes === 256) throw new Error('HPACK Huffman table is not a complete prefix code');
+          depth[nodes] = depth[node]! + 1;
+          allOnes[nodes] = children === one ? allOnes[node]! : 0;
+          children[node] = nodes++;
+        }
+        node = children[node]!;
+      }
+    }
+  }
+  const table = new Uint32Array(256 * 16);
+  for (let state = 0; state < 256; state++) {
+    for (let nibble = 0; nibble < 16; nibble++) {
+      let node = state;
+      let entry = 0;
+      for (let bit = 3; bit >= 0; bit--) {
+        const child = ((nibble >>> bit) & 1 ? one : zero)[node]!;
+        if (child >= 0) {
+          node = child;
+        } else if (-(child + 1) === HUFFMAN_EOS) {
+          entry |= HUFFMAN_FAIL;
+          break;
+        } else {
+          entry |= HUFFMAN_EMIT | (-(child + 1) << 8);
+          node = 0;
+        }
+      }
+      const accept = node === 0 || (allOnes[node] === 1 && depth[node]! <= HUFFMAN_MAX_PADDING_BITS);
+      table[state * 16 + nibble] = entry | node | (accept ? HUFFMAN_ACCEPT : 0);
+    }
+  }
+  return table;
+}
+
+// Buffer.prototype.latin1Slice/latin1Write are what toString('latin1')/write(s, o, 'latin1') end in after checking
+// their arguments; @types/node leaves them out. The hot path calls them directly.
+interface Latin1Buffer extends Buffer {
+  latin1Slice(start: number, end: number): string;
+  latin1Write(text: string, offset: number, length: number): number;
+}
+
+const EMPTY = Buffer.alloc(0) as Latin1Buffer;
+const HUFFMAN_SCRATCH_INITIAL_BYTES = 256;
+
+/** Up to this length a string is copied in JavaScript, past it through latin1Slice (measured crossover ~8). */
+const SHORT_READ_CHARS = 8;
+
+function latin1(buf: Latin1Buffer, start: number, end: number): string {
+  if (end - start > SHORT_READ_CHARS) return buf.latin1Slice(start, end);
+  // One-character strings of codes below 256 are cached by V8, and joins this short stay flat.
+  let text = '';
+  for (let i = start; i < end; i++) text += String.fromCharCode(buf[i]!);
+  return text;
+}
+
+function fail(message: string): never {
+  throw new BoundaryError('UPSTREAM_PROTOCOL_ERROR', `HPACK: ${message}`);
+}
+
+/**
+ * The decoding context of one connection (RFC 7541 §2.2): one instance per connection, fed every header block in
+ * the order received. After a throw its table is out of step with the peer's, and the connection must end.
+ */
+export class HpackDecoder {
+  readonly #limit: number;
+  #maxSize: number;
+  #size = 0;
+  // The dynamic table as a ring: #head is the newest entry's slot, dynamic index k sits k - 1 slots before it.
+  readonly #capacity: number;
+  readonly #names: string[];
+  readonly #values: string[];
+  #head = 0;
+  #count = 0;
+  #block: Latin1Buffer = EMPTY;
+  #pos = 0;
+  #scratch = Buffer.allocUnsafe(HUFFMAN_SCRATCH_INITIAL_BYTES) as Latin1Buffer;
+
+  constructor(maxTableBytes: number = HPACK_MAX_TABLE_BYTES) {
+    if (!Number.isInteger(maxTableBytes) || maxTableBytes < 0 || maxTableBytes > HPACK_MAX_INTEGER) {
+      throw new RangeError(`maxTableBytes must be an integer 0-${HPACK_MAX_INTEGER}, got ${maxTableBytes}`);
+    }
+    this.#limit = maxTableBytes;
+    this.#maxSize = maxTableBytes;
+    // Every entry costs at least the overhead, so no more than this many fit at once.
+    this.#capacity = Math.max(1, Math.floor(maxTableBytes / HPACK_ENTRY_OVERHEAD));
+    this.#names = new Array<string>(this.#capacity).fill('');
+    this.#values = new Array<string>(this.#capacity).fill('');
+  }
+
+  /** The dynamic table's size in octets as RFC 7541 §4.1 counts it. */
+  get tableSize(): number {
+    return this.#size;
+  }
+
+  /**
+   * Decodes one complete header block (HEADERS + CONTINUATION fragments already joined) into a flat list
+   * [name, value, name, value, ...] in wire order, names and values as latin1 strings exactly as sent (no lower-casing,
+   * no validation of characters: the caller checks RFC 9113 rules). Returns undefined when the decoded list's size
+   * (sum of name.length + value.length + 32) exceeds maxListBytes: the block is still decoded to the end so the
+   * dynamic table stays in step with the encoder (RFC 9113 §4.3), only the list is dropped.
+   * Throws BoundaryError('UPSTREAM_PROTOCOL_ERROR') on any decoding error (a COMPRESSION_ERROR for the connection).
+   */
+  decode(block: Buffer, maxListBytes: number): string[] | undefined {
+    this.#block = block as Latin1Buffer;
+    this.#pos = 0;
+    try {
+      return this.#decodeFields(maxListBytes);
+    } finally {
+      this.#block = EMPTY;
+    }
+  }
+
+  #decodeFields(maxListBytes: number): string[] | undefined {
+    const block = this.#block;
+    let list: string[] | undefined = [];
+    let listBytes = 0;
+    let sawField = false;
+    while (this.#pos < block.length) {
+      const first = block[this.#pos]!;
+      let name: string;
+      let value: string;
+      if (first & 0x80) {
+        const index = this.#readInteger(7);
+        if (index === 0) fail('indexed field with index 0');
+        if (index <= STATIC_COUNT) {
+          name = STATIC_NAMES[index]!;
+          value = STATIC_VALUES[index]!;
+        } else {
+          const slot = this.#slot(index);
+          name = this.#names[slot]!;
+          value = this.#values[slot]!;
+        }
+      } else if ((first & 0xe0) === 0x20) {
+        // §4.2: only at the start of a block; the encoder may send several (a dip to 0, then the new size).
+        if (sawField) fail('dynamic table size update after a field');
+        const size = this.#readInteger(5);
+        if (size > this.#limit) fail(`dynamic table size update to ${size} above the ${this.#limit} allowed`);
+        this.#maxSize = size;
+        this.#evictTo(size);
+        continue;
+      } else {
+        // 01xxxxxx: incremental indexing (6-bit prefix); 0000xxxx and 0001xxxx: not inserted (4-bit prefix).
+        const indexing = (first & 0xc0) === 0x40;
+        const nameIndex = this.#readInteger(indexing ? 6 : 4);
+        if (nameIndex === 0) name = this.#readString();
+        else if (nameIndex <= STATIC_COUNT) name = STATIC_NAMES[nameIndex]!;
+        else name = this.#names[this.#slot(nameIndex)]!;
+        value = this.#readString();
+        if (indexing) this.#insert(name, value);
+      }
+      sawField = true;
+      if (list !== undefined) {
+        listBytes += name.length + value.length + HPACK_ENTRY_OVERHEAD;
+        // Dropped, not thrown: the rest of the block must still be applied to the table.
+        if (listBytes > maxListBytes) list = undefined;
+        else list.push(name, value);
+      }
+    }
+    return list;
+  }
+
+  /** §5.1, with the prefix in the low `prefixBits` bits of the octet at #pos. */
+  #readInteger(prefixBits: number): number {
+    const block = this.#block;
+    if (this.#pos >= block.length) fail('block ends before an integer');
+    const max = (1 << prefixBits) - 1;
+    let value = block[this.#pos++]! & max;
+    if (value < max) return value;
+    let scale = 1;
+    for (let i = 0; i < HPACK_MAX_INTEGER_CONTINUATION_BYTES; i++) {
+      if (this.#pos >= block.length) fail('block ends inside an integer');
+      const octet = block[this.#pos++]!;
+      value += (octet & 0x7f) * scale;
+      if ((octet & 0x80) === 0) {
+        if (value > HPACK_MAX_INTEGER) fail(`integer ${value} above ${HPACK_MAX_INTEGER}`);
+        return value;
+      }
+      scale *= 128;
+    }
+    return fail(`integer longer than ${HPACK_MAX_INTEGER_CONTINUATION_BYTES} continuation octets`);
+  }
+
+  /** §5.2: H bit, 7-bit prefix length, then the octets, raw or Huffman-coded. */
+  #readString(): string {
+    const block = this.#block;
+    const huffman = this.#pos < block.length && (block[this.#pos]! & 0x80) !== 0;
+    const length = this.#readInteger(7);
+    const start = this.#pos;
+    if (length > block.length - start) fail(`string of ${length} octets past the end of the block`);
+    this.#pos = start + length;
+    return huffman ? this.#decodeHuffman(start, this.#pos) : latin1(block, start, this.#pos);
+  }
+
+  #decodeHuffman(start: number, end: number): string {
+    const block = this.#block;
+    // Every symbol takes at least 5 bits, which bounds the output by the input.
+    const most = Math.floor(((end - start) * 8) / 5);
+    if (this.#scratch.length < most) this.#scratch = Buffer.allocUnsafe(Math.max(most, 2 * this.#scratch.length)) as Latin1Buffer;
+    const out = this.#scratch;
+    let n = 0;
+    let state = 0;
+    let entry = HUFFMAN_ACCEPT;
+    for (let i = start; i < end; i++) {
+      const octet = block[i]!;
+      entry = HUFFMAN_DECODE[(state << 4) | (octet >>> 4)]!;
+      if (entry & HUFFMAN_FAIL) fail('EOS inside a Huffman-coded string');
+      if (entry & HUFFMAN_EMIT) out[n++] = (entry >>> 8) & 0xff;
+      state = entry & 0xff;
+      entry = HUFFMAN_DECODE[(state << 4) | (octet & 0x0f)]!;
+      if (entry & HUFFMAN_FAIL) fail('EOS inside a Huffman-coded string');
+      if (entry & HUFFMAN_EMIT) out[n++] = (entry >>> 8) & 0xff;
+      state = entry & 0xff;
+    }
+    if ((entry & HUFFMAN_ACCEPT) === 0) fail('Huffman padding longer than 7 bits or not all 1s');
+    return latin1(out, 0, n);
+  }
+
+  /** The ring slot of dynamic-table wire index `index` (> 61), O(1). */
+  #slot(index: number): number {
+    const k = index - STATIC_COUNT;
+    if (k > this.#count) fail(`index ${index} past the ${STATIC_COUNT} + ${this.#count} table entries`);
+    return (this.#head - k + 1 + this.#capacity) % this.#capacity;
+  }
+
+  /** §4.4: evict oldest first to make room; an entry larger than the table empties it and is not added. */
+  #insert(name: string, value: string): void {
+    const size = name.length + value.length + HPACK_ENTRY_OVERHEAD;
+    if (size > this.#maxSize) {
+      this.#evictTo(0);
+      return;
+    }
+    this.#evictTo(this.#maxSize - size);
+    this.#head = (this.#head + 1) % this.#capacity;
+    this.#names[this.#head] = name;
+    this.#values[this.#head] = value;
+    this.#count++;
+    this.#size += size;
+  }
+
+  #evictTo(bytes: number): void {
+    while (this.#size > bytes) {
+      const oldest = (this.#head - this.#count + 1 + this.#capacity) % this.#capacity;
+      this.#size -= this.#names[oldest]!.length + this.#values[oldest]!.length + HPACK_ENTRY_OVERHEAD;
+      this.#names[oldest] = '';
+      this.#values[oldest] = '';
+      this.#count--;
+    }
+  }
+}
+
+/** §5.1 with `first` carrying the representation's pattern bits above the prefix; returns the next offset. */
+function writeInteger(out: Buffer, pos: number, first: number, prefixBits: number, value: number): number {
+  const max = (1 << prefixBits) - 1;
+  if (value < max) {
+    out[pos] = first | value;
+    return pos + 1;
+  }
+  out[pos++] = first | max;
+  let rest = value - max;
+  while (rest >= 0x80) {
+    out[pos++] = (rest & 0x7f) | 0x80;
+    rest >>>= 7;
+  }
+  out[pos] = rest;
+  return pos + 1;
+}
+
+/**
+ * §5.2 without Huffman: H = 0, the length, the latin1 octets. A character above 0xff would lose its high byte (U+010A
+ * would go out as LF), so callers pass names and values already checked against http1/grammar.ts's BAD_VALUE.
+ */
+function writeString(out: Latin1Buffer, pos: number, text: string): number {
+  const length = text.length;
+  let at = writeInteger(out, pos, 0x00, 7, length);
+  // Crossing into C++ costs more than copying a short string here.
+  if (length > SHORT_WRITE_CHARS) return at + out.latin1Write(text, at, length);
+  for (let i = 0; i < length; i++) out[at++] = text.charCodeAt(i);
+  return at;
+}
+
+/**
+ * Encodes a request header list (flat [name, value, ...], names already lower-case, pseudo-headers first) without
+ * touching any dynamic table: a full static-table match is an indexed field; a static name match is a literal with
+ * indexed name; anything else a literal with a literal name. "Without indexing" (0000xxxx) for ordinary fields, "never
+ * indexed" (0001xxxx, RFC 7541 §7.1.3) for authorization, proxy-authorization and cookie (boundary injects
+ * credentials). No Huffman coding (it is optional and costs CPU). Because nothing is ever inserted, the peer's
+ * SETTINGS_HEADER_TABLE_SIZE never matters.
+ */
+export function encodeHeaderBlock(flat: readonly string[]): Buffer {
+  if (flat.length % 2 !== 0) throw new BoundaryError('UPSTREAM_REQUEST_INVALID', 'header list has a name without a value');
+  let bound = 0;
+  for (let i = 0; i < flat.length; i++) bound += flat[i]!.length;
+  const out = Buffer.allocUnsafe(bound + (flat.length / 2) * FIELD_OVERHEAD_BOUND_BYTES) as Latin1Buffer;
+  let pos = 0;
+  for (let i = 0; i < flat.length; i += 2) {
+    const name = flat[i]!;
+    const value = flat[i + 1]!;
+    const nameIndex = STATIC_INDEX_BY_NAME.get(name) ?? 0;
+    const sensitive = NEVER_INDEXED[nameIndex] === 1;
+    if (nameIndex !== 0 && !sensitive) {
+      let index = nameIndex;
+      while (index <= STATIC_COUNT && STATIC_NAMES[index] === name && STATIC_VALUES[index] !== value) index++;
+      if (index <= STATIC_COUNT && STATIC_NAMES[index] === name) {
+        out[pos++] = 0x80 | index;
+        continue;
+      }
+    }
+    pos = writeInteger(out, pos, sensitive ? 0x10 : 0x00, 4, nameIndex);
+    if (nameIndex === 0) pos = writeString(out, pos, name);
+    pos = writeString(out, pos, value);
+  }
+  return out.subarray(0, pos);
+}
