@@ -207,9 +207,8 @@ export class H2Session implements StreamOwner {
       if (stream !== undefined && problem !== undefined) this.streamError(stream, problem[0], problem[1]);
       return;
     }
-    const padding = payload.length - data.length;
-    this.windows.giveBack(padding);
-    stream.unacked += padding;
+    // Padding is done with at once: both windows get it back now, so a padded response never stalls its stream.
+    if (payload.length > data.length) this.windows.consumed(stream, payload.length - data.length);
     if (data.length > 0) stream.events.data(data);
     if (end) this.remoteEnd(stream);
   }
