@@ -7,12 +7,21 @@ import type { H1Exchange, H1Handler } from '../http1/h1-client.js';
 import type { H1Request } from '../http1/h1-request.js';
 import type { Timers } from '../http1/timers.js';
 import type { H2Session } from './h2-session.js';
-import { type StreamEvents, UpstreamStream } from './upstream-stream.js';
+import { H2Error } from './frames.js';
+import { type StreamEvents, UpstreamResetError, UpstreamStream } from './upstream-stream.js';
 import { h2RequestFields, h2TrailerFields } from './headers.js';
 import type { ResponseFields } from './response-head.js';
 
 /** Stream inactivity allowed while waiting for the response head (as the HTTP/1.1 client's headers timeout). */
 export const H2_UPSTREAM_HEADERS_TIMEOUT_MS = 120_000;
+/**
+ * Times one request is sent again after the origin refused its stream unprocessed (REFUSED_STREAM, or past the last
+ * stream id of a GOAWAY: RFC 9113 §8.7 says such a request can be retried safely). nginx, for one, ends a connection
+ * after `keepalive_requests` streams with GOAWAY and refuses whatever was already on its way, so under many streams
+ * at once a request may be refused by several connections in turn. The bound keeps an origin that refuses everything
+ * to a few reconnections, which the requests waiting at the time share.
+ */
+export const H2_UPSTREAM_REFUSED_RETRIES = 8;
 
 export interface H2Request extends H1Request {
   readonly scheme: 'http' | 'https';
@@ -40,15 +49,21 @@ export class Call implements H1Exchange, StreamEvents {
   /** Received while paused, in order: data, then trailers (an array of strings) and the end (null). */
   private held: (Buffer | string[] | null)[] = [];
   private wake: (() => void) | undefined = undefined;
+  /** A response head arrived: from then on a refusal is a failure, never a retry. */
+  private answered = false;
+  private retries = 0;
 
   private readonly req: H2Request;
   private readonly handler: H2Handler;
   private readonly watch: HeadWatch;
+  /** Starts the call again on the client's current (or a new) session. */
+  private readonly restart: (call: Call) => void;
 
-  constructor(req: H2Request, handler: H2Handler, watch: HeadWatch) {
+  constructor(req: H2Request, handler: H2Handler, watch: HeadWatch, restart: (call: Call) => void) {
     this.req = req;
     this.handler = handler;
     this.watch = watch;
+    this.restart = restart;
   }
 
   get sent(): boolean {
@@ -79,6 +94,7 @@ export class Call implements H1Exchange, StreamEvents {
   }
 
   head(fields: ResponseFields, endStream: boolean): void {
+    this.answered = true;
     this.watch.delete(this);
     if (endStream) this.done = true;
     this.handler.onHead(fields.status, fields.headers, undefined, endStream);
@@ -109,9 +125,27 @@ export class Call implements H1Exchange, StreamEvents {
   }
 
   failed(err: Error): void {
-    this.watch.delete(this);
     this.wake?.();
+    if (this.retriable(err)) {
+      this.retries++;
+      this.stream = undefined;
+      this.restart(this);
+      return;
+    }
+    this.watch.delete(this);
     this.fail(err);
+  }
+
+  /** Refused unprocessed, no answer yet, and a body that can be sent again (none, or one held whole). */
+  private retriable(err: Error): boolean {
+    return (
+      err instanceof UpstreamResetError &&
+      err.rstCode === H2Error.REFUSED_STREAM &&
+      !this.answered &&
+      !this.done &&
+      this.retries < H2_UPSTREAM_REFUSED_RETRIES &&
+      (this.req.body === null || Buffer.isBuffer(this.req.body))
+    );
   }
 
   writable(): void {

@@ -11,7 +11,7 @@ import { GLOBAL_TIMERS, type Timers } from '../http1/timers.js';
 import { Call, HeadWatch, type H2Handler, type H2Request } from './h2-call.js';
 import { H2Session } from './h2-session.js';
 
-export { H2_UPSTREAM_HEADERS_TIMEOUT_MS, type H2Handler, type H2Request } from './h2-call.js';
+export { H2_UPSTREAM_HEADERS_TIMEOUT_MS, H2_UPSTREAM_REFUSED_RETRIES, type H2Handler, type H2Request } from './h2-call.js';
 export { UpstreamResetError } from './upstream-stream.js';
 
 /** A session with no stream open is closed after this much silence. */
@@ -78,16 +78,20 @@ export function createH2Client(options: H2ClientOptions): H2Client {
     return opening;
   }
 
+  function startCall(call: Call): void {
+    if (closed) {
+      call.fail(new BoundaryError('UPSTREAM_CLOSED', 'the upstream client is closed'));
+      return;
+    }
+    const s = sessionNow();
+    if (s instanceof Promise) s.then((ready) => call.start(ready), (err: unknown) => call.fail(err instanceof Error ? err : new Error(String(err))));
+    else call.start(s);
+  }
+
   return {
     request(req, handler) {
-      const call = new Call(req, handler, watch);
-      if (closed) {
-        call.fail(new BoundaryError('UPSTREAM_CLOSED', 'the upstream client is closed'));
-        return call;
-      }
-      const s = sessionNow();
-      if (s instanceof Promise) s.then((ready) => call.start(ready), (err: unknown) => call.fail(err instanceof Error ? err : new Error(String(err))));
-      else call.start(s);
+      const call = new Call(req, handler, watch, startCall);
+      startCall(call);
       return call;
     },
     close() {

@@ -4,7 +4,7 @@
 import assert from 'node:assert/strict';
 import { describe, it, type TestContext } from 'node:test';
 import { Flag, FrameType, frame, frame32, goawayFrame, H2_DEFAULT_WINDOW, H2_FRAME_BYTES, H2Error, PREFACE, Setting, settingsFrame } from '../../src/http2/frames.js';
-import type { H2Client } from '../../src/http2/h2-client.js';
+import { type H2Client, H2_UPSTREAM_REFUSED_RETRIES } from '../../src/http2/h2-client.js';
 import { H2_UPSTREAM_MAX_HEADER_LIST_BYTES } from '../../src/http2/header-blocks.js';
 import { encodeHeaderBlock } from '../../src/http2/hpack.js';
 import { UpstreamResetError } from '../../src/http2/upstream-stream.js';
@@ -191,10 +191,15 @@ describe('h2-client on the wire: header list size', SUITE, () => {
 // ---- 5 ----
 
 describe('h2-client on the wire: RST_STREAM from the origin', SUITE, () => {
-  it('fails a stream reset with REFUSED_STREAM as UPSTREAM_CLOSED, rstCode 7, and answers no RST_STREAM', async (t) => {
+  it(`sends a stream refused unanswered (REFUSED_STREAM) again, ${H2_UPSTREAM_REFUSED_RETRIES} times, then fails it as UPSTREAM_CLOSED rstCode 7`, async (t) => {
     const { conn, calls } = await open(t, 2);
     const [refused, other] = calls as [Recorded, Recorded];
+    // RFC 9113 §8.7: a refused stream was not processed, so the same request goes again (streams 5, 7, ...).
     conn.write(frame32(FrameType.RST_STREAM, 1, H2Error.REFUSED_STREAM));
+    for (let retry = 1, id = 5; retry <= H2_UPSTREAM_REFUSED_RETRIES; retry++, id += 2) {
+      assert.deepEqual((await conn.request(id)).fields.slice(6, 8), [':path', '/s1'], `retry ${retry} on stream ${id}`);
+      conn.write(frame32(FrameType.RST_STREAM, id, H2Error.REFUSED_STREAM));
+    }
     const err = await refused.error();
     assert.ok(err instanceof UpstreamResetError);
     assert.equal(err.code, 'UPSTREAM_CLOSED');
@@ -205,6 +210,25 @@ describe('h2-client on the wire: RST_STREAM from the origin', SUITE, () => {
     assert.deepEqual(other.log(), ['head 200', 'data ok', 'end']);
     await conn.sync();
     assert.deepEqual(conn.frames.items.filter(isError).map(showFrame), []);
+    assert.equal(conn.seen(FrameType.HEADERS).length, 2 + H2_UPSTREAM_REFUSED_RETRIES, 'streams 1 and 3 and the retries: nothing past the budget');
+  });
+
+  it('never sends again a stream refused after its response head, nor one whose body is a stream', async (t) => {
+    const { origin, client } = await setup(t);
+    const answered = send(client, '/answered');
+    const streamed = send(client, '/streamed', { body: (async function* () {
+      yield Buffer.from('part');
+    })() });
+    const conn = await origin.connection(0);
+    await conn.handshake([]);
+    await conn.request(1);
+    await conn.request(3);
+    conn.write(headersFrame(1, OK), frame32(FrameType.RST_STREAM, 1, H2Error.REFUSED_STREAM), frame32(FrameType.RST_STREAM, 3, H2Error.REFUSED_STREAM));
+    assert.equal((await answered.error()).code, 'UPSTREAM_CLOSED');
+    assert.deepEqual(answered.log(), ['head 200', 'error UPSTREAM_CLOSED']);
+    assert.equal(((await streamed.error()) as UpstreamResetError).rstCode, H2Error.REFUSED_STREAM);
+    await conn.sync();
+    assert.equal(conn.seen(FrameType.HEADERS).length, 2);
   });
 
   it('changes nothing for a call whose response ended before a RST_STREAM NO_ERROR', async (t) => {
@@ -263,28 +287,31 @@ describe('h2-client on the wire: RST_STREAM from the origin', SUITE, () => {
 // ---- 6 ----
 
 describe('h2-client on the wire: GOAWAY from the origin', SUITE, () => {
-  it('fails streams past last_stream_id with REFUSED_STREAM, finishes the others, and opens a new connection for new requests', async (t) => {
+  it('finishes the streams up to last_stream_id and sends those past it again on a new connection, which new requests use too', async (t) => {
     const { origin, client, conn, calls } = await open(t, 2);
     const [kept, refused] = calls as [Recorded, Recorded];
     conn.write(goawayFrame(1, H2Error.NO_ERROR));
-    const err = await refused.error();
-    assert.equal(err.code, 'UPSTREAM_CLOSED');
-    assert.equal(err.rstCode, H2Error.REFUSED_STREAM);
+    // Stream 3 was past the origin's last stream: unprocessed, so it goes again on a new connection (RFC 9113 §6.8).
+    const second = await origin.connection(1);
+    assert.equal(origin.accepted(), 2);
+    await second.handshake();
+    assert.deepEqual((await second.request(1)).fields.slice(6, 8), [':path', '/s3']);
     assert.deepEqual(kept.log(), []);
     conn.write(...complete(1));
     await kept.settled();
     assert.deepEqual(kept.log(), ['head 200', 'data ok', 'end']);
     assert.equal(await conn.closing, 'end', 'the old connection ends once its last stream did');
+    second.write(...complete(1));
+    await refused.settled();
+    assert.deepEqual(refused.log(), ['head 200', 'data ok', 'end']);
 
     const later = send(client, '/later');
-    const second = await origin.connection(1);
-    assert.equal(origin.accepted(), 2);
-    await second.handshake();
-    assert.deepEqual((await second.request(1)).fields.slice(6, 8), [':path', '/later']);
-    second.write(...complete(1));
+    assert.deepEqual((await second.request(3)).fields.slice(6, 8), [':path', '/later']);
+    second.write(...complete(3));
     await later.settled();
     assert.deepEqual(later.log(), ['head 200', 'data ok', 'end']);
     assert.equal(conn.seen(FrameType.HEADERS).length, 2, 'nothing more opened on the old connection');
+    assert.equal(origin.accepted(), 2);
   });
 });
 
