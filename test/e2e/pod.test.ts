@@ -1,7 +1,8 @@
 // The shipped Kubernetes deployment, run as written (root only). Reads deploy/kubernetes/*.yaml and runs
 // what they say as processes in network namespaces this test creates:
 //   - "cluster": the cluster DNS (real dnsmasq) serving the supervisor's Service name and the origins' names,
-//     and the origins themselves (HTTPS with L7 rules, plain HTTP, HTTPS git, one origin the policy denies);
+//     and the origins themselves (HTTPS with L7 rules, HTTP/2 and HTTP/1.1; plain HTTP; HTTPS git; one origin the
+//     policy denies);
 //   - "supervisor" pod: the supervisor container's args, its Secrets/ConfigMaps as the kubelet projects them;
 //   - "sandbox" pod: resolv.conf as the kubelet writes it for the pod's dnsPolicy, the init container's args
 //     as uid 0 with its capabilities, the boundary sidecar's args as its runAsUser, then real clients (curl,
@@ -183,6 +184,11 @@ it('runs the shipped sandbox pod and supervisor as the manifests say: attach, re
   const { run: agentRun, curl, allowedWorks } = agentClients({ pod: sandboxPod, agent, volumes: volumes.sandbox, home: files.agentHome });
 
   await allowedWorks('curl');
+  // HTTP/2 both sides: the agent's curl to boundary's inspection, boundary's own client to the origin.
+  for (const [how, args] of [['through the proxy', []], ['transparently', ['--noproxy', '*']]] as const) {
+    const h2 = await curl('--http2', ...args, `https://api.origin.test/v1/h2-${how === 'transparently' ? 'transparent' : 'proxy'}`);
+    assert.deepEqual([h2.body, h2.status], [`api saw GET /v1/h2-${how === 'transparently' ? 'transparent' : 'proxy'} over HTTP/2.0`, '200'], `curl --http2 ${how}: ${h2.stderr}`);
+  }
   const transparent = await curl('--noproxy', '*', 'https://api.origin.test/v1/transparent');
   assert.deepEqual([transparent.body, transparent.status], ['api saw GET /v1/transparent', '200'], `curl without proxy variables: ${transparent.stderr}`);
   const plain = await curl('http://files.origin.test/f/proxy');

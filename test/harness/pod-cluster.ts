@@ -20,7 +20,7 @@ const PID = process.pid;
 export const NS = { cluster: `k8c-${PID}`, sandbox: `k8s-${PID}`, supervisor: `k8v-${PID}` } as const;
 export const CLUSTER = { dnsIp: '10.96.0.10', domain: 'cluster.local' } as const;
 // Addresses exist only inside this test's namespaces (the network rule): pods on 10.244.x, "internet"
-// origins on 10.96.1.x behind the cluster namespace.
+// origins on 10.96.1.x behind the cluster namespace (the api origin speaks HTTP/2 and HTTP/1.1).
 export const SANDBOX_IP = '10.244.1.2';
 export const SUPERVISOR_IP = '10.244.2.2';
 export const ORIGINS = { api: '10.96.1.10', files: '10.96.1.11', git: '10.96.1.12', denied: '10.96.1.13' } as const;
@@ -28,13 +28,17 @@ const CLEAN_PATH = '/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin';
 
 const ORIGINS_SCRIPT = `
 import { createServer as http } from 'node:http';
+import { createSecureServer as h2 } from 'node:http2';
 import { createServer as https } from 'node:https';
 import { readFileSync } from 'node:fs';
 import { join, normalize } from 'node:path';
 const [apiCert, apiKey, gitCert, gitKey, gitRoot, api, files, git, denied] = process.argv.slice(2);
 const listen = (server, ip, port) => new Promise((resolve) => server.listen(port, ip, resolve));
 const tls = (cert, key) => ({ cert: readFileSync(cert), key: readFileSync(key) });
-await listen(https(tls(apiCert, apiKey), (req, res) => res.end('api saw ' + req.method + ' ' + req.url)), api, 443);
+// HTTP/2 and HTTP/1.1 by ALPN, as most public APIs: streams from an HTTP/2 client go upstream in HTTP/2 through
+// boundary's own client. A path under /v1/h2 says which version arrived.
+await listen(h2({ ...tls(apiCert, apiKey), allowHTTP1: true }, (req, res) =>
+  res.end('api saw ' + req.method + ' ' + req.url + (req.url.startsWith('/v1/h2') ? ' over HTTP/' + req.httpVersion : ''))), api, 443);
 await listen(http((req, res) => res.end('files saw ' + req.url)), files, 80);
 await listen(https(tls(gitCert, gitKey), (req, res) => {
   // The dumb HTTP protocol: git reads info/refs, HEAD and objects as static files.
