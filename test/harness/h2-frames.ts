@@ -18,7 +18,8 @@ export function frame(type: number, flags: number, streamId: number, payload: Bu
   return Buffer.concat([head, payload]);
 }
 
-function integer(value: number, prefixBits: number, firstByte: number): Buffer {
+/** RFC 7541 §5.1: an integer in a `prefixBits` prefix, `firstByte` holding the representation's bits above it. */
+export function hpackInteger(value: number, prefixBits: number, firstByte: number): Buffer {
   const max = (1 << prefixBits) - 1;
   if (value < max) return Buffer.from([firstByte | value]);
   const out = [firstByte | max];
@@ -35,7 +36,7 @@ function integer(value: number, prefixBits: number, firstByte: number): Buffer {
 export function headerBlock(headers: readonly (readonly [string, string])[]): Buffer {
   const parts: Buffer[] = [];
   for (const [name, value] of headers) {
-    parts.push(Buffer.from([0x00]), integer(name.length, 7, 0), Buffer.from(name, 'latin1'), integer(Buffer.byteLength(value), 7, 0), Buffer.from(value));
+    parts.push(Buffer.from([0x00]), hpackInteger(name.length, 7, 0), Buffer.from(name, 'latin1'), hpackInteger(Buffer.byteLength(value), 7, 0), Buffer.from(value));
   }
   return Buffer.concat(parts);
 }

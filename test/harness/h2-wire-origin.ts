@@ -6,6 +6,7 @@ import { createServer, type Socket } from 'node:net';
 import { Flag, FrameReader, FrameType, frame, H2_FRAME_BYTES, H2Error, PREFACE, settingsFrame } from '../../src/http2/frames.js';
 import { encodeHeaderBlock, HpackDecoder } from '../../src/http2/hpack.js';
 import { DEADLINE_MS, type WaiterList, waiterList } from './waiters.js';
+import { hpackInteger } from './h2-frames.js';
 
 /** Decoded header lists are not limited here: the harness reads what the client sends, whatever its size. */
 const UNLIMITED_LIST_BYTES = 2 ** 30;
@@ -215,20 +216,6 @@ export async function wireOrigin(): Promise<WireOrigin> {
 }
 
 // ---- What an origin writes ----
-
-/** RFC 7541 §5.1: an integer in a `prefixBits` prefix, `first` holding the representation's bits above it. */
-function hpackInteger(value: number, prefixBits: number, first: number): Buffer {
-  const max = (1 << prefixBits) - 1;
-  if (value < max) return Buffer.from([first | value]);
-  const out = [first | max];
-  let rest = value - max;
-  while (rest >= 0x80) {
-    out.push((rest % 0x80) | 0x80);
-    rest = Math.floor(rest / 0x80);
-  }
-  out.push(rest);
-  return Buffer.from(out);
-}
 
 /** RFC 7541 §6.1: an indexed field (2 is `:method GET`, 8 `:status 200`, 62 the newest dynamic entry). */
 export function indexedField(index: number): Buffer {

@@ -8,6 +8,7 @@ import { describe, it } from 'node:test';
 import { BoundaryError } from '../../src/errors.js';
 import { encodeHeaderBlock, HPACK_MAX_INTEGER, HPACK_MAX_TABLE_BYTES, HpackDecoder } from '../../src/http2/hpack.js';
 import { HUFFMAN_CODES, HUFFMAN_EOS } from '../../src/http2/hpack-huffman.js';
+import { seeded } from '../harness/seeded.js';
 
 const LIST_BYTES = 1 << 20;
 const PROTOCOL_ERROR = { code: 'UPSTREAM_PROTOCOL_ERROR' };
@@ -51,17 +52,6 @@ function huffman(text: string): Buffer {
 /** A literal without indexing, literal name 'a', whose value is the given Huffman-coded octets. */
 function huffmanValue(octets: Buffer): Buffer {
   return Buffer.concat([Buffer.from([0x00, 0x01, 0x61, ...int(0x80, 7, octets.length)]), octets]);
-}
-
-function mulberry32(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4_294_967_296;
-  };
 }
 
 /** Decodes each block in turn on one decoder, checking the list and the table size after each. */
@@ -269,7 +259,7 @@ describe('HPACK decoder: errors and limits', () => {
 
 describe('HPACK fuzz and round trips (seeded)', () => {
   it('returns or throws UPSTREAM_PROTOCOL_ERROR for 20,000 random and mutated blocks on one decoder', () => {
-    const random = mulberry32(7541);
+    const random = seeded(7541);
     const byte = (): number => Math.floor(random() * 256);
     const seeds = [...C3, ...C4, ...C5, ...C6].map(([block]) => hex(block));
     seeds.push(huffmanValue(huffman('boundary fuzz \u00ff\u0000')), encodeHeaderBlock(['authorization', 'x', 'x-a', 'b']));
@@ -300,7 +290,7 @@ describe('HPACK fuzz and round trips (seeded)', () => {
   });
 
   it('round-trips random request lists through the encoder and decoder', () => {
-    const random = mulberry32(9113);
+    const random = seeded(9113);
     const pick = <T>(items: readonly T[]): T => items[Math.floor(random() * items.length)]!;
     const known = [':method', ':path', ':scheme', ':authority', 'accept-encoding', 'authorization', 'cookie', 'proxy-authorization', 'user-agent', 'www-authenticate'];
     const decoder = new HpackDecoder();
@@ -318,7 +308,7 @@ describe('HPACK fuzz and round trips (seeded)', () => {
   });
 
   it('decodes every octet and random strings Huffman-coded by an independent bit-by-bit encoder', () => {
-    const random = mulberry32(5);
+    const random = seeded(5);
     const decoder = new HpackDecoder();
     const all = String.fromCharCode(...Array.from({ length: 256 }, (_, i) => i));
     for (const text of [all, ...Array.from({ length: 2_000 }, () => String.fromCharCode(...Array.from({ length: Math.floor(random() * 64) }, () => Math.floor(random() * 256)))), 'x'.repeat(20_000)]) {
