@@ -14,6 +14,13 @@ import { MAX_DNS_MESSAGE_BYTES } from './answer.js';
 
 /** Per exchange (one UDP or TCP round trip to one server). */
 const UPSTREAM_TIMEOUT_MS = 2_000;
+/**
+ * Within a UDP exchange, the query is sent again this often until a reply comes or the exchange times out. One
+ * lost datagram (a cluster's conntrack race, a busy node) would otherwise fail the workload's request; stub resolvers
+ * resend too (glibc after its timeout, dig after 1 s). The same query on the same socket: whichever copy is answered
+ * first is taken.
+ */
+export const UPSTREAM_UDP_RESEND_MS = 500;
 const MAX_CNAME_HOPS = 8;
 const MAX_ADDRESSES = 16;
 /** What we advertise upstream in EDNS; larger answers come back with TC and are retried over TCP. */
@@ -166,6 +173,7 @@ function udpExchange(server: { host: string; port: number; family: 4 | 6 }, name
       if (done) return;
       done = true;
       clearTimeout(timer);
+      clearTimeout(resend);
       socket.removeAllListeners('message');
       socket.on('error', () => {});
       try {
@@ -176,13 +184,20 @@ function udpExchange(server: { host: string; port: number; family: 4 | 6 }, name
       resolve(result);
     };
     const timer = setTimeout(() => finish(fail('timeout', `no UDP reply within ${timeoutMs} ms`)), timeoutMs);
+    let resend: NodeJS.Timeout | undefined;
     socket.on('error', (err) => finish(fail('io-failed', `UDP: ${err.message}`)));
     socket.on('message', (message) => {
       const reply = readReply(message, id, name, qtype);
       if (reply !== undefined) finish(reply);
     });
     socket.connect(server.port, server.host, () => {
-      if (!done) socket.send(buildQuery(id, name, qtype), (err) => err && finish(fail('io-failed', `UDP send: ${err.message}`)));
+      if (done) return;
+      const query = buildQuery(id, name, qtype);
+      const send = (): void => {
+        socket.send(query, (err) => err && finish(fail('io-failed', `UDP send: ${err.message}`)));
+        resend = setTimeout(send, UPSTREAM_UDP_RESEND_MS);
+      };
+      send();
     });
   });
 }

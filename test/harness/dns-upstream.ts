@@ -18,6 +18,8 @@ export interface FixtureEntry {
   readonly truncate?: boolean;
   /** Never reply (the client times out). */
   readonly silent?: boolean;
+  /** The first this many UDP queries for the name get no reply (lost datagrams); later ones are answered. */
+  readonly dropUdp?: number;
   /** Reply with bytes that do not decode. */
   readonly malformed?: boolean;
   /** Reply with a message larger than 8 KiB. */
@@ -60,6 +62,7 @@ export async function startDnsFixture(entries: Readonly<Record<string, FixtureEn
     const entry = table.get(name);
     const base = { type: 'response' as const, id: query.id ?? 0, questions: [question] };
     if (entry?.silent) return undefined;
+    if (transport === 'udp' && entry?.dropUdp !== undefined && queries.filter((q) => q.name === name && q.transport === 'udp').length <= entry.dropUdp) return undefined;
     if (entry?.malformed) return Buffer.from([message[0] ?? 0, message[1] ?? 0, 0x81, 0x80, 0, 1, 0, 1, 0, 0, 0, 0, 0xc0]);
     if (entry?.oversized) {
       const answers: Answer[] = [];

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { createUpstreamResolver } from '../../src/dns/upstream.js';
+import { createUpstreamResolver, UPSTREAM_UDP_RESEND_MS } from '../../src/dns/upstream.js';
 import { parseHostsFile } from '../../src/net/hosts.js';
 import { runResolverContract } from '../contracts/resolver.contract.js';
 import { type FixtureEntry, startDnsFixture } from '../harness/dns-upstream.js';
@@ -120,6 +120,14 @@ describe('createUpstreamResolver', () => {
     t.mock.timers.tick(2_000);
     assert.deepEqual((await fallback).ok, true);
     assert.equal(good.count(), 1);
+  });
+
+  it(`sends a UDP query again every ${UPSTREAM_UDP_RESEND_MS} ms within the exchange, so lost datagrams do not fail the name`, async (t) => {
+    // Two datagrams lost (a cluster's conntrack race, a busy node): the third copy is answered before the 2 s timeout.
+    const { fixture, resolver } = await withFixture(t, { 'api.example.test': { a: ['127.0.0.6'], dropUdp: 2 } });
+    const result = await resolver.resolve('api.example.test', 4);
+    assert.deepEqual(result.ok && result.addresses, ['127.0.0.6']);
+    assert.deepEqual(fixture.queries.map((q) => q.transport), ['udp', 'udp', 'udp']);
   });
 
   it('reports io-failed when nothing listens on the server port', async (t) => {
