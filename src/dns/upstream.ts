@@ -15,12 +15,11 @@ import { MAX_DNS_MESSAGE_BYTES } from './answer.js';
 /** Per exchange (one UDP or TCP round trip to one server). */
 const UPSTREAM_TIMEOUT_MS = 2_000;
 /**
- * Within a UDP exchange, the query is sent again this often until a reply comes or the exchange times out. One
- * lost datagram (a cluster's conntrack race, a busy node) would otherwise fail the workload's request; stub resolvers
- * resend too (glibc after its timeout, dig after 1 s). The same query on the same socket: whichever copy is answered
- * first is taken.
+ * Within a UDP exchange, the query is sent once more after this long without a reply (once within the 2 s timeout).
+ * One lost datagram (a cluster's conntrack race, a busy node) would otherwise fail the workload's request; stub
+ * resolvers resend too. The same query on the same socket: whichever copy is answered first is taken.
  */
-export const UPSTREAM_UDP_RESEND_MS = 500;
+export const UPSTREAM_UDP_RESEND_MS = 1_000;
 const MAX_CNAME_HOPS = 8;
 const MAX_ADDRESSES = 16;
 /** What we advertise upstream in EDNS; larger answers come back with TC and are retried over TCP. */

@@ -35,8 +35,11 @@ export interface FixtureQuery {
 export interface DnsFixture {
   readonly host: string;
   readonly port: number;
+  /** Each question once: a datagram repeating an earlier one (same id, name and type) is counted in `resent` instead. */
   readonly queries: FixtureQuery[];
   count(name?: string): number;
+  /** Repeated UDP datagrams (a client resending a query it had no reply to). */
+  resent(): number;
   set(name: string, entry: FixtureEntry): void;
   close(): Promise<void>;
 }
@@ -47,6 +50,10 @@ const MAX_CHAIN_STEPS = 32;
 export async function startDnsFixture(entries: Readonly<Record<string, FixtureEntry>> = {}): Promise<DnsFixture> {
   const table = new Map<string, FixtureEntry>(Object.entries(entries));
   const queries: FixtureQuery[] = [];
+  const seenUdp = new Set<string>();
+  let resent = 0;
+  /** UDP queries for each name that got no reply (FixtureEntry.dropUdp). */
+  const dropped = new Map<string, number>();
 
   function reply(message: Buffer, transport: 'udp' | 'tcp'): Buffer | undefined {
     let query: Packet;
@@ -58,11 +65,17 @@ export async function startDnsFixture(entries: Readonly<Record<string, FixtureEn
     const question = query.questions?.[0];
     if (question === undefined) return undefined;
     const name = question.name.toLowerCase();
-    queries.push({ name, type: question.type, transport });
+    const key = `${query.id}|${name}|${question.type}`;
+    if (transport === 'udp' && seenUdp.has(key)) resent++;
+    else queries.push({ name, type: question.type, transport });
+    if (transport === 'udp') seenUdp.add(key);
     const entry = table.get(name);
     const base = { type: 'response' as const, id: query.id ?? 0, questions: [question] };
     if (entry?.silent) return undefined;
-    if (transport === 'udp' && entry?.dropUdp !== undefined && queries.filter((q) => q.name === name && q.transport === 'udp').length <= entry.dropUdp) return undefined;
+    if (transport === 'udp' && (dropped.get(name) ?? 0) < (entry?.dropUdp ?? 0)) {
+      dropped.set(name, (dropped.get(name) ?? 0) + 1);
+      return undefined;
+    }
     if (entry?.malformed) return Buffer.from([message[0] ?? 0, message[1] ?? 0, 0x81, 0x80, 0, 1, 0, 1, 0, 0, 0, 0, 0xc0]);
     if (entry?.oversized) {
       const answers: Answer[] = [];
@@ -138,6 +151,7 @@ export async function startDnsFixture(entries: Readonly<Record<string, FixtureEn
     port: udpSocket.address().port,
     queries,
     count: (name) => (name === undefined ? queries.length : queries.filter((q) => q.name === name).length),
+    resent: () => resent,
     set: (name, entry) => {
       table.set(name, entry);
     },
