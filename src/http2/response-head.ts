@@ -1,7 +1,7 @@
 // One decoded HTTP/2 response header list from an origin, checked per RFC 9113 §8.2 and §8.3.2 before any of it
-// reaches a workload: field names lower-case tokens, values without CR, LF, NUL or edge whitespace (an HTTP/1.1
-// client would otherwise read a split response), `:status` alone among pseudo-headers and first, no
-// connection-specific field, one Content-Length. Pure.
+// reaches a workload: field names lower-case tokens, values without CR, LF, NUL or edge whitespace (HPACK carries
+// any octet; in HTTP/1.1 framing such a value would split the response), `:status` alone among pseudo-headers and
+// first, no connection-specific field, one Content-Length. Pure.
 
 import { BAD_VALUE, isDigits, MAX_CONTENT_LENGTH_DIGITS, TCHAR } from '../http1/grammar.js';
 import { CONNECTION_SPECIFIC_HEADERS } from './request-head.js';
