@@ -17,6 +17,21 @@ export function invalid(message: string): BoundaryError {
   return new BoundaryError('UPSTREAM_REQUEST_INVALID', message);
 }
 
+/** Throws unless `method` is a token and `target` a non-empty run of visible bytes. */
+export function checkMethodAndTarget(method: string, target: string): void {
+  if (!isToken(method)) throw invalid('request method is not a token');
+  if (target.length === 0 || BAD_TARGET.test(target)) throw invalid('request target has a space or control character');
+}
+
+/**
+ * Throws unless `name` is a token and `value` has only characters a field value may hold. `what` and `index` name
+ * the field in the message (`request header 3`, `request trailer 0`); the value is never quoted.
+ */
+export function checkField(what: string, index: number, name: string, value: string): void {
+  if (!isToken(name)) throw invalid(`${what} ${index} has an invalid name`);
+  if (BAD_VALUE.test(value)) throw invalid(`${what} ${name} has a value with CR, LF, NUL or another forbidden character`);
+}
+
 export interface Serialised {
   readonly head: string;
   /** Declared Content-Length of a streamed body; -1 means chunked. */
@@ -28,16 +43,14 @@ export interface Serialised {
  * valid name, never a value: values carry injected credentials.
  */
 export function serialise(req: H1Request): Serialised {
-  if (!isToken(req.method)) throw invalid('request method is not a token');
-  if (req.target.length === 0 || BAD_TARGET.test(req.target)) throw invalid('request target has a space or control character');
+  checkMethodAndTarget(req.method, req.target);
   let head = `${req.method} ${req.target} HTTP/1.1\r\n`;
   const headers = req.headers;
   let declared: string | undefined;
   for (let i = 0; i < headers.length; i += 2) {
     const name = headers[i] ?? '';
     const value = headers[i + 1] ?? '';
-    if (!isToken(name)) throw invalid(`request header ${i / 2} has an invalid name`);
-    if (BAD_VALUE.test(value)) throw invalid(`request header ${name} has a value with CR, LF, NUL or another forbidden character`);
+    checkField('request header', i / 2, name, value);
     if (tokenEqualsLower(name, 'content-length')) {
       if (declared !== undefined || !isDigits(value, MAX_CONTENT_LENGTH_DIGITS)) throw invalid('request Content-Length is repeated or not digits');
       declared = value;

@@ -39,6 +39,7 @@ export const H2Error = {
   CANCEL: 0x8,
   COMPRESSION_ERROR: 0x9,
   ENHANCE_YOUR_CALM: 0xb,
+  HTTP_1_1_REQUIRED: 0xd,
 } as const;
 
 export const Setting = {
@@ -89,10 +90,12 @@ export function settingsFrame(entries: readonly (readonly [number, number])[]): 
   return frame(FrameType.SETTINGS, 0, 0, payload);
 }
 
-export function goawayFrame(lastStreamId: number, code: number): Buffer {
-  const payload = Buffer.allocUnsafe(8);
+/** GOAWAY with the last stream id, the error code and optional debug data (RFC 9113 §6.8). */
+export function goawayFrame(lastStreamId: number, code: number, debug?: Buffer): Buffer {
+  const payload = Buffer.allocUnsafe(8 + (debug?.length ?? 0));
   payload.writeUInt32BE(lastStreamId, 0);
   payload.writeUInt32BE(code, 4);
+  debug?.copy(payload, 8);
   return frame(FrameType.GOAWAY, 0, 0, payload);
 }
 

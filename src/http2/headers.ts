@@ -3,8 +3,8 @@
 // Pure; never sees a socket, and passes values through unread (they may carry injected credentials).
 
 import type { OutgoingHttpHeaders } from 'node:http2';
-import { BAD_TARGET, BAD_VALUE, isToken } from '../http1/grammar.js';
-import { invalid } from '../http1/h1-request.js';
+import { BAD_TARGET } from '../http1/grammar.js';
+import { checkField, checkMethodAndTarget, invalid } from '../http1/h1-request.js';
 import { CONNECTION_SPECIFIC_HEADERS } from './request-head.js';
 
 /** Response fields that never cross into HTTP/2 (RFC 9113 §8.2.2), beside whatever `connection` nominated. */
@@ -26,15 +26,13 @@ function add(out: OutgoingHttpHeaders, name: string, value: string): void {
  * a value.
  */
 export function h2RequestFields(flat: readonly string[], pseudo: { readonly method: string; readonly path: string; readonly scheme: string; readonly teTrailers: boolean }): string[] {
-  if (!isToken(pseudo.method)) throw invalid('request method is not a token');
-  if (pseudo.path.length === 0 || BAD_TARGET.test(pseudo.path)) throw invalid('request path has a space or control character');
+  checkMethodAndTarget(pseudo.method, pseudo.path);
   const out: string[] = [':method', pseudo.method, ':scheme', pseudo.scheme, ':authority', '', ':path', pseudo.path];
   let authority = false;
   for (let i = 0; i < flat.length; i += 2) {
     const name = (flat[i] ?? '').toLowerCase();
     const value = flat[i + 1] ?? '';
-    if (!isToken(name)) throw invalid(`request header ${i / 2} has an invalid name`);
-    if (BAD_VALUE.test(value)) throw invalid(`request header ${name} has a value with CR, LF, NUL or another forbidden character`);
+    checkField('request header', i / 2, name, value);
     if (name === 'host') {
       if (BAD_TARGET.test(value)) throw invalid('request authority has a space or control character');
       if (!authority) out[5] = value;
@@ -52,8 +50,7 @@ export function h2TrailerFields(flat: readonly string[]): string[] {
   for (let i = 0; i < flat.length; i += 2) {
     const name = (flat[i] ?? '').toLowerCase();
     const value = flat[i + 1] ?? '';
-    if (!isToken(name)) throw invalid(`request trailer ${i / 2} has an invalid name`);
-    if (BAD_VALUE.test(value)) throw invalid(`request trailer ${name} has a value with CR, LF, NUL or another forbidden character`);
+    checkField('request trailer', i / 2, name, value);
     if (!RESPONSE_DROP.includes(name)) out.push(name, value);
   }
   return out;
