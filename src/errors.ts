@@ -73,6 +73,8 @@ export const ERROR_CODES = {
   UPSTREAM_CLOSED: 'upstream closed or reset the connection before the response ended',
   UPSTREAM_REQUEST_INVALID: 'a request could not be written upstream (bad method, target, header or body length); nothing unsafe was sent',
   UPSTREAM_BUSY: 'more requests waited for one upstream than MAX_QUEUED_REQUESTS_PER_UPSTREAM',
+  // workload side
+  CLIENT_RESET: 'the workload reset an HTTP/2 stream, or its session ended, before the request body ended; nothing more of it goes upstream',
   // DNS
   DNS_TIMEOUT: 'the upstream DNS server gave no answer in time',
   DNS_MALFORMED: 'a DNS message failed to decode',

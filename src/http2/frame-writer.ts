@@ -6,9 +6,18 @@ import type { Socket } from 'node:net';
 import { Flag, FrameType, H2_FRAME_BYTES, frame } from './frames.js';
 import { encodeHeaderBlock } from './hpack.js';
 
+/** RFC 7541 §6.3: a dynamic table size update to 0 (001 prefix, 5-bit integer 0). */
+const TABLE_SIZE_ZERO = Buffer.from([0x20]);
+
 export class FrameWriter {
   /** socket.write asked to wait: request bodies hold until the socket drains. */
   needDrain = false;
+  /**
+   * The peer sent SETTINGS_HEADER_TABLE_SIZE: the next header block starts with a dynamic table size update to 0
+   * (RFC 7541 §4.2, RFC 9113 §4.3.1), which any setting allows since the encoder never indexes. nghttp2 peers treat
+   * a block without it as a COMPRESSION_ERROR once they lowered the size.
+   */
+  tableSizeUpdate = false;
   private corked = false;
   private stopped = false;
   private readonly socket: Socket;
@@ -37,7 +46,11 @@ export class FrameWriter {
 
   /** A header list as HEADERS and, past one frame, CONTINUATION frames (RFC 9113 §4.3). */
   headers(id: number, fields: readonly string[], endStream: boolean): void {
-    const block = encodeHeaderBlock(fields);
+    let block = encodeHeaderBlock(fields);
+    if (this.tableSizeUpdate) {
+      this.tableSizeUpdate = false;
+      block = Buffer.concat([TABLE_SIZE_ZERO, block]);
+    }
     const end = endStream ? Flag.END_STREAM : 0;
     if (block.length <= H2_FRAME_BYTES) {
       this.send(frame(FrameType.HEADERS, end | Flag.END_HEADERS, id, block));

@@ -99,28 +99,34 @@ export function goawayFrame(lastStreamId: number, code: number, debug?: Buffer):
   return frame(FrameType.GOAWAY, 0, 0, payload);
 }
 
-/** What a server's SETTINGS change for a client; absent fields keep their value. */
-export interface ServerSettings {
+/** What a peer's SETTINGS change for boundary's end; absent fields keep their value. */
+export interface PeerSettings {
   maxStreams?: number;
   initialWindow?: number;
+  /** SETTINGS_HEADER_TABLE_SIZE was sent: the peer's decoder wants a table size update (RFC 9113 §4.3.1). */
+  headerTable?: boolean;
 }
 
 /**
- * Reads a server's SETTINGS payload (RFC 9113 §6.5.2), or the connection error it is as [code, message]. A server
- * may not turn push on; HEADER_TABLE_SIZE, MAX_FRAME_SIZE (checked for range) and MAX_HEADER_LIST_SIZE change nothing
- * for boundary's client, whose encoder never indexes and whose frames stay at the 16,384-octet minimum.
+ * Reads a peer's SETTINGS payload (RFC 9113 §6.5.2), or the connection error it is as [code, message]. A server may
+ * not turn push on; a client may send 0 or 1 (boundary never pushes either way). MAX_FRAME_SIZE (checked for range)
+ * and MAX_HEADER_LIST_SIZE change nothing: boundary's frames stay at the 16,384-octet minimum. HEADER_TABLE_SIZE
+ * only asks for a table size update: boundary's encoder never indexes, so its table is always empty. A client's MAX_CONCURRENT_STREAMS limits pushes, which boundary never sends.
  */
-export function readServerSettings(payload: Buffer): ServerSettings | [code: number, message: string] {
+export function readPeerSettings(payload: Buffer, peer: 'client' | 'server'): PeerSettings | [code: number, message: string] {
   if (payload.length % 6 !== 0) return [H2Error.FRAME_SIZE_ERROR, 'SETTINGS of the wrong size'];
-  const out: ServerSettings = {};
+  const out: PeerSettings = {};
   for (let at = 0; at < payload.length; at += 6) {
     const value = payload.readUInt32BE(at + 2);
     switch (payload.readUInt16BE(at)) {
+      case Setting.HEADER_TABLE_SIZE:
+        out.headerTable = true;
+        break;
       case Setting.ENABLE_PUSH:
-        if (value !== 0) return [H2Error.PROTOCOL_ERROR, 'a server set SETTINGS_ENABLE_PUSH'];
+        if (value > 1 || (peer === 'server' && value !== 0)) return [H2Error.PROTOCOL_ERROR, `SETTINGS_ENABLE_PUSH ${value} from a ${peer}`];
         break;
       case Setting.MAX_CONCURRENT_STREAMS:
-        out.maxStreams = value;
+        if (peer === 'server') out.maxStreams = value;
         break;
       case Setting.INITIAL_WINDOW_SIZE:
         if (value > H2_MAX_31_BIT) return [H2Error.FLOW_CONTROL_ERROR, 'SETTINGS_INITIAL_WINDOW_SIZE past 2^31-1'];

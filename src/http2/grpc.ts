@@ -2,7 +2,6 @@
 // (grpc-status from the HTTP status, as gRPC maps them; grpc-message percent-encoded), and the length-prefixed
 // message framing gRPC and Connect streaming share, so each message can be released whole. Pure.
 
-import type { OutgoingHttpHeaders } from 'node:http2';
 
 /** gRPC status codes boundary answers with (grpc/doc/statuscodes.md). */
 export const GRPC_STATUS = { INTERNAL: 13, PERMISSION_DENIED: 7, UNAUTHENTICATED: 16, UNIMPLEMENTED: 12, UNAVAILABLE: 14, UNKNOWN: 2 } as const;
@@ -52,8 +51,8 @@ export function encodeGrpcMessage(text: string): string {
 }
 
 /** A trailers-only gRPC response: HTTP 200 and the status in the one HEADERS frame, which ends the stream. */
-export function grpcTrailersOnly(grpcStatus: number, message: string): OutgoingHttpHeaders {
-  return { ':status': 200, 'content-type': 'application/grpc', 'grpc-status': String(grpcStatus), 'grpc-message': encodeGrpcMessage(message) };
+export function grpcTrailersOnly(grpcStatus: number, message: string): string[] {
+  return [':status', '200', 'content-type', 'application/grpc', 'grpc-status', String(grpcStatus), 'grpc-message', encodeGrpcMessage(message)];
 }
 
 /** Where a byte stream of 5-byte-prefixed messages ends each message; chunks in, message-aligned pieces out. */

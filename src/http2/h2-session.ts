@@ -7,10 +7,10 @@
 import type { Socket } from 'node:net';
 import { BoundaryError } from '../errors.js';
 import { createFloodGuard, type FloodGuard, type FloodKind } from './flood-guard.js';
-import { Flag, FrameReader, FrameType, H2_DEFAULT_WINDOW, H2_FRAME_BYTES, H2_MAX_31_BIT, H2Error, PREFACE, Setting, frame, frame32, goawayFrame, readServerSettings, settingsFrame } from './frames.js';
+import { Flag, FrameReader, FrameType, H2_DEFAULT_WINDOW, H2_FRAME_BYTES, H2_MAX_31_BIT, H2Error, PREFACE, Setting, frame, frame32, goawayFrame, readPeerSettings, settingsFrame } from './frames.js';
 import { FrameWriter } from './frame-writer.js';
-import { BodySender, ReceiveWindows } from './flow-control.js';
-import { H2_UPSTREAM_MAX_HEADER_LIST_BYTES, HeaderBlocks } from './header-blocks.js';
+import { BodySender, H2_UPSTREAM_CONNECTION_WINDOW, ReceiveWindows } from './flow-control.js';
+import { H2_UPSTREAM_MAX_HEADER_LIST_BYTES, HeaderBlocks, UPSTREAM_HEADER_LIMITS } from './header-blocks.js';
 import { type StreamOwner, UpstreamResetError, type UpstreamStream } from './upstream-stream.js';
 
 /** Streams opened at once before the origin's SETTINGS says how many it takes (nghttp2's assumption too). */
@@ -34,7 +34,7 @@ export class H2Session implements StreamOwner {
   private nextId = 1;
   private readonly streams = new Map<number, UpstreamStream>();
   private readonly waiting: UpstreamStream[] = [];
-  private readonly blocks = new HeaderBlocks({ block: (id, end, list) => this.onBlock(id, end, list), error: (code, message) => this.fail(code, message) });
+  private readonly blocks = new HeaderBlocks({ block: (id, end, list) => this.onBlock(id, end, list), error: (code, message) => this.fail(code, message) }, UPSTREAM_HEADER_LIMITS);
   private readonly reader: FrameReader;
   private readonly guard: FloodGuard = createFloodGuard();
   private gotSettings = false;
@@ -48,8 +48,10 @@ export class H2Session implements StreamOwner {
   constructor(socket: Socket, options: H2SessionOptions) {
     this.socket = socket;
     this.out = new FrameWriter(socket);
-    this.body = new BodySender(this.out, (stream) => this.forget(stream));
-    this.windows = new ReceiveWindows(this.out);
+    this.body = new BodySender(this.out, (stream) => {
+      if (stream.remoteEnded) this.forget(stream as UpstreamStream);
+    });
+    this.windows = new ReceiveWindows(this.out, H2_UPSTREAM_CONNECTION_WINDOW);
     this.options = options;
     this.reader = new FrameReader(H2_FRAME_BYTES, (t, f, id, p) => this.onFrame(t, f, id, p), () => this.fail(H2Error.FRAME_SIZE_ERROR, 'a frame larger than SETTINGS_MAX_FRAME_SIZE'));
     socket.on('data', (chunk: Buffer) => this.reader.push(chunk));
@@ -260,10 +262,11 @@ export class H2Session implements StreamOwner {
       if (payload.length !== 0) this.fail(H2Error.FRAME_SIZE_ERROR, 'a SETTINGS ACK with a payload');
       return;
     }
-    const settings = readServerSettings(payload);
+    const settings = readPeerSettings(payload, 'server');
     if (Array.isArray(settings)) return this.fail(settings[0], settings[1]);
     if (this.gotSettings && this.flood(this.guard.settings())) return;
     this.gotSettings = true;
+    if (settings.headerTable === true) this.out.tableSizeUpdate = true;
     if (settings.maxStreams !== undefined) this.peerMaxStreams = settings.maxStreams;
     if (settings.initialWindow !== undefined) {
       const delta = settings.initialWindow - this.peerInitialWindow;

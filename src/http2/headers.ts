@@ -2,20 +2,12 @@
 // from the rewritten flat list, a response head or trailers for an HTTP/2 client, cookies joined for HTTP/1.1.
 // Pure; never sees a socket, and passes values through unread (they may carry injected credentials).
 
-import type { OutgoingHttpHeaders } from 'node:http2';
 import { BAD_TARGET } from '../http1/grammar.js';
 import { checkField, checkMethodAndTarget, invalid } from '../http1/h1-request.js';
 import { CONNECTION_SPECIFIC_HEADERS } from './request-head.js';
 
 /** Response fields that never cross into HTTP/2 (RFC 9113 §8.2.2), beside whatever `connection` nominated. */
 const RESPONSE_DROP: readonly string[] = [...CONNECTION_SPECIFIC_HEADERS, 'te', 'trailer'];
-
-function add(out: OutgoingHttpHeaders, name: string, value: string): void {
-  const known = out[name];
-  if (known === undefined) out[name] = value;
-  else if (Array.isArray(known)) known.push(value);
-  else out[name] = [String(known), value];
-}
 
 /**
  * The head of an upstream HTTP/2 request, flat for the HPACK encoder: the pseudo-headers, then the flat list as
@@ -56,18 +48,22 @@ export function h2TrailerFields(flat: readonly string[]): string[] {
   return out;
 }
 
-/** A response head (`:status` set) or trailers (status undefined) for an HTTP/2 client, from a flat list. */
-export function h2ResponseHeaders(status: number | undefined, flat: readonly string[]): OutgoingHttpHeaders {
-  const out: OutgoingHttpHeaders = status === undefined ? {} : { ':status': status };
+/**
+ * A response head (`:status` first) or trailers (status undefined) for an HTTP/2 client, flat for the HPACK encoder:
+ * names lower-cased, connection-specific fields dropped. Values pass as they are: they were checked where they were
+ * read (an HTTP/1.1 parser or response-head.ts), and the credential redaction only shortens them.
+ */
+export function h2ResponseFields(status: number | undefined, flat: readonly string[]): string[] {
+  const out: string[] = status === undefined ? [] : [':status', String(status)];
   for (let i = 0; i < flat.length; i += 2) {
     const name = (flat[i] ?? '').toLowerCase();
     if (name.charCodeAt(0) === 58 || RESPONSE_DROP.includes(name)) continue;
-    add(out, name, flat[i + 1] ?? '');
+    out.push(name, flat[i + 1] ?? '');
   }
   return out;
 }
 
-/** node:http2's raw list without its pseudo-headers (`:status`), as the flat form the proxy rewrites. */
+/** A raw header list without its pseudo-headers (`:status`), as the flat form the proxy rewrites. */
 export function withoutPseudo(raw: readonly string[]): string[] {
   const out: string[] = [];
   for (let i = 0; i < raw.length; i += 2) {

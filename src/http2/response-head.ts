@@ -3,8 +3,8 @@
 // any octet; in HTTP/1.1 framing such a value would split the response), `:status` alone among pseudo-headers and
 // first, no connection-specific field, one Content-Length. Pure.
 
-import { BAD_VALUE, isDigits, MAX_CONTENT_LENGTH_DIGITS, TCHAR } from '../http1/grammar.js';
-import { CONNECTION_SPECIFIC_HEADERS } from './request-head.js';
+import { isDigits, MAX_CONTENT_LENGTH_DIGITS } from '../http1/grammar.js';
+import { badFieldValue, CONNECTION_SPECIFIC_HEADERS, isLowerToken } from './request-head.js';
 
 export type ResponseFieldProblem =
   | 'missing-status'
@@ -31,24 +31,6 @@ function bad(problem: ResponseFieldProblem): ResponseFieldsResult {
   return { ok: false, problem };
 }
 
-function isLowerToken(name: string): boolean {
-  if (name.length === 0) return false;
-  for (let i = 0; i < name.length; i++) {
-    const c = name.charCodeAt(i);
-    if (c > 0xff || TCHAR[c] !== 1 || (c >= 0x41 && c <= 0x5a)) return false;
-  }
-  return true;
-}
-
-function isOwsCode(c: number): boolean {
-  return c === 0x20 || c === 0x09;
-}
-
-function badValue(value: string): boolean {
-  if (value.length === 0) return false;
-  return isOwsCode(value.charCodeAt(0)) || isOwsCode(value.charCodeAt(value.length - 1)) || BAD_VALUE.test(value);
-}
-
 /** A response head (`trailers` false) or a trailer block (`trailers` true) as decoded from HPACK. */
 export function readResponseFields(flat: readonly string[], trailers: boolean): ResponseFieldsResult {
   let status = 0;
@@ -67,7 +49,7 @@ export function readResponseFields(flat: readonly string[], trailers: boolean): 
     }
     regularSeen = true;
     if (!isLowerToken(name)) return bad('bad-field-name');
-    if (badValue(value)) return bad('bad-field-value');
+    if (badFieldValue(value)) return bad('bad-field-value');
     if (CONNECTION_SPECIFIC_HEADERS.includes(name)) return bad('connection-specific-header');
     if (name === 'content-length') {
       if (!isDigits(value, MAX_CONTENT_LENGTH_DIGITS)) return bad('bad-content-length');

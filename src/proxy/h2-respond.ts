@@ -2,12 +2,12 @@
 // gRPC's trailers-only form (HTTP 200, grpc-status, grpc-message naming the policy and reason); RST_STREAM where no
 // answer can be sent any more. Shapes only; never decides anything.
 
-import { constants, type ServerHttp2Stream } from 'node:http2';
 import { POLICY_HEADER } from '../http1/headers.js';
+import { H2Error } from '../http2/frames.js';
 import { grpcStatusOf, grpcTrailersOnly } from '../http2/grpc.js';
+import type { RequestStream } from '../http2/request-stream.js';
 import type { Denial } from './deny.js';
 
-const { NGHTTP2_INTERNAL_ERROR, NGHTTP2_NO_ERROR } = constants;
 const POLICY_FIELD = POLICY_HEADER.toLowerCase();
 
 /** What a gRPC client shows for a denial: the status line's why, then the error, policy, reason and path. */
@@ -28,36 +28,32 @@ function grpcDenialMessage(d: Denial): string {
   return `boundary: ${d.reasonPhrase} (${parts.join(', ')})`;
 }
 
-/** A request body still arriving after the answer is not wanted: RST_STREAM NO_ERROR once the answer is out (RFC 9113 §8.1). */
-function stopUpload(stream: ServerHttp2Stream): void {
-  if (!stream.readableEnded && !stream.destroyed) stream.close(NGHTTP2_NO_ERROR);
-}
-
-export function respondDenial(stream: ServerHttp2Stream, d: Denial, grpc: boolean): void {
+export function respondDenial(stream: RequestStream, d: Denial, grpc: boolean): void {
   if (stream.destroyed) return;
   if (stream.headersSent) {
-    stream.close(NGHTTP2_INTERNAL_ERROR);
+    stream.reset(H2Error.INTERNAL_ERROR);
     return;
   }
   if (grpc) {
-    stream.respond(grpcTrailersOnly(grpcStatusOf(d.status), grpcDenialMessage(d)), { endStream: true });
+    stream.respond(grpcTrailersOnly(grpcStatusOf(d.status), grpcDenialMessage(d)), true);
   } else {
-    const body = JSON.stringify(d.body);
-    const headers: Record<string, string | number> = { ':status': d.status, 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) };
-    if (d.policy !== undefined) headers[POLICY_FIELD] = d.policy;
-    stream.respond(headers);
-    stream.end(body);
+    const body = Buffer.from(JSON.stringify(d.body), 'utf8');
+    const fields = [':status', String(d.status), 'content-type', 'application/json', 'content-length', String(body.length)];
+    if (d.policy !== undefined) fields.push(POLICY_FIELD, d.policy);
+    stream.respond(fields, false);
+    stream.write(body);
+    stream.end();
   }
-  stopUpload(stream);
+  stream.stopUpload();
 }
 
 /** A bare status (400 for a malformed request, 502 when nothing was sent): no body, as on HTTP/1.1. */
-export function respondStatus(stream: ServerHttp2Stream, status: number, grpc: boolean, why: string): void {
+export function respondStatus(stream: RequestStream, status: number, grpc: boolean, why: string): void {
   if (stream.destroyed) return;
   if (stream.headersSent) {
-    stream.close(NGHTTP2_INTERNAL_ERROR);
+    stream.reset(H2Error.INTERNAL_ERROR);
     return;
   }
-  stream.respond(grpc ? grpcTrailersOnly(grpcStatusOf(status), `boundary: ${why}`) : { ':status': status, 'content-length': 0 }, { endStream: true });
-  stopUpload(stream);
+  stream.respond(grpc ? grpcTrailersOnly(grpcStatusOf(status), `boundary: ${why}`) : [':status', String(status), 'content-length', '0'], true);
+  stream.stopUpload();
 }

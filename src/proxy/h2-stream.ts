@@ -2,15 +2,15 @@
 // credential rewrite and body rules (credential-injection.ts), one decision event, then the stream relayed to the
 // tunnel's upstream (h2-upstream.ts) with flow control and trailers both ways. Denials go out per h2-respond.ts.
 
-import type { IncomingHttpHeaders, ServerHttp2Stream } from 'node:http2';
-import { constants } from 'node:http2';
+import type { IncomingHttpHeaders } from 'node:http';
 import type { CredentialScope } from '../credentials/scope.js';
 import { bufferHasMarker } from '../credentials/scan.js';
-import type { FloodGuard } from '../http2/flood-guard.js';
+import { H2Error } from '../http2/frames.js';
 import { isEnveloped, isGrpc } from '../http2/grpc.js';
-import { joinedCookies, h2ResponseHeaders } from '../http2/headers.js';
+import { joinedCookies, h2ResponseFields } from '../http2/headers.js';
 import { type H2Handler, UpstreamResetError } from '../http2/h2-client.js';
 import { type H2RequestHead, readRequestHead } from '../http2/request-head.js';
+import type { RequestStream } from '../http2/request-stream.js';
 import type { H1Exchange } from '../http1/h1-client.js';
 import type { H2Tunnel, ProxyContext, TunnelTarget } from './context.js';
 import { MarkerInBodyError, redactResponseHeaders, type UpstreamHead } from './credential-injection.js';
@@ -24,20 +24,12 @@ import type { Evaluation, RelayEvaluation } from './l7.js';
 import { observeSince } from './metrics.js';
 import { answerUpstreamFailure, type BodyFraming, ClientClosedError, evaluateAndRelay, type RelayingRequest, relayEvaluation, type UpstreamBody } from './relay-request.js';
 
-const { NGHTTP2_INTERNAL_ERROR, NGHTTP2_PROTOCOL_ERROR, NGHTTP2_FLAG_END_STREAM } = constants;
 const H2_EXTRA = Object.freeze({ http_version: '2' });
 
 /** What the HTTP/2 server keeps per client session (h2-server.ts). */
 export interface H2Session {
   readonly tunnel: H2Tunnel;
-  readonly guard: FloodGuard;
   readonly upstream: TunnelUpstreamHandle;
-  readonly onClose: () => void;
-  /**
-   * A stream closed before its answer ended (node:http2's `aborted`: the client reset it, or boundary did): spends the
-   * reset-flood budget. Read off each stream's one 'close' listener instead of an 'aborted' listener per stream.
-   */
-  readonly aborted: () => void;
 }
 
 /** The stream's request as the evaluator and the body hold read it; its body is the stream itself. */
@@ -45,59 +37,66 @@ class H2StreamRequest implements HeldRequest {
   readonly httpVersion: string;
   readonly url: string;
   readonly rawHeaders: readonly string[];
-  readonly headers: IncomingHttpHeaders;
-  readonly stream: ServerHttp2Stream;
+  readonly stream: RequestStream;
+  private fieldsByName: IncomingHttpHeaders | undefined = undefined;
 
-  constructor(head: H2RequestHead, headers: IncomingHttpHeaders, stream: ServerHttp2Stream) {
+  constructor(head: H2RequestHead, stream: RequestStream) {
     this.httpVersion = head.httpVersion;
     this.url = head.url;
     this.rawHeaders = head.rawHeaders;
-    this.headers = headers;
     this.stream = stream;
   }
 
-  // A method, not an object literal's computed `[Symbol.asyncIterator]` key: that literal took about 0.6 µs per stream.
+  /** The fields by name, as a held body's checks read them; built only for a request whose body is held. */
+  get headers(): IncomingHttpHeaders {
+    if (this.fieldsByName === undefined) {
+      const byName: Record<string, string> = {};
+      const raw = this.rawHeaders;
+      for (let i = 0; i < raw.length; i += 2) {
+        const name = raw[i] as string;
+        const known = byName[name];
+        byName[name] = known === undefined ? (raw[i + 1] as string) : `${known}, ${raw[i + 1] as string}`;
+      }
+      this.fieldsByName = byName;
+    }
+    return this.fieldsByName;
+  }
+
   [Symbol.asyncIterator](): AsyncIterator<Buffer> {
-    return this.stream[Symbol.asyncIterator]();
+    return this.stream;
   }
 }
 
-/** A stream's errors end in its 'close' (the request's outcome is settled there); one listener for every stream. */
-function ignore(): void {}
-
-function flatOf(headers: IncomingHttpHeaders): string[] {
-  const flat: string[] = [];
-  for (const [name, value] of Object.entries(headers)) {
-    if (value === undefined || name.charCodeAt(0) === 58) continue;
-    if (Array.isArray(value)) for (const v of value) flat.push(name, v);
-    else flat.push(name, String(value));
-  }
-  return flat;
-}
-
-/** The 'stream' handler of an inspected HTTP/2 session: one request per stream. */
-export function handleH2Stream(ctx: ProxyContext, session: H2Session, stream: ServerHttp2Stream, headers: IncomingHttpHeaders, raw: string[], flags: number): void {
-  stream.on('error', ignore);
+/** The server session's onStream: one request per stream. */
+export function handleH2Stream(ctx: ProxyContext, session: H2Session, stream: RequestStream): void {
   const o = beginOutcome('l7', 'http', session.tunnel.src);
-  const read = readRequestHead(raw, session.tunnel.target.tls ? 'https' : 'http');
+  const read = readRequestHead(stream.fields, session.tunnel.target.tls ? 'https' : 'http', stream.remoteEnded);
   if (!read.ok) {
     // RFC 9113 §8.1.1: a malformed request is a stream error of type PROTOCOL_ERROR; there is no request to answer.
-    o.method = String(headers[':method'] ?? 'UNKNOWN');
+    o.method = methodOf(stream.fields);
     settle(o, 'deny', 'bad-request', `malformed HTTP/2 request: ${read.problem}`, undefined);
     o.extra = H2_EXTRA;
-    stream.close(NGHTTP2_PROTOCOL_ERROR);
+    stream.reject();
     emitOutcome(ctx.sink, ctx.metrics, o);
-    if (stream.aborted) session.aborted();
     return;
   }
   o.method = read.head.method;
-  new H2ProxyStream(ctx, session, stream, read.head, headers, o, (flags & NGHTTP2_FLAG_END_STREAM) !== 0).start();
+  stream.contentLength = read.head.contentLength;
+  new H2ProxyStream(ctx, session, stream, read.head, o).start();
+}
+
+/** The `:method` of a head that failed its checks, for its event (printable ASCII only, as the event may show it). */
+function methodOf(fields: readonly string[]): string {
+  for (let i = 0; i < fields.length; i += 2) {
+    if (fields[i] === ':method') return /^[!-~]{1,32}$/.test(fields[i + 1] ?? '') ? (fields[i + 1] as string) : 'UNKNOWN';
+  }
+  return 'UNKNOWN';
 }
 
 class H2ProxyStream implements H2Handler, RelayingRequest {
   readonly ctx: ProxyContext;
   readonly session: H2Session;
-  readonly stream: ServerHttp2Stream;
+  readonly stream: RequestStream;
   readonly head: H2RequestHead;
   readonly o: Outcome;
   readonly scope: TunnelTarget;
@@ -121,7 +120,7 @@ class H2ProxyStream implements H2Handler, RelayingRequest {
   sentAt = 0;
   responseBytes = 0;
 
-  constructor(ctx: ProxyContext, session: H2Session, stream: ServerHttp2Stream, head: H2RequestHead, headers: IncomingHttpHeaders, o: Outcome, endStream: boolean) {
+  constructor(ctx: ProxyContext, session: H2Session, stream: RequestStream, head: H2RequestHead, o: Outcome) {
     this.ctx = ctx;
     this.session = session;
     this.stream = stream;
@@ -129,13 +128,14 @@ class H2ProxyStream implements H2Handler, RelayingRequest {
     this.o = o;
     this.scope = session.tunnel.target;
     this.grpc = isGrpc(head.contentType);
-    this.endStream = endStream;
-    this.req = new H2StreamRequest(head, headers, stream);
+    this.endStream = stream.remoteEnded;
+    this.req = new H2StreamRequest(head, stream);
     this.body = this.req;
   }
 
   start(): void {
-    this.stream.on('close', () => this.closed());
+    this.stream.onClose = () => this.clientClosed();
+    this.stream.onDrain = () => this.drained();
     evaluateAndRelay(this);
   }
 
@@ -163,14 +163,16 @@ class H2ProxyStream implements H2Handler, RelayingRequest {
   }
 
   goingUpstream(framing: BodyFraming): void {
-    if (framing.hasBody && this.body === this.req) this.stream.on('trailers', (trailers: IncomingHttpHeaders) => this.onRequestTrailers(trailers));
+    if (!framing.hasBody || this.body !== this.req) return;
+    // Trailers that came while the request was decided are read now; later ones when they come.
+    if (this.stream.trailers !== undefined) this.onRequestTrailers(this.stream.trailers);
+    else this.stream.onTrailers = (trailers) => this.onRequestTrailers(trailers);
   }
 
-  private onRequestTrailers(trailers: IncomingHttpHeaders): void {
-    const flat = flatOf(trailers);
+  private onRequestTrailers(trailers: string[]): void {
     // A placeholder in a trailer would go upstream unsubstituted: refused like one in the body.
-    if (bufferHasMarker(Buffer.from(flat.join('\n'), 'latin1'))) this.exchange?.abort(new MarkerInBodyError());
-    else this.requestTrailers = flat;
+    if (bufferHasMarker(Buffer.from(trailers.join('\n'), 'latin1'))) this.exchange?.abort(new MarkerInBodyError());
+    else this.requestTrailers = trailers;
   }
 
   send(head: UpstreamHead, headers: string[], body: UpstreamBody): void {
@@ -223,18 +225,11 @@ class H2ProxyStream implements H2Handler, RelayingRequest {
       return;
     }
     const redacted = redactResponseHeaders(headers, this.credentialScope as CredentialScope);
-    try {
-      stream.respond(h2ResponseHeaders(status, redacted), { endStream: complete && body === undefined, waitForTrailers: !complete && this.relayTrailers });
-    } catch (err) {
-      if (complete) this.onError(err instanceof Error ? err : new Error(String(err)));
-      else this.exchange?.abort(err instanceof Error ? err : new Error(String(err)));
-      return;
-    }
-    if (!complete && this.relayTrailers) stream.on('wantTrailers', () => this.sendTrailers());
+    stream.respond(h2ResponseFields(status, redacted), complete && body === undefined);
     if (body !== undefined) {
       this.responseBytes += body.length;
-      if (complete) stream.end(body);
-      else if (!stream.write(body)) this.pause();
+      if (!stream.write(body)) this.pause();
+      if (complete) stream.end();
     }
     if (complete) this.finish(true);
     this.report();
@@ -251,12 +246,9 @@ class H2ProxyStream implements H2Handler, RelayingRequest {
 
   onEnd(): void {
     this.finish(true);
-    if (!this.stream.destroyed) this.stream.end();
-  }
-
-  private sendTrailers(): void {
     if (this.stream.destroyed) return;
-    this.stream.sendTrailers(this.responseTrailers === undefined ? {} : h2ResponseHeaders(undefined, this.responseTrailers));
+    const trailers = this.relayTrailers && this.responseTrailers !== undefined ? h2ResponseFields(undefined, this.responseTrailers) : undefined;
+    this.stream.end(trailers);
   }
 
   onError(err: Error): void {
@@ -264,7 +256,7 @@ class H2ProxyStream implements H2Handler, RelayingRequest {
     this.finish(false);
     if (headSent) {
       // A half-sent answer cannot turn into an error status: the stream is reset, with the origin's code if it reset.
-      if (!this.stream.destroyed) this.stream.close(err instanceof UpstreamResetError ? err.rstCode : NGHTTP2_INTERNAL_ERROR);
+      this.stream.reset(err instanceof UpstreamResetError ? err.rstCode : H2Error.INTERNAL_ERROR);
       return;
     }
     try {
@@ -281,7 +273,7 @@ class H2ProxyStream implements H2Handler, RelayingRequest {
     settle(this.o, 'fail', 'upstream-failed', err instanceof Error ? err.message : String(err), this.o.status);
     this.finish(false);
     if (!this.stream.headersSent) respondStatus(this.stream, 502, this.grpc, 'upstream failed');
-    else if (!this.stream.destroyed) this.stream.close(NGHTTP2_INTERNAL_ERROR);
+    else this.stream.reset(H2Error.INTERNAL_ERROR);
     this.report();
   }
 
@@ -291,11 +283,6 @@ class H2ProxyStream implements H2Handler, RelayingRequest {
     const o = this.o;
     o.extra = o.extra === undefined ? H2_EXTRA : { ...o.extra, http_version: '2' };
     emitOutcome(this.ctx.sink, this.ctx.metrics, o);
-  }
-
-  private closed(): void {
-    if (this.stream.aborted) this.session.aborted();
-    this.clientClosed();
   }
 
   private clientClosed(): void {
@@ -311,20 +298,18 @@ class H2ProxyStream implements H2Handler, RelayingRequest {
 
   private pause(): void {
     this.exchange?.pause();
-    if (this.waiting) return;
     this.waiting = true;
-    this.stream.once('drain', () => {
-      this.waiting = false;
-      this.exchange?.resume();
-    });
+  }
+
+  private drained(): void {
+    if (!this.waiting) return;
+    this.waiting = false;
+    this.exchange?.resume();
   }
 
   private finish(answered: boolean): void {
     if (this.settled) return;
     this.settled = true;
-    if (answered) {
-      this.ctx.metrics.responseBytes.observe(this.responseBytes);
-      this.session.guard.answered();
-    }
+    if (answered) this.ctx.metrics.responseBytes.observe(this.responseBytes);
   }
 }

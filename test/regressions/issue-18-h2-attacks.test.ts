@@ -5,8 +5,8 @@
 import assert from 'node:assert/strict';
 import type { Socket } from 'node:net';
 import { after, before, describe, it } from 'node:test';
-import { H2_MAX_PINGS_BETWEEN_REQUESTS, H2_MAX_RESET_DEBT, H2_MAX_SETTINGS_BETWEEN_REQUESTS } from '../../src/http2/flood-guard.js';
-import { H2_MAX_CONCURRENT_STREAMS, H2_MAX_CONTINUATION_FRAMES, H2_MAX_HEADER_LIST_BYTES, H2_MAX_INVALID_FRAMES } from '../../src/proxy/h2-server.js';
+import { H2_MAX_EMPTY_FRAMES_BETWEEN_REQUESTS, H2_MAX_PINGS_BETWEEN_REQUESTS, H2_MAX_REJECTED_STREAMS_BETWEEN_REQUESTS, H2_MAX_RESET_DEBT, H2_MAX_SETTINGS_BETWEEN_REQUESTS } from '../../src/http2/flood-guard.js';
+import { H2_MAX_CONCURRENT_STREAMS, H2_MAX_CONTINUATION_FRAMES, H2_MAX_HEADER_LIST_BYTES } from '../../src/proxy/h2-server.js';
 import { type RunningBoundary, startBoundary } from '../harness/boundary.js';
 import { ERROR, errorOf, FLAG, FRAME, type FrameReader, frame, headerBlock, PREFACE, ping, readFrames, requestHeaders, rstStream, settings } from '../harness/h2-frames.js';
 import { type H2Origin, h2cOrigin } from '../harness/h2-origin.js';
@@ -163,12 +163,31 @@ network_policies:
     assert.equal(origin.seen.length, before, 'no request came of the header block');
   });
 
-  it(`closes a session after ${H2_MAX_INVALID_FRAMES} invalid frames (empty DATA flood)`, async () => {
+  it(`closes a session that sends more than ${H2_MAX_EMPTY_FRAMES_BETWEEN_REQUESTS} empty DATA frames between requests (CVE-2019-9518)`, async () => {
     const { socket, frames } = await session();
     const flood: Buffer[] = [requestHeaders(1, { authority, path: '/upload', method: 'POST', endStream: false })];
-    for (let i = 0; i <= H2_MAX_INVALID_FRAMES + 10; i++) flood.push(frame(FRAME.DATA, 0, 1));
+    for (let i = 0; i <= H2_MAX_EMPTY_FRAMES_BETWEEN_REQUESTS + 10; i++) flood.push(frame(FRAME.DATA, 0, 1));
     socket.write(Buffer.concat(flood));
-    await goaway(frames);
+    const away = await goaway(frames);
+    assert.equal(away.code, ERROR.ENHANCE_YOUR_CALM);
+    assert.equal(away.debug, 'empty-frame-flood');
     await frames.closed;
+  });
+
+  it(`closes a session that opens more than ${H2_MAX_REJECTED_STREAMS_BETWEEN_REQUESTS} malformed streams between requests`, async () => {
+    const { socket, frames } = await session();
+    const before = origin.seen.length;
+    const flood: Buffer[] = [];
+    // Upper-case field names: each stream is malformed (RFC 9113 §8.2.1) and reset, and never a request.
+    for (let i = 0; i <= H2_MAX_REJECTED_STREAMS_BETWEEN_REQUESTS + 10; i++) {
+      flood.push(frame(FRAME.HEADERS, FLAG.END_STREAM | FLAG.END_HEADERS, 1 + 2 * i, headerBlock([[':method', 'GET'], [':scheme', 'http'], [':authority', authority], [':path', '/m'], ['X-Upper', 'v']])));
+    }
+    socket.write(Buffer.concat(flood));
+    const away = await goaway(frames);
+    assert.equal(away.code, ERROR.ENHANCE_YOUR_CALM);
+    assert.equal(away.debug, 'rejected-stream-flood');
+    assert.ok(frames.frames.some((f) => f.type === FRAME.RST_STREAM && f.streamId === 1 && errorOf(f).code === ERROR.PROTOCOL_ERROR), 'each malformed stream was reset PROTOCOL_ERROR');
+    await frames.closed;
+    assert.equal(origin.seen.length, before);
   });
 });

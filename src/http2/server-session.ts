@@ -1,0 +1,462 @@
+// One workload's HTTP/2 connection, server side (RFC 9113): the preface and SETTINGS, client stream ids and the
+// concurrency limit, HPACK both ways, flow control both ways, the flood budgets, and every frame the client sends
+// checked before it moves a stream. Each new stream goes to the proxy as a RequestStream (request-stream.ts); this
+// file speaks only HTTP/2. It replaces node:http2's server, whose per-stream JavaScript objects cost about 45 µs a
+// request on Node 20 (docs/destinations.md#http2 has the measurements).
+
+import type { Socket } from 'node:net';
+import { MAX_HEADER_COUNT } from '../http1/framing.js';
+import { createFloodGuard, type FloodGuard, type FloodKind } from './flood-guard.js';
+import { BodySender, ReceiveWindows } from './flow-control.js';
+import { FrameWriter } from './frame-writer.js';
+import { Flag, FrameReader, FrameType, H2_DEFAULT_WINDOW, H2_FRAME_BYTES, H2_MAX_31_BIT, H2Error, PREFACE, Setting, frame, frame32, goawayFrame, readPeerSettings, settingsFrame } from './frames.js';
+import { HeaderBlocks } from './header-blocks.js';
+import { type RequestStreamOwner, RequestStream } from './request-stream.js';
+
+/** docs/destinations.md#http2: streams one client connection may have open at once (SETTINGS_MAX_CONCURRENT_STREAMS). */
+export const H2_MAX_CONCURRENT_STREAMS = 100;
+/** A request header list beyond this (HPACK-decoded, as SETTINGS_MAX_HEADER_LIST_SIZE counts it) resets the stream: as MAX_HEAD_BYTES. */
+export const H2_MAX_HEADER_LIST_BYTES = 16_384;
+/** A compressed request header block beyond this closes the session: HPACK cannot skip a block it has not decoded. */
+export const H2_MAX_HEADER_BLOCK_BYTES = 2 * H2_MAX_HEADER_LIST_BYTES;
+/** Header fields per request, pseudo-headers included: MAX_HEADER_COUNT regular ones plus the four pseudo-headers. */
+export const H2_MAX_HEADER_PAIRS = MAX_HEADER_COUNT + 4;
+/** CONTINUATION frames after one HEADERS frame; past it the session is closed (CVE-2024-27316 class). */
+export const H2_MAX_CONTINUATION_FRAMES = 8;
+/** Entries one SETTINGS frame may carry: each is work for one frame the client sends cheaply. */
+export const H2_MAX_SETTINGS_ENTRIES = 32;
+/** The connection window boundary grants a client: request body octets it holds unread, per session, at most. */
+export const H2_CLIENT_CONNECTION_WINDOW = 1024 * 1024;
+/** Ids of streams boundary reset, remembered so frames the client sent before it saw the reset are ignored. */
+export const H2_REMEMBERED_RESETS = 2 * H2_MAX_CONCURRENT_STREAMS;
+
+const CONNECTION_PREFACE_BYTES = PREFACE.length;
+
+export interface ServerSessionOptions {
+  /** A new request stream: its head is `stream.fields`, not yet checked beyond HPACK and the size limits. */
+  readonly onStream: (stream: RequestStream) => void;
+  /** The session is being closed for a flood (GOAWAY ENHANCE_YOUR_CALM went out). */
+  readonly onFlood: (kind: FloodKind) => void;
+  /** The socket closed; every stream had closed by then. */
+  readonly onClose: () => void;
+}
+
+/** What a header block in progress will be once decoded. */
+type BlockUse = 'request' | 'trailers' | 'ignore';
+
+export class ServerSession implements RequestStreamOwner {
+  peerInitialWindow = H2_DEFAULT_WINDOW;
+  closed = false;
+  private readonly streams = new Map<number, RequestStream>();
+  /** The highest stream id the client has opened (or tried to). */
+  private lastId = 0;
+  private readonly resets = new Set<number>();
+  private blockUse: BlockUse = 'ignore';
+  private preface: Buffer | undefined = Buffer.alloc(0);
+  private gotSettings = false;
+  /** The client acknowledged boundary's SETTINGS: streams past the limit are a protocol error, not a refusal. */
+  private settingsAcked = false;
+  /** GOAWAY either way: no new stream; the socket ends when the last one closes. */
+  private goingAway = false;
+  private readonly guard: FloodGuard = createFloodGuard();
+  private readonly blocks = new HeaderBlocks(
+    { block: (id, end, list) => this.onBlock(id, end, list), error: (code, message) => this.fail(code, message) },
+    { listBytes: H2_MAX_HEADER_LIST_BYTES, blockBytes: H2_MAX_HEADER_BLOCK_BYTES, continuations: H2_MAX_CONTINUATION_FRAMES },
+  );
+  private readonly reader: FrameReader;
+  private readonly socket: Socket;
+  private readonly out: FrameWriter;
+  private readonly body: BodySender;
+  private readonly windows: ReceiveWindows;
+  private readonly options: ServerSessionOptions;
+
+  constructor(socket: Socket, options: ServerSessionOptions) {
+    this.socket = socket;
+    this.options = options;
+    this.out = new FrameWriter(socket);
+    this.body = new BodySender(this.out, (stream) => this.answered(stream as RequestStream));
+    this.windows = new ReceiveWindows(this.out, H2_CLIENT_CONNECTION_WINDOW);
+    this.reader = new FrameReader(H2_FRAME_BYTES, (t, f, id, p) => this.onFrame(t, f, id, p), () => this.fail(H2Error.FRAME_SIZE_ERROR, 'a frame larger than SETTINGS_MAX_FRAME_SIZE'));
+    socket.on('data', (chunk: Buffer) => this.onBytes(chunk));
+    socket.on('drain', () => {
+      this.out.needDrain = false;
+      this.body.flushAll(this.streams.values());
+    });
+    socket.on('error', () => undefined);
+    socket.on('close', () => this.onSocketClose());
+    this.out.send(settingsFrame([[Setting.MAX_CONCURRENT_STREAMS, H2_MAX_CONCURRENT_STREAMS], [Setting.MAX_HEADER_LIST_SIZE, H2_MAX_HEADER_LIST_BYTES], [Setting.ENABLE_PUSH, 0]]));
+    this.windows.open();
+  }
+
+  /** Every stream and the socket, at once (the proxy is closing). */
+  destroy(): void {
+    this.socket.destroy();
+  }
+
+  // What a RequestStream asks of its connection.
+
+  respond(stream: RequestStream, fields: readonly string[], endStream: boolean): void {
+    if (stream.state === 'gone' || stream.headersSent) return;
+    stream.headersSent = true;
+    this.out.headers(stream.id, fields, endStream);
+    if (endStream) {
+      stream.localEnded = true;
+      this.answered(stream);
+    }
+  }
+
+  writeBody(stream: RequestStream, chunk: Buffer): boolean {
+    return this.body.write(stream, chunk);
+  }
+
+  endBody(stream: RequestStream, trailers: string[] | null): void {
+    this.body.end(stream, trailers);
+  }
+
+  consumed(stream: RequestStream, n: number): void {
+    this.windows.consumed(stream, n);
+  }
+
+  reset(stream: RequestStream, code: number): void {
+    if (stream.state === 'gone') return;
+    this.out.send(frame32(FrameType.RST_STREAM, stream.id, code));
+    this.remember(stream.id);
+    this.close(stream, !stream.localEnded, code);
+  }
+
+  /**
+   * The rest of the request body is not wanted (the answer did not need it). RFC 9113 §8.1 lets a server reset the
+   * stream NO_ERROR after a complete answer, but curl 7.88 turns that reset into a stream error and drops the answer
+   * while its upload is still going. So the body's remaining DATA is dropped as it comes, its connection window given
+   * back (other streams go on) and its stream window not: a client that keeps sending stalls after one window, and
+   * a client that reads the answer ends or cancels the stream itself (curl does, as node:http2's server let it).
+   */
+  stopUpload(stream: RequestStream): void {
+    if (stream.state === 'gone' || stream.remoteEnded || stream.uploadUnwanted) return;
+    stream.uploadUnwanted = true;
+    const unread = stream.dropUnread();
+    if (unread > 0) this.windows.giveBack(unread);
+  }
+
+  private streamError(stream: RequestStream, code: number): undefined {
+    this.reset(stream, code);
+  }
+
+  reject(stream: RequestStream): void {
+    stream.rejected = true;
+    this.reset(stream, H2Error.PROTOCOL_ERROR);
+    this.flood(this.guard.rejected());
+  }
+
+  private onBytes(chunk: Buffer): void {
+    const preface = this.preface;
+    if (preface === undefined) {
+      this.reader.push(chunk);
+      return;
+    }
+    // RFC 9113 §3.4: the client's first 24 octets are the preface, whatever chunks they arrive in.
+    const joined = preface.length === 0 ? chunk : Buffer.concat([preface, chunk]);
+    const seen = Math.min(joined.length, CONNECTION_PREFACE_BYTES);
+    if (joined.compare(PREFACE, 0, seen, 0, seen) !== 0) {
+      this.fail(H2Error.PROTOCOL_ERROR, 'not the HTTP/2 connection preface');
+      return;
+    }
+    if (joined.length < CONNECTION_PREFACE_BYTES) {
+      this.preface = joined;
+      return;
+    }
+    this.preface = undefined;
+    if (joined.length > CONNECTION_PREFACE_BYTES) this.reader.push(joined.subarray(CONNECTION_PREFACE_BYTES));
+  }
+
+  private onFrame(type: number, flags: number, id: number, payload: Buffer): undefined {
+    if (this.blocks.open && type !== FrameType.CONTINUATION) return this.fail(H2Error.PROTOCOL_ERROR, 'a frame inside a header block');
+    if (!this.gotSettings && (type !== FrameType.SETTINGS || (flags & Flag.ACK) !== 0)) return this.fail(H2Error.PROTOCOL_ERROR, 'the client did not start with SETTINGS');
+    switch (type) {
+      case FrameType.DATA:
+        return this.onData(flags, id, payload);
+      case FrameType.HEADERS:
+        return this.onHeaders(flags, id, payload);
+      case FrameType.CONTINUATION:
+        return this.blocks.continuation(id, (flags & Flag.END_HEADERS) !== 0, payload);
+      case FrameType.RST_STREAM:
+        return this.onReset(id, payload);
+      case FrameType.SETTINGS:
+        return this.onSettings(flags, id, payload);
+      case FrameType.PING:
+        return this.onPing(flags, id, payload);
+      case FrameType.GOAWAY:
+        return this.onGoaway(id, payload);
+      case FrameType.WINDOW_UPDATE:
+        return this.onWindowUpdate(id, payload);
+      case FrameType.PRIORITY:
+        if (id === 0) return this.fail(H2Error.PROTOCOL_ERROR, 'PRIORITY on stream 0');
+        if (payload.length !== 5) return this.fail(H2Error.FRAME_SIZE_ERROR, 'PRIORITY of the wrong size');
+        return this.checkPriority(id, payload, 0);
+      case FrameType.PUSH_PROMISE:
+        return this.fail(H2Error.PROTOCOL_ERROR, 'PUSH_PROMISE from a client');
+      default:
+        // RFC 9113 §5.5: unknown frame types are ignored.
+        return;
+    }
+  }
+
+  /** RFC 9113 §5.3.1: a stream cannot depend on itself; boundary keeps no priority tree, so nothing else is read. */
+  private checkPriority(id: number, payload: Buffer, at: number): undefined {
+    if ((payload.readUInt32BE(at) & H2_MAX_31_BIT) !== id) return;
+    return this.fail(H2Error.PROTOCOL_ERROR, 'a stream that depends on itself');
+  }
+
+  /** The payload without padding and priority fields (RFC 9113 §6.1, §6.2), or undefined after failing the connection. */
+  private unpadded(flags: number, payload: Buffer, priority: boolean): Buffer | undefined {
+    let from = 0;
+    let to = payload.length;
+    if ((flags & Flag.PADDED) !== 0) {
+      if (payload.length < 1) return this.fail(H2Error.FRAME_SIZE_ERROR, 'a padded frame without its pad length');
+      to -= payload[0]!;
+      from = 1;
+    }
+    if (priority) from += 5;
+    if (to < from) return this.fail(H2Error.PROTOCOL_ERROR, 'padding longer than the frame');
+    return payload.subarray(from, to);
+  }
+
+  private onData(flags: number, id: number, payload: Buffer): undefined {
+    if (id === 0 || id > this.lastId) return this.fail(H2Error.PROTOCOL_ERROR, 'DATA on a stream that was never opened');
+    // Every DATA octet counts against the connection window, on closed streams too (RFC 9113 §6.9).
+    if (!this.windows.received(payload.length)) return this.fail(H2Error.FLOW_CONTROL_ERROR, 'DATA past the connection window');
+    const data = this.unpadded(flags, payload, false);
+    if (data === undefined) return;
+    const end = (flags & Flag.END_STREAM) !== 0;
+    if (payload.length === 0 && !end && this.flood(this.guard.empty())) return;
+    const stream = this.streams.get(id);
+    if (stream === undefined) {
+      this.windows.giveBack(payload.length);
+      if (!this.resets.has(id)) this.fail(H2Error.STREAM_CLOSED, 'DATA on a closed stream');
+      return;
+    }
+    const problem = this.readData(stream, payload.length, data.length, end);
+    if (problem !== undefined || stream.uploadUnwanted) {
+      this.windows.giveBack(payload.length);
+      if (problem !== undefined) this.reset(stream, problem);
+      else if (end) this.remoteEnd(stream, undefined);
+      return;
+    }
+    // Padding is done with at once: both windows get it back now; the data waits until the proxy has read it.
+    if (payload.length > data.length) this.windows.consumed(stream, payload.length - data.length);
+    if (data.length > 0) stream.deliver(data);
+    if (end) this.remoteEnd(stream, undefined);
+  }
+
+  /** Counts a DATA frame against its stream, or returns the stream error it is (RFC 9113 §5.1, §6.9, §8.1.1). */
+  private readData(stream: RequestStream, length: number, dataLength: number, end: boolean): number | undefined {
+    if (stream.remoteEnded) return H2Error.STREAM_CLOSED;
+    if (stream.recvWindow < length) return H2Error.FLOW_CONTROL_ERROR;
+    stream.recvWindow -= length;
+    stream.received += dataLength;
+    const expected = stream.contentLength;
+    if (expected >= 0 && (stream.received > expected || (end && stream.received !== expected))) return H2Error.PROTOCOL_ERROR;
+    return undefined;
+  }
+
+  private onHeaders(flags: number, id: number, payload: Buffer): undefined {
+    if (id === 0 || id % 2 === 0) return this.fail(H2Error.PROTOCOL_ERROR, 'HEADERS on a stream id a client may not open');
+    const priority = (flags & Flag.PRIORITY) !== 0;
+    const fragment = this.unpadded(flags, payload, priority);
+    if (fragment === undefined) return;
+    if (priority) {
+      this.checkPriority(id, payload, (flags & Flag.PADDED) !== 0 ? 1 : 0);
+      if (this.closed) return;
+    }
+    const stream = this.streams.get(id);
+    if (stream !== undefined) this.blockUse = 'trailers';
+    else if (id > this.lastId) {
+      this.lastId = id;
+      this.blockUse = this.goingAway ? 'ignore' : 'request';
+    } else if (this.resets.has(id)) this.blockUse = 'ignore';
+    else return this.fail(H2Error.STREAM_CLOSED, 'HEADERS on a closed stream');
+    this.blocks.headers(id, (flags & Flag.END_STREAM) !== 0, (flags & Flag.END_HEADERS) !== 0, fragment);
+  }
+
+  /** A decoded header block (undefined: past H2_MAX_HEADER_LIST_BYTES): a new request, trailers, or nothing. */
+  private onBlock(id: number, endStream: boolean, list: string[] | undefined): undefined {
+    const use = this.blockUse;
+    this.blockUse = 'ignore';
+    if (use === 'trailers') {
+      const stream = this.streams.get(id);
+      if (stream === undefined) return;
+      if (stream.remoteEnded) return this.streamError(stream, H2Error.STREAM_CLOSED);
+      if (!endStream || list === undefined || !plainTrailers(list)) return this.streamError(stream, list === undefined ? H2Error.ENHANCE_YOUR_CALM : H2Error.PROTOCOL_ERROR);
+      if (stream.contentLength >= 0 && stream.received !== stream.contentLength) return this.streamError(stream, H2Error.PROTOCOL_ERROR);
+      return this.remoteEnd(stream, list);
+    }
+    if (use === 'ignore') return;
+    if (list === undefined || list.length > 2 * H2_MAX_HEADER_PAIRS) return this.refuse(id, H2Error.ENHANCE_YOUR_CALM);
+    if (this.streams.size >= H2_MAX_CONCURRENT_STREAMS) {
+      // Before the client has seen the limit it may overshoot in good faith; after, it is breaking the protocol.
+      if (this.settingsAcked) return this.fail(H2Error.PROTOCOL_ERROR, `more than ${H2_MAX_CONCURRENT_STREAMS} streams at once`);
+      return this.refuse(id, H2Error.REFUSED_STREAM);
+    }
+    const stream = new RequestStream(this, id, list, endStream);
+    this.streams.set(id, stream);
+    this.options.onStream(stream);
+    // A well-formed request renews the budgets; one the proxy found malformed spent the rejected-stream budget.
+    if (!stream.rejected) this.guard.request();
+  }
+
+  /** A stream refused before it became a request. */
+  private refuse(id: number, code: number): undefined {
+    this.out.send(frame32(FrameType.RST_STREAM, id, code));
+    this.remember(id);
+    this.flood(this.guard.rejected());
+  }
+
+  private onReset(id: number, payload: Buffer): undefined {
+    if (payload.length !== 4) return this.fail(H2Error.FRAME_SIZE_ERROR, 'RST_STREAM of the wrong size');
+    if (id === 0 || id > this.lastId) return this.fail(H2Error.PROTOCOL_ERROR, 'RST_STREAM on a stream that was never opened');
+    const stream = this.streams.get(id);
+    if (stream === undefined) return;
+    const code = payload.readUInt32BE(0);
+    const aborted = !stream.localEnded;
+    this.close(stream, aborted, code);
+    // Rapid reset (CVE-2023-44487): a stream cancelled before its answer ended has cost a decision, maybe more.
+    if (aborted) this.flood(this.guard.reset());
+  }
+
+  private onSettings(flags: number, id: number, payload: Buffer): undefined {
+    if (id !== 0) return this.fail(H2Error.PROTOCOL_ERROR, 'SETTINGS on a stream');
+    if ((flags & Flag.ACK) !== 0) {
+      if (payload.length !== 0) return this.fail(H2Error.FRAME_SIZE_ERROR, 'a SETTINGS ACK with a payload');
+      this.settingsAcked = true;
+      return;
+    }
+    if (payload.length > 6 * H2_MAX_SETTINGS_ENTRIES) return this.fail(H2Error.ENHANCE_YOUR_CALM, `a SETTINGS frame of more than ${H2_MAX_SETTINGS_ENTRIES} entries`);
+    const settings = readPeerSettings(payload, 'client');
+    if (Array.isArray(settings)) return this.fail(settings[0], settings[1]);
+    if (this.gotSettings && this.flood(this.guard.settings())) return;
+    this.gotSettings = true;
+    if (settings.headerTable === true) this.out.tableSizeUpdate = true;
+    if (settings.initialWindow !== undefined) {
+      const delta = settings.initialWindow - this.peerInitialWindow;
+      this.peerInitialWindow = settings.initialWindow;
+      for (const stream of this.streams.values()) {
+        stream.sendWindow += delta;
+        if (stream.sendWindow > H2_MAX_31_BIT) return this.fail(H2Error.FLOW_CONTROL_ERROR, 'a stream window past 2^31-1');
+      }
+    }
+    this.out.send(frame(FrameType.SETTINGS, Flag.ACK, 0));
+    this.body.flushAll(this.streams.values());
+  }
+
+  private onPing(flags: number, id: number, payload: Buffer): undefined {
+    if (id !== 0) return this.fail(H2Error.PROTOCOL_ERROR, 'PING on a stream');
+    if (payload.length !== 8) return this.fail(H2Error.FRAME_SIZE_ERROR, 'PING of the wrong size');
+    if ((flags & Flag.ACK) !== 0 || this.flood(this.guard.ping())) return;
+    this.out.send(frame(FrameType.PING, Flag.ACK, 0, payload));
+  }
+
+  private onGoaway(id: number, payload: Buffer): undefined {
+    if (id !== 0) return this.fail(H2Error.PROTOCOL_ERROR, 'GOAWAY on a stream');
+    if (payload.length < 8) return this.fail(H2Error.FRAME_SIZE_ERROR, 'GOAWAY of the wrong size');
+    // The client opens nothing more; what it opened is answered, then the connection ends.
+    this.goingAway = true;
+    if (this.streams.size === 0) this.end();
+  }
+
+  private onWindowUpdate(id: number, payload: Buffer): undefined {
+    if (payload.length !== 4) return this.fail(H2Error.FRAME_SIZE_ERROR, 'WINDOW_UPDATE of the wrong size');
+    const increment = payload.readUInt32BE(0) & H2_MAX_31_BIT;
+    if (id === 0) {
+      if (increment === 0) return this.fail(H2Error.PROTOCOL_ERROR, 'a zero WINDOW_UPDATE');
+      this.body.window += increment;
+      if (this.body.window > H2_MAX_31_BIT) return this.fail(H2Error.FLOW_CONTROL_ERROR, 'the connection window past 2^31-1');
+      this.body.flushAll(this.streams.values());
+      return;
+    }
+    if (id > this.lastId) return this.fail(H2Error.PROTOCOL_ERROR, 'WINDOW_UPDATE on a stream that was never opened');
+    const stream = this.streams.get(id);
+    if (stream === undefined) return;
+    if (increment === 0) return this.streamError(stream, H2Error.PROTOCOL_ERROR);
+    stream.sendWindow += increment;
+    if (stream.sendWindow > H2_MAX_31_BIT) return this.streamError(stream, H2Error.FLOW_CONTROL_ERROR);
+    this.body.flush(stream);
+  }
+
+  /** The client ended its side: the body's reader sees the end, and a stream answered in full is done. */
+  private remoteEnd(stream: RequestStream, trailers: string[] | undefined): undefined {
+    stream.ended(trailers);
+    if (stream.localEnded && stream.state !== 'gone') this.close(stream, false, H2Error.NO_ERROR);
+  }
+
+  /** END_STREAM went out on a stream: its answer is complete, which earns back the reset budget. */
+  private answered(stream: RequestStream): void {
+    this.guard.answered();
+    if (stream.remoteEnded) this.close(stream, false, H2Error.NO_ERROR);
+  }
+
+  private close(stream: RequestStream, aborted: boolean, code: number): void {
+    if (stream.state === 'gone') return;
+    this.streams.delete(stream.id);
+    const unread = stream.gone(aborted, code);
+    if (unread > 0) this.windows.giveBack(unread);
+    if (this.goingAway && this.streams.size === 0) this.end();
+  }
+
+  private remember(id: number): void {
+    this.resets.add(id);
+    if (this.resets.size <= H2_REMEMBERED_RESETS) return;
+    for (const oldest of this.resets) {
+      this.resets.delete(oldest);
+      break;
+    }
+  }
+
+  private flood(kind: FloodKind | undefined): boolean {
+    if (kind === undefined || this.closed) return kind !== undefined;
+    this.fail(H2Error.ENHANCE_YOUR_CALM, kind);
+    this.options.onFlood(kind);
+    return true;
+  }
+
+  /**
+   * A connection error (RFC 9113 §5.4.1): GOAWAY naming the last stream boundary took, with the reason as debug data
+   * (fixed text, for whoever reads the client's error), and every stream closes.
+   */
+  private fail(code: number, message: string): undefined {
+    if (this.closed) return;
+    this.reader.stop();
+    this.preface = undefined;
+    this.out.send(goawayFrame(this.lastId, code, Buffer.from(message, 'latin1')));
+    this.closeAll(code);
+    this.socket.end();
+  }
+
+  /** Graceful: every stream is done; GOAWAY NO_ERROR, then the socket ends. */
+  private end(): void {
+    if (this.closed) return;
+    this.out.send(goawayFrame(this.lastId, H2Error.NO_ERROR));
+    this.closeAll(H2Error.NO_ERROR);
+    this.socket.end();
+  }
+
+  private closeAll(code: number): void {
+    this.closed = true;
+    this.goingAway = true;
+    this.out.stop();
+    const all = [...this.streams.values()];
+    this.streams.clear();
+    for (const stream of all) stream.gone(true, code);
+  }
+
+  private onSocketClose(): void {
+    this.reader.stop();
+    if (!this.closed) this.closeAll(H2Error.CANCEL);
+    this.options.onClose();
+  }
+}
+
+/** Request trailers: regular fields only (RFC 9113 §8.1); their names and values are checked where they are read. */
+function plainTrailers(list: readonly string[]): boolean {
+  for (let i = 0; i < list.length; i += 2) if (list[i]!.charCodeAt(0) === 58) return false;
+  return true;
+}
