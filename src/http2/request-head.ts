@@ -148,3 +148,15 @@ export function readRequestHead(raw: readonly string[], scheme: 'http' | 'https'
   const rawHeaders = hostValue === undefined ? regular : ['host', hostValue, ...regular];
   return { ok: true, head: { method, url: path, httpVersion: '2.0', rawHeaders, scheme: sentScheme, contentType, contentLength } };
 }
+
+/**
+ * Request trailers (RFC 9113 §8.1, §8.2): regular fields only, names lower-case tokens, values as in a head, no
+ * connection-specific field. False makes the stream malformed.
+ */
+export function wellFormedTrailers(list: readonly string[]): boolean {
+  for (let i = 0; i < list.length; i += 2) {
+    const name = list[i] as string;
+    if (!isLowerToken(name) || badFieldValue(list[i + 1] as string) || CONNECTION_SPECIFIC_HEADERS.includes(name)) return false;
+  }
+  return true;
+}

@@ -11,6 +11,7 @@ import { BodySender, ReceiveWindows } from './flow-control.js';
 import { FrameWriter } from './frame-writer.js';
 import { Flag, FrameReader, FrameType, H2_DEFAULT_WINDOW, H2_FRAME_BYTES, H2_MAX_31_BIT, H2Error, PREFACE, Setting, frame, frame32, goawayFrame, readPeerSettings, settingsFrame } from './frames.js';
 import { HeaderBlocks } from './header-blocks.js';
+import { wellFormedTrailers } from './request-head.js';
 import { type RequestStreamOwner, RequestStream } from './request-stream.js';
 
 /** docs/destinations.md#http2: streams one client connection may have open at once (SETTINGS_MAX_CONCURRENT_STREAMS). */
@@ -274,7 +275,8 @@ export class ServerSession implements RequestStreamOwner {
       this.lastId = id;
       this.blockUse = this.goingAway ? 'ignore' : 'request';
     } else if (this.resets.has(id)) this.blockUse = 'ignore';
-    else return this.fail(H2Error.STREAM_CLOSED, 'HEADERS on a closed stream');
+    // RFC 9113 §5.1.1: a stream id at or below one already used cannot open a stream.
+    else return this.fail(H2Error.PROTOCOL_ERROR, 'HEADERS on a stream id already used');
     this.blocks.headers(id, (flags & Flag.END_STREAM) !== 0, (flags & Flag.END_HEADERS) !== 0, fragment);
   }
 
@@ -286,7 +288,7 @@ export class ServerSession implements RequestStreamOwner {
       const stream = this.streams.get(id);
       if (stream === undefined) return;
       if (stream.remoteEnded) return this.streamError(stream, H2Error.STREAM_CLOSED);
-      if (!endStream || list === undefined || !plainTrailers(list)) return this.streamError(stream, list === undefined ? H2Error.ENHANCE_YOUR_CALM : H2Error.PROTOCOL_ERROR);
+      if (!endStream || list === undefined || !wellFormedTrailers(list)) return this.streamError(stream, list === undefined ? H2Error.ENHANCE_YOUR_CALM : H2Error.PROTOCOL_ERROR);
       if (stream.contentLength >= 0 && stream.received !== stream.contentLength) return this.streamError(stream, H2Error.PROTOCOL_ERROR);
       return this.remoteEnd(stream, list);
     }
@@ -453,10 +455,4 @@ export class ServerSession implements RequestStreamOwner {
     if (!this.closed) this.closeAll(H2Error.CANCEL);
     this.options.onClose();
   }
-}
-
-/** Request trailers: regular fields only (RFC 9113 §8.1); their names and values are checked where they are read. */
-function plainTrailers(list: readonly string[]): boolean {
-  for (let i = 0; i < list.length; i += 2) if (list[i]!.charCodeAt(0) === 58) return false;
-  return true;
 }
