@@ -142,6 +142,20 @@ export function readPeerSettings(payload: Buffer, peer: 'client' | 'server'): Pe
   return out;
 }
 
+/** A DATA or HEADERS payload without its padding and priority fields (RFC 9113 §6.1, §6.2), or the connection error it is. */
+export function unpad(flags: number, payload: Buffer, priority: boolean): Buffer | [code: number, message: string] {
+  let from = 0;
+  let to = payload.length;
+  if ((flags & Flag.PADDED) !== 0) {
+    if (payload.length < 1) return [H2Error.FRAME_SIZE_ERROR, 'a padded frame without its pad length'];
+    to -= payload[0]!;
+    from = 1;
+  }
+  if (priority) from += 5;
+  if (to < from) return [H2Error.PROTOCOL_ERROR, 'padding longer than the frame'];
+  return payload.subarray(from, to);
+}
+
 /**
  * Cuts received bytes into frames. A frame longer than `maxPayload` is reported once through `onOversize` (a
  * FRAME_SIZE_ERROR for the connection) and nothing after it is read. Frames that arrive whole inside one chunk are

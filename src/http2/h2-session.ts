@@ -7,7 +7,7 @@
 import type { Socket } from 'node:net';
 import { BoundaryError } from '../errors.js';
 import { createFloodGuard, type FloodGuard, type FloodKind } from './flood-guard.js';
-import { Flag, FrameReader, FrameType, H2_DEFAULT_WINDOW, H2_FRAME_BYTES, H2_MAX_31_BIT, H2Error, PREFACE, Setting, frame, frame32, goawayFrame, readPeerSettings, settingsFrame } from './frames.js';
+import { Flag, FrameReader, FrameType, H2_DEFAULT_WINDOW, H2_FRAME_BYTES, H2_MAX_31_BIT, H2Error, PREFACE, Setting, frame, frame32, goawayFrame, readPeerSettings, settingsFrame, unpad } from './frames.js';
 import { FrameWriter } from './frame-writer.js';
 import { BodySender, H2_UPSTREAM_CONNECTION_WINDOW, ReceiveWindows } from './flow-control.js';
 import { H2_UPSTREAM_MAX_HEADER_LIST_BYTES, HeaderBlocks, UPSTREAM_HEADER_LIMITS } from './header-blocks.js';
@@ -179,18 +179,12 @@ export class H2Session implements StreamOwner {
     return id % 2 === 1 && id < this.nextId;
   }
 
-  /** The payload without padding (RFC 9113 §6.1), or undefined after failing the connection. */
+  /** The payload without padding and priority fields, or undefined after failing the connection. */
   private unpadded(flags: number, payload: Buffer, priority: boolean): Buffer | undefined {
-    let from = 0;
-    let to = payload.length;
-    if ((flags & Flag.PADDED) !== 0) {
-      if (payload.length < 1) return this.failed(H2Error.FRAME_SIZE_ERROR, 'a padded frame without its pad length');
-      to -= payload[0]!;
-      from = 1;
-    }
-    if (priority) from += 5;
-    if (to < from) return this.failed(H2Error.PROTOCOL_ERROR, 'padding longer than the frame');
-    return payload.subarray(from, to);
+    const out = unpad(flags, payload, priority);
+    if (!Array.isArray(out)) return out;
+    this.fail(out[0], out[1]);
+    return undefined;
   }
 
   private onData(flags: number, id: number, payload: Buffer): undefined {
@@ -351,11 +345,6 @@ export class H2Session implements StreamOwner {
     if (kind === undefined) return false;
     this.fail(H2Error.ENHANCE_YOUR_CALM, `a ${kind} from the origin`);
     return true;
-  }
-
-  private failed(code: number, message: string): undefined {
-    this.fail(code, message);
-    return undefined;
   }
 
   /** A connection error (RFC 9113 §5.4.1): GOAWAY with the code, every stream fails, the socket closes. */

@@ -1,18 +1,20 @@
 // One workload's HTTP/2 connection, server side (RFC 9113): the preface and SETTINGS, client stream ids and the
 // concurrency limit, HPACK both ways, flow control both ways, the flood budgets, and every frame the client sends
-// checked before it moves a stream. Each new stream goes to the proxy as a RequestStream (request-stream.ts); this
-// file speaks only HTTP/2. It replaces node:http2's server, whose per-stream JavaScript objects cost about 45 µs a
+// checked before it moves a stream. Each new stream goes to the proxy as a RequestStream (request-stream.ts), kept
+// with the others in server-streams.ts; this file speaks only HTTP/2. It replaces node:http2's server, whose per-stream JavaScript objects cost about 45 µs a
 // request on Node 20 (docs/destinations.md#http2 has the measurements).
 
 import type { Socket } from 'node:net';
 import { MAX_HEADER_COUNT } from '../http1/framing.js';
 import { createFloodGuard, type FloodGuard, type FloodKind } from './flood-guard.js';
-import { BodySender, ReceiveWindows } from './flow-control.js';
 import { FrameWriter } from './frame-writer.js';
-import { Flag, FrameReader, FrameType, H2_DEFAULT_WINDOW, H2_FRAME_BYTES, H2_MAX_31_BIT, H2Error, PREFACE, Setting, frame, frame32, goawayFrame, readPeerSettings, settingsFrame } from './frames.js';
+import { Flag, FrameReader, FrameType, H2_FRAME_BYTES, H2_MAX_31_BIT, H2Error, PREFACE, Setting, frame, goawayFrame, readPeerSettings, settingsFrame, unpad } from './frames.js';
 import { HeaderBlocks } from './header-blocks.js';
 import { wellFormedTrailers } from './request-head.js';
-import { type RequestStreamOwner, RequestStream } from './request-stream.js';
+import { RequestStream } from './request-stream.js';
+import { ServerStreams } from './server-streams.js';
+
+export { H2_CLIENT_CONNECTION_WINDOW, H2_REMEMBERED_RESETS } from './server-streams.js';
 
 /** docs/destinations.md#http2: streams one client connection may have open at once (SETTINGS_MAX_CONCURRENT_STREAMS). */
 export const H2_MAX_CONCURRENT_STREAMS = 100;
@@ -26,10 +28,6 @@ export const H2_MAX_HEADER_PAIRS = MAX_HEADER_COUNT + 4;
 export const H2_MAX_CONTINUATION_FRAMES = 8;
 /** Entries one SETTINGS frame may carry: each is work for one frame the client sends cheaply. */
 export const H2_MAX_SETTINGS_ENTRIES = 32;
-/** The connection window boundary grants a client: request body octets it holds unread, per session, at most. */
-export const H2_CLIENT_CONNECTION_WINDOW = 1024 * 1024;
-/** Ids of streams boundary reset, remembered so frames the client sent before it saw the reset are ignored. */
-export const H2_REMEMBERED_RESETS = 2 * H2_MAX_CONCURRENT_STREAMS;
 
 const CONNECTION_PREFACE_BYTES = PREFACE.length;
 
@@ -45,20 +43,15 @@ export interface ServerSessionOptions {
 /** What a header block in progress will be once decoded. */
 type BlockUse = 'request' | 'trailers' | 'ignore';
 
-export class ServerSession implements RequestStreamOwner {
-  peerInitialWindow = H2_DEFAULT_WINDOW;
+export class ServerSession {
   closed = false;
-  private readonly streams = new Map<number, RequestStream>();
   /** The highest stream id the client has opened (or tried to). */
   private lastId = 0;
-  private readonly resets = new Set<number>();
   private blockUse: BlockUse = 'ignore';
   private preface: Buffer | undefined = Buffer.alloc(0);
   private gotSettings = false;
   /** The client acknowledged boundary's SETTINGS: streams past the limit are a protocol error, not a refusal. */
   private settingsAcked = false;
-  /** GOAWAY either way: no new stream; the socket ends when the last one closes. */
-  private goingAway = false;
   private readonly guard: FloodGuard = createFloodGuard();
   private readonly blocks = new HeaderBlocks(
     { block: (id, end, list) => this.onBlock(id, end, list), error: (code, message) => this.fail(code, message) },
@@ -67,86 +60,29 @@ export class ServerSession implements RequestStreamOwner {
   private readonly reader: FrameReader;
   private readonly socket: Socket;
   private readonly out: FrameWriter;
-  private readonly body: BodySender;
-  private readonly windows: ReceiveWindows;
+  private readonly streams: ServerStreams;
   private readonly options: ServerSessionOptions;
 
   constructor(socket: Socket, options: ServerSessionOptions) {
     this.socket = socket;
     this.options = options;
     this.out = new FrameWriter(socket);
-    this.body = new BodySender(this.out, (stream) => this.answered(stream as RequestStream));
-    this.windows = new ReceiveWindows(this.out, H2_CLIENT_CONNECTION_WINDOW);
+    this.streams = new ServerStreams(this.out, this.guard, { flood: (kind) => this.flood(kind), drained: () => this.end() });
     this.reader = new FrameReader(H2_FRAME_BYTES, (t, f, id, p) => this.onFrame(t, f, id, p), () => this.fail(H2Error.FRAME_SIZE_ERROR, 'a frame larger than SETTINGS_MAX_FRAME_SIZE'));
     socket.on('data', (chunk: Buffer) => this.onBytes(chunk));
     socket.on('drain', () => {
       this.out.needDrain = false;
-      this.body.flushAll(this.streams.values());
+      this.streams.body.flushAll(this.streams.open.values());
     });
     socket.on('error', () => undefined);
     socket.on('close', () => this.onSocketClose());
     this.out.send(settingsFrame([[Setting.MAX_CONCURRENT_STREAMS, H2_MAX_CONCURRENT_STREAMS], [Setting.MAX_HEADER_LIST_SIZE, H2_MAX_HEADER_LIST_BYTES], [Setting.ENABLE_PUSH, 0]]));
-    this.windows.open();
+    this.streams.windows.open();
   }
 
   /** Every stream and the socket, at once (the proxy is closing). */
   destroy(): void {
     this.socket.destroy();
-  }
-
-  // What a RequestStream asks of its connection.
-
-  respond(stream: RequestStream, fields: readonly string[], endStream: boolean): void {
-    if (stream.state === 'gone' || stream.headersSent) return;
-    stream.headersSent = true;
-    this.out.headers(stream.id, fields, endStream);
-    if (endStream) {
-      stream.localEnded = true;
-      this.answered(stream);
-    }
-  }
-
-  writeBody(stream: RequestStream, chunk: Buffer): boolean {
-    return this.body.write(stream, chunk);
-  }
-
-  endBody(stream: RequestStream, trailers: string[] | null): void {
-    this.body.end(stream, trailers);
-  }
-
-  consumed(stream: RequestStream, n: number): void {
-    this.windows.consumed(stream, n);
-  }
-
-  reset(stream: RequestStream, code: number): void {
-    if (stream.state === 'gone') return;
-    this.out.send(frame32(FrameType.RST_STREAM, stream.id, code));
-    this.remember(stream.id);
-    this.close(stream, !stream.localEnded, code);
-  }
-
-  /**
-   * The rest of the request body is not wanted (the answer did not need it). RFC 9113 §8.1 lets a server reset the
-   * stream NO_ERROR after a complete answer, but curl 7.88 turns that reset into a stream error and drops the answer
-   * while its upload is still going. So the body's remaining DATA is dropped as it comes, its connection window given
-   * back (other streams go on) and its stream window not: a client that keeps sending stalls after one window, and
-   * a client that reads the answer ends or cancels the stream itself (curl does, as node:http2's server let it).
-   */
-  stopUpload(stream: RequestStream): void {
-    if (stream.state === 'gone' || stream.remoteEnded || stream.uploadUnwanted) return;
-    stream.uploadUnwanted = true;
-    const unread = stream.dropUnread();
-    if (unread > 0) this.windows.giveBack(unread);
-  }
-
-  private streamError(stream: RequestStream, code: number): undefined {
-    this.reset(stream, code);
-  }
-
-  reject(stream: RequestStream): void {
-    stream.rejected = true;
-    this.reset(stream, H2Error.PROTOCOL_ERROR);
-    this.flood(this.guard.rejected());
   }
 
   private onBytes(chunk: Buffer): void {
@@ -208,56 +144,40 @@ export class ServerSession implements RequestStreamOwner {
     return this.fail(H2Error.PROTOCOL_ERROR, 'a stream that depends on itself');
   }
 
-  /** The payload without padding and priority fields (RFC 9113 §6.1, §6.2), or undefined after failing the connection. */
+  /** The payload without padding and priority fields, or undefined after failing the connection. */
   private unpadded(flags: number, payload: Buffer, priority: boolean): Buffer | undefined {
-    let from = 0;
-    let to = payload.length;
-    if ((flags & Flag.PADDED) !== 0) {
-      if (payload.length < 1) return this.fail(H2Error.FRAME_SIZE_ERROR, 'a padded frame without its pad length');
-      to -= payload[0]!;
-      from = 1;
-    }
-    if (priority) from += 5;
-    if (to < from) return this.fail(H2Error.PROTOCOL_ERROR, 'padding longer than the frame');
-    return payload.subarray(from, to);
+    const out = unpad(flags, payload, priority);
+    if (!Array.isArray(out)) return out;
+    this.fail(out[0], out[1]);
+    return undefined;
   }
 
   private onData(flags: number, id: number, payload: Buffer): undefined {
     if (id === 0 || id > this.lastId) return this.fail(H2Error.PROTOCOL_ERROR, 'DATA on a stream that was never opened');
     // Every DATA octet counts against the connection window, on closed streams too (RFC 9113 §6.9).
-    if (!this.windows.received(payload.length)) return this.fail(H2Error.FLOW_CONTROL_ERROR, 'DATA past the connection window');
+    const { windows } = this.streams;
+    if (!windows.received(payload.length)) return this.fail(H2Error.FLOW_CONTROL_ERROR, 'DATA past the connection window');
     const data = this.unpadded(flags, payload, false);
     if (data === undefined) return;
     const end = (flags & Flag.END_STREAM) !== 0;
     if (payload.length === 0 && !end && this.flood(this.guard.empty())) return;
-    const stream = this.streams.get(id);
+    const stream = this.streams.open.get(id);
     if (stream === undefined) {
-      this.windows.giveBack(payload.length);
-      if (!this.resets.has(id)) this.fail(H2Error.STREAM_CLOSED, 'DATA on a closed stream');
+      windows.giveBack(payload.length);
+      if (!this.streams.wasReset(id)) this.fail(H2Error.STREAM_CLOSED, 'DATA on a closed stream');
       return;
     }
-    const problem = this.readData(stream, payload.length, data.length, end);
+    const problem = readData(stream, payload.length, data.length, end);
     if (problem !== undefined || stream.uploadUnwanted) {
-      this.windows.giveBack(payload.length);
-      if (problem !== undefined) this.reset(stream, problem);
-      else if (end) this.remoteEnd(stream, undefined);
+      windows.giveBack(payload.length);
+      if (problem !== undefined) this.streams.reset(stream, problem);
+      else if (end) this.streams.remoteEnd(stream, undefined);
       return;
     }
     // Padding is done with at once: both windows get it back now; the data waits until the proxy has read it.
-    if (payload.length > data.length) this.windows.consumed(stream, payload.length - data.length);
+    if (payload.length > data.length) windows.consumed(stream, payload.length - data.length);
     if (data.length > 0) stream.deliver(data);
-    if (end) this.remoteEnd(stream, undefined);
-  }
-
-  /** Counts a DATA frame against its stream, or returns the stream error it is (RFC 9113 §5.1, §6.9, §8.1.1). */
-  private readData(stream: RequestStream, length: number, dataLength: number, end: boolean): number | undefined {
-    if (stream.remoteEnded) return H2Error.STREAM_CLOSED;
-    if (stream.recvWindow < length) return H2Error.FLOW_CONTROL_ERROR;
-    stream.recvWindow -= length;
-    stream.received += dataLength;
-    const expected = stream.contentLength;
-    if (expected >= 0 && (stream.received > expected || (end && stream.received !== expected))) return H2Error.PROTOCOL_ERROR;
-    return undefined;
+    if (end) this.streams.remoteEnd(stream, undefined);
   }
 
   private onHeaders(flags: number, id: number, payload: Buffer): undefined {
@@ -269,12 +189,11 @@ export class ServerSession implements RequestStreamOwner {
       this.checkPriority(id, payload, (flags & Flag.PADDED) !== 0 ? 1 : 0);
       if (this.closed) return;
     }
-    const stream = this.streams.get(id);
-    if (stream !== undefined) this.blockUse = 'trailers';
+    if (this.streams.open.has(id)) this.blockUse = 'trailers';
     else if (id > this.lastId) {
       this.lastId = id;
-      this.blockUse = this.goingAway ? 'ignore' : 'request';
-    } else if (this.resets.has(id)) this.blockUse = 'ignore';
+      this.blockUse = this.streams.goingAway ? 'ignore' : 'request';
+    } else if (this.streams.wasReset(id)) this.blockUse = 'ignore';
     // RFC 9113 §5.1.1: a stream id at or below one already used cannot open a stream.
     else return this.fail(H2Error.PROTOCOL_ERROR, 'HEADERS on a stream id already used');
     this.blocks.headers(id, (flags & Flag.END_STREAM) !== 0, (flags & Flag.END_HEADERS) !== 0, fragment);
@@ -284,43 +203,36 @@ export class ServerSession implements RequestStreamOwner {
   private onBlock(id: number, endStream: boolean, list: string[] | undefined): undefined {
     const use = this.blockUse;
     this.blockUse = 'ignore';
+    const streams = this.streams;
     if (use === 'trailers') {
-      const stream = this.streams.get(id);
+      const stream = streams.open.get(id);
       if (stream === undefined) return;
-      if (stream.remoteEnded) return this.streamError(stream, H2Error.STREAM_CLOSED);
-      if (!endStream || list === undefined || !wellFormedTrailers(list)) return this.streamError(stream, list === undefined ? H2Error.ENHANCE_YOUR_CALM : H2Error.PROTOCOL_ERROR);
-      if (stream.contentLength >= 0 && stream.received !== stream.contentLength) return this.streamError(stream, H2Error.PROTOCOL_ERROR);
-      return this.remoteEnd(stream, list);
+      const problem = trailersProblem(stream, endStream, list);
+      if (problem !== undefined) return streams.reset(stream, problem);
+      return streams.remoteEnd(stream, list);
     }
     if (use === 'ignore') return;
-    if (list === undefined || list.length > 2 * H2_MAX_HEADER_PAIRS) return this.refuse(id, H2Error.ENHANCE_YOUR_CALM);
-    if (this.streams.size >= H2_MAX_CONCURRENT_STREAMS) {
+    if (list === undefined || list.length > 2 * H2_MAX_HEADER_PAIRS) return streams.refuse(id, H2Error.ENHANCE_YOUR_CALM);
+    if (streams.open.size >= H2_MAX_CONCURRENT_STREAMS) {
       // Before the client has seen the limit it may overshoot in good faith; after, it is breaking the protocol.
       if (this.settingsAcked) return this.fail(H2Error.PROTOCOL_ERROR, `more than ${H2_MAX_CONCURRENT_STREAMS} streams at once`);
-      return this.refuse(id, H2Error.REFUSED_STREAM);
+      return streams.refuse(id, H2Error.REFUSED_STREAM);
     }
-    const stream = new RequestStream(this, id, list, endStream);
-    this.streams.set(id, stream);
+    const stream = new RequestStream(streams, id, list, endStream);
+    streams.open.set(id, stream);
     this.options.onStream(stream);
     // A well-formed request renews the budgets; one the proxy found malformed spent the rejected-stream budget.
     if (!stream.rejected) this.guard.request();
   }
 
-  /** A stream refused before it became a request. */
-  private refuse(id: number, code: number): undefined {
-    this.out.send(frame32(FrameType.RST_STREAM, id, code));
-    this.remember(id);
-    this.flood(this.guard.rejected());
-  }
-
   private onReset(id: number, payload: Buffer): undefined {
     if (payload.length !== 4) return this.fail(H2Error.FRAME_SIZE_ERROR, 'RST_STREAM of the wrong size');
     if (id === 0 || id > this.lastId) return this.fail(H2Error.PROTOCOL_ERROR, 'RST_STREAM on a stream that was never opened');
-    const stream = this.streams.get(id);
+    const stream = this.streams.open.get(id);
     if (stream === undefined) return;
     const code = payload.readUInt32BE(0);
     const aborted = !stream.localEnded;
-    this.close(stream, aborted, code);
+    this.streams.close(stream, aborted, code);
     // Rapid reset (CVE-2023-44487): a stream cancelled before its answer ended has cost a decision, maybe more.
     if (aborted) this.flood(this.guard.reset());
   }
@@ -338,16 +250,17 @@ export class ServerSession implements RequestStreamOwner {
     if (this.gotSettings && this.flood(this.guard.settings())) return;
     this.gotSettings = true;
     if (settings.headerTable === true) this.out.tableSizeUpdate = true;
+    const streams = this.streams;
     if (settings.initialWindow !== undefined) {
-      const delta = settings.initialWindow - this.peerInitialWindow;
-      this.peerInitialWindow = settings.initialWindow;
-      for (const stream of this.streams.values()) {
+      const delta = settings.initialWindow - streams.peerInitialWindow;
+      streams.peerInitialWindow = settings.initialWindow;
+      for (const stream of streams.open.values()) {
         stream.sendWindow += delta;
         if (stream.sendWindow > H2_MAX_31_BIT) return this.fail(H2Error.FLOW_CONTROL_ERROR, 'a stream window past 2^31-1');
       }
     }
     this.out.send(frame(FrameType.SETTINGS, Flag.ACK, 0));
-    this.body.flushAll(this.streams.values());
+    streams.body.flushAll(streams.open.values());
   }
 
   private onPing(flags: number, id: number, payload: Buffer): undefined {
@@ -361,56 +274,28 @@ export class ServerSession implements RequestStreamOwner {
     if (id !== 0) return this.fail(H2Error.PROTOCOL_ERROR, 'GOAWAY on a stream');
     if (payload.length < 8) return this.fail(H2Error.FRAME_SIZE_ERROR, 'GOAWAY of the wrong size');
     // The client opens nothing more; what it opened is answered, then the connection ends.
-    this.goingAway = true;
-    if (this.streams.size === 0) this.end();
+    this.streams.goingAway = true;
+    if (this.streams.open.size === 0) this.end();
   }
 
   private onWindowUpdate(id: number, payload: Buffer): undefined {
     if (payload.length !== 4) return this.fail(H2Error.FRAME_SIZE_ERROR, 'WINDOW_UPDATE of the wrong size');
     const increment = payload.readUInt32BE(0) & H2_MAX_31_BIT;
+    const { body, open } = this.streams;
     if (id === 0) {
       if (increment === 0) return this.fail(H2Error.PROTOCOL_ERROR, 'a zero WINDOW_UPDATE');
-      this.body.window += increment;
-      if (this.body.window > H2_MAX_31_BIT) return this.fail(H2Error.FLOW_CONTROL_ERROR, 'the connection window past 2^31-1');
-      this.body.flushAll(this.streams.values());
+      body.window += increment;
+      if (body.window > H2_MAX_31_BIT) return this.fail(H2Error.FLOW_CONTROL_ERROR, 'the connection window past 2^31-1');
+      body.flushAll(open.values());
       return;
     }
     if (id > this.lastId) return this.fail(H2Error.PROTOCOL_ERROR, 'WINDOW_UPDATE on a stream that was never opened');
-    const stream = this.streams.get(id);
+    const stream = open.get(id);
     if (stream === undefined) return;
-    if (increment === 0) return this.streamError(stream, H2Error.PROTOCOL_ERROR);
+    if (increment === 0) return this.streams.reset(stream, H2Error.PROTOCOL_ERROR);
     stream.sendWindow += increment;
-    if (stream.sendWindow > H2_MAX_31_BIT) return this.streamError(stream, H2Error.FLOW_CONTROL_ERROR);
-    this.body.flush(stream);
-  }
-
-  /** The client ended its side: the body's reader sees the end, and a stream answered in full is done. */
-  private remoteEnd(stream: RequestStream, trailers: string[] | undefined): undefined {
-    stream.ended(trailers);
-    if (stream.localEnded && stream.state !== 'gone') this.close(stream, false, H2Error.NO_ERROR);
-  }
-
-  /** END_STREAM went out on a stream: its answer is complete, which earns back the reset budget. */
-  private answered(stream: RequestStream): void {
-    this.guard.answered();
-    if (stream.remoteEnded) this.close(stream, false, H2Error.NO_ERROR);
-  }
-
-  private close(stream: RequestStream, aborted: boolean, code: number): void {
-    if (stream.state === 'gone') return;
-    this.streams.delete(stream.id);
-    const unread = stream.gone(aborted, code);
-    if (unread > 0) this.windows.giveBack(unread);
-    if (this.goingAway && this.streams.size === 0) this.end();
-  }
-
-  private remember(id: number): void {
-    this.resets.add(id);
-    if (this.resets.size <= H2_REMEMBERED_RESETS) return;
-    for (const oldest of this.resets) {
-      this.resets.delete(oldest);
-      break;
-    }
+    if (stream.sendWindow > H2_MAX_31_BIT) return this.streams.reset(stream, H2Error.FLOW_CONTROL_ERROR);
+    body.flush(stream);
   }
 
   private flood(kind: FloodKind | undefined): boolean {
@@ -430,7 +315,6 @@ export class ServerSession implements RequestStreamOwner {
     this.preface = undefined;
     this.out.send(goawayFrame(this.lastId, code, Buffer.from(message, 'latin1')));
     this.closeAll(code);
-    this.socket.end();
   }
 
   /** Graceful: every stream is done; GOAWAY NO_ERROR, then the socket ends. */
@@ -438,21 +322,43 @@ export class ServerSession implements RequestStreamOwner {
     if (this.closed) return;
     this.out.send(goawayFrame(this.lastId, H2Error.NO_ERROR));
     this.closeAll(H2Error.NO_ERROR);
-    this.socket.end();
   }
 
+  /** The GOAWAY is out: every stream closes, nothing more is written, the socket ends. */
   private closeAll(code: number): void {
     this.closed = true;
-    this.goingAway = true;
     this.out.stop();
-    const all = [...this.streams.values()];
-    this.streams.clear();
-    for (const stream of all) stream.gone(true, code);
+    this.streams.closeAll(code);
+    this.socket.end();
   }
 
   private onSocketClose(): void {
     this.reader.stop();
-    if (!this.closed) this.closeAll(H2Error.CANCEL);
+    if (!this.closed) {
+      this.closed = true;
+      this.out.stop();
+      this.streams.closeAll(H2Error.CANCEL);
+    }
     this.options.onClose();
   }
+}
+
+/** Counts a DATA frame against its stream, or returns the stream error it is (RFC 9113 §5.1, §6.9, §8.1.1). */
+function readData(stream: RequestStream, length: number, dataLength: number, end: boolean): number | undefined {
+  if (stream.remoteEnded) return H2Error.STREAM_CLOSED;
+  if (stream.recvWindow < length) return H2Error.FLOW_CONTROL_ERROR;
+  stream.recvWindow -= length;
+  stream.received += dataLength;
+  const expected = stream.contentLength;
+  if (expected >= 0 && (stream.received > expected || (end && stream.received !== expected))) return H2Error.PROTOCOL_ERROR;
+  return undefined;
+}
+
+/** Why request trailers make their stream an error (RFC 9113 §8.1), or undefined when they end it well. */
+function trailersProblem(stream: RequestStream, endStream: boolean, list: string[] | undefined): number | undefined {
+  if (stream.remoteEnded) return H2Error.STREAM_CLOSED;
+  if (list === undefined) return H2Error.ENHANCE_YOUR_CALM;
+  if (!endStream || !wellFormedTrailers(list)) return H2Error.PROTOCOL_ERROR;
+  if (stream.contentLength >= 0 && stream.received !== stream.contentLength) return H2Error.PROTOCOL_ERROR;
+  return undefined;
 }
