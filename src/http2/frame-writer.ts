@@ -1,6 +1,6 @@
-// Frames out to one origin: everything a tick produces goes out in one corked write (one TLS record and one syscall
-// for a burst of streams, where a write per frame cost each), and a header block longer than a frame is split into
-// HEADERS and CONTINUATION. Knows nothing of streams or windows.
+// Frames out to one peer, origin or workload: what a tick produces goes out in corked writes of up to
+// H2_FRAMES_PER_WRITE frames (one TLS record and one syscall for many frames, where a write per frame cost each), and
+// a header block longer than a frame is split into HEADERS and CONTINUATION. Knows nothing of streams or windows.
 
 import type { Socket } from 'node:net';
 import { Flag, FrameType, H2_FRAME_BYTES, frame } from './frames.js';
@@ -8,6 +8,14 @@ import { encodeHeaderBlock } from './hpack.js';
 
 /** RFC 7541 §6.3: a dynamic table size update to 0 (001 prefix, 5-bit integer 0). */
 const TABLE_SIZE_ZERO = Buffer.from([0x20]);
+
+/**
+ * Frames one write carries at most. A burst of streams read in one tick (100 HEADERS from a client) would otherwise
+ * reach the peer only once all of them were handled, so the peer idles while boundary works and boundary idles
+ * while the peer does. Writing every 16 frames lets the two overlap: measured with bench/h2.sh (one connection, 100
+ * streams at once, 3 interleaved rounds, 6, 16 and 32 tried), +18-30 % req/s for up to 8 % more CPU per request.
+ */
+export const H2_FRAMES_PER_WRITE = 16;
 
 export class FrameWriter {
   /** socket.write asked to wait: request bodies hold until the socket drains. */
@@ -19,6 +27,7 @@ export class FrameWriter {
    */
   tableSizeUpdate = false;
   private corked = false;
+  private frames = 0;
   private stopped = false;
   private readonly socket: Socket;
 
@@ -38,10 +47,16 @@ export class FrameWriter {
       this.socket.cork();
       process.nextTick(() => {
         this.corked = false;
+        this.frames = 0;
         this.socket.uncork();
       });
     }
     if (!this.socket.write(buf)) this.needDrain = true;
+    if (++this.frames >= H2_FRAMES_PER_WRITE) {
+      this.frames = 0;
+      this.socket.uncork();
+      this.socket.cork();
+    }
   }
 
   /** A header list as HEADERS and, past one frame, CONTINUATION frames (RFC 9113 §4.3). */
