@@ -1,7 +1,8 @@
-// One request stream on the workload-facing HTTP/2 server (server-session.ts): the record the session keeps per
+// One request stream on the workload-facing HTTP/2 server (server-session.ts): the record the server keeps per
 // stream (state, windows, the queued answer body) and the face the proxy drives (proxy/h2-stream.ts): the request
 // body as an async iterable whose every chunk given out returns its octets to the client as window, and the answer
-// as head, DATA and trailers. Plain data and forwarding methods; the HTTP/2 rules live in server-session.ts.
+// as head, DATA and trailers. Plain data and forwarding methods; the HTTP/2 rules live in server-session.ts and
+// server-streams.ts.
 
 import { BoundaryError } from '../errors.js';
 import { H2_DEFAULT_WINDOW } from './frames.js';
@@ -49,7 +50,7 @@ export class RequestStream implements FlowStream, AsyncIterator<Buffer> {
   aborted = false;
   /** The proxy found the request malformed. */
   rejected = false;
-  /** The rest of the request body is not wanted: it is dropped as it comes (server-session.ts stopUpload). */
+  /** The rest of the request body is not wanted: it is dropped as it comes (server-streams.ts stopUpload). */
   uploadUnwanted = false;
   /** The request's Content-Length, -1 when absent; DATA that disagrees with it is a stream error (RFC 9113 §8.1.1). */
   contentLength = -1;
