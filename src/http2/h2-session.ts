@@ -6,10 +6,11 @@
 
 import type { Socket } from 'node:net';
 import { BoundaryError } from '../errors.js';
-import { createFloodGuard, type FloodGuard, type FloodKind } from './flood-guard.js';
-import { Flag, FrameReader, FrameType, H2_DEFAULT_WINDOW, H2_FRAME_BYTES, H2_MAX_31_BIT, H2Error, PREFACE, Setting, frame, frame32, goawayFrame, readPeerSettings, settingsFrame, unpad } from './frames.js';
+import { H2Connection } from './connection.js';
+import type { FloodKind } from './flood-guard.js';
+import { Flag, FrameReader, FrameType, H2_DEFAULT_WINDOW, H2_FRAME_BYTES, H2_MAX_31_BIT, H2Error, PREFACE, Setting, frame, frame32, goawayFrame, readPeerSettings, settingsFrame } from './frames.js';
 import { FrameWriter } from './frame-writer.js';
-import { BodySender, H2_UPSTREAM_CONNECTION_WINDOW, ReceiveWindows } from './flow-control.js';
+import { BodySender, type FlowStream, H2_UPSTREAM_CONNECTION_WINDOW, ReceiveWindows } from './flow-control.js';
 import { H2_UPSTREAM_MAX_HEADER_LIST_BYTES, HeaderBlocks, UPSTREAM_HEADER_LIMITS } from './header-blocks.js';
 import { type StreamOwner, UpstreamResetError, type UpstreamStream } from './upstream-stream.js';
 
@@ -25,7 +26,8 @@ export interface H2SessionOptions {
   readonly idleMs: number;
 }
 
-export class H2Session implements StreamOwner {
+export class H2Session extends H2Connection implements StreamOwner {
+  protected readonly peer = 'origin';
   peerInitialWindow = H2_DEFAULT_WINDOW;
   /** No new stream: GOAWAY either way, ids exhausted, or closed. */
   goneAway = false;
@@ -34,18 +36,17 @@ export class H2Session implements StreamOwner {
   private nextId = 1;
   private readonly streams = new Map<number, UpstreamStream>();
   private readonly waiting: UpstreamStream[] = [];
-  private readonly blocks = new HeaderBlocks({ block: (id, end, list) => this.onBlock(id, end, list), error: (code, message) => this.fail(code, message) }, UPSTREAM_HEADER_LIMITS);
+  protected readonly blocks = new HeaderBlocks({ block: (id, end, list) => this.onBlock(id, end, list), error: (code, message) => this.fail(code, message) }, UPSTREAM_HEADER_LIMITS);
   private readonly reader: FrameReader;
-  private readonly guard: FloodGuard = createFloodGuard();
-  private gotSettings = false;
 
   private readonly socket: Socket;
-  private readonly out: FrameWriter;
+  protected readonly out: FrameWriter;
   private readonly body: BodySender;
   private readonly windows: ReceiveWindows;
   private readonly options: H2SessionOptions;
 
   constructor(socket: Socket, options: H2SessionOptions) {
+    super();
     this.socket = socket;
     this.out = new FrameWriter(socket);
     this.body = new BodySender(this.out, (stream) => {
@@ -142,52 +143,12 @@ export class H2Session implements StreamOwner {
     if (stream.queued > 0 || stream.ending !== undefined) this.body.flush(stream);
   }
 
-  private onFrame(type: number, flags: number, id: number, payload: Buffer): undefined {
-    if (this.blocks.open && type !== FrameType.CONTINUATION) return this.fail(H2Error.PROTOCOL_ERROR, 'a frame inside a header block');
-    if (!this.gotSettings && (type !== FrameType.SETTINGS || (flags & Flag.ACK) !== 0)) return this.fail(H2Error.PROTOCOL_ERROR, 'the origin did not start with SETTINGS');
-    switch (type) {
-      case FrameType.DATA:
-        return this.onData(flags, id, payload);
-      case FrameType.HEADERS:
-        return this.onHeaders(flags, id, payload);
-      case FrameType.CONTINUATION:
-        return this.blocks.continuation(id, (flags & Flag.END_HEADERS) !== 0, payload);
-      case FrameType.RST_STREAM:
-        return this.onReset(id, payload);
-      case FrameType.SETTINGS:
-        return this.onSettings(flags, id, payload);
-      case FrameType.PING:
-        return this.onPing(flags, id, payload);
-      case FrameType.GOAWAY:
-        return this.onGoaway(id, payload);
-      case FrameType.WINDOW_UPDATE:
-        return this.onWindowUpdate(id, payload);
-      case FrameType.PRIORITY:
-        if (id === 0) return this.fail(H2Error.PROTOCOL_ERROR, 'PRIORITY on stream 0');
-        if (payload.length !== 5) return this.fail(H2Error.FRAME_SIZE_ERROR, 'PRIORITY of the wrong size');
-        return;
-      case FrameType.PUSH_PROMISE:
-        return this.fail(H2Error.PROTOCOL_ERROR, 'PUSH_PROMISE after SETTINGS_ENABLE_PUSH 0');
-      default:
-        // RFC 9113 §5.5: unknown frame types are ignored.
-        return;
-    }
-  }
-
   /** A stream id the origin may name: one of ours, opened already (ids of closed streams included). */
   private known(id: number): boolean {
     return id % 2 === 1 && id < this.nextId;
   }
 
-  /** The payload without padding and priority fields, or undefined after failing the connection. */
-  private unpadded(flags: number, payload: Buffer, priority: boolean): Buffer | undefined {
-    const out = unpad(flags, payload, priority);
-    if (!Array.isArray(out)) return out;
-    this.fail(out[0], out[1]);
-    return undefined;
-  }
-
-  private onData(flags: number, id: number, payload: Buffer): undefined {
+  protected onData(flags: number, id: number, payload: Buffer): undefined {
     if (id === 0 || !this.known(id)) return this.fail(H2Error.PROTOCOL_ERROR, 'DATA on a stream that was never opened');
     // Every DATA octet counts against the connection window, on closed streams too (RFC 9113 §6.9).
     if (!this.windows.received(payload.length)) return this.fail(H2Error.FLOW_CONTROL_ERROR, 'DATA past the connection window');
@@ -209,7 +170,7 @@ export class H2Session implements StreamOwner {
     if (end) this.remoteEnd(stream);
   }
 
-  private onHeaders(flags: number, id: number, payload: Buffer): undefined {
+  protected onHeaders(flags: number, id: number, payload: Buffer): undefined {
     if (id === 0 || !this.known(id)) return this.fail(H2Error.PROTOCOL_ERROR, 'HEADERS on a stream boundary did not open');
     const fragment = this.unpadded(flags, payload, (flags & Flag.PRIORITY) !== 0);
     if (fragment !== undefined) this.blocks.headers(id, (flags & Flag.END_STREAM) !== 0, (flags & Flag.END_HEADERS) !== 0, fragment);
@@ -235,7 +196,7 @@ export class H2Session implements StreamOwner {
     }
   }
 
-  private onReset(id: number, payload: Buffer): undefined {
+  protected onReset(id: number, payload: Buffer): undefined {
     if (payload.length !== 4) return this.fail(H2Error.FRAME_SIZE_ERROR, 'RST_STREAM of the wrong size');
     if (id === 0 || !this.known(id)) return this.fail(H2Error.PROTOCOL_ERROR, 'RST_STREAM on a stream that was never opened');
     const stream = this.streams.get(id);
@@ -250,7 +211,7 @@ export class H2Session implements StreamOwner {
     stream.events.failed(new UpstreamResetError(code === H2Error.NO_ERROR ? H2Error.CANCEL : code, `the origin reset the stream (code ${code})`));
   }
 
-  private onSettings(flags: number, id: number, payload: Buffer): undefined {
+  protected onSettings(flags: number, id: number, payload: Buffer): undefined {
     if (id !== 0) return this.fail(H2Error.PROTOCOL_ERROR, 'SETTINGS on a stream');
     if ((flags & Flag.ACK) !== 0) {
       if (payload.length !== 0) this.fail(H2Error.FRAME_SIZE_ERROR, 'a SETTINGS ACK with a payload');
@@ -275,14 +236,7 @@ export class H2Session implements StreamOwner {
     while (this.waiting.length > 0 && this.streams.size < this.peerMaxStreams && !this.goneAway) this.start(this.waiting.shift()!);
   }
 
-  private onPing(flags: number, id: number, payload: Buffer): undefined {
-    if (id !== 0) return this.fail(H2Error.PROTOCOL_ERROR, 'PING on a stream');
-    if (payload.length !== 8) return this.fail(H2Error.FRAME_SIZE_ERROR, 'PING of the wrong size');
-    if ((flags & Flag.ACK) !== 0 || this.flood(this.guard.ping())) return;
-    this.out.send(frame(FrameType.PING, Flag.ACK, 0, payload));
-  }
-
-  private onGoaway(id: number, payload: Buffer): undefined {
+  protected onGoaway(id: number, payload: Buffer): undefined {
     if (id !== 0) return this.fail(H2Error.PROTOCOL_ERROR, 'GOAWAY on a stream');
     if (payload.length < 8) return this.fail(H2Error.FRAME_SIZE_ERROR, 'GOAWAY of the wrong size');
     const last = payload.readUInt32BE(0) & H2_MAX_31_BIT;
@@ -299,16 +253,7 @@ export class H2Session implements StreamOwner {
     if (this.streams.size === 0) this.end();
   }
 
-  private onWindowUpdate(id: number, payload: Buffer): undefined {
-    if (payload.length !== 4) return this.fail(H2Error.FRAME_SIZE_ERROR, 'WINDOW_UPDATE of the wrong size');
-    const increment = payload.readUInt32BE(0) & H2_MAX_31_BIT;
-    if (id === 0) {
-      if (increment === 0) return this.fail(H2Error.PROTOCOL_ERROR, 'a zero WINDOW_UPDATE');
-      this.body.window += increment;
-      if (this.body.window > H2_MAX_31_BIT) return this.fail(H2Error.FLOW_CONTROL_ERROR, 'the connection window past 2^31-1');
-      this.body.flushAll(this.streams.values());
-      return;
-    }
+  protected onStreamWindow(id: number, increment: number): undefined {
     if (!this.known(id)) return this.fail(H2Error.PROTOCOL_ERROR, 'WINDOW_UPDATE on a stream that was never opened');
     const stream = this.streams.get(id);
     if (stream === undefined) return;
@@ -317,6 +262,11 @@ export class H2Session implements StreamOwner {
     if (stream.sendWindow > H2_MAX_31_BIT) return this.streamError(stream, H2Error.FLOW_CONTROL_ERROR, 'a stream window past 2^31-1');
     this.body.flush(stream);
   }
+
+  protected sending(): { readonly body: BodySender; readonly streams: Iterable<FlowStream> } {
+    return { body: this.body, streams: this.streams.values() };
+  }
+
 
   private remoteEnd(stream: UpstreamStream): undefined {
     stream.remoteEnded = true;
@@ -341,14 +291,14 @@ export class H2Session implements StreamOwner {
     stream.events.failed(new BoundaryError('UPSTREAM_PROTOCOL_ERROR', `HTTP/2 stream from the origin: ${message}`));
   }
 
-  private flood(kind: FloodKind | undefined): boolean {
+  protected flood(kind: FloodKind | undefined): boolean {
     if (kind === undefined) return false;
     this.fail(H2Error.ENHANCE_YOUR_CALM, `a ${kind} from the origin`);
     return true;
   }
 
   /** A connection error (RFC 9113 §5.4.1): GOAWAY with the code, every stream fails, the socket closes. */
-  private fail(code: number, message: string): undefined {
+  protected fail(code: number, message: string): undefined {
     if (this.closed) return;
     this.reader.stop();
     this.out.send(goawayFrame(0, code));

@@ -6,9 +6,11 @@
 
 import type { Socket } from 'node:net';
 import { MAX_HEADER_COUNT } from '../http1/framing.js';
-import { createFloodGuard, type FloodGuard, type FloodKind } from './flood-guard.js';
+import { H2Connection } from './connection.js';
+import type { FloodKind } from './flood-guard.js';
+import type { BodySender, FlowStream } from './flow-control.js';
 import { FrameWriter } from './frame-writer.js';
-import { Flag, FrameReader, FrameType, H2_FRAME_BYTES, H2_MAX_31_BIT, H2Error, PREFACE, Setting, frame, goawayFrame, readPeerSettings, settingsFrame, unpad } from './frames.js';
+import { Flag, FrameReader, FrameType, H2_FRAME_BYTES, H2_MAX_31_BIT, H2Error, PREFACE, Setting, frame, goawayFrame, readPeerSettings, settingsFrame } from './frames.js';
 import { HeaderBlocks } from './header-blocks.js';
 import { wellFormedTrailers } from './request-head.js';
 import { RequestStream } from './request-stream.js';
@@ -43,27 +45,27 @@ export interface ServerSessionOptions {
 /** What a header block in progress will be once decoded. */
 type BlockUse = 'request' | 'trailers' | 'ignore';
 
-export class ServerSession {
+export class ServerSession extends H2Connection {
   closed = false;
+  protected readonly peer = 'client';
   /** The highest stream id the client has opened (or tried to). */
   private lastId = 0;
   private blockUse: BlockUse = 'ignore';
   private preface: Buffer | undefined = Buffer.alloc(0);
-  private gotSettings = false;
   /** The client acknowledged boundary's SETTINGS: streams past the limit are a protocol error, not a refusal. */
   private settingsAcked = false;
-  private readonly guard: FloodGuard = createFloodGuard();
-  private readonly blocks = new HeaderBlocks(
+  protected readonly blocks = new HeaderBlocks(
     { block: (id, end, list) => this.onBlock(id, end, list), error: (code, message) => this.fail(code, message) },
     { listBytes: H2_MAX_HEADER_LIST_BYTES, blockBytes: H2_MAX_HEADER_BLOCK_BYTES, continuations: H2_MAX_CONTINUATION_FRAMES },
   );
   private readonly reader: FrameReader;
   private readonly socket: Socket;
-  private readonly out: FrameWriter;
+  protected readonly out: FrameWriter;
   private readonly streams: ServerStreams;
   private readonly options: ServerSessionOptions;
 
   constructor(socket: Socket, options: ServerSessionOptions) {
+    super();
     this.socket = socket;
     this.options = options;
     this.out = new FrameWriter(socket);
@@ -106,53 +108,7 @@ export class ServerSession {
     if (joined.length > CONNECTION_PREFACE_BYTES) this.reader.push(joined.subarray(CONNECTION_PREFACE_BYTES));
   }
 
-  private onFrame(type: number, flags: number, id: number, payload: Buffer): undefined {
-    if (this.blocks.open && type !== FrameType.CONTINUATION) return this.fail(H2Error.PROTOCOL_ERROR, 'a frame inside a header block');
-    if (!this.gotSettings && (type !== FrameType.SETTINGS || (flags & Flag.ACK) !== 0)) return this.fail(H2Error.PROTOCOL_ERROR, 'the client did not start with SETTINGS');
-    switch (type) {
-      case FrameType.DATA:
-        return this.onData(flags, id, payload);
-      case FrameType.HEADERS:
-        return this.onHeaders(flags, id, payload);
-      case FrameType.CONTINUATION:
-        return this.blocks.continuation(id, (flags & Flag.END_HEADERS) !== 0, payload);
-      case FrameType.RST_STREAM:
-        return this.onReset(id, payload);
-      case FrameType.SETTINGS:
-        return this.onSettings(flags, id, payload);
-      case FrameType.PING:
-        return this.onPing(flags, id, payload);
-      case FrameType.GOAWAY:
-        return this.onGoaway(id, payload);
-      case FrameType.WINDOW_UPDATE:
-        return this.onWindowUpdate(id, payload);
-      case FrameType.PRIORITY:
-        if (id === 0) return this.fail(H2Error.PROTOCOL_ERROR, 'PRIORITY on stream 0');
-        if (payload.length !== 5) return this.fail(H2Error.FRAME_SIZE_ERROR, 'PRIORITY of the wrong size');
-        return this.checkPriority(id, payload, 0);
-      case FrameType.PUSH_PROMISE:
-        return this.fail(H2Error.PROTOCOL_ERROR, 'PUSH_PROMISE from a client');
-      default:
-        // RFC 9113 §5.5: unknown frame types are ignored.
-        return;
-    }
-  }
-
-  /** RFC 9113 §5.3.1: a stream cannot depend on itself; boundary keeps no priority tree, so nothing else is read. */
-  private checkPriority(id: number, payload: Buffer, at: number): undefined {
-    if ((payload.readUInt32BE(at) & H2_MAX_31_BIT) !== id) return;
-    return this.fail(H2Error.PROTOCOL_ERROR, 'a stream that depends on itself');
-  }
-
-  /** The payload without padding and priority fields, or undefined after failing the connection. */
-  private unpadded(flags: number, payload: Buffer, priority: boolean): Buffer | undefined {
-    const out = unpad(flags, payload, priority);
-    if (!Array.isArray(out)) return out;
-    this.fail(out[0], out[1]);
-    return undefined;
-  }
-
-  private onData(flags: number, id: number, payload: Buffer): undefined {
+  protected onData(flags: number, id: number, payload: Buffer): undefined {
     if (id === 0 || id > this.lastId) return this.fail(H2Error.PROTOCOL_ERROR, 'DATA on a stream that was never opened');
     // Every DATA octet counts against the connection window, on closed streams too (RFC 9113 §6.9).
     const { windows } = this.streams;
@@ -180,7 +136,7 @@ export class ServerSession {
     if (end) this.streams.remoteEnd(stream, undefined);
   }
 
-  private onHeaders(flags: number, id: number, payload: Buffer): undefined {
+  protected onHeaders(flags: number, id: number, payload: Buffer): undefined {
     if (id === 0 || id % 2 === 0) return this.fail(H2Error.PROTOCOL_ERROR, 'HEADERS on a stream id a client may not open');
     const priority = (flags & Flag.PRIORITY) !== 0;
     const fragment = this.unpadded(flags, payload, priority);
@@ -225,7 +181,7 @@ export class ServerSession {
     if (!stream.rejected) this.guard.request();
   }
 
-  private onReset(id: number, payload: Buffer): undefined {
+  protected onReset(id: number, payload: Buffer): undefined {
     if (payload.length !== 4) return this.fail(H2Error.FRAME_SIZE_ERROR, 'RST_STREAM of the wrong size');
     if (id === 0 || id > this.lastId) return this.fail(H2Error.PROTOCOL_ERROR, 'RST_STREAM on a stream that was never opened');
     const stream = this.streams.open.get(id);
@@ -237,7 +193,7 @@ export class ServerSession {
     if (aborted) this.flood(this.guard.reset());
   }
 
-  private onSettings(flags: number, id: number, payload: Buffer): undefined {
+  protected onSettings(flags: number, id: number, payload: Buffer): undefined {
     if (id !== 0) return this.fail(H2Error.PROTOCOL_ERROR, 'SETTINGS on a stream');
     if ((flags & Flag.ACK) !== 0) {
       if (payload.length !== 0) return this.fail(H2Error.FRAME_SIZE_ERROR, 'a SETTINGS ACK with a payload');
@@ -263,14 +219,7 @@ export class ServerSession {
     streams.body.flushAll(streams.open.values());
   }
 
-  private onPing(flags: number, id: number, payload: Buffer): undefined {
-    if (id !== 0) return this.fail(H2Error.PROTOCOL_ERROR, 'PING on a stream');
-    if (payload.length !== 8) return this.fail(H2Error.FRAME_SIZE_ERROR, 'PING of the wrong size');
-    if ((flags & Flag.ACK) !== 0 || this.flood(this.guard.ping())) return;
-    this.out.send(frame(FrameType.PING, Flag.ACK, 0, payload));
-  }
-
-  private onGoaway(id: number, payload: Buffer): undefined {
+  protected onGoaway(id: number, payload: Buffer): undefined {
     if (id !== 0) return this.fail(H2Error.PROTOCOL_ERROR, 'GOAWAY on a stream');
     if (payload.length < 8) return this.fail(H2Error.FRAME_SIZE_ERROR, 'GOAWAY of the wrong size');
     // The client opens nothing more; what it opened is answered, then the connection ends.
@@ -278,27 +227,22 @@ export class ServerSession {
     if (this.streams.open.size === 0) this.end();
   }
 
-  private onWindowUpdate(id: number, payload: Buffer): undefined {
-    if (payload.length !== 4) return this.fail(H2Error.FRAME_SIZE_ERROR, 'WINDOW_UPDATE of the wrong size');
-    const increment = payload.readUInt32BE(0) & H2_MAX_31_BIT;
-    const { body, open } = this.streams;
-    if (id === 0) {
-      if (increment === 0) return this.fail(H2Error.PROTOCOL_ERROR, 'a zero WINDOW_UPDATE');
-      body.window += increment;
-      if (body.window > H2_MAX_31_BIT) return this.fail(H2Error.FLOW_CONTROL_ERROR, 'the connection window past 2^31-1');
-      body.flushAll(open.values());
-      return;
-    }
+  protected onStreamWindow(id: number, increment: number): undefined {
     if (id > this.lastId) return this.fail(H2Error.PROTOCOL_ERROR, 'WINDOW_UPDATE on a stream that was never opened');
-    const stream = open.get(id);
+    const stream = this.streams.open.get(id);
     if (stream === undefined) return;
     if (increment === 0) return this.streams.reset(stream, H2Error.PROTOCOL_ERROR);
     stream.sendWindow += increment;
     if (stream.sendWindow > H2_MAX_31_BIT) return this.streams.reset(stream, H2Error.FLOW_CONTROL_ERROR);
-    body.flush(stream);
+    this.streams.body.flush(stream);
   }
 
-  private flood(kind: FloodKind | undefined): boolean {
+  protected sending(): { readonly body: BodySender; readonly streams: Iterable<FlowStream> } {
+    return { body: this.streams.body, streams: this.streams.open.values() };
+  }
+
+
+  protected flood(kind: FloodKind | undefined): boolean {
     if (kind === undefined || this.closed) return kind !== undefined;
     this.fail(H2Error.ENHANCE_YOUR_CALM, kind);
     this.options.onFlood(kind);
@@ -309,7 +253,7 @@ export class ServerSession {
    * A connection error (RFC 9113 §5.4.1): GOAWAY naming the last stream boundary took, with the reason as debug data
    * (fixed text, for whoever reads the client's error), and every stream closes.
    */
-  private fail(code: number, message: string): undefined {
+  protected fail(code: number, message: string): undefined {
     if (this.closed) return;
     this.reader.stop();
     this.preface = undefined;
