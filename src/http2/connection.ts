@@ -7,7 +7,7 @@
 import { createFloodGuard, type FloodGuard, type FloodKind } from './flood-guard.js';
 import type { BodySender, FlowStream } from './flow-control.js';
 import type { FrameWriter } from './frame-writer.js';
-import { Flag, FrameType, frame, H2_MAX_31_BIT, H2Error, unpad } from './frames.js';
+import { Flag, FrameType, frame, H2_MAX_31_BIT, H2Error, type PeerSettings, unpad } from './frames.js';
 import type { HeaderBlocks } from './header-blocks.js';
 
 export abstract class H2Connection {
@@ -78,6 +78,26 @@ export abstract class H2Connection {
     if (!Array.isArray(out)) return out;
     this.fail(out[0], out[1]);
     return undefined;
+  }
+
+  /**
+   * What a peer's SETTINGS change for every end alike: a table size update owed, each open stream's send window moved
+   * by the change of the initial window (RFC 9113 §6.9.2), then the ACK and the bodies that may go now. `initial` is
+   * the peer's initial window so far; returns the new one, or undefined after failing the connection.
+   */
+  protected applySettings(settings: PeerSettings, initial: number): number | undefined {
+    if (settings.headerTable === true) this.out.tableSizeUpdate = true;
+    const { body, streams } = this.sending();
+    const next = settings.initialWindow ?? initial;
+    if (next !== initial) {
+      for (const stream of streams) {
+        stream.sendWindow += next - initial;
+        if (stream.sendWindow > H2_MAX_31_BIT) return this.fail(H2Error.FLOW_CONTROL_ERROR, 'a stream window past 2^31-1');
+      }
+    }
+    this.out.send(frame(FrameType.SETTINGS, Flag.ACK, 0));
+    body.flushAll(this.sending().streams);
+    return next;
   }
 
   private onPing(flags: number, id: number, payload: Buffer): undefined {

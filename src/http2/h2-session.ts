@@ -8,7 +8,7 @@ import type { Socket } from 'node:net';
 import { BoundaryError } from '../errors.js';
 import { H2Connection } from './connection.js';
 import type { FloodKind } from './flood-guard.js';
-import { Flag, FrameReader, FrameType, H2_DEFAULT_WINDOW, H2_FRAME_BYTES, H2_MAX_31_BIT, H2Error, PREFACE, Setting, frame, frame32, goawayFrame, readPeerSettings, settingsFrame } from './frames.js';
+import { Flag, FrameReader, FrameType, H2_DEFAULT_WINDOW, H2_FRAME_BYTES, H2_MAX_31_BIT, H2Error, PREFACE, Setting, frame32, goawayFrame, readPeerSettings, settingsFrame } from './frames.js';
 import { FrameWriter } from './frame-writer.js';
 import { BodySender, type FlowStream, H2_UPSTREAM_CONNECTION_WINDOW, ReceiveWindows } from './flow-control.js';
 import { H2_UPSTREAM_MAX_HEADER_LIST_BYTES, HeaderBlocks, UPSTREAM_HEADER_LIMITS } from './header-blocks.js';
@@ -221,18 +221,10 @@ export class H2Session extends H2Connection implements StreamOwner {
     if (Array.isArray(settings)) return this.fail(settings[0], settings[1]);
     if (this.gotSettings && this.flood(this.guard.settings())) return;
     this.gotSettings = true;
-    if (settings.headerTable === true) this.out.tableSizeUpdate = true;
     if (settings.maxStreams !== undefined) this.peerMaxStreams = settings.maxStreams;
-    if (settings.initialWindow !== undefined) {
-      const delta = settings.initialWindow - this.peerInitialWindow;
-      this.peerInitialWindow = settings.initialWindow;
-      for (const stream of this.streams.values()) {
-        stream.sendWindow += delta;
-        if (stream.sendWindow > H2_MAX_31_BIT) return this.fail(H2Error.FLOW_CONTROL_ERROR, 'a stream window past 2^31-1');
-      }
-    }
-    this.out.send(frame(FrameType.SETTINGS, Flag.ACK, 0));
-    this.body.flushAll(this.streams.values());
+    const initial = this.applySettings(settings, this.peerInitialWindow);
+    if (initial === undefined) return;
+    this.peerInitialWindow = initial;
     while (this.waiting.length > 0 && this.streams.size < this.peerMaxStreams && !this.goneAway) this.start(this.waiting.shift()!);
   }
 

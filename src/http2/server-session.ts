@@ -10,7 +10,7 @@ import { H2Connection } from './connection.js';
 import type { FloodKind } from './flood-guard.js';
 import type { BodySender, FlowStream } from './flow-control.js';
 import { FrameWriter } from './frame-writer.js';
-import { Flag, FrameReader, FrameType, H2_FRAME_BYTES, H2_MAX_31_BIT, H2Error, PREFACE, Setting, frame, goawayFrame, readPeerSettings, settingsFrame } from './frames.js';
+import { Flag, FrameReader, H2_FRAME_BYTES, H2_MAX_31_BIT, H2Error, PREFACE, Setting, goawayFrame, readPeerSettings, settingsFrame } from './frames.js';
 import { HeaderBlocks } from './header-blocks.js';
 import { wellFormedTrailers } from './request-head.js';
 import { RequestStream } from './request-stream.js';
@@ -205,18 +205,8 @@ export class ServerSession extends H2Connection {
     if (Array.isArray(settings)) return this.fail(settings[0], settings[1]);
     if (this.gotSettings && this.flood(this.guard.settings())) return;
     this.gotSettings = true;
-    if (settings.headerTable === true) this.out.tableSizeUpdate = true;
-    const streams = this.streams;
-    if (settings.initialWindow !== undefined) {
-      const delta = settings.initialWindow - streams.peerInitialWindow;
-      streams.peerInitialWindow = settings.initialWindow;
-      for (const stream of streams.open.values()) {
-        stream.sendWindow += delta;
-        if (stream.sendWindow > H2_MAX_31_BIT) return this.fail(H2Error.FLOW_CONTROL_ERROR, 'a stream window past 2^31-1');
-      }
-    }
-    this.out.send(frame(FrameType.SETTINGS, Flag.ACK, 0));
-    streams.body.flushAll(streams.open.values());
+    const initial = this.applySettings(settings, this.streams.peerInitialWindow);
+    if (initial !== undefined) this.streams.peerInitialWindow = initial;
   }
 
   protected onGoaway(id: number, payload: Buffer): undefined {
