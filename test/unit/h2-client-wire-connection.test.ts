@@ -76,6 +76,8 @@ describe('h2-client on the wire: connection errors (GOAWAY, every stream fails, 
     },
     { name: 'DATA on stream 0', code: H2Error.PROTOCOL_ERROR, frames: () => [frame(FrameType.DATA, 0, 0, Buffer.from('x'))] },
     { name: 'HEADERS on an even stream id', code: H2Error.PROTOCOL_ERROR, frames: () => [headersFrame(2, OK, true)] },
+    // RFC 9113 §5.3.1: a stream cannot depend on itself (checked by connection.ts for both ends).
+    { name: 'a PRIORITY frame whose stream depends on itself', code: H2Error.PROTOCOL_ERROR, frames: () => [frame(FrameType.PRIORITY, 0, 1, Buffer.concat([u32(1), Buffer.from([16])]))] },
     { name: 'an HPACK block that cannot decode (indexed field 0)', code: H2Error.COMPRESSION_ERROR, frames: () => [frame(FrameType.HEADERS, Flag.END_HEADERS, 1, Buffer.from([0x80]))] },
     { name: 'a frame between HEADERS and its CONTINUATION', code: H2Error.PROTOCOL_ERROR, frames: () => [openBlock(), frame(FrameType.DATA, 0, 3, Buffer.from('x'))] },
     { name: 'a CONTINUATION on another stream than its HEADERS', code: H2Error.PROTOCOL_ERROR, frames: () => [openBlock(), frame(FrameType.CONTINUATION, Flag.END_HEADERS, 3)] },
