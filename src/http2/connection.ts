@@ -18,9 +18,11 @@ export abstract class H2Connection {
   protected abstract readonly peer: 'client' | 'origin';
   protected abstract readonly blocks: HeaderBlocks;
   protected abstract readonly out: FrameWriter;
+  /** This end's bodies under the peer's windows. */
+  protected abstract readonly body: BodySender;
 
-  /** The sender of this end's bodies, and the streams it may flush when the connection window grows. */
-  protected abstract sending(): { readonly body: BodySender; readonly streams: Iterable<FlowStream> };
+  /** The streams open now, whose bodies may go when a window grows. */
+  protected abstract openStreams(): Iterable<FlowStream>;
   /** A connection error (RFC 9113 §5.4.1): GOAWAY, every stream ends, the socket ends. */
   protected abstract fail(code: number, message: string): undefined;
   /** A flood budget answered: true when it was spent (the connection is closing). */
@@ -87,17 +89,21 @@ export abstract class H2Connection {
    */
   protected applySettings(settings: PeerSettings, initial: number): number | undefined {
     if (settings.headerTable === true) this.out.tableSizeUpdate = true;
-    const { body, streams } = this.sending();
     const next = settings.initialWindow ?? initial;
     if (next !== initial) {
-      for (const stream of streams) {
+      for (const stream of this.openStreams()) {
         stream.sendWindow += next - initial;
         if (stream.sendWindow > H2_MAX_31_BIT) return this.fail(H2Error.FLOW_CONTROL_ERROR, 'a stream window past 2^31-1');
       }
     }
     this.out.send(frame(FrameType.SETTINGS, Flag.ACK, 0));
-    body.flushAll(this.sending().streams);
+    this.flushBodies();
     return next;
+  }
+
+  /** A window grew or the socket drained: every open stream with something to send tries again. */
+  protected flushBodies(): void {
+    this.body.flushAll(this.openStreams());
   }
 
   private onPing(flags: number, id: number, payload: Buffer): undefined {
@@ -112,9 +118,8 @@ export abstract class H2Connection {
     const increment = payload.readUInt32BE(0) & H2_MAX_31_BIT;
     if (id !== 0) return this.onStreamWindow(id, increment);
     if (increment === 0) return this.fail(H2Error.PROTOCOL_ERROR, 'a zero WINDOW_UPDATE');
-    const { body, streams } = this.sending();
-    body.window += increment;
-    if (body.window > H2_MAX_31_BIT) return this.fail(H2Error.FLOW_CONTROL_ERROR, 'the connection window past 2^31-1');
-    body.flushAll(streams);
+    this.body.window += increment;
+    if (this.body.window > H2_MAX_31_BIT) return this.fail(H2Error.FLOW_CONTROL_ERROR, 'the connection window past 2^31-1');
+    this.flushBodies();
   }
 }

@@ -41,7 +41,7 @@ export class H2Session extends H2Connection implements StreamOwner {
 
   private readonly socket: Socket;
   protected readonly out: FrameWriter;
-  private readonly body: BodySender;
+  protected readonly body: BodySender;
   private readonly windows: ReceiveWindows;
   private readonly options: H2SessionOptions;
 
@@ -58,7 +58,7 @@ export class H2Session extends H2Connection implements StreamOwner {
     socket.on('data', (chunk: Buffer) => this.reader.push(chunk));
     socket.on('drain', () => {
       this.out.needDrain = false;
-      this.body.flushAll(this.streams.values());
+      this.flushBodies();
     });
     socket.on('error', () => undefined);
     socket.on('close', () => this.onSocketClose());
@@ -255,10 +255,9 @@ export class H2Session extends H2Connection implements StreamOwner {
     this.body.flush(stream);
   }
 
-  protected sending(): { readonly body: BodySender; readonly streams: Iterable<FlowStream> } {
-    return { body: this.body, streams: this.streams.values() };
+  protected openStreams(): Iterable<FlowStream> {
+    return this.streams.values();
   }
-
 
   private remoteEnd(stream: UpstreamStream): undefined {
     stream.remoteEnded = true;

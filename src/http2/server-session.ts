@@ -1,8 +1,8 @@
 // One workload's HTTP/2 connection, server side (RFC 9113): the preface and SETTINGS, client stream ids and the
 // concurrency limit, HPACK both ways, flow control both ways, the flood budgets, and every frame the client sends
 // checked before it moves a stream. Each new stream goes to the proxy as a RequestStream (request-stream.ts), kept
-// with the others in server-streams.ts; this file speaks only HTTP/2. It replaces node:http2's server, whose per-stream JavaScript objects cost about 45 µs a
-// request on Node 20 (docs/destinations.md#http2 has the measurements).
+// with the others in server-streams.ts; this file speaks only HTTP/2. It replaces node:http2's server, whose
+// per-stream JavaScript objects cost about 45 µs a request on Node 20 (docs/destinations.md#http2 has the figures).
 
 import type { Socket } from 'node:net';
 import { MAX_HEADER_COUNT } from '../http1/framing.js';
@@ -61,6 +61,7 @@ export class ServerSession extends H2Connection {
   private readonly reader: FrameReader;
   private readonly socket: Socket;
   protected readonly out: FrameWriter;
+  protected readonly body: BodySender;
   private readonly streams: ServerStreams;
   private readonly options: ServerSessionOptions;
 
@@ -70,11 +71,12 @@ export class ServerSession extends H2Connection {
     this.options = options;
     this.out = new FrameWriter(socket);
     this.streams = new ServerStreams(this.out, this.guard, { flood: (kind) => this.flood(kind), drained: () => this.end() });
+    this.body = this.streams.body;
     this.reader = new FrameReader(H2_FRAME_BYTES, (t, f, id, p) => this.onFrame(t, f, id, p), () => this.fail(H2Error.FRAME_SIZE_ERROR, 'a frame larger than SETTINGS_MAX_FRAME_SIZE'));
     socket.on('data', (chunk: Buffer) => this.onBytes(chunk));
     socket.on('drain', () => {
       this.out.needDrain = false;
-      this.streams.body.flushAll(this.streams.open.values());
+      this.flushBodies();
     });
     socket.on('error', () => undefined);
     socket.on('close', () => this.onSocketClose());
@@ -224,13 +226,12 @@ export class ServerSession extends H2Connection {
     if (increment === 0) return this.streams.reset(stream, H2Error.PROTOCOL_ERROR);
     stream.sendWindow += increment;
     if (stream.sendWindow > H2_MAX_31_BIT) return this.streams.reset(stream, H2Error.FLOW_CONTROL_ERROR);
-    this.streams.body.flush(stream);
+    this.body.flush(stream);
   }
 
-  protected sending(): { readonly body: BodySender; readonly streams: Iterable<FlowStream> } {
-    return { body: this.streams.body, streams: this.streams.open.values() };
+  protected openStreams(): Iterable<FlowStream> {
+    return this.streams.open.values();
   }
-
 
   protected flood(kind: FloodKind | undefined): boolean {
     if (kind === undefined || this.closed) return kind !== undefined;
@@ -249,6 +250,7 @@ export class ServerSession extends H2Connection {
     this.preface = undefined;
     this.out.send(goawayFrame(this.lastId, code, Buffer.from(message, 'latin1')));
     this.closeAll(code);
+    this.socket.end();
   }
 
   /** Graceful: every stream is done; GOAWAY NO_ERROR, then the socket ends. */
@@ -256,23 +258,19 @@ export class ServerSession extends H2Connection {
     if (this.closed) return;
     this.out.send(goawayFrame(this.lastId, H2Error.NO_ERROR));
     this.closeAll(H2Error.NO_ERROR);
+    this.socket.end();
   }
 
-  /** The GOAWAY is out: every stream closes, nothing more is written, the socket ends. */
+  /** Every stream closes and nothing more is written (what was, a GOAWAY above all, still goes out). */
   private closeAll(code: number): void {
     this.closed = true;
     this.out.stop();
     this.streams.closeAll(code);
-    this.socket.end();
   }
 
   private onSocketClose(): void {
     this.reader.stop();
-    if (!this.closed) {
-      this.closed = true;
-      this.out.stop();
-      this.streams.closeAll(H2Error.CANCEL);
-    }
+    if (!this.closed) this.closeAll(H2Error.CANCEL);
     this.options.onClose();
   }
 }
