@@ -331,7 +331,7 @@ function assembleTransparent(options: TransparentOptions): Transparent {
       const listeners = createCaptureListeners({
         pool: live,
         store: options.store,
-        onConnection: createCaptureHandler({ ctx: context, pool: live }),
+        onConnection: createCaptureHandler({ ctx: context, chain: context.captureChain(live) }),
         limits: options.limits, metrics: context.metrics,
         now,
         sink,

@@ -48,24 +48,18 @@ export function isLocalName(host: string): boolean {
 type DestinationResult = DestinationCheck | ResolveFailureResult;
 
 /**
- * The check from what is known now: an IP literal, a name refused before resolving, or a fresh answer the
- * resolver already holds (Resolver.cached). Undefined on a miss: then `await checkDestination(request)`.
- * Never starts a query.
+ * Resolves once (through the resolver, never at dial time) and validates every answer for the endpoint's plan. The
+ * result comes now when nothing must be asked (an IP literal, a name refused before resolving, a fresh answer the
+ * resolver holds), else as a promise: a request whose answers are at hand stays in its turn.
  */
-export function checkDestinationCached(request: DestinationRequest): DestinationResult | undefined {
+export function checkDestination(request: DestinationRequest): DestinationResult | Promise<DestinationResult> {
   const name = preflight(request);
   if (typeof name !== 'string') return name;
-  const held = request.resolver.cached?.(name, 4);
-  return held === undefined ? undefined : answered(request, name, selectPlan(request.endpoint), held);
-}
-
-/** Resolves once (through the resolver, never at dial time) and validates every answer for the endpoint's plan. */
-export async function checkDestination(request: DestinationRequest): Promise<DestinationResult> {
-  const name = preflight(request);
-  if (typeof name !== 'string') return name;
+  const plan = selectPlan(request.endpoint);
   // Once, A only: IPv6 egress is off. The connector dials only what survives below; nothing re-resolves.
-  const answer = request.resolver.cached?.(name, 4) ?? (await request.resolver.resolve(name, 4));
-  return answered(request, name, selectPlan(request.endpoint), answer);
+  const held = request.resolver.cached?.(name, 4);
+  if (held !== undefined) return answered(request, name, plan, held);
+  return request.resolver.resolve(name, 4).then((answer) => answered(request, name, plan, answer));
 }
 
 /** Everything decided before resolving: the check itself, or the normalised name that must be resolved. */

@@ -2,8 +2,11 @@
 // per-socket tunnel scopes. Built once by server.ts from the boundary's deps; holds no policy logic.
 
 import type { Socket } from 'node:net';
+import type { ConnectionChain } from '../chain/connection-chain.js';
+import type { RequestChain } from '../chain/request-chain.js';
+import type { SyntheticPool } from '../net/synthetic.js';
 import type { CredentialSource } from '../credentials/source.js';
-import { checkDestination, checkDestinationCached, type DestinationRequest, type ResolveFailureResult } from '../net/destination.js';
+import { checkDestination, type DestinationRequest, type ResolveFailureResult } from '../net/destination.js';
 import { type AuthorityResult, type HostCache, type HostForm, memoisedAuthorityParser } from '../net/host.js';
 import type { Resolver } from '../net/resolver.js';
 import type { DestinationCheck, SelfAddresses } from '../net/ssrf.js';
@@ -67,6 +70,12 @@ export interface ProxyContext {
   readonly credentials: CredentialSource;
   /** Binary identity (identity-gate.ts); createProxyServer always sets one, hand-built test contexts check no binaries. */
   readonly identity?: IdentityGate;
+  /** The request path every HTTP adapter runs (chain/request-chain.ts). */
+  readonly chain: RequestChain;
+  /** The connection path of CONNECT (chain/connection-chain.ts). */
+  readonly connectChain: ConnectionChain;
+  /** The connection path of transparent capture through `pool`'s mappings. */
+  captureChain(pool: SyntheticPool): ConnectionChain;
   selfAddresses(): SelfAddresses;
   /** Hands a (decrypted or plaintext) tunnel socket to the shared HTTP/1.1 server. */
   serveHttp(socket: Socket): void;
@@ -98,16 +107,8 @@ function request(ctx: ProxyContext, target: DestinationTarget): DestinationReque
   return { host, kind, port, endpoint, resolver: ctx.resolver, hosts: ctx.hosts, allowLoopback: ctx.allowLoopback, selfAddresses: ctx.selfAddresses() };
 }
 
-/**
- * The SSRF check with this proxy's settings when it needs no DNS query (IP literal, a name refused up front,
- * a fresh answer Resolver.cached holds), else undefined: then `await destination(...)`. Never starts a query.
- */
-export function destinationCached(ctx: ProxyContext, target: DestinationTarget): DestinationResult | undefined {
-  return checkDestinationCached(request(ctx, target));
-}
-
-/** The SSRF check with this proxy's settings, resolving the name (once, A only) when it must. */
-export async function destination(ctx: ProxyContext, target: DestinationTarget): Promise<DestinationResult> {
+/** The SSRF check with this proxy's settings: now when nothing must be resolved, else once DNS answered (once, A only). */
+export function destination(ctx: ProxyContext, target: DestinationTarget): DestinationResult | Promise<DestinationResult> {
   return checkDestination(request(ctx, target));
 }
 

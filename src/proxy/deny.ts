@@ -220,6 +220,13 @@ export function upstreamUnreachableDenial(target: string, detail: string): Denia
   return denial(502, 'upstream_unreachable', { detail: `${target}: ${detail}` }, `: upstream ${target} unreachable`);
 }
 
+/** The pinned dial failed: 504 when the upstream gave no answer in time, else 502; the failure is named in the phrase. */
+export function dialFailedDenial(target: string, failure: 'timeout' | 'refused' | 'unreachable'): Denial {
+  const status = failure === 'timeout' ? 504 : 502;
+  const what = failure === 'timeout' ? 'did not answer in time' : failure === 'refused' ? 'refused the connection' : 'is unreachable';
+  return denial(status, 'upstream_unreachable', { detail: `${target}: connection ${failure}`, dial_failure: failure }, `: upstream ${target} ${what}`);
+}
+
 export function tlsUnavailableDenial(target: string): Denial {
   return denial(
     503,

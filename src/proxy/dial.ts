@@ -17,7 +17,7 @@ export interface DialTarget {
 export type DialFunction = (target: DialTarget) => Promise<Socket>;
 
 const DIAL_FAILURES = ['timeout', 'refused', 'unreachable'] as const;
-type DialFailure = (typeof DIAL_FAILURES)[number];
+export type DialFailure = (typeof DIAL_FAILURES)[number];
 
 /** Opens a TCP connection with net.connect; rejects with UPSTREAM_CONNECT_TIMEOUT / _REFUSED / UNREACHABLE. */
 export function netDial(target: DialTarget, timeoutMs = CONNECT_TIMEOUT_MS): Promise<Socket> {

@@ -26,7 +26,7 @@ export interface PathEscapeOptions {
   readonly allowEncodedNul?: boolean;
 }
 
-type CanonicalTarget =
+export type CanonicalTarget =
   | {
       readonly ok: true;
       /** Canonical path: starts with `/`, dot segments resolved, `;params` stripped, `//` collapsed. */

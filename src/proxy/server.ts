@@ -18,7 +18,9 @@ import { createIdentityGate } from './identity-gate.js';
 import { createAdmission, FIRST_BYTE_TIMEOUT_MS, MAX_CONNECTIONS_PER_SOURCE_PERCENT } from './admission.js';
 import { createConnectHandler } from './connect.js';
 import { credentialRoute } from './credential-injection.js';
-import type { AuthorityParsers, ProxyContext, TunnelScope } from './context.js';
+import { type AuthorityParsers, destination, type ProxyContext, type TunnelScope } from './context.js';
+import { createCaptureChain, createConnectChain, type ConnectionChainDeps } from '../chain/connection-chain.js';
+import { createRequestChain } from '../chain/request-chain.js';
 import { CONNECT_TIMEOUT_MS, type DialFunction } from './dial.js';
 import type { ClientErrorReason, RefusedConnectionReason } from './events.js';
 import { createProxyMetrics, type ProxyMetrics } from './metrics.js';
@@ -162,6 +164,23 @@ export function createProxyServer(options: ProxyServerOptions): ProxyServer {
   // Header count is checked by http1/framing.ts; Node's own cap would silently drop headers instead.
   http.maxHeadersCount = 0;
 
+  const identity = createIdentityGate(options.identity);
+  const selfAddresses = (): SelfAddresses => ctx.selfAddresses();
+  const connectionDeps = (): ConnectionChainDeps => ({
+    store: options.store,
+    hosts: options.hosts,
+    metrics,
+    identity,
+    credentials: options.credentials,
+    interception: options.interception,
+    tunnels,
+    dial: options.dial,
+    connectTimeoutMs: limits.connectTimeoutMs,
+    allowLoopback: options.allowLoopback,
+    selfAddresses,
+    destination: (target) => destination(ctx, target),
+    inTunnel: (c) => ctx.scopes.has(c.socket),
+  });
   const ctx: ProxyContext = {
     store: options.store,
     resolver: options.resolver,
@@ -179,7 +198,17 @@ export function createProxyServer(options: ProxyServerOptions): ProxyServer {
     tunnels,
     scopes: new WeakMap<Socket, TunnelScope>(),
     credentials: options.credentials,
-    identity: createIdentityGate(options.identity),
+    identity,
+    chain: createRequestChain({
+      store: options.store,
+      authorities: options.authorities,
+      metrics,
+      identity,
+      credentials: options.credentials,
+      destination: (target) => destination(ctx, target),
+    }),
+    connectChain: createConnectChain(connectionDeps()),
+    captureChain: (pool) => createCaptureChain({ ...connectionDeps(), pool }),
     // Per request: rebuilt only when the bound address or the other listeners' list changes.
     selfAddresses() {
       const others = options.otherSelfAddresses();

@@ -10,7 +10,9 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import { Readable } from 'node:stream';
 import { describe, it } from 'node:test';
+import { createRequestChain } from '../../src/chain/request-chain.js';
 import { createStaticCredentialSource } from '../../src/credentials/source.js';
+import { checkDestination } from '../../src/net/destination.js';
 import { BoundaryError } from '../../src/errors.js';
 import { createCachingResolver } from '../../src/net/resolver-cache.js';
 import type { Resolver } from '../../src/net/resolver.js';
@@ -195,10 +197,21 @@ async function run(c: Case, resolver: Resolver): Promise<Observed> {
   const settled = new Promise<void>((resolve) => {
     settle = resolve;
   });
+  const metrics = createProxyMetrics(new MetricsOffRegistry());
+  const authorities = createAuthorityParsers();
+  const chain = createRequestChain({
+    store,
+    authorities,
+    metrics,
+    identity: undefined,
+    credentials,
+    destination: (target) => checkDestination({ ...target, resolver, hosts: undefined, allowLoopback: true, selfAddresses: NO_SELF_ADDRESSES }),
+  });
   const ctx = {
     store,
     resolver,
-    authorities: createAuthorityParsers(),
+    chain,
+    authorities,
     credentials,
     allowLoopback: true,
     selfAddresses: () => NO_SELF_ADDRESSES,
@@ -208,7 +221,7 @@ async function run(c: Case, resolver: Resolver): Promise<Observed> {
         if (event.class !== 'FINDING') settle();
       },
     },
-    metrics: createProxyMetrics(new MetricsOffRegistry()),
+    metrics,
     logger: {
       warn() {
         record.warnings++;
