@@ -7,7 +7,7 @@ import type { IncomingHttpHeaders } from 'node:http';
 import type { TunnelTarget, ProxyContext } from './context.js';
 import { type Denial, graphqlRejectedDenial } from './deny.js';
 import { type Outcome, settle } from './events.js';
-import { type BodyHold, heldBodyHeadProblem, readHeldBody } from './inspected-body.js';
+import { type BodyHold, heldBodyHeadProblem, type RequestShape, readHeldBody } from './inspected-body.js';
 import { jsonRpcRejectedDenial } from './jsonrpc-denial.js';
 import { type Evaluation, evaluateRequest, type RequestView } from './l7.js';
 
@@ -30,8 +30,8 @@ export interface HoldingRequest {
   report(): void;
 }
 
-/** Reads the body `hold` says how to, parses it by its protocol, and relays the evaluation made with it. */
-export function holdInspectedBody(request: HoldingRequest, hold: BodyHold): void {
+/** Reads the body `hold` says how to, parses it by its protocol (with the head it came with), and relays the evaluation made with it. */
+export function holdInspectedBody(request: HoldingRequest, hold: BodyHold & { readonly shape: RequestShape }): void {
   const { req, o } = request;
   const refuse = (problem: string): void => {
     const graphql = hold.protocol === 'graphql';
@@ -46,7 +46,7 @@ export function holdInspectedBody(request: HoldingRequest, hold: BodyHold): void
     return;
   }
   request.continueBody();
-  readHeldBody(req, hold)
+  readHeldBody(req, hold, hold.shape)
     .then(async (read) => {
       if (!read.ok) {
         refuse(read.problem);

@@ -37,6 +37,7 @@ class H2StreamRequest implements HeldRequest {
   readonly httpVersion: string;
   readonly url: string;
   readonly rawHeaders: readonly string[];
+  readonly bodyFollows: boolean;
   readonly stream: RequestStream;
   private fieldsByName: IncomingHttpHeaders | undefined = undefined;
 
@@ -44,6 +45,7 @@ class H2StreamRequest implements HeldRequest {
     this.httpVersion = head.httpVersion;
     this.url = head.url;
     this.rawHeaders = head.rawHeaders;
+    this.bodyFollows = !stream.remoteEnded;
     this.stream = stream;
   }
 

@@ -19,6 +19,8 @@ import {
   type Denial,
   forwardPolicyDenial,
   framingLookalikeDenial,
+  inspectionRefusalDenial,
+  inspectionRefusalDetail,
   l7PolicyDenial,
   methodOverrideDenial,
   ssrfDenial,
@@ -32,8 +34,8 @@ import { type Outcome, type ReasonCode, settle } from './events.js';
 import { checkFraming, framingLookalike, type FramingResult } from '../http1/framing.js';
 import { methodOverride } from './method-override.js';
 import { canonicalTarget, escapeOptionsOf, refusedEscape } from './path.js';
-import { type BodyHold, bodyHold, type InspectedBody, withoutBody } from './inspected-body.js';
-import { callEventFields, jsonRpcDenial } from './jsonrpc-denial.js';
+import { type BodyHold, bodyHold, type Inspected, type RequestShape, withoutBody } from './inspected-body.js';
+import { callEventFields, jsonRpcDenial, jsonRpcRefusalDenial } from './jsonrpc-denial.js';
 import { identityFields, requestIdentity } from './identity-gate.js';
 import { parseAbsoluteTarget } from '../http1/target.js';
 
@@ -49,6 +51,8 @@ export interface RequestView {
   readonly headers: IncomingHttpHeaders;
   /** The client connection of an HTTP/1.1 request; absent for an HTTP/2 stream, which is always inside a tunnel. */
   readonly socket?: Socket | undefined;
+  /** HTTP/2: the HEADERS frame did not end the stream, so a body follows whether or not Content-Length says so. */
+  readonly bodyFollows?: boolean;
 }
 
 /** An allowed request and where it goes. */
@@ -70,7 +74,7 @@ export type Evaluation =
    * A graphql, json-rpc or mcp endpoint selects this request: read its body (up to `limit`) and parse it by
    * `protocol` (body-hold.ts holdInspectedBody), then evaluate again with it.
    */
-  | ({ readonly kind: 'body' } & BodyHold)
+  | ({ readonly kind: 'body'; readonly shape: RequestShape } & BodyHold)
   | { readonly kind: 'deny'; readonly denial: Denial; readonly finding?: string }
   | RelayEvaluation;
 
@@ -160,7 +164,7 @@ export function evaluateRequestCached(
   req: RequestView,
   scope: TunnelTarget | undefined,
   o: Outcome,
-  inspected?: InspectedBody,
+  inspected?: Inspected,
 ): Evaluation | undefined {
   const evaluation = evaluatePolicy(ctx, req, scope, o, inspected);
   if (evaluation.kind !== 'unchecked') return evaluation;
@@ -174,7 +178,7 @@ export async function evaluateRequest(
   req: RequestView,
   scope: TunnelTarget | undefined,
   o: Outcome,
-  inspected?: InspectedBody,
+  inspected?: Inspected,
 ): Promise<Evaluation> {
   const evaluation = evaluatePolicy(ctx, req, scope, o, inspected);
   if (evaluation.kind !== 'unchecked') return evaluation;
@@ -182,7 +186,7 @@ export async function evaluateRequest(
 }
 
 /** Everything up to the SSRF check, which only an allowed forward request still needs. */
-function evaluatePolicy(ctx: ProxyContext, req: RequestView, scope: TunnelTarget | undefined, o: Outcome, body?: InspectedBody): Evaluation | Unchecked {
+function evaluatePolicy(ctx: ProxyContext, req: RequestView, scope: TunnelTarget | undefined, o: Outcome, body?: Inspected): Evaluation | Unchecked {
   const framing = checkFraming(req.httpVersion, req.rawHeaders);
   if (!framing.ok) return bare(o, framing.status, framing.status === 431 ? 'head-too-large' : 'bad-request', framing.problem);
   const url = req.url ?? '';
@@ -204,7 +208,7 @@ function evaluatePolicy(ctx: ProxyContext, req: RequestView, scope: TunnelTarget
   let decidedMethod = method;
   let overrideMethod: string | undefined;
   /** What policy read of the body (or of a bodiless GraphQL GET, MCP stream or session end). */
-  let read: InspectedBody | undefined = body;
+  let read: Inspected | undefined = body;
   const policy = ctx.store.current();
   o.generation = policy.generation;
   o.policyHash = policy.hash;
@@ -239,10 +243,17 @@ function evaluatePolicy(ctx: ProxyContext, req: RequestView, scope: TunnelTarget
       // docs/policy.md#graphql-inspection, #json-rpc-and-mcp-inspection: a body policy reads is held first (once).
       const hold = body === undefined ? bodyHold(l4.endpoints, shown) : undefined;
       if (hold !== undefined) {
-        const shape = { method, query, accept: req.headers.accept, hasBody: framing.hasBody, upgrade: framing.upgrade !== undefined };
+        const upgrade = framing.upgrade !== undefined;
+        const hasBody = framing.hasBody || req.bodyFollows === true;
+        const shape = { method, query, accept: req.headers.accept, contentType: req.headers['content-type'], hasBody, upgrade };
         const bodiless = withoutBody(hold, shape);
-        if (bodiless === 'hold') return { kind: 'body', ...hold };
+        if (bodiless === 'hold') return { kind: 'body', ...hold, shape };
         read = bodiless;
+      }
+      // docs/policy.md#one-reading: a request the origin could read otherwise than boundary is refused, never decided.
+      if (read !== undefined && 'refused' in read) {
+        const denial = read.protocol === 'graphql' ? inspectionRefusalDenial(read.refused) : jsonRpcRefusalDenial(read.refused);
+        return refuse(o, denial, read.refused.reason, inspectionRefusalDetail(read.refused));
       }
       const extra = read === undefined ? { identity } : { identity, ...read };
       const decideAs = (m: string): Decision => {

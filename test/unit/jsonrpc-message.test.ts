@@ -9,8 +9,11 @@ import type { JsonRpcRequest } from '../../src/policy/jsonrpc-match.js';
 
 const MCP = { mcp: true, strictToolNames: true } as const;
 const GENERIC = { mcp: false } as const;
-const parse = (body: unknown, mode: Parameters<typeof parseJsonRpcBody>[1] = MCP): JsonRpcRequest =>
-  parseJsonRpcBody(Buffer.from(typeof body === 'string' ? body : JSON.stringify(body)), mode);
+const parse = (body: unknown, mode: Parameters<typeof parseJsonRpcBody>[1] = MCP): JsonRpcRequest => {
+  const read = parseJsonRpcBody(Buffer.from(typeof body === 'string' ? body : JSON.stringify(body)), mode);
+  assert.ok(!('refused' in read), 'refused' in read ? read.refused.problem : '');
+  return read;
+};
 const call = (id: number | undefined, method: string, params?: unknown) => ({ jsonrpc: '2.0', ...(id === undefined ? {} : { id }), method, ...(params === undefined ? {} : { params }) });
 const INIT = { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'c', version: '1' } };
 
