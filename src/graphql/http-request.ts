@@ -1,6 +1,6 @@
-// GraphQL over HTTP read the way every server reads it (docs/policy.md#what-is-read): the URL's parameters
-// (express-graphql, graphene-django and others read them first, on POST too) and a POST's JSON body, combined
-// only where no server could read them differently; anything read two ways is refused. Pure.
+// GraphQL over HTTP read the way every server reads it (docs/policy.md#graphql-parameters-in-the-url-and-the-body):
+// the URL's parameters (some servers read them first, on POST too) and a POST's JSON body, combined only where no
+// server could read them differently; anything read two ways is refused. Pure.
 
 import { type DuplicateKeyRefusal, readJson } from '../json/strict-json.js';
 import type { GraphqlRequest } from '../policy/graphql-match.js';
