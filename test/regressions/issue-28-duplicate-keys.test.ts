@@ -105,11 +105,13 @@ describe('issue 28: a JSON key repeated in an inspected body is refused, never d
     assert.equal(reply.code, 400, reply.body);
     const event = await b.log.waitFor((e) => e.unmapped.reason_code === 'json-duplicate-key' && e.http_request?.url?.path === path && !seen.has(e));
     seen.add(event);
+    refusals++;
     assert.equal(event.action, 'Denied');
     assert.equal(event.unmapped.status_code, 400);
     return JSON.parse(reply.body) as Record<string, unknown>;
   };
   const seen = new Set<OcsfEvent>();
+  let refusals = 0;
 
   it('the cJSON origin reads the first of repeated keys: with boundary out of the way, the denied tool is the one it runs', async () => {
     const { stdout } = await run('curl', ['-sS', '--max-time', '10', '-H', 'content-type: application/json', '--data-binary', TOOLS_CALL('{"name":"delete_resource","name":"read_status","arguments":{}}'), `http://127.0.0.1:${origin.port}/mcp`]);
@@ -171,5 +173,9 @@ describe('issue 28: a JSON key repeated in an inspected body is refused, never d
     const ok = await post('/mcp', TOOLS_CALL('{"name":"read_status","arguments":{}}'), true);
     assert.equal(ok.code, 200, ok.body);
     assert.equal(tlsOrigin.ran()[before]?.tool, 'read_status');
+  });
+
+  it('wrote exactly one decision event per refused request', () => {
+    assert.equal(b.log.decisions().filter((e) => e.unmapped.reason_code === 'json-duplicate-key').length, refusals);
   });
 });

@@ -110,8 +110,10 @@ describe('issue 28: GraphQL parameters in the URL count, and a request read two 
       seen.add(event);
       return event;
     };
+    let refusals = 0;
     /** 400 ambiguous_graphql_request, a client fix as the next step, one denied event, and no denied resolver ran. */
     const ambiguous = async (reply: Reply): Promise<void> => {
+      refusals++;
       assert.equal(reply.code, 400, reply.body);
       const body = JSON.parse(reply.body) as { error: string; reason: string; next_steps: { kind: string }[] };
       assert.equal(body.error, 'ambiguous_graphql_request');
@@ -175,6 +177,11 @@ describe('issue 28: GraphQL parameters in the URL count, and a request read two 
         else assert.notEqual(reply.code, 200, reply.body);
         const event = await eventOf('rule-allowed');
         assert.match(String(event.unmapped.reason), /query - \{viewer\}/);
+      });
+
+      it('wrote exactly one decision event per refused request', () => {
+        const events = b.log.decisions().filter((e) => e.dst_endpoint?.port === port() && e.unmapped.reason_code === 'graphql-ambiguous');
+        assert.equal(events.length, refusals);
       });
     });
   }
