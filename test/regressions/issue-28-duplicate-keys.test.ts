@@ -16,10 +16,11 @@ import { makeTestPki } from '../harness/certs.js';
 import { type CjsonOrigin, cjsonOrigin } from '../harness/cjson-origin.js';
 import type { OcsfEvent } from '../../src/telemetry/ocsf.js';
 import { SUITE_TIMEOUT_MS } from '../harness/liveness.js';
+import { openWebSocket, type WsOrigin, wsOrigin } from '../harness/ws.js';
 
 const run = promisify(execFile);
 
-const policy = (port: number, tlsPort: number): string => `version: 1
+const policy = (port: number, tlsPort: number, wsPort: number): string => `version: 1
 network_policies:
   tools:
     endpoints:
@@ -53,6 +54,13 @@ network_policies:
         enforcement: enforce
         rules:
           - allow: { operation_type: query, fields: [viewer] }
+      - host: api.example.test
+        port: ${wsPort}
+        protocol: websocket
+        enforcement: audit
+        rules:
+          - allow: { method: GET, path: /graphql }
+          - allow: { operation_type: query, fields: [viewer] }
     binaries: [{ path: "/**" }]
 `;
 
@@ -66,6 +74,7 @@ const TOOLS_CALL = (params: string): string => `{"jsonrpc":"2.0","id":1,"method"
 describe('issue 28: a JSON key repeated in an inspected body is refused, never decided one way and run another', { timeout: SUITE_TIMEOUT_MS }, () => {
   let origin: CjsonOrigin;
   let tlsOrigin: CjsonOrigin;
+  let ws: WsOrigin;
   let b: RunningBoundary;
   let dir: string;
   let caFile: string;
@@ -78,14 +87,15 @@ describe('issue 28: a JSON key repeated in an inspected body is refused, never d
     await writeFile(join(dir, 'origin.key'), leaf.keyPem);
     origin = await cjsonOrigin();
     tlsOrigin = await cjsonOrigin({ certFile: join(dir, 'origin.pem'), keyFile: join(dir, 'origin.key') });
-    b = await startBoundary({ policy: policy(origin.port, tlsOrigin.port), upstreamCaPem: pki.ca.certPem });
+    ws = await wsOrigin();
+    b = await startBoundary({ policy: policy(origin.port, tlsOrigin.port, ws.port), upstreamCaPem: pki.ca.certPem });
     caFile = join(dir, 'boundary-ca.pem');
     await writeFile(caFile, b.caPem ?? '');
   });
 
   after(async () => {
     await b?.close();
-    await Promise.all([origin?.close(), tlsOrigin?.close()]);
+    await Promise.all([origin?.close(), tlsOrigin?.close(), ws?.close()]);
     if (dir !== undefined) await rm(dir, { recursive: true, force: true });
   });
 
@@ -173,6 +183,22 @@ describe('issue 28: a JSON key repeated in an inspected body is refused, never d
     const ok = await post('/mcp', TOOLS_CALL('{"name":"read_status","arguments":{}}'), true);
     assert.equal(ok.code, 200, ok.body);
     assert.equal(tlsOrigin.ran()[before]?.tool, 'read_status');
+  });
+
+  it('closes a graphql-ws message repeating a key with 1008, on an audit endpoint that forwards a policy miss', async () => {
+    const opened = await openWebSocket({ proxyPort: b.proxyPort, transport: 'forward', host: 'api.example.test', port: ws.port, path: '/graphql' });
+    assert.equal(opened.status, 101, opened.head);
+    const before = ws.records.length;
+    // A policy miss under audit goes through...
+    opened.client.sendText('{"id":"1","type":"subscribe","payload":{"query":"{ adminAuditLog }"}}');
+    await ws.waitFor((r) => r.kind === 'text' && r.text.includes('adminAuditLog'));
+    // ...a message read two ways does not.
+    opened.client.sendText('{"id":"2","type":"subscribe","payload":{"query":"mutation { deleteRepository }","query":"{ viewer }"}}');
+    assert.equal(await opened.client.closeCode(), 1008);
+    assert.ok(!ws.records.slice(before).some((r) => r.kind === 'text' && r.text.includes('deleteRepository')), 'the message never reached the origin');
+    const event = await b.log.waitFor((e) => e.unmapped.reason_code === 'json-duplicate-key' && e.http_request?.http_method === 'WEBSOCKET_TEXT');
+    assert.equal(event.action, 'Denied');
+    refusals++;
   });
 
   it('wrote exactly one decision event per refused request', () => {
