@@ -12,6 +12,7 @@ import {
   TLSSocket,
   connect as tlsConnect,
 } from 'node:tls';
+import { certificateText, summarisePeerCertificate } from '../pki/certificate-summary.js';
 import type { ControlErrorKind } from './messages.js';
 import { describeError } from './protocol.js';
 
@@ -205,6 +206,7 @@ function dialAddress(options: DialOptions, address: string, connectTimeoutMs: nu
       return;
     }
     let phase: DialPhase = 'connect';
+    let nameError: Error | undefined;
     const socket: TLSSocket = tlsConnect({
       host: address,
       port,
@@ -213,7 +215,13 @@ function dialAddress(options: DialOptions, address: string, connectTimeoutMs: nu
       ALPNProtocols: ['h2'],
       // No SNI for an IP literal: node then verifies the certificate's IP SANs against the address.
       ...(servername === undefined || isIP(servername) !== 0 ? {} : { servername }),
-      checkServerIdentity: (name) => checkSupervisorName(socket, name),
+      // Node would destroy the socket before the certificate it refused can be read; onSecure refuses it instead,
+      // naming it. Nothing is sent on the connection before that check.
+      rejectUnauthorized: false,
+      checkServerIdentity: (name) => {
+        nameError = checkSupervisorName(socket, name);
+        return nameError;
+      },
     });
     skipRenderedPeerChain(socket);
     const fail = (kind: ControlErrorKind, message: string, cause?: unknown): void => {
@@ -240,6 +248,13 @@ function dialAddress(options: DialOptions, address: string, connectTimeoutMs: nu
     const onSecure = (): void => {
       cleanup();
       restorePeerCertificate(socket);
+      if (!socket.authorized) {
+        const code = String(socket.authorizationError ?? 'UNKNOWN_VERIFY_ERROR');
+        const message = `TLS handshake with ${peer}: ${code}: ${nameError?.message ?? verifyErrorText(code)}; ${presentedBy(socket)}`;
+        socket.destroy();
+        reject(new ControlFailure('tls', message));
+        return;
+      }
       if (socket.alpnProtocol !== 'h2') {
         socket.destroy();
         reject(new ControlFailure('protocol', `${peer} did not negotiate HTTP/2 (ALPN ${String(socket.alpnProtocol)})`));
@@ -267,6 +282,22 @@ function dialAddress(options: DialOptions, address: string, connectTimeoutMs: nu
     socket.once('error', onError);
     socket.once('close', onClose);
   });
+}
+
+/** Why OpenSSL refused the supervisor's chain, in the words an operator acts on (code families of X509_V_ERR_*). */
+function verifyErrorText(code: string): string {
+  if (code === 'CERT_HAS_EXPIRED') return 'the supervisor certificate has expired';
+  if (code === 'CERT_NOT_YET_VALID') return 'the supervisor certificate is not valid yet (check both clocks)';
+  if (/^(UNABLE_TO_|SELF_SIGNED_CERT_IN_CHAIN|DEPTH_ZERO_SELF_SIGNED_CERT|CERT_SIGNATURE_FAILURE|CERT_UNTRUSTED)/.test(code)) {
+    return 'the supervisor certificate is not issued by the CA in ca.pem of --tls-dir';
+  }
+  return 'the supervisor certificate did not verify against ca.pem of --tls-dir';
+}
+
+/** `the supervisor presented <certificate>`, read before the socket goes. */
+function presentedBy(socket: TLSSocket): string {
+  const summary = summarisePeerCertificate(socket);
+  return summary === undefined ? 'the supervisor presented no certificate' : `the supervisor presented ${certificateText(summary)}`;
 }
 
 // Node renders the supervisor's whole chain to JS objects (getPeerCertificate(true): about ten times the cost of
