@@ -18,7 +18,7 @@ export const STATE_WRITE_RETRY_MS = 1_000;
 const STATE_FILE_VERSION = 1;
 const STATE_FILE_MODE = 0o600;
 /** A --state-dir that does not exist yet is created with this mode: the file names every sandbox and instance. */
-export const STATE_DIR_MODE = 0o700;
+const STATE_DIR_MODE = 0o700;
 
 /** A withdrawal as the file holds it: its lease survives a restart. */
 export interface StateWithdrawal extends KeptWithdrawal {
