@@ -12,7 +12,7 @@ import {
   TLSSocket,
   connect as tlsConnect,
 } from 'node:tls';
-import { certificateText, summarisePeerCertificate } from '../pki/certificate-summary.js';
+import { type CertificateSummary, certificateText, summarisePeerCertificate, summariseRendered } from '../pki/certificate-summary.js';
 import type { ControlErrorKind } from './messages.js';
 import { describeError } from './protocol.js';
 
@@ -92,6 +92,8 @@ interface DialOptions {
    * timeouts (up to CONNECT_TIMEOUT_MS + HANDSHAKE_TIMEOUT_MS), which outlast the drain deadline (issue 15).
    */
   readonly signal?: AbortSignal | undefined;
+  /** Told the verified supervisor certificate of a dial that succeeds (the attach line names it). */
+  readonly onPeerCertificate?: ((certificate: CertificateSummary) => void) | undefined;
 }
 
 /** What a dial ends with once `signal` aborts. Never published: the client loop stops on close. */
@@ -207,6 +209,7 @@ function dialAddress(options: DialOptions, address: string, connectTimeoutMs: nu
     }
     let phase: DialPhase = 'connect';
     let nameError: Error | undefined;
+    let leaf: PeerCertificate | undefined;
     const socket: TLSSocket = tlsConnect({
       host: address,
       port,
@@ -219,7 +222,8 @@ function dialAddress(options: DialOptions, address: string, connectTimeoutMs: nu
       // naming it. Nothing is sent on the connection before that check.
       rejectUnauthorized: false,
       checkServerIdentity: (name) => {
-        nameError = checkSupervisorName(socket, name);
+        leaf = renderPeerCertificate.call(socket, false);
+        nameError = checkServerIdentity(name, leaf);
         return nameError;
       },
     });
@@ -254,6 +258,11 @@ function dialAddress(options: DialOptions, address: string, connectTimeoutMs: nu
         socket.destroy();
         reject(new ControlFailure('tls', message));
         return;
+      }
+      if (options.onPeerCertificate !== undefined) {
+        // The leaf the name check rendered; a resumed session skips that check, and the socket is asked instead.
+        const certificate = leaf === undefined ? summarisePeerCertificate(socket) : summariseRendered(leaf);
+        if (certificate !== undefined) options.onPeerCertificate(certificate);
       }
       if (socket.alpnProtocol !== 'h2') {
         socket.destroy();
@@ -302,8 +311,8 @@ function presentedBy(socket: TLSSocket): string {
 
 // Node renders the supervisor's whole chain to JS objects (getPeerCertificate(true): about ten times the cost of
 // the leaf alone, the largest CPU item of a re-attach) only to hand it to checkServerIdentity, which reads the leaf's
-// subjectaltname and subject and nothing else. So while the handshake runs, that one call gets a stub, and
-// checkSupervisorName gives node's own check the leaf rendered alone. If node stops making that call, only the
+// subjectaltname and subject and nothing else. So while the handshake runs, that one call gets a stub, and the dial's
+// checkServerIdentity gives node's own check the leaf rendered alone (kept for the attach line). If node stops making that call, only the
 // saving is lost: the name is still checked against the real certificate. The override goes once the handshake settles.
 const RENDERED_CHAIN_STUB = Object.freeze({}) as PeerCertificate;
 const renderPeerCertificate = TLSSocket.prototype.getPeerCertificate;
@@ -318,7 +327,3 @@ function restorePeerCertificate(socket: TLSSocket): void {
   if (Object.hasOwn(socket, 'getPeerCertificate')) delete (socket as Partial<Pick<TLSSocket, 'getPeerCertificate'>>).getPeerCertificate;
 }
 
-/** Node's own name check (DNS and IP SANs, its wildcard rules, ERR_TLS_CERT_ALTNAME_INVALID) on the leaf alone. */
-function checkSupervisorName(socket: TLSSocket, name: string): Error | undefined {
-  return checkServerIdentity(name, renderPeerCertificate.call(socket, false));
-}

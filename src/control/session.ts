@@ -5,7 +5,7 @@
 import { type ClientHttp2Session, connect as http2Connect, constants } from 'node:http2';
 import type { Socket } from 'node:net';
 import { BoundaryError } from '../errors.js';
-import { type CertificateSummary, certificateText, summarisePeerCertificate, summarisePem } from '../pki/certificate-summary.js';
+import { type CertificateSummary, certificateText, summarisePem } from '../pki/certificate-summary.js';
 import { attachedEvent } from './attach-event.js';
 import type { ApplyOutcome, ControlApplier } from './apply.js';
 import type { ControlClientOptions, ControlError, ControlPhase, SupersededBy } from './client.js';
@@ -95,6 +95,7 @@ export function createSessionRunner(ctx: SessionContext): SessionRunner {
   async function runSession(hooks: SessionHooks): Promise<string> {
     ctx.publish('connecting');
     const material = await ctx.tlsForDial({ lastFailure: shared.lastError?.kind });
+    let certificate: CertificateSummary | undefined;
     const socket = await dialSupervisor({
       host: address.host,
       port: address.port,
@@ -104,6 +105,9 @@ export function createSessionRunner(ctx: SessionContext): SessionRunner {
       connectTimeoutMs: timeouts.connectMs,
       handshakeTimeoutMs: timeouts.handshakeMs,
       signal: ctx.closing,
+      onPeerCertificate(presented) {
+        certificate = presented;
+      },
     });
     if (shared.closed) {
       socket.destroy();
@@ -115,7 +119,7 @@ export function createSessionRunner(ctx: SessionContext): SessionRunner {
     socket.on('error', (err) => {
       socketError ??= err;
     });
-    const dialled: Dialled = { remoteAddress: socket.remoteAddress, certificate: summarisePeerCertificate(socket) };
+    const dialled: Dialled = { remoteAddress: socket.remoteAddress, certificate };
     const session = http2Connect(`https://${supervisor}`, { createConnection: () => socket });
     let greeted = false;
     session.once('remoteSettings', () => {

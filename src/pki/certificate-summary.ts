@@ -2,7 +2,7 @@
 // notAfter and SHA-256 fingerprint, bounded and on one line each. Public fields only; never key material.
 
 import { X509Certificate } from 'node:crypto';
-import type { TLSSocket } from 'node:tls';
+import type { PeerCertificate, TLSSocket } from 'node:tls';
 
 /** Longest certificate field copied into a log line: a hostile peer picks these strings. */
 const MAX_CERT_FIELD_CHARS = 512;
@@ -26,6 +26,28 @@ export function summariseCertificate(cert: X509Certificate): CertificateSummary 
     san: cut(cert.subjectAltName),
     issuer: cut(cert.issuer),
     notAfter: cut(cert.validTo),
+    fingerprint256: cert.fingerprint256,
+  };
+}
+
+/** Node's rendering of a DN (`{ O: 'td', CN: 'x' }`, a repeated attribute as an array) as X509Certificate prints it. */
+function renderedName(name: Record<string, string | string[]> | undefined): string {
+  if (name === undefined) return '';
+  const parts: string[] = [];
+  for (const [key, value] of Object.entries(name)) for (const one of Array.isArray(value) ? value : [value]) parts.push(`${key}=${one}`);
+  return parts.join(', ');
+}
+
+/**
+ * The same summary from the leaf a TLS handshake already rendered for its name check (getPeerCertificate(false)):
+ * no second parse of the certificate on a path every re-attach takes.
+ */
+export function summariseRendered(cert: PeerCertificate): CertificateSummary {
+  return {
+    subject: cut(renderedName(cert.subject as unknown as Record<string, string | string[]> | undefined)),
+    san: cut(cert.subjectaltname),
+    issuer: cut(renderedName(cert.issuer as unknown as Record<string, string | string[]> | undefined)),
+    notAfter: cut(cert.valid_to),
     fingerprint256: cert.fingerprint256,
   };
 }
