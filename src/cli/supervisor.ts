@@ -53,8 +53,10 @@ const USAGE = `Usage:
                     (default ${ATTACH_DEADLINE_MS / 1000})
 --trust-domain      accept only client certificates (sandbox and operator) of this SPIFFE trust domain
 --state-dir         one replica: sandboxes, generations, expected instances, deadlines and withdrawals survive a
-                    restart in DIR/supervisor-state.json (a PersistentVolume in a pod). Without it and without a
-                    database they live in memory: a restart forgets expected instances
+                    restart in DIR/supervisor-state.json (a PersistentVolume in a pod; created 0700 when missing,
+                    written at start). A write that fails is retried every second; until one succeeds admin calls
+                    answer 503 and /readyz says why. Without it and without a database they live in memory: a
+                    restart forgets expected instances
 --database-url      any number of replicas share that state in PostgreSQL (postgresql://USER@HOST/DB); put a
                     password in PGPASSWORD or a PGPASSFILE, or give the whole URL in --database-url-file FILE
 --withdrawal-hook   run PATH (with each --withdrawal-hook-arg, no shell) for every withdrawal: the withdrawal as
