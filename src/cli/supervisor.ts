@@ -11,6 +11,7 @@ import type { WithdrawalHookConfig } from '../supervisor/withdrawal-hook.js';
 import { createLogger, LOG_FORMATS, type LogFormat } from '../telemetry/logger.js';
 import type { CliIo, Command } from './io.js';
 
+// Every interface: a supervisor serves boundaries in other pods. Only mTLS peers from its CA get past the handshake.
 const DEFAULT_LISTEN = '0.0.0.0:5500';
 // Loopback unless told otherwise: the admin API opens shells into sandboxes.
 const DEFAULT_ADMIN_LISTEN = '127.0.0.1:9902';
@@ -26,7 +27,9 @@ const USAGE = `Usage:
                       [--withdrawal-webhook URL [--withdrawal-webhook-token-file FILE] [--withdrawal-webhook-ca FILE]]
                       [--log-format json|shorthand]
 
---listen            control listener, mTLS HTTP/2 (default ${DEFAULT_LISTEN})
+--listen            control listener, mTLS HTTP/2 (default ${DEFAULT_LISTEN}: every IPv4 interface, because the
+                    boundaries it serves run in other pods; each must present a client certificate from the
+                    --tls-dir CA. [::]:5500 for IPv6; 127.0.0.1:5500 keeps it on this host)
 --tls-dir           DIR/ca.pem (the CA boundaries' certificates must chain to), DIR/cert.pem, DIR/key.pem
                     (this supervisor's serving certificate), as written by 'boundary pki issue --server';
                     watched: a renewal or a new CA that passes the checks applies to new connections, no restart
@@ -50,8 +53,10 @@ const USAGE = `Usage:
                     (default ${ATTACH_DEADLINE_MS / 1000})
 --trust-domain      accept only client certificates (sandbox and operator) of this SPIFFE trust domain
 --state-dir         one replica: sandboxes, generations, expected instances, deadlines and withdrawals survive a
-                    restart in DIR/supervisor-state.json (a PersistentVolume in a pod). Without it and without a
-                    database they live in memory: a restart forgets expected instances
+                    restart in DIR/supervisor-state.json (a PersistentVolume in a pod; created 0700 when missing,
+                    written at start). A write that fails is retried every second; until one succeeds admin calls
+                    answer 503 and /readyz says why. Without it and without a database they live in memory: a
+                    restart forgets expected instances
 --database-url      any number of replicas share that state in PostgreSQL (postgresql://USER@HOST/DB); put a
                     password in PGPASSWORD or a PGPASSFILE, or give the whole URL in --database-url-file FILE
 --withdrawal-hook   run PATH (with each --withdrawal-hook-arg, no shell) for every withdrawal: the withdrawal as

@@ -112,7 +112,7 @@ describe('boundary run on a terminal', () => {
     await stat(bundleFile);
     assert.equal((await fetch(`http://127.0.0.1:${admin[1]}/healthz`)).status, 200);
     // Shorthand start lines, flushed before the banner.
-    assert.match(text, new RegExp(`^\\d{4}-\\d\\d-\\d\\dT\\S+ OCSF NET:LISTEN .* -> 127\\.0\\.0\\.1:${proxy[1]}$`, 'm'));
+    assert.match(text, new RegExp(`^\\d{4}-\\d\\d-\\d\\dT\\S+ OCSF NET:LISTEN .* -> 127\\.0\\.0\\.1:${proxy[1]} \\[msg:proxy listening on 127\\.0\\.0\\.1:${proxy[1]}\\]$`, 'm'));
     assert.match(text, /OCSF CONFIG:ENABLED .*\[msg:workload trust bundle written to \S+: \d+ system roots from /);
 
     // Ctrl-C through the terminal: SIGINT to the foreground process, which drains and exits 0.
