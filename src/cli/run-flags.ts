@@ -21,6 +21,12 @@ export const RUN_HELP = `Usage: boundary run --policy FILE [options]
   --hosts FILE                      hosts file consulted before DNS
   --dns-listen HOST:PORT            policy DNS, UDP and TCP (default 127.0.0.1:15053; 127.0.0.1:53 in a pod)
   --synthetic-cidr CIDR             synthetic answers, captured per (address, port) (default 198.18.0.0/15)
+  --capture required|optional|off   transparent capture of connections to synthetic addresses; it needs the range
+                                    routed to lo ('ip route add local 198.18.0.0/15 dev lo' as root, or
+                                    'boundary init-netns'). required: /readyz is 503 until capture binds;
+                                    optional: tried, and without the route /readyz stays 200 and says so while
+                                    the proxy serves; off: no capture listeners (default optional; required with
+                                    --supervisor)
   --dns-tunnel-detection off|audit|enforce
                                     tunnelling-shaped names under an allowed wildcard: a finding (audit, the
                                     default), or a finding and REFUSED without asking upstream (enforce)
@@ -67,6 +73,7 @@ const VALUE_FLAGS: Readonly<Record<string, string>> = {
   '--hosts': 'hostsFile',
   '--dns-listen': 'dnsListen',
   '--synthetic-cidr': 'syntheticCidr',
+  '--capture': 'capture',
   '--dns-tunnel-detection': 'dnsTunnelDetection',
   '--log-format': 'logFormat',
   '--on-invalid-policy': 'onInvalidPolicy',

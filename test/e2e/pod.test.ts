@@ -179,6 +179,8 @@ it('runs the shipped sandbox pod and supervisor as the manifests say: attach, re
   assert.ok(readiness !== undefined);
   const ready = await probe(SANDBOX_IP, readiness.path, readiness.port);
   assert.equal(ready.status, 200, `the sandbox pod is ready: ${ready.body}`);
+  assert.equal(arg(sidecar, '--capture'), 'required', 'the pod is not ready without capture');
+  assert.deepEqual(JSON.parse(ready.body).capture, { mode: 'required', state: 'ready' }, ready.body);
 
   // --- The agent: real clients with the agent container's env, uid and mounts.
   const { run: agentRun, curl, allowedWorks } = agentClients({ pod: sandboxPod, agent, volumes: volumes.sandbox, home: files.agentHome });
