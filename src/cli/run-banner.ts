@@ -25,8 +25,11 @@ interface RunBannerInfo {
 
 /** Loopback in every spelling clients compare literally: admin and policy DNS calls never go through the proxy. */
 export const NO_PROXY = '127.0.0.1,localhost,::1';
-/** The variables that replace a client's roots, so they get the bundle (system roots + upstream CAs + the CA). */
-export const BUNDLE_VARIABLES = ['SSL_CERT_FILE', 'CURL_CA_BUNDLE', 'REQUESTS_CA_BUNDLE', 'PIP_CERT', 'GIT_SSL_CAINFO'] as const;
+/**
+ * The variables that replace a client's roots, so they get the bundle (system roots + upstream CAs + the CA).
+ * npm_config_cafile too: npm ignores NODE_EXTRA_CA_CERTS wherever an npmrc sets a cafile, and the variable wins.
+ */
+export const BUNDLE_VARIABLES = ['SSL_CERT_FILE', 'CURL_CA_BUNDLE', 'REQUESTS_CA_BUNDLE', 'PIP_CERT', 'GIT_SSL_CAINFO', 'npm_config_cafile'] as const;
 
 // A listener on every address is reached by a client on the same host through loopback.
 function reachable(address: BannerAddress): string {

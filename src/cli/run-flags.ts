@@ -15,7 +15,8 @@ export const RUN_HELP = `Usage: boundary run --policy FILE [options]
                                     NODE_EXTRA_CA_CERTS, which adds to Node's roots
   --ca-bundle-out FILE              write the workload trust bundle here: system roots + --upstream-ca + the CA
                                     (default <state-dir>/ca-bundle.pem); for SSL_CERT_FILE, CURL_CA_BUNDLE,
-                                    REQUESTS_CA_BUNDLE, PIP_CERT, GIT_SSL_CAINFO, which replace a client's roots
+                                    REQUESTS_CA_BUNDLE, PIP_CERT, GIT_SSL_CAINFO, npm_config_cafile, which replace
+                                    a client's roots
   --upstream-ca FILE                extra trust anchors for upstream TLS (beside the system roots)
   --upstream-dns HOST:PORT          trusted DNS server (default: first nameserver in /etc/resolv.conf)
   --hosts FILE                      hosts file consulted before DNS
