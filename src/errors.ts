@@ -91,6 +91,7 @@ export const ERROR_CODES = {
   IDENTITY_MESSAGE_INVALID: 'a message on the identity socket failed to decode or validate; the connection is dropped',
   // admin listeners
   ADMIN_REQUEST_INVALID: 'an admin API request has a missing, repeated or malformed query parameter; parameter names it',
+  ADMIN_LOOPBACK_ONLY: "boundary's /v1/explain and /v1/denials answer loopback clients only (inside the pod); /healthz, /readyz and /metrics answer anyone",
   // supervisor admin listener
   ADMIN_AUTH_MISSING: 'the supervisor admin listener needs an admin token file or admin TLS; it never runs unauthenticated',
   ADMIN_TOKEN_INVALID: 'the admin token file is missing, unreadable, larger than 4 KiB, not printable ASCII, or shorter than 32 characters',

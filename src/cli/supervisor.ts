@@ -21,7 +21,7 @@ const MAX_ATTACH_DEADLINE_S = 86_400;
 const USAGE = `Usage:
   boundary supervisor --tls-dir DIR --policies DIR (--admin-token-file FILE | --admin-tls | --admin-listen off)
                       [--listen HOST:PORT] [--credentials FILE] [--admin-listen HOST:PORT|off]
-                      [--metrics-listen HOST:PORT] [--attach-deadline SECONDS] [--trust-domain DOMAIN]
+                      [--metrics-listen HOST:PORT|off] [--attach-deadline SECONDS] [--trust-domain DOMAIN]
                       [--state-dir DIR | --database-url URL | --database-url-file FILE]
                       [--withdrawal-hook PATH [--withdrawal-hook-arg ARG ...]]
                       [--withdrawal-webhook URL [--withdrawal-webhook-token-file FILE] [--withdrawal-webhook-ca FILE]]
@@ -48,7 +48,7 @@ const USAGE = `Usage:
 --admin-tls         the admin listener speaks HTTPS with the --tls-dir certificate and accepts client certificates
                     from its CA naming spiffe://<trust-domain>/operator/<name> ('boundary pki issue --operator')
 --metrics-listen    GET /metrics (process and Node.js metrics), /healthz and /readyz without credentials; nothing
-                    else (default: off; 0.0.0.0:9090 in a pod, for Prometheus and kubelet probes)
+                    else (default: off, also written 'off'; 0.0.0.0:9090 in a pod, for Prometheus and kubelet probes)
 --attach-deadline   seconds an expected or detached instance may take to attach before it is withdrawn
                     (default ${ATTACH_DEADLINE_MS / 1000})
 --trust-domain      accept only client certificates (sandbox and operator) of this SPIFFE trust domain
@@ -219,7 +219,7 @@ function readOptions(values: Map<Flag, string>, hookArgs: readonly string[], adm
     adminListen: admin === OFF ? undefined : hostPort('--admin-listen', admin),
     adminTokenFile: tokenFile === undefined ? undefined : resolve(io.cwd, tokenFile),
     adminTls,
-    metricsListen: metrics === undefined ? undefined : hostPort('--metrics-listen', metrics),
+    metricsListen: metrics === undefined || metrics === OFF ? undefined : hostPort('--metrics-listen', metrics),
     attachDeadlineMs: Math.round(deadline * 1000),
     trustDomain: values.get('--trust-domain'),
     logFormat: logFormat as LogFormat,
