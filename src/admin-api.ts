@@ -1,14 +1,15 @@
 // The boundary's admin API beside /healthz, /readyz and /metrics: GET /v1/explain (policy explain --json against the
-// policy in force) and GET /v1/denials (the recent-denials ring, each with its smallest allowing entry). Answers
-// are values; the admin listener (telemetry/admin.ts) owns the HTTP. Never echoes a query value.
+// policy in force) and GET /v1/denials (the recent-denials ring, each with its smallest allowing entry), for loopback
+// callers only. Answers are values; the admin listener (telemetry/admin.ts) owns the HTTP. Never echoes a query value.
 
 import type { ErrorCode } from './errors.js';
+import { classifyAddress } from './net/address.js';
 import { type Explanation, explainIntent, explanationJson } from './policy/explain.js';
 import type { PolicyStore } from './policy/store.js';
 import type { PolicyTexts } from './policy/texts.js';
 import type { EgressIntent, Policy } from './policy/types.js';
 import { intentFromTarget } from './proxy/explain-target.js';
-import type { AdminAnswer, AdminRoute } from './telemetry/admin.js';
+import type { AdminAnswer, AdminCaller, AdminRoute } from './telemetry/admin.js';
 import { type DenialRecord, type DenialRing, LAST_PARAMETER_RULE, MAX_DENIALS_PER_ANSWER, parseLastParameter } from './telemetry/denials.js';
 import { replayTarget } from './telemetry/replay.js';
 
@@ -23,6 +24,24 @@ interface AdminApiDeps {
   readonly store: Pick<PolicyStore, 'current'>;
   readonly texts: Pick<PolicyTexts, 'textFor'>;
   readonly ring: DenialRing;
+}
+
+const ADMIN_LOOPBACK_ONLY: ErrorCode = 'ADMIN_LOOPBACK_ONLY';
+
+/**
+ * Explain and denials tell how the policy is built and what the workload tried: the agent in the pod reads them on
+ * 127.0.0.1, while the pod's admin port also faces Prometheus and the kubelet (docs/kubernetes.md#the-admin-port).
+ * A TCP peer on loopback is inside the pod's network namespace: replies to a loopback address never leave it.
+ */
+function refusedCaller(caller: AdminCaller): AdminAnswer | undefined {
+  if (caller.address !== undefined && classifyAddress(caller.address).class === 'loopback') return undefined;
+  return {
+    status: 403,
+    body: {
+      error: ADMIN_LOOPBACK_ONLY,
+      message: 'answered to loopback clients only: ask from inside the pod (127.0.0.1), or read denials from the supervisor at /v1/sandboxes/<id>/denials',
+    },
+  };
 }
 
 function invalid(parameter: string, message: string): AdminAnswer {
@@ -47,7 +66,9 @@ function explain(deps: AdminApiDeps, policy: Policy, intent: EgressIntent): Expl
 export function explainRoute(deps: AdminApiDeps): AdminRoute {
   return {
     path: EXPLAIN_PATH,
-    answer(query) {
+    answer(query, caller) {
+      const refused = refusedCaller(caller);
+      if (refused !== undefined) return refused;
       const unknown = [...new Set(query.keys())].find((k) => k !== 'url' && k !== 'method' && k !== 'binary');
       if (unknown !== undefined) return invalid(unknown.slice(0, 64), 'only url, method and binary are understood');
       const url = only(query, 'url');
@@ -71,7 +92,9 @@ export function explainRoute(deps: AdminApiDeps): AdminRoute {
 export function denialsRoute(deps: AdminApiDeps): AdminRoute {
   return {
     path: DENIALS_PATH,
-    answer(query) {
+    answer(query, caller) {
+      const refused = refusedCaller(caller);
+      if (refused !== undefined) return refused;
       const n = parseLastParameter(query.getAll('last'));
       if (n === undefined) return invalid('last', LAST_PARAMETER_RULE);
       const policy = deps.store.current();

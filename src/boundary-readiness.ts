@@ -1,6 +1,7 @@
 // What /readyz says, from the parts' own states: a pure function of what the composition root holds, so the
 // rule (every reason listed, ready only with none) is in one place and the root only gathers the inputs.
 
+import type { CaptureState } from './boundary-types.js';
 import type { AttachedReadiness } from './control/attached.js';
 import type { Readiness } from './telemetry/admin.js';
 
@@ -8,8 +9,10 @@ export interface ReadinessInputs {
   readonly started: boolean;
   readonly closing: boolean;
   readonly hasPolicy: boolean;
-  /** Policy DNS or capture not serving (only counted once started: before that `starting` says it). */
+  /** Policy DNS not serving (only counted once started: before that `starting` says it). */
   readonly dnsProblem: string | undefined;
+  /** Transparent capture: a reason only when required; the body says how it stands in every mode. */
+  readonly capture: CaptureState;
   readonly generation: number;
   readonly policyHash: string;
   /** Attached mode only. */
@@ -26,6 +29,8 @@ export function composeReadiness(input: ReadinessInputs): Readiness {
   if (input.closing) reasons.push('closing');
   if (!input.hasPolicy) reasons.push('no-policy');
   if (input.dnsProblem !== undefined && input.started) reasons.push(input.dnsProblem);
+  const { capture } = input;
+  if (capture.mode === 'required' && capture.problem !== undefined && input.started) reasons.push(capture.problem);
   if (input.identityProblem !== undefined && input.started) reasons.push(input.identityProblem);
   const { attached } = input;
   if (attached !== undefined) reasons.push(...attached.reasons);
@@ -44,5 +49,10 @@ export function composeReadiness(input: ReadinessInputs): Readiness {
           warnings: attached.warnings,
         }),
     interception: input.caProblem === undefined ? 'ready' : `unavailable: ${input.caProblem}`,
+    capture: {
+      mode: capture.mode,
+      state: capture.mode === 'off' ? 'off' : capture.problem === undefined ? 'ready' : 'unavailable',
+      ...(capture.problem === undefined ? {} : { problem: capture.problem }),
+    },
   };
 }

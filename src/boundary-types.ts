@@ -2,7 +2,7 @@
 // (Boundary), and the policy DNS and capture part it assembles (Transparent). Types only.
 
 import type { Registry } from 'prom-client';
-import type { ListenAddress } from './config.js';
+import type { CaptureMode, ListenAddress } from './config.js';
 import type { AttachedControlOptions } from './control/attached.js';
 import type { ControlLookup } from './control/dial.js';
 import type { CredentialSource } from './credentials/source.js';
@@ -72,6 +72,8 @@ export interface Boundary {
 export interface TransparentOptions {
   readonly dnsListen: ListenAddress;
   readonly syntheticCidr: string;
+  /** `--capture`: off builds no capture listeners; required makes an unavailable capture a readiness reason. */
+  readonly capture: CaptureMode;
   /** resolv.conf `search` domains: NXDOMAIN under them for names policy does not cover. */
   readonly searchDomains?: readonly string[];
   /** `--dns-tunnel-detection`: off, audit (a finding only) or enforce (REFUSED). */
@@ -91,13 +93,21 @@ export interface TransparentOptions {
   readonly now: () => number;
 }
 
+export interface CaptureState {
+  readonly mode: CaptureMode;
+  /** Undefined while capture binds (or is off). */
+  readonly problem: string | undefined;
+}
+
 /** Policy DNS and transparent capture, as createBoundary exposes them. */
 export interface Transparent {
   /** After the proxy: capture runs on its context. Throws only when the DNS listener cannot bind. */
   start(context: ProxyContext, selfAddresses: readonly SelfAddress[]): Promise<void>;
   close(): Promise<void>;
-  /** Why DNS or capture is off (fail closed) or cannot bind (capture-unavailable), or undefined. */
+  /** Why policy DNS is not serving (starting, a corrupt epoch: fail closed, closed), or undefined. */
   problem(): string | undefined;
+  /** The capture mode, and why capture cannot bind (`capture-unavailable: ...`) if it cannot. */
+  capture(): CaptureState;
   dnsAddress(): ListenAddress | undefined;
   pool(): SyntheticPool | undefined;
   listening(): readonly { readonly ip: string; readonly port: number }[];

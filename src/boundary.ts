@@ -7,24 +7,15 @@ import type { SecureContext } from 'node:tls';
 import type { Config } from './config.js';
 import { type AttachedControl, createAttachedControl } from './control/attached.js';
 import { type CredentialSource, createStaticCredentialSource } from './credentials/source.js';
-import { advanceEpoch } from './dns/epoch.js';
-import { createDnsMetrics } from './dns/metrics.js';
-import { createPolicyDns } from './dns/policy-dns.js';
-import { createDnsServer, type DnsServer } from './dns/server.js';
-import type { DnsEventAggregator } from './dns/event-aggregate.js';
-import { BoundaryError, isBoundaryError } from './errors.js';
-import { createHostCache, formatAuthority } from './net/host.js';
-import { NO_SELF_ADDRESSES, prepareSelfAddresses, type SelfAddress } from './net/ssrf.js';
-import { createSyntheticPool, type SyntheticPool } from './net/synthetic.js';
+import { BoundaryError } from './errors.js';
+import { createHostCache } from './net/host.js';
+import { NO_SELF_ADDRESSES, type SelfAddress } from './net/ssrf.js';
 import { createLeafCache, type LeafCache } from './pki/leaf.js';
 import { type CertificateAuthority, loadOrCreateInterceptionCa } from './pki/ca.js';
 import { writeWorkloadTrustBundle } from './pki/trust-bundle.js';
 import { createPolicyStore } from './policy/store.js';
-import { createCaptureHandler } from './proxy/capture.js';
-import { type CaptureListeners, createCaptureListeners } from './proxy/capture-listeners.js';
 import { createAuthorityParsers } from './proxy/context.js';
 import { followPolicyFile, type PolicyFileWatcher } from './boundary-policy.js';
-import { createDnsEventSink, timedDnsHandler } from './boundary-dns.js';
 import { createProxyServer, type ProxyServer } from './proxy/server.js';
 import { type AdminServer, createAdminServer, type Readiness } from './telemetry/admin.js';
 import { createAuditSink } from './telemetry/audit.js';
@@ -33,7 +24,8 @@ import { denialsRoute, explainRoute } from './admin-api.js';
 import { createPolicyTexts } from './policy/texts.js';
 import type { Interception } from './tls/intercept.js';
 import { credentialsLoadedEvent, drainedEvent, proxyListeningEvent, stoppingEvent } from './telemetry/lifecycle.js';
-import type { Boundary, Deps, DrainOutcome, Transparent, TransparentOptions } from './boundary-types.js';
+import type { Boundary, Deps, DrainOutcome } from './boundary-types.js';
+import { assembleTransparent } from './boundary-transparent.js';
 import { createBoundaryMetrics } from './boundary-metrics.js';
 import { composeReadiness } from './boundary-readiness.js';
 import { openIdentitySource } from './boundary-identity.js';
@@ -63,6 +55,7 @@ export function createBoundary(config: Config, deps: Deps): Boundary {
   const transparent = assembleTransparent({
     dnsListen: config.dnsListen,
     syntheticCidr: config.syntheticCidr,
+    capture: config.capture,
     searchDomains: config.searchDomains,
     tunnelDetection: config.dnsTunnelDetection,
     stateDir: config.stateDir,
@@ -158,6 +151,7 @@ export function createBoundary(config: Config, deps: Deps): Boundary {
       closing: closing !== undefined,
       hasPolicy: store.hasPolicy(),
       dnsProblem: transparent.problem(),
+      capture: transparent.capture(),
       generation: policy.generation,
       policyHash: policy.hash,
       attached: control?.readiness(),
@@ -292,108 +286,4 @@ export function createBoundary(config: Config, deps: Deps): Boundary {
     },
   };
   return boundary;
-}
-
-/**
- * Policy DNS and transparent capture: boot epoch, synthetic pool, the DNS handler and server, DNS metrics and
- * the capture listeners on the proxy's shared context. Fails closed: a corrupt epoch means no DNS answers and
- * no capture, and readiness says why. Built here, not in a file of its own: only the composition root calls
- * create* on other folders' parts (STYLE.md section 2).
- */
-function assembleTransparent(options: TransparentOptions): Transparent {
-  const { logger, now, sink } = options;
-  let pool: SyntheticPool | undefined;
-  let server: DnsServer | undefined;
-  let capture: CaptureListeners | undefined;
-  let dnsEvents: DnsEventAggregator | undefined;
-  let problem: string | undefined = 'dns-starting';
-  let closing: Promise<void> | undefined;
-  const metrics = createDnsMetrics(options.registry, {
-    pool: () => pool,
-    listeners: () => capture?.listening().length ?? 0,
-    connections: () => capture?.connections() ?? 0,
-  });
-
-  return {
-    async start(context, selfAddresses) {
-      let epoch: number;
-      try {
-        epoch = await advanceEpoch({ stateDir: options.stateDir });
-      } catch (err) {
-        if (!isBoundaryError(err) || err.code !== 'DNS_EPOCH_INVALID') throw err;
-        problem = `dns-epoch-invalid: ${err.message}`;
-        logger.error({ err }, 'synthetic epoch unusable: policy DNS and transparent capture stay off (fail closed)');
-        sink.emit({ class: 'CONFIG', activity: 'DISABLED', severity: 'HIGH', engine: 'dns', statusDetail: 'policy_dns_epoch_invalid', message: `Policy DNS disabled: ${err.message}` });
-        return;
-      }
-      const live = createSyntheticPool({ epoch, now, cidr: options.syntheticCidr });
-      pool = live;
-      const listeners = createCaptureListeners({
-        pool: live,
-        store: options.store,
-        onConnection: createCaptureHandler({ ctx: context, chain: context.captureChain(live) }),
-        limits: options.limits, metrics: context.metrics,
-        now,
-        sink,
-        logger,
-      });
-      capture = listeners;
-      listeners.start();
-      // Before DNS answers: a pod whose synthetic range is not routed to lo must not turn ready first.
-      await listeners.probe(live.windows[4].slice(0, live.windows[4].indexOf('/')));
-      live.subscribe((event) => metrics.mappings.inc({ event: event.kind }));
-      dnsEvents = createDnsEventSink({ sink, metrics, decisions: context.metrics, now });
-      const dns = createPolicyDns({
-        policy: () => options.store.current(),
-        resolver: options.resolver,
-        pool: live,
-        sink: dnsEvents.sink,
-        now,
-        allowLoopback: options.allowLoopback,
-        tunnelDetection: options.tunnelDetection,
-        selfAddresses: prepareSelfAddresses(selfAddresses),
-        ...(options.hosts === undefined ? {} : { hosts: options.hosts }),
-        ...(options.searchDomains === undefined ? {} : { searchDomains: options.searchDomains }),
-      });
-      const handler = timedDnsHandler(dns.handler, { clock: context.metrics, answerSeconds: metrics.answerSeconds, settled: () => listeners.settled() });
-      server = createDnsServer({
-        host: options.dnsListen.host,
-        port: options.dnsListen.port,
-        handler,
-        onTick: () => {
-          live.sweep();
-          listeners.sweep();
-          // Writes the held-back counts of rate-limit, tunnelling and mapping refusals once per interval.
-          dns.tick();
-        },
-        onError: (err) => logger.warn({ err }, 'policy DNS error'),
-      });
-      await server.start();
-      problem = undefined;
-      const bound = server.address();
-      sink.emit({
-        class: 'CONFIG',
-        activity: 'READY',
-        severity: 'INFO',
-        engine: 'dns',
-        dst: { ip: bound.host, port: bound.port },
-        message: `Policy DNS listening on ${formatAuthority(bound.host, bound.port)} (udp, tcp); epoch ${epoch}, synthetic window ${live.windows[4]}`,
-        unmapped: { epoch, synthetic_window: live.windows[4] },
-      });
-    },
-    close() {
-      closing ??= (async () => {
-        problem ??= 'dns-closed';
-        await server?.close();
-        // After the listener, before telemetry: the last interval's counts are written.
-        dnsEvents?.close();
-        await capture?.close();
-      })();
-      return closing;
-    },
-    problem: () => problem ?? capture?.problem(),
-    dnsAddress: () => server?.address(),
-    pool: () => pool,
-    listening: () => capture?.listening() ?? [],
-  };
 }

@@ -21,6 +21,12 @@ export const LOG_FORMATS = ['json', 'shorthand'] as const;
 type LogFormatName = (typeof LOG_FORMATS)[number];
 const ON_INVALID_POLICY = ['keep', 'deny-all'] as const;
 type OnInvalidPolicy = (typeof ON_INVALID_POLICY)[number];
+/**
+ * Transparent capture (`--capture`): required (not ready while its listeners cannot bind), optional (tried; when the
+ * synthetic range is not routed, the proxy and policy DNS still serve and /readyz says so but stays ready) or off.
+ */
+export const CAPTURE_MODES = ['required', 'optional', 'off'] as const;
+export type CaptureMode = (typeof CAPTURE_MODES)[number];
 
 export interface Config {
   readonly proxyListen: ListenAddress;
@@ -43,6 +49,8 @@ export interface Config {
   readonly dnsListen: ListenAddress;
   /** IPv4 range of synthetic answers (captured); one /(prefix+8) window per boot epoch. */
   readonly syntheticCidr: string;
+  /** `--capture`: optional standalone, required attached (a pod), unless given. */
+  readonly capture: CaptureMode;
   readonly hostsFile: string | undefined;
   /** The workload's resolv.conf `search` domains: policy DNS answers NXDOMAIN under them (see dns/policy-dns.ts). */
   readonly searchDomains: readonly string[];
@@ -78,6 +86,7 @@ export const DEFAULTS: Config = Object.freeze({
   upstreamDns: undefined,
   dnsListen: Object.freeze({ host: '127.0.0.1', port: 15053 }),
   syntheticCidr: DEFAULT_SYNTHETIC_CIDR,
+  capture: 'optional',
   hostsFile: undefined,
   searchDomains: Object.freeze([]),
   dnsTunnelDetection: DEFAULT_TUNNEL_DETECTION,
@@ -225,6 +234,8 @@ export function parseConfig(raw: unknown): Config {
     upstreamDns,
     dnsListen,
     syntheticCidr,
+    // A pod (attached) is not ready without capture; a laptop (standalone) still has the proxy.
+    capture: oneOf(input.capture, CAPTURE_MODES, input.supervisor === undefined ? DEFAULTS.capture : 'required', 'capture', issues),
     hostsFile: optionalString(input.hostsFile, 'hostsFile', issues),
     searchDomains: parseSearchDomains(input.searchDomains, issues),
     dnsTunnelDetection: oneOf(input.dnsTunnelDetection, TUNNEL_DETECTION_MODES, DEFAULTS.dnsTunnelDetection, 'dnsTunnelDetection', issues),

@@ -91,11 +91,13 @@ export const ERROR_CODES = {
   IDENTITY_MESSAGE_INVALID: 'a message on the identity socket failed to decode or validate; the connection is dropped',
   // admin listeners
   ADMIN_REQUEST_INVALID: 'an admin API request has a missing, repeated or malformed query parameter; parameter names it',
+  ADMIN_LOOPBACK_ONLY: "boundary's /v1/explain and /v1/denials answer loopback clients only (inside the pod); /healthz, /readyz and /metrics answer anyone",
   // supervisor admin listener
   ADMIN_AUTH_MISSING: 'the supervisor admin listener needs an admin token file or admin TLS; it never runs unauthenticated',
   ADMIN_TOKEN_INVALID: 'the admin token file is missing, unreadable, larger than 4 KiB, not printable ASCII, or shorter than 32 characters',
   // supervisor store and withdrawal hook
   STORE_UNAVAILABLE: 'the supervisor store could not be read or written: a PostgreSQL connection or query failed, or the state file could not be read or written',
+  STATE_DIR_UNUSABLE: 'the supervisor --state-dir could not be created (mode 0700), is not a directory, or the state file could not be written in it at start',
   STORE_STATE_INVALID: 'the state file is corrupt or has an unknown format version, or the database has a newer schema than this supervisor',
   WITHDRAWAL_HOOK_FAILED: 'a withdrawal hook command or webhook did not acknowledge; the message says why, and the delivery is retried',
   WITHDRAWAL_HOOK_CONFIG_INVALID: 'the withdrawal hook needs a command or webhook, a program, an http: or https: URL without credentials, readable files and a positive timeout',

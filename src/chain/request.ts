@@ -80,6 +80,8 @@ export class ChainRequest {
   readonly upgradable: boolean;
   /** gRPC and Connect streaming bodies: messages are released one by one, never held. */
   readonly streamed: boolean;
+  /** HTTP/2: the HEADERS frame did not end the stream, so a body follows whether or not Content-Length says so. */
+  readonly bodyFollows: boolean;
   /** The body the upstream gets: the wire body, the held body once read, or the rewritten one. */
   body: AsyncIterable<Buffer>;
 
@@ -152,6 +154,7 @@ export class ChainRequest {
     readonly h2: boolean;
     readonly upgradable: boolean;
     readonly streamed?: boolean;
+    readonly bodyFollows?: boolean;
     readonly body: AsyncIterable<Buffer>;
   }) {
     this.adapter = init.adapter;
@@ -164,6 +167,7 @@ export class ChainRequest {
     this.h2 = init.h2;
     this.upgradable = init.upgradable;
     this.streamed = init.streamed === true;
+    this.bodyFollows = init.bodyFollows === true;
     this.body = init.body;
   }
 

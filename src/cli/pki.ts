@@ -12,6 +12,7 @@ const USAGE = `Usage:
   boundary pki issue --dir DIR --server NAME [NAME...] --out OUT [--days N]
 
 init   creates DIR/ca.pem, DIR/ca.key (mode 0600) and DIR/trust-domain (default ${DEFAULT_TRUST_DOMAIN}).
+       The CA's subject is O=<trust domain>, CN=boundary control CA <random id>: unique per init.
        An existing CA is never overwritten.
 issue  signs a certificate with the CA in DIR and writes exactly OUT/ca.pem, OUT/cert.pem and
        OUT/key.pem (mode 0600).
@@ -90,7 +91,7 @@ async function runInit(parsed: Parsed, io: CliIo): Promise<number> {
     ...(parsed.days === undefined ? {} : { validityDays: parsed.days }),
   });
   io.stdout.write(`wrote ${result.caPath}\nwrote ${result.keyPath}\nwrote ${result.trustDomainPath}\n`);
-  io.stdout.write(`trust domain ${result.trustDomain}\n`);
+  io.stdout.write(`trust domain ${result.trustDomain}\nCA subject ${result.ca.subject}\n`);
   return 0;
 }
 

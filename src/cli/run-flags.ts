@@ -15,12 +15,19 @@ export const RUN_HELP = `Usage: boundary run --policy FILE [options]
                                     NODE_EXTRA_CA_CERTS, which adds to Node's roots
   --ca-bundle-out FILE              write the workload trust bundle here: system roots + --upstream-ca + the CA
                                     (default <state-dir>/ca-bundle.pem); for SSL_CERT_FILE, CURL_CA_BUNDLE,
-                                    REQUESTS_CA_BUNDLE, PIP_CERT, GIT_SSL_CAINFO, which replace a client's roots
+                                    REQUESTS_CA_BUNDLE, PIP_CERT, GIT_SSL_CAINFO, npm_config_cafile, which replace
+                                    a client's roots
   --upstream-ca FILE                extra trust anchors for upstream TLS (beside the system roots)
   --upstream-dns HOST:PORT          trusted DNS server (default: first nameserver in /etc/resolv.conf)
   --hosts FILE                      hosts file consulted before DNS
   --dns-listen HOST:PORT            policy DNS, UDP and TCP (default 127.0.0.1:15053; 127.0.0.1:53 in a pod)
   --synthetic-cidr CIDR             synthetic answers, captured per (address, port) (default 198.18.0.0/15)
+  --capture required|optional|off   transparent capture of connections to synthetic addresses; it needs the range
+                                    routed to lo ('ip route add local 198.18.0.0/15 dev lo' as root, or
+                                    'boundary init-netns'). required: /readyz is 503 until capture binds;
+                                    optional: tried, and without the route /readyz stays 200 and says so while
+                                    the proxy serves; off: no capture listeners (default optional; required with
+                                    --supervisor)
   --dns-tunnel-detection off|audit|enforce
                                     tunnelling-shaped names under an allowed wildcard: a finding (audit, the
                                     default), or a finding and REFUSED without asking upstream (enforce)
@@ -67,6 +74,7 @@ const VALUE_FLAGS: Readonly<Record<string, string>> = {
   '--hosts': 'hostsFile',
   '--dns-listen': 'dnsListen',
   '--synthetic-cidr': 'syntheticCidr',
+  '--capture': 'capture',
   '--dns-tunnel-detection': 'dnsTunnelDetection',
   '--log-format': 'logFormat',
   '--on-invalid-policy': 'onInvalidPolicy',

@@ -56,7 +56,7 @@ function banner(config: Config, boundary: Boundary, cwd: string): string {
     caFile: resolve(cwd, config.caOut ?? join(config.stateDir, CA_CERT_FILE)),
     bundleFile: config.caBundleOut,
     interception: String(boundary.readiness().interception),
-    capture: { cidr: config.syntheticCidr, problem: boundary.transparent.problem() },
+    capture: { cidr: config.syntheticCidr, ...boundary.transparent.capture() },
   });
 }
 

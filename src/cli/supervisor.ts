@@ -11,6 +11,7 @@ import type { WithdrawalHookConfig } from '../supervisor/withdrawal-hook.js';
 import { createLogger, LOG_FORMATS, type LogFormat } from '../telemetry/logger.js';
 import type { CliIo, Command } from './io.js';
 
+// Every interface: a supervisor serves boundaries in other pods. Only mTLS peers from its CA get past the handshake.
 const DEFAULT_LISTEN = '0.0.0.0:5500';
 // Loopback unless told otherwise: the admin API opens shells into sandboxes.
 const DEFAULT_ADMIN_LISTEN = '127.0.0.1:9902';
@@ -20,13 +21,15 @@ const MAX_ATTACH_DEADLINE_S = 86_400;
 const USAGE = `Usage:
   boundary supervisor --tls-dir DIR --policies DIR (--admin-token-file FILE | --admin-tls | --admin-listen off)
                       [--listen HOST:PORT] [--credentials FILE] [--admin-listen HOST:PORT|off]
-                      [--metrics-listen HOST:PORT] [--attach-deadline SECONDS] [--trust-domain DOMAIN]
+                      [--metrics-listen HOST:PORT|off] [--attach-deadline SECONDS] [--trust-domain DOMAIN]
                       [--state-dir DIR | --database-url URL | --database-url-file FILE]
                       [--withdrawal-hook PATH [--withdrawal-hook-arg ARG ...]]
                       [--withdrawal-webhook URL [--withdrawal-webhook-token-file FILE] [--withdrawal-webhook-ca FILE]]
                       [--log-format json|shorthand]
 
---listen            control listener, mTLS HTTP/2 (default ${DEFAULT_LISTEN})
+--listen            control listener, mTLS HTTP/2 (default ${DEFAULT_LISTEN}: every IPv4 interface, because the
+                    boundaries it serves run in other pods; each must present a client certificate from the
+                    --tls-dir CA. [::]:5500 for IPv6; 127.0.0.1:5500 keeps it on this host)
 --tls-dir           DIR/ca.pem (the CA boundaries' certificates must chain to), DIR/cert.pem, DIR/key.pem
                     (this supervisor's serving certificate), as written by 'boundary pki issue --server';
                     watched: a renewal or a new CA that passes the checks applies to new connections, no restart
@@ -45,13 +48,15 @@ const USAGE = `Usage:
 --admin-tls         the admin listener speaks HTTPS with the --tls-dir certificate and accepts client certificates
                     from its CA naming spiffe://<trust-domain>/operator/<name> ('boundary pki issue --operator')
 --metrics-listen    GET /metrics (process and Node.js metrics), /healthz and /readyz without credentials; nothing
-                    else (default: off; 0.0.0.0:9090 in a pod, for Prometheus and kubelet probes)
+                    else (default: off, also written 'off'; 0.0.0.0:9090 in a pod, for Prometheus and kubelet probes)
 --attach-deadline   seconds an expected or detached instance may take to attach before it is withdrawn
                     (default ${ATTACH_DEADLINE_MS / 1000})
 --trust-domain      accept only client certificates (sandbox and operator) of this SPIFFE trust domain
 --state-dir         one replica: sandboxes, generations, expected instances, deadlines and withdrawals survive a
-                    restart in DIR/supervisor-state.json (a PersistentVolume in a pod). Without it and without a
-                    database they live in memory: a restart forgets expected instances
+                    restart in DIR/supervisor-state.json (a PersistentVolume in a pod; created 0700 when missing,
+                    written at start). A write that fails is retried every second; until one succeeds admin calls
+                    answer 503 and /readyz says why. Without it and without a database they live in memory: a
+                    restart forgets expected instances
 --database-url      any number of replicas share that state in PostgreSQL (postgresql://USER@HOST/DB); put a
                     password in PGPASSWORD or a PGPASSFILE, or give the whole URL in --database-url-file FILE
 --withdrawal-hook   run PATH (with each --withdrawal-hook-arg, no shell) for every withdrawal: the withdrawal as
@@ -214,7 +219,7 @@ function readOptions(values: Map<Flag, string>, hookArgs: readonly string[], adm
     adminListen: admin === OFF ? undefined : hostPort('--admin-listen', admin),
     adminTokenFile: tokenFile === undefined ? undefined : resolve(io.cwd, tokenFile),
     adminTls,
-    metricsListen: metrics === undefined ? undefined : hostPort('--metrics-listen', metrics),
+    metricsListen: metrics === undefined || metrics === OFF ? undefined : hostPort('--metrics-listen', metrics),
     attachDeadlineMs: Math.round(deadline * 1000),
     trustDomain: values.get('--trust-domain'),
     logFormat: logFormat as LogFormat,

@@ -141,6 +141,8 @@ export function createControlClient(options: ControlClientOptions): ControlClien
     lastError: undefined,
     refusedNotRetryable: false,
     superseded: undefined,
+    attachedBefore: false,
+    failedSinceAttached: 0,
   };
   let failedAttempts = 0;
   let nextAttemptAt: number | undefined;
@@ -215,6 +217,7 @@ export function createControlClient(options: ControlClientOptions): ControlClien
         sink.emit(sessionEndedEvent({ address, failure, note }));
       } else if (failure !== undefined) {
         failedAttempts += 1;
+        shared.failedSinceAttached += 1;
         sink.emit(attachFailedEvent({ address, supervisor, failure, retryable: !shared.refusedNotRetryable, attempt: failedAttempts }));
       }
       const { delayMs, reason } = backoff.next(attached ? { kind: 'session-ended' } : { kind: 'failed', retryable: !shared.refusedNotRetryable });

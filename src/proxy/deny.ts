@@ -9,6 +9,8 @@ import type { Socket } from 'node:net';
 import type { Adapter, Decision, DecisionReason, Policy } from '../policy/types.js';
 import { type NextStep, policyNextSteps } from '../policy/suggest.js';
 import { POLICY_HEADER } from '../http1/headers.js';
+import { redactPlaceholders } from '../credentials/placeholder.js';
+import type { InspectionRefusal } from './inspected-body.js';
 import { destroyAfterLinger } from './linger.js';
 
 /**
@@ -39,6 +41,8 @@ const DENIAL_ERRORS = [
   'credential_body_too_large',
   'invalid_graphql_request',
   'invalid_jsonrpc_request',
+  'ambiguous_graphql_request',
+  'duplicate_json_key',
 ] as const;
 export type DenialError = (typeof DENIAL_ERRORS)[number];
 
@@ -214,6 +218,32 @@ export function unsupportedL7Denial(detail: string): Denial {
 /** docs/policy.md#graphql-inspection: a GraphQL body boundary cannot inspect is refused before policy is asked. */
 export function graphqlRejectedDenial(problem: string): Denial {
   return denial(400, 'invalid_graphql_request', { detail: `GraphQL request rejected before policy evaluation: ${problem}` }, ': GraphQL request not inspectable');
+}
+
+/** The event's and the answer's sentence for a request refused as read two ways (docs/policy.md#one-reading). */
+export function inspectionRefusalDetail(refusal: InspectionRefusal): string {
+  // The problem names a key the client chose: placeholders are shown as `[CREDENTIAL]`, as everywhere else.
+  const problem = redactPlaceholders(refusal.problem);
+  return refusal.reason === 'graphql-ambiguous'
+    ? `GraphQL request refused: ${problem}`
+    : `request body refused: ${problem}; parsers that keep the first value and parsers that keep the last would read different requests`;
+}
+
+/** What the client changes: never a policy entry, since no policy lets a request through that is read two ways. */
+export function inspectionRefusalSteps(refusal: InspectionRefusal): readonly NextStep[] {
+  const message =
+    refusal.reason === 'graphql-ambiguous'
+      ? 'send query, operationName, variables and extensions in one place: the JSON body of a POST sent as application/json, or the query string of a GET without a body; each once, spelled exactly, percent-encoded'
+      : 'send every key at most once in each JSON object of the body';
+  return [{ kind: 'fix_request', message }];
+}
+
+/** docs/policy.md#one-reading: a GraphQL request read two ways, or a body repeating a key on a GraphQL endpoint. */
+export function inspectionRefusalDenial(refusal: InspectionRefusal): Denial {
+  const error = refusal.reason === 'graphql-ambiguous' ? 'ambiguous_graphql_request' : 'duplicate_json_key';
+  const why = refusal.reason === 'graphql-ambiguous' ? ': GraphQL request can be read two ways' : ': JSON body repeats a key';
+  const fields = { detail: inspectionRefusalDetail(refusal), reason: refusal.reason, next_steps: inspectionRefusalSteps(refusal) };
+  return denial(400, error, fields, why);
 }
 
 export function upstreamUnreachableDenial(target: string, detail: string): Denial {

@@ -19,6 +19,9 @@ const OUTCOME_REASONS = [
   'head-too-large',
   'framing-header-lookalike',
   'method-override-invalid',
+  // docs/policy.md#one-reading: a request boundary and the origin could read differently, refused before policy.
+  'graphql-ambiguous',
+  'json-duplicate-key',
   'unsupported-l7-protocol',
   'unsupported-scheme',
   'policy-changed',

@@ -128,6 +128,7 @@ class H2ProxyStream implements H2Handler {
       h2: true,
       upgradable: false,
       streamed: isEnveloped(head.contentType),
+      bodyFollows: !stream.remoteEnded,
       body: this.wire,
     });
   }

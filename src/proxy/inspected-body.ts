@@ -4,7 +4,8 @@
 // stream or session end) is read here too.
 
 import type { IncomingHttpHeaders } from 'node:http';
-import { graphqlFromBody, graphqlFromQuery } from '../graphql/envelope.js';
+import { type GraphqlAmbiguity, type GraphqlRead, graphqlFromHead, graphqlFromPost } from '../graphql/http-request.js';
+import type { DuplicateKeyRefusal } from '../json/strict-json.js';
 import { parseJsonRpcBody } from '../jsonrpc/message.js';
 import type { GraphqlRequest } from '../policy/graphql-match.js';
 import type { JsonRpcRequest } from '../policy/jsonrpc-match.js';
@@ -25,8 +26,14 @@ export interface BodyHold {
 /** What policy is handed of a held (or bodiless) request: the intent field of its protocol. */
 export type InspectedBody = { readonly graphql: GraphqlRequest } | { readonly jsonRpc: JsonRpcRequest };
 
+/** A request boundary and the origin could read differently: refused 400 before policy, under audit too. */
+export type InspectionRefusal = GraphqlAmbiguity | DuplicateKeyRefusal;
+
+/** What reading a request gave: the intent field for policy, or a refusal in the answer form of its protocol. */
+export type Inspected = InspectedBody | { readonly refused: InspectionRefusal; readonly protocol: InspectedProtocol };
+
 export type HeldBody =
-  | { readonly ok: true; readonly body: Buffer; readonly inspected: InspectedBody }
+  | { readonly ok: true; readonly body: Buffer; readonly inspected: Inspected }
   /** Not inspectable at all (too large, compressed, multipart): refused before policy is asked. */
   | { readonly ok: false; readonly problem: string };
 
@@ -61,24 +68,26 @@ export function bodyHold(endpoints: readonly Endpoint[], path: string): BodyHold
 /** The request line and head facts that say whether a body must be held. */
 export interface RequestShape {
   readonly method: string;
-  /** Raw query string (GraphQL GET envelopes). */
+  /** Raw query string (GraphQL URL parameters). */
   readonly query: string;
   readonly accept: string | undefined;
+  readonly contentType: string | undefined;
   readonly hasBody: boolean;
   readonly upgrade: boolean;
 }
 
 /**
  * What policy reads of a request without holding its body, or `hold` when the body must be read first.
- * GraphQL: a GET's envelope is its query; POST is held; any other method is unreadable (OpenShell). JSON-RPC
- * and MCP: a bodiless GET asking for `text/event-stream` is the receive stream, an MCP bodiless DELETE ends the
- * session, an upgrade is not JSON-RPC; anything else is held, and an empty body is then invalid JSON.
+ * GraphQL: a GET, or a POST without a body, is read from the URL; a POST's JSON body is held; any other method
+ * is unreadable (OpenShell); graphql/http-request.ts refuses what servers read two ways. JSON-RPC and MCP: a
+ * bodiless GET asking for `text/event-stream` is the receive stream, an MCP bodiless DELETE ends the session,
+ * an upgrade is not JSON-RPC; anything else is held, and an empty body is then invalid JSON.
  */
-export function withoutBody(hold: BodyHold, shape: RequestShape): InspectedBody | 'hold' {
+export function withoutBody(hold: BodyHold, shape: RequestShape): Inspected | 'hold' {
   const { method } = shape;
   if (hold.protocol === 'graphql') {
-    if (method === 'POST' && !shape.upgrade) return 'hold';
-    return { graphql: method === 'GET' ? graphqlFromQuery(shape.query) : { error: `unsupported GraphQL HTTP method ${method}` } };
+    const read = graphqlFromHead(shape);
+    return read === 'hold' ? read : fromGraphql(read);
   }
   if (shape.upgrade) return { jsonRpc: { kind: 'error', problem: 'invalid-request', error: 'an upgrade request is not a JSON-RPC message', ids: [], batch: false } };
   if (!shape.hasBody && method === 'GET' && acceptsEventStream(shape.accept)) return { jsonRpc: { kind: 'receive-stream' } };
@@ -102,17 +111,22 @@ export function heldBodyHeadProblem(req: { readonly headers: IncomingHttpHeaders
 }
 
 /** Reads and parses a body whose head heldBodyHeadProblem() passed; a chunked body is cut off past the limit. */
-export async function readHeldBody(req: AsyncIterable<Buffer>, hold: BodyHold): Promise<HeldBody> {
+export async function readHeldBody(req: AsyncIterable<Buffer>, hold: BodyHold, shape: RequestShape): Promise<HeldBody> {
   const { prefix, complete } = await readPrefix(req, hold.limit);
   if (!complete) return { ok: false, problem: tooLarge(hold) };
-  return { ok: true, body: prefix, inspected: parseHeldBody(prefix, hold) };
+  return { ok: true, body: prefix, inspected: parseHeldBody(prefix, hold, shape) };
 }
 
-/** One body, parsed by its protocol's reader: the one place each protocol's parser is chosen. */
-export function parseHeldBody(body: Buffer, hold: BodyHold): InspectedBody {
-  if (hold.protocol === 'graphql') return { graphql: graphqlFromBody(body) };
+/** One body, parsed by its protocol's reader (GraphQL's with the URL beside it): where each protocol's parser is chosen. */
+export function parseHeldBody(body: Buffer, hold: BodyHold, shape: RequestShape): Inspected {
+  if (hold.protocol === 'graphql') return fromGraphql(graphqlFromPost(shape, body));
   const mode = hold.protocol === 'mcp' ? { mcp: true as const, strictToolNames: hold.strictToolNames } : { mcp: false as const };
-  return { jsonRpc: parseJsonRpcBody(body, mode) };
+  const read = parseJsonRpcBody(body, mode);
+  return 'refused' in read ? { refused: read.refused, protocol: hold.protocol } : { jsonRpc: read };
+}
+
+function fromGraphql(read: GraphqlRead): Inspected {
+  return 'refused' in read ? { refused: read.refused, protocol: 'graphql' } : read;
 }
 
 function tooLarge(hold: BodyHold): string {

@@ -6,7 +6,8 @@
 import { errorAnswer, type JsonRpcErrorKind } from '../jsonrpc/answer.js';
 import { type JsonRpcCall, type JsonRpcId, type JsonRpcRequest, shownName } from '../policy/jsonrpc-match.js';
 import type { Decision } from '../policy/types.js';
-import { type Denial, verbatimDenial } from './deny.js';
+import { type Denial, inspectionRefusalDetail, inspectionRefusalSteps, verbatimDenial } from './deny.js';
+import type { InspectionRefusal } from './inspected-body.js';
 
 /** Distinct methods (and tools) named in one decision event; the rest are counted, not listed. */
 export const MAX_EVENT_CALLS = 32;
@@ -16,6 +17,17 @@ export function jsonRpcRejectedDenial(problem: string): Denial {
   const detail = `JSON-RPC request rejected before policy evaluation: ${problem}`;
   const body = errorAnswer([null], false, 'invalid-request', detail, { error: 'invalid_jsonrpc_request', detail });
   return verbatimDenial(400, 'invalid_jsonrpc_request', body as Denial['body'], ': JSON-RPC request not inspectable', { keepAlive: false });
+}
+
+/**
+ * A body read whole but refused as read two ways (docs/policy.md#duplicate-json-keys): 400, one error for id null,
+ * since which id a repeated key hides is itself what cannot be read.
+ */
+export function jsonRpcRefusalDenial(refusal: InspectionRefusal): Denial {
+  const detail = inspectionRefusalDetail(refusal);
+  const data = { error: 'duplicate_json_key', reason: refusal.reason, detail, next_steps: inspectionRefusalSteps(refusal) };
+  const body = errorAnswer([null], false, 'invalid-request', detail, data);
+  return verbatimDenial(400, 'duplicate_json_key', body as Denial['body'], ': JSON body repeats a key', { keepAlive: true });
 }
 
 /**

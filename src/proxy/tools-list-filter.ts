@@ -98,13 +98,20 @@ export function filteringHandler(inner: H1Handler, plan: ToolsListPlan): H1Handl
     inner.onHead(200, withHeaders(head, ['content-length', 'content-type', 'content-encoding', 'transfer-encoding'], ['content-type', 'application/json', 'content-length', String(Buffer.byteLength(text))]), Buffer.from(text), true);
   };
   const filterJson = (body: Buffer): void => {
-    const out = Buffer.from(filterToolsListText(body.toString('utf8'), plan.isAnswer, plan.keep).text);
+    const filtered = filterToolsListText(body.toString('utf8'), plan.isAnswer, plan.keep);
+    if (filtered.unreadable !== undefined) {
+      answerWith(filtered.unreadable);
+      return;
+    }
+    const out = Buffer.from(filtered.text);
     inner.onHead(status, withHeaders(head, ['content-length'], ['content-length', String(out.length)]), out, true);
   };
   const rewriter = createSseRewriter({
     maxEventBytes: MAX_TOOLS_LIST_BYTES,
     rewrite(data) {
       const filtered = filterToolsListText(data, plan.isAnswer, plan.keep);
+      // The ids stay pending: a later answer for them is still filtered, never passed through unread.
+      if (filtered.unreadable !== undefined) return unfilterableAnswer(plan.owed(), filtered.unreadable);
       plan.answered(filtered.answered);
       return filtered.text === data ? undefined : filtered.text;
     },

@@ -20,6 +20,7 @@ import type { Adapter, Endpoint } from '../policy/types.js';
 import type { Severity } from '../telemetry/event.js';
 import type { ProxyContext } from './context.js';
 import { credentialRefusal } from './credential-injection.js';
+import { inspectionRefusalDetail } from './deny.js';
 import { beginOutcome, emitOutcome, findingEvent, type Outcome, type OutcomeReason, settle } from './events.js';
 import { identityFields } from './identity-gate.js';
 import { TUNNEL_LINGER_MS } from './tunnel.js';
@@ -192,6 +193,13 @@ export function relayWebSocket(
     const { host, port, path, query, adapter } = session;
     const message = graphqlMessages ? classifyGraphqlWsMessage(text) : undefined;
     if (message?.kind === 'control') return true;
+    // docs/policy.md#duplicate-json-keys: read two ways, so refused whatever policy says, under audit too.
+    if (message?.kind === 'refused') {
+      const o = messageOutcome(ctx, session, 'WEBSOCKET_TEXT');
+      settle(o, 'deny', message.refusal.reason, inspectionRefusalDetail(message.refusal), undefined);
+      refuseMessage(o);
+      return false;
+    }
     const graphql = message === undefined ? {} : { graphql: message.request };
     const decision = decide(ctx.store.current(), { adapter, host, port, method: 'WEBSOCKET_TEXT', path, query, identity: session.identity, ...graphql });
     if (decision.verdict === 'allow') return true;

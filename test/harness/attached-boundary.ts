@@ -9,6 +9,7 @@ import type { Boundary } from '../../src/boundary-types.js';
 import { createBoundary } from '../../src/boundary.js';
 import type { ControlState } from '../../src/control/client.js';
 import type { ControlLookup } from '../../src/control/dial.js';
+import type { AuditSink } from '../../src/telemetry/event.js';
 import { attachedConfig } from './attached-config.js';
 import type { TestPki } from './certs.js';
 import { type TestSupervisor, WAIT_TIMEOUT_MS } from './control.js';
@@ -56,10 +57,15 @@ export interface AttachedBoundary {
   close(): Promise<void>;
 }
 
-export async function startAttached(pki: TestPki, sup: Pick<TestSupervisor, 'port'>, options: { supervisor?: string; lookup?: ControlLookup } = {}): Promise<AttachedBoundary> {
+export async function startAttached(
+  pki: TestPki,
+  sup: Pick<TestSupervisor, 'port'>,
+  /** `log` replaces the JSON log sink; `audit` (events for both formats, say) replaces its audit sink. */
+  options: { supervisor?: string; lookup?: ControlLookup; log?: LogSink; audit?: AuditSink } = {},
+): Promise<AttachedBoundary> {
   const tlsDir = await writeTlsDir(pki);
   const stateDir = await mkdtemp(join(tmpdir(), 'boundary-state-'));
-  const log = logSink();
+  const log = options.log ?? logSink();
   const lookups: string[] = [];
   let last: ControlState | undefined;
   const states = waiterList<ControlState>({ record: false });
@@ -76,7 +82,7 @@ export async function startAttached(pki: TestPki, sup: Pick<TestSupervisor, 'por
     resolver: fakeResolver({ 'api.example.test': ['127.0.0.1'] }),
     now: Date.now,
     logger: log.logger,
-    audit: log.sink,
+    audit: options.audit ?? log.sink,
     registry: new Registry(),
     controlLookup:
       options.lookup ??

@@ -38,6 +38,8 @@ export interface StartOptions {
   readonly dial?: (target: DialTarget) => Promise<Socket>;
   /** Synthetic range of policy DNS; inside 127.0.0.0/8 so capture needs no route (default 127.77.0.0/16). */
   readonly syntheticCidr?: string;
+  /** config.capture (`--capture`); default optional, as standalone. */
+  readonly capture?: 'required' | 'optional' | 'off';
   /** Pre-existing state directory (e.g. with a corrupt epoch file); default a fresh one in the temp dir. */
   readonly stateDir?: string;
   /** The boundary's credential source (deps.credentials); default: an empty static source. */
@@ -95,6 +97,7 @@ export async function startBoundary(options: StartOptions = {}): Promise<Running
     adminListen: '127.0.0.1:0',
     dnsListen: '127.0.0.1:0',
     syntheticCidr: options.syntheticCidr ?? TEST_SYNTHETIC_CIDR,
+    ...(options.capture === undefined ? {} : { capture: options.capture }),
     stateDir: options.stateDir ?? join(dir, 'state'),
     ...(options.policy === undefined ? {} : { policyFile: policyPath }),
     ...(upstreamCa === undefined ? {} : { upstreamCa }),

@@ -36,6 +36,17 @@ describe('attached-mode configuration', () => {
     assert.deepEqual(paths.sort(), ['instanceId', 'policyFile', 'relayAllow', 'sandboxId', 'tlsDir']);
   });
 
+  it('requires capture by default when attached (a pod) and makes it optional standalone, unless --capture says', () => {
+    const attached = { supervisor: 'sup:5500', tlsDir: '/tls', sandboxId: 'sb-1' };
+    assert.equal(parseConfig(attached).capture, 'required');
+    assert.equal(parseConfig({}).capture, 'optional');
+    for (const mode of ['required', 'optional', 'off'] as const) {
+      assert.equal(parseConfig(parseRunFlags(['--policy', 'p.yaml', '--capture', mode], '/')).capture, mode);
+      assert.equal(parseConfig({ ...attached, capture: mode }).capture, mode);
+    }
+    assert.deepEqual(issuePaths(() => parseConfig({ capture: 'on' })), ['capture']);
+  });
+
   it('refuses a supervisor without a port, and attached-mode keys without a supervisor', () => {
     assert.deepEqual(issuePaths(() => parseConfig({ supervisor: 'sup', tlsDir: '/tls', sandboxId: 'sb-1' })), ['supervisor']);
     assert.deepEqual(issuePaths(() => parseConfig({ tlsDir: '/tls', sandboxId: 'sb-1' })).sort(), ['sandboxId', 'tlsDir']);

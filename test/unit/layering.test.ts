@@ -173,11 +173,18 @@ describe('layering (STYLE.md section 2)', () => {
     assert.deepEqual(violations('tls', ['proxy', 'http1', 'http2', 'websocket']), []);
   });
 
-  it('graphql/ and jsonrpc/ are pure codecs: out of their folder they import only policy/ types', () => {
+  it('graphql/ and jsonrpc/ are pure codecs: out of their folder they import only policy/ types and json/', () => {
     for (const folder of ['graphql', 'jsonrpc']) {
-      const out = EDGES.filter((e) => inFolder(e.from, folder) && !inFolder(e.to, folder));
+      const out = EDGES.filter((e) => inFolder(e.from, folder) && !inFolder(e.to, folder) && !inFolder(e.to, 'json'));
       assert.deepEqual(out.filter((e) => !(inFolder(e.to, 'policy') && e.typeOnly)).map((e) => `${e.from} -> ${e.to}`), []);
     }
+  });
+
+  it('json/ is a leaf: it imports nothing outside its folder', () => {
+    assert.deepEqual(
+      EDGES.filter((e) => inFolder(e.from, 'json') && !inFolder(e.to, 'json')).map((e) => `${e.from} -> ${e.to}`),
+      [],
+    );
   });
 
   it('has no index.ts barrels', () => {
