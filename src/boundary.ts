@@ -24,7 +24,7 @@ import { createCaptureHandler } from './proxy/capture.js';
 import { type CaptureListeners, createCaptureListeners } from './proxy/capture-listeners.js';
 import { createAuthorityParsers } from './proxy/context.js';
 import { followPolicyFile, type PolicyFileWatcher } from './boundary-policy.js';
-import { createDnsEventSink, timedDnsHandler } from './boundary-dns.js';
+import { createBoundaryLookups, createDnsEventSink, timedDnsHandler } from './boundary-dns.js';
 import { createProxyServer, type ProxyServer } from './proxy/server.js';
 import { type AdminServer, createAdminServer, type Readiness } from './telemetry/admin.js';
 import { createAuditSink } from './telemetry/audit.js';
@@ -60,16 +60,19 @@ export function createBoundary(config: Config, deps: Deps): Boundary {
   // that parses names or authorities, policy DNS included.
   const hosts = createHostCache();
   const authorities = createAuthorityParsers();
+  // Every upstream lookup, policy DNS's and the proxy's, passes this one gate (docs/dns.md#the-lookup-gate).
+  const gate = createBoundaryLookups({ config, resolver: deps.resolver, now, policy: () => store.current(), sink, registry: deps.registry });
+  const lookups = gate.lookups;
   const transparent = assembleTransparent({
     dnsListen: config.dnsListen,
     syntheticCidr: config.syntheticCidr,
     searchDomains: config.searchDomains,
-    tunnelDetection: config.dnsTunnelDetection,
     stateDir: config.stateDir,
     allowLoopback: config.unsafeAllowLoopbackUpstream,
     limits: config.limits,
     store,
-    resolver: deps.resolver,
+    lookups,
+    lookupMetrics: gate.metrics,
     hosts,
     sink,
     logger,
@@ -135,7 +138,7 @@ export function createBoundary(config: Config, deps: Deps): Boundary {
       port: config.proxyListen.port,
       limits: config.limits,
       store,
-      resolver: deps.resolver,
+      lookups,
       hosts,
       authorities,
       sink,
@@ -202,6 +205,7 @@ export function createBoundary(config: Config, deps: Deps): Boundary {
   const boundary: Boundary = {
     store,
     transparent,
+    lookups,
     get proxy(): ProxyServer {
       if (proxy === undefined) throw new BoundaryError('CONFIG_INVALID', 'the boundary has not been started');
       return proxy;
@@ -273,6 +277,8 @@ export function createBoundary(config: Config, deps: Deps): Boundary {
           await proxy?.close();
           await identity?.close();
           if (admin !== undefined) await closeWithin(admin, ADMIN_CLOSE_GRACE_MS);
+          // No lookup is left to ask: the held-back counts are written before telemetry closes.
+          lookups.flush();
         })();
         // Whatever state a part is stuck in, shutdown ends: past the deadline the rest is destroyed.
         const outcome = await drainWithin(drained, deps.shutdownDrainMs ?? config.shutdownDrainMs);
@@ -312,7 +318,7 @@ function assembleTransparent(options: TransparentOptions): Transparent {
     pool: () => pool,
     listeners: () => capture?.listening().length ?? 0,
     connections: () => capture?.connections() ?? 0,
-  });
+  }, options.lookupMetrics);
 
   return {
     async start(context, selfAddresses) {
@@ -345,12 +351,11 @@ function assembleTransparent(options: TransparentOptions): Transparent {
       dnsEvents = createDnsEventSink({ sink, metrics, decisions: context.metrics, now });
       const dns = createPolicyDns({
         policy: () => options.store.current(),
-        resolver: options.resolver,
+        lookups: options.lookups,
         pool: live,
         sink: dnsEvents.sink,
         now,
         allowLoopback: options.allowLoopback,
-        tunnelDetection: options.tunnelDetection,
         selfAddresses: prepareSelfAddresses(selfAddresses),
         ...(options.hosts === undefined ? {} : { hosts: options.hosts }),
         ...(options.searchDomains === undefined ? {} : { searchDomains: options.searchDomains }),
@@ -365,6 +370,7 @@ function assembleTransparent(options: TransparentOptions): Transparent {
           listeners.sweep();
           // Writes the held-back counts of rate-limit, tunnelling and mapping refusals once per interval.
           dns.tick();
+          options.lookups.tick();
         },
         onError: (err) => logger.warn({ err }, 'policy DNS error'),
       });

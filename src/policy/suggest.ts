@@ -165,6 +165,7 @@ export const NEXT_STEP_KINDS = [
   'set_allowed_ips',
   'use_bound_endpoint',
   'retry_after_reload',
+  'retry_later',
 ] as const;
 export type NextStepKind = (typeof NEXT_STEP_KINDS)[number];
 
