@@ -372,6 +372,7 @@ function assembleTransparent(options: TransparentOptions): Transparent {
           dns.tick();
           options.lookups.tick();
         },
+        onTcpClosed: (reason) => metrics.tcpClosed.inc({ reason }),
         onError: (err) => logger.warn({ err }, 'policy DNS error'),
       });
       await server.start();

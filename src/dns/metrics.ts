@@ -32,6 +32,7 @@ interface DnsMetrics extends LookupMetrics {
   readonly queries: CounterRecorder<typeof METRICS.boundary_dns_queries_total>;
   readonly byType: CounterRecorder<typeof METRICS.boundary_dns_queries_by_type_total>;
   readonly mappings: CounterRecorder<typeof METRICS.boundary_dns_mappings_total>;
+  readonly tcpClosed: CounterRecorder<typeof METRICS.boundary_dns_tcp_closed_total>;
   readonly answerSeconds: Observer;
 }
 
@@ -76,6 +77,7 @@ export function createDnsMetrics(
     queries: createCounter(registry, METRICS.boundary_dns_queries_total),
     byType: createCounter(registry, METRICS.boundary_dns_queries_by_type_total),
     mappings: createCounter(registry, METRICS.boundary_dns_mappings_total),
+    tcpClosed: createCounter(registry, METRICS.boundary_dns_tcp_closed_total),
     ...lookups,
     answerSeconds: createHistogram(registry, METRICS.boundary_dns_answer_duration_seconds).bind({}),
   };
