@@ -6,7 +6,7 @@
 import type { IncomingMessage } from 'node:http';
 import type { Socket } from 'node:net';
 import type { TLSSocket } from 'node:tls';
-import { isResolveFailure } from '../net/destination.js';
+import { isLookupRefused, isResolveFailure } from '../net/destination.js';
 import { formatAuthority, parseAuthority } from '../net/host.js';
 import { timedDecide } from './metrics.js';
 import type { IdentityClaim } from '../policy/binary-identity.js';
@@ -26,6 +26,7 @@ import {
   writeDenialToSocket,
 } from './deny.js';
 import { credentialRoute } from './credential-injection.js';
+import { refuseLookup } from './lookup-refusal.js';
 import { dialPinned, recordDialFailure } from './dial.js';
 import { identityFields } from './identity-gate.js';
 import { beginOutcome, emitOutcome, findingEvent, NOT_UNDERSTOOD_DETAIL, type Outcome, relayClosedEvent, settle } from './events.js';
@@ -118,7 +119,11 @@ async function open(ctx: ProxyContext, req: IncomingMessage, socket: Socket, o: 
   const route = credentialRoute(ctx.credentials, decision, host, port);
   const inspect = decisionNeedsInspection(decision) || route === 'inspect';
   o.extra.inspect = inspect;
-  const dest = await destination(ctx, { host, kind, port, endpoint: decision.endpoint });
+  const dest = await destination(ctx, { host, kind, port, endpoint: decision.endpoint, endpoints: decision.endpoints });
+  if (isLookupRefused(dest)) {
+    writeDenialToSocket(socket, refuseLookup(o, target, dest.refusal));
+    return undefined;
+  }
   if (isResolveFailure(dest)) {
     settle(o, 'fail', 'resolve-failed', dest.message, 502);
     writeDenialToSocket(socket, upstreamUnreachableDenial(target, dest.failure));

@@ -5,7 +5,7 @@
 
 import type { IncomingHttpHeaders } from 'node:http';
 import type { Socket } from 'node:net';
-import { isResolveFailure } from '../net/destination.js';
+import { type DestinationResult, isLookupRefused, isResolveFailure } from '../net/destination.js';
 import { formatAuthority, type HostForm } from '../net/host.js';
 import { redactPlaceholders } from '../credentials/placeholder.js';
 import { percentDecode } from '../policy/query.js';
@@ -13,7 +13,7 @@ import { replayQueryKeys } from '../telemetry/replay.js';
 import { timedDecide } from './metrics.js';
 import type { Decision } from '../policy/types.js';
 import type { ProxyContext, TunnelTarget } from './context.js';
-import { type DestinationResult, type DestinationTarget, destination, destinationCached, needsInspection } from './context.js';
+import { type DestinationTarget, destination, destinationCached, needsInspection } from './context.js';
 import {
   authorityMismatchDenial,
   type Denial,
@@ -30,6 +30,7 @@ import {
   useConnectDenial,
 } from './deny.js';
 import { routeHasCredentials } from './credential-injection.js';
+import { refuseLookup } from './lookup-refusal.js';
 import { type Outcome, type ReasonCode, settle } from './events.js';
 import { checkFraming, framingLookalike, type FramingResult } from '../http1/framing.js';
 import { methodOverride } from './method-override.js';
@@ -308,7 +309,8 @@ function evaluatePolicy(ctx: ProxyContext, req: RequestView, scope: TunnelTarget
   if (scope !== undefined) {
     return { kind: 'relay', host, port, target, decision, addresses: scope.addresses, tls: scope.tls, framing };
   }
-  return { kind: 'unchecked', allowed: { host, port, target, decision, framing }, destination: { host, kind, port, endpoint: decision.endpoint } };
+  const destination = { host, kind, port, endpoint: decision.endpoint, endpoints: decision.endpoints };
+  return { kind: 'unchecked', allowed: { host, port, target, decision, framing }, destination };
 }
 
 /** The SSRF check's verdict on an allowed forward request: where it may go, or why it may not. */
@@ -318,6 +320,7 @@ function destinationEvaluation(
   dest: DestinationResult,
 ): Evaluation {
   const { host, port } = allowed;
+  if (isLookupRefused(dest)) return { kind: 'deny', denial: refuseLookup(o, formatAuthority(host, port), dest.refusal) };
   if (isResolveFailure(dest)) {
     return refuse(o, upstreamUnreachableDenial(formatAuthority(host, port), dest.failure), 'resolve-failed', dest.message);
   }

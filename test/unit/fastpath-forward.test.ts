@@ -24,6 +24,7 @@ import type { H1Request } from '../../src/http1/h1-request.js';
 import type { AuditEvent } from '../../src/telemetry/event.js';
 import { testClock } from '../harness/clock.js';
 import { fakeResolver } from '../harness/fake-resolver.js';
+import { testLookupGate } from '../harness/lookup-gate.js';
 import { createProxyMetrics } from '../../src/proxy/metrics.js';
 import { MetricsOffRegistry } from '../../src/telemetry/metrics.js';
 
@@ -197,7 +198,7 @@ async function run(c: Case, resolver: Resolver): Promise<Observed> {
   });
   const ctx = {
     store,
-    resolver,
+    lookups: testLookupGate(resolver),
     authorities: createAuthorityParsers(),
     credentials,
     allowLoopback: true,
