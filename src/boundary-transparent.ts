@@ -28,7 +28,7 @@ export function assembleTransparent(options: TransparentOptions): Transparent {
     pool: () => pool,
     listeners: () => capture?.listening().length ?? 0,
     connections: () => capture?.connections() ?? 0,
-  });
+  }, options.lookupMetrics);
 
   return {
     async start(context, selfAddresses) {
@@ -66,12 +66,11 @@ export function assembleTransparent(options: TransparentOptions): Transparent {
       dnsEvents = createDnsEventSink({ sink, metrics, decisions: context.metrics, now });
       const dns = createPolicyDns({
         policy: () => options.store.current(),
-        resolver: options.resolver,
+        lookups: options.lookups,
         pool: live,
         sink: dnsEvents.sink,
         now,
         allowLoopback: options.allowLoopback,
-        tunnelDetection: options.tunnelDetection,
         selfAddresses: prepareSelfAddresses(selfAddresses),
         ...(options.hosts === undefined ? {} : { hosts: options.hosts }),
         ...(options.searchDomains === undefined ? {} : { searchDomains: options.searchDomains }),
@@ -86,7 +85,9 @@ export function assembleTransparent(options: TransparentOptions): Transparent {
           capture?.sweep();
           // Writes the held-back counts of rate-limit, tunnelling and mapping refusals once per interval.
           dns.tick();
+          options.lookups.tick();
         },
+        onTcpClosed: (reason) => metrics.tcpClosed.inc({ reason }),
         onError: (err) => logger.warn({ err }, 'policy DNS error'),
       });
       await server.start();

@@ -6,9 +6,9 @@ import type { CaptureMode, ListenAddress } from './config.js';
 import type { AttachedControlOptions } from './control/attached.js';
 import type { ControlLookup } from './control/dial.js';
 import type { CredentialSource } from './credentials/source.js';
-import type { TunnelDetectionMode } from './dns/tunnel-detect.js';
 import type { IdentitySource } from './identity/source.js';
 import type { HostCache } from './net/host.js';
+import type { LookupGate } from './net/lookup-gate.js';
 import type { Resolver } from './net/resolver.js';
 import type { SelfAddress } from './net/ssrf.js';
 import type { SyntheticPool } from './net/synthetic.js';
@@ -19,6 +19,7 @@ import type { ProxyLimits, ProxyServer } from './proxy/server.js';
 import type { Readiness } from './telemetry/admin.js';
 import type { AuditSink } from './telemetry/event.js';
 import type { Logger } from './telemetry/logger.js';
+import type { LookupMetrics } from './dns/metrics.js';
 export interface Deps {
   readonly resolver: Resolver;
   /** Epoch ms: certificate validity, event times. */
@@ -66,6 +67,8 @@ export interface Boundary {
   readonly proxy: ProxyServer;
   /** Policy DNS and transparent capture. */
   readonly transparent: Transparent;
+  /** The one lookup gate policy DNS and the proxy resolve through (docs/dns.md#the-lookup-gate). */
+  readonly lookups: LookupGate;
 }
 
 /** What createBoundary hands the policy DNS and capture assembly below. */
@@ -76,15 +79,15 @@ export interface TransparentOptions {
   readonly capture: CaptureMode;
   /** resolv.conf `search` domains: NXDOMAIN under them for names policy does not cover. */
   readonly searchDomains?: readonly string[];
-  /** `--dns-tunnel-detection`: off, audit (a finding only) or enforce (REFUSED). */
-  readonly tunnelDetection: TunnelDetectionMode;
   readonly stateDir: string;
   readonly allowLoopback: boolean;
   /** The proxy's limits: the capture listeners hold the same maxConnections, share and first-byte timeout. */
   readonly limits: ProxyLimits;
   readonly store: PolicyStore;
-  /** The proxy's resolver: DNS answers and CONNECT destinations come from the same trusted upstream. */
-  readonly resolver: Resolver;
+  /** The lookup gate the proxy resolves through too: DNS answers and CONNECT destinations share its budget. */
+  readonly lookups: LookupGate;
+  /** The gate's counters, made by the root; the DNS metrics include them. */
+  readonly lookupMetrics: LookupMetrics;
   /** The boundary's host cache, shared with the proxy. */
   readonly hosts?: HostCache;
   readonly sink: AuditSink;

@@ -16,6 +16,7 @@ import { writeWorkloadTrustBundle } from './pki/trust-bundle.js';
 import { createPolicyStore } from './policy/store.js';
 import { createAuthorityParsers } from './proxy/context.js';
 import { followPolicyFile, type PolicyFileWatcher } from './boundary-policy.js';
+import { createBoundaryLookups } from './boundary-dns.js';
 import { createProxyServer, type ProxyServer } from './proxy/server.js';
 import { type AdminServer, createAdminServer, type Readiness } from './telemetry/admin.js';
 import { createAuditSink } from './telemetry/audit.js';
@@ -52,17 +53,20 @@ export function createBoundary(config: Config, deps: Deps): Boundary {
   // that parses names or authorities, policy DNS included.
   const hosts = createHostCache();
   const authorities = createAuthorityParsers();
+  // Every upstream lookup, policy DNS's and the proxy's, passes this one gate (docs/dns.md#the-lookup-gate).
+  const gate = createBoundaryLookups({ config, resolver: deps.resolver, now, policy: () => store.current(), sink, registry: deps.registry });
+  const lookups = gate.lookups;
   const transparent = assembleTransparent({
     dnsListen: config.dnsListen,
     syntheticCidr: config.syntheticCidr,
     capture: config.capture,
     searchDomains: config.searchDomains,
-    tunnelDetection: config.dnsTunnelDetection,
     stateDir: config.stateDir,
     allowLoopback: config.unsafeAllowLoopbackUpstream,
     limits: config.limits,
     store,
-    resolver: deps.resolver,
+    lookups,
+    lookupMetrics: gate.metrics,
     hosts,
     sink,
     logger,
@@ -128,7 +132,7 @@ export function createBoundary(config: Config, deps: Deps): Boundary {
       port: config.proxyListen.port,
       limits: config.limits,
       store,
-      resolver: deps.resolver,
+      lookups,
       hosts,
       authorities,
       sink,
@@ -196,6 +200,7 @@ export function createBoundary(config: Config, deps: Deps): Boundary {
   const boundary: Boundary = {
     store,
     transparent,
+    lookups,
     get proxy(): ProxyServer {
       if (proxy === undefined) throw new BoundaryError('CONFIG_INVALID', 'the boundary has not been started');
       return proxy;
@@ -267,6 +272,8 @@ export function createBoundary(config: Config, deps: Deps): Boundary {
           await proxy?.close();
           await identity?.close();
           if (admin !== undefined) await closeWithin(admin, ADMIN_CLOSE_GRACE_MS);
+          // No lookup is left to ask: the held-back counts are written before telemetry closes.
+          lookups.flush();
         })();
         // Whatever state a part is stuck in, shutdown ends: past the deadline the rest is destroyed.
         const outcome = await drainWithin(drained, deps.shutdownDrainMs ?? config.shutdownDrainMs);
@@ -287,3 +294,4 @@ export function createBoundary(config: Config, deps: Deps): Boundary {
   };
   return boundary;
 }
+

@@ -5,9 +5,10 @@ import { isIP } from 'node:net';
 import { SHUTDOWN_DRAIN_MS } from './boundary-shutdown.js';
 import type { AttachedSettings } from './control/attached.js';
 import { parseRelayAllow } from './control/relay.js';
-import { DEFAULT_TUNNEL_DETECTION, TUNNEL_DETECTION_MODES, type TunnelDetectionMode } from './dns/tunnel-detect.js';
+import { DEFAULT_TUNNEL_DETECTION, TUNNEL_DETECTION_MODES, type TunnelDetectionMode } from './net/tunnel-detect.js';
 import { BoundaryError, type Issue, isBoundaryError } from './errors.js';
 import { normaliseHost, parseAuthority } from './net/host.js';
+import { NEW_NAMES_BURST, NEW_NAMES_PER_SECOND } from './net/lookup-gate.js';
 import { DEFAULT_SYNTHETIC_CIDR, syntheticCidrProblem } from './net/synthetic.js';
 import { BINARY_IDENTITY_MODES, type BinaryIdentityMode } from './identity/source.js';
 import { DEFAULT_PROXY_LIMITS, type ProxyLimits } from './proxy/server.js';
@@ -56,6 +57,10 @@ export interface Config {
   readonly searchDomains: readonly string[];
   /** Tunnelling-shaped names under an allowed wildcard (docs/dns.md#tunnelling): off, audit (findings) or enforce (REFUSED). */
   readonly dnsTunnelDetection: TunnelDetectionMode;
+  /** New names under wildcards resolved upstream per second, by policy DNS and the proxy together (docs/dns.md#the-lookup-gate). */
+  readonly newNamesPerSecond: number;
+  /** New names in a burst before newNamesPerSecond applies. */
+  readonly newNamesBurst: number;
   /** Standalone credentials YAML (`--credentials`, watched); run.ts turns it into deps.credentials. */
   readonly credentialsFile: string | undefined;
   readonly logFormat: LogFormatName;
@@ -90,6 +95,8 @@ export const DEFAULTS: Config = Object.freeze({
   hostsFile: undefined,
   searchDomains: Object.freeze([]),
   dnsTunnelDetection: DEFAULT_TUNNEL_DETECTION,
+  newNamesPerSecond: NEW_NAMES_PER_SECOND,
+  newNamesBurst: NEW_NAMES_BURST,
   credentialsFile: undefined,
   logFormat: 'json',
   onInvalidPolicy: 'keep',
@@ -239,6 +246,8 @@ export function parseConfig(raw: unknown): Config {
     hostsFile: optionalString(input.hostsFile, 'hostsFile', issues),
     searchDomains: parseSearchDomains(input.searchDomains, issues),
     dnsTunnelDetection: oneOf(input.dnsTunnelDetection, TUNNEL_DETECTION_MODES, DEFAULTS.dnsTunnelDetection, 'dnsTunnelDetection', issues),
+    newNamesPerSecond: input.newNamesPerSecond === undefined ? DEFAULTS.newNamesPerSecond : (positiveInteger(input.newNamesPerSecond, 'newNamesPerSecond', issues, false) ?? DEFAULTS.newNamesPerSecond),
+    newNamesBurst: input.newNamesBurst === undefined ? DEFAULTS.newNamesBurst : (positiveInteger(input.newNamesBurst, 'newNamesBurst', issues, false) ?? DEFAULTS.newNamesBurst),
     credentialsFile: optionalString(input.credentialsFile, 'credentialsFile', issues),
     logFormat: oneOf(input.logFormat, LOG_FORMATS, DEFAULTS.logFormat, 'logFormat', issues),
     onInvalidPolicy: oneOf(input.onInvalidPolicy, ON_INVALID_POLICY, DEFAULTS.onInvalidPolicy, 'onInvalidPolicy', issues),

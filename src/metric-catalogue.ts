@@ -7,6 +7,7 @@
 
 import { CONTROL_ERROR_KINDS } from './control/messages.js';
 import { REFUSAL_REASONS } from './credentials/outcome.js';
+import { TCP_CLOSE_REASONS } from './dns/server.js';
 import { FLOOD_KINDS } from './http2/flood-guard.js';
 import {
   BYTE_BUCKETS,
@@ -292,7 +293,7 @@ export const METRICS = {
     name: 'boundary_dns_rate_limited_total',
     type: 'counter',
     unit: '',
-    help: 'Policy DNS queries answered REFUSED over a rate limit: on refused names, on new names (counted as they are reported)',
+    help: 'Names refused over a rate limit, counted as they are reported: refused names (policy DNS, answered REFUSED), new names under wildcards (the lookup gate: policy DNS REFUSED, the proxy 429)',
     labels: { limit: ['refused', 'unique'] },
     scope: 'boundary',
   },
@@ -300,8 +301,16 @@ export const METRICS = {
     name: 'boundary_dns_tunnel_names_total',
     type: 'counter',
     unit: '',
-    help: 'Names under an allowed wildcard flagged as tunnelling-shaped, by detection mode (enforce: refused)',
+    help: 'New names under an allowed wildcard flagged as tunnelling-shaped by the lookup gate (policy DNS and the proxy), by detection mode (enforce: refused)',
     labels: { mode: ['audit', 'enforce'] },
+    scope: 'boundary',
+  },
+  boundary_dns_tcp_closed_total: {
+    name: 'boundary_dns_tcp_closed_total',
+    type: 'counter',
+    unit: '',
+    help: 'DNS-over-TCP connections boundary closed: idle past the timeout, idle and reclaimed for a new client at the connection limit, or new and over the limit with none idle',
+    labels: { reason: TCP_CLOSE_REASONS },
     scope: 'boundary',
   },
   boundary_dns_synthetic_addresses: {

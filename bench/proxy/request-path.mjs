@@ -98,9 +98,15 @@ const pool = {
     return { abort() {}, pause() {}, resume() {} };
   },
 };
+// Newer trees resolve through the lookup gate the composition root shares with policy DNS; older ones take the resolver.
+const lookups = await load('net/lookup-gate.js').then(
+  (m) => m.createLookupGate({ resolver, now: Date.now, report() {} }),
+  () => undefined,
+);
 const ctx = {
   store,
   resolver,
+  lookups,
   // Newer trees: the authority memos the composition root hands in (older ones keep them in l7.js).
   authorities: context.createAuthorityParsers?.(),
   credentials,
@@ -201,11 +207,13 @@ async function run(port) {
   }
   rows.push(time('routeHasCredentials', () => routeHasCredentials(credentials, l4, HOST, port)));
   const endpoint = l4.endpoint;
-  const probe = await resolveFor(ctx, { host: HOST, kind: 'name', port, endpoint });
+  // Newer trees: the decision's endpoints for the lookup gate (older ones ignore the field).
+  const target = { host: HOST, kind: 'name', port, endpoint, endpoints: l4.endpoints };
+  const probe = await resolveFor(ctx, target);
   if (!probe.ok || probe.addresses[0] !== '127.0.0.1') throw new Error(`unexpected destination ${JSON.stringify(probe)}`);
-  rows.push(await timeAsync('resolveFor (await)', () => resolveFor(ctx, { host: HOST, kind: 'name', port, endpoint })));
+  rows.push(await timeAsync('resolveFor (await)', () => resolveFor(ctx, target)));
   // Newer trees: the promise-free form evaluateRequest uses on a cache hit.
-  if (destinationSync !== undefined) rows.push(time('destinationFor (cache hit, sync)', () => destinationSync(ctx, { host: HOST, kind: 'name', port, endpoint })));
+  if (destinationSync !== undefined) rows.push(time('destinationFor (cache hit, sync)', () => destinationSync(ctx, target)));
   rows.push(time('upstreamRequestHeaders', () => upstreamRequestHeaders(req.rawHeaders, { host: hostHeader(HOST, port, false) })));
   rows.push(timeFresh('upstreamRequestHeaders (curl head, fresh)', CURL_HEADERS, (raw) => upstreamRequestHeaders(raw, { host: HOST })));
   rows.push(timeFresh('clientResponseHeaders (origin head, fresh)', UPSTREAM_HEADERS, clientResponseHeaders));

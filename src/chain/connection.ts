@@ -3,6 +3,7 @@
 
 import type { Socket } from 'node:net';
 import type { HostForm } from '../net/host.js';
+import type { LookupRefusal } from '../net/lookup-gate.js';
 import type { Mapping, MappingRoute, SyntheticLookup } from '../net/synthetic.js';
 import type { IdentityClaim } from '../policy/binary-identity.js';
 import type { Decision, Endpoint, Policy } from '../policy/types.js';
@@ -40,6 +41,8 @@ export class ConnectionRequest {
   // destination and dial
   addresses: readonly string[] = [];
   destinationFacts: DestinationFacts | undefined = undefined;
+  /** The lookup gate kept the name from the upstream resolver. */
+  lookupRefusal: LookupRefusal | undefined = undefined;
   upstream: Socket | undefined = undefined;
   dialFailure: DialFailure | undefined = undefined;
   engine: Engine = 'opa';

@@ -6,6 +6,7 @@ import { formatAuthority } from '../net/host.js';
 import type { Mapping } from '../net/synthetic.js';
 import { identityFields } from '../proxy/identity-gate.js';
 import { callEventFields } from '../proxy/jsonrpc-denial.js';
+import { lookupFields } from '../proxy/lookup-refusal.js';
 import { NOT_UNDERSTOOD_DETAIL, type Outcome, outcomeEvent, type ReasonCode } from '../proxy/events.js';
 import type { AuditEvent } from '../telemetry/event.js';
 import type { ConnectionRequest } from './connection.js';
@@ -31,6 +32,7 @@ export function requestOutcome(r: ChainRequest): Outcome {
     if (dest.check !== undefined) extra.check = dest.check;
     extra.dropped = dest.dropped;
   }
+  if (r.lookupRefusal !== undefined) Object.assign(extra, lookupFields(r.lookupRefusal));
   if (r.sigv4 !== undefined) extra.sigv4 = r.sigv4;
   if (r.upstream.dialFailure !== undefined) extra.dial_failure = r.upstream.dialFailure;
   if (r.credentialReason !== undefined) extra.credential_reason = r.credentialReason;
@@ -98,6 +100,7 @@ export function connectionOutcome(c: ConnectionRequest): Outcome {
     if (dest.check !== undefined) extra.check = dest.check;
     if (!capture || dest.dropped.length > 0) extra.dropped = dest.dropped;
   }
+  if (c.lookupRefusal !== undefined) Object.assign(extra, lookupFields(c.lookupRefusal));
   if (c.dialFailure !== undefined) extra.dial_failure = c.dialFailure;
   const settled = c.settled;
   const opened = settled !== undefined && (settled.verdict === 'allow' || settled.verdict === 'audit');

@@ -6,6 +6,7 @@ import type { IncomingHttpHeaders } from 'node:http';
 import type { Socket } from 'node:net';
 import type { FramingResult } from '../http1/framing.js';
 import type { HostForm } from '../net/host.js';
+import type { LookupRefusal } from '../net/lookup-gate.js';
 import type { DestinationCheck } from '../net/ssrf.js';
 import type { IdentityClaim } from '../policy/binary-identity.js';
 import type { Decision, Policy } from '../policy/types.js';
@@ -126,6 +127,8 @@ export class ChainRequest {
   // destination
   destination: Destination | undefined = undefined;
   destinationFacts: DestinationFacts | undefined = undefined;
+  /** The lookup gate kept the name from the upstream resolver. */
+  lookupRefusal: LookupRefusal | undefined = undefined;
   // credentials, signing
   head: UpstreamHead | undefined = undefined;
   /** The body to send: null for none, a Buffer once held, else a stream (scanned for leftover placeholders). */

@@ -30,7 +30,11 @@ export const RUN_HELP = `Usage: boundary run --policy FILE [options]
                                     --supervisor)
   --dns-tunnel-detection off|audit|enforce
                                     tunnelling-shaped names under an allowed wildcard: a finding (audit, the
-                                    default), or a finding and REFUSED without asking upstream (enforce)
+                                    default), or a finding and REFUSED without asking upstream (enforce); the
+                                    same for names the proxy resolves (CONNECT, forward HTTP), refused with 403
+  --new-names-per-second N          new names under wildcard entries sent to the upstream resolver per second,
+                                    by policy DNS and the proxy together; more get REFUSED (DNS) or 429 (default 10)
+  --new-names-burst N               new names in a burst before that rate applies (default 100)
   --log-format json|shorthand       audit line format (default json; shorthand when stdout is a terminal)
   --on-invalid-policy keep|deny-all what an invalid policy change does (default keep)
   --unsafe-allow-loopback-upstream  let upstreams on 127.0.0.0/8 and ::1 through (development only)
@@ -76,6 +80,8 @@ const VALUE_FLAGS: Readonly<Record<string, string>> = {
   '--synthetic-cidr': 'syntheticCidr',
   '--capture': 'capture',
   '--dns-tunnel-detection': 'dnsTunnelDetection',
+  '--new-names-per-second': 'newNamesPerSecond',
+  '--new-names-burst': 'newNamesBurst',
   '--log-format': 'logFormat',
   '--on-invalid-policy': 'onInvalidPolicy',
   '--credentials': 'credentialsFile',
@@ -98,7 +104,7 @@ const LIMIT_FLAGS: Readonly<Record<string, string>> = {
   '--close-grace-ms': 'closeGraceMs',
 };
 /** Top-level numeric keys; parseConfig checks their range. */
-const NUMBER_KEYS: ReadonlySet<string> = new Set(['shutdownDrainMs']);
+const NUMBER_KEYS: ReadonlySet<string> = new Set(['shutdownDrainMs', 'newNamesPerSecond', 'newNamesBurst']);
 const PATH_KEYS: ReadonlySet<string> = new Set(['policyFile', 'stateDir', 'caCert', 'caKey', 'caOut', 'caBundleOut', 'upstreamCa', 'hostsFile', 'credentialsFile', 'tlsDir', 'identitySocket']);
 
 /** Flags -> the raw input of parseConfig; paths resolved against cwd. Returns a usage message on error. */

@@ -22,19 +22,35 @@ const SERVFAIL_OUTCOMES: Readonly<Record<string, DnsOutcomeLabel>> = {
   policy_dns_stale_generation: 'stale-generation',
 };
 
-interface DnsMetrics {
+/** The counters of the lookup gate's reports (net/lookup-gate.ts): policy DNS and the proxy feed both. */
+export interface LookupMetrics {
+  readonly rateLimited: CounterRecorder<typeof METRICS.boundary_dns_rate_limited_total>;
+  readonly tunnelNames: CounterRecorder<typeof METRICS.boundary_dns_tunnel_names_total>;
+}
+
+interface DnsMetrics extends LookupMetrics {
   readonly queries: CounterRecorder<typeof METRICS.boundary_dns_queries_total>;
   readonly byType: CounterRecorder<typeof METRICS.boundary_dns_queries_by_type_total>;
   readonly mappings: CounterRecorder<typeof METRICS.boundary_dns_mappings_total>;
-  readonly rateLimited: CounterRecorder<typeof METRICS.boundary_dns_rate_limited_total>;
-  readonly tunnelNames: CounterRecorder<typeof METRICS.boundary_dns_tunnel_names_total>;
+  readonly tcpClosed: CounterRecorder<typeof METRICS.boundary_dns_tcp_closed_total>;
   readonly answerSeconds: Observer;
 }
 
-/** Registers the counters, plus gauges read from the pool (and capture) at scrape time. */
+export function createLookupMetrics(registry: Registry): LookupMetrics {
+  return {
+    rateLimited: createCounter(registry, METRICS.boundary_dns_rate_limited_total),
+    tunnelNames: createCounter(registry, METRICS.boundary_dns_tunnel_names_total),
+  };
+}
+
+/**
+ * Registers the counters, plus gauges read from the pool (and capture) at scrape time. `lookups`: the gate's counters
+ * when the composition root made them already (createLookupMetrics), else they are made here.
+ */
 export function createDnsMetrics(
   registry: Registry,
   gauges: { pool: () => SyntheticPool | undefined; listeners: () => number; connections: () => number },
+  lookups: LookupMetrics = createLookupMetrics(registry),
 ): DnsMetrics {
   createGauge(registry, METRICS.boundary_dns_synthetic_addresses, {
     collect(gauge) {
@@ -61,8 +77,8 @@ export function createDnsMetrics(
     queries: createCounter(registry, METRICS.boundary_dns_queries_total),
     byType: createCounter(registry, METRICS.boundary_dns_queries_by_type_total),
     mappings: createCounter(registry, METRICS.boundary_dns_mappings_total),
-    rateLimited: createCounter(registry, METRICS.boundary_dns_rate_limited_total),
-    tunnelNames: createCounter(registry, METRICS.boundary_dns_tunnel_names_total),
+    tcpClosed: createCounter(registry, METRICS.boundary_dns_tcp_closed_total),
+    ...lookups,
     answerSeconds: createHistogram(registry, METRICS.boundary_dns_answer_duration_seconds).bind({}),
   };
 }
@@ -100,16 +116,20 @@ export function meteredDnsSink(sink: AuditSink, metrics: DnsMetrics, decisions?:
           const reason = event.unmapped?.reason_code;
           decisions?.countDns(event.action === 'ALLOWED' ? 'allow' : 'deny', typeof reason === 'string' ? reason : undefined, event.policy);
         }
-      } else if (event.statusDetail === 'policy_dns_rate_limited' || event.statusDetail === 'policy_dns_tunnel_suspected') {
-        // Over-limit and tunnelling answers have no per-query event: their reports carry the count (dns/guard.ts).
-        countGuarded(metrics, event);
+      } else {
+        countLookupReport(metrics, event);
       }
       sink.emit(event);
     },
   };
 }
 
-function countGuarded(metrics: DnsMetrics, event: AuditEvent): void {
+/**
+ * Over-limit and tunnelling answers have no per-query event: their reports carry the count (dns/rate-limit.ts,
+ * dns/lookup-events.ts), counted here from the event on its way out. Other events are left alone.
+ */
+export function countLookupReport(metrics: LookupMetrics, event: AuditEvent): void {
+  if (event.statusDetail !== 'policy_dns_rate_limited' && event.statusDetail !== 'policy_dns_tunnel_suspected') return;
   const u = event.unmapped ?? {};
   if (event.statusDetail === 'policy_dns_rate_limited') metrics.rateLimited.inc({ limit: u.limit === 'unique' ? 'unique' : 'refused' }, Number(u.queries ?? 1));
   else metrics.tunnelNames.inc({ mode: u.mode === 'enforce' ? 'enforce' : 'audit' }, Number(u.flagged_names ?? 1));

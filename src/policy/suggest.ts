@@ -166,6 +166,7 @@ export const NEXT_STEP_KINDS = [
   'use_bound_endpoint',
   'retry_after_reload',
   'fix_request',
+  'retry_later',
 ] as const;
 export type NextStepKind = (typeof NEXT_STEP_KINDS)[number];
 

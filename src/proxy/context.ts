@@ -1,4 +1,4 @@
-// What every proxy adapter is handed: the policy store, resolver, sinks, upstream dispatchers and the
+// What every proxy adapter is handed: the policy store, lookup gate, sinks, upstream dispatchers and the
 // per-socket tunnel scopes. Built once by server.ts from the boundary's deps; holds no policy logic.
 
 import type { Socket } from 'node:net';
@@ -6,10 +6,10 @@ import type { ConnectionChain } from '../chain/connection-chain.js';
 import type { RequestChain } from '../chain/request-chain.js';
 import type { SyntheticPool } from '../net/synthetic.js';
 import type { CredentialSource } from '../credentials/source.js';
-import { checkDestination, type DestinationRequest, type ResolveFailureResult } from '../net/destination.js';
+import { checkDestination, type DestinationRequest, type DestinationResult } from '../net/destination.js';
 import { type AuthorityResult, type HostCache, type HostForm, memoisedAuthorityParser } from '../net/host.js';
-import type { Resolver } from '../net/resolver.js';
-import type { DestinationCheck, SelfAddresses } from '../net/ssrf.js';
+import type { LookupGate } from '../net/lookup-gate.js';
+import type { SelfAddresses } from '../net/ssrf.js';
 import type { IdentityClaim } from '../policy/binary-identity.js';
 import type { PolicyStore } from '../policy/store.js';
 import type { Decision, Endpoint } from '../policy/types.js';
@@ -50,7 +50,8 @@ export interface H2Tunnel {
 
 export interface ProxyContext {
   readonly store: PolicyStore;
-  readonly resolver: Resolver;
+  /** The boundary's one lookup gate (net/lookup-gate.ts), shared with policy DNS: every destination resolves through it. */
+  readonly lookups: LookupGate;
   /** The boundary's host cache (net/host.ts createHostCache); undefined parses every host afresh. */
   readonly hosts?: HostCache | undefined;
   /** This proxy's request-authority parse memos (createAuthorityParsers); l7.ts parses every Host through them. */
@@ -94,17 +95,18 @@ export function createAuthorityParsers(): AuthorityParsers {
   return { http: memoisedAuthorityParser(80), https: memoisedAuthorityParser(443) };
 }
 
-export type DestinationResult = DestinationCheck | ResolveFailureResult;
 export interface DestinationTarget {
   readonly host: string;
   readonly kind: HostForm;
   readonly port: number;
   readonly endpoint: Endpoint | undefined;
+  /** The allow decision's endpoints, for the lookup gate. */
+  readonly endpoints: readonly Endpoint[];
 }
 
 function request(ctx: ProxyContext, target: DestinationTarget): DestinationRequest {
-  const { host, kind, port, endpoint } = target;
-  return { host, kind, port, endpoint, resolver: ctx.resolver, hosts: ctx.hosts, allowLoopback: ctx.allowLoopback, selfAddresses: ctx.selfAddresses() };
+  const { host, kind, port, endpoint, endpoints } = target;
+  return { host, kind, port, endpoint, endpoints, lookups: ctx.lookups, hosts: ctx.hosts, allowLoopback: ctx.allowLoopback, selfAddresses: ctx.selfAddresses() };
 }
 
 /** The SSRF check with this proxy's settings: now when nothing must be resolved, else once DNS answered (once, A only). */

@@ -43,6 +43,8 @@ const DENIAL_ERRORS = [
   'invalid_jsonrpc_request',
   'ambiguous_graphql_request',
   'duplicate_json_key',
+  'lookup_rate_limited',
+  'lookup_tunnel_suspected',
 ] as const;
 export type DenialError = (typeof DENIAL_ERRORS)[number];
 
@@ -57,6 +59,8 @@ export interface Denial {
   readonly policy?: string;
   /** The request was read whole, so the connection may serve the next one (JSON-RPC answers); else it is closed. */
   readonly keepAlive?: boolean;
+  /** Sent as `Retry-After` (a rate limit). */
+  readonly retryAfterSeconds?: number;
 }
 
 /** What a policy denial's next steps are worked out from: the live policy and the denied request, never its query. */
@@ -74,7 +78,8 @@ export function safeReasonPhrase(status: number, why: string): string {
   return phrase.length <= MAX_REASON_PHRASE_LENGTH ? phrase : `${phrase.slice(0, MAX_REASON_PHRASE_LENGTH - ELLIPSIS.length)}${ELLIPSIS}`;
 }
 
-function denial(status: number, error: DenialError, fields: Record<string, unknown>, why: string, policy?: string): Denial {
+/** A JSON denial `{ error, ...fields }` with its reason phrase. */
+export function denial(status: number, error: DenialError, fields: Record<string, unknown>, why: string, policy?: string): Denial {
   return { status, error, body: { error, ...fields }, reasonPhrase: safeReasonPhrase(status, why), ...(policy === undefined ? {} : { policy }) };
 }
 
@@ -346,9 +351,10 @@ export function methodOverrideDenial(problem: string): Denial {
 export function renderDenial(d: Denial): string {
   const body = JSON.stringify(d.body);
   const policy = d.policy === undefined ? '' : `${POLICY_HEADER}: ${d.policy}\r\n`;
+  const retry = d.retryAfterSeconds === undefined ? '' : `retry-after: ${d.retryAfterSeconds}\r\n`;
   return (
     `HTTP/1.1 ${d.status} ${d.reasonPhrase}\r\ncontent-type: application/json\r\n` +
-    `content-length: ${Buffer.byteLength(body)}\r\n${policy}${d.keepAlive === true ? '' : 'connection: close\r\n'}\r\n${body}`
+    `content-length: ${Buffer.byteLength(body)}\r\n${policy}${retry}${d.keepAlive === true ? '' : 'connection: close\r\n'}\r\n${body}`
   );
 }
 
@@ -375,6 +381,7 @@ export function sendDenial(res: ServerResponse, d: Denial): void {
   };
   if (d.keepAlive !== true) headers.connection = 'close';
   if (d.policy !== undefined) headers[POLICY_HEADER] = d.policy;
+  if (d.retryAfterSeconds !== undefined) headers['retry-after'] = d.retryAfterSeconds;
   res.writeHead(d.status, d.reasonPhrase, headers);
   res.end(body);
 }

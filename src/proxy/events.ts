@@ -11,6 +11,9 @@ import type { ReplayFields } from '../telemetry/replay.js';
 const OUTCOME_REASONS = [
   'ssrf-denied',
   'resolve-failed',
+  // The lookup gate (net/lookup-gate.ts) kept the name from the upstream resolver.
+  'lookup-rate-limited',
+  'lookup-tunnel-suspected',
   'dial-failed',
   'upstream-failed',
   'tls-unavailable',

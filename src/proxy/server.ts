@@ -6,7 +6,7 @@ import { createServer as createHttpServer, type IncomingMessage, type Server, ty
 import { createServer as createNetServer, type Server as NetServer, type Socket } from 'node:net';
 import type { Registry } from 'prom-client';
 import type { CredentialSource } from '../credentials/source.js';
-import type { Resolver } from '../net/resolver.js';
+import type { LookupGate } from '../net/lookup-gate.js';
 import type { HostCache } from '../net/host.js';
 import { prepareSelfAddresses, type SelfAddress, type SelfAddresses } from '../net/ssrf.js';
 import type { PolicyStore } from '../policy/store.js';
@@ -77,7 +77,8 @@ interface ProxyServerOptions {
   readonly port: number;
   readonly limits: ProxyLimits;
   readonly store: PolicyStore;
-  readonly resolver: Resolver;
+  /** The one lookup gate, shared with policy DNS (built once by the composition root). */
+  readonly lookups: LookupGate;
   readonly hosts?: HostCache | undefined;
   /** Request-authority parse memos (context.ts createAuthorityParsers), made once by the composition root. */
   readonly authorities: AuthorityParsers;
@@ -183,7 +184,7 @@ export function createProxyServer(options: ProxyServerOptions): ProxyServer {
   });
   const ctx: ProxyContext = {
     store: options.store,
-    resolver: options.resolver,
+    lookups: options.lookups,
     hosts: options.hosts,
     authorities: options.authorities,
     sink: options.sink,

@@ -1,5 +1,6 @@
-// startBoundary(): a real boundary on 127.0.0.1 port 0 with a fake resolver, an in-memory log sink, a
-// counting dialer, loopback upstreams allowed and the test CA as upstream CA. Files live in a temp dir.
+// startBoundary(): a real boundary on 127.0.0.1 port 0 with a fake resolver (or the production resolver over a
+// loopback DNS server), an in-memory log sink, a counting dialer, loopback upstreams allowed and the test CA as
+// upstream CA. Files live in a temp dir.
 
 import { mkdtemp, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -8,6 +9,7 @@ import { join } from 'node:path';
 import { Registry } from 'prom-client';
 import type { Boundary } from '../../src/boundary-types.js';
 import { createBoundary } from '../../src/boundary.js';
+import { buildResolver } from '../../src/cli/run.js';
 import { parseConfig } from '../../src/config.js';
 import type { CredentialSource } from '../../src/credentials/source.js';
 import type { IdentitySource } from '../../src/identity/source.js';
@@ -58,6 +60,15 @@ export interface StartOptions {
   readonly identitySocket?: string;
   /** deps.identity: a source of the test's own (a /proc walk of another root, say). */
   readonly identity?: IdentitySource;
+  /**
+   * config.upstreamDns: resolve through the production resolver (cli/run.ts buildResolver: upstream DNS client and
+   * TTL cache) asking this loopback DNS server (test/harness/dns-upstream.ts) instead of the fake resolver.
+   */
+  readonly upstreamDns?: { readonly host: string; readonly port: number };
+  /** config.dnsTunnelDetection (`--dns-tunnel-detection`). */
+  readonly tunnelDetection?: 'off' | 'audit' | 'enforce';
+  /** config.newNamesPerSecond and newNamesBurst (`--new-names-per-second`, `--new-names-burst`). */
+  readonly newNames?: { readonly perSecond: number; readonly burst: number };
 }
 
 export interface RunningBoundary {
@@ -69,6 +80,7 @@ export interface RunningBoundary {
   /** The interception CA certificate (PEM), or undefined when unavailable. */
   readonly caPem: string | undefined;
   readonly log: LogSink;
+  /** The fake resolver; not asked when `upstreamDns` was given. */
   readonly resolver: FakeResolver;
   /** Every upstream dial the boundary asked for, in order. */
   readonly dials: DialTarget[];
@@ -111,9 +123,13 @@ export async function startBoundary(options: StartOptions = {}): Promise<Running
     ...(options.logFormat === undefined ? {} : { logFormat: options.logFormat }),
     ...(options.binaryIdentity === undefined ? {} : { binaryIdentity: options.binaryIdentity }),
     ...(options.identitySocket === undefined ? {} : { identitySocket: options.identitySocket }),
+    ...(options.upstreamDns === undefined ? {} : { upstreamDns: `${options.upstreamDns.host}:${options.upstreamDns.port}` }),
+    ...(options.tunnelDetection === undefined ? {} : { dnsTunnelDetection: options.tunnelDetection }),
+    ...(options.newNames === undefined ? {} : { newNamesPerSecond: options.newNames.perSecond, newNamesBurst: options.newNames.burst }),
   });
+  const real = options.upstreamDns === undefined ? undefined : await buildResolver(config, now, log.logger);
   const boundary = createBoundary(config, {
-    resolver,
+    resolver: real?.resolver ?? resolver,
     now,
     logger: log.logger,
     audit: log.sink,
@@ -148,6 +164,7 @@ export async function startBoundary(options: StartOptions = {}): Promise<Running
     close() {
       closed ??= (async () => {
         await boundary.close();
+        await real?.close();
         await rm(dir, { recursive: true, force: true });
       })();
       return closed;

@@ -13,6 +13,7 @@ import { buildQuery } from './dns-client.js';
 import { type EndpointSpec, stubPolicy } from './dns-policy.js';
 import { collectingSink } from './dns-stack.js';
 import { type FakeAnswer, fakeResolver } from './fake-resolver.js';
+import { testLookupGate } from './lookup-gate.js';
 
 export const UDP: DnsRequestInfo = { transport: 'udp', remote: { ip: '127.0.0.1', port: 5353 } };
 export const PUBLIC = '93.184.216.34';
@@ -34,7 +35,7 @@ export function setup(
   const sink = collectingSink();
   const dns = createPolicyDns({
     policy: () => policy,
-    resolver: options.resolver ?? resolver,
+    lookups: testLookupGate(options.resolver ?? resolver, { now: clock.now, sink, policy: () => policy }),
     pool,
     sink,
     now: clock.now,

@@ -4,13 +4,16 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { createCachingResolver } from '../../src/net/resolver-cache.js';
+import type { Resolver } from '../../src/net/resolver.js';
 import { NO_SELF_ADDRESSES } from '../../src/net/ssrf.js';
-import { type DestinationResult, type DestinationTarget, destination, type ProxyContext } from '../../src/proxy/context.js';
+import type { DestinationResult } from '../../src/net/destination.js';
+import { type DestinationTarget, destination, type ProxyContext } from '../../src/proxy/context.js';
 import { testClock } from '../harness/clock.js';
 import { fakeResolver } from '../harness/fake-resolver.js';
+import { testLookupGate } from '../harness/lookup-gate.js';
 
-function contextWith(resolver: ProxyContext['resolver']): ProxyContext {
-  return { resolver, hosts: undefined, allowLoopback: false, selfAddresses: () => NO_SELF_ADDRESSES } as unknown as ProxyContext;
+function contextWith(resolver: Resolver): ProxyContext {
+  return { lookups: testLookupGate(resolver), hosts: undefined, allowLoopback: false, selfAddresses: () => NO_SELF_ADDRESSES } as unknown as ProxyContext;
 }
 
 /** The verdict when it came in this turn, else undefined (a promise: a query was needed). */
@@ -19,13 +22,13 @@ function inThisTurn(ctx: ProxyContext, target: DestinationTarget): DestinationRe
   return out instanceof Promise ? undefined : out;
 }
 
-const NAMED: DestinationTarget = { host: 'api.example.test', kind: 'name', port: 443, endpoint: undefined };
+const NAMED: DestinationTarget = { host: 'api.example.test', kind: 'name', port: 443, endpoint: undefined, endpoints: [] };
 
 describe('destination', () => {
   it('answers an IP literal in this turn without asking the resolver', async () => {
     const upstream = fakeResolver({});
     const ctx = contextWith(upstream);
-    const target: DestinationTarget = { host: '10.0.0.5', kind: 'ipv4', port: 443, endpoint: undefined };
+    const target: DestinationTarget = { host: '10.0.0.5', kind: 'ipv4', port: 443, endpoint: undefined, endpoints: [] };
     const held = inThisTurn(ctx, target);
     assert.ok(held !== undefined);
     assert.deepEqual(held, await destination(ctx, target));
@@ -51,7 +54,7 @@ describe('destination', () => {
 
   it('refuses a local name in this turn, as destination does', async () => {
     const ctx = contextWith(fakeResolver({}));
-    const target: DestinationTarget = { host: 'localhost', kind: 'name', port: 80, endpoint: undefined };
+    const target: DestinationTarget = { host: 'localhost', kind: 'name', port: 80, endpoint: undefined, endpoints: [] };
     const held = inThisTurn(ctx, target);
     assert.equal(held?.ok, false);
     assert.deepEqual(held, await destination(ctx, target));

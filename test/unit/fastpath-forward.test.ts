@@ -26,6 +26,7 @@ import type { H1Request } from '../../src/http1/h1-request.js';
 import type { AuditEvent } from '../../src/telemetry/event.js';
 import { testClock } from '../harness/clock.js';
 import { fakeResolver } from '../harness/fake-resolver.js';
+import { testLookupGate } from '../harness/lookup-gate.js';
 import { createProxyMetrics } from '../../src/proxy/metrics.js';
 import { MetricsOffRegistry } from '../../src/telemetry/metrics.js';
 
@@ -199,17 +200,18 @@ async function run(c: Case, resolver: Resolver): Promise<Observed> {
   });
   const metrics = createProxyMetrics(new MetricsOffRegistry());
   const authorities = createAuthorityParsers();
+  const lookups = testLookupGate(resolver);
   const chain = createRequestChain({
     store,
     authorities,
     metrics,
     identity: undefined,
     credentials,
-    destination: (target) => checkDestination({ ...target, resolver, hosts: undefined, allowLoopback: true, selfAddresses: NO_SELF_ADDRESSES }),
+    destination: (target) => checkDestination({ ...target, lookups, hosts: undefined, allowLoopback: true, selfAddresses: NO_SELF_ADDRESSES }),
   });
   const ctx = {
     store,
-    resolver,
+    lookups,
     chain,
     authorities,
     credentials,

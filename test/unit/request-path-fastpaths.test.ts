@@ -16,6 +16,7 @@ import { credentialHead } from '../../src/proxy/credential-injection.js';
 import { testClock } from '../harness/clock.js';
 import { makeEndpoint } from '../harness/endpoint.js';
 import { fakeResolver } from '../harness/fake-resolver.js';
+import { testLookupGate } from '../harness/lookup-gate.js';
 import { seeded } from '../harness/seeded.js';
 
 function randomString(next: () => number, alphabet: string, maxLength: number): string {
@@ -56,23 +57,23 @@ describe('checkDestination on a cached answer', () => {
 
   it('settles synchronously with exactly what a fresh resolution gives, for every name, plan and setting', async () => {
     const clock = testClock();
-    const cache = createCachingResolver(fakeResolver(RECORDS), { now: clock.now });
-    const plain = fakeResolver(RECORDS);
+    const cache = testLookupGate(createCachingResolver(fakeResolver(RECORDS), { now: clock.now }), { now: clock.now });
+    const plain = testLookupGate(fakeResolver(RECORDS), { now: clock.now });
     let cases = 0;
     for (const host of [...Object.keys(RECORDS), 'missing.example.test']) {
       for (const endpoint of endpoints) {
         for (const port of [80, 443, 3128, 6443]) {
           for (const allowLoopback of [undefined, false, true]) {
-            const base = { host, kind: 'name' as const, port, endpoint, allowLoopback, selfAddresses: self };
-            const expected = await checkDestination({ ...base, resolver: plain });
-            await checkDestination({ ...base, resolver: cache });
-            const held = checkDestinationCached({ ...base, resolver: cache });
+            const base = { host, kind: 'name' as const, port, endpoint, endpoints: endpoint === undefined ? [] : [endpoint], allowLoopback, selfAddresses: self };
+            const expected = await checkDestination({ ...base, lookups: plain });
+            await checkDestination({ ...base, lookups: cache });
+            const held = checkDestinationCached({ ...base, lookups: cache });
             // A transient failure is never cached: that question goes to the resolver again (unless the port
             // alone refuses it, before any query).
             const portRefused = !expected.ok && 'check' in expected && expected.check === 'control-plane-port';
             if (host === 'down.example.test' && !portRefused) {
               assert.equal(held, undefined, host);
-              assert.deepEqual(await checkDestination({ ...base, resolver: cache }), expected, host);
+              assert.deepEqual(await checkDestination({ ...base, lookups: cache }), expected, host);
             } else {
               assert.notEqual(held, undefined, `${host}:${port} should settle from the cache`);
               assert.deepEqual(held, expected, `${host}:${port} ${endpoint?.host} loopback=${allowLoopback}`);
@@ -89,7 +90,7 @@ describe('checkDestination on a cached answer', () => {
     const clock = testClock();
     const inner = fakeResolver({ 'api.example.test': { addresses: ['127.0.0.1'], ttlSeconds: 10 } });
     const cache = createCachingResolver(inner, { now: clock.now });
-    const request: DestinationRequest = { host: 'api.example.test', kind: 'name', port: 80, endpoint: undefined, resolver: cache, allowLoopback: true };
+    const request: DestinationRequest = { host: 'api.example.test', kind: 'name', port: 80, endpoint: undefined, endpoints: [], lookups: testLookupGate(cache, { now: clock.now }), allowLoopback: true };
     const first = checkDestination(request);
     assert.ok(first instanceof Promise, 'a name not held is resolved');
     await first;

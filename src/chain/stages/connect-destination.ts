@@ -3,15 +3,20 @@
 // checked before the CA (a missing CA never hides an SSRF refusal).
 
 import { formatAuthority } from '../../net/host.js';
-import { isResolveFailure } from '../../net/destination.js';
-import type { DestinationResult } from '../../proxy/context.js';
+import { isLookupRefused, isResolveFailure } from '../../net/destination.js';
+import type { DestinationResult } from '../../net/destination.js';
 import { ssrfDenial, upstreamUnreachableDenial } from '../../proxy/deny.js';
+import { lookupRefused } from '../../proxy/lookup-refusal.js';
 import type { ConnectionRequest } from '../connection.js';
 import { CONTINUE, denied, type Refusal, type Stage } from '../stage.js';
 import type { DestinationCheck } from './destination.js';
 
 function checked(c: ConnectionRequest, dest: DestinationResult): Refusal | undefined {
   const target = formatAuthority(c.host as string, c.port as number);
+  if (isLookupRefused(dest)) {
+    c.lookupRefusal = dest.refusal;
+    return lookupRefused(target, dest.refusal);
+  }
   if (isResolveFailure(dest)) return denied(upstreamUnreachableDenial(target, dest.failure), 'resolve-failed', dest.message);
   const dropped = dest.dropped.map((d) => `${d.ip} ${d.class}`);
   if (!dest.ok) {
@@ -28,7 +33,7 @@ export function createConnectDestinationStage(deps: { readonly check: Destinatio
   return {
     name: 'connect-destination',
     run(c) {
-      const dest = check({ host: c.host as string, kind: c.hostForm!, port: c.port as number, endpoint: c.endpoint });
+      const dest = check({ host: c.host as string, kind: c.hostForm!, port: c.port as number, endpoint: c.endpoint, endpoints: c.decision!.endpoints });
       return dest instanceof Promise ? dest.then((d) => checked(c, d)) : checked(c, dest);
     },
   };

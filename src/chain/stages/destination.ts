@@ -3,9 +3,11 @@
 // answer validated for the endpoint (docs/destinations.md#validation-plans); only what survives is dialled.
 
 import { formatAuthority } from '../../net/host.js';
-import { isResolveFailure } from '../../net/destination.js';
-import type { DestinationResult, DestinationTarget } from '../../proxy/context.js';
+import { isLookupRefused, isResolveFailure } from '../../net/destination.js';
+import type { DestinationTarget } from '../../proxy/context.js';
+import type { DestinationResult } from '../../net/destination.js';
 import { ssrfDenial, upstreamUnreachableDenial } from '../../proxy/deny.js';
+import { lookupRefused } from '../../proxy/lookup-refusal.js';
 import type { ChainRequest } from '../request.js';
 import { CONTINUE, denied, type Refusal, type Stage } from '../stage.js';
 
@@ -15,6 +17,10 @@ export type DestinationCheck = (target: DestinationTarget) => DestinationResult 
 function checked(r: ChainRequest, dest: DestinationResult): Refusal | undefined {
   const host = r.host as string;
   const port = r.port as number;
+  if (isLookupRefused(dest)) {
+    r.lookupRefusal = dest.refusal;
+    return lookupRefused(formatAuthority(host, port), dest.refusal);
+  }
   if (isResolveFailure(dest)) return denied(upstreamUnreachableDenial(formatAuthority(host, port), dest.failure), 'resolve-failed', dest.message);
   const dropped = dest.dropped.map((d) => `${d.ip} ${d.class}`);
   if (!dest.ok) {
@@ -36,7 +42,8 @@ export function createDestinationStage(deps: { readonly check: DestinationCheck 
         r.destination = { addresses: tunnel.addresses, tls: tunnel.tls };
         return CONTINUE;
       }
-      const target = { host: r.host as string, kind: r.hostForm!, port: r.port as number, endpoint: r.decision?.endpoint };
+      const decision = r.decision!;
+      const target = { host: r.host as string, kind: r.hostForm!, port: r.port as number, endpoint: decision.endpoint, endpoints: decision.endpoints };
       const dest = check(target);
       return dest instanceof Promise ? dest.then((d) => checked(r, d)) : checked(r, dest);
     },

@@ -1,7 +1,7 @@
 // Classifies the labels a workload put under an allowed wildcard as ordinary or tunnelling-shaped (docs/dns.md#tunnelling).
-// Pure: no clock, no state, no I/O; the per-parent volume window and the findings live in guard.ts.
+// Pure: no clock, no state, no I/O; the per-parent volume window and the findings live in lookup-gate.ts.
 
-/** What policy DNS does with a tunnelling-shaped name: nothing, a finding only, or a finding and REFUSED. */
+/** What the lookup gate does with a tunnelling-shaped name: nothing, a finding only, or a finding and a refusal. */
 export const TUNNEL_DETECTION_MODES = ['off', 'audit', 'enforce'] as const;
 export type TunnelDetectionMode = (typeof TUNNEL_DETECTION_MODES)[number];
 /**
@@ -12,7 +12,7 @@ export const DEFAULT_TUNNEL_DETECTION: TunnelDetectionMode = 'audit';
 
 /**
  * Why a name looks like a tunnel. The shape signals come from classifySubdomain; `many-names` is the volume signal
- * guard.ts adds (too many new names under one parent in a window).
+ * lookup-gate.ts adds (too many new names under one parent in a window).
  */
 export const TUNNEL_SIGNALS = ['long-name', 'label-chain', 'hex-encoded', 'base32-encoded', 'base64-encoded', 'high-entropy', 'many-names'] as const;
 export type TunnelSignal = (typeof TUNNEL_SIGNALS)[number];
