@@ -79,6 +79,10 @@ export class ServerSession extends H2Connection {
       this.flushBodies();
     });
     socket.on('error', () => undefined);
+    // HTTP/2 has no half-closed connection: a client that ended its side (a crashed process does, without GOAWAY)
+    // can send no WINDOW_UPDATE or SETTINGS ACK, so nothing more reaches it reliably. Its streams are cut and the
+    // socket goes now, as nginx does, instead of holding its slot until the tunnel's idle timeout.
+    socket.on('end', () => socket.destroy());
     socket.on('close', () => this.onSocketClose());
     this.out.send(settingsFrame([[Setting.MAX_CONCURRENT_STREAMS, H2_MAX_CONCURRENT_STREAMS], [Setting.MAX_HEADER_LIST_SIZE, H2_MAX_HEADER_LIST_BYTES], [Setting.ENABLE_PUSH, 0]]));
     this.streams.windows.open();
