@@ -185,6 +185,14 @@ export const METRICS = {
     labels: { flood: FLOOD_KINDS },
     scope: 'boundary',
   },
+  boundary_http2_stalled_streams_total: {
+    name: 'boundary_http2_stalled_streams_total',
+    type: 'counter',
+    unit: '',
+    help: 'HTTP/2 client streams reset ENHANCE_YOUR_CALM because their answer moved nothing for limits.h2StallTimeoutMs while it waited on the client',
+    labels: NONE,
+    scope: 'boundary',
+  },
   boundary_credentials_substituted_total: {
     name: 'boundary_credentials_substituted_total',
     type: 'counter',

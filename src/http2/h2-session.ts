@@ -76,6 +76,11 @@ export class H2Session extends H2Connection implements StreamOwner {
     return this.streams.size + this.waiting.length;
   }
 
+  /** Streams the origin takes at once: its SETTINGS_MAX_CONCURRENT_STREAMS, or the assumption until it says. */
+  get maxStreams(): number {
+    return this.peerMaxStreams;
+  }
+
   /** Starts a request stream now, or when the origin's concurrency limit leaves room. */
   open(stream: UpstreamStream): void {
     if (this.closed || this.goneAway) {

@@ -8,7 +8,7 @@ import { bufferHasMarker } from '../credentials/scan.js';
 import { H2Error } from '../http2/frames.js';
 import { isEnveloped, isGrpc } from '../http2/grpc.js';
 import { joinedCookies, h2ResponseFields } from '../http2/headers.js';
-import { type H2Handler, UpstreamResetError } from '../http2/h2-client.js';
+import { type H2Client, type H2Handler, UpstreamResetError } from '../http2/h2-client.js';
 import { type H2RequestHead, readRequestHead } from '../http2/request-head.js';
 import type { RequestStream } from '../http2/request-stream.js';
 import type { H1Exchange } from '../http1/h1-client.js';
@@ -18,6 +18,7 @@ import type { Denial } from './deny.js';
 import { beginOutcome, emitOutcome, type Outcome, settle } from './events.js';
 import type { HeldRequest } from './body-hold.js';
 import { filteringHandler, identityEncoding, type ToolsListPlan } from './tools-list-filter.js';
+import type { H2Lane } from './h2-lane.js';
 import type { TunnelUpstream, TunnelUpstreamHandle } from './h2-upstream.js';
 import { respondDenial, respondStatus } from './h2-respond.js';
 import type { Evaluation, RelayEvaluation } from './l7.js';
@@ -113,6 +114,9 @@ class H2ProxyStream implements H2Handler, RelayingRequest {
   relayTrailers = false;
   /** The tools/list answers to filter (mcp.filter_tools_list), once the request is allowed. */
   toolsList: ToolsListPlan | undefined = undefined;
+  /** The tunnel's lane to an HTTP/2 origin and the client it picked for this stream, until the stream ends. */
+  lane: H2Lane | undefined = undefined;
+  picked: H2Client | undefined = undefined;
   /** The client stream is full: the upstream is paused until it drains. */
   waiting = false;
   settled = false;
@@ -204,10 +208,14 @@ class H2ProxyStream implements H2Handler, RelayingRequest {
     const plan = this.toolsList;
     const upstream = plan === undefined ? headers : identityEncoding(headers);
     const handler: H2Handler = plan === undefined ? this : { ...filteringHandler(this, plan), onTrailers: (t) => this.onTrailers(t) };
-    this.exchange =
-      up.kind === 'h2'
-        ? up.client.request({ method, target: head.target, headers: upstream, body, scheme: this.scope.tls ? 'https' : 'http', teTrailers, trailers: () => this.requestTrailers }, handler)
-        : up.pool.request({ method, target: head.target, headers: joinedCookies(upstream), body }, handler);
+    if (up.kind === 'h1') {
+      this.exchange = up.pool.request({ method, target: head.target, headers: joinedCookies(upstream), body }, handler);
+      return;
+    }
+    const client = up.lane.pick();
+    this.lane = up.lane;
+    this.picked = client;
+    this.exchange = client.request({ method, target: head.target, headers: upstream, body, scheme: this.scope.tls ? 'https' : 'http', teTrailers, trailers: () => this.requestTrailers }, handler);
   }
 
   private teTrailers(): boolean {
@@ -310,6 +318,11 @@ class H2ProxyStream implements H2Handler, RelayingRequest {
   private finish(answered: boolean): void {
     if (this.settled) return;
     this.settled = true;
+    if (this.picked !== undefined) {
+      // The upstream stream has ended: it no longer counts against the tunnel's share.
+      this.lane?.done(this.picked);
+      this.picked = undefined;
+    }
     if (answered) this.ctx.metrics.responseBytes.observe(this.responseBytes);
   }
 }

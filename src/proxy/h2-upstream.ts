@@ -1,6 +1,7 @@
 // Where an HTTP/2 tunnel's streams go upstream: HTTP/2 when the origin offers it in ALPN (or, in cleartext, when the
-// client spoke it by prior knowledge), sessions pooled per pinned destination and shared by every tunnel to it;
-// HTTP/1.1 otherwise, through a per-tunnel pool of the proxy's own client. Same TLS verification as upstream.ts.
+// client spoke it by prior knowledge), sessions pooled per pinned destination and shared by every tunnel to it up to
+// each tunnel's share (h2-lane.ts); HTTP/1.1 otherwise, through a per-tunnel pool of the proxy's own client. Same TLS
+// verification as upstream.ts.
 // Every socket and pool made here is closed by close(), and one chosen for a tunnel that has already gone at once.
 
 import type { Socket } from 'node:net';
@@ -8,6 +9,7 @@ import type { TLSSocket } from 'node:tls';
 import { createH2Client, type H2Client } from '../http2/h2-client.js';
 import { BoundaryError } from '../errors.js';
 import type { H1Pool } from '../http1/h1-client.js';
+import { H2Lane } from './h2-lane.js';
 import { ALPN_H2_OR_HTTP1, type PinnedDestination, type Upstreams } from './upstream.js';
 
 /** Pinned destinations with an HTTP/2 client kept; the least recently used is closed beyond this. */
@@ -15,7 +17,7 @@ export const MAX_H2_UPSTREAM_DESTINATIONS = 256;
 /** HTTP/1.1 connections one HTTP/2 tunnel may hold to an origin without HTTP/2: its streams run side by side. */
 export const MAX_H1_CONNECTIONS_PER_H2_TUNNEL = 16;
 
-export type TunnelUpstream = { readonly kind: 'h2'; readonly client: H2Client } | { readonly kind: 'h1'; readonly pool: H1Pool };
+export type TunnelUpstream = { readonly kind: 'h2'; readonly lane: H2Lane } | { readonly kind: 'h1'; readonly pool: H1Pool };
 
 /** One tunnel's way upstream: chosen on the first get(); release() frees what the tunnel alone holds. */
 export interface TunnelUpstreamHandle {
@@ -36,19 +38,15 @@ export interface H2Upstreams {
   close(): void;
 }
 
-/** What one tunnel holds alone: its HTTP/1.1 pool and the socket the pool starts on, once chosen. */
+/** What one tunnel holds alone: its lane to an HTTP/2 origin, or its HTTP/1.1 pool and the socket the pool starts on. */
 interface Own {
+  lane?: H2Lane;
   pool?: H1Pool;
   socket?: Socket;
   /** The tunnel has closed. */
   released: boolean;
 }
 
-/** Destroys what a tunnel holds alone; its first socket too, which the pool has not taken if no request came. */
-function destroyOwn(own: Own): void {
-  own.pool?.destroy();
-  own.socket?.destroy();
-}
 
 function keyOf(dest: PinnedDestination): string {
   return `${dest.tls ? 's' : 'p'}|${dest.host}|${dest.port}|${dest.addresses.join(',')}`;
@@ -60,7 +58,7 @@ export function createH2Upstreams(upstreams: Upstreams): H2Upstreams {
   const all = new Set<H2Client>();
   /** ALPN probes in flight: a tunnel that arrives meanwhile waits for the probe's client instead of dialling its own. */
   const probing = new Map<string, Promise<H2Client | undefined>>();
-  /** What tunnels whose origin has no HTTP/2 hold alone, until they close. */
+  /** What each tunnel holds alone (its lane's own client, or its HTTP/1.1 pool), until it closes. */
   const owned = new Set<Own>();
   /** Sockets dialled at CONNECT time and handed to a kept client that has not opened its session on them yet. */
   const unused = new Set<Socket>();
@@ -113,14 +111,36 @@ export function createH2Upstreams(upstreams: Upstreams): H2Upstreams {
     return client;
   }
 
+  /** The lane of a tunnel to `shared`: beyond its share, a client of its own to the same destination. */
+  function lane(own: Own, dest: PinnedDestination, shared: H2Client): TunnelUpstream {
+    own.lane = new H2Lane(shared, () => {
+      const client = createH2Client({ connect: () => upstreams.connect(dest, ['h2']) });
+      if (closed) client.destroy();
+      else all.add(client);
+      return client;
+    });
+    // A tunnel that closed while its upstream was chosen never picks a client of its own.
+    if (own.released) own.lane.release();
+    else owned.add(own);
+    return { kind: 'h2', lane: own.lane };
+  }
+
+  /** Destroys what a tunnel holds alone; its first socket too, which the pool has not taken if no request came. */
+  function destroyOwn(own: Own): void {
+    const client = own.lane?.release();
+    if (client !== undefined) all.delete(client);
+    own.pool?.destroy();
+    own.socket?.destroy();
+  }
+
   async function choose(dest: PinnedDestination, first: Socket, own: Own): Promise<TunnelUpstream> {
     const key = keyOf(dest);
     const shared = pooled(key) ?? (await probing.get(key));
     if (shared !== undefined && !shared.closed) {
       first.destroy();
-      return { kind: 'h2', client: shared };
+      return lane(own, dest, shared);
     }
-    if (!dest.tls) return { kind: 'h2', client: keep(key, dest, first) };
+    if (!dest.tls) return lane(own, dest, keep(key, dest, first));
     let secured: TLSSocket | undefined;
     const probe = upstreams.secureSocket(first, dest.host, ALPN_H2_OR_HTTP1).then((socket) => {
       if (socket.alpnProtocol === 'h2') return keep(key, dest, socket);
@@ -130,7 +150,7 @@ export function createH2Upstreams(upstreams: Upstreams): H2Upstreams {
     probing.set(key, probe.catch(() => undefined));
     try {
       const client = await probe;
-      if (client !== undefined) return { kind: 'h2', client };
+      if (client !== undefined) return lane(own, dest, client);
     } finally {
       probing.delete(key);
     }
@@ -163,7 +183,7 @@ export function createH2Upstreams(upstreams: Upstreams): H2Upstreams {
         chosen: () => chosen,
         release() {
           own.released = true;
-          // A pooled HTTP/2 client outlives the tunnel (other tunnels share it); the HTTP/1.1 fallback does not.
+          // A pooled HTTP/2 client outlives the tunnel (other tunnels share it); its own client and pool do not.
           owned.delete(own);
           destroyOwn(own);
           if (choosing === undefined) first.destroy();

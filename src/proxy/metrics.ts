@@ -29,6 +29,8 @@ export interface ProxyMetrics {
   readonly watchHttp2: (counts: { readonly clientSessions: () => number; readonly upstreamClients: () => number }) => void;
   /** A client session the flood guard closed; rare, so counted directly. */
   readonly http2FloodClosed: { inc(labels: { flood: FloodKind }): void };
+  /** A client stream reset for a stalled answer; rare, so counted directly. */
+  readonly http2StalledStreams: { inc(labels: Record<never, never>): void };
   readonly clientErrors: { inc(labels: { reason: 'head-too-large' | 'timeout' | 'reset' | 'malformed' }): void };
   readonly credentialsSubstituted: () => void;
   readonly connections: PlainGauge;
@@ -195,6 +197,7 @@ export function createProxyMetrics(registry: Registry): ProxyMetrics {
       http2 = counts;
     },
     http2FloodClosed: createCounter(registry, METRICS.boundary_http2_flood_closed_total),
+    http2StalledStreams: createCounter(registry, METRICS.boundary_http2_stalled_streams_total),
     clientErrors: createCounter(registry, METRICS.boundary_proxy_client_errors_total),
     credentialsSubstituted: () => {
       substituted++;
