@@ -173,10 +173,12 @@ export class Call implements H1Exchange, StreamEvents {
 
   pause(): void {
     this.paused = true;
+    this.stream?.hold(true);
   }
 
   resume(): void {
     this.paused = false;
+    this.stream?.hold(false);
     while (!this.paused && this.held.length > 0) {
       const next = this.held.shift()!;
       if (Buffer.isBuffer(next)) {

@@ -24,6 +24,8 @@ export interface H2Client {
   capacity(): number;
   /** Of those, how many a new stream would find free now; 0 or less: it would wait for a slot. */
   room(): number;
+  /** Of the streams open now, those whose consumer paused them (a client that does not read). */
+  held(): number;
   close(): void;
   destroy(): void;
   readonly closed: boolean;
@@ -124,6 +126,9 @@ export function createH2Client(options: H2ClientOptions): H2Client {
     room() {
       const s = current();
       return s === undefined ? H2_UPSTREAM_ASSUMED_MAX_STREAMS - starting : s.maxStreams - s.load;
+    },
+    held() {
+      return current()?.held ?? 0;
     },
     close() {
       closed = true;

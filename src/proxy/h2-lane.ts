@@ -1,12 +1,14 @@
 // One tunnel's way to an HTTP/2 origin (docs/destinations.md#http2): the session every tunnel to that destination
-// shares while this tunnel holds less than its share of it and it has a slot free, else a session of the tunnel's
-// own, so that one client's streams (stalled ones above all) never make another client's wait for a slot.
+// shares while this tunnel holds less than its share of it, else a session of the tunnel's own; and a session of its
+// own too when the shared one is full and stalled streams hold a share of it, so clients that do not read never make
+// another client's streams wait for a slot.
 
 import type { H2Client } from '../http2/h2-client.js';
 
 /**
  * The part of a shared upstream session's concurrent streams (SETTINGS_MAX_CONCURRENT_STREAMS) one tunnel may hold,
- * in percent; past it, or when the session has no slot free, the tunnel's streams go on a session of its own.
+ * in percent; past it the tunnel's streams go on a session of its own. So do they when the session is full and as
+ * many of its streams are paused by clients that do not read.
  */
 export const H2_UPSTREAM_TUNNEL_SHARE_PERCENT = 50;
 
@@ -28,7 +30,9 @@ export class H2Lane {
   pick(): H2Client {
     const shared = this.shared;
     if (this.released) return shared;
-    if (!shared.closed && this.onShared < this.share() && shared.room() > 0) {
+    const share = this.share();
+    // A full session is waited for, as its streams end quickly, unless streams whose clients do not read hold a share.
+    if (!shared.closed && this.onShared < share && (shared.room() > 0 || shared.held() < share)) {
       this.onShared++;
       return shared;
     }

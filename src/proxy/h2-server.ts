@@ -30,7 +30,7 @@ export interface H2Server {
 export function createH2Server(ctx: ProxyContext): H2Server {
   const upstreams: H2Upstreams = createH2Upstreams(ctx.upstreams);
   const sessions = new Set<ServerSession>();
-  ctx.metrics.watchHttp2({ clientSessions: () => sessions.size, upstreamClients: () => upstreams.size() });
+  ctx.metrics.watchHttp2({ clientSessions: () => sessions.size, upstreamClients: () => upstreams.size(), upstreamHeld: () => upstreams.held() });
 
   return {
     serve(socket, tunnel, onClose) {

@@ -35,6 +35,8 @@ export interface H2Upstreams {
   forTunnel(dest: PinnedDestination, first: Socket): TunnelUpstreamHandle;
   /** HTTP/2 clients open: pooled ones, and replaced ones still serving their streams. */
   size(): number;
+  /** Streams open on those clients whose consumer paused them (clients that do not read). */
+  held(): number;
   close(): void;
 }
 
@@ -191,6 +193,11 @@ export function createH2Upstreams(upstreams: Upstreams): H2Upstreams {
       };
     },
     size: () => all.size,
+    held() {
+      let n = 0;
+      for (const client of all) n += client.held();
+      return n;
+    },
     close() {
       closed = true;
       for (const client of all) client.destroy();

@@ -26,7 +26,7 @@ export interface ProxyMetrics {
   /** Registers how many distinct sources a listener holds now; read at scrape time, never on the accept path. */
   readonly watchSources: (listener: AdmissionListener, count: () => number) => void;
   /** Registers the HTTP/2 server's open client sessions and kept upstream clients; read at scrape time. */
-  readonly watchHttp2: (counts: { readonly clientSessions: () => number; readonly upstreamClients: () => number }) => void;
+  readonly watchHttp2: (counts: { readonly clientSessions: () => number; readonly upstreamClients: () => number; readonly upstreamHeld: () => number }) => void;
   /** A client session the flood guard closed; rare, so counted directly. */
   readonly http2FloodClosed: { inc(labels: { flood: FloodKind }): void };
   /** A client stream reset for a stalled answer; rare, so counted directly. */
@@ -164,6 +164,9 @@ export function createProxyMetrics(registry: Registry): ProxyMetrics {
   });
   createGauge(registry, METRICS.boundary_http2_upstream_clients, {
     collect: (gauge) => gauge.set({}, http2?.upstreamClients() ?? 0),
+  });
+  createGauge(registry, METRICS.boundary_http2_upstream_held_streams, {
+    collect: (gauge) => gauge.set({}, http2?.upstreamHeld() ?? 0),
   });
 
   const off = metricsOff(registry);

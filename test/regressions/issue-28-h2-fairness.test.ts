@@ -1,7 +1,8 @@
 // Regression of issue 28, "Shared upstream HTTP/2 session, head-of-line" (`issues show 28`): one client tunnel that
 // opened 100 streams with a zero receive window and never read took every stream slot of the session boundary shares
 // between all tunnels to that origin, and every other tunnel's request to it waited for the 300 s idle timeout. Now a
-// tunnel holds at most its share of a shared session (its further streams go on a session of its own), and an answer
+// tunnel holds at most its share of a shared session (its further streams go on a session of its own; so do any
+// tunnel's once the shared session is full and a share of it is held by clients that do not read), and an answer
 // that moves nothing while it waits on the client is reset ENHANCE_YOUR_CALM after limits.h2StallTimeoutMs.
 // The origin is node:http2, which announces no SETTINGS_MAX_CONCURRENT_STREAMS: boundary then assumes 100.
 
@@ -31,6 +32,8 @@ const P99_RATIO = 2;
 const ATTEMPTS = 3;
 /** limits.h2StallTimeoutMs of the boundary whose stalled streams are watched being released. */
 const SHORT_STALL_MS = 1_000;
+/** Scrapes of the held-streams gauge while the hostile streams' answers fill boundary's queues. */
+const HELD_POLLS = 500;
 /** SETTINGS_INITIAL_WINDOW_SIZE. */
 const INITIAL_WINDOW = 0x4;
 
@@ -149,6 +152,16 @@ async function honest(t: TestContext, b: RunningBoundary, port: number): Promise
   };
 }
 
+/** Resolves once boundary counts `n` upstream streams paused by clients that do not read (a bounded number of scrapes). */
+async function heldUpstream(b: RunningBoundary, n: number): Promise<void> {
+  let held = 0;
+  for (let i = 0; i < HELD_POLLS; i++) {
+    held = await metric(b, 'boundary_http2_upstream_held_streams');
+    if (held >= n) return;
+  }
+  assert.fail(`boundary_http2_upstream_held_streams stayed at ${held}, below ${n}`);
+}
+
 function p99(samples: readonly number[]): number {
   const sorted = [...samples].sort((a, b) => a - b);
   return sorted[Math.ceil(sorted.length * 0.99) - 1] as number;
@@ -161,26 +174,41 @@ describe('issue 28: one client cannot starve others on a shared upstream HTTP/2 
   });
   after(() => origin?.close());
 
-  it(`another tunnel's requests keep their pace while one client holds ${HOSTILE_STREAMS} streams with a zero window`, async (t) => {
+  /**
+   * The other client's p99 alone, then with `tunnels` hostile tunnels holding their streams, up to ATTEMPTS times
+   * until it is within P99_RATIO; each attack is in place (every hostile stream open at the origin and paused by
+   * boundary) before the measurement, and still in place after it.
+   */
+  async function fairness(t: TestContext, tunnels: number): Promise<void> {
     const b = await startBoundary({ policy: policy(origin.port) });
     t.after(() => b.close());
     const other = await honest(t, b, origin.port);
     await other.latencies();
+    const held = HOSTILE_STREAMS * tunnels;
     const seen: string[] = [];
     for (let attempt = 1; attempt <= ATTEMPTS; attempt++) {
       const alone = p99(await other.latencies());
-      const attack = await hostile(t, b, origin.port);
-      // Every hostile stream is open at the origin, stalled: the slots they hold are held for real.
-      await origin.until((open) => open >= HOSTILE_STREAMS, 'the hostile streams open at the origin');
+      const attack: Socket[] = [];
+      for (let i = 0; i < tunnels; i++) attack.push((await hostile(t, b, origin.port)).socket);
+      await origin.until((open) => open >= held, 'the hostile streams open at the origin');
+      await heldUpstream(b, held);
       const attacked = p99(await other.latencies());
-      await origin.until((open) => open >= HOSTILE_STREAMS, 'the hostile streams still held during the measurement');
+      assert.ok((await metric(b, 'boundary_http2_upstream_held_streams')) >= held, 'the hostile streams still held after the measurement');
       seen.push(`attempt ${attempt}: p99 alone ${alone.toFixed(2)} ms, under attack ${attacked.toFixed(2)} ms`);
       t.diagnostic(seen.at(-1) as string);
-      attack.socket.destroy();
-      await origin.until((open) => open === 0, "the hostile streams cancelled with the hostile's tunnel");
+      for (const socket of attack) socket.destroy();
+      await origin.until((open) => open === 0, "the hostile streams cancelled with the hostile's tunnels");
       if (attacked <= P99_RATIO * alone) return;
     }
     assert.fail(`the other client's p99 under attack stayed above ${P99_RATIO}x its p99 alone: ${seen.join('; ')}`);
+  }
+
+  it(`another tunnel's requests keep their pace while one client holds ${HOSTILE_STREAMS} streams with a zero window`, async (t) => {
+    await fairness(t, 1);
+  });
+
+  it('and while two tunnels of that client fill the shared session with stalled streams', async (t) => {
+    await fairness(t, 2);
   });
 
   it('resets streams whose answer stalls on the client past limits.h2StallTimeoutMs, releasing their upstream streams', async (t) => {
