@@ -33,6 +33,8 @@ const COMMANDS: Readonly<Record<string, () => Promise<Command>>> = {
 
 /** Past the drain deadline, the forced drain gets this long to log and return its own exit code before main.ts exits. */
 const FORCED_EXIT_GRACE_MS = 1_000;
+/** What a Node timer holds (config.ts MAX_TIMER_MS, not imported: main.ts loads no command's modules up front). */
+const TIMER_MAX_MS = 2_147_483_647;
 
 /** When the process must be gone (performance.now() ms): set by `run` once it drains. */
 let exitAt: number | undefined;
@@ -80,7 +82,8 @@ async function main(argv: readonly string[]): Promise<number> {
     now: Date.now,
     exitDeadline(ms) {
       exitAt = performance.now() + ms;
-      exitIn(ms + FORCED_EXIT_GRACE_MS);
+      // Past what a timer holds it would fire at once; such a deadline is armed when the drain returns.
+      if (ms + FORCED_EXIT_GRACE_MS <= TIMER_MAX_MS) exitIn(ms + FORCED_EXIT_GRACE_MS);
     },
   };
   try {
