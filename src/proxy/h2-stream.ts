@@ -2,13 +2,12 @@
 // credential rewrite and body rules (credential-injection.ts), one decision event, then the stream relayed to the
 // tunnel's upstream (h2-upstream.ts) with flow control and trailers both ways. Denials go out per h2-respond.ts.
 
-import type { IncomingHttpHeaders } from 'node:http';
 import type { CredentialScope } from '../credentials/scope.js';
 import { bufferHasMarker } from '../credentials/scan.js';
 import { H2Error } from '../http2/frames.js';
 import { isEnveloped, isGrpc } from '../http2/grpc.js';
 import { joinedCookies, h2ResponseFields } from '../http2/headers.js';
-import { type H2Handler, UpstreamResetError } from '../http2/h2-client.js';
+import { type H2Client, type H2Handler, UpstreamResetError } from '../http2/h2-client.js';
 import { type H2RequestHead, readRequestHead } from '../http2/request-head.js';
 import type { RequestStream } from '../http2/request-stream.js';
 import type { H1Exchange } from '../http1/h1-client.js';
@@ -17,12 +16,24 @@ import { MarkerInBodyError, redactResponseHeaders, type UpstreamHead } from './c
 import type { Denial } from './deny.js';
 import { beginOutcome, emitOutcome, type Outcome, settle } from './events.js';
 import type { HeldRequest } from './body-hold.js';
+import { H2StreamRequest, methodOf } from './h2-request.js';
 import { filteringHandler, identityEncoding, type ToolsListPlan } from './tools-list-filter.js';
+import type { H2Lane } from './h2-lane.js';
 import type { TunnelUpstream, TunnelUpstreamHandle } from './h2-upstream.js';
 import { respondDenial, respondStatus } from './h2-respond.js';
 import type { Evaluation, RelayEvaluation } from './l7.js';
 import { observeSince } from './metrics.js';
-import { answerUpstreamFailure, type BodyFraming, ClientClosedError, evaluateAndRelay, type RelayingRequest, relayEvaluation, type UpstreamBody } from './relay-request.js';
+import { methodOverride } from './method-override.js';
+import {
+  answerUpstreamFailure,
+  type BodyFraming,
+  ClientClosedError,
+  evaluateAndRelay,
+  OverrideInTrailersError,
+  type RelayingRequest,
+  relayEvaluation,
+  type UpstreamBody,
+} from './relay-request.js';
 
 const H2_EXTRA = Object.freeze({ http_version: '2' });
 
@@ -30,43 +41,6 @@ const H2_EXTRA = Object.freeze({ http_version: '2' });
 export interface H2Session {
   readonly tunnel: H2Tunnel;
   readonly upstream: TunnelUpstreamHandle;
-}
-
-/** The stream's request as the evaluator and the body hold read it; its body is the stream itself. */
-class H2StreamRequest implements HeldRequest {
-  readonly httpVersion: string;
-  readonly url: string;
-  readonly rawHeaders: readonly string[];
-  readonly bodyFollows: boolean;
-  readonly stream: RequestStream;
-  private fieldsByName: IncomingHttpHeaders | undefined = undefined;
-
-  constructor(head: H2RequestHead, stream: RequestStream) {
-    this.httpVersion = head.httpVersion;
-    this.url = head.url;
-    this.rawHeaders = head.rawHeaders;
-    this.bodyFollows = !stream.remoteEnded;
-    this.stream = stream;
-  }
-
-  /** The fields by name, as a held body's checks read them; built only for a request whose body is held. */
-  get headers(): IncomingHttpHeaders {
-    if (this.fieldsByName === undefined) {
-      const byName: Record<string, string> = {};
-      const raw = this.rawHeaders;
-      for (let i = 0; i < raw.length; i += 2) {
-        const name = raw[i] as string;
-        const known = byName[name];
-        byName[name] = known === undefined ? (raw[i + 1] as string) : `${known}, ${raw[i + 1] as string}`;
-      }
-      this.fieldsByName = byName;
-    }
-    return this.fieldsByName;
-  }
-
-  [Symbol.asyncIterator](): AsyncIterator<Buffer> {
-    return this.stream;
-  }
 }
 
 /** The server session's onStream: one request per stream. */
@@ -87,14 +61,6 @@ export function handleH2Stream(ctx: ProxyContext, session: H2Session, stream: Re
   new H2ProxyStream(ctx, session, stream, read.head, o).start();
 }
 
-/** The `:method` of a head that failed its checks, for its event (printable ASCII only, as the event may show it). */
-function methodOf(fields: readonly string[]): string {
-  for (let i = 0; i < fields.length; i += 2) {
-    if (fields[i] === ':method') return /^[!-~]{1,32}$/.test(fields[i + 1] ?? '') ? (fields[i + 1] as string) : 'UNKNOWN';
-  }
-  return 'UNKNOWN';
-}
-
 class H2ProxyStream implements H2Handler, RelayingRequest {
   readonly ctx: ProxyContext;
   readonly session: H2Session;
@@ -111,10 +77,15 @@ class H2ProxyStream implements H2Handler, RelayingRequest {
   credentialScope: CredentialScope | undefined = undefined;
   exchange: H1Exchange | undefined = undefined;
   requestTrailers: string[] | undefined = undefined;
+  /** The trailers were refused before the request went upstream: it never will. */
+  trailersRefused: Error | undefined = undefined;
   responseTrailers: string[] | undefined = undefined;
   relayTrailers = false;
   /** The tools/list answers to filter (mcp.filter_tools_list), once the request is allowed. */
   toolsList: ToolsListPlan | undefined = undefined;
+  /** The tunnel's lane to an HTTP/2 origin and the client it picked for this stream, until the stream ends. */
+  lane: H2Lane | undefined = undefined;
+  picked: H2Client | undefined = undefined;
   /** The client stream is full: the upstream is paused until it drains. */
   waiting = false;
   settled = false;
@@ -165,16 +136,31 @@ class H2ProxyStream implements H2Handler, RelayingRequest {
   }
 
   goingUpstream(framing: BodyFraming): void {
-    if (!framing.hasBody || this.body !== this.req) return;
+    if (!framing.hasBody) return;
+    const early = this.stream.trailers;
+    if (this.body !== this.req) {
+      // A held body's trailers came with it and are not relayed; an override among them is refused all the same.
+      if (early !== undefined && methodOverride(early) !== undefined) this.trailersRefused = new OverrideInTrailersError();
+      return;
+    }
     // Trailers that came while the request was decided are read now; later ones when they come.
-    if (this.stream.trailers !== undefined) this.onRequestTrailers(this.stream.trailers);
+    if (early !== undefined) this.onRequestTrailers(early);
     else this.stream.onTrailers = (trailers) => this.onRequestTrailers(trailers);
   }
 
   private onRequestTrailers(trailers: string[]): void {
     // A placeholder in a trailer would go upstream unsubstituted: refused like one in the body.
-    if (bufferHasMarker(Buffer.from(trailers.join('\n'), 'latin1'))) this.exchange?.abort(new MarkerInBodyError());
+    if (bufferHasMarker(Buffer.from(trailers.join('\n'), 'latin1'))) this.refuseTrailers(new MarkerInBodyError());
+    // docs/destinations.md#method-override-headers: an origin that reads an override from trailers would act on a
+    // method that was never decided.
+    else if (methodOverride(trailers) !== undefined) this.refuseTrailers(new OverrideInTrailersError());
     else this.requestTrailers = trailers;
+  }
+
+  /** The request fails with `err` now, or, while it has not gone upstream yet (a held body), when it would. */
+  private refuseTrailers(err: Error): void {
+    if (this.exchange !== undefined) this.exchange.abort(err);
+    else this.trailersRefused = err;
   }
 
   send(head: UpstreamHead, headers: string[], body: UpstreamBody): void {
@@ -196,6 +182,10 @@ class H2ProxyStream implements H2Handler, RelayingRequest {
 
   private sendOn(up: TunnelUpstream, head: UpstreamHead, headers: string[], body: UpstreamBody): void {
     if (this.settled) return;
+    if (this.trailersRefused !== undefined) {
+      this.onError(this.trailersRefused);
+      return;
+    }
     this.sentAt = this.ctx.metrics.now();
     const { method } = this.o;
     const teTrailers = this.teTrailers();
@@ -206,10 +196,14 @@ class H2ProxyStream implements H2Handler, RelayingRequest {
     const plan = this.toolsList;
     const upstream = plan === undefined ? headers : identityEncoding(headers);
     const handler: H2Handler = plan === undefined ? this : { ...filteringHandler(this, plan), onTrailers: (t) => this.onTrailers(t) };
-    this.exchange =
-      up.kind === 'h2'
-        ? up.client.request({ method, target: head.target, headers: upstream, body, scheme: this.scope.tls ? 'https' : 'http', teTrailers, trailers: () => this.requestTrailers }, handler)
-        : up.pool.request({ method, target: head.target, headers: joinedCookies(upstream), body }, handler);
+    if (up.kind === 'h1') {
+      this.exchange = up.pool.request({ method, target: head.target, headers: joinedCookies(upstream), body }, handler);
+      return;
+    }
+    const client = up.lane.pick();
+    this.lane = up.lane;
+    this.picked = client;
+    this.exchange = client.request({ method, target: head.target, headers: upstream, body, scheme: this.scope.tls ? 'https' : 'http', teTrailers, trailers: () => this.requestTrailers }, handler);
   }
 
   private teTrailers(): boolean {
@@ -312,6 +306,11 @@ class H2ProxyStream implements H2Handler, RelayingRequest {
   private finish(answered: boolean): void {
     if (this.settled) return;
     this.settled = true;
+    if (this.picked !== undefined) {
+      // The upstream stream has ended: it no longer counts against the tunnel's share.
+      this.lane?.done(this.picked);
+      this.picked = undefined;
+    }
     if (answered) this.ctx.metrics.responseBytes.observe(this.responseBytes);
   }
 }

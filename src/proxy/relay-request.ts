@@ -10,7 +10,7 @@ import type { H1Exchange } from '../http1/h1-client.js';
 import { formatAuthority } from '../net/host.js';
 import { type HoldingRequest, holdInspectedBody } from './body-hold.js';
 import { type BodyResult, credentialRefusal, MarkerInBodyError, scannedBody, type UpstreamHead } from './credential-injection.js';
-import { type Denial, upstreamUnreachableDenial } from './deny.js';
+import { type Denial, methodOverrideDenial, upstreamUnreachableDenial } from './deny.js';
 import { dialFailureOf, isDialError } from './dial.js';
 import { findingEvent, settle } from './events.js';
 import { scannedMessages } from './h2-body.js';
@@ -22,6 +22,14 @@ import { heldBody, prepareHead } from './upstream-body.js';
 /** The client went away before the upstream answered. */
 export class ClientClosedError extends Error {
   override readonly name = 'ClientClosedError';
+}
+
+/**
+ * A method-override header in the request's trailers (docs/destinations.md#method-override-headers): it came after the
+ * request was decided on its head, so it is refused as an override that cannot be decided, and nothing more goes up.
+ */
+export class OverrideInTrailersError extends Error {
+  override readonly name = 'OverrideInTrailersError';
 }
 
 /** How an allowed request's body goes upstream. */
@@ -156,6 +164,11 @@ export function answerUpstreamFailure(request: RelayingRequest, err: Error): voi
   if (marker !== undefined) {
     // The scanner stopped the body before the marker's bytes were released upstream (CR-12/13).
     refuseRewrite(request, marker.refusal);
+    return;
+  }
+  if (err instanceof OverrideInTrailersError) {
+    settle(o, 'deny', 'method-override-invalid', 'method override refused: override-in-trailers', 400);
+    request.answerDenial(methodOverrideDenial('override-in-trailers'));
     return;
   }
   if (err instanceof ClientClosedError) {
