@@ -31,6 +31,27 @@ const COMMANDS: Readonly<Record<string, () => Promise<Command>>> = {
   identity: async () => (await import('./cli/identity.js')).identityCommand,
 };
 
+/** Past the drain deadline, the forced drain gets this long to log and return its own exit code before main.ts exits. */
+const FORCED_EXIT_GRACE_MS = 1_000;
+/** What a Node timer holds (config.ts MAX_TIMER_MS, not imported: main.ts loads no command's modules up front). */
+const TIMER_MAX_MS = 2_147_483_647;
+
+/** When the process must be gone (performance.now() ms): set by `run` once it drains. */
+let exitAt: number | undefined;
+let exitTimer: NodeJS.Timeout | undefined;
+
+/** Exits with EXIT_DRAIN_FORCED in `ms` unless the process has ended by then, naming what still held it. */
+function exitIn(ms: number): void {
+  clearTimeout(exitTimer);
+  exitTimer = setTimeout(() => {
+    const held = process.getActiveResourcesInfo().join(', ') || 'nothing visible';
+    process.stderr.write(`boundary: still running at the drain deadline (held by ${held}); exiting with ${EXIT_DRAIN_FORCED}\n`);
+    process.exit(EXIT_DRAIN_FORCED);
+  }, ms);
+  // It only ends a process that something else keeps alive: one with nothing left exits at once, with its own code.
+  exitTimer.unref();
+}
+
 async function main(argv: readonly string[]): Promise<number> {
   const [name, ...rest] = argv;
   if (name === undefined || name === '--help' || name === '-h' || name === 'help') {
@@ -59,6 +80,11 @@ async function main(argv: readonly string[]): Promise<number> {
     cwd: process.cwd(),
     signal: controller.signal,
     now: Date.now,
+    exitDeadline(ms) {
+      exitAt = performance.now() + ms;
+      // Past what a timer holds it would fire at once; such a deadline is armed when the drain returns.
+      if (ms + FORCED_EXIT_GRACE_MS <= TIMER_MAX_MS) exitIn(ms + FORCED_EXIT_GRACE_MS);
+    },
   };
   try {
     return await (await load())(rest, io);
@@ -73,6 +99,8 @@ main(process.argv.slice(2)).then(
     process.exitCode = code;
     // A forced drain may have left a handle that would keep the event loop, and so the process, alive.
     if (code === EXIT_DRAIN_FORCED) process.exit(code);
+    // A drain that reported clean may still have left one (issue 28): the deadline holds whatever the drain said.
+    if (exitAt !== undefined) exitIn(Math.max(0, exitAt - performance.now()));
   },
   (err: unknown) => {
     const code = typeof err === 'object' && err !== null && 'code' in err ? ` (${String(err.code)})` : '';

@@ -13,6 +13,11 @@ export interface CliIo {
   readonly signal: AbortSignal;
   /** Epoch milliseconds. */
   readonly now: () => number;
+  /**
+   * The drain has begun: the process must be gone `ms` from now. main.ts exits it then with EXIT_DRAIN_FORCED,
+   * whatever still holds the event loop; a drain that closed everything exits long before.
+   */
+  readonly exitDeadline?: (ms: number) => void;
   /** `boundary run` without metrics (no-op recorders): set only by the benchmark's entry, bench/proxy/boundary-metrics-off.mjs. */
   readonly metricsOff?: boolean;
 }

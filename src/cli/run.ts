@@ -207,6 +207,7 @@ export const runCommand: Command = async function runCommand(argv: readonly stri
   if (!io.signal.aborted) await new Promise<void>((done) => io.signal.addEventListener('abort', () => done(), { once: true }));
   // main.ts aborts with the signal's name (SIGTERM, SIGINT); anything else is a plain close.
   const reason: unknown = io.signal.reason;
+  io.exitDeadline?.(config.shutdownDrainMs);
   const outcome = await boundary.close(typeof reason === 'string' ? { signal: reason } : {});
   await credentials?.close();
   dns.close();

@@ -63,6 +63,8 @@ export interface ProxyContext {
   readonly dial: DialFunction | undefined;
   readonly connectTimeoutMs: number;
   readonly tunnelIdleTimeoutMs: number;
+  /** An HTTP/2 answer that moves nothing this long while it waits on the client is reset (http2/stall-watch.ts). */
+  readonly h2StallTimeoutMs: number;
   readonly allowLoopback: boolean;
   readonly interception: Interception;
   readonly tunnels: TunnelRegistry;

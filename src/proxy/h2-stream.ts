@@ -2,7 +2,6 @@
 // chain (the same stages as HTTP/1.1), answers a refusal per h2-respond.ts, or relays the stream to the tunnel's upstream
 // (h2-upstream.ts) with flow control and trailers both ways, the answer passing the response stages. One decision event.
 
-import type { IncomingHttpHeaders } from 'node:http';
 import { requestOutcome } from '../chain/event.js';
 import { ChainRequest } from '../chain/request.js';
 import { responseHandler } from '../chain/response-chain.js';
@@ -11,57 +10,25 @@ import { bufferHasMarker } from '../credentials/scan.js';
 import { H2Error } from '../http2/frames.js';
 import { isEnveloped, isGrpc } from '../http2/grpc.js';
 import { joinedCookies, h2ResponseFields } from '../http2/headers.js';
-import { type H2Handler, UpstreamResetError } from '../http2/h2-client.js';
+import { type H2Client, type H2Handler, UpstreamResetError } from '../http2/h2-client.js';
 import { type H2RequestHead, readRequestHead } from '../http2/request-head.js';
 import type { RequestStream } from '../http2/request-stream.js';
 import type { H1Exchange } from '../http1/h1-client.js';
 import type { H2Tunnel, ProxyContext } from './context.js';
 import { MarkerInBodyError } from './credential-injection.js';
 import { emitOutcome, findingEvent } from './events.js';
+import { H2StreamRequest, methodOf } from './h2-request.js';
+import type { H2Lane } from './h2-lane.js';
 import type { TunnelUpstream, TunnelUpstreamHandle } from './h2-upstream.js';
+import { methodOverride } from './method-override.js';
 import { respondDenial, respondStatus } from './h2-respond.js';
 import { observeSince } from './metrics.js';
-import { ClientClosedError, failed, upstreamFailure } from './relay-request.js';
+import { ClientClosedError, failed, OverrideInTrailersError, upstreamFailure } from './relay-request.js';
 
 /** What the HTTP/2 server keeps per client session (h2-server.ts). */
 export interface H2Session {
   readonly tunnel: H2Tunnel;
   readonly upstream: TunnelUpstreamHandle;
-}
-
-/** The stream's request as the chain reads it; its body is the stream itself. */
-class H2StreamRequest {
-  readonly httpVersion: string;
-  readonly url: string;
-  readonly rawHeaders: readonly string[];
-  readonly stream: RequestStream;
-  private fieldsByName: IncomingHttpHeaders | undefined = undefined;
-
-  constructor(head: H2RequestHead, stream: RequestStream) {
-    this.httpVersion = head.httpVersion;
-    this.url = head.url;
-    this.rawHeaders = head.rawHeaders;
-    this.stream = stream;
-  }
-
-  /** The fields by name, as a held body's checks read them; built only for a request whose body is held. */
-  get headers(): IncomingHttpHeaders {
-    if (this.fieldsByName === undefined) {
-      const byName: Record<string, string> = {};
-      const raw = this.rawHeaders;
-      for (let i = 0; i < raw.length; i += 2) {
-        const name = raw[i] as string;
-        const known = byName[name];
-        byName[name] = known === undefined ? (raw[i + 1] as string) : `${known}, ${raw[i + 1] as string}`;
-      }
-      this.fieldsByName = byName;
-    }
-    return this.fieldsByName;
-  }
-
-  [Symbol.asyncIterator](): AsyncIterator<Buffer> {
-    return this.stream;
-  }
 }
 
 /** The server session's onStream: one request per stream. */
@@ -81,14 +48,6 @@ export function handleH2Stream(ctx: ProxyContext, session: H2Session, stream: Re
   new H2ProxyStream(ctx, session, stream, read.head).start();
 }
 
-/** The `:method` of a head that failed its checks, for its event (printable ASCII only, as the event may show it). */
-function methodOf(fields: readonly string[]): string {
-  for (let i = 0; i < fields.length; i += 2) {
-    if (fields[i] === ':method') return /^[!-~]{1,32}$/.test(fields[i + 1] ?? '') ? (fields[i + 1] as string) : 'UNKNOWN';
-  }
-  return 'UNKNOWN';
-}
-
 class H2ProxyStream implements H2Handler {
   readonly ctx: ProxyContext;
   readonly session: H2Session;
@@ -101,6 +60,11 @@ class H2ProxyStream implements H2Handler {
   readonly wire: H2StreamRequest;
   exchange: H1Exchange | undefined = undefined;
   requestTrailers: string[] | undefined = undefined;
+  /** The trailers were refused before the request went upstream: it never will. */
+  trailersRefused: Error | undefined = undefined;
+  /** The tunnel's lane to an HTTP/2 origin and the client it picked for this stream, until the stream ends. */
+  lane: H2Lane | undefined = undefined;
+  picked: H2Client | undefined = undefined;
   responseTrailers: string[] | undefined = undefined;
   relayTrailers = false;
   /** The client stream is full: the upstream is paused until it drains. */
@@ -152,12 +116,17 @@ class H2ProxyStream implements H2Handler {
   goingUpstream(): boolean {
     // A body already read (held for inspection) goes up as read; else the stream has one unless END_STREAM came first.
     const hasBody = this.r.body !== this.wire || !this.endStream;
-    if (hasBody && this.r.body === this.wire) {
-      // Trailers that came while the request was decided are read now; later ones when they come.
-      if (this.stream.trailers !== undefined) this.onRequestTrailers(this.stream.trailers);
-      else this.stream.onTrailers = (trailers) => this.onRequestTrailers(trailers);
+    if (!hasBody) return false;
+    const early = this.stream.trailers;
+    if (this.r.body !== this.wire) {
+      // A held body's trailers came with it and are not relayed; an override among them is refused all the same.
+      if (early !== undefined && methodOverride(early) !== undefined) this.trailersRefused = new OverrideInTrailersError();
+      return true;
     }
-    return hasBody;
+    // Trailers that came while the request was decided are read now; later ones when they come.
+    if (early !== undefined) this.onRequestTrailers(early);
+    else this.stream.onTrailers = (trailers) => this.onRequestTrailers(trailers);
+    return true;
   }
 
   private decided(refused: Refusal | undefined): void {
@@ -178,8 +147,17 @@ class H2ProxyStream implements H2Handler {
 
   private onRequestTrailers(trailers: string[]): void {
     // A placeholder in a trailer would go upstream unsubstituted: refused like one in the body.
-    if (bufferHasMarker(Buffer.from(trailers.join('\n'), 'latin1'))) this.exchange?.abort(new MarkerInBodyError());
+    if (bufferHasMarker(Buffer.from(trailers.join('\n'), 'latin1'))) this.refuseTrailers(new MarkerInBodyError());
+    // docs/destinations.md#method-override-headers: an origin that reads an override from trailers would act on a
+    // method that was never decided.
+    else if (methodOverride(trailers) !== undefined) this.refuseTrailers(new OverrideInTrailersError());
     else this.requestTrailers = trailers;
+  }
+
+  /** The request fails with `err` now, or, while it has not gone upstream yet (a held body), when it would. */
+  private refuseTrailers(err: Error): void {
+    if (this.exchange !== undefined) this.exchange.abort(err);
+    else this.trailersRefused = err;
   }
 
   private send(): void {
@@ -204,6 +182,10 @@ class H2ProxyStream implements H2Handler {
 
   private sendOn(up: TunnelUpstream, headers: string[], body: Buffer | AsyncIterable<Buffer> | null): void {
     if (this.settled) return;
+    if (this.trailersRefused !== undefined) {
+      this.onError(this.trailersRefused);
+      return;
+    }
     this.sentAt = this.ctx.metrics.now();
     const r = this.r;
     const target = r.head!.target;
@@ -213,10 +195,15 @@ class H2ProxyStream implements H2Handler {
     this.relayTrailers = up.kind === 'h2' && (teTrailers || this.grpc);
     const response = responseHandler(r, this, headers);
     const handler = response.handler as H2Handler;
-    this.exchange =
-      up.kind === 'h2'
-        ? up.client.request({ method: r.method, target, headers: response.headers, body, scheme: r.tunnel?.tls === true ? 'https' : 'http', teTrailers, trailers: () => this.requestTrailers }, handler)
-        : up.pool.request({ method: r.method, target, headers: joinedCookies(response.headers), body }, handler);
+    if (up.kind === 'h1') {
+      this.exchange = up.pool.request({ method: r.method, target, headers: joinedCookies(response.headers), body }, handler);
+      return;
+    }
+    const client = up.lane.pick();
+    this.lane = up.lane;
+    this.picked = client;
+    const scheme = r.tunnel?.tls === true ? 'https' : 'http';
+    this.exchange = client.request({ method: r.method, target, headers: response.headers, body, scheme, teTrailers, trailers: () => this.requestTrailers }, handler);
   }
 
   private teTrailers(): boolean {
@@ -317,6 +304,11 @@ class H2ProxyStream implements H2Handler {
   private finish(answered: boolean): void {
     if (this.settled) return;
     this.settled = true;
+    if (this.picked !== undefined) {
+      // The upstream stream has ended: it no longer counts against the tunnel's share.
+      this.lane?.done(this.picked);
+      this.picked = undefined;
+    }
     if (answered) this.ctx.metrics.responseBytes.observe(this.responseBytes);
   }
 }

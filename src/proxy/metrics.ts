@@ -26,9 +26,11 @@ export interface ProxyMetrics {
   /** Registers how many distinct sources a listener holds now; read at scrape time, never on the accept path. */
   readonly watchSources: (listener: AdmissionListener, count: () => number) => void;
   /** Registers the HTTP/2 server's open client sessions and kept upstream clients; read at scrape time. */
-  readonly watchHttp2: (counts: { readonly clientSessions: () => number; readonly upstreamClients: () => number }) => void;
+  readonly watchHttp2: (counts: { readonly clientSessions: () => number; readonly upstreamClients: () => number; readonly upstreamHeld: () => number }) => void;
   /** A client session the flood guard closed; rare, so counted directly. */
   readonly http2FloodClosed: { inc(labels: { flood: FloodKind }): void };
+  /** A client stream reset for a stalled answer; rare, so counted directly. */
+  readonly http2StalledStreams: { inc(labels: Record<never, never>): void };
   readonly clientErrors: { inc(labels: { reason: 'head-too-large' | 'timeout' | 'reset' | 'malformed' }): void };
   readonly credentialsSubstituted: () => void;
   readonly connections: PlainGauge;
@@ -163,6 +165,9 @@ export function createProxyMetrics(registry: Registry): ProxyMetrics {
   createGauge(registry, METRICS.boundary_http2_upstream_clients, {
     collect: (gauge) => gauge.set({}, http2?.upstreamClients() ?? 0),
   });
+  createGauge(registry, METRICS.boundary_http2_upstream_held_streams, {
+    collect: (gauge) => gauge.set({}, http2?.upstreamHeld() ?? 0),
+  });
 
   const off = metricsOff(registry);
   const tls = createHistogram(registry, METRICS.boundary_tls_handshake_duration_seconds);
@@ -195,6 +200,7 @@ export function createProxyMetrics(registry: Registry): ProxyMetrics {
       http2 = counts;
     },
     http2FloodClosed: createCounter(registry, METRICS.boundary_http2_flood_closed_total),
+    http2StalledStreams: createCounter(registry, METRICS.boundary_http2_stalled_streams_total),
     clientErrors: createCounter(registry, METRICS.boundary_proxy_client_errors_total),
     credentialsSubstituted: () => {
       substituted++;

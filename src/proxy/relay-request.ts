@@ -3,15 +3,23 @@
 
 import type { ChainRequest } from '../chain/request.js';
 import { credentialRefusal } from '../chain/stages/credentials.js';
-import type { Refusal } from '../chain/stage.js';
+import { denied, type Refusal } from '../chain/stage.js';
 import { formatAuthority } from '../net/host.js';
 import { MarkerInBodyError } from './credential-injection.js';
-import { dialFailedDenial, upstreamUnreachableDenial } from './deny.js';
+import { dialFailedDenial, methodOverrideDenial, upstreamUnreachableDenial } from './deny.js';
 import { dialFailureOf, isDialError } from './dial.js';
 
 /** The client went away before the upstream answered. */
 export class ClientClosedError extends Error {
   override readonly name = 'ClientClosedError';
+}
+
+/**
+ * A method-override header in the request's trailers (docs/destinations.md#method-override-headers): it came after the
+ * request was decided on its head, so it is refused as an override that cannot be decided, and nothing more goes up.
+ */
+export class OverrideInTrailersError extends Error {
+  override readonly name = 'OverrideInTrailersError';
 }
 
 /** The marker scanner's abort, as thrown by the body iterator (or wrapped in `cause`). */
@@ -32,6 +40,11 @@ export function upstreamFailure(r: ChainRequest, err: Error, sent: boolean): Ref
   if (marker !== undefined) {
     // The scanner stopped the body before the marker's bytes were released upstream (CR-12/13).
     const refused = credentialRefusal(r, marker.refusal);
+    r.settle(refused);
+    return refused;
+  }
+  if (err instanceof OverrideInTrailersError) {
+    const refused = denied(methodOverrideDenial('override-in-trailers'), 'method-override-invalid', 'method override refused: override-in-trailers');
     r.settle(refused);
     return refused;
   }

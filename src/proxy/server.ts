@@ -26,6 +26,7 @@ import type { ClientErrorReason, RefusedConnectionReason } from './events.js';
 import { createProxyMetrics, type ProxyMetrics } from './metrics.js';
 import { createRequestHandler } from './forward.js';
 import { refuseH2Preface } from './h2-refusal.js';
+import { H2_STREAM_STALL_TIMEOUT_MS } from '../http2/stall-watch.js';
 import { createH2Server, type H2Server } from './h2-server.js';
 import { destroyAfterLinger } from './linger.js';
 import { refuseConnection } from './refusal.js';
@@ -56,6 +57,8 @@ export interface ProxyLimits {
   readonly requestTimeoutMs: number;
   readonly keepAliveTimeoutMs: number;
   readonly tunnelIdleTimeoutMs: number;
+  /** An HTTP/2 answer that moves nothing this long while it waits on the client is reset (http2/stall-watch.ts). */
+  readonly h2StallTimeoutMs: number;
   readonly connectTimeoutMs: number;
   readonly closeGraceMs: number;
 }
@@ -68,6 +71,7 @@ export const DEFAULT_PROXY_LIMITS: ProxyLimits = Object.freeze({
   requestTimeoutMs: REQUEST_TIMEOUT_MS,
   keepAliveTimeoutMs: KEEP_ALIVE_TIMEOUT_MS,
   tunnelIdleTimeoutMs: TUNNEL_IDLE_TIMEOUT_MS,
+  h2StallTimeoutMs: H2_STREAM_STALL_TIMEOUT_MS,
   connectTimeoutMs: CONNECT_TIMEOUT_MS,
   closeGraceMs: CLOSE_GRACE_MS,
 });
@@ -194,6 +198,7 @@ export function createProxyServer(options: ProxyServerOptions): ProxyServer {
     dial: options.dial,
     connectTimeoutMs: limits.connectTimeoutMs,
     tunnelIdleTimeoutMs: limits.tunnelIdleTimeoutMs,
+    h2StallTimeoutMs: limits.h2StallTimeoutMs,
     allowLoopback: options.allowLoopback,
     interception: options.interception,
     tunnels,

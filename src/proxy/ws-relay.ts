@@ -129,7 +129,7 @@ export function relayWebSocket(
   }
 
   function toClient(bytes: Buffer): void {
-    if (bytes.length > 0 && !client.write(bytes) && !upstream.isPaused()) {
+    if (bytes.length > 0 && client.writable && !client.write(bytes) && !upstream.isPaused()) {
       upstream.pause();
       client.once('drain', () => upstream.resume());
     }
@@ -294,6 +294,9 @@ export function relayWebSocket(
     self.once('end', () => {
       // A FIN with no close frame: pass it on. During our close, a server FIN mid-frame ends the client too.
       if (other.writable && (closing === undefined || self === upstream)) other.end();
+      // A client that sent its FIN is gone (a crashed process closes this way): its socket closes once what is
+      // queued for it is out, not at the linger, so it does not hold a connection slot of its source meanwhile.
+      if (self === client && client.writable) client.end();
       // A WebSocket does not half-close: the other side gets the linger to finish, not the idle timeout.
       armLinger();
     });

@@ -2,6 +2,7 @@
 // process, optionally behind a command prefix such as `ip netns exec <ns>`, with its log lines collected by
 // spawnLogged() so a test waits for an event (e.g. the bound DNS address) instead of sleeping.
 
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { CHILD_WAIT_TIMEOUT_MS, type LoggedChild, type LogLine, spawnLogged } from './child-lines.js';
 import type { StagedBoundary } from './stage.js';
@@ -27,6 +28,23 @@ export function spawnBoundaryCli(args: readonly string[], options: SpawnOptions 
   const command = [...(options.prefix ?? []), process.execPath, ...entry, 'run', ...args];
   // The staged dir as cwd: a cwd in a checkout the child's uid cannot search breaks every relative lookup.
   return spawnLogged(command, { cwd: options.staged?.dir ?? PROJECT_ROOT, label: 'boundary', ...(options.env === undefined ? {} : { env: options.env }) });
+}
+
+/**
+ * The flags of a standalone `boundary run` on loopback port 0 with `dir`/policy.yaml, names from `dir`/hosts and its
+ * state in `dir`/state. The upstream DNS (port 9, discard, on loopback) is never asked: the hosts file answers.
+ */
+export function standaloneFlags(dir: string): string[] {
+  return [
+    '--policy', join(dir, 'policy.yaml'),
+    '--proxy-listen', '127.0.0.1:0',
+    '--admin-listen', '127.0.0.1:0',
+    '--dns-listen', '127.0.0.1:0',
+    '--hosts', join(dir, 'hosts'),
+    '--upstream-dns', '127.0.0.1:9',
+    '--state-dir', join(dir, 'state'),
+    '--unsafe-allow-loopback-upstream',
+  ];
 }
 
 /** host:port out of the CONFIG:READY line of policy DNS. */
