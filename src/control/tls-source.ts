@@ -4,8 +4,8 @@
 
 import { join } from 'node:path';
 import type { Registry } from 'prom-client';
-import { isBoundaryError, type Issue } from '../errors.js';
-import { type FileWatch, watchFiles } from '../file-watch.js';
+import { isBoundaryError, type Issue } from '../shared/errors.js';
+import { type FileWatch, watchFiles } from '../shared/file-watch.js';
 import {
   checkControlIdentity,
   type ControlIdentity,
@@ -16,7 +16,7 @@ import {
 } from '../pki/identity.js';
 import { ISSUED_FILES } from '../pki/issue.js';
 import { DAY_MS } from '../pki/mint.js';
-import { coalesceReloads } from '../reload-queue.js';
+import { coalesceReloads } from '../shared/reload-queue.js';
 import type { AuditSink } from '../telemetry/event.js';
 import type { Logger } from '../telemetry/logger.js';
 import { CONTROL_METRICS } from './metric-specs.js';

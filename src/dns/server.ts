@@ -3,7 +3,7 @@
 
 import { createSocket, type RemoteInfo, type Socket as UdpSocket } from 'node:dgram';
 import { createServer, type Server, type Socket } from 'node:net';
-import { BoundaryError } from '../errors.js';
+import { BoundaryError } from '../shared/errors.js';
 import { parseIp } from '../net/ip.js';
 import { MAX_DNS_MESSAGE_BYTES } from './answer.js';
 

@@ -6,7 +6,7 @@
 
 import type { Socket } from 'node:net';
 import { MAX_HEADER_COUNT } from '../http1/framing.js';
-import { GLOBAL_TIMERS } from '../http1/timers.js';
+import { GLOBAL_TIMERS } from '../shared/timers.js';
 import { H2Connection } from './connection.js';
 import type { FloodKind } from './flood-guard.js';
 import type { BodySender, FlowStream } from './flow-control.js';

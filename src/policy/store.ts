@@ -1,7 +1,7 @@
 // The current Policy and its generation: swap() stamps the next generation (previous + 1, or the supervisor's when
 // attached and newer) and notifies subscribers. Holds no other state. emptyPolicy() is the deny-all policy every boundary starts with (fail closed).
 
-import type { Issue } from '../errors.js';
+import type { Issue } from '../shared/errors.js';
 import { policyHash } from './parse.js';
 import type { Endpoint, Policy } from './types.js';
 

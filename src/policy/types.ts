@@ -1,7 +1,7 @@
 // The compiled policy and the decision contract shared by every adapter (CONNECT, forward HTTP,
 // L7 inside tunnels, transparent capture, DNS). Types only: parse.ts builds them, decide.ts reads them.
 
-import type { Issue } from '../errors.js';
+import type { Issue } from '../shared/errors.js';
 import type { HostForm } from '../net/host.js';
 import type { BinaryIdentity, IdentityClaim, IdentityFailure } from './binary-identity.js';
 import type { GraphqlOperation, GraphqlRequest } from './graphql-match.js';

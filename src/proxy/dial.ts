@@ -2,7 +2,7 @@
 // name: the caller hands over IP literals that ssrf.ts let through. An injected `dial` replaces net.connect.
 
 import { connect, type Socket } from 'node:net';
-import { BoundaryError } from '../errors.js';
+import { BoundaryError } from '../shared/errors.js';
 import { type Outcome, settle } from './events.js';
 import { observeSince, type ProxyMetrics } from './metrics.js';
 

@@ -5,7 +5,7 @@
 
 import type { Socket } from 'node:net';
 import type { FloodKind } from '../http2/flood-guard.js';
-import { GLOBAL_TIMERS } from '../http1/timers.js';
+import { GLOBAL_TIMERS } from '../shared/timers.js';
 import { ServerSession } from '../http2/server-session.js';
 import type { H2Tunnel, ProxyContext } from './context.js';
 import { beginOutcome, findingEvent } from './events.js';

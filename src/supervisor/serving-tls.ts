@@ -7,13 +7,13 @@ import { join } from 'node:path';
 import type { Registry } from 'prom-client';
 import { SUPERVISOR_METRICS } from './metric-specs.js';
 import { createGauge } from '../telemetry/metrics.js';
-import { isBoundaryError, type Issue } from '../errors.js';
-import { type FileWatch, watchFiles } from '../file-watch.js';
+import { isBoundaryError, type Issue } from '../shared/errors.js';
+import { type FileWatch, watchFiles } from '../shared/file-watch.js';
 import { TLS_RELOAD_SETTLE_MS } from '../control/protocol.js';
 import { checkServingIdentity, isWithinValidity, readControlIdentityPems, readIdentityUpdate, type ServingIdentity } from '../pki/identity.js';
 import { ISSUED_FILES } from '../pki/issue.js';
 import { DAY_MS } from '../pki/mint.js';
-import { coalesceReloads } from '../reload-queue.js';
+import { coalesceReloads } from '../shared/reload-queue.js';
 import type { Logger } from '../telemetry/logger.js';
 
 export interface ServingTlsSource {

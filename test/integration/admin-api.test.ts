@@ -7,12 +7,12 @@ import { writeFile } from 'node:fs/promises';
 import { request } from 'node:http';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
-import { denialsRoute, explainRoute } from '../../src/admin-api.js';
-import { policyCommand } from '../../src/cli/policy.js';
+import { denialsRoute, explainRoute } from '../../src/app/admin-api.js';
+import { policyCommand } from '../../src/app/cli/policy.js';
 import { createPolicyStore } from '../../src/policy/store.js';
 import { createPolicyTexts } from '../../src/policy/texts.js';
 import { createDenialRing } from '../../src/telemetry/denials.js';
-import type { CliIo } from '../../src/cli/io.js';
+import type { CliIo } from '../../src/app/cli/io.js';
 import { startBoundary } from '../harness/boundary.js';
 import { sendRequest } from '../harness/proxy-client.js';
 

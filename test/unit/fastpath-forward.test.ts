@@ -13,7 +13,7 @@ import { describe, it } from 'node:test';
 import { createRequestChain } from '../../src/chain/request-chain.js';
 import { createStaticCredentialSource } from '../../src/credentials/source.js';
 import { checkDestination } from '../../src/net/destination.js';
-import { BoundaryError } from '../../src/errors.js';
+import { BoundaryError } from '../../src/shared/errors.js';
 import { createCachingResolver } from '../../src/net/resolver-cache.js';
 import type { Resolver } from '../../src/net/resolver.js';
 import { NO_SELF_ADDRESSES } from '../../src/net/ssrf.js';

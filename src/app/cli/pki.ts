@@ -1,8 +1,8 @@
 // `boundary pki init|issue`: create the control-channel CA and issue sandbox client, operator client or
 // supervisor server certificates into a directory. Parses its own arguments; all file work is in pki/issue.ts.
 import { resolve } from 'node:path';
-import { type ErrorCode, isBoundaryError } from '../errors.js';
-import { DEFAULT_TRUST_DOMAIN, initPki, ISSUED_VALIDITY_DAYS, issueToDir } from '../pki/issue.js';
+import { type ErrorCode, isBoundaryError } from '../../shared/errors.js';
+import { DEFAULT_TRUST_DOMAIN, initPki, ISSUED_VALIDITY_DAYS, issueToDir } from '../../pki/issue.js';
 import type { CliIo, Command } from './io.js';
 
 const USAGE = `Usage:

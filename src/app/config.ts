@@ -3,15 +3,15 @@
 
 import { isIP } from 'node:net';
 import { SHUTDOWN_DRAIN_MS } from './boundary-shutdown.js';
-import type { AttachedSettings } from './control/attached.js';
-import { parseRelayAllow } from './control/relay.js';
-import { DEFAULT_TUNNEL_DETECTION, TUNNEL_DETECTION_MODES, type TunnelDetectionMode } from './net/tunnel-detect.js';
-import { BoundaryError, type Issue, isBoundaryError } from './errors.js';
-import { normaliseHost, parseAuthority } from './net/host.js';
-import { NEW_NAMES_BURST, NEW_NAMES_PER_SECOND } from './net/lookup-gate.js';
-import { DEFAULT_SYNTHETIC_CIDR, syntheticCidrProblem } from './net/synthetic.js';
-import { BINARY_IDENTITY_MODES, type BinaryIdentityMode } from './identity/source.js';
-import { DEFAULT_PROXY_LIMITS, type ProxyLimits } from './proxy/server.js';
+import type { AttachedSettings } from '../control/attached.js';
+import { parseRelayAllow } from '../control/relay.js';
+import { DEFAULT_TUNNEL_DETECTION, TUNNEL_DETECTION_MODES, type TunnelDetectionMode } from '../net/tunnel-detect.js';
+import { BoundaryError, type Issue, isBoundaryError } from '../shared/errors.js';
+import { normaliseHost, parseAuthority } from '../net/host.js';
+import { NEW_NAMES_BURST, NEW_NAMES_PER_SECOND } from '../net/lookup-gate.js';
+import { DEFAULT_SYNTHETIC_CIDR, syntheticCidrProblem } from '../net/synthetic.js';
+import { BINARY_IDENTITY_MODES, type BinaryIdentityMode } from '../identity/source.js';
+import { DEFAULT_PROXY_LIMITS, type ProxyLimits } from '../proxy/server.js';
 
 export interface ListenAddress {
   readonly host: string;

@@ -3,12 +3,12 @@
 import { readFile } from 'node:fs/promises';
 import { resolve } from 'node:path';
 import { Registry } from 'prom-client';
-import { isBoundaryError } from '../errors.js';
-import { parseAuthority } from '../net/host.js';
-import { MIN_ADMIN_TOKEN_CHARS } from '../supervisor/admin-auth.js';
-import { ATTACH_DEADLINE_MS, createSupervisor } from '../supervisor/supervisor.js';
-import type { WithdrawalHookConfig } from '../supervisor/withdrawal-hook.js';
-import { createLogger, LOG_FORMATS, type LogFormat } from '../telemetry/logger.js';
+import { isBoundaryError } from '../../shared/errors.js';
+import { parseAuthority } from '../../net/host.js';
+import { MIN_ADMIN_TOKEN_CHARS } from '../../supervisor/admin-auth.js';
+import { ATTACH_DEADLINE_MS, createSupervisor } from '../../supervisor/supervisor.js';
+import type { WithdrawalHookConfig } from '../../supervisor/withdrawal-hook.js';
+import { createLogger, LOG_FORMATS, type LogFormat } from '../../telemetry/logger.js';
 import type { CliIo, Command } from './io.js';
 
 // Every interface: a supervisor serves boundaries in other pods. Only mTLS peers from its CA get past the handshake.

@@ -3,23 +3,23 @@
 
 import type { Registry } from 'prom-client';
 import type { CaptureMode, ListenAddress } from './config.js';
-import type { AttachedControlOptions } from './control/attached.js';
-import type { ControlLookup } from './control/dial.js';
-import type { CredentialSource } from './credentials/source.js';
-import type { IdentitySource } from './identity/source.js';
-import type { HostCache } from './net/host.js';
-import type { LookupGate } from './net/lookup-gate.js';
-import type { Resolver } from './net/resolver.js';
-import type { SelfAddress } from './net/ssrf.js';
-import type { SyntheticPool } from './net/synthetic.js';
-import type { PolicyStore } from './policy/store.js';
-import type { ProxyContext } from './proxy/context.js';
-import type { DialFunction } from './proxy/dial.js';
-import type { ProxyLimits, ProxyServer } from './proxy/server.js';
-import type { Readiness } from './telemetry/admin.js';
-import type { AuditSink } from './telemetry/event.js';
-import type { Logger } from './telemetry/logger.js';
-import type { LookupMetrics } from './dns/metrics.js';
+import type { AttachedControlOptions } from '../control/attached.js';
+import type { ControlLookup } from '../control/dial.js';
+import type { CredentialSource } from '../credentials/source.js';
+import type { IdentitySource } from '../identity/source.js';
+import type { HostCache } from '../net/host.js';
+import type { LookupGate } from '../net/lookup-gate.js';
+import type { Resolver } from '../net/resolver.js';
+import type { SelfAddress } from '../net/ssrf.js';
+import type { SyntheticPool } from '../net/synthetic.js';
+import type { PolicyStore } from '../policy/store.js';
+import type { ProxyContext } from '../proxy/context.js';
+import type { DialFunction } from '../proxy/dial.js';
+import type { ProxyLimits, ProxyServer } from '../proxy/server.js';
+import type { Readiness } from '../telemetry/admin.js';
+import type { AuditSink } from '../telemetry/event.js';
+import type { Logger } from '../telemetry/logger.js';
+import type { LookupMetrics } from '../dns/metrics.js';
 export interface Deps {
   readonly resolver: Resolver;
   /** Epoch ms: certificate validity, event times. */

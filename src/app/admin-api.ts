@@ -2,16 +2,16 @@
 // policy in force) and GET /v1/denials (the recent-denials ring, each with its smallest allowing entry), for loopback
 // callers only. Answers are values; the admin listener (telemetry/admin.ts) owns the HTTP. Never echoes a query value.
 
-import type { ErrorCode } from './errors.js';
-import { classifyAddress } from './net/address.js';
-import { type Explanation, explainIntent, explanationJson } from './policy/explain.js';
-import type { PolicyStore } from './policy/store.js';
-import type { PolicyTexts } from './policy/texts.js';
-import type { EgressIntent, Policy } from './policy/types.js';
-import { intentFromTarget } from './proxy/explain-target.js';
-import type { AdminAnswer, AdminCaller, AdminRoute } from './telemetry/admin.js';
-import { type DenialRecord, type DenialRing, LAST_PARAMETER_RULE, MAX_DENIALS_PER_ANSWER, parseLastParameter } from './telemetry/denials.js';
-import { replayTarget } from './telemetry/replay.js';
+import type { ErrorCode } from '../shared/errors.js';
+import { classifyAddress } from '../net/address.js';
+import { type Explanation, explainIntent, explanationJson } from '../policy/explain.js';
+import type { PolicyStore } from '../policy/store.js';
+import type { PolicyTexts } from '../policy/texts.js';
+import type { EgressIntent, Policy } from '../policy/types.js';
+import { intentFromTarget } from '../proxy/explain-target.js';
+import type { AdminAnswer, AdminCaller, AdminRoute } from '../telemetry/admin.js';
+import { type DenialRecord, type DenialRing, LAST_PARAMETER_RULE, MAX_DENIALS_PER_ANSWER, parseLastParameter } from '../telemetry/denials.js';
+import { replayTarget } from '../telemetry/replay.js';
 
 export const EXPLAIN_PATH = '/v1/explain';
 export const DENIALS_PATH = '/v1/denials';

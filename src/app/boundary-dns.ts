@@ -3,19 +3,19 @@
 // boundary's sink) and the handler wrapper that times answers. bench/dns-server.ts builds the same, so the benchmark
 // measures what production runs.
 
-import { createDnsEventAggregator, type DnsEventAggregator } from './dns/event-aggregate.js';
-import { lookupReportEvent } from './dns/lookup-events.js';
+import { createDnsEventAggregator, type DnsEventAggregator } from '../dns/event-aggregate.js';
+import { lookupReportEvent } from '../dns/lookup-events.js';
 import type { Registry } from 'prom-client';
 import type { Config } from './config.js';
-import { countLookupReport, createLookupMetrics, type LookupMetrics, meteredDnsSink } from './dns/metrics.js';
-import type { DnsHandler } from './dns/server.js';
-import { GLOBAL_TIMERS } from './http1/timers.js';
-import { observeSince } from './proxy/metrics.js';
-import { createLookupGate, type LookupGate } from './net/lookup-gate.js';
-import type { Resolver } from './net/resolver.js';
-import type { Policy } from './policy/types.js';
-import type { AuditSink } from './telemetry/event.js';
-import type { Observer } from './telemetry/metrics.js';
+import { countLookupReport, createLookupMetrics, type LookupMetrics, meteredDnsSink } from '../dns/metrics.js';
+import type { DnsHandler } from '../dns/server.js';
+import { GLOBAL_TIMERS } from '../shared/timers.js';
+import { observeSince } from '../proxy/metrics.js';
+import { createLookupGate, type LookupGate } from '../net/lookup-gate.js';
+import type { Resolver } from '../net/resolver.js';
+import type { Policy } from '../policy/types.js';
+import type { AuditSink } from '../telemetry/event.js';
+import type { Observer } from '../telemetry/metrics.js';
 
 /**
  * The one lookup gate (docs/dns.md#the-lookup-gate), built once and handed to policy DNS and the proxy, with its

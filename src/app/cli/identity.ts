@@ -4,10 +4,10 @@
 
 import { parseArgs } from 'node:util';
 import { isAbsolute, resolve } from 'node:path';
-import { isBoundaryError } from '../errors.js';
-import { createProcIdentitySource } from '../identity/proc-source.js';
-import { createIdentityServer } from '../identity/server.js';
-import { createLogger } from '../telemetry/logger.js';
+import { isBoundaryError } from '../../shared/errors.js';
+import { createProcIdentitySource } from '../../identity/proc-source.js';
+import { createIdentityServer } from '../../identity/server.js';
+import { createLogger } from '../../telemetry/logger.js';
 import { LOG_FORMATS } from '../config.js';
 import type { Command } from './io.js';
 

@@ -2,8 +2,8 @@
 // rule (every reason listed, ready only with none) is in one place and the root only gathers the inputs.
 
 import type { CaptureState } from './boundary-types.js';
-import type { AttachedReadiness } from './control/attached.js';
-import type { Readiness } from './telemetry/admin.js';
+import type { AttachedReadiness } from '../control/attached.js';
+import type { Readiness } from '../telemetry/admin.js';
 
 export interface ReadinessInputs {
   readonly started: boolean;

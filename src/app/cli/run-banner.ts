@@ -2,7 +2,7 @@
 // trust bundle files, and the export block that points a client at them. Pure text; run.ts decides when to print it.
 
 import type { CaptureMode } from '../config.js';
-import { formatAuthority } from '../net/host.js';
+import { formatAuthority } from '../../net/host.js';
 
 interface BannerAddress {
   readonly host: string;

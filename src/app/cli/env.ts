@@ -3,9 +3,9 @@
 
 import { readFile } from 'node:fs/promises';
 import { resolve } from 'node:path';
-import { isBoundaryError } from '../errors.js';
-import { parseCredentials } from '../credentials/parse.js';
-import { canonicalPlaceholder } from '../credentials/placeholder.js';
+import { isBoundaryError } from '../../shared/errors.js';
+import { parseCredentials } from '../../credentials/parse.js';
+import { canonicalPlaceholder } from '../../credentials/placeholder.js';
 import type { CliIo, Command } from './io.js';
 
 const ENV_FORMATS = ['shell', 'json'] as const;

@@ -4,13 +4,13 @@
 import { readFile, stat } from 'node:fs/promises';
 import { resolve } from 'node:path';
 import { parseArgs } from 'node:util';
-import { isBoundaryError } from '../errors.js';
-import { formatAuthority } from '../net/host.js';
-import { type Explanation, explainIntent, explanationJson } from '../policy/explain.js';
-import { loadPolicyFile } from '../policy/load.js';
-import type { Decision, EgressIntent, Policy } from '../policy/types.js';
-import { intentFromTarget } from '../proxy/explain-target.js';
-import { type ReplayFields, replayFromUnmapped, replayTarget } from '../telemetry/replay.js';
+import { isBoundaryError } from '../../shared/errors.js';
+import { formatAuthority } from '../../net/host.js';
+import { type Explanation, explainIntent, explanationJson } from '../../policy/explain.js';
+import { loadPolicyFile } from '../../policy/load.js';
+import type { Decision, EgressIntent, Policy } from '../../policy/types.js';
+import { intentFromTarget } from '../../proxy/explain-target.js';
+import { type ReplayFields, replayFromUnmapped, replayTarget } from '../../telemetry/replay.js';
 import type { CliIo, Command } from './io.js';
 import { checkCredentialsFile, checkFile, type FileReport, problemsOf, renderIssue, renderReport } from './policy-check.js';
 

@@ -6,7 +6,7 @@
 
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
-import { parseCidr } from '../net/ip.js';
+import { parseCidr } from '../../net/ip.js';
 import type { Command } from './io.js';
 
 const run = promisify(execFile);

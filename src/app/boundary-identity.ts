@@ -4,9 +4,9 @@
 
 import type { Deps } from './boundary-types.js';
 import type { Config } from './config.js';
-import { createProcIdentitySource } from './identity/proc-source.js';
-import { createSocketIdentitySource } from './identity/socket-source.js';
-import type { IdentitySource } from './identity/source.js';
+import { createProcIdentitySource } from '../identity/proc-source.js';
+import { createSocketIdentitySource } from '../identity/socket-source.js';
+import type { IdentitySource } from '../identity/source.js';
 
 export function openIdentitySource(config: Config, deps: Pick<Deps, 'identity' | 'now'>): IdentitySource | undefined {
   if (config.binaryIdentity === 'endpoint-only') return undefined;

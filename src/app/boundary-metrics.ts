@@ -5,10 +5,10 @@
 
 import type { Registry } from 'prom-client';
 import { METRICS } from './metric-catalogue.js';
-import { CONTROL_STATES } from './control/metric-specs.js';
-import type { ControlState } from './control/client.js';
-import { type AuditSink, observedSink } from './telemetry/event.js';
-import { collectDefaultProcessMetrics, createCounter, createGauge } from './telemetry/metrics.js';
+import { CONTROL_STATES } from '../control/metric-specs.js';
+import type { ControlState } from '../control/client.js';
+import { type AuditSink, observedSink } from '../telemetry/event.js';
+import { collectDefaultProcessMetrics, createCounter, createGauge } from '../telemetry/metrics.js';
 
 export interface BoundaryMetricsOptions {
   readonly registry: Registry;

@@ -4,17 +4,17 @@
 
 import type { CaptureState, Transparent, TransparentOptions } from './boundary-types.js';
 import { createDnsEventSink, timedDnsHandler } from './boundary-dns.js';
-import { advanceEpoch } from './dns/epoch.js';
-import type { DnsEventAggregator } from './dns/event-aggregate.js';
-import { createDnsMetrics } from './dns/metrics.js';
-import { createPolicyDns } from './dns/policy-dns.js';
-import { createDnsServer, type DnsServer } from './dns/server.js';
-import { isBoundaryError } from './errors.js';
-import { formatAuthority } from './net/host.js';
-import { prepareSelfAddresses } from './net/ssrf.js';
-import { createSyntheticPool, type SyntheticPool } from './net/synthetic.js';
-import { createCaptureHandler } from './proxy/capture.js';
-import { type CaptureListeners, createCaptureListeners } from './proxy/capture-listeners.js';
+import { advanceEpoch } from '../dns/epoch.js';
+import type { DnsEventAggregator } from '../dns/event-aggregate.js';
+import { createDnsMetrics } from '../dns/metrics.js';
+import { createPolicyDns } from '../dns/policy-dns.js';
+import { createDnsServer, type DnsServer } from '../dns/server.js';
+import { isBoundaryError } from '../shared/errors.js';
+import { formatAuthority } from '../net/host.js';
+import { prepareSelfAddresses } from '../net/ssrf.js';
+import { createSyntheticPool, type SyntheticPool } from '../net/synthetic.js';
+import { createCaptureHandler } from '../proxy/capture.js';
+import { type CaptureListeners, createCaptureListeners } from '../proxy/capture-listeners.js';
 
 export function assembleTransparent(options: TransparentOptions): Transparent {
   const { logger, now, sink } = options;

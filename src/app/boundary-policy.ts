@@ -3,9 +3,9 @@
 // so the old generation keeps answering requests and /readyz until the new one is ready; a small one is parsed
 // in place (OFF_THREAD_MIN_BYTES). Closing stops the worker.
 
-import { createPolicyCompiler } from './policy/parse-off-thread.js';
-import { createPolicyFileWatcher, type PolicyFileWatcher } from './policy/policy-file.js';
-import type { PolicyTexts } from './policy/texts.js';
+import { createPolicyCompiler } from '../policy/parse-off-thread.js';
+import { createPolicyFileWatcher, type PolicyFileWatcher } from '../policy/policy-file.js';
+import type { PolicyTexts } from '../policy/texts.js';
 
 export type { PolicyFileWatcher };
 

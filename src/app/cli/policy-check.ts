@@ -4,9 +4,9 @@
 
 import { readFile } from 'node:fs/promises';
 import { resolve } from 'node:path';
-import { parseCredentials } from '../credentials/parse.js';
-import { type ErrorCode, isBoundaryError, type Issue } from '../errors.js';
-import { loadPolicyFile } from '../policy/load.js';
+import { parseCredentials } from '../../credentials/parse.js';
+import { type ErrorCode, isBoundaryError, type Issue } from '../../shared/errors.js';
+import { loadPolicyFile } from '../../policy/load.js';
 import type { CliIo } from './io.js';
 
 export interface FileReport {

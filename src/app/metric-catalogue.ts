@@ -2,11 +2,11 @@
 // code that records them (proxy/, dns/, control/, supervisor/ metric-specs.ts), and the boundary-wide ones are here.
 // The README's metric table is generated from this list (scripts/metrics-table.ts). Declares; never records.
 
-import { CONTROL_METRICS } from './control/metric-specs.js';
-import { DNS_METRICS } from './dns/metric-specs.js';
-import { PROXY_METRICS } from './proxy/metric-specs.js';
-import { SUPERVISOR_METRICS } from './supervisor/metric-specs.js';
-import type { MetricSpec } from './telemetry/metrics.js';
+import { CONTROL_METRICS } from '../control/metric-specs.js';
+import { DNS_METRICS } from '../dns/metric-specs.js';
+import { PROXY_METRICS } from '../proxy/metric-specs.js';
+import { SUPERVISOR_METRICS } from '../supervisor/metric-specs.js';
+import type { MetricSpec } from '../telemetry/metrics.js';
 
 const NONE = {} as const;
 
