@@ -10,7 +10,7 @@ import type { Config } from './config.js';
 import { countLookupReport, createLookupMetrics, type LookupMetrics, meteredDnsSink } from '../dns/metrics.js';
 import type { DnsHandler } from '../dns/server.js';
 import { GLOBAL_TIMERS } from '../shared/timers.js';
-import { observeSince } from '../proxy/metrics.js';
+import { observeSince } from '../chain/timing.js';
 import { createLookupGate, type LookupGate } from '../net/lookup-gate.js';
 import type { Resolver } from '../net/resolver.js';
 import type { Policy } from '../policy/types.js';

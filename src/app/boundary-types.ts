@@ -14,7 +14,7 @@ import type { SelfAddress } from '../net/ssrf.js';
 import type { SyntheticPool } from '../net/synthetic.js';
 import type { PolicyStore } from '../policy/store.js';
 import type { ProxyContext } from '../proxy/context.js';
-import type { DialFunction } from '../proxy/dial.js';
+import type { DialFunction } from '../chain/dial.js';
 import type { ProxyLimits, ProxyServer } from '../proxy/server.js';
 import type { Readiness } from '../telemetry/admin.js';
 import type { AuditSink } from '../telemetry/event.js';

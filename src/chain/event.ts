@@ -4,10 +4,10 @@
 
 import { formatAuthority } from '../net/host.js';
 import type { Mapping } from '../net/synthetic.js';
-import { identityFields } from '../proxy/identity-gate.js';
-import { callEventFields } from '../proxy/jsonrpc-denial.js';
-import { lookupFields } from '../proxy/lookup-refusal.js';
-import { NOT_UNDERSTOOD_DETAIL, type Outcome, outcomeEvent, type ReasonCode } from '../proxy/events.js';
+import { identityFields } from './identity-gate.js';
+import { callEventFields } from './jsonrpc-denial.js';
+import { lookupFields } from './lookup-refusal.js';
+import { NOT_UNDERSTOOD_DETAIL, type Outcome, outcomeEvent, type ReasonCode } from './events.js';
 import type { AuditEvent } from '../telemetry/event.js';
 import type { ConnectionRequest } from './connection.js';
 import type { ChainRequest } from './request.js';

@@ -5,7 +5,7 @@
 import type { CredentialSource } from '../credentials/source.js';
 import type { PolicyStore } from '../policy/store.js';
 import type { AuthorityParsers } from '../proxy/context.js';
-import type { IdentityGate } from '../proxy/identity-gate.js';
+import type { IdentityGate } from './identity-gate.js';
 import type { ProxyMetrics } from '../proxy/metrics.js';
 import type { ChainRequest } from './request.js';
 import { runStages, type Refusal, type Stage } from './stage.js';

@@ -4,8 +4,8 @@
 // tools/list filter, then the adapter, which only writes bytes.
 
 import type { H1Handler } from '../http1/h1-client.js';
-import { redactResponseHeaders } from '../proxy/credential-injection.js';
-import { filteringHandler, identityEncoding, toolsListPlan } from '../proxy/tools-list-filter.js';
+import { redactResponseHeaders } from './credential-injection.js';
+import { filteringHandler, identityEncoding, toolsListPlan } from './tools-list-filter.js';
 import type { ChainRequest } from './request.js';
 
 /** A response handler, with the trailers an HTTP/2 upstream may send. */

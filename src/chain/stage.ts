@@ -2,8 +2,8 @@
 // and answers continue, answer (a refusal that ends the chain) or wait (a promise of either). The runner stays in the
 // turn the request arrived in until a stage must wait, so a request whose answers are all at hand makes no promise.
 
-import type { Denial } from '../proxy/deny.js';
-import type { ReasonCode } from '../proxy/events.js';
+import type { Denial } from './denials.js';
+import type { ReasonCode } from './events.js';
 import type { Engine } from '../telemetry/event.js';
 
 /** A refusal that ends the chain: what the adapter renders, and the result the decision event records. */

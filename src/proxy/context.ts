@@ -12,12 +12,12 @@ import type { LookupGate } from '../net/lookup-gate.js';
 import type { SelfAddresses } from '../net/ssrf.js';
 import type { IdentityClaim } from '../policy/binary-identity.js';
 import type { PolicyStore } from '../policy/store.js';
-import type { Decision, Endpoint } from '../policy/types.js';
+import type { Endpoint } from '../policy/types.js';
 import type { AuditSink } from '../telemetry/event.js';
 import type { Logger } from '../telemetry/logger.js';
 import type { Interception } from '../tls/intercept.js';
-import type { DialFunction } from './dial.js';
-import type { IdentityGate } from './identity-gate.js';
+import type { DialFunction } from '../chain/dial.js';
+import type { IdentityGate } from '../chain/identity-gate.js';
 import type { ProxyMetrics } from './metrics.js';
 import type { H1Pool } from '../http1/h1-client.js';
 import type { TunnelRegistry } from './tunnel.js';
@@ -114,13 +114,4 @@ function request(ctx: ProxyContext, target: DestinationTarget): DestinationReque
 /** The SSRF check with this proxy's settings: now when nothing must be resolved, else once DNS answered (once, A only). */
 export function destination(ctx: ProxyContext, target: DestinationTarget): DestinationResult | Promise<DestinationResult> {
   return checkDestination(request(ctx, target));
-}
-
-/** An endpoint whose traffic must be terminated and parsed: L7 protocol or bound credentials, never tls: skip. */
-export function needsInspection(endpoint: Endpoint): boolean {
-  return endpoint.tls !== 'skip' && (endpoint.inspected || endpoint.credentialProvider !== undefined);
-}
-
-export function decisionNeedsInspection(decision: Decision): boolean {
-  return decision.endpoints.some(needsInspection);
 }

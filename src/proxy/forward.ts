@@ -12,9 +12,9 @@ import type { Refusal } from '../chain/stage.js';
 import type { H1Exchange, H1Handler } from '../http1/h1-client.js';
 import { clientResponseHeaders } from '../http1/headers.js';
 import type { ProxyContext, TunnelScope } from './context.js';
-import { lingerAfterAnswer, sendBareStatus, sendDenial } from './deny.js';
-import { emitOutcome, findingEvent } from './events.js';
-import { observeSince } from './metrics.js';
+import { lingerAfterAnswer, sendBareStatus, sendDenial } from './answer.js';
+import { emitOutcome, findingEvent } from '../chain/events.js';
+import { observeSince } from '../chain/timing.js';
 import { ClientClosedError, failed, upstreamFailure } from './relay-request.js';
 
 

@@ -8,7 +8,7 @@ import type { FloodKind } from '../http2/flood-guard.js';
 import { GLOBAL_TIMERS } from '../shared/timers.js';
 import { ServerSession } from '../http2/server-session.js';
 import type { H2Tunnel, ProxyContext } from './context.js';
-import { beginOutcome, findingEvent } from './events.js';
+import { beginOutcome, findingEvent } from '../chain/events.js';
 import { createH2Upstreams, type H2Upstreams } from './h2-upstream.js';
 import { handleH2Stream, type H2Session } from './h2-stream.js';
 

@@ -15,14 +15,14 @@ import { type H2RequestHead, readRequestHead } from '../http2/request-head.js';
 import type { RequestStream } from '../http2/request-stream.js';
 import type { H1Exchange } from '../http1/h1-client.js';
 import type { H2Tunnel, ProxyContext } from './context.js';
-import { MarkerInBodyError } from './credential-injection.js';
-import { emitOutcome, findingEvent } from './events.js';
+import { MarkerInBodyError } from '../chain/credential-injection.js';
+import { emitOutcome, findingEvent } from '../chain/events.js';
 import { H2StreamRequest, methodOf } from './h2-request.js';
 import type { H2Lane } from './h2-lane.js';
 import type { TunnelUpstream, TunnelUpstreamHandle } from './h2-upstream.js';
-import { methodOverride } from './method-override.js';
+import { methodOverride } from '../chain/method-override.js';
 import { respondDenial, respondStatus } from './h2-respond.js';
-import { observeSince } from './metrics.js';
+import { observeSince } from '../chain/timing.js';
 import { ClientClosedError, failed, OverrideInTrailersError, upstreamFailure } from './relay-request.js';
 
 /** What the HTTP/2 server keeps per client session (h2-server.ts). */

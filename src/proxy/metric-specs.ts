@@ -6,7 +6,7 @@ import { FLOOD_KINDS } from '../http2/flood-guard.js';
 import { DNS_DECISION_REASONS } from '../policy/types.js';
 import { BYTE_BUCKETS, CONNECT_BUCKETS, DECISION_BUCKETS, FIRST_BYTE_BUCKETS, TLS_BUCKETS } from '../telemetry/metric-buckets.js';
 import type { MetricSpec } from '../telemetry/metrics.js';
-import { ADMISSION_LISTENERS, CLIENT_ERROR_REASONS, OUTCOME_VERDICTS, REASON_CODES, REFUSED_CONNECTION_REASONS } from './events.js';
+import { ADMISSION_LISTENERS, CLIENT_ERROR_REASONS, OUTCOME_VERDICTS, REASON_CODES, REFUSED_CONNECTION_REASONS } from '../chain/events.js';
 
 const NONE = {} as const;
 

@@ -5,11 +5,10 @@
 import { performance } from 'node:perf_hooks';
 import type { Registry } from 'prom-client';
 import { MAX_POLICY_LABELS, type MetricAdapter, NO_POLICY_LABEL, PROXY_METRICS } from './metric-specs.js';
-import { decide } from '../policy/decide.js';
 import type { FloodKind } from '../http2/flood-guard.js';
-import type { Adapter, Decision, EgressIntent, Policy } from '../policy/types.js';
+import type { Adapter } from '../policy/types.js';
 import { createCounter, createGauge, createHistogram, metricsOff, type Observer, OTHER_LABEL_VALUE, type PlainGauge, plainGauge } from '../telemetry/metrics.js';
-import { ADMISSION_LISTENERS, type AdmissionListener, OUTCOME_VERDICTS, type Outcome, type OutcomeVerdict, type ReasonCode, type RefusedConnectionReason } from './events.js';
+import { ADMISSION_LISTENERS, type AdmissionListener, OUTCOME_VERDICTS, type Outcome, type OutcomeVerdict, type ReasonCode, type RefusedConnectionReason } from '../chain/events.js';
 
 export interface ProxyMetrics {
   /** Counts one connection or request outcome: adapter, verdict, reason, policy name and credential refusal. */
@@ -45,11 +44,6 @@ export interface ProxyMetrics {
   readonly tlsUpstreamSeconds: Observer;
   readonly requestBytes: Observer;
   readonly responseBytes: Observer;
-}
-
-/** Seconds since `start` (a `now()` reading), recorded on `observer`. */
-export function observeSince(metrics: { readonly now: () => number }, observer: Observer, start: number): void {
-  observer.observe((metrics.now() - start) / 1000);
 }
 
 function metricAdapter(adapter: Adapter): MetricAdapter | typeof OTHER_LABEL_VALUE {
@@ -217,12 +211,4 @@ export function createProxyMetrics(registry: Registry): ProxyMetrics {
     requestBytes: createHistogram(registry, PROXY_METRICS.boundary_http_request_bytes).bind({}),
     responseBytes: createHistogram(registry, PROXY_METRICS.boundary_http_response_bytes).bind({}),
   };
-}
-
-/** decide() with its duration recorded: the one place proxy adapters time a decision. */
-export function timedDecide(metrics: Pick<ProxyMetrics, 'now' | 'decisionSeconds'>, policy: Policy, intent: EgressIntent): Decision {
-  const started = metrics.now();
-  const decision = decide(policy, intent);
-  observeSince(metrics, metrics.decisionSeconds, started);
-  return decision;
 }

@@ -5,9 +5,9 @@ import type { ChainRequest } from '../chain/request.js';
 import { credentialRefusal } from '../chain/stages/credentials.js';
 import { denied, type Refusal } from '../chain/stage.js';
 import { formatAuthority } from '../net/host.js';
-import { MarkerInBodyError } from './credential-injection.js';
-import { dialFailedDenial, methodOverrideDenial, upstreamUnreachableDenial } from './deny.js';
-import { dialFailureOf, isDialError } from './dial.js';
+import { MarkerInBodyError } from '../chain/credential-injection.js';
+import { dialFailedDenial, methodOverrideDenial, upstreamUnreachableDenial } from '../chain/denials.js';
+import { dialFailureOf, isDialError } from '../chain/dial.js';
 
 /** The client went away before the upstream answered. */
 export class ClientClosedError extends Error {

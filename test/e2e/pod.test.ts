@@ -7,7 +7,7 @@
 //   - "sandbox" pod: resolv.conf as the kubelet writes it for the pod's dnsPolicy, the init container's args
 //     as uid 0 with its capabilities, the boundary sidecar's args as its runAsUser, then real clients (curl,
 //     python3 urllib, git, node, musl getaddrinfo) with the agent container's env as the agent's uid.
-// The processes run the image's entrypoint (`node dist/main.js`) from a world-readable staged build, on the
+// The processes run the image's entrypoint (`node dist/app/main.js`) from a world-readable staged build, on the
 // Node major of the Dockerfile. Every namespace, mount point and file is removed even on failure.
 
 import assert from 'node:assert/strict';

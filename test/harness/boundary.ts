@@ -13,7 +13,7 @@ import { buildResolver } from '../../src/app/cli/run.js';
 import { parseConfig } from '../../src/app/config.js';
 import type { CredentialSource } from '../../src/credentials/source.js';
 import type { IdentitySource } from '../../src/identity/source.js';
-import { type DialTarget, netDial } from '../../src/proxy/dial.js';
+import { type DialTarget, netDial } from '../../src/chain/dial.js';
 import type { ProxyLimits } from '../../src/proxy/server.js';
 import { type FakeAnswer, type FakeResolver, fakeResolver } from './fake-resolver.js';
 import { type LogSink, logSink } from './log-sink.js';

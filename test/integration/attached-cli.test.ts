@@ -31,7 +31,7 @@ describe('the boundary binary in attached mode', () => {
       [
         '--import',
         'tsx',
-        'src/main.ts',
+        'src/app/main.ts',
         'run',
         '--supervisor',
         `127.0.0.1:${sup.port()}`,

@@ -281,7 +281,7 @@ describe('boundary policy explain', () => {
 describe('boundary policy in a child process', () => {
   it('exits with the command status', async () => {
     const script = [
-      "import { policyCommand } from './src/cli/policy.ts';",
+      "import { policyCommand } from './src/app/cli/policy.ts';",
       'const io = { stdout: process.stdout, stderr: process.stderr, env: {}, cwd: process.cwd(),',
       '  signal: new AbortController().signal, now: () => 0 };',
       'process.exitCode = await policyCommand(process.argv.slice(1), io);',

@@ -80,8 +80,8 @@ async function readmeWalkthrough(): Promise<{ exports: string[]; commands: strin
 /** `npm start`'s run arguments: package.json's start script after its build step, which tsx makes unneeded. */
 async function npmStartArgs(): Promise<string[]> {
   const pkg = JSON.parse(await readFile(join(PROJECT_ROOT, 'package.json'), 'utf8')) as { scripts: Record<string, string> };
-  const match = /^tsc -b tsconfig\.build\.json && node dist\/main\.js (.+)$/.exec(pkg.scripts.start ?? '');
-  assert.ok(match !== null, `npm start is the build and node dist/main.js: ${pkg.scripts.start}`);
+  const match = /^tsc -b tsconfig\.build\.json && node dist\/app\/main\.js (.+)$/.exec(pkg.scripts.start ?? '');
+  assert.ok(match !== null, `npm start is the build and node dist/app/main.js: ${pkg.scripts.start}`);
   return (match[1] ?? '').split(' ');
 }
 

@@ -9,7 +9,7 @@ import { fileURLToPath } from 'node:url';
 import { pkiCommand } from '../../src/app/cli/pki.js';
 import type { CliIo } from '../../src/app/cli/io.js';
 
-const MAIN = fileURLToPath(new URL('../../src/main.ts', import.meta.url));
+const MAIN = fileURLToPath(new URL('../../src/app/main.ts', import.meta.url));
 
 function fakeIo(cwd: string) {
   const out: string[] = [];

@@ -15,7 +15,7 @@ import { once } from 'node:events';
 import { createServer as createNetServer, type Socket } from 'node:net';
 import { performance } from 'node:perf_hooks';
 import { after, before, describe, it } from 'node:test';
-import { netDial } from '../../src/proxy/dial.js';
+import { netDial } from '../../src/chain/dial.js';
 import { type RunningBoundary, startBoundary } from '../harness/boundary.js';
 import { echo, echoRoundTrip, head, l4Policy, l7Policy, metric, NAMES, rawClient, SUITE_TIMEOUT_MS, type TcpOrigin, tcpOrigin } from '../harness/liveness.js';
 import { json, openTunnel, rawExchange, readAll, sendRequest } from '../harness/proxy-client.js';

@@ -5,7 +5,7 @@ import { contractDigest, createSyntheticPool, type Mapping } from '../../src/net
 import { parsePolicy } from '../../src/policy/parse.js';
 import { withGeneration } from '../../src/policy/store.js';
 import type { Policy } from '../../src/policy/types.js';
-import { allowedPorts, checkCapture } from '../../src/proxy/capture.js';
+import { allowedPorts, checkCapture } from '../../src/chain/stages/capture-check.js';
 import { testClock } from '../harness/clock.js';
 
 function policy(generation: number, ports: readonly number[], key = 'db'): Policy {

@@ -12,7 +12,7 @@ import { normaliseHost, parseAuthority, parseIpv4Number } from '../../src/net/ho
 import { createCachingResolver } from '../../src/net/resolver-cache.js';
 import { NO_SELF_ADDRESSES, prepareSelfAddresses, type SelfAddress, validateDestination } from '../../src/net/ssrf.js';
 import type { Endpoint } from '../../src/policy/types.js';
-import { credentialHead } from '../../src/proxy/credential-injection.js';
+import { credentialHead } from '../../src/chain/credential-injection.js';
 import { testClock } from '../harness/clock.js';
 import { makeEndpoint } from '../harness/endpoint.js';
 import { fakeResolver } from '../harness/fake-resolver.js';

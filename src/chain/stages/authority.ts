@@ -5,7 +5,7 @@
 import { formatAuthority } from '../../net/host.js';
 import { parseAbsoluteTarget } from '../../http1/target.js';
 import type { AuthorityParsers } from '../../proxy/context.js';
-import { authorityMismatchDenial, unsupportedSchemeDenial, useConnectDenial } from '../../proxy/deny.js';
+import { authorityMismatchDenial, unsupportedSchemeDenial, useConnectDenial } from '../denials.js';
 import type { ChainRequest } from '../request.js';
 import { CONTINUE, denied, refusal, type Refusal, type Stage } from '../stage.js';
 

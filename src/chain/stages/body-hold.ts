@@ -4,9 +4,9 @@
 // here too. A body policy cannot read at all (too large, compressed, multipart) is refused 400 in either protocol's
 // terms, and so is one the origin could read otherwise than boundary (docs/policy.md#one-reading), under audit too.
 
-import { graphqlRejectedDenial, inspectionRefusalDenial, inspectionRefusalDetail } from '../../proxy/deny.js';
-import { type BodyHold, bodyHold, heldBodyHeadProblem, type Inspected, readHeldBody, withoutBody } from '../../proxy/inspected-body.js';
-import { jsonRpcRefusalDenial, jsonRpcRejectedDenial } from '../../proxy/jsonrpc-denial.js';
+import { graphqlRejectedDenial, inspectionRefusalDenial, inspectionRefusalDetail } from '../denials.js';
+import { type BodyHold, bodyHold, heldBodyHeadProblem, type Inspected, readHeldBody, withoutBody } from '../inspected-body.js';
+import { jsonRpcRefusalDenial, jsonRpcRejectedDenial } from '../jsonrpc-denial.js';
 import type { ChainRequest } from '../request.js';
 import { CONTINUE, denied, type Refusal, type Stage } from '../stage.js';
 

@@ -3,7 +3,7 @@
 // see `[CREDENTIAL]` where a placeholder stands. Elsewhere the target goes as received, only a fragment refused.
 
 import { redactPlaceholders } from '../../credentials/placeholder.js';
-import { canonicalTarget, escapeOptionsOf } from '../../proxy/path.js';
+import { canonicalTarget, escapeOptionsOf } from '../path.js';
 import type { ChainRequest } from '../request.js';
 import { CONTINUE, refusal, type Stage } from '../stage.js';
 import { shownRawPath } from './hygiene.js';

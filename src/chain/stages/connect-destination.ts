@@ -5,8 +5,8 @@
 import { formatAuthority } from '../../net/host.js';
 import { isLookupRefused, isResolveFailure } from '../../net/destination.js';
 import type { DestinationResult } from '../../net/destination.js';
-import { ssrfDenial, upstreamUnreachableDenial } from '../../proxy/deny.js';
-import { lookupRefused } from '../../proxy/lookup-refusal.js';
+import { ssrfDenial, upstreamUnreachableDenial } from '../denials.js';
+import { lookupRefused } from '../lookup-refusal.js';
 import type { ConnectionRequest } from '../connection.js';
 import { CONTINUE, denied, type Refusal, type Stage } from '../stage.js';
 import type { DestinationCheck } from './destination.js';

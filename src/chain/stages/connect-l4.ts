@@ -2,8 +2,9 @@
 // next_steps say what policy entry would allow it.
 
 import { formatAuthority } from '../../net/host.js';
-import { connectPolicyDenial } from '../../proxy/deny.js';
-import { type ProxyMetrics, timedDecide } from '../../proxy/metrics.js';
+import { connectPolicyDenial } from '../denials.js';
+import type { ProxyMetrics } from '../../proxy/metrics.js';
+import { timedDecide } from '../timing.js';
 import type { ConnectionRequest } from '../connection.js';
 import { CONTINUE, denied, type Stage } from '../stage.js';
 

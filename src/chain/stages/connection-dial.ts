@@ -4,12 +4,12 @@
 
 import type { Socket } from 'node:net';
 import type { PolicyStore } from '../../policy/store.js';
-import { dialFailureOf, type DialFunction, dialPinned } from '../../proxy/dial.js';
+import { dialFailureOf, type DialFunction, dialPinned } from '../dial.js';
 import type { ProxyMetrics } from '../../proxy/metrics.js';
 import type { TunnelRegistry } from '../../proxy/tunnel.js';
 import type { SelfAddresses } from '../../net/ssrf.js';
 import { formatAuthority } from '../../net/host.js';
-import { dialFailedDenial, policyChangedDenial } from '../../proxy/deny.js';
+import { dialFailedDenial, policyChangedDenial } from '../denials.js';
 import type { ConnectionRequest } from '../connection.js';
 import { CONTINUE, denied, refusal, type Refusal, type Stage } from '../stage.js';
 

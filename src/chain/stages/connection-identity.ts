@@ -2,7 +2,7 @@
 // only when an endpoint at its host and port lists binaries (docs/identity.md); one lookup for the whole tunnel.
 
 import type { PolicyStore } from '../../policy/store.js';
-import type { IdentityGate } from '../../proxy/identity-gate.js';
+import type { IdentityGate } from '../identity-gate.js';
 import type { ConnectionRequest } from '../connection.js';
 import { CONTINUE, type Stage } from '../stage.js';
 

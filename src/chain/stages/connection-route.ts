@@ -3,8 +3,8 @@
 // request even on an L4 endpoint (docs/credentials.md#inspectable-routes-only).
 
 import type { CredentialSource } from '../../credentials/source.js';
-import { decisionNeedsInspection } from '../../proxy/context.js';
-import { credentialRoute } from '../../proxy/credential-injection.js';
+import { decisionNeedsInspection } from '../inspection.js';
+import { credentialRoute } from '../credential-injection.js';
 import type { ConnectionRequest } from '../connection.js';
 import { CONTINUE, type Stage } from '../stage.js';
 

@@ -6,9 +6,9 @@
 import type { RewriteRefusal } from '../../credentials/outcome.js';
 import type { CredentialSource } from '../../credentials/source.js';
 import { hostHeader, upstreamRequestHeaders } from '../../http1/headers.js';
-import { credentialDenial } from '../../proxy/deny.js';
-import { credentialHead } from '../../proxy/credential-injection.js';
-import { withoutAwsAuth } from '../../proxy/sigv4-request.js';
+import { credentialDenial } from '../denials.js';
+import { credentialHead } from '../credential-injection.js';
+import { withoutAwsAuth } from '../sigv4-request.js';
 import type { ChainRequest } from '../request.js';
 import { CONTINUE, type Refusal, type Stage } from '../stage.js';
 

@@ -6,8 +6,8 @@ import { formatAuthority } from '../../net/host.js';
 import { isLookupRefused, isResolveFailure } from '../../net/destination.js';
 import type { DestinationTarget } from '../../proxy/context.js';
 import type { DestinationResult } from '../../net/destination.js';
-import { ssrfDenial, upstreamUnreachableDenial } from '../../proxy/deny.js';
-import { lookupRefused } from '../../proxy/lookup-refusal.js';
+import { ssrfDenial, upstreamUnreachableDenial } from '../denials.js';
+import { lookupRefused } from '../lookup-refusal.js';
 import type { ChainRequest } from '../request.js';
 import { CONTINUE, denied, type Refusal, type Stage } from '../stage.js';
 

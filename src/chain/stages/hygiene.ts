@@ -4,7 +4,7 @@
 
 import { framingLookalike } from '../../http1/framing.js';
 import { redactPlaceholders } from '../../credentials/placeholder.js';
-import { framingLookalikeDenial, unsupportedL7Denial } from '../../proxy/deny.js';
+import { framingLookalikeDenial, unsupportedL7Denial } from '../denials.js';
 import type { ChainRequest } from '../request.js';
 import { CONTINUE, denied, type Stage } from '../stage.js';
 

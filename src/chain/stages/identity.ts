@@ -3,7 +3,7 @@
 // and its later requests reuse the claim. Also takes the policy every later stage decides against.
 
 import type { PolicyStore } from '../../policy/store.js';
-import { type IdentityGate, requestIdentity } from '../../proxy/identity-gate.js';
+import { type IdentityGate, requestIdentity } from '../identity-gate.js';
 import type { ChainRequest } from '../request.js';
 import { CONTINUE, type Stage } from '../stage.js';
 

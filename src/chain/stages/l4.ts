@@ -3,9 +3,10 @@
 // canonicalised even on an L4 endpoint, so a provider's path globs see what the upstream acts on).
 
 import type { CredentialSource } from '../../credentials/source.js';
-import { needsInspection } from '../../proxy/context.js';
-import { routeHasCredentials } from '../../proxy/credential-injection.js';
-import { type ProxyMetrics, timedDecide } from '../../proxy/metrics.js';
+import { needsInspection } from '../inspection.js';
+import { routeHasCredentials } from '../credential-injection.js';
+import type { ProxyMetrics } from '../../proxy/metrics.js';
+import { timedDecide } from '../timing.js';
 import type { ChainRequest } from '../request.js';
 import { CONTINUE, type Stage } from '../stage.js';
 

@@ -4,10 +4,11 @@
 // Then the target that goes upstream is the canonical one.
 
 import type { Decision } from '../../policy/types.js';
-import { methodOverrideDenial } from '../../proxy/deny.js';
-import { methodOverride } from '../../proxy/method-override.js';
-import { type ProxyMetrics, timedDecide } from '../../proxy/metrics.js';
-import { refusedEscape } from '../../proxy/path.js';
+import { methodOverrideDenial } from '../denials.js';
+import { methodOverride } from '../method-override.js';
+import type { ProxyMetrics } from '../../proxy/metrics.js';
+import { timedDecide } from '../timing.js';
+import { refusedEscape } from '../path.js';
 import type { ChainRequest } from '../request.js';
 import { CONTINUE, denied, refusal, type Stage } from '../stage.js';
 

@@ -2,8 +2,8 @@
 // or an L4 one (whose frames pass raw). Anything else is refused, since what follows it could not be inspected; a
 // request whose adapter cannot take an upgrade at all (the 'request' path) is a bad request.
 
-import { needsInspection } from '../../proxy/context.js';
-import { unsupportedL7Denial } from '../../proxy/deny.js';
+import { needsInspection } from '../inspection.js';
+import { unsupportedL7Denial } from '../denials.js';
 import type { ChainRequest } from '../request.js';
 import { CONTINUE, denied, refusal, type Stage } from '../stage.js';
 

@@ -4,10 +4,10 @@
 // it streams through the placeholder scanner, which stops it before a placeholder's bytes are released.
 
 import type { CredentialSource } from '../../credentials/source.js';
-import { checkedBody, routeHasCredentials, scannedBody, type BodyResult } from '../../proxy/credential-injection.js';
-import { scannedMessages } from '../../proxy/h2-body.js';
-import { rewrittenBody } from '../../proxy/credential-injection.js';
-import { type SignedResult, signedRequest } from '../../proxy/sigv4-request.js';
+import { checkedBody, routeHasCredentials, scannedBody, type BodyResult } from '../credential-injection.js';
+import { scannedMessages } from '../h2-body.js';
+import { rewrittenBody } from '../credential-injection.js';
+import { type SignedResult, signedRequest } from '../sigv4-request.js';
 import type { ChainRequest } from '../request.js';
 import { CONTINUE, type Refusal, type Stage } from '../stage.js';
 import { credentialRefusal } from './credentials.js';

@@ -5,8 +5,8 @@
 import { formatAuthority } from '../../net/host.js';
 import { percentDecode } from '../../policy/query.js';
 import { redactPlaceholders } from '../../credentials/placeholder.js';
-import { type Denial, forwardPolicyDenial, l7PolicyDenial, unsupportedL7Denial } from '../../proxy/deny.js';
-import { jsonRpcDenial } from '../../proxy/jsonrpc-denial.js';
+import { type Denial, forwardPolicyDenial, l7PolicyDenial, unsupportedL7Denial } from '../denials.js';
+import { jsonRpcDenial } from '../jsonrpc-denial.js';
 import { replayQueryKeys } from '../../telemetry/replay.js';
 import type { ChainRequest } from '../request.js';
 import { CONTINUE, denied, type Stage } from '../stage.js';

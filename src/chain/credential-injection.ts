@@ -10,8 +10,8 @@ import { bufferHasMarker, createMarkerScanner } from '../credentials/scan.js';
 import { type CredentialScope, routeCarriesCredentials, scopeFor } from '../credentials/scope.js';
 import type { CredentialSource } from '../credentials/source.js';
 import type { Decision, Endpoint } from '../policy/types.js';
-import { needsInspection } from './context.js';
-import { credentialDenial, type Denial } from './deny.js';
+import { needsInspection } from './inspection.js';
+import { credentialDenial, type Denial } from './denials.js';
 import { type Outcome, settle } from './events.js';
 
 /**

@@ -4,7 +4,8 @@
 import { connect, type Socket } from 'node:net';
 import { BoundaryError } from '../shared/errors.js';
 import { type Outcome, settle } from './events.js';
-import { observeSince, type ProxyMetrics } from './metrics.js';
+import { observeSince } from './timing.js';
+import type { ProxyMetrics } from '../proxy/metrics.js';
 
 export const CONNECT_TIMEOUT_MS = 10_000;
 

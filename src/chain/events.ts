@@ -4,7 +4,7 @@
 import { type Adapter, DECISION_REASONS, type DecisionReason } from '../policy/types.js';
 import type { AuditEvent, AuditSink, Engine, Severity } from '../telemetry/event.js';
 import { formatAuthority } from '../net/host.js';
-import type { ProxyMetrics } from './metrics.js';
+import type { ProxyMetrics } from '../proxy/metrics.js';
 import type { ReplayFields } from '../telemetry/replay.js';
 
 /** Outcomes that are not policy decisions, named once for events and metric labels. */

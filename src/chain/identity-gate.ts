@@ -14,7 +14,7 @@ import {
 } from '../policy/binary-identity.js';
 import type { Decision, Policy } from '../policy/types.js';
 import type { BinaryIdentityMode, IdentityResult, IdentitySource } from '../identity/source.js';
-import type { TunnelTarget } from './context.js';
+import type { TunnelTarget } from '../proxy/context.js';
 
 export interface IdentityGate {
   /** CONNECT and transparent capture: the claim of a connection to host:port; undefined in endpoint-only mode. */

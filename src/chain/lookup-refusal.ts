@@ -1,10 +1,10 @@
 // The proxy's answer when the lookup gate keeps a destination's name from the upstream resolver
 // (docs/dns.md#the-lookup-gate): the JSON denial and the refusal the chain ends with.
 
-import type { Refusal } from '../chain/stage.js';
+import type { Refusal } from './stage.js';
 import { KNOWN_NAME_MS, type LookupRefusal } from '../net/lookup-gate.js';
 import type { NextStep } from '../policy/suggest.js';
-import { type Denial, denial } from './deny.js';
+import { type Denial, denial } from './denials.js';
 
 /** The refusal for a name the gate kept back (reason lookup-rate-limited or lookup-tunnel-suspected). */
 export function lookupRefused(target: string, refusal: LookupRefusal): Refusal {

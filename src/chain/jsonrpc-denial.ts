@@ -6,7 +6,7 @@
 import { errorAnswer, type JsonRpcErrorKind } from '../jsonrpc/answer.js';
 import { type JsonRpcCall, type JsonRpcId, type JsonRpcRequest, shownName } from '../policy/jsonrpc-match.js';
 import type { Decision } from '../policy/types.js';
-import { type Denial, inspectionRefusalDetail, inspectionRefusalSteps, verbatimDenial } from './deny.js';
+import { type Denial, inspectionRefusalDetail, inspectionRefusalSteps, verbatimDenial } from './denials.js';
 import type { InspectionRefusal } from './inspected-body.js';
 
 /** Distinct methods (and tools) named in one decision event; the rest are counted, not listed. */

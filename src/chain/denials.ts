@@ -1,17 +1,12 @@
-// Denial responses (docs/destinations.md#denial-responses): JSON bodies with `Connection: close`, written either on a raw socket
-// (CONNECT, before any 200) or through a ServerResponse. Shapes only; never decides anything.
-// The status line carries a short reason too (`403 Forbidden by policy: no endpoint for other.test:443`): a CONNECT
-// client never shows the body (python's "Tunnel connection failed: 403 ..."), but it shows the reason phrase.
+// Denials (docs/destinations.md#denial-responses): the JSON body an agent reads, its status and a bounded ASCII reason
+// phrase for the status line (`403 Forbidden by policy: no endpoint for other.test:443`: a CONNECT client never shows the
+// body, but it shows the reason phrase), and next_steps. Values only; proxy/answer.ts writes them.
 
-import type { IncomingMessage, ServerResponse } from 'node:http';
 import { STATUS_CODES } from 'node:http';
-import type { Socket } from 'node:net';
 import type { Adapter, Decision, DecisionReason, Policy } from '../policy/types.js';
 import { type NextStep, policyNextSteps } from '../policy/suggest.js';
-import { POLICY_HEADER } from '../http1/headers.js';
 import { redactPlaceholders } from '../credentials/placeholder.js';
 import type { InspectionRefusal } from './inspected-body.js';
-import { destroyAfterLinger } from './linger.js';
 
 /**
  * A reason phrase longer than this is cut (with `...`): it travels in a status line that clients print whole, and
@@ -345,73 +340,4 @@ export function methodOverrideDenial(problem: string): Denial {
     { detail: 'send at most one X-HTTP-Method-Override, X-HTTP-Method or X-Method-Override header, with a single method', problem },
     `: method override refused (${problem})`,
   );
-}
-
-/** The whole response as bytes, for sockets with no HTTP machinery attached. */
-export function renderDenial(d: Denial): string {
-  const body = JSON.stringify(d.body);
-  const policy = d.policy === undefined ? '' : `${POLICY_HEADER}: ${d.policy}\r\n`;
-  const retry = d.retryAfterSeconds === undefined ? '' : `retry-after: ${d.retryAfterSeconds}\r\n`;
-  return (
-    `HTTP/1.1 ${d.status} ${d.reasonPhrase}\r\ncontent-type: application/json\r\n` +
-    `content-length: ${Buffer.byteLength(body)}\r\n${policy}${retry}${d.keepAlive === true ? '' : 'connection: close\r\n'}\r\n${body}`
-  );
-}
-
-export function writeDenialToSocket(socket: Socket, d: Denial): void {
-  if (socket.writable) socket.end(renderDenial(d));
-  else socket.destroy();
-}
-
-/** A bare status with no body (400/431 for malformed or oversized heads). */
-export function writeBareStatusToSocket(socket: Socket, status: number): void {
-  if (socket.writable) socket.end(`HTTP/1.1 ${status} ${STATUS_CODES[status] ?? ''}\r\ncontent-length: 0\r\nconnection: close\r\n\r\n`);
-  else socket.destroy();
-}
-
-export function sendDenial(res: ServerResponse, d: Denial): void {
-  if (res.headersSent) {
-    res.destroy();
-    return;
-  }
-  const body = JSON.stringify(d.body);
-  const headers: Record<string, string | number> = {
-    'content-type': 'application/json',
-    'content-length': Buffer.byteLength(body),
-  };
-  if (d.keepAlive !== true) headers.connection = 'close';
-  if (d.policy !== undefined) headers[POLICY_HEADER] = d.policy;
-  if (d.retryAfterSeconds !== undefined) headers['retry-after'] = d.retryAfterSeconds;
-  res.writeHead(d.status, d.reasonPhrase, headers);
-  res.end(body);
-}
-
-/**
- * Lingering close (linger.ts) for `res`, sent while its request body is still arriving: once node:http ends
- * the connection, its socket half-closes, reads and drops the rest, and is destroyed when the client closes
- * or after LINGER_MS.
- */
-export function lingerAfterAnswer(req: IncomingMessage, res: ServerResponse): void {
-  const socket = res.socket;
-  if (req.complete || !socket) return;
-  // The body's reader may have stopped mid-body (a held body refused): drop its 'readable' listener so
-  // a 'data' listener makes the request flow again, and what is left of the body is read and dropped.
-  req.removeAllListeners('readable');
-  req.on('data', () => {});
-  // node:http ends a `connection: close` answer with destroySoon(), which destroys the socket as soon as
-  // its FIN is written: this socket only half-closes, and lingers.
-  socket.destroySoon = () => {
-    socket.end();
-    destroyAfterLinger(socket);
-    socket.once('end', () => socket.destroy());
-  };
-}
-
-export function sendBareStatus(res: ServerResponse, status: number): void {
-  if (res.headersSent) {
-    res.destroy();
-    return;
-  }
-  res.writeHead(status, { 'content-length': 0, connection: 'close' });
-  res.end();
 }
