@@ -34,7 +34,7 @@ import { methodOverride } from './method-override.js';
 import { canonicalTarget, escapeOptionsOf, refusedEscape } from './path.js';
 import { type BodyHold, bodyHold, type InspectedBody, withoutBody } from './inspected-body.js';
 import { callEventFields, jsonRpcDenial } from './jsonrpc-denial.js';
-import { identityFields, requestIdentity } from './identity-gate.js';
+import { identityFields, identityFinding, requestIdentity } from './identity-gate.js';
 import { parseAbsoluteTarget } from '../http1/target.js';
 
 /**
@@ -148,6 +148,20 @@ interface Unchecked {
   readonly kind: 'unchecked';
   readonly allowed: Omit<RelayEvaluation, 'kind' | 'addresses' | 'tls'>;
   readonly destination: DestinationTarget;
+}
+
+/**
+ * Looks up again who holds the request's connection, when an endpoint at its target needs the process
+ * (docs/identity.md#kept-alive-connections): the evaluation then decides with the claim made after the request
+ * arrived. The target is the tunnel's, or a forward request's authority; none (refused later) needs no lookup.
+ */
+export function identityCheck(ctx: ProxyContext, req: RequestView, scope: TunnelTarget | undefined): Promise<void> | undefined {
+  const socket = scope === undefined ? req.socket : scope.socket;
+  if (ctx.identity === undefined || socket === undefined) return undefined;
+  if (scope !== undefined) return ctx.identity.beforeRequest(socket, ctx.store.current(), scope.host, scope.port);
+  const abs = parseAbsoluteTarget(req.url ?? '');
+  const auth = abs.ok && abs.scheme === 'http' ? ctx.authorities.http(abs.authority) : undefined;
+  return auth?.ok === true ? ctx.identity.beforeRequest(socket, ctx.store.current(), auth.host, auth.port) : undefined;
 }
 
 /**
@@ -290,7 +304,7 @@ function evaluatePolicy(ctx: ProxyContext, req: RequestView, scope: TunnelTarget
       : forwardPolicyDenial(method, formatAuthority(host, port), path, decision, { ...denied, host, port });
     // docs/policy.md#denials-as-json-rpc-errors: a request with ids is answered as JSON-RPC, so the session goes on.
     const denial = read !== undefined && 'jsonRpc' in read ? jsonRpcDenial(read.jsonRpc, decision, policyDenial) : policyDenial();
-    return refuse(o, denial, decision.reason, detail);
+    return refuse(o, denial, decision.reason, detail, identityFinding(decision));
   }
   // No status yet: the upstream's answer records it.
   settle(o, decision.verdict, decision.reason, decision.detail, undefined);

@@ -15,7 +15,7 @@ import { unsupportedL7Denial, upstreamUnreachableDenial, writeBareStatusToSocket
 import { dialPinned } from './dial.js';
 import { beginOutcome, emitOutcome, findingEvent, type Outcome, relayClosedEvent, settle } from './events.js';
 import { BOUNDARY_HEADER_PREFIX, hostHeader, upstreamRequestHeaders } from '../http1/headers.js';
-import { evaluateRequest } from './l7.js';
+import { evaluateRequest, identityCheck } from './l7.js';
 import { type PinnedTunnel, relayRaw } from './tunnel.js';
 import { CLOSE_CODES } from '../websocket/ws-frames.js';
 import { relayWebSocket, type WsSession } from './ws-relay.js';
@@ -79,7 +79,7 @@ function readResponseHead(upstream: Socket): Promise<{ head: string; rest: Buffe
 
 async function upgrade(ctx: ProxyContext, req: IncomingMessage, socket: Socket, head: Buffer, o: Outcome): Promise<void> {
   const scope = ctx.scopes.get(socket);
-  if (scope === undefined) await ctx.identity?.ready(socket, ctx.store.current());
+  await identityCheck(ctx, req, scope);
   const evaluation = await evaluateRequest(ctx, req, scope, o);
   // 'body' is never asked for an upgrade (inspected-body.ts withoutBody); 400 if it ever were.
   if (evaluation.kind === 'bare' || evaluation.kind === 'body') {
