@@ -92,5 +92,6 @@ describeEachSource('issue 28: every process holding a kept-alive connection deci
     assert.deepEqual([u.reason_code, u.binary, u.binary_pid], ['binary-not-allowed', PYTHON, seen.accomplice]);
     assert.deepEqual([...(u.binary_holders as number[])].sort(), [seen.curl, seen.accomplice].sort(), 'both holders are named');
     assert.notEqual(u.binary, CURL);
+    assert.equal((u.replay as { binary?: string }).binary, PYTHON, 'explain would replay it as python3');
   });
 });
