@@ -21,7 +21,7 @@ export const PROXY_PORT = 3128;
 export const PROXY_URL = `http://127.0.0.1:${PROXY_PORT}`;
 const CLIENT_TIMEOUT_MS = 30_000;
 /** Names boundary's hosts file sends to the origin on loopback. */
-export const TEST_NAMES = ['api.example.test', 'py.example.test', 'tool.example.test', 'any.example.test', 'shell.example.test'] as const;
+export const TEST_NAMES = ['api.example.test', 'py.example.test', 'tool.example.test', 'any.example.test', 'shell.example.test', 'rest.example.test'] as const;
 
 // Answers every method on every path with what it saw, and prints one JSON line per request.
 const ORIGIN_SCRIPT = `
@@ -76,12 +76,15 @@ export interface IdentityNetnsOptions {
 export interface TestEntry {
   readonly host: (typeof TEST_NAMES)[number];
   readonly binaries: readonly string[];
+  /** Methods a REST endpoint allows on every path: the endpoint is then inspected, each request decided. */
+  readonly methods?: readonly string[];
 }
 
 export function policyYaml(port: number, entries: Readonly<Record<string, TestEntry>>): string {
-  const lines = Object.entries(entries).map(
-    ([key, e]) => `  ${key}:\n    endpoints: [{ host: ${e.host}, port: ${port} }]\n    binaries: [${e.binaries.map((b) => `{ path: "${b}" }`).join(', ')}]\n`,
-  );
+  const lines = Object.entries(entries).map(([key, e]) => {
+    const rules = e.methods === undefined ? '' : `, protocol: rest, enforcement: enforce, rules: [${e.methods.map((m) => `{ allow: { method: ${m}, path: "/**" } }`).join(', ')}]`;
+    return `  ${key}:\n    endpoints: [{ host: ${e.host}, port: ${port}${rules} }]\n    binaries: [${e.binaries.map((b) => `{ path: "${b}" }`).join(', ')}]\n`;
+  });
   return `version: 1\nnetwork_policies:\n${lines.join('')}`;
 }
 
