@@ -27,6 +27,8 @@ export interface IdentityGate {
    * request is decided by the processes holding the connection when it arrived.
    */
   beforeRequest(socket: Socket, policy: Policy, host: string, port: number): Promise<void> | undefined;
+  /** Whether any request under this policy may need a lookup: false in endpoint-only mode or without such entries. */
+  watches(policy: Policy): boolean;
   /** The newest claim made for the connection, or undefined when none was (endpoint-only, or none needed yet). */
   latest(socket: Socket): IdentityClaim | undefined;
   /** Forward requests: the connection's claim; NOT_LOOKED_UP when nothing was looked up, undefined in endpoint-only mode. */
@@ -102,6 +104,9 @@ export function createIdentityGate(options: { readonly mode: BinaryIdentityMode;
     beforeRequest(socket, policy, host, port) {
       if (mode === 'endpoint-only' || !identityNeededAt(policy, host, port)) return undefined;
       return lookup(socket, policy, host, port).then(() => undefined);
+    },
+    watches(policy) {
+      return mode !== 'endpoint-only' && policyNeedsIdentity(policy);
     },
     latest(socket) {
       return known.get(socket)?.claim;

@@ -157,11 +157,13 @@ interface Unchecked {
  */
 export function identityCheck(ctx: ProxyContext, req: RequestView, scope: TunnelTarget | undefined): Promise<void> | undefined {
   const socket = scope === undefined ? req.socket : scope.socket;
-  if (ctx.identity === undefined || socket === undefined) return undefined;
-  if (scope !== undefined) return ctx.identity.beforeRequest(socket, ctx.store.current(), scope.host, scope.port);
+  const policy = ctx.store.current();
+  // Most policies never need a process: their requests pay for nothing here.
+  if (ctx.identity === undefined || socket === undefined || !ctx.identity.watches(policy)) return undefined;
+  if (scope !== undefined) return ctx.identity.beforeRequest(socket, policy, scope.host, scope.port);
   const abs = parseAbsoluteTarget(req.url ?? '');
   const auth = abs.ok && abs.scheme === 'http' ? ctx.authorities.http(abs.authority) : undefined;
-  return auth?.ok === true ? ctx.identity.beforeRequest(socket, ctx.store.current(), auth.host, auth.port) : undefined;
+  return auth?.ok === true ? ctx.identity.beforeRequest(socket, policy, auth.host, auth.port) : undefined;
 }
 
 /**
