@@ -16,7 +16,9 @@ import {
 } from '../policy/binary-identity.js';
 import type { Decision, Policy } from '../policy/types.js';
 import type { BinaryIdentityMode, IdentityResult, IdentitySource, ProcessIdentity, SocketRef } from '../identity/source.js';
-import type { TunnelTarget } from './context.js';
+import { parseAbsoluteTarget } from '../http1/target.js';
+import type { ProxyContext, TunnelTarget } from './context.js';
+import type { RequestView } from './l7.js';
 
 export interface IdentityGate {
   /** CONNECT and transparent capture: the claim of a connection to host:port; undefined in endpoint-only mode. */
@@ -122,6 +124,22 @@ export function createIdentityGate(options: { readonly mode: BinaryIdentityMode;
       return problem === undefined ? undefined : `identity-unavailable: ${problem}`;
     },
   };
+}
+
+/**
+ * Looks up again who holds the request's connection, when an endpoint at its target needs the process
+ * (docs/identity.md#kept-alive-connections): the evaluation then decides with the claim made after the request
+ * arrived. The target is the tunnel's, or a forward request's authority; none (refused later) needs no lookup.
+ */
+export function identityCheck(ctx: ProxyContext, req: RequestView, scope: TunnelTarget | undefined): Promise<void> | undefined {
+  const socket = scope === undefined ? req.socket : scope.socket;
+  const policy = ctx.store.current();
+  // Most policies never need a process: their requests pay for nothing here.
+  if (ctx.identity === undefined || socket === undefined || !ctx.identity.watches(policy)) return undefined;
+  if (scope !== undefined) return ctx.identity.beforeRequest(socket, policy, scope.host, scope.port);
+  const abs = parseAbsoluteTarget(req.url ?? '');
+  const auth = abs.ok && abs.scheme === 'http' ? ctx.authorities.http(abs.authority) : undefined;
+  return auth?.ok === true ? ctx.identity.beforeRequest(socket, policy, auth.host, auth.port) : undefined;
 }
 
 /** The claim of a request's connection: its newest (re-checked) claim, the tunnel's, or the forward connection's. */

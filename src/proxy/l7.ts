@@ -151,22 +151,6 @@ interface Unchecked {
 }
 
 /**
- * Looks up again who holds the request's connection, when an endpoint at its target needs the process
- * (docs/identity.md#kept-alive-connections): the evaluation then decides with the claim made after the request
- * arrived. The target is the tunnel's, or a forward request's authority; none (refused later) needs no lookup.
- */
-export function identityCheck(ctx: ProxyContext, req: RequestView, scope: TunnelTarget | undefined): Promise<void> | undefined {
-  const socket = scope === undefined ? req.socket : scope.socket;
-  const policy = ctx.store.current();
-  // Most policies never need a process: their requests pay for nothing here.
-  if (ctx.identity === undefined || socket === undefined || !ctx.identity.watches(policy)) return undefined;
-  if (scope !== undefined) return ctx.identity.beforeRequest(socket, policy, scope.host, scope.port);
-  const abs = parseAbsoluteTarget(req.url ?? '');
-  const auth = abs.ok && abs.scheme === 'http' ? ctx.authorities.http(abs.authority) : undefined;
-  return auth?.ok === true ? ctx.identity.beforeRequest(socket, policy, auth.host, auth.port) : undefined;
-}
-
-/**
  * Evaluates one request in this turn; fills in `o` (the request's decision event) as it goes. Undefined only
  * when an allowed forward request's destination needs a DNS query: then `await evaluateRequest(...)`, which
  * evaluates it again from the start (pure and cheap beside the query; `o` ends up the same).

@@ -15,12 +15,12 @@ import { unsupportedL7Denial, upstreamUnreachableDenial, writeBareStatusToSocket
 import { dialPinned } from './dial.js';
 import { beginOutcome, emitOutcome, findingEvent, type Outcome, relayClosedEvent, settle } from './events.js';
 import { BOUNDARY_HEADER_PREFIX, hostHeader, upstreamRequestHeaders } from '../http1/headers.js';
-import { evaluateRequest, identityCheck } from './l7.js';
+import { evaluateRequest } from './l7.js';
 import { type PinnedTunnel, relayRaw } from './tunnel.js';
 import { CLOSE_CODES } from '../websocket/ws-frames.js';
 import { relayWebSocket, type WsSession } from './ws-relay.js';
 import { signedRequest, withoutAwsAuth } from './sigv4-request.js';
-import { requestIdentity } from './identity-gate.js';
+import { identityCheck, requestIdentity } from './identity-gate.js';
 
 /** The upstream's handshake answer must fit in this. */
 const MAX_UPGRADE_RESPONSE_HEAD_BYTES = 16_384;
