@@ -52,7 +52,7 @@ export async function loaderVariable(ctx: ProcContext, pid: number): Promise<str
  * root and not writable by group or others (the device is not compared: overlayfs reports the layer's device in
  * maps and its own in stat). Deleted files and memfds never pass; the main executable is verified on its own.
  */
-export async function writableMapping(ctx: ProcContext, pid: number, exe: string, view: { pid: number; key: string } | undefined, cache: MappingCache): Promise<string | undefined> {
+export async function writableMapping(ctx: ProcContext, pid: number, exe: string, view: { pid: number; key: string }, cache: MappingCache): Promise<string | undefined> {
   let maps: string;
   try {
     maps = await ctx.fs.readText(`${ctx.root}/${pid}/maps`, MAX_MAPS_BYTES + 1);
@@ -71,7 +71,7 @@ export async function writableMapping(ctx: ProcContext, pid: number, exe: string
   }
   for (const [key, path] of files) {
     const inode = key.slice(path.length + 1);
-    if (path.endsWith(DELETED_SUFFIX) || view === undefined) return path;
+    if (path.endsWith(DELETED_SUFFIX)) return path;
     const cached = `${view.key}\0${key}`;
     const at = cache.entries.get(cached);
     if (at !== undefined && cache.now() - at <= MAPPING_CACHE_TTL_MS) continue;

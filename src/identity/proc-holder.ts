@@ -30,11 +30,12 @@ export async function holderIdentity(ctx: ScanContext, chain: Chain, request: Lo
   const viewPid = await viewOf(ctx, links, 0, namespaces);
   const key = viewPid === undefined ? undefined : await rootKey(ctx, viewPid);
   const view = viewPid === undefined || key === undefined ? undefined : { pid: viewPid, key };
+  if (view === undefined) return failed('executable-unverified', `${who} runs in a user namespace of its own, under no process outside it: nothing it runs can be verified`);
   const mapped = await writableMapping(ctx, owner.pid, owner.exe, view, ctx.mappings);
   if (mapped !== undefined) return failed('writable-code', `${who} runs code mapped from ${mapped}, a file the workload could write`);
   // Resolved in the trusted view, never in a private namespace where the workload chose what a link names.
   const usable = request.paths.filter((p) => Buffer.byteLength(p) <= MAX_IDENTITY_PATH_BYTES);
-  const resolved = view === undefined ? [] : await resolvePaths(ctx.fs, ctx.links, ctx.root, view.pid, usable);
+  const resolved = await resolvePaths(ctx.fs, ctx.links, ctx.root, view.pid, usable);
   const couldGrant = candidates(request, resolved);
   const verified = new Set<string>();
   const distrusted: Distrusted[] = [];
