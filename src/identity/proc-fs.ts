@@ -20,7 +20,8 @@ export interface ProcFs {
   lstat(path: string): Promise<{ isSymbolicLink(): boolean }>;
   /**
    * The SHA-256 (hex) of the file `path` opens and the stat of that open file, or undefined when it holds more than
-   * `maxBytes`: one open, so the digest and the stat are of the same file even if the path changes meanwhile.
+   * `maxBytes` or changed while it was read: one open, so the digest and the stat are of the same file even if the
+   * path changes meanwhile.
    */
   digest(path: string, maxBytes: number): Promise<{ readonly stat: FileStat; readonly sha256: string } | undefined>;
 }
@@ -77,6 +78,9 @@ function digestSync(path: string, maxBytes: number): { stat: FileStat; sha256: s
       if (total > maxBytes) return undefined;
       hash.update(chunk.subarray(0, n));
     }
+    // Written to while it was read: the digest may mix two contents, so it is no digest of either.
+    const after = fileStat(fstatSync(fd, { bigint: true }));
+    if (after.size !== stat.size || after.mtimeNs !== stat.mtimeNs || after.ctimeNs !== stat.ctimeNs) return undefined;
     return { stat, sha256: hash.digest('hex') };
   } finally {
     closeSync(fd);

@@ -81,7 +81,7 @@ async function contentHash(ctx: VerifyContext, pid: number, exe: FileStat): Prom
   const known = ctx.verify.fingerprints.get(key);
   if (known !== undefined && sameFingerprint(known, exe)) return known.sha256;
   const read = await ctx.fs.digest(`${ctx.root}/${pid}/exe`, MAX_HASHED_EXECUTABLE_BYTES).catch(() => undefined);
-  // Another file by now (an exec), or one written to while it was read: not verified this time.
+  // Another file by now (an exec), or one written to since it was stat'd or while it was read: not verified this time.
   if (read === undefined || read.stat.dev !== exe.dev || read.stat.ino !== exe.ino || !sameFingerprint(read.stat, exe)) return undefined;
   ctx.verify.fingerprints.delete(key);
   ctx.verify.fingerprints.set(key, { size: exe.size, mtimeNs: exe.mtimeNs, ctimeNs: exe.ctimeNs, sha256: read.sha256 });
