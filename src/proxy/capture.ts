@@ -14,7 +14,7 @@ import { failOpening, type Opened, startTunnel, stillCurrent } from './connect.j
 import { decisionNeedsInspection, type ProxyContext } from './context.js';
 import { credentialRoute } from './credential-injection.js';
 import { dialPinned, recordDialFailure } from './dial.js';
-import { identityFields } from './identity-gate.js';
+import { identityFields, identityFinding } from './identity-gate.js';
 import { beginOutcome, findingEvent, type Outcome, type OutcomeReason, outcomeEvent, type ReasonCode, settle } from './events.js';
 import { sniGatedRelay } from './sni-gate.js';
 
@@ -165,7 +165,12 @@ async function admit(options: CaptureHandlerOptions, socket: Socket, o: Outcome,
     o.policy = check.decision.policy;
     Object.assign(fields, identityFields(check.decision, identity));
   }
-  if (!check.ok) return deny(check.detail, check.reason, check.message);
+  if (!check.ok) {
+    deny(check.detail, check.reason, check.message);
+    const finding = check.decision === undefined ? undefined : identityFinding(check.decision);
+    if (finding !== undefined) ctx.sink.emit(findingEvent(o, finding));
+    return undefined;
+  }
   const { mapping, route, decision, endpoint } = check;
   const host = mapping.name;
   o.policy = decision.policy;

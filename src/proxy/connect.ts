@@ -28,7 +28,7 @@ import {
 import { credentialRoute } from './credential-injection.js';
 import { refuseLookup } from './lookup-refusal.js';
 import { dialPinned, recordDialFailure } from './dial.js';
-import { identityFields } from './identity-gate.js';
+import { identityFields, identityFinding } from './identity-gate.js';
 import { beginOutcome, emitOutcome, findingEvent, NOT_UNDERSTOOD_DETAIL, type Outcome, relayClosedEvent, settle } from './events.js';
 import { MAX_HEADER_COUNT } from '../http1/framing.js';
 import { terminateTls } from '../tls/intercept.js';
@@ -112,6 +112,8 @@ async function open(ctx: ProxyContext, req: IncomingMessage, socket: Socket, o: 
   if (decision.verdict === 'deny') {
     settle(o, 'deny', decision.reason, decision.detail, 403);
     writeDenialToSocket(socket, connectPolicyDenial(host, port, target, decision, { policy, adapter: 'connect' }));
+    const finding = identityFinding(decision);
+    if (finding !== undefined) ctx.sink.emit(findingEvent(o, finding));
     return undefined;
   }
   // A credentialed route is terminated even on an L4 endpoint, so placeholders are rewritten (or refused)
@@ -268,12 +270,12 @@ async function inspectTunnel(ctx: ProxyContext, socket: Socket, head: Buffer, op
   // one request. The dialled upstream may end up in a session other tunnels share, so closing this one leaves it.
   if (kind === 'h2' || (inner as TLSSocket).alpnProtocol === 'h2') {
     sockets.splice(sockets.indexOf(upstream), 1);
-    const target = { host, port, tls: kind === 'tls', addresses, identity };
+    const target = { host, port, tls: kind === 'tls', addresses, identity, socket };
     ctx.serveH2(inner, { target, upstream, src: socket }, () => done(idle ? 'idle-timeout' : undefined));
     return;
   }
   const client = ctx.upstreams.tunnelClient({ host, port, addresses, tls: kind === 'tls' }, upstream);
-  const scope: TunnelScope = { host, port, tls: kind === 'tls', addresses, client, identity };
+  const scope: TunnelScope = { host, port, tls: kind === 'tls', addresses, client, identity, socket };
   ctx.scopes.set(inner, scope);
   inner.once('close', () => {
     client.destroy();

@@ -108,10 +108,7 @@ class ForwardedRequest implements H1Handler, RelayingRequest {
   }
 
   start(): void {
-    // docs/identity.md: a forward connection's process is looked up on its first request that needs it, then kept.
-    const lookup = this.scope === undefined ? this.ctx.identity?.ready(this.clientSocket, this.ctx.store.current()) : undefined;
-    if (lookup === undefined) this.evaluate();
-    else lookup.then(() => this.evaluate(), (err: unknown) => this.fail(err));
+    this.evaluate();
   }
 
   evaluate(): void {

@@ -37,7 +37,7 @@ import { methodOverride } from './method-override.js';
 import { canonicalTarget, escapeOptionsOf, refusedEscape } from './path.js';
 import { type BodyHold, bodyHold, type Inspected, type RequestShape, withoutBody } from './inspected-body.js';
 import { callEventFields, jsonRpcDenial, jsonRpcRefusalDenial } from './jsonrpc-denial.js';
-import { identityFields, requestIdentity } from './identity-gate.js';
+import { identityFields, identityFinding, requestIdentity } from './identity-gate.js';
 import { parseAbsoluteTarget } from '../http1/target.js';
 
 /**
@@ -302,7 +302,7 @@ function evaluatePolicy(ctx: ProxyContext, req: RequestView, scope: TunnelTarget
       : forwardPolicyDenial(method, formatAuthority(host, port), path, decision, { ...denied, host, port });
     // docs/policy.md#denials-as-json-rpc-errors: a request with ids is answered as JSON-RPC, so the session goes on.
     const denial = read !== undefined && 'jsonRpc' in read ? jsonRpcDenial(read.jsonRpc, decision, policyDenial) : policyDenial();
-    return refuse(o, denial, decision.reason, detail);
+    return refuse(o, denial, decision.reason, detail, identityFinding(decision));
   }
   // No status yet: the upstream's answer records it.
   settle(o, decision.verdict, decision.reason, decision.detail, undefined);

@@ -14,6 +14,7 @@ import { type Denial, methodOverrideDenial, upstreamUnreachableDenial } from './
 import { dialFailureOf, isDialError } from './dial.js';
 import { findingEvent, settle } from './events.js';
 import { scannedMessages } from './h2-body.js';
+import { identityCheck } from './identity-gate.js';
 import { type Evaluation, evaluateRequest, evaluateRequestCached, type RelayEvaluation } from './l7.js';
 import type { SignedResult } from './sigv4-request.js';
 import { type ToolsListPlan, toolsListPlan } from './tools-list-filter.js';
@@ -59,8 +60,17 @@ export interface RelayingRequest extends HoldingRequest {
   send(head: UpstreamHead, headers: string[], body: UpstreamBody): void;
 }
 
-/** Evaluates the request and relays the outcome: in this turn when the decision is cached, else once DNS answered. */
+/**
+ * Evaluates the request and relays the outcome: in this turn when the decision is cached, else once DNS answered;
+ * after the connection's holders are looked up again where an endpoint at its target needs the process.
+ */
 export function evaluateAndRelay(request: RelayingRequest): void {
+  const looked = identityCheck(request.ctx, request.req, request.scope);
+  if (looked === undefined) evaluateNow(request);
+  else looked.then(() => evaluateNow(request), (err: unknown) => request.fail(err));
+}
+
+function evaluateNow(request: RelayingRequest): void {
   let evaluation: Evaluation | undefined;
   try {
     evaluation = evaluateRequestCached(request.ctx, request.req, request.scope, request.o);

@@ -20,7 +20,7 @@ import { type PinnedTunnel, relayRaw } from './tunnel.js';
 import { CLOSE_CODES } from '../websocket/ws-frames.js';
 import { relayWebSocket, type WsSession } from './ws-relay.js';
 import { signedRequest, withoutAwsAuth } from './sigv4-request.js';
-import { requestIdentity } from './identity-gate.js';
+import { identityCheck, requestIdentity } from './identity-gate.js';
 
 /** The upstream's handshake answer must fit in this. */
 const MAX_UPGRADE_RESPONSE_HEAD_BYTES = 16_384;
@@ -79,7 +79,7 @@ function readResponseHead(upstream: Socket): Promise<{ head: string; rest: Buffe
 
 async function upgrade(ctx: ProxyContext, req: IncomingMessage, socket: Socket, head: Buffer, o: Outcome): Promise<void> {
   const scope = ctx.scopes.get(socket);
-  if (scope === undefined) await ctx.identity?.ready(socket, ctx.store.current());
+  await identityCheck(ctx, req, scope);
   const evaluation = await evaluateRequest(ctx, req, scope, o);
   // 'body' is never asked for an upgrade (inspected-body.ts withoutBody); 400 if it ever were.
   if (evaluation.kind === 'bare' || evaluation.kind === 'body') {
