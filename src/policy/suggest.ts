@@ -52,10 +52,11 @@ function suggestAllow({ policy, intent, decision }: SuggestInput): SuggestionRes
     };
   }
   if (decision.reason === 'identity-unavailable') {
-    return { ok: false, hint: `the process could not be identified (${decision.identityFailure ?? 'unknown'}); no entry can name its binary (docs/identity.md#failure-reasons)` };
+    return { ok: false, hint: `the process could not be identified or verified (${decision.identityFailure ?? 'unknown'}); no entry can name its binary (docs/identity.md#failure-reasons)` };
   }
   const key = freeKey(policy, intent);
-  const exe = intent.identity?.kind === 'process' ? intent.identity.exe : ANY_BINARY;
+  // The process the decision names: of several holding the connection, the one refused.
+  const exe = decision.binary ?? ANY_BINARY;
   const entry = { endpoints: [endpointFor(policy, intent, decision)], binaries: [{ path: exe }] };
   return { ok: true, suggestion: { key, entry, yaml: dump({ network_policies: { [key]: entry } }) } };
 }

@@ -246,6 +246,8 @@ export interface Decision extends DecisionBase<Verdict, DecisionReason> {
   readonly binaryIdentity: BinaryIdentity;
   /** The executable the decision was made for (`process`). */
   readonly binary: string | undefined;
+  /** Its pid, when an identity source named one. */
+  readonly binaryPid: number | undefined;
   /** The ancestor whose path matched the selected endpoint's binaries when the executable's own did not. */
   readonly binaryAncestor: string | undefined;
   /** Why no identity was established (`unavailable`). */

@@ -158,12 +158,12 @@ async function inspectTunnel(ctx: ProxyContext, socket: Socket, head: Buffer, op
   // one request. The dialled upstream may end up in a session other tunnels share, so closing this one leaves it.
   if (kind === 'h2' || (inner as TLSSocket).alpnProtocol === 'h2') {
     sockets.splice(sockets.indexOf(upstream), 1);
-    const target = { host, port, tls: kind === 'tls', addresses, identity };
+    const target = { host, port, tls: kind === 'tls', addresses, identity, socket };
     ctx.serveH2(inner, { target, upstream, src: socket }, () => done(idle ? 'idle-timeout' : undefined));
     return;
   }
   const client = ctx.upstreams.tunnelClient({ host, port, addresses, tls: kind === 'tls' }, upstream);
-  const scope: TunnelScope = { host, port, tls: kind === 'tls', addresses, client, identity };
+  const scope: TunnelScope = { host, port, tls: kind === 'tls', addresses, client, identity, socket };
   ctx.scopes.set(inner, scope);
   inner.once('close', () => {
     client.destroy();

@@ -30,8 +30,10 @@ export interface TunnelTarget {
   /** True after TLS termination: the default request port is then 443, else 80. */
   readonly tls: boolean;
   readonly addresses: readonly string[];
-  /** The process that opened the tunnel (docs/identity.md): every request inside is decided with it. */
+  /** The processes holding the connection when the tunnel opened (docs/identity.md): its claim until a request re-checks. */
   readonly identity?: IdentityClaim | undefined;
+  /** The client's accepted socket: requests inside re-check who holds it (docs/identity.md#kept-alive-connections). */
+  readonly socket?: Socket | undefined;
 }
 
 /** An inspected HTTP/1.1 tunnel: its target and the upstream client its requests go through. */

@@ -50,7 +50,7 @@ export const identityCommand: Command = async function identityCommand(argv, io)
   }
   const absolute = (path: string): string => (isAbsolute(path) ? path : resolve(io.cwd, path));
   const logger = createLogger({ format: format as (typeof LOG_FORMATS)[number], now: io.now });
-  const source = createProcIdentitySource({ now: io.now, ...(values['proc-root'] === undefined ? {} : { procRoot: absolute(values['proc-root']) }) });
+  const source = createProcIdentitySource({ now: io.now, warm: true, ...(values['proc-root'] === undefined ? {} : { procRoot: absolute(values['proc-root']) }) });
   const server = createIdentityServer({ socketPath: absolute(values.socket), source, logger });
   try {
     await server.start();

@@ -7,6 +7,7 @@ import type { IdentityClaim } from '../../policy/binary-identity.js';
 import { decide } from '../../policy/decide.js';
 import type { Decision, Endpoint, Policy } from '../../policy/types.js';
 import type { ConnectionRequest } from '../connection.js';
+import { identityFinding } from '../identity-gate.js';
 import type { OutcomeReason, ReasonCode } from '../events.js';
 import { CONTINUE, refusal, type Stage } from '../stage.js';
 
@@ -68,7 +69,7 @@ export function createCaptureCheckStage(): Stage<ConnectionRequest> {
       const check = checkCapture(c.policy!, c.lookup!, c.syntheticPort, c.identity);
       if (check.mapping !== undefined) c.host = check.mapping.name;
       if (check.decision !== undefined) c.decision = check.decision;
-      if (!check.ok) return refusal('deny', check.reason, check.message, undefined);
+      if (!check.ok) return refusal('deny', check.reason, check.message, undefined, { finding: check.decision === undefined ? undefined : identityFinding(check.decision) });
       c.mappingRoute = check.route;
       c.endpoint = check.endpoint;
       return CONTINUE;

@@ -6,6 +6,7 @@ import { connectPolicyDenial } from '../denials.js';
 import type { ProxyMetrics } from '../../proxy/metrics.js';
 import { timedDecide } from '../timing.js';
 import type { ConnectionRequest } from '../connection.js';
+import { identityFinding } from '../identity-gate.js';
 import { CONTINUE, denied, type Stage } from '../stage.js';
 
 export function createConnectL4Stage(deps: { readonly metrics: Pick<ProxyMetrics, 'now' | 'decisionSeconds'> }): Stage<ConnectionRequest> {
@@ -20,7 +21,8 @@ export function createConnectL4Stage(deps: { readonly metrics: Pick<ProxyMetrics
       c.decision = decision;
       c.endpoint = decision.endpoint;
       if (decision.verdict !== 'deny') return CONTINUE;
-      return denied(connectPolicyDenial(host, port, formatAuthority(host, port), decision, { policy, adapter: 'connect' }), decision.reason, decision.detail);
+      const denial = connectPolicyDenial(host, port, formatAuthority(host, port), decision, { policy, adapter: 'connect' });
+      return denied(denial, decision.reason, decision.detail, identityFinding(decision));
     },
   };
 }

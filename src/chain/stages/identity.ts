@@ -1,6 +1,7 @@
-// Stage `identity`: the process behind the request (docs/identity.md#when-a-process-is-looked-up). A tunnel's requests
-// carry the tunnel's claim; a forward connection is looked up on its first request that needs it (the one wait),
-// and its later requests reuse the claim. Also takes the policy every later stage decides against.
+// Stage `identity`: the processes holding the request's connection (docs/identity.md#kept-alive-connections). Where an
+// endpoint at the request's host and port lists binaries, the connection is looked up again for every request (the one
+// wait), so a request is decided by whoever holds the connection when it arrives; elsewhere nothing is asked. Also
+// takes the policy every later stage decides against.
 
 import type { PolicyStore } from '../../policy/store.js';
 import { type IdentityGate, requestIdentity } from '../identity-gate.js';
@@ -17,8 +18,11 @@ export function createIdentityStage(deps: { readonly store: PolicyStore; readonl
   return {
     name: 'identity',
     run(r) {
-      const socket = r.wire.socket;
-      const lookup = r.tunnel === undefined && socket !== undefined ? gate?.ready(socket, store.current()) : undefined;
+      const socket = r.tunnel === undefined ? r.wire.socket : r.tunnel.socket;
+      const policy = store.current();
+      // Most policies never need a process: their requests pay for nothing here.
+      if (gate === undefined || socket === undefined || !gate.watches(policy)) return settle(r);
+      const lookup = gate.beforeRequest(socket, policy, r.host as string, r.port as number);
       return lookup === undefined ? settle(r) : lookup.then(() => settle(r));
     },
   };

@@ -8,6 +8,7 @@ import { redactPlaceholders } from '../../credentials/placeholder.js';
 import { type Denial, forwardPolicyDenial, l7PolicyDenial, unsupportedL7Denial } from '../denials.js';
 import { jsonRpcDenial } from '../jsonrpc-denial.js';
 import { replayQueryKeys } from '../../telemetry/replay.js';
+import { identityFinding } from '../identity-gate.js';
 import type { ChainRequest } from '../request.js';
 import { CONTINUE, denied, type Stage } from '../stage.js';
 
@@ -33,7 +34,7 @@ export function createVerdictStage(): Stage<ChainRequest> {
           : forwardPolicyDenial(r.method, formatAuthority(host, port), path, decision, { ...request, host, port });
       const read = r.read;
       const denial = read !== undefined && 'jsonRpc' in read ? jsonRpcDenial(read.jsonRpc, decision, policyDenial) : policyDenial();
-      return denied(denial, decision.reason, detail);
+      return denied(denial, decision.reason, detail, identityFinding(decision));
     },
   };
 }
