@@ -201,6 +201,7 @@ export function createBoundary(config: Config, deps: Deps): Boundary {
 
   const boundary: Boundary = {
     store,
+    credentials,
     transparent,
     get proxy(): ProxyServer {
       if (proxy === undefined) throw new BoundaryError('CONFIG_INVALID', 'the boundary has not been started');

@@ -12,7 +12,7 @@ import type { ControlLookup } from '../../src/control/dial.js';
 import { attachedConfig } from './attached-config.js';
 import type { TestPki } from './certs.js';
 import { type TestSupervisor, WAIT_TIMEOUT_MS } from './control.js';
-import { fakeResolver } from './fake-resolver.js';
+import { type FakeAnswer, fakeResolver } from './fake-resolver.js';
 import { type LogSink, logSink } from './log-sink.js';
 import { waiterList } from './waiters.js';
 
@@ -56,7 +56,12 @@ export interface AttachedBoundary {
   close(): Promise<void>;
 }
 
-export async function startAttached(pki: TestPki, sup: Pick<TestSupervisor, 'port'>, options: { supervisor?: string; lookup?: ControlLookup } = {}): Promise<AttachedBoundary> {
+export async function startAttached(
+  pki: TestPki,
+  sup: Pick<TestSupervisor, 'port'>,
+  /** `names`: what the fake upstream resolver answers (default: api.example.test only). */
+  options: { supervisor?: string; lookup?: ControlLookup; names?: Readonly<Record<string, FakeAnswer>> } = {},
+): Promise<AttachedBoundary> {
   const tlsDir = await writeTlsDir(pki);
   const stateDir = await mkdtemp(join(tmpdir(), 'boundary-state-'));
   const log = logSink();
@@ -73,7 +78,7 @@ export async function startAttached(pki: TestPki, sup: Pick<TestSupervisor, 'por
   });
 
   const boundary = createBoundary(config, {
-    resolver: fakeResolver({ 'api.example.test': ['127.0.0.1'] }),
+    resolver: fakeResolver(options.names ?? { 'api.example.test': ['127.0.0.1'] }),
     now: Date.now,
     logger: log.logger,
     audit: log.sink,
