@@ -57,8 +57,9 @@ interface Form {
 
 /**
  * Forms that begin alike (a value's raw, percent- and JSON-encoded forms; its base64 with and without padding and
- * the core inside) are found by one search for their first ANCHOR_BYTES, then told apart where it hits: one pass
- * over the body per group rather than per form.
+ * the core inside) are found by one search for what they share at their start (at least their first
+ * ANCHOR_BYTES), then told apart where it hits: one pass over the body per group rather than per form. The longer
+ * that shared start, the faster the search skips through a body.
  */
 const ANCHOR_BYTES = 12;
 
@@ -68,13 +69,23 @@ interface FormGroup {
   readonly forms: readonly Form[];
 }
 
+/** The longest start `a` and `b` share. */
+function sharedStart(a: Buffer, b: Buffer): Buffer {
+  let n = 0;
+  while (n < a.length && n < b.length && a[n] === b[n]) n++;
+  return a.subarray(0, n);
+}
+
 function groupForms(forms: readonly Form[]): FormGroup[] {
   const groups = new Map<string, Form[]>();
   for (const form of forms) {
-    const anchor = form.bytes.subarray(0, ANCHOR_BYTES).toString('latin1');
-    groups.set(anchor, [...(groups.get(anchor) ?? []), form]);
+    const key = form.bytes.subarray(0, ANCHOR_BYTES).toString('latin1');
+    groups.set(key, [...(groups.get(key) ?? []), form]);
   }
-  return [...groups].map(([anchor, members]) => ({ anchor: Buffer.from(anchor, 'latin1'), forms: members }));
+  return [...groups.values()].map((members) => ({
+    anchor: Buffer.from(members.map((m) => m.bytes).reduce(sharedStart)),
+    forms: members,
+  }));
 }
 
 /** A redactor for `values` (with none, it passes every byte on at once). */
