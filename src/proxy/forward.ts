@@ -14,6 +14,7 @@ import type { H1Exchange, H1Handler } from '../http1/h1-client.js';
 import { clientResponseHeaders } from '../http1/headers.js';
 import type { Evaluation, RelayEvaluation } from './l7.js';
 import { answerUpstreamFailure, type BodyFraming, ClientClosedError, evaluateAndRelay, type RelayingRequest, relayEvaluation, type UpstreamBody } from './relay-request.js';
+import { redactingHandler, redactsResponse } from './response-redaction.js';
 import { filteringHandler, identityEncoding, type ToolsListPlan } from './tools-list-filter.js';
 
 /** The 'request' and 'checkContinue' handler of the shared HTTP server. */
@@ -164,8 +165,11 @@ class ForwardedRequest implements H1Handler, RelayingRequest {
     this.res.on('close', onClientClose);
     try {
       const plan = this.toolsList;
-      const upstream = plan === undefined ? headers : identityEncoding(headers);
-      this.exchange = pool.request({ target: head.target, method: this.o.method, headers: upstream, body }, plan === undefined ? this : filteringHandler(this, plan));
+      // docs/credentials.md#echoed-secrets: closest to the client, after the tools/list filter has re-encoded its JSON.
+      const redacting = redactsResponse(head.scope);
+      const upstream = plan === undefined && !redacting ? headers : identityEncoding(headers);
+      const handler: H1Handler = redacting ? redactingHandler(this, { ctx: this.ctx, o: this.o, scope: head.scope, abort: (err) => this.exchange?.abort(err) }) : this;
+      this.exchange = pool.request({ target: head.target, method: this.o.method, headers: upstream, body }, plan === undefined ? handler : filteringHandler(handler, plan));
     } catch (err) {
       this.onError(err instanceof Error ? err : new Error(String(err)));
     }

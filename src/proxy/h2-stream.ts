@@ -17,6 +17,7 @@ import type { Denial } from './deny.js';
 import { beginOutcome, emitOutcome, type Outcome, settle } from './events.js';
 import type { HeldRequest } from './body-hold.js';
 import { H2StreamRequest, methodOf } from './h2-request.js';
+import { redactingHandler, redactsResponse } from './response-redaction.js';
 import { filteringHandler, identityEncoding, type ToolsListPlan } from './tools-list-filter.js';
 import type { H2Lane } from './h2-lane.js';
 import type { TunnelUpstream, TunnelUpstreamHandle } from './h2-upstream.js';
@@ -194,8 +195,11 @@ class H2ProxyStream implements H2Handler, RelayingRequest {
     this.relayTrailers = up.kind === 'h2' && (teTrailers || this.grpc);
     // docs/policy.md#filtering-toolslist: the answer passes through the same filter as on HTTP/1.1.
     const plan = this.toolsList;
-    const upstream = plan === undefined ? headers : identityEncoding(headers);
-    const handler: H2Handler = plan === undefined ? this : { ...filteringHandler(this, plan), onTrailers: (t) => this.onTrailers(t) };
+    // docs/credentials.md#echoed-secrets: closest to the client, after the tools/list filter has re-encoded its JSON.
+    const redacting = redactsResponse(head.scope);
+    const upstream = plan === undefined && !redacting ? headers : identityEncoding(headers);
+    const base: H2Handler = redacting ? redactingHandler(this, { ctx: this.ctx, o: this.o, scope: head.scope, abort: (err) => this.exchange?.abort(err) }) : this;
+    const handler: H2Handler = plan === undefined ? base : { ...filteringHandler(base, plan), onTrailers: (t) => base.onTrailers(t) };
     if (up.kind === 'h1') {
       this.exchange = up.pool.request({ method, target: head.target, headers: joinedCookies(upstream), body }, handler);
       return;
