@@ -211,7 +211,7 @@ export async function checkedBody(req: AsyncIterable<Buffer>, head: UpstreamHead
 }
 
 /**
- * CR-23 (pinned): an upstream echoing a bound secret in a response header gets it redacted. Bodies are not.
+ * CR-23 (pinned): an upstream echoing a bound secret in a response header gets it redacted (bodies: the redaction stage of response-chain.ts).
  * Rewrites the flat `[name, value, ...]` list in place.
  */
 export function redactResponseHeaders(headers: string[], scope: CredentialScope): string[] {
