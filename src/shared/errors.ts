@@ -1,5 +1,5 @@
 // The one catalogue of error and problem codes. Codes are stable and never reused; tests match on
-// codes, never messages. The README's error table lists exactly these codes (a unit test checks it).
+// codes, never messages. docs/errors.md's table lists exactly these codes (a unit test checks it).
 
 export const ERROR_CODES = {
   // configuration and CLI
