@@ -1,7 +1,6 @@
 // Reads `network_middlewares` (docs/policy.md#network-middlewares) into drafts with every load rule of the section:
-// the names an entry may use (a built-in, or a service the operator registered), order, config, failure modes and
-// the host selector; then the conflicts with tls: skip endpoints. Pure: a registered service validates its own config
-// at load (middleware/admission.ts), and what an entry does to traffic is middleware/'s job.
+// the names an entry may use (a built-in; an external service is refused), order, config, failure modes and the host
+// selector; then the conflicts with tls: skip endpoints. Pure: what an entry does to traffic is middleware/'s job.
 
 import { builtinConfigProblem, type BuiltinMiddleware, builtinNamed, isReservedMiddlewareName } from './middleware-builtins.js';
 import { canonicalJson } from './canonical.js';
@@ -52,13 +51,8 @@ export type MiddlewareDraft = Pick<MiddlewareEntry, 'key' | 'name' | 'middleware
   readonly selectorNode: Node;
 };
 
-export interface MiddlewareReadOptions {
-  /** Names of the middleware services the operator registered; undefined: none. */
-  readonly registered: ReadonlySet<string> | undefined;
-}
-
 /** The section's entries in document order; problems are reported and the entries with any are left out. */
-export function readMiddlewares(ctx: ReadContext, field: Field | undefined, options: MiddlewareReadOptions): MiddlewareDraft[] {
+export function readMiddlewares(ctx: ReadContext, field: Field | undefined): MiddlewareDraft[] {
   if (field === undefined) return [];
   const map = readMap(ctx, field.value, SECTION);
   if (map === undefined) return [];
@@ -70,7 +64,7 @@ export function readMiddlewares(ctx: ReadContext, field: Field | undefined, opti
   const drafts: MiddlewareDraft[] = [];
   const orders = new Map<number, string>();
   for (const entry of fields) {
-    const draft = readMiddleware(ctx, entry, options);
+    const draft = readMiddleware(ctx, entry);
     if (draft === undefined) continue;
     const other = orders.get(draft.order);
     if (other !== undefined) {
@@ -84,7 +78,7 @@ export function readMiddlewares(ctx: ReadContext, field: Field | undefined, opti
   return drafts;
 }
 
-function readMiddleware(ctx: ReadContext, field: Field, options: MiddlewareReadOptions): MiddlewareDraft | undefined {
+function readMiddleware(ctx: ReadContext, field: Field): MiddlewareDraft | undefined {
   const before = ctx.issues.length;
   const path = childPath(SECTION, field.key);
   const at = (key: string): string => childPath(path, key);
@@ -93,7 +87,7 @@ function readMiddleware(ctx: ReadContext, field: Field, options: MiddlewareReadO
   if (map === undefined) return undefined;
   const f = knownFields(ctx, map, path, MIDDLEWARE_KEYS);
   const name = readString(ctx, f.get('name'), at('name')) ?? field.key;
-  const middleware = readImplementation(ctx, f.get('middleware'), at('middleware'), map, options);
+  const middleware = readImplementation(ctx, f.get('middleware'), at('middleware'), map);
   const orderField = f.get('order');
   const order = orderField === undefined ? 0 : intAt(ctx, orderField.value, at('order'), { min: MIN_ORDER, max: MAX_ORDER, code: 'POLICY_MIDDLEWARE_INVALID' });
   const config = readConfig(ctx, f.get('config'), at('config'), middleware?.builtin);
@@ -121,10 +115,9 @@ function readImplementation(
   field: Field | undefined,
   path: string,
   entry: Node,
-  options: MiddlewareReadOptions,
-): { name: string; builtin: BuiltinMiddleware | undefined } | undefined {
+): { name: string; builtin: BuiltinMiddleware } | undefined {
   if (field === undefined) {
-    report(ctx, entry, path, 'POLICY_MIDDLEWARE_INVALID', 'middleware is required: a built-in (ryno/regex) or the name of a registered middleware service');
+    report(ctx, entry, path, 'POLICY_MIDDLEWARE_INVALID', 'middleware is required: the built-in ryno/regex (also spelled openshell/regex)');
     return undefined;
   }
   const name = readString(ctx, field, path);
@@ -139,11 +132,9 @@ function readImplementation(
     report(ctx, field.value, path, 'POLICY_MIDDLEWARE_UNKNOWN', `${name} is not a built-in middleware (the openshell/ and ryno/ prefixes name built-ins only)`);
     return undefined;
   }
-  if (options.registered?.has(name) !== true) {
-    report(ctx, field.value, path, 'POLICY_MIDDLEWARE_UNKNOWN', `no built-in and no registered middleware service is named ${name}; the operator registers services with --middleware-config`);
-    return undefined;
-  }
-  return { name, builtin: undefined };
+  // An external service would run outside boundary; none can be registered, so the entry is refused, never skipped.
+  report(ctx, field.value, path, 'POLICY_MIDDLEWARE_EXTERNAL', `${name} names an external middleware service; boundary runs only the built-in ryno/regex (openshell/regex)`);
+  return undefined;
 }
 
 function readConfig(ctx: ReadContext, field: Field | undefined, path: string, builtin: BuiltinMiddleware | undefined): Readonly<Record<string, unknown>> | undefined {

@@ -12,8 +12,7 @@ import { toPlain } from './yaml-source.js';
 function answer(request: WorkerRequest): WorkerReply {
   try {
     const { ctx, contents } = openPolicy(request.text, request.source === undefined ? {} : { source: request.source });
-    const middlewareNames = request.middlewareNames === undefined ? undefined : new Set(request.middlewareNames);
-    const policy = drain(readPolicySteps(ctx, contents, { checkAmbiguity: true, middlewareNames }));
+    const policy = drain(readPolicySteps(ctx, contents, { checkAmbiguity: true }));
     // Aliases are already bounded by openPolicy; the main thread reads the expanded data.
     const data = toPlainPolicy(toPlain(contents));
     return { id: request.id, ok: true, data, warnings: policy.warnings, hash: policy.hash };

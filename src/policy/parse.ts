@@ -38,12 +38,9 @@ const RESERVED_KEY_PREFIX = '_provider_';
 export interface ParseOptions {
   /** File name or other origin, carried on every issue and in the error message. */
   readonly source?: string;
-  /** Names of the middleware services the operator registered (middleware/registrations.ts); others are refused. */
-  readonly middlewareNames?: ReadonlySet<string> | undefined;
 }
 
 interface ReadOptions {
-  readonly middlewareNames?: ReadonlySet<string> | undefined;
   /** V13 across endpoints; off only when the same text already passed it (policy/parse-off-thread.ts). */
   readonly checkAmbiguity: boolean;
   /** Warnings to report instead of the ones found here (which have no positions when read from plain data). */
@@ -52,7 +49,7 @@ interface ReadOptions {
 
 export function parsePolicy(text: string, options: ParseOptions = {}): Policy {
   const { ctx, contents } = openPolicy(text, options);
-  return drain(readPolicySteps(ctx, contents, { checkAmbiguity: true, middlewareNames: options.middlewareNames }));
+  return drain(readPolicySteps(ctx, contents, { checkAmbiguity: true }));
 }
 
 /** Limits on bytes and aliases, then the YAML parse; throws POLICY_INVALID on a limit or a syntax error. */
@@ -112,7 +109,7 @@ export function* readPolicySteps(ctx: ReadContext, contents: Node | null, option
       notEnforced.push(section);
       report(ctx, field.keyNode, section, 'POLICY_WARN_NOT_ENFORCED', `${section} is accepted but not enforced by boundary`);
     }
-    middlewares.push(...readMiddlewares(ctx, top.get('network_middlewares'), { registered: options.middlewareNames }));
+    middlewares.push(...readMiddlewares(ctx, top.get('network_middlewares')));
     const policies = top.get('network_policies');
     const map = policies !== undefined && policies.value !== null ? readMap(ctx, policies.value, 'network_policies') : undefined;
     // Counted before any endpoint is read: reading is what the limits bound.

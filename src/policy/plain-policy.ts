@@ -4,7 +4,7 @@
 
 import type { Issue } from '../shared/errors.js';
 import type { Steps } from './compile.js';
-import { type ParseOptions, readPolicySteps } from './parse.js';
+import { readPolicySteps } from './parse.js';
 import type { Policy } from './types.js';
 import { fromPlain, isMap, type Node, type Pair, plainPair, readContext } from './yaml-source.js';
 
@@ -39,7 +39,7 @@ export function toPlainPolicy(data: unknown): PlainPolicy {
 }
 
 /** Main side: the readers over nodes built from the pieces; issues were found there, warnings come from there. */
-export function* plainPolicySteps(plain: PlainPolicy, warnings: readonly Issue[], options: ParseOptions): Steps<Policy> {
+export function* plainPolicySteps(plain: PlainPolicy, warnings: readonly Issue[], source: string | undefined): Steps<Policy> {
   const root = fromPlain(JSON.parse(plain.root));
   let contents = root;
   if (plain.entries !== undefined && isMap(root)) {
@@ -59,5 +59,5 @@ export function* plainPolicySteps(plain: PlainPolicy, warnings: readonly Issue[]
     }
     contents = { ...root, items: [...root.items, plainPair('network_policies', { kind: 'map', items: policies, offset: -1 })] };
   }
-  return yield* readPolicySteps(readContext('', options.source), contents, { checkAmbiguity: false, warnings, middlewareNames: options.middlewareNames });
+  return yield* readPolicySteps(readContext('', source), contents, { checkAmbiguity: false, warnings });
 }

@@ -181,10 +181,10 @@ export interface MiddlewareEntry {
   /** The map key: the entry's identity in events and in denial bodies. */
   readonly key: string;
   readonly name: string;
-  /** `middleware` as written: `ryno/regex`, `openshell/regex`, or an operator's registration name. */
+  /** `middleware` as written: `ryno/regex` or `openshell/regex`. */
   readonly middleware: string;
-  /** The built-in it names, or undefined for an operator-registered service. */
-  readonly builtin: BuiltinMiddleware | undefined;
+  /** The built-in it names. */
+  readonly builtin: BuiltinMiddleware;
   /** Lower runs first; unique across the policy. */
   readonly order: number;
   /** The entry's `config` as frozen plain data (`{}` when absent). */

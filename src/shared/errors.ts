@@ -52,13 +52,13 @@ export const ERROR_CODES = {
   POLICY_LIMIT_RULES: 'the policy has more rules and deny_rules than MAX_POLICY_RULES',
   POLICY_LIMIT_ALIASES: 'YAML aliases expand past MAX_POLICY_ALIAS_COUNT',
   POLICY_MIDDLEWARE_INVALID: 'a network_middlewares entry is malformed (name, middleware, order, config, on_error or on_uninspectable)',
-  POLICY_MIDDLEWARE_UNKNOWN: 'middleware names neither a built-in nor a middleware service registered by the operator',
-  POLICY_MIDDLEWARE_CONFIG: "a middleware entry's config was refused by its built-in or by its service's ValidateConfig",
+  POLICY_MIDDLEWARE_UNKNOWN: 'middleware names no built-in: the openshell/ and ryno/ prefixes are reserved for built-ins',
+  POLICY_MIDDLEWARE_EXTERNAL: 'middleware names an external middleware service; boundary runs only its built-ins, so the entry is refused, never skipped',
+  POLICY_MIDDLEWARE_CONFIG: "a middleware entry's config was refused by its built-in, or is larger than MAX_MIDDLEWARE_CONFIG_BYTES",
   POLICY_MIDDLEWARE_ORDER: 'two network_middlewares entries use the same order',
   POLICY_MIDDLEWARE_LIMIT: 'more than MAX_MIDDLEWARES entries, or more than MAX_SELECTOR_PATTERNS include and exclude patterns in one entry',
   POLICY_MIDDLEWARE_SELECTOR: 'a middleware entry needs endpoints with a non-empty include list',
   POLICY_MIDDLEWARE_TLS_SKIP: 'a fail_closed (or on_uninspectable: deny) middleware selects a tls: skip endpoint it could never inspect',
-  POLICY_MIDDLEWARE_UNAVAILABLE: "a middleware service could not be asked to validate an entry's config at load (unreachable, timed out, or outside the protocol)",
   // policy warnings: the load succeeds; policy check prints them
   POLICY_WARN_AUDIT_DEFAULT: 'an L7 endpoint relies on the default audit enforcement; violations are logged, not blocked',
   POLICY_WARN_PORT_AND_PORTS: 'both port and ports are set; ports wins',
@@ -94,9 +94,6 @@ export const ERROR_CODES = {
   // control channel
   CONTROL_HANDSHAKE_FAILED: 'mTLS to the supervisor failed verification',
   CONTROL_MESSAGE_INVALID: 'a control message failed to decode or validate',
-  // network middleware services (docs/middleware.md)
-  MIDDLEWARE_UNAVAILABLE: 'a middleware service could not be reached or gave no answer within its timeout',
-  MIDDLEWARE_PROTOCOL: 'a middleware service answered outside the protocol: a manifest, binding, result or reason code it may not send',
   // binary identity (docs/identity.md)
   IDENTITY_MESSAGE_INVALID: 'a message on the identity socket failed to decode or validate; the connection is dropped',
   // admin listeners

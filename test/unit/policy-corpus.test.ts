@@ -24,8 +24,7 @@ const WARN_LINE = /^# warn: (POLICY_WARN_[A-Z0-9_]+) (\S+)\s*$/;
  * endpoint arriving by reload), which depends on the policy that was running before.
  */
 // POLICY_LIMIT_BYTES needs a file over 4 MiB: test/regressions/issue-15-policy-size.test.ts generates one.
-// POLICY_MIDDLEWARE_UNAVAILABLE needs a registered service that does not answer (test/regressions/issue-31-middleware-grpc.test.ts).
-const NOT_FIXTURE_CODES = new Set(['POLICY_INVALID', 'POLICY_UNREADABLE', 'POLICY_TCP_RELOAD', 'POLICY_LIMIT_BYTES', 'POLICY_MIDDLEWARE_UNAVAILABLE']);
+const NOT_FIXTURE_CODES = new Set(['POLICY_INVALID', 'POLICY_UNREADABLE', 'POLICY_TCP_RELOAD', 'POLICY_LIMIT_BYTES']);
 
 function yamlFiles(dir: string): string[] {
   return readdirSync(join(ROOT, dir))
