@@ -27,6 +27,7 @@ const NAMES = {
   'raw.example.test': ['127.0.0.1'],
   'other.example.test': ['127.0.0.1'],
   'ws.example.test': ['127.0.0.1'],
+  'rpc.example.test': ['127.0.0.1'],
 } as const;
 
 const policy = (p: { plain: number; secure: number; echo: number; ws: number }): string => `version: 1
@@ -39,6 +40,11 @@ network_policies:
       - { host: skip.example.test, port: ${p.secure}, tls: skip }
       - { host: raw.example.test, port: ${p.echo} }
       - { host: ws.example.test, port: ${p.ws} }
+      - host: rpc.example.test
+        port: ${p.plain}
+        protocol: json-rpc
+        enforcement: enforce
+        rules: [{ allow: { method: chat_send } }, { allow: { method: ${KEY} } }]
       - host: audit.example.test
         port: ${p.plain}
         protocol: rest
@@ -201,6 +207,22 @@ describe('issue 31: the built-in regex middleware through boundary', { timeout: 
     assert.equal(plain.seen[seen]?.body, '[REDACTED]');
     const event = await eventFor('audit.example.test');
     assert.equal(event.unmapped.verdict, 'audit');
+  });
+
+  it('decides a replaced JSON-RPC body again: a redacted parameter passes, a method that was a key is denied', async () => {
+    const seen = plain.seen.length;
+    const ok = await post(`http://rpc.example.test:${plain.port}/rpc`, JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'chat_send', params: { k: KEY } }));
+    assert.equal(ok.code, 200, ok.body);
+    assert.equal(plain.seen[seen]?.body, JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'chat_send', params: { k: '[REDACTED]' } }));
+    // Allowed as sent (a rule names the key as a method), but the origin would get [REDACTED], which no rule allows.
+    const denied = await post(`http://rpc.example.test:${plain.port}/rpc`, JSON.stringify({ jsonrpc: '2.0', id: 2, method: KEY }));
+    const error = (JSON.parse(denied.body) as { error?: { data?: { error?: string; method?: string } } }).error;
+    assert.equal(error?.data?.error, 'policy_denied', denied.body);
+    assert.equal(error?.data?.method, '[REDACTED]');
+    assert.ok(!denied.body.includes(KEY));
+    assert.equal(plain.seen.length, seen + 1);
+    const event = await b.log.waitFor((e) => e.dst_endpoint?.domain === 'rpc.example.test' && e.unmapped.verdict === 'deny');
+    assert.equal((event.unmapped.middlewares as { transformed: boolean }[])[0]?.transformed, true);
   });
 
   it('W4: a tls: skip endpoint a fail_open entry selects is relayed raw, with a finding', async () => {
