@@ -22,6 +22,7 @@ import { createMiddlewareRegistry, type MiddlewareRegistry } from '../middleware
 import { type AuthorityParsers, destination, type ProxyContext, type TunnelScope } from './context.js';
 import { createCaptureChain, createConnectChain, type ConnectionChainDeps } from '../chain/connection-chain.js';
 import { createRequestChain } from '../chain/request-chain.js';
+import { createResponseChain } from '../chain/response-chain.js';
 import { CONNECT_TIMEOUT_MS, type DialFunction } from '../chain/dial.js';
 import type { ClientErrorReason, RefusedConnectionReason } from '../chain/events.js';
 import { createProxyMetrics, type ProxyMetrics } from './metrics.js';
@@ -218,6 +219,7 @@ export function createProxyServer(options: ProxyServerOptions): ProxyServer {
       destination: (target) => destination(ctx, target),
       middleware: options.middleware ?? createMiddlewareRegistry(),
     }),
+    responses: createResponseChain({ sink: options.sink }),
     connectChain: createConnectChain(connectionDeps()),
     captureChain: (pool) => createCaptureChain({ ...connectionDeps(), pool }),
     // Per request: rebuilt only when the bound address or the other listeners' list changes.
