@@ -32,6 +32,7 @@ import { composeReadiness } from './boundary-readiness.js';
 import { openIdentitySource } from './boundary-identity.js';
 import { ADMIN_CLOSE_GRACE_MS, closeWithin, drainWithin } from './boundary-shutdown.js';
 import { readPackageVersion } from './version.js';
+import { createMiddlewareRegistry } from '../middleware/registry.js';
 
 export function createBoundary(config: Config, deps: Deps): Boundary {
   const { logger, now } = deps;
@@ -145,6 +146,8 @@ export function createBoundary(config: Config, deps: Deps): Boundary {
       otherSelfAddresses: () => otherSelves,
       credentials,
       identity: { mode: config.binaryIdentity, source: identity },
+      // The built-in network middlewares and the capacity they share.
+      middleware: deps.middleware ?? createMiddlewareRegistry(),
     });
   }
 

@@ -23,6 +23,7 @@ import { createConnectL4Stage } from './stages/connect-l4.js';
 import { createDialStage, createStillCurrentStage } from './stages/connection-dial.js';
 import { createCredentialGuardStage, createInterceptionStage } from './stages/connection-guards.js';
 import { createConnectionIdentityStage } from './stages/connection-identity.js';
+import { createConnectionMiddlewareStage } from './stages/connection-middleware.js';
 import { createConnectionRouteStage } from './stages/connection-route.js';
 import type { DestinationCheck } from './stages/destination.js';
 
@@ -68,6 +69,7 @@ export function createConnectChain(deps: ConnectionChainDeps): ConnectionChain {
     createConnectionIdentityStage(deps),
     createConnectL4Stage(deps),
     createConnectionRouteStage(deps),
+    createConnectionMiddlewareStage(),
     createConnectDestinationStage({ check: deps.destination }),
     createInterceptionStage(deps),
     createCredentialGuardStage(),
@@ -82,6 +84,7 @@ export function createCaptureChain(deps: ConnectionChainDeps & { readonly pool: 
     createConnectionIdentityStage(deps),
     createCaptureCheckStage(),
     createConnectionRouteStage(deps),
+    createConnectionMiddlewareStage(),
     createCaptureDestinationStage(deps),
     createInterceptionStage(deps),
     createCredentialGuardStage(),

@@ -12,6 +12,7 @@ import type { OutcomeVerdict, ReasonCode } from './events.js';
 import type { Engine } from '../telemetry/event.js';
 import type { DestinationFacts, Settled } from './request.js';
 import type { Refusal } from './stage.js';
+import type { MiddlewareRoute } from './middleware-route.js';
 
 export class ConnectionRequest {
   readonly adapter: 'connect' | 'capture';
@@ -32,6 +33,8 @@ export class ConnectionRequest {
   /** TLS is terminated and requests decided one by one (an L7 protocol, or credentials bound to the route). */
   inspect = false;
   credentialRoute: 'as-is' | 'inspect' | 'refuse' = 'as-is';
+  /** What network middlewares selecting the host make of the connection (chain/middleware-route.ts). */
+  middlewareRoute: MiddlewareRoute = 'none';
   // capture
   readonly syntheticIp: string;
   readonly syntheticPort: number;

@@ -10,7 +10,7 @@ import { bufferHasMarker, createMarkerScanner } from '../credentials/scan.js';
 import { type CredentialScope, routeCarriesCredentials, scopeFor } from '../credentials/scope.js';
 import type { CredentialSource } from '../credentials/source.js';
 import type { Decision, Endpoint } from '../policy/types.js';
-import { needsInspection } from './inspection.js';
+import { cannotInspect, needsInspection } from './inspection.js';
 import { credentialDenial, type Denial } from './denials.js';
 import { type Outcome, type ReasonCode, settle } from './events.js';
 
@@ -20,10 +20,6 @@ import { type Outcome, type ReasonCode, settle } from './events.js';
  * (credentialed but cannot be inspected: `tls: skip` or raw TCP) -> 403 uninspected_credentials.
  */
 type CredentialRoute = 'as-is' | 'inspect' | 'refuse';
-
-function cannotInspect(endpoint: Endpoint): boolean {
-  return endpoint.tls === 'skip' || endpoint.protocol === 'tcp';
-}
 
 /** True when requests to host:port could carry credentials (a provider endpoint, a credential_binding or SigV4 signing). */
 export function routeHasCredentials(source: CredentialSource, decision: Decision, host: string, port: number): boolean {

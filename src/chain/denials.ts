@@ -41,6 +41,8 @@ const DENIAL_ERRORS = [
   'duplicate_json_key',
   'lookup_rate_limited',
   'lookup_tunnel_suspected',
+  'middleware_denied',
+  'middleware_failed',
 ] as const;
 export type DenialError = (typeof DENIAL_ERRORS)[number];
 

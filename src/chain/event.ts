@@ -7,6 +7,7 @@ import type { Mapping } from '../net/synthetic.js';
 import { identityFields } from './identity-gate.js';
 import { callEventFields } from './jsonrpc-denial.js';
 import { lookupFields } from './lookup-refusal.js';
+import { invocationFields } from '../middleware/outcome.js';
 import { NOT_UNDERSTOOD_DETAIL, type Outcome, outcomeEvent, type ReasonCode } from './events.js';
 import type { AuditEvent } from '../telemetry/event.js';
 import type { ConnectionRequest } from './connection.js';
@@ -38,6 +39,8 @@ export function requestOutcome(r: ChainRequest): Outcome {
   if (r.credentialReason !== undefined) extra.credential_reason = r.credentialReason;
   if (r.credentialResponse !== undefined) extra.credential_response = r.credentialResponse;
   if (r.h2) extra.http_version = H2_VERSION;
+  // One record per network middleware entry run (or passed over): key, implementation, decision, transformed, failure.
+  if (r.middleware !== undefined) extra.middlewares = r.middleware.map(invocationFields);
   const ssrf = r.engine === 'ssrf';
   const verdict = settled?.verdict ?? decision?.verdict ?? 'deny';
   const o: Outcome = {

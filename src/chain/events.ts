@@ -46,6 +46,12 @@ const OUTCOME_REASONS = [
   'stale-policy',
   'port-mismatch',
   'destination-denied',
+  // Network middlewares (docs/policy.md#network-middlewares): a stage denied, failed under fail_closed, had no turn,
+  // or could not see the traffic at all.
+  'middleware-denied',
+  'middleware-failed',
+  'middleware-capacity',
+  'middleware-uninspectable',
 ] as const;
 export type OutcomeReason = (typeof OUTCOME_REASONS)[number];
 

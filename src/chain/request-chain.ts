@@ -3,6 +3,7 @@
 // inspection is a new stage here. Each stage takes only the dependencies it names.
 
 import type { CredentialSource } from '../credentials/source.js';
+import type { MiddlewareRegistry } from '../middleware/registry.js';
 import type { PolicyStore } from '../policy/store.js';
 import type { AuthorityParsers } from '../proxy/context.js';
 import type { IdentityGate } from './identity-gate.js';
@@ -19,6 +20,7 @@ import { createHygieneStage } from './stages/hygiene.js';
 import { createIdentityStage } from './stages/identity.js';
 import { createL4Stage } from './stages/l4.js';
 import { createL7Stage } from './stages/l7.js';
+import { createMiddlewareStage } from './stages/middleware.js';
 import { createUpgradeStage } from './stages/upgrade.js';
 import { createUpstreamBodyStage } from './stages/upstream-body.js';
 import { createVerdictStage } from './stages/verdict.js';
@@ -32,6 +34,8 @@ export interface RequestChainDeps {
   readonly credentials: CredentialSource;
   /** The SSRF check behind the one upstream-lookup gate (net/destination.ts). */
   readonly destination: DestinationCheck;
+  /** The middleware implementations and their shared capacity (docs/policy.md#network-middlewares). */
+  readonly middleware: MiddlewareRegistry;
 }
 
 export interface RequestChain {
@@ -41,6 +45,9 @@ export interface RequestChain {
 }
 
 export function createRequestChain(deps: RequestChainDeps): RequestChain {
+  const bodyHold = createBodyHoldStage();
+  const l7 = createL7Stage(deps);
+  const verdict = createVerdictStage();
   const stages: readonly Stage<ChainRequest>[] = [
     createFramingStage(),
     createAuthorityStage(deps),
@@ -48,11 +55,14 @@ export function createRequestChain(deps: RequestChainDeps): RequestChain {
     createIdentityStage(deps),
     createL4Stage(deps),
     createCanonicalStage(),
-    createBodyHoldStage(),
-    createL7Stage(deps),
-    createVerdictStage(),
+    bodyHold,
+    l7,
+    verdict,
     createUpgradeStage(),
     createDestinationStage({ check: deps.destination }),
+    // After the allow (audit too), before any secret is written into the request; a replaced body is read and
+    // decided again by the same three stages.
+    createMiddlewareStage({ registry: deps.middleware, reevaluate: [bodyHold, l7, verdict] }),
     createCredentialsStage(deps),
     createUpstreamBodyStage(deps),
   ];

@@ -10,6 +10,8 @@ import type { LookupRefusal } from '../net/lookup-gate.js';
 import type { DestinationCheck } from '../net/ssrf.js';
 import type { IdentityClaim } from '../policy/binary-identity.js';
 import type { Decision, Policy } from '../policy/types.js';
+import type { BoundMiddleware } from '../middleware/implementation.js';
+import type { MiddlewareInvocation } from '../middleware/outcome.js';
 import type { UpstreamHead } from './credential-injection.js';
 import type { TunnelTarget } from '../proxy/context.js';
 import type { BodyHold, InspectedBody } from './inspected-body.js';
@@ -138,6 +140,13 @@ export class ChainRequest {
   /** A WebSocket handshake whose frames will be read (websocket endpoint, or credentials bound to the route). */
   websocketInspected = false;
   sigv4: Readonly<Record<string, unknown>> | undefined = undefined;
+  // middleware
+  /** Each network middleware entry run (or passed over) on the request, its WebSocket messages aside. */
+  middleware: MiddlewareInvocation[] | undefined = undefined;
+  /** The client's head as middlewares left it (a replaced body's Content-Length); else `wire.rawHeaders`. */
+  requestHeaders: string[] | undefined = undefined;
+  /** The entries that read this WebSocket upgrade's client text messages, in order. */
+  websocketMiddlewares: readonly BoundMiddleware[] | undefined = undefined;
   credentialReason: string | undefined = undefined;
   severity: Severity | undefined = undefined;
   // the response side
@@ -174,6 +183,11 @@ export class ChainRequest {
     this.streamed = init.streamed === true;
     this.bodyFollows = init.bodyFollows === true;
     this.body = init.body;
+  }
+
+  noteMiddleware(invocation: MiddlewareInvocation): void {
+    if (this.middleware === undefined) this.middleware = [invocation];
+    else this.middleware.push(invocation);
   }
 
   /** Records a refusal's result (the runner and the adapter call this; stages return refusals). */

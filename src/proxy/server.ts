@@ -17,7 +17,8 @@ import type { BinaryIdentityMode, IdentitySource } from '../identity/source.js';
 import { createIdentityGate } from '../chain/identity-gate.js';
 import { createAdmission, FIRST_BYTE_TIMEOUT_MS, MAX_CONNECTIONS_PER_SOURCE_PERCENT } from './admission.js';
 import { createConnectHandler } from './connect.js';
-import { credentialRoute } from '../chain/credential-injection.js';
+import { connectionRouteOf } from '../chain/middleware-route.js';
+import { createMiddlewareRegistry, type MiddlewareRegistry } from '../middleware/registry.js';
 import { type AuthorityParsers, destination, type ProxyContext, type TunnelScope } from './context.js';
 import { createCaptureChain, createConnectChain, type ConnectionChainDeps } from '../chain/connection-chain.js';
 import { createRequestChain } from '../chain/request-chain.js';
@@ -100,6 +101,8 @@ interface ProxyServerOptions {
   readonly credentials: CredentialSource;
   /** Binary identity (docs/identity.md): the mode, and where processes are looked up. */
   readonly identity: { readonly mode: BinaryIdentityMode; readonly source: IdentitySource | undefined };
+  /** Network middlewares (docs/policy.md#network-middlewares); default the built-ins with their own capacity. */
+  readonly middleware?: MiddlewareRegistry | undefined;
 }
 
 export interface ProxyServer {
@@ -132,8 +135,9 @@ export function createProxyServer(options: ProxyServerOptions): ProxyServer {
   const metrics = createProxyMetrics(options.registry);
   metrics.connectionsLimit.set(limits.maxConnections);
   const tunnels = createTunnelRegistry({
-    // A credentialed route is inspected even on an L4 endpoint: re-evaluation must see the same choice.
-    routeOf: (decision, host, port) => credentialRoute(options.credentials, decision, host, port),
+    // A credentialed route, or one a network middleware selects, is inspected even on an L4 endpoint: re-evaluation
+    // must see the same choice.
+    routeOf: (decision, host, port, policy) => connectionRouteOf(options.credentials, policy, decision, host, port),
   });
   const upstreams = createUpstreams({ dial: options.dial, connectTimeoutMs: limits.connectTimeoutMs, extraCaPem: options.upstreamCaPem, metrics });
   const admission = createAdmission({
@@ -213,6 +217,7 @@ export function createProxyServer(options: ProxyServerOptions): ProxyServer {
       identity,
       credentials: options.credentials,
       destination: (target) => destination(ctx, target),
+      middleware: options.middleware ?? createMiddlewareRegistry(),
     }),
     responses: createResponseChain({ sink: options.sink }),
     connectChain: createConnectChain(connectionDeps()),

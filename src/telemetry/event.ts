@@ -7,7 +7,7 @@ export type EventClass = (typeof EVENT_CLASSES)[number];
 export const SEVERITIES = ['INFO', 'LOW', 'MED', 'HIGH', 'CRIT', 'FATAL'] as const;
 export type Severity = (typeof SEVERITIES)[number];
 
-export const ENGINES = ['opa', 'l7', 'ssrf', 'tls', 'credentials', 'credential-binding', 'dns', 'control'] as const;
+export const ENGINES = ['opa', 'l7', 'ssrf', 'tls', 'credentials', 'credential-binding', 'dns', 'control', 'middleware'] as const;
 export type Engine = (typeof ENGINES)[number];
 
 export interface AuditEvent {

@@ -10,6 +10,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import { Readable } from 'node:stream';
 import { describe, it } from 'node:test';
+import { createMiddlewareRegistry } from '../../src/middleware/registry.js';
 import { createRequestChain } from '../../src/chain/request-chain.js';
 import { createResponseChain } from '../../src/chain/response-chain.js';
 import { createStaticCredentialSource } from '../../src/credentials/source.js';
@@ -209,6 +210,7 @@ async function run(c: Case, resolver: Resolver): Promise<Observed> {
     identity: undefined,
     credentials,
     destination: (target) => checkDestination({ ...target, lookups, hosts: undefined, allowLoopback: true, selfAddresses: NO_SELF_ADDRESSES }),
+    middleware: createMiddlewareRegistry(),
   });
   const sink = {
     emit(event: AuditEvent) {
