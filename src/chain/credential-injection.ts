@@ -237,7 +237,6 @@ export function credentialRefusal(
       ? 'credential-body-too-large'
       : 'credential-unavailable';
   settle(o, 'deny', reason, refusal.logMessage, status);
-  o.engine = mismatch ? 'credential-binding' : 'credentials';
   o.extra = { ...o.extra, credential_reason: refusal.reason };
   if (mismatch) o.severity = 'HIGH';
   return { denial: credentialDenial(refusal), finding: mismatch ? 'credential-endpoint-mismatch' : undefined };

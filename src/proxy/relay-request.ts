@@ -59,7 +59,7 @@ export function upstreamFailure(r: ChainRequest, err: Error, sent: boolean): Ref
   const failure = dial ? dialFailureOf(err) : undefined;
   if (failure !== undefined) r.upstream.dialFailure = failure;
   const denial = failure === undefined ? upstreamUnreachableDenial(target, 'upstream error') : dialFailedDenial(target, failure);
-  const refused: Refusal = { verdict: 'fail', reason: dial ? 'dial-failed' : 'upstream-failed', detail: err.message, status: denial.status, denial, finding: undefined, engine: undefined };
+  const refused: Refusal = { verdict: 'fail', reason: dial ? 'dial-failed' : 'upstream-failed', detail: err.message, status: denial.status, denial, finding: undefined };
   r.settle(refused);
   return refused;
 }

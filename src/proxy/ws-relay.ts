@@ -21,7 +21,7 @@ import type { Severity } from '../telemetry/event.js';
 import type { ProxyContext } from './context.js';
 import { credentialRefusal } from '../chain/credential-injection.js';
 import { inspectionRefusalDetail } from '../chain/denials.js';
-import { beginOutcome, emitOutcome, findingEvent, type Outcome, type OutcomeReason, settle } from '../chain/events.js';
+import { beginOutcome, emitOutcome, engineOf, findingEvent, type Outcome, type OutcomeReason, settle } from '../chain/events.js';
 import { identityFields } from '../chain/identity-gate.js';
 import { TUNNEL_LINGER_MS } from './tunnel.js';
 import { createAssemblyTimer, GLOBAL_TIMERS, type Timers } from '../websocket/assembly-timer.js';
@@ -161,7 +161,7 @@ export function relayWebSocket(
       class: 'NET',
       activity: 'CLOSE',
       severity,
-      engine: 'l7',
+      engine: engineOf(reasonCode, undefined),
       dst: { host: session.host, port: session.port },
       message: `websocket closed with ${code}: ${detail}`,
       detail,
@@ -206,7 +206,6 @@ export function relayWebSocket(
     const o = messageOutcome(ctx, session, 'WEBSOCKET_TEXT');
     settle(o, decision.verdict, decision.reason, decision.detail, undefined);
     o.policy = decision.policy;
-    o.engine = decision.layer === 'l7' ? 'l7' : 'opa';
     o.extra = { rule: decision.rule, endpoint: decision.endpoint?.id, ...identityFields(decision, session.identity) };
     if (decision.verdict === 'deny') {
       refuseMessage(o);
@@ -248,7 +247,6 @@ export function relayWebSocket(
         }
         const o = messageOutcome(ctx, session, 'WEBSOCKET_BINARY');
         settle(o, 'deny', 'websocket-binary-credentialed', 'binary WebSocket frames are refused on a credentialed upgrade: they cannot be inspected', undefined);
-        o.engine = 'credentials';
         refuseMessage(o);
         return;
       }

@@ -7,7 +7,27 @@ export type EventClass = (typeof EVENT_CLASSES)[number];
 export const SEVERITIES = ['INFO', 'LOW', 'MED', 'HIGH', 'CRIT', 'FATAL'] as const;
 export type Severity = (typeof SEVERITIES)[number];
 
-export const ENGINES = ['opa', 'l7', 'ssrf', 'tls', 'credentials', 'credential-binding', 'dns', 'control'] as const;
+/**
+ * What made an event's outcome (docs/events.md#engines): `policy` the connection-level decision (host, port,
+ * binaries), `l7` request rules, `identity` a process that could not be identified, `ssrf` destination validation,
+ * `dns` policy DNS and the lookup gate, `tls` interception, `credentials` and `credential-binding` placeholders,
+ * `protocol` a request refused as it was read (framing, parser, authority), `upstream` an upstream that failed,
+ * `admission` the connection limits, `control` the control channel.
+ */
+export const ENGINES = [
+  'policy',
+  'l7',
+  'identity',
+  'ssrf',
+  'dns',
+  'tls',
+  'credentials',
+  'credential-binding',
+  'protocol',
+  'upstream',
+  'admission',
+  'control',
+] as const;
 export type Engine = (typeof ENGINES)[number];
 
 export interface AuditEvent {

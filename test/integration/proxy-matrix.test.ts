@@ -139,7 +139,7 @@ describe('proxy matrix: transport x verdict', () => {
       const event = transport === 'forward' ? httpEvents(path)[0] : netEvents('denied.example.test', httpPort())[0];
       assert.equal(event?.action, 'Denied');
       assert.equal(event?.unmapped.reason_code, 'no-endpoint-matched');
-      assert.equal(event?.firewall_rule?.type, 'opa');
+      assert.equal(event?.firewall_rule?.type, 'policy');
     });
 
     if (!inspected) continue;

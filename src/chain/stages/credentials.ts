@@ -19,8 +19,7 @@ export function credentialRefusal(r: ChainRequest, refused: RewriteRefusal): Ref
   r.credentialReason = refused.reason;
   // A binding mismatch is a HIGH event plus a finding: a placeholder was sent where its secret must never go.
   if (mismatch) r.severity = 'HIGH';
-  const engine = mismatch ? 'credential-binding' : 'credentials';
-  return { verdict: 'deny', reason, detail: refused.logMessage, status: refused.status, denial: credentialDenial(refused), finding: mismatch ? reason : undefined, engine };
+  return { verdict: 'deny', reason, detail: refused.logMessage, status: refused.status, denial: credentialDenial(refused), finding: mismatch ? reason : undefined };
 }
 
 /** Drops the extension offer: permessage-deflate would hide text frames from inspection. */
