@@ -149,7 +149,7 @@ export interface Outcome {
   extra: Record<string, unknown> | undefined;
   /** Overrides the verdict's default severity (a credential binding mismatch is HIGH). */
   severity?: Severity;
-  /** `https` after TLS termination (http only); a denial's `unmapped.replay.scheme`, default `http`. */
+  /** `https` after TLS termination (http only): the event's URL and a denial's `unmapped.replay.scheme`; default `http`. */
   scheme?: 'http' | 'https';
   /** The request's query keys, never its values (telemetry/replay.ts replayQueryKeys); set on a denial. */
   queryKeys?: { readonly keys: readonly string[]; readonly truncated: boolean };
@@ -203,6 +203,7 @@ export type RefusedConnectionReason = (typeof REFUSED_CONNECTION_REASONS)[number
 export const ADMISSION_LISTENERS = ['proxy', 'transparent'] as const;
 export type AdmissionListener = (typeof ADMISSION_LISTENERS)[number];
 
+const DEFAULT_PORTS = { http: 80, https: 443 } as const;
 const ACTION = { allow: 'ALLOWED', audit: 'ALLOWED', deny: 'DENIED', fail: undefined } as const;
 const STATUS_WORD = { allow: 'allowed', audit: 'audit', deny: 'denied', fail: 'failed' } as const;
 const LABELS = ['CONNECT', 'CONNECT_L7', 'FORWARD', 'L7_REQUEST'] as const;
@@ -256,8 +257,10 @@ export function outcomeEvent(o: Outcome): AuditEvent {
   if (o.generation !== undefined) event.generation = o.generation;
   if (o.policyHash !== undefined) event.policyHash = o.policyHash;
   if (!net) {
-    // docs/events.md#shorthand-line: the scheme is http even after TLS termination; the port is printed unless 80.
-    event.http = { method: o.method, url: `http://${o.port === 80 || o.port === undefined ? target(o.host, undefined) : where}${o.path ?? ''}` };
+    // docs/events.md#shorthand-line: https after TLS termination; the port is printed unless the scheme's default.
+    const scheme = o.scheme ?? 'http';
+    const shown = o.port === undefined || o.port === DEFAULT_PORTS[scheme] ? target(o.host, undefined) : where;
+    event.http = { method: o.method, url: `${scheme}://${shown}${o.path ?? ''}` };
   }
   return event;
 }

@@ -33,6 +33,8 @@ export interface WsSession {
   readonly adapter: Adapter;
   readonly host: string;
   readonly port: number;
+  /** `https` when the upgrade came through a TLS-terminated tunnel: its messages' events say so. */
+  readonly scheme: 'http' | 'https';
   /** Redacted canonical path and query of the upgrade request: what WEBSOCKET_TEXT rules match against. */
   readonly path: string;
   readonly query: string;
@@ -65,6 +67,7 @@ function messageOutcome(ctx: ProxyContext, session: WsSession, method: string): 
   o.host = session.host;
   o.port = session.port;
   o.path = session.path;
+  o.scheme = session.scheme;
   o.generation = policy.generation;
   o.policyHash = policy.hash;
   return o;

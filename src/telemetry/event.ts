@@ -42,7 +42,7 @@ export interface AuditEvent {
   readonly policy?: string;
   readonly dst?: { readonly host?: string; readonly ip?: string; readonly port?: number };
   readonly src?: { readonly ip?: string; readonly port?: number };
-  /** URL without query string (`http://h:443/p`). */
+  /** URL without query string (`https://h/p`, `http://h:8080/p`). */
   readonly http?: { readonly method: string; readonly url: string };
   readonly statusDetail?: string;
   readonly message: string;
