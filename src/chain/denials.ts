@@ -154,9 +154,9 @@ export function policyChangedDenial(target: string): Denial {
 }
 
 /**
- * The L7 body: field-compatible with OpenShell; `path` is the canonical path, never the query. `rule` is the rule that
- * decided (a matching deny rule), null when none matched; `rule_missing` describes the allow rule that would be needed,
- * null when a deny rule matched (no allow rule can win over it).
+ * The L7 body: field-compatible with OpenShell; `path` is the canonical path, never the query. `rule` is the rule the
+ * decision rests on, as `policy explain` names it: the deny rule that matched, or the allow rule that is missing
+ * (`rule_missing` describes it field by field, null when a deny rule matched: no allow rule can win over it).
  */
 export function l7PolicyDenial(request: { method: string; path: string; host: string; port: number }, decision: Decision, denied: DeniedRequest): Denial {
   const { method, path, host, port } = request;
@@ -167,7 +167,7 @@ export function l7PolicyDenial(request: { method: string; path: string; host: st
     'policy_denied',
     {
       policy: decision.policy ?? null,
-      rule: denyRule ? (decision.rule ?? null) : null,
+      rule: decision.rule ?? null,
       detail: decision.detail,
       reason: decision.reason,
       layer: 'l7',
