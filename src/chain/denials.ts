@@ -27,6 +27,7 @@ const DENIAL_ERRORS = [
   'framing_header_lookalike',
   'method_override_invalid',
   'upstream_unreachable',
+  'upstream_protocol_error',
   'tls_termination_unavailable',
   'too_many_connections',
   'too_many_connections_from_source',
@@ -248,6 +249,16 @@ export function inspectionRefusalDenial(refusal: InspectionRefusal): Denial {
 
 export function upstreamUnreachableDenial(target: string, detail: string): Denial {
   return denial(502, 'upstream_unreachable', { detail: `${target}: ${detail}` }, `: upstream ${target} unreachable`);
+}
+
+/** The upstream answered, but not in HTTP: its answer broke HTTP/1.1 framing or HTTP/2's rules, and none of it was relayed. */
+export function upstreamProtocolDenial(target: string): Denial {
+  return denial(
+    502,
+    'upstream_protocol_error',
+    { detail: `${target}: the upstream's answer broke the HTTP protocol (framing or syntax) and was not relayed` },
+    `: upstream ${target} broke the HTTP protocol`,
+  );
 }
 
 /** The pinned dial failed: 504 when the upstream gave no answer in time, else 502; the failure is named in the phrase. */

@@ -16,6 +16,8 @@ const OUTCOME_REASONS = [
   'lookup-tunnel-suspected',
   'dial-failed',
   'upstream-failed',
+  // The upstream answered, but broke HTTP/1.1 framing or HTTP/2's rules (UPSTREAM_PROTOCOL_ERROR).
+  'upstream-protocol-error',
   'tls-unavailable',
   'authority-mismatch',
   'bad-request',
@@ -80,6 +82,7 @@ const REASON_ENGINES: Readonly<Record<ReasonCode, Engine | 'decision'>> = {
   'lookup-tunnel-suspected': 'dns',
   'dial-failed': 'upstream',
   'upstream-failed': 'upstream',
+  'upstream-protocol-error': 'upstream',
   'tls-unavailable': 'tls',
   'authority-mismatch': 'protocol',
   'bad-request': 'protocol',
