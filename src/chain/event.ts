@@ -37,6 +37,7 @@ export function requestOutcome(r: ChainRequest): Outcome {
   if (r.upstream.dialFailure !== undefined) extra.dial_failure = r.upstream.dialFailure;
   if (r.credentialReason !== undefined) extra.credential_reason = r.credentialReason;
   if (r.h2) extra.http_version = H2_VERSION;
+  if (r.parserError !== undefined) extra.parser_error = r.parserError;
   const reason = settled?.reason ?? decision?.reason ?? 'bad-request';
   const ssrf = reason === 'ssrf-denied';
   const verdict = settled?.verdict ?? decision?.verdict ?? 'deny';

@@ -259,7 +259,7 @@ export function outcomeEvent(o: Outcome): AuditEvent {
   if (o.policy !== undefined) event.policy = o.policy;
   if (o.generation !== undefined) event.generation = o.generation;
   if (o.policyHash !== undefined) event.policyHash = o.policyHash;
-  if (!net) {
+  if (!net && o.host !== undefined) {
     // docs/events.md#shorthand-line: https after TLS termination; the port is printed unless the scheme's default.
     const scheme = o.scheme ?? 'http';
     const shown = o.port === undefined || o.port === DEFAULT_PORTS[scheme] ? target(o.host, undefined) : where;

@@ -142,6 +142,8 @@ export class ChainRequest {
   severity: Severity | undefined = undefined;
   // the response side
   toolsList: ToolsListPlan | undefined = undefined;
+  /** A parser refused the request before the chain ran (parser-refusal.ts): what it refused, for aggregation. */
+  parserError: string | undefined = undefined;
   // results
   settled: Settled | undefined = undefined;
   readonly upstream: UpstreamFacts = { status: undefined, dialFailure: undefined };
