@@ -252,7 +252,8 @@ export function createBoundary(config: Config, deps: Deps): Boundary {
         watcher.start();
       }
       await control?.start();
-      const api = { store, texts: policyTexts, ring: denials };
+      // Explain answers as this run decides: its always-blocked destinations and its binary-identity mode.
+      const api = { store, texts: policyTexts, ring: denials, permanent: live.permanent, binaryIdentity: config.binaryIdentity };
       admin = createAdminServer({
         host: config.adminListen.host,
         port: config.adminListen.port,

@@ -190,7 +190,7 @@ const UNLIFTABLE_SSRF_CHECKS: ReadonlySet<string> = new Set(['self-address', 'al
 
 function ssrfSteps(target: string, check: string): readonly NextStep[] {
   if (UNLIFTABLE_SSRF_CHECKS.has(check)) {
-    return [{ kind: 'not_allowable', message: `${target} is blocked by the SSRF rules (${check}); no policy change can allow it` }];
+    return [{ kind: 'not_allowable', message: `${target} is always blocked by the SSRF rules (${check}): the refusal is permanent and no policy change can allow it` }];
   }
   if (check === 'no-addresses') return [{ kind: 'not_allowable', message: `${target} has no address that passed validation; check its DNS` }];
   return [{

@@ -21,6 +21,8 @@ import { credentialRoute } from '../chain/credential-injection.js';
 import { type AuthorityParsers, destination, type ProxyContext, type TunnelScope } from './context.js';
 import { createCaptureChain, createConnectChain, type ConnectionChainDeps } from '../chain/connection-chain.js';
 import { createRequestChain } from '../chain/request-chain.js';
+import type { PermanentCheck } from '../chain/stages/always-blocked.js';
+import { permanentRefusal } from '../net/destination.js';
 import { requestOutcome } from '../chain/event.js';
 import { emitOutcome } from '../chain/events.js';
 import { parserRefusal } from '../chain/parser-refusal.js';
@@ -114,6 +116,8 @@ export interface ProxyServer {
   /** What the adapters share; transparent capture (capture.ts) runs on the same one. */
   readonly context: ProxyContext;
   readonly metrics: ProxyMetrics;
+  /** Whether host:port is refused whatever the policy (net/destination.ts permanentRefusal on this run's switches). */
+  readonly permanent: PermanentCheck;
 }
 
 function clientErrorStatus(code: string | undefined): number {
@@ -174,6 +178,8 @@ export function createProxyServer(options: ProxyServerOptions): ProxyServer {
 
   const identity = createIdentityGate(options.identity);
   const selfAddresses = (): SelfAddresses => ctx.selfAddresses();
+  // docs/destinations.md#always-blocked: the one answer for what no policy can open, also handed to explain.
+  const permanent: PermanentCheck = (host, port) => permanentRefusal(host, port, { allowLoopback: options.allowLoopback, selfAddresses: selfAddresses() });
   const connectionDeps = (): ConnectionChainDeps => ({
     store: options.store,
     hosts: options.hosts,
@@ -186,6 +192,7 @@ export function createProxyServer(options: ProxyServerOptions): ProxyServer {
     connectTimeoutMs: limits.connectTimeoutMs,
     allowLoopback: options.allowLoopback,
     selfAddresses,
+    permanent,
     destination: (target) => destination(ctx, target),
     inTunnel: (c) => ctx.scopes.has(c.socket),
   });
@@ -214,6 +221,7 @@ export function createProxyServer(options: ProxyServerOptions): ProxyServer {
       metrics,
       identity,
       credentials: options.credentials,
+      permanent,
       destination: (target) => destination(ctx, target),
     }),
     connectChain: createConnectChain(connectionDeps()),
@@ -333,6 +341,7 @@ export function createProxyServer(options: ProxyServerOptions): ProxyServer {
     tunnels,
     context: ctx,
     metrics,
+    permanent,
     address: () => bound,
     forceClose() {
       tunnels.closeAll('shutdown');
