@@ -78,6 +78,13 @@ export interface PermanentRefusal {
   readonly message: string;
 }
 
+/** How a refused IP literal is described; CLASS is its address class. */
+const PERMANENT_WHY: Readonly<Record<string, string>> = {
+  'self-address': "is boundary's own listener",
+  'always-blocked': 'is a CLASS address, always blocked',
+  'control-plane-port': 'is a control-plane port on an IP literal',
+};
+
 /** permanentRefusal with a run's switches bound: what the proxy, explain and check are each handed. */
 export type PermanentCheck = (host: string, port: number) => PermanentRefusal | undefined;
 
@@ -99,7 +106,10 @@ export function permanentRefusal(host: string, port: number, run: RunDestination
   const endpoint = { host: name, hostKind: 'ip', allowedIps: [] };
   const check = validateDestination({ endpoint, host: name, port, addresses: [name], allowLoopback: run.allowLoopback, selfAddresses: run.selfAddresses });
   if (check.ok) return undefined;
-  return { check: check.check, addressClass: check.dropped[0]?.class ?? 'invalid', message: check.message };
+  const addressClass = check.dropped[0]?.class ?? 'invalid';
+  const where = `${name.includes(':') ? `[${name}]` : name}:${port}`;
+  const why = PERMANENT_WHY[check.check] ?? `is refused (${check.check})`;
+  return { check: check.check, addressClass, message: `${check.check}: ${where} ${why.replace('CLASS', addressClass)}` };
 }
 
 

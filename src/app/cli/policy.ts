@@ -8,7 +8,7 @@ import { isBoundaryError } from '../../shared/errors.js';
 import { formatAuthority } from '../../net/host.js';
 import { ALWAYS_BLOCKED_REASON, blockedHint, type Explanation, explainedVerdict, explainIntent, explanationJson } from '../../policy/explain.js';
 import { loadPolicyFile } from '../../policy/load.js';
-import type { EgressIntent, Policy } from '../../policy/types.js';
+import type { Decision, EgressIntent, Policy } from '../../policy/types.js';
 import { intentFromTarget } from '../../proxy/explain-target.js';
 import { type ReplayFields, replayFromUnmapped, replayTarget } from '../../telemetry/replay.js';
 import type { CliIo, Command } from './io.js';
@@ -249,6 +249,14 @@ function describeReplay(fields: ReplayFields, source: string, asked: { target: s
   return `boundary policy: replaying ${question} from ${source}, using ${used}${keys}${cut}\n`;
 }
 
+/** What the binaries were checked against: the named binary, none (run's mode: only `/**` entries match), or nothing. */
+function binaryRow(decision: Decision): string {
+  if (decision.binary !== undefined) return `${decision.binary} (${decision.binaryIdentity})`;
+  if (decision.binaryIdentity === 'endpoint-only') return 'not checked (endpoint-only)';
+  if (decision.binaryIdentity === 'not-needed') return 'any (the matching entries list "/**")';
+  return `none named (${decision.binaryIdentity}): only entries listing "/**" match; --binary PATH names one`;
+}
+
 function renderExplain(intent: EgressIntent, explanation: Explanation): string {
   const { decision, suggestion, blocked } = explanation;
   const request = intent.method === undefined ? 'connection' : `${intent.method} ${intent.path ?? '/'}`;
@@ -269,7 +277,7 @@ function renderExplain(intent: EgressIntent, explanation: Explanation): string {
   row('endpoint', decision.endpointIndex === undefined ? '-' : String(decision.endpointIndex));
   if (decision.rule !== undefined) row('rule', decision.rule);
   row('layer', decision.layer);
-  row('binary', decision.binary === undefined ? (decision.binaryIdentity === 'endpoint-only' ? 'not checked (endpoint-only)' : `none named (${decision.binaryIdentity})`) : `${decision.binary} (${decision.binaryIdentity})`);
+  row('binary', binaryRow(decision));
   row('detail', decision.detail);
   const endpoint = decision.endpoint;
   const escapes = [
