@@ -144,6 +144,8 @@ export class ChainRequest {
   toolsList: ToolsListPlan | undefined = undefined;
   /** A parser refused the request before the chain ran (parser-refusal.ts): what it refused, for aggregation. */
   parserError: string | undefined = undefined;
+  /** The answer could not be checked for echoed credentials (a content coding): it was replaced by a 502. */
+  credentialResponse: 'unreadable-coding' | undefined = undefined;
   // results
   settled: Settled | undefined = undefined;
   readonly upstream: UpstreamFacts = { status: undefined, dialFailure: undefined };

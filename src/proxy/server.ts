@@ -26,6 +26,7 @@ import { permanentRefusal } from '../net/destination.js';
 import { requestOutcome } from '../chain/event.js';
 import { emitOutcome } from '../chain/events.js';
 import { parserRefusal } from '../chain/parser-refusal.js';
+import { createResponseChain } from '../chain/response-chain.js';
 import { CONNECT_TIMEOUT_MS, type DialFunction } from '../chain/dial.js';
 import type { ClientErrorReason, RefusedConnectionReason } from '../chain/events.js';
 import { createProxyMetrics, type ProxyMetrics } from './metrics.js';
@@ -224,6 +225,7 @@ export function createProxyServer(options: ProxyServerOptions): ProxyServer {
       permanent,
       destination: (target) => destination(ctx, target),
     }),
+    responses: createResponseChain({ sink: options.sink }),
     connectChain: createConnectChain(connectionDeps()),
     captureChain: (pool) => createCaptureChain({ ...connectionDeps(), pool }),
     // Per request: rebuilt only when the bound address or the other listeners' list changes.
