@@ -14,6 +14,7 @@ import type { TunnelRegistry } from '../proxy/tunnel.js';
 import type { Interception } from '../tls/intercept.js';
 import type { ConnectionRequest } from './connection.js';
 import { runStages, type Refusal, type Stage } from './stage.js';
+import { createAlwaysBlockedStage, type PermanentCheck } from './stages/always-blocked.js';
 import { createCaptureCheckStage } from './stages/capture-check.js';
 import { createCaptureDestinationStage } from './stages/capture-destination.js';
 import { createCaptureMappingStage } from './stages/capture-mapping.js';
@@ -39,6 +40,8 @@ export interface ConnectionChainDeps {
   readonly connectTimeoutMs: number;
   readonly allowLoopback: boolean;
   readonly selfAddresses: () => SelfAddresses;
+  /** What no policy can open (stages/always-blocked.ts). */
+  readonly permanent: PermanentCheck;
   readonly destination: DestinationCheck;
   /** A CONNECT that arrived inside a tunnel. */
   readonly inTunnel: (c: ConnectionRequest) => boolean;
@@ -66,6 +69,7 @@ function chainOf(stages: readonly Stage<ConnectionRequest>[]): ConnectionChain {
 export function createConnectChain(deps: ConnectionChainDeps): ConnectionChain {
   return chainOf([
     createConnectHeadStage(deps),
+    createAlwaysBlockedStage(deps),
     createConnectionIdentityStage(deps),
     createConnectL4Stage(deps),
     createConnectionRouteStage(deps),

@@ -41,7 +41,7 @@ async function* resumed(prefix: Buffer, rest: AsyncIterator<Buffer>): AsyncGener
 function failure(r: ChainRequest, entry: MiddlewareEntry, kind: MiddlewareFailure): Refusal | undefined {
   r.noteMiddleware(failedInvocation(entry, 'http-request', kind));
   if (entry.onError === 'fail_open') return undefined;
-  return denied(middlewareFailedDenial(requestFacts(r)), 'middleware-failed', `network middleware ${entry.key} failed (${kind}) under fail_closed`, undefined, 'middleware');
+  return denied(middlewareFailedDenial(requestFacts(r)), 'middleware-failed', `network middleware ${entry.key} failed (${kind}) under fail_closed`);
 }
 
 /**
@@ -52,7 +52,7 @@ export function uninspectableBody(r: ChainRequest, entries: readonly MiddlewareE
   for (const entry of entries) r.noteMiddleware({ ...failedInvocation(entry, 'http-request', 'uninspectable'), failedOpen: entry.onUninspectable === 'allow' });
   const blocking = entries.find((e) => e.onUninspectable === 'deny');
   if (blocking === undefined) return undefined;
-  return denied(middlewareFailedDenial(requestFacts(r)), 'middleware-uninspectable', `network middleware ${blocking.key} cannot inspect a streamed body`, undefined, 'middleware');
+  return denied(middlewareFailedDenial(requestFacts(r)), 'middleware-uninspectable', `network middleware ${blocking.key} cannot inspect a streamed body`);
 }
 
 /** Runs `entries` on `r` within a capacity turn; the refusal that ends the request, or undefined. */
@@ -60,7 +60,7 @@ export function runRequestMiddlewares(r: ChainRequest, entries: readonly Middlew
   const turn = deps.registry.capacity.acquire();
   if (turn === false) {
     for (const entry of entries) r.noteMiddleware(failedInvocation(entry, 'http-request', 'capacity'));
-    return denied(middlewareCapacityDenial(requestFacts(r)), 'middleware-capacity', 'network middleware capacity is full', undefined, 'middleware');
+    return denied(middlewareCapacityDenial(requestFacts(r)), 'middleware-capacity', 'network middleware capacity is full');
   }
   const run = async (): Promise<Refusal | undefined> => {
     try {
@@ -104,7 +104,7 @@ async function runEntries(r: ChainRequest, entries: readonly MiddlewareEntry[], 
       ...(reasonCode === undefined ? {} : { reasonCode }),
     });
     if (result.verdict === 'deny') {
-      return denied(middlewareDeniedDenial(requestFacts(r), entry.key, reasonCode), 'middleware-denied', `denied by network middleware ${entry.key}`, undefined, 'middleware');
+      return denied(middlewareDeniedDenial(requestFacts(r), entry.key, reasonCode), 'middleware-denied', `denied by network middleware ${entry.key}`);
     }
     if (result.body === undefined) continue;
     body = result.body;

@@ -10,6 +10,7 @@ import type { IdentityGate } from './identity-gate.js';
 import type { ProxyMetrics } from '../proxy/metrics.js';
 import type { ChainRequest } from './request.js';
 import { runStages, type Refusal, type Stage } from './stage.js';
+import { createAlwaysBlockedStage, type PermanentCheck } from './stages/always-blocked.js';
 import { createAuthorityStage } from './stages/authority.js';
 import { createBodyHoldStage } from './stages/body-hold.js';
 import { createCanonicalStage } from './stages/canonical.js';
@@ -32,6 +33,8 @@ export interface RequestChainDeps {
   readonly metrics: Pick<ProxyMetrics, 'now' | 'decisionSeconds'>;
   readonly identity: IdentityGate | undefined;
   readonly credentials: CredentialSource;
+  /** What no policy can open (stages/always-blocked.ts). */
+  readonly permanent: PermanentCheck;
   /** The SSRF check behind the one upstream-lookup gate (net/destination.ts). */
   readonly destination: DestinationCheck;
   /** The middleware implementations and their shared capacity (docs/policy.md#network-middlewares). */
@@ -52,6 +55,7 @@ export function createRequestChain(deps: RequestChainDeps): RequestChain {
     createFramingStage(),
     createAuthorityStage(deps),
     createHygieneStage(),
+    createAlwaysBlockedStage(deps),
     createIdentityStage(deps),
     createL4Stage(deps),
     createCanonicalStage(),

@@ -19,7 +19,7 @@ import type { CanonicalTarget } from './path.js';
 import type { DialFailure } from './dial.js';
 import type { ToolsListPlan } from './tools-list-filter.js';
 import type { OutcomeVerdict, ReasonCode } from './events.js';
-import type { Engine, Severity } from '../telemetry/event.js';
+import type { Severity } from '../telemetry/event.js';
 import type { Refusal } from './stage.js';
 
 /** What the adapter read off the wire: an HTTP/1.1 message, or one HTTP/2 stream's head. */
@@ -151,10 +151,11 @@ export class ChainRequest {
   severity: Severity | undefined = undefined;
   // the response side
   toolsList: ToolsListPlan | undefined = undefined;
+  /** A parser refused the request before the chain ran (parser-refusal.ts): what it refused, for aggregation. */
+  parserError: string | undefined = undefined;
   /** The answer could not be checked for echoed credentials (a content coding): it was replaced by a 502. */
   credentialResponse: 'unreadable-coding' | undefined = undefined;
   // results
-  engine: Engine = 'l7';
   settled: Settled | undefined = undefined;
   readonly upstream: UpstreamFacts = { status: undefined, dialFailure: undefined };
 
@@ -193,6 +194,5 @@ export class ChainRequest {
   /** Records a refusal's result (the runner and the adapter call this; stages return refusals). */
   settle(result: Refusal | Settled): void {
     this.settled = { verdict: result.verdict, reason: result.reason, detail: result.detail, status: result.status };
-    if ('engine' in result && result.engine !== undefined) this.engine = result.engine;
   }
 }

@@ -205,7 +205,6 @@ function tunnelEndEvent(o: Outcome, host: string, port: number, cause: TunnelEnd
     class: 'NET',
     activity: cause === 'idle-timeout' ? 'CLOSE' : 'RESET',
     severity: cause === 'idle-timeout' ? 'INFO' : 'LOW',
-    engine: 'opa',
     dst: { host, port },
     src: { ...(o.srcIp === undefined ? {} : { ip: o.srcIp }), ...(o.srcPort === undefined ? {} : { port: o.srcPort }) },
     message: `tunnel to ${formatAuthority(host, port)} closed: ${cause}`,

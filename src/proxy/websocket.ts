@@ -158,6 +158,7 @@ async function upgrade(ctx: ProxyContext, r: ChainRequest, socket: Socket, head:
     adapter: r.adapter,
     host,
     port,
+    scheme: r.scheme,
     path: r.path ?? '/',
     query: q < 0 ? '' : redactPlaceholders(target.slice(q + 1)),
     endpoint,

@@ -22,7 +22,7 @@ import type { Severity } from '../telemetry/event.js';
 import type { ProxyContext } from './context.js';
 import { credentialRefusal } from '../chain/credential-injection.js';
 import { inspectionRefusalDetail } from '../chain/denials.js';
-import { beginOutcome, emitOutcome, findingEvent, type Outcome, type OutcomeReason, settle } from '../chain/events.js';
+import { beginOutcome, emitOutcome, engineOf, findingEvent, type Outcome, type OutcomeReason, settle } from '../chain/events.js';
 import { identityFields } from '../chain/identity-gate.js';
 import { notable, runTextMiddlewares } from '../chain/websocket-middleware.js';
 import type { BoundMiddleware } from '../middleware/implementation.js';
@@ -37,6 +37,8 @@ export interface WsSession {
   readonly adapter: Adapter;
   readonly host: string;
   readonly port: number;
+  /** `https` when the upgrade came through a TLS-terminated tunnel: its messages' events say so. */
+  readonly scheme: 'http' | 'https';
   /** Redacted canonical path and query of the upgrade request: what WEBSOCKET_TEXT rules match against. */
   readonly path: string;
   readonly query: string;
@@ -71,6 +73,7 @@ function messageOutcome(ctx: ProxyContext, session: WsSession, method: string): 
   o.host = session.host;
   o.port = session.port;
   o.path = session.path;
+  o.scheme = session.scheme;
   o.generation = policy.generation;
   o.policyHash = policy.hash;
   return o;
@@ -167,7 +170,7 @@ export function relayWebSocket(
       class: 'NET',
       activity: 'CLOSE',
       severity,
-      engine: 'l7',
+      engine: engineOf(reasonCode, undefined),
       dst: { host: session.host, port: session.port },
       message: `websocket closed with ${code}: ${detail}`,
       detail,
@@ -212,7 +215,6 @@ export function relayWebSocket(
     const o = messageOutcome(ctx, session, 'WEBSOCKET_TEXT');
     settle(o, decision.verdict, decision.reason, decision.detail, undefined);
     o.policy = decision.policy;
-    o.engine = decision.layer === 'l7' ? 'l7' : 'opa';
     o.extra = { rule: decision.rule, endpoint: decision.endpoint?.id, ...identityFields(decision, session.identity) };
     if (decision.verdict === 'deny') {
       refuseMessage(o);
@@ -282,7 +284,6 @@ export function relayWebSocket(
         }
         const o = messageOutcome(ctx, session, 'WEBSOCKET_BINARY');
         settle(o, 'deny', 'websocket-binary-credentialed', 'binary WebSocket frames are refused on a credentialed upgrade: they cannot be inspected', undefined);
-        o.engine = 'credentials';
         refuseMessage(o);
         return;
       }

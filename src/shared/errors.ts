@@ -69,6 +69,7 @@ export const ERROR_CODES = {
   POLICY_WARN_NOT_ENFORCED: 'filesystem_policy, landlock and process are accepted but not enforced by boundary',
   POLICY_WARN_NO_BINARIES: 'an entry lists no binaries: it allows nothing unless binary identity is endpoint-only (docs/identity.md#modes)',
   POLICY_WARN_DENY_PATH_CASE: 'a deny rule path has letters: an origin that ignores case serves other spellings the rule does not deny',
+  POLICY_WARN_ALWAYS_BLOCKED: 'an endpoint names a destination no policy can open (a metadata or local name, an always-blocked address, boundary\'s own listener): it allows nothing (policy check only)',
   // network and addresses
   ADDRESS_INVALID: 'a host, IP literal, CIDR or host:port failed to parse',
   // upstream

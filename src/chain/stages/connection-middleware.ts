@@ -17,7 +17,7 @@ export function createConnectionMiddlewareStage(): Stage<ConnectionRequest> {
       if (route === 'inspect') c.inspect = true;
       if (route !== 'refuse') return CONTINUE;
       const target = formatAuthority(c.host as string, c.port as number);
-      return denied(middlewareUninspectableDenial(target), 'middleware-uninspectable', `${target} is selected by a network middleware that cannot inspect it`, undefined, 'middleware');
+      return denied(middlewareUninspectableDenial(target), 'middleware-uninspectable', `${target} is selected by a network middleware that cannot inspect it`);
     },
   };
 }

@@ -14,10 +14,11 @@ import { CONTINUE, type Refusal, type Stage } from '../stage.js';
 
 /** A credential refusal as the chain ends with it: closed reason, the module's log message, never a key name. */
 export function credentialRefusal(r: ChainRequest, refused: RewriteRefusal): Refusal {
-  const { reason, engine, finding } = credentialRefusalFacts(refused);
+  const { reason, finding } = credentialRefusalFacts(refused);
   r.credentialReason = refused.reason;
+  // A binding mismatch is a HIGH event plus a finding: a placeholder was sent where its secret must never go.
   if (finding !== undefined) r.severity = 'HIGH';
-  return { verdict: 'deny', reason, detail: refused.logMessage, status: refused.status, denial: credentialDenial(refused), finding, engine };
+  return { verdict: 'deny', reason, detail: refused.logMessage, status: refused.status, denial: credentialDenial(refused), finding };
 }
 
 /** Drops the extension offer: permessage-deflate would hide text frames from inspection. */
