@@ -19,6 +19,7 @@ import { createHygieneStage } from './stages/hygiene.js';
 import { createIdentityStage } from './stages/identity.js';
 import { createL4Stage } from './stages/l4.js';
 import { createL7Stage } from './stages/l7.js';
+import { createL7UpgradeStage } from './stages/l7-upgrade.js';
 import { createUpgradeStage } from './stages/upgrade.js';
 import { createUpstreamBodyStage } from './stages/upstream-body.js';
 import { createVerdictStage } from './stages/verdict.js';
@@ -48,6 +49,7 @@ export function createRequestChain(deps: RequestChainDeps): RequestChain {
     createIdentityStage(deps),
     createL4Stage(deps),
     createCanonicalStage(),
+    createL7UpgradeStage(),
     createBodyHoldStage(),
     createL7Stage(deps),
     createVerdictStage(),
