@@ -66,7 +66,8 @@ function boundProviders(set: CredentialSet, request: ScopeRequest, host: string)
   for (const provider of set.providers.values()) {
     if (provider.endpoints.some((endpoint) => endpoint.matches(host, request.port, path))) bound.add(provider);
   }
-  const named = request.endpoint?.credentialProvider;
+  // An endpoint's `path` narrows its binding even where it restricts no traffic (an L4 endpoint): outside it, nothing is bound.
+  const named = request.endpoint?.selectsPath(path) === true ? request.endpoint.credentialProvider : undefined;
   const viaPolicy = named === undefined ? undefined : set.providers.get(named);
   if (viaPolicy !== undefined) bound.add(viaPolicy);
   return [...bound];

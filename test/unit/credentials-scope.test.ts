@@ -6,10 +6,11 @@ import { type Resolution, routeCarriesCredentials, scopeFor } from '../../src/cr
 import { type ProviderInput, REVISIONS_KEPT, stableHandle } from '../../src/credentials/set.js';
 import { createStaticCredentialSource } from '../../src/credentials/source.js';
 import type { Endpoint } from '../../src/policy/types.js';
+import { makeEndpoint } from '../harness/endpoint.js';
 
-// scopeFor reads only credentialProvider from the policy endpoint.
-function policyEndpoint(credentialProvider: string | undefined): Endpoint {
-  return { credentialProvider } as unknown as Endpoint;
+// scopeFor reads credentialProvider and selectsPath from the policy endpoint.
+function policyEndpoint(credentialProvider: string | undefined, selectsPath: (path: string) => boolean = () => true): Endpoint {
+  return makeEndpoint({ host: 'tracker.test', credentialProvider, selectsPath });
 }
 
 const PROVIDERS: ProviderInput[] = [
@@ -138,6 +139,14 @@ describe('scopeFor', () => {
     assert.deepEqual(unbound.boundKeys, []);
     const missing = scopeFor({ source, host: 'tracker.test', port: 443, path: '/', endpoint: policyEndpoint('ghost') });
     assert.deepEqual(missing.boundKeys, []);
+  });
+
+  it("binds the policy endpoint's provider only on paths its selector takes", () => {
+    const v1 = policyEndpoint('tracker', (path) => path.startsWith('/v1/'));
+    assert.deepEqual(scopeFor({ source, host: 'tracker.test', port: 443, path: '/v1/x', endpoint: v1 }).boundKeys, ['TRACKER_TOKEN']);
+    const outside = scopeFor({ source, host: 'tracker.test', port: 443, path: '/v2/x', endpoint: v1 });
+    assert.deepEqual(outside.boundKeys, []);
+    assert.equal(value(outside.resolve(canonical('TRACKER_TOKEN'))), 'mismatch');
   });
 
   it('gives a request without an authority no resolver at all', () => {
