@@ -144,6 +144,7 @@ export function createBoundary(config: Config, deps: Deps): Boundary {
       upstreamCaPem,
       otherSelfAddresses: () => otherSelves,
       credentials,
+      placeholderFamily: config.placeholderFamily,
       identity: { mode: config.binaryIdentity, source: identity },
     });
   }

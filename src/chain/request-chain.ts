@@ -2,6 +2,7 @@
 // read it (forward HTTP/1.1, a request inside an inspected tunnel, an HTTP/2 stream, a WebSocket handshake). A new
 // inspection is a new stage here. Each stage takes only the dependencies it names.
 
+import type { PlaceholderFamily } from '../credentials/placeholder.js';
 import type { CredentialSource } from '../credentials/source.js';
 import type { PolicyStore } from '../policy/store.js';
 import type { AuthorityParsers } from '../proxy/context.js';
@@ -31,6 +32,8 @@ export interface RequestChainDeps {
   readonly metrics: Pick<ProxyMetrics, 'now' | 'decisionSeconds'>;
   readonly identity: IdentityGate | undefined;
   readonly credentials: CredentialSource;
+  /** The placeholder family credentials resolve in (default openshell); the other is refused. */
+  readonly placeholderFamily?: PlaceholderFamily | undefined;
   /** The SSRF check behind the one upstream-lookup gate (net/destination.ts). */
   readonly destination: DestinationCheck;
 }

@@ -5,6 +5,7 @@
 import { createServer as createHttpServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { createServer as createNetServer, type Server as NetServer, type Socket } from 'node:net';
 import type { Registry } from 'prom-client';
+import type { PlaceholderFamily } from '../credentials/placeholder.js';
 import type { CredentialSource } from '../credentials/source.js';
 import type { LookupGate } from '../net/lookup-gate.js';
 import type { HostCache } from '../net/host.js';
@@ -97,6 +98,8 @@ interface ProxyServerOptions {
   readonly otherSelfAddresses: () => readonly SelfAddress[];
   /** Standalone file source or the supervisor-fed static source. */
   readonly credentials: CredentialSource;
+  /** The placeholder family resolved (default openshell); the other is refused. */
+  readonly placeholderFamily?: PlaceholderFamily | undefined;
   /** Binary identity (docs/identity.md): the mode, and where processes are looked up. */
   readonly identity: { readonly mode: BinaryIdentityMode; readonly source: IdentitySource | undefined };
 }
@@ -211,6 +214,7 @@ export function createProxyServer(options: ProxyServerOptions): ProxyServer {
       metrics,
       identity,
       credentials: options.credentials,
+      placeholderFamily: options.placeholderFamily,
       destination: (target) => destination(ctx, target),
     }),
     connectChain: createConnectChain(connectionDeps()),

@@ -149,6 +149,19 @@ describe('scopeFor', () => {
     assert.equal(value(outside.resolve(canonical('TRACKER_TOKEN'))), 'mismatch');
   });
 
+  it('resolves the family it is given and refuses the other, whatever the key', () => {
+    const ryno = (key: string): PlaceholderRef => ({ form: 'canonical', key, family: 'ryno' });
+    const openshell = (key: string): PlaceholderRef => ({ form: 'canonical', key, family: 'openshell' });
+    const byDefault = scopeFor({ source, host: 'tracker.test', port: 443, path: '/', endpoint: policyEndpoint('tracker') });
+    assert.equal(value(byDefault.resolve(openshell('TRACKER_TOKEN'))), 'tracker-secret');
+    assert.equal(value(byDefault.resolve(ryno('TRACKER_TOKEN'))), 'other-family');
+    const rynoScope = scopeFor({ source, host: 'tracker.test', port: 443, path: '/', endpoint: policyEndpoint('tracker'), family: 'ryno' });
+    assert.equal(value(rynoScope.resolve(ryno('TRACKER_TOKEN'))), 'tracker-secret');
+    assert.equal(value(rynoScope.resolve(openshell('TRACKER_TOKEN'))), 'other-family');
+    // boundary's own lookups by key name (SigV4 keys) carry no family and use the scope's.
+    assert.equal(value(rynoScope.resolve(canonical('TRACKER_TOKEN'))), 'tracker-secret');
+  });
+
   it('gives a request without an authority no resolver at all', () => {
     const scope = scopeFor({ source, host: undefined, port: 80, path: '/', endpoint: policyEndpoint('tracker') });
     assert.equal(scope.hasResolver, false);
