@@ -1,6 +1,6 @@
 // The sections boundary accepts but does not enforce (filesystem_policy, landlock, process): read for shape and
 // checked value by value as OpenShell checks them, so a file boundary loads also starts a sandbox there
-// (docs/policy.md#sections-boundary-does-not-enforce). Each present section is reported once as not enforced.
+// (docs/policy.md#sections-boundary-does-not-enforce). One warning names every present section as not enforced.
 
 import { NOT_ENFORCED_SECTION_KEYS, NOT_ENFORCED_SECTIONS } from './format.js';
 import {
@@ -34,13 +34,18 @@ export function readSandboxSections(ctx: ReadContext, top: ReadonlyMap<string, F
     const field = top.get(section);
     if (field === undefined) continue;
     present.push(section);
-    report(ctx, field.keyNode, section, 'POLICY_WARN_NOT_ENFORCED', `${section} is accepted but not enforced by boundary`);
     const map = readMap(ctx, field.value, section);
     if (map === undefined) continue;
     const fields = knownFields(ctx, map, section, NOT_ENFORCED_SECTION_KEYS[section]);
     if (section === 'filesystem_policy') readFilesystem(ctx, fields);
     else if (section === 'landlock') readLandlock(ctx, fields.get('compatibility'));
     else for (const key of ['run_as_user', 'run_as_group']) readAccount(ctx, fields.get(key), childPath(section, key));
+  }
+  // Said once per file, at the first section: the three are one fact about boundary, not three findings.
+  const first = present[0];
+  const at = first === undefined ? undefined : top.get(first);
+  if (first !== undefined && at !== undefined) {
+    report(ctx, at.keyNode, first, 'POLICY_WARN_NOT_ENFORCED', `${present.join(', ')} ${present.length === 1 ? 'is' : 'are'} checked but not enforced by boundary (the sandbox runtime applies them)`);
   }
   return present;
 }

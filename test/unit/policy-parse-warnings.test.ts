@@ -66,11 +66,13 @@ describe('parsePolicy: warnings and ignored sections', () => {
     }
   });
 
-  it('lists filesystem_policy, landlock and process as not enforced, with a warning each', () => {
+  it('lists filesystem_policy, landlock and process as not enforced, in one warning', () => {
     const text = 'version: 1\nfilesystem_policy: { read_only: [/usr] }\nlandlock: { compatibility: best_effort }\nprocess: { run_as_user: sandbox }\n';
     const policy = parsePolicy(text);
     assert.deepEqual(policy.notEnforced, ['filesystem_policy', 'landlock', 'process']);
-    assert.equal(policy.warnings.filter((w) => w.code === 'POLICY_WARN_NOT_ENFORCED').length, 3);
+    const warnings = policy.warnings.filter((w) => w.code === 'POLICY_WARN_NOT_ENFORCED');
+    assert.equal(warnings.length, 1);
+    assert.equal(warnings[0]?.path, 'filesystem_policy');
   });
 
   it('applies protocol option defaults and reads explicit ones', () => {
