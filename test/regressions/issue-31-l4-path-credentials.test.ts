@@ -76,7 +76,8 @@ network_policies:
     it(`swaps the placeholder on the endpoint's path (${transport})`, async () => {
       const reply = await curl(transport, '/v1/repos', [bearer]);
       assert.equal(reply.code, 200, JSON.stringify(reply.body));
-      assert.equal((reply.body.headers as Record<string, string>).authorization, `Bearer ${SECRET}`);
+      // The origin's echo of the secret is redacted on its way back: read what the origin received.
+      assert.equal(seen().at(-1)?.headers.authorization, `Bearer ${SECRET}`);
     });
 
     it(`refuses the placeholder outside the endpoint's path, sending nothing (${transport})`, async () => {
