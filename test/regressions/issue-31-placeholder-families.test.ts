@@ -5,7 +5,7 @@
 // resolves the family `--placeholder-family` names (openshell by default), and a marker of the other family is
 // refused 500 credential_unavailable with nothing sent (docs/credentials.md#placeholder-families).
 // Clients: curl (forward HTTP, CONNECT with TLS interception, a chunked upload streamed from stdin) and undici's
-// WebSocket; loopback origins.
+// WebSocket, and curl over HTTP/2 for a refusal that must be reported as a refusal, not as the client closing; loopback origins.
 
 import assert from 'node:assert/strict';
 import { execFile, spawn } from 'node:child_process';
@@ -111,6 +111,20 @@ for (const resolved of ['openshell', 'ryno'] as const) {
           assert.equal(origins(s), before);
           const event = await s.stack.b.log.waitFor((e) => s.stack.b.log.events().indexOf(e) >= from && e.unmapped.reason_code === 'credential-unavailable');
           assert.equal(JSON.stringify(event).includes(other), false, 'the event never holds the placeholder');
+        });
+      }
+
+      if (transport === 'connect') {
+        it(`refuses a ${other} marker over HTTP/2 with 500 credential_unavailable, recorded as the refusal it is`, async () => {
+          const before = origins(s);
+          const from = s.stack.b.log.events().length;
+          const reply = await curl(s, transport, HOSTS.api, '/h2', ['--http2', '-H', `Authorization: Bearer ${other}:resolve:env:API_TOKEN`]);
+          assert.equal(reply.code, 500, JSON.stringify(reply.body));
+          assert.equal(reply.body.error, 'credential_unavailable');
+          assert.equal(origins(s), before);
+          // The refusal ends the stream: it must be reported before that end, not as the client closing.
+          const event = await s.stack.b.log.waitFor((e) => s.stack.b.log.events().indexOf(e) >= from && e.activity_name !== 'Open');
+          assert.equal(event.unmapped.reason_code, 'credential-unavailable');
         });
       }
 
