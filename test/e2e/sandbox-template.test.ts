@@ -1,20 +1,21 @@
 // The Agent Sandbox example (deploy/kubernetes/examples/sandbox-template.yaml), run as the controller and the kubelet
-// would run it (root only). The SandboxTemplate is checked against the controller's v1beta1 fields; the pod is the one
-// the controller makes for a Sandbox whose name nobody wrote into the template (a fresh one each run, as a claim's);
+// would run it (root only). The SandboxTemplate and SandboxWarmPool are checked against the controller's v1beta1
+// fields; the pod is the one the controller makes for a Sandbox whose name nobody wrote down (a fresh one each run);
 // its env and args get the downward API and `$(VAR)` filled in; its client certificate comes from the cert-manager
 // CSI volume, made for that name and signed by cert-manager.yaml's ClusterIssuer. Then the scenario of
-// test/e2e/pod.test.ts: attach as that name, ready, the agent's egress, the fence, binary identity. The supervisor
-// serves the sandbox default.yaml, as it does every sandbox of a template that has no file of its own.
+// test/e2e/pod.test.ts: attach as that name, ready, the agent's egress, the fence, binary identity. The sandbox is one
+// the example's warm pool starts (named `<pool>-<random>`), and the supervisor serves it default.yaml, as it does
+// every sandbox that has no file of its own.
 
 import assert from 'node:assert/strict';
-import { randomBytes, X509Certificate } from 'node:crypto';
+import { X509Certificate } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { it, type TestContext } from 'node:test';
 import { type CaIssuer, certManagerCsiDriver } from '../harness/k8s-csi-cert.js';
 import { container, type Manifests, type PodSpec, readManifests } from '../harness/k8s-manifest.js';
 import { materialiseVolumes, type VolumeSources } from '../harness/k8s-pod.js';
-import { sandboxPod, sandboxTemplates } from '../harness/k8s-sandbox-template.js';
+import { agentSandboxObjects, sandboxPod, warmSandboxName } from '../harness/k8s-sandbox-template.js';
 import { arg, SANDBOX_IP, SUPERVISOR_IP, skipReason } from '../harness/pod-cluster.js';
 import { checkAgentEgress } from '../harness/pod-egress.js';
 import { checkBinaryIdentity } from '../harness/pod-identity.js';
@@ -22,7 +23,7 @@ import { DEPLOY, openWorld, sandboxAgent, startSandboxPod, startSupervisorPod } 
 import { sandboxPolicy, tlsSecret } from '../harness/pod-workload.js';
 
 const TEST_BUDGET_MS = 300_000;
-const TEMPLATE = 'boundary-sandbox';
+const POOL = 'boundary-pool';
 const TRUST_DOMAIN = 'boundary.internal';
 
 type Labelled = { podSelector?: { matchLabels?: Record<string, string> } };
@@ -60,13 +61,16 @@ it('runs the pod the Agent Sandbox controller makes from the example SandboxTemp
   }
   const started = performance.now();
 
-  // --- What the manifests say, and the pod the controller makes for a Sandbox named as a claim would be.
+  // --- What the manifests say, and the pod the controller makes for the warm pool's next Sandbox.
   const manifests = await readManifests(DEPLOY, ['supervisor.yaml', 'cert-manager.yaml', 'examples/sandbox-template.yaml']);
-  const template = sandboxTemplates(manifests).get(TEMPLATE);
-  assert.ok(template !== undefined, `examples/sandbox-template.yaml holds the SandboxTemplate ${TEMPLATE}`);
+  const { templates, pools } = agentSandboxObjects(manifests);
+  const pool = pools.get(POOL);
+  assert.ok(pool !== undefined, `examples/sandbox-template.yaml holds the SandboxWarmPool ${POOL}`);
+  const template = templates.get(pool.templateName);
+  assert.ok(template !== undefined, `the pool's template ${pool.templateName} is in the same file`);
   assert.equal(template.networkPolicyManagement, 'Unmanaged', 'egress is left to the fence, not to the controller’s NetworkPolicy');
   assert.equal(template.envVarsInjectionPolicy, 'Disallowed', 'a claim cannot set env in the sidecar');
-  const sandboxName = `claim-${randomBytes(4).toString('hex')}`;
+  const sandboxName = warmSandboxName(pool);
   const pod = sandboxPod(template, sandboxName);
   const supervisorPod = manifests.pods.get('boundary-supervisor');
   assert.ok(supervisorPod !== undefined);

@@ -128,7 +128,11 @@ async function keyPair(volume: CsiVolume, attrs: Record<string, string>, dir: st
     await run('openssl', ['genpkey', '-algorithm', 'EC', '-pkeyopt', `ec_paramgen_curve:${curve}`, '-out', key]);
   } else {
     await run('openssl', ['genpkey', '-algorithm', 'RSA', '-pkeyopt', `rsa_keygen_bits:${size}`, '-out', key]);
-    if (attrs['key-encoding'] === 'PKCS1') await run('openssl', ['pkey', '-in', key, '-traditional', '-out', key]);
+    if (attrs['key-encoding'] === 'PKCS1') {
+      const pkcs1 = join(dir, 'key-pkcs1.pem');
+      await run('openssl', ['pkey', '-in', key, '-traditional', '-out', pkcs1]);
+      return pkcs1;
+    }
   }
   return key;
 }

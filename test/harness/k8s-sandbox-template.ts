@@ -1,11 +1,12 @@
-// The Agent Sandbox controller's side of a SandboxTemplate (extensions.agents.x-k8s.io/v1beta1), as far as the pod
-// tests need it: the template's fields checked against the controller's schema (an unknown field or value throws),
-// and the pod the controllers make from it for a Sandbox. That pod is named after the Sandbox (a SandboxClaim's
-// name on a cold start, the warm pool's generated name otherwise), carries the template's labels and annotations
-// but never the controller's reserved ones, and gets the controller's secure defaults. Nothing else of the
-// template is rewritten: the Sandbox's name reaches the containers only through the pod's own name.
+// The Agent Sandbox controller's side of a SandboxTemplate and a SandboxWarmPool (extensions.agents.x-k8s.io/v1beta1),
+// as far as the pod tests need it: their fields checked against the controller's schema (an unknown field or value
+// throws), and the pod the controllers make from a template for a Sandbox. That pod is named after the Sandbox (a
+// SandboxClaim's name on a cold start, the warm pool's generated name otherwise), carries the template's labels and
+// annotations but never the controller's reserved ones, and gets the controller's secure defaults. Nothing else of
+// the template is rewritten: the Sandbox's name reaches the containers only through the pod's own name.
 
-import { parsePod, podMeta, type Manifests, type PodSpec, type Raw, asList, asRecord, fail } from './k8s-manifest.js';
+import { randomInt } from 'node:crypto';
+import { asList, asRecord, fail, type Manifests, type PodSpec, parsePod, podMeta, type Raw } from './k8s-manifest.js';
 
 export const SANDBOX_TEMPLATE_API_VERSION = 'extensions.agents.x-k8s.io/v1beta1';
 /** The label every sandbox pod carries: an FNV-1a hash of the Sandbox's name (its headless Service selects it). */
@@ -17,6 +18,11 @@ const SPEC_ENUMS: Readonly<Record<string, readonly string[]>> = {
   volumeClaimTemplatesPolicy: ['Allowed', 'Overrides', 'Disallowed'],
 };
 const SPEC_FIELDS = new Set(['podTemplate', 'volumeClaimTemplates', 'service', 'networkPolicy', ...Object.keys(SPEC_ENUMS)]);
+const POOL_FIELDS = new Set(['replicas', 'sandboxTemplateRef', 'updateStrategy']);
+const POOL_UPDATE_STRATEGIES = ['Recreate', 'OnReplenish'];
+/** The API server's generateName suffix: five characters from an alphabet without vowels or look-alikes. */
+const GENERATED_SUFFIX_CHARS = 'bcdfghjklmnpqrstvwxz2456789';
+const GENERATED_SUFFIX_LENGTH = 5;
 const FNV_OFFSET = 0x811c9dc5;
 const FNV_PRIME = 0x01000193;
 
@@ -34,6 +40,11 @@ export interface SandboxTemplate {
   readonly envVarsInjectionPolicy: string;
   readonly podMetadata: Raw;
   readonly podSpec: Raw;
+}
+
+export interface SandboxWarmPool {
+  readonly name: string;
+  readonly templateName: string;
 }
 
 function nameHash(name: string): string {
@@ -73,15 +84,40 @@ function parseTemplate(raw: Raw, where: string): SandboxTemplate {
   };
 }
 
-/** Every SandboxTemplate among the documents, by name. */
-export function sandboxTemplates(manifests: Manifests): Map<string, SandboxTemplate> {
-  const found = new Map<string, SandboxTemplate>();
+function parseWarmPool(raw: Raw, where: string): SandboxWarmPool {
+  if (raw.apiVersion !== SANDBOX_TEMPLATE_API_VERSION) fail(where, `apiVersion ${String(raw.apiVersion)} (the test follows ${SANDBOX_TEMPLATE_API_VERSION})`);
+  const spec = asRecord(raw.spec, `${where}.spec`);
+  for (const key of Object.keys(spec)) if (!POOL_FIELDS.has(key)) fail(`${where}.spec.${key}`, 'not a SandboxWarmPool field');
+  if (spec.replicas !== undefined && (!Number.isInteger(spec.replicas) || Number(spec.replicas) < 0)) fail(`${where}.spec.replicas`, 'a count');
+  const ref = asRecord(spec.sandboxTemplateRef, `${where}.spec.sandboxTemplateRef`);
+  for (const key of Object.keys(ref)) if (key !== 'name') fail(`${where}.spec.sandboxTemplateRef.${key}`, 'a template is named only');
+  const strategy = asRecord(spec.updateStrategy ?? {}, `${where}.spec.updateStrategy`);
+  for (const key of Object.keys(strategy)) if (key !== 'type') fail(`${where}.spec.updateStrategy.${key}`, 'not an update strategy field');
+  if (strategy.type !== undefined && !POOL_UPDATE_STRATEGIES.includes(String(strategy.type))) fail(`${where}.spec.updateStrategy.type`, `one of ${POOL_UPDATE_STRATEGIES.join(', ')}`);
+  return { name: String(asRecord(raw.metadata ?? {}, `${where}.metadata`).name), templateName: String(ref.name) };
+}
+
+/** Every SandboxTemplate and SandboxWarmPool among the documents, each by name. */
+export function agentSandboxObjects(manifests: Manifests): { templates: Map<string, SandboxTemplate>; pools: Map<string, SandboxWarmPool> } {
+  const templates = new Map<string, SandboxTemplate>();
+  const pools = new Map<string, SandboxWarmPool>();
   for (const doc of manifests.documents) {
-    if (doc.kind !== 'SandboxTemplate') continue;
-    const template = parseTemplate(doc, `SandboxTemplate ${String(asRecord(doc.metadata ?? {}, 'metadata').name)}`);
-    found.set(template.name, template);
+    const where = `${String(doc.kind)} ${String(asRecord(doc.metadata ?? {}, 'metadata').name)}`;
+    if (doc.kind === 'SandboxTemplate') {
+      const template = parseTemplate(doc, where);
+      templates.set(template.name, template);
+    } else if (doc.kind === 'SandboxWarmPool') {
+      const pool = parseWarmPool(doc, where);
+      pools.set(pool.name, pool);
+    }
   }
-  return found;
+  return { templates, pools };
+}
+
+/** The name a pool's next Sandbox gets: `<pool>-` and the API server's generated suffix. */
+export function warmSandboxName(pool: SandboxWarmPool): string {
+  const suffix = Array.from({ length: GENERATED_SUFFIX_LENGTH }, () => GENERATED_SUFFIX_CHARS[randomInt(GENERATED_SUFFIX_CHARS.length)]).join('');
+  return `${pool.name}-${suffix}`;
 }
 
 /**
