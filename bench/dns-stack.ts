@@ -3,7 +3,7 @@
 
 import { openSync } from 'node:fs';
 import { Registry } from 'prom-client';
-import { createDnsEventSink, timedDnsHandler } from '../src/boundary-dns.js';
+import { createDnsEventSink, timedDnsHandler } from '../src/app/boundary-dns.js';
 import { lookupReportEvent } from '../src/dns/lookup-events.js';
 import { createDnsMetrics, meteredDnsSink } from '../src/dns/metrics.js';
 import { createPolicyDns, type PolicyDns } from '../src/dns/policy-dns.js';

@@ -10,7 +10,7 @@ import { pino } from 'pino';
 import { Registry } from 'prom-client';
 
 const dist = process.env.BENCH_DIST === undefined ? new URL('../../dist/', import.meta.url) : new URL(`file://${process.env.BENCH_DIST.replace(/\/?$/, '/')}`);
-const events = await import(new URL('proxy/events.js', dist).href);
+const events = await import(new URL('chain/events.js', dist).href).catch(() => import(new URL('proxy/events.js', dist).href));
 const ocsfModule = await import(new URL('telemetry/ocsf.js', dist).href);
 const loggerModule = await import(new URL('telemetry/logger.js', dist).href);
 const { createAuditSink } = await import(new URL('telemetry/audit.js', dist).href);
@@ -40,7 +40,7 @@ function outcome() {
   o.generation = 1;
   o.policyHash = '53516fa386ec2de54484a0ac874820e776ed956d371d8d8bf021fa6f65698d2f';
   o.policy = 'bench-origin';
-  o.engine = 'opa';
+  o.engine = 'policy';
   o.extra = { rule: undefined, endpoint: 'bench_origin/0', identity: undefined };
   o.verdict = 'allow';
   o.reason = 'allowed';

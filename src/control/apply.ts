@@ -2,7 +2,7 @@
 // the same policy store and credential target as standalone mode, one at a time in arrival (generation)
 // order, and says what to acknowledge. Never touches sockets; session.ts feeds it decoded messages.
 
-import { BoundaryError, type Issue } from '../errors.js';
+import { BoundaryError, type Issue } from '../shared/errors.js';
 import type { Policy } from '../policy/types.js';
 import type { AuditSink } from '../telemetry/event.js';
 import { createApplyQueue } from './apply-queue.js';

@@ -4,7 +4,7 @@
 
 import { randomUUID } from 'node:crypto';
 import type { Socket } from 'node:net';
-import { BoundaryError, type Issue } from '../errors.js';
+import { BoundaryError, type Issue } from '../shared/errors.js';
 import { parsePolicy } from '../policy/parse.js';
 import { emptyPolicy } from '../policy/store.js';
 import type { Policy } from '../policy/types.js';

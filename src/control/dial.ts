@@ -3,7 +3,7 @@
 // ControlFailure with a typed kind. Never speaks HTTP/2 or the control protocol itself.
 
 import { isIP } from 'node:net';
-import { BoundaryError } from '../errors.js';
+import { BoundaryError } from '../shared/errors.js';
 import {
   checkServerIdentity,
   createSecureContext,

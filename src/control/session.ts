@@ -4,7 +4,7 @@
 
 import { type ClientHttp2Session, connect as http2Connect, constants } from 'node:http2';
 import type { Socket } from 'node:net';
-import { BoundaryError } from '../errors.js';
+import { BoundaryError } from '../shared/errors.js';
 import { type CertificateSummary, certificateText, summarisePem } from '../pki/certificate-summary.js';
 import { attachedEvent } from './attach-event.js';
 import type { ApplyOutcome, ControlApplier } from './apply.js';

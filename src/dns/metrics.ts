@@ -2,8 +2,7 @@
 // event per answered query), so the handler stays free of metrics. Labels come only from closed sets.
 
 import type { Registry } from 'prom-client';
-import { METRICS } from '../metric-catalogue.js';
-import type { DnsOutcomeLabel } from '../metric-labels.js';
+import { DNS_METRICS, type DnsOutcomeLabel } from './metric-specs.js';
 import { createCounter, createGauge, createHistogram, type CounterRecorder, type Observer } from '../telemetry/metrics.js';
 import type { SyntheticPool } from '../net/synthetic.js';
 import type { AuditEvent, AuditSink } from '../telemetry/event.js';
@@ -24,22 +23,22 @@ const SERVFAIL_OUTCOMES: Readonly<Record<string, DnsOutcomeLabel>> = {
 
 /** The counters of the lookup gate's reports (net/lookup-gate.ts): policy DNS and the proxy feed both. */
 export interface LookupMetrics {
-  readonly rateLimited: CounterRecorder<typeof METRICS.boundary_dns_rate_limited_total>;
-  readonly tunnelNames: CounterRecorder<typeof METRICS.boundary_dns_tunnel_names_total>;
+  readonly rateLimited: CounterRecorder<typeof DNS_METRICS.boundary_dns_rate_limited_total>;
+  readonly tunnelNames: CounterRecorder<typeof DNS_METRICS.boundary_dns_tunnel_names_total>;
 }
 
 interface DnsMetrics extends LookupMetrics {
-  readonly queries: CounterRecorder<typeof METRICS.boundary_dns_queries_total>;
-  readonly byType: CounterRecorder<typeof METRICS.boundary_dns_queries_by_type_total>;
-  readonly mappings: CounterRecorder<typeof METRICS.boundary_dns_mappings_total>;
-  readonly tcpClosed: CounterRecorder<typeof METRICS.boundary_dns_tcp_closed_total>;
+  readonly queries: CounterRecorder<typeof DNS_METRICS.boundary_dns_queries_total>;
+  readonly byType: CounterRecorder<typeof DNS_METRICS.boundary_dns_queries_by_type_total>;
+  readonly mappings: CounterRecorder<typeof DNS_METRICS.boundary_dns_mappings_total>;
+  readonly tcpClosed: CounterRecorder<typeof DNS_METRICS.boundary_dns_tcp_closed_total>;
   readonly answerSeconds: Observer;
 }
 
 export function createLookupMetrics(registry: Registry): LookupMetrics {
   return {
-    rateLimited: createCounter(registry, METRICS.boundary_dns_rate_limited_total),
-    tunnelNames: createCounter(registry, METRICS.boundary_dns_tunnel_names_total),
+    rateLimited: createCounter(registry, DNS_METRICS.boundary_dns_rate_limited_total),
+    tunnelNames: createCounter(registry, DNS_METRICS.boundary_dns_tunnel_names_total),
   };
 }
 
@@ -52,7 +51,7 @@ export function createDnsMetrics(
   gauges: { pool: () => SyntheticPool | undefined; listeners: () => number; connections: () => number },
   lookups: LookupMetrics = createLookupMetrics(registry),
 ): DnsMetrics {
-  createGauge(registry, METRICS.boundary_dns_synthetic_addresses, {
+  createGauge(registry, DNS_METRICS.boundary_dns_synthetic_addresses, {
     collect(gauge) {
       const pool = gauges.pool();
       if (pool === undefined) return;
@@ -63,23 +62,23 @@ export function createDnsMetrics(
       gauge.set({ state: 'capacity' }, stats.capacity[4]);
     },
   });
-  createGauge(registry, METRICS.boundary_capture_listeners, {
+  createGauge(registry, DNS_METRICS.boundary_capture_listeners, {
     collect(gauge) {
       gauge.set({}, gauges.listeners());
     },
   });
-  createGauge(registry, METRICS.boundary_capture_connections, {
+  createGauge(registry, DNS_METRICS.boundary_capture_connections, {
     collect(gauge) {
       gauge.set({}, gauges.connections());
     },
   });
   return {
-    queries: createCounter(registry, METRICS.boundary_dns_queries_total),
-    byType: createCounter(registry, METRICS.boundary_dns_queries_by_type_total),
-    mappings: createCounter(registry, METRICS.boundary_dns_mappings_total),
-    tcpClosed: createCounter(registry, METRICS.boundary_dns_tcp_closed_total),
+    queries: createCounter(registry, DNS_METRICS.boundary_dns_queries_total),
+    byType: createCounter(registry, DNS_METRICS.boundary_dns_queries_by_type_total),
+    mappings: createCounter(registry, DNS_METRICS.boundary_dns_mappings_total),
+    tcpClosed: createCounter(registry, DNS_METRICS.boundary_dns_tcp_closed_total),
     ...lookups,
-    answerSeconds: createHistogram(registry, METRICS.boundary_dns_answer_duration_seconds).bind({}),
+    answerSeconds: createHistogram(registry, DNS_METRICS.boundary_dns_answer_duration_seconds).bind({}),
   };
 }
 

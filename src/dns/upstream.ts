@@ -5,7 +5,7 @@
 import { randomInt } from 'node:crypto';
 import { createSocket, type Socket as UdpSocket } from 'node:dgram';
 import { connect as tcpConnect } from 'node:net';
-import { BoundaryError } from '../errors.js';
+import { BoundaryError } from '../shared/errors.js';
 import { HOSTS_TTL_SECONDS, type HostsTable } from '../net/hosts.js';
 import { formatIp, parseIp } from '../net/ip.js';
 import type { ResolveFailure, ResolveResult, Resolver } from '../net/resolver.js';

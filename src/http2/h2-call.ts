@@ -2,10 +2,10 @@
 // client): the stream's events become handler calls, pause() holds received data and the window with it, the
 // request body is pumped with backpressure, and the response-head deadline runs on one timer per client (quiet-watch.ts).
 
-import { BoundaryError } from '../errors.js';
+import { BoundaryError } from '../shared/errors.js';
 import type { H1Exchange, H1Handler } from '../http1/h1-client.js';
 import type { H1Request } from '../http1/h1-request.js';
-import type { Timers } from '../http1/timers.js';
+import type { Timers } from '../shared/timers.js';
 import type { H2Session } from './h2-session.js';
 import { QuietWatch } from './quiet-watch.js';
 import { H2Error } from './frames.js';

@@ -5,9 +5,9 @@
 // decides.
 
 import type { Socket } from 'node:net';
-import { BoundaryError } from '../errors.js';
+import { BoundaryError } from '../shared/errors.js';
 import type { H1Exchange } from '../http1/h1-client.js';
-import { GLOBAL_TIMERS, type Timers } from '../http1/timers.js';
+import { GLOBAL_TIMERS, type Timers } from '../shared/timers.js';
 import { Call, createHeadWatch, type H2Handler, type H2Request } from './h2-call.js';
 import { H2_UPSTREAM_ASSUMED_MAX_STREAMS, H2Session } from './h2-session.js';
 

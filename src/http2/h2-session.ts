@@ -5,7 +5,7 @@
 // per-stream JS objects; this one keeps a record per stream and batches its writes per tick.
 
 import type { Socket } from 'node:net';
-import { BoundaryError } from '../errors.js';
+import { BoundaryError } from '../shared/errors.js';
 import { H2Connection } from './connection.js';
 import type { FloodKind } from './flood-guard.js';
 import { Flag, FrameReader, FrameType, H2_DEFAULT_WINDOW, H2_FRAME_BYTES, H2_MAX_31_BIT, H2Error, PREFACE, Setting, frame32, goawayFrame, readPeerSettings, settingsFrame } from './frames.js';

@@ -4,7 +4,7 @@
 // limit and waits for the next one. The upstream response-head deadline (h2-call.ts) and the stalled-answer limit
 // (stall-watch.ts) run on it.
 
-import type { Timers } from '../http1/timers.js';
+import type { Timers } from '../shared/timers.js';
 
 export interface Watched {
   /** When the item was last active, on the watch's clock. */

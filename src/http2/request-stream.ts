@@ -4,7 +4,7 @@
 // as head, DATA and trailers. Plain data and forwarding methods; the HTTP/2 rules live in server-session.ts and
 // server-streams.ts.
 
-import { BoundaryError } from '../errors.js';
+import { BoundaryError } from '../shared/errors.js';
 import { H2_DEFAULT_WINDOW } from './frames.js';
 import type { FlowStream } from './flow-control.js';
 

@@ -2,7 +2,7 @@
 // open, which boundary reset, and what each stream's proxy side asks of the connection: the answer's HEADERS, DATA
 // under the client's windows and trailers; body window given back as the proxy reads; resets; and a stream's end.
 
-import type { Timers } from '../http1/timers.js';
+import type { Timers } from '../shared/timers.js';
 import type { FloodGuard, FloodKind } from './flood-guard.js';
 import { BodySender, ReceiveWindows } from './flow-control.js';
 import type { FrameWriter } from './frame-writer.js';

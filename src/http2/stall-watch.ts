@@ -2,7 +2,7 @@
 // socket full), on a QuietWatch: one that sent nothing of its answer for the stall limit is handed over to be reset.
 // A stalled answer holds its upstream stream, and so a slot of the origin's concurrency, while the client reads none.
 
-import type { Timers } from '../http1/timers.js';
+import type { Timers } from '../shared/timers.js';
 import { QuietWatch, type Watched } from './quiet-watch.js';
 
 /** docs/destinations.md#http2: an answer that sends nothing for this long while its writer waits is reset (as nginx's send_timeout). */

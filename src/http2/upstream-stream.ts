@@ -2,7 +2,7 @@
 // queued body, what the response has said so far), the events it reports to its call (h2-call.ts), and the error a
 // reset stream fails with. Plain data and forwarding methods; the rules live in h2-session.ts.
 
-import { BoundaryError } from '../errors.js';
+import { BoundaryError } from '../shared/errors.js';
 import { H2_DEFAULT_WINDOW, H2Error } from './frames.js';
 import { readResponseFields, type ResponseFields } from './response-head.js';
 import { H2_UPSTREAM_MAX_HEADER_LIST_BYTES } from './header-blocks.js';

@@ -2,7 +2,7 @@
 // from boundary and its answer from `boundary identity serve`, each validated field by field and bounded. Pure:
 // bytes and objects; socket-source.ts and server.ts own the sockets.
 
-import { BoundaryError } from '../errors.js';
+import { BoundaryError } from '../shared/errors.js';
 import { type Distrusted, IDENTITY_FAILURES, type IdentityFailure } from '../policy/binary-identity.js';
 import type { IdentityResult, LookupRequest, ProcessIdentity, SocketEnd, SocketRef } from './source.js';
 import { MAX_IDENTITY_PATH_BYTES } from './source.js';

@@ -62,28 +62,72 @@ export function isLocalName(host: string): boolean {
 
 export type DestinationResult = DestinationCheck | ResolveFailureResult | LookupRefusedResult;
 
-/**
- * The check from what is known now: an IP literal, a name refused before resolving, or a fresh answer the
- * resolver already holds (Resolver.cached). Undefined on a miss: then `await checkDestination(request)`.
- * Never starts a query.
- */
-export function checkDestinationCached(request: DestinationRequest): DestinationResult | undefined {
-  const name = preflight(request);
-  if (typeof name !== 'string') return name;
-  const held = request.lookups.cached(name);
-  return held === undefined ? undefined : answered(request, name, selectPlan(request.endpoint), held);
+/** What a run lets through besides the policy: the same two switches checkDestination is handed. */
+export interface RunDestinations {
+  /** `--unsafe-allow-loopback-upstream`. */
+  readonly allowLoopback: boolean;
+  /** boundary's own listeners. */
+  readonly selfAddresses: SelfAddresses;
 }
 
-/** Resolves once (through the lookup gate, never at dial time) and validates every answer for the endpoint's plan. */
-export async function checkDestination(request: DestinationRequest): Promise<DestinationResult> {
+/** A destination no policy entry can open (docs/destinations.md#always-blocked): the check, and the address class. */
+export interface PermanentRefusal {
+  readonly check: string;
+  /** The address class of an IP literal (`metadata`, `loopback`, ...), or the kind of name (`local-name`, `metadata-name`). */
+  readonly addressClass: string;
+  readonly message: string;
+}
+
+/** How a refused IP literal is described; CLASS is its address class. */
+const PERMANENT_WHY: Readonly<Record<string, string>> = {
+  'self-address': "is boundary's own listener",
+  'always-blocked': 'is a CLASS address, always blocked',
+  'control-plane-port': 'is a control-plane port on an IP literal',
+};
+
+/** permanentRefusal with a run's switches bound: what the proxy, explain and check are each handed. */
+export type PermanentCheck = (host: string, port: number) => PermanentRefusal | undefined;
+
+/**
+ * Whether host:port is refused whatever the policy says, decided before any policy or resolver is asked: a local or
+ * metadata name, an IP literal in an always-blocked class, boundary's own listener. The one answer the proxy, policy
+ * check, policy explain and /v1/explain give. A name that merely resolves to such an address is found at runtime only.
+ */
+export function permanentRefusal(host: string, port: number, run: RunDestinations): PermanentRefusal | undefined {
+  const normal = normaliseHost(host);
+  if (!normal.ok) return { check: 'invalid-host', addressClass: 'invalid', message: `invalid-host: ${JSON.stringify(host)}: ${normal.message}` };
+  const name = normal.host;
+  if (normal.kind === 'name') {
+    if (isLocalName(name)) return { check: 'local-name', addressClass: 'local-name', message: `local-name: ${name} is a local name and is never resolved` };
+    if (KNOWN_METADATA_NAMES.has(name)) return { check: 'metadata-name', addressClass: 'metadata-name', message: `metadata-name: ${name} is a cloud metadata name` };
+    return undefined;
+  }
+  // The literal's own plan (an entry naming exactly this address): what is still refused then, no entry can open.
+  const endpoint = { host: name, hostKind: 'ip', allowedIps: [] };
+  const check = validateDestination({ endpoint, host: name, port, addresses: [name], allowLoopback: run.allowLoopback, selfAddresses: run.selfAddresses });
+  if (check.ok) return undefined;
+  const addressClass = check.dropped[0]?.class ?? 'invalid';
+  const where = `${name.includes(':') ? `[${name}]` : name}:${port}`;
+  const why = PERMANENT_WHY[check.check] ?? `is refused (${check.check})`;
+  return { check: check.check, addressClass, message: `${check.check}: ${where} ${why.replace('CLASS', addressClass)}` };
+}
+
+
+/**
+ * Resolves once (through the lookup gate, never at dial time) and validates every answer for the endpoint's plan. The
+ * result comes now when nothing must be asked (an IP literal, a name refused before resolving, a fresh answer the
+ * gate holds), else as a promise: a request whose answers are at hand stays in its turn.
+ */
+export function checkDestination(request: DestinationRequest): DestinationResult | Promise<DestinationResult> {
   const name = preflight(request);
   if (typeof name !== 'string') return name;
+  const plan = selectPlan(request.endpoint);
   const held = request.lookups.cached(name);
-  if (held !== undefined) return answered(request, name, selectPlan(request.endpoint), held);
+  if (held !== undefined) return answered(request, name, plan, held);
   // Once, A only: IPv6 egress is off. The connector dials only what survives below; nothing re-resolves.
   const pending = request.lookups.lookup(name, { endpoints: request.endpoints, via: 'proxy' });
   if ('refused' in pending) return { ok: false, kind: 'lookup-refused', refusal: pending };
-  return answered(request, name, selectPlan(request.endpoint), await pending);
+  return pending.then((answer) => answered(request, name, plan, answer));
 }
 
 /** Everything decided before resolving: the check itself, or the normalised name that must be resolved. */

@@ -2,7 +2,7 @@
 // `boundary pki` creates. Creates, loads and checks CAs; never mints end-entity certificates.
 import { X509Certificate } from 'node:crypto';
 import { dirname, join, resolve } from 'node:path';
-import { BoundaryError } from '../errors.js';
+import { BoundaryError } from '../shared/errors.js';
 import {
   basicConstraints,
   encodeName,

@@ -2,7 +2,7 @@
 // the three facts read back from a CA certificate (subject, key identifier, keyUsage). Never touches files.
 
 import { createHash, KeyObject, sign } from 'node:crypto';
-import { BoundaryError } from '../errors.js';
+import { BoundaryError } from '../shared/errors.js';
 import { parseIp } from '../net/ip.js';
 import {
   bitString,

@@ -3,7 +3,7 @@
 import { randomBytes, type X509Certificate } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
-import { BoundaryError } from '../errors.js';
+import { BoundaryError } from '../shared/errors.js';
 import { CA_CERT_FILE, CA_KEY_FILE, type CertificateAuthority, createCertificateAuthority, loadCertificateAuthority } from './ca.js';
 import { basicConstraints, extendedKeyUsage, KEY_USAGE, keyUsage, subjectAltName } from './certificate-der.js';
 import { CERT_FILE_MODE, ensureDir, KEY_FILE_MODE, pathExists, readPemFile, writeFileAtomic } from './files.js';

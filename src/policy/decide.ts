@@ -32,6 +32,10 @@ export function decide(policy: Policy, intent: EgressIntent | DnsIntent): Decisi
 
 function decideEgress(policy: Policy, intent: EgressIntent): Decision {
   const target = formatAuthority(intent.host, intent.port);
+  const prior = intent.after;
+  if (prior !== undefined && prior.verdict !== 'deny' && prior.layer === 'l4' && prior.generation === policy.generation) {
+    return decideMatched(baseOfDecision(prior), prior.endpoints, intent, target);
+  }
   const claim = intent.identity;
   const unnarrowed = baseOf(policy, claim);
   if (policy.entries.length === 0) {
@@ -58,10 +62,15 @@ function decideEgress(policy: Policy, intent: EgressIntent): Decision {
       return refuse(base, ...binaryRefusal(byPort, claim, subject, narrowed.unavailable, target));
     }
   }
+  return decideMatched(base, matched, intent, target);
+}
+
+/** The decision once the endpoints at host:port that admit the connection's identity are known. */
+function decideMatched(base: Base, matched: readonly Endpoint[], intent: EgressIntent, target: string): Decision {
   if (intent.method === undefined) return allowL4(base, target, matched, matched, '');
   const inspected = matched.filter((e) => e.inspected);
   if (inspected.length === 0) {
-    return allowL4(base, target, matched, matched, '; the endpoint is not inspected, so method and path are not constrained');
+    return allowL4(base, target, bySelector(matched, intent.path), matched, '; the endpoint is not inspected, so method and path are not constrained');
   }
   const request: HttpRequestView = {
     method: intent.method.toUpperCase(),
@@ -74,7 +83,7 @@ function decideEgress(policy: Policy, intent: EgressIntent): Decision {
     // A path no inspected selector takes falls back to an L4 endpoint on the same host:port, never to the
     // rules of a less specific selector: OpenShell's selector picks the endpoint, it is not an access rule.
     const plain = matched.filter((e) => !e.inspected);
-    if (plain.length > 0) return allowL4(base, target, plain, matched, '; no inspected endpoint selects this path');
+    if (plain.length > 0) return allowL4(base, target, bySelector(plain, request.path), matched, '; no inspected endpoint selects this path');
     return finish(base, {
       verdict: 'deny',
       reason: 'no-rule-matched',
@@ -219,6 +228,17 @@ function l7(
   return finish(base, { verdict, reason, detail, layer: 'l7', endpoint, endpoints: matched, rule, calls });
 }
 
+/**
+ * L4 endpoints for a request with a path: the most specific whose `path` takes it, else all of them. An L4
+ * endpoint's path never restricts traffic; it names the endpoint whose credential_binding may serve the request
+ * (docs/policy.md#endpoint-path-selector), so the decision must carry that one.
+ */
+function bySelector(endpoints: readonly Endpoint[], path: string | undefined): readonly Endpoint[] {
+  if (path === undefined) return endpoints;
+  const selecting = selectByPath(endpoints, path);
+  return selecting.length > 0 ? selecting : endpoints;
+}
+
 /** The endpoints whose selector takes `path`, keeping only the most specific (ties stay, in policy-key order). */
 function selectByPath(endpoints: readonly Endpoint[], path: string): Endpoint[] {
   let best = -1;
@@ -259,6 +279,19 @@ interface Base {
   readonly binaryPid: number | undefined;
   readonly identityFailure: IdentityFailure | undefined;
   readonly via: ReadonlyMap<Endpoint, string> | undefined;
+}
+
+/** The identity fields a connection-level allow was made with, for a decision that continues from it. */
+function baseOfDecision(decision: Decision): Base {
+  return {
+    generation: decision.generation,
+    policyHash: decision.policyHash,
+    binaryIdentity: decision.binaryIdentity,
+    binary: decision.binary,
+    binaryPid: decision.binaryPid,
+    identityFailure: decision.identityFailure,
+    via: decision.grantedBy,
+  };
 }
 
 /** The decision's identity fields before any endpoint matched: a failed lookup did not matter yet. */
@@ -333,6 +366,7 @@ function finish(base: Base, outcome: Outcome): Decision {
     binary: base.binary,
     binaryPid: base.binaryPid,
     binaryAncestor: endpoint === undefined ? undefined : base.via?.get(endpoint),
+    grantedBy: base.via,
     identityFailure: base.identityFailure,
     rule: outcome.rule,
     calls: outcome.calls,

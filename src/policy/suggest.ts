@@ -4,7 +4,7 @@
 
 import { dump } from 'js-yaml';
 import { createRequire } from 'node:module';
-import { isBoundaryError } from '../errors.js';
+import { isBoundaryError } from '../shared/errors.js';
 import { ANY_BINARY } from './binary-identity.js';
 import { decide } from './decide.js';
 import { parsePolicy } from './parse.js';

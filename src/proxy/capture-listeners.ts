@@ -9,7 +9,7 @@ import type { PolicyStore } from '../policy/store.js';
 import type { AuditSink } from '../telemetry/event.js';
 import type { Logger } from '../telemetry/logger.js';
 import { createAdmission } from './admission.js';
-import { allowedPorts } from './capture.js';
+import { allowedPorts } from '../chain/stages/capture-check.js';
 import { createCaptureHealth } from './capture-health.js';
 import type { ProxyMetrics } from './metrics.js';
 import type { ProxyLimits } from './server.js';

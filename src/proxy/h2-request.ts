@@ -1,17 +1,15 @@
-// An HTTP/2 stream's request as the evaluator and the body hold read it (h2-stream.ts drives it): the head in the
+// An HTTP/2 stream's request as the request chain reads it (h2-stream.ts drives it): the head in the
 // flat form HTTP/1.1 requests have, fields by name built only when a held body's checks ask, and the stream as body.
 
 import type { IncomingHttpHeaders } from 'node:http';
 import type { H2RequestHead } from '../http2/request-head.js';
 import type { RequestStream } from '../http2/request-stream.js';
-import type { HeldRequest } from './body-hold.js';
 
-/** The stream's request as the evaluator and the body hold read it; its body is the stream itself. */
-export class H2StreamRequest implements HeldRequest {
+/** The stream's request as the chain reads it; its body is the stream itself. */
+export class H2StreamRequest {
   readonly httpVersion: string;
   readonly url: string;
   readonly rawHeaders: readonly string[];
-  readonly bodyFollows: boolean;
   readonly stream: RequestStream;
   private fieldsByName: IncomingHttpHeaders | undefined = undefined;
 
@@ -19,7 +17,6 @@ export class H2StreamRequest implements HeldRequest {
     this.httpVersion = head.httpVersion;
     this.url = head.url;
     this.rawHeaders = head.rawHeaders;
-    this.bodyFollows = !stream.remoteEnded;
     this.stream = stream;
   }
 

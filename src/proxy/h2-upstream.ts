@@ -7,7 +7,7 @@
 import type { Socket } from 'node:net';
 import type { TLSSocket } from 'node:tls';
 import { createH2Client, type H2Client } from '../http2/h2-client.js';
-import { BoundaryError } from '../errors.js';
+import { BoundaryError } from '../shared/errors.js';
 import type { H1Pool } from '../http1/h1-client.js';
 import { H2Lane } from './h2-lane.js';
 import { ALPN_H2_OR_HTTP1, type PinnedDestination, type Upstreams } from './upstream.js';

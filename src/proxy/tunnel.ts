@@ -7,7 +7,7 @@ import { validateDestination } from '../net/ssrf.js';
 import { decide } from '../policy/decide.js';
 import type { IdentityClaim } from '../policy/binary-identity.js';
 import type { Decision, Policy } from '../policy/types.js';
-import { decisionNeedsInspection } from './context.js';
+import { decisionNeedsInspection } from '../chain/inspection.js';
 
 /** Reference RX-05: a tunnel with no bytes either way for this long is closed. */
 export const TUNNEL_IDLE_TIMEOUT_MS = 300_000;
@@ -45,8 +45,8 @@ export interface TunnelRegistry {
 }
 
 interface TunnelRegistryOptions {
-  /** The credential guard of a route (proxy/credential-injection.ts): a forced inspection is part of the decision. */
-  readonly routeOf?: (decision: Decision, host: string, port: number) => 'as-is' | 'inspect' | 'refuse';
+  /** The credential and middleware guards of a route (chain/middleware-route.ts): a forced inspection is part of the decision. */
+  readonly routeOf?: (decision: Decision, host: string, port: number, policy: Policy) => 'as-is' | 'inspect' | 'refuse';
 }
 
 export function createTunnelRegistry(registryOptions: TunnelRegistryOptions = {}): TunnelRegistry {
@@ -86,7 +86,7 @@ function stillAllowed(
 ): boolean {
   const decision = decide(policy, { adapter: 'connect', host: t.host, port: t.port, identity: t.identity });
   if (decision.verdict === 'deny') return false;
-  const route = options.routeOf?.(decision, t.host, t.port) ?? 'as-is';
+  const route = options.routeOf?.(decision, t.host, t.port, policy) ?? 'as-is';
   if (route === 'refuse') return false;
   if (t.recheck !== undefined) {
     if (!t.recheck(policy)) return false;

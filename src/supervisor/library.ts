@@ -5,7 +5,7 @@
 import { type FSWatcher, watch } from 'node:fs';
 import { readdir, readFile, stat } from 'node:fs/promises';
 import { join } from 'node:path';
-import { isAtomicWriterEntry } from '../file-watch.js';
+import { isAtomicWriterEntry } from '../shared/file-watch.js';
 import { isValidSandboxId } from '../pki/issue.js';
 import type { Policy } from '../policy/types.js';
 import { type PolicyReach, policyReach } from './credential-grants.js';

@@ -26,7 +26,7 @@ import {
 } from '../control/messages.js';
 import { readBody } from '../control/ndjson.js';
 import { describeError, SESSION_HEADER } from '../control/protocol.js';
-import { BoundaryError } from '../errors.js';
+import { BoundaryError } from '../shared/errors.js';
 import type { ControlIdentityPems } from '../pki/identity.js';
 import { certificateUris, parseSandboxSpiffeId } from '../pki/issue.js';
 import type { Logger } from '../telemetry/logger.js';

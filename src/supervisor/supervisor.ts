@@ -12,7 +12,7 @@ import { parsePolicy as defaultParsePolicy } from '../policy/parse.js';
 import type { Policy } from '../policy/types.js';
 import { type AdminServer, createAdminServer } from '../telemetry/admin.js';
 import type { Logger } from '../telemetry/logger.js';
-import { isBoundaryError } from '../errors.js';
+import { isBoundaryError } from '../shared/errors.js';
 import { createAdminAuth } from './admin-auth.js';
 import { createSupervisorAdmin, type SupervisorAdmin, type SupervisorReadiness } from './admin.js';
 import type { LiveSession, SupervisorContext } from './context.js';

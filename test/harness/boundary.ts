@@ -7,13 +7,14 @@ import { tmpdir } from 'node:os';
 import type { Socket } from 'node:net';
 import { join } from 'node:path';
 import { Registry } from 'prom-client';
-import type { Boundary } from '../../src/boundary-types.js';
-import { createBoundary } from '../../src/boundary.js';
-import { buildResolver } from '../../src/cli/run.js';
-import { parseConfig } from '../../src/config.js';
+import type { Boundary } from '../../src/app/boundary-types.js';
+import { createBoundary } from '../../src/app/boundary.js';
+import { buildResolver } from '../../src/app/cli/run.js';
+import { parseConfig } from '../../src/app/config.js';
 import type { CredentialSource } from '../../src/credentials/source.js';
+import type { MiddlewareRegistry } from '../../src/middleware/registry.js';
 import type { IdentitySource } from '../../src/identity/source.js';
-import { type DialTarget, netDial } from '../../src/proxy/dial.js';
+import { type DialTarget, netDial } from '../../src/chain/dial.js';
 import type { ProxyLimits } from '../../src/proxy/server.js';
 import { type FakeAnswer, type FakeResolver, fakeResolver } from './fake-resolver.js';
 import { type LogSink, logSink } from './log-sink.js';
@@ -60,6 +61,8 @@ export interface StartOptions {
   readonly identitySocket?: string;
   /** deps.identity: a source of the test's own (a /proc walk of another root, say). */
   readonly identity?: IdentitySource;
+  /** deps.middleware: network middleware implementations and capacity of the test's own. */
+  readonly middleware?: MiddlewareRegistry;
   /**
    * config.upstreamDns: resolve through the production resolver (cli/run.ts buildResolver: upstream DNS client and
    * TTL cache) asking this loopback DNS server (test/harness/dns-upstream.ts) instead of the fake resolver.
@@ -69,6 +72,8 @@ export interface StartOptions {
   readonly tunnelDetection?: 'off' | 'audit' | 'enforce';
   /** config.newNamesPerSecond and newNamesBurst (`--new-names-per-second`, `--new-names-burst`). */
   readonly newNames?: { readonly perSecond: number; readonly burst: number };
+  /** config.placeholderFamily (`--placeholder-family`); default openshell. */
+  readonly placeholderFamily?: 'openshell' | 'ryno';
 }
 
 export interface RunningBoundary {
@@ -126,6 +131,7 @@ export async function startBoundary(options: StartOptions = {}): Promise<Running
     ...(options.upstreamDns === undefined ? {} : { upstreamDns: `${options.upstreamDns.host}:${options.upstreamDns.port}` }),
     ...(options.tunnelDetection === undefined ? {} : { dnsTunnelDetection: options.tunnelDetection }),
     ...(options.newNames === undefined ? {} : { newNamesPerSecond: options.newNames.perSecond, newNamesBurst: options.newNames.burst }),
+    ...(options.placeholderFamily === undefined ? {} : { placeholderFamily: options.placeholderFamily }),
   });
   const real = options.upstreamDns === undefined ? undefined : await buildResolver(config, now, log.logger);
   const boundary = createBoundary(config, {
@@ -137,6 +143,7 @@ export async function startBoundary(options: StartOptions = {}): Promise<Running
     ...(options.credentials === undefined ? {} : { credentials: options.credentials }),
     ...(options.shutdownDrainMs === undefined ? {} : { shutdownDrainMs: options.shutdownDrainMs }),
     ...(options.identity === undefined ? {} : { identity: options.identity }),
+    ...(options.middleware === undefined ? {} : { middleware: options.middleware }),
     dial: (target) => {
       dials.push(target);
       return options.dial === undefined ? netDial(target) : options.dial(target);

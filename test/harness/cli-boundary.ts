@@ -1,4 +1,4 @@
-// spawnBoundaryCli(): the real `boundary run` (src/main.ts through tsx, or a staged dist/main.js) as a child
+// spawnBoundaryCli(): the real `boundary run` (src/app/main.ts through tsx, or a staged dist/app/main.js) as a child
 // process, optionally behind a command prefix such as `ip netns exec <ns>`, with its log lines collected by
 // spawnLogged() so a test waits for an event (e.g. the bound DNS address) instead of sleeping.
 
@@ -8,7 +8,7 @@ import { CHILD_WAIT_TIMEOUT_MS, type LoggedChild, type LogLine, spawnLogged } fr
 import type { StagedBoundary } from './stage.js';
 
 export type { LogLine } from './child-lines.js';
-export const MAIN = fileURLToPath(new URL('../../src/main.ts', import.meta.url));
+export const MAIN = fileURLToPath(new URL('../../src/app/main.ts', import.meta.url));
 export const PROJECT_ROOT = fileURLToPath(new URL('../..', import.meta.url));
 export const CLI_WAIT_TIMEOUT_MS = CHILD_WAIT_TIMEOUT_MS;
 
@@ -22,7 +22,7 @@ export interface SpawnOptions {
   readonly staged?: StagedBoundary;
 }
 
-/** `node --import tsx src/main.ts run ...args` (or `node <staged main> run ...args`), after `prefix`. */
+/** `node --import tsx src/app/main.ts run ...args` (or `node <staged main> run ...args`), after `prefix`. */
 export function spawnBoundaryCli(args: readonly string[], options: SpawnOptions = {}): BoundaryCli {
   const entry = options.staged === undefined ? ['--import', 'tsx', MAIN] : [options.staged.main];
   const command = [...(options.prefix ?? []), process.execPath, ...entry, 'run', ...args];

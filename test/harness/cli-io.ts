@@ -1,7 +1,7 @@
 // recordingIo(): an in-process CliIo for calling a command directly, its stdout and stderr kept as text; its
 // signal is already aborted, so a command that started returns at once.
 
-import type { CliIo } from '../../src/cli/io.js';
+import type { CliIo } from '../../src/app/cli/io.js';
 
 export interface RecordingIo {
   readonly io: CliIo;

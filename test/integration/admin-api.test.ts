@@ -7,12 +7,12 @@ import { writeFile } from 'node:fs/promises';
 import { request } from 'node:http';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
-import { denialsRoute, explainRoute } from '../../src/admin-api.js';
-import { policyCommand } from '../../src/cli/policy.js';
+import { denialsRoute, explainRoute } from '../../src/app/admin-api.js';
+import { policyCommand } from '../../src/app/cli/policy.js';
 import { createPolicyStore } from '../../src/policy/store.js';
 import { createPolicyTexts } from '../../src/policy/texts.js';
 import { createDenialRing } from '../../src/telemetry/denials.js';
-import type { CliIo } from '../../src/cli/io.js';
+import type { CliIo } from '../../src/app/cli/io.js';
 import { startBoundary } from '../harness/boundary.js';
 import { sendRequest } from '../harness/proxy-client.js';
 
@@ -60,7 +60,7 @@ async function cli(cwd: string, ...argv: string[]): Promise<{ code: number; stdo
 
 describe('boundary admin API callers', () => {
   it('answers /v1/explain and /v1/denials to loopback peers only, in every spelling, and refuses others before reading the query', async () => {
-    const deps = { store: createPolicyStore(), texts: createPolicyTexts(), ring: createDenialRing() };
+    const deps = { store: createPolicyStore(), texts: createPolicyTexts(), ring: createDenialRing(), permanent: () => undefined, binaryIdentity: 'required' as const };
     const query = new URLSearchParams({ url: 'https://api.example.test/' });
     for (const route of [explainRoute(deps), denialsRoute(deps)]) {
       for (const address of ['127.0.0.1', '127.9.9.9', '::1', '::ffff:127.0.0.1']) {

@@ -10,8 +10,8 @@ import { describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { parse as parseYaml } from 'yaml';
-import { policyCommand } from '../../src/cli/policy.js';
-import type { CliIo } from '../../src/cli/io.js';
+import { policyCommand } from '../../src/app/cli/policy.js';
+import type { CliIo } from '../../src/app/cli/io.js';
 import { decide } from '../../src/policy/decide.js';
 import { parsePolicy } from '../../src/policy/parse.js';
 import { mergeSuggestion } from '../../src/policy/suggest.js';
@@ -281,7 +281,7 @@ describe('boundary policy explain', () => {
 describe('boundary policy in a child process', () => {
   it('exits with the command status', async () => {
     const script = [
-      "import { policyCommand } from './src/cli/policy.ts';",
+      "import { policyCommand } from './src/app/cli/policy.ts';",
       'const io = { stdout: process.stdout, stderr: process.stderr, env: {}, cwd: process.cwd(),',
       '  signal: new AbortController().signal, now: () => 0 };',
       'process.exitCode = await policyCommand(process.argv.slice(1), io);',

@@ -7,9 +7,9 @@ import { mkdtemp, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
-import type { CliIo } from '../../src/cli/io.js';
-import { runCommand } from '../../src/cli/run.js';
-import { BUNDLE_VARIABLES } from '../../src/cli/run-banner.js';
+import type { CliIo } from '../../src/app/cli/io.js';
+import { runCommand } from '../../src/app/cli/run.js';
+import { BUNDLE_VARIABLES } from '../../src/app/cli/run-banner.js';
 import { CLI_WAIT_TIMEOUT_MS, MAIN, PROJECT_ROOT, spawnBoundaryCli } from '../harness/cli-boundary.js';
 
 const POLICY = 'version: 1\nnetwork_policies: {}\n';

@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import type { ConnectionOptions } from 'node:tls';
 import { recordingIo } from '../harness/cli-io.js';
-import { supervisorCommand } from '../../src/cli/supervisor.js';
+import { supervisorCommand } from '../../src/app/cli/supervisor.js';
 import { issueCertificate } from '../../src/pki/issue.js';
 import { createSupervisor } from '../../src/supervisor/supervisor.js';
 import { type AdminReply, adminRequest, rawConnect, runSocat, SKIP_SOCAT, statusLine } from '../harness/admin-client.js';

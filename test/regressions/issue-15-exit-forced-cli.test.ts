@@ -11,7 +11,7 @@ import type { Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, it, type TestContext } from 'node:test';
-import { EXIT_DRAIN_FORCED, EXIT_OK } from '../../src/cli/run.js';
+import { EXIT_DRAIN_FORCED, EXIT_OK } from '../../src/app/cli/run.js';
 import { type BoundaryCli, spawnBoundaryCli, standaloneFlags } from '../harness/cli-boundary.js';
 import { l7Policy, rawClient, tcpOrigin } from '../harness/liveness.js';
 import { withinDeadline } from '../harness/waiters.js';

@@ -14,7 +14,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, it, type TestContext } from 'node:test';
 import { connect as tlsConnect, type TLSSocket } from 'node:tls';
-import { EXIT_DRAIN_FORCED, EXIT_OK } from '../../src/cli/run.js';
+import { EXIT_DRAIN_FORCED, EXIT_OK } from '../../src/app/cli/run.js';
 import { makeTestPki, type TestPki } from '../harness/certs.js';
 import { type BoundaryCli, spawnBoundaryCli, standaloneFlags } from '../harness/cli-boundary.js';
 import { FRAME, PREFACE, readFrames, requestHeaders, settings } from '../harness/h2-frames.js';

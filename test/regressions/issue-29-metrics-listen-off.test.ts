@@ -3,7 +3,7 @@
 import assert from 'node:assert/strict';
 import { tmpdir } from 'node:os';
 import { describe, it } from 'node:test';
-import { supervisorCommand } from '../../src/cli/supervisor.js';
+import { supervisorCommand } from '../../src/app/cli/supervisor.js';
 import { recordingIo } from '../harness/cli-io.js';
 
 async function run(argv: string[]): Promise<{ code: number; stderr: string }> {

@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { parseRunFlags } from '../../src/cli/run.js';
-import { parseConfig } from '../../src/config.js';
-import type { BoundaryError } from '../../src/errors.js';
+import { parseRunFlags } from '../../src/app/cli/run.js';
+import { parseConfig } from '../../src/app/config.js';
+import type { BoundaryError } from '../../src/shared/errors.js';
 
 function issuePaths(fn: () => unknown): string[] {
   try {

@@ -7,16 +7,8 @@ import { decide } from '../../src/policy/decide.js';
 import { parsePolicy } from '../../src/policy/parse.js';
 import { NEXT_STEP_KINDS } from '../../src/policy/suggest.js';
 import type { EgressIntent } from '../../src/policy/types.js';
-import {
-  connectPolicyDenial,
-  credentialDenial,
-  type Denial,
-  forwardPolicyDenial,
-  l7PolicyDenial,
-  policyChangedDenial,
-  renderDenial,
-  ssrfDenial,
-} from '../../src/proxy/deny.js';
+import { connectPolicyDenial, credentialDenial, type Denial, forwardPolicyDenial, l7PolicyDenial, policyChangedDenial, ssrfDenial } from '../../src/chain/denials.js';
+import { renderDenial } from '../../src/proxy/answer.js';
 
 const POLICY = parsePolicy(`version: 1
 network_policies:
@@ -64,7 +56,7 @@ describe('denial next steps and reason phrases', () => {
       denial: () => l7('api.example.test', 'POST', '/v1/items', 'token=s3cret'),
       kinds: ['add_policy_entry'],
       phrase: 'Forbidden by policy: no rule allows POST on api.example.test:443',
-      rule: null,
+      rule: 'POST /v1/items',
       missing: true,
     },
     {

@@ -4,8 +4,8 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { decode } from 'dns-packet';
-import { parseRunFlags } from '../../src/cli/run-flags.js';
-import { DEFAULTS, parseConfig } from '../../src/config.js';
+import { parseRunFlags } from '../../src/app/cli/run-flags.js';
+import { DEFAULTS, parseConfig } from '../../src/app/config.js';
 import { parseQuery } from '../../src/dns/answer.js';
 import { refusedFromQuery } from '../../src/dns/rate-limit.js';
 import { createLookupGate, MAX_NEW_NAMES_PER_PARENT, MAX_TRACKED_PARENTS, NEW_NAMES_WINDOW_MS } from '../../src/net/lookup-gate.js';

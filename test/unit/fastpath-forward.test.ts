@@ -10,8 +10,12 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import { Readable } from 'node:stream';
 import { describe, it } from 'node:test';
+import { createMiddlewareRegistry } from '../../src/middleware/registry.js';
+import { createRequestChain } from '../../src/chain/request-chain.js';
+import { createResponseChain } from '../../src/chain/response-chain.js';
 import { createStaticCredentialSource } from '../../src/credentials/source.js';
-import { BoundaryError } from '../../src/errors.js';
+import { checkDestination, permanentRefusal } from '../../src/net/destination.js';
+import { BoundaryError } from '../../src/shared/errors.js';
 import { createCachingResolver } from '../../src/net/resolver-cache.js';
 import type { Resolver } from '../../src/net/resolver.js';
 import { NO_SELF_ADDRESSES } from '../../src/net/ssrf.js';
@@ -196,20 +200,36 @@ async function run(c: Case, resolver: Resolver): Promise<Observed> {
   const settled = new Promise<void>((resolve) => {
     settle = resolve;
   });
+  const metrics = createProxyMetrics(new MetricsOffRegistry());
+  const authorities = createAuthorityParsers();
+  const lookups = testLookupGate(resolver);
+  const chain = createRequestChain({
+    store,
+    authorities,
+    metrics,
+    identity: undefined,
+    credentials,
+    permanent: (host, port) => permanentRefusal(host, port, { allowLoopback: true, selfAddresses: NO_SELF_ADDRESSES }),
+    destination: (target) => checkDestination({ ...target, lookups, hosts: undefined, allowLoopback: true, selfAddresses: NO_SELF_ADDRESSES }),
+    middleware: createMiddlewareRegistry(),
+  });
+  const sink = {
+    emit(event: AuditEvent) {
+      record.events.push(event);
+      if (event.class !== 'FINDING') settle();
+    },
+  };
   const ctx = {
     store,
-    lookups: testLookupGate(resolver),
-    authorities: createAuthorityParsers(),
+    lookups,
+    chain,
+    responses: createResponseChain({ sink }),
+    authorities,
     credentials,
     allowLoopback: true,
     selfAddresses: () => NO_SELF_ADDRESSES,
-    sink: {
-      emit(event: AuditEvent) {
-        record.events.push(event);
-        if (event.class !== 'FINDING') settle();
-      },
-    },
-    metrics: createProxyMetrics(new MetricsOffRegistry()),
+    sink,
+    metrics,
     logger: {
       warn() {
         record.warnings++;

@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { isMap, isScalar, isSeq, LineCounter, type Node, parseDocument } from 'yaml';
-import { ERROR_CODES, type ErrorCode, isBoundaryError, type Issue } from '../../src/errors.js';
+import { ERROR_CODES, type ErrorCode, isBoundaryError, type Issue } from '../../src/shared/errors.js';
 import { loadPolicyFile } from '../../src/policy/load.js';
 import { parsePolicy } from '../../src/policy/parse.js';
 

@@ -3,7 +3,7 @@
 
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import type { ErrorCode } from '../../src/errors.js';
+import type { ErrorCode } from '../../src/shared/errors.js';
 import { parsePolicy } from '../../src/policy/parse.js';
 import { E0, endpoint, expectIssue } from '../harness/policy-parse-fixtures.js';
 
@@ -14,7 +14,6 @@ describe('parsePolicy: validation rules', () => {
     ['V1 unknown top-level key', 'version: 1\nnetwork_policy: {}\n', 'POLICY_UNKNOWN_KEY', 'network_policy'],
     ['V1 unknown key in a not-enforced section', 'version: 1\nlandlock: { compat: x }\n', 'POLICY_UNKNOWN_KEY', 'landlock.compat'],
     ['V1 not-enforced section must be a map', 'version: 1\nprocess: [a]\n', 'POLICY_TYPE', 'process'],
-    ['middlewares are unsupported', 'version: 1\nnetwork_middlewares: {}\n', 'POLICY_MIDDLEWARES_UNSUPPORTED', 'network_middlewares'],
     ['V1 unknown entry key', endpoint('{ host: a.example.com, port: 443 }').replace('    binaries', '    binary: x\n    binaries'), 'POLICY_UNKNOWN_KEY', 'network_policies.p.binary'],
     ['V1 unknown key in a rule', endpoint('host: a.example.com\nport: 443\nprotocol: rest\nrules: [{ allow: { method: GET, path: /, querry: {} } }]'), 'POLICY_UNKNOWN_KEY', `${E0}.rules[0].allow.querry`],
     ['V1 unknown key in a binary', endpoint('{ host: a.example.com, port: 443 }').replace('[{ path: "/**" }]', '[{ path: "/**", sha: x }]'), 'POLICY_UNKNOWN_KEY', 'network_policies.p.binaries[0].sha'],
@@ -95,9 +94,9 @@ describe('parsePolicy: validation rules', () => {
     ['websocket rule methods', endpoint('{ host: a.example.com, port: 443, protocol: websocket, rules: [{ allow: { method: POST, path: / } }] }'), 'POLICY_RULE_INVALID', `${E0}.rules[0].allow.method`],
     ['websocket rule mixing forms', endpoint('{ host: a.example.com, port: 443, protocol: websocket, rules: [{ allow: { method: GET, path: /, operation_type: query } }] }'), 'POLICY_RULE_INVALID', `${E0}.rules[0].allow`],
     ['graphql operation type', endpoint('{ host: a.example.com, port: 443, protocol: graphql, rules: [{ allow: { operation_type: read } }] }'), 'POLICY_GRAPHQL_INVALID', `${E0}.rules[0].allow.operation_type`],
-    ['graphql options only on graphql', endpoint('{ host: a.example.com, port: 443, protocol: rest, access: full, graphql_max_body_bytes: 10 }'), 'POLICY_GRAPHQL_INVALID', `${E0}.graphql_max_body_bytes`],
-    ['graphql allow_registered needs a registry', endpoint('{ host: a.example.com, port: 443, protocol: graphql, access: full, persisted_queries: allow_registered }'), 'POLICY_GRAPHQL_INVALID', `${E0}.persisted_queries`],
-    ['binary path required', endpoint('{ host: a.example.com, port: 443 }').replace('[{ path: "/**" }]', '[{ harness: true }]'), 'POLICY_BINARY_INVALID', 'network_policies.p.binaries[0].path'],
+    ['graphql rule fields on rest', endpoint('{ host: a.example.com, port: 443, protocol: rest, rules: [{ allow: { method: POST, path: /graphql, fields: [viewer] } }] }'), 'POLICY_RULE_INVALID', `${E0}.rules[0].allow.fields`],
+    ['graphql rule fields on an L4 endpoint', endpoint('{ host: a.example.com, port: 443, rules: [{ allow: { method: POST, path: /graphql, operation_type: query } }] }'), 'POLICY_RULE_INVALID', `${E0}.rules[0].allow.operation_type`],
+    ['binary path required', endpoint('{ host: a.example.com, port: 443 }').replace('[{ path: "/**" }]', '[{ name: curl }]'), 'POLICY_BINARY_INVALID', 'network_policies.p.binaries[0].path'],
     ['binary path absolute', endpoint('{ host: a.example.com, port: 443 }').replace('"/**"', 'node'), 'POLICY_BINARY_INVALID', 'network_policies.p.binaries[0].path'],
     ['boolean fields', endpoint('{ host: a.example.com, port: 443, protocol: rest, access: full, allow_encoded_slash: "yes" }'), 'POLICY_TYPE', `${E0}.allow_encoded_slash`],
   ];

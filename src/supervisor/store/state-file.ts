@@ -5,7 +5,7 @@
 
 import { mkdir, open, readFile, rename, stat } from 'node:fs/promises';
 import { dirname } from 'node:path';
-import { BoundaryError } from '../../errors.js';
+import { BoundaryError } from '../../shared/errors.js';
 import type { Logger } from '../../telemetry/logger.js';
 import type { StoreChange, StoredInstance, StoredSandbox } from './store.js';
 import type { KeptWithdrawal } from './withdrawals.js';
