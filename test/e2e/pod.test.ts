@@ -22,7 +22,7 @@ import { imageNode } from '../harness/image-node.js';
 import { type Container, container, type PodSpec, readManifests } from '../harness/k8s-manifest.js';
 import { containerArgv, containerEnv, ensureMountpoints, materialiseVolumes, type VolumeSources } from '../harness/k8s-pod.js';
 import { arg, assertControlPortOnly, buildTopology, CLUSTER, childLog, must, NS, ORIGINS, preparePod, probe, removeNamespaces, SANDBOX_IP, SUPERVISOR_IP, skipReason, startClusterDns, startOrigins } from '../harness/pod-cluster.js';
-import { agentClients, FAST_FAILURE_MS, NODE_CLIENT, PYTHON_CLIENT, sandboxPolicy, supervisorAdmin, tlsSecret, writeOriginFiles } from '../harness/pod-workload.js';
+import { agentClients, NODE_CLIENT, PYTHON_CLIENT, sandboxPolicy, supervisorAdmin, tlsSecret, writeOriginFiles } from '../harness/pod-workload.js';
 import { checkBinaryIdentity } from '../harness/pod-identity.js';
 import { stageBoundary } from '../harness/stage.js';
 
@@ -30,8 +30,6 @@ const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const DEPLOY = join(ROOT, 'deploy', 'kubernetes');
 const TEST_BUDGET_MS = 300_000;
 const SUPERVISOR_KILLS = 10;
-/** A boundary whose session was healthy re-attaches within about a second of the supervisor's return; generous for CI. */
-const REATTACH_LIMIT_MS = 10_000;
 /**
  * The scenario's cadence: each kill comes this long after the previous re-attach, a crash loop one second
  * apart. A session killed sooner than the boundary's healthy-session threshold counts as a failed attempt
@@ -212,13 +210,13 @@ it('runs the shipped sandbox pod and supervisor as the manifests say: attach, re
 
   // Denied names fail fast without the proxy too, and never reach the cluster DNS.
   const unresolvable = await curl('--noproxy', '*', 'http://denied.origin.test/');
+  // Refused, not timed out: the NXDOMAIN itself is checked with dig below; how long curl took is not asserted.
   assert.equal(unresolvable.code, 6, `a denied name does not resolve: ${unresolvable.stderr}`);
-  assert.ok(unresolvable.ms < FAST_FAILURE_MS, `the DNS refusal took ${unresolvable.ms} ms`);
   // The fence: a direct dial to a real address is refused at once, and a query to the cluster DNS is
   // answered by policy DNS (the init container's redirect), never by the cluster DNS itself.
   const direct = await curl('--noproxy', '*', `http://${ORIGINS.denied}/`);
+  // curl's 7 is a refused connection (a dropped one would be 28, a timeout): the fence rejects, it does not drop.
   assert.equal(direct.code, 7, `a direct dial is fenced: ${direct.stderr}`);
-  assert.ok(direct.ms < FAST_FAILURE_MS, `the fence's refusal took ${direct.ms} ms`);
   const digAllowed = await agentRun('dig', '+short', '+tries=1', '+time=3', `@${CLUSTER.dnsIp}`, 'api.origin.test', 'A');
   assert.match(digAllowed.stdout.trim(), /^198\.1[89]\.\d+\.\d+$/, `the workload's DNS goes to policy DNS: ${digAllowed.stdout}`);
   const digDenied = await agentRun('dig', '+tries=1', '+time=3', `@${CLUSTER.dnsIp}`, 'denied.origin.test', 'A');
@@ -248,8 +246,9 @@ it('runs the shipped sandbox pod and supervisor as the manifests say: attach, re
     outage.push(JSON.parse((await probe(SANDBOX_IP, readiness.path, readiness.port)).body).reasons?.join(',') ?? '');
     const next = await startSupervisor();
     await attached(next);
+    // Reported, not asserted: the quick re-attach after a healthy session is test/unit/backoff.test.ts's, on an
+    // injected clock; here each re-attach is awaited (attached() bounds a hang) and must leave the boundary ready.
     reattachMs.push(Math.round(performance.now() - killedAt));
-    assert.ok((reattachMs.at(-1) ?? 0) < REATTACH_LIMIT_MS, `re-attach after kill ${kill} took ${reattachMs.at(-1)} ms`);
     const after = await probe(SANDBOX_IP, readiness.path, readiness.port);
     assert.equal(after.status, 200, `ready again after kill ${kill}: ${after.body}`);
     await allowedWorks(`attached-${kill}`);
