@@ -10,9 +10,11 @@ import type { Boundary } from '../../src/boundary-types.js';
 import { createBoundary } from '../../src/boundary.js';
 import { parseConfig } from '../../src/config.js';
 import type { CredentialSource } from '../../src/credentials/source.js';
+import { createSocketIdentitySource } from '../../src/identity/socket-source.js';
 import type { IdentitySource } from '../../src/identity/source.js';
 import { type DialTarget, netDial } from '../../src/proxy/dial.js';
 import type { ProxyLimits } from '../../src/proxy/server.js';
+import { TEST_IDENTITY_LOOKUP_TIMEOUT_MS, testProcSource } from './identity-processes.js';
 import { type FakeAnswer, type FakeResolver, fakeResolver } from './fake-resolver.js';
 import { type LogSink, logSink } from './log-sink.js';
 
@@ -54,8 +56,18 @@ export interface StartOptions {
   readonly binaryIdentity?: 'required' | 'endpoint-only';
   /** config.identitySocket (`--identity-socket`): ask an identity server there instead of reading /proc. */
   readonly identitySocket?: string;
-  /** deps.identity: a source of the test's own (a /proc walk of another root, say). */
+  /**
+   * deps.identity: a source of the test's own (a /proc walk of another root, say). Default: what the flags would
+   * open (the identity socket, or /proc), with TEST_IDENTITY_LOOKUP_TIMEOUT_MS.
+   */
   readonly identity?: IdentitySource;
+}
+
+/** The source openIdentitySource would open for these options, but with the test's lookup timeout. */
+function testIdentitySource(options: StartOptions, now: () => number): IdentitySource | undefined {
+  if (options.identity !== undefined || options.binaryIdentity === 'endpoint-only') return options.identity;
+  if (options.identitySocket !== undefined) return createSocketIdentitySource({ socketPath: options.identitySocket, timeoutMs: TEST_IDENTITY_LOOKUP_TIMEOUT_MS });
+  return testProcSource({ now });
 }
 
 export interface RunningBoundary {
@@ -90,6 +102,7 @@ export async function startBoundary(options: StartOptions = {}): Promise<Running
   const log = logSink({ now, ...(options.logFormat === undefined ? {} : { format: options.logFormat }) });
   const resolver = fakeResolver({ 'api.example.test': ['127.0.0.1'], 'other.example.test': ['127.0.0.1'], ...options.names });
   const dials: DialTarget[] = [];
+  const identity = testIdentitySource(options, now);
   const config = parseConfig({
     proxyListen: '127.0.0.1:0',
     adminListen: '127.0.0.1:0',
@@ -117,7 +130,7 @@ export async function startBoundary(options: StartOptions = {}): Promise<Running
     registry: new Registry(),
     ...(options.credentials === undefined ? {} : { credentials: options.credentials }),
     ...(options.shutdownDrainMs === undefined ? {} : { shutdownDrainMs: options.shutdownDrainMs }),
-    ...(options.identity === undefined ? {} : { identity: options.identity }),
+    ...(identity === undefined ? {} : { identity }),
     dial: (target) => {
       dials.push(target);
       return options.dial === undefined ? netDial(target) : options.dial(target);
