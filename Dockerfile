@@ -27,6 +27,6 @@ COPY policies ./policies
 RUN useradd --system --uid 10001 --home-dir /var/lib/boundary --create-home boundary
 USER 10001
 EXPOSE 3128 9901
-ENTRYPOINT ["node", "dist/main.js"]
+ENTRYPOINT ["node", "dist/app/main.js"]
 # Loopback only: a proxy that holds credentials never listens on 0.0.0.0 unless told to.
 CMD ["run", "--policy", "policies/default.yaml", "--state-dir", "/var/lib/boundary"]

@@ -11,7 +11,7 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 tsc_log=${2:-/dev/null}
 sha=$(git -C "$root" rev-parse --short "$ref") || { echo "BOUNDARY_REF: unknown ref $ref" >&2; exit 2; }
 snap="$root/bench/out/build-$sha"
-if [[ ! -f $snap/dist/main.js ]]; then
+if [[ ! -f $snap/dist/main.js && ! -f $snap/dist/app/main.js ]]; then
   echo "building boundary $ref ($sha) into $snap" >&2
   rm -rf "$snap" && mkdir -p "$snap"
   git -C "$root" archive "$sha" src tsconfig.json package.json | tar -x -C "$snap"

@@ -3,11 +3,13 @@
 
 import { openSync } from 'node:fs';
 import { Registry } from 'prom-client';
-import { createDnsEventSink, timedDnsHandler } from '../src/boundary-dns.js';
+import { createDnsEventSink, timedDnsHandler } from '../src/app/boundary-dns.js';
+import { lookupReportEvent } from '../src/dns/lookup-events.js';
 import { createDnsMetrics, meteredDnsSink } from '../src/dns/metrics.js';
 import { createPolicyDns, type PolicyDns } from '../src/dns/policy-dns.js';
 import type { DnsHandler } from '../src/dns/server.js';
 import { createUpstreamResolver } from '../src/dns/upstream.js';
+import { createLookupGate } from '../src/net/lookup-gate.js';
 import { createSyntheticPool, type SyntheticPool } from '../src/net/synthetic.js';
 import { MetricsOffRegistry } from '../src/telemetry/metrics.js';
 import { createProxyMetrics } from '../src/proxy/metrics.js';
@@ -73,12 +75,18 @@ export async function startBenchDns(options: { names: number; logMode: LogMode; 
   const policy = stubPolicy([{ host: '*.bench.test', ports: [443] }]);
   const dns = createPolicyDns({
     policy: () => policy,
-    resolver: createUpstreamResolver({ servers: [{ host: fixture.host, port: fixture.port }] }),
+    // The lookup gate production shares with the proxy (boundary-dns.ts createBoundaryLookups), its reports on the same path.
+    lookups: createLookupGate({
+      resolver: createUpstreamResolver({ servers: [{ host: fixture.host, port: fixture.port }] }),
+      now,
+      report: (report) => sink.emit(lookupReportEvent(report, policy)),
+      ...(options.guard === 'default' ? {} : { newNames: { perSecond: UNLIMITED, burst: UNLIMITED } }),
+    }),
     pool,
     sink,
     now,
     allowLoopback: true,
-    ...(options.guard === 'default' ? {} : { rateLimits: { refusedPerSecond: UNLIMITED, refusedBurst: UNLIMITED, uniquePerSecond: UNLIMITED, uniqueBurst: UNLIMITED } }),
+    ...(options.guard === 'default' ? {} : { refusalLimits: { perSecond: UNLIMITED, burst: UNLIMITED } }),
   });
   const handler =
     options.logMode === 'off' ? dns.handler : timedDnsHandler(dns.handler, { clock: decisions, answerSeconds: metrics.answerSeconds, settled: () => undefined });

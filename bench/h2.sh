@@ -127,11 +127,14 @@ network_policies:
 POLICY
 declare -A DNS_PORT=()
 # start_boundary ROUTE DIST CIDR: one boundary on its own ports and synthetic range, ready and asked for its address.
+# The CLI entry of a build: dist/app/main.js, or dist/main.js in builds from before src/app/ (BOUNDARY_REF).
+entry_of() { if [[ -f $1/app/main.js ]]; then echo "$1/app/main.js"; else echo "$1/main.js"; fi; }
+
 start_boundary() {
   local route=$1 dist=$2 cidr=$3 port admin dns sink
   read -r port admin dns sink < <(free_ports 4)
   # shellcheck disable=SC2086
-  (cd "$ROOT" && exec "${PIN_PROXY[@]}" "$PROXY_NODE" $BOUNDARY_NODE_FLAGS "$dist/main.js" run --policy "$WORK/policy.yaml" \
+  (cd "$ROOT" && exec "${PIN_PROXY[@]}" "$PROXY_NODE" $BOUNDARY_NODE_FLAGS "$(entry_of "$dist")" run --policy "$WORK/policy.yaml" \
     --proxy-listen "127.0.0.1:$port" --admin-listen "127.0.0.1:$admin" --dns-listen "127.0.0.1:$dns" \
     --synthetic-cidr "$cidr" --hosts "$WORK/hosts" --upstream-dns "127.0.0.1:$sink" --upstream-ca "$WORK/pki/ca.pem" \
     --unsafe-allow-loopback-upstream --state-dir "$WORK/state-$route" --log-format json) >"$WORK/$route.log" 2>"$WORK/$route.err" &

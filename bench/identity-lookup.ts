@@ -1,8 +1,9 @@
 // Identity lookup cost per new connection (docs/identity.md#cost): the production /proc source (worker thread)
 // asked about loopback connections held by python3 clients (PER_CLIENT connections each), with IDLE extra
 // processes in the process table.
-// One lookup at a time (a connection on its own: the full walk each time) and bursts of BURST lookups made
-// together (one walk shared, as when connections arrive at once). Medians and p99 over LOOKUPS connections.
+// One lookup at a time (a connection on its own: the full walk each time), bursts of BURST lookups made together
+// (one walk shared, as when connections arrive at once), and the re-check a request on a kept-alive connection
+// makes (the known socket's holders only). Medians and p99 over LOOKUPS connections.
 //   node --import tsx bench/identity-lookup.ts
 //   IDLE=0,100,400 LOOKUPS=200 PER_CLIENT=10 BURST=20 CLIENT_UID=65534 node --import tsx bench/identity-lookup.ts
 // CLIENT_UID runs the client as another uid (setpriv), as in a pod where the agent is not boundary's uid: only
@@ -76,7 +77,17 @@ async function main(): Promise<void> {
       const elapsed = performance.now() - started;
       for (let j = 0; j < BURST; j++) perConnection.push(elapsed / BURST);
     }
-    console.log(`  ${await processes} processes: one at a time ${summary(single)}; in bursts of ${BURST}, per connection ${summary(perConnection)}`);
+    // A request on a kept-alive connection looks its holders up again by the socket found before (no table read).
+    const recheck: number[] = [];
+    for (const request of requests) {
+      const first = await source.lookup(request);
+      if (!first.ok) throw new Error(`${first.failure}: ${first.detail}`);
+      const started = performance.now();
+      const again = await source.lookup({ ...request, socket: first.socket });
+      recheck.push(performance.now() - started);
+      if (!again.ok) throw new Error(`${again.failure}: ${again.detail}`);
+    }
+    console.log(`  ${await processes} processes: one at a time ${summary(single)}; in bursts of ${BURST}, per connection ${summary(perConnection)}; re-check of a known socket ${summary(recheck)}`);
   }
   await source.close();
   for (const child of idle) child.kill();

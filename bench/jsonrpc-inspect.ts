@@ -4,6 +4,7 @@
 //   node --import tsx bench/jsonrpc-inspect.ts
 //   ROUNDS=7 ITERATIONS=50000 node --import tsx bench/jsonrpc-inspect.ts
 
+import { readJson } from '../src/json/strict-json.js';
 import { parseJsonRpcBody } from '../src/jsonrpc/message.js';
 import { filterToolsListText } from '../src/jsonrpc/tools-list.js';
 import { decide } from '../src/policy/decide.js';
@@ -40,6 +41,17 @@ const list = JSON.stringify({ jsonrpc: '2.0', id: 3, result: { tools: Array.from
 
 const MCP = { mcp: true, strictToolNames: true } as const;
 
+// The duplicate-key check (docs/policy.md#duplicate-json-keys) against plain JSON.parse, on the MCP call above, a
+// 64 KiB and a 4 MiB tools/call whose arguments are many small objects, and a 4 MiB one that is mostly one string.
+const file = (i: number) => ({ id: i, path: `src/file-${i}.ts`, text: `line "${i}" \\ é ${'x'.repeat(40)}`, tags: ['a', 'b'], score: i / 7, ok: i % 2 === 0 });
+const withArguments = (args: unknown): string => JSON.stringify({ jsonrpc: '2.0', id: 8, method: 'tools/call', params: { name: 'write_files', arguments: args } });
+const jsonTexts: [string, string][] = [
+  ['MCP tools/call', toolsCall.toString('utf8')],
+  ['64 KiB of small objects', withArguments({ files: Array.from({ length: 600 }, (_, i) => file(i)) })],
+  ['4 MiB of small objects', withArguments({ files: Array.from({ length: 38_000 }, (_, i) => file(i)) })],
+  ['4 MiB mostly one string', withArguments({ path: 'a.txt', content: `Lorem "ipsum"\n${'y'.repeat(90)}`.repeat(40_000) })],
+];
+
 // The first MCP message loads the SDK's schemas: measured once, before any warm-up.
 const loadStarted = performance.now();
 const heapBefore = process.memoryUsage().heapUsed;
@@ -66,13 +78,30 @@ const cases: [string, () => unknown][] = [
 const median = (values: number[]): number => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)] as number;
 
 console.log(`MCP SDK schemas loaded on the first MCP message: ${loadMs.toFixed(1)} ms, ${loadHeapMiB.toFixed(1)} MiB of heap`);
+/** Microseconds per call of one round of `calls` calls. */
+const round = (run: () => unknown, calls: number): number => {
+  const started = performance.now();
+  for (let i = 0; i < calls; i++) run();
+  return ((performance.now() - started) * 1_000) / calls;
+};
+
+// Rounds of JSON.parse and readJson alternate, so a neighbour's load on a shared machine falls on both alike.
+for (const [what, text] of jsonTexts) {
+  const calls = Math.max(3, Math.floor((ITERATIONS * 200) / text.length));
+  const plain: number[] = [];
+  const checked: number[] = [];
+  for (let i = 0; i < calls; i++) readJson(text);
+  for (let r = 0; r < ROUNDS; r++) {
+    plain.push(round(() => JSON.parse(text), calls));
+    checked.push(round(() => readJson(text), calls));
+  }
+  const ratio = median(checked) / median(plain);
+  console.log(`${what} (${text.length} bytes): JSON.parse median ${median(plain).toFixed(2)} us, readJson ${median(checked).toFixed(2)} us (${ratio.toFixed(2)}x)`);
+}
+
 for (const [name, run] of cases) {
   for (let i = 0; i < ITERATIONS; i++) run();
   const rounds: number[] = [];
-  for (let r = 0; r < ROUNDS; r++) {
-    const started = performance.now();
-    for (let i = 0; i < ITERATIONS; i++) run();
-    rounds.push(((performance.now() - started) * 1_000) / ITERATIONS);
-  }
+  for (let r = 0; r < ROUNDS; r++) rounds.push(round(run, ITERATIONS));
   console.log(`${name.padEnd(48)} median ${median(rounds).toFixed(2)} us  (rounds ${rounds.map((x) => x.toFixed(2)).join(' ')})`);
 }

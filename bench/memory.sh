@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# bench/memory.sh — what one sandbox's boundary costs in memory: a real `node dist/main.js run` on loopback,
+# bench/memory.sh — what one sandbox's boundary costs in memory: a real `node dist/app/main.js run` on loopback,
 # read from /proc/<pid>/status (VmRSS, RssAnon, RssFile) and its admin /metrics (heap). Phases, each on a
 # fresh boundary: idle after start; COUNT idle CONNECT tunnels to a TCP origin; COUNT inspected keep-alive
 # connections (CONNECT + TLS terminated by boundary + one request, then idle); DNS_COUNT live policy-DNS
@@ -65,7 +65,7 @@ elif [[ -z $BOUNDARY_DIST ]]; then
     BOUNDARY_DIST="$ROOT/dist"
   fi
 fi
-[[ -f $BOUNDARY_DIST/main.js ]] || die "no $BOUNDARY_DIST/main.js"
+[[ -f $BOUNDARY_DIST/app/main.js || -f $BOUNDARY_DIST/main.js ]] || die "no $BOUNDARY_DIST/app/main.js"
 
 mkdir -p "$ROOT/bench/out"
 cd "$ROOT"

@@ -6,7 +6,7 @@
 import { createServer as createNetServer, connect as netConnect } from 'node:net';
 import { performance } from 'node:perf_hooks';
 import { connect as tlsConnect, createServer as createTlsServer } from 'node:tls';
-import { METRICS } from '../src/metric-catalogue.js';
+import { METRICS } from '../src/app/metric-catalogue.js';
 import { decide } from '../src/policy/decide.js';
 import { parsePolicy } from '../src/policy/parse.js';
 import { startBoundary } from '../test/harness/boundary.js';

@@ -56,6 +56,8 @@
 # Every proxy logs each request to a file in the temp dir (boundary: OCSF JSON audit events).
 
 set -euo pipefail
+# The CLI entry of a build: dist/app/main.js, or dist/main.js in builds from before src/app/ (BOUNDARY_REF).
+entry_of() { if [[ -f $1/app/main.js ]]; then echo "$1/app/main.js"; else echo "$1/main.js"; fi; }
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 HERE="$ROOT/bench/proxy"
@@ -308,7 +310,7 @@ start_boundary() {
     log "building boundary (npx tsc -p tsconfig.json; errors in files mid-edit are tolerated)"
     (cd "$ROOT" && npx tsc -p tsconfig.json >"$d/tsc.log" 2>&1) || log "tsc reported $(grep -c 'error TS' "$d/tsc.log") error(s); trying dist/ anyway"
   fi
-  if ! (cd "$ROOT" && node "$BOUNDARY_DIST/main.js" run --help >"$d/help.txt" 2>&1) || ! grep -q -- '--proxy-listen' "$d/help.txt"; then
+  if ! (cd "$ROOT" && node "$(entry_of "$BOUNDARY_DIST")" run --help >"$d/help.txt" 2>&1) || ! grep -q -- '--proxy-listen' "$d/help.txt"; then
     STATE[boundary]="boundary: not runnable yet ($(head -c 200 "$d/help.txt" | tr '\n' ' '))"
     return
   fi
@@ -360,7 +362,7 @@ EOF
       "$ORIGIN_HOST" "$HTTP_CRED_PORT" >"$d/credentials.yaml"
     creds=(--credentials "$d/credentials.yaml")
   fi
-  local entry=("$BOUNDARY_DIST/main.js")
+  local entry=("$(entry_of "$BOUNDARY_DIST")")
   has boundary-nometrics "$PROXIES" && entry=("$HERE/boundary-metrics-off.mjs" "$BOUNDARY_DIST")
   (cd "$ROOT" && BOUNDARY_BENCH_METRICS=on exec "${PIN_PROXY[@]}" node "${prof[@]}" "${entry[@]}" run \
     --policy "$d/policy.yaml" \

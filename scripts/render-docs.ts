@@ -1,7 +1,7 @@
 // Renders the README's generated sections from the closed sets in code, so docs cannot drift:
 // the error table from ERROR_CODES. Run: node --import tsx scripts/render-docs.ts
 import { readFile, writeFile } from 'node:fs/promises';
-import { ERROR_CODES } from '../src/errors.js';
+import { ERROR_CODES } from '../src/shared/errors.js';
 
 const README = new URL('../README.md', import.meta.url);
 

@@ -1,11 +1,11 @@
-// Driver of bench/memory.sh: starts a real `node dist/main.js run` on loopback and reads its memory from
+// Driver of bench/memory.sh: starts a real `node dist/app/main.js run` on loopback and reads its memory from
 // /proc/<pid>/status (VmRSS, RssAnon, RssFile) and its admin /metrics (heap). Phases: idle after start, N idle
 // CONNECT tunnels, N inspected keep-alive connections (CONNECT + TLS + one request), M live DNS mappings.
 // Each phase gets a fresh boundary; the delta over its own idle sample is divided by the count. Clients and
 // origin run in their own processes (clients.mjs, origin.mjs). Prints a table of medians; writes JSON.
 
 import { execFileSync, spawn } from 'node:child_process';
-import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, rmSync, writeFileSync, existsSync } from 'node:fs';
 import net from 'node:net';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
@@ -108,12 +108,17 @@ function makeCerts(dir) {
   ossl('x509', '-req', '-in', 'origin.csr', '-CA', 'ca.pem', '-CAkey', 'ca.key', '-CAcreateserial', '-days', '2', '-extfile', 'origin.ext', '-out', 'origin.pem');
 }
 
+/** The CLI entry of a build: dist/app/main.js, or dist/main.js in builds from before src/app/ (BOUNDARY_REF). */
+function entryOf(dist) {
+  return existsSync(join(dist, 'app', 'main.js')) ? join(dist, 'app', 'main.js') : join(dist, 'main.js');
+}
+
 async function startBoundary(ports, tag) {
   const dir = join(WORK, `boundary-${tag}`);
   rmSync(dir, { recursive: true, force: true });
   mkdirSync(join(dir, 'state'), { recursive: true });
   const [proxy, admin, dns] = [await freePort(), await freePort(), await freePort()];
-  const args = [...NODE_FLAGS, join(DIST, 'main.js'), 'run', '--policy', join(WORK, 'policy.yaml'), '--proxy-listen', `127.0.0.1:${proxy}`,
+  const args = [...NODE_FLAGS, entryOf(DIST), 'run', '--policy', join(WORK, 'policy.yaml'), '--proxy-listen', `127.0.0.1:${proxy}`,
     '--admin-listen', `127.0.0.1:${admin}`, '--dns-listen', `127.0.0.1:${dns}`, '--hosts', join(WORK, 'hosts'), '--upstream-dns', `127.0.0.1:${ports.dns}`,
     '--upstream-ca', join(WORK, 'pki', 'ca.pem'), '--unsafe-allow-loopback-upstream', '--state-dir', join(dir, 'state'), '--log-format', 'json',
     '--max-connections', String(Math.max(4096, 4 * COUNT))];

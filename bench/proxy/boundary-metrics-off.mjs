@@ -1,6 +1,6 @@
 // bench/proxy.sh only: `boundary run` from a given build with metrics off (no-op recorders, nothing registered,
 // no clock reads for histograms), so the metrics-on and metrics-off rows measure the same code.
-// Usage: node boundary-metrics-off.mjs DIST_DIR run [run options]   (builds its CliIo as src/main.ts does)
+// Usage: node boundary-metrics-off.mjs DIST_DIR run [run options]   (builds its CliIo as src/app/main.ts does)
 // BOUNDARY_BENCH_METRICS=on starts the same entry with metrics on: bench/proxy.sh does that for the `boundary` row
 // whenever boundary-nometrics is measured, because an A/A run (both rows with metrics on, one through main.js and
 // one through this file) differed by 5-20 % on this host, more than the cost under test.
@@ -13,7 +13,9 @@ if (dist === undefined || command !== 'run') {
   process.stderr.write('usage: boundary-metrics-off.mjs DIST_DIR run [options]\n');
   process.exit(2);
 }
-const { runCommand } = await import(pathToFileURL(resolve(dist, 'cli/run.js')).href);
+import { existsSync } from 'node:fs';
+const runModule = existsSync(resolve(dist, 'app/cli/run.js')) ? 'app/cli/run.js' : 'cli/run.js';
+const { runCommand } = await import(pathToFileURL(resolve(dist, runModule)).href);
 const controller = new AbortController();
 process.once('SIGTERM', () => controller.abort());
 process.once('SIGINT', () => controller.abort());

@@ -10,7 +10,7 @@ import { pino } from 'pino';
 import { Registry } from 'prom-client';
 
 const dist = process.env.BENCH_DIST === undefined ? new URL('../../dist/', import.meta.url) : new URL(`file://${process.env.BENCH_DIST.replace(/\/?$/, '/')}`);
-const events = await import(new URL('proxy/events.js', dist).href);
+const events = await import(new URL('chain/events.js', dist).href).catch(() => import(new URL('proxy/events.js', dist).href));
 const ocsfModule = await import(new URL('telemetry/ocsf.js', dist).href);
 const loggerModule = await import(new URL('telemetry/logger.js', dist).href);
 const { createAuditSink } = await import(new URL('telemetry/audit.js', dist).href);

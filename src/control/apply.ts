@@ -2,7 +2,7 @@
 // the same policy store and credential target as standalone mode, one at a time in arrival (generation)
 // order, and says what to acknowledge. Never touches sockets; session.ts feeds it decoded messages.
 
-import { BoundaryError, type Issue } from '../errors.js';
+import { BoundaryError, type Issue } from '../shared/errors.js';
 import type { Policy } from '../policy/types.js';
 import type { AuditSink } from '../telemetry/event.js';
 import { createApplyQueue } from './apply-queue.js';
@@ -22,7 +22,8 @@ import {
 export interface PolicyTarget {
   current(): Policy;
   hasPolicy(): boolean;
-  swap(policy: Policy): Policy;
+  /** Stamps `generation` (the supervisor's) when it is newer than the current one; see policy/store.ts. */
+  swap(policy: Policy, generation?: number): Policy;
 }
 
 /** Where delivered credentials go: credentials/source.ts's StaticCredentialSource fits as is. */
@@ -118,12 +119,19 @@ export function createControlApplier(deps: ApplyDeps): ControlApplier {
 
   // The store makes the policy current before it notifies subscribers; a throwing subscriber is
   // reported by the store's owner, and must not make the applier believe the swap did not happen.
-  function swap(policy: Policy): Policy {
+  // Stamped with the supervisor's generation: decisions, events and /readyz then name the number the supervisor does.
+  function swap(policy: Policy, generation: number): Policy {
     try {
-      return deps.store.swap(policy);
+      return deps.store.swap(policy, generation);
     } catch {
       return deps.store.current();
     }
+  }
+
+  /** The policy in force is the supervisor's at `generation` too (it moved for another part): stamp it so. */
+  function restamp(generation: number): void {
+    const current = deps.store.current();
+    if (effective && generation > current.generation) swap(current, generation);
   }
 
   function status(generation: number, hash: string, error?: StatusError): StatusMessage {
@@ -135,6 +143,7 @@ export function createControlApplier(deps: ApplyDeps): ControlApplier {
   async function installPolicy(generation: number, hash: string, text: string): Promise<ApplyOutcome> {
     if (effective && hash === policyHash) {
       policyGeneration = generation;
+      restamp(generation);
       deps.sink.emit(configEvent('LOADED', 'INFO', `policy generation ${generation} unchanged (hash matches); not re-applied`, {
         result: 'unchanged',
         generation: deps.store.current().generation,
@@ -160,9 +169,10 @@ export function createControlApplier(deps: ApplyDeps): ControlApplier {
     policyGeneration = generation;
     if (effective && candidate.hash === policyHash) {
       // The supervisor hashes with the same parser, but a differing label must not force a reload.
+      restamp(generation);
       return { result: 'unchanged', status: status(generation, candidate.hash) };
     }
-    const stamped = swap(candidate);
+    const stamped = swap(candidate, generation);
     effective = true;
     quarantined = false;
     policyHash = candidate.hash;
@@ -186,7 +196,7 @@ export function createControlApplier(deps: ApplyDeps): ControlApplier {
     let detail = 'the previous policy stays in force (retain_last_valid)';
     // With nothing previously effective, retaining would still be deny-all: always fail closed then.
     if (settings.failureMode === 'fail_closed' || !effective) {
-      swap(deps.emptyPolicy());
+      swap(deps.emptyPolicy(), generation);
       effective = false;
       quarantined = true;
       policyHash = undefined;
@@ -245,6 +255,7 @@ export function createControlApplier(deps: ApplyDeps): ControlApplier {
         );
       }
       policyGeneration = message.generation;
+      restamp(message.generation);
       outcomes.push({ result: 'unchanged', status: status(message.generation, message.policyHash) });
     } else {
       outcomes.push(await installPolicy(message.generation, message.policyHash, message.policy));

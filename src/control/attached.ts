@@ -35,7 +35,7 @@ export interface AttachedSettings {
 
 export interface AttachedControlOptions {
   readonly settings: AttachedSettings;
-  readonly store: { current(): Policy; hasPolicy(): boolean; swap(policy: Policy): Policy };
+  readonly store: { current(): Policy; hasPolicy(): boolean; swap(policy: Policy, generation?: number): Policy };
   readonly sink: AuditSink;
   readonly logger: Logger;
   readonly now: () => number;

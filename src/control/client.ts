@@ -4,7 +4,7 @@
 
 import { randomUUID } from 'node:crypto';
 import type { Socket } from 'node:net';
-import { BoundaryError, type Issue } from '../errors.js';
+import { BoundaryError, type Issue } from '../shared/errors.js';
 import { parsePolicy } from '../policy/parse.js';
 import { emptyPolicy } from '../policy/store.js';
 import type { Policy } from '../policy/types.js';
@@ -141,6 +141,8 @@ export function createControlClient(options: ControlClientOptions): ControlClien
     lastError: undefined,
     refusedNotRetryable: false,
     superseded: undefined,
+    attachedBefore: false,
+    failedSinceAttached: 0,
   };
   let failedAttempts = 0;
   let nextAttemptAt: number | undefined;
@@ -215,6 +217,7 @@ export function createControlClient(options: ControlClientOptions): ControlClien
         sink.emit(sessionEndedEvent({ address, failure, note }));
       } else if (failure !== undefined) {
         failedAttempts += 1;
+        shared.failedSinceAttached += 1;
         sink.emit(attachFailedEvent({ address, supervisor, failure, retryable: !shared.refusedNotRetryable, attempt: failedAttempts }));
       }
       const { delayMs, reason } = backoff.next(attached ? { kind: 'session-ended' } : { kind: 'failed', retryable: !shared.refusedNotRetryable });

@@ -3,7 +3,7 @@
 // ControlFailure with a typed kind. Never speaks HTTP/2 or the control protocol itself.
 
 import { isIP } from 'node:net';
-import { BoundaryError } from '../errors.js';
+import { BoundaryError } from '../shared/errors.js';
 import {
   checkServerIdentity,
   createSecureContext,
@@ -12,6 +12,7 @@ import {
   TLSSocket,
   connect as tlsConnect,
 } from 'node:tls';
+import { type CertificateSummary, certificateText, summarisePeerCertificate, summariseRendered } from '../pki/certificate-summary.js';
 import type { ControlErrorKind } from './messages.js';
 import { describeError } from './protocol.js';
 
@@ -91,6 +92,8 @@ interface DialOptions {
    * timeouts (up to CONNECT_TIMEOUT_MS + HANDSHAKE_TIMEOUT_MS), which outlast the drain deadline (issue 15).
    */
   readonly signal?: AbortSignal | undefined;
+  /** Told the verified supervisor certificate of a dial that succeeds (the attach line names it). */
+  readonly onPeerCertificate?: ((certificate: CertificateSummary) => void) | undefined;
 }
 
 /** What a dial ends with once `signal` aborts. Never published: the client loop stops on close. */
@@ -205,6 +208,8 @@ function dialAddress(options: DialOptions, address: string, connectTimeoutMs: nu
       return;
     }
     let phase: DialPhase = 'connect';
+    let nameError: Error | undefined;
+    let leaf: PeerCertificate | undefined;
     const socket: TLSSocket = tlsConnect({
       host: address,
       port,
@@ -213,7 +218,14 @@ function dialAddress(options: DialOptions, address: string, connectTimeoutMs: nu
       ALPNProtocols: ['h2'],
       // No SNI for an IP literal: node then verifies the certificate's IP SANs against the address.
       ...(servername === undefined || isIP(servername) !== 0 ? {} : { servername }),
-      checkServerIdentity: (name) => checkSupervisorName(socket, name),
+      // Node would destroy the socket before the certificate it refused can be read; onSecure refuses it instead,
+      // naming it. Nothing is sent on the connection before that check.
+      rejectUnauthorized: false,
+      checkServerIdentity: (name) => {
+        leaf = renderPeerCertificate.call(socket, false);
+        nameError = checkServerIdentity(name, leaf);
+        return nameError;
+      },
     });
     skipRenderedPeerChain(socket);
     const fail = (kind: ControlErrorKind, message: string, cause?: unknown): void => {
@@ -240,6 +252,18 @@ function dialAddress(options: DialOptions, address: string, connectTimeoutMs: nu
     const onSecure = (): void => {
       cleanup();
       restorePeerCertificate(socket);
+      if (!socket.authorized) {
+        const code = String(socket.authorizationError ?? 'UNKNOWN_VERIFY_ERROR');
+        const message = `TLS handshake with ${peer}: ${code}: ${nameError?.message ?? verifyErrorText(code)}; ${presentedBy(socket)}`;
+        socket.destroy();
+        reject(new ControlFailure('tls', message));
+        return;
+      }
+      if (options.onPeerCertificate !== undefined) {
+        // The leaf the name check rendered; a resumed session skips that check, and the socket is asked instead.
+        const certificate = leaf === undefined ? summarisePeerCertificate(socket) : summariseRendered(leaf);
+        if (certificate !== undefined) options.onPeerCertificate(certificate);
+      }
       if (socket.alpnProtocol !== 'h2') {
         socket.destroy();
         reject(new ControlFailure('protocol', `${peer} did not negotiate HTTP/2 (ALPN ${String(socket.alpnProtocol)})`));
@@ -269,10 +293,26 @@ function dialAddress(options: DialOptions, address: string, connectTimeoutMs: nu
   });
 }
 
+/** Why OpenSSL refused the supervisor's chain, in the words an operator acts on (code families of X509_V_ERR_*). */
+function verifyErrorText(code: string): string {
+  if (code === 'CERT_HAS_EXPIRED') return 'the supervisor certificate has expired';
+  if (code === 'CERT_NOT_YET_VALID') return 'the supervisor certificate is not valid yet (check both clocks)';
+  if (/^(UNABLE_TO_|SELF_SIGNED_CERT_IN_CHAIN|DEPTH_ZERO_SELF_SIGNED_CERT|CERT_SIGNATURE_FAILURE|CERT_UNTRUSTED)/.test(code)) {
+    return 'the supervisor certificate is not issued by the CA in ca.pem of --tls-dir';
+  }
+  return 'the supervisor certificate did not verify against ca.pem of --tls-dir';
+}
+
+/** `the supervisor presented <certificate>`, read before the socket goes. */
+function presentedBy(socket: TLSSocket): string {
+  const summary = summarisePeerCertificate(socket);
+  return summary === undefined ? 'the supervisor presented no certificate' : `the supervisor presented ${certificateText(summary)}`;
+}
+
 // Node renders the supervisor's whole chain to JS objects (getPeerCertificate(true): about ten times the cost of
 // the leaf alone, the largest CPU item of a re-attach) only to hand it to checkServerIdentity, which reads the leaf's
-// subjectaltname and subject and nothing else. So while the handshake runs, that one call gets a stub, and
-// checkSupervisorName gives node's own check the leaf rendered alone. If node stops making that call, only the
+// subjectaltname and subject and nothing else. So while the handshake runs, that one call gets a stub, and the dial's
+// checkServerIdentity gives node's own check the leaf rendered alone (kept for the attach line). If node stops making that call, only the
 // saving is lost: the name is still checked against the real certificate. The override goes once the handshake settles.
 const RENDERED_CHAIN_STUB = Object.freeze({}) as PeerCertificate;
 const renderPeerCertificate = TLSSocket.prototype.getPeerCertificate;
@@ -287,7 +327,3 @@ function restorePeerCertificate(socket: TLSSocket): void {
   if (Object.hasOwn(socket, 'getPeerCertificate')) delete (socket as Partial<Pick<TLSSocket, 'getPeerCertificate'>>).getPeerCertificate;
 }
 
-/** Node's own name check (DNS and IP SANs, its wildcard rules, ERR_TLS_CERT_ALTNAME_INVALID) on the leaf alone. */
-function checkSupervisorName(socket: TLSSocket, name: string): Error | undefined {
-  return checkServerIdentity(name, renderPeerCertificate.call(socket, false));
-}

@@ -2,7 +2,7 @@
 // the status of a long-lived response. Know nothing of the protocol's messages beyond byte limits.
 
 import { type ClientHttp2Session, type ClientHttp2Stream, constants } from 'node:http2';
-import { BoundaryError } from '../errors.js';
+import { BoundaryError } from '../shared/errors.js';
 import { ControlFailure } from './dial.js';
 import { describeError } from './protocol.js';
 import { MAX_CONTROL_MESSAGE_BYTES } from './messages.js';

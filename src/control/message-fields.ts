@@ -1,7 +1,7 @@
 // The field readers behind control-message validation (messages.ts readMessage) and the per-field limits
 // they enforce. Knows no message kinds: messages.ts's READERS table says which fields each kind has.
 
-import type { Issue } from '../errors.js';
+import type { Issue } from '../shared/errors.js';
 import type { ControlSettings, FailureMode, RelayTarget, StatusError, WireProvider } from './messages.js';
 
 const MAX_ID_LENGTH = 128;

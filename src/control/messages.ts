@@ -2,7 +2,7 @@
 // encode/decode of one JSON message (field readers: message-fields.ts). Pure of sockets, TLS and HTTP/2; both
 // the boundary (control/client.ts) and the reference supervisor (supervisor/) speak through it.
 
-import { BoundaryError, type Issue } from '../errors.js';
+import { BoundaryError, type Issue } from '../shared/errors.js';
 import { compact, type Fields, isRecord, issue, type Reader, reader } from './message-fields.js';
 
 export const MAX_CONTROL_MESSAGE_BYTES = 1_048_576;

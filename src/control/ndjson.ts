@@ -2,7 +2,7 @@
 // MAX_CONTROL_MESSAGE_BYTES and decode each as a control message. Knows nothing of sockets or HTTP/2.
 
 import { finished, Readable } from 'node:stream';
-import { BoundaryError } from '../errors.js';
+import { BoundaryError } from '../shared/errors.js';
 import { decodeMessage, MAX_CONTROL_MESSAGE_BYTES, type MessageKind, type MessageOf } from './messages.js';
 
 const NEWLINE = 0x0a;

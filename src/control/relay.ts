@@ -4,7 +4,7 @@
 
 import type { ClientHttp2Session } from 'node:http2';
 import { connect as netConnect, type Socket } from 'node:net';
-import { BoundaryError } from '../errors.js';
+import { BoundaryError } from '../shared/errors.js';
 import type { AuditSink } from '../telemetry/event.js';
 import { encodeMessage, type RefusalCode, type RelayOpenPush, type RelayTarget } from './messages.js';
 import { describeError, isLoopbackHost, RELAY_REFUSED_HEADER, SESSION_HEADER } from './protocol.js';

@@ -4,7 +4,9 @@
 
 import { type ClientHttp2Session, connect as http2Connect, constants } from 'node:http2';
 import type { Socket } from 'node:net';
-import { BoundaryError } from '../errors.js';
+import { BoundaryError } from '../shared/errors.js';
+import { type CertificateSummary, certificateText, summarisePem } from '../pki/certificate-summary.js';
+import { attachedEvent } from './attach-event.js';
 import type { ApplyOutcome, ControlApplier } from './apply.js';
 import type { ControlClientOptions, ControlError, ControlPhase, SupersededBy } from './client.js';
 import { ControlFailure, type ControlTlsProvider, classifyError, dialSupervisor } from './dial.js';
@@ -51,6 +53,16 @@ export interface SessionShared {
   /** Set by protocol() when the supervisor's refusal says retrying cannot help; read once by the loop. */
   refusedNotRetryable: boolean;
   superseded: SupersededBy | undefined;
+  /** Some session of this process was admitted: the next admission is a re-attach. */
+  attachedBefore: boolean;
+  /** Attempts that failed before admission since the last admission (or start); the loop counts, an admission resets. */
+  failedSinceAttached: number;
+}
+
+/** What the dial learnt about the supervisor, for the attach line. */
+interface Dialled {
+  readonly remoteAddress: string | undefined;
+  readonly certificate: CertificateSummary | undefined;
 }
 
 interface SessionContext {
@@ -83,6 +95,7 @@ export function createSessionRunner(ctx: SessionContext): SessionRunner {
   async function runSession(hooks: SessionHooks): Promise<string> {
     ctx.publish('connecting');
     const material = await ctx.tlsForDial({ lastFailure: shared.lastError?.kind });
+    let certificate: CertificateSummary | undefined;
     const socket = await dialSupervisor({
       host: address.host,
       port: address.port,
@@ -92,6 +105,9 @@ export function createSessionRunner(ctx: SessionContext): SessionRunner {
       connectTimeoutMs: timeouts.connectMs,
       handshakeTimeoutMs: timeouts.handshakeMs,
       signal: ctx.closing,
+      onPeerCertificate(presented) {
+        certificate = presented;
+      },
     });
     if (shared.closed) {
       socket.destroy();
@@ -103,6 +119,7 @@ export function createSessionRunner(ctx: SessionContext): SessionRunner {
     socket.on('error', (err) => {
       socketError ??= err;
     });
+    const dialled: Dialled = { remoteAddress: socket.remoteAddress, certificate };
     const session = http2Connect(`https://${supervisor}`, { createConnection: () => socket });
     let greeted = false;
     session.once('remoteSettings', () => {
@@ -111,16 +128,23 @@ export function createSessionRunner(ctx: SessionContext): SessionRunner {
     return new Promise<string>((resolve, reject) => {
       let settled = false;
       const timers: NodeJS.Timeout[] = [];
+      // Which certificate the supervisor refused: the operator compares it with the supervisor's own log line.
+      const presented = (): string => {
+        const summary = summarisePem(material.tls.certPem);
+        return summary === undefined ? '' : `; we presented ${certificateText(summary)}`;
+      };
       const toFailure = (err: unknown): ControlFailure => {
         if (socketError !== undefined && classifyError(socketError, 'session') === 'tls-auth') {
-          return new ControlFailure('tls-auth', `supervisor rejected our client certificate: ${describeError(socketError)}`, { cause: socketError });
+          return new ControlFailure('tls-auth', `supervisor ${supervisor} rejected our client certificate: ${describeError(socketError)}${presented()}`, {
+            cause: socketError,
+          });
         }
         // Node's TLS server checks the client certificate after the handshake and just closes the
         // socket, with no alert. A supervisor hangs up before its HTTP/2 SETTINGS only for that reason.
         if (!greeted && !(err instanceof BoundaryError) && !isHttp2ProtocolError(err) && !(err instanceof ControlFailure && err.kind !== 'http2')) {
           return new ControlFailure(
             'tls-auth',
-            `supervisor ${supervisor} closed the connection right after the TLS handshake, before any HTTP/2 frame: it did not accept our client certificate (expired, not issued by its CA, or not a sandbox identity)${socketError === undefined ? '' : ` (${describeError(socketError)})`}`,
+            `supervisor ${supervisor} closed the connection right after the TLS handshake, before any HTTP/2 frame: it did not accept our client certificate (expired, not issued by its CA, or not a sandbox identity)${socketError === undefined ? '' : ` (${describeError(socketError)})`}${presented()}`,
             { cause: err },
           );
         }
@@ -149,7 +173,7 @@ export function createSessionRunner(ctx: SessionContext): SessionRunner {
       session.on('goaway', (code) => {
         if (code !== constants.NGHTTP2_NO_ERROR) finish(new ControlFailure('http2', `supervisor sent GOAWAY (code ${code})`));
       });
-      protocol(session, {
+      protocol(session, dialled, {
         onAdmitted() {
           hooks.onAdmitted();
           timers.push(startHeartbeat(session, finish));
@@ -166,7 +190,7 @@ export function createSessionRunner(ctx: SessionContext): SessionRunner {
     });
   }
 
-  async function protocol(session: ClientHttp2Session, hooks: SessionHooks): Promise<string> {
+  async function protocol(session: ClientHttp2Session, dialled: Dialled, hooks: SessionHooks): Promise<string> {
     // A push of the last session may still compile: what the attach says is held must be what is in force.
     await applier.settled();
     const attach: AttachMessage = {
@@ -193,11 +217,29 @@ export function createSessionRunner(ctx: SessionContext): SessionRunner {
       );
     }
     shared.sessionId = reply.sessionId;
-    shared.connectedSince = now();
+    const admittedAt = now();
+    const lostAt = shared.disconnectedSince ?? admittedAt;
+    shared.connectedSince = admittedAt;
     shared.disconnectedSince = undefined;
     hooks.onAdmitted();
     const outcomes = await applier.applyAdmitted(reply);
     ctx.publish('attached');
+    sink.emit(
+      attachedEvent({
+        address,
+        supervisor,
+        ...dialled,
+        sessionId: reply.sessionId,
+        generation: reply.generation,
+        policyHash: reply.policyHash,
+        policy: outcomes[outcomes.length - 1]?.result ?? 'unchanged',
+        reattach: shared.attachedBefore,
+        afterMs: admittedAt - lostAt,
+        failedAttempts: shared.failedSinceAttached,
+      }),
+    );
+    shared.attachedBefore = true;
+    shared.failedSinceAttached = 0;
     // Attached for the reconnect schedule once the supervisor has taken every ack of the admission.
     void Promise.all(outcomes.map((outcome) => acknowledge(session, Promise.resolve(outcome)))).then((delivered) => {
       if (delivered.every(Boolean)) hooks.onAttached();

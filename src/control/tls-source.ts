@@ -4,8 +4,8 @@
 
 import { join } from 'node:path';
 import type { Registry } from 'prom-client';
-import { isBoundaryError, type Issue } from '../errors.js';
-import { type FileWatch, watchFiles } from '../file-watch.js';
+import { isBoundaryError, type Issue } from '../shared/errors.js';
+import { type FileWatch, watchFiles } from '../shared/file-watch.js';
 import {
   checkControlIdentity,
   type ControlIdentity,
@@ -16,10 +16,10 @@ import {
 } from '../pki/identity.js';
 import { ISSUED_FILES } from '../pki/issue.js';
 import { DAY_MS } from '../pki/mint.js';
-import { coalesceReloads } from '../reload-queue.js';
+import { coalesceReloads } from '../shared/reload-queue.js';
 import type { AuditSink } from '../telemetry/event.js';
 import type { Logger } from '../telemetry/logger.js';
-import { METRICS } from '../metric-catalogue.js';
+import { CONTROL_METRICS } from './metric-specs.js';
 import { createGauge, plainGauge } from '../telemetry/metrics.js';
 import { type ControlDialTls, ControlFailure, type ControlTlsProvider, createControlContext } from './dial.js';
 import { CERT_EXPIRY_WARNING_DAYS, TLS_RELOAD_SETTLE_MS } from './protocol.js';
@@ -73,7 +73,7 @@ export function createControlTlsSource(options: {
 }): ControlTlsSource {
   const { dir, now, logger, sink } = options;
   const certPath = join(dir, ISSUED_FILES.cert);
-  const expiry = plainGauge(createGauge(options.registry, METRICS.boundary_control_certificate_expiry_seconds));
+  const expiry = plainGauge(createGauge(options.registry, CONTROL_METRICS.boundary_control_certificate_expiry_seconds));
   let loaded: Loaded | undefined;
   let refused: { hash: string; at: number; message: string } | undefined;
   let watcher: FileWatch | undefined;

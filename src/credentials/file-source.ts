@@ -5,7 +5,7 @@
 import { type FSWatcher, watch } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { dirname, resolve } from 'node:path';
-import { BoundaryError, type Issue } from '../errors.js';
+import { BoundaryError, type Issue } from '../shared/errors.js';
 import { type CredentialsDocument, type EnvEntrySpec, MAX_CREDENTIALS_FILE_BYTES, parseCredentials } from './parse.js';
 import { Secret } from './secret.js';
 import { type CredentialSet, createCredentialSet, type ProviderInput, secretValueProblem } from './set.js';

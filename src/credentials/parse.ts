@@ -3,7 +3,7 @@
 // Pure: value_from references are described here and resolved by file-source.ts.
 
 import { isAlias, isMap, isScalar, isSeq, LineCounter, type Node as YamlNode, parseDocument, type YAMLMap } from 'yaml';
-import { BoundaryError, type ErrorCode, type Issue } from '../errors.js';
+import { BoundaryError, type ErrorCode, type Issue } from '../shared/errors.js';
 import { compileHostPattern, compilePathGlob } from './endpoint-match.js';
 import { keyNameProblem } from './placeholder.js';
 import { Secret } from './secret.js';

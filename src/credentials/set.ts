@@ -2,7 +2,7 @@
 // the identities of the last REVISIONS_KEPT revisions for `v<rev>_KEY` placeholders. Validates; no I/O.
 
 import { createHash } from 'node:crypto';
-import { BoundaryError, type Issue } from '../errors.js';
+import { BoundaryError, type Issue } from '../shared/errors.js';
 import { compileHostPattern, compilePathGlob } from './endpoint-match.js';
 import { keyNameProblem } from './placeholder.js';
 import { Secret } from './secret.js';

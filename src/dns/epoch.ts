@@ -4,7 +4,7 @@
 
 import { mkdir, readFile, rename, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { BoundaryError } from '../errors.js';
+import { BoundaryError } from '../shared/errors.js';
 
 export const EPOCH_FILE_NAME = 'synthetic-epoch';
 const EPOCH_TEXT = /^(0|[1-9][0-9]{0,15})\n?$/;

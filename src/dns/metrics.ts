@@ -2,8 +2,7 @@
 // event per answered query), so the handler stays free of metrics. Labels come only from closed sets.
 
 import type { Registry } from 'prom-client';
-import { METRICS } from '../metric-catalogue.js';
-import type { DnsOutcomeLabel } from '../metric-labels.js';
+import { DNS_METRICS, type DnsOutcomeLabel } from './metric-specs.js';
 import { createCounter, createGauge, createHistogram, type CounterRecorder, type Observer } from '../telemetry/metrics.js';
 import type { SyntheticPool } from '../net/synthetic.js';
 import type { AuditEvent, AuditSink } from '../telemetry/event.js';
@@ -22,21 +21,37 @@ const SERVFAIL_OUTCOMES: Readonly<Record<string, DnsOutcomeLabel>> = {
   policy_dns_stale_generation: 'stale-generation',
 };
 
-interface DnsMetrics {
-  readonly queries: CounterRecorder<typeof METRICS.boundary_dns_queries_total>;
-  readonly byType: CounterRecorder<typeof METRICS.boundary_dns_queries_by_type_total>;
-  readonly mappings: CounterRecorder<typeof METRICS.boundary_dns_mappings_total>;
-  readonly rateLimited: CounterRecorder<typeof METRICS.boundary_dns_rate_limited_total>;
-  readonly tunnelNames: CounterRecorder<typeof METRICS.boundary_dns_tunnel_names_total>;
+/** The counters of the lookup gate's reports (net/lookup-gate.ts): policy DNS and the proxy feed both. */
+export interface LookupMetrics {
+  readonly rateLimited: CounterRecorder<typeof DNS_METRICS.boundary_dns_rate_limited_total>;
+  readonly tunnelNames: CounterRecorder<typeof DNS_METRICS.boundary_dns_tunnel_names_total>;
+}
+
+interface DnsMetrics extends LookupMetrics {
+  readonly queries: CounterRecorder<typeof DNS_METRICS.boundary_dns_queries_total>;
+  readonly byType: CounterRecorder<typeof DNS_METRICS.boundary_dns_queries_by_type_total>;
+  readonly mappings: CounterRecorder<typeof DNS_METRICS.boundary_dns_mappings_total>;
+  readonly tcpClosed: CounterRecorder<typeof DNS_METRICS.boundary_dns_tcp_closed_total>;
   readonly answerSeconds: Observer;
 }
 
-/** Registers the counters, plus gauges read from the pool (and capture) at scrape time. */
+export function createLookupMetrics(registry: Registry): LookupMetrics {
+  return {
+    rateLimited: createCounter(registry, DNS_METRICS.boundary_dns_rate_limited_total),
+    tunnelNames: createCounter(registry, DNS_METRICS.boundary_dns_tunnel_names_total),
+  };
+}
+
+/**
+ * Registers the counters, plus gauges read from the pool (and capture) at scrape time. `lookups`: the gate's counters
+ * when the composition root made them already (createLookupMetrics), else they are made here.
+ */
 export function createDnsMetrics(
   registry: Registry,
   gauges: { pool: () => SyntheticPool | undefined; listeners: () => number; connections: () => number },
+  lookups: LookupMetrics = createLookupMetrics(registry),
 ): DnsMetrics {
-  createGauge(registry, METRICS.boundary_dns_synthetic_addresses, {
+  createGauge(registry, DNS_METRICS.boundary_dns_synthetic_addresses, {
     collect(gauge) {
       const pool = gauges.pool();
       if (pool === undefined) return;
@@ -47,23 +62,23 @@ export function createDnsMetrics(
       gauge.set({ state: 'capacity' }, stats.capacity[4]);
     },
   });
-  createGauge(registry, METRICS.boundary_capture_listeners, {
+  createGauge(registry, DNS_METRICS.boundary_capture_listeners, {
     collect(gauge) {
       gauge.set({}, gauges.listeners());
     },
   });
-  createGauge(registry, METRICS.boundary_capture_connections, {
+  createGauge(registry, DNS_METRICS.boundary_capture_connections, {
     collect(gauge) {
       gauge.set({}, gauges.connections());
     },
   });
   return {
-    queries: createCounter(registry, METRICS.boundary_dns_queries_total),
-    byType: createCounter(registry, METRICS.boundary_dns_queries_by_type_total),
-    mappings: createCounter(registry, METRICS.boundary_dns_mappings_total),
-    rateLimited: createCounter(registry, METRICS.boundary_dns_rate_limited_total),
-    tunnelNames: createCounter(registry, METRICS.boundary_dns_tunnel_names_total),
-    answerSeconds: createHistogram(registry, METRICS.boundary_dns_answer_duration_seconds).bind({}),
+    queries: createCounter(registry, DNS_METRICS.boundary_dns_queries_total),
+    byType: createCounter(registry, DNS_METRICS.boundary_dns_queries_by_type_total),
+    mappings: createCounter(registry, DNS_METRICS.boundary_dns_mappings_total),
+    tcpClosed: createCounter(registry, DNS_METRICS.boundary_dns_tcp_closed_total),
+    ...lookups,
+    answerSeconds: createHistogram(registry, DNS_METRICS.boundary_dns_answer_duration_seconds).bind({}),
   };
 }
 
@@ -100,16 +115,20 @@ export function meteredDnsSink(sink: AuditSink, metrics: DnsMetrics, decisions?:
           const reason = event.unmapped?.reason_code;
           decisions?.countDns(event.action === 'ALLOWED' ? 'allow' : 'deny', typeof reason === 'string' ? reason : undefined, event.policy);
         }
-      } else if (event.statusDetail === 'policy_dns_rate_limited' || event.statusDetail === 'policy_dns_tunnel_suspected') {
-        // Over-limit and tunnelling answers have no per-query event: their reports carry the count (dns/guard.ts).
-        countGuarded(metrics, event);
+      } else {
+        countLookupReport(metrics, event);
       }
       sink.emit(event);
     },
   };
 }
 
-function countGuarded(metrics: DnsMetrics, event: AuditEvent): void {
+/**
+ * Over-limit and tunnelling answers have no per-query event: their reports carry the count (dns/rate-limit.ts,
+ * dns/lookup-events.ts), counted here from the event on its way out. Other events are left alone.
+ */
+export function countLookupReport(metrics: LookupMetrics, event: AuditEvent): void {
+  if (event.statusDetail !== 'policy_dns_rate_limited' && event.statusDetail !== 'policy_dns_tunnel_suspected') return;
   const u = event.unmapped ?? {};
   if (event.statusDetail === 'policy_dns_rate_limited') metrics.rateLimited.inc({ limit: u.limit === 'unique' ? 'unique' : 'refused' }, Number(u.queries ?? 1));
   else metrics.tunnelNames.inc({ mode: u.mode === 'enforce' ? 'enforce' : 'audit' }, Number(u.flagged_names ?? 1));

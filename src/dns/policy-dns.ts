@@ -1,12 +1,14 @@
 // The policy DNS query handler (docs/dns.md#query-handling, docs/dns.md#wire-responses): bytes of one query in, bytes of one response out.
-// Eligibility is decide()'s DnsDecision, mapped here to an RCODE; answers are resolved upstream, validated like
-// the proxy's, and replaced by one synthetic address. Never touches sockets (server.ts does) and never decides a port.
+// Eligibility is decide()'s DnsDecision, mapped here to an RCODE; answers are resolved upstream through the lookup gate,
+// validated like the proxy's, and replaced by one synthetic address. Never touches sockets (server.ts does) and never
+// decides a port.
 
 import { decide } from '../policy/decide.js';
 import type { DnsDecision, DnsDecisionReason, Endpoint, Policy } from '../policy/types.js';
 import type { AuditSink, Severity } from '../telemetry/event.js';
 import { type HostCache, normaliseHost } from '../net/host.js';
-import type { Resolver, ResolveFailure } from '../net/resolver.js';
+import type { LookupGate } from '../net/lookup-gate.js';
+import type { ResolveFailure, ResolveResult } from '../net/resolver.js';
 import { type SelfAddresses, validateDestination } from '../net/ssrf.js';
 import { contractDigest, type MappingRoute, type SyntheticPool } from '../net/synthetic.js';
 import {
@@ -32,10 +34,9 @@ import {
   stamp,
 } from './events.js';
 import { createMappingRefusals } from './mapping-refusals.js';
-import { createDnsGuard, type DnsGuardStats } from './guard.js';
-import type { RateLimitSettings } from './rate-limit.js';
+import type { BucketLimits } from '../net/token-bucket.js';
+import { createRefusalLimit, refusedFromQuery } from './rate-limit.js';
 import { type DnsAnswer, type DnsHandler, type DnsRequestInfo, NO_RESPONSE } from './server.js';
-import type { TunnelDetectionMode } from './tunnel-detect.js';
 
 /** Wire-form answers kept for the fast path (refusals and live mappings); the oldest is evicted first. */
 const MAX_CACHED_ANSWERS = 4_096;
@@ -64,7 +65,8 @@ const UPSTREAM_DETAIL: Readonly<Record<ResolveFailure, string>> = {
 interface PolicyDnsOptions {
   /** The current policy (PolicyStore.current). Read on every query: a swap takes effect at once. */
   readonly policy: () => Policy;
-  readonly resolver: Resolver;
+  /** The boundary's one lookup gate (net/lookup-gate.ts), shared with the proxy: new names, tunnelling, the resolver. */
+  readonly lookups: LookupGate;
   readonly pool: SyntheticPool;
   readonly sink: AuditSink;
   readonly now: () => number;
@@ -77,10 +79,8 @@ interface PolicyDnsOptions {
   readonly maxCachedAnswers?: number;
   /** The workload's resolv.conf `search` domains (normalised); names under them that policy does not cover get NXDOMAIN. */
   readonly searchDomains?: readonly string[];
-  /** Tunnelling-shaped names under a wildcard (docs/dns.md#tunnelling): off, audit (the default) or enforce. */
-  readonly tunnelDetection?: TunnelDetectionMode;
-  /** The refused and new-name buckets (docs/dns.md#rate-limits); rate-limit.ts DEFAULT_RATE_LIMITS without it. */
-  readonly rateLimits?: RateLimitSettings;
+  /** The refused-name bucket (docs/dns.md#rate-limits); rate-limit.ts DEFAULT_REFUSAL_LIMITS without it. */
+  readonly refusalLimits?: BucketLimits;
 }
 
 interface PolicyDnsStats {
@@ -88,13 +88,14 @@ interface PolicyDnsStats {
   readonly hits: number;
   readonly upstreamQueries: number;
   readonly dropped: number;
-  readonly guard: DnsGuardStats;
+  /** Refusals answered REFUSED over the refused-name rate. */
+  readonly refusalsOverLimit: number;
 }
 
 export interface PolicyDns {
   readonly handler: DnsHandler;
   clearCache(): void;
-  /** Reports rate-limit and tunnelling counts that are due; the server's tick calls it. */
+  /** Reports refusal-limit and mapping counts that are due; the server's tick calls it. */
   tick(): void;
   stats(): PolicyDnsStats;
 }
@@ -107,7 +108,7 @@ interface CacheEntry {
 }
 
 export function createPolicyDns(options: PolicyDnsOptions): PolicyDns {
-  const { resolver, pool, sink, now } = options;
+  const { lookups, pool, sink, now } = options;
   const mappingRefusals = createMappingRefusals({ sink, now });
   const maxCached = options.maxCachedAnswers ?? MAX_CACHED_ANSWERS;
   // Cached answers for IN-class A/AAAA questions, one map per (type, EDNS use) because the template differs.
@@ -120,12 +121,7 @@ export function createPolicyDns(options: PolicyDnsOptions): PolicyDns {
   const parse = createQueryParser();
   const searchSuffixes = (options.searchDomains ?? []).map((domain) => `.${domain}`);
   const inflight = new Map<string, Promise<DnsOutcome>>();
-  const guard = createDnsGuard({
-    sink,
-    now,
-    ...(options.tunnelDetection === undefined ? {} : { tunnelDetection: options.tunnelDetection }),
-    ...(options.rateLimits === undefined ? {} : { rateLimits: options.rateLimits }),
-  });
+  const refusals = createRefusalLimit({ sink, now, ...(options.refusalLimits === undefined ? {} : { limits: options.refusalLimits }) });
   let hits = 0;
   let upstreamQueries = 0;
   let dropped = 0;
@@ -177,10 +173,10 @@ export function createPolicyDns(options: PolicyDnsOptions): PolicyDns {
     return decision;
   }
 
-  async function resolveName(name: string, policy: Policy, decision: DnsDecision): Promise<DnsOutcome> {
+  async function resolveName(name: string, policy: Policy, decision: DnsDecision, pending: Promise<ResolveResult>): Promise<DnsOutcome> {
     const endpoints: readonly Endpoint[] = decision.endpoints;
     upstreamQueries++;
-    const result = await resolver.resolve(name, 4);
+    const result = await pending;
     if (options.policy().generation !== policy.generation) {
       return failed('SERVFAIL', 'policy_dns_stale_generation', 'LOW', `${name}: the policy changed while resolving`);
     }
@@ -241,10 +237,7 @@ export function createPolicyDns(options: PolicyDnsOptions): PolicyDns {
     return { rcode: 'NOERROR', answers: [m.syntheticIp], ttlSeconds: m.ttlSeconds, cacheUntil: m.expiresAt, mappingId: m.id, ...covered(decision) };
   }
 
-  // The miss cached() saw last: the server calls resolve() straight after, so the query is not parsed twice.
-  let miss: { readonly message: Buffer; readonly query: DnsQuery; readonly policy: Policy; readonly decision: DnsDecision } | undefined;
-
-  function cached(message: Buffer, info: DnsRequestInfo): DnsAnswer | undefined {
+  function answer(message: Buffer, info: DnsRequestInfo): DnsAnswer | Promise<DnsAnswer> {
     const parsed = parse(message);
     if (parsed.kind === 'drop') {
       dropped++;
@@ -263,7 +256,7 @@ export function createPolicyDns(options: PolicyDnsOptions): PolicyDns {
       const ttl = until === Number.POSITIVE_INFINITY ? undefined : Math.floor((until - now()) / 1000);
       if (ttl === undefined || ttl >= 1) {
         // Over the refusal rate, a repeat refusal costs the header copy only: no events, no SOA.
-        if (entry.outcome.denied === true && !guard.admitRefusal()) return guard.overLimit(query, 'refused', policy);
+        if (entry.outcome.denied === true && !refusals.admit()) return refusals.overLimit(query, policy);
         hits++;
         emitPrepared(entry.events, info);
         return respondFrom(entry.template, query, responseLimit(query, info.transport), ttl);
@@ -272,47 +265,34 @@ export function createPolicyDns(options: PolicyDnsOptions): PolicyDns {
     const local = answerLocally(query, policy);
     if (!('verdict' in local)) {
       // Nor is an over-limit refusal encoded or cached: a flood of new refused names must not evict live answers.
-      if (local.denied === true && !guard.admitRefusal()) return guard.overLimit(query, 'refused', policy);
+      if (local.denied === true && !refusals.admit()) return refusals.overLimit(query, policy);
       return respond(query, info, policy, local);
     }
-    miss = { message, query, policy, decision: local };
-    return undefined;
-  }
-
-  function resolve(message: Buffer, info: DnsRequestInfo): Promise<DnsAnswer> {
-    let held = miss;
-    miss = undefined;
-    if (held === undefined || held.message !== message || held.policy !== options.policy()) {
-      const out = cached(message, info);
-      if (out !== undefined) return Promise.resolve(out);
-      held = miss as NonNullable<typeof miss>;
-      miss = undefined;
-    }
-    const { query, policy, decision } = held;
     // Concurrent askers of one name share one upstream resolution and one mapping publication.
     const flightKey = `${policy.generation}|${query.name}`;
     let flight = inflight.get(flightKey);
     if (flight === undefined) {
-      // Only a name that would go upstream is a channel: checked for tunnelling, then charged to the new-name bucket.
-      const refusal = guard.screen(query, decision, policy);
-      if (refusal !== undefined) return Promise.resolve(refusal);
-      flight = resolveName(query.name, policy, decision).finally(() => inflight.delete(flightKey));
+      // Only a name that would go upstream is a channel: the gate screens it and charges it to the new-name budget, or
+      // refuses it; the over-limit answer is REFUSED from the query alone, with no per-query event.
+      const lookup = lookups.lookup(query.name, { endpoints: local.endpoints, via: 'dns' });
+      if ('refused' in lookup) return refusedFromQuery(query);
+      flight = resolveName(query.name, policy, local, lookup).finally(() => inflight.delete(flightKey));
       inflight.set(flightKey, flight);
     }
     return flight.then((outcome) => respond(query, info, policy, outcome));
   }
 
   return {
-    handler: { cached, resolve },
+    handler: { answer },
     clearCache() {
       for (const slot of slots) slot.clear();
     },
     tick() {
-      guard.tick(options.policy());
+      refusals.tick(options.policy());
       mappingRefusals.tick(options.policy());
     },
     stats() {
-      return { cached: slots.reduce((n, slot) => n + slot.size, 0), hits, upstreamQueries, dropped, guard: guard.stats() };
+      return { cached: slots.reduce((n, slot) => n + slot.size, 0), hits, upstreamQueries, dropped, refusalsOverLimit: refusals.total() };
     },
   };
 }

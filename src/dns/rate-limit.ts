@@ -1,6 +1,9 @@
-// Policy DNS's rate limits (docs/dns.md#rate-limits): token buckets on refused and on new names, the REFUSED that an
-// over-limit query gets, and the aggregated report of how many there were. No timers: buckets refill when asked.
+// Policy DNS's rate limit on refusals (docs/dns.md#rate-limits): a token bucket on refused names, the REFUSED that an
+// over-limit query gets, and the aggregated report of how many there were. The new-name budget is the lookup gate's
+// (net/lookup-gate.ts), shared with the proxy. No timers: the bucket refills when asked.
 
+import { LIMIT_REPORT_INTERVAL_MS } from '../net/lookup-tally.js';
+import { type BucketLimits, createTokenBucket } from '../net/token-bucket.js';
 import type { Policy } from '../policy/types.js';
 import type { AuditEvent, AuditSink } from '../telemetry/event.js';
 import { type DnsQuery, RCODES } from './answer.js';
@@ -13,58 +16,8 @@ import { type DnsQuery, RCODES } from './answer.js';
 export const REFUSED_NAMES_PER_SECOND = 20;
 /** Refusals in a burst before the rate applies: a tool probing a handful of names at start-up stays in full. */
 export const REFUSED_NAMES_BURST = 200;
-/**
- * New names resolved upstream per second (a cache miss that no other query is already resolving). This is the
- * bandwidth a DNS tunnel gets under an allowed wildcard: each new name carries up to ~250 bytes to the zone's server.
- * A workload re-resolves each name it uses at most once per mapping TTL (30 s at most), so 10/s keeps 300 names live.
- */
-export const UNIQUE_NAMES_PER_SECOND = 10;
-/** New names in a burst: a start-up that resolves every dependency at once (package registries, APIs, CDNs). */
-export const UNIQUE_NAMES_BURST = 100;
-/** Over-limit queries get one event when the limit is first hit, then at most one per interval with the count. */
-export const LIMIT_REPORT_INTERVAL_MS = 10_000;
 
-export const RATE_LIMITS = ['refused', 'unique'] as const;
-export type RateLimitName = (typeof RATE_LIMITS)[number];
-
-export interface RateLimitSettings {
-  readonly refusedPerSecond: number;
-  readonly refusedBurst: number;
-  readonly uniquePerSecond: number;
-  readonly uniqueBurst: number;
-}
-
-export const DEFAULT_RATE_LIMITS: RateLimitSettings = Object.freeze({
-  refusedPerSecond: REFUSED_NAMES_PER_SECOND,
-  refusedBurst: REFUSED_NAMES_BURST,
-  uniquePerSecond: UNIQUE_NAMES_PER_SECOND,
-  uniqueBurst: UNIQUE_NAMES_BURST,
-});
-
-export interface TokenBucket {
-  /** Takes one token if there is one. */
-  take(): boolean;
-}
-
-/** Starts full; refills continuously at `perSecond` up to `burst`, computed from `now` at each take(). */
-export function createTokenBucket(options: { readonly perSecond: number; readonly burst: number; readonly now: () => number }): TokenBucket {
-  const { perSecond, burst, now } = options;
-  let tokens = burst;
-  let last = now();
-  return {
-    take() {
-      const t = now();
-      // A clock that steps back refills nothing (and never drains).
-      if (t > last) {
-        tokens = Math.min(burst, tokens + ((t - last) * perSecond) / 1_000);
-        last = t;
-      }
-      if (tokens < 1) return false;
-      tokens -= 1;
-      return true;
-    },
-  };
-}
+export const DEFAULT_REFUSAL_LIMITS: BucketLimits = Object.freeze({ perSecond: REFUSED_NAMES_PER_SECOND, burst: REFUSED_NAMES_BURST });
 
 const FLAG_QR = 0x8000;
 const FLAG_RD = 0x0100;
@@ -85,47 +38,65 @@ export function refusedFromQuery(query: DnsQuery): Buffer {
   return out;
 }
 
-/** Counts over-limit queries and reports them: at once on the first, then once per interval with the count. */
-export interface LimitReport {
-  count(policy: Policy, name: string): void;
+export interface RefusalLimit {
+  /** A refusal may be answered in full; false: answer overLimit(query) instead. */
+  admit(): boolean;
+  /** REFUSED from the query alone, counted; no per-query event. */
+  overLimit(query: DnsQuery, policy: Policy): Buffer;
   /** Reports what is pending once the interval has passed (the server's tick). */
-  flush(policy: Policy): void;
+  tick(policy: Policy): void;
+  /** Over-limit refusals so far. */
   total(): number;
 }
 
-export function createLimitReport(options: {
-  readonly limit: RateLimitName;
-  readonly perSecond: number;
-  readonly burst: number;
-  readonly sink: AuditSink;
-  readonly now: () => number;
-}): LimitReport {
+/** The refused-name bucket; over it, one report at once on the first, then one per interval with the count. */
+export function createRefusalLimit(options: { readonly sink: AuditSink; readonly now: () => number; readonly limits?: BucketLimits }): RefusalLimit {
   const { sink, now } = options;
+  const limits = options.limits ?? DEFAULT_REFUSAL_LIMITS;
+  const bucket = createTokenBucket({ ...limits, now });
   let total = 0;
   let pending = 0;
   let reportedAt = Number.NEGATIVE_INFINITY;
 
-  function report(policy: Policy, queries: number, name: string | undefined): void {
+  function report(policy: Policy, name: string | undefined): void {
+    sink.emit(limitEvent({ limit: 'refused', limits, policy, queries: pending, name }));
     reportedAt = now();
     pending = 0;
-    sink.emit(limitEvent({ ...options, policy, queries, name }));
   }
 
   return {
-    count(policy, name) {
+    admit: () => bucket.take(),
+    overLimit(query, policy) {
       total++;
       pending++;
-      if (now() - reportedAt >= LIMIT_REPORT_INTERVAL_MS) report(policy, pending, pending === 1 ? name : undefined);
+      if (now() - reportedAt >= LIMIT_REPORT_INTERVAL_MS) report(policy, pending === 1 ? query.name : undefined);
+      return refusedFromQuery(query);
     },
-    flush(policy) {
-      if (pending > 0 && now() - reportedAt >= LIMIT_REPORT_INTERVAL_MS) report(policy, pending, undefined);
+    tick(policy) {
+      if (pending > 0 && now() - reportedAt >= LIMIT_REPORT_INTERVAL_MS) report(policy, undefined);
     },
     total: () => total,
   };
 }
 
-function limitEvent(o: { limit: RateLimitName; perSecond: number; burst: number; policy: Policy; queries: number; name: string | undefined }): AuditEvent {
-  const what = o.limit === 'refused' ? 'refused names' : 'new names';
+/** The closed `limit` values of policy_dns_rate_limited: refused names (policy DNS), new names (the lookup gate). */
+export const RATE_LIMITS = ['refused', 'unique'] as const;
+export type RateLimitName = (typeof RATE_LIMITS)[number];
+
+/** NET:REFUSE policy_dns_rate_limited: `queries` over the limit since the last report, by adapter for new names. */
+export function limitEvent(o: {
+  readonly limit: RateLimitName;
+  readonly limits: BucketLimits;
+  readonly policy: Pick<Policy, 'generation' | 'hash'>;
+  readonly queries: number;
+  readonly name: string | undefined;
+  readonly byAdapter?: Readonly<Record<string, number>>;
+}): AuditEvent {
+  const { perSecond, burst } = o.limits;
+  const message =
+    o.limit === 'refused'
+      ? `Policy DNS rate limit on refused names (${perSecond}/s, burst ${burst}): ${o.queries} ${o.queries === 1 ? 'query' : 'queries'} answered REFUSED`
+      : `Upstream lookup limit on new names under wildcards (${perSecond}/s, burst ${burst}): ${o.queries} ${o.queries === 1 ? 'name' : 'names'} not resolved (policy DNS answers REFUSED, the proxy 429)`;
   return {
     class: 'NET',
     activity: 'REFUSE',
@@ -134,9 +105,15 @@ function limitEvent(o: { limit: RateLimitName; perSecond: number; burst: number;
     engine: 'dns',
     ...(o.name === undefined ? {} : { dst: { host: o.name } }),
     statusDetail: 'policy_dns_rate_limited',
-    message: `Policy DNS rate limit on ${what} (${o.perSecond}/s, burst ${o.burst}): ${o.queries} ${o.queries === 1 ? 'query' : 'queries'} answered REFUSED`,
+    message,
     generation: o.policy.generation,
     policyHash: o.policy.hash,
-    unmapped: { limit: o.limit, queries: o.queries, rate_per_second: o.perSecond, burst: o.burst, rcode: 'REFUSED' },
+    unmapped: {
+      limit: o.limit,
+      queries: o.queries,
+      rate_per_second: perSecond,
+      burst,
+      ...(o.byAdapter === undefined ? { rcode: 'REFUSED' } : { by_adapter: o.byAdapter }),
+    },
   };
 }

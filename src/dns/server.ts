@@ -3,17 +3,31 @@
 
 import { createSocket, type RemoteInfo, type Socket as UdpSocket } from 'node:dgram';
 import { createServer, type Server, type Socket } from 'node:net';
-import { BoundaryError } from '../errors.js';
+import { BoundaryError } from '../shared/errors.js';
 import { parseIp } from '../net/ip.js';
 import { MAX_DNS_MESSAGE_BYTES } from './answer.js';
 
 /** Queries whose answer is still being worked out (upstream); the rest wait in the queue below. */
 export const MAX_UDP_IN_FLIGHT = 64;
 const MAX_UDP_QUEUED = 1_024;
-const MAX_TCP_CONNECTIONS = 128;
+/**
+ * TCP connections open at once. At the limit a new client takes the place of the connection idle longest (RFC 7766
+ * §6.2.3: servers reclaim idle connections under resource pressure); with none idle, it is accepted and closed at once.
+ */
+export const MAX_TCP_CONNECTIONS = 128;
 /** Complete queries waiting on one TCP connection; a client that pipelines more is disconnected. */
 const MAX_TCP_PIPELINED = 16;
-const TCP_IDLE_TIMEOUT_MS = 10_000;
+/**
+ * A TCP connection with no query in progress is closed after this long (RFC 7766 §6.2.3: idle timeouts of the order of
+ * seconds). Counted from the accept or the last answer; the bytes of an unfinished query do not reset it, so a client
+ * that trickles a query is as idle as one that sends nothing.
+ */
+export const TCP_IDLE_TIMEOUT_MS = 10_000;
+/** Answers written to a TCP client that does not read them; beyond it the connection is closed. */
+const MAX_TCP_UNSENT_BYTES = 65_536;
+/** Why boundary closed a DNS-over-TCP connection: idle past the timeout, idle when a new client needed its place, or new at the limit. */
+export const TCP_CLOSE_REASONS = ['idle', 'reclaimed', 'over-limit'] as const;
+export type TcpCloseReason = (typeof TCP_CLOSE_REASONS)[number];
 /** Bursts of small datagrams (benchmarks, parallel stub lookups) must not overflow the kernel queue. */
 const UDP_RECEIVE_BUFFER_BYTES = 4 * 1_048_576;
 /** onTick period: the synthetic pool's sweep (docs/dns.md#synthetic-pools: expired records are swept every 1 s). */
@@ -33,10 +47,11 @@ export type DnsAnswer = Buffer | typeof NO_RESPONSE;
 
 /** One query in, one answer out. */
 export interface DnsHandler {
-  /** The answer from what is known now (cache hits, local answers, malformed queries), or undefined on a miss. Never starts upstream work. */
-  cached(message: Buffer, info: DnsRequestInfo): DnsAnswer | undefined;
-  /** The full answer, resolving upstream when it must. Called after cached() missed; such work counts against the in-flight bound. */
-  resolve(message: Buffer, info: DnsRequestInfo): Promise<DnsAnswer>;
+  /**
+   * The answer: now, from what is known (cache hits, local answers, malformed queries), or a promise when it must be
+   * resolved upstream. Only promised answers count against the in-flight bound.
+   */
+  answer(message: Buffer, info: DnsRequestInfo): DnsAnswer | Promise<DnsAnswer>;
 }
 
 interface DnsServerOptions {
@@ -49,7 +64,10 @@ interface DnsServerOptions {
   readonly onTick?: () => void;
   readonly tickIntervalMs?: number;
   readonly tcpIdleTimeoutMs?: number;
+  readonly maxTcpConnections?: number;
   readonly maxUdpInFlight?: number;
+  /** Each TCP connection boundary closed, by reason (a metric); its errors are reported, not thrown. */
+  readonly onTcpClosed?: (reason: TcpCloseReason) => void;
   /** Handler failures and socket errors; the server keeps serving. */
   readonly onError?: (err: unknown) => void;
   /** Called as each UDP datagram arrives, before it is served, queued or dropped: tests wait on it instead of polling stats(). Its errors are reported, not thrown. */
@@ -66,6 +84,7 @@ interface DnsServerStats {
   readonly udpDropped: number;
   readonly udpInFlight: number;
   readonly tcpConnections: number;
+  readonly tcpClosed: Readonly<Record<TcpCloseReason, number>>;
   readonly errors: number;
 }
 
@@ -86,6 +105,7 @@ export function createDnsServer(options: DnsServerOptions): DnsServer {
   const { handler } = options;
   const maxInFlight = options.maxUdpInFlight ?? MAX_UDP_IN_FLIGHT;
   const idleMs = options.tcpIdleTimeoutMs ?? TCP_IDLE_TIMEOUT_MS;
+  const maxTcp = options.maxTcpConnections ?? MAX_TCP_CONNECTIONS;
   const report = options.onError ?? (() => {});
   const exclusive = options.exclusive ?? true;
   let udp: UdpSocket | undefined;
@@ -94,7 +114,10 @@ export function createDnsServer(options: DnsServerOptions): DnsServer {
   let boundPort = 0;
   let starting: Promise<void> | undefined;
   let closing: Promise<void> | undefined;
-  const connections = new Set<Socket>();
+  /** Open TCP connections; `idleSince` orders the idle ones (0 while a query is in progress). */
+  const connections = new Map<Socket, { idleSince: number; timer: NodeJS.Timeout | undefined }>();
+  let idleCount = 0;
+  const tcpClosed: Record<TcpCloseReason, number> = { idle: 0, reclaimed: 0, 'over-limit': 0 };
   const queue: [Buffer, RemoteInfo][] = [];
   let inFlight = 0;
   let udpReceived = 0;
@@ -123,12 +146,12 @@ export function createDnsServer(options: DnsServerOptions): DnsServer {
     const info: DnsRequestInfo = { transport: 'udp', remote: { ip: rinfo.address, port: rinfo.port } };
     let pending: Promise<DnsAnswer>;
     try {
-      const out = handler.cached(message, info);
-      if (out !== undefined) {
+      const out = handler.answer(message, info);
+      if (!(out instanceof Promise)) {
         if (out !== NO_RESPONSE) reply(socket, out, rinfo);
         return;
       }
-      pending = handler.resolve(message, info);
+      pending = out;
     } catch (err) {
       fault(err);
       return;
@@ -148,42 +171,92 @@ export function createDnsServer(options: DnsServerOptions): DnsServer {
     });
   }
 
+  function closeTcp(socket: Socket, reason: TcpCloseReason): void {
+    tcpClosed[reason]++;
+    socket.destroy();
+    try {
+      options.onTcpClosed?.(reason);
+    } catch (err) {
+      fault(err);
+    }
+  }
+
+  /** Closes the connection idle longest to make room; false when every connection has a query in progress. */
+  function reclaimIdle(): boolean {
+    let oldest: Socket | undefined;
+    let since = Number.POSITIVE_INFINITY;
+    for (const [socket, state] of connections) {
+      if (state.idleSince > 0 && state.idleSince < since) {
+        oldest = socket;
+        since = state.idleSince;
+      }
+    }
+    if (oldest === undefined) return false;
+    connections.delete(oldest);
+    closeTcp(oldest, 'reclaimed');
+    return true;
+  }
+
   function onTcpConnection(socket: Socket): void {
-    if (connections.size >= MAX_TCP_CONNECTIONS || closing !== undefined) {
+    socket.on('error', () => {});
+    if (closing !== undefined) {
       socket.destroy();
       return;
     }
-    connections.add(socket);
+    // Accepted and closed at once, never left in the backlog: the listener keeps accepting whatever its clients do.
+    if (connections.size >= maxTcp && !reclaimIdle()) {
+      closeTcp(socket, 'over-limit');
+      return;
+    }
+    const state: { idleSince: number; timer: NodeJS.Timeout | undefined } = { idleSince: 0, timer: undefined };
+    connections.set(socket, state);
+    const idle = (): void => {
+      if (state.idleSince !== 0) return;
+      state.idleSince = ++idleCount;
+      state.timer = setTimeout(() => closeTcp(socket, 'idle'), idleMs);
+      state.timer.unref();
+    };
+    const busy = (): void => {
+      state.idleSince = 0;
+      clearTimeout(state.timer);
+      state.timer = undefined;
+    };
+    idle();
     socket.setNoDelay(true);
-    socket.setTimeout(idleMs, () => socket.destroy());
-    socket.on('error', () => {});
-    socket.on('close', () => connections.delete(socket));
+    socket.on('close', () => {
+      clearTimeout(state.timer);
+      if (connections.get(socket) === state) connections.delete(socket);
+    });
     const remote = { ip: socket.remoteAddress ?? '', port: socket.remotePort ?? 0 };
     let buffered: Buffer = Buffer.alloc(0);
     const pending: Buffer[] = [];
-    let busy = false;
+    let working = false;
     const pump = async () => {
-      if (busy) return;
-      busy = true;
+      if (working) return;
+      working = true;
       // One query at a time per connection: answers leave in the order the queries arrived (DN-18).
       while (pending.length > 0 && !socket.destroyed) {
         const message = pending.shift()!;
         try {
           const info: DnsRequestInfo = { transport: 'tcp', remote };
-          const out = handler.cached(message, info) ?? (await handler.resolve(message, info));
+          const out = await handler.answer(message, info);
           if (out !== NO_RESPONSE && !socket.destroyed) {
             const prefix = Buffer.allocUnsafe(2);
             prefix.writeUInt16BE(out.length);
             socket.write(Buffer.concat([prefix, out]));
+            // A client that asks and never reads would have its answers buffered here without end.
+            if (socket.writableLength > MAX_TCP_UNSENT_BYTES) socket.destroy();
           }
         } catch (err) {
           fault(err);
         }
       }
-      busy = false;
+      working = false;
+      if (!socket.destroyed && pending.length === 0) idle();
     };
     socket.on('data', (chunk: Buffer) => {
       buffered = buffered.length === 0 ? chunk : Buffer.concat([buffered, chunk]);
+      const queued = pending.length;
       while (buffered.length >= 2) {
         const length = buffered.readUInt16BE(0);
         // A zero prefix can never be a query, and a larger one than we accept would only be buffered to be refused.
@@ -194,8 +267,10 @@ export function createDnsServer(options: DnsServerOptions): DnsServer {
         if (buffered.length < 2 + length) break;
         pending.push(Buffer.from(buffered.subarray(2, 2 + length)));
         buffered = buffered.subarray(2 + length);
+        busy();
       }
-      void pump();
+      // Only a complete query is activity: a partial one leaves the idle timer running.
+      if (pending.length > queued) void pump();
     });
   }
 
@@ -278,7 +353,7 @@ export function createDnsServer(options: DnsServerOptions): DnsServer {
         udp = undefined;
         tcp = undefined;
         queue.length = 0;
-        for (const connection of connections) connection.destroy();
+        for (const connection of connections.keys()) connection.destroy();
         await Promise.all([
           socket === undefined ? undefined : new Promise<void>((resolve) => socket.close(() => resolve())),
           server === undefined ? undefined : new Promise<void>((resolve) => server.close(() => resolve())),
@@ -290,7 +365,7 @@ export function createDnsServer(options: DnsServerOptions): DnsServer {
       return { host: options.host, port: boundPort };
     },
     stats() {
-      return { udpReceived, udpDropped, udpInFlight: inFlight, tcpConnections: connections.size, errors };
+      return { udpReceived, udpDropped, udpInFlight: inFlight, tcpConnections: connections.size, tcpClosed: { ...tcpClosed }, errors };
     },
   };
 }

@@ -5,7 +5,7 @@
 import { randomInt } from 'node:crypto';
 import { createSocket, type Socket as UdpSocket } from 'node:dgram';
 import { connect as tcpConnect } from 'node:net';
-import { BoundaryError } from '../errors.js';
+import { BoundaryError } from '../shared/errors.js';
 import { HOSTS_TTL_SECONDS, type HostsTable } from '../net/hosts.js';
 import { formatIp, parseIp } from '../net/ip.js';
 import type { ResolveFailure, ResolveResult, Resolver } from '../net/resolver.js';
@@ -189,7 +189,10 @@ function udpExchange(server: { host: string; port: number; family: 4 | 6 }, name
       const reply = readReply(message, id, name, qtype);
       if (reply !== undefined) finish(reply);
     });
-    socket.connect(server.port, server.host, () => {
+    // connect() hands its failure (ENETUNREACH offline, EACCES for a broadcast address) to this callback, not to
+    // 'error'; a send on the unconnected socket would throw out of the event loop and end the process.
+    socket.connect(server.port, server.host, (err?: Error) => {
+      if (err) finish(fail('io-failed', `UDP connect: ${err.message}`));
       if (done) return;
       const query = buildQuery(id, name, qtype);
       const send = (): void => {

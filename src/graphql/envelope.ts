@@ -1,6 +1,6 @@
-// GraphQL over HTTP, read the way policy needs it (docs/policy.md#graphql-inspection): a POST body (one envelope or
-// a batch) or a GET query string -> the operations a request would run, or why it cannot be read. Documents are
-// parsed by graphql-js, never by hand. Pure: the proxy buffers the body (src/proxy/inspected-body.ts).
+// GraphQL envelopes read the way policy needs them (docs/policy.md#graphql-inspection): a POST body (one envelope
+// or a batch), the URL's parameters or a graphql-ws payload -> the operations a request would run, or why it cannot
+// be read. Documents are parsed by graphql-js, never by hand. Pure: http-request.ts says which parameters count.
 
 import { createRequire } from 'node:module';
 import type { DocumentNode, OperationDefinitionNode, SelectionSetNode } from 'graphql';
@@ -20,29 +20,23 @@ export const MAX_GRAPHQL_TOKENS = 20_000;
 /** Fragment nesting followed at the root when collecting fields; deeper spreads are a refusal, not a stack overflow. */
 export const MAX_GRAPHQL_FRAGMENT_DEPTH = 128;
 
-const GET_KEYS = ['query', 'operationName', 'extensions', 'id', 'documentId', 'queryId'] as const;
 const ID_KEYS = ['id', 'documentId', 'queryId'] as const;
 
 class EnvelopeError extends Error {
   override readonly name = 'EnvelopeError';
 }
 
-interface Envelope {
+/** One request's parameters, from a body envelope or the URL (http-request.ts). */
+export interface Envelope {
   readonly query: string | undefined;
   readonly operationName: string | undefined;
   readonly extensions: unknown;
   readonly id: string | undefined;
 }
 
-/** A POST body: JSON object (one envelope) or array (a batch whose operations are pooled). */
-export function graphqlFromBody(body: Buffer): GraphqlRequest {
+/** A parsed POST body: object (one envelope) or array (a batch whose operations are pooled). */
+export function graphqlFromJson(json: unknown): GraphqlRequest {
   return guarded(() => {
-    let json: unknown;
-    try {
-      json = JSON.parse(body.toString('utf8'));
-    } catch {
-      throw new EnvelopeError('GraphQL request body is not JSON');
-    }
     if (Array.isArray(json)) {
       if (json.length === 0) throw new EnvelopeError('GraphQL batch request is empty');
       return json.flatMap((item: unknown) => {
@@ -60,30 +54,14 @@ export function graphqlFromEnvelope(envelope: Record<string, unknown>): GraphqlR
   return guarded(() => [operationOf(postEnvelope(envelope))]);
 }
 
-/** A GET: `query`, `operationName`, `extensions` (JSON text) and one persisted id from the query string. */
-export function graphqlFromQuery(rawQuery: string): GraphqlRequest {
-  return guarded(() => {
-    const seen = new Map<string, string>();
-    for (const pair of rawQuery === '' ? [] : rawQuery.split('&')) {
-      const eq = pair.indexOf('=');
-      const key = formDecode(eq < 0 ? pair : pair.slice(0, eq));
-      const value = eq < 0 ? '' : formDecode(pair.slice(eq + 1));
-      if (!(GET_KEYS as readonly string[]).includes(key) || value === '') continue;
-      if (seen.has(key)) throw new EnvelopeError(`GraphQL GET parameter "${key}" must not appear more than once`);
-      seen.set(key, value);
-    }
-    const ids = ID_KEYS.filter((k) => seen.has(k));
-    if (ids.length > 1) throw new EnvelopeError(`GraphQL GET parameters ${ids.join(', ')} must not be combined`);
-    let extensions: unknown;
-    try {
-      extensions = seen.has('extensions') ? JSON.parse(seen.get('extensions') as string) : undefined;
-    } catch {
-      // OpenShell ignores extensions that are not JSON; so do we (the hash, if any, is then absent).
-      extensions = undefined;
-    }
-    const id = ids[0] === undefined ? undefined : seen.get(ids[0]);
-    return [operationOf({ query: seen.get('query'), operationName: seen.get('operationName'), extensions, id })];
-  });
+/** The URL's parameters (http-request.ts read them): `query`, `operationName`, `extensions` and one persisted id. */
+export function graphqlFromUrlEnvelope(envelope: Envelope): GraphqlRequest {
+  return guarded(() => [operationOf(envelope)]);
+}
+
+/** A request that cannot be read as GraphQL, and why: denied as `graphql-rejected`. */
+export function graphqlFailure(error: string): GraphqlRequest {
+  return { error };
 }
 
 function guarded(read: () => GraphqlOperation[]): GraphqlRequest {
@@ -133,7 +111,10 @@ function documentOperation(source: string, operationName: string | undefined): G
   if (operations.length === 0) throw new EnvelopeError('GraphQL document contains no executable operation');
   let op: OperationDefinitionNode | undefined;
   if (operationName !== undefined && operationName !== '') {
-    op = operations.find((o) => o.name?.value === operationName);
+    const named = operations.filter((o) => o.name?.value === operationName);
+    // Servers that skip validation pick the first or the last of them; validating ones refuse the document.
+    if (named.length > 1) throw new EnvelopeError(`GraphQL document defines operation "${operationName}" more than once`);
+    op = named[0];
     if (op === undefined) throw new EnvelopeError(`GraphQL operationName "${operationName}" was not found`);
   } else if (operations.length === 1) {
     op = operations[0];
@@ -142,7 +123,11 @@ function documentOperation(source: string, operationName: string | undefined): G
   }
   const selected = op as OperationDefinitionNode;
   const fragments = new Map<string, SelectionSetNode>();
-  for (const d of doc.definitions) if (d.kind === Kind.FRAGMENT_DEFINITION) fragments.set(d.name.value, d.selectionSet);
+  for (const d of doc.definitions) {
+    if (d.kind !== Kind.FRAGMENT_DEFINITION) continue;
+    if (fragments.has(d.name.value)) throw new EnvelopeError(`GraphQL document defines fragment "${d.name.value}" more than once`);
+    fragments.set(d.name.value, d.selectionSet);
+  }
   const fields = new Set<string>();
   collectRootFields(selected.selectionSet, fragments, fields, new Set(), 0);
   return { type: selected.operation, name: selected.name?.value, fields: [...fields].sort(), hashOnly: false };
@@ -163,15 +148,6 @@ function collectRootFields(set: SelectionSetNode, fragments: ReadonlyMap<string,
       expanded.add(name);
       collectRootFields(target, fragments, out, expanded, depth + 1);
     }
-  }
-}
-
-/** application/x-www-form-urlencoded decoding: `+` is a space, then %XX (GraphQL GET clients send forms). */
-function formDecode(text: string): string {
-  try {
-    return decodeURIComponent(text.replace(/\+/g, ' '));
-  } catch {
-    throw new EnvelopeError('GraphQL GET parameter is not valid percent-encoding');
   }
 }
 

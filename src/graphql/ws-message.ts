@@ -2,6 +2,7 @@
 // or the legacy graphql-ws protocol, classified for policy. Control messages pass; an operation is read like a
 // POST envelope; anything else is an error (the relay closes with 1008). Pure.
 
+import { type DuplicateKeyRefusal, readJson } from '../json/strict-json.js';
 import type { GraphqlRequest } from '../policy/graphql-match.js';
 import { graphqlFromEnvelope } from './envelope.js';
 
@@ -10,15 +11,17 @@ const CONTROL_TYPES: ReadonlySet<string> = new Set(['connection_init', 'connecti
 /** `subscribe` (graphql-transport-ws) and `start` (graphql-ws) carry an operation in `payload`. */
 const OPERATION_TYPES: ReadonlySet<string> = new Set(['subscribe', 'start']);
 
-export type GraphqlWsMessage = { readonly kind: 'control'; readonly type: string } | { readonly kind: 'operation'; readonly request: GraphqlRequest };
+export type GraphqlWsMessage =
+  | { readonly kind: 'control'; readonly type: string }
+  | { readonly kind: 'operation'; readonly request: GraphqlRequest }
+  /** Read two ways (docs/policy.md#duplicate-json-keys): refused whatever the policy says. */
+  | { readonly kind: 'refused'; readonly refusal: DuplicateKeyRefusal };
 
 export function classifyGraphqlWsMessage(text: string): GraphqlWsMessage {
-  let message: unknown;
-  try {
-    message = JSON.parse(text);
-  } catch {
-    return failed('GraphQL WebSocket message is not JSON');
-  }
+  const json = readJson(text);
+  if (json.kind === 'duplicate-key') return { kind: 'refused', refusal: json.refusal };
+  if (json.kind === 'not-json') return failed('GraphQL WebSocket message is not JSON');
+  const message = json.value;
   if (typeof message !== 'object' || message === null || Array.isArray(message)) return failed('GraphQL WebSocket message must be an object');
   const { type, id, payload } = message as Record<string, unknown>;
   if (typeof type !== 'string') return failed('GraphQL WebSocket message has no type');

@@ -3,11 +3,11 @@
 // doubt. Sockets come from the injected connect(); this module never dials, resolves names or decides policy.
 
 import type { Socket } from 'node:net';
-import { BoundaryError } from '../errors.js';
+import { BoundaryError } from '../shared/errors.js';
 import { Conn, type ConnectionPool } from './h1-connection.js';
 import { CONNECTING, Exchange, QUEUED } from './h1-exchange.js';
 import { type H1Request, serialise } from './h1-request.js';
-import { GLOBAL_TIMERS, type Timers } from './timers.js';
+import { GLOBAL_TIMERS, type Timers } from '../shared/timers.js';
 
 /** Requests waiting for a connection of one pool; beyond this a request fails with UPSTREAM_BUSY. */
 export const MAX_QUEUED_REQUESTS_PER_UPSTREAM = 1_024;

@@ -3,11 +3,11 @@
 // error). Never dials; the pool in h1-client.ts hands sockets in and takes reusable ones back.
 
 import type { Socket } from 'node:net';
-import { BoundaryError } from '../errors.js';
+import { BoundaryError } from '../shared/errors.js';
 import type { H1Timeouts } from './h1-client.js';
 import { ACTIVE, type Exchange } from './h1-exchange.js';
 import { ResponseParser, type ResponseSink } from './h1-response.js';
-import type { Timers } from './timers.js';
+import type { Timers } from '../shared/timers.js';
 
 /** What a connection and its exchanges ask of the pool they belong to. */
 export interface ConnectionPool {

@@ -1,7 +1,7 @@
 // Serialises one HTTP/1.1 request head for h1-client.ts. Validates method, target and every header before a
 // byte is written: values carry injected credentials, so a bad one fails closed and no error ever quotes it.
 
-import { BoundaryError } from '../errors.js';
+import { BoundaryError } from '../shared/errors.js';
 import { BAD_TARGET, BAD_VALUE, isDigits, isToken, MAX_CONTENT_LENGTH_DIGITS, tokenEqualsLower } from './grammar.js';
 
 export interface H1Request {

@@ -2,7 +2,7 @@
 // and the framing they declare (Content-Length, Transfer-Encoding, Connection: close). Pure; h1-response.ts
 // finds where the head ends and acts on what it declares.
 
-import { BoundaryError } from '../errors.js';
+import { BoundaryError } from '../shared/errors.js';
 import { isDigits, isOws, MAX_CONTENT_LENGTH_DIGITS, tokenBytesEnd, tokenEqualsLower, valueBytesEnd } from './grammar.js';
 
 /** Header lines of one response head; counted before any of them is looked at. */

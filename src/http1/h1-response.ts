@@ -2,7 +2,7 @@
 // slices and end out. Pure: no sockets, no timers. Stricter than RFC 9112 wherever a lenient reading could let
 // boundary and the upstream disagree on where a response ends (the next one on a kept-alive socket would be someone else's).
 
-import { BoundaryError } from '../errors.js';
+import { BoundaryError } from '../shared/errors.js';
 import { isOws, tokenBytesEnd, valueBytesEnd } from './grammar.js';
 import { parseResponseHead, protocolError } from './h1-response-head.js';
 

@@ -1,12 +1,13 @@
 // One request on an upstream HTTP/2 session, as the proxy sees it (the H1Exchange contract shared with the HTTP/1.1
 // client): the stream's events become handler calls, pause() holds received data and the window with it, the
-// request body is pumped with backpressure, and the response-head deadline runs on one timer per client.
+// request body is pumped with backpressure, and the response-head deadline runs on one timer per client (quiet-watch.ts).
 
-import { BoundaryError } from '../errors.js';
+import { BoundaryError } from '../shared/errors.js';
 import type { H1Exchange, H1Handler } from '../http1/h1-client.js';
 import type { H1Request } from '../http1/h1-request.js';
-import type { Timers } from '../http1/timers.js';
+import type { Timers } from '../shared/timers.js';
 import type { H2Session } from './h2-session.js';
+import { QuietWatch } from './quiet-watch.js';
 import { H2Error } from './frames.js';
 import { type StreamEvents, UpstreamResetError, UpstreamStream } from './upstream-stream.js';
 import { h2RequestFields, h2TrailerFields } from './headers.js';
@@ -41,8 +42,8 @@ function toError(err: unknown): Error {
 }
 
 export class Call implements H1Exchange, StreamEvents {
-  /** When the stream last moved while its response head is awaited (HeadWatch's clock). */
-  activeAt = 0;
+  /** When the stream last moved while its response head is awaited (the head watch's clock). */
+  quietSince = 0;
   private stream: UpstreamStream | undefined = undefined;
   private done = false;
   private paused = false;
@@ -172,10 +173,12 @@ export class Call implements H1Exchange, StreamEvents {
 
   pause(): void {
     this.paused = true;
+    this.stream?.hold(true);
   }
 
   resume(): void {
     this.paused = false;
+    this.stream?.hold(false);
     while (!this.paused && this.held.length > 0) {
       const next = this.held.shift()!;
       if (Buffer.isBuffer(next)) {
@@ -215,57 +218,12 @@ export class Call implements H1Exchange, StreamEvents {
   }
 }
 
-/**
- * The calls of one client still waiting for their response head, least recently active first, and the one timer that
- * enforces H2_UPSTREAM_HEADERS_TIMEOUT_MS on them all: per stream, a timer to arm and clear cost as much as the
- * rest of the call's bookkeeping. Activity only moves a call to the back; the timer, when it fires, times out the
- * calls at the front that have been quiet long enough and waits for the next one.
- */
-export class HeadWatch {
-  private readonly waiting = new Set<Call>();
-  private timer: unknown = undefined;
-  private readonly timers: Timers;
+/** The calls of one client still waiting for their response head, timed out past H2_UPSTREAM_HEADERS_TIMEOUT_MS of quiet. */
+export type HeadWatch = QuietWatch<Call>;
 
-  constructor(timers: Timers) {
-    this.timers = timers;
-  }
-
-  add(call: Call): void {
-    call.activeAt = this.timers.now();
-    this.waiting.add(call);
-    if (this.timer === undefined) this.arm(H2_UPSTREAM_HEADERS_TIMEOUT_MS);
-  }
-
-  touch(call: Call): void {
-    if (!this.waiting.delete(call)) return;
-    call.activeAt = this.timers.now();
-    this.waiting.add(call);
-  }
-
-  delete(call: Call): void {
-    this.waiting.delete(call);
-  }
-
-  stop(): void {
-    if (this.timer !== undefined) this.timers.clearTimeout(this.timer);
-    this.timer = undefined;
-  }
-
-  private arm(ms: number): void {
-    this.timer = this.timers.setTimeout(() => this.fire(), ms);
-  }
-
-  private fire(): void {
-    this.timer = undefined;
-    const now = this.timers.now();
-    for (const call of this.waiting) {
-      const quiet = now - call.activeAt;
-      if (quiet < H2_UPSTREAM_HEADERS_TIMEOUT_MS) {
-        this.arm(H2_UPSTREAM_HEADERS_TIMEOUT_MS - quiet);
-        return;
-      }
-      this.waiting.delete(call);
-      call.timedOut();
-    }
-  }
+export function createHeadWatch(timers: Timers): HeadWatch {
+  return new QuietWatch<Call>(timers, H2_UPSTREAM_HEADERS_TIMEOUT_MS, (call) => {
+    call.timedOut();
+    return true;
+  });
 }

@@ -5,11 +5,11 @@
 // decides.
 
 import type { Socket } from 'node:net';
-import { BoundaryError } from '../errors.js';
+import { BoundaryError } from '../shared/errors.js';
 import type { H1Exchange } from '../http1/h1-client.js';
-import { GLOBAL_TIMERS, type Timers } from '../http1/timers.js';
-import { Call, HeadWatch, type H2Handler, type H2Request } from './h2-call.js';
-import { H2Session } from './h2-session.js';
+import { GLOBAL_TIMERS, type Timers } from '../shared/timers.js';
+import { Call, createHeadWatch, type H2Handler, type H2Request } from './h2-call.js';
+import { H2_UPSTREAM_ASSUMED_MAX_STREAMS, H2Session } from './h2-session.js';
 
 export { H2_UPSTREAM_HEADERS_TIMEOUT_MS, H2_UPSTREAM_REFUSED_RETRIES, type H2Handler, type H2Request } from './h2-call.js';
 export { UpstreamResetError } from './upstream-stream.js';
@@ -20,6 +20,12 @@ export const H2_UPSTREAM_IDLE_TIMEOUT_MS = 30_000;
 export interface H2Client {
   /** Never throws: a connect failure reaches handler.onError unchanged (dial errors keep their codes). */
   request(req: H2Request, handler: H2Handler): H1Exchange;
+  /** Streams the current session takes at once (the origin's limit; H2_UPSTREAM_ASSUMED_MAX_STREAMS before a session). */
+  capacity(): number;
+  /** Of those, how many a new stream would find free now; 0 or less: it would wait for a slot. */
+  room(): number;
+  /** Of the streams open now, those whose consumer paused them (a client that does not read). */
+  held(): number;
   close(): void;
   destroy(): void;
   readonly closed: boolean;
@@ -38,9 +44,11 @@ export function createH2Client(options: H2ClientOptions): H2Client {
   let session: H2Session | undefined;
   let opening: Promise<H2Session> | undefined;
   let closed = false;
+  /** Calls waiting for the session being opened. */
+  let starting = 0;
   /** Open sessions: the current one, and replaced ones still finishing their streams. */
   const sessions = new Set<H2Session>();
-  const watch = new HeadWatch(options.timers ?? GLOBAL_TIMERS);
+  const watch = createHeadWatch(options.timers ?? GLOBAL_TIMERS);
 
   function gone(s: H2Session): void {
     sessions.delete(s);
@@ -84,8 +92,26 @@ export function createH2Client(options: H2ClientOptions): H2Client {
       return;
     }
     const s = sessionNow();
-    if (s instanceof Promise) s.then((ready) => call.start(ready), (err: unknown) => call.fail(err instanceof Error ? err : new Error(String(err))));
-    else call.start(s);
+    if (!(s instanceof Promise)) {
+      call.start(s);
+      return;
+    }
+    starting++;
+    s.then(
+      (ready) => {
+        starting--;
+        call.start(ready);
+      },
+      (err: unknown) => {
+        starting--;
+        call.fail(err instanceof Error ? err : new Error(String(err)));
+      },
+    );
+  }
+
+  /** The session a new stream would go on now, if one is open and takes streams. */
+  function current(): H2Session | undefined {
+    return session !== undefined && !session.goneAway ? session : undefined;
   }
 
   return {
@@ -94,13 +120,23 @@ export function createH2Client(options: H2ClientOptions): H2Client {
       startCall(call);
       return call;
     },
+    capacity() {
+      return current()?.maxStreams ?? H2_UPSTREAM_ASSUMED_MAX_STREAMS;
+    },
+    room() {
+      const s = current();
+      return s === undefined ? H2_UPSTREAM_ASSUMED_MAX_STREAMS - starting : s.maxStreams - s.load;
+    },
+    held() {
+      return current()?.held ?? 0;
+    },
     close() {
       closed = true;
       for (const s of sessions) s.close();
     },
     destroy() {
       closed = true;
-      watch.stop();
+      watch.clear();
       for (const s of sessions) s.destroy();
     },
     get closed() {

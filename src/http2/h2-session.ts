@@ -5,7 +5,7 @@
 // per-stream JS objects; this one keeps a record per stream and batches its writes per tick.
 
 import type { Socket } from 'node:net';
-import { BoundaryError } from '../errors.js';
+import { BoundaryError } from '../shared/errors.js';
 import { H2Connection } from './connection.js';
 import type { FloodKind } from './flood-guard.js';
 import { Flag, FrameReader, FrameType, H2_DEFAULT_WINDOW, H2_FRAME_BYTES, H2_MAX_31_BIT, H2Error, PREFACE, Setting, frame32, goawayFrame, readPeerSettings, settingsFrame } from './frames.js';
@@ -35,6 +35,8 @@ export class H2Session extends H2Connection implements StreamOwner {
   private peerMaxStreams = H2_UPSTREAM_ASSUMED_MAX_STREAMS;
   private nextId = 1;
   private readonly streams = new Map<number, UpstreamStream>();
+  /** Open streams whose consumer paused them: each holds its slot for as long as its client does not read. */
+  private heldStreams = 0;
   private readonly waiting: UpstreamStream[] = [];
   protected readonly blocks = new HeaderBlocks({ block: (id, end, list) => this.onBlock(id, end, list), error: (code, message) => this.fail(code, message) }, UPSTREAM_HEADER_LIMITS);
   private readonly reader: FrameReader;
@@ -76,6 +78,16 @@ export class H2Session extends H2Connection implements StreamOwner {
     return this.streams.size + this.waiting.length;
   }
 
+  /** Streams the origin takes at once: its SETTINGS_MAX_CONCURRENT_STREAMS, or the assumption until it says. */
+  get maxStreams(): number {
+    return this.peerMaxStreams;
+  }
+
+  /** Open streams whose consumer paused them. */
+  get held(): number {
+    return this.heldStreams;
+  }
+
   /** Starts a request stream now, or when the origin's concurrency limit leaves room. */
   open(stream: UpstreamStream): void {
     if (this.closed || this.goneAway) {
@@ -110,6 +122,12 @@ export class H2Session extends H2Connection implements StreamOwner {
 
   consumed(stream: UpstreamStream, n: number): void {
     this.windows.consumed(stream, n);
+  }
+
+  hold(stream: UpstreamStream, held: boolean): void {
+    if (stream.state !== 'open' || stream.held === held) return;
+    stream.held = held;
+    this.heldStreams += held ? 1 : -1;
   }
 
   reset(stream: UpstreamStream, code: number): void {
@@ -269,6 +287,7 @@ export class H2Session extends H2Connection implements StreamOwner {
   private forget(stream: UpstreamStream): void {
     if (stream.state !== 'open') return;
     stream.state = 'gone';
+    if (stream.held) this.heldStreams--;
     this.streams.delete(stream.id);
     if (this.waiting.length > 0 && !this.goneAway && this.streams.size < this.peerMaxStreams) this.start(this.waiting.shift()!);
     if (this.streams.size === 0) {
@@ -310,6 +329,7 @@ export class H2Session extends H2Connection implements StreamOwner {
     this.goneAway = true;
     const all = [...this.waiting.splice(0), ...this.streams.values()];
     this.streams.clear();
+    this.heldStreams = 0;
     for (const stream of all) {
       stream.state = 'gone';
       stream.events.failed(err);

@@ -2,7 +2,7 @@
 // untrusted origins, and a stateless encoder for request blocks (static table only, never inserts, no Huffman).
 // Pure codec: no frames, no sockets, and no checks on field names or values (the caller applies RFC 9113 §8.2).
 
-import { BoundaryError } from '../errors.js';
+import { BoundaryError } from '../shared/errors.js';
 import { HUFFMAN_CODES, HUFFMAN_EOS } from './hpack-huffman.js';
 
 /** SETTINGS_HEADER_TABLE_SIZE boundary advertises (the protocol default): the most the origin's encoder may use. */

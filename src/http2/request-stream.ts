@@ -4,7 +4,7 @@
 // as head, DATA and trailers. Plain data and forwarding methods; the HTTP/2 rules live in server-session.ts and
 // server-streams.ts.
 
-import { BoundaryError } from '../errors.js';
+import { BoundaryError } from '../shared/errors.js';
 import { H2_DEFAULT_WINDOW } from './frames.js';
 import type { FlowStream } from './flow-control.js';
 
@@ -13,6 +13,8 @@ export interface RequestStreamOwner {
   readonly peerInitialWindow: number;
   respond(stream: RequestStream, fields: readonly string[], endStream: boolean): void;
   writeBody(stream: RequestStream, chunk: Buffer): boolean;
+  /** A writer told to wait may go on. */
+  writable(stream: RequestStream): void;
   endBody(stream: RequestStream, trailers: string[] | null): void;
   consumed(stream: RequestStream, n: number): void;
   reset(stream: RequestStream, code: number): void;
@@ -52,6 +54,9 @@ export class RequestStream implements FlowStream, AsyncIterator<Buffer> {
   rejected = false;
   /** The rest of the request body is not wanted: it is dropped as it comes (server-streams.ts stopUpload). */
   uploadUnwanted = false;
+  /** The stall watch's marks (stall-watch.ts), while the answer's writer waits on the client. */
+  quietSince = 0;
+  stallQueued = 0;
   /** The request's Content-Length, -1 when absent; DATA that disagrees with it is a stream error (RFC 9113 §8.1.1). */
   contentLength = -1;
   received = 0;
@@ -91,6 +96,7 @@ export class RequestStream implements FlowStream, AsyncIterator<Buffer> {
   }
 
   writable(): void {
+    this.owner.writable(this);
     this.onDrain?.();
   }
 

@@ -6,6 +6,7 @@
 
 import type { Socket } from 'node:net';
 import { MAX_HEADER_COUNT } from '../http1/framing.js';
+import { GLOBAL_TIMERS } from '../shared/timers.js';
 import { H2Connection } from './connection.js';
 import type { FloodKind } from './flood-guard.js';
 import type { BodySender, FlowStream } from './flow-control.js';
@@ -14,7 +15,8 @@ import { Flag, FrameReader, H2_FRAME_BYTES, H2_MAX_31_BIT, H2Error, PREFACE, Set
 import { HeaderBlocks } from './header-blocks.js';
 import { wellFormedTrailers } from './request-head.js';
 import { RequestStream } from './request-stream.js';
-import { ServerStreams } from './server-streams.js';
+import { type StallLimit, ServerStreams } from './server-streams.js';
+import { H2_STREAM_STALL_TIMEOUT_MS } from './stall-watch.js';
 
 export { H2_CLIENT_CONNECTION_WINDOW, H2_REMEMBERED_RESETS } from './server-streams.js';
 
@@ -32,6 +34,7 @@ export const H2_MAX_CONTINUATION_FRAMES = 8;
 export const H2_MAX_SETTINGS_ENTRIES = 32;
 
 const CONNECTION_PREFACE_BYTES = PREFACE.length;
+const DEFAULT_STALL: StallLimit = { ms: H2_STREAM_STALL_TIMEOUT_MS, timers: GLOBAL_TIMERS };
 
 export interface ServerSessionOptions {
   /** A new request stream: its head is `stream.fields`, not yet checked beyond HPACK and the size limits. */
@@ -40,6 +43,10 @@ export interface ServerSessionOptions {
   readonly onFlood: (kind: FloodKind) => void;
   /** The socket closed; every stream had closed by then. */
   readonly onClose: () => void;
+  /** A stream whose answer moved nothing for `stall.ms` while its writer waited was reset ENHANCE_YOUR_CALM. */
+  readonly onStall?: () => void;
+  /** H2_STREAM_STALL_TIMEOUT_MS on the global timers unless given. */
+  readonly stall?: StallLimit;
 }
 
 /** What a header block in progress will be once decoded. */
@@ -70,7 +77,8 @@ export class ServerSession extends H2Connection {
     this.socket = socket;
     this.options = options;
     this.out = new FrameWriter(socket);
-    this.streams = new ServerStreams(this.out, this.guard, { flood: (kind) => this.flood(kind), drained: () => this.end() });
+    const hooks = { flood: (kind: FloodKind | undefined) => this.flood(kind), drained: () => this.end(), stalled: () => options.onStall?.() };
+    this.streams = new ServerStreams(this.out, this.guard, hooks, options.stall ?? DEFAULT_STALL);
     this.body = this.streams.body;
     this.reader = new FrameReader(H2_FRAME_BYTES, (t, f, id, p) => this.onFrame(t, f, id, p), () => this.fail(H2Error.FRAME_SIZE_ERROR, 'a frame larger than SETTINGS_MAX_FRAME_SIZE'));
     socket.on('data', (chunk: Buffer) => this.onBytes(chunk));
@@ -79,6 +87,10 @@ export class ServerSession extends H2Connection {
       this.flushBodies();
     });
     socket.on('error', () => undefined);
+    // HTTP/2 has no half-closed connection: a client that ended its side (a crashed process does, without GOAWAY)
+    // can send no WINDOW_UPDATE or SETTINGS ACK, so nothing more reaches it reliably. Its streams are cut and the
+    // socket goes now, as nginx does, instead of holding its slot until the tunnel's idle timeout.
+    socket.on('end', () => socket.destroy());
     socket.on('close', () => this.onSocketClose());
     this.out.send(settingsFrame([[Setting.MAX_CONCURRENT_STREAMS, H2_MAX_CONCURRENT_STREAMS], [Setting.MAX_HEADER_LIST_SIZE, H2_MAX_HEADER_LIST_BYTES], [Setting.ENABLE_PUSH, 0]]));
     this.streams.windows.open();

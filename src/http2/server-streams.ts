@@ -2,11 +2,13 @@
 // open, which boundary reset, and what each stream's proxy side asks of the connection: the answer's HEADERS, DATA
 // under the client's windows and trailers; body window given back as the proxy reads; resets; and a stream's end.
 
+import type { Timers } from '../shared/timers.js';
 import type { FloodGuard, FloodKind } from './flood-guard.js';
 import { BodySender, ReceiveWindows } from './flow-control.js';
 import type { FrameWriter } from './frame-writer.js';
 import { FrameType, frame32, H2_DEFAULT_WINDOW, H2Error } from './frames.js';
 import type { RequestStream, RequestStreamOwner } from './request-stream.js';
+import { StallWatch } from './stall-watch.js';
 
 /** The connection window boundary grants a client: request body octets it holds unread, per session, at most. */
 export const H2_CLIENT_CONNECTION_WINDOW = 1024 * 1024;
@@ -18,6 +20,14 @@ export interface StreamsHooks {
   flood(kind: FloodKind | undefined): boolean;
   /** The client went away and its last stream closed. */
   drained(): void;
+  /** A stream was reset ENHANCE_YOUR_CALM: its answer moved nothing for the stall limit (stall-watch.ts). */
+  stalled(): void;
+}
+
+/** How long an answer may wait on the client, and the timers that measure it. */
+export interface StallLimit {
+  readonly ms: number;
+  readonly timers: Timers;
 }
 
 export class ServerStreams implements RequestStreamOwner {
@@ -32,13 +42,19 @@ export class ServerStreams implements RequestStreamOwner {
   private readonly resets = new Set<number>();
   private readonly out: FrameWriter;
   private readonly hooks: StreamsHooks;
+  /** Answers whose writer waits on the client; one that moves nothing for the limit is reset. */
+  private readonly stalls: StallWatch<RequestStream>;
 
-  constructor(out: FrameWriter, guard: FloodGuard, hooks: StreamsHooks) {
+  constructor(out: FrameWriter, guard: FloodGuard, hooks: StreamsHooks, stall: StallLimit) {
     this.out = out;
     this.guard = guard;
     this.hooks = hooks;
     this.body = new BodySender(out, (stream) => this.answered(stream as RequestStream));
     this.windows = new ReceiveWindows(out, H2_CLIENT_CONNECTION_WINDOW);
+    this.stalls = new StallWatch(stall.timers, stall.ms, (stream) => {
+      this.reset(stream, H2Error.ENHANCE_YOUR_CALM);
+      this.hooks.stalled();
+    });
   }
 
   /** Boundary reset this id lately: the client's frames on it may still be in flight. */
@@ -57,7 +73,13 @@ export class ServerStreams implements RequestStreamOwner {
   }
 
   writeBody(stream: RequestStream, chunk: Buffer): boolean {
-    return this.body.write(stream, chunk);
+    const ok = this.body.write(stream, chunk);
+    if (!ok) this.stalls.add(stream);
+    return ok;
+  }
+
+  writable(stream: RequestStream): void {
+    this.stalls.delete(stream);
   }
 
   endBody(stream: RequestStream, trailers: string[] | null): void {
@@ -112,6 +134,7 @@ export class ServerStreams implements RequestStreamOwner {
   close(stream: RequestStream, aborted: boolean, code: number): void {
     if (stream.state === 'gone') return;
     this.open.delete(stream.id);
+    this.stalls.delete(stream);
     const unread = stream.gone(aborted, code);
     if (unread > 0) this.windows.giveBack(unread);
     if (this.goingAway && this.open.size === 0) this.hooks.drained();
@@ -122,6 +145,7 @@ export class ServerStreams implements RequestStreamOwner {
     this.goingAway = true;
     const all = [...this.open.values()];
     this.open.clear();
+    this.stalls.clear();
     for (const stream of all) stream.gone(true, code);
   }
 

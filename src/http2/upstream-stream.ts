@@ -2,7 +2,7 @@
 // queued body, what the response has said so far), the events it reports to its call (h2-call.ts), and the error a
 // reset stream fails with. Plain data and forwarding methods; the rules live in h2-session.ts.
 
-import { BoundaryError } from '../errors.js';
+import { BoundaryError } from '../shared/errors.js';
 import { H2_DEFAULT_WINDOW, H2Error } from './frames.js';
 import { readResponseFields, type ResponseFields } from './response-head.js';
 import { H2_UPSTREAM_MAX_HEADER_LIST_BYTES } from './header-blocks.js';
@@ -26,6 +26,7 @@ export interface StreamOwner {
   endBody(stream: UpstreamStream, trailers: string[] | null): void;
   consumed(stream: UpstreamStream, n: number): void;
   reset(stream: UpstreamStream, code: number): void;
+  hold(stream: UpstreamStream, held: boolean): void;
 }
 
 /** What a decoded header block was on its stream, or the stream error it is. */
@@ -70,6 +71,8 @@ export class UpstreamStream {
   ending: string[] | null | undefined = undefined;
   /** A write returned false: events.writable() is owed. */
   blocked = false;
+  /** Its consumer paused it (a client that does not read): counted by the session while the stream is open. */
+  held = false;
 
   readonly owner: StreamOwner;
   readonly fields: readonly string[];
@@ -146,6 +149,11 @@ export class UpstreamStream {
   /** `n` received octets were handed on: the origin may send that much more. */
   consumed(n: number): void {
     this.owner.consumed(this, n);
+  }
+
+  /** The consumer paused (true) or resumed (false) reading what the stream receives. */
+  hold(held: boolean): void {
+    this.owner.hold(this, held);
   }
 
   /** The proxy no longer wants the stream (RST_STREAM CANCEL). */

@@ -4,7 +4,8 @@
 // through libuv's pool (node:fs/promises) cost four to five times the whole walk here (docs/identity.md#cost).
 // Errors keep node's `code` (ENOENT, EACCES, ...), which the walk turns into failure reasons.
 
-import { closeSync, lstatSync, openSync, readdirSync, readlinkSync, readSync, statSync } from 'node:fs';
+import { createHash } from 'node:crypto';
+import { type BigIntStats, closeSync, fstatSync, lstatSync, openSync, readdirSync, readlinkSync, readSync, statSync } from 'node:fs';
 
 /** Reads in flight at once where an injected ProcFs is asynchronous; the blocking set runs them one by one anyway. */
 export const PROC_READS_IN_FLIGHT = 16;
@@ -15,12 +16,31 @@ export interface ProcFs {
   readdir(path: string): Promise<string[]>;
   readlink(path: string): Promise<string>;
   /** Follows links: the uid of /proc/<pid> is the process's, a root's dev:ino names its file system. */
-  stat(path: string): Promise<{ readonly uid: number; readonly dev: number; readonly ino: number }>;
+  stat(path: string): Promise<FileStat>;
   lstat(path: string): Promise<{ isSymbolicLink(): boolean }>;
+  /**
+   * The SHA-256 (hex) of the file `path` opens and the stat of that open file, or undefined when it holds more than
+   * `maxBytes` or changed while it was read: one open, so the digest and the stat are of the same file even if the
+   * path changes meanwhile.
+   */
+  digest(path: string, maxBytes: number): Promise<{ readonly stat: FileStat; readonly sha256: string } | undefined>;
+}
+
+/** What verification compares (docs/identity.md#verification): identity (dev, ino), ownership, and the fingerprint. */
+export interface FileStat {
+  readonly uid: number;
+  readonly mode: number;
+  readonly dev: bigint;
+  readonly ino: bigint;
+  readonly size: bigint;
+  readonly mtimeNs: bigint;
+  readonly ctimeNs: bigint;
 }
 
 /** Read per call: one page-sized table read rarely needs more, and a large one grows by this much at a time. */
 const READ_CHUNK_BYTES = 65_536;
+/** Read per call while hashing an executable. */
+const DIGEST_CHUNK_BYTES = 1_048_576;
 
 function readTextSync(path: string, maxBytes: number): string {
   const fd = openSync(path, 'r');
@@ -40,6 +60,33 @@ function readTextSync(path: string, maxBytes: number): string {
   }
 }
 
+function fileStat(s: BigIntStats): FileStat {
+  return { uid: Number(s.uid), mode: Number(s.mode), dev: s.dev, ino: s.ino, size: s.size, mtimeNs: s.mtimeNs, ctimeNs: s.ctimeNs };
+}
+
+function digestSync(path: string, maxBytes: number): { stat: FileStat; sha256: string } | undefined {
+  const fd = openSync(path, 'r');
+  try {
+    const stat = fileStat(fstatSync(fd, { bigint: true }));
+    if (stat.size > BigInt(maxBytes)) return undefined;
+    const hash = createHash('sha256');
+    const chunk = Buffer.allocUnsafe(DIGEST_CHUNK_BYTES);
+    let total = 0;
+    for (let n = readSync(fd, chunk, 0, chunk.length, null); n > 0; n = readSync(fd, chunk, 0, chunk.length, null)) {
+      total += n;
+      // Grown past the bound while being read: the caller sees its fingerprint change and hashes again later.
+      if (total > maxBytes) return undefined;
+      hash.update(chunk.subarray(0, n));
+    }
+    // Written to while it was read: the digest may mix two contents, so it is no digest of either.
+    const after = fileStat(fstatSync(fd, { bigint: true }));
+    if (after.size !== stat.size || after.mtimeNs !== stat.mtimeNs || after.ctimeNs !== stat.ctimeNs) return undefined;
+    return { stat, sha256: hash.digest('hex') };
+  } finally {
+    closeSync(fd);
+  }
+}
+
 /** Settles in the same microtask as the call: a rejection keeps node's error and its code. */
 function now<T>(call: () => T): Promise<T> {
   try {
@@ -54,8 +101,9 @@ export const SYNC_PROC_FS: ProcFs = {
   readText: (path, maxBytes) => now(() => readTextSync(path, maxBytes)),
   readdir: (path) => now(() => readdirSync(path)),
   readlink: (path) => now(() => readlinkSync(path)),
-  stat: (path) => now(() => statSync(path)),
+  stat: (path) => now(() => fileStat(statSync(path, { bigint: true }))),
   lstat: (path) => now(() => lstatSync(path)),
+  digest: (path, maxBytes) => now(() => digestSync(path, maxBytes)),
 };
 
 /** node's error code, or undefined for anything else. */

@@ -16,6 +16,8 @@ export interface Owners {
   readonly byInode: ReadonlyMap<number, readonly number[]>;
   /** Some process's fds could not be read: CAP_SYS_PTRACE / CAP_DAC_READ_SEARCH are missing for it. */
   readonly denied: boolean;
+  /** Uids with a process whose fds could not be read: not every holder of their sockets is known. */
+  readonly unreadableUids: ReadonlySet<number>;
 }
 
 /** Adds `pid` to the owners of every wanted inode its fds link to; true when its fd directory was unreadable. */
@@ -47,9 +49,12 @@ export async function findOwners(ctx: ProcContext, sockets: ReadonlyMap<number, 
   const pids = (await ctx.fs.readdir(ctx.root)).filter((name) => PID_NAME.test(name)).map(Number).filter((pid) => !skip.has(pid));
   const uids = new Set(sockets.values());
   const uidOf = await mapLimit(pids, PROC_READS_IN_FLIGHT, (pid) => ctx.fs.stat(`${ctx.root}/${pid}`).then((s) => s.uid, () => -1));
-  const first = pids.filter((_, i) => uids.has(uidOf[i] as number));
+  const first = pids.flatMap((pid, i) => (uids.has(uidOf[i] as number) ? [{ pid, uid: uidOf[i] as number }] : []));
   const all = new Set(sockets.keys());
-  let denied = (await mapLimit(first, PROC_READS_IN_FLIGHT, (pid) => scanFds(ctx, pid, all, byInode))).some(Boolean);
+  const firstDenied = await mapLimit(first, PROC_READS_IN_FLIGHT, (p) => scanFds(ctx, p.pid, all, byInode));
+  let denied = firstDenied.some(Boolean);
+  // A process of the socket's uid that could not be read may hold it: its sockets cannot be judged whole.
+  const unreadableUids = new Set(first.filter((_, i) => firstDenied[i]).map((p) => p.uid));
   const unowned = new Set([...all].filter((inode) => !byInode.has(inode)));
   if (unowned.size > 0) {
     // A process that changed uid after opening its socket (a root entrypoint dropping privileges) is found here.
@@ -57,5 +62,5 @@ export async function findOwners(ctx: ProcContext, sockets: ReadonlyMap<number, 
     denied = (await mapLimit(rest, PROC_READS_IN_FLIGHT, (pid) => scanFds(ctx, pid, unowned, byInode))).some(Boolean) || denied;
   }
   for (const list of byInode.values()) list.sort((a, b) => a - b);
-  return { byInode, denied };
+  return { byInode, denied, unreadableUids };
 }

@@ -3,7 +3,6 @@
 // like paths. The argv reading is cached by (pid, start time, executable), so a reused pid or an exec reads
 // afresh; executables and parents are read anew on every lookup, as an exec or a reparenting changes them.
 
-import type { IdentityResult, ProcessIdentity } from './source.js';
 import { errorCode, type ProcFs } from './proc-fs.js';
 
 /** Parents followed above the owner; the walk also ends at pid 1 or at a parent outside the PID namespace (0). */
@@ -37,8 +36,26 @@ export interface ProcContext {
   readonly processes: Map<number, CachedProcess>;
 }
 
+/** A process of the chain (the owner, then its parent, ...), with the path its executable is known by. */
+export interface ChainLink {
+  readonly pid: number;
+  /** undefined when it cannot be read (another uid without CAP_SYS_PTRACE, a kernel thread): it grants nothing. */
+  readonly exe: string | undefined;
+  /** The kernel said ` (deleted)` and no file of that name exists: the running file is no longer at its path. */
+  readonly deleted: boolean;
+}
+
+/** The owner of a socket and its ancestors, nearest first. */
+export interface Chain {
+  readonly owner: ChainLink & { readonly exe: string };
+  readonly ancestors: readonly ChainLink[];
+  readonly cmdlinePaths: readonly string[];
+}
+
+export type ChainRead = { readonly ok: true; readonly chain: Chain } | { readonly ok: false; readonly failure: 'owner-exited' | 'permission-denied'; readonly detail: string };
+
 type ProcessRead =
-  | { readonly ok: true; readonly ppid: number; readonly starttime: string; readonly exe: string | undefined }
+  | { readonly ok: true; readonly ppid: number; readonly starttime: string; readonly exe: { readonly path: string; readonly deleted: boolean } | undefined }
   | { readonly ok: false; readonly failure: 'owner-exited' | 'permission-denied' };
 
 function failureOf(err: unknown): 'owner-exited' | 'permission-denied' {
@@ -47,15 +64,15 @@ function failureOf(err: unknown): 'owner-exited' | 'permission-denied' {
 }
 
 /** readlink of /proc/<pid>/exe as policy compares it: one ` (deleted)` taken off only when the file is really gone. */
-async function executable(ctx: ProcContext, pid: number): Promise<string> {
+async function executable(ctx: ProcContext, pid: number): Promise<{ path: string; deleted: boolean }> {
   const target = await ctx.fs.readlink(`${ctx.root}/${pid}/exe`);
-  if (!target.endsWith(DELETED_SUFFIX)) return target;
+  if (!target.endsWith(DELETED_SUFFIX)) return { path: target, deleted: false };
   // The path is the process's own (its mount namespace): look it up through its root, not ours.
   const exists = await ctx.fs.lstat(`${ctx.root}/${pid}/root${target}`).then(
     () => true,
     () => false,
   );
-  return exists ? target : target.slice(0, -DELETED_SUFFIX.length);
+  return exists ? { path: target, deleted: false } : { path: target.slice(0, -DELETED_SUFFIX.length), deleted: true };
 }
 
 function argvPaths(cmdline: string): string[] {
@@ -95,29 +112,24 @@ async function ownerArgv(ctx: ProcContext, pid: number, starttime: string, exe: 
 }
 
 /** The owner's executable, ancestors and argv paths; a failure only when the owner itself cannot be read. */
-export async function processIdentity(ctx: ProcContext, pid: number): Promise<IdentityResult> {
+export async function readChain(ctx: ProcContext, pid: number): Promise<ChainRead> {
   const owner = await readProcess(ctx, pid);
   if (!owner.ok || owner.exe === undefined) {
     const failure = owner.ok ? 'permission-denied' : owner.failure;
     return { ok: false, failure, detail: `pid ${pid}: its executable could not be read` };
   }
-  const ancestors: string[] = [];
+  const ancestors: ChainLink[] = [];
   let parent = owner.ppid;
   for (let depth = 0; depth < MAX_ANCESTOR_DEPTH && parent > 0; depth++) {
     const read = await readProcess(ctx, parent);
     if (!read.ok) break;
     // An ancestor whose executable cannot be read grants nothing; the walk goes on through its parent.
-    if (read.exe !== undefined) ancestors.push(read.exe);
+    ancestors.push({ pid: parent, exe: read.exe?.path, deleted: read.exe?.deleted ?? false });
     if (parent === 1) break;
     parent = read.ppid;
   }
   // The owner's own argv only: a script's path is there (`#!/usr/bin/env python3` ends as `python3 /path/script`);
   // its ancestors' argv would mostly name the launchers' own scripts.
-  const cmdlinePaths = await ownerArgv(ctx, pid, owner.starttime, owner.exe);
-  return { ok: true, identity: { pid, exe: owner.exe, ancestors, cmdlinePaths, resolved: [] } };
-}
-
-/** What policy could grant on: two owners with the same set are judged alike by every policy (docs/identity.md#ambiguity). */
-export function grantSet(identity: ProcessIdentity): string {
-  return [...new Set([identity.exe, ...identity.ancestors])].sort().join('\0');
+  const cmdlinePaths = await ownerArgv(ctx, pid, owner.starttime, owner.exe.path);
+  return { ok: true, chain: { owner: { pid, exe: owner.exe.path, deleted: owner.exe.deleted }, ancestors, cmdlinePaths } };
 }

@@ -5,7 +5,7 @@
 
 import { existsSync } from 'node:fs';
 import type { ProcFs } from './proc-fs.js';
-import { scanBatch } from './proc-scan.js';
+import { createScanContext, scanBatch } from './proc-scan.js';
 import { type Scanner, threadScanner } from './proc-thread.js';
 import { failed, IDENTITY_LOOKUP_TIMEOUT_MS, type IdentityResult, type IdentitySource, type LookupRequest, MAX_PENDING_LOOKUPS } from './source.js';
 
@@ -21,12 +21,14 @@ export interface ProcSourceOptions {
   /** Pids never examined; default this process (its fds are the proxy's ends). */
   readonly skipPids?: readonly number[];
   readonly timeoutMs?: number;
+  /** Start the walk's thread in start(), not on the first lookup: for the identity server, which does nothing else. */
+  readonly warm?: boolean;
 }
 
 interface Waiter {
   readonly request: LookupRequest;
   readonly resolve: (result: IdentityResult) => void;
-  readonly timer: NodeJS.Timeout;
+  timer: NodeJS.Timeout | undefined;
   settled: boolean;
 }
 
@@ -75,13 +77,13 @@ export function createProcIdentitySource(options: ProcSourceOptions): IdentitySo
       if (closed) return Promise.resolve(failed('source-unavailable', 'the identity source is closed'));
       if (queue.length >= MAX_PENDING_LOOKUPS) return Promise.resolve(failed('overloaded', `${MAX_PENDING_LOOKUPS} lookups are already waiting`));
       return new Promise<IdentityResult>((resolve) => {
-        const waiter: Waiter = {
-          request,
-          resolve,
-          settled: false,
-          timer: setTimeout(() => settle(waiter, failed('timeout', `no answer from ${root} within ${timeoutMs} ms`)), timeoutMs),
-        };
-        waiter.timer.unref();
+        const waiter: Waiter = { request, resolve, settled: false, timer: undefined };
+        // Counted from when the walk's thread runs: its one-time start is not this lookup's delay.
+        void scanner.started().then(() => {
+          if (waiter.settled) return;
+          waiter.timer = setTimeout(() => settle(waiter, failed('timeout', `no answer from ${root} within ${timeoutMs} ms`)), timeoutMs);
+          waiter.timer.unref();
+        });
         queue.push(waiter);
         schedule();
       });
@@ -89,6 +91,7 @@ export function createProcIdentitySource(options: ProcSourceOptions): IdentitySo
     problem: () => problem,
     async start() {
       if (!existsSync(`${root}/net/tcp`)) problem = `${root}/net/tcp does not exist: is /proc mounted?`;
+      if (options.warm === true) await scanner.started();
     },
     async close() {
       closed = true;
@@ -102,14 +105,14 @@ export function createProcIdentitySource(options: ProcSourceOptions): IdentitySo
 
 /** The walk on the caller's thread: for tests that count or fail reads (proc-fs.ts SYNC_PROC_FS blocks). */
 function inlineScanner(root: string, fs: ProcFs, skipPids: readonly number[]): Scanner {
-  const processes = new Map();
-  const entries = new Map();
   let clock = 0;
+  const ctx = createScanContext({ root, fs, skipPids, now: () => clock });
   return {
     scan(requests, now) {
       clock = now;
-      return scanBatch({ root, fs, processes, links: { entries, now: () => clock }, skip: new Set(skipPids) }, requests);
+      return scanBatch(ctx, requests);
     },
+    started: () => Promise.resolve(),
     close: async () => undefined,
   };
 }

@@ -18,14 +18,27 @@ export interface WorkerAnswer {
   readonly results: readonly IdentityResult[];
 }
 
+/** The worker's first message: its modules are loaded and it takes batches. */
+export interface WorkerReady {
+  readonly ready: true;
+}
+
 export interface WorkerSetup {
   readonly procRoot: string;
   readonly skipPids: readonly number[];
 }
 
+/** A worker not running this long after it was started is ended (its batch fails `source-unavailable`). */
+export const IDENTITY_WORKER_BOOT_TIMEOUT_MS = 30_000;
+
 /** Runs one batch; rejects when the thread failed (the source answers its lookups `source-unavailable`). */
 export interface Scanner {
   scan(requests: readonly LookupRequest[], now: number): Promise<readonly IdentityResult[]>;
+  /**
+   * Settles once the thread runs (started now if it was not): a lookup's timeout counts from then, so the one-time
+   * start (slow on a loaded node) never fails the first connections.
+   */
+  started(): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -41,6 +54,7 @@ function spawnProcWorker(setup: WorkerSetup): Worker {
 
 export function threadScanner(setup: WorkerSetup): Scanner {
   let worker: Worker | undefined;
+  let online: Promise<void> = Promise.resolve();
   let nextId = 1;
   let waiting: { id: number; resolve: (a: WorkerAnswer) => void; reject: (err: Error) => void } | undefined;
 
@@ -51,12 +65,27 @@ export function threadScanner(setup: WorkerSetup): Scanner {
     w?.reject(err);
   }
 
-  function started(): Worker {
+  function running(): Worker {
     if (worker !== undefined) return worker;
     const w = spawnProcWorker(setup);
     // An idle worker does not keep the process alive; close() ends it.
     w.unref();
-    w.on('message', (answer: WorkerAnswer) => {
+    let ready = (): void => undefined;
+    online = new Promise<void>((resolve) => {
+      const boot = setTimeout(() => void w.terminate(), IDENTITY_WORKER_BOOT_TIMEOUT_MS);
+      boot.unref();
+      ready = () => {
+        clearTimeout(boot);
+        resolve();
+      };
+      // Failing to start settles it too: the batch then fails at once rather than at its timeout.
+      w.once('exit', ready);
+    });
+    w.on('message', (answer: WorkerAnswer | WorkerReady) => {
+      if ('ready' in answer) {
+        ready();
+        return;
+      }
       if (waiting?.id !== answer.id) return;
       const found = waiting;
       waiting = undefined;
@@ -75,12 +104,16 @@ export function threadScanner(setup: WorkerSetup): Scanner {
   return {
     async scan(requests, now) {
       const id = nextId++;
-      const w = started();
+      const w = running();
       const answer = await new Promise<WorkerAnswer>((resolve, reject) => {
         waiting = { id, resolve, reject };
         w.postMessage({ id, now, requests } satisfies WorkerBatch);
       });
       return answer.results;
+    },
+    started() {
+      running();
+      return online;
     },
     async close() {
       const w = worker;

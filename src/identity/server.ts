@@ -5,7 +5,7 @@
 
 import { lstat, chmod, unlink } from 'node:fs/promises';
 import { createServer, type Server, type Socket } from 'node:net';
-import { BoundaryError } from '../errors.js';
+import { BoundaryError } from '../shared/errors.js';
 import type { Logger } from '../telemetry/logger.js';
 import type { IdentitySource } from './source.js';
 import { decodeRequest, encodeLine, lineSplitter, type WireAnswer } from './wire.js';

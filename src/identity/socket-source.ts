@@ -99,7 +99,7 @@ export function createSocketIdentitySource(options: { readonly socketPath: strin
       if (closed) return Promise.resolve(failed('source-unavailable', 'the identity source is closed'));
       if (pending.size >= MAX_PENDING_LOOKUPS) return Promise.resolve(failed('overloaded', `${MAX_PENDING_LOOKUPS} lookups are already waiting`));
       const id = nextId++;
-      const line = encodeLine({ id, client: request.client, proxy: request.proxy, paths: request.paths });
+      const line = encodeLine({ id, ...request });
       return new Promise<IdentityResult>((resolve) => {
         const timer = setTimeout(() => answer(id, failed('timeout', `no answer from ${socketPath} within ${timeoutMs} ms${connected ? '' : ` (${problem})`}`)), timeoutMs);
         timer.unref();

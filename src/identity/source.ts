@@ -2,7 +2,7 @@
 // two addresses in, the process that owns the client end out, or a coded failure. Types and the closed sets
 // only; proc-source.ts reads /proc itself, socket-source.ts asks `boundary identity serve`.
 
-import type { IdentityFailure } from '../policy/binary-identity.js';
+import type { Distrusted, IdentityFailure } from '../policy/binary-identity.js';
 
 /** What `--binary-identity` may say: binaries enforced (the default), or the operator's endpoint-only choice. */
 export const BINARY_IDENTITY_MODES = ['required', 'endpoint-only'] as const;
@@ -21,13 +21,27 @@ export interface SocketEnd {
   readonly port: number;
 }
 
+/** The workload's socket of a connection looked up before: fixed for as long as boundary holds its own end. */
+export interface SocketRef {
+  readonly inode: number;
+  /** The uid that created it: its processes are searched for holders first (proc-owners.ts). */
+  readonly uid: number;
+}
+
 export interface LookupRequest {
   /** The workload's end: the accepted socket's remote address. */
   readonly client: SocketEnd;
   /** The proxy's end: the accepted socket's local address (a synthetic address for transparent capture). */
   readonly proxy: SocketEnd;
-  /** Non-glob policy paths to resolve through the owner's file system (docs/identity.md#symlinks). */
+  /**
+   * Non-glob policy paths to resolve through the owner's file system (docs/identity.md#symlinks); an executable one
+   * of them (or its resolved form) names is verified (docs/identity.md#verification).
+   */
   readonly paths: readonly string[];
+  /** Glob policy paths: an executable that could match one (its literal prefix) is verified too. */
+  readonly globs?: readonly string[];
+  /** A re-check of a connection looked up before (docs/identity.md#kept-alive-connections): the socket tables are not read. */
+  readonly socket?: SocketRef;
 }
 
 export interface ProcessIdentity {
@@ -40,10 +54,21 @@ export interface ProcessIdentity {
   readonly cmdlinePaths: readonly string[];
   /** Each requested path whose resolution in the owner's root differs from it, as [path, resolved]. */
   readonly resolved: readonly (readonly [string, string])[];
+  /** The executable and ancestors that passed verification: only these may grant (docs/identity.md#verification). */
+  readonly verified: readonly string[];
+  /** Executables whose verification failed, with the failure; each grants nothing. */
+  readonly distrusted: readonly Distrusted[];
 }
 
 export type IdentityResult =
-  | { readonly ok: true; readonly identity: ProcessIdentity }
+  | {
+      readonly ok: true;
+      /** The holder with the lowest pid. */
+      readonly identity: ProcessIdentity;
+      /** The other holders policy could judge differently (docs/identity.md#shared-sockets); forks alike are one. */
+      readonly holders: readonly ProcessIdentity[];
+      readonly socket: SocketRef;
+    }
   | { readonly ok: false; readonly failure: IdentityFailure; readonly detail: string };
 
 export interface IdentitySource {
@@ -56,6 +81,6 @@ export interface IdentitySource {
   close(): Promise<void>;
 }
 
-export function failed(failure: IdentityFailure, detail: string): IdentityResult {
+export function failed(failure: IdentityFailure, detail: string): Extract<IdentityResult, { ok: false }> {
   return { ok: false, failure, detail };
 }

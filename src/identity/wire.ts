@@ -2,15 +2,17 @@
 // from boundary and its answer from `boundary identity serve`, each validated field by field and bounded. Pure:
 // bytes and objects; socket-source.ts and server.ts own the sockets.
 
-import { BoundaryError } from '../errors.js';
-import { IDENTITY_FAILURES, type IdentityFailure } from '../policy/binary-identity.js';
-import type { IdentityResult, LookupRequest, SocketEnd } from './source.js';
+import { BoundaryError } from '../shared/errors.js';
+import { type Distrusted, IDENTITY_FAILURES, type IdentityFailure } from '../policy/binary-identity.js';
+import type { IdentityResult, LookupRequest, ProcessIdentity, SocketEnd, SocketRef } from './source.js';
 import { MAX_IDENTITY_PATH_BYTES } from './source.js';
 
 /** One message, newline included: a request with the most paths allowed, or an answer naming them all, fits. */
 export const MAX_IDENTITY_MESSAGE_BYTES = 131_072;
-/** Paths per request, and ancestors, argv paths and resolved pairs per answer. */
+/** Paths and globs per request, and holders, ancestors, argv paths, resolved pairs and verified paths per answer. */
 export const MAX_IDENTITY_LIST = 128;
+/** uid_t is 32 bits; (uid_t)-1 is never a process's. */
+const MAX_UID = 2 ** 32 - 2;
 
 const NEWLINE = 0x0a;
 
@@ -69,13 +71,48 @@ function parse(line: Buffer): Record<string, unknown> {
   return object(raw, 'message');
 }
 
+function socketRef(value: unknown, what: string): SocketRef {
+  const raw = object(value, what);
+  return { inode: integer(raw.inode, `${what}.inode`, Number.MAX_SAFE_INTEGER), uid: integer(raw.uid, `${what}.uid`, MAX_UID) };
+}
+
 export function decodeRequest(line: Buffer): WireRequest {
   const raw = parse(line);
-  return {
+  const request: WireRequest = {
     id: integer(raw.id, 'id', Number.MAX_SAFE_INTEGER),
     client: end(raw.client, 'client'),
     proxy: end(raw.proxy, 'proxy'),
     paths: list(raw.paths, 'paths', text),
+    globs: raw.globs === undefined ? [] : list(raw.globs, 'globs', text),
+  };
+  return raw.socket === undefined ? request : { ...request, socket: socketRef(raw.socket, 'socket') };
+}
+
+function distrusted(value: unknown, what: string): Distrusted {
+  const raw = object(value, what);
+  return { path: text(raw.path, `${what}.path`), failure: failureOf(raw.failure, `${what}.failure`) };
+}
+
+function failureOf(value: unknown, what: string): IdentityFailure {
+  if (!IDENTITY_FAILURES.includes(value as IdentityFailure)) throw invalid(`${what}: not a known failure`);
+  return value as IdentityFailure;
+}
+
+function processIdentity(value: unknown, what: string): ProcessIdentity {
+  const identity = object(value, what);
+  const pair = (v: unknown, where: string): [string, string] => {
+    const both = list(v, where, text);
+    if (both.length !== 2) throw invalid(`${where}: expected [path, resolved]`);
+    return [both[0] as string, both[1] as string];
+  };
+  return {
+    pid: integer(identity.pid, `${what}.pid`, 2 ** 31),
+    exe: text(identity.exe, `${what}.exe`),
+    ancestors: list(identity.ancestors, `${what}.ancestors`, text),
+    cmdlinePaths: list(identity.cmdlinePaths, `${what}.cmdlinePaths`, text),
+    resolved: list(identity.resolved, `${what}.resolved`, pair),
+    verified: list(identity.verified, `${what}.verified`, text),
+    distrusted: list(identity.distrusted, `${what}.distrusted`, distrusted),
   };
 }
 
@@ -84,29 +121,18 @@ export function decodeAnswer(line: Buffer): WireAnswer {
   const id = integer(raw.id, 'id', Number.MAX_SAFE_INTEGER);
   const result = object(raw.result, 'result');
   if (result.ok === false) {
-    const failure = result.failure;
-    if (!IDENTITY_FAILURES.includes(failure as IdentityFailure)) throw invalid('result.failure: not a known failure');
+    const failure = failureOf(result.failure, 'result.failure');
     const detail = typeof result.detail === 'string' ? result.detail.slice(0, MAX_IDENTITY_PATH_BYTES) : '';
-    return { id, result: { ok: false, failure: failure as IdentityFailure, detail } };
+    return { id, result: { ok: false, failure, detail } };
   }
   if (result.ok !== true) throw invalid('result.ok: expected a boolean');
-  const identity = object(result.identity, 'result.identity');
-  const pair = (v: unknown, where: string): [string, string] => {
-    const both = list(v, where, text);
-    if (both.length !== 2) throw invalid(`${where}: expected [path, resolved]`);
-    return [both[0] as string, both[1] as string];
-  };
   return {
     id,
     result: {
       ok: true,
-      identity: {
-        pid: integer(identity.pid, 'identity.pid', 2 ** 31),
-        exe: text(identity.exe, 'identity.exe'),
-        ancestors: list(identity.ancestors, 'identity.ancestors', text),
-        cmdlinePaths: list(identity.cmdlinePaths, 'identity.cmdlinePaths', text),
-        resolved: list(identity.resolved, 'identity.resolved', pair),
-      },
+      identity: processIdentity(result.identity, 'result.identity'),
+      holders: list(result.holders, 'result.holders', processIdentity),
+      socket: socketRef(result.socket, 'result.socket'),
     },
   };
 }

@@ -1,8 +1,9 @@
 // JSON-RPC 2.0 request bodies read the way policy needs them (docs/policy.md#json-rpc-and-mcp-inspection): one
 // message or a batch -> the calls (method; for MCP tools/call, the tool), how many response frames rode along,
-// or why the body is not JSON-RPC. JSON via the platform; MCP params via the SDK's schemas (mcp-params.ts).
-// Pure: the proxy holds the body (src/proxy/inspected-body.ts).
+// or why the body is not JSON-RPC. JSON via json/strict-json.ts (a repeated key is refused); MCP params via the
+// SDK's schemas (mcp-params.ts). Pure: the proxy holds the body (src/proxy/inspected-body.ts).
 
+import { type DuplicateKeyRefusal, readJson } from '../json/strict-json.js';
 import type { JsonRpcCall, JsonRpcId, JsonRpcProblem, JsonRpcRequest } from '../policy/jsonrpc-match.js';
 import { mcpParamsProblem } from './mcp-params.js';
 
@@ -26,17 +27,19 @@ class MessageError extends Error {
   }
 }
 
+/** A body read, or refused before policy because an object in it repeats a key (docs/policy.md#duplicate-json-keys). */
+export type JsonRpcRead = JsonRpcRequest | { readonly refused: DuplicateKeyRefusal };
+
 /**
  * A request body. JSON.parse bounds itself: V8's parser is iterative (a million-deep nesting parses in 0.4 s,
- * no stack overflow) and the body was cut at the endpoint's max_body_bytes before it got here.
+ * no stack overflow), so does the duplicate check, and the body was cut at the endpoint's max_body_bytes before
+ * it got here.
  */
-export function parseJsonRpcBody(body: Buffer, mode: JsonRpcMode): JsonRpcRequest {
-  let json: unknown;
-  try {
-    json = JSON.parse(body.toString('utf8'));
-  } catch {
-    return { kind: 'error', problem: 'parse-error', error: 'invalid JSON', ids: [], batch: false };
-  }
+export function parseJsonRpcBody(body: Buffer, mode: JsonRpcMode): JsonRpcRead {
+  const read = readJson(body.toString('utf8'));
+  if (read.kind === 'duplicate-key') return { refused: read.refusal };
+  if (read.kind === 'not-json') return { kind: 'error', problem: 'parse-error', error: 'invalid JSON', ids: [], batch: false };
+  const json = read.value;
   const batch = Array.isArray(json);
   const items: readonly unknown[] = Array.isArray(json) ? json : [json];
   if (batch && items.length === 0) return { kind: 'error', problem: 'invalid-request', error: 'empty batch', ids: [], batch };

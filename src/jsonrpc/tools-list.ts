@@ -2,6 +2,7 @@
 // with the tools policy would not let the client call taken out. Pure: JSON in, JSON out; the proxy reads and
 // writes the response (proxy/tools-list-filter.ts), and says which tool names may stay.
 
+import { readJson } from '../json/strict-json.js';
 import type { JsonRpcId } from '../policy/jsonrpc-match.js';
 import { errorResponse } from './answer.js';
 
@@ -10,6 +11,11 @@ export interface Filtered {
   /** The text to send: unchanged (same string) when nothing was taken out. */
   readonly text: string;
   readonly answered: readonly JsonRpcId[];
+  /**
+   * Set when an object in the text repeats a key (docs/policy.md#duplicate-json-keys): which ids it answers and which
+   * tools it lists depend on the client's parser, so the caller answers the pending ids with an error instead.
+   */
+  readonly unreadable?: string;
 }
 
 /**
@@ -18,12 +24,10 @@ export interface Filtered {
  * asked to filter.
  */
 export function filterToolsListText(text: string, isAnswer: (id: JsonRpcId) => boolean, keep: (tool: string) => boolean): Filtered {
-  let json: unknown;
-  try {
-    json = JSON.parse(text);
-  } catch {
-    return { text, answered: [] };
-  }
+  const read = readJson(text);
+  if (read.kind === 'not-json') return { text, answered: [] };
+  if (read.kind === 'duplicate-key') return { text, answered: [], unreadable: read.refusal.problem };
+  const json = read.value;
   const answered: JsonRpcId[] = [];
   let changed = false;
   const visit = (message: unknown): unknown => {

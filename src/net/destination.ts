@@ -1,8 +1,9 @@
 // Turns a normalised destination into the validated addresses that may be dialled: name checks, one
-// resolution (A only), then ssrf.ts. Never dials, never decides policy, never resolves an IP literal.
+// resolution (A only) through the lookup gate, then ssrf.ts. Never dials, never decides policy, never resolves an IP literal.
 
 import { type HostCache, type HostForm, normaliseHost } from './host.js';
-import type { ResolveFailure, ResolveResult, Resolver } from './resolver.js';
+import type { LookupEndpoint, LookupGate, LookupRefusal } from './lookup-gate.js';
+import type { ResolveFailure, ResolveResult } from './resolver.js';
 import { checkPort, type DeclaredEndpoint, type DestinationCheck, refuse, type SelfAddresses, selectPlan, type ValidationPlan, validateDestination } from './ssrf.js';
 
 /** Names that only ever lead to a cloud metadata service; refused before any resolution. */
@@ -20,7 +21,10 @@ export interface DestinationRequest {
   readonly kind: HostForm;
   readonly port: number;
   readonly endpoint: DeclaredEndpoint | undefined;
-  readonly resolver: Resolver;
+  /** The endpoints of the allow decision: the lookup gate screens and charges a name only wildcards cover. */
+  readonly endpoints: readonly LookupEndpoint[];
+  /** The one lookup gate (net/lookup-gate.ts): every resolution goes through it. */
+  readonly lookups: LookupGate;
   readonly allowLoopback?: boolean | undefined;
   readonly selfAddresses?: SelfAddresses | undefined;
   /** The composition root's host cache (net/host.ts createHostCache): the re-normalisation below is then a hit. */
@@ -36,8 +40,19 @@ export interface ResolveFailureResult {
   readonly message: string;
 }
 
-export function isResolveFailure(result: DestinationCheck | ResolveFailureResult): result is ResolveFailureResult {
+export function isResolveFailure(result: DestinationResult): result is ResolveFailureResult {
   return 'kind' in result && result.kind === 'resolve-failed';
+}
+
+/** The lookup gate refused to send the name upstream (docs/dns.md#the-lookup-gate): nothing was resolved. */
+export interface LookupRefusedResult {
+  readonly ok: false;
+  readonly kind: 'lookup-refused';
+  readonly refusal: LookupRefusal;
+}
+
+export function isLookupRefused(result: DestinationResult): result is LookupRefusedResult {
+  return 'kind' in result && result.kind === 'lookup-refused';
 }
 
 /** RFC 6761: `localhost` and everything under it is local by definition and is never sent to a resolver. */
@@ -45,27 +60,23 @@ export function isLocalName(host: string): boolean {
   return host === 'localhost' || host.endsWith('.localhost');
 }
 
-type DestinationResult = DestinationCheck | ResolveFailureResult;
+export type DestinationResult = DestinationCheck | ResolveFailureResult | LookupRefusedResult;
 
 /**
- * The check from what is known now: an IP literal, a name refused before resolving, or a fresh answer the
- * resolver already holds (Resolver.cached). Undefined on a miss: then `await checkDestination(request)`.
- * Never starts a query.
+ * Resolves once (through the lookup gate, never at dial time) and validates every answer for the endpoint's plan. The
+ * result comes now when nothing must be asked (an IP literal, a name refused before resolving, a fresh answer the
+ * gate holds), else as a promise: a request whose answers are at hand stays in its turn.
  */
-export function checkDestinationCached(request: DestinationRequest): DestinationResult | undefined {
+export function checkDestination(request: DestinationRequest): DestinationResult | Promise<DestinationResult> {
   const name = preflight(request);
   if (typeof name !== 'string') return name;
-  const held = request.resolver.cached?.(name, 4);
-  return held === undefined ? undefined : answered(request, name, selectPlan(request.endpoint), held);
-}
-
-/** Resolves once (through the resolver, never at dial time) and validates every answer for the endpoint's plan. */
-export async function checkDestination(request: DestinationRequest): Promise<DestinationResult> {
-  const name = preflight(request);
-  if (typeof name !== 'string') return name;
+  const plan = selectPlan(request.endpoint);
+  const held = request.lookups.cached(name);
+  if (held !== undefined) return answered(request, name, plan, held);
   // Once, A only: IPv6 egress is off. The connector dials only what survives below; nothing re-resolves.
-  const answer = request.resolver.cached?.(name, 4) ?? (await request.resolver.resolve(name, 4));
-  return answered(request, name, selectPlan(request.endpoint), answer);
+  const pending = request.lookups.lookup(name, { endpoints: request.endpoints, via: 'proxy' });
+  if ('refused' in pending) return { ok: false, kind: 'lookup-refused', refusal: pending };
+  return pending.then((answer) => answered(request, name, plan, answer));
 }
 
 /** Everything decided before resolving: the check itself, or the normalised name that must be resolved. */

@@ -4,8 +4,8 @@
 
 import { createHash } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
-import { type FileWatch, watchFile } from '../file-watch.js';
-import { coalesceReloads } from '../reload-queue.js';
+import { type FileWatch, watchFile } from '../shared/file-watch.js';
+import { coalesceReloads } from '../shared/reload-queue.js';
 import { type HostsTable, MAX_HOSTS_ENTRIES, parseHostsFile } from './hosts.js';
 
 /** Events inside this window are read once, after the last one. */

@@ -1,7 +1,7 @@
 // Parses an operator-supplied hosts file (`/etc/hosts` format) into a lookup table, consulted before DNS.
 // Pure: never reads the file itself, never resolves. Bad lines are skipped and reported as issues.
 
-import type { Issue } from '../errors.js';
+import type { Issue } from '../shared/errors.js';
 import { formatIp, parseIp } from './ip.js';
 
 /** A hosts file larger than this many entries is cut here; the rest are reported, not loaded. */

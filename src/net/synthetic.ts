@@ -3,7 +3,7 @@
 // Pure state: no sockets, no timers, no file I/O (dns/epoch.ts persists the epoch); time is the injected `now`.
 
 import { createHash, randomUUID as cryptoRandomUUID } from 'node:crypto';
-import { BoundaryError } from '../errors.js';
+import { BoundaryError } from '../shared/errors.js';
 import { type Cidr, formatIp, hasCleanHostBits, parseCidr, parseIp } from './ip.js';
 import { MAX_MAPPING_TTL_SECONDS, MIN_MAPPING_TTL_SECONDS, mappingLimits, mostAddressesTaken } from './synthetic-budget.js';
 import { createReservations, type KeyRecord } from './synthetic-reuse.js';

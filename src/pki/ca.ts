@@ -2,7 +2,7 @@
 // `boundary pki` creates. Creates, loads and checks CAs; never mints end-entity certificates.
 import { X509Certificate } from 'node:crypto';
 import { dirname, join, resolve } from 'node:path';
-import { BoundaryError } from '../errors.js';
+import { BoundaryError } from '../shared/errors.js';
 import {
   basicConstraints,
   encodeName,
@@ -70,15 +70,18 @@ function assembleCa(certPem: string, keyPem: string, certificate: X509Certificat
   return Object.freeze(ca);
 }
 
-/** A fresh self-signed ECDSA P-256 CA (basicConstraints CA, pathLen 0; keyCertSign and cRLSign). */
+const isNameAttribute = (text: string): boolean => text.length > 0 && text.length <= MAX_COMMON_NAME_CHARS && !/[\u0000-\u001f\u007f]/.test(text);
+
+/** A fresh self-signed ECDSA P-256 CA (basicConstraints CA, pathLen 0; keyCertSign and cRLSign); subject `[O=organization, ]CN=commonName`. */
 export async function createCertificateAuthority(options: {
   commonName: string;
+  organization?: string;
   now: () => number;
   validityDays?: number;
 }): Promise<CertificateAuthority> {
-  const { commonName } = options;
-  if (commonName.length === 0 || commonName.length > MAX_COMMON_NAME_CHARS || /[\u0000-\u001f\u007f]/.test(commonName)) {
-    throw new BoundaryError('PKI_NAME_INVALID', `CA common name must be 1-${MAX_COMMON_NAME_CHARS} printable characters`);
+  const { commonName, organization } = options;
+  if (!isNameAttribute(commonName) || (organization !== undefined && !isNameAttribute(organization))) {
+    throw new BoundaryError('PKI_NAME_INVALID', `CA common name and organization must be 1-${MAX_COMMON_NAME_CHARS} printable characters`);
   }
   const days = options.validityDays ?? CA_VALIDITY_DAYS;
   if (!Number.isInteger(days) || days < 1) throw new BoundaryError('PKI_NAME_INVALID', 'validityDays must be a positive integer');
@@ -86,7 +89,7 @@ export async function createCertificateAuthority(options: {
   const signing = p256Signing(keys.privateKey);
   const t = options.now();
   const spki = Buffer.from(await crypto.subtle.exportKey('spki', keys.publicKey));
-  const name = encodeName(commonName);
+  const name = encodeName(commonName, organization);
   const der = signCertificate(
     {
       serialHex: randomSerial(),

@@ -2,7 +2,7 @@
 // the three facts read back from a CA certificate (subject, key identifier, keyUsage). Never touches files.
 
 import { createHash, KeyObject, sign } from 'node:crypto';
-import { BoundaryError } from '../errors.js';
+import { BoundaryError } from '../shared/errors.js';
 import { parseIp } from '../net/ip.js';
 import {
   bitString,
@@ -25,6 +25,7 @@ import {
 
 const OID = {
   commonName: '2.5.4.3',
+  organizationName: '2.5.4.10',
   subjectKeyIdentifier: '2.5.29.14',
   keyUsage: '2.5.29.15',
   subjectAltName: '2.5.29.17',
@@ -53,10 +54,15 @@ function extension(oid: string, critical: boolean, value: Buffer): Buffer {
   return sequence(objectIdentifier(oid), ...(critical ? [boolean(true)] : []), octetString(value));
 }
 
-/** Distinguished name with one CN, or the empty name (then the SAN carries the identity and is critical). */
-export function encodeName(commonName: string | undefined): Buffer {
+/**
+ * Distinguished name with one CN (after an O when `organization` is given), or the empty name (then the SAN carries
+ * the identity and is critical).
+ */
+export function encodeName(commonName: string | undefined, organization?: string): Buffer {
   if (commonName === undefined) return sequence();
-  return sequence(set(sequence(objectIdentifier(OID.commonName), utf8String(commonName))));
+  const cn = set(sequence(objectIdentifier(OID.commonName), utf8String(commonName)));
+  if (organization === undefined) return sequence(cn);
+  return sequence(set(sequence(objectIdentifier(OID.organizationName), utf8String(organization))), cn);
 }
 
 export function basicConstraints(ca: boolean, pathLength?: number): Buffer {

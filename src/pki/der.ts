@@ -1,7 +1,7 @@
 // The few DER (X.690) encodings and the TLV reader that certificate minting needs. Pure byte work: no keys,
 // no clock, no I/O. Replaces @peculiar/x509 on the run path, whose ~250 modules cost ~16 MB of RSS (issue 15).
 
-import { BoundaryError } from '../errors.js';
+import { BoundaryError } from '../shared/errors.js';
 
 /** A DER length needs at most 4 length bytes here: nothing we read or write comes near 4 GiB. */
 const MAX_LENGTH_BYTES = 4;

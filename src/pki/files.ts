@@ -3,7 +3,7 @@
 import { randomBytes } from 'node:crypto';
 import { mkdir, open, readFile, rename, rm, stat } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
-import { BoundaryError } from '../errors.js';
+import { BoundaryError } from '../shared/errors.js';
 
 export const KEY_FILE_MODE = 0o600;
 export const CERT_FILE_MODE = 0o644;

@@ -3,7 +3,7 @@
 // supervisor's server certificate. Never reads the clock: whether a certificate is valid now is the caller's question.
 import { createHash, createPrivateKey, type KeyObject, X509Certificate } from 'node:crypto';
 import { join } from 'node:path';
-import { BoundaryError, type Issue } from '../errors.js';
+import { BoundaryError, type Issue } from '../shared/errors.js';
 import { readPemFile } from './files.js';
 import { certificateUris, ISSUED_FILES, parseSandboxSpiffeId } from './issue.js';
 import { certificateBlocks } from './trust-bundle.js';

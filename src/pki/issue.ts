@@ -1,17 +1,29 @@
 // Control-channel certificates: client certificates naming a sandbox or an operator by SPIFFE URI, server
 // certificates for the supervisor, and the on-disk layout `boundary pki` manages. Never reads the clock or env.
-import type { X509Certificate } from 'node:crypto';
+import { randomBytes, type X509Certificate } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
-import { BoundaryError } from '../errors.js';
+import { BoundaryError } from '../shared/errors.js';
 import { CA_CERT_FILE, CA_KEY_FILE, type CertificateAuthority, createCertificateAuthority, loadCertificateAuthority } from './ca.js';
 import { basicConstraints, extendedKeyUsage, KEY_USAGE, keyUsage, subjectAltName } from './certificate-der.js';
 import { CERT_FILE_MODE, ensureDir, KEY_FILE_MODE, pathExists, readPemFile, writeFileAtomic } from './files.js';
-import { CLOCK_SKEW_MS, certificatePem, DAY_MS, exportKeyPem, generateP256, mintCertificate, normaliseCertName, subjectName } from './mint.js';
+import {
+  CLOCK_SKEW_MS,
+  certificatePem,
+  DAY_MS,
+  exportKeyPem,
+  generateP256,
+  MAX_COMMON_NAME_CHARS,
+  mintCertificate,
+  normaliseCertName,
+  subjectName,
+} from './mint.js';
 
 export const ISSUED_VALIDITY_DAYS = 365;
 export const DEFAULT_TRUST_DOMAIN = 'boundary.internal';
+/** Followed by a random id (CONTROL_CA_ID_BYTES, hex), so no two CAs `pki init` makes share a subject. */
 const CONTROL_CA_COMMON_NAME = 'boundary control CA';
+const CONTROL_CA_ID_BYTES = 6;
 const TRUST_DOMAIN_FILE = 'trust-domain';
 /** The three files `issueToDir` writes, and nothing else. */
 export const ISSUED_FILES = { ca: 'ca.pem', cert: 'cert.pem', key: 'key.pem' } as const;
@@ -153,6 +165,15 @@ export async function issueCertificate(options: IssueOptions): Promise<IssuedCer
   return spiffeId === undefined ? issued : { ...issued, spiffeId };
 }
 
+/**
+ * `O=<trust domain>, CN=boundary control CA <random id>`: two CAs (two clusters, a CA recreated) never look alike in
+ * a log or a verify error. A trust domain longer than an O may be (64 characters) is left out; the id still differs.
+ */
+function controlCaName(trustDomain: string): { commonName: string; organization?: string } {
+  const commonName = `${CONTROL_CA_COMMON_NAME} ${randomBytes(CONTROL_CA_ID_BYTES).toString('hex')}`;
+  return trustDomain.length <= MAX_COMMON_NAME_CHARS ? { commonName, organization: trustDomain } : { commonName };
+}
+
 /** Creates DIR/ca.pem, DIR/ca.key (0600) and DIR/trust-domain. An existing CA is never overwritten. */
 export async function initPki(options: { dir: string; trustDomain?: string; now: () => number; validityDays?: number }) {
   const dir = resolve(options.dir);
@@ -165,7 +186,7 @@ export async function initPki(options: { dir: string; trustDomain?: string; now:
   }
   await ensureDir(dir);
   const ca = await createCertificateAuthority({
-    commonName: CONTROL_CA_COMMON_NAME,
+    ...controlCaName(trustDomain),
     now: options.now,
     ...(options.validityDays === undefined ? {} : { validityDays: options.validityDays }),
   });

@@ -2,7 +2,7 @@
 // Never touches the filesystem or reads a clock: callers pass dates.
 import { createPrivateKey, createPublicKey, randomBytes, webcrypto } from 'node:crypto';
 import { isIP } from 'node:net';
-import { BoundaryError } from '../errors.js';
+import { BoundaryError } from '../shared/errors.js';
 import { authorityKeyIdentifier, encodeName, keyIdentifier, pem, type Signer, signCertificate, subjectKeyIdentifier } from './certificate-der.js';
 
 export const crypto = webcrypto as unknown as Crypto;

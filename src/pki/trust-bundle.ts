@@ -7,7 +7,7 @@ import { readFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { rootCertificates } from 'node:tls';
 import { CERT_FILE_MODE, ensureDir, writeFileAtomic } from './files.js';
-import { BoundaryError } from '../errors.js';
+import { BoundaryError } from '../shared/errors.js';
 
 /** The default file name beside ca.pem in the state directory. */
 export const CA_BUNDLE_FILE = 'ca-bundle.pem';

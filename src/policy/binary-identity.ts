@@ -16,7 +16,7 @@ export const IDENTITY_FAILURES = [
   'permission-denied',
   // The owner went away before its executable was read.
   'owner-exited',
-  // Several processes hold the socket and policy could judge them differently.
+  // More processes hold the socket than a lookup reads (MAX_SOCKET_HOLDERS).
   'ambiguous-owner',
   // The identity server cannot be reached, or answered something it should not have.
   'source-unavailable',
@@ -24,8 +24,28 @@ export const IDENTITY_FAILURES = [
   'overloaded',
   // Nothing was looked up when the connection opened, because no endpoint it could reach needed it then.
   'not-looked-up',
+  // The executable's content differs from the one pinned for its path on first use (docs/identity.md#pinning).
+  'executable-changed',
+  // The running file is not the file at its path as a trusted view of the file system shows it: a bind mount in a
+  // private mount namespace, a file replaced and never pinned, one too large to hash.
+  'executable-unverified',
+  // Every pin slot is taken (MAX_PINNED_PATHS): a path not pinned yet cannot be verified.
+  'pin-table-full',
+  // LD_PRELOAD, LD_LIBRARY_PATH or LD_AUDIT in the process's environment: the loader may run code from anywhere.
+  'loader-injection',
+  // An executable mapping from a file the workload can write, or from no file at all (deleted, memfd).
+  'writable-code',
 ] as const;
 export type IdentityFailure = (typeof IDENTITY_FAILURES)[number];
+
+/** Failures that say the process runs code other than its executable's path claims: each raises a finding. */
+export const TAMPER_FAILURES = ['executable-changed', 'executable-unverified', 'loader-injection', 'writable-code'] as const satisfies readonly IdentityFailure[];
+
+/** An executable (the process's own or an ancestor's) whose verification failed: it grants nothing. */
+export interface Distrusted {
+  readonly path: string;
+  readonly failure: IdentityFailure;
+}
 
 /**
  * Which identity a decision was made with: the process's, none because the endpoints it matched admit any
@@ -47,6 +67,15 @@ export interface ProcessClaim {
   readonly cmdlinePaths?: readonly string[];
   /** Non-glob policy paths as the process's own file system resolves them (symlinks followed), where that differs. */
   readonly resolved?: ReadonlyMap<string, string>;
+  /**
+   * The executable and ancestors that passed verification (docs/identity.md#verification): when present, only these
+   * may grant. Absent for a claim no identity source made (explain's `--binary`).
+   */
+  readonly verified?: ReadonlySet<string>;
+  /** Executables whose verification failed, so that a denial names the path a policy would have matched. */
+  readonly distrusted?: readonly Distrusted[];
+  /** The other processes holding the same socket, each judged too (docs/identity.md#shared-sockets). */
+  readonly holders?: readonly ProcessClaim[];
 }
 
 export interface UnavailableClaim {
@@ -102,28 +131,46 @@ export function identityNeededAt(policy: Policy, host: string, port: number): bo
   return policyNeedsIdentity(policy) && endpointsAt(policy, host, port).some((e) => binaryNeed(e.binaries) === 'identity');
 }
 
-const policyPaths = new WeakMap<Policy, readonly string[]>();
+const policyPatterns = new WeakMap<Policy, BinaryPatterns>();
 
-/** The non-glob binaries worth resolving for host:port (or the whole policy), deduplicated, at most MAX_RESOLVED_PATHS. */
-export function pathsToResolve(policy: Policy, at?: { readonly host: string; readonly port: number }): readonly string[] {
-  if (at !== undefined) return exactPaths(endpointsAt(policy, at.host, at.port).map((e) => e.binaries));
-  let paths = policyPaths.get(policy);
-  if (paths === undefined) {
-    paths = exactPaths(policy.entries.map((e) => e.binaries));
-    policyPaths.set(policy, paths);
-  }
-  return paths;
+/** What a lookup hands the identity source of the policy's binaries (docs/identity.md#verification). */
+export interface BinaryPatterns {
+  /** Non-glob paths: resolved through symlinks, and the executables they name verified. */
+  readonly paths: readonly string[];
+  /** Globs: an executable one could match is verified (by its literal prefix, so never too few). */
+  readonly globs: readonly string[];
 }
 
-function exactPaths(lists: readonly (readonly string[])[]): string[] {
-  const out = new Set<string>();
+/** The binaries of the endpoints at host:port (or of the whole policy), deduplicated and bounded. */
+export function binaryPatterns(policy: Policy, at?: { readonly host: string; readonly port: number }): BinaryPatterns {
+  if (at !== undefined) return patternsOf(endpointsAt(policy, at.host, at.port).map((e) => e.binaries));
+  let patterns = policyPatterns.get(policy);
+  if (patterns === undefined) {
+    patterns = patternsOf(policy.entries.map((e) => e.binaries));
+    policyPatterns.set(policy, patterns);
+  }
+  return patterns;
+}
+
+/** The non-glob binaries worth resolving for host:port (or the whole policy), at most MAX_RESOLVED_PATHS. */
+export function pathsToResolve(policy: Policy, at?: { readonly host: string; readonly port: number }): readonly string[] {
+  return binaryPatterns(policy, at).paths;
+}
+
+function patternsOf(lists: readonly (readonly string[])[]): BinaryPatterns {
+  const paths = new Set<string>();
+  const globs = new Set<string>();
+  let over = false;
   for (const list of lists) {
     for (const path of list) {
-      if (out.size >= MAX_RESOLVED_PATHS) return [...out];
-      if (isExactBinary(path)) out.add(path);
+      if (path === ANY_BINARY) continue;
+      const into = isExactBinary(path) ? paths : globs;
+      if (into.size < MAX_RESOLVED_PATHS) into.add(path);
+      else over = true;
     }
   }
-  return [...out];
+  // More than a lookup carries: every executable is verified rather than one a dropped pattern names left out.
+  return { paths: [...paths], globs: over ? [ANY_BINARY] : [...globs] };
 }
 
 /** The endpoints a claim leaves standing, the label the decision carries, and what matched. */
@@ -135,15 +182,18 @@ export interface BinaryNarrowing {
   readonly via: ReadonlyMap<Endpoint, string> | undefined;
   /** Set when the claim removed every endpoint only because none could be judged without an identity. */
   readonly unavailable: boolean;
+  /** The process the decision names: of several holding the socket, the one allowed least (docs/identity.md#shared-sockets). */
+  readonly subject: ProcessClaim | undefined;
 }
 
 /**
  * Narrows endpoints by the claim (docs/identity.md#matching): no claim keeps all (endpoint-only); `/**` entries
  * stay whatever the claim; a process keeps the entries where its executable, an ancestor or a resolved alias of
- * a non-glob path matches; without an identity the entries that need one go.
+ * a non-glob path matches, among those verified, and only those every process holding the socket keeps; without an
+ * identity the entries that need one go.
  */
 export function narrowByBinary(endpoints: readonly Endpoint[], claim: IdentityClaim | undefined): BinaryNarrowing {
-  if (claim === undefined) return { endpoints, identity: 'endpoint-only', failure: undefined, via: undefined, unavailable: false };
+  if (claim === undefined) return { endpoints, identity: 'endpoint-only', failure: undefined, via: undefined, unavailable: false, subject: undefined };
   if (claim.kind === 'unavailable') {
     const kept = endpoints.filter((e) => binaryNeed(e.binaries) === 'any');
     const mattered = endpoints.some((e) => binaryNeed(e.binaries) === 'identity');
@@ -153,9 +203,27 @@ export function narrowByBinary(endpoints: readonly Endpoint[], claim: IdentityCl
       failure: mattered ? claim.failure : undefined,
       via: undefined,
       unavailable: mattered && kept.length === 0,
+      subject: undefined,
     };
   }
-  const candidates = [claim.exe, ...claim.ancestors];
+  let subject = claim;
+  let narrowest = narrowOne(endpoints, claim);
+  let kept = narrowest.kept;
+  for (const holder of claim.holders ?? []) {
+    const own = narrowOne(endpoints, holder);
+    kept = kept.filter((e) => own.kept.includes(e));
+    if (own.kept.length < narrowest.kept.length) {
+      subject = holder;
+      narrowest = own;
+    }
+  }
+  const via = new Map([...narrowest.via].filter(([e]) => kept.includes(e)));
+  return { endpoints: kept, identity: 'process', failure: undefined, via: via.size === 0 ? undefined : via, unavailable: false, subject };
+}
+
+/** The endpoints one process may use, and per endpoint the ancestor that matched. */
+function narrowOne(endpoints: readonly Endpoint[], claim: ProcessClaim): { kept: Endpoint[]; via: Map<Endpoint, string> } {
+  const candidates = [claim.exe, ...claim.ancestors].filter((path) => claim.verified === undefined || claim.verified.has(path));
   const kept: Endpoint[] = [];
   const via = new Map<Endpoint, string>();
   for (const endpoint of endpoints) {
@@ -166,7 +234,7 @@ export function narrowByBinary(endpoints: readonly Endpoint[], claim: IdentityCl
     kept.push(endpoint);
     if (matched !== claim.exe) via.set(endpoint, matched);
   }
-  return { endpoints: kept, identity: 'process', failure: undefined, via: via.size === 0 ? undefined : via, unavailable: false };
+  return { kept, via };
 }
 
 /** The first of exe and ancestors that the endpoint's binaries match, directly or through a resolved symlink. */
@@ -175,6 +243,14 @@ function matchingPath(endpoint: Endpoint, candidates: readonly string[], resolve
     if (endpoint.matchesBinary(candidate)) return candidate;
     if (resolved === undefined) continue;
     for (const path of endpoint.binaries) if (resolved.get(path) === candidate) return candidate;
+  }
+  return undefined;
+}
+
+/** The distrusted executable of `claim` that an endpoint would have matched: why it was refused, not just that. */
+export function distrustedMatch(endpoints: readonly Endpoint[], claim: ProcessClaim): Distrusted | undefined {
+  for (const distrusted of claim.distrusted ?? []) {
+    if (endpoints.some((e) => binaryNeed(e.binaries) === 'identity' && matchingPath(e, [distrusted.path], claim.resolved) !== undefined)) return distrusted;
   }
   return undefined;
 }

@@ -3,7 +3,7 @@
 // bounded slices on the event loop; drain() runs the same steps in one go. Pure.
 
 import { createHash } from 'node:crypto';
-import type { Issue } from '../errors.js';
+import type { Issue } from '../shared/errors.js';
 import { canonicalJson, createFreezer, sha256Hex } from './canonical.js';
 import { compileBinaryGlob } from './glob.js';
 import { buildHostIndex, type IndexedEndpoint } from './host-index.js';

@@ -4,7 +4,7 @@
 
 import { isLocalName, KNOWN_METADATA_NAMES } from '../net/destination.js';
 import { formatAuthority } from '../net/host.js';
-import { type BinaryIdentity, type IdentityClaim, type IdentityFailure, narrowByBinary, processContext } from './binary-identity.js';
+import { type BinaryIdentity, type Distrusted, distrustedMatch, type IdentityClaim, type IdentityFailure, narrowByBinary, processContext, type ProcessClaim } from './binary-identity.js';
 import { decidesGraphql, evaluateGraphql } from './decide-graphql.js';
 import { decidesJsonRpc, evaluateJsonRpc } from './decide-jsonrpc.js';
 import type { JsonRpcCall } from './jsonrpc-match.js';
@@ -32,6 +32,10 @@ export function decide(policy: Policy, intent: EgressIntent | DnsIntent): Decisi
 
 function decideEgress(policy: Policy, intent: EgressIntent): Decision {
   const target = formatAuthority(intent.host, intent.port);
+  const prior = intent.after;
+  if (prior !== undefined && prior.verdict !== 'deny' && prior.layer === 'l4' && prior.generation === policy.generation) {
+    return decideMatched(baseOfDecision(prior), prior.endpoints, intent, target);
+  }
   const claim = intent.identity;
   const unnarrowed = baseOf(policy, claim);
   if (policy.entries.length === 0) {
@@ -44,10 +48,25 @@ function decideEgress(policy: Policy, intent: EgressIntent): Decision {
   if (claim !== undefined) {
     // docs/identity.md#matching: each endpoint's entry's binaries, against the process that opened the connection.
     const narrowed = narrowByBinary(byPort, claim);
+    const subject = narrowed.subject;
     base = { ...unnarrowed, binaryIdentity: narrowed.identity, identityFailure: narrowed.failure, via: narrowed.via };
+    if (subject !== undefined) base = { ...base, binary: subject.exe, binaryPid: subject.pid };
     matched = narrowed.endpoints;
-    if (matched.length === 0) return refuse(base, ...binaryRefusal(byPort, claim, narrowed.unavailable, target));
+    if (matched.length === 0) {
+      // docs/identity.md#verification: a path the policy lists, whose file could not be verified, is named as such.
+      const distrusted = subject === undefined ? undefined : distrustedMatch(byPort, subject);
+      if (distrusted !== undefined && subject !== undefined) {
+        const unverified = { ...base, binaryIdentity: 'unavailable' as const, identityFailure: distrusted.failure, binary: undefined, binaryPid: undefined };
+        return refuse(unverified, 'identity-unavailable', distrustDetail(byPort, subject, distrusted, target));
+      }
+      return refuse(base, ...binaryRefusal(byPort, claim, subject, narrowed.unavailable, target));
+    }
   }
+  return decideMatched(base, matched, intent, target);
+}
+
+/** The decision once the endpoints at host:port that admit the connection's identity are known. */
+function decideMatched(base: Base, matched: readonly Endpoint[], intent: EgressIntent, target: string): Decision {
   if (intent.method === undefined) return allowL4(base, target, matched, matched, '');
   const inspected = matched.filter((e) => e.inspected);
   if (inspected.length === 0) {
@@ -246,8 +265,22 @@ interface Base {
   readonly policyHash: string;
   readonly binaryIdentity: BinaryIdentity;
   readonly binary: string | undefined;
+  readonly binaryPid: number | undefined;
   readonly identityFailure: IdentityFailure | undefined;
   readonly via: ReadonlyMap<Endpoint, string> | undefined;
+}
+
+/** The identity fields a connection-level allow was made with, for a decision that continues from it. */
+function baseOfDecision(decision: Decision): Base {
+  return {
+    generation: decision.generation,
+    policyHash: decision.policyHash,
+    binaryIdentity: decision.binaryIdentity,
+    binary: decision.binary,
+    binaryPid: decision.binaryPid,
+    identityFailure: decision.identityFailure,
+    via: decision.grantedBy,
+  };
 }
 
 /** The decision's identity fields before any endpoint matched: a failed lookup did not matter yet. */
@@ -258,22 +291,38 @@ function baseOf(policy: Policy, claim: IdentityClaim | undefined): Base {
     policyHash: policy.hash,
     binaryIdentity: claim === undefined ? 'endpoint-only' : process ? 'process' : 'not-needed',
     binary: process ? claim.exe : undefined,
+    binaryPid: process ? claim.pid : undefined,
     identityFailure: undefined,
     via: undefined,
   };
 }
 
+function policyKeys(byPort: readonly Endpoint[]): string {
+  return [...new Set(byPort.map((e) => e.policy))].sort().join(', ');
+}
+
 /** Why no endpoint at host:port stood after the binaries check: an unknown process, or one not listed. */
-function binaryRefusal(byPort: readonly Endpoint[], claim: IdentityClaim, unavailable: boolean, target: string): [DecisionReason, string] {
-  const keys = [...new Set(byPort.map((e) => e.policy))].sort().join(', ');
+function binaryRefusal(byPort: readonly Endpoint[], claim: IdentityClaim, subject: ProcessClaim | undefined, unavailable: boolean, target: string): [DecisionReason, string] {
+  const keys = policyKeys(byPort);
   if (claim.kind === 'unavailable' && unavailable) {
     const why = claim.detail === undefined ? claim.failure : `${claim.failure}: ${claim.detail}`;
     return ['identity-unavailable', `the process that opened the connection to ${target} could not be identified (${why}); policy ${keys} needs its binary`];
   }
   if (claim.kind === 'process') {
-    return ['binary-not-allowed', `binary ${claim.exe} is not allowed to reach ${target} by policy ${keys} (check its binaries list and symlinks)${processContext(claim)}`];
+    const named = subject ?? claim;
+    // Of several processes holding the connection, the one refused is named, with the others after it.
+    const others = [claim, ...(claim.holders ?? [])].filter((h) => h !== named);
+    const shared = others.length === 0 ? '' : `; the connection is also held by ${others.map((h) => `pid ${h.pid ?? '?'} ${h.exe}`).join(', ')}, and every holder must be allowed`;
+    return ['binary-not-allowed', `binary ${named.exe} is not allowed to reach ${target} by policy ${keys} (check its binaries list and symlinks)${processContext(named)}${shared}`];
   }
   return ['binary-not-allowed', `policy ${keys} lists no binaries, so no process may reach ${target} (list paths, or "/**" for any)`];
+}
+
+/** A listed path whose file failed verification: the path and why, never a hash (docs/identity.md#verification). */
+function distrustDetail(byPort: readonly Endpoint[], subject: ProcessClaim, distrusted: Distrusted, target: string): string {
+  const pid = subject.pid === undefined ? '' : ` (pid ${subject.pid})`;
+  const what = distrusted.path === subject.exe ? 'its executable' : 'its ancestor';
+  return `the process that opened the connection to ${target}${pid} could not be verified: ${what} ${distrusted.path} failed with ${distrusted.failure}; policy ${policyKeys(byPort)} lists that path`;
 }
 
 interface Outcome {
@@ -304,7 +353,9 @@ function finish(base: Base, outcome: Outcome): Decision {
     layer: outcome.layer,
     binaryIdentity: base.binaryIdentity,
     binary: base.binary,
+    binaryPid: base.binaryPid,
     binaryAncestor: endpoint === undefined ? undefined : base.via?.get(endpoint),
+    grantedBy: base.via,
     identityFailure: base.identityFailure,
     rule: outcome.rule,
     calls: outcome.calls,

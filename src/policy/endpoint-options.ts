@@ -1,7 +1,7 @@
 // Endpoint fields that are not about matching: allowed_ips (V10), credential binding and signing (V11),
 // protocol options for graphql, mcp and json-rpc. Readers report problems and return normalised values.
 
-import type { ErrorCode } from '../errors.js';
+import type { ErrorCode } from '../shared/errors.js';
 import { IPV4_EMBEDDINGS } from '../net/address.js';
 import { type Cidr, cidrOverlaps, formatCidr, hasCleanHostBits, parseCidr } from '../net/ip.js';
 import {

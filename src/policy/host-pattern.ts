@@ -3,7 +3,7 @@
 // Pure; says what is wrong, never matches requests (that is match.ts).
 
 import { domainToASCII } from 'node:url';
-import type { ErrorCode } from '../errors.js';
+import type { ErrorCode } from '../shared/errors.js';
 import { MAX_LABEL_CHARS, MAX_NAME_CHARS, normaliseHost } from '../net/host.js';
 
 export { MAX_LABEL_CHARS, MAX_NAME_CHARS } from '../net/host.js';

@@ -2,7 +2,7 @@
 // aliases before anything expands them, endpoints and rules (counted through aliases) before any is read.
 // Pure; each breach is one issue with its own code, inside the usual POLICY_INVALID (docs/policy.md#limits).
 
-import type { Issue } from '../errors.js';
+import type { Issue } from '../shared/errors.js';
 import { isMap, isSeq, type MapNode, mapGet, type Node, type ReadContext, report } from './yaml-source.js';
 
 /**

@@ -2,7 +2,7 @@
 // Unreadable files fail POLICY_UNREADABLE with the cause; parse problems carry the file as their source.
 
 import { readFile } from 'node:fs/promises';
-import { BoundaryError } from '../errors.js';
+import { BoundaryError } from '../shared/errors.js';
 import { bytesLimitIssue } from './limits.js';
 import { parsePolicy } from './parse.js';
 import type { Policy } from './types.js';

@@ -4,7 +4,7 @@
 // A policy below OFF_THREAD_MIN_BYTES is parsed in place: its parse blocks less than booting a worker costs.
 
 import { Worker } from 'node:worker_threads';
-import { BoundaryError, type ErrorCode, type Issue } from '../errors.js';
+import { BoundaryError, type ErrorCode, type Issue } from '../shared/errors.js';
 import type { Steps } from './compile.js';
 import { parsePolicy } from './parse.js';
 import { type PlainPolicy, plainPolicySteps } from './plain-policy.js';

@@ -2,7 +2,7 @@
 // and answers with plain data: the document as JS, the warnings and the hash, or the coded error. Holds no state.
 
 import { parentPort } from 'node:worker_threads';
-import { isBoundaryError } from '../errors.js';
+import { isBoundaryError } from '../shared/errors.js';
 import { drain } from './compile.js';
 import { openPolicy, readPolicySteps } from './parse.js';
 import type { WorkerReply, WorkerRequest } from './parse-off-thread.js';

@@ -1,7 +1,7 @@
 // parsePolicy(text): OpenShell `version: 1` YAML -> deep-frozen compiled Policy, or one BoundaryError
 // POLICY_INVALID listing every problem with its YAML path, line and column. Pure: no I/O (load.ts reads files).
 
-import { BoundaryError, type Issue } from '../errors.js';
+import { BoundaryError, type Issue } from '../shared/errors.js';
 import { checkAmbiguity, type PlacedDraft } from './ambiguity.js';
 import { compileSteps, drain, type EntryDraft, type Steps } from './compile.js';
 import {

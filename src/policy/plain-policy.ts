@@ -2,7 +2,7 @@
 // endpoint, so no single step (a structured-clone decode, a JSON.parse, building YAML nodes) grows with the
 // policy. plainPolicySteps reads it back into the readers' nodes and runs the usual readers over them.
 
-import type { Issue } from '../errors.js';
+import type { Issue } from '../shared/errors.js';
 import type { Steps } from './compile.js';
 import { readPolicySteps } from './parse.js';
 import type { Policy } from './types.js';

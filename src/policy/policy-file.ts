@@ -2,9 +2,9 @@
 // re-reads after a short settle, swaps a changed policy in as a new generation, and on an invalid one
 // keeps the last good policy (or publishes deny-all). Emits CONFIG events; never decides a request.
 
-import type { Issue } from '../errors.js';
-import { isBoundaryError } from '../errors.js';
-import { type FileWatch, watchFile } from '../file-watch.js';
+import type { Issue } from '../shared/errors.js';
+import { isBoundaryError } from '../shared/errors.js';
+import { type FileWatch, watchFile } from '../shared/file-watch.js';
 import { loadPolicyFile, type PolicyParser } from './load.js';
 import { emptyPolicy, type PolicyStore } from './store.js';
 import type { Policy } from './types.js';

@@ -1,7 +1,7 @@
 // Field readers shared by the rule compilers (rules.ts, rules-jsonrpc.ts): a required string, a glob or
 // `{ any: [...] }` matcher, and the glob check with the separator each kind of value is matched with.
 
-import type { ErrorCode } from '../errors.js';
+import type { ErrorCode } from '../shared/errors.js';
 import { ANY_MATCHER_KEYS } from './format.js';
 import { globError } from './glob.js';
 import {

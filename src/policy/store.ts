@@ -1,7 +1,7 @@
-// The current Policy and its generation: swap() stamps generation = previous + 1 and notifies subscribers.
-// Holds no other state. emptyPolicy() is the deny-all policy every boundary starts with (fail closed).
+// The current Policy and its generation: swap() stamps the next generation (previous + 1, or the supervisor's when
+// attached and newer) and notifies subscribers. Holds no other state. emptyPolicy() is the deny-all policy every boundary starts with (fail closed).
 
-import type { Issue } from '../errors.js';
+import type { Issue } from '../shared/errors.js';
 import { policyHash } from './parse.js';
 import type { Endpoint, Policy } from './types.js';
 
@@ -9,8 +9,12 @@ export interface PolicyStore {
   current(): Policy;
   /** False until the first swap(): readiness reports it, and decide() on the empty policy says `no-policy`. */
   hasPolicy(): boolean;
-  /** Makes `policy` current with generation = previous + 1; returns the stamped copy. */
-  swap(policy: Policy): Policy;
+  /**
+   * Makes `policy` current and returns the stamped copy. Its generation is `generation` when given and newer than
+   * the current one (attached mode: the supervisor's, so both ends name one number), else previous + 1. Generations
+   * only grow: DNS answers and synthetic mappings are cached per generation.
+   */
+  swap(policy: Policy, generation?: number): Policy;
   subscribe(listener: (next: Policy, previous: Policy) => void): () => void;
 }
 
@@ -42,9 +46,10 @@ export function createPolicyStore(): PolicyStore {
   return {
     current: () => current,
     hasPolicy: () => loaded,
-    swap(policy: Policy): Policy {
+    swap(policy: Policy, generation?: number): Policy {
       const previous = current;
-      const next = withGeneration(policy, previous.generation + 1);
+      const stamp = generation !== undefined && Number.isSafeInteger(generation) && generation > previous.generation ? generation : previous.generation + 1;
+      const next = withGeneration(policy, stamp);
       current = next;
       loaded = true;
       // A throwing listener must not stop the others from seeing the new generation.

@@ -4,7 +4,7 @@
 
 import { dump } from 'js-yaml';
 import { createRequire } from 'node:module';
-import { isBoundaryError } from '../errors.js';
+import { isBoundaryError } from '../shared/errors.js';
 import { ANY_BINARY } from './binary-identity.js';
 import { decide } from './decide.js';
 import { parsePolicy } from './parse.js';
@@ -52,10 +52,11 @@ function suggestAllow({ policy, intent, decision }: SuggestInput): SuggestionRes
     };
   }
   if (decision.reason === 'identity-unavailable') {
-    return { ok: false, hint: `the process could not be identified (${decision.identityFailure ?? 'unknown'}); no entry can name its binary (docs/identity.md#failure-reasons)` };
+    return { ok: false, hint: `the process could not be identified or verified (${decision.identityFailure ?? 'unknown'}); no entry can name its binary (docs/identity.md#failure-reasons)` };
   }
   const key = freeKey(policy, intent);
-  const exe = intent.identity?.kind === 'process' ? intent.identity.exe : ANY_BINARY;
+  // The process the decision names: of several holding the connection, the one refused.
+  const exe = decision.binary ?? ANY_BINARY;
   const entry = { endpoints: [endpointFor(policy, intent, decision)], binaries: [{ path: exe }] };
   return { ok: true, suggestion: { key, entry, yaml: dump({ network_policies: { [key]: entry } }) } };
 }
@@ -165,6 +166,8 @@ export const NEXT_STEP_KINDS = [
   'set_allowed_ips',
   'use_bound_endpoint',
   'retry_after_reload',
+  'fix_request',
+  'retry_later',
 ] as const;
 export type NextStepKind = (typeof NEXT_STEP_KINDS)[number];
 

@@ -1,7 +1,7 @@
 // The compiled policy and the decision contract shared by every adapter (CONNECT, forward HTTP,
 // L7 inside tunnels, transparent capture, DNS). Types only: parse.ts builds them, decide.ts reads them.
 
-import type { Issue } from '../errors.js';
+import type { Issue } from '../shared/errors.js';
 import type { HostForm } from '../net/host.js';
 import type { BinaryIdentity, IdentityClaim, IdentityFailure } from './binary-identity.js';
 import type { GraphqlOperation, GraphqlRequest } from './graphql-match.js';
@@ -40,6 +40,11 @@ export interface EgressIntent {
   readonly query?: string;
   /** Who opened the connection (docs/identity.md); absent: binaries are not checked (endpoint-only). */
   readonly identity?: IdentityClaim | undefined;
+  /**
+   * The connection-level allow made for this host, port and identity under this policy: the request is decided from
+   * its matched endpoints, so the host is matched and the binaries narrowed once per request, not once per decision.
+   */
+  readonly after?: Decision | undefined;
   /** The parsed GraphQL body or GET envelope, for requests a `protocol: graphql` endpoint selects. */
   readonly graphql?: GraphqlRequest;
   /** The parsed JSON-RPC body, receive stream or session end, for requests a json-rpc or mcp endpoint selects. */
@@ -246,8 +251,12 @@ export interface Decision extends DecisionBase<Verdict, DecisionReason> {
   readonly binaryIdentity: BinaryIdentity;
   /** The executable the decision was made for (`process`). */
   readonly binary: string | undefined;
+  /** Its pid, when an identity source named one. */
+  readonly binaryPid: number | undefined;
   /** The ancestor whose path matched the selected endpoint's binaries when the executable's own did not. */
   readonly binaryAncestor: string | undefined;
+  /** For every matched endpoint granted through an ancestor, that ancestor: a request decided after this one reuses it. */
+  readonly grantedBy: ReadonlyMap<Endpoint, string> | undefined;
   /** Why no identity was established (`unavailable`). */
   readonly identityFailure: IdentityFailure | undefined;
   /** For L7: the rule that matched (`GET /api/**`), or the rule that was missing on deny. */

@@ -2,7 +2,7 @@
 // them, collecting problems with their YAML path and 1-based line and column. Readers take (node, path, ctx),
 // report and carry on; nothing here throws or knows the policy schema.
 
-import type { ErrorCode, Issue } from '../errors.js';
+import type { ErrorCode, Issue } from '../shared/errors.js';
 
 /** A scalar as the YAML 1.2 core schema reads it: string, number, boolean or null. */
 export interface ScalarNode {

@@ -3,7 +3,7 @@
 // silent. Bookkeeping only: the listener decides what a refused socket is told.
 
 import type { Socket } from 'node:net';
-import type { AdmissionListener, RefusedConnectionReason } from './events.js';
+import type { AdmissionListener, RefusedConnectionReason } from '../chain/events.js';
 import type { ProxyMetrics } from './metrics.js';
 
 /**

@@ -9,7 +9,7 @@ import type { PolicyStore } from '../policy/store.js';
 import type { AuditSink } from '../telemetry/event.js';
 import type { Logger } from '../telemetry/logger.js';
 import { createAdmission } from './admission.js';
-import { allowedPorts } from './capture.js';
+import { allowedPorts } from '../chain/stages/capture-check.js';
 import { createCaptureHealth } from './capture-health.js';
 import type { ProxyMetrics } from './metrics.js';
 import type { ProxyLimits } from './server.js';
@@ -33,6 +33,10 @@ interface CaptureListenersOptions {
   readonly now: () => number;
   readonly sink: AuditSink;
   readonly logger: Logger;
+  /** `--synthetic-cidr`, for the route the unavailable-capture hint names. */
+  readonly cidr: string;
+  /** `--capture required` (readiness waits for capture) rather than optional. */
+  readonly required: boolean;
 }
 
 export interface CaptureListeners {
@@ -69,7 +73,7 @@ export function createCaptureListeners(options: CaptureListenersOptions): Captur
     metrics: options.metrics,
   });
   const unsubscribe: (() => void)[] = [];
-  const health = createCaptureHealth({ logger });
+  const health = createCaptureHealth({ logger, cidr: options.cidr, required: options.required });
   let count = 0;
   let closed = false;
 
@@ -101,16 +105,18 @@ export function createCaptureListeners(options: CaptureListenersOptions): Captur
           ports.delete(port);
           count--;
         }
-        logger.error({ err, ip, port }, 'capture listener failed');
-        health.failed(err, ip, port);
-        options.sink.emit({
-          class: 'NET',
-          activity: 'FAIL',
-          severity: 'LOW',
-          dst: { ip, port },
-          statusDetail: 'transparent_tcp_listen_failed',
-          message: `capture listener ${formatAuthority(ip, port)} failed: ${err.code ?? err.message}`,
-        });
+        // A failure of the whole range was logged once by health; only this port's own problem is told here.
+        if (!health.failed(err, ip, port)) {
+          logger.warn({ code: err.code, ip, port }, `capture listener ${formatAuthority(ip, port)} failed: ${err.message}`);
+          options.sink.emit({
+            class: 'NET',
+            activity: 'FAIL',
+            severity: 'LOW',
+            dst: { ip, port },
+            statusDetail: 'transparent_tcp_listen_failed',
+            message: `capture listener ${formatAuthority(ip, port)} failed: ${err.code ?? err.message}`,
+          });
+        }
         resolve();
       };
       server.once('error', onError);

@@ -1,20 +1,24 @@
-// What every proxy adapter is handed: the policy store, resolver, sinks, upstream dispatchers and the
+// What every proxy adapter is handed: the policy store, lookup gate, sinks, upstream dispatchers and the
 // per-socket tunnel scopes. Built once by server.ts from the boundary's deps; holds no policy logic.
 
 import type { Socket } from 'node:net';
+import type { ConnectionChain } from '../chain/connection-chain.js';
+import type { RequestChain } from '../chain/request-chain.js';
+import type { ResponseChain } from '../chain/response-chain.js';
+import type { SyntheticPool } from '../net/synthetic.js';
 import type { CredentialSource } from '../credentials/source.js';
-import { checkDestination, checkDestinationCached, type DestinationRequest, type ResolveFailureResult } from '../net/destination.js';
+import { checkDestination, type DestinationRequest, type DestinationResult } from '../net/destination.js';
 import { type AuthorityResult, type HostCache, type HostForm, memoisedAuthorityParser } from '../net/host.js';
-import type { Resolver } from '../net/resolver.js';
-import type { DestinationCheck, SelfAddresses } from '../net/ssrf.js';
+import type { LookupGate } from '../net/lookup-gate.js';
+import type { SelfAddresses } from '../net/ssrf.js';
 import type { IdentityClaim } from '../policy/binary-identity.js';
 import type { PolicyStore } from '../policy/store.js';
-import type { Decision, Endpoint } from '../policy/types.js';
+import type { Endpoint } from '../policy/types.js';
 import type { AuditSink } from '../telemetry/event.js';
 import type { Logger } from '../telemetry/logger.js';
 import type { Interception } from '../tls/intercept.js';
-import type { DialFunction } from './dial.js';
-import type { IdentityGate } from './identity-gate.js';
+import type { DialFunction } from '../chain/dial.js';
+import type { IdentityGate } from '../chain/identity-gate.js';
 import type { ProxyMetrics } from './metrics.js';
 import type { H1Pool } from '../http1/h1-client.js';
 import type { TunnelRegistry } from './tunnel.js';
@@ -27,8 +31,10 @@ export interface TunnelTarget {
   /** True after TLS termination: the default request port is then 443, else 80. */
   readonly tls: boolean;
   readonly addresses: readonly string[];
-  /** The process that opened the tunnel (docs/identity.md): every request inside is decided with it. */
+  /** The processes holding the connection when the tunnel opened (docs/identity.md): its claim until a request re-checks. */
   readonly identity?: IdentityClaim | undefined;
+  /** The client's accepted socket: requests inside re-check who holds it (docs/identity.md#kept-alive-connections). */
+  readonly socket?: Socket | undefined;
 }
 
 /** An inspected HTTP/1.1 tunnel: its target and the upstream client its requests go through. */
@@ -47,7 +53,8 @@ export interface H2Tunnel {
 
 export interface ProxyContext {
   readonly store: PolicyStore;
-  readonly resolver: Resolver;
+  /** The boundary's one lookup gate (net/lookup-gate.ts), shared with policy DNS: every destination resolves through it. */
+  readonly lookups: LookupGate;
   /** The boundary's host cache (net/host.ts createHostCache); undefined parses every host afresh. */
   readonly hosts?: HostCache | undefined;
   /** This proxy's request-authority parse memos (createAuthorityParsers); l7.ts parses every Host through them. */
@@ -59,6 +66,8 @@ export interface ProxyContext {
   readonly dial: DialFunction | undefined;
   readonly connectTimeoutMs: number;
   readonly tunnelIdleTimeoutMs: number;
+  /** An HTTP/2 answer that moves nothing this long while it waits on the client is reset (http2/stall-watch.ts). */
+  readonly h2StallTimeoutMs: number;
   readonly allowLoopback: boolean;
   readonly interception: Interception;
   readonly tunnels: TunnelRegistry;
@@ -67,6 +76,14 @@ export interface ProxyContext {
   readonly credentials: CredentialSource;
   /** Binary identity (identity-gate.ts); createProxyServer always sets one, hand-built test contexts check no binaries. */
   readonly identity?: IdentityGate;
+  /** The request path every HTTP adapter runs (chain/request-chain.ts). */
+  readonly chain: RequestChain;
+  /** The stages an allowed request's answer passes on its way back (chain/response-chain.ts). */
+  readonly responses: ResponseChain;
+  /** The connection path of CONNECT (chain/connection-chain.ts). */
+  readonly connectChain: ConnectionChain;
+  /** The connection path of transparent capture through `pool`'s mappings. */
+  captureChain(pool: SyntheticPool): ConnectionChain;
   selfAddresses(): SelfAddresses;
   /** Hands a (decrypted or plaintext) tunnel socket to the shared HTTP/1.1 server. */
   serveHttp(socket: Socket): void;
@@ -85,37 +102,21 @@ export function createAuthorityParsers(): AuthorityParsers {
   return { http: memoisedAuthorityParser(80), https: memoisedAuthorityParser(443) };
 }
 
-export type DestinationResult = DestinationCheck | ResolveFailureResult;
 export interface DestinationTarget {
   readonly host: string;
   readonly kind: HostForm;
   readonly port: number;
   readonly endpoint: Endpoint | undefined;
+  /** The allow decision's endpoints, for the lookup gate. */
+  readonly endpoints: readonly Endpoint[];
 }
 
 function request(ctx: ProxyContext, target: DestinationTarget): DestinationRequest {
-  const { host, kind, port, endpoint } = target;
-  return { host, kind, port, endpoint, resolver: ctx.resolver, hosts: ctx.hosts, allowLoopback: ctx.allowLoopback, selfAddresses: ctx.selfAddresses() };
+  const { host, kind, port, endpoint, endpoints } = target;
+  return { host, kind, port, endpoint, endpoints, lookups: ctx.lookups, hosts: ctx.hosts, allowLoopback: ctx.allowLoopback, selfAddresses: ctx.selfAddresses() };
 }
 
-/**
- * The SSRF check with this proxy's settings when it needs no DNS query (IP literal, a name refused up front,
- * a fresh answer Resolver.cached holds), else undefined: then `await destination(...)`. Never starts a query.
- */
-export function destinationCached(ctx: ProxyContext, target: DestinationTarget): DestinationResult | undefined {
-  return checkDestinationCached(request(ctx, target));
-}
-
-/** The SSRF check with this proxy's settings, resolving the name (once, A only) when it must. */
-export async function destination(ctx: ProxyContext, target: DestinationTarget): Promise<DestinationResult> {
+/** The SSRF check with this proxy's settings: now when nothing must be resolved, else once DNS answered (once, A only). */
+export function destination(ctx: ProxyContext, target: DestinationTarget): DestinationResult | Promise<DestinationResult> {
   return checkDestination(request(ctx, target));
-}
-
-/** An endpoint whose traffic must be terminated and parsed: L7 protocol or bound credentials, never tls: skip. */
-export function needsInspection(endpoint: Endpoint): boolean {
-  return endpoint.tls !== 'skip' && (endpoint.inspected || endpoint.credentialProvider !== undefined);
-}
-
-export function decisionNeedsInspection(decision: Decision): boolean {
-  return decision.endpoints.some(needsInspection);
 }

@@ -3,7 +3,7 @@
 
 import { parseAuthority } from '../net/host.js';
 import type { EgressIntent } from '../policy/types.js';
-import { canonicalTarget } from './path.js';
+import { canonicalTarget } from '../chain/path.js';
 
 const DEFAULT_PORTS: Readonly<Record<string, number>> = { 'http:': 80, 'https:': 443, 'ws:': 80, 'wss:': 443 };
 const METHOD_TOKEN = /^[A-Za-z0-9!#$%&'*+.^_`|~-]+$/;

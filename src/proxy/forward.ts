@@ -1,29 +1,26 @@
-// Relays one evaluated HTTP request (forward proxy or inside a tunnel) through http1/h1-client.ts and streams the
-// answer back; keep-alive on both sides. Emits the request's one decision event: the allow once upstream answered,
-// or once the client left after the head went upstream (issue 15).
+// The HTTP/1.1 adapter (forward proxy, and every request inside an inspected HTTP/1.1 tunnel): reads a request into the
+// request chain, answers its refusal, or relays it through http1/h1-client.ts and streams the answer back through the
+// response stages; keep-alive on both sides. Emits the request's one decision event: once upstream answered, or once
+// the client left after the head went upstream (issue 15).
 
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
-import type { CredentialScope } from '../credentials/scope.js';
-import type { ProxyContext, TunnelScope } from './context.js';
-import { redactResponseHeaders, type UpstreamHead } from './credential-injection.js';
-import { type Denial, lingerAfterAnswer, sendBareStatus, sendDenial } from './deny.js';
-import { beginOutcome, emitOutcome, type Outcome, settle } from './events.js';
-import { observeSince } from './metrics.js';
+import { requestOutcome } from '../chain/event.js';
+import { ChainRequest } from '../chain/request.js';
+import type { Refusal } from '../chain/stage.js';
 import type { H1Exchange, H1Handler } from '../http1/h1-client.js';
 import { clientResponseHeaders } from '../http1/headers.js';
-import type { Evaluation, RelayEvaluation } from './l7.js';
-import { answerUpstreamFailure, type BodyFraming, ClientClosedError, evaluateAndRelay, type RelayingRequest, relayEvaluation, type UpstreamBody } from './relay-request.js';
-import { redactingHandler, redactsResponse } from './response-redaction.js';
-import { filteringHandler, identityEncoding, type ToolsListPlan } from './tools-list-filter.js';
+import type { ProxyContext, TunnelScope } from './context.js';
+import { lingerAfterAnswer, sendBareStatus, sendDenial } from './answer.js';
+import { emitOutcome, findingEvent } from '../chain/events.js';
+import { observeSince } from '../chain/timing.js';
+import { ClientClosedError, failed, upstreamFailure } from './relay-request.js';
+
 
 /** The 'request' and 'checkContinue' handler of the shared HTTP server. */
 export function createRequestHandler(ctx: ProxyContext) {
   return function handleProxyRequest(req: IncomingMessage, res: ServerResponse, expectContinue = false): void {
-    const scope = ctx.scopes.get(req.socket);
-    const o = beginOutcome(scope === undefined ? 'forward' : 'l7', 'http', req.socket);
-    o.method = req.method ?? 'UNKNOWN';
-    new ForwardedRequest(ctx, req, res, o, scope, expectContinue).start();
+    new ForwardedRequest(ctx, req, res, ctx.scopes.get(req.socket), expectContinue).start();
   };
 }
 
@@ -59,33 +56,26 @@ function onClientDrain(this: ServerResponse): void {
 }
 
 /**
- * One request from evaluation to its decision event, and the handler of its upstream exchange. Runs in the
- * turn the request arrived in unless something must really be waited for (a DNS query, a body to hold,
- * the upstream's answer): no promise is made for the rest. Every path ends in report(), which emits the one
- * event; an exception on any path becomes a 502 (or a cut connection once the head is out) via fail().
+ * One request from the chain to its decision event, and the handler of its upstream exchange. The chain runs in the
+ * turn the request arrived in unless a stage must wait (a DNS answer, a held body). Every path ends in report(); an
+ * exception on any path becomes a 502 (or a cut connection once the head is out) via fail().
  *
- * Upstream answer: a response that arrived whole in one read goes out as writeHead + end(body), one client
- * write. Backpressure pauses the upstream socket until `res` drains; a client that goes away aborts the
- * upstream exchange (its socket is destroyed, never reused). Errors after the head cut the client connection,
- * as a half-sent response cannot turn into an error status.
+ * Upstream answer: a response that arrived whole in one read goes out as writeHead + end(body), one client write.
+ * Backpressure pauses the upstream socket until `res` drains; a client that goes away aborts the upstream exchange
+ * (its socket is destroyed, never reused). Errors after the head cut the client connection.
  */
-class ForwardedRequest implements H1Handler, RelayingRequest {
+class ForwardedRequest implements H1Handler {
   readonly ctx: ProxyContext;
   readonly req: IncomingMessage;
   readonly res: ServerResponse;
-  readonly o: Outcome;
+  readonly r: ChainRequest;
   readonly scope: TunnelScope | undefined;
   /** Cleared once the 100 Continue went out (an inspected body is read before the decision). */
   expectContinue: boolean;
-  /** What goes upstream as the body: the request itself, or the inspected body already held. */
-  body: AsyncIterable<Buffer>;
+  /** A stage started reading the body: a refusal must let the rest of it arrive and be dropped. */
+  bodyWanted = false;
   /** The client connection, kept: `req.socket` is let go of once the exchange is over. */
   readonly clientSocket: Socket;
-  /** Where the request goes, once evaluated: its authority names a failed upstream in the 502. */
-  destination: RelayEvaluation | undefined = undefined;
-  credentialScope: CredentialScope | undefined = undefined;
-  /** docs/policy.md#filtering-toolslist: the tools/list answers this request's response carries, to filter. */
-  toolsList: ToolsListPlan | undefined = undefined;
   exchange: H1Exchange | undefined = undefined;
   headSent = false;
   /** The upstream exchange is over (or never started): a client close no longer aborts it. */
@@ -97,69 +87,79 @@ class ForwardedRequest implements H1Handler, RelayingRequest {
   sentAt = 0;
   responseBytes = 0;
 
-  constructor(ctx: ProxyContext, req: IncomingMessage, res: ServerResponse, o: Outcome, scope: TunnelScope | undefined, expectContinue: boolean) {
+  constructor(ctx: ProxyContext, req: IncomingMessage, res: ServerResponse, scope: TunnelScope | undefined, expectContinue: boolean) {
     this.ctx = ctx;
     this.req = req;
     this.res = res;
-    this.o = o;
     this.scope = scope;
     this.expectContinue = expectContinue;
-    this.body = req;
     this.clientSocket = req.socket;
+    this.r = new ChainRequest({
+      adapter: scope === undefined ? 'forward' : 'l7',
+      wire: req as IncomingMessage & { url: string },
+      hooks: this,
+      tunnel: scope,
+      src: req.socket,
+      method: req.method ?? 'UNKNOWN',
+      h2: false,
+      upgradable: false,
+      body: req,
+    });
   }
 
   start(): void {
-    // docs/identity.md: a forward connection's process is looked up on its first request that needs it, then kept.
-    const lookup = this.scope === undefined ? this.ctx.identity?.ready(this.clientSocket, this.ctx.store.current()) : undefined;
-    if (lookup === undefined) this.evaluate();
-    else lookup.then(() => this.evaluate(), (err: unknown) => this.fail(err));
-  }
-
-  evaluate(): void {
-    evaluateAndRelay(this);
-  }
-
-  refuseHeld(denial: Denial): void {
-    lingerAfterAnswer(this.req, this.res);
-    sendDenial(this.res, denial);
+    let out: Refusal | undefined | Promise<Refusal | undefined>;
+    try {
+      out = this.ctx.chain.run(this.r);
+    } catch (err) {
+      this.fail(err);
+      return;
+    }
+    if (out instanceof Promise) out.then((refused) => this.decided(refused), (err: unknown) => this.fail(err));
+    else this.decided(out);
   }
 
   continueBody(): void {
+    this.bodyWanted = true;
     if (!this.expectContinue) return;
     this.expectContinue = false;
     this.res.writeContinue();
   }
 
-  relay(evaluation: Evaluation): void {
-    relayEvaluation(this, evaluation);
-  }
-
-  answerStatus(status: number): void {
-    sendBareStatus(this.res, status);
-  }
-
-  answerDenial(denial: Denial): void {
-    sendDenial(this.res, denial);
-  }
-
-  bodyFraming(evaluation: RelayEvaluation): BodyFraming | undefined {
-    const { framing } = evaluation;
-    if (framing.upgrade !== undefined) {
-      // Upgrade requests arrive through the 'upgrade' event; one here had no listener path: refuse.
-      sendBareStatus(this.res, 400);
-      return undefined;
+  goingUpstream(): boolean {
+    this.bodyWanted = true;
+    if (this.expectContinue) {
+      this.expectContinue = false;
+      this.res.writeContinue();
     }
-    return { hasBody: framing.hasBody, streamed: false };
+    return this.r.framing?.hasBody === true;
   }
 
-  goingUpstream(): void {
-    if (this.expectContinue) this.res.writeContinue();
+  private decided(refused: Refusal | undefined): void {
+    try {
+      if (refused === undefined) this.send();
+      else this.answer(refused);
+    } catch (err) {
+      this.fail(err);
+    }
   }
 
-  send(head: UpstreamHead, headers: string[], body: UpstreamBody): void {
-    const { host, port, addresses } = this.destination as RelayEvaluation;
-    const pool = this.scope === undefined ? this.ctx.upstreams.pool({ host, port, addresses, tls: false }) : this.scope.client;
-    this.credentialScope = head.scope;
+  /** A refusal in HTTP/1.1 terms; never a 100 Continue for it (SM-16), and a body still arriving is read and dropped. */
+  private answer(refused: Refusal): void {
+    if (this.bodyWanted) lingerAfterAnswer(this.req, this.res);
+    if (refused.denial === undefined) sendBareStatus(this.res, refused.status ?? 400);
+    else sendDenial(this.res, refused.denial);
+    if (refused.finding !== undefined) this.ctx.sink.emit(findingEvent(requestOutcome(this.r), refused.finding));
+    this.report();
+  }
+
+  private send(): void {
+    const r = this.r;
+    const { host, port } = r as { host: string; port: number };
+    const head = r.head!;
+    const body = r.upstreamBody ?? null;
+    const headers = r.upstreamHeaders!;
+    const pool = this.scope === undefined ? this.ctx.upstreams.pool({ host, port, addresses: r.destination!.addresses, tls: false }) : this.scope.client;
     const metrics = this.ctx.metrics;
     if (head.usedKeys > 0) metrics.credentialsSubstituted();
     metrics.requestBytes.observe(body === null ? 0 : Buffer.isBuffer(body) ? body.length : declaredLength(headers));
@@ -167,12 +167,8 @@ class ForwardedRequest implements H1Handler, RelayingRequest {
     relays.set(this.res, this);
     this.res.on('close', onClientClose);
     try {
-      const plan = this.toolsList;
-      // docs/credentials.md#echoed-secrets: closest to the client, after the tools/list filter has re-encoded its JSON.
-      const redacting = redactsResponse(head.scope);
-      const upstream = plan === undefined && !redacting ? headers : identityEncoding(headers);
-      const handler: H1Handler = redacting ? redactingHandler(this, { ctx: this.ctx, o: this.o, scope: head.scope, abort: (err) => this.exchange?.abort(err) }) : this;
-      this.exchange = pool.request({ target: head.target, method: this.o.method, headers: upstream, body }, plan === undefined ? handler : filteringHandler(handler, plan));
+      const response = this.ctx.responses.handler(r, this, headers, (err) => this.exchange?.abort(err));
+      this.exchange = pool.request({ target: head.target, method: r.method, headers: response.headers, body }, response.handler);
     } catch (err) {
       this.onError(err instanceof Error ? err : new Error(String(err)));
     }
@@ -180,11 +176,11 @@ class ForwardedRequest implements H1Handler, RelayingRequest {
 
   onHead(status: number, headers: string[], body: Buffer | undefined, complete: boolean): void {
     const res = this.res;
-    this.o.status = status;
+    this.r.upstream.status = status;
     observeSince(this.ctx.metrics, this.ctx.metrics.firstByteSeconds, this.sentAt);
     if (body !== undefined) this.responseBytes += body.length;
     try {
-      res.writeHead(status, redactResponseHeaders(clientResponseHeaders(headers), this.credentialScope as CredentialScope));
+      res.writeHead(status, clientResponseHeaders(headers));
     } catch (err) {
       const refused = new ResponseHeadError('response head refused', { cause: err });
       if (complete) this.onError(refused);
@@ -220,26 +216,22 @@ class ForwardedRequest implements H1Handler, RelayingRequest {
     // In a tunnel the client's close destroys the tunnel's upstream pool before `res` hears of it: the
     // exchange then fails as UPSTREAM_CLOSED, but it was the client that went.
     const clientGone = this.clientClosed || this.clientSocket.destroyed;
-    this.upstreamFailed(clientGone && !(err instanceof ResponseHeadError) ? new ClientClosedError('client closed', { cause: err }) : err);
-  }
-
-  /** The exchange failed before any byte of the answer reached the client: it may still get a status. */
-  private upstreamFailed(err: Error): void {
+    const cause = clientGone && !(err instanceof ResponseHeadError) ? new ClientClosedError('client closed', { cause: err }) : err;
     try {
-      if (err instanceof ResponseHeadError) throw err.cause;
-      answerUpstreamFailure(this, err);
+      if (cause instanceof ResponseHeadError) throw cause.cause;
+      const refused = upstreamFailure(this.r, cause, this.exchange?.sent === true);
+      if (refused !== undefined) this.answer(refused);
+      else this.report();
     } catch (thrown) {
       this.fail(thrown);
-      return;
     }
-    this.report();
   }
 
   /** Anything thrown on the way: a 502 while nothing was sent, else the connection is cut. */
   fail(err: unknown): void {
-    const { res, o } = this;
+    const res = this.res;
     this.ctx.logger.warn({ err }, 'proxy request failed');
-    settle(o, 'fail', 'upstream-failed', err instanceof Error ? err.message : String(err), o.status);
+    failed(this.r, err);
     if (!res.headersSent) sendBareStatus(res, 502);
     else res.destroy();
     this.report();
@@ -249,7 +241,7 @@ class ForwardedRequest implements H1Handler, RelayingRequest {
   report(): void {
     if (this.reported) return;
     this.reported = true;
-    emitOutcome(this.ctx.sink, this.ctx.metrics, this.o);
+    emitOutcome(this.ctx.sink, this.ctx.metrics, requestOutcome(this.r));
   }
 
   private pause(): void {

@@ -5,7 +5,7 @@
 import type { Socket } from 'node:net';
 import { HTTP_1_1_REQUIRED, refusalBytes } from '../http2/goaway.js';
 import type { ProxyContext } from './context.js';
-import { beginOutcome, emitOutcome, settle } from './events.js';
+import { beginOutcome, emitOutcome, settle } from '../chain/events.js';
 import { destroyAfterLinger } from './linger.js';
 
 const DETAIL = 'HTTP/2 by prior knowledge to the forward proxy: use CONNECT, or HTTP/1.1';

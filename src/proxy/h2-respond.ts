@@ -6,7 +6,7 @@ import { POLICY_HEADER } from '../http1/headers.js';
 import { H2Error } from '../http2/frames.js';
 import { grpcStatusOf, grpcTrailersOnly } from '../http2/grpc.js';
 import type { RequestStream } from '../http2/request-stream.js';
-import type { Denial } from './deny.js';
+import type { Denial } from '../chain/denials.js';
 
 const POLICY_FIELD = POLICY_HEADER.toLowerCase();
 

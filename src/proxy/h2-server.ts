@@ -1,13 +1,14 @@
 // The proxy's HTTP/2 server for inspected tunnels whose client speaks HTTP/2 (ALPN h2 after TLS termination, or the
 // cleartext preface by prior knowledge): one ServerSession (http2/server-session.ts) per tunnel, each stream handed
-// to h2-stream.ts as one request, and a flood that closes a session reported as a finding. Owns sessions, never a
-// verdict.
+// to h2-stream.ts as one request, and a flood that closes a session, or an answer the client leaves stalled, reported
+// as a finding. Owns sessions, never a verdict.
 
 import type { Socket } from 'node:net';
 import type { FloodKind } from '../http2/flood-guard.js';
+import { GLOBAL_TIMERS } from '../shared/timers.js';
 import { ServerSession } from '../http2/server-session.js';
 import type { H2Tunnel, ProxyContext } from './context.js';
-import { beginOutcome, findingEvent } from './events.js';
+import { beginOutcome, findingEvent } from '../chain/events.js';
 import { createH2Upstreams, type H2Upstreams } from './h2-upstream.js';
 import { handleH2Stream, type H2Session } from './h2-stream.js';
 
@@ -29,15 +30,18 @@ export interface H2Server {
 export function createH2Server(ctx: ProxyContext): H2Server {
   const upstreams: H2Upstreams = createH2Upstreams(ctx.upstreams);
   const sessions = new Set<ServerSession>();
-  ctx.metrics.watchHttp2({ clientSessions: () => sessions.size, upstreamClients: () => upstreams.size() });
+  ctx.metrics.watchHttp2({ clientSessions: () => sessions.size, upstreamClients: () => upstreams.size(), upstreamHeld: () => upstreams.held() });
 
   return {
     serve(socket, tunnel, onClose) {
       const { host, port, tls, addresses } = tunnel.target;
       const state: H2Session = { tunnel, upstream: upstreams.forTunnel({ host, port, tls, addresses }, tunnel.upstream) };
+      let stalls = 0;
       const session: ServerSession = new ServerSession(socket, {
         onStream: (stream) => handleH2Stream(ctx, state, stream),
         onFlood: (kind) => reportFlood(ctx, tunnel, kind),
+        stall: { ms: ctx.h2StallTimeoutMs, timers: GLOBAL_TIMERS },
+        onStall: () => reportStall(ctx, tunnel, ++stalls),
         onClose: () => {
           sessions.delete(session);
           state.upstream.release();
@@ -53,6 +57,18 @@ export function createH2Server(ctx: ProxyContext): H2Server {
       upstreams.close();
     },
   };
+}
+
+/** A stream reset for a stalled answer: counted, and the session's first one is a finding (one client, one line). */
+function reportStall(ctx: ProxyContext, tunnel: H2Tunnel, nth: number): void {
+  ctx.metrics.http2StalledStreams.inc({});
+  if (nth > 1) return;
+  const { host, port } = tunnel.target;
+  const o = beginOutcome('l7', 'http', tunnel.src);
+  o.host = host;
+  o.port = port;
+  o.detail = `HTTP/2 stream reset: its answer waited ${ctx.h2StallTimeoutMs} ms on a client that read none of it`;
+  ctx.sink.emit(findingEvent(o, 'h2-stalled-stream'));
 }
 
 /** A session closed for a flood (GOAWAY ENHANCE_YOUR_CALM naming it went out): counted, and a finding. */

@@ -1,31 +1,28 @@
-// One HTTP/2 stream of an inspected tunnel as one request: the same evaluator as HTTP/1.1 (l7.ts), the same
-// credential rewrite and body rules (credential-injection.ts), one decision event, then the stream relayed to the
-// tunnel's upstream (h2-upstream.ts) with flow control and trailers both ways. Denials go out per h2-respond.ts.
+// One HTTP/2 stream of an inspected tunnel as one request: the HTTP/2 adapter. It reads the stream into the request
+// chain (the same stages as HTTP/1.1), answers a refusal per h2-respond.ts, or relays the stream to the tunnel's upstream
+// (h2-upstream.ts) with flow control and trailers both ways, the answer passing the response stages. One decision event.
 
-import type { IncomingHttpHeaders } from 'node:http';
-import type { CredentialScope } from '../credentials/scope.js';
+import { requestOutcome } from '../chain/event.js';
+import { ChainRequest } from '../chain/request.js';
+import type { Refusal } from '../chain/stage.js';
 import { bufferHasMarker } from '../credentials/scan.js';
 import { H2Error } from '../http2/frames.js';
 import { isEnveloped, isGrpc } from '../http2/grpc.js';
 import { joinedCookies, h2ResponseFields } from '../http2/headers.js';
-import { type H2Handler, UpstreamResetError } from '../http2/h2-client.js';
+import { type H2Client, type H2Handler, UpstreamResetError } from '../http2/h2-client.js';
 import { type H2RequestHead, readRequestHead } from '../http2/request-head.js';
 import type { RequestStream } from '../http2/request-stream.js';
 import type { H1Exchange } from '../http1/h1-client.js';
-import type { H2Tunnel, ProxyContext, TunnelTarget } from './context.js';
-import { MarkerInBodyError, redactResponseHeaders, type UpstreamHead } from './credential-injection.js';
-import type { Denial } from './deny.js';
-import { beginOutcome, emitOutcome, type Outcome, settle } from './events.js';
-import type { HeldRequest } from './body-hold.js';
-import { redactingHandler, redactsResponse } from './response-redaction.js';
-import { filteringHandler, identityEncoding, type ToolsListPlan } from './tools-list-filter.js';
+import type { H2Tunnel, ProxyContext } from './context.js';
+import { MarkerInBodyError } from '../chain/credential-injection.js';
+import { emitOutcome, findingEvent } from '../chain/events.js';
+import { H2StreamRequest, methodOf } from './h2-request.js';
+import type { H2Lane } from './h2-lane.js';
 import type { TunnelUpstream, TunnelUpstreamHandle } from './h2-upstream.js';
+import { methodOverride } from '../chain/method-override.js';
 import { respondDenial, respondStatus } from './h2-respond.js';
-import type { Evaluation, RelayEvaluation } from './l7.js';
-import { observeSince } from './metrics.js';
-import { answerUpstreamFailure, type BodyFraming, ClientClosedError, evaluateAndRelay, type RelayingRequest, relayEvaluation, type UpstreamBody } from './relay-request.js';
-
-const H2_EXTRA = Object.freeze({ http_version: '2' });
+import { observeSince } from '../chain/timing.js';
+import { ClientClosedError, failed, OverrideInTrailersError, upstreamFailure } from './relay-request.js';
 
 /** What the HTTP/2 server keeps per client session (h2-server.ts). */
 export interface H2Session {
@@ -33,87 +30,42 @@ export interface H2Session {
   readonly upstream: TunnelUpstreamHandle;
 }
 
-/** The stream's request as the evaluator and the body hold read it; its body is the stream itself. */
-class H2StreamRequest implements HeldRequest {
-  readonly httpVersion: string;
-  readonly url: string;
-  readonly rawHeaders: readonly string[];
-  readonly stream: RequestStream;
-  private fieldsByName: IncomingHttpHeaders | undefined = undefined;
-
-  constructor(head: H2RequestHead, stream: RequestStream) {
-    this.httpVersion = head.httpVersion;
-    this.url = head.url;
-    this.rawHeaders = head.rawHeaders;
-    this.stream = stream;
-  }
-
-  /** The fields by name, as a held body's checks read them; built only for a request whose body is held. */
-  get headers(): IncomingHttpHeaders {
-    if (this.fieldsByName === undefined) {
-      const byName: Record<string, string> = {};
-      const raw = this.rawHeaders;
-      for (let i = 0; i < raw.length; i += 2) {
-        const name = raw[i] as string;
-        const known = byName[name];
-        byName[name] = known === undefined ? (raw[i + 1] as string) : `${known}, ${raw[i + 1] as string}`;
-      }
-      this.fieldsByName = byName;
-    }
-    return this.fieldsByName;
-  }
-
-  [Symbol.asyncIterator](): AsyncIterator<Buffer> {
-    return this.stream;
-  }
-}
-
 /** The server session's onStream: one request per stream. */
 export function handleH2Stream(ctx: ProxyContext, session: H2Session, stream: RequestStream): void {
-  const o = beginOutcome('l7', 'http', session.tunnel.src);
   const read = readRequestHead(stream.fields, session.tunnel.target.tls ? 'https' : 'http', stream.remoteEnded);
   if (!read.ok) {
     // RFC 9113 §8.1.1: a malformed request is a stream error of type PROTOCOL_ERROR; there is no request to answer.
-    o.method = methodOf(stream.fields);
-    settle(o, 'deny', 'bad-request', `malformed HTTP/2 request: ${read.problem}`, undefined);
-    o.extra = H2_EXTRA;
+    const wire = { httpVersion: '2.0', url: '', rawHeaders: [], headers: {} };
+    const hooks = { continueBody: () => undefined, goingUpstream: () => false };
+    const r = new ChainRequest({ adapter: 'l7', wire, hooks, tunnel: session.tunnel.target, src: session.tunnel.src, method: methodOf(stream.fields), h2: true, upgradable: false, body: stream });
+    r.settle({ verdict: 'deny', reason: 'bad-request', detail: `malformed HTTP/2 request: ${read.problem}`, status: undefined });
     stream.reject();
-    emitOutcome(ctx.sink, ctx.metrics, o);
+    emitOutcome(ctx.sink, ctx.metrics, requestOutcome(r));
     return;
   }
-  o.method = read.head.method;
   stream.contentLength = read.head.contentLength;
-  new H2ProxyStream(ctx, session, stream, read.head, o).start();
+  new H2ProxyStream(ctx, session, stream, read.head).start();
 }
 
-/** The `:method` of a head that failed its checks, for its event (printable ASCII only, as the event may show it). */
-function methodOf(fields: readonly string[]): string {
-  for (let i = 0; i < fields.length; i += 2) {
-    if (fields[i] === ':method') return /^[!-~]{1,32}$/.test(fields[i + 1] ?? '') ? (fields[i + 1] as string) : 'UNKNOWN';
-  }
-  return 'UNKNOWN';
-}
-
-class H2ProxyStream implements H2Handler, RelayingRequest {
+class H2ProxyStream implements H2Handler {
   readonly ctx: ProxyContext;
   readonly session: H2Session;
   readonly stream: RequestStream;
   readonly head: H2RequestHead;
-  readonly o: Outcome;
-  readonly scope: TunnelTarget;
-  readonly req: HeldRequest;
+  readonly r: ChainRequest;
   readonly grpc: boolean;
   /** The client sent no body at all (END_STREAM on its HEADERS). */
   readonly endStream: boolean;
-  body: AsyncIterable<Buffer>;
-  destination: RelayEvaluation | undefined = undefined;
-  credentialScope: CredentialScope | undefined = undefined;
+  readonly wire: H2StreamRequest;
   exchange: H1Exchange | undefined = undefined;
   requestTrailers: string[] | undefined = undefined;
+  /** The trailers were refused before the request went upstream: it never will. */
+  trailersRefused: Error | undefined = undefined;
+  /** The tunnel's lane to an HTTP/2 origin and the client it picked for this stream, until the stream ends. */
+  lane: H2Lane | undefined = undefined;
+  picked: H2Client | undefined = undefined;
   responseTrailers: string[] | undefined = undefined;
   relayTrailers = false;
-  /** The tools/list answers to filter (mcp.filter_tools_list), once the request is allowed. */
-  toolsList: ToolsListPlan | undefined = undefined;
   /** The client stream is full: the upstream is paused until it drains. */
   waiting = false;
   settled = false;
@@ -121,97 +73,136 @@ class H2ProxyStream implements H2Handler, RelayingRequest {
   sentAt = 0;
   responseBytes = 0;
 
-  constructor(ctx: ProxyContext, session: H2Session, stream: RequestStream, head: H2RequestHead, o: Outcome) {
+  constructor(ctx: ProxyContext, session: H2Session, stream: RequestStream, head: H2RequestHead) {
     this.ctx = ctx;
     this.session = session;
     this.stream = stream;
     this.head = head;
-    this.o = o;
-    this.scope = session.tunnel.target;
     this.grpc = isGrpc(head.contentType);
     this.endStream = stream.remoteEnded;
-    this.req = new H2StreamRequest(head, stream);
-    this.body = this.req;
+    this.wire = new H2StreamRequest(head, stream);
+    this.r = new ChainRequest({
+      adapter: 'l7',
+      wire: this.wire,
+      hooks: this,
+      tunnel: session.tunnel.target,
+      src: session.tunnel.src,
+      method: head.method,
+      h2: true,
+      upgradable: false,
+      streamed: isEnveloped(head.contentType),
+      bodyFollows: !stream.remoteEnded,
+      body: this.wire,
+    });
   }
 
   start(): void {
     this.stream.onClose = () => this.clientClosed();
     this.stream.onDrain = () => this.drained();
-    evaluateAndRelay(this);
-  }
-
-  relay(evaluation: Evaluation): void {
-    relayEvaluation(this, evaluation);
-  }
-
-  refuseHeld(denial: Denial): void {
-    respondDenial(this.stream, denial, this.grpc);
-  }
-
-  answerDenial(denial: Denial): void {
-    respondDenial(this.stream, denial, this.grpc);
-  }
-
-  answerStatus(status: number): void {
-    respondStatus(this.stream, status, this.grpc, this.o.detail);
+    let out: Refusal | undefined | Promise<Refusal | undefined>;
+    try {
+      out = this.ctx.chain.run(this.r);
+    } catch (err) {
+      this.fail(err);
+      return;
+    }
+    if (out instanceof Promise) out.then((refused) => this.decided(refused), (err: unknown) => this.fail(err));
+    else this.decided(out);
   }
 
   continueBody(): void {}
 
-  bodyFraming(): BodyFraming {
+  goingUpstream(): boolean {
     // A body already read (held for inspection) goes up as read; else the stream has one unless END_STREAM came first.
-    return { hasBody: this.body !== this.req || !this.endStream, streamed: isEnveloped(this.head.contentType) };
+    const hasBody = this.r.body !== this.wire || !this.endStream;
+    if (!hasBody) return false;
+    const early = this.stream.trailers;
+    if (this.r.body !== this.wire) {
+      // A held body's trailers came with it and are not relayed; an override among them is refused all the same.
+      if (early !== undefined && methodOverride(early) !== undefined) this.trailersRefused = new OverrideInTrailersError();
+      return true;
+    }
+    // Trailers that came while the request was decided are read now; later ones when they come.
+    if (early !== undefined) this.onRequestTrailers(early);
+    else this.stream.onTrailers = (trailers) => this.onRequestTrailers(trailers);
+    return true;
   }
 
-  goingUpstream(framing: BodyFraming): void {
-    if (!framing.hasBody || this.body !== this.req) return;
-    // Trailers that came while the request was decided are read now; later ones when they come.
-    if (this.stream.trailers !== undefined) this.onRequestTrailers(this.stream.trailers);
-    else this.stream.onTrailers = (trailers) => this.onRequestTrailers(trailers);
+  private decided(refused: Refusal | undefined): void {
+    try {
+      if (refused === undefined) this.send();
+      else this.answer(refused);
+    } catch (err) {
+      this.fail(err);
+    }
+  }
+
+  private answer(refused: Refusal): void {
+    if (refused.denial === undefined) respondStatus(this.stream, refused.status ?? 400, this.grpc, refused.detail);
+    else respondDenial(this.stream, refused.denial, this.grpc);
+    if (refused.finding !== undefined) this.ctx.sink.emit(findingEvent(requestOutcome(this.r), refused.finding));
+    this.report();
   }
 
   private onRequestTrailers(trailers: string[]): void {
     // A placeholder in a trailer would go upstream unsubstituted: refused like one in the body.
-    if (bufferHasMarker(Buffer.from(trailers.join('\n'), 'latin1'))) this.exchange?.abort(new MarkerInBodyError());
+    if (bufferHasMarker(Buffer.from(trailers.join('\n'), 'latin1'))) this.refuseTrailers(new MarkerInBodyError());
+    // docs/destinations.md#method-override-headers: an origin that reads an override from trailers would act on a
+    // method that was never decided.
+    else if (methodOverride(trailers) !== undefined) this.refuseTrailers(new OverrideInTrailersError());
     else this.requestTrailers = trailers;
   }
 
-  send(head: UpstreamHead, headers: string[], body: UpstreamBody): void {
-    this.credentialScope = head.scope;
+  /** The request fails with `err` now, or, while it has not gone upstream yet (a held body), when it would. */
+  private refuseTrailers(err: Error): void {
+    if (this.exchange !== undefined) this.exchange.abort(err);
+    else this.trailersRefused = err;
+  }
+
+  private send(): void {
+    const r = this.r;
+    const head = r.head!;
+    const headers = r.upstreamHeaders!;
+    const body = r.upstreamBody ?? null;
     const metrics = this.ctx.metrics;
     if (head.usedKeys > 0) metrics.credentialsSubstituted();
     metrics.requestBytes.observe(body === null ? 0 : Buffer.isBuffer(body) ? body.length : 0);
     // Every stream after the tunnel's first finds its upstream chosen: no promise and no microtask per stream.
     const chosen = this.session.upstream.chosen();
     if (chosen !== undefined) {
-      this.sendOn(chosen, head, headers, body);
+      this.sendOn(chosen, headers, body);
       return;
     }
     this.session.upstream.get().then(
-      (up) => this.sendOn(up, head, headers, body),
+      (up) => this.sendOn(up, headers, body),
       (err: unknown) => this.onError(err instanceof Error ? err : new Error(String(err))),
     );
   }
 
-  private sendOn(up: TunnelUpstream, head: UpstreamHead, headers: string[], body: UpstreamBody): void {
+  private sendOn(up: TunnelUpstream, headers: string[], body: Buffer | AsyncIterable<Buffer> | null): void {
     if (this.settled) return;
+    if (this.trailersRefused !== undefined) {
+      this.onError(this.trailersRefused);
+      return;
+    }
     this.sentAt = this.ctx.metrics.now();
-    const { method } = this.o;
+    const r = this.r;
+    const target = r.head!.target;
     const teTrailers = this.teTrailers();
     // Response trailers are relayed to a client that asked for them (`te: trailers`, as every gRPC client does) or
     // on a gRPC call; HTTP/1.1 origins have none this client reads. Elsewhere the answer ends on its last DATA frame.
     this.relayTrailers = up.kind === 'h2' && (teTrailers || this.grpc);
-    // docs/policy.md#filtering-toolslist: the answer passes through the same filter as on HTTP/1.1.
-    const plan = this.toolsList;
-    // docs/credentials.md#echoed-secrets: closest to the client, after the tools/list filter has re-encoded its JSON.
-    const redacting = redactsResponse(head.scope);
-    const upstream = plan === undefined && !redacting ? headers : identityEncoding(headers);
-    const base: H2Handler = redacting ? redactingHandler(this, { ctx: this.ctx, o: this.o, scope: head.scope, abort: (err) => this.exchange?.abort(err) }) : this;
-    const handler: H2Handler = plan === undefined ? base : { ...filteringHandler(base, plan), onTrailers: (t) => base.onTrailers(t) };
-    this.exchange =
-      up.kind === 'h2'
-        ? up.client.request({ method, target: head.target, headers: upstream, body, scheme: this.scope.tls ? 'https' : 'http', teTrailers, trailers: () => this.requestTrailers }, handler)
-        : up.pool.request({ method, target: head.target, headers: joinedCookies(upstream), body }, handler);
+    const response = this.ctx.responses.handler(r, this, headers, (err) => this.exchange?.abort(err));
+    const handler = response.handler as H2Handler;
+    if (up.kind === 'h1') {
+      this.exchange = up.pool.request({ method: r.method, target, headers: joinedCookies(response.headers), body }, handler);
+      return;
+    }
+    const client = up.lane.pick();
+    this.lane = up.lane;
+    this.picked = client;
+    const scheme = r.tunnel?.tls === true ? 'https' : 'http';
+    this.exchange = client.request({ method: r.method, target, headers: response.headers, body, scheme, teTrailers, trailers: () => this.requestTrailers }, handler);
   }
 
   private teTrailers(): boolean {
@@ -222,14 +213,13 @@ class H2ProxyStream implements H2Handler, RelayingRequest {
 
   onHead(status: number, headers: string[], body: Buffer | undefined, complete: boolean): void {
     const { stream, ctx } = this;
-    this.o.status = status;
+    this.r.upstream.status = status;
     observeSince(ctx.metrics, ctx.metrics.firstByteSeconds, this.sentAt);
     if (stream.destroyed) {
       this.exchange?.abort(new ClientClosedError('client closed'));
       return;
     }
-    const redacted = redactResponseHeaders(headers, this.credentialScope as CredentialScope);
-    stream.respond(h2ResponseFields(status, redacted), complete && body === undefined);
+    stream.respond(h2ResponseFields(status, headers), complete && body === undefined);
     if (body !== undefined) {
       this.responseBytes += body.length;
       if (!stream.write(body)) this.pause();
@@ -245,7 +235,7 @@ class H2ProxyStream implements H2Handler, RelayingRequest {
   }
 
   onTrailers(trailers: string[]): void {
-    this.responseTrailers = redactResponseHeaders(trailers, this.credentialScope as CredentialScope);
+    this.responseTrailers = trailers;
   }
 
   onEnd(): void {
@@ -264,17 +254,18 @@ class H2ProxyStream implements H2Handler, RelayingRequest {
       return;
     }
     try {
-      answerUpstreamFailure(this, this.stream.destroyed && !(err instanceof MarkerInBodyError) ? new ClientClosedError('client closed', { cause: err }) : err);
+      const cause = this.stream.destroyed && !(err instanceof MarkerInBodyError) ? new ClientClosedError('client closed', { cause: err }) : err;
+      const refused = upstreamFailure(this.r, cause, this.exchange?.sent === true);
+      if (refused !== undefined) this.answer(refused);
+      else this.report();
     } catch (thrown) {
       this.fail(thrown);
-      return;
     }
-    this.report();
   }
 
   fail(err: unknown): void {
     this.ctx.logger.warn({ err }, 'proxy HTTP/2 stream failed');
-    settle(this.o, 'fail', 'upstream-failed', err instanceof Error ? err.message : String(err), this.o.status);
+    failed(this.r, err);
     this.finish(false);
     if (!this.stream.headersSent) respondStatus(this.stream, 502, this.grpc, 'upstream failed');
     else this.stream.reset(H2Error.INTERNAL_ERROR);
@@ -284,9 +275,7 @@ class H2ProxyStream implements H2Handler, RelayingRequest {
   report(): void {
     if (this.reported) return;
     this.reported = true;
-    const o = this.o;
-    o.extra = o.extra === undefined ? H2_EXTRA : { ...o.extra, http_version: '2' };
-    emitOutcome(this.ctx.sink, this.ctx.metrics, o);
+    emitOutcome(this.ctx.sink, this.ctx.metrics, requestOutcome(this.r));
   }
 
   private clientClosed(): void {
@@ -294,8 +283,8 @@ class H2ProxyStream implements H2Handler, RelayingRequest {
     this.exchange?.abort(new ClientClosedError('client closed'));
     if (this.exchange === undefined) this.settled = true;
     // Nothing went upstream yet (a body still held, an upstream still being chosen): the event says so now.
-    if (!this.reported && this.exchange === undefined && this.destination !== undefined) {
-      settle(this.o, 'fail', 'client-closed', 'client closed before upstream answered', this.o.status);
+    if (!this.reported && this.exchange === undefined && this.r.destination !== undefined) {
+      this.r.settle({ verdict: 'fail', reason: 'client-closed', detail: 'client closed before upstream answered', status: this.r.upstream.status });
       this.report();
     }
   }
@@ -314,6 +303,11 @@ class H2ProxyStream implements H2Handler, RelayingRequest {
   private finish(answered: boolean): void {
     if (this.settled) return;
     this.settled = true;
+    if (this.picked !== undefined) {
+      // The upstream stream has ended: it no longer counts against the tunnel's share.
+      this.lane?.done(this.picked);
+      this.picked = undefined;
+    }
     if (answered) this.ctx.metrics.responseBytes.observe(this.responseBytes);
   }
 }

@@ -4,13 +4,11 @@
 
 import { performance } from 'node:perf_hooks';
 import type { Registry } from 'prom-client';
-import { METRICS } from '../metric-catalogue.js';
-import { MAX_POLICY_LABELS, type MetricAdapter, NO_POLICY_LABEL } from '../metric-labels.js';
-import { decide } from '../policy/decide.js';
+import { MAX_POLICY_LABELS, type MetricAdapter, NO_POLICY_LABEL, PROXY_METRICS } from './metric-specs.js';
 import type { FloodKind } from '../http2/flood-guard.js';
-import type { Adapter, Decision, EgressIntent, Policy } from '../policy/types.js';
+import type { Adapter } from '../policy/types.js';
 import { createCounter, createGauge, createHistogram, metricsOff, type Observer, OTHER_LABEL_VALUE, type PlainGauge, plainGauge } from '../telemetry/metrics.js';
-import { ADMISSION_LISTENERS, type AdmissionListener, OUTCOME_VERDICTS, type Outcome, type OutcomeVerdict, type ReasonCode, type RefusedConnectionReason } from './events.js';
+import { ADMISSION_LISTENERS, type AdmissionListener, OUTCOME_VERDICTS, type Outcome, type OutcomeVerdict, type ReasonCode, type RefusedConnectionReason } from '../chain/events.js';
 
 export interface ProxyMetrics {
   /** Counts one connection or request outcome: adapter, verdict, reason, policy name and credential refusal. */
@@ -26,9 +24,11 @@ export interface ProxyMetrics {
   /** Registers how many distinct sources a listener holds now; read at scrape time, never on the accept path. */
   readonly watchSources: (listener: AdmissionListener, count: () => number) => void;
   /** Registers the HTTP/2 server's open client sessions and kept upstream clients; read at scrape time. */
-  readonly watchHttp2: (counts: { readonly clientSessions: () => number; readonly upstreamClients: () => number }) => void;
+  readonly watchHttp2: (counts: { readonly clientSessions: () => number; readonly upstreamClients: () => number; readonly upstreamHeld: () => number }) => void;
   /** A client session the flood guard closed; rare, so counted directly. */
   readonly http2FloodClosed: { inc(labels: { flood: FloodKind }): void };
+  /** A client stream reset for a stalled answer; rare, so counted directly. */
+  readonly http2StalledStreams: { inc(labels: Record<never, never>): void };
   readonly clientErrors: { inc(labels: { reason: 'head-too-large' | 'timeout' | 'reset' | 'malformed' }): void };
   readonly credentialsSubstituted: () => void;
   readonly connections: PlainGauge;
@@ -44,11 +44,6 @@ export interface ProxyMetrics {
   readonly tlsUpstreamSeconds: Observer;
   readonly requestBytes: Observer;
   readonly responseBytes: Observer;
-}
-
-/** Seconds since `start` (a `now()` reading), recorded on `observer`. */
-export function observeSince(metrics: { readonly now: () => number }, observer: Observer, start: number): void {
-  observer.observe((metrics.now() - start) / 1000);
 }
 
 function metricAdapter(adapter: Adapter): MetricAdapter | typeof OTHER_LABEL_VALUE {
@@ -103,14 +98,14 @@ export function createProxyMetrics(registry: Registry): ProxyMetrics {
       flushing = false;
     }
   }
-  const detailed = createCounter(registry, METRICS.boundary_proxy_decisions_total, { collect: flush });
-  const byAdapter = createCounter(registry, METRICS.boundary_decisions_total, { collect: flush });
-  const denials = createCounter(registry, METRICS.boundary_denials_total, { collect: flush });
-  const byPolicy = createCounter(registry, METRICS.boundary_policy_decisions_total, { collect: flush });
-  const credentialsRefused = createCounter(registry, METRICS.boundary_credentials_refused_total);
+  const detailed = createCounter(registry, PROXY_METRICS.boundary_proxy_decisions_total, { collect: flush });
+  const byAdapter = createCounter(registry, PROXY_METRICS.boundary_decisions_total, { collect: flush });
+  const denials = createCounter(registry, PROXY_METRICS.boundary_denials_total, { collect: flush });
+  const byPolicy = createCounter(registry, PROXY_METRICS.boundary_policy_decisions_total, { collect: flush });
+  const credentialsRefused = createCounter(registry, PROXY_METRICS.boundary_credentials_refused_total);
   let substituted = 0;
   // Tallied per request, added at scrape time.
-  createCounter(registry, METRICS.boundary_credentials_substituted_total, {
+  createCounter(registry, PROXY_METRICS.boundary_credentials_substituted_total, {
     collect(counter) {
       if (substituted === 0) return;
       counter.inc({}, substituted);
@@ -150,22 +145,25 @@ export function createProxyMetrics(registry: Registry): ProxyMetrics {
   }
 
   const sourceCounts = new Map<AdmissionListener, () => number>();
-  createGauge(registry, METRICS.boundary_proxy_connection_sources, {
+  createGauge(registry, PROXY_METRICS.boundary_proxy_connection_sources, {
     collect(gauge) {
       for (const listener of ADMISSION_LISTENERS) gauge.set({ listener }, sourceCounts.get(listener)?.() ?? 0);
     },
   });
 
   let http2: Parameters<ProxyMetrics['watchHttp2']>[0] | undefined;
-  createGauge(registry, METRICS.boundary_http2_client_sessions, {
+  createGauge(registry, PROXY_METRICS.boundary_http2_client_sessions, {
     collect: (gauge) => gauge.set({}, http2?.clientSessions() ?? 0),
   });
-  createGauge(registry, METRICS.boundary_http2_upstream_clients, {
+  createGauge(registry, PROXY_METRICS.boundary_http2_upstream_clients, {
     collect: (gauge) => gauge.set({}, http2?.upstreamClients() ?? 0),
+  });
+  createGauge(registry, PROXY_METRICS.boundary_http2_upstream_held_streams, {
+    collect: (gauge) => gauge.set({}, http2?.upstreamHeld() ?? 0),
   });
 
   const off = metricsOff(registry);
-  const tls = createHistogram(registry, METRICS.boundary_tls_handshake_duration_seconds);
+  const tls = createHistogram(registry, PROXY_METRICS.boundary_tls_handshake_duration_seconds);
   return {
     countOutcome(o) {
       countDecision(o.adapter, o.verdict, o.reason);
@@ -186,38 +184,31 @@ export function createProxyMetrics(registry: Registry): ProxyMetrics {
         presetPolicy(name);
       }
     },
-    refusedConnections: createCounter(registry, METRICS.boundary_proxy_refused_connections_total),
-    firstByteTimeouts: createCounter(registry, METRICS.boundary_proxy_first_byte_timeouts_total),
+    refusedConnections: createCounter(registry, PROXY_METRICS.boundary_proxy_refused_connections_total),
+    firstByteTimeouts: createCounter(registry, PROXY_METRICS.boundary_proxy_first_byte_timeouts_total),
     watchSources(listener, count) {
       sourceCounts.set(listener, count);
     },
     watchHttp2(counts) {
       http2 = counts;
     },
-    http2FloodClosed: createCounter(registry, METRICS.boundary_http2_flood_closed_total),
-    clientErrors: createCounter(registry, METRICS.boundary_proxy_client_errors_total),
+    http2FloodClosed: createCounter(registry, PROXY_METRICS.boundary_http2_flood_closed_total),
+    http2StalledStreams: createCounter(registry, PROXY_METRICS.boundary_http2_stalled_streams_total),
+    clientErrors: createCounter(registry, PROXY_METRICS.boundary_proxy_client_errors_total),
     credentialsSubstituted: () => {
       substituted++;
     },
-    connections: plainGauge(createGauge(registry, METRICS.boundary_proxy_connections)),
-    connectionsLimit: plainGauge(createGauge(registry, METRICS.boundary_proxy_connections_limit)),
-    tunnels: plainGauge(createGauge(registry, METRICS.boundary_proxy_tunnels)),
-    reloadClosed: createCounter(registry, METRICS.boundary_proxy_reload_closed_total),
+    connections: plainGauge(createGauge(registry, PROXY_METRICS.boundary_proxy_connections)),
+    connectionsLimit: plainGauge(createGauge(registry, PROXY_METRICS.boundary_proxy_connections_limit)),
+    tunnels: plainGauge(createGauge(registry, PROXY_METRICS.boundary_proxy_tunnels)),
+    reloadClosed: createCounter(registry, PROXY_METRICS.boundary_proxy_reload_closed_total),
     now: off ? () => 0 : () => performance.now(),
-    decisionSeconds: createHistogram(registry, METRICS.boundary_decision_duration_seconds).bind({}),
-    upstreamConnectSeconds: createHistogram(registry, METRICS.boundary_upstream_connect_duration_seconds).bind({}),
-    firstByteSeconds: createHistogram(registry, METRICS.boundary_upstream_first_byte_duration_seconds).bind({}),
+    decisionSeconds: createHistogram(registry, PROXY_METRICS.boundary_decision_duration_seconds).bind({}),
+    upstreamConnectSeconds: createHistogram(registry, PROXY_METRICS.boundary_upstream_connect_duration_seconds).bind({}),
+    firstByteSeconds: createHistogram(registry, PROXY_METRICS.boundary_upstream_first_byte_duration_seconds).bind({}),
     tlsClientSeconds: tls.bind({ side: 'client' }),
     tlsUpstreamSeconds: tls.bind({ side: 'upstream' }),
-    requestBytes: createHistogram(registry, METRICS.boundary_http_request_bytes).bind({}),
-    responseBytes: createHistogram(registry, METRICS.boundary_http_response_bytes).bind({}),
+    requestBytes: createHistogram(registry, PROXY_METRICS.boundary_http_request_bytes).bind({}),
+    responseBytes: createHistogram(registry, PROXY_METRICS.boundary_http_response_bytes).bind({}),
   };
-}
-
-/** decide() with its duration recorded: the one place proxy adapters time a decision. */
-export function timedDecide(metrics: Pick<ProxyMetrics, 'now' | 'decisionSeconds'>, policy: Policy, intent: EgressIntent): Decision {
-  const started = metrics.now();
-  const decision = decide(policy, intent);
-  observeSince(metrics, metrics.decisionSeconds, started);
-  return decision;
 }

@@ -3,8 +3,9 @@
 
 import type { Socket } from 'node:net';
 import type { AuditSink } from '../telemetry/event.js';
-import type { RefusedConnectionReason } from './events.js';
-import { renderDenial, tooManyConnectionsDenial, tooManyConnectionsFromSourceDenial } from './deny.js';
+import type { RefusedConnectionReason } from '../chain/events.js';
+import { renderDenial } from './answer.js';
+import { tooManyConnectionsDenial, tooManyConnectionsFromSourceDenial } from '../chain/denials.js';
 import { destroyAfterLinger } from './linger.js';
 
 export interface RefusalOptions {

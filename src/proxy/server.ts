@@ -6,7 +6,7 @@ import { createServer as createHttpServer, type IncomingMessage, type Server, ty
 import { createServer as createNetServer, type Server as NetServer, type Socket } from 'node:net';
 import type { Registry } from 'prom-client';
 import type { CredentialSource } from '../credentials/source.js';
-import type { Resolver } from '../net/resolver.js';
+import type { LookupGate } from '../net/lookup-gate.js';
 import type { HostCache } from '../net/host.js';
 import { prepareSelfAddresses, type SelfAddress, type SelfAddresses } from '../net/ssrf.js';
 import type { PolicyStore } from '../policy/store.js';
@@ -14,16 +14,20 @@ import type { AuditSink } from '../telemetry/event.js';
 import type { Logger } from '../telemetry/logger.js';
 import type { Interception } from '../tls/intercept.js';
 import type { BinaryIdentityMode, IdentitySource } from '../identity/source.js';
-import { createIdentityGate } from './identity-gate.js';
+import { createIdentityGate } from '../chain/identity-gate.js';
 import { createAdmission, FIRST_BYTE_TIMEOUT_MS, MAX_CONNECTIONS_PER_SOURCE_PERCENT } from './admission.js';
 import { createConnectHandler } from './connect.js';
-import { credentialRoute } from './credential-injection.js';
-import type { AuthorityParsers, ProxyContext, TunnelScope } from './context.js';
-import { CONNECT_TIMEOUT_MS, type DialFunction } from './dial.js';
-import type { ClientErrorReason, RefusedConnectionReason } from './events.js';
+import { credentialRoute } from '../chain/credential-injection.js';
+import { type AuthorityParsers, destination, type ProxyContext, type TunnelScope } from './context.js';
+import { createCaptureChain, createConnectChain, type ConnectionChainDeps } from '../chain/connection-chain.js';
+import { createRequestChain } from '../chain/request-chain.js';
+import { createResponseChain } from '../chain/response-chain.js';
+import { CONNECT_TIMEOUT_MS, type DialFunction } from '../chain/dial.js';
+import type { ClientErrorReason, RefusedConnectionReason } from '../chain/events.js';
 import { createProxyMetrics, type ProxyMetrics } from './metrics.js';
 import { createRequestHandler } from './forward.js';
 import { refuseH2Preface } from './h2-refusal.js';
+import { H2_STREAM_STALL_TIMEOUT_MS } from '../http2/stall-watch.js';
 import { createH2Server, type H2Server } from './h2-server.js';
 import { destroyAfterLinger } from './linger.js';
 import { refuseConnection } from './refusal.js';
@@ -54,6 +58,8 @@ export interface ProxyLimits {
   readonly requestTimeoutMs: number;
   readonly keepAliveTimeoutMs: number;
   readonly tunnelIdleTimeoutMs: number;
+  /** An HTTP/2 answer that moves nothing this long while it waits on the client is reset (http2/stall-watch.ts). */
+  readonly h2StallTimeoutMs: number;
   readonly connectTimeoutMs: number;
   readonly closeGraceMs: number;
 }
@@ -66,6 +72,7 @@ export const DEFAULT_PROXY_LIMITS: ProxyLimits = Object.freeze({
   requestTimeoutMs: REQUEST_TIMEOUT_MS,
   keepAliveTimeoutMs: KEEP_ALIVE_TIMEOUT_MS,
   tunnelIdleTimeoutMs: TUNNEL_IDLE_TIMEOUT_MS,
+  h2StallTimeoutMs: H2_STREAM_STALL_TIMEOUT_MS,
   connectTimeoutMs: CONNECT_TIMEOUT_MS,
   closeGraceMs: CLOSE_GRACE_MS,
 });
@@ -75,7 +82,8 @@ interface ProxyServerOptions {
   readonly port: number;
   readonly limits: ProxyLimits;
   readonly store: PolicyStore;
-  readonly resolver: Resolver;
+  /** The one lookup gate, shared with policy DNS (built once by the composition root). */
+  readonly lookups: LookupGate;
   readonly hosts?: HostCache | undefined;
   /** Request-authority parse memos (context.ts createAuthorityParsers), made once by the composition root. */
   readonly authorities: AuthorityParsers;
@@ -162,9 +170,26 @@ export function createProxyServer(options: ProxyServerOptions): ProxyServer {
   // Header count is checked by http1/framing.ts; Node's own cap would silently drop headers instead.
   http.maxHeadersCount = 0;
 
+  const identity = createIdentityGate(options.identity);
+  const selfAddresses = (): SelfAddresses => ctx.selfAddresses();
+  const connectionDeps = (): ConnectionChainDeps => ({
+    store: options.store,
+    hosts: options.hosts,
+    metrics,
+    identity,
+    credentials: options.credentials,
+    interception: options.interception,
+    tunnels,
+    dial: options.dial,
+    connectTimeoutMs: limits.connectTimeoutMs,
+    allowLoopback: options.allowLoopback,
+    selfAddresses,
+    destination: (target) => destination(ctx, target),
+    inTunnel: (c) => ctx.scopes.has(c.socket),
+  });
   const ctx: ProxyContext = {
     store: options.store,
-    resolver: options.resolver,
+    lookups: options.lookups,
     hosts: options.hosts,
     authorities: options.authorities,
     sink: options.sink,
@@ -174,12 +199,24 @@ export function createProxyServer(options: ProxyServerOptions): ProxyServer {
     dial: options.dial,
     connectTimeoutMs: limits.connectTimeoutMs,
     tunnelIdleTimeoutMs: limits.tunnelIdleTimeoutMs,
+    h2StallTimeoutMs: limits.h2StallTimeoutMs,
     allowLoopback: options.allowLoopback,
     interception: options.interception,
     tunnels,
     scopes: new WeakMap<Socket, TunnelScope>(),
     credentials: options.credentials,
-    identity: createIdentityGate(options.identity),
+    identity,
+    chain: createRequestChain({
+      store: options.store,
+      authorities: options.authorities,
+      metrics,
+      identity,
+      credentials: options.credentials,
+      destination: (target) => destination(ctx, target),
+    }),
+    responses: createResponseChain({ sink: options.sink }),
+    connectChain: createConnectChain(connectionDeps()),
+    captureChain: (pool) => createCaptureChain({ ...connectionDeps(), pool }),
     // Per request: rebuilt only when the bound address or the other listeners' list changes.
     selfAddresses() {
       const others = options.otherSelfAddresses();

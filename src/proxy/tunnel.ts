@@ -7,7 +7,7 @@ import { validateDestination } from '../net/ssrf.js';
 import { decide } from '../policy/decide.js';
 import type { IdentityClaim } from '../policy/binary-identity.js';
 import type { Decision, Policy } from '../policy/types.js';
-import { decisionNeedsInspection } from './context.js';
+import { decisionNeedsInspection } from '../chain/inspection.js';
 
 /** Reference RX-05: a tunnel with no bytes either way for this long is closed. */
 export const TUNNEL_IDLE_TIMEOUT_MS = 300_000;

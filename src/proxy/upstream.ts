@@ -5,9 +5,10 @@
 import type { Socket } from 'node:net';
 import { isIP } from 'node:net';
 import { connect as tlsConnect, createSecureContext, rootCertificates, type SecureContext, type TLSSocket } from 'node:tls';
-import { type DialFunction, dialPinned } from './dial.js';
+import { type DialFunction, dialPinned } from '../chain/dial.js';
 import { createH1Pool, type H1Pool, type H1Timeouts } from '../http1/h1-client.js';
-import { observeSince, type ProxyMetrics } from './metrics.js';
+import { observeSince } from '../chain/timing.js';
+import type { ProxyMetrics } from './metrics.js';
 
 /** Distinct (destination, pinned addresses) pools kept; the least recently used is closed beyond this. */
 const MAX_UPSTREAM_POOLS = 256;

@@ -19,9 +19,10 @@ import { decide } from '../policy/decide.js';
 import type { Adapter, Endpoint } from '../policy/types.js';
 import type { Severity } from '../telemetry/event.js';
 import type { ProxyContext } from './context.js';
-import { credentialRefusal } from './credential-injection.js';
-import { beginOutcome, emitOutcome, findingEvent, type Outcome, type OutcomeReason, settle } from './events.js';
-import { identityFields } from './identity-gate.js';
+import { credentialRefusal } from '../chain/credential-injection.js';
+import { inspectionRefusalDetail } from '../chain/denials.js';
+import { beginOutcome, emitOutcome, findingEvent, type Outcome, type OutcomeReason, settle } from '../chain/events.js';
+import { identityFields } from '../chain/identity-gate.js';
 import { TUNNEL_LINGER_MS } from './tunnel.js';
 import { createAssemblyTimer, GLOBAL_TIMERS, type Timers } from '../websocket/assembly-timer.js';
 import { createFrameBoundaryTracker } from '../websocket/frame-boundary.js';
@@ -128,7 +129,7 @@ export function relayWebSocket(
   }
 
   function toClient(bytes: Buffer): void {
-    if (bytes.length > 0 && !client.write(bytes) && !upstream.isPaused()) {
+    if (bytes.length > 0 && client.writable && !client.write(bytes) && !upstream.isPaused()) {
       upstream.pause();
       client.once('drain', () => upstream.resume());
     }
@@ -192,6 +193,13 @@ export function relayWebSocket(
     const { host, port, path, query, adapter } = session;
     const message = graphqlMessages ? classifyGraphqlWsMessage(text) : undefined;
     if (message?.kind === 'control') return true;
+    // docs/policy.md#duplicate-json-keys: read two ways, so refused whatever policy says, under audit too.
+    if (message?.kind === 'refused') {
+      const o = messageOutcome(ctx, session, 'WEBSOCKET_TEXT');
+      settle(o, 'deny', message.refusal.reason, inspectionRefusalDetail(message.refusal), undefined);
+      refuseMessage(o);
+      return false;
+    }
     const graphql = message === undefined ? {} : { graphql: message.request };
     const decision = decide(ctx.store.current(), { adapter, host, port, method: 'WEBSOCKET_TEXT', path, query, identity: session.identity, ...graphql });
     if (decision.verdict === 'allow') return true;
@@ -286,6 +294,9 @@ export function relayWebSocket(
     self.once('end', () => {
       // A FIN with no close frame: pass it on. During our close, a server FIN mid-frame ends the client too.
       if (other.writable && (closing === undefined || self === upstream)) other.end();
+      // A client that sent its FIN is gone (a crashed process closes this way): its socket closes once what is
+      // queued for it is out, not at the linger, so it does not hold a connection slot of its source meanwhile.
+      if (self === client && client.writable) client.end();
       // A WebSocket does not half-close: the other side gets the linger to finish, not the idle timeout.
       armLinger();
     });

@@ -81,7 +81,14 @@ export function createControlHandlers(ctx: SupervisorContext, parts: { deadlines
       live.set(sessionId, session);
       track(session);
       logger.info(
-        { sandboxId: message.sandboxId, instanceId: message.instanceId, generation: result.admitted.generation, resent: result.admitted.policy !== undefined },
+        {
+          sandboxId: message.sandboxId,
+          instanceId: message.instanceId,
+          generation: result.admitted.generation,
+          resent: result.admitted.policy !== undefined,
+          remote: peer.remote,
+          bootId: message.bootId,
+        },
         'boundary attached',
       );
       emit({

@@ -5,7 +5,7 @@
 import { type FSWatcher, watch } from 'node:fs';
 import { readdir, readFile, stat } from 'node:fs/promises';
 import { join } from 'node:path';
-import { isAtomicWriterEntry } from '../file-watch.js';
+import { isAtomicWriterEntry } from '../shared/file-watch.js';
 import { isValidSandboxId } from '../pki/issue.js';
 import type { Policy } from '../policy/types.js';
 import { type PolicyReach, policyReach } from './credential-grants.js';
@@ -30,6 +30,15 @@ interface FileState {
   text: string | undefined;
   valid: PolicyVersion | undefined;
   error: string | undefined;
+  /** The error's code (POLICY_INVALID, or the errno of a file that cannot be read). */
+  code: string | undefined;
+}
+
+/** Why the policy file a sandbox is served from does not parse now, and what is served meanwhile. */
+export interface PolicyFileProblem {
+  readonly kind: 'policy-file';
+  readonly code?: string;
+  readonly message: string;
 }
 
 type PolicyLookup =
@@ -44,6 +53,8 @@ export interface PolicyLibrary {
   lookup(sandboxId: string): PolicyLookup;
   /** Files that currently fail to parse, with the error (kept for /readyz and logs). */
   errors(): ReadonlyMap<string, string>;
+  /** The problem of the file `sandboxId` is served from (its own, else default.yaml), if that file is broken. */
+  problemFor(sandboxId: string): PolicyFileProblem | undefined;
 }
 
 export function createPolicyLibrary(options: {
@@ -84,7 +95,7 @@ export function createPolicyLibrary(options: {
       } catch (err) {
         // Deleted between readdir and read, or unreadable: the next event or rescan settles it.
         if ((err as NodeJS.ErrnoException).code === 'ENOENT') present.delete(name);
-        else record(name, file, undefined, (err as Error).message, changed);
+        else record(name, file, undefined, err, changed);
         continue;
       }
       const state = files.get(name);
@@ -93,7 +104,7 @@ export function createPolicyLibrary(options: {
         const policy = options.parsePolicy(text, { source: file });
         record(name, file, { text, hash: policy.hash, file, reach: policyReach(policy) }, undefined, changed);
       } catch (err) {
-        record(name, file, undefined, (err as Error).message, changed);
+        record(name, file, undefined, err, changed);
       }
       const updated = files.get(name);
       if (updated !== undefined) updated.text = text;
@@ -107,16 +118,19 @@ export function createPolicyLibrary(options: {
     return changed;
   }
 
-  function record(name: string, file: string, valid: PolicyVersion | undefined, error: string | undefined, changed: Set<string>): void {
-    const state = files.get(name) ?? { text: undefined, valid: undefined, error: undefined };
+  function record(name: string, file: string, valid: PolicyVersion | undefined, error: unknown, changed: Set<string>): void {
+    const state = files.get(name) ?? { text: undefined, valid: undefined, error: undefined, code: undefined };
     files.set(name, state);
     if (valid !== undefined) {
       if (state.valid?.hash !== valid.hash) changed.add(name);
       state.valid = valid;
       state.error = undefined;
+      state.code = undefined;
     } else {
-      state.error = error;
-      options.onError(file, error ?? 'unknown error');
+      const code = (error as { code?: unknown } | undefined)?.code;
+      state.error = error instanceof Error ? error.message : 'unknown error';
+      state.code = typeof code === 'string' ? code : undefined;
+      options.onError(file, state.error);
     }
   }
 
@@ -183,6 +197,14 @@ export function createPolicyLibrary(options: {
         return { ok: false, code: 'policy-invalid', message: `default.yaml does not parse: ${fallback.error ?? 'unknown error'}` };
       }
       return { ok: false, code: 'unknown-sandbox', message: `no policy for sandbox ${sandboxId} (neither ${sandboxId}.yaml nor default.yaml)` };
+    },
+    problemFor(sandboxId) {
+      const name = files.has(sandboxId) ? sandboxId : DEFAULT_POLICY_NAME;
+      const state = files.get(name);
+      if (state?.error === undefined) return undefined;
+      const served = state.valid === undefined ? 'no valid version to serve' : 'its last valid version is still served';
+      const message = `${name}.yaml does not parse (${served}): ${state.error}`;
+      return state.code === undefined ? { kind: 'policy-file', message } : { kind: 'policy-file', code: state.code, message };
     },
     errors() {
       const out = new Map<string, string>();

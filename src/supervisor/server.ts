@@ -26,11 +26,12 @@ import {
 } from '../control/messages.js';
 import { readBody } from '../control/ndjson.js';
 import { describeError, SESSION_HEADER } from '../control/protocol.js';
-import { BoundaryError } from '../errors.js';
+import { BoundaryError } from '../shared/errors.js';
 import type { ControlIdentityPems } from '../pki/identity.js';
 import { certificateUris, parseSandboxSpiffeId } from '../pki/issue.js';
 import type { Logger } from '../telemetry/logger.js';
-import { rejectionOf, remoteOf } from './rejection.js';
+import { type CertificateSummary, summarisePem } from '../pki/certificate-summary.js';
+import { createRemoteBook, peerRefusalOf, rejectionOf } from './rejection.js';
 
 const MAX_CONNECTIONS = 20_000;
 const MAX_STREAMS_PER_SESSION = 128;
@@ -103,12 +104,15 @@ export function createControlServer(options: ControlServerOptions): ControlServe
   const attachTimers = new WeakMap<ServerHttp2Session, NodeJS.Timeout>();
   let server: Http2SecureServer | undefined;
   let bound = { host: options.host, port: options.port };
+  const remotes = createRemoteBook();
+  // What this listener serves, for the log line of a client that refused it; follows setTls.
+  let served: CertificateSummary | undefined;
 
   function peerOf(session: ServerHttp2Session): Peer {
     const known = peers.get(session);
     if (known !== undefined) return known;
     const socket = session.socket as TLSSocket;
-    const remote = remoteOf(socket);
+    const remote = remotes.remoteOf(socket);
     let identity: { trustDomain: string; sandboxId: string } | undefined;
     try {
       // The leaf alone (getPeerCertificate(false)) costs less per attach than getPeerX509Certificate, which copies
@@ -128,7 +132,7 @@ export function createControlServer(options: ControlServerOptions): ControlServe
     }
     if (refused !== undefined) {
       identity = undefined;
-      logger.warn({ ...rejectionOf(socket), reason: refused }, 'control connection has no sandbox identity; every request on it is refused');
+      logger.warn({ ...rejectionOf(socket, remote), reason: refused }, 'control connection has no sandbox identity; every request on it is refused');
     }
     const peer = { sandboxId: identity?.sandboxId, trustDomain: identity?.trustDomain, remote };
     peers.set(session, peer);
@@ -242,7 +246,7 @@ export function createControlServer(options: ControlServerOptions): ControlServe
     srv.removeAllListeners('secureConnection');
     srv.on('secureConnection', function admitConnection(socket: TLSSocket) {
       if (!socket.authorized) {
-        logger.warn(rejectionOf(socket), 'control connection refused: the client certificate did not verify');
+        logger.warn(rejectionOf(socket, remotes.remoteOf(socket)), 'control connection refused: the client certificate did not verify');
         socket.destroy();
         return;
       }
@@ -252,8 +256,10 @@ export function createControlServer(options: ControlServerOptions): ControlServe
 
   return {
     async start() {
+      const tls = options.tls();
+      served = summarisePem(tls.certPem);
       const srv = createSecureServer({
-        ...servingContext(options.tls()),
+        ...servingContext(tls),
         requestCert: true,
         // Refused in admitConnection instead, where the presented certificate can still be read and logged.
         rejectUnauthorized: false,
@@ -263,6 +269,7 @@ export function createControlServer(options: ControlServerOptions): ControlServe
       });
       srv.maxConnections = MAX_CONNECTIONS;
       srv.on('connection', (socket: Socket) => {
+        remotes.accepted(socket);
         connections.add(socket);
         socket.once('close', () => connections.delete(socket));
       });
@@ -275,7 +282,7 @@ export function createControlServer(options: ControlServerOptions): ControlServe
         });
       });
       srv.on('tlsClientError', (err, socket) => {
-        logger.warn(rejectionOf(socket, err), 'control TLS handshake failed');
+        logger.warn({ ...rejectionOf(socket, remotes.remoteOf(socket), err), ...peerRefusalOf(err, served) }, 'control TLS handshake failed');
       });
       srv.on('sessionError', (err) => logger.debug({ err: describeError(err) }, 'control session error'));
       srv.on('unknownProtocol', (socket) => socket.destroy());
@@ -309,6 +316,7 @@ export function createControlServer(options: ControlServerOptions): ControlServe
     setTls(tls) {
       // requestCert, ALPN and the handshake timeout are the server's, not the context's: they stay as they are.
       server?.setSecureContext(servingContext(tls));
+      served = summarisePem(tls.certPem);
     },
   };
 }

@@ -5,15 +5,15 @@
 
 import { join } from 'node:path';
 import type { Registry } from 'prom-client';
-import { METRICS } from '../metric-catalogue.js';
+import { SUPERVISOR_METRICS } from './metric-specs.js';
 import { createGauge } from '../telemetry/metrics.js';
-import { isBoundaryError, type Issue } from '../errors.js';
-import { type FileWatch, watchFiles } from '../file-watch.js';
+import { isBoundaryError, type Issue } from '../shared/errors.js';
+import { type FileWatch, watchFiles } from '../shared/file-watch.js';
 import { TLS_RELOAD_SETTLE_MS } from '../control/protocol.js';
 import { checkServingIdentity, isWithinValidity, readControlIdentityPems, readIdentityUpdate, type ServingIdentity } from '../pki/identity.js';
 import { ISSUED_FILES } from '../pki/issue.js';
 import { DAY_MS } from '../pki/mint.js';
-import { coalesceReloads } from '../reload-queue.js';
+import { coalesceReloads } from '../shared/reload-queue.js';
 import type { Logger } from '../telemetry/logger.js';
 
 export interface ServingTlsSource {
@@ -33,14 +33,14 @@ interface ServingCertificateExpiry {
   readonly daysLeft: number;
 }
 
-export const SERVING_CERT_EXPIRY_METRIC = METRICS.boundary_supervisor_certificate_expiry_seconds.name;
+export const SERVING_CERT_EXPIRY_METRIC = SUPERVISOR_METRICS.boundary_supervisor_certificate_expiry_seconds.name;
 
 /**
  * Registers `boundary_supervisor_certificate_expiry_seconds` on `registry`: the notAfter of the serving certificate in
  * use, as unix time in seconds, read from `source` at every scrape (so a renewal shows at once); 0 before start().
  */
 export function registerServingCertificateExpiry(registry: Registry, source: Pick<ServingTlsSource, 'current'>): void {
-  createGauge(registry, METRICS.boundary_supervisor_certificate_expiry_seconds, {
+  createGauge(registry, SUPERVISOR_METRICS.boundary_supervisor_certificate_expiry_seconds, {
     collect(gauge) {
       gauge.set({}, (source.current()?.notAfter ?? 0) / 1000);
     },

@@ -1,6 +1,7 @@
 // Write-behind to the store for the control handlers, which answer a boundary without waiting for a database:
 // writes for one instance run one at a time in the order they were made (attached, then status, then detached),
-// writes for different instances run concurrently. A failed write is logged and counted; it never fails a session.
+// writes for different instances run concurrently. A failed write is logged and counted; it never fails a session
+// (the store says how it recovers: a --state-dir file is written again until it succeeds).
 
 import { describeError } from '../control/protocol.js';
 import type { Logger } from '../telemetry/logger.js';
@@ -17,8 +18,9 @@ export interface StateWriter {
   failures(): number;
 }
 
-export function createStateWriter(options: { logger: Logger }): StateWriter {
-  const { logger } = options;
+/** `consequence` says in the failure log what a failed write means for the store in use. */
+export function createStateWriter(options: { logger: Logger; consequence: string }): StateWriter {
+  const { logger, consequence } = options;
   const tails = new Map<string, Promise<void>>();
   let pending = 0;
   let failed = 0;
@@ -35,7 +37,7 @@ export function createStateWriter(options: { logger: Logger }): StateWriter {
       () => undefined,
       (err: unknown) => {
         failed += 1;
-        logger.warn({ key, what, err: describeError(err) }, 'supervisor state write failed; what the store holds for this instance may be stale until its next change');
+        logger.warn({ key, what, err: describeError(err) }, `supervisor state write failed: ${consequence}`);
       },
     );
     const tail = next.finally(() => {

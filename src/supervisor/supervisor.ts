@@ -12,6 +12,7 @@ import { parsePolicy as defaultParsePolicy } from '../policy/parse.js';
 import type { Policy } from '../policy/types.js';
 import { type AdminServer, createAdminServer } from '../telemetry/admin.js';
 import type { Logger } from '../telemetry/logger.js';
+import { isBoundaryError } from '../shared/errors.js';
 import { createAdminAuth } from './admin-auth.js';
 import { createSupervisorAdmin, type SupervisorAdmin, type SupervisorReadiness } from './admin.js';
 import type { LiveSession, SupervisorContext } from './context.js';
@@ -36,6 +37,8 @@ import { createHookDelivery, type WithdrawalHookConfig } from './withdrawal-hook
 
 /** The embedded store's file in --state-dir. */
 const STATE_FILE_NAME = 'supervisor-state.json';
+/** /readyz reason while the store holds changes it could not write. */
+export const STORE_WRITE_FAILED_REASON = 'store-write-failed';
 
 // Enforced in push.ts; still exported here, where it has always been importable from.
 
@@ -85,6 +88,13 @@ interface SupervisorDeps {
   readonly policyRescanMs?: number;
 }
 
+/** What a failed write-behind means for each store, in its log line. */
+const WRITE_FAILURE_CONSEQUENCE: Readonly<Record<SupervisorStore['kind'], string>> = {
+  memory: 'the store did not take it',
+  file: 'it is in memory and the state file is written again until it succeeds; /readyz is not ready meanwhile',
+  postgres: 'the database keeps what it had for this instance until its next change',
+};
+
 const SUPERVISOR_EVENT_TYPES = ['attached', 'refused', 'detached', 'status', 'events', 'withdrawn', 'pushed', 'superseded'] as const;
 export interface SupervisorEvent {
   readonly type: (typeof SUPERVISOR_EVENT_TYPES)[number];
@@ -113,6 +123,14 @@ export interface Supervisor {
   readiness(): SupervisorReadiness;
 }
 
+/** Who can reach the control listener, for its start line: the default (every interface) is deliberate. */
+function listenScope(host: string): string {
+  const who = 'boundaries in other pods and hosts can dial it, and each must present a client certificate from the --tls-dir CA';
+  if (host === '0.0.0.0') return `every IPv4 interface: ${who}`;
+  if (host === '::') return `every interface: ${who}`;
+  return isLoopbackHost(host) ? 'loopback only: boundaries on other hosts or in other pods cannot reach it' : `this address only: ${who}`;
+}
+
 export function createSupervisor(config: SupervisorConfig, deps: SupervisorDeps): Supervisor {
   const { now, logger } = deps;
   const parsePolicy = deps.parsePolicy ?? defaultParsePolicy;
@@ -125,7 +143,7 @@ export function createSupervisor(config: SupervisorConfig, deps: SupervisorDeps)
     (config.databaseUrl !== undefined
       ? createPostgresStore({ connectionString: config.databaseUrl, logger })
       : createMemoryStore(config.stateDir === undefined ? { logger } : { stateFile: join(config.stateDir, STATE_FILE_NAME), logger }));
-  const writer = createStateWriter({ logger });
+  const writer = createStateWriter({ logger, consequence: WRITE_FAILURE_CONSEQUENCE[store.kind] });
   const replicaId = randomUUID();
   const live = new Map<string, LiveSession>();
   const listeners = new Set<(event: SupervisorEvent) => void>();
@@ -245,7 +263,8 @@ export function createSupervisor(config: SupervisorConfig, deps: SupervisorDeps)
         logger,
         handlers: {
           sandboxes: async () => ({
-            sandboxes: tables.rows(),
+            // A broken policy file is the sandbox's problem now, though its boundaries report none of their own.
+            sandboxes: tables.rows().map((row) => (row.lastError === null ? { ...row, lastError: library.problemFor(row.sandboxId) ?? null } : row)),
             withdrawn: tables.withdrawn(),
             relays: broker.count(),
             store: { kind: store.kind, replicaId, instances: await store.instances(), withdrawals: await store.withdrawals() },
@@ -255,10 +274,17 @@ export function createSupervisor(config: SupervisorConfig, deps: SupervisorDeps)
             tables.sandbox(sandboxId) === undefined && denials.recent(sandboxId, 1).length === 0
               ? { status: 404, body: { error: 'unknown-sandbox', message: `no sandbox ${sandboxId}` } }
               : { status: 200, body: { sandboxId, limit: MAX_SANDBOX_DENIALS_PER_ANSWER, denials: denials.recent(sandboxId, last) } },
-          expect: async (sandboxId, instanceId) =>
-            (await api.expect(sandboxId, instanceId))
-              ? { status: 202, body: { expected: true, deadlineMs: attachDeadlineMs } }
-              : { status: 404, body: { error: 'unknown-sandbox', message: `no policy for sandbox ${sandboxId}` } },
+          async expect(sandboxId, instanceId) {
+            try {
+              return (await api.expect(sandboxId, instanceId))
+                ? { status: 202, body: { expected: true, deadlineMs: attachDeadlineMs } }
+                : { status: 404, body: { error: 'unknown-sandbox', message: `no policy for sandbox ${sandboxId}` } };
+            } catch (err) {
+              // Not durable, so not accepted: the operator repeats the call (it is idempotent) once /readyz is ready.
+              if (!isBoundaryError(err) || err.code !== 'STORE_UNAVAILABLE') throw err;
+              return { status: 503, body: { error: 'store-unavailable', code: err.code, message: err.message } };
+            }
+          },
           relay: createRelayOpener(ctx),
         },
       });
@@ -272,7 +298,8 @@ export function createSupervisor(config: SupervisorConfig, deps: SupervisorDeps)
       await metrics.start();
     }
     started = true;
-    logger.info({ listen: server.address(), admin: admin?.address(), metrics: metrics?.address(), store: store.kind, replicaId }, 'supervisor listening');
+    const listen = server.address();
+    logger.info({ listen, scope: listenScope(listen.host), admin: admin?.address(), metrics: metrics?.address(), store: store.kind, replicaId }, 'supervisor listening');
   }
 
   const api: Supervisor = {
@@ -343,6 +370,9 @@ export function createSupervisor(config: SupervisorConfig, deps: SupervisorDeps)
       if (!started) reasons.push('starting');
       if (closing) reasons.push('shutting down');
       const invalid = [...library.errors()].map(([name, error]) => `${name}.yaml: ${error.split('\n', 1)[0]}`);
+      // What it acknowledged must be durable: until the state is written again, say so (and answer 503 to writes).
+      const writeFailure = store.writeFailure();
+      if (writeFailure !== undefined) reasons.push(`${STORE_WRITE_FAILED_REASON}: ${writeFailure}`);
       // Boundaries verify this certificate: once it expired, no boundary can attach here.
       const certificate = tlsSource?.certificate();
       if (certificate !== undefined && certificate.daysLeft < 0) reasons.push(`serving-certificate-expired: ${certificate.notAfter}`);

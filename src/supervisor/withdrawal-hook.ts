@@ -6,7 +6,7 @@ import { accessSync, constants as fsConstants } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { request as httpRequest, type IncomingMessage } from 'node:http';
 import { request as httpsRequest } from 'node:https';
-import { BoundaryError } from '../errors.js';
+import { BoundaryError } from '../shared/errors.js';
 import type { Logger } from '../telemetry/logger.js';
 import type { StoredWithdrawal } from './store/store.js';
 

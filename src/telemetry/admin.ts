@@ -26,10 +26,15 @@ export interface AdminAnswer {
   readonly body: unknown;
 }
 
+/** Who asked: the peer address of the connection, for routes that answer only some callers. */
+export interface AdminCaller {
+  readonly address: string | undefined;
+}
+
 /** An extra GET/HEAD route on the admin listener (boundary's /v1/explain and /v1/denials). */
 export interface AdminRoute {
   readonly path: string;
-  answer(query: URLSearchParams): AdminAnswer | Promise<AdminAnswer>;
+  answer(query: URLSearchParams, caller: AdminCaller): AdminAnswer | Promise<AdminAnswer>;
 }
 
 export interface AdminServer {
@@ -127,7 +132,8 @@ export function createAdminServer(options: {
     if (route !== undefined) {
       const target = req.url ?? '';
       const q = target.indexOf('?');
-      const answer = await route.answer(new URLSearchParams(q < 0 ? '' : target.slice(q + 1).replace(/#.*$/s, '')));
+      const query = new URLSearchParams(q < 0 ? '' : target.slice(q + 1).replace(/#.*$/s, ''));
+      const answer = await route.answer(query, { address: req.socket.remoteAddress });
       send(res, req, answer.status, 'application/json', JSON.stringify(answer.body), closing);
     } else if (path === '/healthz') {
       send(res, req, 200, 'application/json', JSON.stringify({ status: 'ok' }), closing);

@@ -320,9 +320,11 @@ function hostPort(host: string, port: number | undefined): string {
 /**
  * The shorthand line (docs/events.md#shorthand-line), without timestamp:
  * `<CLASS>:<ACTIVITY> [<SEV>] <ACTION> -(-) -> <host>:<port> [policy:<rule|-> engine:<engine>] [reason:<text>]`.
- * HTTP prints `-> <METHOD> <url>`; CONFIG adds `[version:<generation> hash:<hash>]`; `[msg:...]` is printed
- * only when the line has no target, no policy/engine and no reason; `[error:<kind> <cause>]` whenever the event
- * carries `unmapped.error` (see errorPart). Parts that are absent are omitted.
+ * HTTP prints `-> <METHOD> <url>`; CONFIG adds `[version:<generation> hash:<hash>]`; `[error:<kind> <cause>]`
+ * whenever the event carries `unmapped.error` (see errorPart). `[msg:...]` is printed on every line that is not a
+ * decision (no action: lifecycle, configuration and control lines say what happened there) unless it has a reason or
+ * an error part, and on a decision only when it has no target, no policy/engine and no reason. Parts that are
+ * absent are omitted.
  */
 export function toShorthand(event: AuditEvent): string {
   // String concatenation, no parts array + join: this runs once per request on the hot path.
@@ -344,11 +346,13 @@ export function toShorthand(event: AuditEvent): string {
     line += ` [${version}${version.length > 0 && hash.length > 0 ? ' ' : ''}${hash}]`;
   }
   const detail = event.detail;
-  if (detail !== undefined && detail.length > 0) line += ` [reason:${cleanText(detail, MAX_REASON_CHARS)}]`;
-  else if (target === undefined && !ruled && event.message.length > 0) line += ` [msg:${cleanText(event.message)}]`;
   const error = event.unmapped?.error;
-  if (error !== undefined) line += errorPart(error);
-  return line;
+  const errorText = error === undefined ? '' : errorPart(error);
+  if (detail !== undefined && detail.length > 0) line += ` [reason:${cleanText(detail, MAX_REASON_CHARS)}]`;
+  else if (event.message.length > 0 && (event.action === undefined ? errorText.length === 0 : target === undefined && !ruled)) {
+    line += ` [msg:${cleanText(event.message)}]`;
+  }
+  return line + errorText;
 }
 
 /**

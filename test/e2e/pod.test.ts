@@ -7,7 +7,7 @@
 //   - "sandbox" pod: resolv.conf as the kubelet writes it for the pod's dnsPolicy, the init container's args
 //     as uid 0 with its capabilities, the boundary sidecar's args as its runAsUser, then real clients (curl,
 //     python3 urllib, git, node, musl getaddrinfo) with the agent container's env as the agent's uid.
-// The processes run the image's entrypoint (`node dist/main.js`) from a world-readable staged build, on the
+// The processes run the image's entrypoint (`node dist/app/main.js`) from a world-readable staged build, on the
 // Node major of the Dockerfile. Every namespace, mount point and file is removed even on failure.
 
 import assert from 'node:assert/strict';
@@ -82,7 +82,7 @@ it('runs the shipped sandbox pod and supervisor as the manifests say: attach, re
   assertControlPortOnly(manifests, sandboxPod, supervisorPod, supervisorArg);
   const sandboxId = arg(sidecar, '--sandbox-id');
   const dockerfile = join(ROOT, 'Dockerfile');
-  assert.match(await readFile(dockerfile, 'utf8'), /^ENTRYPOINT \["node", "dist\/main\.js"\]$/m, 'the image entrypoint the test runs');
+  assert.match(await readFile(dockerfile, 'utf8'), /^ENTRYPOINT \["node", "dist\/app\/main\.js"\]$/m, 'the image entrypoint the test runs');
 
   const [stage, node] = await Promise.all([stageBoundary(), imageNode(dockerfile)]);
   figures.node = node.version;
@@ -177,6 +177,8 @@ it('runs the shipped sandbox pod and supervisor as the manifests say: attach, re
   assert.ok(readiness !== undefined);
   const ready = await probe(SANDBOX_IP, readiness.path, readiness.port);
   assert.equal(ready.status, 200, `the sandbox pod is ready: ${ready.body}`);
+  assert.equal(arg(sidecar, '--capture'), 'required', 'the pod is not ready without capture');
+  assert.deepEqual(JSON.parse(ready.body).capture, { mode: 'required', state: 'ready' }, ready.body);
 
   // --- The agent: real clients with the agent container's env, uid and mounts.
   const { run: agentRun, curl, allowedWorks } = agentClients({ pod: sandboxPod, agent, volumes: volumes.sandbox, home: files.agentHome });
@@ -195,6 +197,14 @@ it('runs the shipped sandbox pod and supervisor as the manifests say: attach, re
   assert.deepEqual([plainDirect.body, plainDirect.status], ['files saw /f/transparent', '200'], plainDirect.stderr);
   const post = await curl('-X', 'POST', 'https://api.origin.test/v1/write');
   assert.equal(post.status, '403', `an L7 rule denies POST: ${post.body}`);
+  // The admin port (docs/kubernetes.md#the-admin-port): the agent reads its denials on loopback; from the
+  // cluster, where Prometheus and the kubelet reach the same port, they are refused.
+  const ownDenials = await curl(`http://127.0.0.1:${readiness.port}/v1/denials?last=5`);
+  assert.equal(ownDenials.status, '200', `the agent reads its denials: ${ownDenials.body} ${ownDenials.stderr}`);
+  assert.ok((JSON.parse(ownDenials.body) as { denials: unknown[] }).denials.length > 0, ownDenials.body);
+  const clusterDenials = await probe(SANDBOX_IP, '/v1/denials', readiness.port);
+  assert.equal(clusterDenials.status, 403, clusterDenials.body);
+  assert.equal(JSON.parse(clusterDenials.body).error, 'ADMIN_LOOPBACK_ONLY');
   const python = await agentRun('/usr/bin/python3', '-c', PYTHON_CLIENT, 'https://api.origin.test/v1/python');
   assert.equal(python.stdout.trim(), 'api saw GET /v1/python', `python3 urllib through the proxy: ${python.stderr}`);
   const cloned = await agentRun('git', 'clone', '-q', 'https://git.origin.test/repo.git', join(files.agentHome, 'repo'));

@@ -5,10 +5,11 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Registry } from 'prom-client';
-import type { Boundary } from '../../src/boundary-types.js';
-import { createBoundary } from '../../src/boundary.js';
+import type { Boundary } from '../../src/app/boundary-types.js';
+import { createBoundary } from '../../src/app/boundary.js';
 import type { ControlState } from '../../src/control/client.js';
 import type { ControlLookup } from '../../src/control/dial.js';
+import type { AuditSink } from '../../src/telemetry/event.js';
 import { attachedConfig } from './attached-config.js';
 import type { TestPki } from './certs.js';
 import { type TestSupervisor, WAIT_TIMEOUT_MS } from './control.js';
@@ -59,12 +60,13 @@ export interface AttachedBoundary {
 export async function startAttached(
   pki: TestPki,
   sup: Pick<TestSupervisor, 'port'>,
-  /** `names`: what the fake upstream resolver answers (default: api.example.test only). */
-  options: { supervisor?: string; lookup?: ControlLookup; names?: Readonly<Record<string, FakeAnswer>> } = {},
+  /** `log` replaces the JSON log sink; `audit` (events for both formats, say) replaces its audit sink; `names`: what the fake
+   *  upstream resolver answers (default: api.example.test only). */
+  options: { supervisor?: string; lookup?: ControlLookup; log?: LogSink; audit?: AuditSink; names?: Readonly<Record<string, FakeAnswer>> } = {},
 ): Promise<AttachedBoundary> {
   const tlsDir = await writeTlsDir(pki);
   const stateDir = await mkdtemp(join(tmpdir(), 'boundary-state-'));
-  const log = logSink();
+  const log = options.log ?? logSink();
   const lookups: string[] = [];
   let last: ControlState | undefined;
   const states = waiterList<ControlState>({ record: false });
@@ -81,7 +83,7 @@ export async function startAttached(
     resolver: fakeResolver(options.names ?? { 'api.example.test': ['127.0.0.1'] }),
     now: Date.now,
     logger: log.logger,
-    audit: log.sink,
+    audit: options.audit ?? log.sink,
     registry: new Registry(),
     controlLookup:
       options.lookup ??

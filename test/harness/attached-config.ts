@@ -1,7 +1,7 @@
 // attachedConfig(): the Config of an in-process attached boundary for tests: every listener on port 0, a
 // synthetic range inside 127.0.0.0/8 (capture binds without a route, so /readyz has no capture reason), a
 // short close grace. Callers name the supervisor, the TLS folder and the identity.
-import { type Config, parseConfig } from '../../src/config.js';
+import { type Config, parseConfig } from '../../src/app/config.js';
 import { TEST_CLOSE_GRACE_MS, TEST_SYNTHETIC_CIDR } from './boundary.js';
 
 export function attachedConfig(options: {

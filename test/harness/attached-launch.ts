@@ -3,8 +3,8 @@
 // (closeGraceMs, shutdownDrainMs). Both resolve through the given upstream DNS and trust the origins' CA upstream.
 
 import { Registry } from 'prom-client';
-import type { Boundary } from '../../src/boundary-types.js';
-import { createBoundary } from '../../src/boundary.js';
+import type { Boundary } from '../../src/app/boundary-types.js';
+import { createBoundary } from '../../src/app/boundary.js';
 import { createUpstreamResolver } from '../../src/dns/upstream.js';
 import { attachedConfig } from './attached-config.js';
 import { TEST_SYNTHETIC_CIDR } from './boundary.js';

@@ -1,18 +1,20 @@
-// startBoundary(): a real boundary on 127.0.0.1 port 0 with a fake resolver, an in-memory log sink, a
-// counting dialer, loopback upstreams allowed and the test CA as upstream CA. Files live in a temp dir.
+// startBoundary(): a real boundary on 127.0.0.1 port 0 with a fake resolver (or the production resolver over a
+// loopback DNS server), an in-memory log sink, a counting dialer, loopback upstreams allowed and the test CA as
+// upstream CA. Files live in a temp dir.
 
 import { mkdtemp, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import type { Socket } from 'node:net';
 import { join } from 'node:path';
 import { Registry } from 'prom-client';
-import type { Boundary } from '../../src/boundary-types.js';
-import { createBoundary } from '../../src/boundary.js';
-import { parseConfig } from '../../src/config.js';
+import type { Boundary } from '../../src/app/boundary-types.js';
+import { createBoundary } from '../../src/app/boundary.js';
+import { buildResolver } from '../../src/app/cli/run.js';
+import { parseConfig } from '../../src/app/config.js';
 import type { CredentialSource } from '../../src/credentials/source.js';
 import { createSocketIdentitySource } from '../../src/identity/socket-source.js';
 import type { IdentitySource } from '../../src/identity/source.js';
-import { type DialTarget, netDial } from '../../src/proxy/dial.js';
+import { type DialTarget, netDial } from '../../src/chain/dial.js';
 import type { ProxyLimits } from '../../src/proxy/server.js';
 import { TEST_IDENTITY_LOOKUP_TIMEOUT_MS, testProcSource } from './identity-processes.js';
 import { type FakeAnswer, type FakeResolver, fakeResolver } from './fake-resolver.js';
@@ -40,6 +42,8 @@ export interface StartOptions {
   readonly dial?: (target: DialTarget) => Promise<Socket>;
   /** Synthetic range of policy DNS; inside 127.0.0.0/8 so capture needs no route (default 127.77.0.0/16). */
   readonly syntheticCidr?: string;
+  /** config.capture (`--capture`); default optional, as standalone. */
+  readonly capture?: 'required' | 'optional' | 'off';
   /** Pre-existing state directory (e.g. with a corrupt epoch file); default a fresh one in the temp dir. */
   readonly stateDir?: string;
   /** The boundary's credential source (deps.credentials); default: an empty static source. */
@@ -61,6 +65,15 @@ export interface StartOptions {
    * open (the identity socket, or /proc), with TEST_IDENTITY_LOOKUP_TIMEOUT_MS.
    */
   readonly identity?: IdentitySource;
+  /**
+   * config.upstreamDns: resolve through the production resolver (cli/run.ts buildResolver: upstream DNS client and
+   * TTL cache) asking this loopback DNS server (test/harness/dns-upstream.ts) instead of the fake resolver.
+   */
+  readonly upstreamDns?: { readonly host: string; readonly port: number };
+  /** config.dnsTunnelDetection (`--dns-tunnel-detection`). */
+  readonly tunnelDetection?: 'off' | 'audit' | 'enforce';
+  /** config.newNamesPerSecond and newNamesBurst (`--new-names-per-second`, `--new-names-burst`). */
+  readonly newNames?: { readonly perSecond: number; readonly burst: number };
 }
 
 /** The source openIdentitySource would open for these options, but with the test's lookup timeout. */
@@ -79,6 +92,7 @@ export interface RunningBoundary {
   /** The interception CA certificate (PEM), or undefined when unavailable. */
   readonly caPem: string | undefined;
   readonly log: LogSink;
+  /** The fake resolver; not asked when `upstreamDns` was given. */
   readonly resolver: FakeResolver;
   /** Every upstream dial the boundary asked for, in order. */
   readonly dials: DialTarget[];
@@ -108,6 +122,7 @@ export async function startBoundary(options: StartOptions = {}): Promise<Running
     adminListen: '127.0.0.1:0',
     dnsListen: '127.0.0.1:0',
     syntheticCidr: options.syntheticCidr ?? TEST_SYNTHETIC_CIDR,
+    ...(options.capture === undefined ? {} : { capture: options.capture }),
     stateDir: options.stateDir ?? join(dir, 'state'),
     ...(options.policy === undefined ? {} : { policyFile: policyPath }),
     ...(upstreamCa === undefined ? {} : { upstreamCa }),
@@ -121,9 +136,13 @@ export async function startBoundary(options: StartOptions = {}): Promise<Running
     ...(options.logFormat === undefined ? {} : { logFormat: options.logFormat }),
     ...(options.binaryIdentity === undefined ? {} : { binaryIdentity: options.binaryIdentity }),
     ...(options.identitySocket === undefined ? {} : { identitySocket: options.identitySocket }),
+    ...(options.upstreamDns === undefined ? {} : { upstreamDns: `${options.upstreamDns.host}:${options.upstreamDns.port}` }),
+    ...(options.tunnelDetection === undefined ? {} : { dnsTunnelDetection: options.tunnelDetection }),
+    ...(options.newNames === undefined ? {} : { newNamesPerSecond: options.newNames.perSecond, newNamesBurst: options.newNames.burst }),
   });
+  const real = options.upstreamDns === undefined ? undefined : await buildResolver(config, now, log.logger);
   const boundary = createBoundary(config, {
-    resolver,
+    resolver: real?.resolver ?? resolver,
     now,
     logger: log.logger,
     audit: log.sink,
@@ -158,6 +177,7 @@ export async function startBoundary(options: StartOptions = {}): Promise<Running
     close() {
       closed ??= (async () => {
         await boundary.close();
+        await real?.close();
         await rm(dir, { recursive: true, force: true });
       })();
       return closed;

@@ -9,6 +9,7 @@ import type { Policy } from '../../src/policy/types.js';
 import type { AuditEvent, AuditSink } from '../../src/telemetry/event.js';
 import { type DnsFixture, type FixtureEntry, startDnsFixture } from './dns-upstream.js';
 import { type EndpointSpec, stubPolicy } from './dns-policy.js';
+import { testLookupGate } from './lookup-gate.js';
 
 export interface CollectingSink extends AuditSink {
   readonly events: AuditEvent[];
@@ -46,7 +47,7 @@ export async function startDnsStack(options: {
   const sink = collectingSink(options.keepEvents ?? true);
   const dns = createPolicyDns({
     policy: () => policy,
-    resolver: createUpstreamResolver({ servers: [{ host: fixture.host, port: fixture.port }], timeoutMs: 500 }),
+    lookups: testLookupGate(createUpstreamResolver({ servers: [{ host: fixture.host, port: fixture.port }], timeoutMs: 500 }), { now, sink, policy: () => policy }),
     pool,
     sink,
     now,

@@ -2,7 +2,7 @@
 // the same input, cut into the same pieces, and asserts that heads, body, ends, reuse and errors all agree.
 
 import assert from 'node:assert/strict';
-import type { BoundaryError } from '../../src/errors.js';
+import type { BoundaryError } from '../../src/shared/errors.js';
 import { ResponseParser, type ResponseSink } from '../../src/http1/h1-response.js';
 import { ReferenceParser } from './h1-reference-parser.js';
 

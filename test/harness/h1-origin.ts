@@ -5,7 +5,7 @@ import { connect, createServer, type Server, type Socket } from 'node:net';
 import { after } from 'node:test';
 import { createH1Pool, type H1Exchange, type H1Handler, type H1Pool, type H1Timeouts } from '../../src/http1/h1-client.js';
 import type { H1Request } from '../../src/http1/h1-request.js';
-import type { Timers } from '../../src/http1/timers.js';
+import type { Timers } from '../../src/shared/timers.js';
 import { waiterList } from './waiters.js';
 
 /** One request as a scripted origin read it: the raw head, and the socket to answer on. */

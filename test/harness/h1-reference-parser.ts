@@ -2,7 +2,7 @@
 // src/http1/h1-response.ts replaced, kept verbatim (limits imported). ResponseParser must agree with it on every
 // outcome, error messages included (they reach the audit log as the failure detail).
 
-import { BoundaryError } from '../../src/errors.js';
+import { BoundaryError } from '../../src/shared/errors.js';
 import { MAX_CONTENT_LENGTH_DIGITS } from '../../src/http1/grammar.js';
 import {
   MAX_CHUNK_LINE_BYTES,

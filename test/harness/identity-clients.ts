@@ -35,7 +35,7 @@ def get():
     try:
         c.request('GET', path, headers={'Host': '%s:%d' % (u.hostname, u.port)})
         r = c.getresponse()
-        print(r.status, r.read().decode()[:300].replace('\\n', ' '), flush=True)
+        print(r.status, r.read().decode()[:4000].replace('\\n', ' '), flush=True)
     except Exception as e:
         print('ERR', type(e).__name__, str(e).replace('\\n', ' '), flush=True)
 get()

@@ -38,7 +38,7 @@ export interface IdentityScenario {
   readonly boundary: LoggedChild;
   readonly run: (...command: string[]) => Promise<Result>;
   readonly curl: (...args: string[]) => Promise<CurlResult>;
-  /** The image's entrypoint (`node dist/main.js`) and the staged build it runs from. */
+  /** The image's entrypoint (`node dist/app/main.js`) and the staged build it runs from. */
   readonly entrypoint: readonly string[];
   readonly cwd: string;
   readonly log: ChildLog;

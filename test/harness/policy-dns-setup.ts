@@ -13,13 +13,14 @@ import { buildQuery } from './dns-client.js';
 import { type EndpointSpec, stubPolicy } from './dns-policy.js';
 import { collectingSink } from './dns-stack.js';
 import { type FakeAnswer, fakeResolver } from './fake-resolver.js';
+import { testLookupGate } from './lookup-gate.js';
 
 export const UDP: DnsRequestInfo = { transport: 'udp', remote: { ip: '127.0.0.1', port: 5353 } };
 export const PUBLIC = '93.184.216.34';
 
 /** As server.ts asks: the cached path first, then the async one on a miss; undefined when nothing is sent. */
 export async function answer(dns: PolicyDns, message: Buffer, info: DnsRequestInfo = UDP): Promise<Buffer | undefined> {
-  const out = dns.handler.cached(message, info) ?? (await dns.handler.resolve(message, info));
+  const out = await dns.handler.answer(message, info);
   return out === NO_RESPONSE ? undefined : out;
 }
 
@@ -34,7 +35,7 @@ export function setup(
   const sink = collectingSink();
   const dns = createPolicyDns({
     policy: () => policy,
-    resolver: options.resolver ?? resolver,
+    lookups: testLookupGate(options.resolver ?? resolver, { now: clock.now, sink, policy: () => policy }),
     pool,
     sink,
     now: clock.now,

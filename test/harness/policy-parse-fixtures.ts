@@ -2,7 +2,7 @@
 // YAML path with a position, and write a one-endpoint policy under `network_policies.p`.
 
 import assert from 'node:assert/strict';
-import { type ErrorCode, type Issue, isBoundaryError } from '../../src/errors.js';
+import { type ErrorCode, type Issue, isBoundaryError } from '../../src/shared/errors.js';
 import { parsePolicy } from '../../src/policy/parse.js';
 
 /** The issues of a policy that must fail with POLICY_INVALID; fails the test when it loads. */

@@ -19,13 +19,13 @@ const OTHERS_SEARCH = 0o001;
 export interface StagedBoundary {
   /** World-readable copy: dist/, package.json, policies/, node_modules/ (production deps only). */
   readonly dir: string;
-  /** join(dir, 'dist/main.js') */
+  /** join(dir, 'dist/app/main.js') */
   readonly main: string;
 }
 
 let staged: Promise<StagedBoundary> | undefined;
 
-/** Builds once per test process (memoized): tsc into a fresh mkdtemp(os.tmpdir()) dir, copies what `node dist/main.js` needs, chmods it so any uid can read and execute it; removed at process exit. */
+/** Builds once per test process (memoized): tsc into a fresh mkdtemp(os.tmpdir()) dir, copies what `node dist/app/main.js` needs, chmods it so any uid can read and execute it; removed at process exit. */
 export function stageBoundary(): Promise<StagedBoundary> {
   staged ??= build();
   return staged;
@@ -42,7 +42,7 @@ async function build(): Promise<StagedBoundary> {
   await cp(join(PROJECT_ROOT, 'policies'), join(dir, 'policies'), { recursive: true });
   for (const pkg of await productionPackages()) await copyPackage(pkg, join(dir, relative(PROJECT_ROOT, pkg)));
   await openToAll(dir);
-  return { dir, main: join(dir, 'dist/main.js') };
+  return { dir, main: join(dir, 'dist/app/main.js') };
 }
 
 /** Installed production dependency directories (nested ones too), as `npm ls` resolves them from the lock. */

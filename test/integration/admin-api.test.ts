@@ -7,8 +7,12 @@ import { writeFile } from 'node:fs/promises';
 import { request } from 'node:http';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
-import { policyCommand } from '../../src/cli/policy.js';
-import type { CliIo } from '../../src/cli/io.js';
+import { denialsRoute, explainRoute } from '../../src/app/admin-api.js';
+import { policyCommand } from '../../src/app/cli/policy.js';
+import { createPolicyStore } from '../../src/policy/store.js';
+import { createPolicyTexts } from '../../src/policy/texts.js';
+import { createDenialRing } from '../../src/telemetry/denials.js';
+import type { CliIo } from '../../src/app/cli/io.js';
 import { startBoundary } from '../harness/boundary.js';
 import { sendRequest } from '../harness/proxy-client.js';
 
@@ -53,6 +57,22 @@ async function cli(cwd: string, ...argv: string[]): Promise<{ code: number; stdo
   };
   return { code: await policyCommand(argv, io), stdout, stderr };
 }
+
+describe('boundary admin API callers', () => {
+  it('answers /v1/explain and /v1/denials to loopback peers only, in every spelling, and refuses others before reading the query', async () => {
+    const deps = { store: createPolicyStore(), texts: createPolicyTexts(), ring: createDenialRing() };
+    const query = new URLSearchParams({ url: 'https://api.example.test/' });
+    for (const route of [explainRoute(deps), denialsRoute(deps)]) {
+      for (const address of ['127.0.0.1', '127.9.9.9', '::1', '::ffff:127.0.0.1']) {
+        assert.notEqual((await route.answer(query, { address })).status, 403, `${route.path} from ${address}`);
+      }
+      for (const address of ['10.244.1.2', '192.168.1.5', 'fd00::1', '::ffff:10.0.0.1', undefined]) {
+        const refused = await route.answer(new URLSearchParams('bogus=1'), { address });
+        assert.deepEqual([refused.status, (refused.body as { error?: string }).error], [403, 'ADMIN_LOOPBACK_ONLY'], `${route.path} from ${address}`);
+      }
+    }
+  });
+});
 
 describe('boundary admin API', () => {
   it('answers /v1/explain like policy explain --json, with the live generation and hash', async (t) => {

@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { before, describe, it } from 'node:test';
-import { withDnsPort } from '../../src/cli/run.js';
+import { withDnsPort } from '../../src/app/cli/run.js';
 import type { ControlLookup } from '../../src/control/dial.js';
 import { httpGet, restPolicy, startAttached, writeTlsDir } from '../harness/attached-boundary.js';
 import { TEST_SYNTHETIC_CIDR } from '../harness/boundary.js';
@@ -31,7 +31,7 @@ describe('the boundary binary in attached mode', () => {
       [
         '--import',
         'tsx',
-        'src/main.ts',
+        'src/app/main.ts',
         'run',
         '--supervisor',
         `127.0.0.1:${sup.port()}`,

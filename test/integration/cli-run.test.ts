@@ -7,8 +7,9 @@ import { mkdtemp, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
-import type { CliIo } from '../../src/cli/io.js';
-import { runCommand } from '../../src/cli/run.js';
+import type { CliIo } from '../../src/app/cli/io.js';
+import { runCommand } from '../../src/app/cli/run.js';
+import { BUNDLE_VARIABLES } from '../../src/app/cli/run-banner.js';
 import { CLI_WAIT_TIMEOUT_MS, MAIN, PROJECT_ROOT, spawnBoundaryCli } from '../harness/cli-boundary.js';
 
 const POLICY = 'version: 1\nnetwork_policies: {}\n';
@@ -92,7 +93,7 @@ describe('boundary run on a terminal', () => {
       const timer = setTimeout(() => reject(new Error(`no banner within ${CLI_WAIT_TIMEOUT_MS} ms:\n${output}`)), CLI_WAIT_TIMEOUT_MS);
       child.stdout.on('data', (chunk: string) => {
         output += chunk;
-        if (/NODE_EXTRA_CA_CERTS=\S+\r?\n/.test(output)) {
+        if (/# wget reads none of these: .*\r?\n/.test(output)) {
           clearTimeout(timer);
           resolve();
         }
@@ -107,12 +108,25 @@ describe('boundary run on a terminal', () => {
     assert.match(text, /^ {2}policy DNS +127\.0\.0\.1:[1-9]\d* \(udp, tcp\)$/m);
     const caFile = join(dir, 'state', 'ca.pem');
     const bundleFile = join(dir, 'state', 'ca-bundle.pem');
-    assert.ok(text.includes(`  export http_proxy=http://127.0.0.1:${proxy[1]} https_proxy=http://127.0.0.1:${proxy[1]}\n`), text);
-    assert.ok(text.includes(`SSL_CERT_FILE=${bundleFile} `) && text.includes(`NODE_EXTRA_CA_CERTS=${caFile}\n`), text);
+    const url = `http://127.0.0.1:${proxy[1]}`;
+    // The whole export block: both spellings of the proxy variables, loopback kept off the proxy, every client's CA.
+    const block = [
+      `  export http_proxy=${url} https_proxy=${url} HTTP_PROXY=${url} HTTPS_PROXY=${url}`,
+      '  export no_proxy=127.0.0.1,localhost,::1 NO_PROXY=127.0.0.1,localhost,::1',
+      `  export ${BUNDLE_VARIABLES.map((name) => `${name}=${bundleFile}`).join(' ')}`,
+      `  export NODE_EXTRA_CA_CERTS=${caFile}`,
+      `  # wget reads none of these: wget --ca-certificate=${bundleFile} URL (or ca_certificate in ~/.wgetrc)`,
+    ];
+    assert.ok(text.includes(`Point a client at it (paste into a shell):\n${block.join('\n')}\n`), text);
     await stat(bundleFile);
     assert.equal((await fetch(`http://127.0.0.1:${admin[1]}/healthz`)).status, 200);
+    // The default synthetic range is not routed here: optional capture leaves the boundary ready and says so.
+    if (!/^ {2}capture +198\.18\.0\.0\/15 \(transparent\)$/m.test(text)) {
+      assert.match(text, /^ {2}capture +capture-unavailable: EADDRNOTAVAIL .*; optional: \/readyz stays 200, clients use the proxy$/m);
+    }
+    assert.equal((await fetch(`http://127.0.0.1:${admin[1]}/readyz`)).status, 200);
     // Shorthand start lines, flushed before the banner.
-    assert.match(text, new RegExp(`^\\d{4}-\\d\\d-\\d\\dT\\S+ OCSF NET:LISTEN .* -> 127\\.0\\.0\\.1:${proxy[1]}$`, 'm'));
+    assert.match(text, new RegExp(`^\\d{4}-\\d\\d-\\d\\dT\\S+ OCSF NET:LISTEN .* -> 127\\.0\\.0\\.1:${proxy[1]} \\[msg:proxy listening on 127\\.0\\.0\\.1:${proxy[1]}\\]$`, 'm'));
     assert.match(text, /OCSF CONFIG:ENABLED .*\[msg:workload trust bundle written to \S+: \d+ system roots from /);
 
     // Ctrl-C through the terminal: SIGINT to the foreground process, which drains and exits 0.

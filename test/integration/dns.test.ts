@@ -7,7 +7,6 @@ import { after, before, describe, it } from 'node:test';
 import { promisify } from 'node:util';
 import { decode } from 'dns-packet';
 import { createPolicyDns } from '../../src/dns/policy-dns.js';
-import { DEFAULT_RATE_LIMITS } from '../../src/dns/rate-limit.js';
 import { createDnsServer, type DnsHandler, MAX_UDP_IN_FLIGHT, NO_RESPONSE } from '../../src/dns/server.js';
 import { cidrContains, parseCidr, parseIp } from '../../src/net/ip.js';
 import type { ResolveResult, Resolver } from '../../src/net/resolver.js';
@@ -15,11 +14,12 @@ import { createSyntheticPool } from '../../src/net/synthetic.js';
 import { buildQuery, rcodeOf, tcpQueries, udpExchange, udpQuery } from '../harness/dns-client.js';
 import { stubPolicy } from '../harness/dns-policy.js';
 import { collectingSink, type DnsStack, startDnsStack } from '../harness/dns-stack.js';
+import { testLookupGate } from '../harness/lookup-gate.js';
 import { withinDeadline } from '../harness/waiters.js';
 
 const run = promisify(execFile);
 /** Answers nothing, ever. */
-const IDLE: DnsHandler = { cached: () => NO_RESPONSE, resolve: async () => NO_RESPONSE };
+const IDLE: DnsHandler = { answer: () => NO_RESPONSE };
 
 async function dig(port: number, ...args: string[]): Promise<{ status: string; answers: string[] }> {
   const { stdout } = await run('dig', ['@127.0.0.1', '-p', String(port), '+tries=1', '+time=3', '+noall', '+comments', '+answer', ...args]);
@@ -172,12 +172,11 @@ describe('policy DNS server under concurrency', () => {
     const wildcards = ['a', 'b', 'c', 'd'].map((w) => ({ host: `*.${w}.example.test`, ports: [443] }));
     const dns = createPolicyDns({
       policy: () => stubPolicy(wildcards),
-      resolver,
+      lookups: testLookupGate(resolver, { newNames: { perSecond: 10, burst: 1_000 } }),
       pool,
       sink: collectingSink(false),
       now: Date.now,
       allowLoopback: true,
-      rateLimits: { ...DEFAULT_RATE_LIMITS, uniqueBurst: 1_000 },
     });
     // Counts the datagrams as the server takes them in: the test waits on the 200th arriving, not on time.
     let received = 0;

@@ -3,7 +3,7 @@
 import assert from 'node:assert/strict';
 import type { Socket } from 'node:net';
 import { describe, it } from 'node:test';
-import { BoundaryError } from '../../src/errors.js';
+import { BoundaryError } from '../../src/shared/errors.js';
 import { createH1Pool, type H1Exchange } from '../../src/http1/h1-client.js';
 import { type Arrival, h1Fixtures, ok, peerGone, send, TIMEOUTS } from '../harness/h1-origin.js';
 

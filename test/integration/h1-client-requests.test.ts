@@ -2,7 +2,7 @@
 // request bodies (Buffer with Content-Length, chunked streaming, length mismatches, a throwing iterator).
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { BoundaryError } from '../../src/errors.js';
+import { BoundaryError } from '../../src/shared/errors.js';
 import { type Arrival, h1Fixtures, ok, peerGone, send } from '../harness/h1-origin.js';
 
 describe('h1-client against scripted origins', { timeout: 20_000 }, () => {

@@ -3,7 +3,7 @@
 import assert from 'node:assert/strict';
 import type { Socket } from 'node:net';
 import { describe, it } from 'node:test';
-import type { BoundaryError } from '../../src/errors.js';
+import type { BoundaryError } from '../../src/shared/errors.js';
 import { testTimers } from '../harness/clock.js';
 import { h1Fixtures, ok, peerGone, send } from '../harness/h1-origin.js';
 import { waiterList } from '../harness/waiters.js';

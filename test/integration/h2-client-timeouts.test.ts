@@ -6,7 +6,7 @@ import { once } from 'node:events';
 import { createServer, type ServerHttp2Stream } from 'node:http2';
 import { connect, type Socket } from 'node:net';
 import { after, describe, it } from 'node:test';
-import type { BoundaryError } from '../../src/errors.js';
+import type { BoundaryError } from '../../src/shared/errors.js';
 import { createH2Client, H2_UPSTREAM_HEADERS_TIMEOUT_MS, type H2Client, type H2Handler } from '../../src/http2/h2-client.js';
 import { testTimers, type TestTimers } from '../harness/clock.js';
 import { type WaiterList, waiterList } from '../harness/waiters.js';

@@ -3,7 +3,7 @@ import { spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { existsSync } from 'node:fs';
 import { after, before, describe, it } from 'node:test';
-import { METRICS } from '../../src/metric-catalogue.js';
+import { METRICS } from '../../src/app/metric-catalogue.js';
 import { restPolicy, startAttached } from '../harness/attached-boundary.js';
 import { startBoundary, type RunningBoundary } from '../harness/boundary.js';
 import { makeTestPki } from '../harness/certs.js';

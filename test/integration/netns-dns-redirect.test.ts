@@ -9,7 +9,7 @@ import { chmod, chown, mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { it, type TestContext } from 'node:test';
-import { DEFAULT_DNS_PORT, DNS_CHAIN, FENCE_CHAIN } from '../../src/cli/init-netns.js';
+import { DEFAULT_DNS_PORT, DNS_CHAIN, FENCE_CHAIN } from '../../src/app/cli/init-netns.js';
 import { cidrContains, parseCidr, parseIp } from '../../src/net/ip.js';
 import { dnsAddressOf, isDnsReady, spawnBoundaryCli } from '../harness/cli-boundary.js';
 import { policyYaml } from '../harness/control.js';

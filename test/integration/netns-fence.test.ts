@@ -9,7 +9,7 @@ import { chmod, chown, mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { it, type TestContext } from 'node:test';
-import { FENCE_CHAIN } from '../../src/cli/init-netns.js';
+import { FENCE_CHAIN } from '../../src/app/cli/init-netns.js';
 import { isDnsReady, spawnBoundaryCli } from '../harness/cli-boundary.js';
 import { buildQuery } from '../harness/dns-client.js';
 import { asUid, CLEAN_ENV, createNetnsPair, type NetnsPair, netnsSkipReason, stopChild } from '../harness/netns-pair.js';

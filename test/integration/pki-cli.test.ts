@@ -6,10 +6,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, it, type TestContext } from 'node:test';
 import { fileURLToPath } from 'node:url';
-import { pkiCommand } from '../../src/cli/pki.js';
-import type { CliIo } from '../../src/cli/io.js';
+import { pkiCommand } from '../../src/app/cli/pki.js';
+import type { CliIo } from '../../src/app/cli/io.js';
 
-const MAIN = fileURLToPath(new URL('../../src/main.ts', import.meta.url));
+const MAIN = fileURLToPath(new URL('../../src/app/main.ts', import.meta.url));
 
 function fakeIo(cwd: string) {
   const out: string[] = [];

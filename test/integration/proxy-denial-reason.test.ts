@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import { after, before, describe, it } from 'node:test';
 import { promisify } from 'node:util';
-import { MAX_REASON_PHRASE_LENGTH, safeReasonPhrase } from '../../src/proxy/deny.js';
+import { MAX_REASON_PHRASE_LENGTH, safeReasonPhrase } from '../../src/chain/denials.js';
 import { type RunningBoundary, startBoundary } from '../harness/boundary.js';
 import { httpOrigin, type Origin } from '../harness/servers.js';
 

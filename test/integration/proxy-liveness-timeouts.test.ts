@@ -15,7 +15,7 @@ import { once } from 'node:events';
 import { createServer as createNetServer, type Socket } from 'node:net';
 import { performance } from 'node:perf_hooks';
 import { after, before, describe, it } from 'node:test';
-import { netDial } from '../../src/proxy/dial.js';
+import { netDial } from '../../src/chain/dial.js';
 import { CONNECTIONS_CHECK_INTERVAL_MS, HEADERS_TIMEOUT_MS as DEFAULT_HEADERS_TIMEOUT_MS } from '../../src/proxy/server.js';
 import { type RunningBoundary, startBoundary } from '../harness/boundary.js';
 import { echo, echoRoundTrip, head, l4Policy, l7Policy, metric, NAMES, rawClient, SUITE_TIMEOUT_MS, type TcpOrigin, tcpOrigin } from '../harness/liveness.js';
@@ -182,19 +182,20 @@ describe('RX-11: dial refused vs dial timeout vs reset', { timeout: SUITE_TIMEOU
   const connectFail = (port: number) => (e: { class_uid: number; activity_name: string; dst_endpoint?: { port?: number }; unmapped: Record<string, unknown> }) =>
     e.class_uid === 4001 && e.activity_name === 'Fail' && e.dst_endpoint?.port === port;
 
-  it('CONNECT: refused closes the client with no response and logs dial_failure refused', async () => {
+  it('CONNECT: refused answers 502 naming the refusal and logs dial_failure refused', async () => {
     const raw = await rawExchange(b.proxyPort, head(`CONNECT raw.example.test:${refusedPort} HTTP/1.1\nHost: x`));
-    assert.equal(raw, '');
+    assert.match(raw, /^HTTP\/1\.1 502 Bad Gateway: upstream raw\.example\.test:\d+ refused the connection\r\n/);
+    assert.equal(JSON.parse(raw.slice(raw.indexOf('{'))).dial_failure, 'refused');
     const event = await b.log.waitFor(connectFail(refusedPort));
     assert.equal(event.unmapped.reason_code, 'dial-failed');
     assert.equal(event.unmapped.dial_failure, 'refused');
   });
 
-  it('CONNECT: a dial that never connects is given up at connectTimeoutMs and logged as dial_failure timeout', async () => {
+  it('CONNECT: a dial that never connects is given up at connectTimeoutMs, answered 504 and logged as dial_failure timeout', async () => {
     const started = performance.now();
     const raw = await rawExchange(b.proxyPort, head(`CONNECT raw.example.test:${hangPort} HTTP/1.1\nHost: x`));
     const elapsed = performance.now() - started;
-    assert.equal(raw, '');
+    assert.match(raw, /^HTTP\/1\.1 504 Gateway Timeout: upstream raw\.example\.test:\d+ did not answer in time\r\n/);
     assert.ok(elapsed >= CONNECT_TIMEOUT_MS - TIMER_EARLY_SLACK_MS, `gave up after ${elapsed} ms`);
     const event = await b.log.waitFor(connectFail(hangPort));
     assert.equal(event.unmapped.reason_code, 'dial-failed');
@@ -212,14 +213,14 @@ describe('RX-11: dial refused vs dial timeout vs reset', { timeout: SUITE_TIMEOU
     assert.equal(b.log.events().some(connectFail(resetOrigin.port)), false);
   });
 
-  for (const [name, port, reason, detail, failure] of [
-    ['refused', () => refusedPort, 'dial-failed', /ECONNREFUSED/, 'refused'],
-    ['timeout', () => hangPort, 'dial-failed', /no answer in/, 'timeout'],
-    ['reset', () => resetOrigin.port, 'upstream-failed', /./, undefined],
+  for (const [name, port, reason, detail, failure, status] of [
+    ['refused', () => refusedPort, 'dial-failed', /ECONNREFUSED/, 'refused', 502],
+    ['timeout', () => hangPort, 'dial-failed', /no answer in/, 'timeout', 504],
+    ['reset', () => resetOrigin.port, 'upstream-failed', /./, undefined, 502],
   ] as const) {
-    it(`forward: ${name} answers 502 upstream_unreachable and logs reason ${reason}`, async () => {
+    it(`forward: ${name} answers ${status} upstream_unreachable and logs reason ${reason}`, async () => {
       const response = await sendRequest({ proxyPort: b.proxyPort, path: `http://raw.example.test:${port()}/x` });
-      assert.equal(response.status, 502);
+      assert.equal(response.status, status);
       assert.equal(json(response).error, 'upstream_unreachable');
       const event = await b.log.waitFor((e) => e.unmapped.adapter === 'forward' && e.activity_name === 'Fail' && e.dst_endpoint?.port === port());
       assert.equal(event.unmapped.reason_code, reason);

@@ -3,7 +3,7 @@
 
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { BoundaryError } from '../../src/errors.js';
+import { BoundaryError } from '../../src/shared/errors.js';
 import { type RunningBoundary, startBoundary } from '../harness/boundary.js';
 import { sendRequest } from '../harness/proxy-client.js';
 

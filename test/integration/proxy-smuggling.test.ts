@@ -176,7 +176,7 @@ describe('CONNECT parsing', () => {
     assert.equal(statusOf(raw), 431);
   });
 
-  it('closes the client socket with no response and logs NET:FAIL when the dial fails', async () => {
+  it('answers 502 and logs NET:FAIL when the dial fails', async () => {
     const closed = connect({ host: '127.0.0.1', port: 0 }).on('error', () => undefined);
     closed.destroy();
     const dead = await httpOrigin();
@@ -194,7 +194,7 @@ network_policies:
     socket.on('error', () => undefined);
     await once(socket, 'connect');
     socket.write(head(`CONNECT api.example.test:${port} HTTP/1.1\nHost: x`));
-    await assert.rejects(readHead(socket));
+    assert.equal((await readHead(socket)).status, 502);
     await b.log.waitFor((e) => e.class_uid === 4001 && e.activity_name === 'Fail' && e.dst_endpoint?.port === port);
   });
 });

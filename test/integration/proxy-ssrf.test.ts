@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { BoundaryError } from '../../src/errors.js';
+import { BoundaryError } from '../../src/shared/errors.js';
 import { type RunningBoundary, startBoundary } from '../harness/boundary.js';
 import { openTunnel, readAll, sendRequest } from '../harness/proxy-client.js';
 
@@ -89,8 +89,8 @@ describe('SSRF through CONNECT', () => {
         assert.equal(event?.action, 'Denied');
         assert.equal(event?.unmapped.check, detail);
       } else {
-        // The fake dialer refuses: a CONNECT dial failure closes the socket with no response (docs/destinations.md#connect).
-        assert.equal(status, 0);
+        // The fake dialer refuses: a CONNECT dial failure is answered 502 (docs/destinations.md#connect).
+        assert.equal(status, 502);
         assert.deepEqual(asked, [detail]);
         const event = b.log.events().reverse().find((e) => e.class_uid === 4001 && e.activity_name === 'Fail');
         assert.ok(event !== undefined, 'NET:FAIL emitted');

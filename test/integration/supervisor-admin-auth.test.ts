@@ -7,8 +7,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import type { ConnectionOptions } from 'node:tls';
-import type { CliIo } from '../../src/cli/io.js';
-import { supervisorCommand } from '../../src/cli/supervisor.js';
+import { recordingIo } from '../harness/cli-io.js';
+import { supervisorCommand } from '../../src/app/cli/supervisor.js';
 import { issueCertificate } from '../../src/pki/issue.js';
 import { createSupervisor } from '../../src/supervisor/supervisor.js';
 import { type AdminReply, adminRequest, rawConnect, runSocat, SKIP_SOCAT, statusLine } from '../harness/admin-client.js';
@@ -248,17 +248,8 @@ describe('supervisor admin listener configuration', () => {
 
   it('exits 2 from the CLI when the default loopback admin listener would have no authentication', async () => {
     const run = async (argv: string[]): Promise<{ code: number; stderr: string }> => {
-      const err: string[] = [];
-      const io: CliIo = {
-        stdout: { write: () => undefined },
-        stderr: { write: (text: string) => err.push(text) },
-        env: {},
-        cwd: tmpdir(),
-        signal: AbortSignal.abort(),
-        now: Date.now,
-      };
-      const code = await supervisorCommand(argv, io);
-      return { code, stderr: err.join('') };
+      const recording = recordingIo(tmpdir());
+      return { code: await supervisorCommand(argv, recording.io), stderr: recording.stderr() };
     };
     const bare = await run(['--tls-dir', 'tls', '--policies', 'policies']);
     assert.equal(bare.code, 2);

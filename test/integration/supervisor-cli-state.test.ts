@@ -7,8 +7,8 @@ import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import type { CliIo } from '../../src/cli/io.js';
-import { supervisorCommand } from '../../src/cli/supervisor.js';
+import type { CliIo } from '../../src/app/cli/io.js';
+import { supervisorCommand } from '../../src/app/cli/supervisor.js';
 import { makeTestPki } from '../harness/certs.js';
 import { freePort, writeSupervisorFiles } from '../harness/supervisor-cli.js';
 

@@ -14,7 +14,7 @@ interface LogLine {
   readonly msg: string;
   readonly remote?: string;
   readonly verifyError?: string;
-  readonly certificate?: { subject: string; san: string; notAfter: string; issuer: string } | string;
+  readonly certificate?: { subject: string; san: string; notAfter: string; issuer: string; fingerprint256: string } | string;
   readonly reason?: string;
 }
 
@@ -70,6 +70,7 @@ describe('the supervisor names every connection it refuses', () => {
         san: 'URI:spiffe://boundary.test/sandbox/sb-1',
         notAfter: presented.validTo,
         issuer: presented.issuer,
+        fingerprint256: presented.fingerprint256,
       });
     });
   }

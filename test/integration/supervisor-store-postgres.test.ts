@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import pg from 'pg';
-import type { BoundaryError } from '../../src/errors.js';
+import type { BoundaryError } from '../../src/shared/errors.js';
 import { createPostgresStore } from '../../src/supervisor/store/postgres.js';
 import type { SupervisorStore } from '../../src/supervisor/store/store.js';
 import { createLogger, type Logger } from '../../src/telemetry/logger.js';

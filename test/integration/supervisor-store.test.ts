@@ -6,7 +6,7 @@ import { mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import type { BoundaryError } from '../../src/errors.js';
+import type { BoundaryError } from '../../src/shared/errors.js';
 import { createMemoryStore } from '../../src/supervisor/store/memory.js';
 import { attach, publication, runStoreContract } from '../contracts/supervisor-store.contract.js';
 

@@ -2,7 +2,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { decode } from 'dns-packet';
-import { resolvSearchDomains } from '../../src/cli/run.js';
+import { resolvSearchDomains } from '../../src/app/cli/run.js';
 import { startBoundary } from '../harness/boundary.js';
 import { buildQuery, rcodeOf, udpExchange } from '../harness/dns-client.js';
 

@@ -9,7 +9,7 @@ import { once } from 'node:events';
 import { connect, type Socket } from 'node:net';
 import { describe, it, type TestContext } from 'node:test';
 import { promisify } from 'node:util';
-import type { DialTarget } from '../../src/proxy/dial.js';
+import type { DialTarget } from '../../src/chain/dial.js';
 import { type RunningBoundary, startBoundary } from '../harness/boundary.js';
 import { echo, echoRoundTrip, tcpOrigin } from '../harness/liveness.js';
 import { openTunnel } from '../harness/proxy-client.js';

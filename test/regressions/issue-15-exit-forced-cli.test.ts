@@ -11,9 +11,9 @@ import type { Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, it, type TestContext } from 'node:test';
-import { EXIT_DRAIN_FORCED, EXIT_OK } from '../../src/cli/run.js';
+import { EXIT_DRAIN_FORCED, EXIT_OK } from '../../src/app/cli/run.js';
 import { CLOSE_GRACE_MS } from '../../src/proxy/server.js';
-import { type BoundaryCli, spawnBoundaryCli } from '../harness/cli-boundary.js';
+import { type BoundaryCli, spawnBoundaryCli, standaloneFlags } from '../harness/cli-boundary.js';
 import { l7Policy, rawClient, tcpOrigin } from '../harness/liveness.js';
 import { withinDeadline } from '../harness/waiters.js';
 
@@ -43,18 +43,7 @@ async function runWithStuckRequest(t: TestContext, flags: readonly string[]): Pr
   });
   await writeFile(join(dir, 'policy.yaml'), `version: 1\nnetwork_policies:\n${l7Policy('api.example.test', [origin.port])}`);
   await writeFile(join(dir, 'hosts'), '127.0.0.1 api.example.test\n');
-  const cli = spawnBoundaryCli([
-    '--policy', join(dir, 'policy.yaml'),
-    '--proxy-listen', '127.0.0.1:0',
-    '--admin-listen', '127.0.0.1:0',
-    '--dns-listen', '127.0.0.1:0',
-    '--hosts', join(dir, 'hosts'),
-    // Never asked: the hosts file answers; port 9 (discard) on loopback if it ever were.
-    '--upstream-dns', '127.0.0.1:9',
-    '--state-dir', join(dir, 'state'),
-    '--unsafe-allow-loopback-upstream',
-    ...flags,
-  ]);
+  const cli = spawnBoundaryCli([...standaloneFlags(dir), ...flags]);
   // SIGKILL: a failed test must not leave a child that SIGTERM did not end.
   t.after(() => (cli.child.exitCode === null && cli.child.signalCode === null ? cli.kill() : undefined));
   const listening = await cli.waitFor((line) => (line.ocsf?.message ?? '').startsWith('proxy listening on '));

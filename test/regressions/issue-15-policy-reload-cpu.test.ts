@@ -4,7 +4,7 @@
 
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { isBoundaryError } from '../../src/errors.js';
+import { isBoundaryError } from '../../src/shared/errors.js';
 import { createPolicyCompiler, OFF_THREAD_MIN_BYTES, spawnParseWorker } from '../../src/policy/parse-off-thread.js';
 import { parsePolicy } from '../../src/policy/parse.js';
 

@@ -4,7 +4,7 @@
 // can carry credentials the body is now held (up to MAX_BODY_CHECK_BYTES) and decided before the head leaves.
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { MAX_BODY_CHECK_BYTES } from '../../src/proxy/credential-injection.js';
+import { MAX_BODY_CHECK_BYTES } from '../../src/chain/credential-injection.js';
 import { exchange, PH, proxySocket } from '../harness/credential-parts.js';
 import { type CredentialStack, credentialStack, HOSTS, type RequestSpec, type Transport } from '../harness/credential-stack.js';
 import { SUITE_TIMEOUT_MS } from '../harness/liveness.js';

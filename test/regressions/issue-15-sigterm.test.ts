@@ -11,7 +11,7 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
-import { EXIT_OK } from '../../src/cli/run.js';
+import { EXIT_OK } from '../../src/app/cli/run.js';
 import { spawnBoundaryCli } from '../harness/cli-boundary.js';
 import { startBoundary } from '../harness/boundary.js';
 import { l7Policy, rawClient, tcpOrigin } from '../harness/liveness.js';

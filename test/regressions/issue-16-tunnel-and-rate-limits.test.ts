@@ -13,10 +13,11 @@ import { describe, it, type TestContext } from 'node:test';
 import { promisify } from 'node:util';
 import { createDnsMetrics, meteredDnsSink } from '../../src/dns/metrics.js';
 import { createPolicyDns } from '../../src/dns/policy-dns.js';
-import { LIMIT_REPORT_INTERVAL_MS, REFUSED_NAMES_BURST, UNIQUE_NAMES_BURST, UNIQUE_NAMES_PER_SECOND } from '../../src/dns/rate-limit.js';
+import { REFUSED_NAMES_BURST } from '../../src/dns/rate-limit.js';
 import { createDnsServer } from '../../src/dns/server.js';
-import { MAX_NEW_NAMES_PER_PARENT } from '../../src/dns/guard.js';
-import type { TunnelDetectionMode } from '../../src/dns/tunnel-detect.js';
+import { MAX_NEW_NAMES_PER_PARENT, NEW_NAMES_BURST as UNIQUE_NAMES_BURST, NEW_NAMES_PER_SECOND as UNIQUE_NAMES_PER_SECOND } from '../../src/net/lookup-gate.js';
+import { LIMIT_REPORT_INTERVAL_MS } from '../../src/net/lookup-tally.js';
+import type { TunnelDetectionMode } from '../../src/net/tunnel-detect.js';
 import { createUpstreamResolver } from '../../src/dns/upstream.js';
 import { createSyntheticPool } from '../../src/net/synthetic.js';
 import { Registry } from '../../src/telemetry/prom.js';
@@ -24,6 +25,7 @@ import { testClock } from '../harness/clock.js';
 import { type EndpointSpec, stubPolicy } from '../harness/dns-policy.js';
 import { collectingSink } from '../harness/dns-stack.js';
 import { startDnsFixture } from '../harness/dns-upstream.js';
+import { testLookupGate } from '../harness/lookup-gate.js';
 
 const run = promisify(execFile);
 const ENDPOINTS: readonly EndpointSpec[] = [
@@ -40,14 +42,15 @@ async function start(t: TestContext, tunnelDetection?: TunnelDetectionMode) {
   const sink = collectingSink();
   const registry = new Registry();
   const metrics = createDnsMetrics(registry, { pool: () => pool, listeners: () => 0, connections: () => 0 });
+  const resolver = createUpstreamResolver({ servers: [{ host: fixture.host, port: fixture.port }], timeoutMs: 500 });
+  const lookups = testLookupGate(resolver, { now: clock.now, sink: meteredDnsSink(sink, metrics), policy: () => policy, ...(tunnelDetection === undefined ? {} : { tunnelDetection }) });
   const dns = createPolicyDns({
     policy: () => policy,
-    resolver: createUpstreamResolver({ servers: [{ host: fixture.host, port: fixture.port }], timeoutMs: 500 }),
+    lookups,
     pool,
     sink: meteredDnsSink(sink, metrics),
     now: clock.now,
     allowLoopback: true,
-    ...(tunnelDetection === undefined ? {} : { tunnelDetection }),
   });
   const server = createDnsServer({ host: '127.0.0.1', port: 0, handler: dns.handler });
   await server.start();
@@ -66,7 +69,12 @@ async function start(t: TestContext, tunnelDetection?: TunnelDetectionMode) {
     return [...stdout.matchAll(/status: ([A-Z]+)/g)].map((m) => m[1] ?? '');
   }
   const counted = async (name: string): Promise<number> => ((await registry.getSingleMetric(name)?.get())?.values ?? []).reduce((n, v) => n + v.value, 0);
-  return { fixture, clock, sink, dns, dig, counted };
+  /** The server's tick: policy DNS's held-back counts and the lookup gate's. */
+  const tick = (): void => {
+    dns.tick();
+    lookups.tick();
+  };
+  return { fixture, clock, sink, dns, lookups, tick, dig, counted };
 }
 
 function names(prefix: string, n: number): string[] {
@@ -98,11 +106,11 @@ describe('issue 16: new names under an allowed wildcard are rate limited', () =>
     assert.equal(reports()[0]?.unmapped?.limit, 'unique');
     assert.equal(s.sink.events.filter((e) => e.class === 'DNS' && e.unmapped?.rcode === 'REFUSED').length, 0, 'no per-query event over the limit');
     s.clock.advance(LIMIT_REPORT_INTERVAL_MS);
-    s.dns.tick();
+    s.tick();
     assert.equal(reports().length, 2);
     assert.equal(reports().reduce((n, e) => n + Number(e.unmapped?.queries), 0), over + UNIQUE_NAMES_PER_SECOND);
     assert.equal(await s.counted('boundary_dns_rate_limited_total'), over + UNIQUE_NAMES_PER_SECOND);
-    assert.equal(s.dns.stats().guard.rateLimited.unique, over + UNIQUE_NAMES_PER_SECOND);
+    assert.equal(s.lookups.stats().rateLimited, over + UNIQUE_NAMES_PER_SECOND);
   });
 
   it('answers refusals over their rate REFUSED from the query, with no decision events and no cache churn', async (t) => {
@@ -117,7 +125,7 @@ describe('issue 16: new names under an allowed wildcard are rate limited', () =>
     // A repeat of a cached refusal is over the limit too; the allowed answer is still served from the cache.
     assert.deepEqual(await s.dig(['denied0.example.test', 'api.example.test']), ['REFUSED', 'NOERROR']);
     assert.equal(s.fixture.count(), 1, 'nothing but the allowed name ever went upstream');
-    assert.equal(s.dns.stats().guard.rateLimited.refused, over + 1);
+    assert.equal(s.dns.stats().refusalsOverLimit, over + 1);
   });
 });
 
@@ -138,7 +146,7 @@ describe('issue 16: tunnelling-shaped names under an allowed wildcard', () => {
     assert.deepEqual(await s.dig(['www.t.example.test']), ['NXDOMAIN']);
     assert.equal(s.fixture.count('www.t.example.test'), 1);
     s.clock.advance(LIMIT_REPORT_INTERVAL_MS);
-    s.dns.tick();
+    s.tick();
     assert.equal(s.sink.events.filter((e) => e.class === 'FINDING').at(-1)?.unmapped?.flagged_names, exfil.length - 1);
     assert.equal(await s.counted('boundary_dns_tunnel_names_total'), exfil.length);
   });

@@ -8,7 +8,7 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { policyCommand } from '../../src/cli/policy.js';
+import { policyCommand } from '../../src/app/cli/policy.js';
 import { createIdentityServer } from '../../src/identity/server.js';
 import { createLogger } from '../../src/telemetry/logger.js';
 import type { OcsfEvent } from '../../src/telemetry/ocsf.js';

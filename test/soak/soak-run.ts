@@ -5,7 +5,7 @@
 import { availableParallelism, loadavg } from 'node:os';
 import { performance } from 'node:perf_hooks';
 import { setTimeout as pause } from 'node:timers/promises';
-import { SHUTDOWN_DRAIN_MS } from '../../src/boundary-shutdown.js';
+import { SHUTDOWN_DRAIN_MS } from '../../src/app/boundary-shutdown.js';
 import { withinDeadline } from '../harness/waiters.js';
 import { cpuPercent, createLatencyLog, type LatencyLog, quantile, type RssSample, rssGrowthMb, sampleRss } from './soak-figures.js';
 import type { HostileTally } from './soak-hostile.js';

@@ -7,7 +7,7 @@
 import assert from 'node:assert/strict';
 import { writeFile } from 'node:fs/promises';
 import { describe, it } from 'node:test';
-import { EXIT_OK } from '../../src/cli/run.js';
+import { EXIT_OK } from '../../src/app/cli/run.js';
 import { formatReport, p99RatioBound, RSS_GROWTH_BOUND_MB } from './soak-report.js';
 import { baselineSecondsFor, runSoak, type SoakReport, soakSecondsFrom } from './soak-run.js';
 

@@ -3,7 +3,7 @@ import { EventEmitter } from 'node:events';
 import type { Socket } from 'node:net';
 import { describe, it } from 'node:test';
 import { createAdmission, FIRST_BYTE_SWEEP_INTERVAL_MS, perSourceLimit } from '../../src/proxy/admission.js';
-import type { AdmissionListener, RefusedConnectionReason } from '../../src/proxy/events.js';
+import type { AdmissionListener, RefusedConnectionReason } from '../../src/chain/events.js';
 
 /** The parts of a net.Socket admission reads: its address, byte counts, 'close' and destroy(). */
 class FakeSocket extends EventEmitter {

@@ -4,7 +4,7 @@
 
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { type IdentityClaim, narrowByBinary, NOT_LOOKED_UP, pathsToResolve, policyNeedsIdentity, identityNeededAt } from '../../src/policy/binary-identity.js';
+import { binaryPatterns, type IdentityClaim, identityNeededAt, narrowByBinary, NOT_LOOKED_UP, pathsToResolve, policyNeedsIdentity, type ProcessClaim } from '../../src/policy/binary-identity.js';
 import { decide } from '../../src/policy/decide.js';
 import { parsePolicy } from '../../src/policy/parse.js';
 import type { DecisionReason, Verdict } from '../../src/policy/types.js';
@@ -29,7 +29,7 @@ const CURL_RULES = `        protocol: rest
           - allow: { method: GET, path: "/v1/**" }
 `;
 
-function proc(exe: string, ancestors: readonly string[] = [], cmdlinePaths: readonly string[] = [], resolved?: Record<string, string>): IdentityClaim {
+function proc(exe: string, ancestors: readonly string[] = [], cmdlinePaths: readonly string[] = [], resolved?: Record<string, string>): ProcessClaim {
   return { kind: 'process', exe, ancestors, cmdlinePaths, ...(resolved === undefined ? {} : { resolved: new Map(Object.entries(resolved)) }) };
 }
 
@@ -205,5 +205,40 @@ network_policies:
     assert.deepEqual(pathsToResolve(policy, { host: 'tools.example.com', port: 443 }), ['/usr/bin/python3']);
     assert.deepEqual(pathsToResolve(policy, { host: 'open.example.com', port: 443 }), []);
     assert.equal(policyNeedsIdentity(parsePolicy(policyOf('a.example.com', ['/**']))), false);
+    assert.deepEqual(binaryPatterns(policy, { host: 'tools.example.com', port: 443 }), { paths: ['/usr/bin/python3'], globs: ['/opt/*/bin/tool'] });
+  });
+});
+
+describe('verified executables and every holder (docs/identity.md#verification, #shared-sockets)', () => {
+  const policy = parsePolicy(policyOf('a.example.com', ['/usr/bin/curl', '/usr/local/bin/agent']));
+  const at = (identity: IdentityClaim) => decide(policy, { adapter: 'forward', host: 'a.example.com', port: 443, identity });
+
+  it('grants only on what was verified: an unverified executable or ancestor grants nothing', () => {
+    const verified = { ...proc('/usr/bin/curl', ['/usr/local/bin/agent']), verified: new Set(['/usr/bin/curl']) } as const;
+    assert.equal(at(verified).verdict, 'allow');
+    const launcherOnly = { ...proc('/usr/bin/python3', ['/usr/local/bin/agent']), verified: new Set<string>() } as const;
+    assert.deepEqual([at(launcherOnly).verdict, at(launcherOnly).reason], ['deny', 'binary-not-allowed']);
+  });
+
+  it('names a listed path whose file failed verification, with its failure and no binary', () => {
+    const fake = { ...proc('/usr/bin/curl', ['/usr/bin/bash']), pid: 9, verified: new Set<string>(), distrusted: [{ path: '/usr/bin/curl', failure: 'executable-unverified' as const }] };
+    const decision = at(fake);
+    assert.deepEqual(
+      [decision.reason, decision.binaryIdentity, decision.identityFailure, decision.binary],
+      ['identity-unavailable', 'unavailable', 'executable-unverified', undefined],
+    );
+    assert.match(decision.detail, /\(pid 9\) could not be verified: its executable \/usr\/bin\/curl failed with executable-unverified/);
+    const ancestor = { ...proc('/usr/bin/python3', ['/usr/local/bin/agent']), verified: new Set<string>(), distrusted: [{ path: '/usr/local/bin/agent', failure: 'executable-changed' as const }] };
+    assert.deepEqual([at(ancestor).identityFailure, at(ancestor).detail.includes('its ancestor /usr/local/bin/agent')], ['executable-changed', true]);
+  });
+
+  it('allows a connection held by several processes only when every one is allowed, and names the one refused', () => {
+    const curl = { ...proc('/usr/bin/curl'), pid: 10 };
+    const python = { ...proc('/usr/bin/python3.11'), pid: 11 };
+    const shared = at({ ...curl, holders: [python] });
+    assert.deepEqual([shared.verdict, shared.reason, shared.binary, shared.binaryPid], ['deny', 'binary-not-allowed', '/usr/bin/python3.11', 11]);
+    assert.match(shared.detail, /also held by pid 10 \/usr\/bin\/curl, and every holder must be allowed/);
+    const both = at({ ...curl, holders: [{ ...proc('/usr/bin/python3.11', ['/usr/local/bin/agent']), pid: 12 }] });
+    assert.deepEqual([both.verdict, both.binary, both.binaryPid], ['allow', '/usr/bin/curl', 10]);
   });
 });

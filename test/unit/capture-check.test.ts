@@ -5,7 +5,7 @@ import { contractDigest, createSyntheticPool, type Mapping } from '../../src/net
 import { parsePolicy } from '../../src/policy/parse.js';
 import { withGeneration } from '../../src/policy/store.js';
 import type { Policy } from '../../src/policy/types.js';
-import { allowedPorts, checkCapture } from '../../src/proxy/capture.js';
+import { allowedPorts, checkCapture } from '../../src/chain/stages/capture-check.js';
 import { testClock } from '../harness/clock.js';
 
 function policy(generation: number, ports: readonly number[], key = 'db'): Policy {
@@ -50,16 +50,16 @@ describe('checkCapture', () => {
     assert.deepEqual(allowedPorts(p, mapping), [5432]);
   });
 
-  it('names each refusal with its status detail', () => {
+  it('names each refusal with its reason', () => {
     const p = policy(1, [5432]);
     const { pool, clock, mapping } = mapOnce(p);
     const missing = checkCapture(p, pool.lookup('127.77.0.200'), 5432);
-    assert.equal(missing.ok ? 'ok' : missing.detail, 'transparent_tcp_mapping_missing');
+    assert.equal(missing.ok ? 'ok' : missing.reason, 'mapping-missing');
     const mismatch = checkCapture(p, pool.lookup(mapping.syntheticIp), 6379);
-    assert.equal(mismatch.ok ? 'ok' : mismatch.detail, 'transparent_tcp_port_mismatch');
+    assert.equal(mismatch.ok ? 'ok' : mismatch.reason, 'port-mismatch');
     clock.advance(10_000);
     const expired = checkCapture(p, pool.lookup(mapping.syntheticIp), 5432);
-    assert.equal(expired.ok ? 'ok' : expired.detail, 'transparent_tcp_mapping_expired');
+    assert.equal(expired.ok ? 'ok' : expired.reason, 'mapping-expired');
   });
 
   it('keeps an older mapping usable while the new policy allows it, and calls it stale once it does not', () => {
@@ -68,11 +68,11 @@ describe('checkCapture', () => {
     assert.equal(same.ok, true);
     const narrowed = policy(3, [6543]);
     const stale = checkCapture(narrowed, pool.lookup(mapping.syntheticIp), 5432);
-    assert.equal(stale.ok ? 'ok' : stale.detail, 'transparent_tcp_stale_policy');
+    assert.equal(stale.ok ? 'ok' : stale.reason, 'stale-policy');
     assert.deepEqual(allowedPorts(narrowed, mapping), [6543]);
     // Another endpoint now allows the name, but not one the DNS answer was correlated with.
     const renamed = checkCapture(policy(4, [5432, 6543], 'other'), pool.lookup(mapping.syntheticIp), 5432);
-    assert.equal(renamed.ok ? 'ok' : renamed.detail, 'transparent_tcp_stale_policy');
+    assert.equal(renamed.ok ? 'ok' : renamed.reason, 'stale-policy');
   });
 });
 

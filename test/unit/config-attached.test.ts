@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { parseRunFlags } from '../../src/cli/run.js';
-import { parseConfig } from '../../src/config.js';
-import type { BoundaryError } from '../../src/errors.js';
+import { parseRunFlags } from '../../src/app/cli/run.js';
+import { parseConfig } from '../../src/app/config.js';
+import type { BoundaryError } from '../../src/shared/errors.js';
 
 function issuePaths(fn: () => unknown): string[] {
   try {
@@ -34,6 +34,17 @@ describe('attached-mode configuration', () => {
   it('lists every problem: policy file beside a supervisor, missing tls dir and sandbox, bad ids and relay targets', () => {
     const paths = issuePaths(() => parseConfig({ supervisor: 'sup:5500', policyFile: '/p.yaml', instanceId: '-bad', relayAllow: '10.0.0.1:22' }));
     assert.deepEqual(paths.sort(), ['instanceId', 'policyFile', 'relayAllow', 'sandboxId', 'tlsDir']);
+  });
+
+  it('requires capture by default when attached (a pod) and makes it optional standalone, unless --capture says', () => {
+    const attached = { supervisor: 'sup:5500', tlsDir: '/tls', sandboxId: 'sb-1' };
+    assert.equal(parseConfig(attached).capture, 'required');
+    assert.equal(parseConfig({}).capture, 'optional');
+    for (const mode of ['required', 'optional', 'off'] as const) {
+      assert.equal(parseConfig(parseRunFlags(['--policy', 'p.yaml', '--capture', mode], '/')).capture, mode);
+      assert.equal(parseConfig({ ...attached, capture: mode }).capture, mode);
+    }
+    assert.deepEqual(issuePaths(() => parseConfig({ capture: 'on' })), ['capture']);
   });
 
   it('refuses a supervisor without a port, and attached-mode keys without a supervisor', () => {

@@ -5,11 +5,11 @@
 import assert from 'node:assert/strict';
 import { tmpdir } from 'node:os';
 import { describe, it } from 'node:test';
-import { SHUTDOWN_DRAIN_MS } from '../../src/boundary-shutdown.js';
-import type { CliIo } from '../../src/cli/io.js';
-import { parseRunFlags, runCommand } from '../../src/cli/run.js';
-import { MAX_TIMER_MS, parseConfig } from '../../src/config.js';
-import { isBoundaryError } from '../../src/errors.js';
+import { SHUTDOWN_DRAIN_MS } from '../../src/app/boundary-shutdown.js';
+import type { CliIo } from '../../src/app/cli/io.js';
+import { parseRunFlags, runCommand } from '../../src/app/cli/run.js';
+import { MAX_TIMER_MS, parseConfig } from '../../src/app/config.js';
+import { isBoundaryError } from '../../src/shared/errors.js';
 import { CLOSE_GRACE_MS } from '../../src/proxy/server.js';
 
 const BAD_VALUES = ['0', '-1', '1.5', '1e3', 'soon', String(MAX_TIMER_MS + 1)];

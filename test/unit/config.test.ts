@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { parseRunFlags } from '../../src/cli/run.js';
-import { DEFAULTS, parseConfig } from '../../src/config.js';
-import { BoundaryError } from '../../src/errors.js';
+import { parseRunFlags } from '../../src/app/cli/run.js';
+import { DEFAULTS, parseConfig } from '../../src/app/config.js';
+import { BoundaryError } from '../../src/shared/errors.js';
 import { DEFAULT_PROXY_LIMITS, MAX_CONNECTIONS_PER_LISTENER } from '../../src/proxy/server.js';
 
 describe('parseConfig', () => {

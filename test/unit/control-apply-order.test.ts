@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { createControlApplier } from '../../src/control/apply.js';
 import type { PolicyPush } from '../../src/control/messages.js';
-import { BoundaryError } from '../../src/errors.js';
+import { BoundaryError } from '../../src/shared/errors.js';
 import { parsePolicy } from '../../src/policy/parse.js';
 import { createPolicyStore, emptyPolicy } from '../../src/policy/store.js';
 import type { Policy } from '../../src/policy/types.js';

@@ -56,10 +56,11 @@ describe('applying delivered policy and credentials', () => {
     const outcomes = await applier.applyAdmitted(admitted(3, A));
     assert.equal(store.hasPolicy(), true);
     assert.equal(store.current().hash, hashOf(A));
-    assert.equal(store.current().generation, 1);
+    // The supervisor's generation, not a count of swaps here: both ends name one number (issue 29).
+    assert.equal(store.current().generation, 3);
     assert.deepEqual(outcomes.at(-1)?.status, { kind: 'status', generation: 3, policyHash: hashOf(A), state: 'effective', credentialsHash: 'c0' });
     const loaded = events.find((e) => e.class === 'CONFIG' && e.activity === 'LOADED' && e.policyHash !== undefined);
-    assert.equal(loaded?.generation, 1);
+    assert.equal(loaded?.generation, 3);
     assert.equal(loaded?.unmapped?.controlGeneration, 3);
     assert.deepEqual(applier.held(), { heldPolicyHash: hashOf(A), heldGeneration: 3, heldCredentialsHash: 'c0' });
     assert.equal(applier.state().effective, true);
@@ -75,7 +76,7 @@ describe('applying delivered policy and credentials', () => {
     assert.equal(newer.result, 'applied');
     assert.equal(newer.status?.generation, 4);
     assert.equal(store.current().hash, hashOf(B));
-    assert.equal(store.current().generation, 2);
+    assert.equal(store.current().generation, 4);
   });
 
   it('acknowledges a newer generation with an identical hash without re-applying (CP-06)', async () => {
@@ -85,7 +86,9 @@ describe('applying delivered policy and credentials', () => {
     assert.equal(outcome.result, 'unchanged');
     assert.equal(outcome.status?.state, 'effective');
     assert.equal(outcome.status?.generation, 5);
-    assert.equal(store.current().generation, 1);
+    // Re-stamped, not re-applied: the policy in force is the supervisor's generation 5 too.
+    assert.equal(store.current().generation, 5);
+    assert.equal(store.current().hash, hashOf(A));
   });
 
   it('accepts an admission that omits the policy when the held hash matches, re-applying nothing', async () => {
@@ -93,7 +96,7 @@ describe('applying delivered policy and credentials', () => {
     await applier.applyAdmitted(admitted(3, A));
     const outcomes = await applier.applyAdmitted(admitted(7, undefined, { credentials: undefined }));
     assert.equal(outcomes.at(-1)?.result, 'unchanged');
-    assert.equal(store.current().generation, 1);
+    assert.equal(store.current().generation, 7);
     assert.equal(applier.held().heldGeneration, 7);
   });
 
@@ -111,6 +114,7 @@ describe('applying delivered policy and credentials', () => {
     assert.equal(outcome.status?.error?.code, 'POLICY_INVALID');
     assert.equal(store.current().endpoints.length, 0);
     assert.equal(store.current().hash, emptyPolicy().hash);
+    assert.equal(store.current().generation, 4);
     assert.equal(applier.state().quarantined, true);
     assert.equal(applier.state().effective, false);
     assert.ok(events.some((e) => e.class === 'CONFIG' && e.activity === 'FAILED'));

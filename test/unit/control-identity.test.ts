@@ -2,7 +2,7 @@
 import assert from 'node:assert/strict';
 import { X509Certificate } from 'node:crypto';
 import { before, describe, it } from 'node:test';
-import { BoundaryError } from '../../src/errors.js';
+import { BoundaryError } from '../../src/shared/errors.js';
 import { checkControlIdentity, type ControlIdentityPems } from '../../src/pki/identity.js';
 import { makeTestPki, type TestPki } from '../harness/certs.js';
 

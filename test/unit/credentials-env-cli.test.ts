@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
-import { envCommand, placeholderEnvironment } from '../../src/cli/env.js';
-import type { CliIo } from '../../src/cli/io.js';
+import { envCommand, placeholderEnvironment } from '../../src/app/cli/env.js';
+import type { CliIo } from '../../src/app/cli/io.js';
 
 const FIXTURES = fileURLToPath(new URL('../../fixtures/credentials/', import.meta.url));
 

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { readdirSync, readFileSync } from 'node:fs';
 import { describe, it } from 'node:test';
 import { inspect } from 'node:util';
-import type { BoundaryError } from '../../src/errors.js';
+import type { BoundaryError } from '../../src/shared/errors.js';
 import { parseCredentials } from '../../src/credentials/parse.js';
 
 const DIR = new URL('../../fixtures/credentials/', import.meta.url);

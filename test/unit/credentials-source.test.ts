@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import { stringify } from 'yaml';
-import type { BoundaryError } from '../../src/errors.js';
+import type { BoundaryError } from '../../src/shared/errors.js';
 import { createFileCredentialSource, type FileCredentialSource } from '../../src/credentials/file-source.js';
 import { scopeFor } from '../../src/credentials/scope.js';
 import type { CredentialSet, ProviderInput } from '../../src/credentials/set.js';

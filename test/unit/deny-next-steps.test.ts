@@ -7,16 +7,8 @@ import { decide } from '../../src/policy/decide.js';
 import { parsePolicy } from '../../src/policy/parse.js';
 import { NEXT_STEP_KINDS } from '../../src/policy/suggest.js';
 import type { EgressIntent } from '../../src/policy/types.js';
-import {
-  connectPolicyDenial,
-  credentialDenial,
-  type Denial,
-  forwardPolicyDenial,
-  l7PolicyDenial,
-  policyChangedDenial,
-  renderDenial,
-  ssrfDenial,
-} from '../../src/proxy/deny.js';
+import { connectPolicyDenial, credentialDenial, type Denial, forwardPolicyDenial, l7PolicyDenial, policyChangedDenial, ssrfDenial } from '../../src/chain/denials.js';
+import { renderDenial } from '../../src/proxy/answer.js';
 
 const POLICY = parsePolicy(`version: 1
 network_policies:

@@ -3,12 +3,13 @@
 
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { checkDestination, isResolveFailure } from '../../src/net/destination.js';
+import { checkDestination, isLookupRefused, isResolveFailure } from '../../src/net/destination.js';
 import { normaliseHost } from '../../src/net/host.js';
 import type { DestinationCheck } from '../../src/net/ssrf.js';
 import type { Endpoint } from '../../src/policy/types.js';
 import { makeEndpoint } from '../harness/endpoint.js';
 import { type FakeResolver, fakeResolver } from '../harness/fake-resolver.js';
+import { testLookupGate } from '../harness/lookup-gate.js';
 
 const WILDCARD = makeEndpoint({ host: '*.example.test' });
 const EXACT = makeEndpoint({ host: 'api.example.test' });
@@ -20,19 +21,21 @@ async function destination(
   const normal = normaliseHost(raw);
   assert.ok(normal.ok, `${raw} should normalise`);
   const resolver = options.resolver ?? fakeResolver();
+  const endpoint = 'endpoint' in options ? options.endpoint : EXACT;
   const result = await checkDestination({
     host: normal.host,
     kind: normal.kind,
     port: options.port ?? 443,
-    endpoint: 'endpoint' in options ? options.endpoint : EXACT,
-    resolver,
+    endpoint,
+    endpoints: endpoint === undefined ? [] : [endpoint],
+    lookups: testLookupGate(resolver),
     ...(options.allowLoopback === undefined ? {} : { allowLoopback: options.allowLoopback }),
   });
   return { result, resolver };
 }
 
 function checked(result: Awaited<ReturnType<typeof checkDestination>>): DestinationCheck {
-  assert.ok(!isResolveFailure(result), 'expected a validation result, not a resolver failure');
+  assert.ok(!isResolveFailure(result) && !isLookupRefused(result), 'expected a validation result, not a resolver failure or a gate refusal');
   return result;
 }
 
@@ -70,7 +73,7 @@ describe('IP literals never reach the resolver (IP-02..IP-12)', () => {
 
     it(`${id}: ${raw} passed mislabelled as a name is still treated as an IP literal`, async () => {
       const resolver = fakeResolver({ [raw]: ['8.8.8.8'] });
-      const result = await checkDestination({ host: raw, kind: 'name', port: 443, endpoint: EXACT, resolver });
+      const result = await checkDestination({ host: raw, kind: 'name', port: 443, endpoint: EXACT, endpoints: [EXACT], lookups: testLookupGate(resolver) });
       refusedWith(result, 'always-blocked');
       assert.deepEqual(resolver.calls, []);
     });
@@ -137,7 +140,7 @@ describe('names refused without resolving', () => {
 
   it('refuses a host that does not normalise, without resolving', async () => {
     const resolver = fakeResolver();
-    const result = await checkDestination({ host: 'a..example.test', kind: 'name', port: 443, endpoint: EXACT, resolver });
+    const result = await checkDestination({ host: 'a..example.test', kind: 'name', port: 443, endpoint: EXACT, endpoints: [EXACT], lookups: testLookupGate(resolver) });
     refusedWith(result, 'invalid-host');
     assert.equal(resolver.calls.length, 0);
   });

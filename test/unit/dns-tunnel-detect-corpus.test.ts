@@ -4,13 +4,12 @@
 
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { parseQuery } from '../../src/dns/answer.js';
-import { createDnsGuard, MAX_NEW_NAMES_PER_PARENT } from '../../src/dns/guard.js';
-import { classifySubdomain, subdomainUnder } from '../../src/dns/tunnel-detect.js';
+import { createLookupGate, MAX_NEW_NAMES_PER_PARENT } from '../../src/net/lookup-gate.js';
+import { classifySubdomain, subdomainUnder } from '../../src/net/tunnel-detect.js';
 import { decide } from '../../src/policy/decide.js';
 import { testClock } from '../harness/clock.js';
-import { buildQuery } from '../harness/dns-client.js';
 import { stubPolicy } from '../harness/dns-policy.js';
+import { fakeResolver } from '../harness/fake-resolver.js';
 import { type Random, seeded } from '../harness/seeded.js';
 
 interface Case {
@@ -107,7 +106,7 @@ function exfiltrationCases(random: Random): Case[] {
   return cases;
 }
 
-/** Control traffic of the tools: a few bytes per name. Shape cannot tell these apart; guard.ts's volume window can. */
+/** Control traffic of the tools: a few bytes per name. Shape cannot tell these apart; the lookup gate's volume window can. */
 function smallCases(random: Random): Case[] {
   const cases: Case[] = [];
   for (let i = 0; i < 30; i++) {
@@ -236,14 +235,13 @@ describe('tunnelling classifier corpus', () => {
     assert.ok(rate <= 0.05, 'a 9-byte poll looks like a cloud id');
     const zone = 't.attacker.example';
     const policy = stubPolicy([{ host: `*.${zone}`, ports: [443] }]);
-    const guard = createDnsGuard({ sink: { emit() {} }, now: testClock().now, tunnelDetection: 'enforce' });
+    const gate = createLookupGate({ resolver: fakeResolver(), now: testClock().now, report: () => {}, tunnelDetection: 'enforce' });
     const polls = seeded(2);
     const stream = Array.from({ length: 2 * MAX_NEW_NAMES_PER_PARENT }, () => ({ name: `${bytes(polls, between(polls, 9, 16)).toString('hex')}.${zone}` }));
     let refused = 0;
     for (const c of stream) {
-      const query = parseQuery(buildQuery(c.name, 'A'));
-      assert.equal(query.kind, 'query');
-      if (guard.screen(query.query, decide(policy, { adapter: 'dns', host: c.name, form: 'name', qtype: 'A' }), policy) !== undefined) refused++;
+      const endpoints = decide(policy, { adapter: 'dns', host: c.name, form: 'name', qtype: 'A' }).endpoints;
+      if ('refused' in gate.lookup(c.name, { endpoints, via: 'dns' })) refused++;
     }
     console.log(`small control names under one parent: ${refused} of ${stream.length} refused in enforce mode (the first ${MAX_NEW_NAMES_PER_PARENT} pass)`);
     assert.equal(refused, stream.length - MAX_NEW_NAMES_PER_PARENT);

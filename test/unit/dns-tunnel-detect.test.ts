@@ -1,21 +1,22 @@
 // The pieces behind issue 16's DNS limits, without sockets: the tunnelling classifier's signals, the token bucket on a
-// test clock, the REFUSED built from a query, the guard's per-parent window and its bounds, and the config option.
+// test clock, the REFUSED built from a query, the lookup gate's per-parent window and its bounds, and the config option.
 
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { decode } from 'dns-packet';
-import { parseRunFlags } from '../../src/cli/run-flags.js';
-import { DEFAULTS, parseConfig } from '../../src/config.js';
+import { parseRunFlags } from '../../src/app/cli/run-flags.js';
+import { DEFAULTS, parseConfig } from '../../src/app/config.js';
 import { parseQuery } from '../../src/dns/answer.js';
-import { createDnsGuard, MAX_NEW_NAMES_PER_PARENT, MAX_TRACKED_PARENTS, NEW_NAMES_WINDOW_MS } from '../../src/dns/guard.js';
-import { createTokenBucket, refusedFromQuery } from '../../src/dns/rate-limit.js';
-import { classifySubdomain, subdomainUnder } from '../../src/dns/tunnel-detect.js';
+import { refusedFromQuery } from '../../src/dns/rate-limit.js';
+import { createLookupGate, MAX_NEW_NAMES_PER_PARENT, MAX_TRACKED_PARENTS, NEW_NAMES_WINDOW_MS } from '../../src/net/lookup-gate.js';
+import { createTokenBucket } from '../../src/net/token-bucket.js';
+import { classifySubdomain, subdomainUnder } from '../../src/net/tunnel-detect.js';
 import { decide } from '../../src/policy/decide.js';
-import type { DnsDecision, Policy } from '../../src/policy/types.js';
+import type { Policy } from '../../src/policy/types.js';
 import { testClock } from '../harness/clock.js';
 import { buildQuery, rcodeOf } from '../harness/dns-client.js';
 import { stubPolicy } from '../harness/dns-policy.js';
-import { collectingSink } from '../harness/dns-stack.js';
+import { fakeResolver } from '../harness/fake-resolver.js';
 
 function queryOf(name: string, options: { edns?: number; rd?: boolean } = {}) {
   const parsed = parseQuery(buildQuery(name, 'A', options));
@@ -51,6 +52,7 @@ describe('createTokenBucket', () => {
     const clock = testClock();
     const bucket = createTokenBucket({ perSecond: 2, burst: 3, now: clock.now });
     assert.deepEqual([bucket.take(), bucket.take(), bucket.take(), bucket.take()], [true, true, true, false]);
+    assert.equal(bucket.waitMs(), 500);
     clock.advance(500);
     assert.deepEqual([bucket.take(), bucket.take()], [true, false]);
     clock.advance(60_000);
@@ -75,28 +77,33 @@ describe('refusedFromQuery', () => {
   });
 });
 
-describe('createDnsGuard', () => {
-  const allowed = (policy: Policy, name: string): DnsDecision => decide(policy, { adapter: 'dns', host: name, form: 'name', qtype: 'A' });
+describe('the lookup gate\'s per-parent window', () => {
+  /** An enforcing gate over a resolver that knows no name: the refusal, or undefined when the name went upstream. */
+  function enforcing(policy: Policy, now: () => number) {
+    const gate = createLookupGate({ resolver: fakeResolver(), now, report: () => {}, tunnelDetection: 'enforce', newNames: { perSecond: 1_000, burst: 1_000 } });
+    const screen = (name: string) => {
+      const out = gate.lookup(name, { endpoints: decide(policy, { adapter: 'dns', host: name, form: 'name', qtype: 'A' }).endpoints, via: 'dns' });
+      return 'refused' in out ? out : undefined;
+    };
+    return { gate, screen };
+  }
 
   it('restarts a parent window after NEW_NAMES_WINDOW_MS', () => {
     const clock = testClock();
-    const sink = collectingSink();
     const policy = stubPolicy([{ host: '*.w.example.test', ports: [443] }]);
-    const guard = createDnsGuard({ sink, now: clock.now, tunnelDetection: 'enforce', rateLimits: { refusedPerSecond: 1, refusedBurst: 1, uniquePerSecond: 1_000, uniqueBurst: 1_000 } });
-    const screen = (name: string) => guard.screen(queryOf(name), allowed(policy, name), policy);
+    const { gate, screen } = enforcing(policy, clock.now);
     for (let i = 0; i < MAX_NEW_NAMES_PER_PARENT; i++) assert.equal(screen(`h${i}.w.example.test`), undefined);
     assert.ok(screen('one-more.w.example.test') !== undefined);
     clock.advance(NEW_NAMES_WINDOW_MS);
     assert.equal(screen('fresh.w.example.test'), undefined);
-    assert.equal(guard.stats().tunnelRefused, 1);
+    assert.equal(gate.stats().tunnelRefused, 1);
   });
 
   it('tracks at most MAX_TRACKED_PARENTS windows: the oldest is dropped', () => {
     const clock = testClock();
     const specs = Array.from({ length: MAX_TRACKED_PARENTS + 1 }, (_, i) => ({ host: `*.p${i}.example.test`, ports: [443] }));
     const policy = stubPolicy(specs);
-    const guard = createDnsGuard({ sink: collectingSink(), now: clock.now, tunnelDetection: 'enforce', rateLimits: { refusedPerSecond: 1, refusedBurst: 1, uniquePerSecond: 1_000, uniqueBurst: 1_000 } });
-    const screen = (name: string) => guard.screen(queryOf(name), allowed(policy, name), policy);
+    const { screen } = enforcing(policy, clock.now);
     for (let n = 0; n < MAX_NEW_NAMES_PER_PARENT; n++) screen(`h${n}.p0.example.test`);
     for (let i = 1; i <= MAX_TRACKED_PARENTS; i++) screen(`h.p${i}.example.test`);
     // p0's window was dropped for the newest parent, so its count starts again.

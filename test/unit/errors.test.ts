@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { readFile } from 'node:fs/promises';
 import { describe, it } from 'node:test';
-import { BoundaryError, ERROR_CODES } from '../../src/errors.js';
+import { BoundaryError, ERROR_CODES } from '../../src/shared/errors.js';
 
 async function readmeCodes(): Promise<string[]> {
   const readme = await readFile(new URL('../../README.md', import.meta.url), 'utf8');

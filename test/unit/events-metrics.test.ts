@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { Registry } from 'prom-client';
-import { beginOutcome, emitOutcome, outcomeEvent, type ReasonCode, settle } from '../../src/proxy/events.js';
+import { beginOutcome, emitOutcome, outcomeEvent, type ReasonCode, settle } from '../../src/chain/events.js';
 import { createProxyMetrics } from '../../src/proxy/metrics.js';
 import type { AuditEvent } from '../../src/telemetry/event.js';
 

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { beginOutcome, type Outcome, OUTCOME_VERDICTS, outcomeEvent } from '../../src/proxy/events.js';
+import { beginOutcome, type Outcome, OUTCOME_VERDICTS, outcomeEvent } from '../../src/chain/events.js';
 import { ADAPTERS } from '../../src/policy/types.js';
 import type { AuditEvent } from '../../src/telemetry/event.js';
 

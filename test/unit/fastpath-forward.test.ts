@@ -10,8 +10,11 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import { Readable } from 'node:stream';
 import { describe, it } from 'node:test';
+import { createRequestChain } from '../../src/chain/request-chain.js';
+import { createResponseChain } from '../../src/chain/response-chain.js';
 import { createStaticCredentialSource } from '../../src/credentials/source.js';
-import { BoundaryError } from '../../src/errors.js';
+import { checkDestination } from '../../src/net/destination.js';
+import { BoundaryError } from '../../src/shared/errors.js';
 import { createCachingResolver } from '../../src/net/resolver-cache.js';
 import type { Resolver } from '../../src/net/resolver.js';
 import { NO_SELF_ADDRESSES } from '../../src/net/ssrf.js';
@@ -24,6 +27,7 @@ import type { H1Request } from '../../src/http1/h1-request.js';
 import type { AuditEvent } from '../../src/telemetry/event.js';
 import { testClock } from '../harness/clock.js';
 import { fakeResolver } from '../harness/fake-resolver.js';
+import { testLookupGate } from '../harness/lookup-gate.js';
 import { createProxyMetrics } from '../../src/proxy/metrics.js';
 import { MetricsOffRegistry } from '../../src/telemetry/metrics.js';
 
@@ -195,20 +199,34 @@ async function run(c: Case, resolver: Resolver): Promise<Observed> {
   const settled = new Promise<void>((resolve) => {
     settle = resolve;
   });
+  const metrics = createProxyMetrics(new MetricsOffRegistry());
+  const authorities = createAuthorityParsers();
+  const lookups = testLookupGate(resolver);
+  const chain = createRequestChain({
+    store,
+    authorities,
+    metrics,
+    identity: undefined,
+    credentials,
+    destination: (target) => checkDestination({ ...target, lookups, hosts: undefined, allowLoopback: true, selfAddresses: NO_SELF_ADDRESSES }),
+  });
+  const sink = {
+    emit(event: AuditEvent) {
+      record.events.push(event);
+      if (event.class !== 'FINDING') settle();
+    },
+  };
   const ctx = {
     store,
-    resolver,
-    authorities: createAuthorityParsers(),
+    lookups,
+    chain,
+    responses: createResponseChain({ sink }),
+    authorities,
     credentials,
     allowLoopback: true,
     selfAddresses: () => NO_SELF_ADDRESSES,
-    sink: {
-      emit(event: AuditEvent) {
-        record.events.push(event);
-        if (event.class !== 'FINDING') settle();
-      },
-    },
-    metrics: createProxyMetrics(new MetricsOffRegistry()),
+    sink,
+    metrics,
     logger: {
       warn() {
         record.warnings++;

@@ -2,10 +2,16 @@
 // §1.1-1.3, G19-G23): operation selection, root fields through aliases and fragments, GET rules, batches.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { graphqlFromBody, graphqlFromQuery } from '../../src/graphql/envelope.js';
+import { type GraphqlRead, graphqlFromHead, graphqlFromPost } from '../../src/graphql/http-request.js';
 import type { GraphqlRequest } from '../../src/policy/graphql-match.js';
 
-const body = (v: unknown): GraphqlRequest => graphqlFromBody(Buffer.from(typeof v === 'string' ? v : JSON.stringify(v)));
+const POST = { method: 'POST', query: '', contentType: 'application/json', hasBody: true, upgrade: false };
+const read = (r: GraphqlRead | 'hold'): GraphqlRequest => {
+  assert.ok(r !== 'hold' && 'graphql' in r, r === 'hold' ? 'hold' : 'refused' in r ? r.refused.problem : '');
+  return r.graphql;
+};
+const body = (v: unknown): GraphqlRequest => read(graphqlFromPost(POST, Buffer.from(typeof v === 'string' ? v : JSON.stringify(v))));
+const get = (query: string): GraphqlRead | 'hold' => graphqlFromHead({ method: 'GET', query, contentType: undefined, hasBody: false, upgrade: false });
 const ops = (r: GraphqlRequest) => {
   assert.ok('operations' in r, 'error' in r ? r.error : '');
   return r.operations;
@@ -32,9 +38,12 @@ describe('GraphQL envelope', () => {
     assert.match(error(body({ query: 'query A { a }', operationName: 'C' })), /"C" was not found/);
   });
 
-  it('G22: GET ids must not be combined, nor parameters repeated', () => {
-    assert.match(error(graphqlFromQuery('id=one&queryId=two')), /must not be combined/);
-    assert.match(error(graphqlFromQuery('query=%7Ba%7D&query=%7Bb%7D')), /more than once/);
+  it('G22: GET ids must not be combined, nor parameters repeated: both are refused as read two ways', () => {
+    for (const query of ['id=one&queryId=two', 'query=%7Ba%7D&query=%7Bb%7D']) {
+      const r = get(query);
+      assert.ok(r !== 'hold' && 'refused' in r, query);
+      assert.equal(r.refused.reason, 'graphql-ambiguous');
+    }
   });
 
   it('G23: a hash-only POST is a persisted operation with no fields', () => {
@@ -43,7 +52,7 @@ describe('GraphQL envelope', () => {
   });
 
   it('decodes + as a space in GET, and reads the shorthand as a query', () => {
-    assert.deepEqual(ops(graphqlFromQuery('query=%7B+viewer+%7B+login+%7D+%7D'))[0], { type: 'query', name: undefined, fields: ['viewer'], hashOnly: false });
+    assert.deepEqual(ops(read(get('query=%7B+viewer+%7B+login+%7D+%7D')))[0], { type: 'query', name: undefined, fields: ['viewer'], hashOnly: false });
   });
 
   it('pools a batch, and refuses an empty one, a non-object item, a parse error and a non-JSON body', () => {

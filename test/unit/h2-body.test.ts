@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { MarkerInBodyError } from '../../src/proxy/credential-injection.js';
-import { scannedMessages } from '../../src/proxy/h2-body.js';
+import { MarkerInBodyError } from '../../src/chain/credential-injection.js';
+import { scannedMessages } from '../../src/chain/h2-body.js';
 
 function message(payload: string): Buffer {
   const body = Buffer.from(payload);

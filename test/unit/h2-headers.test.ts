@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import type { BoundaryError } from '../../src/errors.js';
+import type { BoundaryError } from '../../src/shared/errors.js';
 import { h2RequestFields, h2ResponseFields, h2TrailerFields, joinedCookies, withoutPseudo } from '../../src/http2/headers.js';
 
 describe('HTTP/2 header lists', () => {

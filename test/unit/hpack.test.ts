@@ -5,7 +5,7 @@ import { once } from 'node:events';
 import { createServer, type IncomingHttpHeaders, type OutgoingHttpHeaders, type ServerHttp2Stream } from 'node:http2';
 import { connect } from 'node:net';
 import { describe, it } from 'node:test';
-import { BoundaryError } from '../../src/errors.js';
+import { BoundaryError } from '../../src/shared/errors.js';
 import { encodeHeaderBlock, HPACK_MAX_INTEGER, HPACK_MAX_TABLE_BYTES, HpackDecoder } from '../../src/http2/hpack.js';
 import { HUFFMAN_CODES, HUFFMAN_EOS } from '../../src/http2/hpack-huffman.js';
 import { seeded } from '../harness/seeded.js';

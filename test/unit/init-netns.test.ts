@@ -14,8 +14,8 @@ import {
   initNetnsCommand,
   type NetnsStep,
   netnsCommands,
-} from '../../src/cli/init-netns.js';
-import type { CliIo } from '../../src/cli/io.js';
+} from '../../src/app/cli/init-netns.js';
+import type { CliIo } from '../../src/app/cli/io.js';
 
 async function runCli(argv: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
   let stdout = '';

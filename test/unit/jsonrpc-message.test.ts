@@ -9,8 +9,11 @@ import type { JsonRpcRequest } from '../../src/policy/jsonrpc-match.js';
 
 const MCP = { mcp: true, strictToolNames: true } as const;
 const GENERIC = { mcp: false } as const;
-const parse = (body: unknown, mode: Parameters<typeof parseJsonRpcBody>[1] = MCP): JsonRpcRequest =>
-  parseJsonRpcBody(Buffer.from(typeof body === 'string' ? body : JSON.stringify(body)), mode);
+const parse = (body: unknown, mode: Parameters<typeof parseJsonRpcBody>[1] = MCP): JsonRpcRequest => {
+  const read = parseJsonRpcBody(Buffer.from(typeof body === 'string' ? body : JSON.stringify(body)), mode);
+  assert.ok(!('refused' in read), 'refused' in read ? read.refused.problem : '');
+  return read;
+};
 const call = (id: number | undefined, method: string, params?: unknown) => ({ jsonrpc: '2.0', ...(id === undefined ? {} : { id }), method, ...(params === undefined ? {} : { params }) });
 const INIT = { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'c', version: '1' } };
 
@@ -74,6 +77,18 @@ describe('parseJsonRpcBody', () => {
     assert.ok(got.kind === 'error' && !got.error.includes('secret-key') && !got.error.includes('42'), JSON.stringify(got));
   });
 
+  it('refuses a body in which an object repeats a key, whatever the key and depth (json-duplicate-key)', () => {
+    for (const body of [
+      '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"delete_resource","name":"read_status"}}',
+      '{"jsonrpc":"2.0","id":1,"method":"ping","method":"tools/list"}',
+      '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"a","arguments":{"x":[{"y":1,"\\u0079":2}]}}}',
+    ]) {
+      const read = parseJsonRpcBody(Buffer.from(body), MCP);
+      assert.ok('refused' in read, body);
+      assert.equal(read.refused.reason, 'json-duplicate-key');
+    }
+  });
+
   it('parses a deeply nested argument without a stack overflow', () => {
     const deep = `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"a","arguments":{"x":${'['.repeat(100_000)}${']'.repeat(100_000)}}}}`;
     assert.equal(parse(deep).kind, 'messages');
@@ -93,6 +108,11 @@ describe('filter_tools_list pieces', () => {
     const batch = filterToolsListText(JSON.stringify([list(2), list(1)]), (id) => id === 1, keep);
     assert.deepEqual(JSON.parse(batch.text).map((m: { result: { tools: unknown[] } }) => m.result.tools.length), [2, 1]);
     assert.equal(filterToolsListText('not json', (id) => id === 1, keep).text, 'not json');
+  });
+
+  it('says an answer that repeats a key is unreadable: which id it answers and which tools it lists depend on the parser', () => {
+    const text = '{"jsonrpc":"2.0","id":1,"id":9,"result":{"tools":[{"name":"delete_resource","name":"read_status"}]}}';
+    assert.match(filterToolsListText(text, (id) => id === 1, keep).unreadable ?? '', /key "id"/);
   });
 
   it('rewrites only the data of the answering SSE event, whatever the chunking and line endings', () => {

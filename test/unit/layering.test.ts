@@ -82,7 +82,7 @@ function violations(folder: string, forbidden: readonly string[]): string[] {
 describe('layering (STYLE.md section 2)', () => {
   it('reads the imports of every source file', () => {
     assert.ok(FILES.length > 100, `only ${FILES.length} files under src/`);
-    assert.ok(EDGES.some((e) => e.from === 'proxy/capture.ts' && e.to === 'policy/decide.ts'), 'a known import was not seen');
+    assert.ok(EDGES.some((e) => e.from === 'chain/timing.ts' && e.to === 'policy/decide.ts'), 'a known import was not seen');
     assert.ok(EDGES.some((e) => e.from === 'proxy/context.ts' && e.to === 'tls/intercept.ts' && e.typeOnly), 'a known type import was not seen');
   });
 
@@ -95,12 +95,12 @@ describe('layering (STYLE.md section 2)', () => {
   });
 
   it('policy/ imports nothing from the adapters, credentials, control or the protocol folders', () => {
-    assert.deepEqual(violations('policy', ['proxy', 'dns', 'control', 'credentials', 'http1', 'websocket', 'tls', 'supervisor', 'identity', 'boundary.ts']), []);
+    assert.deepEqual(violations('policy', ['proxy', 'dns', 'control', 'credentials', 'http1', 'websocket', 'tls', 'supervisor', 'identity', 'app', 'chain']), []);
   });
 
   it('identity/ reads /proc and never decides: nothing from the adapters or protocol folders, from policy/ only the claim types', () => {
     assert.deepEqual(
-      violations('identity', ['proxy', 'dns', 'control', 'credentials', 'http1', 'websocket', 'tls', 'supervisor', 'pki', 'cli', 'boundary.ts', 'config.ts', 'main.ts']),
+      violations('identity', ['proxy', 'chain', 'dns', 'control', 'credentials', 'http1', 'websocket', 'tls', 'supervisor', 'pki', 'app']),
       [],
     );
     assert.deepEqual(
@@ -115,27 +115,89 @@ describe('layering (STYLE.md section 2)', () => {
 
   it('net/ is pure address and name code below policy/: nothing from policy/, the adapters, control, credentials or telemetry', () => {
     assert.deepEqual(
-      violations('net', ['policy', 'proxy', 'dns', 'control', 'supervisor', 'credentials', 'telemetry', 'http1', 'websocket', 'tls', 'pki', 'cli', 'boundary.ts', 'config.ts', 'main.ts']),
+      violations('net', ['policy', 'proxy', 'chain', 'dns', 'control', 'supervisor', 'credentials', 'telemetry', 'http1', 'websocket', 'tls', 'pki', 'app']),
       [],
     );
-    // Outside net/ only the dependency-free root modules: the error catalogue, the file watcher, the reload queue.
-    const LEAVES = ['errors.ts', 'file-watch.ts', 'reload-queue.ts'];
+    // Outside net/ only shared/: the error catalogue, the file watcher, the reload queue.
     assert.deepEqual(
-      EDGES.filter((e) => inFolder(e.from, 'net') && !inFolder(e.to, 'net') && !LEAVES.includes(e.to)).map((e) => `${e.from} -> ${e.to}`),
+      EDGES.filter((e) => inFolder(e.from, 'net') && !inFolder(e.to, 'net') && !inFolder(e.to, 'shared')).map((e) => `${e.from} -> ${e.to}`),
       [],
     );
   });
 
-  it('telemetry/ is a leaf: from policy/ and net/ it imports only types, and from nowhere else anything', () => {
-    const out = EDGES.filter((e) => inFolder(e.from, 'telemetry') && !inFolder(e.to, 'telemetry'));
+  it('telemetry/ is a leaf: from policy/ and net/ it imports only types, from shared/ anything, and from nowhere else anything', () => {
+    const out = EDGES.filter((e) => inFolder(e.from, 'telemetry') && !inFolder(e.to, 'telemetry') && !inFolder(e.to, 'shared'));
     assert.deepEqual(
       out.filter((e) => !((inFolder(e.to, 'policy') || inFolder(e.to, 'net')) && e.typeOnly)).map((e) => `${e.from} -> ${e.to}`),
       [],
     );
   });
 
+  it('shared/ is the bottom: it imports nothing outside its folder', () => {
+    assert.deepEqual(
+      EDGES.filter((e) => inFolder(e.from, 'shared') && !inFolder(e.to, 'shared')).map((e) => `${e.from} -> ${e.to}`),
+      [],
+    );
+  });
+
+  it('app/ is the top: no file outside it imports it', () => {
+    assert.deepEqual(
+      EDGES.filter((e) => !inFolder(e.from, 'app') && inFolder(e.to, 'app')).map((e) => `${e.from} -> ${e.to}`),
+      [],
+    );
+    assert.deepEqual(
+      FILES.map((f) => relative(SRC, f)).filter((f) => !f.includes('/')),
+      [],
+      'every source file lives in a folder that says what it owns',
+    );
+  });
+
+  it('chain/ decides requests and never touches the adapters: nothing from proxy/ but types, nothing from dns/, control/, supervisor/ or app/', () => {
+    assert.deepEqual(violations('chain', ['dns', 'control', 'supervisor', 'app']), []);
+    assert.deepEqual(
+      EDGES.filter((e) => inFolder(e.from, 'chain') && inFolder(e.to, 'proxy') && !e.typeOnly).map((e) => `${e.from} -> ${e.to}`),
+      [],
+    );
+  });
+
+  it('proxy/ holds the adapters: it runs the chain and never imports dns/, control/, supervisor/ or app/', () => {
+    assert.deepEqual(violations('proxy', ['dns', 'control', 'supervisor', 'app']), []);
+  });
+
+  it('dns/ serves names and never imports the adapters, the chain, control/, supervisor/ or app/', () => {
+    assert.deepEqual(violations('dns', ['proxy', 'chain', 'control', 'supervisor', 'app']), []);
+  });
+
+  it('folders form a DAG: no folder imports one that imports it back, directly or through others (runtime imports)', () => {
+    const graph = new Map<string, Set<string>>();
+    const folder = (path: string): string => path.split('/')[0] as string;
+    for (const e of EDGES) {
+      if (e.typeOnly || folder(e.from) === folder(e.to)) continue;
+      const out = graph.get(folder(e.from)) ?? new Set<string>();
+      out.add(folder(e.to));
+      graph.set(folder(e.from), out);
+    }
+    // A cycle is a folder that reaches itself.
+    const cycles: string[] = [];
+    for (const start of graph.keys()) {
+      const seen = new Set<string>();
+      const stack = [...(graph.get(start) ?? [])];
+      while (stack.length > 0) {
+        const next = stack.pop() as string;
+        if (next === start) {
+          cycles.push(start);
+          break;
+        }
+        if (seen.has(next)) continue;
+        seen.add(next);
+        stack.push(...(graph.get(next) ?? []));
+      }
+    }
+    assert.deepEqual(cycles, []);
+  });
+
   it('supervisor/ never imports boundary.ts, the adapters or the protocol folders', () => {
-    assert.deepEqual(violations('supervisor', ['boundary.ts', 'proxy', 'dns', 'http1', 'websocket', 'tls']), []);
+    assert.deepEqual(violations('supervisor', ['app', 'proxy', 'chain', 'dns', 'http1', 'websocket', 'tls']), []);
   });
 
   it('supervisor/ takes from control/ only the shared protocol (messages, framing, wire constants), never the client', () => {
@@ -173,11 +235,18 @@ describe('layering (STYLE.md section 2)', () => {
     assert.deepEqual(violations('tls', ['proxy', 'http1', 'http2', 'websocket']), []);
   });
 
-  it('graphql/ and jsonrpc/ are pure codecs: out of their folder they import only policy/ types', () => {
+  it('graphql/ and jsonrpc/ are pure codecs: out of their folder they import only policy/ types and json/', () => {
     for (const folder of ['graphql', 'jsonrpc']) {
-      const out = EDGES.filter((e) => inFolder(e.from, folder) && !inFolder(e.to, folder));
+      const out = EDGES.filter((e) => inFolder(e.from, folder) && !inFolder(e.to, folder) && !inFolder(e.to, 'json'));
       assert.deepEqual(out.filter((e) => !(inFolder(e.to, 'policy') && e.typeOnly)).map((e) => `${e.from} -> ${e.to}`), []);
     }
+  });
+
+  it('json/ is a leaf: it imports nothing outside its folder', () => {
+    assert.deepEqual(
+      EDGES.filter((e) => inFolder(e.from, 'json') && !inFolder(e.to, 'json')).map((e) => `${e.from} -> ${e.to}`),
+      [],
+    );
   });
 
   it('has no index.ts barrels', () => {

@@ -30,15 +30,19 @@ function referenceShorthand(event: AuditEvent): string {
     parts.push(`[${[...version, ...hash].join(' ')}]`);
   }
   const detail = event.detail;
-  if (detail !== undefined && detail.length > 0) parts.push(`[reason:${cleanText(detail, MAX_REASON_CHARS)}]`);
-  else if (target === undefined && !ruled && event.message.length > 0) parts.push(`[msg:${cleanText(event.message)}]`);
   const error = event.unmapped?.error;
-  if (typeof error === 'string' && error.length > 0) parts.push(`[error:${cleanText(error)}]`);
+  const errorParts: string[] = [];
+  if (typeof error === 'string' && error.length > 0) errorParts.push(`[error:${cleanText(error)}]`);
   else if (typeof error === 'object' && error !== null) {
     const { kind, message } = error as { kind?: unknown; message?: unknown };
     const shown = [typeof kind === 'string' ? cleanText(kind, 128) : '', typeof message === 'string' ? cleanText(message) : ''].filter((text) => text.length > 0);
-    if (shown.length > 0) parts.push(`[error:${shown.join(' ')}]`);
+    if (shown.length > 0) errorParts.push(`[error:${shown.join(' ')}]`);
   }
+  // A line that is not a decision says what happened, unless a reason or an error part already does.
+  const sayMessage = event.action === undefined ? errorParts.length === 0 : target === undefined && !ruled;
+  if (detail !== undefined && detail.length > 0) parts.push(`[reason:${cleanText(detail, MAX_REASON_CHARS)}]`);
+  else if (sayMessage && event.message.length > 0) parts.push(`[msg:${cleanText(event.message)}]`);
+  parts.push(...errorParts);
   return parts.join(' ');
 }
 

@@ -221,6 +221,25 @@ describe('toShorthand', () => {
     );
   });
 
+  it('prints the message of every line that is not a decision, unless a reason or an error says it (issue 29)', () => {
+    assert.equal(
+      toShorthand({ class: 'CONFIG', activity: 'LOADED', severity: 'INFO', engine: 'control', message: 'policy generation 2 from supervisor s:1 is effective', generation: 2, policyHash: 'ab12' }),
+      'CONFIG:LOADED [INFO] [policy:- engine:control] [version:2 hash:ab12] [msg:policy generation 2 from supervisor s:1 is effective]',
+    );
+    assert.equal(
+      toShorthand({ class: 'NET', activity: 'OPEN', severity: 'INFO', engine: 'control', dst: { host: 's.test', port: 5500 }, message: 'attached to supervisor s.test:5500' }),
+      'NET:OPEN [INFO] -(-) -> s.test:5500 [policy:- engine:control] [msg:attached to supervisor s.test:5500]',
+    );
+    assert.equal(
+      toShorthand({ class: 'NET', activity: 'FAIL', severity: 'MED', engine: 'control', dst: { host: 's.test', port: 5500 }, message: 'attach failed: x', unmapped: { error: { kind: 'dns', message: 'x' } } }),
+      'NET:FAIL [MED] -(-) -> s.test:5500 [policy:- engine:control] [error:dns x]',
+    );
+    assert.equal(
+      toShorthand({ class: 'NET', activity: 'OPEN', severity: 'INFO', action: 'ALLOWED', engine: 'opa', dst: { host: 'a.test', port: 443 }, message: 'CONNECT allowed' }),
+      'NET:OPEN [INFO] ALLOWED -(-) -> a.test:443 [policy:- engine:opa]',
+    );
+  });
+
   it('prints CONFIG lines with version and hash, and msg when nothing else says what happened', () => {
     assert.equal(
       toShorthand({ class: 'CONFIG', activity: 'LOADED', severity: 'INFO', message: 'policy loaded', generation: 2, policyHash: 'ab12' }),
@@ -235,7 +254,7 @@ describe('toShorthand', () => {
   it('brackets IPv6 destinations and omits an absent port', () => {
     assert.equal(
       toShorthand({ class: 'NET', activity: 'LISTEN', severity: 'INFO', dst: { ip: '::1', port: 3128 }, message: 'listening' }),
-      'NET:LISTEN [INFO] -(-) -> [::1]:3128',
+      'NET:LISTEN [INFO] -(-) -> [::1]:3128 [msg:listening]',
     );
     assert.equal(
       toShorthand({ class: 'DNS', activity: 'QUERY', severity: 'LOW', action: 'DENIED', dst: { host: 'x.test' }, message: 'm', detail: 'upstream-failed' }),

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { canonicalTarget, MAX_REQUEST_TARGET_CHARS } from '../../src/proxy/path.js';
+import { canonicalTarget, MAX_REQUEST_TARGET_CHARS } from '../../src/chain/path.js';
 
 // [input, canonical path or problem, query]
 const ACCEPTED: readonly (readonly [string, string, string])[] = [

@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { isMap, isScalar, isSeq, LineCounter, type Node, parseDocument } from 'yaml';
-import { ERROR_CODES, type ErrorCode, isBoundaryError, type Issue } from '../../src/errors.js';
+import { ERROR_CODES, type ErrorCode, isBoundaryError, type Issue } from '../../src/shared/errors.js';
 import { loadPolicyFile } from '../../src/policy/load.js';
 import { parsePolicy } from '../../src/policy/parse.js';
 
@@ -179,9 +179,11 @@ describe('valid policies, OpenShell compatibility cases and shipped examples', (
   }
 
   for (const file of yamlFiles('policies')) {
-    it(`loads policies/${file} from disk with loadPolicyFile`, async () => {
+    it(`loads policies/${file} from disk with loadPolicyFile, with no warning`, async () => {
       const policy = await loadPolicyFile(join(ROOT, 'policies', file));
       assert.ok(policy.entries.length > 0, 'a shipped example allows something');
+      // What we ship is what users copy: it must pass the checks it would teach them to fix.
+      assert.deepEqual(policy.warnings, [], `policies/${file}:\n${describeIssues(policy.warnings)}`);
     });
   }
 

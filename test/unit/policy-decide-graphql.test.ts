@@ -1,7 +1,7 @@
 // decide() on GraphQL endpoints against the reference's policy cases (openshell-l7.md §1.5, GQ-U G10-G18).
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { graphqlFromBody } from '../../src/graphql/envelope.js';
+import { graphqlFromJson } from '../../src/graphql/envelope.js';
 import { decide } from '../../src/policy/decide.js';
 import { parsePolicy } from '../../src/policy/parse.js';
 
@@ -39,7 +39,7 @@ network_policies:
 
 const policy = parsePolicy(GQ_U);
 const ask = (envelope: unknown, host = 'api.github.test', path = '/graphql') =>
-  decide(policy, { adapter: 'l7', host, port: 443, method: 'POST', path, graphql: graphqlFromBody(Buffer.from(JSON.stringify(envelope))) });
+  decide(policy, { adapter: 'l7', host, port: 443, method: 'POST', path, graphql: graphqlFromJson(envelope) });
 
 describe('decide: GraphQL endpoints', () => {
   it('G10/G11: every root field must be allowed', () => {

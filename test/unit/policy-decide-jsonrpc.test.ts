@@ -61,9 +61,11 @@ const tool = (name: string) => msg('tools/call', { name, arguments: {} });
 
 function ask(host: string, body: unknown, opts: { method?: string; path?: string; mcp?: boolean } = {}): Decision {
   const mcp = opts.mcp ?? !(host.startsWith('rpc') || host.startsWith('any') || host.startsWith('audit'));
-  const jsonRpc: JsonRpcRequest = typeof body === 'object' && body !== null && 'kind' in body
+  const read = typeof body === 'object' && body !== null && 'kind' in body
     ? (body as JsonRpcRequest)
     : parseJsonRpcBody(Buffer.from(JSON.stringify(body)), mcp ? { mcp: true, strictToolNames: true } : { mcp: false });
+  assert.ok(!('refused' in read), 'JSON.stringify never repeats a key');
+  const jsonRpc: JsonRpcRequest = read;
   return decide(POLICY, { adapter: 'l7', host, port: 443, method: opts.method ?? 'POST', path: opts.path ?? (mcp ? '/mcp' : '/rpc'), jsonRpc });
 }
 

@@ -16,6 +16,7 @@ import { stubPolicy } from '../harness/dns-policy.js';
 import { collectingSink } from '../harness/dns-stack.js';
 import { fakeResolver } from '../harness/fake-resolver.js';
 import { logSink } from '../harness/log-sink.js';
+import { testLookupGate } from '../harness/lookup-gate.js';
 import { aOf, answer, PUBLIC, setup, ttlOf, UDP } from '../harness/policy-dns-setup.js';
 
 describe('policy DNS mappings and events', () => {
@@ -171,7 +172,7 @@ describe('policy DNS mappings and events', () => {
     const log = logSink({ now: clock.now });
     const dns = createPolicyDns({
       policy: () => stubPolicy([{ host: 'api.example.test', ports: [443] }]),
-      resolver: fakeResolver({ 'api.example.test': [PUBLIC] }),
+      lookups: testLookupGate(fakeResolver({ 'api.example.test': [PUBLIC] }), { now: clock.now }),
       pool: createSyntheticPool({ epoch: 0, now: clock.now }),
       sink: log.sink,
       now: clock.now,
@@ -195,7 +196,7 @@ describe('policy DNS mappings and events', () => {
     const clock = testClock();
     const store = createPolicyStore();
     const resolver = fakeResolver({ 'api.example.test': [PUBLIC], 'pg.db.example.test': [PUBLIC] });
-    const dns = createPolicyDns({ policy: () => store.current(), resolver, pool: createSyntheticPool({ epoch: 0, now: clock.now }), sink: collectingSink(), now: clock.now });
+    const dns = createPolicyDns({ policy: () => store.current(), lookups: testLookupGate(resolver, { now: clock.now }), pool: createSyntheticPool({ epoch: 0, now: clock.now }), sink: collectingSink(), now: clock.now });
     const ask = async (name: string) => rcodeOf(decode((await answer(dns, buildQuery(name), UDP))!));
     assert.equal(await ask('api.example.test'), 'NXDOMAIN', 'before any policy: fail closed');
     store.swap(

@@ -6,7 +6,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
-import { BoundaryError, type ErrorCode, isBoundaryError } from '../../src/errors.js';
+import { BoundaryError, type ErrorCode, isBoundaryError } from '../../src/shared/errors.js';
 import { loadPolicyFile } from '../../src/policy/load.js';
 import { parsePolicy } from '../../src/policy/parse.js';
 import { endpoint, issuesOf } from '../harness/policy-parse-fixtures.js';

@@ -2,7 +2,7 @@
 // cases M21-M30, J19, J20, each a coded error at the field's YAML path; the rule normalisation; the options.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import type { ErrorCode } from '../../src/errors.js';
+import type { ErrorCode } from '../../src/shared/errors.js';
 import { parsePolicy } from '../../src/policy/parse.js';
 import { E0, endpoint, expectIssue, issuesOf } from '../harness/policy-parse-fixtures.js';
 

@@ -4,7 +4,7 @@
 
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import type { ErrorCode } from '../../src/errors.js';
+import type { ErrorCode } from '../../src/shared/errors.js';
 import { parsePolicy } from '../../src/policy/parse.js';
 import { E0, endpoint } from '../harness/policy-parse-fixtures.js';
 

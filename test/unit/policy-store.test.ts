@@ -65,6 +65,16 @@ describe('createPolicyStore', () => {
     assert.equal(decide(store.current(), { adapter: 'connect', host: 'api.example.com', port: 443 }).generation, 2);
   });
 
+  it('stamps a given generation when it is newer, and previous + 1 otherwise: generations never repeat or go back', () => {
+    const store = createPolicyStore();
+    assert.equal(store.swap(parsePolicy(API), 5).generation, 5);
+    assert.equal(store.swap(parsePolicy(DB), 5).generation, 6);
+    assert.equal(store.swap(parsePolicy(API), 3).generation, 7);
+    assert.equal(store.swap(parsePolicy(API), 9).generation, 9);
+    assert.equal(store.swap(parsePolicy(API), 1.5).generation, 10);
+    assert.equal(store.swap(parsePolicy(API)).generation, 11);
+  });
+
   it('tells subscribers the next and previous policy, until they unsubscribe', () => {
     const store = createPolicyStore();
     const seen: [number, number][] = [];

@@ -5,7 +5,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { parse as parseWithYamlLibrary } from 'yaml';
-import { BoundaryError, type Issue } from '../../src/errors.js';
+import { BoundaryError, type Issue } from '../../src/shared/errors.js';
 import { MAX_POLICY_ALIAS_COUNT } from '../../src/policy/limits.js';
 import { parsePolicy } from '../../src/policy/parse.js';
 import { loadYaml, YamlSyntaxError } from '../../src/policy/yaml-load.js';

@@ -7,15 +7,16 @@ import { describe, it } from 'node:test';
 import { rewriteRequestHead } from '../../src/credentials/rewrite-head.js';
 import { scopeFor } from '../../src/credentials/scope.js';
 import { createStaticCredentialSource } from '../../src/credentials/source.js';
-import { checkDestination, checkDestinationCached, type DestinationRequest } from '../../src/net/destination.js';
+import { checkDestination, type DestinationRequest } from '../../src/net/destination.js';
 import { normaliseHost, parseAuthority, parseIpv4Number } from '../../src/net/host.js';
 import { createCachingResolver } from '../../src/net/resolver-cache.js';
 import { NO_SELF_ADDRESSES, prepareSelfAddresses, type SelfAddress, validateDestination } from '../../src/net/ssrf.js';
 import type { Endpoint } from '../../src/policy/types.js';
-import { credentialHead } from '../../src/proxy/credential-injection.js';
+import { credentialHead } from '../../src/chain/credential-injection.js';
 import { testClock } from '../harness/clock.js';
 import { makeEndpoint } from '../harness/endpoint.js';
 import { fakeResolver } from '../harness/fake-resolver.js';
+import { testLookupGate } from '../harness/lookup-gate.js';
 import { seeded } from '../harness/seeded.js';
 
 function randomString(next: () => number, alphabet: string, maxLength: number): string {
@@ -27,7 +28,17 @@ function randomString(next: () => number, alphabet: string, maxLength: number): 
 
 const CORPUS_SIZE = 4_000;
 
-describe('checkDestinationCached on a cached answer', () => {
+/** checkDestination's verdict when it came in this turn (no query), else undefined. */
+function checkDestinationCached(request: DestinationRequest): ReturnType<typeof checkDestination> | undefined {
+  const out = checkDestination(request);
+  if (out instanceof Promise) {
+    out.catch(() => undefined);
+    return undefined;
+  }
+  return out;
+}
+
+describe('checkDestination on a cached answer', () => {
   const RECORDS = {
     'api.example.test': ['127.0.0.1', '10.0.0.5', '169.254.169.254'],
     'public.example.test': ['8.8.8.8'],
@@ -46,23 +57,23 @@ describe('checkDestinationCached on a cached answer', () => {
 
   it('settles synchronously with exactly what a fresh resolution gives, for every name, plan and setting', async () => {
     const clock = testClock();
-    const cache = createCachingResolver(fakeResolver(RECORDS), { now: clock.now });
-    const plain = fakeResolver(RECORDS);
+    const cache = testLookupGate(createCachingResolver(fakeResolver(RECORDS), { now: clock.now }), { now: clock.now });
+    const plain = testLookupGate(fakeResolver(RECORDS), { now: clock.now });
     let cases = 0;
     for (const host of [...Object.keys(RECORDS), 'missing.example.test']) {
       for (const endpoint of endpoints) {
         for (const port of [80, 443, 3128, 6443]) {
           for (const allowLoopback of [undefined, false, true]) {
-            const base = { host, kind: 'name' as const, port, endpoint, allowLoopback, selfAddresses: self };
-            const expected = await checkDestination({ ...base, resolver: plain });
-            await checkDestination({ ...base, resolver: cache });
-            const held = checkDestinationCached({ ...base, resolver: cache });
+            const base = { host, kind: 'name' as const, port, endpoint, endpoints: endpoint === undefined ? [] : [endpoint], allowLoopback, selfAddresses: self };
+            const expected = await checkDestination({ ...base, lookups: plain });
+            await checkDestination({ ...base, lookups: cache });
+            const held = checkDestinationCached({ ...base, lookups: cache });
             // A transient failure is never cached: that question goes to the resolver again (unless the port
             // alone refuses it, before any query).
             const portRefused = !expected.ok && 'check' in expected && expected.check === 'control-plane-port';
             if (host === 'down.example.test' && !portRefused) {
               assert.equal(held, undefined, host);
-              assert.deepEqual(await checkDestination({ ...base, resolver: cache }), expected, host);
+              assert.deepEqual(await checkDestination({ ...base, lookups: cache }), expected, host);
             } else {
               assert.notEqual(held, undefined, `${host}:${port} should settle from the cache`);
               assert.deepEqual(held, expected, `${host}:${port} ${endpoint?.host} loopback=${allowLoopback}`);
@@ -79,16 +90,18 @@ describe('checkDestinationCached on a cached answer', () => {
     const clock = testClock();
     const inner = fakeResolver({ 'api.example.test': { addresses: ['127.0.0.1'], ttlSeconds: 10 } });
     const cache = createCachingResolver(inner, { now: clock.now });
-    const request: DestinationRequest = { host: 'api.example.test', kind: 'name', port: 80, endpoint: undefined, resolver: cache, allowLoopback: true };
-    assert.equal(checkDestinationCached(request), undefined);
-    assert.equal(inner.calls.length, 0, 'the cached path never starts a query');
-    await checkDestination(request);
+    const request: DestinationRequest = { host: 'api.example.test', kind: 'name', port: 80, endpoint: undefined, endpoints: [], lookups: testLookupGate(cache, { now: clock.now }), allowLoopback: true };
+    const first = checkDestination(request);
+    assert.ok(first instanceof Promise, 'a name not held is resolved');
+    await first;
+    assert.equal(inner.calls.length, 1);
     clock.advance(9_999);
     assert.notEqual(checkDestinationCached(request), undefined);
-    assert.equal(inner.calls.length, 1);
+    assert.equal(inner.calls.length, 1, 'a fresh answer is served without a query');
     clock.advance(1);
-    assert.equal(checkDestinationCached(request), undefined, 'an expired answer is resolved again, not served');
-    await checkDestination(request);
+    const again = checkDestination(request);
+    assert.ok(again instanceof Promise, 'an expired answer is resolved again, not served');
+    await again;
     assert.equal(inner.calls.length, 2);
   });
 

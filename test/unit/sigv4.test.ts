@@ -9,7 +9,7 @@ import { parseCredentials } from '../../src/credentials/parse.js';
 import { scopeFor } from '../../src/credentials/scope.js';
 import { payloadMode, type SignInput, signRequest } from '../../src/credentials/sigv4.js';
 import { createStaticCredentialSource } from '../../src/credentials/source.js';
-import { isBoundaryError } from '../../src/errors.js';
+import { isBoundaryError } from '../../src/shared/errors.js';
 import { regionFromHost } from '../../src/net/aws-region.js';
 import { parsePolicy } from '../../src/policy/parse.js';
 import { E0, endpoint, expectIssue } from '../harness/policy-parse-fixtures.js';

@@ -2,7 +2,7 @@
 // through state-file.ts; a mutation resolves once the write that holds it is durable. Never shared by replicas.
 
 import type { Logger } from '../../telemetry/logger.js';
-import { createStateFileWriter, readStateFile, type StateContents, type StateWithdrawal as Withdrawal } from './state-file.js';
+import { createStateFileWriter, prepareStateDir, readStateFile, type StateContents, type StateWithdrawal as Withdrawal } from './state-file.js';
 import type {
   AttachRecord,
   SandboxPublication,
@@ -73,15 +73,21 @@ export function createMemoryStore(options: { stateFile?: string; logger?: Logger
     kind: stateFile === undefined ? 'memory' : 'file',
 
     async start() {
-      if (stateFile === undefined) return;
+      if (stateFile === undefined || writer === undefined) return;
+      await prepareStateDir(stateFile);
       const state = await readStateFile(stateFile);
-      if (state === undefined) return;
-      for (const s of state.sandboxes) sandboxes.set(s.sandboxId, s);
-      for (const i of state.instances) instances.set(instanceKey(i.sandboxId, i.instanceId), i);
-      for (const w of state.withdrawals) withdrawals.set(w.id, w);
-      nextSeq = state.nextSeq;
-      logger?.info({ stateFile, sandboxes: sandboxes.size, instances: instances.size }, 'supervisor state loaded');
+      if (state !== undefined) {
+        for (const s of state.sandboxes) sandboxes.set(s.sandboxId, s);
+        for (const i of state.instances) instances.set(instanceKey(i.sandboxId, i.instanceId), i);
+        for (const w of state.withdrawals) withdrawals.set(w.id, w);
+        nextSeq = state.nextSeq;
+        logger?.info({ stateFile, sandboxes: sandboxes.size, instances: instances.size }, 'supervisor state loaded');
+      }
+      // Written once now: a directory the supervisor cannot write refuses the start, not the first operator call.
+      await writer.writeNow();
     },
+
+    writeFailure: () => writer?.failure(),
 
     async close() {
       await writer?.close();

@@ -3,7 +3,7 @@
 // connection string (it may carry a password) is never logged. Knows no table and no StoreChange.
 
 import pg from 'pg';
-import { BoundaryError, isBoundaryError } from '../../errors.js';
+import { BoundaryError, isBoundaryError } from '../../shared/errors.js';
 import type { Logger } from '../../telemetry/logger.js';
 import type { Row } from './postgres-schema.js';
 

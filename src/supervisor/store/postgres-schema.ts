@@ -2,7 +2,7 @@
 // newer schema), rows to Stored* values, and change notifications to and from their JSON payload. No connections.
 
 import type pg from 'pg';
-import { BoundaryError } from '../../errors.js';
+import { BoundaryError } from '../../shared/errors.js';
 import type { StoreChange, StoredInstance, StoredSandbox, StoredWithdrawal } from './store.js';
 import type { KeptWithdrawal } from './withdrawals.js';
 

@@ -72,6 +72,9 @@ export function createPostgresStore(options: { connectionString: string; logger:
 
     close,
 
+    // Every change is one transaction: it either happened or its caller saw the error; nothing waits to be written.
+    writeFailure: () => undefined,
+
     publishSandbox(p) {
       return transaction(`publishing sandbox ${p.sandboxId}`, async (db) => {
         // The WHERE makes this a compare-and-set: a concurrent publisher of the same content waits on the row,

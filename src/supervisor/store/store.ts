@@ -105,6 +105,11 @@ export interface SupervisorStore {
   start(): Promise<void>;
   /** Flushes what is pending and closes. */
   close(): Promise<void>;
+  /**
+   * Why this store holds changes it could not make durable (the --state-dir file's last write failed, and it is
+   * being written again until it succeeds); undefined when everything it acknowledged is durable. /readyz shows it.
+   */
+  writeFailure(): string | undefined;
 
   /**
    * Compare and set: when any of policyHash, credentialsHash or settings differs from the stored sandbox (or

@@ -1,0 +1,78 @@
+// `boundary policy check`'s per-file work: load a policy (or parse a credentials file) and turn every problem and
+// warning into a located JSON issue or a `FILE:LINE:COL CODE PATH: MESSAGE` line. `policy explain` prints a file
+// that fails to load the same way. Never decides anything.
+
+import { readFile } from 'node:fs/promises';
+import { resolve } from 'node:path';
+import { parseCredentials } from '../../credentials/parse.js';
+import { type ErrorCode, isBoundaryError, type Issue } from '../../shared/errors.js';
+import { loadPolicyFile } from '../../policy/load.js';
+import type { CliIo } from './io.js';
+
+export interface FileReport {
+  readonly file: string;
+  readonly ok: boolean;
+  readonly problems: readonly JsonIssue[];
+  readonly warnings: readonly JsonIssue[];
+}
+
+export interface JsonIssue {
+  readonly code: ErrorCode;
+  readonly path: string;
+  readonly line: number | null;
+  readonly column: number | null;
+  readonly message: string;
+}
+
+export async function checkFile(file: string, io: CliIo): Promise<FileReport> {
+  try {
+    const policy = await loadPolicyFile(resolve(io.cwd, file));
+    return { file, ok: true, problems: [], warnings: policy.warnings.map(toJson) };
+  } catch (err) {
+    return { file, ok: false, problems: problemsOf(err), warnings: [] };
+  }
+}
+
+/** A credentials file as `run --credentials` reads it: parsed and validated, never its values printed. */
+export async function checkCredentialsFile(file: string, io: CliIo): Promise<FileReport> {
+  let text: string;
+  try {
+    text = await readFile(resolve(io.cwd, file), 'utf8');
+  } catch (err) {
+    const message = `cannot read ${file}: ${(err as NodeJS.ErrnoException).code ?? String(err)}`;
+    return { file, ok: false, problems: [{ code: 'CREDENTIALS_UNREADABLE', path: '', line: null, column: null, message }], warnings: [] };
+  }
+  try {
+    parseCredentials(text, { source: file });
+    return { file, ok: true, problems: [], warnings: [] };
+  } catch (err) {
+    return { file, ok: false, problems: problemsOf(err), warnings: [] };
+  }
+}
+
+export function problemsOf(err: unknown): JsonIssue[] {
+  if (!isBoundaryError(err)) throw err;
+  if (err.issues.length > 0) return err.issues.map(toJson);
+  return [{ code: err.code, path: '', line: null, column: null, message: err.message }];
+}
+
+function toJson(issue: Issue): JsonIssue {
+  return { code: issue.code, path: issue.path, line: issue.line ?? null, column: issue.column ?? null, message: issue.message };
+}
+
+export function renderIssue(file: string, issue: JsonIssue, label: string): string {
+  const where = issue.line === null ? file : `${file}:${issue.line}:${issue.column ?? 1}`;
+  const path = issue.path === '' ? '' : ` ${issue.path}:`;
+  return `${where} ${label}${issue.code}${path} ${issue.message}\n`;
+}
+
+export function renderReport(report: FileReport): string {
+  let out = '';
+  for (const problem of report.problems) out += renderIssue(report.file, problem, '');
+  for (const warning of report.warnings) out += renderIssue(report.file, warning, 'WARN ');
+  const count = (n: number, word: string) => `${n} ${word}${n === 1 ? '' : 's'}`;
+  out += report.ok
+    ? `${report.file}: ok${report.warnings.length > 0 ? ` (${count(report.warnings.length, 'warning')})` : ''}\n`
+    : `${report.file}: invalid (${count(report.problems.length, 'problem')})\n`;
+  return out;
+}

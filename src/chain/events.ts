@@ -1,0 +1,249 @@
+// The one decision event per connection or request, rendered from an Outcome, plus the proxy's metrics.
+// Metric labels come only from closed sets (adapter, verdict, reason); never a host, path or address.
+
+import { type Adapter, DECISION_REASONS, type DecisionReason } from '../policy/types.js';
+import type { AuditEvent, AuditSink, Engine, Severity } from '../telemetry/event.js';
+import { formatAuthority } from '../net/host.js';
+import type { ProxyMetrics } from '../proxy/metrics.js';
+import type { ReplayFields } from '../telemetry/replay.js';
+
+/** Outcomes that are not policy decisions, named once for events and metric labels. */
+const OUTCOME_REASONS = [
+  'ssrf-denied',
+  'resolve-failed',
+  // The lookup gate (net/lookup-gate.ts) kept the name from the upstream resolver.
+  'lookup-rate-limited',
+  'lookup-tunnel-suspected',
+  'dial-failed',
+  'upstream-failed',
+  'tls-unavailable',
+  'authority-mismatch',
+  'bad-request',
+  'head-too-large',
+  'framing-header-lookalike',
+  'method-override-invalid',
+  // docs/policy.md#one-reading: a request boundary and the origin could read differently, refused before policy.
+  'graphql-ambiguous',
+  'json-duplicate-key',
+  'unsupported-l7-protocol',
+  'unsupported-scheme',
+  'policy-changed',
+  'too-many-connections',
+  'too-many-connections-from-source',
+  'sni-mismatch',
+  'tls-handshake-failed',
+  'client-closed',
+  'uninspected-credentials',
+  'credential-endpoint-mismatch',
+  'credential-unavailable',
+  'credential-body-too-large',
+  'websocket-binary-credentialed',
+  'websocket-protocol-error',
+  'websocket-timeout',
+  // Transparent capture (capture.ts CAPTURE_REASONS): why a captured connection was refused before any dial.
+  'mapping-missing',
+  'mapping-expired',
+  'stale-policy',
+  'port-mismatch',
+  'destination-denied',
+] as const;
+export type OutcomeReason = (typeof OUTCOME_REASONS)[number];
+
+/** Every `Outcome.reason`: the decision's own reason, or why the proxy ended it otherwise. Event `reason_code`
+ *  and the decisions metric's `reason` label both come from this one set. */
+export const REASON_CODES = [...DECISION_REASONS, ...OUTCOME_REASONS] as const;
+export type ReasonCode = DecisionReason | OutcomeReason;
+
+export const OUTCOME_VERDICTS = ['allow', 'audit', 'deny', 'fail'] as const;
+export type OutcomeVerdict = (typeof OUTCOME_VERDICTS)[number];
+
+/** The detail an outcome carries until it is settled: nothing about the request was understood yet. */
+export const NOT_UNDERSTOOD_DETAIL = 'request was not understood';
+
+/** What one connection or request came to: its context is filled in as it progresses, its result (verdict,
+ *  reason, detail, status) only through settle(); emitted once from a finally block. */
+export interface Outcome {
+  adapter: Adapter;
+  /** `net` for CONNECT (Network Activity), `http` for forward and L7 requests (HTTP Activity). */
+  kind: 'net' | 'http';
+  method: string;
+  host: string | undefined;
+  port: number | undefined;
+  /** Canonical path without the query (http only). */
+  path: string | undefined;
+  verdict: OutcomeVerdict;
+  /** Closed code (event `reason_code`, metric label); the sentence goes in `detail`. */
+  reason: ReasonCode;
+  engine: Engine;
+  /** One human sentence for the event's detail; never a query string or credential. */
+  detail: string;
+  policy: string | undefined;
+  generation: number | undefined;
+  policyHash: string | undefined;
+  srcIp: string | undefined;
+  srcPort: number | undefined;
+  status: number | undefined;
+  /** Extra fields under `unmapped` (rule, endpoint id, plan, check, dropped addresses, ...). */
+  extra: Record<string, unknown> | undefined;
+  /** Overrides the verdict's default severity (a credential binding mismatch is HIGH). */
+  severity?: Severity;
+  /** `https` after TLS termination (http only); a denial's `unmapped.replay.scheme`, default `http`. */
+  scheme?: 'http' | 'https';
+  /** The request's query keys, never its values (telemetry/replay.ts replayQueryKeys); set on a denial. */
+  queryKeys?: { readonly keys: readonly string[]; readonly truncated: boolean };
+}
+
+export function beginOutcome(adapter: Adapter, kind: 'net' | 'http', src: { remoteAddress?: string | undefined; remotePort?: number | undefined }): Outcome {
+  return {
+    adapter,
+    kind,
+    method: kind === 'net' ? 'CONNECT' : 'UNKNOWN',
+    host: undefined,
+    port: undefined,
+    path: undefined,
+    verdict: 'deny',
+    reason: 'bad-request',
+    engine: kind === 'net' ? 'opa' : 'l7',
+    detail: NOT_UNDERSTOOD_DETAIL,
+    policy: undefined,
+    generation: undefined,
+    policyHash: undefined,
+    srcIp: src.remoteAddress,
+    srcPort: src.remotePort,
+    status: undefined,
+    extra: undefined,
+  };
+}
+
+/**
+ * Settles the outcome: verdict, closed reason, the sentence for the event and the status sent, together and
+ * only here. Mutates `o` (one object per request, no settlement object built). `status` is explicit: pass
+ * `o.status` to keep one already recorded (an upstream's answer), `undefined` when nothing was sent.
+ */
+export function settle(o: Outcome, verdict: OutcomeVerdict, reason: ReasonCode, detail: string, status: number | undefined): void {
+  o.verdict = verdict;
+  o.reason = reason;
+  o.detail = detail;
+  o.status = status;
+}
+
+/** Why the HTTP parser rejected a request head: the client-errors metric's closed `reason` set. */
+export const CLIENT_ERROR_REASONS = ['head-too-large', 'timeout', 'reset', 'malformed'] as const;
+export type ClientErrorReason = (typeof CLIENT_ERROR_REASONS)[number];
+
+/** Why a connection was refused before any request was read (proxy/admission.ts). */
+export const REFUSED_CONNECTION_REASONS = ['too-many-connections', 'too-many-connections-from-source'] as const;
+export type RefusedConnectionReason = (typeof REFUSED_CONNECTION_REASONS)[number];
+
+/** The listeners a connection is admitted by: the proxy's, or the transparent capture listeners together. */
+export const ADMISSION_LISTENERS = ['proxy', 'transparent'] as const;
+export type AdmissionListener = (typeof ADMISSION_LISTENERS)[number];
+
+const ACTION = { allow: 'ALLOWED', audit: 'ALLOWED', deny: 'DENIED', fail: undefined } as const;
+const STATUS_WORD = { allow: 'allowed', audit: 'audit', deny: 'denied', fail: 'failed' } as const;
+const LABELS = ['CONNECT', 'CONNECT_L7', 'FORWARD', 'L7_REQUEST'] as const;
+/** `<label> <status word>` by label and verdict, made once: every event then carries the same string, which
+ *  the audit sink's memo compares by identity and the renderers find already hashed. */
+const STATUS_DETAILS: ReadonlyMap<string, ReadonlyMap<string, string>> = new Map(
+  LABELS.map((label) => [label, new Map(OUTCOME_VERDICTS.map((verdict) => [verdict, `${label} ${STATUS_WORD[verdict]}`]))]),
+);
+
+function target(host: string | undefined, port: number | undefined): string {
+  if (host === undefined) return '-';
+  const shown = host.includes(':') ? `[${host}]` : host;
+  return port === undefined ? shown : `${shown}:${port}`;
+}
+
+/** Renders the outcome as an AuditEvent (docs/events.md#what-is-emitted). Never includes a query string. */
+export function outcomeEvent(o: Outcome): AuditEvent {
+  const action = ACTION[o.verdict];
+  const severity = o.severity ?? (o.verdict === 'deny' ? 'MED' : o.verdict === 'fail' ? 'LOW' : 'INFO');
+  const where = target(o.host, o.port);
+  const unmapped: Record<string, unknown> = { adapter: o.adapter, verdict: o.verdict, reason_code: o.reason };
+  if (o.status !== undefined) unmapped.status_code = o.status;
+  if (o.extra !== undefined) Object.assign(unmapped, o.extra);
+  if (o.verdict === 'deny' && o.host !== undefined && o.port !== undefined) unmapped.replay = replayOf(o, o.host, o.port);
+  // Built by assignment, not object spreads: one of these is made per request.
+  const dst: { host?: string; port?: number } = {};
+  if (o.host !== undefined) dst.host = o.host;
+  if (o.port !== undefined) dst.port = o.port;
+  const src: { ip?: string; port?: number } = {};
+  if (o.srcIp !== undefined) src.ip = o.srcIp;
+  if (o.srcPort !== undefined) src.port = o.srcPort;
+  const net = o.kind === 'net' || o.verdict === 'fail';
+  const label = net ? (o.adapter === 'connect' ? (o.extra?.inspect === true ? 'CONNECT_L7' : 'CONNECT') : 'FORWARD') : o.adapter === 'forward' ? 'FORWARD' : 'L7_REQUEST';
+  const statusDetail = STATUS_DETAILS.get(label)?.get(o.verdict) ?? `${label} ${STATUS_WORD[o.verdict]}`;
+  const event: {
+    -readonly [K in keyof AuditEvent]: AuditEvent[K];
+  } = {
+    class: net ? 'NET' : 'HTTP',
+    activity: net ? (o.verdict === 'fail' ? 'FAIL' : 'OPEN') : o.method,
+    statusDetail,
+    message: net ? `${statusDetail} ${where}` : `${statusDetail} ${o.method} ${where}${o.path ?? ''}`,
+    severity,
+    engine: o.engine,
+    dst,
+    src,
+    detail: o.detail,
+    unmapped,
+  };
+  if (action !== undefined) event.action = action;
+  if (o.policy !== undefined) event.policy = o.policy;
+  if (o.generation !== undefined) event.generation = o.generation;
+  if (o.policyHash !== undefined) event.policyHash = o.policyHash;
+  if (!net) {
+    // docs/events.md#shorthand-line: the scheme is http even after TLS termination; the port is printed unless 80.
+    event.http = { method: o.method, url: `http://${o.port === 80 || o.port === undefined ? target(o.host, undefined) : where}${o.path ?? ''}` };
+  }
+  return event;
+}
+
+/** What explain needs to ask the same question again (docs/events.md#replaying-a-denial); denials only. */
+function replayOf(o: Outcome, host: string, port: number): ReplayFields {
+  // The executable the denial was decided for (docs/identity.md#explain): explain asks with it again.
+  const binary = typeof o.extra?.binary === 'string' ? { binary: o.extra.binary } : {};
+  if (o.kind === 'net' || o.path === undefined) return { host, port, ...binary };
+  const queryKeys = o.queryKeys === undefined || o.queryKeys.keys.length === 0 ? {} : { query_keys: o.queryKeys.keys };
+  const truncated = o.queryKeys?.truncated === true ? { query_keys_truncated: true as const } : {};
+  return { scheme: o.scheme ?? 'http', method: o.method, host, port, path: o.path, ...queryKeys, ...truncated, ...binary };
+}
+
+export function emitOutcome(sink: AuditSink, metrics: ProxyMetrics, o: Outcome): void {
+  metrics.countOutcome(o);
+  sink.emit(outcomeEvent(o));
+}
+
+/** FINDING:BLOCKED beside the decision event (authority mismatch, SNI mismatch). */
+export function findingEvent(o: Outcome, finding: string): AuditEvent {
+  return {
+    class: 'FINDING',
+    activity: 'BLOCKED',
+    severity: 'HIGH',
+    engine: o.engine,
+    dst: { ...(o.host === undefined ? {} : { host: o.host }), ...(o.port === undefined ? {} : { port: o.port }) },
+    message: `${finding}: ${o.detail}`,
+    detail: o.detail,
+    ...(o.generation === undefined ? {} : { generation: o.generation }),
+    ...(o.policyHash === undefined ? {} : { policyHash: o.policyHash }),
+    unmapped: { finding, adapter: o.adapter },
+  };
+}
+
+/** NET:CLOSE for a relay (tunnel or WebSocket) that boundary ended, stamped with the policy now in force. */
+export function relayClosedEvent(
+  policy: { readonly generation: number; readonly hash: string },
+  relay: { what: 'tunnel' | 'websocket'; host: string; port: number; reason: string; unmapped?: Readonly<Record<string, unknown>> },
+): AuditEvent {
+  return {
+    class: 'NET',
+    activity: 'CLOSE',
+    severity: 'INFO',
+    engine: 'opa',
+    dst: { host: relay.host, port: relay.port },
+    message: `${relay.what} to ${formatAuthority(relay.host, relay.port)} closed: ${relay.reason}`,
+    detail: relay.reason,
+    generation: policy.generation,
+    policyHash: policy.hash,
+    ...(relay.unmapped === undefined ? {} : { unmapped: relay.unmapped }),
+  };
+}
