@@ -28,7 +28,8 @@ import { stageBoundary } from '../harness/stage.js';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const DEPLOY = join(ROOT, 'deploy', 'kubernetes');
-const TEST_BUDGET_MS = 300_000;
+/** Bounds a hang only: the scenario took 127 s at load 15-20 and about half that when quiet. */
+const TEST_HANG_BOUND_MS = 900_000;
 const SUPERVISOR_KILLS = 10;
 /**
  * The scenario's cadence: each kill comes this long after the previous re-attach, a crash loop one second
@@ -37,7 +38,7 @@ const SUPERVISOR_KILLS = 10;
  */
 const KILL_INTERVAL_MS = 1_000;
 
-it('runs the shipped sandbox pod and supervisor as the manifests say: attach, ready, egress, fence, 10 supervisor kills', { timeout: TEST_BUDGET_MS }, async (t: TestContext) => {
+it('runs the shipped sandbox pod and supervisor as the manifests say: attach, ready, egress, fence, 10 supervisor kills', { timeout: TEST_HANG_BOUND_MS }, async (t: TestContext) => {
   const reason = await skipReason();
   if (reason !== undefined) {
     t.skip(`Kubernetes pod end-to-end test skipped: ${reason}`);
