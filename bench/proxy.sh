@@ -220,7 +220,7 @@ wait_until origin origin 100 test -s "$WORK/origin.json" || die "origin did not 
 read -r HTTP_PORT HTTP_L7_PORT HTTP_CRED_PORT TLS_PORT TLS_L7_PORT < <(node -e '
   const o = JSON.parse(require("node:fs").readFileSync(process.argv[1], "utf8"));
   console.log([...o.http, ...o.https].join(" "));' "$WORK/origin.json")
-read -r TINY_PORT SQUID_PORT B_PORT B_ADMIN DNS_SINK BN_PORT BN_ADMIN BN_DNS < <(free_ports 8)
+read -r TINY_PORT SQUID_PORT B_PORT B_ADMIN B_DNS DNS_SINK BN_PORT BN_ADMIN BN_DNS < <(free_ports 9)
 log "origin http=$HTTP_PORT,$HTTP_L7_PORT https=$TLS_PORT,$TLS_L7_PORT; proxies tinyproxy=$TINY_PORT squid=$SQUID_PORT boundary=$B_PORT"
 origin_served() { curl -s --max-time 2 "http://127.0.0.1:$HTTP_PORT/__stats" | sed -E 's/.*"served":([0-9]+).*/\1/'; }
 
@@ -366,7 +366,7 @@ EOF
   has boundary-nometrics "$PROXIES" && entry=("$HERE/boundary-metrics-off.mjs" "$BOUNDARY_DIST")
   (cd "$ROOT" && BOUNDARY_BENCH_METRICS=on exec "${PIN_PROXY[@]}" node "${prof[@]}" "${entry[@]}" run \
     --policy "$d/policy.yaml" \
-    --proxy-listen "127.0.0.1:$B_PORT" --admin-listen "127.0.0.1:$B_ADMIN" \
+    --proxy-listen "127.0.0.1:$B_PORT" --admin-listen "127.0.0.1:$B_ADMIN" --dns-listen "127.0.0.1:$B_DNS" \
     --hosts "$WORK/hosts" --upstream-dns "127.0.0.1:$DNS_SINK" --upstream-ca "$WORK/pki/ca.pem" \
     --unsafe-allow-loopback-upstream --state-dir "$d/state" --log-format json "${creds[@]}") >"$d/boundary.log" 2>"$d/stderr.log" &
   PID_OF[boundary]=$!

@@ -62,6 +62,8 @@ export function createPolicyLibrary(options: {
   parsePolicy: (text: string, options?: { source?: string }) => Policy;
   onChange: (names: ReadonlySet<string>) => void;
   onError: (file: string, message: string) => void;
+  /** The periodic rescan's period; default RESCAN_INTERVAL_MS. Tests that check the watcher alone set it far off. */
+  rescanIntervalMs?: number | undefined;
 }): PolicyLibrary {
   const files = new Map<string, FileState>();
   let watcher: FSWatcher | undefined;
@@ -172,7 +174,7 @@ export function createPolicyLibrary(options: {
       await rescan();
       watcher = watch(options.dir, { persistent: false }, schedule);
       watcher.on('error', (err) => options.onError(options.dir, `watch failed: ${err.message}; relying on the periodic rescan`));
-      interval = setInterval(() => void rescan(), RESCAN_INTERVAL_MS);
+      interval = setInterval(() => void rescan(), options.rescanIntervalMs ?? RESCAN_INTERVAL_MS);
       interval.unref();
     },
     async close() {

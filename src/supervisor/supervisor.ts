@@ -84,6 +84,8 @@ interface SupervisorDeps {
   readonly registry?: Registry;
   /** Replaces the store the config names (tests share one between two supervisors). */
   readonly store?: SupervisorStore;
+  /** Tests only: the policies folder's periodic rescan period, so a test can tell the watcher's work from it. */
+  readonly policyRescanMs?: number;
 }
 
 /** What a failed write-behind means for each store, in its log line. */
@@ -175,6 +177,7 @@ export function createSupervisor(config: SupervisorConfig, deps: SupervisorDeps)
     parsePolicy,
     onChange: () => refresh(),
     onError: (file, message) => logger.warn({ file }, `policy file rejected; the last valid version stays: ${message}`),
+    rescanIntervalMs: deps.policyRescanMs,
   });
   const sandboxConfigs = createSandboxConfigs({ library, credentials: () => credentials, settings, parsePolicy, logger });
   const { configFor } = sandboxConfigs;

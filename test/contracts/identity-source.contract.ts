@@ -5,10 +5,11 @@
 
 import assert from 'node:assert/strict';
 import { once } from 'node:events';
-import { chmod, copyFile, mkdtemp, rm, symlink, writeFile } from 'node:fs/promises';
+import { chmod, copyFile, mkdtemp, readlink, rm, symlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
+import { setTimeout as delay } from 'node:timers/promises';
 import type { IdentitySource } from '../../src/identity/source.js';
 import { type AcceptingServer, acceptingServer, bashHolding, type HeldClient, holdClient, lookupFor, realExe } from '../harness/identity-processes.js';
 
@@ -25,6 +26,21 @@ const SLEEP = realExe('/usr/bin/sleep');
 const SYSTEM_LIBRARY = '/lib/x86_64-linux-gnu/libm.so.6';
 /** Lookups made at once by the concurrency case. */
 const CONCURRENT_LOOKUPS = 24;
+/**
+ * A forked child runs bash's image until its exec of sleep, which sends no event: its executable is read again
+ * this often, at most this many times, before the re-check (a loaded host can hold the exec back for seconds).
+ */
+const EXEC_POLL_MS = 10;
+const MAX_EXEC_POLLS = 3_000;
+
+/** Resolves once process `pid` runs `exe`, read from /proc; fails after MAX_EXEC_POLLS reads. */
+async function untilExec(pid: number, exe: string): Promise<void> {
+  for (let i = 0; i < MAX_EXEC_POLLS; i++) {
+    if ((await readlink(`/proc/${pid}/exe`).catch(() => '')) === exe) return;
+    await delay(EXEC_POLL_MS);
+  }
+  assert.fail(`process ${pid} never ran ${exe}`);
+}
 
 export function runIdentitySourceContract(label: string, make: () => Promise<IdentityUnderTest>): void {
   describe(`IdentitySource contract: ${label}`, () => {
@@ -110,13 +126,14 @@ export function runIdentitySourceContract(label: string, make: () => Promise<Ide
     });
 
     it('reports every holder, and a re-check by the socket sees one that joined since', async (t) => {
-      const script = `exec 3<>/dev/tcp/127.0.0.1/${server.port}; echo ready; read -r _; sleep 60 & echo forked; read -r _`;
+      const script = `exec 3<>/dev/tcp/127.0.0.1/${server.port}; echo ready; read -r _; sleep 60 & echo "forked $!"; read -r _`;
       const client = await holdClient(t, server, [BASH, '-c', script]);
       const first = await subject.source.lookup(lookupFor(client.socket, [BASH]));
       assert.ok(first.ok && first.holders.length === 0, JSON.stringify(first));
       const forked = once(client.child.stdout as NodeJS.ReadableStream, 'data');
       client.child.stdin?.write('\n');
-      await forked;
+      const pid = Number(/forked (\d+)/.exec(String(await forked))?.[1]);
+      await untilExec(pid, SLEEP);
       const again = await subject.source.lookup({ ...lookupFor(client.socket, [BASH]), socket: first.socket });
       assert.ok(again.ok, JSON.stringify(again));
       assert.deepEqual([again.socket, again.holders.map((h) => h.exe)], [first.socket, [SLEEP]]);

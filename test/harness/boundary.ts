@@ -13,9 +13,11 @@ import { buildResolver } from '../../src/app/cli/run.js';
 import { parseConfig } from '../../src/app/config.js';
 import type { CredentialSource } from '../../src/credentials/source.js';
 import type { MiddlewareRegistry } from '../../src/middleware/registry.js';
+import { createSocketIdentitySource } from '../../src/identity/socket-source.js';
 import type { IdentitySource } from '../../src/identity/source.js';
 import { type DialTarget, netDial } from '../../src/chain/dial.js';
 import type { ProxyLimits } from '../../src/proxy/server.js';
+import { TEST_IDENTITY_LOOKUP_TIMEOUT_MS, testProcSource } from './identity-processes.js';
 import { type FakeAnswer, type FakeResolver, fakeResolver } from './fake-resolver.js';
 import { type LogSink, logSink } from './log-sink.js';
 
@@ -59,7 +61,10 @@ export interface StartOptions {
   readonly binaryIdentity?: 'required' | 'endpoint-only';
   /** config.identitySocket (`--identity-socket`): ask an identity server there instead of reading /proc. */
   readonly identitySocket?: string;
-  /** deps.identity: a source of the test's own (a /proc walk of another root, say). */
+  /**
+   * deps.identity: a source of the test's own (a /proc walk of another root, say). Default: what the flags would
+   * open (the identity socket, or /proc), with TEST_IDENTITY_LOOKUP_TIMEOUT_MS.
+   */
   readonly identity?: IdentitySource;
   /** deps.middleware: network middleware implementations and capacity of the test's own. */
   readonly middleware?: MiddlewareRegistry;
@@ -74,6 +79,13 @@ export interface StartOptions {
   readonly newNames?: { readonly perSecond: number; readonly burst: number };
   /** config.placeholderFamily (`--placeholder-family`); default openshell. */
   readonly placeholderFamily?: 'openshell' | 'ryno';
+}
+
+/** The source openIdentitySource would open for these options, but with the test's lookup timeout. */
+function testIdentitySource(options: StartOptions, now: () => number): IdentitySource | undefined {
+  if (options.identity !== undefined || options.binaryIdentity === 'endpoint-only') return options.identity;
+  if (options.identitySocket !== undefined) return createSocketIdentitySource({ socketPath: options.identitySocket, timeoutMs: TEST_IDENTITY_LOOKUP_TIMEOUT_MS });
+  return testProcSource({ now });
 }
 
 export interface RunningBoundary {
@@ -109,6 +121,7 @@ export async function startBoundary(options: StartOptions = {}): Promise<Running
   const log = logSink({ now, ...(options.logFormat === undefined ? {} : { format: options.logFormat }) });
   const resolver = fakeResolver({ 'api.example.test': ['127.0.0.1'], 'other.example.test': ['127.0.0.1'], ...options.names });
   const dials: DialTarget[] = [];
+  const identity = testIdentitySource(options, now);
   const config = parseConfig({
     proxyListen: '127.0.0.1:0',
     adminListen: '127.0.0.1:0',
@@ -142,7 +155,7 @@ export async function startBoundary(options: StartOptions = {}): Promise<Running
     registry: new Registry(),
     ...(options.credentials === undefined ? {} : { credentials: options.credentials }),
     ...(options.shutdownDrainMs === undefined ? {} : { shutdownDrainMs: options.shutdownDrainMs }),
-    ...(options.identity === undefined ? {} : { identity: options.identity }),
+    ...(identity === undefined ? {} : { identity }),
     ...(options.middleware === undefined ? {} : { middleware: options.middleware }),
     dial: (target) => {
       dials.push(target);

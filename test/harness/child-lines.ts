@@ -5,7 +5,11 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { waiterList } from './waiters.js';
 
-export const CHILD_WAIT_TIMEOUT_MS = 20_000;
+/**
+ * Bounds a hang only: how long a child's line is waited for. Start-up under tsx compiles the sources first, which on
+ * a loaded host (or at low priority beside other work) takes far longer than the second or two it takes when quiet.
+ */
+export const CHILD_WAIT_TIMEOUT_MS = 120_000;
 
 export interface LogLine {
   readonly msg?: string;

@@ -12,7 +12,8 @@ import { createLogger, type Logger } from '../../src/telemetry/logger.js';
 import type { Pem, TestPki } from './certs.js';
 import { waiterList } from './waiters.js';
 
-export const WAIT_TIMEOUT_MS = 10_000;
+/** Bounds a hang only: a state, event or log line of the control channel that has not come by then is not coming. */
+export const WAIT_TIMEOUT_MS = 30_000;
 
 export function policyYaml(host: string, port = 443): string {
   return `version: 1\nnetwork_policies:\n  api:\n    name: api\n    endpoints:\n      - host: ${host}\n        port: ${port}\n    binaries: [{ path: "/**" }]\n`;
@@ -57,7 +58,8 @@ export interface TestSupervisor {
 
 export async function startTestSupervisor(
   pki: TestPki,
-  options: { policies?: Record<string, string>; port?: number; config?: Partial<SupervisorConfig>; now?: () => number } = {},
+  /** `policyRescanMs`: the policies folder's periodic rescan (far off: only the watcher sees an edit in time). */
+  options: { policies?: Record<string, string>; port?: number; config?: Partial<SupervisorConfig>; now?: () => number; policyRescanMs?: number } = {},
 ): Promise<TestSupervisor> {
   const dir = await mkdtemp(join(tmpdir(), 'boundary-supervisor-'));
   // Outside the policies folder, so the library never sees it.
@@ -78,7 +80,7 @@ export async function startTestSupervisor(
         adminTokenFile,
         ...options.config,
       },
-      { now: options.now ?? Date.now, logger },
+      { now: options.now ?? Date.now, logger, ...(options.policyRescanMs === undefined ? {} : { policyRescanMs: options.policyRescanMs }) },
     );
     supervisor.subscribe((event) => events.push(event));
     return supervisor;

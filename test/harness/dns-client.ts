@@ -37,8 +37,14 @@ export function udpExchange(port: number, message: Buffer, timeoutMs = 2_000): P
   });
 }
 
+/**
+ * Bounds a hang only: how long udpQuery() waits for the reply it requires. A reply that is late on a loaded host is
+ * still a reply; one never sent (a dropped query) still fails, only later.
+ */
+export const UDP_REPLY_HANG_BOUND_MS = 30_000;
+
 export async function udpQuery(port: number, message: Buffer): Promise<DecodedPacket> {
-  const reply = await udpExchange(port, message);
+  const reply = await udpExchange(port, message, UDP_REPLY_HANG_BOUND_MS);
   if (reply === undefined) throw new Error('no UDP reply');
   return decode(reply);
 }

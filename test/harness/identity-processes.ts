@@ -6,10 +6,23 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { realpathSync } from 'node:fs';
 import { createServer, type Server, type Socket } from 'node:net';
-import type { LookupRequest } from '../../src/identity/source.js';
+import { createProcIdentitySource } from '../../src/identity/proc-source.js';
+import type { IdentitySource, LookupRequest } from '../../src/identity/source.js';
 import { waiterList } from './waiters.js';
 
-export const CLIENT_READY_TIMEOUT_MS = 10_000;
+/** Bounds a hang only: a client process's start, which a loaded host stretches far past its usual moment. */
+export const CLIENT_READY_TIMEOUT_MS = 60_000;
+/**
+ * Bounds a hang only: the lookup timeout of the identity sources tests build. The product's
+ * IDENTITY_LOOKUP_TIMEOUT_MS would turn a /proc walk slowed by a loaded host into a 'timeout' failure; tests of the
+ * timeout itself set a short one on a source that never answers.
+ */
+export const TEST_IDENTITY_LOOKUP_TIMEOUT_MS = 60_000;
+
+/** /proc read on a worker thread, as boundary reads it, with the test's lookup timeout. */
+export function testProcSource(options: { now?: () => number; procRoot?: string } = {}): IdentitySource {
+  return createProcIdentitySource({ now: Date.now, ...options, timeoutMs: TEST_IDENTITY_LOOKUP_TIMEOUT_MS });
+}
 
 /** The kernel's path of a program: what /proc/<pid>/exe names. */
 export const realExe = (path: string): string => realpathSync(path);

@@ -5,7 +5,8 @@ import { createLogger, type LogFormat, type Logger } from '../../src/telemetry/l
 import type { OcsfEvent } from '../../src/telemetry/ocsf.js';
 import { waiterList } from './waiters.js';
 
-export const WAIT_FOR_TIMEOUT_MS = 5_000;
+/** Bounds a hang only: an audit event that has not come by then is not coming, however loaded the host. */
+export const WAIT_FOR_TIMEOUT_MS = 30_000;
 
 export interface LogSink {
   readonly logger: Logger;

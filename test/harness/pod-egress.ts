@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { container, type PodSpec } from './k8s-manifest.js';
 import { CLUSTER, ORIGINS, probe } from './pod-cluster.js';
 import type { PodWorld } from './pod-run.js';
-import { type AgentClients, FAST_FAILURE_MS, NODE_CLIENT, PYTHON_CLIENT } from './pod-workload.js';
+import { type AgentClients, NODE_CLIENT, PYTHON_CLIENT } from './pod-workload.js';
 
 export async function checkAgentEgress(world: PodWorld, options: { pod: PodSpec; podIp: string; agent: AgentClients }): Promise<void> {
   const { pod, podIp } = options;
@@ -54,15 +54,15 @@ export async function checkAgentEgress(world: PodWorld, options: { pod: PodSpec;
   const musl = await agentRun(files.muslClient, 'api.origin.test');
   assert.match(musl.stdout.trim(), /^198\.1[89]\.\d+\.\d+$/, `musl getaddrinfo through the search list: ${musl.stdout} ${musl.stderr}`);
 
-  // Denied names fail fast without the proxy too, and never reach the cluster DNS.
+  // Denied names fail without the proxy too, and never reach the cluster DNS.
   const unresolvable = await curl('--noproxy', '*', 'http://denied.origin.test/');
+  // Refused, not timed out: the NXDOMAIN itself is checked with dig below; how long curl took is not asserted.
   assert.equal(unresolvable.code, 6, `a denied name does not resolve: ${unresolvable.stderr}`);
-  assert.ok(unresolvable.ms < FAST_FAILURE_MS, `the DNS refusal took ${unresolvable.ms} ms`);
   // The fence: a direct dial to a real address is refused at once, and a query to the cluster DNS is
   // answered by policy DNS (the init container's redirect), never by the cluster DNS itself.
   const direct = await curl('--noproxy', '*', `http://${ORIGINS.denied}/`);
+  // curl's 7 is a refused connection (a dropped one would be 28, a timeout): the fence rejects, it does not drop.
   assert.equal(direct.code, 7, `a direct dial is fenced: ${direct.stderr}`);
-  assert.ok(direct.ms < FAST_FAILURE_MS, `the fence's refusal took ${direct.ms} ms`);
   const digAllowed = await agentRun('dig', '+short', '+tries=1', '+time=3', `@${CLUSTER.dnsIp}`, 'api.origin.test', 'A');
   assert.match(digAllowed.stdout.trim(), /^198\.1[89]\.\d+\.\d+$/, `the workload's DNS goes to policy DNS: ${digAllowed.stdout}`);
   const digDenied = await agentRun('dig', '+tries=1', '+time=3', `@${CLUSTER.dnsIp}`, 'denied.origin.test', 'A');

@@ -9,6 +9,7 @@ import { spawn } from 'node:child_process';
 import { join } from 'node:path';
 import type { LoggedChild } from './child-lines.js';
 import { createSocketIdentitySource } from '../../src/identity/socket-source.js';
+import { TEST_IDENTITY_LOOKUP_TIMEOUT_MS } from './identity-processes.js';
 import type { Container, PodSpec } from './k8s-manifest.js';
 import { containerArgv, containerEnv } from './k8s-pod.js';
 import { type ChildLog, NS, type Result } from './pod-cluster.js';
@@ -105,7 +106,7 @@ export async function checkBinaryIdentity(s: IdentityScenario): Promise<Record<s
     const [client, server] = await new Promise<number[]>((resolve) => holder.stdout?.once('data', (d: Buffer) => resolve(d.toString().trim().split(' ').map(Number))));
     const request = { client: { ip: '127.0.0.1', port: client as number }, proxy: { ip: '127.0.0.1', port: server as number }, paths: [] };
     const ask = async (path: string) => {
-      const source = createSocketIdentitySource({ socketPath: path });
+      const source = createSocketIdentitySource({ socketPath: path, timeoutMs: TEST_IDENTITY_LOOKUP_TIMEOUT_MS });
       await source.start();
       const result = await source.lookup(request);
       await source.close();

@@ -15,6 +15,8 @@ import { makeTestClient, policyYaml, startTestSupervisor, type TestSupervisor } 
 
 const A = policyYaml('a.example.test');
 const B = policyYaml('b.example.test');
+/** A periodic rescan of the policies folder that never comes within a test: edits arrive through the watcher alone. */
+const RESCAN_OFF_MS = 3_600_000;
 
 async function adminGet(supervisor: TestSupervisor, path: string): Promise<{ status: number; body: Record<string, unknown> }> {
   const admin = supervisor.supervisor.adminAddress();
@@ -40,8 +42,9 @@ describe('control channel over real mTLS and HTTP/2', () => {
     pki = await makeTestPki();
   });
 
-  it('attaches, makes the policy effective, follows an edit within 2 s and shows the status in /v1/sandboxes', async (t) => {
-    const sup = await startTestSupervisor(pki, { policies: { 'sb-1': A } });
+  it('attaches, makes the policy effective, follows an edit as the watcher sees it and shows the status in /v1/sandboxes', async (t) => {
+    // The periodic rescan is off for this supervisor: only the folder's watcher can bring the edit.
+    const sup = await startTestSupervisor(pki, { policies: { 'sb-1': A }, policyRescanMs: RESCAN_OFF_MS });
     t.after(() => sup.close());
     const listeners = new Set<(event: object) => void>();
     const events = {
@@ -62,11 +65,8 @@ describe('control channel over real mTLS and HTTP/2', () => {
     await sup.waitFor((e) => e.type === 'status' && e.detail === 'effective');
     const generation = c.client.state().policy.generation ?? 0;
 
-    const editedAt = Date.now();
     await sup.writePolicy('sb-1', B);
-    await c.waitState((s) => (s.policy.generation ?? 0) > generation && s.policy.policyHash === parsePolicy(B).hash, 2_000);
-    const tookMs = Date.now() - editedAt;
-    assert.ok(tookMs < 2_000, `new generation effective after ${tookMs} ms`);
+    await c.waitState((s) => (s.policy.generation ?? 0) > generation && s.policy.policyHash === parsePolicy(B).hash);
     assert.equal(allowed(c.store, 'b.example.test'), true);
     assert.equal(allowed(c.store, 'a.example.test'), false);
     const newGeneration = c.client.state().policy.generation;

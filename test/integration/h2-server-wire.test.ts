@@ -41,6 +41,7 @@ import {
 } from '../harness/h2-frames.js';
 import { type H2Origin, type H2Seen, h2cOrigin } from '../harness/h2-origin.js';
 import { openTunnel } from '../harness/proxy-client.js';
+import { DEADLINE_MS } from '../harness/waiters.js';
 
 /** What h2-frames.ts does not name: frame types and flags (RFC 9113 §6), error codes (§7), settings (§6.5.2). */
 const PRIORITY = 0x2;
@@ -58,8 +59,6 @@ const MAX_MAX_FRAME_BYTES = 2 ** 24 - 1;
 /** What boundary advertises (docs/destinations.md#http2). */
 const MAX_CONCURRENT_STREAMS = 100;
 const MAX_HEADER_LIST_BYTES = 16_384;
-/** How long a wait for the server's answer may take before the test fails naming what it waited for. */
-const DEADLINE_MS = 5_000;
 /** RFC 7541 Appendix C.4.1: "www.example.com" Huffman-coded. */
 const HUFFMAN_WWW_EXAMPLE_COM = Buffer.from('f1e3c2e5f23a6ba0ab90f4ff', 'hex');
 

@@ -11,7 +11,7 @@ import { after, before, describe, it } from 'node:test';
 import { SYNC_PROC_FS, type ProcFs } from '../../src/identity/proc-fs.js';
 import { createProcIdentitySource } from '../../src/identity/proc-source.js';
 import type { IdentityResult, IdentitySource } from '../../src/identity/source.js';
-import { type AcceptingServer, acceptingServer, bashHolding, holdClient, lookupFor, realExe } from '../harness/identity-processes.js';
+import { type AcceptingServer, acceptingServer, bashHolding, holdClient, lookupFor, realExe, TEST_IDENTITY_LOOKUP_TIMEOUT_MS, testProcSource } from '../harness/identity-processes.js';
 
 const BASH = realExe('/bin/bash');
 const PYTHON = realExe('/usr/bin/python3');
@@ -29,7 +29,7 @@ describe('process identity from /proc', () => {
   before(async () => {
     dir = await mkdtemp(join(tmpdir(), 'boundary-identity-'));
     server = await acceptingServer();
-    source = createProcIdentitySource({ now: Date.now });
+    source = testProcSource();
     await source.start();
     // The worker thread's first start (slow from TypeScript sources on a loaded machine) is not a lookup's cost.
     await source.lookup({ client: { ip: '127.0.0.1', port: 1 }, proxy: { ip: '127.0.0.1', port: 1 }, paths: [] });
@@ -111,7 +111,7 @@ describe('process identity from /proc', () => {
     const missing = await source.lookup({ ...gone, client: { ip: '127.0.0.1', port: 1 } });
     assert.ok(!missing.ok && missing.failure === 'socket-not-found', JSON.stringify(missing));
     const empty = await mkdtemp(join(dir, 'empty-proc-'));
-    const blind = createProcIdentitySource({ now: Date.now, procRoot: empty });
+    const blind = testProcSource({ procRoot: empty });
     await blind.start();
     assert.match(blind.problem() ?? '', /net\/tcp/);
     const none = await blind.lookup(gone);
@@ -120,7 +120,7 @@ describe('process identity from /proc', () => {
     // The socket tables of this network namespace, but none of its processes: another PID namespace.
     const netOnly = await mkdtemp(join(dir, 'net-only-'));
     await symlink('/proc/self/net', join(netOnly, 'net'));
-    const other = createProcIdentitySource({ now: Date.now, procRoot: netOnly });
+    const other = createProcIdentitySource({ now: Date.now, procRoot: netOnly, timeoutMs: TEST_IDENTITY_LOOKUP_TIMEOUT_MS });
     const unseen = await other.lookup(gone);
     await other.close();
     assert.ok(!unseen.ok && unseen.failure === 'owner-not-found', JSON.stringify(unseen));
@@ -135,7 +135,7 @@ describe('process identity from /proc', () => {
         return SYNC_PROC_FS.readText(path, maxBytes);
       },
     };
-    const counted = createProcIdentitySource({ now: Date.now, fs: counting });
+    const counted = createProcIdentitySource({ now: Date.now, fs: counting, timeoutMs: TEST_IDENTITY_LOOKUP_TIMEOUT_MS });
     t.after(() => counted.close());
     const clients = [];
     for (let i = 0; i < 8; i++) clients.push(await holdClient(t, server, bashHolding(BASH, server.port)));

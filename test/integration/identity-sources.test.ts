@@ -10,24 +10,27 @@ import { createServer, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { createProcIdentitySource } from '../../src/identity/proc-source.js';
 import { createIdentityServer } from '../../src/identity/server.js';
 import { createSocketIdentitySource } from '../../src/identity/socket-source.js';
 import { MAX_IDENTITY_MESSAGE_BYTES } from '../../src/identity/wire.js';
 import { createLogger } from '../../src/telemetry/logger.js';
 import { runIdentitySourceContract } from '../contracts/identity-source.contract.js';
-import { type AcceptingServer, acceptingServer, bashHolding, holdClient, lookupFor, realExe } from '../harness/identity-processes.js';
+import { type AcceptingServer, acceptingServer, bashHolding, holdClient, lookupFor, realExe, TEST_IDENTITY_LOOKUP_TIMEOUT_MS, testProcSource } from '../harness/identity-processes.js';
 
 const BASH = realExe('/bin/bash');
 const quiet = () => createLogger({ format: 'json', level: 'silent', destination: { write: () => true } });
-/** Short, so the never-answering server's case takes a moment, not IDENTITY_LOOKUP_TIMEOUT_MS. */
-const TEST_TIMEOUT_MS = 300;
+/**
+ * Short, so the never-answering server's case takes a moment, not IDENTITY_LOOKUP_TIMEOUT_MS. Only a source facing a
+ * server that never answers has it; every other source waits TEST_IDENTITY_LOOKUP_TIMEOUT_MS, a hang bound, so a
+ * loaded host slows its answers without turning them into timeouts.
+ */
+const SILENT_SERVER_TIMEOUT_MS = 300;
 
 async function servedSource(dir: string) {
   const socketPath = join(dir, `identity-${Math.random().toString(16).slice(2)}.sock`);
-  const server = createIdentityServer({ socketPath, source: createProcIdentitySource({ now: Date.now }), logger: quiet() });
+  const server = createIdentityServer({ socketPath, source: testProcSource(), logger: quiet() });
   await server.start();
-  return { socketPath, server, source: createSocketIdentitySource({ socketPath, connectWaitMs: 2_000 }) };
+  return { socketPath, server, source: createSocketIdentitySource({ socketPath, connectWaitMs: 2_000, timeoutMs: TEST_IDENTITY_LOOKUP_TIMEOUT_MS }) };
 }
 
 let shared: string;
@@ -36,7 +39,7 @@ before(async () => {
 });
 after(() => rm(shared, { recursive: true, force: true }));
 
-runIdentitySourceContract('proc (worker thread)', async () => ({ source: createProcIdentitySource({ now: Date.now }), cleanup: async () => undefined }));
+runIdentitySourceContract('proc (worker thread)', async () => ({ source: testProcSource(), cleanup: async () => undefined }));
 
 runIdentitySourceContract('identity server over a unix socket', async () => {
   const { server, source } = await servedSource(shared);
@@ -54,13 +57,13 @@ describe('the identity socket', () => {
     const first = await servedSource(shared);
     assert.equal((await stat(first.socketPath)).mode & 0o777, 0o660);
     // The server went away without removing its socket (a killed container): the next one takes the path over.
-    const again = createIdentityServer({ socketPath: first.socketPath, source: createProcIdentitySource({ now: Date.now }), logger: quiet() });
+    const again = createIdentityServer({ socketPath: first.socketPath, source: testProcSource(), logger: quiet() });
     await again.start();
     await again.close();
     await first.server.close();
     const file = join(shared, 'not-a-socket');
     await writeFile(file, 'x');
-    const refused = createIdentityServer({ socketPath: file, source: createProcIdentitySource({ now: Date.now }), logger: quiet() });
+    const refused = createIdentityServer({ socketPath: file, source: testProcSource(), logger: quiet() });
     await assert.rejects(refused.start(), { code: 'CONFIG_INVALID' });
     await refused.close();
   });
@@ -75,7 +78,7 @@ describe('the identity socket', () => {
     const down = await source.lookup(lookupFor(client.socket));
     assert.deepEqual(down.ok ? 'ok' : down.failure, 'source-unavailable');
     assert.match(source.problem() ?? '', /identity socket/);
-    const back = createIdentityServer({ socketPath, source: createProcIdentitySource({ now: Date.now }), logger: quiet() });
+    const back = createIdentityServer({ socketPath, source: testProcSource(), logger: quiet() });
     t.after(() => back.close());
     await back.start();
     const again = await source.lookup(lookupFor(client.socket));
@@ -100,12 +103,17 @@ describe('the identity socket', () => {
       for (const peer of peers) peer.destroy();
       fake.close();
     });
-    const source = createSocketIdentitySource({ socketPath, timeoutMs: TEST_TIMEOUT_MS });
+    const silentSource = createSocketIdentitySource({ socketPath, timeoutMs: SILENT_SERVER_TIMEOUT_MS });
+    t.after(() => silentSource.close());
+    await silentSource.start();
+    const silent = await silentSource.lookup(lookupFor(client.socket));
+    assert.deepEqual(silent.ok ? 'ok' : silent.failure, 'timeout');
+    await silentSource.close();
+    // The answers from here on are wrong, not late: a source that waits long enough to see them, however slow the host.
+    const source = createSocketIdentitySource({ socketPath, timeoutMs: TEST_IDENTITY_LOOKUP_TIMEOUT_MS });
     t.after(() => source.close());
     await source.start();
-    const silent = await source.lookup(lookupFor(client.socket));
-    assert.deepEqual(silent.ok ? 'ok' : silent.failure, 'timeout');
-    reply = '{"id":2,"result":{"ok":true,"identity":{"pid":"one"}}}\n';
+    reply = '{"id":1,"result":{"ok":true,"identity":{"pid":"one"}}}\n';
     const garbage = await source.lookup(lookupFor(client.socket));
     assert.deepEqual(garbage.ok ? 'ok' : garbage.failure, 'source-unavailable');
     assert.match(source.problem() ?? '', /identity\.pid/);

@@ -18,10 +18,12 @@ import { stageBoundary } from '../harness/stage.js';
 const BOUNDARY_UID = 10001;
 const AS_BOUNDARY = asUid(BOUNDARY_UID);
 const CHILD_READY_TIMEOUT_MS = 20_000;
-/** A rejected dial must fail at once; a dropped one would take the probe's own limit. */
-const FAST_REFUSAL_MS = 1_000;
-// Generous: the first IPv6 contact on a fresh link takes ~1 s (a SYN retransmit) before the fence exists.
-const PROBE_LIMIT_MS = 5_000;
+/**
+ * Bounds each probe's wait, so a dropped packet ends as 'timeout' rather than a hang. A rejected dial is told apart
+ * from a dropped one by its result (ECONNREFUSED, which only a reject gives), never by how long it took. Generous:
+ * the first IPv6 contact on a fresh link takes ~1 s (a SYN retransmit) before the fence exists, more on a busy host.
+ */
+const PROBE_LIMIT_MS = 20_000;
 
 // The outside world: an HTTP origin on the allowed port, another on a port the policy does not list, one on
 // the IPv6 address, and a rogue resolver (UDP and TCP 53) that answers anything.
@@ -211,16 +213,13 @@ network_policies:
   // reaches it: the redirect hands it to policy DNS, which is not up yet, so it too is refused at once.
   const direct = await probe(pair, [], files.probe, ports.allowed);
   assert.equal(direct.tcp.result, 'ECONNREFUSED', JSON.stringify(direct));
-  assert.ok(direct.tcp.ms < FAST_REFUSAL_MS, `TCP refusal took ${direct.tcp.ms} ms`);
   assert.equal(direct.udp.result, 'ECONNREFUSED', JSON.stringify(direct));
-  assert.ok(direct.udp.ms < FAST_REFUSAL_MS, `UDP refusal took ${direct.udp.ms} ms`);
   const rogueTcpDns = await probe(pair, [], files.probe, 53);
   assert.equal(rogueTcpDns.tcp.result, 'ECONNREFUSED', JSON.stringify(rogueTcpDns));
   // BY-07: IPv6 egress is fenced the same way (ip6tables), TCP and UDP.
   // IPv6 DNS is not redirected (policy DNS is IPv4 only): the fence refuses it at once instead.
   const direct6 = await probe(pair, [], files.probe, ports.v6, pair.outsideIp6);
   assert.deepEqual([direct6.tcp.result, direct6.udp.result], ['ECONNREFUSED', 'ECONNREFUSED'], JSON.stringify(direct6));
-  assert.ok(Math.max(direct6.tcp.ms, direct6.udp.ms) < FAST_REFUSAL_MS, JSON.stringify(direct6));
   // boundary's own uid does get out over IPv6, neighbour discovery included (the cache is emptied first:
   // the kernel sends those packets under no uid, so the fence has to let them through by type).
   await inPod('ip', '-6', 'neigh', 'flush', 'all');

@@ -7,8 +7,8 @@
 // the tunnel's sockets, and the dial timeout is a plain setTimeout in src/proxy/dial.ts, reached through the
 // CONNECT and forward paths. So the limits are set short through config, each test waits on the event that
 // ends the row (the close, the empty answer, the 502), never on time, and the elapsed time is then checked
-// against the limit: no earlier than the limit (less TIMER_EARLY_SLACK_MS), and for the sweep, no later than
-// the limit plus SWEEP_SLACK_MS.
+// against the limit: no earlier than the limit (less TIMER_EARLY_SLACK_MS). That the short headers timeout, not
+// the default, closed the slowloris is told by the count of trickle ticks that ran first, not by a time.
 
 import assert from 'node:assert/strict';
 import { once } from 'node:events';
@@ -16,17 +16,28 @@ import { createServer as createNetServer, type Socket } from 'node:net';
 import { performance } from 'node:perf_hooks';
 import { after, before, describe, it } from 'node:test';
 import { netDial } from '../../src/chain/dial.js';
+import { CONNECTIONS_CHECK_INTERVAL_MS, HEADERS_TIMEOUT_MS as DEFAULT_HEADERS_TIMEOUT_MS } from '../../src/proxy/server.js';
 import { type RunningBoundary, startBoundary } from '../harness/boundary.js';
 import { echo, echoRoundTrip, head, l4Policy, l7Policy, metric, NAMES, rawClient, SUITE_TIMEOUT_MS, type TcpOrigin, tcpOrigin } from '../harness/liveness.js';
 import { json, openTunnel, rawExchange, readAll, sendRequest } from '../harness/proxy-client.js';
 import { httpOrigin, type Origin } from '../harness/servers.js';
 
-/** Short limits passed through config, so the timeout rows finish quickly. */
+/**
+ * Short limits passed through config, so the timeout rows finish quickly; long enough that a host so loaded it
+ * stalls this process for a second neither idles out the busy tunnel between two echoes nor times out a real dial.
+ */
 const HEADERS_TIMEOUT_MS = 300;
-const TUNNEL_IDLE_MS = 400;
-const CONNECT_TIMEOUT_MS = 200;
-/** Node sweeps for header timeouts once a second (CONNECTIONS_CHECK_INTERVAL_MS); slack on top for a busy host. */
-const SWEEP_SLACK_MS = 1_000 + 2_000;
+const TUNNEL_IDLE_MS = 2_000;
+const CONNECT_TIMEOUT_MS = 2_000;
+/**
+ * The slowloris sends one byte per tick of TRICKLE_INTERVAL_MS, this many at most: ticks for half the default
+ * headers timeout. The short headers timeout, seen on node's sweep, closes the socket within HEADERS_TIMEOUT_MS +
+ * CONNECTIONS_CHECK_INTERVAL_MS of this process's loop time, room for a few dozen ticks; the default would let all
+ * of them run. A tick never comes sooner than its interval, and a stalled process runs fewer of them, not more, so
+ * the count tells the two apart on any host.
+ */
+const TRICKLE_INTERVAL_MS = 20;
+const MAX_TRICKLE_BYTES = DEFAULT_HEADERS_TIMEOUT_MS / 2 / TRICKLE_INTERVAL_MS;
 /** libuv starts timers from its cached loop time, which can lag performance.now() by a few ms: a timer may fire that early here. */
 const TIMER_EARLY_SLACK_MS = 20;
 /** Bounds for loops that wait on the other side: never more iterations than this. */
@@ -52,6 +63,8 @@ describe('RX-03: slowloris with a short headers timeout', { timeout: SUITE_TIMEO
       await b.close();
       await origin.close();
     });
+    // The count only tells the short timeout from the default if the short one (with its sweep) fits well inside it.
+    assert.ok(2 * (HEADERS_TIMEOUT_MS + CONNECTIONS_CHECK_INTERVAL_MS) < MAX_TRICKLE_BYTES * TRICKLE_INTERVAL_MS);
     const socket = await rawClient(b.proxyPort);
     const started = performance.now();
     socket.write(`GET http://api.example.test:${origin.port}/slow HTTP/1.1\r\nHost: api.example.test\r\nX-Trickle: `);
@@ -59,16 +72,19 @@ describe('RX-03: slowloris with a short headers timeout', { timeout: SUITE_TIMEO
     // the head never completes; bounded by the count. The test waits on the close (readAll), not on time.
     let sent = 0;
     trickle = setInterval(() => {
-      if (socket.destroyed || sent++ > 200) clearInterval(trickle);
-      else socket.write('a');
-    }, 20);
+      if (socket.destroyed || sent >= MAX_TRICKLE_BYTES) clearInterval(trickle);
+      else {
+        sent++;
+        socket.write('a');
+      }
+    }, TRICKLE_INTERVAL_MS);
     const text = await readAll(socket);
     const elapsed = performance.now() - started;
     clearInterval(trickle);
     assert.match(text, /^HTTP\/1\.1 408/);
     assert.equal(text.includes(' 200 '), false);
     assert.ok(elapsed >= HEADERS_TIMEOUT_MS - TIMER_EARLY_SLACK_MS, `closed after ${elapsed} ms`);
-    assert.ok(elapsed < HEADERS_TIMEOUT_MS + SWEEP_SLACK_MS, `closed after ${elapsed} ms`);
+    assert.ok(sent < MAX_TRICKLE_BYTES, `closed after ${elapsed} ms and ${sent} ticks of the trickle: not by the short headers timeout`);
     assert.equal(origin.seen.length, 0);
     assert.equal(await metric(b, 'boundary_proxy_client_errors_total{reason="timeout"}'), 1);
     // maxConnections is 1: this succeeds only because the slowloris slot was given back.
@@ -97,11 +113,14 @@ describe('RX-05: idle CONNECT tunnels', { timeout: SUITE_TIMEOUT_MS }, () => {
   });
 
   it('closes a silent raw tunnel at the idle timeout and logs it, while a tunnel with traffic survives', async () => {
-    const quiet = await openTunnel(b.proxyPort, `raw.example.test:${echoOrigin.port}`);
+    // The busy tunnel first, its traffic under way before the quiet one opens. The clock starts before the quiet
+    // CONNECT: its idle timer starts later, so the time measured is never shorter than its idle, however slow the host.
     const busy = await openTunnel(b.proxyPort, `raw.example.test:${echoOrigin.port}`);
-    assert.equal(quiet.status, 200);
     assert.equal(busy.status, 200);
+    assert.equal(await echoRoundTrip(busy.socket, 'first'), 'first');
     const started = performance.now();
+    const quiet = await openTunnel(b.proxyPort, `raw.example.test:${echoOrigin.port}`);
+    assert.equal(quiet.status, 200);
     const quietClosed = once(quiet.socket, 'close');
     let quietGone = false;
     void quietClosed.then(() => {
@@ -116,7 +135,7 @@ describe('RX-05: idle CONNECT tunnels', { timeout: SUITE_TIMEOUT_MS }, () => {
     await quietClosed;
     const elapsed = performance.now() - started;
     assert.ok(elapsed >= TUNNEL_IDLE_MS - TIMER_EARLY_SLACK_MS, `closed after ${elapsed} ms`);
-    assert.ok(elapsed > 0 && rounds > 0);
+    assert.ok(rounds > 0, 'the busy tunnel had traffic while the quiet one idled');
     assert.equal(await echoRoundTrip(busy.socket, 'still open'), 'still open', 'the tunnel with traffic outlived the idle timeout');
     const event = await b.log.waitFor((e) => e.class_uid === 4001 && e.activity_name === 'Close' && e.unmapped.reason_code === 'idle-timeout');
     assert.equal(event.dst_endpoint?.port, echoOrigin.port);
@@ -125,9 +144,9 @@ describe('RX-05: idle CONNECT tunnels', { timeout: SUITE_TIMEOUT_MS }, () => {
 
   it('closes an inspected tunnel whose client never speaks at the idle timeout, and logs it', async () => {
     const before = b.log.events().length;
+    const started = performance.now();
     const tunnel = await openTunnel(b.proxyPort, `api.example.test:${plain.port}`);
     assert.equal(tunnel.status, 200);
-    const started = performance.now();
     await once(tunnel.socket, 'close');
     const elapsed = performance.now() - started;
     assert.ok(elapsed >= TUNNEL_IDLE_MS - TIMER_EARLY_SLACK_MS, `closed after ${elapsed} ms`);

@@ -8,7 +8,7 @@ import { after, describe, it } from 'node:test';
 import { HOOK_ERROR_AFTER_ATTEMPTS } from '../../src/supervisor/hook-runner.js';
 import type { StoredWithdrawal } from '../../src/supervisor/store/store.js';
 import { createHookDelivery } from '../../src/supervisor/withdrawal-hook.js';
-import { waiterList } from '../harness/waiters.js';
+import { waiterList, withinDeadline } from '../harness/waiters.js';
 import {
   assertNoTokenLogged,
   captureLogger,
@@ -20,6 +20,11 @@ import {
   WAIT_MS,
   withdrawal,
 } from '../harness/withdrawal-hooks.js';
+
+/** A hook that hangs: sleeps this long in the background, far past any test. */
+const HUNG_HOOK_S = 3_600;
+/** Bounds a hang only: the hook's own 200 ms timeout ends the delivery long before. */
+const HOOK_HANG_BOUND_MS = 60_000;
 
 after(assertNoTokenLogged);
 
@@ -69,13 +74,13 @@ describe('command hook', () => {
 
   it('kills a command that does not finish within the timeout, with what it started', async () => {
     const dir = await tempDir();
-    // The hook's `sleep` is the subject (a command that hangs), not a wait: the test awaits the rejection.
-    const hook = await script(dir, 'hang.sh', 'echo "waiting for the API" >&2\nsleep 30 &\nwait');
+    // The hook's `sleep` is the subject (a command that hangs), not a wait: the test awaits the rejection. The
+    // background sleep holds the hook's stderr: unless it is killed with the shell, the delivery waits for it.
+    const hook = await script(dir, 'hang.sh', `echo "waiting for the API" >&2\nsleep ${HUNG_HOOK_S} &\nwait`);
     const { logger } = captureLogger();
     const deliver = createHookDelivery({ command: [hook], timeoutMs: 200 }, { logger });
-    const started = Date.now();
-    await assert.rejects(deliver(withdrawal()), /no answer within 200 ms and was killed: waiting for the API/);
-    assert.ok(Date.now() - started < 5_000, 'the timeout, not the sleep, ended the delivery');
+    // Only the hook's own timeout (200 ms) can end this before HOOK_HANG_BOUND_MS; the sleep would take far longer.
+    await assert.rejects(withinDeadline(deliver(withdrawal()), 'the hook delivery', HOOK_HANG_BOUND_MS), /no answer within 200 ms and was killed: waiting for the API/);
   });
 
   it('reports a program that cannot be started', async () => {

@@ -32,8 +32,12 @@ const ENDPOINTS = 2_000;
 const MAX_STALL_SHARE = 1 / 3;
 /** /readyz answers from the old generation while the new one compiles: 400-570 with the fix; 4 before it. */
 const MIN_ANSWERS_WHILE_COMPILING = 20;
-/** close() abandons the compile (1.5-2 s on a worker and in slices) instead of waiting for it; it took 2-5 ms. */
-const CLOSE_BOUND_MS = 1_000;
+/**
+ * close() abandons the compile (1.5-2 s on a worker and in slices) instead of waiting for it; it took 2-5 ms. It is
+ * held to a share of the same policy's parse on this thread, measured here and now, not to milliseconds: a loaded
+ * machine stretches both alike, and waiting for the compile would take longer than the parse alone.
+ */
+const MAX_CLOSE_SHARE_OF_PARSE = 1 / 2;
 /** Parse on a worker and rebuild in slices, on two noisy cores; far above the ~2 s it takes. */
 const COMPILE_DEADLINE_MS = 30_000;
 /** Bound on /readyz probes while one push compiles (the loop normally ends when the new generation is in force). */
@@ -156,16 +160,20 @@ describe('issue 15: a large policy pushed by the supervisor', () => {
     const b = await startAttached(pki, sup);
     t.after(() => b.close());
     const first = await b.waitState((s) => s.policy.effective);
+    const text = largePolicy(origin.port, '/v2/**', 'closing');
+    const parseStarted = performance.now();
+    parsePolicy(text);
+    const parseMs = performance.now() - parseStarted;
     const pushed = sup.waitFor((e) => e.type === 'pushed' && (e.generation ?? 0) > (first.policy.generation ?? 0));
-    await sup.writePolicy('sb-1', largePolicy(origin.port, '/v2/**', 'closing'));
+    await sup.writePolicy('sb-1', text);
     await pushed;
     const kept = b.boundary.store.current();
     const started = performance.now();
-    const outcome = await withinDeadline(b.boundary.close(), 'close() while a push compiles');
+    const outcome = await withinDeadline(b.boundary.close(), 'close() while a push compiles', COMPILE_DEADLINE_MS);
     const tookMs = performance.now() - started;
-    t.diagnostic(`close() ${outcome} after ${Math.round(tookMs)} ms`);
+    t.diagnostic(`close() ${outcome} after ${Math.round(tookMs)} ms; the policy's parse alone takes ${Math.round(parseMs)} ms here`);
     assert.equal(outcome, 'clean');
-    assert.ok(tookMs < CLOSE_BOUND_MS, `close() took ${Math.round(tookMs)} ms`);
+    assert.ok(tookMs < parseMs * MAX_CLOSE_SHARE_OF_PARSE, `close() took ${Math.round(tookMs)} ms, the parse alone ${Math.round(parseMs)} ms`);
     assert.equal(b.boundary.store.current(), kept, 'the compiling push was abandoned, not swapped in or quarantined');
   });
 });

@@ -23,7 +23,11 @@ const FIRST_BYTE_MS = 1_000;
 /** Far beyond the first-byte timeout: on the old code only these bounded a silent connection. */
 const HEADERS_TIMEOUT_MS = 60_000;
 const TUNNEL_IDLE_MS = 60_000;
-const REAP_DEADLINE_MS = 5_000;
+/**
+ * A silent connection must be closed by the first-byte timeout, not by the headers or idle timeout the old code
+ * relied on: half of those, so however late a loaded host runs the sweep, only the first-byte timeout fits.
+ */
+const REAP_DEADLINE_MS = Math.min(HEADERS_TIMEOUT_MS, TUNNEL_IDLE_MS) / 2;
 
 interface Silent {
   readonly socket: Socket;

@@ -12,31 +12,29 @@ import { MAX_POLICY_ENDPOINTS } from '../../src/policy/limits.js';
 import { parsePolicy } from '../../src/policy/parse.js';
 import { type RunningBoundary, startBoundary } from '../harness/boundary.js';
 import { largePolicyText } from '../harness/large-policy.js';
+import { cpuMs } from '../harness/cpu-growth.js';
 import { withinDeadline } from '../harness/waiters.js';
 
 /**
- * parsePolicy against the YAML parse of the same text, both measured here and now, so a loaded machine slows
- * both alike. Linear code measured about 2x on a quiet and on a loaded 2-core machine; the pairwise check 6-13x.
+ * parsePolicy's CPU time against the YAML parse's of the same text, both measured here and now, so a loaded machine
+ * changes neither. Linear code measured about 2x on a quiet and on a loaded 2-core machine; the pairwise check 6-13x.
  */
 const MAX_PARSE_TO_YAML_RATIO = 5;
 const TIMING_RUNS = 3;
 /**
- * Longest a /readyz answer or an event-loop turn may take while a reload at the limit compiles. Slices are
- * POLICY_COMPILE_SLICE_MS; this leaves room for GC and a noisy machine, and the old in-loop compile blocked for
- * the whole compile (2-30 s here).
+ * Longest a /readyz answer or an event-loop turn may take while a reload at the limit compiles, as a share of that
+ * reload (its start to the new generation answering), not in milliseconds: a loaded machine stretches both. Slices
+ * are POLICY_COMPILE_SLICE_MS; the old in-loop compile blocked for the whole compile (2-30 s here), nearly all of it.
  */
-const MAX_BLOCK_DURING_RELOAD_MS = 1_000;
+const MAX_BLOCK_SHARE_OF_RELOAD = 1 / 3;
 /** Bounds the /readyz polling loop in count as well as in time (the reload's deadline). */
 const MAX_POLLS = 100_000;
 const RELOAD_DEADLINE_MS = 120_000;
 
+/** The median CPU time of TIMING_RUNS runs. */
 function median(run: () => void): number {
   const times: number[] = [];
-  for (let i = 0; i < TIMING_RUNS; i++) {
-    const start = performance.now();
-    run();
-    times.push(performance.now() - start);
-  }
+  for (let i = 0; i < TIMING_RUNS; i++) times.push(cpuMs(run));
   return times.sort((a, b) => a - b)[Math.floor(TIMING_RUNS / 2)] as number;
 }
 
@@ -77,9 +75,9 @@ describe('issue 15: policy compile time and reloads', () => {
     const text = largePolicyText({ endpoints: MAX_POLICY_ENDPOINTS });
     const yaml = median(() => parseDocument(text, { lineCounter: new LineCounter(), uniqueKeys: true }));
     const policy = median(() => parsePolicy(text));
-    t.diagnostic(`parsePolicy ${Math.round(policy)} ms, YAML parse ${Math.round(yaml)} ms`);
+    t.diagnostic(`parsePolicy ${Math.round(policy)} ms CPU, YAML parse ${Math.round(yaml)} ms CPU`);
     assert.ok(policy <= MAX_PARSE_TO_YAML_RATIO * yaml,
-      `parsePolicy took ${Math.round(policy)} ms, the YAML parse ${Math.round(yaml)} ms (limit ${MAX_PARSE_TO_YAML_RATIO}x)`);
+      `parsePolicy took ${Math.round(policy)} ms CPU, the YAML parse ${Math.round(yaml)} ms (limit ${MAX_PARSE_TO_YAML_RATIO}x)`);
   });
 
   describe('a reload at the endpoint limit', () => {
@@ -96,6 +94,7 @@ describe('issue 15: policy compile time and reloads', () => {
       const delay = monitorEventLoopDelay({ resolution: 5 });
       delay.enable();
       const gaps = loopGapProbe();
+      const reloadStarted = performance.now();
       let done = false;
       const reload = b.boundary.reloadPolicy().finally(() => {
         done = true;
@@ -115,12 +114,14 @@ describe('issue 15: policy compile time and reloads', () => {
         } else assert.equal(answer.generation, first.generation + 1);
       }
       await withinDeadline(reload, 'reload at the limit', RELOAD_DEADLINE_MS);
+      const reloadMs = performance.now() - reloadStarted;
       delay.disable();
       const maxDelayMs = Math.max(delay.max / 1e6, gaps.stop());
-      t.diagnostic(`${fromOld} answers from the old generation; slowest ${Math.round(slowest)} ms; max event-loop delay ${Math.round(maxDelayMs)} ms`);
+      const limitMs = reloadMs * MAX_BLOCK_SHARE_OF_RELOAD;
+      t.diagnostic(`${fromOld} answers from the old generation; reload ${Math.round(reloadMs)} ms; slowest /readyz ${Math.round(slowest)} ms; max event-loop delay ${Math.round(maxDelayMs)} ms`);
       assert.ok(fromOld >= 3, `only ${fromOld} /readyz answers from the old generation while the reload ran`);
-      assert.ok(slowest <= MAX_BLOCK_DURING_RELOAD_MS, `slowest /readyz during the reload took ${Math.round(slowest)} ms`);
-      assert.ok(maxDelayMs <= MAX_BLOCK_DURING_RELOAD_MS, `the event loop was blocked for ${Math.round(maxDelayMs)} ms`);
+      assert.ok(slowest <= limitMs, `slowest /readyz during the ${Math.round(reloadMs)} ms reload took ${Math.round(slowest)} ms`);
+      assert.ok(maxDelayMs <= limitMs, `the event loop was blocked for ${Math.round(maxDelayMs)} ms of a ${Math.round(reloadMs)} ms reload`);
       assert.equal((await readyz(b.adminPort)).generation, first.generation + 1);
     });
   });

@@ -13,7 +13,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, it, type TestContext } from 'node:test';
-import { ADMIN_CLOSE_GRACE_MS, SHUTDOWN_DRAIN_MS } from '../../src/app/boundary-shutdown.js';
+import { SHUTDOWN_DRAIN_MS } from '../../src/app/boundary-shutdown.js';
 import { EXIT_OK } from '../../src/app/cli/run.js';
 import { dialSupervisor } from '../../src/control/dial.js';
 import { CLOSE_CODES } from '../../src/websocket/ws-frames.js';
@@ -26,8 +26,11 @@ import { tcpListener, udpListener } from '../harness/silent-upstream.js';
 import { type WorkInFlight, startWorkInFlight, workPolicy } from '../harness/work-in-flight.js';
 import { withinDeadline } from '../harness/waiters.js';
 
-/** Process start-up and exit around the drain: generous on two noisy cores, still far below a hang. */
-const EXIT_MARGIN_MS = 4_000;
+/**
+ * Bounds a hang only: what the exit is held to is its code (0 drained in time, 3 forced at the deadline), never how
+ * long it took, which a loaded host stretches.
+ */
+const EXIT_MARGIN_MS = 60_000;
 /** A grace that would outlast any test: only the drain deadline can end the stuck request. */
 const LONG_GRACE_MS = 600_000;
 const SHORT_DRAIN_MS = 500;
@@ -104,9 +107,8 @@ describe('issue 15: SIGTERM with every kind of work in flight', () => {
     slow.write('GET /healthz HTTP/1.1\r\nhost: 127.0.0.1\r\n');
     const slowClosed = new Promise((resolve) => slow.once('close', resolve));
     await pushPolicy(work);
-    const tookMs = await sigterm(cli, t).exit();
-    // Before the fix: exit 3 (forced) after the whole SHUTDOWN_DRAIN_MS.
-    assert.ok(tookMs < SHUTDOWN_DRAIN_MS, `exited after ${Math.round(tookMs)} ms, the admin grace is ${ADMIN_CLOSE_GRACE_MS} ms`);
+    // Before the fix: exit 3 (forced) after the whole SHUTDOWN_DRAIN_MS; exit() asserts 0 (drained in time).
+    await sigterm(cli, t).exit();
     await withinDeadline(slowClosed, 'the half-sent admin request closed');
     await assertAllClosed(work);
   });
@@ -164,9 +166,8 @@ describe('issue 15: SIGTERM while the control channel dials a supervisor that do
     });
     // Reads the ClientHello away, or 'end' would wait behind it.
     dialled.resume();
-    const tookMs = await sigterm(cli, t).exit();
-    // Before the fix: exit 3 (forced) after the whole SHUTDOWN_DRAIN_MS.
-    assert.ok(tookMs < SHUTDOWN_DRAIN_MS, `exited after ${Math.round(tookMs)} ms`);
+    // Before the fix: exit 3 (forced) after the whole SHUTDOWN_DRAIN_MS; exit() asserts 0 (drained in time).
+    await sigterm(cli, t).exit();
     await withinDeadline(dialClosed, 'the abandoned dial closed');
   });
 

@@ -22,8 +22,11 @@ import { withinDeadline } from '../harness/waiters.js';
 const LONG_GRACE_MS = 600_000;
 const SHORT_DRAIN_MS = 200;
 
-/** Far above a clean drain (milliseconds) and the drain deadline; the bug kept the process alive over 60 s. */
-const EXIT_DEADLINE_MS = 10_000;
+/**
+ * Bounds a hang only, below the bug: it kept the process alive over 60 s, while a clean drain takes milliseconds
+ * and the drain deadline SHORT_DRAIN_MS; how long a loaded host takes between the two is not asserted.
+ */
+const EXIT_DEADLINE_MS = 30_000;
 
 describe('issue 15: SIGTERM after a too_many_connections refusal', () => {
   it('exits, with the clean-drain code, within the deadline', async (t) => {

@@ -9,13 +9,12 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { policyCommand } from '../../src/app/cli/policy.js';
-import { createProcIdentitySource } from '../../src/identity/proc-source.js';
 import { createIdentityServer } from '../../src/identity/server.js';
 import { createLogger } from '../../src/telemetry/logger.js';
 import type { OcsfEvent } from '../../src/telemetry/ocsf.js';
 import { type RunningBoundary, startBoundary } from '../harness/boundary.js';
 import { curlGet, pythonGet, type Route, writePythonClient } from '../harness/identity-clients.js';
-import { realExe } from '../harness/identity-processes.js';
+import { realExe, testProcSource } from '../harness/identity-processes.js';
 import { httpOrigin, type Origin } from '../harness/servers.js';
 
 const CURL = realExe('/usr/bin/curl');
@@ -67,7 +66,7 @@ describe('issue 17: binary identity modes and failures', () => {
 
   it('fails closed with identity-unavailable when the source cannot see any process, and /readyz says why', async () => {
     const emptyProc = await mkdtemp(join(dir, 'proc-'));
-    const b = await start({ identity: createProcIdentitySource({ now: Date.now, procRoot: emptyProc }) });
+    const b = await start({ identity: testProcSource({ procRoot: emptyProc }) });
     const denied = await pythonGet(script, forward(b), api());
     assert.equal(denied.status, '403');
     assert.equal(JSON.parse(denied.body).reason, 'identity-unavailable');
@@ -92,7 +91,7 @@ describe('issue 17: binary identity modes and failures', () => {
   it('asks the identity server over --identity-socket, and fails closed once it is gone', async () => {
     const socketPath = join(dir, 'identity.sock');
     const logger = createLogger({ format: 'json', level: 'silent', destination: { write: () => true } });
-    const server = createIdentityServer({ socketPath, source: createProcIdentitySource({ now: Date.now }), logger });
+    const server = createIdentityServer({ socketPath, source: testProcSource(), logger });
     await server.start();
     const b = await start({ identitySocket: socketPath });
     assert.equal((await pythonGet(script, forward(b), api())).status, '200');

@@ -22,6 +22,8 @@ const run = promisify(execFile);
  * lookup never examines), as the kernel names its executable.
  */
 const CURL = realExe('/usr/bin/curl');
+/** Bounds a hang only: curl's whole exchange, on a host loaded enough to stretch it far past its usual moment. */
+const CURL_HANG_BOUND_S = 60;
 
 function policy(mcpPort: number, restPort: number): string {
   return `version: 1
@@ -104,7 +106,7 @@ describe('issue 18: inspected bodies and binary identity on HTTP/2 streams', () 
     const caFile = join(b.dir, 'ca-h2-identity.pem');
     await writeFile(caFile, b.caPem ?? '');
     const get = async (path: string): Promise<string> => {
-      const args = ['-sS', '--max-time', '10', '--http2', '--cacert', caFile, '--proxy', `http://127.0.0.1:${b.proxyPort}`, '-o', '/dev/null', '-w', '%{http_code} %{http_version}'];
+      const args = ['-sS', '--max-time', String(CURL_HANG_BOUND_S), '--http2', '--cacert', caFile, '--proxy', `http://127.0.0.1:${b.proxyPort}`, '-o', '/dev/null', '-w', '%{http_code} %{http_version}'];
       const { stdout } = await run('curl', [...args, `https://rest.example.test:${rest.port}${path}`], { env: { PATH: process.env.PATH ?? '/usr/bin:/bin' } });
       return stdout;
     };

@@ -26,8 +26,12 @@ import { withinDeadline } from '../harness/waiters.js';
 
 /** The drain deadline every case sets (`--shutdown-drain-ms`): far below the 8 s default, far above a clean drain. */
 const DRAIN_MS = 1_500;
-/** Process start-up to exit on two noisy cores, beyond the deadline: the bug kept the process alive for minutes. */
-const EXIT_MARGIN_MS = 5_000;
+/**
+ * Bounds a hang only, beyond the deadline: the bug kept the process alive for minutes (still alive after ten), while
+ * what ended the drain is told by the exit code (0 drained, 3 forced at the deadline), never by how long a loaded
+ * host took to get there.
+ */
+const EXIT_MARGIN_MS = 60_000;
 /** Clients of each kind that build the red team's state. */
 const CLIENTS = 3;
 /** SETTINGS_INITIAL_WINDOW_SIZE. */

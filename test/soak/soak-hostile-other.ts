@@ -23,9 +23,12 @@ const DNS_REFUSED_NAMES = 64;
 const DNS_ALLOWED_NAMES = [SOAK_HOSTS.plain, SOAK_HOSTS.tls, SOAK_HOSTS.ws, SOAK_HOSTS.tunnel] as const;
 export const POLICY_RELOAD_INTERVAL_MS = 1_000;
 export const CREDENTIAL_ROTATION_INTERVAL_MS = 700;
-/** A rewrite must be loaded (settle window plus parse) within this, or it counts as not applied. */
-const LOAD_DEADLINE_MS = 5_000;
-const WS_DEADLINE_MS = 10_000;
+/**
+ * Bounds a hang only: a rewrite not loaded (settle window plus parse) within this counts as not applied, a close
+ * frame not seen as not sent. A loaded host stretches both far past their usual moment.
+ */
+const LOAD_DEADLINE_MS = 30_000;
+const WS_DEADLINE_MS = 30_000;
 
 async function openWs(stack: SoakStack, path: string, opened: Set<WsClient>): Promise<WsClient> {
   const ws = await openWebSocket({ proxyPort: stack.proxyPort, transport: 'forward', host: SOAK_HOSTS.ws, port: stack.ports.ws, path });

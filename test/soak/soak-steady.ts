@@ -21,8 +21,11 @@ const run = promisify(execFile);
 /** One allowed request of each kind this often: about 25 requests a second in all, a light steady load. */
 export const STEADY_INTERVAL_MS = { 'curl-forward': 200, 'curl-connect-tls': 250, 'node-forward': 100, 'ws-echo': 100, 'dns-udp': 250 } as const;
 export type SteadyKind = keyof typeof STEADY_INTERVAL_MS;
-/** Any one allowed request that takes longer than this has failed: far above a loaded p99, far below a hang. */
-export const STEADY_REQUEST_TIMEOUT_MS = 10_000;
+/**
+ * Bounds a hang only: an allowed request not answered within this has failed. How slow the answers are is held by
+ * the p99 ratio to the baseline measured in the same run, not by this (a loaded p99 reached 5.6 s at load 15).
+ */
+export const STEADY_REQUEST_TIMEOUT_MS = 30_000;
 /** A rotated credential as the origin must see it; a placeholder or anything else there is a leak or a miss. */
 const ROTATED_AUTHORIZATION = /^Bearer tok-soak-\d+$/;
 const CURL_ENV = { PATH: process.env.PATH ?? '/usr/bin:/bin' };
