@@ -25,6 +25,14 @@ const OUTCOME_REASONS = [
   // docs/policy.md#one-reading: a request boundary and the origin could read differently, refused before policy.
   'graphql-ambiguous',
   'json-duplicate-key',
+  // docs/policy.md#mcp-protocol-revisions: an MCP request's revision could not be selected, is not allowed, or the
+  // request is not one of that revision; refused before policy, under audit too.
+  'mcp-protocol-version-header-invalid',
+  'mcp-protocol-version-unsupported',
+  'mcp-protocol-version-not-allowed',
+  'mcp-http-method-not-allowed',
+  'mcp-request-invalid',
+  'mcp-request-metadata-invalid',
   'unsupported-l7-protocol',
   'unsupported-scheme',
   'policy-changed',

@@ -19,6 +19,8 @@ import { createHygieneStage } from './stages/hygiene.js';
 import { createIdentityStage } from './stages/identity.js';
 import { createL4Stage } from './stages/l4.js';
 import { createL7Stage } from './stages/l7.js';
+import { createMcpRequestStage } from './stages/mcp-request.js';
+import { createMcpRevisionStage } from './stages/mcp-revision.js';
 import { createUpgradeStage } from './stages/upgrade.js';
 import { createUpstreamBodyStage } from './stages/upstream-body.js';
 import { createVerdictStage } from './stages/verdict.js';
@@ -48,7 +50,9 @@ export function createRequestChain(deps: RequestChainDeps): RequestChain {
     createIdentityStage(deps),
     createL4Stage(deps),
     createCanonicalStage(),
+    createMcpRevisionStage(),
     createBodyHoldStage(),
+    createMcpRequestStage(),
     createL7Stage(deps),
     createVerdictStage(),
     createUpgradeStage(),

@@ -13,6 +13,7 @@ import {
   PERSISTED_QUERY_MODES,
 } from './format.js';
 import type { GraphqlOperation } from './graphql-match.js';
+import { readMcpVersions } from './mcp-versions.js';
 import type { EndpointOptions, Protocol } from './types.js';
 import {
   childPath,
@@ -152,6 +153,7 @@ export function readProtocolOptions(
   const strict = readBool(ctx, mcp?.get('strict_tool_names'), childPath(mcpPath, 'strict_tool_names'));
   const allowAll = readBool(ctx, mcp?.get('allow_all_known_mcp_methods'), childPath(mcpPath, 'allow_all_known_mcp_methods'));
   const filterToolsList = readBool(ctx, mcp?.get('filter_tools_list'), childPath(mcpPath, 'filter_tools_list'));
+  const versions = readMcpVersions(ctx, mcp?.get('versions'), childPath(mcpPath, 'versions'));
 
   const options: EndpointOptions = Object.freeze({
     graphqlMaxBodyBytes,
@@ -160,6 +162,7 @@ export function readProtocolOptions(
     mcpStrictToolNames: strict ?? true,
     mcpAllowAllKnownMethods: allowAll ?? false,
     mcpFilterToolsList: filterToolsList ?? false,
+    mcpVersions: versions,
     jsonRpcMaxBodyBytes: jsonRpcMaxBodyBytes ?? DEFAULT_INSPECTION_BODY_BYTES,
   });
   // Keys in sorted order, as canonicalJson writes them (canonical.ts).
@@ -170,6 +173,7 @@ export function readProtocolOptions(
     mcpAllowAllKnownMethods: options.mcpAllowAllKnownMethods,
     mcpFilterToolsList: options.mcpFilterToolsList,
     mcpStrictToolNames: options.mcpStrictToolNames,
+    mcpVersions: options.mcpVersions,
     persistedQueries: options.persistedQueries,
   };
   return { options, canonical };
@@ -193,7 +197,7 @@ const MCP_KEYS_ON_JSON_RPC: readonly string[] = ['max_body_bytes'];
 /**
  * The `mcp` and `json_rpc` stanzas (docs/policy.md#json-rpc-and-mcp-inspection). Both set the one body limit of
  * the JSON-RPC family, so each is valid on mcp and json-rpc endpoints (the MCP-only keys on mcp only), and
- * setting it in both is refused rather than one silently winning. `mcp.versions` is not an OpenShell field.
+ * setting it in both is refused rather than one silently winning.
  */
 function readJsonRpcOptions(
   ctx: ReadContext,
@@ -205,15 +209,10 @@ function readJsonRpcOptions(
   const family = protocol === 'tcp' || protocol === 'mcp' || protocol === 'json-rpc';
   const mcpPath = childPath(path, 'mcp');
   const jsonRpcPath = childPath(path, 'json_rpc');
-  const mcp = readOptionMap(ctx, fields.get('mcp'), mcpPath, ['versions', ...MCP_OPTION_KEYS], family, 'POLICY_MCP_INVALID');
-  const versions = mcp?.get('versions');
-  if (versions !== undefined) {
-    report(ctx, versions.keyNode, childPath(mcpPath, 'versions'), 'POLICY_MCP_INVALID',
-      'mcp.versions is not an OpenShell field (version profiles are future work there) and boundary has nothing to do with it; remove it');
-  }
+  const mcp = readOptionMap(ctx, fields.get('mcp'), mcpPath, MCP_OPTION_KEYS, family, 'POLICY_MCP_INVALID');
   if (protocol === 'json-rpc') {
     for (const field of mcp?.values() ?? []) {
-      if (MCP_KEYS_ON_JSON_RPC.includes(field.key) || field.key === 'versions') continue;
+      if (MCP_KEYS_ON_JSON_RPC.includes(field.key)) continue;
       report(ctx, field.keyNode, childPath(mcpPath, field.key), 'POLICY_MCP_INVALID', `mcp.${field.key} is valid on protocol mcp only`);
     }
   }
