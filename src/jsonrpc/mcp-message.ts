@@ -113,16 +113,16 @@ function readMessage(item: unknown, options: McpOptions, batched: boolean, index
   const request = 'id' in message;
   if (request && !(typeof message.id === 'string' || Number.isInteger(message.id))) throw fail('id must be a string or an integer');
   const id: JsonRpcId | undefined = request ? (message.id as JsonRpcId) : undefined;
-  const shown = printable(method, 128);
+  const shown = (): string => printable(method, 128);
   const kind = mcpMethodClass(revision, method);
-  if (kind === 'unavailable') throw fail(`method '${shown}' is not available in MCP ${revision}`);
-  if (request && isServerRequest(method)) throw fail(`'${shown}' is a request only servers send`);
+  if (kind === 'unavailable') throw fail(`method '${shown()}' is not available in MCP ${revision}`);
+  if (request && isServerRequest(method)) throw fail(`'${shown()}' is a request only servers send`);
   if (method === 'initialize' && (batched || !request)) throw fail('initialize must be one request with an id, never batched');
   const params = message.params;
   checkMeta(params, options, request, fail);
   if (kind === 'core') {
     // Requests are checked as requests, notifications/* as notifications (the SDK's schemas by message kind).
-    const problem = request === method.startsWith('notifications/') ? `'${shown}' sent as a ${request ? 'request' : 'notification'}` : paramsProblem(method, params);
+    const problem = request === method.startsWith('notifications/') ? `'${shown()}' sent as a ${request ? 'request' : 'notification'}` : paramsProblem(method, params);
     if (problem !== undefined) throw fail(`invalid MCP ${request ? 'request' : 'notification'} params: ${problem}`);
   }
   const nameKey = kind === 'core' ? NAMED_PARAM[method] : undefined;

@@ -75,10 +75,12 @@ export function readMcpRule(ctx: ReadContext, map: MapNode, path: string, option
   }
   if (!ok) return undefined;
   const effective = method ?? (tools === undefined ? '*' : 'tools/call');
+  // Only a method written without glob characters can allow an extension method (one literally named `tools/*` too).
+  const exact = method !== undefined && !GLOB_CHARS.test(method) ? method : undefined;
   const covers = tools === undefined && compileValueGlob(effective).matches('tools/call');
   const text = tools === undefined ? effective : `${effective} ${tools.join('|')}`;
   return {
-    rule: callRule('mcp', text, compileMcpMatcher(effective, tools), mode === 'allow' && tools !== undefined, effective),
+    rule: callRule('mcp', text, compileMcpMatcher(effective, tools), mode === 'allow' && tools !== undefined, exact),
     canonical: { method: effective, tool: tools ?? null },
     ...(tools !== undefined ? { mcpTool: 'scoped' as const } : covers ? { mcpTool: 'broad' as const } : {}),
   };

@@ -160,7 +160,7 @@ export interface L7Rule {
   matchesCall?(call: JsonRpcCall): boolean;
   /** MCP allow rules naming tools: with one on an endpoint, tools/call needs a tool rule even under the method profile. */
   readonly scopesTools?: boolean;
-  /** MCP rules: the method as the rule names it (`*` when left out); only an equal one allows an extension method. */
+  /** MCP rules: the method the rule names without glob characters, if it does; only an equal one allows an extension method. */
   readonly mcpMethod?: string;
 }
 

@@ -51,7 +51,7 @@ network_policies:
         protocol: mcp
         enforcement: enforce
         mcp: { allow_all_known_mcp_methods: true }
-        rules: [{ allow: { method: vendor/thing } }, { allow: { method: "tools/*" } }]
+        rules: [{ allow: { method: vendor/thing } }, { allow: { method: "tools/*" } }, { allow: {} }]
         deny_rules: [{ method: "tools/b*" }]
       - { host: stream.test, port: 443, path: /mcp, protocol: mcp, enforcement: enforce, rules: [{ allow: { method: initialize } }] }
       - { host: "*.tools.test", port: 443, path: /mcp, protocol: mcp, enforcement: enforce, rules: [{ allow: { method: tools/call, tool: read_status } }] }
@@ -175,6 +175,9 @@ describe('decide: mcp endpoints (MC cases)', () => {
     assert.deepEqual(verdict(ask('vendor.test', msg('tools/experimental'), { path: '/' })), ['deny', 'no-rule-matched']);
     assert.deepEqual(verdict(ask('vendor.test', msg('tools/list'), { path: '/' })), ['allow', 'rule-allowed']);
     assert.deepEqual(verdict(ask('vendor.test', msg('tools/blocked'), { path: '/' })), ['deny', 'deny-rule-matched']);
+    // A glob rule, or the `*` an empty rule becomes under the profile, is not exact even for a method spelled like it.
+    assert.deepEqual(verdict(ask('vendor.test', msg('tools/*'), { path: '/' })), ['deny', 'no-rule-matched']);
+    assert.deepEqual(verdict(ask('vendor.test', msg('*'), { path: '/' })), ['deny', 'no-rule-matched']);
     assert.deepEqual(verdict(ask('union.test', msg('vendor/thing'))), ['deny', 'no-rule-matched']);
     assert.deepEqual(verdict(ask('union.test', msg('tools/list'))), ['allow', 'rule-allowed']);
   });
