@@ -154,7 +154,7 @@ describe('issue 31: MCP protocol revisions (M1-M18)', { timeout: SUITE_TIMEOUT_M
         }
       });
 
-      it('M8/M10/M11: a repeated key, a batch after 2025-03-26, a method of another revision: 400 invalid_mcp_request', async () => {
+      it('M8/M10/M11: a repeated key, a batch after 2025-03-26, a method of another revision: 400 invalid_mcp_request, under audit too', async () => {
         const from = b.log.events().length;
         const before = seen();
         await refused(await send('/m/v1125', { body: '{"jsonrpc":"2.0","id":1,"id":2,"method":"tools/list"}', headers: [V('2025-11-25')] }), 400, 'invalid_mcp_request', '/m/v1125', before);
@@ -163,6 +163,8 @@ describe('issue 31: MCP protocol revisions (M1-M18)', { timeout: SUITE_TIMEOUT_M
         const body = await refused(await send('/m/v0618', { body: req('tasks/get', { taskId: 't' }), headers: [V('2025-06-18')] }), 400, 'invalid_mcp_request', '/m/v0618', before);
         assert.match(String(body.detail), /'tasks\/get' is not available in MCP 2025-06-18/);
         await eventOf('/m/v0618', 'mcp-request-invalid', from);
+        // Audit relaxes none of it: a body that is not a request of its revision is refused there too.
+        await refused(await send('/m/audit', { body: [req('tools/list', undefined, 1)], headers: [V('2025-11-25')] }), 400, 'invalid_mcp_request', '/m/audit', before);
       });
 
       it('M9: batches under 2025-03-26 are decided per call, up to 64 messages', async () => {
