@@ -24,6 +24,8 @@ if (BASE_DIST === undefined || NEW_DIST === undefined) {
 const ROUNDS = Math.min(Number(process.env.ROUNDS ?? 9), 50);
 const ITERATIONS = Math.min(Number(process.env.ITERATIONS ?? 20_000), 500_000);
 const REQUESTS = Math.min(Number(process.env.REQUESTS ?? 1_500), 20_000);
+/** Unmeasured requests per build and case first, until the JIT has settled (the first rounds ran 2-3x slower). */
+const WARMUP_REQUESTS = 3 * REQUESTS;
 /** Clock ticks per second of /proc/<pid>/stat's utime and stime (USER_HZ, 100 on Linux). */
 const TICKS_PER_SECOND = 100;
 const STARTUP_TIMEOUT_MS = 60_000;
@@ -228,16 +230,18 @@ try {
   console.log(`end to end: ${REQUESTS} sequential keep-alive POSTs per round through the forward proxy, ${ROUNDS} rounds`);
   for (const c of CASES) {
     const rounds = { base: [], new: [] };
-    for (const b of running) for (let i = 0; i < 300; i++) await send(b, originPort, c);
+    for (const b of running) for (let i = 0; i < WARMUP_REQUESTS; i++) await send(b, originPort, c);
     for (let r = 0; r < ROUNDS; r++) {
       const order = r % 2 === 0 ? running : [...running].reverse();
       for (const b of order) rounds[b.name].push(await endToEnd(b, originPort, c));
     }
     const cpu = (n) => median(rounds[n].map((x) => x.cpu));
     const lat = (n) => median(rounds[n].map((x) => x.latency));
+    // Each round measures both builds back to back: the median of those paired differences drifts less with load.
+    const paired = median(rounds.new.map((x, r) => x.cpu - rounds.base[r].cpu));
     console.log(
-      `  ${c.name.padEnd(24)} boundary CPU/request base ${cpu('base').toFixed(0)} us  new ${cpu('new').toFixed(0)} us  added ${(cpu('new') - cpu('base')).toFixed(0)} us;` +
-        ` latency median base ${lat('base').toFixed(0)} us  new ${lat('new').toFixed(0)} us`,
+      `  ${c.name.padEnd(24)} boundary CPU/request base ${cpu('base').toFixed(0)} us  new ${cpu('new').toFixed(0)} us  added ${(cpu('new') - cpu('base')).toFixed(0)} us` +
+        ` (paired ${paired.toFixed(0)} us); latency median base ${lat('base').toFixed(0)} us  new ${lat('new').toFixed(0)} us`,
     );
     console.log(`    cpu rounds base ${rounds.base.map((x) => x.cpu.toFixed(0)).join(' ')} | new ${rounds.new.map((x) => x.cpu.toFixed(0)).join(' ')}`);
   }

@@ -148,6 +148,10 @@ describe('issue 31: MCP protocol revisions (M1-M18)', { timeout: SUITE_TIMEOUT_M
         const before = seen();
         await refused(await send('/m/default', { body: req('tools/list'), headers: [V('2099-01-01')] }), 400, 'unsupported_mcp_protocol_version', '/m/default', before);
         await refused(await send('/m/default', { body: req('tools/list'), headers: [V('2025-11-25, 2025-03-26')] }), 400, 'unsupported_mcp_protocol_version', '/m/default', before);
+        // A placeholder sent as the value is named in the detail only as [CREDENTIAL].
+        const token = await send('/m/default', { body: req('tools/list'), headers: [V('openshell:resolve:env:API_TOKEN')] });
+        const shown = String((await refused(token, 400, 'unsupported_mcp_protocol_version', '/m/default', before)).detail);
+        assert.ok(!shown.includes('API_TOKEN') && shown.includes('[CREDENTIAL]'), shown);
         for (const headers of [[V('2025-11-25'), V('2025-11-25')], [V('2025-11-25'), 'Connection: MCP-Protocol-Version']]) {
           if (route.args.includes('--http2') && headers[1]?.startsWith('Connection')) continue;
           await refused(await send('/m/default', { body: req('tools/list'), headers }), 400, 'invalid_mcp_protocol_version_header', '/m/default', before);

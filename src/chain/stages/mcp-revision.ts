@@ -4,6 +4,7 @@
 // then the endpoint's `mcp.versions` unless the body could be an exempt legacy `initialize` (checked once it is
 // read, by the mcp-request stage), then POST only under the sessionless revision.
 
+import { redactPlaceholders } from '../../credentials/placeholder.js';
 import { readProtocolVersionHeader, shownHeaderValue } from '../../jsonrpc/mcp-headers.js';
 import { FALLBACK_MCP_REVISION, MCP_REVISIONS, SESSIONLESS_MCP_REVISION } from '../../jsonrpc/mcp-revisions.js';
 import { bodyHold } from '../inspected-body.js';
@@ -23,7 +24,8 @@ export function createMcpRevisionStage(): Stage<ChainRequest> {
         return mcpRejection(r, hold, { status: 400, error: 'invalid_mcp_protocol_version_header', reason: 'mcp-protocol-version-header-invalid', detail: header.problem });
       }
       if (header.kind === 'unsupported') {
-        const detail = `MCP-Protocol-Version "${shownHeaderValue(header.value)}" is not a revision boundary supports (${MCP_REVISIONS.join(', ')})`;
+        // The value is the client's: a placeholder in it is shown as `[CREDENTIAL]`, as everywhere else.
+        const detail = `MCP-Protocol-Version "${shownHeaderValue(redactPlaceholders(header.value))}" is not a revision boundary supports (${MCP_REVISIONS.join(', ')})`;
         return mcpRejection(r, hold, { status: 400, error: 'unsupported_mcp_protocol_version', reason: 'mcp-protocol-version-unsupported', detail });
       }
       const revision = header.kind === 'revision' ? header.revision : FALLBACK_MCP_REVISION;
