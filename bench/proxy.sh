@@ -2,8 +2,9 @@
 # bench/proxy.sh — one bounded, loopback-only run that compares boundary's proxy with direct access, tinyproxy
 # and squid: (a) wrk direct to a local origin, (b) wrk through boundary's forward proxy (absolute-form),
 # (c) the same through tinyproxy and squid, (d) CONNECT+TLS with a new tunnel per request and with reused
-# tunnels. Each case runs RUNS times after a warm-up; the table shows medians. Raw results land in
-# bench/out/proxy-<timestamp>.json. Everything started here is killed on exit; nothing leaves 127.0.0.1.
+# tunnels, and on request (e) a large answer, with and without a credential bound. Each case runs RUNS times
+# after a warm-up; the table shows medians. Raw results land in bench/out/proxy-<timestamp>.json. Everything
+# started here is killed on exit; nothing leaves 127.0.0.1.
 #
 # Usage: bench/proxy.sh                      (defaults: RUNS=5 DURATION=10 WARMUP=3; about 15 minutes)
 #        RUNS=3 DURATION=5 bench/proxy.sh     (quicker)
@@ -12,7 +13,11 @@
 #   RUNS, DURATION (s), WARMUP (s)   repetitions per case, measured seconds per run, unrecorded warm-up
 #   CONNS, WRK_THREADS                wrk connections / threads (default 32 / 1)
 #   CONCURRENCY                       in-flight requests of the CONNECT client (default 32)
-#   CASES     subset of: http http-l7 tls-new tls-reuse            (default: all)
+#   CASES     subset of: http http-l7 tls-new tls-reuse large large-cred   (default: the first four)
+#             large = GET of a LARGE_BYTES answer through the forward proxy (direct, boundary, tinyproxy, squid);
+#             large-cred = the same on an endpoint a credential is bound to (boundary only), so boundary scans
+#             the answer for echoed secrets (docs/credentials.md#echoed-secrets); `large` must not pay for it
+#   LARGE_BYTES  size of the large answer (default 1048576)
 #   PROXIES   subset of: direct boundary boundary-l7 boundary-nometrics tinyproxy squid (default: all)
 #             boundary-nometrics = the same build and policy in a second process started through
 #             bench/proxy/boundary-metrics-off.mjs (no-op metric recorders); http case only. Its row and the
@@ -63,6 +68,7 @@ CONNS=${CONNS:-32}
 WRK_THREADS=${WRK_THREADS:-1}
 CONCURRENCY=${CONCURRENCY:-32}
 CASES=${CASES:-"http http-l7 tls-new tls-reuse"}
+LARGE_BYTES=${LARGE_BYTES:-1048576}
 PROXIES=${PROXIES:-"direct boundary boundary-l7 boundary-nometrics tinyproxy squid"}
 PIN=${PIN:-auto}
 BUILD=${BUILD:-1}
@@ -82,7 +88,7 @@ log() { printf '[bench %s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
 die() { log "error: $*"; exit 1; }
 has() { [[ " $2 " == *" $1 "* ]]; }
 
-for v in RUNS DURATION CONNS WRK_THREADS CONCURRENCY; do
+for v in RUNS DURATION CONNS WRK_THREADS CONCURRENCY LARGE_BYTES; do
   [[ ${!v} =~ ^[1-9][0-9]*$ ]] || die "$v must be a positive integer (got '${!v}')"
 done
 [[ $WARMUP =~ ^[0-9]+$ ]] || die "WARMUP must be a whole number of seconds (got '$WARMUP')"
@@ -205,12 +211,13 @@ chmod 644 "$WORK"/pki/*
 printf '127.0.0.1 localhost\n127.0.0.1 %s\n' "$ORIGIN_HOST" >"$WORK/hosts"
 
 # ------------------------------------------------------------------------------------------ origin
-# Two plain listeners (L4 endpoint, L7 endpoint) and two TLS listeners (passthrough, interception).
-"${PIN_ORIGIN[@]}" node "$HERE/origin.mjs" --ready "$WORK/origin.json" --http 2 --https 2 \
+# Three plain listeners (L4 endpoint, L7 endpoint, L4 endpoint with a credential bound) and two TLS listeners
+# (passthrough, interception).
+"${PIN_ORIGIN[@]}" node "$HERE/origin.mjs" --ready "$WORK/origin.json" --http 3 --https 2 --large-bytes "$LARGE_BYTES" \
   --cert "$WORK/pki/origin.pem" --key "$WORK/pki/origin.key" >"$WORK/origin.log" 2>&1 &
 PID_OF[origin]=$!
 wait_until origin origin 100 test -s "$WORK/origin.json" || die "origin did not start: $(cat "$WORK/origin.log")"
-read -r HTTP_PORT HTTP_L7_PORT TLS_PORT TLS_L7_PORT < <(node -e '
+read -r HTTP_PORT HTTP_L7_PORT HTTP_CRED_PORT TLS_PORT TLS_L7_PORT < <(node -e '
   const o = JSON.parse(require("node:fs").readFileSync(process.argv[1], "utf8"));
   console.log([...o.http, ...o.https].join(" "));' "$WORK/origin.json")
 read -r TINY_PORT SQUID_PORT B_PORT B_ADMIN DNS_SINK BN_PORT BN_ADMIN BN_DNS < <(free_ports 8)
@@ -329,6 +336,9 @@ network_policies:
         protocol: rest
         enforcement: enforce
         access: full
+      # An L4 endpoint like the first, with a credential bound to it (large-cred): answers are scanned.
+      - host: $ORIGIN_HOST
+        port: $HTTP_CRED_PORT
     binaries:
       - path: "/**"
 EOF
@@ -345,13 +355,20 @@ EOF
   # other lookup must fail on loopback instead of leaving the host.
   # With boundary-nometrics in the run, both rows start through the same entry and differ only in the metrics
   # switch (see bench/proxy/boundary-metrics-off.mjs for why).
+  # Only when large-cred is measured, so the other rows keep running without a credentials file.
+  local creds=()
+  if has large-cred "$CASES"; then
+    printf 'providers:\n  bench:\n    env: { BENCH_TOKEN: "bench-secret-0d9a41c7e2f35b68" }\n    endpoints: [{ host: %s, port: %s }]\n' \
+      "$ORIGIN_HOST" "$HTTP_CRED_PORT" >"$d/credentials.yaml"
+    creds=(--credentials "$d/credentials.yaml")
+  fi
   local entry=("$(entry_of "$BOUNDARY_DIST")")
   has boundary-nometrics "$PROXIES" && entry=("$HERE/boundary-metrics-off.mjs" "$BOUNDARY_DIST")
   (cd "$ROOT" && BOUNDARY_BENCH_METRICS=on exec "${PIN_PROXY[@]}" node "${prof[@]}" "${entry[@]}" run \
     --policy "$d/policy.yaml" \
     --proxy-listen "127.0.0.1:$B_PORT" --admin-listen "127.0.0.1:$B_ADMIN" \
     --hosts "$WORK/hosts" --upstream-dns "127.0.0.1:$DNS_SINK" --upstream-ca "$WORK/pki/ca.pem" \
-    --unsafe-allow-loopback-upstream --state-dir "$d/state" --log-format json) >"$d/boundary.log" 2>"$d/stderr.log" &
+    --unsafe-allow-loopback-upstream --state-dir "$d/state" --log-format json "${creds[@]}") >"$d/boundary.log" 2>"$d/stderr.log" &
   PID_OF[boundary]=$!
   if wait_until boundary boundary 300 curl -sf --max-time 1 "http://127.0.0.1:$B_ADMIN/healthz"; then
     STATE[boundary]=ok
@@ -413,6 +430,8 @@ applies() {
   case $c in
     http-l7) [[ $p == boundary-l7 ]] ;;
     http) [[ $p != boundary-l7 ]] ;;
+    large) [[ $p == direct || $p == boundary || $p == tinyproxy || $p == squid ]] ;;
+    large-cred) [[ $p == boundary ]] ;;
     *) [[ $p != boundary-nometrics ]] ;;
   esac
 }
@@ -455,14 +474,16 @@ RESULTS="$WORK/results.ndjson"
 
 # One wrk run of the plain-HTTP case; prints a JSON record (or nothing on failure).
 measure_http() {
-  local c=$1 p=$2 secs=$3 port url path host origin_port=$HTTP_PORT
+  local c=$1 p=$2 secs=$3 port url path host origin_port=$HTTP_PORT route=""
   [[ $c == http-l7 ]] && origin_port=$HTTP_L7_PORT
+  [[ $c == large-cred ]] && origin_port=$HTTP_CRED_PORT
+  [[ $c == large* ]] && route=large
   if [[ $p == direct ]]; then
-    url="http://127.0.0.1:$origin_port/" path="" host="$ORIGIN_HOST:$origin_port"
+    url="http://127.0.0.1:$origin_port/$route" path="" host="$ORIGIN_HOST:$origin_port"
   else
     port=$(proxy_port "$p")
     host="$(target_host "$p"):$origin_port"
-    url="http://127.0.0.1:$port/" path="http://$host/"
+    url="http://127.0.0.1:$port/" path="http://$host/$route"
   fi
   local rec timer=() t
   # CPU seconds wrk used (GNU time when present), so host noise can be told apart from the bench's own load.
@@ -497,7 +518,7 @@ measure() {
   s0=$(origin_served)
   local w0=$EPOCHREALTIME w1
   t0=$(cpu_ticks "$pid") o0=$(cpu_ticks "${PID_OF[origin]}") h0=$(host_busy_ticks)
-  if [[ $c == http || $c == http-l7 ]]; then rec=$(measure_http "$c" "$p" "$secs"); else rec=$(measure_tls "$c" "$p" "$secs"); fi
+  if [[ $c == http* || $c == large* ]]; then rec=$(measure_http "$c" "$p" "$secs"); else rec=$(measure_tls "$c" "$p" "$secs"); fi
   t1=$(cpu_ticks "$pid") o1=$(cpu_ticks "${PID_OF[origin]}") h1=$(host_busy_ticks)
   w1=$EPOCHREALTIME
   s1=$(origin_served)

@@ -1,9 +1,12 @@
 // Benchmark origin for bench/proxy.sh: a minimal keep-alive HTTP (and optional HTTPS) server on 127.0.0.1 that
-// answers every request with one small fixed body. Never listens on anything but loopback; has no routing
-// beyond GET /__stats (request counter, used by the bench to prove proxied requests reached the origin).
+// answers every request with one small fixed body, or GET /large with a large one. Never listens on anything but
+// loopback; has no other routing beyond GET /__stats (request counter, used by the bench to prove proxied requests
+// reached the origin).
 //
-// Usage: node origin.mjs --ready FILE [--http N] [--https N --cert PEM --key PEM]
+// Usage: node origin.mjs --ready FILE [--http N] [--https N --cert PEM --key PEM] [--large-bytes N]
 //   --http N / --https N: how many listeners of each kind (each on its own random loopback port).
+//   --large-bytes N: the size of the /large answer (default 1 MiB): base64 text from a fixed seed, so every byte
+//   value a secret's forms can begin with occurs, as in real answers.
 //   Writes {"http":[ports],"https":[ports],"pid":n} to FILE once every listener is up.
 
 import { readFileSync, writeFileSync, renameSync } from 'node:fs';
@@ -12,6 +15,21 @@ import https from 'node:https';
 
 const BODY = Buffer.from('ok: boundary bench origin, fixed 64-byte body..................\n');
 const HEADERS = { 'content-type': 'text/plain', 'content-length': String(BODY.length) };
+const LARGE = largeBody(Number(arg('--large-bytes', '1048576')));
+const LARGE_HEADERS = { 'content-type': 'text/plain', 'content-length': String(LARGE.length) };
+
+/** `bytes` of base64 text from a fixed-seed generator (xorshift32). */
+function largeBody(bytes) {
+  const raw = Buffer.alloc(Math.ceil((bytes * 3) / 4));
+  let x = 0x2545f491;
+  for (let i = 0; i < raw.length; i++) {
+    x ^= x << 13;
+    x ^= x >>> 17;
+    x ^= x << 5;
+    raw[i] = x & 0xff;
+  }
+  return Buffer.from(raw.toString('base64').slice(0, bytes));
+}
 // Long enough that neither wrk nor a proxy's upstream pool ever sees the origin close an idle socket mid-run.
 const KEEP_ALIVE_MS = 120_000;
 
@@ -39,6 +57,11 @@ function handle(req, res) {
   served++;
   // Drain any request body so the connection stays reusable.
   req.resume();
+  if (req.url === '/large' || req.url?.endsWith('/large')) {
+    res.writeHead(200, LARGE_HEADERS);
+    res.end(LARGE);
+    return;
+  }
   res.writeHead(200, HEADERS);
   res.end(BODY);
 }

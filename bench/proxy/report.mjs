@@ -17,6 +17,8 @@ const CASE_LABEL = {
   'http-l7': 'HTTP GET, L7 rest endpoint (wrk)',
   'tls-new': 'CONNECT+TLS, new tunnel per request',
   'tls-reuse': 'CONNECT+TLS, reused tunnels',
+  large: 'HTTP GET, large answer, no credential bound (wrk)',
+  'large-cred': 'HTTP GET, large answer, credential bound: body scanned (wrk)',
 };
 const BOUNDARIES = ['boundary', 'boundary-l7', 'boundary-nometrics'];
 const BASELINES = ['direct', 'tinyproxy', 'squid'];
@@ -105,7 +107,7 @@ const find = (c, p) => rows.find((r) => r.case === c && r.proxy === p);
 // Ratios: each boundary row against the baselines of the same case (for http-l7, the http baselines).
 for (const row of rows) {
   if (!BOUNDARIES.includes(row.proxy)) continue;
-  const baseCase = row.case === 'http-l7' ? 'http' : row.case;
+  const baseCase = row.case === 'http-l7' ? 'http' : row.case === 'large-cred' ? 'large' : row.case;
   row.ratios = {};
   for (const b of BASELINES) {
     const base = find(baseCase, b);
@@ -117,7 +119,7 @@ for (const row of rows) {
 
 const fmt = (x, d = 0) => (x === null || x === undefined ? '-' : x.toFixed(d));
 const ratio = (x) => (x === undefined ? '-' : `${x.toFixed(2)}x`);
-const order = ['http', 'http-l7', 'tls-new', 'tls-reuse'];
+const order = ['http', 'http-l7', 'tls-new', 'tls-reuse', 'large', 'large-cred'];
 const proxyOrder = ['direct', 'boundary', 'boundary-nometrics', 'boundary-l7', 'tinyproxy', 'squid'];
 rows.sort((a, b) => order.indexOf(a.case) - order.indexOf(b.case) || proxyOrder.indexOf(a.proxy) - proxyOrder.indexOf(b.proxy));
 

@@ -1,6 +1,7 @@
 // bench/proxy/request-path.mjs — in-process cost of the per-request decision path (no sockets, no events):
 // framing, target/authority, decide (L4 and L7), credentials guard + canonical path, the destination check, upstream
-// header build and credentialHead, evaluateRequest as a whole, and forward.ts's request handler end to end
+// header build and credentialHead, the request chain as a whole (evaluateRequest in builds from before
+// src/chain/), and forward.ts's request handler end to end
 // (evaluation, relay, client response headers, the outcome event) against a fake upstream pool that answers a
 // batch later, for an allowed forward GET against the same policy and hosts file bench/proxy.sh writes.
 // Prints µs per call for each stage. Bounded loops.
@@ -15,6 +16,15 @@ import { pathToFileURL } from 'node:url';
 // Compiled output, as production runs it (tsx's transform adds per-function helpers that skew the numbers).
 const DIST = resolve(process.env.BOUNDARY_DIST ?? new URL('../../dist', import.meta.url).pathname);
 const load = (file) => import(pathToFileURL(`${DIST}/${file}`).href);
+// A module that moved between builds: the first of `files` this build has.
+const loadFirst = async (...files) => {
+  for (const file of files) {
+    try {
+      return await load(file);
+    } catch {}
+  }
+  return {};
+};
 const { createStaticCredentialSource } = await load('credentials/source.js');
 const { redactPlaceholders } = await load('credentials/placeholder.js');
 const { createUpstreamResolver } = await load('dns/upstream.js');
@@ -24,18 +34,21 @@ const { createCachingResolver } = await load('net/resolver-cache.js');
 const { decide } = await load('policy/decide.js');
 const { parsePolicy } = await load('policy/parse.js');
 const { createPolicyStore } = await load('policy/store.js');
-const { credentialHead, routeHasCredentials } = await load('proxy/credential-injection.js');
+const { credentialHead, routeHasCredentials } = await loadFirst('chain/credential-injection.js', 'proxy/credential-injection.js');
 const context = await load('proxy/context.js');
 // Builds differ (BOUNDARY_DIST): the oldest have only the async resolveFor, then destinationFor (a value or a
 // promise), now the async destination beside destinationCached (undefined on a miss).
 const destinationSync = context.destinationCached ?? context.destinationFor;
 const resolveFor = context.destination ?? context.resolveFor ?? (async (ctx, target) => context.destinationFor(ctx, target));
-const { beginOutcome } = await load('proxy/events.js');
+const { beginOutcome } = await loadFirst('chain/events.js', 'proxy/events.js');
 const { checkFraming } = await load('http1/framing.js');
 const { clientResponseHeaders, hostHeader, upstreamRequestHeaders } = await load('http1/headers.js');
-const { evaluateRequest } = await load('proxy/l7.js');
+const { evaluateRequest } = await loadFirst('proxy/l7.js');
+// Builds with src/chain/: the request chain every adapter runs, and the per-request record it runs on.
+const { createRequestChain } = await loadFirst('chain/request-chain.js');
+const { ChainRequest } = await loadFirst('chain/request.js');
 const { createRequestHandler } = await load('proxy/forward.js');
-const { canonicalTarget } = await load('proxy/path.js');
+const { canonicalTarget } = await loadFirst('chain/path.js', 'proxy/path.js');
 const { parseAbsoluteTarget } = await load('http1/target.js');
 
 const MAX_ITERATIONS = 2_000_000;
@@ -113,11 +126,16 @@ const ctx = {
   allowLoopback: true,
   selfAddresses: () => selves,
   sink: { emit: () => emitted++ },
-  metrics: { countDecision() {} },
+  // The production metrics with no-op recorders (what --metrics-listen off builds).
+  metrics: (await load('proxy/metrics.js')).createProxyMetrics(new (await load('telemetry/metrics.js')).MetricsOffRegistry()),
   logger: { warn: (o, m) => console.error(m, o) },
   upstreams: { pool: () => pool },
   scopes: new WeakMap(),
 };
+if (createRequestChain !== undefined) {
+  ctx.responses = (await load('chain/response-chain.js')).createResponseChain({ sink: ctx.sink });
+  ctx.chain = createRequestChain({ store, authorities: ctx.authorities, metrics: ctx.metrics, identity: undefined, credentials, destination: (t) => context.destination(ctx, t) });
+}
 const fakeResponse = () => ({
   headersSent: false,
   writeHead(status, headers) {
@@ -221,14 +239,26 @@ async function run(port) {
   rows.push(
     time('credentialHead', () => credentialHead({ source: credentials, host: HOST, port, method: 'GET', target: '/', headers, endpoint })),
   );
-  rows.push(
-    await timeAsync('evaluateRequest (await)', async () => {
-      const o = beginOutcome('forward', 'http', req.socket);
-      o.method = 'GET';
-      const e = await evaluateRequest(ctx, req, undefined, o);
-      if (e.kind !== 'relay') throw new Error(`not relayed: ${o.reason} ${o.detail}`);
-    }),
-  );
+  if (ctx.chain !== undefined) {
+    const hooks = { continueBody() {}, goingUpstream: () => false };
+    const init = { adapter: 'forward', wire: { ...req, headers: {} }, hooks, tunnel: undefined, src: req.socket, method: 'GET', h2: false, upgradable: false, body: [] };
+    rows.push(
+      time('request chain (all stages)', () => {
+        const r = new ChainRequest(init);
+        const refused = ctx.chain.run(r);
+        if (refused !== undefined) throw new Error(`not relayed: ${refused instanceof Promise ? 'waited' : refused.reason}`);
+      }),
+    );
+  } else {
+    rows.push(
+      await timeAsync('evaluateRequest (await)', async () => {
+        const o = beginOutcome('forward', 'http', req.socket);
+        o.method = 'GET';
+        const e = await evaluateRequest(ctx, req, undefined, o);
+        if (e.kind !== 'relay') throw new Error(`not relayed: ${o.reason} ${o.detail}`);
+      }),
+    );
+  }
   if (createRequestHandler !== undefined) {
     const handle = createRequestHandler(ctx);
     const responses = Array.from({ length: RELAY_BATCH }, fakeResponse);

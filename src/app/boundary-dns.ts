@@ -8,7 +8,7 @@ import { lookupReportEvent } from '../dns/lookup-events.js';
 import type { Registry } from 'prom-client';
 import type { Config } from './config.js';
 import { countLookupReport, createLookupMetrics, type LookupMetrics, meteredDnsSink } from '../dns/metrics.js';
-import type { DnsHandler } from '../dns/server.js';
+import type { DnsAnswer, DnsHandler } from '../dns/server.js';
 import { GLOBAL_TIMERS } from '../shared/timers.js';
 import { observeSince } from '../chain/timing.js';
 import { createLookupGate, type LookupGate } from '../net/lookup-gate.js';
@@ -72,19 +72,19 @@ export function timedDnsHandler(
   options: { readonly clock: { readonly now: () => number }; readonly answerSeconds: Observer; readonly settled: () => Promise<void> | undefined },
 ): DnsHandler {
   const { clock, answerSeconds, settled } = options;
+  const resolved = async (pending: Promise<DnsAnswer>, started: number): Promise<DnsAnswer> => {
+    const response = await pending;
+    await settled();
+    observeSince(clock, answerSeconds, started);
+    return response;
+  };
   return {
-    cached: function cachedTimed(message, info) {
+    answer: function answerTimed(message, info) {
       const started = clock.now();
-      const answer = handler.cached(message, info);
-      if (answer !== undefined) observeSince(clock, answerSeconds, started);
-      return answer;
-    },
-    resolve: async function resolveTimed(message, info) {
-      const started = clock.now();
-      const response = await handler.resolve(message, info);
-      await settled();
+      const answer = handler.answer(message, info);
+      if (answer instanceof Promise) return resolved(answer, started);
       observeSince(clock, answerSeconds, started);
-      return response;
+      return answer;
     },
   };
 }

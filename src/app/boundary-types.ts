@@ -64,6 +64,8 @@ export interface Boundary {
   /** Re-reads the policy file now (the watcher does this on change). */
   reloadPolicy(): Promise<void>;
   readonly store: PolicyStore;
+  /** What placeholders resolve from: deps.credentials, or what the supervisor pushed (attached mode). */
+  readonly credentials: CredentialSource;
   readonly proxy: ProxyServer;
   /** Policy DNS and transparent capture. */
   readonly transparent: Transparent;

@@ -199,6 +199,7 @@ export function createBoundary(config: Config, deps: Deps): Boundary {
 
   const boundary: Boundary = {
     store,
+    credentials,
     transparent,
     lookups,
     get proxy(): ProxyServer {

@@ -12,7 +12,7 @@ import type { CredentialSource } from '../credentials/source.js';
 import type { Decision, Endpoint } from '../policy/types.js';
 import { needsInspection } from './inspection.js';
 import { credentialDenial, type Denial } from './denials.js';
-import { type Outcome, settle } from './events.js';
+import { type Outcome, type ReasonCode, settle } from './events.js';
 
 /**
  * What a connection-level route does about credentials: `as-is` (nothing to guard, or the escape hatch),
@@ -211,7 +211,7 @@ export async function checkedBody(req: AsyncIterable<Buffer>, head: UpstreamHead
 }
 
 /**
- * CR-23 (pinned): an upstream echoing a bound secret in a response header gets it redacted. Bodies are not.
+ * CR-23 (pinned): an upstream echoing a bound secret in a response header gets it redacted (bodies: the redaction stage of response-chain.ts).
  * Rewrites the flat `[name, value, ...]` list in place.
  */
 export function redactResponseHeaders(headers: string[], scope: CredentialScope): string[] {
@@ -220,9 +220,23 @@ export function redactResponseHeaders(headers: string[], scope: CredentialScope)
   return headers;
 }
 
+/** What a credential refusal records, whatever the adapter: closed reason, engine, and a finding plus HIGH for a binding mismatch. */
+export function credentialRefusalFacts(refusal: RewriteRefusal): {
+  readonly reason: ReasonCode;
+  readonly engine: 'credential-binding' | 'credentials';
+  readonly finding: string | undefined;
+} {
+  if (refusal.error === 'credential_endpoint_mismatch') {
+    // A placeholder was sent where its secret must never go.
+    return { reason: 'credential-endpoint-mismatch', engine: 'credential-binding', finding: 'credential-endpoint-mismatch' };
+  }
+  const reason: ReasonCode = refusal.error === 'credential_body_too_large' ? 'credential-body-too-large' : 'credential-unavailable';
+  return { reason, engine: 'credentials', finding: undefined };
+}
+
 /**
- * Fills the request's decision event for a credential refusal (closed reason, the module's log message,
- * never a key name) and returns the denial to send. A binding mismatch is a HIGH event plus a finding.
+ * Fills a WebSocket message's decision event for a credential refusal (the module's log message, never a key
+ * name) and returns the denial to send.
  */
 export function credentialRefusal(
   o: Outcome,
@@ -230,15 +244,10 @@ export function credentialRefusal(
   /** The status recorded on the event: the refusal's own, or undefined after a 101 (only a close code is sent). */
   status: number | undefined = refusal.status,
 ): { readonly denial: Denial; readonly finding: string | undefined } {
-  const mismatch = refusal.error === 'credential_endpoint_mismatch';
-  const reason = mismatch
-    ? 'credential-endpoint-mismatch'
-    : refusal.error === 'credential_body_too_large'
-      ? 'credential-body-too-large'
-      : 'credential-unavailable';
-  settle(o, 'deny', reason, refusal.logMessage, status);
-  o.engine = mismatch ? 'credential-binding' : 'credentials';
+  const facts = credentialRefusalFacts(refusal);
+  settle(o, 'deny', facts.reason, refusal.logMessage, status);
+  o.engine = facts.engine;
   o.extra = { ...o.extra, credential_reason: refusal.reason };
-  if (mismatch) o.severity = 'HIGH';
-  return { denial: credentialDenial(refusal), finding: mismatch ? 'credential-endpoint-mismatch' : undefined };
+  if (facts.finding !== undefined) o.severity = 'HIGH';
+  return { denial: credentialDenial(refusal), finding: facts.finding };
 }

@@ -34,6 +34,7 @@ const DENIAL_ERRORS = [
   'credential_endpoint_mismatch',
   'credential_unavailable',
   'credential_body_too_large',
+  'credential_response_unreadable',
   'invalid_graphql_request',
   'invalid_jsonrpc_request',
   'ambiguous_graphql_request',
@@ -299,6 +300,23 @@ export function credentialDenial(refusal: { readonly status: number; readonly er
       ? [{ kind: 'use_bound_endpoint', message: 'the placeholder names a credential bound to another endpoint; send it only to the endpoint its provider is bound to' }]
       : [];
   return denial(refusal.status, refusal.error, { message: refusal.message, next_steps: steps }, CREDENTIAL_WHY[refusal.error] ?? '');
+}
+
+/**
+ * An answer on a credentialed route that boundary cannot scan for the credentials it holds (docs/credentials.md#echoed-secrets):
+ * a content coding it asked the origin not to use. `coding` is the origin's header value, cut to a token.
+ */
+export function unreadableResponseDenial(coding: string): Denial {
+  const named = /^[A-Za-z0-9._+-]{1,32}$/.test(coding) ? coding : 'an unknown coding';
+  return denial(
+    502,
+    'credential_response_unreadable',
+    {
+      message: `the origin answered in ${named} although asked for an unencoded answer; boundary cannot check such an answer for the credentials bound to this endpoint`,
+      next_steps: [],
+    },
+    ': answer cannot be checked for credentials',
+  );
 }
 
 export function tooManyConnectionsDenial(limit: number): Denial {

@@ -41,6 +41,7 @@ export function requestOutcome(r: ChainRequest): Outcome {
   if (r.sigv4 !== undefined) extra.sigv4 = r.sigv4;
   if (r.upstream.dialFailure !== undefined) extra.dial_failure = r.upstream.dialFailure;
   if (r.credentialReason !== undefined) extra.credential_reason = r.credentialReason;
+  if (r.credentialResponse !== undefined) extra.credential_response = r.credentialResponse;
   if (r.h2) extra.http_version = H2_VERSION;
   const ssrf = r.engine === 'ssrf';
   const verdict = settled?.verdict ?? decision?.verdict ?? 'deny';

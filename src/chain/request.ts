@@ -152,6 +152,8 @@ export class ChainRequest {
   severity: Severity | undefined = undefined;
   // the response side
   toolsList: ToolsListPlan | undefined = undefined;
+  /** The answer could not be checked for echoed credentials (a content coding): it was replaced by a 502. */
+  credentialResponse: 'unreadable-coding' | undefined = undefined;
   // results
   engine: Engine = 'l7';
   settled: Settled | undefined = undefined;

@@ -65,15 +65,22 @@ export function toolsListPlan(policy: Policy, decision: Decision, request: { hos
   };
 }
 
-/** Upstream headers asking for an unencoded answer: a compressed tools/list could not be read. */
+/**
+ * Upstream headers asking for an unencoded answer, gRPC messages included: a compressed tools/list could not be
+ * read, nor a compressed answer scanned for echoed credentials (response-chain.ts).
+ */
 export function identityEncoding(headers: readonly string[]): string[] {
   const out: string[] = [];
-  for (let i = 0; i < headers.length; i += 2) if ((headers[i] ?? '').toLowerCase() !== 'accept-encoding') out.push(headers[i] ?? '', headers[i + 1] ?? '');
+  for (let i = 0; i < headers.length; i += 2) {
+    const name = (headers[i] ?? '').toLowerCase();
+    if (name !== 'accept-encoding' && name !== 'grpc-accept-encoding') out.push(headers[i] ?? '', headers[i + 1] ?? '');
+  }
   out.push('accept-encoding', 'identity');
   return out;
 }
 
-function header(headers: readonly string[], name: string): string | undefined {
+/** The first value of header `name` (lower case) in a flat `[name, value, ...]` list. */
+export function header(headers: readonly string[], name: string): string | undefined {
   for (let i = 0; i < headers.length; i += 2) if ((headers[i] ?? '').toLowerCase() === name) return headers[i + 1];
   return undefined;
 }

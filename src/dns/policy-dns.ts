@@ -237,10 +237,7 @@ export function createPolicyDns(options: PolicyDnsOptions): PolicyDns {
     return { rcode: 'NOERROR', answers: [m.syntheticIp], ttlSeconds: m.ttlSeconds, cacheUntil: m.expiresAt, mappingId: m.id, ...covered(decision) };
   }
 
-  // The miss cached() saw last: the server calls resolve() straight after, so the query is not parsed twice.
-  let miss: { readonly message: Buffer; readonly query: DnsQuery; readonly policy: Policy; readonly decision: DnsDecision } | undefined;
-
-  function cached(message: Buffer, info: DnsRequestInfo): DnsAnswer | undefined {
+  function answer(message: Buffer, info: DnsRequestInfo): DnsAnswer | Promise<DnsAnswer> {
     const parsed = parse(message);
     if (parsed.kind === 'drop') {
       dropped++;
@@ -271,36 +268,22 @@ export function createPolicyDns(options: PolicyDnsOptions): PolicyDns {
       if (local.denied === true && !refusals.admit()) return refusals.overLimit(query, policy);
       return respond(query, info, policy, local);
     }
-    miss = { message, query, policy, decision: local };
-    return undefined;
-  }
-
-  function resolve(message: Buffer, info: DnsRequestInfo): Promise<DnsAnswer> {
-    let held = miss;
-    miss = undefined;
-    if (held === undefined || held.message !== message || held.policy !== options.policy()) {
-      const out = cached(message, info);
-      if (out !== undefined) return Promise.resolve(out);
-      held = miss as NonNullable<typeof miss>;
-      miss = undefined;
-    }
-    const { query, policy, decision } = held;
     // Concurrent askers of one name share one upstream resolution and one mapping publication.
     const flightKey = `${policy.generation}|${query.name}`;
     let flight = inflight.get(flightKey);
     if (flight === undefined) {
       // Only a name that would go upstream is a channel: the gate screens it and charges it to the new-name budget, or
       // refuses it; the over-limit answer is REFUSED from the query alone, with no per-query event.
-      const lookup = lookups.lookup(query.name, { endpoints: decision.endpoints, via: 'dns' });
-      if ('refused' in lookup) return Promise.resolve(refusedFromQuery(query));
-      flight = resolveName(query.name, policy, decision, lookup).finally(() => inflight.delete(flightKey));
+      const lookup = lookups.lookup(query.name, { endpoints: local.endpoints, via: 'dns' });
+      if ('refused' in lookup) return refusedFromQuery(query);
+      flight = resolveName(query.name, policy, local, lookup).finally(() => inflight.delete(flightKey));
       inflight.set(flightKey, flight);
     }
     return flight.then((outcome) => respond(query, info, policy, outcome));
   }
 
   return {
-    handler: { cached, resolve },
+    handler: { answer },
     clearCache() {
       for (const slot of slots) slot.clear();
     },

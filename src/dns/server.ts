@@ -47,10 +47,11 @@ export type DnsAnswer = Buffer | typeof NO_RESPONSE;
 
 /** One query in, one answer out. */
 export interface DnsHandler {
-  /** The answer from what is known now (cache hits, local answers, malformed queries), or undefined on a miss. Never starts upstream work. */
-  cached(message: Buffer, info: DnsRequestInfo): DnsAnswer | undefined;
-  /** The full answer, resolving upstream when it must. Called after cached() missed; such work counts against the in-flight bound. */
-  resolve(message: Buffer, info: DnsRequestInfo): Promise<DnsAnswer>;
+  /**
+   * The answer: now, from what is known (cache hits, local answers, malformed queries), or a promise when it must be
+   * resolved upstream. Only promised answers count against the in-flight bound.
+   */
+  answer(message: Buffer, info: DnsRequestInfo): DnsAnswer | Promise<DnsAnswer>;
 }
 
 interface DnsServerOptions {
@@ -145,12 +146,12 @@ export function createDnsServer(options: DnsServerOptions): DnsServer {
     const info: DnsRequestInfo = { transport: 'udp', remote: { ip: rinfo.address, port: rinfo.port } };
     let pending: Promise<DnsAnswer>;
     try {
-      const out = handler.cached(message, info);
-      if (out !== undefined) {
+      const out = handler.answer(message, info);
+      if (!(out instanceof Promise)) {
         if (out !== NO_RESPONSE) reply(socket, out, rinfo);
         return;
       }
-      pending = handler.resolve(message, info);
+      pending = out;
     } catch (err) {
       fault(err);
       return;
@@ -238,7 +239,7 @@ export function createDnsServer(options: DnsServerOptions): DnsServer {
         const message = pending.shift()!;
         try {
           const info: DnsRequestInfo = { transport: 'tcp', remote };
-          const out = handler.cached(message, info) ?? (await handler.resolve(message, info));
+          const out = await handler.answer(message, info);
           if (out !== NO_RESPONSE && !socket.destroyed) {
             const prefix = Buffer.allocUnsafe(2);
             prefix.writeUInt16BE(out.length);

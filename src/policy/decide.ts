@@ -32,6 +32,10 @@ export function decide(policy: Policy, intent: EgressIntent | DnsIntent): Decisi
 
 function decideEgress(policy: Policy, intent: EgressIntent): Decision {
   const target = formatAuthority(intent.host, intent.port);
+  const prior = intent.after;
+  if (prior !== undefined && prior.verdict !== 'deny' && prior.layer === 'l4' && prior.generation === policy.generation) {
+    return decideMatched(baseOfDecision(prior), prior.endpoints, intent, target);
+  }
   const claim = intent.identity;
   const unnarrowed = baseOf(policy, claim);
   if (policy.entries.length === 0) {
@@ -58,6 +62,11 @@ function decideEgress(policy: Policy, intent: EgressIntent): Decision {
       return refuse(base, ...binaryRefusal(byPort, claim, subject, narrowed.unavailable, target));
     }
   }
+  return decideMatched(base, matched, intent, target);
+}
+
+/** The decision once the endpoints at host:port that admit the connection's identity are known. */
+function decideMatched(base: Base, matched: readonly Endpoint[], intent: EgressIntent, target: string): Decision {
   if (intent.method === undefined) return allowL4(base, target, matched, matched, '');
   const inspected = matched.filter((e) => e.inspected);
   if (inspected.length === 0) {
@@ -261,6 +270,19 @@ interface Base {
   readonly via: ReadonlyMap<Endpoint, string> | undefined;
 }
 
+/** The identity fields a connection-level allow was made with, for a decision that continues from it. */
+function baseOfDecision(decision: Decision): Base {
+  return {
+    generation: decision.generation,
+    policyHash: decision.policyHash,
+    binaryIdentity: decision.binaryIdentity,
+    binary: decision.binary,
+    binaryPid: decision.binaryPid,
+    identityFailure: decision.identityFailure,
+    via: decision.grantedBy,
+  };
+}
+
 /** The decision's identity fields before any endpoint matched: a failed lookup did not matter yet. */
 function baseOf(policy: Policy, claim: IdentityClaim | undefined): Base {
   const process = claim?.kind === 'process';
@@ -333,6 +355,7 @@ function finish(base: Base, outcome: Outcome): Decision {
     binary: base.binary,
     binaryPid: base.binaryPid,
     binaryAncestor: endpoint === undefined ? undefined : base.via?.get(endpoint),
+    grantedBy: base.via,
     identityFailure: base.identityFailure,
     rule: outcome.rule,
     calls: outcome.calls,

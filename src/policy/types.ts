@@ -41,6 +41,11 @@ export interface EgressIntent {
   readonly query?: string;
   /** Who opened the connection (docs/identity.md); absent: binaries are not checked (endpoint-only). */
   readonly identity?: IdentityClaim | undefined;
+  /**
+   * The connection-level allow made for this host, port and identity under this policy: the request is decided from
+   * its matched endpoints, so the host is matched and the binaries narrowed once per request, not once per decision.
+   */
+  readonly after?: Decision | undefined;
   /** The parsed GraphQL body or GET envelope, for requests a `protocol: graphql` endpoint selects. */
   readonly graphql?: GraphqlRequest;
   /** The parsed JSON-RPC body, receive stream or session end, for requests a json-rpc or mcp endpoint selects. */
@@ -255,6 +260,8 @@ export interface Decision extends DecisionBase<Verdict, DecisionReason> {
   readonly binaryPid: number | undefined;
   /** The ancestor whose path matched the selected endpoint's binaries when the executable's own did not. */
   readonly binaryAncestor: string | undefined;
+  /** For every matched endpoint granted through an ancestor, that ancestor: a request decided after this one reuses it. */
+  readonly grantedBy: ReadonlyMap<Endpoint, string> | undefined;
   /** Why no identity was established (`unavailable`). */
   readonly identityFailure: IdentityFailure | undefined;
   /** For L7: the rule that matched (`GET /api/**`), or the rule that was missing on deny. */

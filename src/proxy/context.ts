@@ -4,6 +4,7 @@
 import type { Socket } from 'node:net';
 import type { ConnectionChain } from '../chain/connection-chain.js';
 import type { RequestChain } from '../chain/request-chain.js';
+import type { ResponseChain } from '../chain/response-chain.js';
 import type { SyntheticPool } from '../net/synthetic.js';
 import type { CredentialSource } from '../credentials/source.js';
 import { checkDestination, type DestinationRequest, type DestinationResult } from '../net/destination.js';
@@ -77,6 +78,8 @@ export interface ProxyContext {
   readonly identity?: IdentityGate;
   /** The request path every HTTP adapter runs (chain/request-chain.ts). */
   readonly chain: RequestChain;
+  /** The stages an allowed request's answer passes on its way back (chain/response-chain.ts). */
+  readonly responses: ResponseChain;
   /** The connection path of CONNECT (chain/connection-chain.ts). */
   readonly connectChain: ConnectionChain;
   /** The connection path of transparent capture through `pool`'s mappings. */

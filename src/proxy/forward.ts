@@ -7,7 +7,6 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import { requestOutcome } from '../chain/event.js';
 import { ChainRequest } from '../chain/request.js';
-import { responseHandler } from '../chain/response-chain.js';
 import type { Refusal } from '../chain/stage.js';
 import type { H1Exchange, H1Handler } from '../http1/h1-client.js';
 import { clientResponseHeaders } from '../http1/headers.js';
@@ -168,7 +167,7 @@ class ForwardedRequest implements H1Handler {
     relays.set(this.res, this);
     this.res.on('close', onClientClose);
     try {
-      const response = responseHandler(r, this, headers);
+      const response = this.ctx.responses.handler(r, this, headers, (err) => this.exchange?.abort(err));
       this.exchange = pool.request({ target: head.target, method: r.method, headers: response.headers, body }, response.handler);
     } catch (err) {
       this.onError(err instanceof Error ? err : new Error(String(err)));

@@ -4,7 +4,6 @@
 
 import { requestOutcome } from '../chain/event.js';
 import { ChainRequest } from '../chain/request.js';
-import { responseHandler } from '../chain/response-chain.js';
 import type { Refusal } from '../chain/stage.js';
 import { bufferHasMarker } from '../credentials/scan.js';
 import { H2Error } from '../http2/frames.js';
@@ -193,7 +192,7 @@ class H2ProxyStream implements H2Handler {
     // Response trailers are relayed to a client that asked for them (`te: trailers`, as every gRPC client does) or
     // on a gRPC call; HTTP/1.1 origins have none this client reads. Elsewhere the answer ends on its last DATA frame.
     this.relayTrailers = up.kind === 'h2' && (teTrailers || this.grpc);
-    const response = responseHandler(r, this, headers);
+    const response = this.ctx.responses.handler(r, this, headers, (err) => this.exchange?.abort(err));
     const handler = response.handler as H2Handler;
     if (up.kind === 'h1') {
       this.exchange = up.pool.request({ method: r.method, target, headers: joinedCookies(response.headers), body }, handler);

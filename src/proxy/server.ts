@@ -21,6 +21,7 @@ import { credentialRoute } from '../chain/credential-injection.js';
 import { type AuthorityParsers, destination, type ProxyContext, type TunnelScope } from './context.js';
 import { createCaptureChain, createConnectChain, type ConnectionChainDeps } from '../chain/connection-chain.js';
 import { createRequestChain } from '../chain/request-chain.js';
+import { createResponseChain } from '../chain/response-chain.js';
 import { CONNECT_TIMEOUT_MS, type DialFunction } from '../chain/dial.js';
 import type { ClientErrorReason, RefusedConnectionReason } from '../chain/events.js';
 import { createProxyMetrics, type ProxyMetrics } from './metrics.js';
@@ -213,6 +214,7 @@ export function createProxyServer(options: ProxyServerOptions): ProxyServer {
       credentials: options.credentials,
       destination: (target) => destination(ctx, target),
     }),
+    responses: createResponseChain({ sink: options.sink }),
     connectChain: createConnectChain(connectionDeps()),
     captureChain: (pool) => createCaptureChain({ ...connectionDeps(), pool }),
     // Per request: rebuilt only when the bound address or the other listeners' list changes.

@@ -8,19 +8,22 @@ import { join } from 'node:path';
 import { isAtomicWriterEntry } from '../shared/file-watch.js';
 import { isValidSandboxId } from '../pki/issue.js';
 import type { Policy } from '../policy/types.js';
+import { type PolicyReach, policyReach } from './credential-grants.js';
 
 /** Below MAX_CONTROL_MESSAGE_BYTES with room for JSON escaping of the YAML text. */
 export const MAX_POLICY_FILE_BYTES = 262_144;
-const MAX_POLICY_FILES = 10_000;
+export const MAX_POLICY_FILES = 10_000;
 const WATCH_DEBOUNCE_MS = 25;
 /** fs.watch can miss events (network filesystems, some editors); a periodic rescan catches up. */
 const RESCAN_INTERVAL_MS = 5_000;
 const DEFAULT_POLICY_NAME = 'default';
 
-interface PolicyVersion {
+export interface PolicyVersion {
   readonly text: string;
   readonly hash: string;
   readonly file: string;
+  /** What of it decides the sandbox's credential grants, taken from the parse that validated it. */
+  readonly reach: PolicyReach;
 }
 
 interface FileState {
@@ -97,7 +100,7 @@ export function createPolicyLibrary(options: {
       if (state?.text === text) continue;
       try {
         const policy = options.parsePolicy(text, { source: file });
-        record(name, file, { text, hash: policy.hash, file }, undefined, changed);
+        record(name, file, { text, hash: policy.hash, file, reach: policyReach(policy) }, undefined, changed);
       } catch (err) {
         record(name, file, undefined, err, changed);
       }

@@ -2,14 +2,15 @@
 // policies folder and credentials file say (at start and on every change); the store decides the generation
 // (compare and set, so replicas that see one change bump once), and every replica adopts the stored policy and
 // settings at that generation and pushes them to the boundaries attached to it. Credentials never enter the
-// store: each replica pushes the grants from its own credentials file, and takes a new generation when those
-// differ from what it pushed before. A boundary that attached to another replica has its session here closed
+// store: each replica pushes the grants the stored policy binds from its own credentials file, and takes a new
+// generation when those differ from what it pushed before. A boundary that attached to another replica has its session here closed
 // (retire.ts: `superseded` when two live processes share the identity, as on one replica).
 
 import type { SupervisorContext } from './context.js';
 import { pushChange } from './push.js';
 import { retireSession } from './retire.js';
 import type { StoreChange, StoredSandbox } from './store/store.js';
+import type { Grants } from './sandbox-config.js';
 import type { SandboxConfig } from './tables.js';
 
 export interface Replication {
@@ -22,12 +23,12 @@ export interface Replication {
   close(): void;
 }
 
-export function createReplication(ctx: SupervisorContext, options: { credentials: () => { providers: SandboxConfig['providers']; hash: string } }): Replication {
+export function createReplication(ctx: SupervisorContext, options: { grantsFor: (policy: { text: string; hash: string }) => Grants }): Replication {
   const { store, tables, logger, writer, replicaId } = ctx;
   let unsubscribe: (() => void) | undefined;
 
   function configOf(stored: StoredSandbox): SandboxConfig {
-    const { providers, hash } = options.credentials();
+    const { providers, hash } = options.grantsFor({ text: stored.policyText, hash: stored.policyHash });
     return { policyText: stored.policyText, policyHash: stored.policyHash, settings: stored.settings, providers, credentialsHash: hash };
   }
 

@@ -176,7 +176,7 @@ export function createSupervisor(config: SupervisorConfig, deps: SupervisorDeps)
     onChange: () => refresh(),
     onError: (file, message) => logger.warn({ file }, `policy file rejected; the last valid version stays: ${message}`),
   });
-  const sandboxConfigs = createSandboxConfigs({ library, credentials: () => credentials, settings });
+  const sandboxConfigs = createSandboxConfigs({ library, credentials: () => credentials, settings, parsePolicy, logger });
   const { configFor } = sandboxConfigs;
   const denials = createSandboxDenials(now);
   const ctx: SupervisorContext = { logger, now, replicaId, attachDeadlineMs, store, writer, tables, live, broker, denials, emit, configFor, closing: () => closing };
@@ -185,7 +185,7 @@ export function createSupervisor(config: SupervisorConfig, deps: SupervisorDeps)
       ? undefined
       : createHookRunner({ store, deliver: createHookDelivery(config.withdrawalHook, { logger, env: deps.env ?? {} }), now, logger });
   const deadlines = createAttachDeadlines(ctx, { attachDeadlineMs, hook: hookRunner !== undefined, onWithdrawn: () => hookRunner?.kick() });
-  const replication = createReplication(ctx, { credentials: sandboxConfigs.credentials });
+  const replication = createReplication(ctx, { grantsFor: sandboxConfigs.grantsFor });
   const handlers = createControlHandlers(ctx, { deadlines, replication });
   // From the moment replication starts: a change seen while it loads is published after what it loads.
   let following = false;

@@ -84,7 +84,7 @@ it('runs the shipped sandbox pod and supervisor as the manifests say: attach, re
   assertControlPortOnly(manifests, sandboxPod, supervisorPod, supervisorArg);
   const sandboxId = arg(sidecar, '--sandbox-id');
   const dockerfile = join(ROOT, 'Dockerfile');
-  assert.match(await readFile(dockerfile, 'utf8'), /^ENTRYPOINT \["node", "dist\/main\.js"\]$/m, 'the image entrypoint the test runs');
+  assert.match(await readFile(dockerfile, 'utf8'), /^ENTRYPOINT \["node", "dist\/app\/main\.js"\]$/m, 'the image entrypoint the test runs');
 
   const [stage, node] = await Promise.all([stageBoundary(), imageNode(dockerfile)]);
   figures.node = node.version;

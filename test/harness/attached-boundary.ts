@@ -13,7 +13,7 @@ import type { AuditSink } from '../../src/telemetry/event.js';
 import { attachedConfig } from './attached-config.js';
 import type { TestPki } from './certs.js';
 import { type TestSupervisor, WAIT_TIMEOUT_MS } from './control.js';
-import { fakeResolver } from './fake-resolver.js';
+import { type FakeAnswer, fakeResolver } from './fake-resolver.js';
 import { type LogSink, logSink } from './log-sink.js';
 import { waiterList } from './waiters.js';
 
@@ -60,8 +60,9 @@ export interface AttachedBoundary {
 export async function startAttached(
   pki: TestPki,
   sup: Pick<TestSupervisor, 'port'>,
-  /** `log` replaces the JSON log sink; `audit` (events for both formats, say) replaces its audit sink. */
-  options: { supervisor?: string; lookup?: ControlLookup; log?: LogSink; audit?: AuditSink } = {},
+  /** `log` replaces the JSON log sink; `audit` (events for both formats, say) replaces its audit sink; `names`: what the fake
+   *  upstream resolver answers (default: api.example.test only). */
+  options: { supervisor?: string; lookup?: ControlLookup; log?: LogSink; audit?: AuditSink; names?: Readonly<Record<string, FakeAnswer>> } = {},
 ): Promise<AttachedBoundary> {
   const tlsDir = await writeTlsDir(pki);
   const stateDir = await mkdtemp(join(tmpdir(), 'boundary-state-'));
@@ -79,7 +80,7 @@ export async function startAttached(
   });
 
   const boundary = createBoundary(config, {
-    resolver: fakeResolver({ 'api.example.test': ['127.0.0.1'] }),
+    resolver: fakeResolver(options.names ?? { 'api.example.test': ['127.0.0.1'] }),
     now: Date.now,
     logger: log.logger,
     audit: options.audit ?? log.sink,

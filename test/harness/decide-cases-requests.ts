@@ -1,7 +1,7 @@
 // decide() reference table rows for inspected requests: rule path globs, methods, websocket frames, query
 // matchers on allow and deny rules, access presets, and the endpoint path selector.
 
-import { ANY_BINARY, caseTable, type DecideCase, DENY_RULE, type Expect, NO_RULE, PRESET_OK, RULE_OK, req, restPolicy } from './decide-table.js';
+import { ANY_BINARY, BINARY_MISS, caseTable, type DecideCase, DENY_RULE, exe, type Expect, NO_RULE, PRESET_OK, RULE_OK, req, restPolicy } from './decide-table.js';
 
 function pathPolicy(pattern: string): string {
   return restPolicy([`{ method: GET, path: "${pattern}" }`]);
@@ -252,5 +252,12 @@ const SELECTOR_ROWS: readonly (readonly [method: string, path: string, expect: E
 for (const [method, path, expect] of SELECTOR_ROWS) {
   add('selector', `${method} ${path}`, SELECTOR_POLICY, req(method, path), expect);
 }
+
+// docs/identity.md#matching: a launcher listed in binaries grants what it starts; the L7 decision keeps that ancestor.
+const LAUNCHER_POLICY = restPolicy(['{ method: GET, path: "/v1/**" }']).replace(ANY_BINARY, '    binaries: [{ path: /usr/local/bin/agent }]');
+const LAUNCHED = { ...req('GET', '/v1/items'), identity: exe('/usr/bin/curl', ['/usr/local/bin/agent']) };
+add('ancestor', 'GET /v1/items by curl under a listed launcher', LAUNCHER_POLICY, LAUNCHED, { ...RULE_OK, binaryIdentity: 'process' });
+add('ancestor', 'DELETE /v1/items by curl under a listed launcher', LAUNCHER_POLICY, { ...LAUNCHED, method: 'DELETE' }, { ...NO_RULE, binaryIdentity: 'process' });
+add('ancestor', 'GET /v1/items by curl alone', LAUNCHER_POLICY, req('GET', '/v1/items', 'api.example.com', '/usr/bin/curl'), BINARY_MISS);
 
 export const REQUEST_CASES: readonly DecideCase[] = cases;

@@ -131,6 +131,12 @@ export function decideCaseTests(cases: readonly DecideCase[]): void {
       assert.equal(decision.generation, 0);
       assert.equal(typeof decision.detail, 'string');
       if (c.intent.query) assert.ok(!decision.detail.includes(c.intent.query), 'detail never carries the query');
+      // A request decided from its connection-level allow (the request chain's l7 stage) decides exactly alike.
+      if (c.intent.method !== undefined) {
+        const { adapter, host, port, identity } = c.intent;
+        const l4 = decide(policyFor(c.policy), identity === undefined ? { adapter, host, port } : { adapter, host, port, identity });
+        if (l4.verdict !== 'deny') assert.deepEqual(decide(policyFor(c.policy), { ...c.intent, after: l4 }), decision, 'decided after the L4 allow');
+      }
     });
   }
 }

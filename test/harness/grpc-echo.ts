@@ -26,6 +26,8 @@ export interface GrpcEcho {
   readonly port: number;
   /** Full method paths the server was called on, in order. */
   readonly calls: string[];
+  /** The `authorization` metadata of each unary call, as the server received it. */
+  readonly auths: string[];
   close(): Promise<void>;
 }
 
@@ -37,6 +39,7 @@ function authOf(metadata: grpc.Metadata): string {
 export async function grpcEchoServer(options: { ca?: CertificateAuthority; names?: readonly string[] } = {}): Promise<GrpcEcho> {
   const Echo = echoService();
   const calls: string[] = [];
+  const auths: string[] = [];
   const server = new grpc.Server();
   const record = (name: string): void => {
     calls.push(`/boundary.test.Echo/${name}`);
@@ -44,6 +47,7 @@ export async function grpcEchoServer(options: { ca?: CertificateAuthority; names
   server.addService(Echo.service, {
     Unary(call: grpc.ServerUnaryCall<Note, Note>, done: grpc.sendUnaryData<Note>) {
       record('Unary');
+      auths.push(authOf(call.metadata));
       done(null, { text: `unary:${call.request.text}`, auth: authOf(call.metadata) });
     },
     ServerStream(call: grpc.ServerWritableStream<Note, Note>) {
@@ -78,6 +82,7 @@ export async function grpcEchoServer(options: { ca?: CertificateAuthority; names
   return {
     port,
     calls,
+    auths,
     close: () => new Promise<void>((resolve) => server.tryShutdown(() => resolve())),
   };
 }

@@ -20,7 +20,7 @@ export const PUBLIC = '93.184.216.34';
 
 /** As server.ts asks: the cached path first, then the async one on a miss; undefined when nothing is sent. */
 export async function answer(dns: PolicyDns, message: Buffer, info: DnsRequestInfo = UDP): Promise<Buffer | undefined> {
-  const out = dns.handler.cached(message, info) ?? (await dns.handler.resolve(message, info));
+  const out = await dns.handler.answer(message, info);
   return out === NO_RESPONSE ? undefined : out;
 }
 

@@ -19,7 +19,7 @@ import { withinDeadline } from '../harness/waiters.js';
 
 const run = promisify(execFile);
 /** Answers nothing, ever. */
-const IDLE: DnsHandler = { cached: () => NO_RESPONSE, resolve: async () => NO_RESPONSE };
+const IDLE: DnsHandler = { answer: () => NO_RESPONSE };
 
 async function dig(port: number, ...args: string[]): Promise<{ status: string; answers: string[] }> {
   const { stdout } = await run('dig', ['@127.0.0.1', '-p', String(port), '+tries=1', '+time=3', '+noall', '+comments', '+answer', ...args]);

@@ -10,8 +10,9 @@ import { withinDeadline } from '../harness/waiters.js';
 const A = policyYaml('a.example.test');
 const B = policyYaml('b.example.test');
 
+/** Bound by both policies (a sandbox is given only what its policy binds). */
 function credentialsYaml(token: string): string {
-  return `providers:\n  api:\n    env:\n      API_TOKEN: "${token}"\n    endpoints:\n      - { host: api.example.test, port: 443 }\n`;
+  return `providers:\n  api:\n    env:\n      API_TOKEN: "${token}"\n    endpoints:\n      - { host: a.example.test, port: 443 }\n      - { host: b.example.test, port: 443 }\n`;
 }
 
 async function mounted(t: TestContext, files: Record<string, string>): Promise<ProjectedDir> {

@@ -38,8 +38,7 @@ function handler(held: ReturnType<typeof holder>): DnsHandler {
     return out;
   };
   return {
-    cached: (message) => (message.includes(Buffer.from('hold')) ? undefined : answer(message)),
-    resolve: (message) => new Promise((resolve) => held.hold(() => resolve(answer(message)))),
+    answer: (message) => (message.includes(Buffer.from('hold')) ? new Promise((resolve) => held.hold(() => resolve(answer(message)))) : answer(message)),
   };
 }
 

@@ -11,6 +11,7 @@ import type { Socket } from 'node:net';
 import { Readable } from 'node:stream';
 import { describe, it } from 'node:test';
 import { createRequestChain } from '../../src/chain/request-chain.js';
+import { createResponseChain } from '../../src/chain/response-chain.js';
 import { createStaticCredentialSource } from '../../src/credentials/source.js';
 import { checkDestination } from '../../src/net/destination.js';
 import { BoundaryError } from '../../src/shared/errors.js';
@@ -209,20 +210,22 @@ async function run(c: Case, resolver: Resolver): Promise<Observed> {
     credentials,
     destination: (target) => checkDestination({ ...target, lookups, hosts: undefined, allowLoopback: true, selfAddresses: NO_SELF_ADDRESSES }),
   });
+  const sink = {
+    emit(event: AuditEvent) {
+      record.events.push(event);
+      if (event.class !== 'FINDING') settle();
+    },
+  };
   const ctx = {
     store,
     lookups,
     chain,
+    responses: createResponseChain({ sink }),
     authorities,
     credentials,
     allowLoopback: true,
     selfAddresses: () => NO_SELF_ADDRESSES,
-    sink: {
-      emit(event: AuditEvent) {
-        record.events.push(event);
-        if (event.class !== 'FINDING') settle();
-      },
-    },
+    sink,
     metrics,
     logger: {
       warn() {

@@ -126,7 +126,7 @@ describe('policy DNS eligibility', () => {
 
   it('answers FORMERR to a malformed query and drops a runt (DN-06, DN-07)', async () => {
     const s = setup();
-    assert.equal(s.dns.handler.cached(Buffer.alloc(5), UDP), NO_RESPONSE);
+    assert.equal(s.dns.handler.answer(Buffer.alloc(5), UDP), NO_RESPONSE);
     const wire = buildQuery('api.example.test');
     wire.writeUInt16BE(2, 4);
     const out = await answer(s.dns, wire, UDP);

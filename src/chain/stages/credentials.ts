@@ -7,20 +7,17 @@ import type { RewriteRefusal } from '../../credentials/outcome.js';
 import type { CredentialSource } from '../../credentials/source.js';
 import { hostHeader, upstreamRequestHeaders } from '../../http1/headers.js';
 import { credentialDenial } from '../denials.js';
-import { credentialHead } from '../credential-injection.js';
+import { credentialHead, credentialRefusalFacts } from '../credential-injection.js';
 import { withoutAwsAuth } from '../sigv4-request.js';
 import type { ChainRequest } from '../request.js';
 import { CONTINUE, type Refusal, type Stage } from '../stage.js';
 
 /** A credential refusal as the chain ends with it: closed reason, the module's log message, never a key name. */
 export function credentialRefusal(r: ChainRequest, refused: RewriteRefusal): Refusal {
-  const mismatch = refused.error === 'credential_endpoint_mismatch';
-  const reason = mismatch ? 'credential-endpoint-mismatch' : refused.error === 'credential_body_too_large' ? 'credential-body-too-large' : 'credential-unavailable';
+  const { reason, engine, finding } = credentialRefusalFacts(refused);
   r.credentialReason = refused.reason;
-  // A binding mismatch is a HIGH event plus a finding: a placeholder was sent where its secret must never go.
-  if (mismatch) r.severity = 'HIGH';
-  const engine = mismatch ? 'credential-binding' : 'credentials';
-  return { verdict: 'deny', reason, detail: refused.logMessage, status: refused.status, denial: credentialDenial(refused), finding: mismatch ? reason : undefined, engine };
+  if (finding !== undefined) r.severity = 'HIGH';
+  return { verdict: 'deny', reason, detail: refused.logMessage, status: refused.status, denial: credentialDenial(refused), finding, engine };
 }
 
 /** Drops the extension offer: permessage-deflate would hide text frames from inspection. */

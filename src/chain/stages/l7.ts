@@ -27,9 +27,11 @@ export function createL7Stage(deps: { readonly metrics: Pick<ProxyMetrics, 'now'
     const port = r.port as number;
     const policy = r.policy!;
     const read = r.read ?? {};
-    const asWritten = timedDecide(metrics, policy, { adapter, host, port, method, path: r.path as string, query, identity, ...read });
+    // Continues from the connection-level allow: the host is matched and the binaries narrowed once per request.
+    const after = r.l4;
+    const asWritten = timedDecide(metrics, policy, { adapter, host, port, method, path: r.path as string, query, identity, after, ...read });
     if (r.strippedPath === undefined) return asWritten;
-    return stricter(asWritten, timedDecide(metrics, policy, { adapter, host, port, method, path: r.strippedPath, query, identity, ...read }));
+    return stricter(asWritten, timedDecide(metrics, policy, { adapter, host, port, method, path: r.strippedPath, query, identity, after, ...read }));
   };
   return {
     name: 'l7',
