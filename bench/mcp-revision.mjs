@@ -2,7 +2,8 @@
 // two compiled builds, one without the checks (BASE) and one with them (NEW), measured in alternating rounds so a
 // neighbour's load falls on both alike. (a) In process: reading one MCP request (its revision headers and body) and
 // deciding it, in CPU time. (b) End to end: sequential keep-alive POSTs of one tools/call through each build's
-// forward proxy to a loopback origin: boundary's CPU per request (/proc, user + system) and the client's latency.
+// forward proxy to a loopback origin: boundary's CPU per request (/proc: the process, and its main thread where the
+// chain runs) and the client's latency.
 // Loopback only, bounded.
 //
 // Usage: node bench/mcp-revision.mjs BASE_DIST NEW_DIST
@@ -187,17 +188,24 @@ async function cpuTicks(pid) {
   return Number(fields[11]) + Number(fields[12]);
 }
 
-/** One end-to-end round: boundary CPU µs per request and the median latency in µs. */
+/** Nanoseconds the main thread (where the chain runs) has spent on a core: finer than the process's 10 ms ticks. */
+async function mainThreadNs(pid) {
+  return Number((await readFile(`/proc/${pid}/task/${pid}/schedstat`, 'utf8')).split(' ')[0]);
+}
+
+/** One end-to-end round: boundary CPU µs per request (process, and its main thread) and the median latency in µs. */
 async function endToEnd(b, originPort, c) {
   const latencies = [];
   const before = await cpuTicks(b.child.pid);
+  const threadBefore = await mainThreadNs(b.child.pid);
   for (let i = 0; i < REQUESTS; i++) {
     const started = performance.now();
     await send(b, originPort, c);
     latencies.push((performance.now() - started) * 1_000);
   }
+  const thread = ((await mainThreadNs(b.child.pid)) - threadBefore) / 1_000 / REQUESTS;
   const ticks = (await cpuTicks(b.child.pid)) - before;
-  return { cpu: (ticks / TICKS_PER_SECOND) * 1e6 / REQUESTS, latency: median(latencies) };
+  return { cpu: ((ticks / TICKS_PER_SECOND) * 1e6) / REQUESTS, thread, latency: median(latencies) };
 }
 
 const builds = [
@@ -239,9 +247,14 @@ try {
     const lat = (n) => median(rounds[n].map((x) => x.latency));
     // Each round measures both builds back to back: the median of those paired differences drifts less with load.
     const paired = median(rounds.new.map((x, r) => x.cpu - rounds.base[r].cpu));
+    const thread = (n) => median(rounds[n].map((x) => x.thread));
+    const threadPaired = median(rounds.new.map((x, r) => x.thread - rounds.base[r].thread));
     console.log(
       `  ${c.name.padEnd(24)} boundary CPU/request base ${cpu('base').toFixed(0)} us  new ${cpu('new').toFixed(0)} us  added ${(cpu('new') - cpu('base')).toFixed(0)} us` +
         ` (paired ${paired.toFixed(0)} us); latency median base ${lat('base').toFixed(0)} us  new ${lat('new').toFixed(0)} us`,
+    );
+    console.log(
+      `    main thread CPU/request base ${thread('base').toFixed(1)} us  new ${thread('new').toFixed(1)} us  added ${(thread('new') - thread('base')).toFixed(1)} us (paired ${threadPaired.toFixed(1)} us)`,
     );
     console.log(`    cpu rounds base ${rounds.base.map((x) => x.cpu.toFixed(0)).join(' ')} | new ${rounds.new.map((x) => x.cpu.toFixed(0)).join(' ')}`);
   }
