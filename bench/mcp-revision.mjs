@@ -8,10 +8,11 @@
 //
 // Usage: node bench/mcp-revision.mjs BASE_DIST NEW_DIST
 //        (dist directories, e.g. `bench/build-ref.sh base-chain` and `bench/build-ref.sh HEAD`)
-// Environment: ROUNDS (default 9), ITERATIONS per in-process round (20000), REQUESTS per end-to-end round (1500).
+// Environment: ROUNDS (default 9), ITERATIONS per in-process round (20000), REQUESTS per end-to-end round (1500),
+// CASE (a part of a case's name: only those), BOUNDARY_NODE_FLAGS (node flags for both boundaries).
 
 import { spawn } from 'node:child_process';
-import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { access, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { Agent, createServer, request } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
@@ -76,6 +77,10 @@ const CASES = [
 ];
 const rawOf = (headers) => Object.entries(headers).flat();
 
+const exists = (path) => access(path).then(
+  () => true,
+  () => false,
+);
 const median = (values) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)];
 const load = (dist, file) => import(pathToFileURL(join(dist, file)).href);
 
@@ -146,7 +151,9 @@ async function startBoundary(dist, work, name, originPort, withVersions) {
   const args = [entry, 'run', '--policy', policy, '--proxy-listen', `127.0.0.1:${proxyPort}`, '--admin-listen', `127.0.0.1:${adminPort}`];
   args.push('--dns-listen', `127.0.0.1:${dnsPort}`, '--hosts', join(work, 'hosts'), '--upstream-dns', '127.0.0.1:9', '--state-dir', dir);
   args.push('--unsafe-allow-loopback-upstream', '--binary-identity', 'endpoint-only', '--capture', 'off', '--log-format', 'json');
-  const child = spawn(process.execPath, args, { stdio: ['ignore', 'ignore', 'pipe'] });
+  // BOUNDARY_NODE_FLAGS: extra node flags for both boundaries, e.g. "--cpu-prof --cpu-prof-dir /tmp/prof".
+  const flags = (process.env.BOUNDARY_NODE_FLAGS ?? '').split(' ').filter((f) => f !== '');
+  const child = spawn(process.execPath, [...flags, ...args], { stdio: ['ignore', 'ignore', 'pipe'] });
   let stderr = '';
   child.stderr.on('data', (d) => {
     stderr = (stderr + d).slice(-2_000);
@@ -209,14 +216,18 @@ async function endToEnd(b, originPort, c) {
 }
 
 const builds = [
-  { name: 'base', dist: BASE_DIST, withVersions: false },
-  { name: 'new', dist: NEW_DIST, withVersions: true },
+  { name: 'base', dist: BASE_DIST },
+  { name: 'new', dist: NEW_DIST },
 ];
+// A build that knows revisions is given `mcp.versions` for /mcp26; one that does not would refuse the key.
+for (const b of builds) b.withVersions = await exists(join(b.dist, 'jsonrpc/mcp-message.js'));
 for (const b of builds) b.read = await inProcessReader(b.dist);
 for (const c of CASES) c.raw = rawOf(c.headers);
+// CASE=2026: only the cases whose name holds it.
+const cases = CASES.filter((c) => c.name.includes(process.env.CASE ?? ''));
 
 console.log(`in process: reading one MCP request (revision headers + body) and deciding it; ${ROUNDS} rounds of ${ITERATIONS}`);
-for (const c of CASES) {
+for (const c of cases) {
   const us = { base: [], new: [] };
   for (const b of builds) perCallUs(b.read, c, ITERATIONS);
   for (let r = 0; r < ROUNDS; r++) {
@@ -236,7 +247,7 @@ try {
   await writeFile(join(work, 'hosts'), `127.0.0.1 localhost\n127.0.0.1 ${HOST}\n`);
   for (const b of builds) running.push(await startBoundary(b.dist, work, b.name, originPort, b.withVersions));
   console.log(`end to end: ${REQUESTS} sequential keep-alive POSTs per round through the forward proxy, ${ROUNDS} rounds`);
-  for (const c of CASES) {
+  for (const c of cases) {
     const rounds = { base: [], new: [] };
     for (const b of running) for (let i = 0; i < WARMUP_REQUESTS; i++) await send(b, originPort, c);
     for (let r = 0; r < ROUNDS; r++) {

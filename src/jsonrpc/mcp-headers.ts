@@ -8,6 +8,7 @@ import { isMcpRevision, type McpRevision } from './mcp-revisions.js';
 const PROTOCOL_VERSION = 'mcp-protocol-version';
 const METHOD = 'mcp-method';
 const NAME = 'mcp-name';
+const CONNECTION = 'connection';
 /** A header value shown in a detail is cut to this many characters, control characters as `?`: the client picks it. */
 const MAX_SHOWN_VALUE_CHARS = 64;
 
@@ -31,10 +32,13 @@ function occurrences(rawHeaders: readonly string[], name: string): { values: str
   const values: string[] = [];
   let hopByHop = false;
   for (let i = 0; i + 1 < rawHeaders.length; i += 2) {
-    const field = (rawHeaders[i] as string).toLowerCase();
+    const raw = rawHeaders[i] as string;
+    // Every request's head is scanned: a name of another length is neither, and is never lower-cased.
+    if (raw.length !== name.length && raw.length !== CONNECTION.length) continue;
+    const field = raw.toLowerCase();
     const value = rawHeaders[i + 1] as string;
     if (field === name) values.push(value.replace(OWS, ''));
-    else if (field === 'connection' && value.split(',').some((token) => token.trim().toLowerCase() === name)) hopByHop = true;
+    else if (field === CONNECTION && value.split(',').some((token) => token.trim().toLowerCase() === name)) hopByHop = true;
   }
   return { values, hopByHop };
 }
