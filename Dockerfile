@@ -11,7 +11,7 @@ RUN npx tsc -p tsconfig.json
 # uid 0 with NET_ADMIN) needs ip and iptables/ip6tables; nothing else in the image uses them.
 FROM node:22-slim
 ENV NODE_ENV=production
-# Memory per sandbox (README.md#memory): two malloc arenas instead of one per thread that ever allocates.
+# Memory per sandbox (docs/benchmarks.md#memory): two malloc arenas instead of one per thread that ever allocates.
 # No V8 heap flags: --max-semi-space-size=1 saved nothing at idle once V8's memory reducer had run and cost
 # about a third of forward-HTTP throughput (bench/proxy.sh).
 ENV MALLOC_ARENA_MAX=2

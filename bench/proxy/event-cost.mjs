@@ -40,7 +40,7 @@ function outcome() {
   o.generation = 1;
   o.policyHash = '53516fa386ec2de54484a0ac874820e776ed956d371d8d8bf021fa6f65698d2f';
   o.policy = 'bench-origin';
-  o.engine = 'opa';
+  o.engine = 'policy';
   o.extra = { rule: undefined, endpoint: 'bench_origin/0', identity: undefined };
   o.verdict = 'allow';
   o.reason = 'allowed';

@@ -32,7 +32,7 @@ function outcome(verdict) {
   o.generation = 1;
   o.policyHash = '53516fa386ec2de54484a0ac874820e776ed956d371d8d8bf021fa6f65698d2f';
   o.policy = verdict === 'allow' ? 'bench-origin' : undefined;
-  o.engine = 'opa';
+  o.engine = 'policy';
   o.extra = { rule: undefined, endpoint: verdict === 'allow' ? 'bench_origin/0' : undefined, identity: undefined };
   o.verdict = verdict;
   o.reason = verdict === 'allow' ? 'allowed' : 'no-rule-matched';

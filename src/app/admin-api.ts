@@ -2,6 +2,8 @@
 // policy in force) and GET /v1/denials (the recent-denials ring, each with its smallest allowing entry), for loopback
 // callers only. Answers are values; the admin listener (telemetry/admin.ts) owns the HTTP. Never echoes a query value.
 
+import type { BinaryIdentityMode } from '../identity/source.js';
+import type { PermanentCheck } from '../net/destination.js';
 import type { ErrorCode } from '../shared/errors.js';
 import { classifyAddress } from '../net/address.js';
 import { type Explanation, explainIntent, explanationJson } from '../policy/explain.js';
@@ -24,6 +26,10 @@ interface AdminApiDeps {
   readonly store: Pick<PolicyStore, 'current'>;
   readonly texts: Pick<PolicyTexts, 'textFor'>;
   readonly ring: DenialRing;
+  /** The proxy's always-blocked check (net/destination.ts permanentRefusal on this run's switches). */
+  readonly permanent: PermanentCheck;
+  /** The run's --binary-identity: explain checks binaries as the proxy does. */
+  readonly binaryIdentity: BinaryIdentityMode;
 }
 
 const ADMIN_LOOPBACK_ONLY: ErrorCode = 'ADMIN_LOOPBACK_ONLY';
@@ -59,7 +65,7 @@ function stamp(policy: Policy): { generation: number; policyHash: string } {
 }
 
 function explain(deps: AdminApiDeps, policy: Policy, intent: EgressIntent): Explanation {
-  return explainIntent(policy, deps.texts.textFor(policy.hash), intent);
+  return explainIntent(policy, deps.texts.textFor(policy.hash), intent, deps.permanent);
 }
 
 /** GET /v1/explain?url=...&method=...[&binary=...]: the `policy explain --json` object plus generation and hash. */
@@ -79,7 +85,7 @@ export function explainRoute(deps: AdminApiDeps): AdminRoute {
       if (!binary.ok) return binary.answer;
       if (url.value === undefined || url.value === '') return invalid('url', 'url is required: https://host[:port]/path or host:port');
       if (url.value.length > MAX_EXPLAIN_URL_CHARS) return invalid('url', `url is longer than ${MAX_EXPLAIN_URL_CHARS} characters`);
-      const parsed = intentFromTarget(url.value, { method: method.value, binary: binary.value });
+      const parsed = intentFromTarget(url.value, { method: method.value, binary: binary.value, binaryIdentity: deps.binaryIdentity });
       // The message quotes the method or binary as given, never the url (its query may hold anything).
       if (!parsed.ok) return invalid(parsed.field === 'target' ? 'url' : parsed.field, parsed.message);
       const policy = deps.store.current();
@@ -109,7 +115,7 @@ function withSuggestion(deps: AdminApiDeps, policy: Policy, denial: DenialRecord
   const { replay, ...shown } = denial;
   if (replay === undefined) return { ...shown, suggestion: null, hint: denial.adapter === 'dns' ? DNS_HINT : 'the event carries no replay fields' };
   const { target, method } = replayTarget(replay);
-  const parsed = intentFromTarget(target, { method });
+  const parsed = intentFromTarget(target, { method, binary: replay.binary, binaryIdentity: deps.binaryIdentity });
   if (!parsed.ok) return { ...shown, suggestion: null, hint: `cannot be replayed: ${parsed.message}` };
   const explained = explanationJson(explain(deps, policy, parsed.intent));
   return {

@@ -1,6 +1,7 @@
 // The composition root's types: what createBoundary (boundary.ts) takes from the world (Deps), what it returns
 // (Boundary), and the policy DNS and capture part it assembles (Transparent). Types only.
 
+import type { MiddlewareRegistry } from '../middleware/registry.js';
 import type { Registry } from 'prom-client';
 import type { CaptureMode, ListenAddress } from './config.js';
 import type { AttachedControlOptions } from '../control/attached.js';
@@ -44,6 +45,8 @@ export interface Deps {
   readonly shutdownDrainMs?: number;
   /** Where processes are looked up (docs/identity.md); default from config: the identity socket, or /proc. */
   readonly identity?: IdentitySource;
+  /** Network middleware implementations and their capacity; default the built-ins (tests: a small capacity). */
+  readonly middleware?: MiddlewareRegistry;
   /** Tests only: faster control backoff/timers and a listener for control state changes. */
   readonly controlTuning?: Pick<AttachedControlOptions, 'tuning' | 'onState'>;
 }

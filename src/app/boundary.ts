@@ -21,6 +21,9 @@ import { createProxyServer, type ProxyServer } from '../proxy/server.js';
 import { type AdminServer, createAdminServer, type Readiness } from '../telemetry/admin.js';
 import { createAuditSink } from '../telemetry/audit.js';
 import { createDenialRing, recordingDenials } from '../telemetry/denials.js';
+import { createEventAggregator } from '../telemetry/event-aggregate.js';
+import { isParserRefusal, MAX_PARSER_EVENT_KEYS, PARSER_EVENT_INTERVAL_MS, parserRefusalKey } from '../chain/parser-refusal.js';
+import { GLOBAL_TIMERS } from '../shared/timers.js';
 import { denialsRoute, explainRoute } from './admin-api.js';
 import { createPolicyTexts } from '../policy/texts.js';
 import type { Interception } from '../tls/intercept.js';
@@ -32,6 +35,7 @@ import { composeReadiness } from './boundary-readiness.js';
 import { openIdentitySource } from './boundary-identity.js';
 import { ADMIN_CLOSE_GRACE_MS, closeWithin, drainWithin } from './boundary-shutdown.js';
 import { readPackageVersion } from './version.js';
+import { createMiddlewareRegistry } from '../middleware/registry.js';
 
 export function createBoundary(config: Config, deps: Deps): Boundary {
   const { logger, now } = deps;
@@ -46,6 +50,17 @@ export function createBoundary(config: Config, deps: Deps): Boundary {
     control: () => control?.state(),
   });
   const sink = boundaryMetrics.meter(recordingDenials(deps.audit ?? createAuditSink({ logger, now, format: config.logFormat }), denials, now));
+  // Requests a parser refused are written once per source, kind and destination per interval (docs/events.md#parser-refusals).
+  const parserEvents = createEventAggregator({
+    sink,
+    now,
+    timers: GLOBAL_TIMERS,
+    intervalMs: PARSER_EVENT_INTERVAL_MS,
+    maxKeys: MAX_PARSER_EVENT_KEYS,
+    aggregated: isParserRefusal,
+    keyOf: parserRefusalKey,
+    perSource: true,
+  });
   // The texts policies were parsed from, so explain can merge a suggestion into the policy in force.
   const policyTexts = createPolicyTexts();
   const store = createPolicyStore();
@@ -135,7 +150,7 @@ export function createBoundary(config: Config, deps: Deps): Boundary {
       lookups,
       hosts,
       authorities,
-      sink,
+      sink: parserEvents.sink,
       logger,
       registry: deps.registry,
       dial: deps.dial,
@@ -145,6 +160,8 @@ export function createBoundary(config: Config, deps: Deps): Boundary {
       otherSelfAddresses: () => otherSelves,
       credentials,
       identity: { mode: config.binaryIdentity, source: identity },
+      // The built-in network middlewares and the capacity they share.
+      middleware: deps.middleware ?? createMiddlewareRegistry(),
     });
   }
 
@@ -239,7 +256,8 @@ export function createBoundary(config: Config, deps: Deps): Boundary {
         watcher.start();
       }
       await control?.start();
-      const api = { store, texts: policyTexts, ring: denials };
+      // Explain answers as this run decides: its always-blocked destinations and its binary-identity mode.
+      const api = { store, texts: policyTexts, ring: denials, permanent: live.permanent, binaryIdentity: config.binaryIdentity };
       admin = createAdminServer({
         host: config.adminListen.host,
         port: config.adminListen.port,
@@ -271,6 +289,8 @@ export function createBoundary(config: Config, deps: Deps): Boundary {
           unsubscribeCredentials?.();
           await transparent.close();
           await proxy?.close();
+          // No parser is left to refuse anything: the held-back counts are written before telemetry closes.
+          parserEvents.close();
           await identity?.close();
           if (admin !== undefined) await closeWithin(admin, ADMIN_CLOSE_GRACE_MS);
           // No lookup is left to ask: the held-back counts are written before telemetry closes.
@@ -283,6 +303,7 @@ export function createBoundary(config: Config, deps: Deps): Boundary {
           logger.error({ drainMs }, 'drain deadline passed: the remaining connections and listeners were destroyed');
           proxy?.forceClose();
           admin?.forceClose();
+          parserEvents.close();
           // Bounded too: a part that still does not settle is left to the process exit (main.ts).
           void drained.catch((err: unknown) => logger.error({ err }, 'close after the drain deadline failed'));
         }

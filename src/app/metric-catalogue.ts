@@ -1,6 +1,6 @@
 // Every metric boundary and the reference supervisor expose, in one list: each part declares its own next to the
 // code that records them (proxy/, dns/, control/, supervisor/ metric-specs.ts), and the boundary-wide ones are here.
-// The README's metric table is generated from this list (scripts/metrics-table.ts). Declares; never records.
+// The metric table of docs/metrics.md is generated from this list (scripts/metrics-table.ts). Declares; never records.
 
 import { CONTROL_METRICS } from '../control/metric-specs.js';
 import { DNS_METRICS } from '../dns/metric-specs.js';

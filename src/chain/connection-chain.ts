@@ -14,6 +14,7 @@ import type { TunnelRegistry } from '../proxy/tunnel.js';
 import type { Interception } from '../tls/intercept.js';
 import type { ConnectionRequest } from './connection.js';
 import { runStages, type Refusal, type Stage } from './stage.js';
+import { createAlwaysBlockedStage, type PermanentCheck } from './stages/always-blocked.js';
 import { createCaptureCheckStage } from './stages/capture-check.js';
 import { createCaptureDestinationStage } from './stages/capture-destination.js';
 import { createCaptureMappingStage } from './stages/capture-mapping.js';
@@ -23,6 +24,7 @@ import { createConnectL4Stage } from './stages/connect-l4.js';
 import { createDialStage, createStillCurrentStage } from './stages/connection-dial.js';
 import { createCredentialGuardStage, createInterceptionStage } from './stages/connection-guards.js';
 import { createConnectionIdentityStage } from './stages/connection-identity.js';
+import { createConnectionMiddlewareStage } from './stages/connection-middleware.js';
 import { createConnectionRouteStage } from './stages/connection-route.js';
 import type { DestinationCheck } from './stages/destination.js';
 
@@ -38,6 +40,8 @@ export interface ConnectionChainDeps {
   readonly connectTimeoutMs: number;
   readonly allowLoopback: boolean;
   readonly selfAddresses: () => SelfAddresses;
+  /** What no policy can open (stages/always-blocked.ts). */
+  readonly permanent: PermanentCheck;
   readonly destination: DestinationCheck;
   /** A CONNECT that arrived inside a tunnel. */
   readonly inTunnel: (c: ConnectionRequest) => boolean;
@@ -65,9 +69,11 @@ function chainOf(stages: readonly Stage<ConnectionRequest>[]): ConnectionChain {
 export function createConnectChain(deps: ConnectionChainDeps): ConnectionChain {
   return chainOf([
     createConnectHeadStage(deps),
+    createAlwaysBlockedStage(deps),
     createConnectionIdentityStage(deps),
     createConnectL4Stage(deps),
     createConnectionRouteStage(deps),
+    createConnectionMiddlewareStage(),
     createConnectDestinationStage({ check: deps.destination }),
     createInterceptionStage(deps),
     createCredentialGuardStage(),
@@ -82,6 +88,7 @@ export function createCaptureChain(deps: ConnectionChainDeps & { readonly pool: 
     createConnectionIdentityStage(deps),
     createCaptureCheckStage(),
     createConnectionRouteStage(deps),
+    createConnectionMiddlewareStage(),
     createCaptureDestinationStage(deps),
     createInterceptionStage(deps),
     createCredentialGuardStage(),

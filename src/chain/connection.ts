@@ -9,9 +9,9 @@ import type { IdentityClaim } from '../policy/binary-identity.js';
 import type { Decision, Endpoint, Policy } from '../policy/types.js';
 import type { DialFailure } from './dial.js';
 import type { OutcomeVerdict, ReasonCode } from './events.js';
-import type { Engine } from '../telemetry/event.js';
 import type { DestinationFacts, Settled } from './request.js';
 import type { Refusal } from './stage.js';
+import type { MiddlewareRoute } from './middleware-route.js';
 
 export class ConnectionRequest {
   readonly adapter: 'connect' | 'capture';
@@ -32,6 +32,8 @@ export class ConnectionRequest {
   /** TLS is terminated and requests decided one by one (an L7 protocol, or credentials bound to the route). */
   inspect = false;
   credentialRoute: 'as-is' | 'inspect' | 'refuse' = 'as-is';
+  /** What network middlewares selecting the host make of the connection (chain/middleware-route.ts). */
+  middlewareRoute: MiddlewareRoute = 'none';
   // capture
   readonly syntheticIp: string;
   readonly syntheticPort: number;
@@ -45,7 +47,6 @@ export class ConnectionRequest {
   lookupRefusal: LookupRefusal | undefined = undefined;
   upstream: Socket | undefined = undefined;
   dialFailure: DialFailure | undefined = undefined;
-  engine: Engine = 'opa';
   settled: Settled | undefined = undefined;
 
   constructor(init: { readonly adapter: 'connect' | 'capture'; readonly socket: Socket; readonly url?: string; readonly rawHeaders?: readonly string[] }) {
@@ -60,7 +61,6 @@ export class ConnectionRequest {
 
   settle(result: Refusal | Settled): void {
     this.settled = { verdict: result.verdict, reason: result.reason, detail: result.detail, status: result.status };
-    if ('engine' in result && result.engine !== undefined) this.engine = result.engine;
   }
 
   /** The allow that opened the connection. */

@@ -10,7 +10,7 @@ import { bufferHasMarker, createMarkerScanner } from '../credentials/scan.js';
 import { type CredentialScope, routeCarriesCredentials, scopeFor } from '../credentials/scope.js';
 import type { CredentialSource } from '../credentials/source.js';
 import type { Decision, Endpoint } from '../policy/types.js';
-import { needsInspection } from './inspection.js';
+import { cannotInspect, needsInspection } from './inspection.js';
 import { credentialDenial, type Denial } from './denials.js';
 import { type Outcome, type ReasonCode, settle } from './events.js';
 
@@ -20,10 +20,6 @@ import { type Outcome, type ReasonCode, settle } from './events.js';
  * (credentialed but cannot be inspected: `tls: skip` or raw TCP) -> 403 uninspected_credentials.
  */
 type CredentialRoute = 'as-is' | 'inspect' | 'refuse';
-
-function cannotInspect(endpoint: Endpoint): boolean {
-  return endpoint.tls === 'skip' || endpoint.protocol === 'tcp';
-}
 
 /** True when requests to host:port could carry credentials (a provider endpoint, a credential_binding or SigV4 signing). */
 export function routeHasCredentials(source: CredentialSource, decision: Decision, host: string, port: number): boolean {
@@ -220,18 +216,17 @@ export function redactResponseHeaders(headers: string[], scope: CredentialScope)
   return headers;
 }
 
-/** What a credential refusal records, whatever the adapter: closed reason, engine, and a finding plus HIGH for a binding mismatch. */
-export function credentialRefusalFacts(refusal: RewriteRefusal): {
-  readonly reason: ReasonCode;
-  readonly engine: 'credential-binding' | 'credentials';
-  readonly finding: string | undefined;
-} {
+/**
+ * What a credential refusal records, whatever the adapter: closed reason (its engine follows from it, chain/events.ts),
+ * and a finding plus HIGH for a binding mismatch.
+ */
+export function credentialRefusalFacts(refusal: RewriteRefusal): { readonly reason: ReasonCode; readonly finding: string | undefined } {
   if (refusal.error === 'credential_endpoint_mismatch') {
     // A placeholder was sent where its secret must never go.
-    return { reason: 'credential-endpoint-mismatch', engine: 'credential-binding', finding: 'credential-endpoint-mismatch' };
+    return { reason: 'credential-endpoint-mismatch', finding: 'credential-endpoint-mismatch' };
   }
   const reason: ReasonCode = refusal.error === 'credential_body_too_large' ? 'credential-body-too-large' : 'credential-unavailable';
-  return { reason, engine: 'credentials', finding: undefined };
+  return { reason, finding: undefined };
 }
 
 /**
@@ -246,7 +241,6 @@ export function credentialRefusal(
 ): { readonly denial: Denial; readonly finding: string | undefined } {
   const facts = credentialRefusalFacts(refusal);
   settle(o, 'deny', facts.reason, refusal.logMessage, status);
-  o.engine = facts.engine;
   o.extra = { ...o.extra, credential_reason: refusal.reason };
   if (facts.finding !== undefined) o.severity = 'HIGH';
   return { denial: credentialDenial(refusal), finding: facts.finding };

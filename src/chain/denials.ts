@@ -27,6 +27,7 @@ const DENIAL_ERRORS = [
   'framing_header_lookalike',
   'method_override_invalid',
   'upstream_unreachable',
+  'upstream_protocol_error',
   'tls_termination_unavailable',
   'too_many_connections',
   'too_many_connections_from_source',
@@ -48,6 +49,8 @@ const DENIAL_ERRORS = [
   'invalid_mcp_request_metadata',
   'lookup_rate_limited',
   'lookup_tunnel_suspected',
+  'middleware_denied',
+  'middleware_failed',
 ] as const;
 export type DenialError = (typeof DENIAL_ERRORS)[number];
 
@@ -164,9 +167,9 @@ export function policyChangedDenial(target: string): Denial {
 }
 
 /**
- * The L7 body: field-compatible with OpenShell; `path` is the canonical path, never the query. `rule` is the rule that
- * decided (a matching deny rule), null when none matched; `rule_missing` describes the allow rule that would be needed,
- * null when a deny rule matched (no allow rule can win over it).
+ * The L7 body: field-compatible with OpenShell; `path` is the canonical path, never the query. `rule` is the rule the
+ * decision rests on, as `policy explain` names it: the deny rule that matched, or the allow rule that is missing
+ * (`rule_missing` describes it field by field, null when a deny rule matched: no allow rule can win over it).
  */
 export function l7PolicyDenial(request: { method: string; path: string; host: string; port: number }, decision: Decision, denied: DeniedRequest): Denial {
   const { method, path, host, port } = request;
@@ -177,7 +180,7 @@ export function l7PolicyDenial(request: { method: string; path: string; host: st
     'policy_denied',
     {
       policy: decision.policy ?? null,
-      rule: denyRule ? (decision.rule ?? null) : null,
+      rule: decision.rule ?? null,
       detail: decision.detail,
       reason: decision.reason,
       layer: 'l7',
@@ -199,7 +202,7 @@ const UNLIFTABLE_SSRF_CHECKS: ReadonlySet<string> = new Set(['self-address', 'al
 
 function ssrfSteps(target: string, check: string): readonly NextStep[] {
   if (UNLIFTABLE_SSRF_CHECKS.has(check)) {
-    return [{ kind: 'not_allowable', message: `${target} is blocked by the SSRF rules (${check}); no policy change can allow it` }];
+    return [{ kind: 'not_allowable', message: `${target} is always blocked by the SSRF rules (${check}): the refusal is permanent and no policy change can allow it` }];
   }
   if (check === 'no-addresses') return [{ kind: 'not_allowable', message: `${target} has no address that passed validation; check its DNS` }];
   return [{
@@ -258,6 +261,16 @@ export function inspectionRefusalDenial(refusal: InspectionRefusal): Denial {
 
 export function upstreamUnreachableDenial(target: string, detail: string): Denial {
   return denial(502, 'upstream_unreachable', { detail: `${target}: ${detail}` }, `: upstream ${target} unreachable`);
+}
+
+/** The upstream answered, but not in HTTP: its answer broke HTTP/1.1 framing or HTTP/2's rules, and none of it was relayed. */
+export function upstreamProtocolDenial(target: string): Denial {
+  return denial(
+    502,
+    'upstream_protocol_error',
+    { detail: `${target}: the upstream's answer broke the HTTP protocol (framing or syntax) and was not relayed` },
+    `: upstream ${target} broke the HTTP protocol`,
+  );
 }
 
 /** The pinned dial failed: 504 when the upstream gave no answer in time, else 502; the failure is named in the phrase. */

@@ -7,7 +7,8 @@ import type { Mapping } from '../net/synthetic.js';
 import { identityFields } from './identity-gate.js';
 import { callEventFields } from './jsonrpc-denial.js';
 import { lookupFields } from './lookup-refusal.js';
-import { NOT_UNDERSTOOD_DETAIL, type Outcome, outcomeEvent, type ReasonCode } from './events.js';
+import { invocationFields } from '../middleware/outcome.js';
+import { engineOf, NOT_UNDERSTOOD_DETAIL, type Outcome, outcomeEvent, type ReasonCode } from './events.js';
 import type { AuditEvent } from '../telemetry/event.js';
 import type { ConnectionRequest } from './connection.js';
 import type { ChainRequest } from './request.js';
@@ -43,7 +44,11 @@ export function requestOutcome(r: ChainRequest): Outcome {
   if (r.credentialReason !== undefined) extra.credential_reason = r.credentialReason;
   if (r.credentialResponse !== undefined) extra.credential_response = r.credentialResponse;
   if (r.h2) extra.http_version = H2_VERSION;
-  const ssrf = r.engine === 'ssrf';
+  // One record per network middleware entry run (or passed over): key, implementation, decision, transformed, failure.
+  if (r.middleware !== undefined) extra.middlewares = r.middleware.map(invocationFields);
+  if (r.parserError !== undefined) extra.parser_error = r.parserError;
+  const reason = settled?.reason ?? decision?.reason ?? 'bad-request';
+  const ssrf = reason === 'ssrf-denied';
   const verdict = settled?.verdict ?? decision?.verdict ?? 'deny';
   const o: Outcome = {
     adapter: r.adapter,
@@ -53,8 +58,8 @@ export function requestOutcome(r: ChainRequest): Outcome {
     port: r.port,
     path: r.path,
     verdict,
-    reason: settled?.reason ?? decision?.reason ?? 'bad-request',
-    engine: settled !== undefined && r.engine !== 'l7' ? r.engine : decision === undefined ? 'l7' : decision.layer === 'l7' ? 'l7' : 'opa',
+    reason,
+    engine: engineOf(reason, (decision ?? r.l4)?.layer),
     detail: settled?.detail ?? decision?.detail ?? NOT_UNDERSTOOD_DETAIL,
     policy: ssrf ? undefined : decision?.policy,
     generation: r.policy?.generation,
@@ -117,6 +122,7 @@ export function connectionOutcome(c: ConnectionRequest): Outcome {
     extra.upstream_socket_peer = peer;
     extra.dial_mode = 'direct';
   }
+  const reason = settled?.reason ?? 'bad-request';
   return {
     adapter: c.adapter,
     kind: 'net',
@@ -125,10 +131,10 @@ export function connectionOutcome(c: ConnectionRequest): Outcome {
     port: c.port,
     path: undefined,
     verdict: settled?.verdict ?? 'deny',
-    reason: settled?.reason ?? 'bad-request',
-    engine: c.engine,
+    reason,
+    engine: engineOf(reason, decision?.layer),
     detail: settled?.detail ?? NOT_UNDERSTOOD_DETAIL,
-    policy: c.engine === 'ssrf' ? undefined : decision?.policy,
+    policy: reason === 'ssrf-denied' ? undefined : decision?.policy,
     generation: c.policy?.generation,
     policyHash: c.policy?.hash,
     srcIp: c.src.ip,

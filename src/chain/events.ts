@@ -16,6 +16,8 @@ const OUTCOME_REASONS = [
   'lookup-tunnel-suspected',
   'dial-failed',
   'upstream-failed',
+  // The upstream answered, but broke HTTP/1.1 framing or HTTP/2's rules (UPSTREAM_PROTOCOL_ERROR).
+  'upstream-protocol-error',
   'tls-unavailable',
   'authority-mismatch',
   'bad-request',
@@ -54,6 +56,12 @@ const OUTCOME_REASONS = [
   'stale-policy',
   'port-mismatch',
   'destination-denied',
+  // Network middlewares (docs/policy.md#network-middlewares): a stage denied, failed under fail_closed, had no turn,
+  // or could not see the traffic at all.
+  'middleware-denied',
+  'middleware-failed',
+  'middleware-capacity',
+  'middleware-uninspectable',
 ] as const;
 export type OutcomeReason = (typeof OUTCOME_REASONS)[number];
 
@@ -61,6 +69,81 @@ export type OutcomeReason = (typeof OUTCOME_REASONS)[number];
  *  and the decisions metric's `reason` label both come from this one set. */
 export const REASON_CODES = [...DECISION_REASONS, ...OUTCOME_REASONS] as const;
 export type ReasonCode = DecisionReason | OutcomeReason;
+
+/**
+ * What made each outcome, rendered as the event's `engine` (docs/events.md#engines): one entry per reason code, so a
+ * new reason names its engine. `decision`: the engine of the decision that let the request go (a client that left).
+ */
+const REASON_ENGINES: Readonly<Record<ReasonCode, Engine | 'decision'>> = {
+  'endpoint-allowed': 'policy',
+  'rule-allowed': 'l7',
+  'preset-allowed': 'l7',
+  'no-policy': 'policy',
+  'no-endpoint-matched': 'policy',
+  'binary-not-allowed': 'policy',
+  'identity-unavailable': 'identity',
+  'deny-rule-matched': 'l7',
+  'no-rule-matched': 'l7',
+  'unsupported-l7-protocol': 'l7',
+  'graphql-rejected': 'l7',
+  'jsonrpc-rejected': 'l7',
+  'ip-literal-name': 'dns',
+  'local-name': 'dns',
+  'metadata-name': 'dns',
+  'ssrf-denied': 'ssrf',
+  'resolve-failed': 'dns',
+  'lookup-rate-limited': 'dns',
+  'lookup-tunnel-suspected': 'dns',
+  'dial-failed': 'upstream',
+  'upstream-failed': 'upstream',
+  'upstream-protocol-error': 'upstream',
+  'tls-unavailable': 'tls',
+  'middleware-denied': 'middleware',
+  'middleware-failed': 'middleware',
+  'middleware-capacity': 'middleware',
+  'middleware-uninspectable': 'middleware',
+  'authority-mismatch': 'protocol',
+  'bad-request': 'protocol',
+  'head-too-large': 'protocol',
+  'framing-header-lookalike': 'protocol',
+  'method-override-invalid': 'protocol',
+  'graphql-ambiguous': 'protocol',
+  'json-duplicate-key': 'protocol',
+  // An MCP revision that cannot be selected, or headers that say another thing than the body: read two ways.
+  'mcp-protocol-version-header-invalid': 'protocol',
+  'mcp-protocol-version-unsupported': 'protocol',
+  'mcp-http-method-not-allowed': 'protocol',
+  'mcp-request-metadata-invalid': 'protocol',
+  // The endpoint's mcp.versions, and a body its rules cannot read under the revision.
+  'mcp-protocol-version-not-allowed': 'l7',
+  'mcp-request-invalid': 'l7',
+  'unsupported-scheme': 'protocol',
+  'policy-changed': 'policy',
+  'too-many-connections': 'admission',
+  'too-many-connections-from-source': 'admission',
+  'sni-mismatch': 'tls',
+  'tls-handshake-failed': 'tls',
+  'client-closed': 'decision',
+  'uninspected-credentials': 'credentials',
+  'credential-endpoint-mismatch': 'credential-binding',
+  'credential-unavailable': 'credentials',
+  'credential-body-too-large': 'credentials',
+  'websocket-binary-credentialed': 'credentials',
+  'websocket-protocol-error': 'protocol',
+  'websocket-timeout': 'protocol',
+  'mapping-missing': 'dns',
+  'mapping-expired': 'dns',
+  'stale-policy': 'policy',
+  'port-mismatch': 'policy',
+  'destination-denied': 'policy',
+};
+
+/** The engine of an outcome with this reason; `layer` is the standing decision's, for a request a client left. */
+export function engineOf(reason: ReasonCode, layer: 'l4' | 'l7' | undefined): Engine {
+  const engine = REASON_ENGINES[reason];
+  if (engine !== 'decision') return engine;
+  return layer === undefined ? 'protocol' : layer === 'l7' ? 'l7' : 'policy';
+}
 
 export const OUTCOME_VERDICTS = ['allow', 'audit', 'deny', 'fail'] as const;
 export type OutcomeVerdict = (typeof OUTCOME_VERDICTS)[number];
@@ -95,7 +178,7 @@ export interface Outcome {
   extra: Record<string, unknown> | undefined;
   /** Overrides the verdict's default severity (a credential binding mismatch is HIGH). */
   severity?: Severity;
-  /** `https` after TLS termination (http only); a denial's `unmapped.replay.scheme`, default `http`. */
+  /** `https` after TLS termination (http only): the event's URL and a denial's `unmapped.replay.scheme`; default `http`. */
   scheme?: 'http' | 'https';
   /** The request's query keys, never its values (telemetry/replay.ts replayQueryKeys); set on a denial. */
   queryKeys?: { readonly keys: readonly string[]; readonly truncated: boolean };
@@ -111,7 +194,7 @@ export function beginOutcome(adapter: Adapter, kind: 'net' | 'http', src: { remo
     path: undefined,
     verdict: 'deny',
     reason: 'bad-request',
-    engine: kind === 'net' ? 'opa' : 'l7',
+    engine: 'protocol',
     detail: NOT_UNDERSTOOD_DETAIL,
     policy: undefined,
     generation: undefined,
@@ -131,6 +214,8 @@ export function beginOutcome(adapter: Adapter, kind: 'net' | 'http', src: { remo
 export function settle(o: Outcome, verdict: OutcomeVerdict, reason: ReasonCode, detail: string, status: number | undefined): void {
   o.verdict = verdict;
   o.reason = reason;
+  // A client that left keeps the engine of the decision that let its request go.
+  if (REASON_ENGINES[reason] !== 'decision') o.engine = engineOf(reason, undefined);
   o.detail = detail;
   o.status = status;
 }
@@ -147,6 +232,7 @@ export type RefusedConnectionReason = (typeof REFUSED_CONNECTION_REASONS)[number
 export const ADMISSION_LISTENERS = ['proxy', 'transparent'] as const;
 export type AdmissionListener = (typeof ADMISSION_LISTENERS)[number];
 
+const DEFAULT_PORTS = { http: 80, https: 443 } as const;
 const ACTION = { allow: 'ALLOWED', audit: 'ALLOWED', deny: 'DENIED', fail: undefined } as const;
 const STATUS_WORD = { allow: 'allowed', audit: 'audit', deny: 'denied', fail: 'failed' } as const;
 const LABELS = ['CONNECT', 'CONNECT_L7', 'FORWARD', 'L7_REQUEST'] as const;
@@ -199,9 +285,11 @@ export function outcomeEvent(o: Outcome): AuditEvent {
   if (o.policy !== undefined) event.policy = o.policy;
   if (o.generation !== undefined) event.generation = o.generation;
   if (o.policyHash !== undefined) event.policyHash = o.policyHash;
-  if (!net) {
-    // docs/events.md#shorthand-line: the scheme is http even after TLS termination; the port is printed unless 80.
-    event.http = { method: o.method, url: `http://${o.port === 80 || o.port === undefined ? target(o.host, undefined) : where}${o.path ?? ''}` };
+  if (!net && o.host !== undefined) {
+    // docs/events.md#shorthand-line: https after TLS termination; the port is printed unless the scheme's default.
+    const scheme = o.scheme ?? 'http';
+    const shown = o.port === undefined || o.port === DEFAULT_PORTS[scheme] ? target(o.host, undefined) : where;
+    event.http = { method: o.method, url: `${scheme}://${shown}${o.path ?? ''}` };
   }
   return event;
 }
@@ -246,7 +334,8 @@ export function relayClosedEvent(
     class: 'NET',
     activity: 'CLOSE',
     severity: 'INFO',
-    engine: 'opa',
+    // A reload's decision closed it; a shutdown is no engine's.
+    ...(relay.reason === 'policy-changed' ? { engine: 'policy' as const } : {}),
     dst: { host: relay.host, port: relay.port },
     message: `${relay.what} to ${formatAuthority(relay.host, relay.port)} closed: ${relay.reason}`,
     detail: relay.reason,

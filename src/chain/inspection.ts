@@ -7,6 +7,11 @@ export function needsInspection(endpoint: Endpoint): boolean {
   return endpoint.tls !== 'skip' && (endpoint.inspected || endpoint.credentialProvider !== undefined);
 }
 
+/** `tls: skip` or raw TCP: nothing of the traffic can be read, whatever would need it. */
+export function cannotInspect(endpoint: Endpoint): boolean {
+  return endpoint.tls === 'skip' || endpoint.protocol === 'tcp';
+}
+
 export function decisionNeedsInspection(decision: Decision): boolean {
   return decision.endpoints.some(needsInspection);
 }

@@ -13,7 +13,7 @@ export function lookupRefused(target: string, refusal: LookupRefusal): Refusal {
   const answer = limited ? rateLimitedDenial(target, under, refusal) : tunnelDenial(target, under, refusal);
   const why = limited ? 'new-name budget spent' : 'tunnelling-shaped name';
   const reason = limited ? 'lookup-rate-limited' : 'lookup-tunnel-suspected';
-  return { verdict: 'deny', reason, detail: `${why} under ${under}: not resolved`, status: answer.status, denial: answer, finding: undefined, engine: 'dns' };
+  return { verdict: 'deny', reason, detail: `${why} under ${under}: not resolved`, status: answer.status, denial: answer, finding: undefined };
 }
 
 /** What the decision event records of a gate refusal: the wildcard base, and the signals of a tunnelling-shaped name. */

@@ -3,12 +3,14 @@
 // inspection is a new stage here. Each stage takes only the dependencies it names.
 
 import type { CredentialSource } from '../credentials/source.js';
+import type { MiddlewareRegistry } from '../middleware/registry.js';
 import type { PolicyStore } from '../policy/store.js';
 import type { AuthorityParsers } from '../proxy/context.js';
 import type { IdentityGate } from './identity-gate.js';
 import type { ProxyMetrics } from '../proxy/metrics.js';
 import type { ChainRequest } from './request.js';
 import { runStages, type Refusal, type Stage } from './stage.js';
+import { createAlwaysBlockedStage, type PermanentCheck } from './stages/always-blocked.js';
 import { createAuthorityStage } from './stages/authority.js';
 import { createBodyHoldStage } from './stages/body-hold.js';
 import { createCanonicalStage } from './stages/canonical.js';
@@ -21,6 +23,7 @@ import { createL4Stage } from './stages/l4.js';
 import { createL7Stage } from './stages/l7.js';
 import { createMcpRequestStage } from './stages/mcp-request.js';
 import { createMcpRevisionStage } from './stages/mcp-revision.js';
+import { createMiddlewareStage } from './stages/middleware.js';
 import { createUpgradeStage } from './stages/upgrade.js';
 import { createUpstreamBodyStage } from './stages/upstream-body.js';
 import { createVerdictStage } from './stages/verdict.js';
@@ -32,8 +35,12 @@ export interface RequestChainDeps {
   readonly metrics: Pick<ProxyMetrics, 'now' | 'decisionSeconds'>;
   readonly identity: IdentityGate | undefined;
   readonly credentials: CredentialSource;
+  /** What no policy can open (stages/always-blocked.ts). */
+  readonly permanent: PermanentCheck;
   /** The SSRF check behind the one upstream-lookup gate (net/destination.ts). */
   readonly destination: DestinationCheck;
+  /** The middleware implementations and their shared capacity (docs/policy.md#network-middlewares). */
+  readonly middleware: MiddlewareRegistry;
 }
 
 export interface RequestChain {
@@ -43,20 +50,28 @@ export interface RequestChain {
 }
 
 export function createRequestChain(deps: RequestChainDeps): RequestChain {
+  const bodyHold = createBodyHoldStage();
+  const mcpRequest = createMcpRequestStage();
+  const l7 = createL7Stage(deps);
+  const verdict = createVerdictStage();
   const stages: readonly Stage<ChainRequest>[] = [
     createFramingStage(),
     createAuthorityStage(deps),
     createHygieneStage(),
+    createAlwaysBlockedStage(deps),
     createIdentityStage(deps),
     createL4Stage(deps),
     createCanonicalStage(),
     createMcpRevisionStage(),
-    createBodyHoldStage(),
-    createMcpRequestStage(),
-    createL7Stage(deps),
-    createVerdictStage(),
+    bodyHold,
+    mcpRequest,
+    l7,
+    verdict,
     createUpgradeStage(),
     createDestinationStage({ check: deps.destination }),
+    // After the allow (audit too), before any secret is written into the request; a replaced body is read and
+    // decided again by the same stages (an MCP one under its revision: the headers that selected it are unchanged).
+    createMiddlewareStage({ registry: deps.middleware, reevaluate: [bodyHold, mcpRequest, l7, verdict] }),
     createCredentialsStage(deps),
     createUpstreamBodyStage(deps),
   ];

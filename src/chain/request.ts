@@ -10,6 +10,8 @@ import type { LookupRefusal } from '../net/lookup-gate.js';
 import type { DestinationCheck } from '../net/ssrf.js';
 import type { IdentityClaim } from '../policy/binary-identity.js';
 import type { Decision, Policy } from '../policy/types.js';
+import type { BoundMiddleware } from '../middleware/implementation.js';
+import type { MiddlewareInvocation } from '../middleware/outcome.js';
 import type { UpstreamHead } from './credential-injection.js';
 import type { TunnelTarget } from '../proxy/context.js';
 import type { BodyHold, InspectedBody } from './inspected-body.js';
@@ -19,7 +21,7 @@ import type { CanonicalTarget } from './path.js';
 import type { DialFailure } from './dial.js';
 import type { ToolsListPlan } from './tools-list-filter.js';
 import type { OutcomeVerdict, ReasonCode } from './events.js';
-import type { Engine, Severity } from '../telemetry/event.js';
+import type { Severity } from '../telemetry/event.js';
 import type { Refusal } from './stage.js';
 
 /** What the adapter read off the wire: an HTTP/1.1 message, or one HTTP/2 stream's head. */
@@ -148,14 +150,22 @@ export class ChainRequest {
   /** A WebSocket handshake whose frames will be read (websocket endpoint, or credentials bound to the route). */
   websocketInspected = false;
   sigv4: Readonly<Record<string, unknown>> | undefined = undefined;
+  // middleware
+  /** Each network middleware entry run (or passed over) on the request, its WebSocket messages aside. */
+  middleware: MiddlewareInvocation[] | undefined = undefined;
+  /** The client's head as middlewares left it (a replaced body's Content-Length); else `wire.rawHeaders`. */
+  requestHeaders: string[] | undefined = undefined;
+  /** The entries that read this WebSocket upgrade's client text messages, in order. */
+  websocketMiddlewares: readonly BoundMiddleware[] | undefined = undefined;
   credentialReason: string | undefined = undefined;
   severity: Severity | undefined = undefined;
   // the response side
   toolsList: ToolsListPlan | undefined = undefined;
+  /** A parser refused the request before the chain ran (parser-refusal.ts): what it refused, for aggregation. */
+  parserError: string | undefined = undefined;
   /** The answer could not be checked for echoed credentials (a content coding): it was replaced by a 502. */
   credentialResponse: 'unreadable-coding' | undefined = undefined;
   // results
-  engine: Engine = 'l7';
   settled: Settled | undefined = undefined;
   readonly upstream: UpstreamFacts = { status: undefined, dialFailure: undefined };
 
@@ -186,9 +196,13 @@ export class ChainRequest {
     this.body = init.body;
   }
 
+  noteMiddleware(invocation: MiddlewareInvocation): void {
+    if (this.middleware === undefined) this.middleware = [invocation];
+    else this.middleware.push(invocation);
+  }
+
   /** Records a refusal's result (the runner and the adapter call this; stages return refusals). */
   settle(result: Refusal | Settled): void {
     this.settled = { verdict: result.verdict, reason: result.reason, detail: result.detail, status: result.status };
-    if ('engine' in result && result.engine !== undefined) this.engine = result.engine;
   }
 }

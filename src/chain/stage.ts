@@ -4,7 +4,6 @@
 
 import type { Denial } from './denials.js';
 import type { ReasonCode } from './events.js';
-import type { Engine } from '../telemetry/event.js';
 
 /** A refusal that ends the chain: what the adapter renders, and the result the decision event records. */
 export interface Refusal {
@@ -18,8 +17,6 @@ export interface Refusal {
   readonly denial: Denial | undefined;
   /** A FINDING to emit beside the decision event. */
   readonly finding: string | undefined;
-  /** The engine named in the event when it is not the request's default. */
-  readonly engine: Engine | undefined;
 }
 
 /** Continue with the next stage. */
@@ -39,14 +36,14 @@ export function refusal(
   reason: ReasonCode,
   detail: string,
   status: number | undefined,
-  extra?: { readonly denial?: Denial | undefined; readonly finding?: string | undefined; readonly engine?: Engine | undefined },
+  extra?: { readonly denial?: Denial | undefined; readonly finding?: string | undefined },
 ): Refusal {
-  return { verdict, reason, detail, status, denial: extra?.denial, finding: extra?.finding, engine: extra?.engine };
+  return { verdict, reason, detail, status, denial: extra?.denial, finding: extra?.finding };
 }
 
 /** A policy refusal with its JSON denial: `deny`, or `fail` for a 5xx. */
-export function denied(denial: Denial, reason: ReasonCode, detail: string, finding?: string, engine?: Engine): Refusal {
-  return { verdict: denial.status >= 500 ? 'fail' : 'deny', reason, detail, status: denial.status, denial, finding, engine };
+export function denied(denial: Denial, reason: ReasonCode, detail: string, finding?: string): Refusal {
+  return { verdict: denial.status >= 500 ? 'fail' : 'deny', reason, detail, status: denial.status, denial, finding };
 }
 
 function isPromise(value: StageResult): value is Promise<Refusal | undefined> {

@@ -41,6 +41,8 @@ export interface ServerSessionOptions {
   readonly onStream: (stream: RequestStream) => void;
   /** The session is being closed for a flood (GOAWAY ENHANCE_YOUR_CALM went out). */
   readonly onFlood: (kind: FloodKind) => void;
+  /** The session is being closed for any other connection error the client made (GOAWAY with `code` went out). */
+  readonly onProtocolError?: (code: number, message: string) => void;
   /** The socket closed; every stream had closed by then. */
   readonly onClose: () => void;
   /** A stream whose answer moved nothing for `stall.ms` while its writer waited was reset ENHANCE_YOUR_CALM. */
@@ -247,16 +249,23 @@ export class ServerSession extends H2Connection {
 
   protected flood(kind: FloodKind | undefined): boolean {
     if (kind === undefined || this.closed) return kind !== undefined;
-    this.fail(H2Error.ENHANCE_YOUR_CALM, kind);
+    this.goAway(H2Error.ENHANCE_YOUR_CALM, kind);
     this.options.onFlood(kind);
     return true;
   }
 
-  /**
-   * A connection error (RFC 9113 §5.4.1): GOAWAY naming the last stream boundary took, with the reason as debug data
-   * (fixed text, for whoever reads the client's error), and every stream closes.
-   */
+  /** A connection error the client made (RFC 9113 §5.4.1): reported, then the session goes away. */
   protected fail(code: number, message: string): undefined {
+    if (this.closed) return;
+    this.options.onProtocolError?.(code, message);
+    this.goAway(code, message);
+  }
+
+  /**
+   * GOAWAY naming the last stream boundary took, with the reason as debug data (fixed text, for whoever reads the
+   * client's error), and every stream closes.
+   */
+  private goAway(code: number, message: string): void {
     if (this.closed) return;
     this.reader.stop();
     this.preface = undefined;

@@ -62,6 +62,57 @@ export function isLocalName(host: string): boolean {
 
 export type DestinationResult = DestinationCheck | ResolveFailureResult | LookupRefusedResult;
 
+/** What a run lets through besides the policy: the same two switches checkDestination is handed. */
+export interface RunDestinations {
+  /** `--unsafe-allow-loopback-upstream`. */
+  readonly allowLoopback: boolean;
+  /** boundary's own listeners. */
+  readonly selfAddresses: SelfAddresses;
+}
+
+/** A destination no policy entry can open (docs/destinations.md#always-blocked): the check, and the address class. */
+export interface PermanentRefusal {
+  readonly check: string;
+  /** The address class of an IP literal (`metadata`, `loopback`, ...), or the kind of name (`local-name`, `metadata-name`). */
+  readonly addressClass: string;
+  readonly message: string;
+}
+
+/** How a refused IP literal is described; CLASS is its address class. */
+const PERMANENT_WHY: Readonly<Record<string, string>> = {
+  'self-address': "is boundary's own listener",
+  'always-blocked': 'is a CLASS address, always blocked',
+  'control-plane-port': 'is a control-plane port on an IP literal',
+};
+
+/** permanentRefusal with a run's switches bound: what the proxy, explain and check are each handed. */
+export type PermanentCheck = (host: string, port: number) => PermanentRefusal | undefined;
+
+/**
+ * Whether host:port is refused whatever the policy says, decided before any policy or resolver is asked: a local or
+ * metadata name, an IP literal in an always-blocked class, boundary's own listener. The one answer the proxy, policy
+ * check, policy explain and /v1/explain give. A name that merely resolves to such an address is found at runtime only.
+ */
+export function permanentRefusal(host: string, port: number, run: RunDestinations): PermanentRefusal | undefined {
+  const normal = normaliseHost(host);
+  if (!normal.ok) return { check: 'invalid-host', addressClass: 'invalid', message: `invalid-host: ${JSON.stringify(host)}: ${normal.message}` };
+  const name = normal.host;
+  if (normal.kind === 'name') {
+    if (isLocalName(name)) return { check: 'local-name', addressClass: 'local-name', message: `local-name: ${name} is a local name and is never resolved` };
+    if (KNOWN_METADATA_NAMES.has(name)) return { check: 'metadata-name', addressClass: 'metadata-name', message: `metadata-name: ${name} is a cloud metadata name` };
+    return undefined;
+  }
+  // The literal's own plan (an entry naming exactly this address): what is still refused then, no entry can open.
+  const endpoint = { host: name, hostKind: 'ip', allowedIps: [] };
+  const check = validateDestination({ endpoint, host: name, port, addresses: [name], allowLoopback: run.allowLoopback, selfAddresses: run.selfAddresses });
+  if (check.ok) return undefined;
+  const addressClass = check.dropped[0]?.class ?? 'invalid';
+  const where = `${name.includes(':') ? `[${name}]` : name}:${port}`;
+  const why = PERMANENT_WHY[check.check] ?? `is refused (${check.check})`;
+  return { check: check.check, addressClass, message: `${check.check}: ${where} ${why.replace('CLASS', addressClass)}` };
+}
+
+
 /**
  * Resolves once (through the lookup gate, never at dial time) and validates every answer for the endpoint's plan. The
  * result comes now when nothing must be asked (an IP literal, a name refused before resolving, a fresh answer the

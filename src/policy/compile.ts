@@ -7,6 +7,8 @@ import type { Issue } from '../shared/errors.js';
 import { canonicalJson, createFreezer, sha256Hex } from './canonical.js';
 import { compileBinaryGlob } from './glob.js';
 import { buildHostIndex, type IndexedEndpoint } from './host-index.js';
+import type { MiddlewareDraft } from './middleware-section.js';
+import { compileMiddlewares } from './middleware-select.js';
 import type { Endpoint, Policy, PolicyEntry } from './types.js';
 import type { EndpointDraft } from './validate-endpoint.js';
 
@@ -28,7 +30,12 @@ export function drain<T>(steps: Steps<T>): T {
   }
 }
 
-export function* compileSteps(drafts: readonly EntryDraft[], warnings: readonly Issue[], notEnforced: readonly string[]): Steps<Policy> {
+export function* compileSteps(
+  drafts: readonly EntryDraft[],
+  warnings: readonly Issue[],
+  notEnforced: readonly string[],
+  middlewareDrafts: readonly MiddlewareDraft[] = [],
+): Steps<Policy> {
   const freeze = createFreezer();
   const endpoints: Endpoint[] = [];
   const indexed: IndexedEndpoint[] = [];
@@ -81,9 +88,14 @@ export function* compileSteps(drafts: readonly EntryDraft[], warnings: readonly 
     }
     entries.push(freeze({ key: draft.key, name: draft.name, endpoints: entryEndpoints, binaries: draft.binaries, matchesBinary }));
   }
-  // The hash is canonicalJson({ version: 1, network_policies }) over entries in key order (policyHash below),
-  // fed to the digest one entry per step instead of built as one string.
-  const digest = createHash('sha256').update('{"network_policies":[');
+  // The hash is canonicalJson({ version: 1, network_middlewares?, network_policies }) over entries in key order
+  // (policyHash below), fed to the digest one entry per step instead of built as one string. Without middlewares it
+  // is the hash of the network policies alone, as before the section loaded.
+  const digest = createHash('sha256');
+  if (middlewareDrafts.length > 0) {
+    const byKey = [...middlewareDrafts].sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
+    digest.update(`{"network_middlewares":${canonicalJson(byKey.map((d) => d.canonical))},"network_policies":[`);
+  } else digest.update('{"network_policies":[');
   const sorted = [...drafts].sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
   for (const [i, d] of sorted.entries()) {
     if (i > 0) digest.update(',');
@@ -92,6 +104,7 @@ export function* compileSteps(drafts: readonly EntryDraft[], warnings: readonly 
   }
   const hash = digest.update('],"version":1}').digest('hex');
   const endpointsForHost = buildHostIndex(indexed);
+  const { middlewares, middlewaresFor } = compileMiddlewares(middlewareDrafts);
   yield;
   return freeze({
     generation: 0,
@@ -101,6 +114,8 @@ export function* compileSteps(drafts: readonly EntryDraft[], warnings: readonly 
     warnings: [...warnings],
     notEnforced: [...notEnforced],
     endpointsForHost,
+    middlewares,
+    middlewaresFor,
   });
 }
 

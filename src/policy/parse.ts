@@ -13,6 +13,7 @@ import {
 } from './format.js';
 import { globError } from './glob.js';
 import { aliasLimitIssue, bytesLimitIssue, checkCounts } from './limits.js';
+import { checkMiddlewareConflicts, type MiddlewareDraft, readMiddlewares } from './middleware-section.js';
 import type { Policy } from './types.js';
 import { type EndpointDraft, readEndpoint } from './validate-endpoint.js';
 import { loadYaml, YamlSyntaxError } from './yaml-load.js';
@@ -34,7 +35,7 @@ import {
 
 const RESERVED_KEY_PREFIX = '_provider_';
 
-interface ParseOptions {
+export interface ParseOptions {
   /** File name or other origin, carried on every issue and in the error message. */
   readonly source?: string;
 }
@@ -92,6 +93,7 @@ export function* readPolicySteps(ctx: ReadContext, contents: Node | null, option
   const root = readMap(ctx, contents, '', 'a map with version: 1');
   const notEnforced: string[] = [];
   const entries: EntryDraft[] = [];
+  const middlewares: MiddlewareDraft[] = [];
   if (root !== undefined) {
     const top = knownFields(ctx, root, '', TOP_LEVEL_KEYS);
     const version = top.get('version');
@@ -107,11 +109,7 @@ export function* readPolicySteps(ctx: ReadContext, contents: Node | null, option
       notEnforced.push(section);
       report(ctx, field.keyNode, section, 'POLICY_WARN_NOT_ENFORCED', `${section} is accepted but not enforced by boundary`);
     }
-    const middlewares = top.get('network_middlewares');
-    if (middlewares !== undefined) {
-      report(ctx, middlewares.keyNode, 'network_middlewares', 'POLICY_MIDDLEWARES_UNSUPPORTED',
-        'network_middlewares is not supported by boundary; remove it (ignoring it would weaken the policy)');
-    }
+    middlewares.push(...readMiddlewares(ctx, top.get('network_middlewares')));
     const policies = top.get('network_policies');
     const map = policies !== undefined && policies.value !== null ? readMap(ctx, policies.value, 'network_policies') : undefined;
     // Counted before any endpoint is read: reading is what the limits bound.
@@ -130,8 +128,9 @@ export function* readPolicySteps(ctx: ReadContext, contents: Node | null, option
     });
   }
   if (ctx.issues.length === 0 && options.checkAmbiguity) checkAmbiguity(ctx, placed);
+  checkMiddlewareConflicts(ctx, middlewares, entries);
   if (ctx.issues.length > 0) throw invalid(ctx);
-  return yield* compileSteps(entries, options.warnings ?? ctx.warnings, notEnforced);
+  return yield* compileSteps(entries, options.warnings ?? ctx.warnings, notEnforced, middlewares);
 }
 
 function* readEntry(ctx: ReadContext, field: Field): Steps<EntryDraft | undefined> {

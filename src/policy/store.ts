@@ -3,7 +3,7 @@
 
 import type { Issue } from '../shared/errors.js';
 import { policyHash } from './parse.js';
-import type { Endpoint, Policy } from './types.js';
+import type { Endpoint, MiddlewareEntry, Policy } from './types.js';
 
 export interface PolicyStore {
   current(): Policy;
@@ -19,6 +19,7 @@ export interface PolicyStore {
 }
 
 const NO_ENDPOINTS: readonly Endpoint[] = Object.freeze([]);
+const NO_MIDDLEWARES: readonly MiddlewareEntry[] = Object.freeze([]);
 
 /** The deny-all policy (reason `no-policy`), generation 0. Its hash equals that of an empty network policy. */
 export function emptyPolicy(): Policy {
@@ -30,6 +31,8 @@ export function emptyPolicy(): Policy {
     warnings: Object.freeze([]),
     notEnforced: Object.freeze([]),
     endpointsForHost: () => NO_ENDPOINTS,
+    middlewares: Object.freeze([]),
+    middlewaresFor: () => NO_MIDDLEWARES,
   });
 }
 

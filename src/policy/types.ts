@@ -7,6 +7,7 @@ import type { HostForm } from '../net/host.js';
 import type { BinaryIdentity, IdentityClaim, IdentityFailure } from './binary-identity.js';
 import type { GraphqlOperation, GraphqlRequest } from './graphql-match.js';
 import type { JsonRpcCall, JsonRpcRequest } from './jsonrpc-match.js';
+import type { BuiltinMiddleware } from './middleware-builtins.js';
 
 /** `l4` is OpenShell's omitted protocol: explicit-proxy passthrough. */
 const PROTOCOLS = ['l4', 'tcp', 'rest', 'websocket', 'graphql', 'mcp', 'json-rpc'] as const;
@@ -178,6 +179,38 @@ export interface PolicyEntry {
   matchesBinary(path: string): boolean;
 }
 
+/** `on_error` of a network middleware entry: what a stage that failed does to the request (docs/policy.md#network-middlewares). */
+export const MIDDLEWARE_ON_ERROR = ['fail_closed', 'fail_open'] as const;
+export type MiddlewareOnError = (typeof MIDDLEWARE_ON_ERROR)[number];
+/** `on_uninspectable`: what traffic the entry selects but cannot inspect (tls: skip, raw TCP, a streamed body) gets. */
+export const MIDDLEWARE_ON_UNINSPECTABLE = ['deny', 'allow'] as const;
+export type MiddlewareOnUninspectable = (typeof MIDDLEWARE_ON_UNINSPECTABLE)[number];
+
+/** One compiled `network_middlewares` entry, selected by destination host whatever entry allowed the request. */
+export interface MiddlewareEntry {
+  /** The map key: the entry's identity in events and in denial bodies. */
+  readonly key: string;
+  readonly name: string;
+  /** `middleware` as written: `ryno/regex` or `openshell/regex`. */
+  readonly middleware: string;
+  /** The built-in it names. */
+  readonly builtin: BuiltinMiddleware;
+  /** Lower runs first; unique across the policy. */
+  readonly order: number;
+  /** The entry's `config` as frozen plain data (`{}` when absent). */
+  readonly config: Readonly<Record<string, unknown>>;
+  readonly onError: MiddlewareOnError;
+  /** `on_uninspectable` as written, else `deny` for fail_closed and `allow` for fail_open. */
+  readonly onUninspectable: MiddlewareOnUninspectable;
+  /** Normalised host patterns as written. */
+  readonly include: readonly string[];
+  readonly exclude: readonly string[];
+  /** True when `host` (normalised) matches an include pattern and no exclude pattern. */
+  selects(host: string): boolean;
+  /** Equal for entries that behave the same (key, implementation, order, config, modes, selector). */
+  readonly fingerprint: string;
+}
+
 /** A compiled policy. Immutable; the store stamps `generation` when it becomes current. */
 export interface Policy {
   readonly generation: number;
@@ -191,6 +224,10 @@ export interface Policy {
   readonly notEnforced: readonly string[];
   /** Endpoints whose host pattern matches `host` (any port), in policy order. Not a linear scan. */
   endpointsForHost(host: string): readonly Endpoint[];
+  /** `network_middlewares` in ascending order. */
+  readonly middlewares: readonly MiddlewareEntry[];
+  /** The entries whose selector takes `host`, in ascending order; a shared empty list when none does. */
+  middlewaresFor(host: string): readonly MiddlewareEntry[];
 }
 
 const VERDICTS = ['allow', 'audit', 'deny'] as const;

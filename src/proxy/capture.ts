@@ -7,7 +7,7 @@ import type { Socket } from 'node:net';
 import { ConnectionRequest } from '../chain/connection.js';
 import type { ConnectionChain } from '../chain/connection-chain.js';
 import { captureEvent, connectionOutcome } from '../chain/event.js';
-import { openedOf, runConnectionChain, startTunnel } from './connect.js';
+import { openedOf, runConnectionChain, startTunnel, uninspectedRelayFinding } from './connect.js';
 import type { ProxyContext } from './context.js';
 import { findingEvent } from '../chain/events.js';
 import { sniGatedRelay } from './sni-gate.js';
@@ -31,6 +31,7 @@ export function createCaptureHandler(options: { readonly ctx: ProxyContext; read
       const o = connectionOutcome(c);
       if (refused?.finding !== undefined) ctx.sink.emit(findingEvent(o, refused.finding));
       if (refused !== undefined) return;
+      uninspectedRelayFinding(ctx, c, o);
       const opened = openedOf(c);
       const refuseSni = (problem: string): void => {
         ctx.sink.emit(findingEvent({ ...o, engine: 'tls', detail: problem }, 'sni-mismatch'));

@@ -19,6 +19,8 @@ import { renderDenial, writeBareStatusToSocket, writeDenialToSocket } from './an
 import { unsupportedL7Denial } from '../chain/denials.js';
 import { emitOutcome, findingEvent, type Outcome, relayClosedEvent } from '../chain/events.js';
 import { terminateTls } from '../tls/intercept.js';
+import { decisionNeedsInspection } from '../chain/inspection.js';
+import { uninspectableAllowed, uninspectableFindingEvent } from '../chain/middleware-route.js';
 import type { RawRelay } from './sni-gate.js';
 import { sniff } from '../tls/sniff.js';
 import { relayRaw, type TunnelEndCause } from './tunnel.js';
@@ -35,11 +37,26 @@ export interface Opened {
   readonly upstream: Socket;
   /** The claim it was decided with; its requests and any reload are decided with the same one. */
   readonly identity: IdentityClaim | undefined;
+  /**
+   * Inspected only because network middlewares select the host, each allowing what it cannot read: bytes that are
+   * not TLS or HTTP are relayed raw with a finding instead of refused.
+   */
+  readonly rawFallback: boolean;
 }
 
 /** What the connection chain opened. */
 export function openedOf(c: ConnectionRequest): Opened {
-  return { host: c.host as string, port: c.port as number, addresses: c.addresses, decision: c.decision!, inspect: c.inspect, upstream: c.upstream!, identity: c.identity };
+  const host = c.host as string;
+  const decision = c.decision!;
+  const onlyMiddleware = c.middlewareRoute === 'inspect' && !decisionNeedsInspection(decision) && c.credentialRoute !== 'inspect';
+  const rawFallback = onlyMiddleware && uninspectableAllowed(c.policy!, host);
+  return { host, port: c.port as number, addresses: c.addresses, decision, inspect: c.inspect, upstream: c.upstream!, identity: c.identity, rawFallback };
+}
+
+/** A finding for a connection relayed past the middlewares that select it (tls: skip, raw TCP). */
+export function uninspectedRelayFinding(ctx: ProxyContext, c: ConnectionRequest, o: Outcome): void {
+  if (c.middlewareRoute !== 'relay-uninspected') return;
+  ctx.sink.emit(uninspectableFindingEvent(o, `${formatAuthority(c.host as string, c.port as number)} relayed without network middleware: its endpoint cannot be inspected`));
 }
 
 /** Runs a connection chain; an unexpected error fails that one connection only (RX-15), recorded as its result. */
@@ -74,7 +91,9 @@ export function createConnectHandler(ctx: ProxyContext) {
       const o = connectionOutcome(c);
       emitOutcome(ctx.sink, ctx.metrics, o);
       if (refused?.finding !== undefined) ctx.sink.emit(findingEvent(o, refused.finding));
-      if (refused === undefined) startTunnel(ctx, socket, head, openedOf(c), o);
+      if (refused !== undefined) return;
+      uninspectedRelayFinding(ctx, c, o);
+      startTunnel(ctx, socket, head, openedOf(c), o);
     });
   };
 }
@@ -130,6 +149,13 @@ async function inspectTunnel(ctx: ProxyContext, socket: Socket, head: Buffer, op
     socket.destroy();
   });
   const kind = await sniff(socket, head);
+  if (kind === 'unknown' && opened.rawFallback) {
+    // Not HTTP: middleware cannot read it, and every entry selecting the host lets such traffic through.
+    // sniff() put the bytes it read (the CONNECT's own head included) back on the socket: the relay sends them first.
+    ctx.sink.emit(uninspectableFindingEvent(o, `bytes to ${formatAuthority(host, port)} are not HTTP; relayed without network middleware`));
+    relayRaw(socket, upstream, ctx.tunnelIdleTimeoutMs, done);
+    return;
+  }
   if (kind !== 'tls' && kind !== 'http' && kind !== 'h2') {
     upstream.destroy();
     if (kind === 'unknown') {
@@ -179,7 +205,6 @@ function tunnelEndEvent(o: Outcome, host: string, port: number, cause: TunnelEnd
     class: 'NET',
     activity: cause === 'idle-timeout' ? 'CLOSE' : 'RESET',
     severity: cause === 'idle-timeout' ? 'INFO' : 'LOW',
-    engine: 'opa',
     dst: { host, port },
     src: { ...(o.srcIp === undefined ? {} : { ip: o.srcIp }), ...(o.srcPort === undefined ? {} : { port: o.srcPort }) },
     message: `tunnel to ${formatAuthority(host, port)} closed: ${cause}`,

@@ -1,7 +1,9 @@
 // An explain TARGET (`https://host[:port]/path?query` or `host:port`) -> the EgressIntent the proxy would build,
 // for `boundary policy explain` and the admin listener's /v1/explain. Pure; a bad target is a value, not a throw.
 
+import type { BinaryIdentityMode } from '../identity/source.js';
 import { parseAuthority } from '../net/host.js';
+import type { IdentityClaim } from '../policy/binary-identity.js';
 import type { EgressIntent } from '../policy/types.js';
 import { canonicalTarget } from '../chain/path.js';
 
@@ -15,9 +17,23 @@ export type TargetIntent =
   | { readonly ok: true; readonly intent: EgressIntent }
   | { readonly ok: false; readonly field: TargetProblemField; readonly message: string };
 
+/**
+ * No binary named under `required` (run's default): as a run that looked no process up, so an entry listing `/**`
+ * matches, one listing no binaries (or an empty list) matches none, and one listing paths needs the binary named.
+ */
+const NO_BINARY_NAMED: IdentityClaim = Object.freeze({ kind: 'unavailable', failure: 'not-looked-up', detail: 'no binary was named: give --binary (binary= on /v1/explain)' });
+
+export interface TargetOptions {
+  readonly method?: string | undefined;
+  readonly binary?: string | undefined;
+  /** As `run --binary-identity`: `required` (the default) checks binaries, `endpoint-only` does not. */
+  readonly binaryIdentity?: BinaryIdentityMode | undefined;
+}
+
 /** TARGET -> a normalised intent. The query is kept for decide() and never echoed. */
-export function intentFromTarget(target: string, options: { method?: string | undefined; binary?: string | undefined }): TargetIntent {
+export function intentFromTarget(target: string, options: TargetOptions): TargetIntent {
   const { method, binary } = options;
+  const mode = options.binaryIdentity ?? 'required';
   if (binary !== undefined && !binary.startsWith('/')) return { ok: false, field: 'binary', message: '--binary must be an absolute path' };
   if (method !== undefined && !METHOD_TOKEN.test(method)) return { ok: false, field: 'method', message: `--method '${method}' is not an HTTP method token` };
   const upper = method?.toUpperCase();
@@ -46,7 +62,8 @@ export function intentFromTarget(target: string, options: { method?: string | un
     if (upper !== undefined) requestTarget = '/';
   }
   // The binary as a process without ancestors: what `--binary` names is all explain knows of it.
-  const base = { adapter: 'explain' as const, host, port, ...(binary === undefined ? {} : { identity: { kind: 'process' as const, exe: binary, ancestors: [] } }) };
+  const identity: IdentityClaim | undefined = mode === 'endpoint-only' ? undefined : binary === undefined ? NO_BINARY_NAMED : { kind: 'process', exe: binary, ancestors: [] };
+  const base = { adapter: 'explain' as const, host, port, ...(identity === undefined ? {} : { identity }) };
   if (requestTarget === undefined) return { ok: true, intent: base };
   // Opt-in escapes are kept here; the endpoint's allow_encoded_* options are reported after the decision.
   const canonical = canonicalTarget(requestTarget, { allowEncodedSlash: true, allowEncodedBackslash: true, allowEncodedNul: true });

@@ -8,7 +8,10 @@ import type { FloodKind } from '../http2/flood-guard.js';
 import { GLOBAL_TIMERS } from '../shared/timers.js';
 import { ServerSession } from '../http2/server-session.js';
 import type { H2Tunnel, ProxyContext } from './context.js';
-import { beginOutcome, findingEvent } from '../chain/events.js';
+import { requestOutcome } from '../chain/event.js';
+import { beginOutcome, emitOutcome, findingEvent } from '../chain/events.js';
+import { parserRefusal } from '../chain/parser-refusal.js';
+import { H2Error } from '../http2/frames.js';
 import { createH2Upstreams, type H2Upstreams } from './h2-upstream.js';
 import { handleH2Stream, type H2Session } from './h2-stream.js';
 
@@ -40,6 +43,7 @@ export function createH2Server(ctx: ProxyContext): H2Server {
       const session: ServerSession = new ServerSession(socket, {
         onStream: (stream) => handleH2Stream(ctx, state, stream),
         onFlood: (kind) => reportFlood(ctx, tunnel, kind),
+        onProtocolError: (code, message) => reportProtocolError(ctx, tunnel, code, message),
         stall: { ms: ctx.h2StallTimeoutMs, timers: GLOBAL_TIMERS },
         onStall: () => reportStall(ctx, tunnel, ++stalls),
         onClose: () => {
@@ -69,6 +73,25 @@ function reportStall(ctx: ProxyContext, tunnel: H2Tunnel, nth: number): void {
   o.port = port;
   o.detail = `HTTP/2 stream reset: its answer waited ${ctx.h2StallTimeoutMs} ms on a client that read none of it`;
   ctx.sink.emit(findingEvent(o, 'h2-stalled-stream'));
+}
+
+const H2_ERROR_NAMES: ReadonlyMap<number, string> = new Map(Object.entries(H2Error).map(([name, code]) => [code, name]));
+
+/** A session closed for a connection error the client made: the GOAWAY's code and words, as a parser refusal's event. */
+function reportProtocolError(ctx: ProxyContext, tunnel: H2Tunnel, code: number, message: string): void {
+  const name = H2_ERROR_NAMES.get(code) ?? `0x${code.toString(16)}`;
+  const r = parserRefusal({
+    adapter: 'l7',
+    src: tunnel.src,
+    tunnel: tunnel.target,
+    h2: true,
+    method: 'UNKNOWN',
+    reason: 'bad-request',
+    status: undefined,
+    parserError: name,
+    detail: `HTTP/2 session closed with GOAWAY ${name}: ${message}`,
+  });
+  emitOutcome(ctx.sink, ctx.metrics, requestOutcome(r));
 }
 
 /** A session closed for a flood (GOAWAY ENHANCE_YOUR_CALM naming it went out): counted, and a finding. */

@@ -4,6 +4,7 @@
 
 import { requestOutcome } from '../chain/event.js';
 import { ChainRequest } from '../chain/request.js';
+import { parserRefusal } from '../chain/parser-refusal.js';
 import type { Refusal } from '../chain/stage.js';
 import { bufferHasMarker } from '../credentials/scan.js';
 import { H2Error } from '../http2/frames.js';
@@ -35,10 +36,17 @@ export function handleH2Stream(ctx: ProxyContext, session: H2Session, stream: Re
   const read = readRequestHead(stream.fields, session.tunnel.target.tls ? 'https' : 'http', stream.remoteEnded);
   if (!read.ok) {
     // RFC 9113 §8.1.1: a malformed request is a stream error of type PROTOCOL_ERROR; there is no request to answer.
-    const wire = { httpVersion: '2.0', url: '', rawHeaders: [], headers: {} };
-    const hooks = { continueBody: () => undefined, goingUpstream: () => false };
-    const r = new ChainRequest({ adapter: 'l7', wire, hooks, tunnel: session.tunnel.target, src: session.tunnel.src, method: methodOf(stream.fields), h2: true, upgradable: false, body: stream });
-    r.settle({ verdict: 'deny', reason: 'bad-request', detail: `malformed HTTP/2 request: ${read.problem}`, status: undefined });
+    const r = parserRefusal({
+      adapter: 'l7',
+      src: session.tunnel.src,
+      tunnel: session.tunnel.target,
+      h2: true,
+      method: methodOf(stream.fields),
+      reason: 'bad-request',
+      status: undefined,
+      parserError: read.problem,
+      detail: `malformed HTTP/2 request: ${read.problem}`,
+    });
     stream.reject();
     emitOutcome(ctx.sink, ctx.metrics, requestOutcome(r));
     return;

@@ -6,7 +6,8 @@ import { credentialRefusal } from '../chain/stages/credentials.js';
 import { denied, type Refusal } from '../chain/stage.js';
 import { formatAuthority } from '../net/host.js';
 import { MarkerInBodyError } from '../chain/credential-injection.js';
-import { dialFailedDenial, methodOverrideDenial, upstreamUnreachableDenial } from '../chain/denials.js';
+import { dialFailedDenial, methodOverrideDenial, upstreamProtocolDenial, upstreamUnreachableDenial } from '../chain/denials.js';
+import { isBoundaryError } from '../shared/errors.js';
 import { dialFailureOf, isDialError } from '../chain/dial.js';
 
 /** The client went away before the upstream answered. */
@@ -53,13 +54,19 @@ export function upstreamFailure(r: ChainRequest, err: Error, sent: boolean): Ref
     r.settle({ verdict, reason: 'client-closed', detail: 'client closed before upstream answered', status: r.upstream.status });
     return undefined;
   }
-  const dial = isDialError(err);
   const target = formatAuthority(r.host as string, r.port as number);
+  if (isBoundaryError(err) && err.code === 'UPSTREAM_PROTOCOL_ERROR') {
+    const denial = upstreamProtocolDenial(target);
+    const refused: Refusal = { verdict: 'fail', reason: 'upstream-protocol-error', detail: err.message, status: denial.status, denial, finding: undefined };
+    r.settle(refused);
+    return refused;
+  }
+  const dial = isDialError(err);
   // RX-11: as on CONNECT, timeout, refused and unreachable stay apart in the event and the answer.
   const failure = dial ? dialFailureOf(err) : undefined;
   if (failure !== undefined) r.upstream.dialFailure = failure;
   const denial = failure === undefined ? upstreamUnreachableDenial(target, 'upstream error') : dialFailedDenial(target, failure);
-  const refused: Refusal = { verdict: 'fail', reason: dial ? 'dial-failed' : 'upstream-failed', detail: err.message, status: denial.status, denial, finding: undefined, engine: undefined };
+  const refused: Refusal = { verdict: 'fail', reason: dial ? 'dial-failed' : 'upstream-failed', detail: err.message, status: denial.status, denial, finding: undefined };
   r.settle(refused);
   return refused;
 }

@@ -17,10 +17,16 @@ import type { BinaryIdentityMode, IdentitySource } from '../identity/source.js';
 import { createIdentityGate } from '../chain/identity-gate.js';
 import { createAdmission, FIRST_BYTE_TIMEOUT_MS, MAX_CONNECTIONS_PER_SOURCE_PERCENT } from './admission.js';
 import { createConnectHandler } from './connect.js';
-import { credentialRoute } from '../chain/credential-injection.js';
+import { connectionRouteOf } from '../chain/middleware-route.js';
+import { createMiddlewareRegistry, type MiddlewareRegistry } from '../middleware/registry.js';
 import { type AuthorityParsers, destination, type ProxyContext, type TunnelScope } from './context.js';
 import { createCaptureChain, createConnectChain, type ConnectionChainDeps } from '../chain/connection-chain.js';
 import { createRequestChain } from '../chain/request-chain.js';
+import type { PermanentCheck } from '../chain/stages/always-blocked.js';
+import { permanentRefusal } from '../net/destination.js';
+import { requestOutcome } from '../chain/event.js';
+import { emitOutcome } from '../chain/events.js';
+import { parserRefusal } from '../chain/parser-refusal.js';
 import { createResponseChain } from '../chain/response-chain.js';
 import { CONNECT_TIMEOUT_MS, type DialFunction } from '../chain/dial.js';
 import type { ClientErrorReason, RefusedConnectionReason } from '../chain/events.js';
@@ -100,6 +106,8 @@ interface ProxyServerOptions {
   readonly credentials: CredentialSource;
   /** Binary identity (docs/identity.md): the mode, and where processes are looked up. */
   readonly identity: { readonly mode: BinaryIdentityMode; readonly source: IdentitySource | undefined };
+  /** Network middlewares (docs/policy.md#network-middlewares); default the built-ins with their own capacity. */
+  readonly middleware?: MiddlewareRegistry | undefined;
 }
 
 export interface ProxyServer {
@@ -112,6 +120,8 @@ export interface ProxyServer {
   /** What the adapters share; transparent capture (capture.ts) runs on the same one. */
   readonly context: ProxyContext;
   readonly metrics: ProxyMetrics;
+  /** Whether host:port is refused whatever the policy (net/destination.ts permanentRefusal on this run's switches). */
+  readonly permanent: PermanentCheck;
 }
 
 function clientErrorStatus(code: string | undefined): number {
@@ -132,8 +142,9 @@ export function createProxyServer(options: ProxyServerOptions): ProxyServer {
   const metrics = createProxyMetrics(options.registry);
   metrics.connectionsLimit.set(limits.maxConnections);
   const tunnels = createTunnelRegistry({
-    // A credentialed route is inspected even on an L4 endpoint: re-evaluation must see the same choice.
-    routeOf: (decision, host, port) => credentialRoute(options.credentials, decision, host, port),
+    // A credentialed route, or one a network middleware selects, is inspected even on an L4 endpoint: re-evaluation
+    // must see the same choice.
+    routeOf: (decision, host, port, policy) => connectionRouteOf(options.credentials, policy, decision, host, port),
   });
   const upstreams = createUpstreams({ dial: options.dial, connectTimeoutMs: limits.connectTimeoutMs, extraCaPem: options.upstreamCaPem, metrics });
   const admission = createAdmission({
@@ -172,6 +183,8 @@ export function createProxyServer(options: ProxyServerOptions): ProxyServer {
 
   const identity = createIdentityGate(options.identity);
   const selfAddresses = (): SelfAddresses => ctx.selfAddresses();
+  // docs/destinations.md#always-blocked: the one answer for what no policy can open, also handed to explain.
+  const permanent: PermanentCheck = (host, port) => permanentRefusal(host, port, { allowLoopback: options.allowLoopback, selfAddresses: selfAddresses() });
   const connectionDeps = (): ConnectionChainDeps => ({
     store: options.store,
     hosts: options.hosts,
@@ -184,6 +197,7 @@ export function createProxyServer(options: ProxyServerOptions): ProxyServer {
     connectTimeoutMs: limits.connectTimeoutMs,
     allowLoopback: options.allowLoopback,
     selfAddresses,
+    permanent,
     destination: (target) => destination(ctx, target),
     inTunnel: (c) => ctx.scopes.has(c.socket),
   });
@@ -212,7 +226,9 @@ export function createProxyServer(options: ProxyServerOptions): ProxyServer {
       metrics,
       identity,
       credentials: options.credentials,
+      permanent,
       destination: (target) => destination(ctx, target),
+      middleware: options.middleware ?? createMiddlewareRegistry(),
     }),
     responses: createResponseChain({ sink: options.sink }),
     connectChain: createConnectChain(connectionDeps()),
@@ -254,8 +270,12 @@ export function createProxyServer(options: ProxyServerOptions): ProxyServer {
       refuseH2Preface(ctx, socket);
       return;
     }
-    metrics.clientErrors.inc({ reason: clientErrorReason(err.code) });
+    const reason = clientErrorReason(err.code);
+    metrics.clientErrors.inc({ reason });
     const inFlight = (socket as Socket & { _httpMessage?: ServerResponse | null })._httpMessage;
+    // Answered with a bare status below unless a request before the refused bytes is still being answered.
+    const answered = socket.writable && inFlight == null;
+    if (reason === 'malformed' || reason === 'head-too-large') reportParserRefusal(err, socket, reason, answered ? clientErrorStatus(err.code) : undefined);
     if (err.code !== 'ECONNRESET' && socket.writable && inFlight != null) {
       // A request before the refused bytes is still being answered (issue 15): a 400 now would read as its
       // answer, or cut it. Its answer goes out whole, then the connection closes; the refused bytes get none.
@@ -279,6 +299,26 @@ export function createProxyServer(options: ProxyServerOptions): ProxyServer {
     }
     socket.destroy();
   });
+
+  /** docs/events.md#parser-refusals: the head node:http's parser refused gets an event (aggregated), not only a count. */
+  function reportParserRefusal(err: NodeJS.ErrnoException, socket: Socket, reason: 'malformed' | 'head-too-large', status: number | undefined): void {
+    const tunnel = ctx.scopes.get(socket);
+    const code = err.code ?? 'HPE_UNKNOWN';
+    // llhttp's reason is fixed text; the refused bytes (err.rawPacket) are never recorded.
+    const why = (err as { reason?: unknown }).reason;
+    const r = parserRefusal({
+      adapter: tunnel === undefined ? 'forward' : 'l7',
+      src: socket,
+      tunnel,
+      h2: false,
+      method: 'UNKNOWN',
+      reason: reason === 'malformed' ? 'bad-request' : 'head-too-large',
+      status,
+      parserError: code,
+      detail: `request refused by the HTTP/1.1 parser: ${code}${typeof why === 'string' ? ` (${why})` : ''}`,
+    });
+    emitOutcome(options.sink, metrics, requestOutcome(r));
+  }
 
   const refuse = (socket: Socket, reason: RefusedConnectionReason): void =>
     refuseConnection(socket, { reason, maxConnections: limits.maxConnections, perSourceLimit: admission.perSourceLimit, sink: options.sink, refused });
@@ -308,6 +348,7 @@ export function createProxyServer(options: ProxyServerOptions): ProxyServer {
     tunnels,
     context: ctx,
     metrics,
+    permanent,
     address: () => bound,
     forceClose() {
       tunnels.closeAll('shutdown');

@@ -45,8 +45,8 @@ export interface TunnelRegistry {
 }
 
 interface TunnelRegistryOptions {
-  /** The credential guard of a route (proxy/credential-injection.ts): a forced inspection is part of the decision. */
-  readonly routeOf?: (decision: Decision, host: string, port: number) => 'as-is' | 'inspect' | 'refuse';
+  /** The credential and middleware guards of a route (chain/middleware-route.ts): a forced inspection is part of the decision. */
+  readonly routeOf?: (decision: Decision, host: string, port: number, policy: Policy) => 'as-is' | 'inspect' | 'refuse';
 }
 
 export function createTunnelRegistry(registryOptions: TunnelRegistryOptions = {}): TunnelRegistry {
@@ -86,7 +86,7 @@ function stillAllowed(
 ): boolean {
   const decision = decide(policy, { adapter: 'connect', host: t.host, port: t.port, identity: t.identity });
   if (decision.verdict === 'deny') return false;
-  const route = options.routeOf?.(decision, t.host, t.port) ?? 'as-is';
+  const route = options.routeOf?.(decision, t.host, t.port, policy) ?? 'as-is';
   if (route === 'refuse') return false;
   if (t.recheck !== undefined) {
     if (!t.recheck(policy)) return false;

@@ -158,6 +158,7 @@ async function upgrade(ctx: ProxyContext, r: ChainRequest, socket: Socket, head:
     adapter: r.adapter,
     host,
     port,
+    scheme: r.scheme,
     path: r.path ?? '/',
     query: q < 0 ? '' : redactPlaceholders(target.slice(q + 1)),
     endpoint,
@@ -166,6 +167,7 @@ async function upgrade(ctx: ProxyContext, r: ChainRequest, socket: Socket, head:
     credentialed,
     src: { remoteAddress: socket.remoteAddress, remotePort: socket.remotePort },
     identity: r.identity,
+    middlewares: r.websocketMiddlewares ?? [],
   };
   const pinned = pinnedDecisions(ctx.store.current(), session, r.method, decision);
   let closeRelay: ((reason: string) => void) | undefined;
@@ -219,6 +221,8 @@ async function upgrade(ctx: ProxyContext, r: ChainRequest, socket: Socket, head:
 interface PinnedDecisions {
   readonly upgrade: Decision;
   readonly text: Decision | undefined;
+  /** The network middlewares the host selects, by fingerprint: a reload that changes them closes the relay. */
+  readonly middlewares: string;
 }
 
 /** The upgrade's decision and (on a websocket endpoint) its text frames' decision under `policy`. */
@@ -227,6 +231,10 @@ function pinnedDecisions(policy: Policy, session: WsSession, method: string, upg
   return {
     upgrade: upgrade ?? decide(policy, { adapter, host, port, method, path, query, identity }),
     text: session.decideText ? decide(policy, { adapter, host, port, method: 'WEBSOCKET_TEXT', path, query, identity }) : undefined,
+    middlewares: policy
+      .middlewaresFor(host)
+      .map((m) => m.fingerprint)
+      .join('\n'),
   };
 }
 
@@ -243,5 +251,5 @@ function sameDecision(a: Decision | undefined, b: Decision | undefined): boolean
 }
 
 function sameDecisions(a: PinnedDecisions, b: PinnedDecisions): boolean {
-  return sameDecision(a.upgrade, b.upgrade) && sameDecision(a.text, b.text);
+  return sameDecision(a.upgrade, b.upgrade) && sameDecision(a.text, b.text) && a.middlewares === b.middlewares;
 }

@@ -1,5 +1,6 @@
 // The inspected WebSocket relay after an allowed 101 (docs/destinations.md#websocket-relay, docs/credentials.md#substitution-slots, docs/credentials.md#inspectable-routes-only): client frames are
-// parsed, each text message decided as WEBSOCKET_TEXT and credential-rewritten or refused with close 1008.
+// parsed, each text message decided as WEBSOCKET_TEXT, passed through the network middlewares its upgrade selected,
+// and credential-rewritten or refused with close 1008.
 // Server bytes pass through untouched; only their frame headers are followed, to place our own close frame.
 //
 // Events: allowed text messages emit nothing (one event per message would flood the log). A denied or
@@ -21,8 +22,11 @@ import type { Severity } from '../telemetry/event.js';
 import type { ProxyContext } from './context.js';
 import { credentialRefusal } from '../chain/credential-injection.js';
 import { inspectionRefusalDetail } from '../chain/denials.js';
-import { beginOutcome, emitOutcome, findingEvent, type Outcome, type OutcomeReason, settle } from '../chain/events.js';
+import { beginOutcome, emitOutcome, engineOf, findingEvent, type Outcome, type OutcomeReason, settle } from '../chain/events.js';
 import { identityFields } from '../chain/identity-gate.js';
+import { notable, runTextMiddlewares } from '../chain/websocket-middleware.js';
+import type { BoundMiddleware } from '../middleware/implementation.js';
+import { invocationFields } from '../middleware/outcome.js';
 import { TUNNEL_LINGER_MS } from './tunnel.js';
 import { createAssemblyTimer, GLOBAL_TIMERS, type Timers } from '../websocket/assembly-timer.js';
 import { createFrameBoundaryTracker } from '../websocket/frame-boundary.js';
@@ -33,6 +37,8 @@ export interface WsSession {
   readonly adapter: Adapter;
   readonly host: string;
   readonly port: number;
+  /** `https` when the upgrade came through a TLS-terminated tunnel: its messages' events say so. */
+  readonly scheme: 'http' | 'https';
   /** Redacted canonical path and query of the upgrade request: what WEBSOCKET_TEXT rules match against. */
   readonly path: string;
   readonly query: string;
@@ -46,6 +52,8 @@ export interface WsSession {
   readonly src: { readonly remoteAddress?: string | undefined; readonly remotePort?: number | undefined };
   /** The upgrade's process (docs/identity.md): text frames and reloads are decided with it. */
   readonly identity?: IdentityClaim | undefined;
+  /** The network middlewares that read each client text message, in order (chain/websocket-middleware.ts). */
+  readonly middlewares?: readonly BoundMiddleware[];
 }
 
 interface WsRelay {
@@ -65,6 +73,7 @@ function messageOutcome(ctx: ProxyContext, session: WsSession, method: string): 
   o.host = session.host;
   o.port = session.port;
   o.path = session.path;
+  o.scheme = session.scheme;
   o.generation = policy.generation;
   o.policyHash = policy.hash;
   return o;
@@ -161,7 +170,7 @@ export function relayWebSocket(
       class: 'NET',
       activity: 'CLOSE',
       severity,
-      engine: 'l7',
+      engine: engineOf(reasonCode, undefined),
       dst: { host: session.host, port: session.port },
       message: `websocket closed with ${code}: ${detail}`,
       detail,
@@ -206,7 +215,6 @@ export function relayWebSocket(
     const o = messageOutcome(ctx, session, 'WEBSOCKET_TEXT');
     settle(o, decision.verdict, decision.reason, decision.detail, undefined);
     o.policy = decision.policy;
-    o.engine = decision.layer === 'l7' ? 'l7' : 'opa';
     o.extra = { rule: decision.rule, endpoint: decision.endpoint?.id, ...identityFields(decision, session.identity) };
     if (decision.verdict === 'deny') {
       refuseMessage(o);
@@ -217,8 +225,35 @@ export function relayWebSocket(
     return true;
   }
 
-  function onText(text: string, frames: readonly Buffer[]): void {
-    if (!textAllowed(text)) return;
+  // Entries that failed open on this connection: off for the rest of it.
+  const middlewaresOff = new Set<string>();
+
+  /** The message as the middlewares left it, or undefined when one denied or failed closed (the socket is closing). */
+  function throughMiddlewares(text: string): string | undefined {
+    if (session.middlewares === undefined || session.middlewares.length === 0) return text;
+    const run = runTextMiddlewares(session.middlewares, middlewaresOff, text);
+    if (!notable(run.invocations)) return run.verdict === 'allow' ? run.text : undefined;
+    const o = messageOutcome(ctx, session, 'WEBSOCKET_TEXT');
+    o.engine = 'middleware';
+    o.extra = { middlewares: run.invocations.map(invocationFields) };
+    if (run.verdict === 'allow') {
+      settle(o, 'allow', 'endpoint-allowed', 'text message passed network middleware', undefined);
+      emitOutcome(ctx.sink, ctx.metrics, o);
+      return run.text;
+    }
+    const denied = run.verdict === 'deny';
+    settle(o, 'deny', denied ? 'middleware-denied' : 'middleware-failed', `${denied ? 'denied by' : 'failed in'} network middleware ${run.entry}`, undefined);
+    const code = denied ? CLOSE_CODES.policyViolation : CLOSE_CODES.internalError;
+    o.extra = { ...o.extra, close_code: code };
+    emitOutcome(ctx.sink, ctx.metrics, o);
+    close(code, denied ? 'policy violation' : 'middleware failed');
+    return undefined;
+  }
+
+  function onText(received: string, frames: readonly Buffer[]): void {
+    if (!textAllowed(received)) return;
+    const text = throughMiddlewares(received);
+    if (text === undefined) return;
     // docs/credentials.md#substitution-slots: rewritten only with websocket_credential_rewrite; otherwise a marker is refused.
     const rewrite = rewriteWebSocketText({ text, scope: session.scope, rewrite: session.endpoint?.websocketCredentialRewrite === true });
     if (!rewrite.ok) {
@@ -228,11 +263,12 @@ export function relayWebSocket(
       refuseMessage(o, finding);
       return;
     }
-    if (rewrite.text === text) {
+    if (rewrite.text === received) {
       for (const frame of frames) toUpstream(frame);
       return;
     }
-    ctx.metrics.credentialsSubstituted();
+    // Changed by a middleware or a credential: one new text frame, its length counted again.
+    if (rewrite.text !== text) ctx.metrics.credentialsSubstituted();
     toUpstream(encodeFrame({ opcode: OPCODES.text, payload: Buffer.from(rewrite.text, 'utf8'), maskKey: maskKey() }));
   }
 
@@ -248,7 +284,6 @@ export function relayWebSocket(
         }
         const o = messageOutcome(ctx, session, 'WEBSOCKET_BINARY');
         settle(o, 'deny', 'websocket-binary-credentialed', 'binary WebSocket frames are refused on a credentialed upgrade: they cannot be inspected', undefined);
-        o.engine = 'credentials';
         refuseMessage(o);
         return;
       }

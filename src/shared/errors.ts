@@ -1,5 +1,5 @@
 // The one catalogue of error and problem codes. Codes are stable and never reused; tests match on
-// codes, never messages. The README's error table lists exactly these codes (a unit test checks it).
+// codes, never messages. docs/errors.md's table lists exactly these codes (a unit test checks it).
 
 export const ERROR_CODES = {
   // configuration and CLI
@@ -13,7 +13,6 @@ export const ERROR_CODES = {
   POLICY_UNKNOWN_KEY: 'a key that the policy schema does not define (typos fail the load)',
   POLICY_TYPE: 'a value has the wrong type (map, list, string, number, boolean)',
   POLICY_RESERVED_KEY: 'policy keys starting with _provider_ are reserved',
-  POLICY_MIDDLEWARES_UNSUPPORTED: 'network_middlewares is not supported by boundary',
   POLICY_ENDPOINTS_EMPTY: 'a policy entry needs at least one endpoint',
   POLICY_HOST_REQUIRED: 'an endpoint needs host unless allowed_ips is set',
   POLICY_HOST_INVALID: 'host is not a valid hostname or IP literal',
@@ -52,6 +51,14 @@ export const ERROR_CODES = {
   POLICY_LIMIT_ENDPOINTS: 'the policy has more endpoints than MAX_POLICY_ENDPOINTS',
   POLICY_LIMIT_RULES: 'the policy has more rules and deny_rules than MAX_POLICY_RULES',
   POLICY_LIMIT_ALIASES: 'YAML aliases expand past MAX_POLICY_ALIAS_COUNT',
+  POLICY_MIDDLEWARE_INVALID: 'a network_middlewares entry is malformed (name, middleware, order, config, on_error or on_uninspectable)',
+  POLICY_MIDDLEWARE_UNKNOWN: 'middleware names no built-in: the openshell/ and ryno/ prefixes are reserved for built-ins',
+  POLICY_MIDDLEWARE_EXTERNAL: 'middleware names an external middleware service; boundary runs only its built-ins, so the entry is refused, never skipped',
+  POLICY_MIDDLEWARE_CONFIG: "a middleware entry's config was refused by its built-in, or is larger than MAX_MIDDLEWARE_CONFIG_BYTES",
+  POLICY_MIDDLEWARE_ORDER: 'two network_middlewares entries use the same order',
+  POLICY_MIDDLEWARE_LIMIT: 'more than MAX_MIDDLEWARES entries, or more than MAX_SELECTOR_PATTERNS include and exclude patterns in one entry',
+  POLICY_MIDDLEWARE_SELECTOR: 'a middleware entry needs endpoints with a non-empty include list',
+  POLICY_MIDDLEWARE_TLS_SKIP: 'a fail_closed (or on_uninspectable: deny) middleware selects a tls: skip endpoint it could never inspect',
   // policy warnings: the load succeeds; policy check prints them
   POLICY_WARN_AUDIT_DEFAULT: 'an L7 endpoint relies on the default audit enforcement; violations are logged, not blocked',
   POLICY_WARN_PORT_AND_PORTS: 'both port and ports are set; ports wins',
@@ -62,6 +69,7 @@ export const ERROR_CODES = {
   POLICY_WARN_NOT_ENFORCED: 'filesystem_policy, landlock and process are accepted but not enforced by boundary',
   POLICY_WARN_NO_BINARIES: 'an entry lists no binaries: it allows nothing unless binary identity is endpoint-only (docs/identity.md#modes)',
   POLICY_WARN_DENY_PATH_CASE: 'a deny rule path has letters: an origin that ignores case serves other spellings the rule does not deny',
+  POLICY_WARN_ALWAYS_BLOCKED: 'an endpoint names a destination no policy can open (a metadata or local name, an always-blocked address, boundary\'s own listener): it allows nothing (policy check only)',
   // network and addresses
   ADDRESS_INVALID: 'a host, IP literal, CIDR or host:port failed to parse',
   // upstream

@@ -7,7 +7,28 @@ export type EventClass = (typeof EVENT_CLASSES)[number];
 export const SEVERITIES = ['INFO', 'LOW', 'MED', 'HIGH', 'CRIT', 'FATAL'] as const;
 export type Severity = (typeof SEVERITIES)[number];
 
-export const ENGINES = ['opa', 'l7', 'ssrf', 'tls', 'credentials', 'credential-binding', 'dns', 'control'] as const;
+/**
+ * What made an event's outcome (docs/events.md#engines): `policy` the connection-level decision (host, port,
+ * binaries), `l7` request rules, `identity` a process that could not be identified, `ssrf` destination validation,
+ * `dns` policy DNS and the lookup gate, `tls` interception, `credentials` and `credential-binding` placeholders,
+ * `protocol` a request refused as it was read (framing, parser, authority), `upstream` an upstream that failed,
+ * `admission` the connection limits, `control` the control channel, `middleware` a network middleware.
+ */
+export const ENGINES = [
+  'policy',
+  'l7',
+  'identity',
+  'ssrf',
+  'dns',
+  'tls',
+  'credentials',
+  'credential-binding',
+  'protocol',
+  'upstream',
+  'admission',
+  'control',
+  'middleware',
+] as const;
 export type Engine = (typeof ENGINES)[number];
 
 export interface AuditEvent {
@@ -22,7 +43,7 @@ export interface AuditEvent {
   readonly policy?: string;
   readonly dst?: { readonly host?: string; readonly ip?: string; readonly port?: number };
   readonly src?: { readonly ip?: string; readonly port?: number };
-  /** URL without query string (`http://h:443/p`). */
+  /** URL without query string (`https://h/p`, `http://h:8080/p`). */
   readonly http?: { readonly method: string; readonly url: string };
   readonly statusDetail?: string;
   readonly message: string;

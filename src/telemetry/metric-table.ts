@@ -1,5 +1,5 @@
-// Renders the README's metric table from catalogue entries (src/metric-catalogue.ts). Pure; the script
-// scripts/metrics-table.ts writes it into the README and a unit test checks the README still matches.
+// Renders the metric table of docs/metrics.md from catalogue entries (src/app/metric-catalogue.ts). Pure; the
+// script scripts/metrics-table.ts writes it into that page and a unit test checks the page still matches.
 
 import type { MetricSpec } from './metrics.js';
 
@@ -29,6 +29,6 @@ export function renderMetricTable(specs: readonly MetricSpec[]): string {
 export function withMetricTable(readme: string, table: string): string {
   const [head, rest] = readme.split(METRIC_TABLE_START);
   const tail = rest?.split(METRIC_TABLE_END)[1];
-  if (head === undefined || tail === undefined) throw new Error(`README lacks ${METRIC_TABLE_START} ... ${METRIC_TABLE_END}`);
+  if (head === undefined || tail === undefined) throw new Error(`the page lacks ${METRIC_TABLE_START} ... ${METRIC_TABLE_END}`);
   return `${head}${METRIC_TABLE_START}\n${table}\n${METRIC_TABLE_END}${tail}`;
 }

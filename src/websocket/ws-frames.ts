@@ -24,6 +24,7 @@ export const CLOSE_CODES = {
   invalidPayload: 1007,
   policyViolation: 1008,
   messageTooBig: 1009,
+  internalError: 1011,
   serviceRestart: 1012,
 } as const;
 export type CloseCode = (typeof CLOSE_CODES)[keyof typeof CLOSE_CODES];

@@ -91,7 +91,7 @@ it('runs the shipped sandbox pod and supervisor as the manifests say: attach, re
   const entrypoint = [node.path, stage.main];
   const cli = (...args: string[]) => must([...entrypoint, ...args]);
 
-  // --- Certificates: `boundary pki` as the README says, stored under the keys cert-manager writes.
+  // --- Certificates: `boundary pki` as docs/running.md (Kubernetes) says, stored under the keys cert-manager writes.
   const pkiDir = join(dir, 'pki');
   await cli('pki', 'init', '--dir', pkiDir);
   await cli('pki', 'issue', '--dir', pkiDir, '--sandbox', sandboxId, '--out', join(dir, 'sb'));

@@ -108,7 +108,7 @@ export const FORWARD_ALLOWED_EVENT: AuditEvent = {
   activity: 'GET',
   severity: 'INFO',
   action: 'ALLOWED',
-  engine: 'opa',
+  engine: 'policy',
   policy: 'bench',
   dst: { host: 'origin.example.test', port: 8080 },
   src: { ip: '127.0.0.1', port: 50123 },

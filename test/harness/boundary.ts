@@ -12,6 +12,7 @@ import { createBoundary } from '../../src/app/boundary.js';
 import { buildResolver } from '../../src/app/cli/run.js';
 import { parseConfig } from '../../src/app/config.js';
 import type { CredentialSource } from '../../src/credentials/source.js';
+import type { MiddlewareRegistry } from '../../src/middleware/registry.js';
 import type { IdentitySource } from '../../src/identity/source.js';
 import { type DialTarget, netDial } from '../../src/chain/dial.js';
 import type { ProxyLimits } from '../../src/proxy/server.js';
@@ -60,6 +61,8 @@ export interface StartOptions {
   readonly identitySocket?: string;
   /** deps.identity: a source of the test's own (a /proc walk of another root, say). */
   readonly identity?: IdentitySource;
+  /** deps.middleware: network middleware implementations and capacity of the test's own. */
+  readonly middleware?: MiddlewareRegistry;
   /**
    * config.upstreamDns: resolve through the production resolver (cli/run.ts buildResolver: upstream DNS client and
    * TTL cache) asking this loopback DNS server (test/harness/dns-upstream.ts) instead of the fake resolver.
@@ -137,6 +140,7 @@ export async function startBoundary(options: StartOptions = {}): Promise<Running
     ...(options.credentials === undefined ? {} : { credentials: options.credentials }),
     ...(options.shutdownDrainMs === undefined ? {} : { shutdownDrainMs: options.shutdownDrainMs }),
     ...(options.identity === undefined ? {} : { identity: options.identity }),
+    ...(options.middleware === undefined ? {} : { middleware: options.middleware }),
     dial: (target) => {
       dials.push(target);
       return options.dial === undefined ? netDial(target) : options.dial(target);

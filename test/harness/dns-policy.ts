@@ -67,6 +67,8 @@ export function stubPolicy(specs: readonly EndpointSpec[], generation = 1): Poli
     endpoints,
     warnings: [],
     notEnforced: [],
+    middlewares: [],
+    middlewaresFor: () => [],
     endpointsForHost(host: string) {
       return endpoints.filter((e) => {
         const pattern = e.host ?? '';

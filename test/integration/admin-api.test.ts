@@ -60,7 +60,7 @@ async function cli(cwd: string, ...argv: string[]): Promise<{ code: number; stdo
 
 describe('boundary admin API callers', () => {
   it('answers /v1/explain and /v1/denials to loopback peers only, in every spelling, and refuses others before reading the query', async () => {
-    const deps = { store: createPolicyStore(), texts: createPolicyTexts(), ring: createDenialRing() };
+    const deps = { store: createPolicyStore(), texts: createPolicyTexts(), ring: createDenialRing(), permanent: () => undefined, binaryIdentity: 'required' as const };
     const query = new URLSearchParams({ url: 'https://api.example.test/' });
     for (const route of [explainRoute(deps), denialsRoute(deps)]) {
       for (const address of ['127.0.0.1', '127.9.9.9', '::1', '::ffff:127.0.0.1']) {

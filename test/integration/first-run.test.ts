@@ -3,12 +3,13 @@
 // in a real shell, then every line of the README's walk-through run as written, each checked against what the
 // README says it does. The README's hosts are public names: here a hosts file (--hosts) sends them to stand-ins in
 // a second namespace, whose CA boundary trusts as it would the public roots (--upstream-ca); the default policy and
-// the README's commands are used unchanged, and nothing leaves the two namespaces.
+// the README's commands are used unchanged, and nothing leaves the two namespaces. The checkout's dist/ is a
+// staged build, for the walk-through's `node dist/app/main.js` lines.
 
 import assert from 'node:assert/strict';
 import { type ChildProcessWithoutNullStreams, execFile, spawn } from 'node:child_process';
 import { once } from 'node:events';
-import { cp, mkdir, mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises';
+import { cp, mkdir, mkdtemp, readFile, rm, stat, symlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { it, type TestContext } from 'node:test';
@@ -16,6 +17,7 @@ import { promisify } from 'node:util';
 import { MAIN, PROJECT_ROOT } from '../harness/cli-boundary.js';
 import { createNetnsPair, netnsSkipReason } from '../harness/netns-pair.js';
 import { NPM_PACKAGE, REPO_README, type ReadmeWorld, startReadmeWorld, WHEEL_NAME } from '../harness/readme-world.js';
+import { stageBoundary } from '../harness/stage.js';
 
 const run = promisify(execFile);
 const TEST_BUDGET_MS = 300_000;
@@ -40,6 +42,12 @@ const EXPECTED: Readonly<Record<string, (out: Outcome, ctx: { checkout: string; 
     assert.equal((JSON.parse(out.stdout) as { error?: string }).error, 'policy_denied', out.stdout);
     assert.ok(!world.hits().some((h) => h.host === 'example.com'), 'example.com was never dialled');
   },
+  "curl -s '127.0.0.1:9901/v1/denials?last=1'": (out) => {
+    const { denials } = JSON.parse(out.stdout) as { denials: { host?: string; reason?: string; suggestion?: string }[] };
+    assert.equal(denials.length, 1, out.stdout);
+    assert.deepEqual([denials[0]?.host, denials[0]?.reason], ['example.com', 'no-endpoint-matched'], out.stdout);
+    assert.match(denials[0]?.suggestion ?? '', /host: example\.com/, out.stdout);
+  },
   'python3 -c \'import requests; print(requests.get("https://pypi.org/simple/requests/").status_code)\'': (out) => assert.equal(out.stdout.trim(), '200', out.stderr),
   'pip download --no-deps -d wheels requests': async (out, { checkout }) => {
     assert.equal(out.code, 0, out.stdout + out.stderr);
@@ -60,6 +68,15 @@ const EXPECTED: Readonly<Record<string, (out: Outcome, ctx: { checkout: string; 
     assert.equal(ready.ready, true, out.stdout.slice(0, cut));
     assert.deepEqual([ready.capture?.mode, ready.capture?.state], ['optional', 'unavailable']);
     assert.match(out.stdout.slice(cut), /^boundary_/m);
+  },
+  'node dist/app/main.js policy check policies/*.yaml': (out) => {
+    assert.equal(out.code, 0, out.stdout + out.stderr);
+    const lines = out.stdout.trim().split('\n');
+    assert.ok(lines.length > 1 && lines.every((line) => /^policies\/[\w-]+\.yaml: ok$/.test(line)), out.stdout);
+  },
+  "node dist/app/main.js policy explain policies/default.yaml 'https://github.com/o/r.git/info/refs?service=git-receive-pack'": (out) => {
+    assert.match(out.stdout, /^DENY GET \/o\/r\.git\/info\/refs to github\.com:443$/m, out.stdout + out.stderr);
+    assert.match(out.stdout, /^\s+reason\s+deny-rule-matched$/m, out.stdout);
   },
 };
 
@@ -130,6 +147,9 @@ it("runs the README's first steps as written: npm start, the banner's exports, e
   await mkdir(pair.etc, { recursive: true });
   await writeFile(join(pair.etc, 'resolv.conf'), `nameserver ${pair.outsideIp}\n`);
   const world = await startReadmeWorld(t, pair, dir);
+  // Built while boundary starts; awaited before the walk-through needs it.
+  const staged = stageBoundary();
+  staged.catch(() => undefined);
 
   // The clone as the README leaves it: the shipped policies, and nothing of boundary's state yet.
   const checkout = join(dir, 'checkout');
@@ -146,6 +166,8 @@ it("runs the README's first steps as written: npm start, the banner's exports, e
   assert.deepEqual(exported.map((line) => line.replaceAll(`${checkout}/`, '')), walkthrough.exports, banner);
   const exportsFile = join(dir, 'exports.sh');
   await writeFile(exportsFile, `${exported.join('\n')}\n`);
+  // What `npm start` leaves besides .boundary/: the build the walk-through's `node dist/app/main.js` lines run.
+  await symlink(join((await staged).dir, 'dist'), join(checkout, 'dist'));
 
   for (const command of walkthrough.commands) {
     const check = EXPECTED[command];

@@ -79,11 +79,12 @@ describe('forward requests over the strict upstream client', () => {
     ['/smuggle', /Transfer-Encoding together with Content-Length/],
     ['/bare-lf', /bare LF/],
   ] as const) {
-    it(`answers 502 to a response with broken framing (${path}) and logs upstream-failed`, async () => {
+    it(`answers 502 upstream_protocol_error to a response with broken framing (${path}) and logs upstream-protocol-error`, async () => {
       const response = await sendRequest({ proxyPort: b.proxyPort, path: url(path) });
       assert.equal(response.status, 502);
+      assert.equal(JSON.parse(response.body).error, 'upstream_protocol_error');
       const event = await b.log.waitFor((e) => e.unmapped.adapter === 'forward' && e.activity_name === 'Fail' && detail.test(String(e.unmapped.reason ?? '')));
-      assert.equal(event.unmapped.reason_code, 'upstream-failed');
+      assert.equal(event.unmapped.reason_code, 'upstream-protocol-error');
     });
   }
 

@@ -47,7 +47,7 @@ function complete(text: string): string[] {
   return text.split('\n').slice(0, -1);
 }
 
-const EVENT = `{ class: 'HTTP', activity: 'GET', severity: 'INFO', action: 'ALLOWED', engine: 'opa', policy: 'p',
+const EVENT = `{ class: 'HTTP', activity: 'GET', severity: 'INFO', action: 'ALLOWED', engine: 'policy', policy: 'p',
   dst: { host: 'origin.example.test', port: 8080 }, http: { method: 'GET', url: 'http://origin.example.test:8080/é/' + i },
   message: 'FORWARD allowed GET origin.example.test:8080/é/' + i, reason: 'r', unmapped: { n: i, pad: 'x'.repeat(i % 300) } }`;
 
@@ -61,7 +61,7 @@ function assertNumbered(lines: string[], count: number): void {
 
 /** An event that repeats but for its source port (so its line comes from a template), with `text` in its path. */
 function repeatingEvent(text: string): string {
-  return `{ class: 'HTTP', activity: 'GET', severity: 'INFO', action: 'ALLOWED', engine: 'opa', policy: 'p',
+  return `{ class: 'HTTP', activity: 'GET', severity: 'INFO', action: 'ALLOWED', engine: 'policy', policy: 'p',
     dst: { host: 'origin.example.test', port: 8080 }, src: { ip: '127.0.0.1', port: 40000 + i },
     http: { method: 'GET', url: 'http://origin.example.test:8080/${text}' }, message: 'FORWARD allowed GET origin.example.test:8080/${text}',
     reason: 'r', unmapped: { adapter: 'forward', status_code: 200 } }`;

@@ -139,7 +139,7 @@ describe('proxy matrix: transport x verdict', () => {
       const event = transport === 'forward' ? httpEvents(path)[0] : netEvents('denied.example.test', httpPort())[0];
       assert.equal(event?.action, 'Denied');
       assert.equal(event?.unmapped.reason_code, 'no-endpoint-matched');
-      assert.equal(event?.firewall_rule?.type, 'opa');
+      assert.equal(event?.firewall_rule?.type, 'policy');
     });
 
     if (!inspected) continue;
@@ -155,8 +155,8 @@ describe('proxy matrix: transport x verdict', () => {
       assert.equal(body.error, 'policy_denied');
       assert.equal(body.layer, 'l7');
       assert.equal(body.path, path);
-      // No rule matched: `rule` names none; the step says what to add (the rule_missing, as a policy entry).
-      assert.equal(body.rule, null);
+      // No rule matched: `rule` names the missing allow rule, as explain does; the step says what to add.
+      assert.equal(body.rule, `GET ${path}`);
       assert.deepEqual((body.rule_missing as { method: string; path: string }).path, path);
       const steps = body.next_steps as { kind: string; yaml?: string }[];
       assert.deepEqual(steps.map((step) => step.kind), ['add_policy_entry']);

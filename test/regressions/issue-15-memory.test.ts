@@ -3,7 +3,7 @@
 // Dockerfile) sat ~28 MiB above a bare node process with net/tls/http loaded: @peculiar/x509 (~250 modules) for
 // the interception CA, and prom-client's index with @opentelemetry/api for exemplars nobody uses. This bounds
 // idle RSS over that floor (measured in the same test, so a different node binary moves both), and the RSS a
-// held idle CONNECT tunnel costs. Full figures: bench/memory.sh (README.md#memory).
+// held idle CONNECT tunnel costs. Full figures: bench/memory.sh (docs/benchmarks.md#memory).
 
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';

@@ -98,6 +98,7 @@ async function startRelay(t: TestContext, upstreamKind: 'echo' | 'deaf' = 'echo'
       adapter: 'forward',
       host: HOST,
       port: origin.port,
+      scheme: 'http',
       path: '/socket',
       query: '',
       endpoint: undefined,

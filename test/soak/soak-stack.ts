@@ -49,6 +49,8 @@ export interface SoakStack {
   readonly caPem: string;
   readonly dir: string;
   readonly plain: Origin;
+  /** The TLS origin behind the intercepted tunnel: its record of what arrived is what the steady checks read. */
+  readonly secure: Origin;
   /** Rewrites the policy file (atomically) as rewrite `n`: the soak's rules plus one unused endpoint of its own. */
   writePolicy(n: number): Promise<void>;
   /** Rewrites the credentials file (atomically) with API_TOKEN = tokenOf(n). */
@@ -157,6 +159,7 @@ export async function startSoakStack(): Promise<SoakStack> {
       caPem,
       dir,
       plain,
+      secure,
       writePolicy: (n) => replaceFile(policyFile, policyYaml(ports, n)),
       writeCredentials: (n) => replaceFile(credentialsFile, credentialsYaml(ports, n)),
       close,

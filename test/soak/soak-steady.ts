@@ -11,6 +11,7 @@ import { setTimeout as pause } from 'node:timers/promises';
 import { promisify } from 'node:util';
 import { rcodeOf, udpQuery, buildQuery } from '../harness/dns-client.js';
 import { PH } from '../harness/credential-parts.js';
+import type { Origin } from '../harness/servers.js';
 import { openWebSocket, type WsClient } from '../harness/ws.js';
 import type { LatencyLog } from './soak-figures.js';
 import { SOAK_HOSTS, type SoakStack } from './soak-stack.js';
@@ -28,23 +29,29 @@ const CURL_ENV = { PATH: process.env.PATH ?? '/usr/bin:/bin' };
 
 type Attempt = () => Promise<{ ms: number; problem?: string }>;
 
-function authorizationProblem(body: string): string | undefined {
-  try {
-    const seen = (JSON.parse(body) as { headers?: { authorization?: string } }).headers?.authorization ?? '';
-    return ROTATED_AUTHORIZATION.test(seen) ? undefined : `origin saw authorization ${JSON.stringify(seen.slice(0, 60))}`;
-  } catch {
-    return `not an echo body: ${body.slice(0, 80)}`;
-  }
+/**
+ * What the origin received for the request whose path ends in `/<id>` (its record is taken, so the list stays short).
+ * The origin's own record, not the echo in the answer: boundary masks an echoed bound secret in the answer.
+ */
+function authorizationProblem(origin: Origin, id: string): string | undefined {
+  const at = origin.seen.findIndex((seen) => seen.url.endsWith(`/${id}`));
+  if (at < 0) return `the origin has no record of request ${id}`;
+  const [record] = origin.seen.splice(at, 1);
+  const seen = String(record?.headers.authorization ?? '');
+  return ROTATED_AUTHORIZATION.test(seen) ? undefined : `origin saw authorization ${JSON.stringify(seen.slice(0, 60))}`;
 }
 
+let requestIds = 0;
+const nextRequestId = (): string => String(++requestIds);
+
 /** curl; `-w` puts the status and time_total on a last line after the body. */
-async function curl(args: readonly string[], checkBody: boolean): Promise<{ ms: number; problem?: string }> {
+async function curl(args: readonly string[], check?: { readonly origin: Origin; readonly id: string }): Promise<{ ms: number; problem?: string }> {
   const { stdout } = await run('curl', ['-sS', '--max-time', String(STEADY_REQUEST_TIMEOUT_MS / 1_000), '-w', '\n%{http_code} %{time_total}', ...args], { env: CURL_ENV });
   const cut = stdout.lastIndexOf('\n');
   const [code, seconds] = stdout.slice(cut + 1).split(' ');
   const ms = Number(seconds) * 1_000;
   if (code !== '200') return { ms, problem: `status ${code}: ${stdout.slice(0, Math.min(cut, 160))}` };
-  const problem = checkBody ? authorizationProblem(stdout.slice(0, cut)) : undefined;
+  const problem = check === undefined ? undefined : authorizationProblem(check.origin, check.id);
   return problem === undefined ? { ms } : { ms, problem };
 }
 
@@ -53,10 +60,11 @@ function nodeForward(stack: SoakStack, agent: Agent): Attempt {
   return () =>
     new Promise((resolve) => {
       const started = performance.now();
+      const id = nextRequestId();
       const req = httpRequest({
         host: '127.0.0.1',
         port: stack.proxyPort,
-        path: `http://${authority}/steady/node`,
+        path: `http://${authority}/steady/node/${id}`,
         headers: { host: authority, authorization: `Bearer ${PH}API_TOKEN` },
         agent,
         timeout: STEADY_REQUEST_TIMEOUT_MS,
@@ -70,7 +78,7 @@ function nodeForward(stack: SoakStack, agent: Agent): Attempt {
         res.on('end', () => {
           const ms = performance.now() - started;
           const body = Buffer.concat(chunks).toString('utf8');
-          const problem = res.statusCode === 200 ? authorizationProblem(body) : `status ${res.statusCode}: ${body.slice(0, 160)}`;
+          const problem = res.statusCode === 200 ? authorizationProblem(stack.plain, id) : `status ${res.statusCode}: ${body.slice(0, 160)}`;
           resolve(problem === undefined ? { ms } : { ms, problem });
         });
       });
@@ -127,8 +135,11 @@ export function startSteadyTraffic(stack: SoakStack, log: () => LatencyLog): Ste
   const proxy = ['-x', `http://127.0.0.1:${stack.proxyPort}`];
   const placeholder = ['-H', `Authorization: Bearer ${PH}API_TOKEN`];
   const attempts: Record<SteadyKind, Attempt> = {
-    'curl-forward': () => curl([...proxy, '-o', '/dev/null', `http://${SOAK_HOSTS.plain}:${stack.ports.plain}/steady/curl`], false),
-    'curl-connect-tls': () => curl([...proxy, ...placeholder, '--cacert', stack.caFile, `https://${SOAK_HOSTS.tls}:${stack.ports.secure}/steady/curl-tls`], true),
+    'curl-forward': () => curl([...proxy, '-o', '/dev/null', `http://${SOAK_HOSTS.plain}:${stack.ports.plain}/steady/curl`]),
+    'curl-connect-tls': () => {
+      const id = nextRequestId();
+      return curl([...proxy, ...placeholder, '--cacert', stack.caFile, `https://${SOAK_HOSTS.tls}:${stack.ports.secure}/steady/curl-tls/${id}`], { origin: stack.secure, id });
+    },
     'node-forward': nodeForward(stack, agent),
     'ws-echo': wsEcho(stack, sockets),
     'dns-udp': dnsLookup(stack),

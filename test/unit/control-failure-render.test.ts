@@ -140,7 +140,7 @@ describe('audit line levels', () => {
       { class: 'NET', activity: 'FAIL', severity: 'MED', engine: 'control', message: 'm', unmapped: { error: 'connect ECONNREFUSED' } },
       { class: 'NET', activity: 'FAIL', severity: 'HIGH', engine: 'control', message: 'm', unmapped: { error: 'refused for good' } },
       attachFailedEvent({ address: ADDRESS, supervisor: SUPERVISOR, failure: new ControlFailure('tls', CAUSES.tls), attempt: 1 }),
-      { class: 'NET', activity: 'OPEN', severity: 'HIGH', engine: 'opa', message: 'm' },
+      { class: 'NET', activity: 'OPEN', severity: 'HIGH', engine: 'policy', message: 'm' },
     ];
     for (const parts of [false, true]) {
       const got: string[] = [];

@@ -56,7 +56,7 @@ describe('denial next steps and reason phrases', () => {
       denial: () => l7('api.example.test', 'POST', '/v1/items', 'token=s3cret'),
       kinds: ['add_policy_entry'],
       phrase: 'Forbidden by policy: no rule allows POST on api.example.test:443',
-      rule: null,
+      rule: 'POST /v1/items',
       missing: true,
     },
     {

@@ -55,9 +55,11 @@ function referenceOutcomeEvent(o: Outcome): AuditEvent {
   if (o.policy !== undefined) event.policy = o.policy;
   if (o.generation !== undefined) event.generation = o.generation;
   if (o.policyHash !== undefined) event.policyHash = o.policyHash;
-  if (!net) {
-    // docs/events.md#shorthand-line: the scheme is http even after TLS termination; the port is printed unless 80.
-    event.http = { method: o.method, url: `http://${o.port === 80 || o.port === undefined ? target(o.host, undefined) : where}${o.path ?? ''}` };
+  if (!net && o.host !== undefined) {
+    // docs/events.md#shorthand-line: https after TLS termination; the port is printed unless the scheme's default.
+    const scheme = o.scheme ?? 'http';
+    const shown = o.port === undefined || o.port === (scheme === 'https' ? 443 : 80) ? target(o.host, undefined) : where;
+    event.http = { method: o.method, url: `${scheme}://${shown}${o.path ?? ''}` };
   }
   return event;
 }
@@ -69,9 +71,16 @@ describe('outcomeEvent', () => {
       for (const kind of ['net', 'http'] as const) {
         for (const verdict of verdicts) {
           for (const extra of [undefined, { inspect: true }, { inspect: false, rule: 'r' }]) {
-            for (const [host, port, path] of [['h.test', 8080, '/p'], ['::1', 80, undefined], [undefined, undefined, undefined]] as const) {
+            for (const [host, port, path, scheme] of [
+              ['h.test', 8080, '/p', undefined],
+              ['::1', 80, undefined, undefined],
+              [undefined, undefined, undefined, undefined],
+              ['h.test', 443, '/p', 'https'],
+              ['h.test', 443, '/p', 'http'],
+            ] as const) {
               const o = beginOutcome(adapter, kind, { remoteAddress: '127.0.0.1', remotePort: 5 });
               Object.assign(o, { verdict, host, port, path, extra, status: verdict === 'fail' ? 502 : 200, policy: 'p', generation: 3, policyHash: 'h' });
+              if (scheme !== undefined) o.scheme = scheme;
               const got = outcomeEvent(o);
               const want: AuditEvent = referenceOutcomeEvent(o);
               assert.deepEqual(got, want);

@@ -10,10 +10,11 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import { Readable } from 'node:stream';
 import { describe, it } from 'node:test';
+import { createMiddlewareRegistry } from '../../src/middleware/registry.js';
 import { createRequestChain } from '../../src/chain/request-chain.js';
 import { createResponseChain } from '../../src/chain/response-chain.js';
 import { createStaticCredentialSource } from '../../src/credentials/source.js';
-import { checkDestination } from '../../src/net/destination.js';
+import { checkDestination, permanentRefusal } from '../../src/net/destination.js';
 import { BoundaryError } from '../../src/shared/errors.js';
 import { createCachingResolver } from '../../src/net/resolver-cache.js';
 import type { Resolver } from '../../src/net/resolver.js';
@@ -208,7 +209,9 @@ async function run(c: Case, resolver: Resolver): Promise<Observed> {
     metrics,
     identity: undefined,
     credentials,
+    permanent: (host, port) => permanentRefusal(host, port, { allowLoopback: true, selfAddresses: NO_SELF_ADDRESSES }),
     destination: (target) => checkDestination({ ...target, lookups, hosts: undefined, allowLoopback: true, selfAddresses: NO_SELF_ADDRESSES }),
+    middleware: createMiddlewareRegistry(),
   });
   const sink = {
     emit(event: AuditEvent) {

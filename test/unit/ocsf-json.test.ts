@@ -123,7 +123,7 @@ describe('createOcsfJsonRenderer', () => {
     for (const dst of [{ host: 'name.test', port: 1 }, { ip: 'name.test', port: 1 }, { host: 'name.test', port: 2 }, { host: 'name.test', ip: '10.0.0.1', port: 2 }]) {
       assertSameJson({ ...base, dst }, { time: T }, JSON.stringify(dst));
     }
-    for (const engine of ['opa', 'l7', undefined] as const) {
+    for (const engine of ['policy', 'l7', undefined] as const) {
       const { engine: _e, ...rest } = base;
       assertSameJson(engine === undefined ? rest : { ...rest, engine }, { time: T }, `engine ${engine}`);
     }

@@ -17,7 +17,7 @@ const connectAllowed: AuditEvent = {
   activity: 'OPEN',
   severity: 'INFO',
   action: 'ALLOWED',
-  engine: 'opa',
+  engine: 'policy',
   policy: 'github',
   dst: { host: 'api.github.com', port: 443 },
   src: { ip: '127.0.0.1', port: 50123 },
@@ -45,7 +45,7 @@ describe('toOcsf', () => {
     assert.equal(ocsf.disposition_id, 1);
     assert.deepEqual(ocsf.dst_endpoint, { domain: 'api.github.com', port: 443 });
     assert.deepEqual(ocsf.src_endpoint, { ip: '127.0.0.1', port: 50123 });
-    assert.deepEqual(ocsf.firewall_rule, { name: 'github', type: 'opa' });
+    assert.deepEqual(ocsf.firewall_rule, { name: 'github', type: 'policy' });
     assert.equal(ocsf.status_detail, 'CONNECT allowed api.github.com:443');
     assert.deepEqual(ocsf.metadata, { product: { name: 'boundary', vendor_name: 'boundary' }, version: OCSF_VERSION, uid: 'evt-1' });
     assert.deepEqual(ocsf.unmapped, {
@@ -181,7 +181,7 @@ describe('toShorthand', () => {
   it('prints a CONNECT allow exactly as docs/events.md#shorthand-line shapes it', () => {
     assert.equal(
       toShorthand(connectAllowed),
-      'NET:OPEN [INFO] ALLOWED -(-) -> api.github.com:443 [policy:github engine:opa] [reason:rule-matched]',
+      'NET:OPEN [INFO] ALLOWED -(-) -> api.github.com:443 [policy:github engine:policy] [reason:rule-matched]',
     );
   });
 
@@ -235,8 +235,8 @@ describe('toShorthand', () => {
       'NET:FAIL [MED] -(-) -> s.test:5500 [policy:- engine:control] [error:dns x]',
     );
     assert.equal(
-      toShorthand({ class: 'NET', activity: 'OPEN', severity: 'INFO', action: 'ALLOWED', engine: 'opa', dst: { host: 'a.test', port: 443 }, message: 'CONNECT allowed' }),
-      'NET:OPEN [INFO] ALLOWED -(-) -> a.test:443 [policy:- engine:opa]',
+      toShorthand({ class: 'NET', activity: 'OPEN', severity: 'INFO', action: 'ALLOWED', engine: 'policy', dst: { host: 'a.test', port: 443 }, message: 'CONNECT allowed' }),
+      'NET:OPEN [INFO] ALLOWED -(-) -> a.test:443 [policy:- engine:policy]',
     );
   });
 
@@ -291,7 +291,7 @@ describe('audit sink and logger', () => {
     log.sink.emit(connectAllowed);
     log.logger.warn({ attempt: 2 }, 'control channel lost');
     assert.deepEqual(log.lines(), [
-      '2026-01-01T00:00:00.000Z OCSF NET:OPEN [INFO] ALLOWED -(-) -> api.github.com:443 [policy:github engine:opa] [reason:rule-matched]',
+      '2026-01-01T00:00:00.000Z OCSF NET:OPEN [INFO] ALLOWED -(-) -> api.github.com:443 [policy:github engine:policy] [reason:rule-matched]',
       '2026-01-01T00:00:00.000Z WARN control channel lost {"attempt":2}',
     ]);
     assert.equal(log.events()[0]?.class_uid, 4001);

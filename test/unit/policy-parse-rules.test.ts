@@ -14,7 +14,6 @@ describe('parsePolicy: validation rules', () => {
     ['V1 unknown top-level key', 'version: 1\nnetwork_policy: {}\n', 'POLICY_UNKNOWN_KEY', 'network_policy'],
     ['V1 unknown key in a not-enforced section', 'version: 1\nlandlock: { compat: x }\n', 'POLICY_UNKNOWN_KEY', 'landlock.compat'],
     ['V1 not-enforced section must be a map', 'version: 1\nprocess: [a]\n', 'POLICY_TYPE', 'process'],
-    ['middlewares are unsupported', 'version: 1\nnetwork_middlewares: {}\n', 'POLICY_MIDDLEWARES_UNSUPPORTED', 'network_middlewares'],
     ['V1 unknown entry key', endpoint('{ host: a.example.com, port: 443 }').replace('    binaries', '    binary: x\n    binaries'), 'POLICY_UNKNOWN_KEY', 'network_policies.p.binary'],
     ['V1 unknown key in a rule', endpoint('host: a.example.com\nport: 443\nprotocol: rest\nrules: [{ allow: { method: GET, path: /, querry: {} } }]'), 'POLICY_UNKNOWN_KEY', `${E0}.rules[0].allow.querry`],
     ['V1 unknown key in a binary', endpoint('{ host: a.example.com, port: 443 }').replace('[{ path: "/**" }]', '[{ path: "/**", sha: x }]'), 'POLICY_UNKNOWN_KEY', 'network_policies.p.binaries[0].sha'],

@@ -6,7 +6,9 @@ import { readFile } from 'node:fs/promises';
 import { resolve } from 'node:path';
 import { parseCredentials } from '../../credentials/parse.js';
 import { type ErrorCode, isBoundaryError, type Issue } from '../../shared/errors.js';
+import type { PermanentCheck } from '../../net/destination.js';
 import { loadPolicyFile } from '../../policy/load.js';
+import type { Policy } from '../../policy/types.js';
 import type { CliIo } from './io.js';
 
 export interface FileReport {
@@ -24,13 +26,40 @@ export interface JsonIssue {
   readonly message: string;
 }
 
-export async function checkFile(file: string, io: CliIo): Promise<FileReport> {
+export async function checkFile(file: string, io: CliIo, permanent: PermanentCheck): Promise<FileReport> {
+  let policy: Policy;
   try {
-    const policy = await loadPolicyFile(resolve(io.cwd, file));
-    return { file, ok: true, problems: [], warnings: policy.warnings.map(toJson) };
+    policy = await loadPolicyFile(resolve(io.cwd, file));
   } catch (err) {
     return { file, ok: false, problems: problemsOf(err), warnings: [] };
   }
+  return { file, ok: true, problems: [], warnings: [...policy.warnings.map(toJson), ...alwaysBlocked(policy, permanent)] };
+}
+
+/**
+ * Endpoints naming a destination the run refuses whatever the policy (net/destination.ts permanentRefusal): the same
+ * check the proxy and explain make, so check never accepts in silence what explain and the proxy deny.
+ */
+function alwaysBlocked(policy: Policy, permanent: PermanentCheck): JsonIssue[] {
+  const issues: JsonIssue[] = [];
+  for (const entry of policy.entries) {
+    entry.endpoints.forEach((endpoint, i) => {
+      if (endpoint.host === undefined || (endpoint.hostKind !== 'exact' && endpoint.hostKind !== 'ip')) return;
+      const host = endpoint.host;
+      const blocked = endpoint.ports.map((port) => ({ port, found: permanent(host, port) })).filter((p) => p.found !== undefined);
+      const first = blocked[0]?.found;
+      if (first === undefined) return;
+      const ports = blocked.map((p) => p.port).join(', ');
+      issues.push({
+        code: 'POLICY_WARN_ALWAYS_BLOCKED',
+        path: `network_policies.${entry.key}.endpoints[${i}].host`,
+        line: null,
+        column: null,
+        message: `${host} (port ${ports}) is always blocked (${first.check}, ${first.addressClass}): no policy can allow it, so this endpoint allows nothing there`,
+      });
+    });
+  }
+  return issues;
 }
 
 /** A credentials file as `run --credentials` reads it: parsed and validated, never its values printed. */

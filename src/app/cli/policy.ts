@@ -6,13 +6,14 @@ import { resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { isBoundaryError } from '../../shared/errors.js';
 import { formatAuthority } from '../../net/host.js';
-import { type Explanation, explainIntent, explanationJson } from '../../policy/explain.js';
+import { ALWAYS_BLOCKED_REASON, blockedHint, type Explanation, explainedVerdict, explainIntent, explanationJson } from '../../policy/explain.js';
 import { loadPolicyFile } from '../../policy/load.js';
 import type { Decision, EgressIntent, Policy } from '../../policy/types.js';
 import { intentFromTarget } from '../../proxy/explain-target.js';
 import { type ReplayFields, replayFromUnmapped, replayTarget } from '../../telemetry/replay.js';
 import type { CliIo, Command } from './io.js';
 import { checkCredentialsFile, checkFile, type FileReport, problemsOf, renderIssue, renderReport } from './policy-check.js';
+import { RUN_VIEW_OPTIONS, RUN_VIEW_USAGE, type RunView, type RunViewFlags, runViewOf } from './run-view.js';
 
 const EXIT_OK = 0;
 const EXIT_PROBLEMS = 1;
@@ -21,9 +22,9 @@ const EXIT_USAGE = 2;
 const MAX_EVENT_INPUT_BYTES = 16 * 1024 * 1024;
 
 const USAGE = `Usage:
-  boundary policy check FILE... [--credentials FILE]... [--json]
-  boundary policy explain FILE TARGET [--method M] [--binary PATH] [--json]
-  boundary policy explain FILE --from-event EVENT|- [--binary PATH] [--json]
+  boundary policy check FILE... [--credentials FILE]... [--json] [RUN FLAGS]
+  boundary policy explain FILE TARGET [--method M] [--binary PATH] [--json] [RUN FLAGS]
+  boundary policy explain FILE --from-event EVENT|- [--binary PATH] [--json] [RUN FLAGS]
 
 check     Loads every FILE and prints each problem as  FILE:LINE:COL CODE PATH: MESSAGE
           and each warning as  FILE:LINE:COL WARN CODE PATH: MESSAGE.
@@ -43,9 +44,10 @@ explain   Decides one request or connection against FILE and prints the verdict,
                    used for the decision but never printed.
           --method M      the HTTP method (or WEBSOCKET_TEXT); makes a host:port target a request for /
           --binary PATH   the executable making the request, as the kernel names it (readlink -f), with
-                          no ancestors; without it (and without one in --from-event's EVENT), binaries
-                          are not checked, as with --binary-identity endpoint-only (docs/identity.md)
-          --json   print { verdict, policy, endpointIndex, reason, detail, layer, rule, suggestion?, hint? }
+                          no ancestors; without it (and without one in --from-event's EVENT), only entries
+                          listing "/**" match, as a run that looked no process up (docs/identity.md)
+          --json   print { verdict, policy, endpointIndex, reason, detail, layer, rule, binaryIdentity,
+                   check?, addressClass?, suggestion?, hint? }
                    (suggestion is the YAML text of the new entry; hint says why none is offered)
           --from-event EVENT   replay a logged denial instead of TARGET: EVENT is a file (or - for
                    standard input) holding a JSON log line with the event under "ocsf", or a bare
@@ -55,6 +57,10 @@ explain   Decides one request or connection against FILE and prints the verdict,
                    stderr says which fields were used, stdout is what explain prints for them.
           Exit 0 when allowed (or audited), 1 when denied.
 
+Both decide as \`boundary run\` would with the same flags: a destination the run always blocks (a metadata or
+local name, an always-blocked address such as 169.254.169.254 or 127.0.0.1, boundary's own listener) is DENY
+in explain with its check and address class, and a POLICY_WARN_ALWAYS_BLOCKED warning in check.
+${RUN_VIEW_USAGE}
 Both exit 2 on a usage error; explain also exits 2 when FILE does not load.
   --help, -h   show this help
 `;
@@ -86,8 +92,21 @@ const OPTIONS = {
   binary: { type: 'string' },
   'from-event': { type: 'string' },
   credentials: { type: 'string', multiple: true },
+  ...RUN_VIEW_OPTIONS,
   help: { type: 'boolean', short: 'h' },
 } as const;
+
+const RUN_VIEW_FLAGS = Object.keys(RUN_VIEW_OPTIONS) as (keyof typeof RUN_VIEW_OPTIONS)[];
+
+/** The run the flags describe; a bad value is a usage error naming the flag. */
+function viewOf(values: RunViewFlags): RunView {
+  try {
+    return runViewOf(values);
+  } catch (err) {
+    if (isBoundaryError(err)) throw new UsageError(err.issues.map((i) => `${i.path}: ${i.message}`).join('; ') || err.message);
+    throw err;
+  }
+}
 
 function parse(args: readonly string[], allowed: readonly (keyof typeof OPTIONS)[]) {
   let parsed: ReturnType<typeof parseArgs<{ args: string[]; options: typeof OPTIONS; allowPositionals: true; strict: true }>>;
@@ -103,15 +122,16 @@ function parse(args: readonly string[], allowed: readonly (keyof typeof OPTIONS)
 }
 
 async function runCheck(args: readonly string[], io: CliIo): Promise<number> {
-  const { values, positionals } = parse(args, ['json', 'credentials']);
+  const { values, positionals } = parse(args, ['json', 'credentials', ...RUN_VIEW_FLAGS]);
   if (values.help === true) {
     io.stdout.write(USAGE);
     return EXIT_OK;
   }
   const credentials = values.credentials ?? [];
   if (positionals.length === 0 && credentials.length === 0) throw new UsageError('policy check needs at least one FILE');
+  const view = viewOf(values);
   const reports: FileReport[] = [];
-  for (const file of positionals) reports.push(await checkFile(file, io));
+  for (const file of positionals) reports.push(await checkFile(file, io, view.permanent));
   for (const file of credentials) reports.push(await checkCredentialsFile(file, io));
   if (values.json === true) {
     io.stdout.write(`${JSON.stringify(reports, null, 2)}\n`);
@@ -122,7 +142,7 @@ async function runCheck(args: readonly string[], io: CliIo): Promise<number> {
 }
 
 async function runExplain(args: readonly string[], io: CliIo): Promise<number> {
-  const { values, positionals } = parse(args, ['json', 'method', 'binary', 'from-event']);
+  const { values, positionals } = parse(args, ['json', 'method', 'binary', 'from-event', ...RUN_VIEW_FLAGS]);
   if (values.help === true) {
     io.stdout.write(USAGE);
     return EXIT_OK;
@@ -141,7 +161,8 @@ async function runExplain(args: readonly string[], io: CliIo): Promise<number> {
     binary ??= replay.fields.binary;
     io.stderr.write(describeReplay(replay.fields, replay.source, question));
   }
-  const parsed = intentFromTarget(question.target, { method: question.method, binary });
+  const view = viewOf(values);
+  const parsed = intentFromTarget(question.target, { method: question.method, binary, binaryIdentity: view.binaryIdentity });
   if (!parsed.ok) throw new UsageError(parsed.message);
   const intent = parsed.intent;
 
@@ -157,13 +178,13 @@ async function runExplain(args: readonly string[], io: CliIo): Promise<number> {
     io.stderr.write(`boundary policy: ${file} did not load; run \`boundary policy check ${file}\`\n`);
     return EXIT_USAGE;
   }
-  const explanation = explainIntent(policy, policyText, intent);
+  const explanation = explainIntent(policy, policyText, intent, view.permanent);
   if (values.json === true) {
     io.stdout.write(`${JSON.stringify(explanationJson(explanation), null, 2)}\n`);
   } else {
-    io.stdout.write(renderExplain(intent, explanation.decision, explanation.suggestion));
+    io.stdout.write(renderExplain(intent, explanation));
   }
-  return explanation.decision.verdict === 'deny' ? EXIT_PROBLEMS : EXIT_OK;
+  return explainedVerdict(explanation) === 'deny' ? EXIT_PROBLEMS : EXIT_OK;
 }
 
 /**
@@ -228,12 +249,27 @@ function describeReplay(fields: ReplayFields, source: string, asked: { target: s
   return `boundary policy: replaying ${question} from ${source}, using ${used}${keys}${cut}\n`;
 }
 
-type SuggestionOutcome = Explanation['suggestion'];
+/** What the binaries were checked against: the named binary, none (run's mode: only `/**` entries match), or nothing. */
+function binaryRow(decision: Decision): string {
+  if (decision.binary !== undefined) return `${decision.binary} (${decision.binaryIdentity})`;
+  if (decision.binaryIdentity === 'endpoint-only') return 'not checked (endpoint-only)';
+  if (decision.binaryIdentity === 'not-needed') return 'any (the matching entries list "/**")';
+  return `none named (${decision.binaryIdentity}): only entries listing "/**" match; --binary PATH names one`;
+}
 
-function renderExplain(intent: EgressIntent, decision: Decision, suggestion: SuggestionOutcome): string {
+function renderExplain(intent: EgressIntent, explanation: Explanation): string {
+  const { decision, suggestion, blocked } = explanation;
   const request = intent.method === undefined ? 'connection' : `${intent.method} ${intent.path ?? '/'}`;
-  const lines = [`${decision.verdict.toUpperCase()} ${request} to ${formatAuthority(intent.host, intent.port)}`];
+  const lines = [`${explainedVerdict(explanation).toUpperCase()} ${request} to ${formatAuthority(intent.host, intent.port)}`];
   const row = (label: string, value: string) => lines.push(`  ${label.padEnd(9)}${value}`);
+  if (blocked !== undefined) {
+    row('verdict', 'deny');
+    row('reason', `${ALWAYS_BLOCKED_REASON} (always blocked)`);
+    row('check', blocked.check);
+    row('class', blocked.addressClass);
+    row('detail', blocked.message);
+    return `${lines.join('\n')}\n\n  No entry to suggest: ${suggestion?.ok === false ? suggestion.hint : blockedHint(blocked)}\n`;
+  }
   row('verdict', decision.verdict);
   row('reason', decision.reason);
   const name = decision.policyName !== undefined && decision.policyName !== decision.policy ? ` (${decision.policyName})` : '';
@@ -241,7 +277,7 @@ function renderExplain(intent: EgressIntent, decision: Decision, suggestion: Sug
   row('endpoint', decision.endpointIndex === undefined ? '-' : String(decision.endpointIndex));
   if (decision.rule !== undefined) row('rule', decision.rule);
   row('layer', decision.layer);
-  row('binary', decision.binary === undefined ? 'not checked (endpoint-only)' : `${decision.binary} (${decision.binaryIdentity})`);
+  row('binary', binaryRow(decision));
   row('detail', decision.detail);
   const endpoint = decision.endpoint;
   const escapes = [

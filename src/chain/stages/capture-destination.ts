@@ -27,7 +27,7 @@ export function createCaptureDestinationStage(deps: {
       });
       if (!dest.ok) {
         c.destinationFacts = { check: dest.check, dropped: [] };
-        return refusal('deny', 'ssrf-denied', dest.message, undefined, { engine: 'ssrf' });
+        return refusal('deny', 'ssrf-denied', dest.message, undefined);
       }
       c.addresses = dest.addresses;
       return CONTINUE;

@@ -21,7 +21,7 @@ function checked(c: ConnectionRequest, dest: DestinationResult): Refusal | undef
   const dropped = dest.dropped.map((d) => `${d.ip} ${d.class}`);
   if (!dest.ok) {
     c.destinationFacts = { plan: dest.plan, check: dest.check, dropped };
-    return denied(ssrfDenial(target, dest.check, dest.message), 'ssrf-denied', dest.message, undefined, 'ssrf');
+    return denied(ssrfDenial(target, dest.check, dest.message), 'ssrf-denied', dest.message);
   }
   if (dropped.length > 0) c.destinationFacts = { dropped };
   c.addresses = dest.addresses;

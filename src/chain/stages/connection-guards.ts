@@ -15,7 +15,7 @@ export function createInterceptionStage(deps: { readonly interception: Intercept
     run(c) {
       if (!c.inspect || interception.ready()) return CONTINUE;
       const target = formatAuthority(c.host as string, c.port as number);
-      return denied(tlsUnavailableDenial(target), 'tls-unavailable', `${target} needs inspection but the interception CA is unavailable`, undefined, 'tls');
+      return denied(tlsUnavailableDenial(target), 'tls-unavailable', `${target} needs inspection but the interception CA is unavailable`);
     },
   };
 }
@@ -27,7 +27,7 @@ export function createCredentialGuardStage(): Stage<ConnectionRequest> {
       if (c.credentialRoute !== 'refuse') return CONTINUE;
       const target = formatAuthority(c.host as string, c.port as number);
       const detail = `${target} carries credentials but its route is not inspected`;
-      return denied(uninspectedCredentialsDenial(target), 'uninspected-credentials', detail, 'uninspected-credentials', 'credentials');
+      return denied(uninspectedCredentialsDenial(target), 'uninspected-credentials', detail, 'uninspected-credentials');
     },
   };
 }

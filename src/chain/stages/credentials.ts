@@ -14,10 +14,11 @@ import { CONTINUE, type Refusal, type Stage } from '../stage.js';
 
 /** A credential refusal as the chain ends with it: closed reason, the module's log message, never a key name. */
 export function credentialRefusal(r: ChainRequest, refused: RewriteRefusal): Refusal {
-  const { reason, engine, finding } = credentialRefusalFacts(refused);
+  const { reason, finding } = credentialRefusalFacts(refused);
   r.credentialReason = refused.reason;
+  // A binding mismatch is a HIGH event plus a finding: a placeholder was sent where its secret must never go.
   if (finding !== undefined) r.severity = 'HIGH';
-  return { verdict: 'deny', reason, detail: refused.logMessage, status: refused.status, denial: credentialDenial(refused), finding, engine };
+  return { verdict: 'deny', reason, detail: refused.logMessage, status: refused.status, denial: credentialDenial(refused), finding };
 }
 
 /** Drops the extension offer: permessage-deflate would hide text frames from inspection. */
@@ -40,13 +41,15 @@ export function createCredentialsStage(deps: { readonly credentials: CredentialS
       const { tls } = r.destination!;
       const endpoint = r.decision?.endpoint;
       const websocket = r.framing?.upgrade === 'websocket';
-      const fields = upstreamRequestHeaders(r.wire.rawHeaders, websocket ? { host: hostHeader(host, port, tls), upgrade: 'websocket' } : { host: hostHeader(host, port, tls), httpVersion: r.wire.httpVersion });
+      // The head as network middlewares left it (their header changes, a replaced body's Content-Length).
+      const fields = upstreamRequestHeaders(r.requestHeaders ?? r.wire.rawHeaders, websocket ? { host: hostHeader(host, port, tls), upgrade: 'websocket' } : { host: hostHeader(host, port, tls), httpVersion: r.wire.httpVersion });
       const signing = endpoint?.credentialSigning === undefined ? undefined : endpoint;
       const prepared = credentialHead({ source: credentials, host, port, method: r.method, target: r.target, headers: signing === undefined ? fields : withoutAwsAuth(fields), endpoint });
       if (!prepared.ok) return credentialRefusal(r, prepared);
       const head = prepared.head;
-      // docs/credentials.md#inspectable-routes-only: a route that binds credentials reads its frames even on an L4 endpoint.
-      r.websocketInspected = websocket && (endpoint?.protocol === 'websocket' || head.scope.boundKeys.length > 0);
+      // docs/credentials.md#inspectable-routes-only: a route that binds credentials reads its frames even on an L4 endpoint,
+      // and so does one whose network middlewares read text messages.
+      r.websocketInspected = websocket && (endpoint?.protocol === 'websocket' || head.scope.boundKeys.length > 0 || r.websocketMiddlewares !== undefined);
       r.head = r.websocketInspected ? { ...head, headers: withoutExtensions(head.headers) } : head;
       r.upstreamHeaders = r.head.headers;
       return CONTINUE;

@@ -25,7 +25,7 @@ function checked(r: ChainRequest, dest: DestinationResult): Refusal | undefined 
   const dropped = dest.dropped.map((d) => `${d.ip} ${d.class}`);
   if (!dest.ok) {
     r.destinationFacts = { plan: dest.plan, check: dest.check, dropped };
-    return denied(ssrfDenial(formatAuthority(host, port), dest.check, dest.message), 'ssrf-denied', dest.message, undefined, 'ssrf');
+    return denied(ssrfDenial(formatAuthority(host, port), dest.check, dest.message), 'ssrf-denied', dest.message);
   }
   if (dropped.length > 0) r.destinationFacts = { dropped };
   r.destination = { addresses: dest.addresses, tls: false };

@@ -29,9 +29,10 @@ export function createMcpRequestStage(): Stage<ChainRequest> {
       const mcp = r.mcp;
       if (mcp === undefined) return CONTINUE;
       const body = r.mcpBody;
+      // Set on every run: a body a middleware replaced is read again, and may no longer be the exempt initialize.
+      r.mcpBootstrap = mcp.deferred && body?.bootstrap === true;
       if (mcp.deferred) {
-        if (body?.bootstrap === true) r.mcpBootstrap = true;
-        else {
+        if (!r.mcpBootstrap) {
           const refused = checkAllowlist(r, mcp);
           if (refused !== undefined) return refused;
         }

@@ -1,0 +1,126 @@
+// The request's network middlewares (docs/policy.md#network-middlewares), run once policy allowed it and before any
+// credential is written into it: the body held (within the shared capacity), every selected entry in ascending order,
+// each seeing the changes of those before it. A replaced body is read and decided again by policy before the next
+// entry (GraphQL, JSON-RPC, MCP). A deny, or a failure under fail_closed, ends the request; fail_open goes on.
+
+import { withContentLength } from '../middleware/headers.js';
+import { failedInvocation, isReasonCode, type MiddlewareFailure } from '../middleware/outcome.js';
+import type { MiddlewareRegistry } from '../middleware/registry.js';
+import type { MiddlewareEntry } from '../policy/types.js';
+import { readPrefix } from './credential-injection.js';
+import { middlewareCapacityDenial, middlewareDeniedDenial, middlewareFailedDenial, type MiddlewareRequestFacts } from './middleware-denials.js';
+import type { ChainRequest } from './request.js';
+import { denied, type Refusal, runStages, type Stage } from './stage.js';
+
+export interface MiddlewareRunDeps {
+  readonly registry: MiddlewareRegistry;
+  /** The stages that read a replaced body and decide it again (body-hold, mcp-request, l7, verdict). */
+  readonly reevaluate: readonly Stage<ChainRequest>[];
+}
+
+export function requestFacts(r: ChainRequest): MiddlewareRequestFacts {
+  return {
+    policy: r.decision?.policy,
+    method: r.decidedMethod,
+    path: r.path ?? '/',
+    host: r.host as string,
+    port: r.port as number,
+    binary: r.decision?.binary,
+  };
+}
+
+async function* once(body: Buffer): AsyncGenerator<Buffer> {
+  yield body;
+}
+
+async function* resumed(prefix: Buffer, rest: AsyncIterator<Buffer>): AsyncGenerator<Buffer> {
+  yield prefix;
+  for (let next = await rest.next(); next.done !== true; next = await rest.next()) yield next.value;
+}
+
+function failure(r: ChainRequest, entry: MiddlewareEntry, kind: MiddlewareFailure): Refusal | undefined {
+  r.noteMiddleware(failedInvocation(entry, 'http-request', kind));
+  if (entry.onError === 'fail_open') return undefined;
+  return denied(middlewareFailedDenial(requestFacts(r)), 'middleware-failed', `network middleware ${entry.key} failed (${kind}) under fail_closed`);
+}
+
+/**
+ * A body the entries cannot see at all (a streamed gRPC or Connect body: holding it would stall the call): refused when
+ * any entry's on_uninspectable is deny, else each entry is recorded as failed open.
+ */
+export function uninspectableBody(r: ChainRequest, entries: readonly MiddlewareEntry[]): Refusal | undefined {
+  for (const entry of entries) r.noteMiddleware({ ...failedInvocation(entry, 'http-request', 'uninspectable'), failedOpen: entry.onUninspectable === 'allow' });
+  const blocking = entries.find((e) => e.onUninspectable === 'deny');
+  if (blocking === undefined) return undefined;
+  return denied(middlewareFailedDenial(requestFacts(r)), 'middleware-uninspectable', `network middleware ${blocking.key} cannot inspect a streamed body`);
+}
+
+/** Runs `entries` on `r` within a capacity turn; the refusal that ends the request, or undefined. */
+export function runRequestMiddlewares(r: ChainRequest, entries: readonly MiddlewareEntry[], deps: MiddlewareRunDeps): Refusal | undefined | Promise<Refusal | undefined> {
+  const turn = deps.registry.capacity.acquire();
+  if (turn === false) {
+    for (const entry of entries) r.noteMiddleware(failedInvocation(entry, 'http-request', 'capacity'));
+    return denied(middlewareCapacityDenial(requestFacts(r)), 'middleware-capacity', 'network middleware capacity is full');
+  }
+  const run = async (): Promise<Refusal | undefined> => {
+    try {
+      return await runEntries(r, entries, deps);
+    } finally {
+      deps.registry.capacity.release();
+    }
+  };
+  return turn === true ? run() : turn.then(run);
+}
+
+async function runEntries(r: ChainRequest, entries: readonly MiddlewareEntry[], deps: MiddlewareRunDeps): Promise<Refusal | undefined> {
+  const hasBody = r.framing?.hasBody === true || r.bodyFollows;
+  const implementations = entries.map((entry) => deps.registry.implementationFor(entry));
+  // Held up to the largest limit; a body past it is too large for every entry (readPrefix: incomplete).
+  const limit = Math.max(0, ...implementations.map((i) => i.maxPayloadBytes));
+  let body: Buffer = Buffer.alloc(0);
+  let complete = true;
+  let rest: AsyncIterator<Buffer> | undefined;
+  if (hasBody) {
+    r.hooks.continueBody();
+    ({ prefix: body, complete, rest } = await readPrefix(r.body, limit));
+  }
+  let replaced = false;
+  for (const [i, entry] of entries.entries()) {
+    const impl = implementations[i]!;
+    const result = !complete || body.length > impl.maxPayloadBytes ? ({ verdict: 'failed', failure: 'payload-too-large' } as const) : impl.evaluateBody(body);
+    if (result.verdict === 'failed') {
+      const refused = failure(r, entry, result.failure);
+      if (refused !== undefined) return refused;
+      continue;
+    }
+    const reasonCode = result.verdict === 'deny' && result.reasonCode !== undefined && isReasonCode(result.reasonCode) ? result.reasonCode : undefined;
+    r.noteMiddleware({
+      key: entry.key,
+      implementation: entry.middleware,
+      binding: 'http-request',
+      decision: result.verdict,
+      transformed: result.verdict === 'allow' && result.body !== undefined,
+      findings: result.findings,
+      ...(reasonCode === undefined ? {} : { reasonCode }),
+    });
+    if (result.verdict === 'deny') {
+      return denied(middlewareDeniedDenial(requestFacts(r), entry.key, reasonCode), 'middleware-denied', `denied by network middleware ${entry.key}`);
+    }
+    if (result.body === undefined) continue;
+    body = result.body;
+    replaced = true;
+    // The origin acts on the replacement: policy reads and decides it as it did the body the client sent.
+    if (r.hold !== undefined) {
+      r.body = once(body);
+      const refused = await runStages(deps.reevaluate, r);
+      if (refused !== undefined) return refused;
+    }
+  }
+  if (replaced) {
+    r.requestHeaders = withContentLength(r.requestHeaders ?? r.wire.rawHeaders, body.length);
+    r.body = once(body);
+  } else if (hasBody) {
+    r.body = complete ? once(body) : resumed(body, rest as AsyncIterator<Buffer>);
+  }
+  return undefined;
+}
