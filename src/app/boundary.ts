@@ -159,6 +159,7 @@ export function createBoundary(config: Config, deps: Deps): Boundary {
       upstreamCaPem,
       otherSelfAddresses: () => otherSelves,
       credentials,
+      placeholderFamily: config.placeholderFamily,
       identity: { mode: config.binaryIdentity, source: identity },
       // The built-in network middlewares and the capacity they share.
       middleware: deps.middleware ?? createMiddlewareRegistry(),

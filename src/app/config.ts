@@ -11,6 +11,7 @@ import { normaliseHost, parseAuthority } from '../net/host.js';
 import { NEW_NAMES_BURST, NEW_NAMES_PER_SECOND } from '../net/lookup-gate.js';
 import { DEFAULT_SYNTHETIC_CIDR, syntheticCidrProblem } from '../net/synthetic.js';
 import { BINARY_IDENTITY_MODES, type BinaryIdentityMode } from '../identity/source.js';
+import { DEFAULT_PLACEHOLDER_FAMILY, PLACEHOLDER_FAMILIES, type PlaceholderFamily } from '../credentials/placeholder.js';
 import { DEFAULT_PROXY_LIMITS, type ProxyLimits } from '../proxy/server.js';
 
 export interface ListenAddress {
@@ -76,6 +77,8 @@ export interface Config {
   readonly binaryIdentity: BinaryIdentityMode;
   /** `--identity-socket`: ask `boundary identity serve` there; undefined: boundary reads /proc itself. */
   readonly identitySocket: string | undefined;
+  /** `--placeholder-family`: the placeholder spelling resolved; the other is refused (docs/credentials.md#placeholder-families). */
+  readonly placeholderFamily: PlaceholderFamily;
 }
 
 export const DEFAULTS: Config = Object.freeze({
@@ -106,6 +109,7 @@ export const DEFAULTS: Config = Object.freeze({
   attached: undefined,
   binaryIdentity: 'required',
   identitySocket: undefined,
+  placeholderFamily: DEFAULT_PLACEHOLDER_FAMILY,
 });
 
 /**
@@ -257,6 +261,7 @@ export function parseConfig(raw: unknown): Config {
     attached: parseAttached(input, issues),
     binaryIdentity: oneOf(input.binaryIdentity, BINARY_IDENTITY_MODES, DEFAULTS.binaryIdentity, 'binaryIdentity', issues),
     identitySocket: optionalString(input.identitySocket, 'identitySocket', issues),
+    placeholderFamily: oneOf(input.placeholderFamily, PLACEHOLDER_FAMILIES, DEFAULTS.placeholderFamily, 'placeholderFamily', issues),
   };
   if (issues.length > 0) {
     throw new BoundaryError('CONFIG_INVALID', `configuration is invalid: ${issues.map((i) => `${i.path}: ${i.message}`).join('; ')}`, { issues });

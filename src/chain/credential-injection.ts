@@ -8,6 +8,7 @@ import { MAX_BODY_REWRITE_BYTES, rewriteBody } from '../credentials/rewrite-body
 import { type HeaderPair, headHasMarker, rewriteRequestHead } from '../credentials/rewrite-head.js';
 import { bufferHasMarker, createMarkerScanner } from '../credentials/scan.js';
 import { type CredentialScope, routeCarriesCredentials, scopeFor } from '../credentials/scope.js';
+import type { PlaceholderFamily } from '../credentials/placeholder.js';
 import type { CredentialSource } from '../credentials/source.js';
 import type { Decision, Endpoint } from '../policy/types.js';
 import { cannotInspect, needsInspection } from './inspection.js';
@@ -66,6 +67,7 @@ function toFlat(pairs: readonly HeaderPair[]): string[] {
  */
 export function credentialHead(input: {
   readonly source: CredentialSource;
+  readonly family?: PlaceholderFamily | undefined;
   readonly host: string;
   readonly port: number;
   readonly method: string;
@@ -76,7 +78,7 @@ export function credentialHead(input: {
   const q = input.target.indexOf('?');
   const path = q < 0 ? input.target : input.target.slice(0, q);
   const query = q < 0 ? undefined : input.target.slice(q + 1);
-  const scope = scopeFor({ source: input.source, host: input.host, port: input.port, path, endpoint: input.endpoint });
+  const scope = scopeFor({ source: input.source, host: input.host, port: input.port, path, endpoint: input.endpoint, ...(input.family === undefined ? {} : { family: input.family }) });
   const headers = toPairs(input.headers);
   // No marker anywhere (the fail-closed scan rewriteRequestHead ends with): it would substitute nothing,
   // refuse nothing and hand back this very head, so skip it. The common case: no placeholder in the request.

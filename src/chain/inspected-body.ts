@@ -49,7 +49,7 @@ export type HeldBody =
   /** Not inspectable at all (too large, compressed, multipart): refused before policy is asked. */
   | { readonly ok: false; readonly problem: string };
 
-const NAMES: Readonly<Record<InspectedProtocol, string>> = { graphql: 'GraphQL', 'json-rpc': 'JSON-RPC', mcp: 'MCP' };
+export const INSPECTED_PROTOCOL_NAMES: Readonly<Record<InspectedProtocol, string>> = { graphql: 'GraphQL', 'json-rpc': 'JSON-RPC', mcp: 'MCP' };
 
 /**
  * How to hold the body when decide() will select a graphql, json-rpc or mcp endpoint for `path` (the most
@@ -87,15 +87,14 @@ export interface RequestShape {
   readonly accept: string | undefined;
   readonly contentType: string | undefined;
   readonly hasBody: boolean;
-  readonly upgrade: boolean;
 }
 
 /**
  * What policy reads of a request without holding its body, or `hold` when the body must be read first.
  * GraphQL: a GET, or a POST without a body, is read from the URL; a POST's JSON body is held; any other method
  * is unreadable (OpenShell); graphql/http-request.ts refuses what servers read two ways. JSON-RPC and MCP: a
- * bodiless GET asking for `text/event-stream` is the receive stream, an MCP bodiless DELETE ends the session,
- * an upgrade is not JSON-RPC; anything else is held, and an empty body is then invalid JSON.
+ * bodiless GET asking for `text/event-stream` is the receive stream, an MCP bodiless DELETE ends the session;
+ * anything else is held, and an empty body is then invalid JSON. An upgrade never gets here (stages/l7-upgrade.ts).
  */
 export function withoutBody(hold: BodyHold, shape: RequestShape): Inspected | 'hold' {
   const { method } = shape;
@@ -103,7 +102,6 @@ export function withoutBody(hold: BodyHold, shape: RequestShape): Inspected | 'h
     const read = graphqlFromHead(shape);
     return read === 'hold' ? read : fromGraphql(read);
   }
-  if (shape.upgrade) return { jsonRpc: { kind: 'error', problem: 'invalid-request', error: 'an upgrade request is not a JSON-RPC message', ids: [], batch: false } };
   if (!shape.hasBody && method === 'GET' && acceptsEventStream(shape.accept)) return { jsonRpc: { kind: 'receive-stream' } };
   if (!shape.hasBody && method === 'DELETE' && hold.protocol === 'mcp') return { jsonRpc: { kind: 'session-end' } };
   return 'hold';
@@ -116,7 +114,7 @@ function acceptsEventStream(accept: string | undefined): boolean {
 
 /** What the head alone refuses: a body boundary could not inspect (compressed, multipart, declared too large). */
 export function heldBodyHeadProblem(req: { readonly headers: IncomingHttpHeaders }, hold: BodyHold): string | undefined {
-  const name = NAMES[hold.protocol];
+  const name = INSPECTED_PROTOCOL_NAMES[hold.protocol];
   const encoding = (req.headers['content-encoding'] ?? '').trim().toLowerCase();
   if (encoding !== '' && encoding !== 'identity') return `${name} request content-encoding "${encoding}" is not supported`;
   if ((req.headers['content-type'] ?? '').trim().toLowerCase().startsWith('multipart/')) return `${name} multipart requests are not supported`;
@@ -150,5 +148,5 @@ function fromGraphql(read: GraphqlRead): Inspected {
 }
 
 function tooLarge(hold: BodyHold): string {
-  return `${NAMES[hold.protocol]} request body exceeds ${hold.limit} byte inspection limit`;
+  return `${INSPECTED_PROTOCOL_NAMES[hold.protocol]} request body exceeds ${hold.limit} byte inspection limit`;
 }

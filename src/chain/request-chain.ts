@@ -2,6 +2,7 @@
 // read it (forward HTTP/1.1, a request inside an inspected tunnel, an HTTP/2 stream, a WebSocket handshake). A new
 // inspection is a new stage here. Each stage takes only the dependencies it names.
 
+import type { PlaceholderFamily } from '../credentials/placeholder.js';
 import type { CredentialSource } from '../credentials/source.js';
 import type { MiddlewareRegistry } from '../middleware/registry.js';
 import type { PolicyStore } from '../policy/store.js';
@@ -24,6 +25,7 @@ import { createL7Stage } from './stages/l7.js';
 import { createMcpRequestStage } from './stages/mcp-request.js';
 import { createMcpRevisionStage } from './stages/mcp-revision.js';
 import { createMiddlewareStage } from './stages/middleware.js';
+import { createL7UpgradeStage } from './stages/l7-upgrade.js';
 import { createUpgradeStage } from './stages/upgrade.js';
 import { createUpstreamBodyStage } from './stages/upstream-body.js';
 import { createVerdictStage } from './stages/verdict.js';
@@ -37,6 +39,8 @@ export interface RequestChainDeps {
   readonly credentials: CredentialSource;
   /** What no policy can open (stages/always-blocked.ts). */
   readonly permanent: PermanentCheck;
+  /** The placeholder family credentials resolve in (default openshell); the other is refused. */
+  readonly placeholderFamily?: PlaceholderFamily | undefined;
   /** The SSRF check behind the one upstream-lookup gate (net/destination.ts). */
   readonly destination: DestinationCheck;
   /** The middleware implementations and their shared capacity (docs/policy.md#network-middlewares). */
@@ -62,6 +66,8 @@ export function createRequestChain(deps: RequestChainDeps): RequestChain {
     createIdentityStage(deps),
     createL4Stage(deps),
     createCanonicalStage(),
+    // Any Upgrade on an inspected JSON protocol is refused before an MCP request's revision is looked at.
+    createL7UpgradeStage(),
     createMcpRevisionStage(),
     bodyHold,
     mcpRequest,

@@ -43,6 +43,7 @@ const LOG_MESSAGES: Readonly<Record<RefusalReason, string>> = {
   'identity-changed': 'a revision-pinned placeholder names a credential whose provider changed',
   'unknown-handle': 'a stable placeholder handle matches no provider',
   'ambiguous-key': 'two providers bound here hold different values for one key',
+  'other-family': 'a placeholder is spelled in the other placeholder family, which this boundary does not resolve',
   'leftover-marker': 'a placeholder marker remained after rewriting',
   'unsafe-value': 'a resolved credential value cannot be written in its slot',
   'path-unsafe-value': 'a resolved credential value is not safe as a path segment',

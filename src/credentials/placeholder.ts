@@ -1,9 +1,18 @@
-// Placeholder syntax (docs/credentials.md#placeholder-forms): the forms the workload holds, finding them in text, and the fast,
-// case- and encoding-insensitive marker test used by every leftover scan. Pure; never sees a secret value.
+// Placeholder syntax (docs/credentials.md#placeholder-forms): the forms the workload holds in either family, finding them
+// in text, and the fast, case- and encoding-insensitive marker test every leak scan uses. Pure; never sees a secret value.
 
-export const CANONICAL_PREFIX = 'openshell:resolve:env:';
-export const ALIAS_MARKER = '-OPENSHELL-RESOLVE-ENV-';
-export const MARKERS = [CANONICAL_PREFIX, ALIAS_MARKER] as const;
+/**
+ * The two spellings of the placeholder syntax: OpenShell's and that of its Ryno rename. boundary resolves the one
+ * its `--placeholder-family` names and treats the other as reserved: never resolved, never forwarded
+ * (docs/credentials.md#placeholder-families).
+ */
+export const PLACEHOLDER_FAMILIES = ['openshell', 'ryno'] as const;
+export type PlaceholderFamily = (typeof PLACEHOLDER_FAMILIES)[number];
+export const DEFAULT_PLACEHOLDER_FAMILY: PlaceholderFamily = 'openshell';
+export const CANONICAL_PREFIXES: Readonly<Record<PlaceholderFamily, string>> = { openshell: 'openshell:resolve:env:', ryno: 'ryno:resolve:env:' };
+export const ALIAS_MARKERS: Readonly<Record<PlaceholderFamily, string>> = { openshell: '-OPENSHELL-RESOLVE-ENV-', ryno: '-RYNO-RESOLVE-ENV-' };
+export const MARKERS: readonly string[] = PLACEHOLDER_FAMILIES.flatMap((family) => [CANONICAL_PREFIXES[family], ALIAS_MARKERS[family]]);
+const LOWER_MARKERS = MARKERS.map((marker) => marker.toLowerCase());
 export const LONGEST_MARKER_CHARS = Math.max(...MARKERS.map((m) => m.length));
 /** Text shorter than this holds no marker, even decoded: decoding never lengthens text, and only ASCII letters
  *  lower-case to the markers' letters. Most header values are shorter: they skip the scan. */
@@ -20,6 +29,8 @@ type PlaceholderForm = (typeof PLACEHOLDER_FORMS)[number];
 export interface PlaceholderRef {
   readonly form: PlaceholderForm;
   readonly key: string;
+  /** The spelling it was written in; absent for boundary's own lookups by key (SigV4 keys), which use the scope's. */
+  readonly family?: PlaceholderFamily;
   /** The pinned revision of the `v<rev>_KEY` form. */
   readonly revision?: number;
   /** Lower-case 64-hex handle of the `s<hex>_KEY` form. */
@@ -49,20 +60,25 @@ export function keyNameProblem(key: string): string | undefined {
   return undefined;
 }
 
-export function canonicalPlaceholder(key: string): string {
-  return `${CANONICAL_PREFIX}${key}`;
+export function canonicalPlaceholder(key: string, family: PlaceholderFamily = DEFAULT_PLACEHOLDER_FAMILY): string {
+  return `${CANONICAL_PREFIXES[family]}${key}`;
 }
 
-export function revisionPlaceholder(key: string, revision: number): string {
-  return `${CANONICAL_PREFIX}v${revision}_${key}`;
+export function revisionPlaceholder(key: string, revision: number, family: PlaceholderFamily = DEFAULT_PLACEHOLDER_FAMILY): string {
+  return `${CANONICAL_PREFIXES[family]}v${revision}_${key}`;
 }
 
-export function stablePlaceholder(key: string, handle: string): string {
-  return `${CANONICAL_PREFIX}s${handle}_${key}`;
+export function stablePlaceholder(key: string, handle: string, family: PlaceholderFamily = DEFAULT_PLACEHOLDER_FAMILY): string {
+  return `${CANONICAL_PREFIXES[family]}s${handle}_${key}`;
 }
 
-export function aliasPlaceholder(prefix: string, key: string): string {
-  return `${prefix}${ALIAS_MARKER}${key}`;
+export function aliasPlaceholder(prefix: string, key: string, family: PlaceholderFamily = DEFAULT_PLACEHOLDER_FAMILY): string {
+  return `${prefix}${ALIAS_MARKERS[family]}${key}`;
+}
+
+/** True when `text` holds a literal (exact-case) marker of either family: where a rewrite should look. */
+export function hasLiteralMarker(text: string): boolean {
+  return MARKERS.some((marker) => text.includes(marker));
 }
 
 function readName(text: string, from: number): number {
@@ -71,16 +87,16 @@ function readName(text: string, from: number): number {
   return end;
 }
 
-function parseCanonicalName(name: string): PlaceholderRef | undefined {
+function parseCanonicalName(name: string, family: PlaceholderFamily): PlaceholderRef | undefined {
   const revision = REVISION_FORM.exec(name);
   if (revision !== null && keyNameProblem(revision[2] ?? '') === undefined) {
-    return { form: 'revision', key: revision[2] ?? '', revision: Number(revision[1]) };
+    return { form: 'revision', key: revision[2] ?? '', revision: Number(revision[1]), family };
   }
   const stable = STABLE_FORM.exec(name);
   if (stable !== null && keyNameProblem(stable[2] ?? '') === undefined) {
-    return { form: 'stable', key: stable[2] ?? '', handle: (stable[1] ?? '').toLowerCase() };
+    return { form: 'stable', key: stable[2] ?? '', handle: (stable[1] ?? '').toLowerCase(), family };
   }
-  return keyNameProblem(name) === undefined ? { form: 'canonical', key: name } : undefined;
+  return keyNameProblem(name) === undefined ? { form: 'canonical', key: name, family } : undefined;
 }
 
 /**
@@ -90,24 +106,7 @@ function parseCanonicalName(name: string): PlaceholderRef | undefined {
  */
 export function findPlaceholders(text: string, aliasKeyExists: (key: string) => boolean): PlaceholderMatch[] {
   const found: PlaceholderMatch[] = [];
-  let at = text.indexOf(CANONICAL_PREFIX);
-  while (at !== -1) {
-    const nameEnd = readName(text, at + CANONICAL_PREFIX.length);
-    const ref = parseCanonicalName(text.slice(at + CANONICAL_PREFIX.length, nameEnd));
-    if (ref !== undefined) found.push({ start: at, end: nameEnd, ref });
-    at = text.indexOf(CANONICAL_PREFIX, Math.max(nameEnd, at + 1));
-  }
-  at = text.indexOf(ALIAS_MARKER);
-  while (at !== -1) {
-    const nameEnd = readName(text, at + ALIAS_MARKER.length);
-    const key = text.slice(at + ALIAS_MARKER.length, nameEnd);
-    if (keyNameProblem(key) === undefined && aliasKeyExists(key)) {
-      let start = at;
-      while (start > 0 && ALIAS_PREFIX_CHAR.test(text[start - 1] ?? '')) start -= 1;
-      found.push({ start, end: nameEnd, ref: { form: 'alias', key } });
-    }
-    at = text.indexOf(ALIAS_MARKER, Math.max(nameEnd, at + 1));
-  }
+  for (const family of PLACEHOLDER_FAMILIES) findFamily(text, family, aliasKeyExists, found);
   found.sort((a, b) => a.start - b.start);
   // A canonical placeholder inside an alias prefix cannot both be replaced; keep the first, the scan decides.
   const kept: PlaceholderMatch[] = [];
@@ -116,6 +115,30 @@ export function findPlaceholders(text: string, aliasKeyExists: (key: string) => 
     if (last === undefined || match.start >= last.end) kept.push(match);
   }
   return kept;
+}
+
+function findFamily(text: string, family: PlaceholderFamily, aliasKeyExists: (key: string) => boolean, found: PlaceholderMatch[]): void {
+  const prefix = CANONICAL_PREFIXES[family];
+  let at = text.indexOf(prefix);
+  while (at !== -1) {
+    // `openshell:resolve:env:` does not hold `ryno:resolve:env:`, so a token is found in one family only.
+    const nameEnd = readName(text, at + prefix.length);
+    const ref = parseCanonicalName(text.slice(at + prefix.length, nameEnd), family);
+    if (ref !== undefined) found.push({ start: at, end: nameEnd, ref });
+    at = text.indexOf(prefix, Math.max(nameEnd, at + 1));
+  }
+  const marker = ALIAS_MARKERS[family];
+  at = text.indexOf(marker);
+  while (at !== -1) {
+    const nameEnd = readName(text, at + marker.length);
+    const key = text.slice(at + marker.length, nameEnd);
+    if (keyNameProblem(key) === undefined && aliasKeyExists(key)) {
+      let start = at;
+      while (start > 0 && ALIAS_PREFIX_CHAR.test(text[start - 1] ?? '')) start -= 1;
+      found.push({ start, end: nameEnd, ref: { form: 'alias', key, family } });
+    }
+    at = text.indexOf(marker, Math.max(nameEnd, at + 1));
+  }
 }
 
 /** Replaces each match with `replace(match)`; the matches must come from findPlaceholders on this text. */
@@ -162,7 +185,7 @@ export function percentDecodeLoose(text: string): string {
 
 function hasRawMarker(text: string): boolean {
   const lower = text.toLowerCase();
-  return lower.includes('openshell:resolve:env:') || lower.includes('-openshell-resolve-env-');
+  return LOWER_MARKERS.some((marker) => lower.includes(marker));
 }
 
 /**
@@ -181,8 +204,8 @@ export function containsMarker(text: string): boolean {
   return false;
 }
 
-const RAW_CANONICAL_TOKEN = /openshell:resolve:env:[A-Za-z0-9_]*/gi;
-const RAW_ALIAS_TOKEN = /[A-Za-z0-9._~-]*-OPENSHELL-RESOLVE-ENV-[A-Za-z0-9_]*/gi;
+const RAW_CANONICAL_TOKEN = /(?:openshell|ryno):resolve:env:[A-Za-z0-9_]*/gi;
+const RAW_ALIAS_TOKEN = /[A-Za-z0-9._~-]*-(?:OPENSHELL|RYNO)-RESOLVE-ENV-[A-Za-z0-9_]*/gi;
 const PIECE_DELIMITERS = /([/&=?;,\s])/;
 
 /**

@@ -3,7 +3,7 @@
 // (docs/credentials.md#leftover-markers). Returns a value, never throws; never logs, and its refusals hold no secret.
 
 import { type RewriteRefusal, refuse } from './outcome.js';
-import { ALIAS_MARKER, CANONICAL_PREFIX, containsMarker, findPlaceholders } from './placeholder.js';
+import { containsMarker, findPlaceholders, hasLiteralMarker } from './placeholder.js';
 import type { CredentialScope } from './scope.js';
 import { createSubstituter, encodeUnreserved, type SlotEncoder, type Substituter } from './substitute.js';
 
@@ -40,10 +40,6 @@ const pathSegment: SlotEncoder = (value) =>
   PATH_UNSAFE.test(value) ? { refuse: 'path-unsafe-value' } : encodeUnreserved(value);
 const queryValue: SlotEncoder = (value) => encodeUnreserved(value);
 const basicUser: SlotEncoder = (value) => (value.includes(':') ? { refuse: 'unsafe-value' } : value);
-
-function hasLiteralMarker(text: string): boolean {
-  return text.includes(CANONICAL_PREFIX) || text.includes(ALIAS_MARKER);
-}
 
 /** Decodes `Basic <base64>` credentials, or undefined when the value is not that shape. */
 export function decodeBasic(value: string): string | undefined {

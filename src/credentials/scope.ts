@@ -3,7 +3,7 @@
 // credential revision for the revision guard (rule 6). Pure; a policy allow never widens a scope.
 
 import type { Endpoint } from '../policy/types.js';
-import { type PlaceholderRef, redactPlaceholders } from './placeholder.js';
+import { DEFAULT_PLACEHOLDER_FAMILY, type PlaceholderFamily, type PlaceholderRef, redactPlaceholders } from './placeholder.js';
 import type { Secret } from './secret.js';
 import { type CredentialProvider, type CredentialSet, stableHandle } from './set.js';
 import type { CredentialSource } from './source.js';
@@ -17,6 +17,8 @@ interface ScopeRequest {
   readonly path: string;
   /** The endpoint the policy decision selected; its credential_binding provider is bound too. */
   readonly endpoint?: Endpoint | undefined;
+  /** The placeholder family this boundary resolves (default openshell); the other one never resolves. */
+  readonly family?: PlaceholderFamily;
 }
 
 /** Why a placeholder did not resolve. Closed set, never a key name: safe for logs. */
@@ -27,6 +29,7 @@ export const UNAVAILABLE_REASONS = [
   'identity-changed',
   'unknown-handle',
   'ambiguous-key',
+  'other-family',
 ] as const;
 type UnavailableReason = (typeof UNAVAILABLE_REASONS)[number];
 
@@ -66,13 +69,16 @@ function boundProviders(set: CredentialSet, request: ScopeRequest, host: string)
   for (const provider of set.providers.values()) {
     if (provider.endpoints.some((endpoint) => endpoint.matches(host, request.port, path))) bound.add(provider);
   }
-  const named = request.endpoint?.credentialProvider;
+  // An endpoint's `path` narrows its binding even where it restricts no traffic (an L4 endpoint): outside it, nothing is bound.
+  const named = request.endpoint?.selectsPath(path) === true ? request.endpoint.credentialProvider : undefined;
   const viaPolicy = named === undefined ? undefined : set.providers.get(named);
   if (viaPolicy !== undefined) bound.add(viaPolicy);
   return [...bound];
 }
 
-function resolveIn(set: CredentialSet, bound: readonly CredentialProvider[], ref: PlaceholderRef): Resolution {
+function resolveIn(set: CredentialSet, bound: readonly CredentialProvider[], ref: PlaceholderRef, family: PlaceholderFamily): Resolution {
+  // Reserved, never resolved: a workload given one family's placeholders has no business holding the other's.
+  if (ref.family !== undefined && ref.family !== family) return { kind: 'unavailable', reason: 'other-family' };
   if (!set.hasKey(ref.key)) return { kind: 'unavailable', reason: 'unknown-key' };
   const holders = bound.filter((provider) => provider.keys.has(ref.key));
   if (ref.form === 'stable') {
@@ -101,6 +107,7 @@ function resolveIn(set: CredentialSet, bound: readonly CredentialProvider[], ref
 export function scopeFor(request: ScopeRequest): CredentialScope {
   const set = request.source.current();
   const hasResolver = request.host !== undefined && request.host.length > 0;
+  const family = request.family ?? DEFAULT_PLACEHOLDER_FAMILY;
   const bound = hasResolver ? boundProviders(set, request, normaliseRequestHost(request.host ?? '')) : [];
   // Most requests have no provider bound: skip building an empty set, array and sort for them.
   const boundKeys = bound.length === 0 ? NO_KEYS : Object.freeze([...new Set(bound.flatMap((provider) => [...provider.keys.keys()]))].sort());
@@ -109,7 +116,7 @@ export function scopeFor(request: ScopeRequest): CredentialScope {
     hasResolver,
     boundKeys,
     resolve: (ref: PlaceholderRef): Resolution =>
-      hasResolver ? resolveIn(set, bound, ref) : { kind: 'unavailable', reason: 'no-authority' },
+      hasResolver ? resolveIn(set, bound, ref, family) : { kind: 'unavailable', reason: 'no-authority' },
     keyExists: (key: string) => set.hasKey(key),
     stillCurrent: () => request.source.current().revision === set.revision,
     secrets: () => bound.flatMap((provider) => [...provider.keys.values()]),

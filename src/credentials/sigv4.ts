@@ -76,6 +76,7 @@ export interface SignInput {
 export type SignResult = { readonly ok: true; readonly headers: string[]; readonly region: string } | RewriteRefusal;
 
 function plainKey(scope: CredentialScope, key: string): string | undefined | 'mismatch' {
+  // No family: boundary's own lookup by key name, not a placeholder the workload wrote.
   const resolution = scope.resolve({ form: 'canonical', key });
   if (resolution.kind === 'mismatch') return 'mismatch';
   return resolution.kind === 'value' ? resolution.secret.reveal() : undefined;

@@ -26,7 +26,6 @@ export interface GraphqlHead {
   readonly query: string;
   readonly contentType: string | undefined;
   readonly hasBody: boolean;
-  readonly upgrade: boolean;
 }
 
 type UrlParameters = { readonly params: ReadonlyMap<string, string> } | { readonly refused: GraphqlAmbiguity };
@@ -37,7 +36,7 @@ type UrlParameters = { readonly params: ReadonlyMap<string, string> } | { readon
  */
 export function graphqlFromHead(head: GraphqlHead): GraphqlRead | 'hold' {
   const { method } = head;
-  if (method !== 'GET' && (method !== 'POST' || head.upgrade)) return { graphql: graphqlFailure(`unsupported GraphQL HTTP method ${method}`) };
+  if (method !== 'GET' && method !== 'POST') return { graphql: graphqlFailure(`unsupported GraphQL HTTP method ${method}`) };
   if (method === 'GET' && head.hasBody) return ambiguous('a GraphQL GET carries a body, which some servers read and others ignore; send a GET without a body');
   if (method === 'POST' && head.hasBody) {
     const type = contentTypeProblem(head.contentType);

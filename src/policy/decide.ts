@@ -70,7 +70,7 @@ function decideMatched(base: Base, matched: readonly Endpoint[], intent: EgressI
   if (intent.method === undefined) return allowL4(base, target, matched, matched, '');
   const inspected = matched.filter((e) => e.inspected);
   if (inspected.length === 0) {
-    return allowL4(base, target, matched, matched, '; the endpoint is not inspected, so method and path are not constrained');
+    return allowL4(base, target, bySelector(matched, intent.path), matched, '; the endpoint is not inspected, so method and path are not constrained');
   }
   const request: HttpRequestView = {
     method: intent.method.toUpperCase(),
@@ -83,7 +83,7 @@ function decideMatched(base: Base, matched: readonly Endpoint[], intent: EgressI
     // A path no inspected selector takes falls back to an L4 endpoint on the same host:port, never to the
     // rules of a less specific selector: OpenShell's selector picks the endpoint, it is not an access rule.
     const plain = matched.filter((e) => !e.inspected);
-    if (plain.length > 0) return allowL4(base, target, plain, matched, '; no inspected endpoint selects this path');
+    if (plain.length > 0) return allowL4(base, target, bySelector(plain, request.path), matched, '; no inspected endpoint selects this path');
     return finish(base, {
       verdict: 'deny',
       reason: 'no-rule-matched',
@@ -226,6 +226,17 @@ function l7(
   calls?: readonly JsonRpcCall[],
 ): Decision {
   return finish(base, { verdict, reason, detail, layer: 'l7', endpoint, endpoints: matched, rule, calls });
+}
+
+/**
+ * L4 endpoints for a request with a path: the most specific whose `path` takes it, else all of them. An L4
+ * endpoint's path never restricts traffic; it names the endpoint whose credential_binding may serve the request
+ * (docs/policy.md#endpoint-path-selector), so the decision must carry that one.
+ */
+function bySelector(endpoints: readonly Endpoint[], path: string | undefined): readonly Endpoint[] {
+  if (path === undefined) return endpoints;
+  const selecting = selectByPath(endpoints, path);
+  return selecting.length > 0 ? selecting : endpoints;
 }
 
 /** The endpoints whose selector takes `path`, keeping only the most specific (ties stay, in policy-key order). */

@@ -126,8 +126,10 @@ export function readProtocolOptions(
   const graphqlCapable = protocol === 'graphql' || protocol === 'websocket';
   for (const key of ['persisted_queries', 'graphql_persisted_queries', 'graphql_max_body_bytes']) {
     const field = fields.get(key);
-    if (field !== undefined && protocol !== undefined && protocol !== 'tcp' && !graphqlCapable) {
-      report(ctx, field.keyNode, childPath(path, key), 'POLICY_GRAPHQL_INVALID', `${key} is valid on graphql and websocket endpoints only`);
+    // OpenShell ignores them elsewhere with a warning; ignoring them widens nothing, since no GraphQL is read there.
+    if (field !== undefined && protocol !== 'tcp' && !graphqlCapable) {
+      report(ctx, field.keyNode, childPath(path, key), 'POLICY_WARN_GRAPHQL_FIELD_IGNORED',
+        `${key} is ignored: it applies to graphql and websocket endpoints only`);
     }
   }
   const modeText = readString(ctx, fields.get('persisted_queries'), childPath(path, 'persisted_queries'));
@@ -141,9 +143,10 @@ export function readProtocolOptions(
     }
   }
   const registry = readPersistedQueries(ctx, fields.get('graphql_persisted_queries'), childPath(path, 'graphql_persisted_queries'));
-  if (persistedQueries === 'allow_registered' && registry === undefined) {
-    report(ctx, fields.get('persisted_queries')?.value, childPath(path, 'persisted_queries'), 'POLICY_GRAPHQL_INVALID',
-      'allow_registered needs graphql_persisted_queries');
+  // OpenShell loads it (and advises pairing them): with nothing registered, every hash-only query is denied.
+  if (persistedQueries === 'allow_registered' && registry === undefined && graphqlCapable) {
+    report(ctx, fields.get('persisted_queries')?.value, childPath(path, 'persisted_queries'), 'POLICY_WARN_PERSISTED_QUERIES_EMPTY',
+      'allow_registered without graphql_persisted_queries denies every hash-only query; list the registered queries');
   }
   const graphqlMaxBodyBytes =
     readBodyLimit(ctx, fields.get('graphql_max_body_bytes'), childPath(path, 'graphql_max_body_bytes'), 'POLICY_GRAPHQL_INVALID') ?? DEFAULT_INSPECTION_BODY_BYTES;
@@ -191,13 +194,10 @@ function registryOperations(registry: Record<string, unknown> | undefined): Read
   return out;
 }
 
-/** The mcp keys a json-rpc endpoint may carry: OpenShell feeds mcp.max_body_bytes into the one JSON-RPC body limit. */
-const MCP_KEYS_ON_JSON_RPC: readonly string[] = ['max_body_bytes'];
-
 /**
- * The `mcp` and `json_rpc` stanzas (docs/policy.md#json-rpc-and-mcp-inspection). Both set the one body limit of
- * the JSON-RPC family, so each is valid on mcp and json-rpc endpoints (the MCP-only keys on mcp only), and
- * setting it in both is refused rather than one silently winning.
+ * The `mcp` and `json_rpc` stanzas (docs/policy.md#json-rpc-and-mcp-inspection). `mcp` is valid on mcp endpoints
+ * only, as in OpenShell; `json_rpc` on both. Either sets the one body limit of the JSON-RPC family, and setting it
+ * in both is refused rather than one silently winning.
  */
 function readJsonRpcOptions(
   ctx: ReadContext,
@@ -209,13 +209,7 @@ function readJsonRpcOptions(
   const family = protocol === 'tcp' || protocol === 'mcp' || protocol === 'json-rpc';
   const mcpPath = childPath(path, 'mcp');
   const jsonRpcPath = childPath(path, 'json_rpc');
-  const mcp = readOptionMap(ctx, fields.get('mcp'), mcpPath, MCP_OPTION_KEYS, family, 'POLICY_MCP_INVALID');
-  if (protocol === 'json-rpc') {
-    for (const field of mcp?.values() ?? []) {
-      if (MCP_KEYS_ON_JSON_RPC.includes(field.key)) continue;
-      report(ctx, field.keyNode, childPath(mcpPath, field.key), 'POLICY_MCP_INVALID', `mcp.${field.key} is valid on protocol mcp only`);
-    }
-  }
+  const mcp = readOptionMap(ctx, fields.get('mcp'), mcpPath, MCP_OPTION_KEYS, protocol === 'tcp' || protocol === 'mcp', 'POLICY_MCP_INVALID');
   const jsonRpc = readOptionMap(ctx, fields.get('json_rpc'), jsonRpcPath, JSON_RPC_OPTION_KEYS, family, 'POLICY_JSON_RPC_INVALID');
   const fromMcp = readBodyLimit(ctx, mcp?.get('max_body_bytes'), childPath(mcpPath, 'max_body_bytes'), 'POLICY_MCP_INVALID');
   const fromJsonRpc = readBodyLimit(ctx, jsonRpc?.get('max_body_bytes'), childPath(jsonRpcPath, 'max_body_bytes'), 'POLICY_JSON_RPC_INVALID');
@@ -235,7 +229,10 @@ function readOptionMap(
   code: 'POLICY_MCP_INVALID' | 'POLICY_JSON_RPC_INVALID',
 ): Map<string, Field> | undefined {
   if (field === undefined) return undefined;
-  if (!allowed) report(ctx, field.keyNode, path, code, `${path.split('.').pop() ?? ''} is valid on protocols mcp and json-rpc only`);
+  if (!allowed) {
+    const key = path.split('.').pop() ?? '';
+    report(ctx, field.keyNode, path, code, key === 'mcp' ? 'a non-MCP endpoint cannot configure mcp options' : `${key} is valid on protocols mcp and json-rpc only`);
+  }
   const map = readMap(ctx, field.value, path);
   return map === undefined ? undefined : knownFields(ctx, map, path, keys);
 }

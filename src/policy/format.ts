@@ -22,7 +22,7 @@ export const NOT_ENFORCED_SECTION_KEYS: Readonly<Record<(typeof NOT_ENFORCED_SEC
 
 export const ENTRY_KEYS = ['name', 'endpoints', 'binaries'] as const;
 
-export const BINARY_KEYS = ['path', 'harness'] as const;
+export const BINARY_KEYS = ['path'] as const;
 
 export const ENDPOINT_KEYS = [
   'host',
@@ -51,8 +51,6 @@ export const ENDPOINT_KEYS = [
   'graphql_max_body_bytes',
   'mcp',
   'json_rpc',
-  'advisor_proposed',
-  'provider_credentialed',
 ] as const;
 
 /** Fields that `protocol: tcp` rejects (V9). */
@@ -77,9 +75,6 @@ export const L7_ONLY_ENDPOINT_KEYS = [
   'json_rpc',
 ] as const;
 
-/** Control-plane flags: honoured only over the control channel, ignored in user-authored YAML. */
-export const IGNORED_ENDPOINT_KEYS = ['advisor_proposed', 'provider_credentialed'] as const;
-
 export const CREDENTIAL_BINDING_KEYS = ['provider'] as const;
 /** `filter_tools_list` is a boundary extension (docs/policy.md#filtering-toolslist); OpenShell has the other three. */
 export const MCP_OPTION_KEYS = ['max_body_bytes', 'strict_tool_names', 'allow_all_known_mcp_methods', 'filter_tools_list', 'versions'] as const;
@@ -94,7 +89,7 @@ export const JSON_RPC_RULE_KEYS = ['method'] as const;
 export const ANY_MATCHER_KEYS = ['any'] as const;
 
 export const PROTOCOL_VALUES = ['tcp', 'rest', 'websocket', 'graphql', 'mcp', 'json-rpc'] as const;
-export const TLS_VALUES = ['skip', 'terminate', 'passthrough'] as const;
+export const TLS_VALUES = ['', 'skip'] as const;
 export const GRAPHQL_OPERATION_TYPES = ['query', 'mutation', 'subscription', '*'] as const;
 export const PERSISTED_QUERY_MODES = ['deny', 'allow_registered'] as const;
 
@@ -160,14 +155,12 @@ export interface RawEndpoint {
     readonly filter_tools_list?: boolean;
   };
   readonly json_rpc?: { readonly max_body_bytes?: number };
-  readonly advisor_proposed?: boolean;
-  readonly provider_credentialed?: boolean;
 }
 
 export interface RawPolicyEntry {
   readonly name?: string;
   readonly endpoints: readonly RawEndpoint[];
-  readonly binaries?: readonly { readonly path: string; readonly harness?: unknown }[];
+  readonly binaries?: readonly { readonly path: string }[];
 }
 
 export interface RawPolicyFile {

@@ -4,16 +4,11 @@
 import { BoundaryError, type Issue } from '../shared/errors.js';
 import { checkAmbiguity, type PlacedDraft } from './ambiguity.js';
 import { compileSteps, drain, type EntryDraft, type Steps } from './compile.js';
-import {
-  BINARY_KEYS,
-  ENTRY_KEYS,
-  NOT_ENFORCED_SECTION_KEYS,
-  NOT_ENFORCED_SECTIONS,
-  TOP_LEVEL_KEYS,
-} from './format.js';
+import { BINARY_KEYS, ENTRY_KEYS, TOP_LEVEL_KEYS } from './format.js';
 import { globError } from './glob.js';
 import { aliasLimitIssue, bytesLimitIssue, checkCounts } from './limits.js';
 import { checkMiddlewareConflicts, type MiddlewareDraft, readMiddlewares } from './middleware-section.js';
+import { readSandboxSections } from './sandbox-sections.js';
 import type { Policy } from './types.js';
 import { type EndpointDraft, readEndpoint } from './validate-endpoint.js';
 import { loadYaml, YamlSyntaxError } from './yaml-load.js';
@@ -23,6 +18,7 @@ import {
   fieldsOf,
   knownFields,
   type Node,
+  position,
   readContext,
   type ReadContext,
   readMap,
@@ -34,6 +30,7 @@ import {
 } from './yaml-source.js';
 
 const RESERVED_KEY_PREFIX = '_provider_';
+const UNPAIRED_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
 
 export interface ParseOptions {
   /** File name or other origin, carried on every issue and in the error message. */
@@ -61,17 +58,31 @@ export function openPolicy(text: string, options: ParseOptions = {}): { ctx: Rea
     ctx.issues.push(tooLarge);
     throw invalid(ctx);
   }
+  // A file is decoded strictly (load.ts); a text pushed over the control channel is a JS string, and may hold a
+  // half of a surrogate pair that no UTF-8 file can: refused as OpenShell refuses invalid UTF-8.
+  const broken = UNPAIRED_SURROGATE.exec(text);
+  if (broken !== null) {
+    ctx.issues.push({
+      code: 'POLICY_YAML_SYNTAX',
+      path: '',
+      message: 'the policy is not valid UTF-8 text (an unpaired surrogate)',
+      ...position(ctx, { kind: 'scalar', value: null, offset: broken.index }),
+      ...(options.source === undefined ? {} : { source: options.source }),
+    });
+    throw invalid(ctx);
+  }
   let loaded: ReturnType<typeof loadYaml>;
   try {
     loaded = loadYaml(text);
   } catch (err) {
     if (!(err instanceof YamlSyntaxError)) throw err;
-    const { message, line, column } = err.problem;
+    const { message, line, column, offset, code } = err.problem;
+    const at = offset === undefined ? (line === undefined ? {} : { line, column: column ?? 1 }) : position(ctx, { kind: 'scalar', value: null, offset });
     ctx.issues.push({
-      code: 'POLICY_YAML_SYNTAX',
+      code: code ?? 'POLICY_YAML_SYNTAX',
       path: '',
       message,
-      ...(line === undefined ? {} : { line, column: column ?? 1 }),
+      ...at,
       ...(options.source === undefined ? {} : { source: options.source }),
     });
     throw invalid(ctx);
@@ -101,17 +112,12 @@ export function* readPolicySteps(ctx: ReadContext, contents: Node | null, option
     else if (scalarValue(version.value) !== 1) {
       report(ctx, version.value ?? version.keyNode, 'version', 'POLICY_VERSION', 'version must be exactly 1');
     }
-    for (const section of NOT_ENFORCED_SECTIONS) {
-      const field = top.get(section);
-      if (field === undefined) continue;
-      const map = readMap(ctx, field.value, section);
-      if (map !== undefined) knownFields(ctx, map, section, NOT_ENFORCED_SECTION_KEYS[section]);
-      notEnforced.push(section);
-      report(ctx, field.keyNode, section, 'POLICY_WARN_NOT_ENFORCED', `${section} is accepted but not enforced by boundary`);
-    }
+    notEnforced.push(...readSandboxSections(ctx, top));
     middlewares.push(...readMiddlewares(ctx, top.get('network_middlewares')));
     const policies = top.get('network_policies');
-    const map = policies !== undefined && policies.value !== null ? readMap(ctx, policies.value, 'network_policies') : undefined;
+    // `network_policies:` and `network_policies: null` are no empty policy: OpenShell refuses them, and so a typo'd indent.
+    if (policies?.value === null) report(ctx, policies.keyNode, 'network_policies', 'POLICY_TYPE', 'network_policies must be a map; write {} for none');
+    const map = policies === undefined || policies.value === null ? undefined : readMap(ctx, policies.value, 'network_policies');
     // Counted before any endpoint is read: reading is what the limits bound.
     if (map !== undefined) checkCounts(ctx, map);
     if (map !== undefined && !ctx.issues.some((i) => i.code.startsWith('POLICY_LIMIT_'))) {

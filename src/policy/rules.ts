@@ -171,8 +171,16 @@ function readRule(ctx: ReadContext, node: Node | null, path: string, options: Ru
       if (graphqlForm || (options.protocol === 'graphql' && !httpForm)) return readGraphqlRule(ctx, map, fields, path, mode);
       return readHttpRule(ctx, map, fields, path, mode, options.protocol);
     }
-    default:
-      return readHttpRule(ctx, map, knownFields(ctx, map, path, HTTP_RULE_KEYS), path, mode, options.protocol);
+    default: {
+      const fields = knownFields(ctx, map, path, [...HTTP_RULE_KEYS, ...GRAPHQL_RULE_KEYS]);
+      // OpenShell ignores them here with a warning; a rule that loses a narrowing field allows more than it says.
+      const graphql = GRAPHQL_RULE_KEYS.filter((k) => fields.has(k));
+      for (const key of graphql) {
+        report(ctx, fields.get(key)?.keyNode, childPath(path, key), 'POLICY_RULE_INVALID',
+          `${key} is a GraphQL rule field: valid on graphql and websocket endpoints only (ignoring it would widen this rule)`);
+      }
+      return graphql.length > 0 ? undefined : readHttpRule(ctx, map, fields, path, mode, options.protocol);
+    }
   }
 }
 

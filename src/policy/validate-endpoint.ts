@@ -265,14 +265,13 @@ function readPorts(ctx: ReadContext, f: ReadonlyMap<string, Field>, path: string
   return [...new Set(ports)].sort((a, b) => a - b);
 }
 
+/** `tls`: absent or "" (TLS detected on the first bytes) or `skip`, exactly; OpenShell refuses its old no-op values too. */
 function readTls(ctx: ReadContext, field: Field | undefined, path: string): 'auto' | 'skip' {
   const text = readString(ctx, field, path);
-  if (text === undefined || text === 'skip') return text ?? 'auto';
-  if (text === 'terminate' || text === 'passthrough') {
-    report(ctx, field?.value, path, 'POLICY_WARN_TLS_DEPRECATED', `tls: ${text} is a deprecated no-op; omit it`);
-  } else {
-    report(ctx, field?.value, path, 'POLICY_TLS_INVALID', 'tls must be skip (or omitted)');
-  }
+  if (text === undefined || text === '') return 'auto';
+  if (text === 'skip') return 'skip';
+  const why = text === 'terminate' || text === 'passthrough' ? `tls: ${text} is no longer a setting (TLS is detected automatically)` : `unknown tls value ${JSON.stringify(text)}`;
+  report(ctx, field?.value, path, 'POLICY_TLS_INVALID', `${why}; omit the field, or write skip for a raw tunnel`);
   return 'auto';
 }
 

@@ -15,6 +15,7 @@ import {
   type ScalarEvent,
   YAMLException,
 } from 'js-yaml';
+import type { ErrorCode } from '../shared/errors.js';
 import type { MapNode, Node, Pair, SeqNode } from './yaml-source.js';
 
 /**
@@ -25,6 +26,18 @@ const SCHEMA = CORE_SCHEMA.withTags(realMapTag);
 
 /** Collections nested deeper than this are a syntax error: a policy needs eight levels. */
 const MAX_YAML_DEPTH = 64;
+/**
+ * Entries of one YAML list or map. OpenShell's parser refuses more, so a single `rules:` list of 10,001 entries
+ * fails there; boundary refuses it too rather than load a file OpenShell would not (docs/policy.md#limits).
+ */
+export const MAX_YAML_COLLECTION_ENTRIES = 10_000;
+/**
+ * Parser events of one document (each scalar, alias, and the start and end of each list and map), OpenShell's
+ * budget. A policy at MAX_POLICY_ENDPOINTS without rules is about 145,000.
+ */
+export const MAX_YAML_EVENTS = 300_000;
+/** The merge key of YAML 1.1, refused in every map: no reader ever sees fields it did not write out. */
+const MERGE_KEY = '<<';
 
 export interface LoadedYaml {
   /** The one document's root; null for an empty text. */
@@ -33,11 +46,16 @@ export interface LoadedYaml {
   readonly aliasExpansions: number;
 }
 
-/** A syntax problem: js-yaml's reason and, where it has one, its 1-based position. */
+/**
+ * A problem of the text as YAML: js-yaml's reason and, where it has one, its 1-based position, or the offset of
+ * the node a limit or the merge-key rule refused; `code` when it is not a syntax error.
+ */
 export interface YamlProblem {
   readonly message: string;
   readonly line?: number;
   readonly column?: number;
+  readonly offset?: number;
+  readonly code?: ErrorCode;
 }
 
 export class YamlSyntaxError extends Error {
@@ -49,12 +67,23 @@ export class YamlSyntaxError extends Error {
   }
 }
 
-/** Parses one YAML document; throws YamlSyntaxError for anything js-yaml refuses (duplicate keys included). */
+/**
+ * Parses one YAML document; throws YamlSyntaxError for anything js-yaml refuses (duplicate keys included), a
+ * merge key, and a document past MAX_YAML_EVENTS or with a collection past MAX_YAML_COLLECTION_ENTRIES.
+ */
 export function loadYaml(text: string): LoadedYaml {
   let events: Event[];
   let values: unknown[];
   try {
     events = parseEvents(text, { maxDepth: MAX_YAML_DEPTH });
+    if (events.length > MAX_YAML_EVENTS) {
+      throw new YamlSyntaxError({
+        message: `the YAML has ${events.length} parser events, past MAX_YAML_EVENTS (${MAX_YAML_EVENTS})`,
+        line: 1,
+        column: 1,
+        code: 'POLICY_LIMIT_YAML',
+      });
+    }
     values = constructFromEvents(events, { source: text, schema: SCHEMA });
   } catch (err) {
     if (!(err instanceof YAMLException)) throw err;
@@ -122,6 +151,7 @@ class Walk {
 
   private sequence(offset: number, values: readonly unknown[]): SeqNode {
     this.last = offset;
+    if (values.length > MAX_YAML_COLLECTION_ENTRIES) throw tooMany('list', values.length, offset);
     const items: (Node | null)[] = [];
     for (const value of values) items.push(this.node(value));
     this.pop();
@@ -130,9 +160,14 @@ class Walk {
 
   private mapping(offset: number, values: ReadonlyMap<unknown, unknown>): MapNode {
     this.last = offset;
+    if (values.size > MAX_YAML_COLLECTION_ENTRIES) throw tooMany('map', values.size, offset);
     const items: Pair[] = [];
     for (const [key, value] of values) {
       const keyNode = this.node(key);
+      // Quoted too: a key that reads as a merge in one parser and as a name in another is refused in both spellings.
+      if (key === MERGE_KEY) {
+        throw new YamlSyntaxError({ message: 'YAML merge keys (<<) are not supported: write the fields out', offset: keyNode?.offset ?? offset });
+      }
       items.push({ key: keyNode, value: this.node(value) });
     }
     this.pop();
@@ -149,6 +184,14 @@ function firstOffset(event: ScalarEvent): number {
   if (event.valueStart < 0) return -1;
   const quoted = event.style === SCALAR_STYLE.SINGLE_QUOTED || event.style === SCALAR_STYLE.DOUBLE_QUOTED;
   return quoted ? event.valueStart - 1 : event.valueStart;
+}
+
+function tooMany(kind: 'list' | 'map', entries: number, offset: number): YamlSyntaxError {
+  return new YamlSyntaxError({
+    message: `a YAML ${kind} has ${entries} entries, past MAX_YAML_COLLECTION_ENTRIES (${MAX_YAML_COLLECTION_ENTRIES})`,
+    offset,
+    code: 'POLICY_LIMIT_YAML',
+  });
 }
 
 /** The events and the constructed values disagree: a tag outside the core schema built something else. */

@@ -146,10 +146,12 @@ class H2ProxyStream implements H2Handler {
   }
 
   private answer(refused: Refusal): void {
-    if (refused.denial === undefined) respondStatus(this.stream, refused.status ?? 400, this.grpc, refused.detail);
-    else respondDenial(this.stream, refused.denial, this.grpc);
+    // Reported before the answer is written: writing it ends the stream, and that close must not be recorded as the
+    // client's (a refusal after the destination stage, a credential one, read as client-closed).
     if (refused.finding !== undefined) this.ctx.sink.emit(findingEvent(requestOutcome(this.r), refused.finding));
     this.report();
+    if (refused.denial === undefined) respondStatus(this.stream, refused.status ?? 400, this.grpc, refused.detail);
+    else respondDenial(this.stream, refused.denial, this.grpc);
   }
 
   private onRequestTrailers(trailers: string[]): void {

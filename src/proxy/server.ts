@@ -5,6 +5,7 @@
 import { createServer as createHttpServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { createServer as createNetServer, type Server as NetServer, type Socket } from 'node:net';
 import type { Registry } from 'prom-client';
+import type { PlaceholderFamily } from '../credentials/placeholder.js';
 import type { CredentialSource } from '../credentials/source.js';
 import type { LookupGate } from '../net/lookup-gate.js';
 import type { HostCache } from '../net/host.js';
@@ -104,6 +105,8 @@ interface ProxyServerOptions {
   readonly otherSelfAddresses: () => readonly SelfAddress[];
   /** Standalone file source or the supervisor-fed static source. */
   readonly credentials: CredentialSource;
+  /** The placeholder family resolved (default openshell); the other is refused. */
+  readonly placeholderFamily?: PlaceholderFamily | undefined;
   /** Binary identity (docs/identity.md): the mode, and where processes are looked up. */
   readonly identity: { readonly mode: BinaryIdentityMode; readonly source: IdentitySource | undefined };
   /** Network middlewares (docs/policy.md#network-middlewares); default the built-ins with their own capacity. */
@@ -227,6 +230,7 @@ export function createProxyServer(options: ProxyServerOptions): ProxyServer {
       identity,
       credentials: options.credentials,
       permanent,
+      placeholderFamily: options.placeholderFamily,
       destination: (target) => destination(ctx, target),
       middleware: options.middleware ?? createMiddlewareRegistry(),
     }),

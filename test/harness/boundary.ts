@@ -72,6 +72,8 @@ export interface StartOptions {
   readonly tunnelDetection?: 'off' | 'audit' | 'enforce';
   /** config.newNamesPerSecond and newNamesBurst (`--new-names-per-second`, `--new-names-burst`). */
   readonly newNames?: { readonly perSecond: number; readonly burst: number };
+  /** config.placeholderFamily (`--placeholder-family`); default openshell. */
+  readonly placeholderFamily?: 'openshell' | 'ryno';
 }
 
 export interface RunningBoundary {
@@ -129,6 +131,7 @@ export async function startBoundary(options: StartOptions = {}): Promise<Running
     ...(options.upstreamDns === undefined ? {} : { upstreamDns: `${options.upstreamDns.host}:${options.upstreamDns.port}` }),
     ...(options.tunnelDetection === undefined ? {} : { dnsTunnelDetection: options.tunnelDetection }),
     ...(options.newNames === undefined ? {} : { newNamesPerSecond: options.newNames.perSecond, newNamesBurst: options.newNames.burst }),
+    ...(options.placeholderFamily === undefined ? {} : { placeholderFamily: options.placeholderFamily }),
   });
   const real = options.upstreamDns === undefined ? undefined : await buildResolver(config, now, log.logger);
   const boundary = createBoundary(config, {

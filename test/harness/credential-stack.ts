@@ -160,6 +160,8 @@ export async function credentialStack(options: {
   extraNames?: readonly string[];
   /** More provider endpoint lines (`      - { host: h, port: p }`), given the stack's ports. */
   extraEndpoints?: (ports: { plain: number; secure: number; echo: number }) => string;
+  /** The placeholder family the boundary resolves (`--placeholder-family`). */
+  placeholderFamily?: 'openshell' | 'ryno';
 }): Promise<CredentialStack> {
   const pki = await makeTestPki();
   const names = [...Object.values(HOSTS), '127.0.0.1'];
@@ -181,6 +183,7 @@ export async function credentialStack(options: {
     names: Object.fromEntries([...Object.values(HOSTS), ...(options.extraNames ?? [])].map((n) => [n, ['127.0.0.1']])),
     credentials: source,
     ...(options.logFormat === undefined ? {} : { logFormat: options.logFormat }),
+    ...(options.placeholderFamily === undefined ? {} : { placeholderFamily: options.placeholderFamily }),
   });
   const portFor = (host: string, transport: Transport): number => {
     const other = host === HOSTS.other;

@@ -1,10 +1,13 @@
 // Reads the shipped Kubernetes manifests into the few pod fields the pod end-to-end test emulates. A field
-// it cannot emulate (valueFrom, a volume kind, a dnsPolicy, a container field it does not know) throws, so a
-// manifest change is either run by the test or fails it, never skipped over.
+// it cannot emulate (a valueFrom other than fieldRef, a volume kind, a dnsPolicy, a container field it does not
+// know) throws, so a manifest change is either run by the test or fails it, never skipped over. Env values and
+// args are given as the kubelet hands them over: fieldRefs resolved, `$(VAR)` expanded (k8s-expand.ts).
 
+import { randomUUID } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { parseAllDocuments } from 'yaml';
+import { expandVars, type PodMeta, podField } from './k8s-expand.js';
 
 export interface EnvVar {
   readonly name: string;
@@ -49,12 +52,12 @@ export type Volume =
   | { readonly name: string; readonly kind: 'secret' | 'configMap'; readonly source: string; readonly items: readonly { key: string; path: string }[] | undefined }
   | { readonly name: string; readonly kind: 'emptyDir' }
   /** A claim's volume outlives the pod's containers: the test keeps one directory for it across restarts. */
-  | { readonly name: string; readonly kind: 'persistentVolumeClaim'; readonly claimName: string };
+  | { readonly name: string; readonly kind: 'persistentVolumeClaim'; readonly claimName: string }
+  /** An inline CSI volume: its driver fills it when the pod starts (k8s-csi-cert.ts emulates cert-manager's). */
+  | { readonly name: string; readonly kind: 'csi'; readonly driver: string; readonly readOnly: boolean; readonly attributes: Readonly<Record<string, string>> };
 
-export interface PodSpec {
-  readonly name: string;
-  readonly namespace: string;
-  readonly labels: Readonly<Record<string, string>>;
+/** The pod's metadata (what fieldRefs and a CSI driver read) and the spec fields the test emulates. */
+export interface PodSpec extends PodMeta {
   readonly dnsPolicy: 'ClusterFirst' | 'None';
   readonly dnsConfig: { readonly nameservers: readonly string[]; readonly searches: readonly string[]; readonly options: readonly string[] };
   readonly initContainers: readonly Container[];
@@ -75,7 +78,7 @@ export interface Manifests {
   readonly documents: readonly Record<string, unknown>[];
 }
 
-type Raw = Record<string, unknown>;
+export type Raw = Record<string, unknown>;
 
 const CONTAINER_FIELDS = new Set([
   'name', 'image', 'args', 'env', 'ports', 'volumeMounts', 'securityContext', 'resources', 'restartPolicy',
@@ -86,16 +89,16 @@ const POD_FIELDS = new Set([
   'shareProcessNamespace',
 ]);
 
-function fail(where: string, message: string): never {
+export function fail(where: string, message: string): never {
   throw new Error(`${where}: ${message} (the pod test cannot emulate this; extend test/harness/k8s-manifest.ts)`);
 }
 
-function asRecord(value: unknown, where: string): Raw {
+export function asRecord(value: unknown, where: string): Raw {
   if (typeof value !== 'object' || value === null || Array.isArray(value)) fail(where, 'expected a mapping');
   return value as Raw;
 }
 
-function asList(value: unknown, where: string): unknown[] {
+export function asList(value: unknown, where: string): unknown[] {
   if (value === undefined) return [];
   if (!Array.isArray(value)) fail(where, 'expected a list');
   return value;
@@ -125,7 +128,27 @@ function parseSecurity(raw: unknown, where: string): SecurityContext {
   };
 }
 
-function parseContainer(raw: unknown, where: string): Container {
+/** The env as the kubelet sets it: fieldRefs from the pod's metadata, `$(VAR)` from the entries before. */
+function parseEnv(raw: unknown, meta: PodMeta, where: string): EnvVar[] {
+  const vars = new Map<string, string>();
+  return asList(raw, where).map((e, i) => {
+    const entry = asRecord(e, `${where}[${i}]`);
+    const name = String(entry.name);
+    let value: string;
+    if (entry.valueFrom !== undefined) {
+      const from = asRecord(entry.valueFrom, `${where}[${i}].valueFrom`);
+      if (Object.keys(from).join() !== 'fieldRef') fail(`${where}[${i}].valueFrom`, 'only fieldRef');
+      value = podField(meta, String(asRecord(from.fieldRef, `${where}[${i}].valueFrom.fieldRef`).fieldPath), `${where}[${i}]`);
+    } else {
+      if (entry.value !== undefined && typeof entry.value !== 'string') fail(`${where}[${i}]`, 'a value must be a string');
+      value = expandVars(entry.value ?? '', vars);
+    }
+    vars.set(name, value);
+    return { name, value };
+  });
+}
+
+function parseContainer(raw: unknown, where: string, meta: PodMeta): Container {
   const c = asRecord(raw, where);
   for (const key of Object.keys(c)) if (!CONTAINER_FIELDS.has(key)) fail(`${where}.${key}`, 'unknown container field');
   if (c.command !== undefined) fail(where, 'command (the image entrypoint is what runs)');
@@ -134,11 +157,8 @@ function parseContainer(raw: unknown, where: string): Container {
     const port = asRecord(p, `${where}.ports`);
     if (typeof port.name === 'string' && typeof port.containerPort === 'number') ports.set(port.name, port.containerPort);
   }
-  const env = asList(c.env, `${where}.env`).map((e, i) => {
-    const entry = asRecord(e, `${where}.env[${i}]`);
-    if (entry.valueFrom !== undefined || typeof entry.value !== 'string') fail(`${where}.env[${i}]`, 'only literal values');
-    return { name: String(entry.name), value: entry.value };
-  });
+  const env = parseEnv(c.env, meta, `${where}.env`);
+  const vars = new Map(env.map((e) => [e.name, e.value]));
   const volumeMounts = asList(c.volumeMounts, `${where}.volumeMounts`).map((m, i) => {
     const mount = asRecord(m, `${where}.volumeMounts[${i}]`);
     if (mount.subPath !== undefined) fail(`${where}.volumeMounts[${i}]`, 'subPath');
@@ -146,7 +166,7 @@ function parseContainer(raw: unknown, where: string): Container {
   });
   return {
     name: String(c.name),
-    args: asList(c.args, `${where}.args`).map(String),
+    args: asList(c.args, `${where}.args`).map((a) => expandVars(String(a), vars)),
     env,
     volumeMounts,
     security: parseSecurity(c.securityContext, `${where}.securityContext`),
@@ -176,10 +196,17 @@ function parseVolume(raw: unknown, where: string): Volume {
     if (claim.readOnly !== undefined) fail(`${where}.persistentVolumeClaim.readOnly`, 'claim field');
     return { name, kind: 'persistentVolumeClaim', claimName: String(claim.claimName) };
   }
+  if (v.csi !== undefined) {
+    const csi = asRecord(v.csi, `${where}.csi`);
+    for (const key of Object.keys(csi)) if (!['driver', 'readOnly', 'volumeAttributes'].includes(key)) fail(`${where}.csi.${key}`, 'csi field');
+    const attributes = asRecord(csi.volumeAttributes ?? {}, `${where}.csi.volumeAttributes`);
+    return { name, kind: 'csi', driver: String(csi.driver), readOnly: csi.readOnly === true, attributes: Object.fromEntries(Object.entries(attributes).map(([k, a]) => [k, String(a)])) };
+  }
   return fail(where, 'volume kind');
 }
 
-function parsePod(name: string, namespace: string, labels: Raw, rawSpec: unknown, where: string): PodSpec {
+/** A pod spec as the kubelet runs it for a pod with this metadata. */
+export function parsePod(meta: PodMeta, rawSpec: unknown, where: string): PodSpec {
   const spec = asRecord(rawSpec, where);
   for (const key of Object.keys(spec)) if (!POD_FIELDS.has(key)) fail(`${where}.${key}`, 'unknown pod field');
   const dnsPolicy = spec.dnsPolicy ?? 'ClusterFirst';
@@ -196,17 +223,32 @@ function parsePod(name: string, namespace: string, labels: Raw, rawSpec: unknown
     return { name: String(sysctl.name), value: String(sysctl.value) };
   });
   return {
-    name,
-    namespace,
+    ...meta,
     sysctls,
     fsGroup: podSecurity.fsGroup === undefined ? undefined : Number(podSecurity.fsGroup),
     shareProcessNamespace: spec.shareProcessNamespace === true,
-    labels: Object.fromEntries(Object.entries(labels).map(([k, v]) => [k, String(v)])),
     dnsPolicy,
     dnsConfig: { nameservers: asList(dns.nameservers, where).map(String), searches: asList(dns.searches, where).map(String), options },
-    initContainers: asList(spec.initContainers, `${where}.initContainers`).map((c, i) => parseContainer(c, `${where}.initContainers[${i}]`)),
-    containers: asList(spec.containers, `${where}.containers`).map((c, i) => parseContainer(c, `${where}.containers[${i}]`)),
+    initContainers: asList(spec.initContainers, `${where}.initContainers`).map((c, i) => parseContainer(c, `${where}.initContainers[${i}]`, meta)),
+    containers: asList(spec.containers, `${where}.containers`).map((c, i) => parseContainer(c, `${where}.containers[${i}]`, meta)),
     volumes: asList(spec.volumes, `${where}.volumes`).map((v, i) => parseVolume(v, `${where}.volumes[${i}]`)),
+  };
+}
+
+/** A string map (labels, annotations) as written, or empty. */
+export function stringMap(raw: unknown, where: string): Record<string, string> {
+  return Object.fromEntries(Object.entries(asRecord(raw ?? {}, where)).map(([k, v]) => [k, String(v)]));
+}
+
+/** The metadata a pod named `name` gets from `meta` (a Pod's own, or a template's); the API server assigns its uid. */
+export function podMeta(name: string, namespace: string, meta: Raw, where: string): PodMeta {
+  return {
+    name,
+    namespace,
+    uid: randomUUID(),
+    labels: stringMap(meta.labels, `${where}.labels`),
+    annotations: stringMap(meta.annotations, `${where}.annotations`),
+    serviceAccountName: 'default',
   };
 }
 
@@ -223,38 +265,14 @@ export async function readManifests(dir: string, files: readonly string[]): Prom
       const meta = asRecord(raw.metadata ?? {}, `${file}#${index}.metadata`);
       const name = String(meta.name);
       const namespace = typeof meta.namespace === 'string' ? meta.namespace : 'default';
-      if (raw.kind === 'Pod') pods.set(name, parsePod(name, namespace, asRecord(meta.labels ?? {}, file), raw.spec, `${file}:${name}.spec`));
+      if (raw.kind === 'Pod') pods.set(name, parsePod(podMeta(name, namespace, meta, file), raw.spec, `${file}:${name}.spec`));
       if (raw.kind === 'Deployment') {
         const template = asRecord(asRecord(raw.spec, file).template, `${file}:${name}.spec.template`);
-        const labels = asRecord(asRecord(template.metadata ?? {}, file).labels ?? {}, file);
-        pods.set(name, parsePod(name, namespace, labels, template.spec, `${file}:${name}.spec.template.spec`));
+        pods.set(name, parsePod(podMeta(name, namespace, asRecord(template.metadata ?? {}, file), file), template.spec, `${file}:${name}.spec.template.spec`));
       }
     }
   }
   return { pods, documents };
-}
-
-/**
- * /etc/resolv.conf as the kubelet writes it for this pod: ClusterFirst searches the pod's namespace and the
- * cluster domain through the cluster DNS with ndots:5; dnsConfig adds to it; None uses dnsConfig alone.
- */
-export function podResolvConf(pod: PodSpec, cluster: { dnsIp: string; domain: string }): string {
-  const base =
-    pod.dnsPolicy === 'ClusterFirst'
-      ? { nameservers: [cluster.dnsIp], searches: [`${pod.namespace}.svc.${cluster.domain}`, `svc.${cluster.domain}`, cluster.domain], options: ['ndots:5'] }
-      : { nameservers: [], searches: [], options: [] };
-  const nameservers = [...base.nameservers, ...pod.dnsConfig.nameservers];
-  const searches = [...base.searches, ...pod.dnsConfig.searches];
-  // A dnsConfig option replaces the base option of the same name.
-  const optionName = (o: string) => o.split(':')[0];
-  const options = [...base.options.filter((o) => !pod.dnsConfig.options.some((d) => optionName(d) === optionName(o))), ...pod.dnsConfig.options];
-  if (nameservers.length === 0) throw new Error(`${pod.name}: no nameserver in its DNS configuration`);
-  return [
-    ...(searches.length > 0 ? [`search ${searches.join(' ')}`] : []),
-    ...nameservers.map((n) => `nameserver ${n}`),
-    ...(options.length > 0 ? [`options ${options.join(' ')}`] : []),
-    '',
-  ].join('\n');
 }
 
 export function container(pod: PodSpec, name: string): Container {

@@ -1,10 +1,12 @@
 // Runs a container of a parsed pod spec the way the kubelet would, as a process in the pod's network
-// namespace: its volumes bind-mounted at their mountPaths (Secrets and ConfigMaps in the kubelet's `..data`
-// symlink layout, read-only), its uid, gid and capabilities applied with setpriv, its env only.
-// Root only. What a namespace cannot show (image file system, cgroups, seccomp) is left to a real cluster.
+// namespace: its volumes bind-mounted at their mountPaths (Secrets, ConfigMaps and CSI volumes in the atomic
+// writer's `..data` symlink layout, read-only), its uid, gid and capabilities applied with setpriv, its env only;
+// and the resolv.conf the kubelet writes for it. Root only. What a namespace cannot show (image file system,
+// cgroups, seccomp) is left to a real cluster.
 
 import { chmod, chown, mkdir, readdir, rmdir } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
+import type { CsiDriver } from './k8s-csi-cert.js';
 import type { Container, PodSpec, Volume } from './k8s-manifest.js';
 import { projectedDir } from './projected-dir.js';
 
@@ -12,7 +14,7 @@ import { projectedDir } from './projected-dir.js';
 export type VolumeSources = Readonly<Record<string, Readonly<Record<string, string>>>>;
 
 /** The files a Secret or ConfigMap volume shows: every key, or the `items` mapping of keys to paths. */
-function projectedFiles(volume: Extract<Volume, { source: string }>, sources: VolumeSources): Record<string, string> {
+function projectedFiles(volume: Extract<Volume, { kind: 'secret' | 'configMap' }>, sources: VolumeSources): Record<string, string> {
   const data = sources[volume.source];
   if (data === undefined) throw new Error(`the test provides no ${volume.kind} named ${volume.source}`);
   if (volume.items === undefined) return { ...data };
@@ -27,10 +29,11 @@ function projectedFiles(volume: Extract<Volume, { source: string }>, sources: Vo
 }
 
 /**
- * One directory per volume under `root` (world-traversable): projected Secrets/ConfigMaps, emptyDirs and claims.
- * Called again with the same root (a container restart), a claim's directory keeps what it holds.
+ * One directory per volume under `root` (world-traversable): projected Secrets/ConfigMaps, emptyDirs, claims and
+ * CSI volumes (filled by `csi`). Called again with the same root (a container restart), a claim's directory keeps
+ * what it holds.
  */
-export async function materialiseVolumes(pod: PodSpec, sources: VolumeSources, root: string): Promise<Map<string, string>> {
+export async function materialiseVolumes(pod: PodSpec, sources: VolumeSources, root: string, csi?: CsiDriver): Promise<Map<string, string>> {
   const dirs = new Map<string, string>();
   for (const volume of pod.volumes) {
     const dir = join(root, pod.name, volume.name);
@@ -44,6 +47,18 @@ export async function materialiseVolumes(pod: PodSpec, sources: VolumeSources, r
         await chown(dir, 0, pod.fsGroup);
         await chmod(dir, 0o2770);
       }
+    } else if (volume.kind === 'csi') {
+      if (csi === undefined) throw new Error(`${volume.name}: the test provides no CSI driver for ${volume.driver}`);
+      const content = await csi(volume, pod);
+      await projectedDir(content.files, { dir });
+      // The atomic writer's timestamped directory is 0755; the driver sets the files and the volume's own mode.
+      await chmod(join(dir, '..data'), 0o755);
+      for (const name of Object.keys(content.files)) {
+        await chown(join(dir, '..data', name), 0, content.gid ?? 0);
+        await chmod(join(dir, '..data', name), content.fileMode);
+      }
+      await chown(dir, 0, content.gid ?? 0);
+      await chmod(dir, content.dirMode);
     } else {
       // The kubelet's atomic-writer layout (`name -> ..data/name`), files 0644 like its defaultMode.
       const files = projectedFiles(volume, sources);
@@ -120,4 +135,27 @@ export function containerArgv(options: { netns: string; pod: PodSpec; container:
 /** The container's environment as the kubelet sets it (HOSTNAME is the pod's name), plus a PATH. */
 export function containerEnv(pod: PodSpec, c: Container, extra: Readonly<Record<string, string>> = {}): Record<string, string> {
   return { PATH: '/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin', HOSTNAME: pod.name, ...Object.fromEntries(c.env.map((e) => [e.name, e.value])), ...extra };
+}
+
+/**
+ * /etc/resolv.conf as the kubelet writes it for this pod: ClusterFirst searches the pod's namespace and the
+ * cluster domain through the cluster DNS with ndots:5; dnsConfig adds to it; None uses dnsConfig alone.
+ */
+export function podResolvConf(pod: PodSpec, cluster: { dnsIp: string; domain: string }): string {
+  const base =
+    pod.dnsPolicy === 'ClusterFirst'
+      ? { nameservers: [cluster.dnsIp], searches: [`${pod.namespace}.svc.${cluster.domain}`, `svc.${cluster.domain}`, cluster.domain], options: ['ndots:5'] }
+      : { nameservers: [], searches: [], options: [] };
+  const nameservers = [...base.nameservers, ...pod.dnsConfig.nameservers];
+  const searches = [...base.searches, ...pod.dnsConfig.searches];
+  // A dnsConfig option replaces the base option of the same name.
+  const optionName = (o: string) => o.split(':')[0];
+  const options = [...base.options.filter((o) => !pod.dnsConfig.options.some((d) => optionName(d) === optionName(o))), ...pod.dnsConfig.options];
+  if (nameservers.length === 0) throw new Error(`${pod.name}: no nameserver in its DNS configuration`);
+  return [
+    ...(searches.length > 0 ? [`search ${searches.join(' ')}`] : []),
+    ...nameservers.map((n) => `nameserver ${n}`),
+    ...(options.length > 0 ? [`options ${options.join(' ')}`] : []),
+    '',
+  ].join('\n');
 }

@@ -13,7 +13,8 @@ import { join } from 'node:path';
 import type { TestContext } from 'node:test';
 import { promisify } from 'node:util';
 import { type LoggedChild, spawnLogged } from './child-lines.js';
-import { type Container, type Manifests, type PodSpec, podResolvConf } from './k8s-manifest.js';
+import type { Container, Manifests, PodSpec } from './k8s-manifest.js';
+import { podResolvConf } from './k8s-pod.js';
 
 const run = promisify(execFile);
 const PID = process.pid;

@@ -42,6 +42,12 @@ describe('boundary env', () => {
     });
   });
 
+  it('prints the ryno family with --placeholder-family ryno', async () => {
+    const { code, stdout } = await run(['--credentials', 'valid-basic.yaml', '--placeholder-family', 'ryno', '--format', 'json']);
+    assert.equal(code, 0);
+    assert.equal((JSON.parse(stdout) as Record<string, string>).API_TOKEN, 'ryno:resolve:env:API_TOKEN');
+  });
+
   it('lists each key once when two providers define it', () => {
     assert.deepEqual(placeholderEnvironment(['B', 'A', 'B']), [
       ['A', 'openshell:resolve:env:A'],
@@ -55,7 +61,7 @@ describe('boundary env', () => {
     assert.match(stdout, /--credentials FILE/);
   });
 
-  for (const argv of [[], ['--credentials'], ['--format', 'yaml', '--credentials', 'x'], ['--bogus']]) {
+  for (const argv of [[], ['--credentials'], ['--format', 'yaml', '--credentials', 'x'], ['--bogus'], ['--credentials', 'x', '--placeholder-family', 'RYNO']]) {
     it(`exits 2 with USAGE for ${JSON.stringify(argv)}`, async () => {
       const { code, stderr } = await run(argv);
       assert.equal(code, 2);

@@ -36,17 +36,30 @@ describe('placeholder forms', () => {
 
   it('finds each form with its span and parsed fields', () => {
     assert.deepEqual(refs('Bearer openshell:resolve:env:API_KEY'), [
-      { text: 'openshell:resolve:env:API_KEY', form: 'canonical', key: 'API_KEY' },
+      { text: 'openshell:resolve:env:API_KEY', form: 'canonical', key: 'API_KEY', family: 'openshell' },
     ]);
     assert.deepEqual(refs('/x/openshell:resolve:env:v12_API_KEY/y'), [
-      { text: 'openshell:resolve:env:v12_API_KEY', form: 'revision', key: 'API_KEY', revision: 12 },
+      { text: 'openshell:resolve:env:v12_API_KEY', form: 'revision', key: 'API_KEY', revision: 12, family: 'openshell' },
     ]);
     assert.deepEqual(refs(`a=openshell:resolve:env:s${HEX.toUpperCase()}_API_KEY&b`), [
-      { text: `openshell:resolve:env:s${HEX.toUpperCase()}_API_KEY`, form: 'stable', key: 'API_KEY', handle: HEX },
+      { text: `openshell:resolve:env:s${HEX.toUpperCase()}_API_KEY`, form: 'stable', key: 'API_KEY', handle: HEX, family: 'openshell' },
     ]);
     assert.deepEqual(refs('"sk-proj-OPENSHELL-RESOLVE-ENV-OPENAI_API_KEY"'), [
-      { text: 'sk-proj-OPENSHELL-RESOLVE-ENV-OPENAI_API_KEY', form: 'alias', key: 'OPENAI_API_KEY' },
+      { text: 'sk-proj-OPENSHELL-RESOLVE-ENV-OPENAI_API_KEY', form: 'alias', key: 'OPENAI_API_KEY', family: 'openshell' },
     ]);
+  });
+
+  it('finds the ryno family the same way, each token in its own family', () => {
+    assert.equal(canonicalPlaceholder('API_KEY', 'ryno'), 'ryno:resolve:env:API_KEY');
+    assert.equal(aliasPlaceholder('sk', 'API_KEY', 'ryno'), 'sk-RYNO-RESOLVE-ENV-API_KEY');
+    assert.deepEqual(refs('Bearer ryno:resolve:env:API_KEY and openshell:resolve:env:v3_API_KEY'), [
+      { text: 'ryno:resolve:env:API_KEY', form: 'canonical', key: 'API_KEY', family: 'ryno' },
+      { text: 'openshell:resolve:env:v3_API_KEY', form: 'revision', key: 'API_KEY', revision: 3, family: 'openshell' },
+    ]);
+    assert.deepEqual(refs('"sk-proj-RYNO-RESOLVE-ENV-OPENAI_API_KEY"'), [
+      { text: 'sk-proj-RYNO-RESOLVE-ENV-OPENAI_API_KEY', form: 'alias', key: 'OPENAI_API_KEY', family: 'ryno' },
+    ]);
+    assert.equal(redactPlaceholders('a=ryno:resolve:env:K&b=x-RYNO-RESOLVE-ENV-K'), 'a=[CREDENTIAL]&b=[CREDENTIAL]');
   });
 
   it('recognises an alias only when its key exists', () => {
@@ -55,7 +68,7 @@ describe('placeholder forms', () => {
 
   it('reads the key greedily and ignores markers without a valid key', () => {
     assert.deepEqual(refs('openshell:resolve:env:API_KEYX/'), [
-      { text: 'openshell:resolve:env:API_KEYX', form: 'canonical', key: 'API_KEYX' },
+      { text: 'openshell:resolve:env:API_KEYX', form: 'canonical', key: 'API_KEYX', family: 'openshell' },
     ]);
     assert.deepEqual(refs('openshell:resolve:env:'), []);
     assert.deepEqual(refs('openshell:resolve:env:9KEY'), []);
@@ -105,6 +118,11 @@ describe('marker detection', () => {
     ['every character percent-encoded', percentEncodeAll(marker), true],
     ['double percent-encoded', 'openshell%253Aresolve%253Aenv%253AKEY', true],
     ['alias percent-encoded', percentEncodeAll('-OPENSHELL-RESOLVE-ENV-'), true],
+    ['ryno canonical', 'Bearer ryno:resolve:env:KEY', true],
+    ['ryno upper-case', 'RYNO:RESOLVE:ENV:KEY', true],
+    ['ryno with its first letter percent-encoded', '%72yno:resolve:env:KEY', true],
+    ['ryno alias', 'xoxb-Ryno-Resolve-Env-KEY', true],
+    ['ryno every character percent-encoded', percentEncodeAll('ryno:resolve:env:'), true],
     ['no marker', 'openshell resolve env', false],
     ['near miss', 'openshell:resolve:en:KEY', false],
     ['malformed escapes', '%ZZ%4%', false],
@@ -116,16 +134,17 @@ describe('marker detection', () => {
   }
 
   it('finds a bare marker of exactly the shortest length, and nothing shorter', () => {
-    assert.equal(SHORTEST_MARKER_CHARS, 'openshell:resolve:env:'.length);
+    assert.equal(SHORTEST_MARKER_CHARS, 'ryno:resolve:env:'.length);
+    assert.equal(containsMarker('Ryno:Resolve:Env:'), true);
     assert.equal(containsMarker('OpenShell:Resolve:Env:'), true);
     assert.equal(containsMarker('-openshell-resolve-env-'), true);
-    assert.equal(containsMarker('penshell:resolve:env:'), false);
+    assert.equal(containsMarker('yno:resolve:env:'), false);
   });
 
   it('skips short text only where the full scan finds nothing either', () => {
     // Every text below the length bound, including ones that lengthen when lower-cased (U+0130) or hold
     // escapes: the scan itself (lower-case, look, decode, repeat) must agree that none holds a marker.
-    const pieces = ['openshell', ':resolve', ':env:', '-OPENSHELL', '-resolve-env-', '%3A', '%2D', '\u0130', 'K', '%', 'A'];
+    const pieces = ['openshell', 'ryno', ':resolve', ':env:', '-OPENSHELL', '-RYNO', '-resolve-env-', '%3A', '%2D', '\u0130', 'K', '%', 'A'];
     let seed = 7;
     const next = (): number => {
       seed = (seed * 1_103_515_245 + 12_345) % 2_147_483_648;

@@ -12,11 +12,15 @@ const MARKERS: [string, string][] = [
   ['a placeholder with encoded colons', 'openshell%3Aresolve%3Aenv%3AAPI_KEY'],
   ['a fully percent-encoded placeholder', `${encodeAll('openshell:resolve:env:')}API_KEY`],
   ['a fully percent-encoded alias marker', `sk${encodeAll('-OPENSHELL-RESOLVE-ENV-')}API_KEY`],
+  ['a ryno placeholder', 'ryno:resolve:env:API_KEY'],
+  ['a ryno placeholder with its first letter encoded', '%72yno:resolve:env:API_KEY'],
+  ['a fully percent-encoded ryno placeholder', `${encodeAll('ryno:resolve:env:')}API_KEY`],
+  ['a ryno alias', 'xoxb-RYNO-RESOLVE-ENV-API_KEY'],
 ];
 
 function markerStart(body: string): number {
   const lower = body.toLowerCase();
-  const starts = ['openshell', '-openshell', '%6f%70', '%2d%4f'].map((s) => lower.indexOf(s)).filter((i) => i >= 0);
+  const starts = ['openshell', '-openshell', '%6f%70', '%2d%4f', 'ryno', '%72yno', '%72%79', '-ryno'].map((s) => lower.indexOf(s)).filter((i) => i >= 0);
   return Math.min(...starts);
 }
 

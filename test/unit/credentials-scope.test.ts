@@ -6,10 +6,11 @@ import { type Resolution, routeCarriesCredentials, scopeFor } from '../../src/cr
 import { type ProviderInput, REVISIONS_KEPT, stableHandle } from '../../src/credentials/set.js';
 import { createStaticCredentialSource } from '../../src/credentials/source.js';
 import type { Endpoint } from '../../src/policy/types.js';
+import { makeEndpoint } from '../harness/endpoint.js';
 
-// scopeFor reads only credentialProvider from the policy endpoint.
-function policyEndpoint(credentialProvider: string | undefined): Endpoint {
-  return { credentialProvider } as unknown as Endpoint;
+// scopeFor reads credentialProvider and selectsPath from the policy endpoint.
+function policyEndpoint(credentialProvider: string | undefined, selectsPath: (path: string) => boolean = () => true): Endpoint {
+  return makeEndpoint({ host: 'tracker.test', credentialProvider, selectsPath });
 }
 
 const PROVIDERS: ProviderInput[] = [
@@ -138,6 +139,27 @@ describe('scopeFor', () => {
     assert.deepEqual(unbound.boundKeys, []);
     const missing = scopeFor({ source, host: 'tracker.test', port: 443, path: '/', endpoint: policyEndpoint('ghost') });
     assert.deepEqual(missing.boundKeys, []);
+  });
+
+  it("binds the policy endpoint's provider only on paths its selector takes", () => {
+    const v1 = policyEndpoint('tracker', (path) => path.startsWith('/v1/'));
+    assert.deepEqual(scopeFor({ source, host: 'tracker.test', port: 443, path: '/v1/x', endpoint: v1 }).boundKeys, ['TRACKER_TOKEN']);
+    const outside = scopeFor({ source, host: 'tracker.test', port: 443, path: '/v2/x', endpoint: v1 });
+    assert.deepEqual(outside.boundKeys, []);
+    assert.equal(value(outside.resolve(canonical('TRACKER_TOKEN'))), 'mismatch');
+  });
+
+  it('resolves the family it is given and refuses the other, whatever the key', () => {
+    const ryno = (key: string): PlaceholderRef => ({ form: 'canonical', key, family: 'ryno' });
+    const openshell = (key: string): PlaceholderRef => ({ form: 'canonical', key, family: 'openshell' });
+    const byDefault = scopeFor({ source, host: 'tracker.test', port: 443, path: '/', endpoint: policyEndpoint('tracker') });
+    assert.equal(value(byDefault.resolve(openshell('TRACKER_TOKEN'))), 'tracker-secret');
+    assert.equal(value(byDefault.resolve(ryno('TRACKER_TOKEN'))), 'other-family');
+    const rynoScope = scopeFor({ source, host: 'tracker.test', port: 443, path: '/', endpoint: policyEndpoint('tracker'), family: 'ryno' });
+    assert.equal(value(rynoScope.resolve(ryno('TRACKER_TOKEN'))), 'tracker-secret');
+    assert.equal(value(rynoScope.resolve(openshell('TRACKER_TOKEN'))), 'other-family');
+    // boundary's own lookups by key name (SigV4 keys) carry no family and use the scope's.
+    assert.equal(value(rynoScope.resolve(canonical('TRACKER_TOKEN'))), 'tracker-secret');
   });
 
   it('gives a request without an authority no resolver at all', () => {

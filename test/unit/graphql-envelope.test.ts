@@ -5,13 +5,13 @@ import { describe, it } from 'node:test';
 import { type GraphqlRead, graphqlFromHead, graphqlFromPost } from '../../src/graphql/http-request.js';
 import type { GraphqlRequest } from '../../src/policy/graphql-match.js';
 
-const POST = { method: 'POST', query: '', contentType: 'application/json', hasBody: true, upgrade: false };
+const POST = { method: 'POST', query: '', contentType: 'application/json', hasBody: true };
 const read = (r: GraphqlRead | 'hold'): GraphqlRequest => {
   assert.ok(r !== 'hold' && 'graphql' in r, r === 'hold' ? 'hold' : 'refused' in r ? r.refused.problem : '');
   return r.graphql;
 };
 const body = (v: unknown): GraphqlRequest => read(graphqlFromPost(POST, Buffer.from(typeof v === 'string' ? v : JSON.stringify(v))));
-const get = (query: string): GraphqlRead | 'hold' => graphqlFromHead({ method: 'GET', query, contentType: undefined, hasBody: false, upgrade: false });
+const get = (query: string): GraphqlRead | 'hold' => graphqlFromHead({ method: 'GET', query, contentType: undefined, hasBody: false });
 const ops = (r: GraphqlRequest) => {
   assert.ok('operations' in r, 'error' in r ? r.error : '');
   return r.operations;

@@ -11,7 +11,6 @@ const head = (method: string, query: string, extra: Partial<GraphqlHead> = {}): 
   query,
   contentType: method === 'POST' ? 'application/json' : undefined,
   hasBody: method === 'POST',
-  upgrade: false,
   ...extra,
 });
 const post = (query: string, body: unknown): GraphqlRead => graphqlFromPost(head('POST', query), Buffer.from(typeof body === 'string' ? body : JSON.stringify(body)));

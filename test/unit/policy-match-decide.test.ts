@@ -227,6 +227,25 @@ describe('decide', () => {
     assert.equal(decision.layer, 'l4');
   });
 
+  it('allows every path of uninspected endpoints, and names the one whose path selector takes the request', () => {
+    const paths = parsePolicy(`version: 1
+network_policies:
+  a:
+    endpoints:
+      - { host: l4.example.com, port: 443, path: /v1/**, credential_binding: { provider: one }, allow_uninspected_credentials: true }
+    binaries: [{ path: "/**" }]
+  b:
+    endpoints:
+      - { host: l4.example.com, port: 443, path: /v2/**, credential_binding: { provider: two }, allow_uninspected_credentials: true }
+    binaries: [{ path: "/**" }]
+`);
+    const at = (path: string) => decide(paths, { adapter: 'forward', host: 'l4.example.com', port: 443, method: 'GET', path });
+    assert.equal(at('/v2/x').endpoint?.credentialProvider, 'two');
+    assert.equal(at('/v1/x').endpoint?.credentialProvider, 'one');
+    assert.equal(at('/v3/x').verdict, 'allow');
+    assert.equal(at('/v3/x').endpoint?.selectsPath('/v3/x'), false);
+  });
+
   it('applies websocket presets to the upgrade and to text frames', () => {
     assert.equal(decide(policy, l7('ws.example.com', 'GET', '/socket')).reason, 'preset-allowed');
     assert.equal(decide(policy, l7('ws.example.com', 'WEBSOCKET_TEXT', '/socket')).verdict, 'allow');

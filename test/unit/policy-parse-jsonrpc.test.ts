@@ -35,10 +35,10 @@ describe('parsePolicy: mcp and json-rpc load-time checks', () => {
     ['both body limits', mcp('rules: [{ allow: { method: initialize } }]\njson_rpc: { max_body_bytes: 10 }', '{ max_body_bytes: 10 }'), 'POLICY_JSON_RPC_INVALID', `${E0}.json_rpc.max_body_bytes`, /set one/],
     ['a negative body limit', mcp('rules: [{ allow: { method: initialize } }]', '{ max_body_bytes: -1 }'), 'POLICY_MCP_INVALID', `${E0}.mcp.max_body_bytes`, /0-67108864/],
     ['a body limit past 64 MiB', mcp('rules: [{ allow: { method: initialize } }]', '{ max_body_bytes: 67108865 }'), 'POLICY_MCP_INVALID', `${E0}.mcp.max_body_bytes`, /0-67108864/],
-    ['filter_tools_list on json-rpc', jsonRpc('rules: [{ allow: { method: "*" } }]\nmcp: { filter_tools_list: true }'), 'POLICY_MCP_INVALID', `${E0}.mcp.filter_tools_list`, /mcp only/],
-    ['strict_tool_names on json-rpc', jsonRpc('rules: [{ allow: { method: "*" } }]\nmcp: { strict_tool_names: true }'), 'POLICY_MCP_INVALID', `${E0}.mcp.strict_tool_names`, /mcp only/],
-    ['mcp options on rest', endpoint('{ host: a.example.com, port: 443, protocol: rest, access: full, mcp: { max_body_bytes: 10 } }'), 'POLICY_MCP_INVALID', `${E0}.mcp`, /mcp and json-rpc only/],
-    ['mcp options on an L4 endpoint', endpoint('{ host: a.example.com, port: 443, mcp: { filter_tools_list: true } }'), 'POLICY_MCP_INVALID', `${E0}.mcp`, /mcp and json-rpc only/],
+    ['filter_tools_list on json-rpc', jsonRpc('rules: [{ allow: { method: "*" } }]\nmcp: { filter_tools_list: true }'), 'POLICY_MCP_INVALID', `${E0}.mcp`, /non-MCP endpoint/],
+    ['mcp.max_body_bytes on json-rpc (an mcp stanza on any other protocol)', jsonRpc('rules: [{ allow: { method: "*" } }]\nmcp: { max_body_bytes: 1024 }'), 'POLICY_MCP_INVALID', `${E0}.mcp`, /non-MCP endpoint/],
+    ['mcp options on rest', endpoint('{ host: a.example.com, port: 443, protocol: rest, access: full, mcp: { max_body_bytes: 10 } }'), 'POLICY_MCP_INVALID', `${E0}.mcp`, /non-MCP endpoint/],
+    ['mcp options on an L4 endpoint', endpoint('{ host: a.example.com, port: 443, mcp: { filter_tools_list: true } }'), 'POLICY_MCP_INVALID', `${E0}.mcp`, /non-MCP endpoint/],
     ['J19 params on a json-rpc rule', jsonRpc('rules: [{ allow: { method: reports.search, params: { query: quarterly } } }]'), 'POLICY_JSON_RPC_INVALID', `${E0}.rules[0].allow.params`, /do not support params/],
     ['J20 json_rpc.on_parse_error', jsonRpc('rules: [{ allow: { method: "*" } }]\njson_rpc: { on_parse_error: allow }'), 'POLICY_UNKNOWN_KEY', `${E0}.json_rpc.on_parse_error`, /on_parse_error/],
     ['a tool on a json-rpc rule', jsonRpc('rules: [{ allow: { method: tools/call, tool: x } }]'), 'POLICY_JSON_RPC_INVALID', `${E0}.rules[0].allow.tool`, /only valid for protocol mcp/],
@@ -68,12 +68,12 @@ describe('parsePolicy: mcp and json-rpc load-time checks', () => {
     assert.deepEqual(parsePolicy(mcp('rules: [{ allow: {} }]', PROFILE)).endpoints[0]?.rules.map((r) => r.text), ['*']);
   });
 
-  it('sets the one JSON-RPC body limit from either stanza (default 65536), and reads filter_tools_list', () => {
+  it('sets the one JSON-RPC body limit from either stanza on mcp, json_rpc on json-rpc (default 65536), and reads filter_tools_list', () => {
     const limit = (text: string) => parsePolicy(text).endpoints[0]?.options.jsonRpcMaxBodyBytes;
     assert.equal(limit(mcp('rules: [{ allow: { method: initialize } }]')), 65536);
     assert.equal(limit(mcp('rules: [{ allow: { method: initialize } }]', '{ max_body_bytes: 131072 }')), 131072);
     assert.equal(limit(mcp('rules: [{ allow: { method: initialize } }]\njson_rpc: { max_body_bytes: 2048 }')), 2048);
-    assert.equal(limit(jsonRpc('rules: [{ allow: { method: "*" } }]\nmcp: { max_body_bytes: 4096 }')), 4096);
+    assert.equal(limit(jsonRpc('rules: [{ allow: { method: "*" } }]\njson_rpc: { max_body_bytes: 4096 }')), 4096);
     // 0 is the default, as in OpenShell (which sends no limit for 0).
     assert.equal(limit(mcp('rules: [{ allow: { method: initialize } }]', '{ max_body_bytes: 0 }')), 65536);
     assert.equal(limit(jsonRpc('rules: [{ allow: { method: "*" } }]\njson_rpc: { max_body_bytes: 0 }')), 65536);

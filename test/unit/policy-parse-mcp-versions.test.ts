@@ -38,7 +38,7 @@ describe('parsePolicy: mcp.versions', () => {
     ['a number', mcp('[20251125]'), 'POLICY_TYPE', `${E0}.mcp.versions[0]`, /must be a string/],
     ['a string, not a list', mcp('"2025-11-25"'), 'POLICY_TYPE', `${E0}.mcp.versions`, /must be a list/],
     ['on a json-rpc endpoint', endpoint('host: rpc.example.com\nport: 443\nprotocol: json-rpc\nenforcement: enforce\nrules: [{ allow: { method: "*" } }]\nmcp: { versions: ["2025-11-25"] }'),
-      'POLICY_MCP_INVALID', `${E0}.mcp.versions`, /mcp only/],
+      'POLICY_MCP_INVALID', `${E0}.mcp`, /non-MCP endpoint cannot configure mcp options/],
   ];
   for (const [name, text, code, path, message] of cases) {
     it(name, () => assert.match(expectIssue(text, code, path).message, message));

@@ -94,9 +94,9 @@ describe('parsePolicy: validation rules', () => {
     ['websocket rule methods', endpoint('{ host: a.example.com, port: 443, protocol: websocket, rules: [{ allow: { method: POST, path: / } }] }'), 'POLICY_RULE_INVALID', `${E0}.rules[0].allow.method`],
     ['websocket rule mixing forms', endpoint('{ host: a.example.com, port: 443, protocol: websocket, rules: [{ allow: { method: GET, path: /, operation_type: query } }] }'), 'POLICY_RULE_INVALID', `${E0}.rules[0].allow`],
     ['graphql operation type', endpoint('{ host: a.example.com, port: 443, protocol: graphql, rules: [{ allow: { operation_type: read } }] }'), 'POLICY_GRAPHQL_INVALID', `${E0}.rules[0].allow.operation_type`],
-    ['graphql options only on graphql', endpoint('{ host: a.example.com, port: 443, protocol: rest, access: full, graphql_max_body_bytes: 10 }'), 'POLICY_GRAPHQL_INVALID', `${E0}.graphql_max_body_bytes`],
-    ['graphql allow_registered needs a registry', endpoint('{ host: a.example.com, port: 443, protocol: graphql, access: full, persisted_queries: allow_registered }'), 'POLICY_GRAPHQL_INVALID', `${E0}.persisted_queries`],
-    ['binary path required', endpoint('{ host: a.example.com, port: 443 }').replace('[{ path: "/**" }]', '[{ harness: true }]'), 'POLICY_BINARY_INVALID', 'network_policies.p.binaries[0].path'],
+    ['graphql rule fields on rest', endpoint('{ host: a.example.com, port: 443, protocol: rest, rules: [{ allow: { method: POST, path: /graphql, fields: [viewer] } }] }'), 'POLICY_RULE_INVALID', `${E0}.rules[0].allow.fields`],
+    ['graphql rule fields on an L4 endpoint', endpoint('{ host: a.example.com, port: 443, rules: [{ allow: { method: POST, path: /graphql, operation_type: query } }] }'), 'POLICY_RULE_INVALID', `${E0}.rules[0].allow.operation_type`],
+    ['binary path required', endpoint('{ host: a.example.com, port: 443 }').replace('[{ path: "/**" }]', '[{ name: curl }]'), 'POLICY_BINARY_INVALID', 'network_policies.p.binaries[0].path'],
     ['binary path absolute', endpoint('{ host: a.example.com, port: 443 }').replace('"/**"', 'node'), 'POLICY_BINARY_INVALID', 'network_policies.p.binaries[0].path'],
     ['boolean fields', endpoint('{ host: a.example.com, port: 443, protocol: rest, access: full, allow_encoded_slash: "yes" }'), 'POLICY_TYPE', `${E0}.allow_encoded_slash`],
   ];

@@ -1,4 +1,4 @@
-// parsePolicy warnings and ignored sections: audit default, port and ports, deprecated tls, broad allowed_ips,
+// parsePolicy warnings and ignored sections: audit default, port and ports, GraphQL fields elsewhere, broad allowed_ips,
 // rules without protocol (V14), public suffixes, uninspected L7, not-enforced sections, option defaults and
 // canonical IDN and IP hosts.
 
@@ -27,9 +27,19 @@ describe('parsePolicy: warnings and ignored sections', () => {
     assert.deepEqual(parsePolicy(endpoint('{ host: a.example.com, port: 80, ports: [8443, 443] }')).endpoints[0]?.ports, [443, 8443]);
   });
 
-  it('warns on deprecated tls values and treats them as auto', () => {
-    warned(endpoint('{ host: a.example.com, port: 443, tls: terminate }'), 'POLICY_WARN_TLS_DEPRECATED', `${E0}.tls`);
-    assert.equal(parsePolicy(endpoint('{ host: a.example.com, port: 443, tls: passthrough }')).endpoints[0]?.tls, 'auto');
+  it('reads tls: "" as automatic, without a warning', () => {
+    const policy = parsePolicy(endpoint('{ host: a.example.com, port: 443, tls: "" }'));
+    assert.equal(policy.endpoints[0]?.tls, 'auto');
+    assert.deepEqual(policy.warnings, []);
+  });
+
+  it('warns on GraphQL endpoint fields outside graphql and websocket, and on allow_registered without a registry', () => {
+    for (const fields of ['protocol: rest, enforcement: enforce, access: full,', 'protocol: json-rpc, enforcement: enforce, rules: [{ allow: { method: x } }],', '']) {
+      warned(endpoint(`{ host: a.example.com, port: 443, ${fields} persisted_queries: deny }`), 'POLICY_WARN_GRAPHQL_FIELD_IGNORED', `${E0}.persisted_queries`);
+    }
+    const gql = endpoint('{ host: a.example.com, port: 443, protocol: graphql, enforcement: enforce, access: full, persisted_queries: allow_registered }');
+    warned(gql, 'POLICY_WARN_PERSISTED_QUERIES_EMPTY', `${E0}.persisted_queries`);
+    assert.equal(parsePolicy(gql).endpoints[0]?.options.graphqlPersistedQueries?.size, 0);
   });
 
   it('warns on allowed_ips broader than /16 and keeps canonical CIDRs', () => {
@@ -56,18 +66,13 @@ describe('parsePolicy: warnings and ignored sections', () => {
     }
   });
 
-  it('lists filesystem_policy, landlock and process as not enforced, with a warning each', () => {
+  it('lists filesystem_policy, landlock and process as not enforced, in one warning', () => {
     const text = 'version: 1\nfilesystem_policy: { read_only: [/usr] }\nlandlock: { compatibility: best_effort }\nprocess: { run_as_user: sandbox }\n';
     const policy = parsePolicy(text);
     assert.deepEqual(policy.notEnforced, ['filesystem_policy', 'landlock', 'process']);
-    assert.equal(policy.warnings.filter((w) => w.code === 'POLICY_WARN_NOT_ENFORCED').length, 3);
-  });
-
-  it('ignores harness, advisor_proposed and provider_credentialed in user YAML', () => {
-    const policy = parsePolicy(
-      endpoint('{ host: a.example.com, port: 443, advisor_proposed: true, provider_credentialed: true }').replace('"/**" }', '"/**", harness: true }'),
-    );
-    assert.equal(policy.endpoints[0]?.credentialProvider, undefined);
+    const warnings = policy.warnings.filter((w) => w.code === 'POLICY_WARN_NOT_ENFORCED');
+    assert.equal(warnings.length, 1);
+    assert.equal(warnings[0]?.path, 'filesystem_policy');
   });
 
   it('applies protocol option defaults and reads explicit ones', () => {

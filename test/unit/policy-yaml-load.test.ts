@@ -8,7 +8,7 @@ import { parse as parseWithYamlLibrary } from 'yaml';
 import { BoundaryError, type Issue } from '../../src/shared/errors.js';
 import { MAX_POLICY_ALIAS_COUNT } from '../../src/policy/limits.js';
 import { parsePolicy } from '../../src/policy/parse.js';
-import { loadYaml, YamlSyntaxError } from '../../src/policy/yaml-load.js';
+import { loadYaml, MAX_YAML_COLLECTION_ENTRIES, MAX_YAML_EVENTS, YamlSyntaxError } from '../../src/policy/yaml-load.js';
 import { isMap, isScalar, isSeq, mapGet, type Node, toPlain } from '../../src/policy/yaml-source.js';
 
 function issuesOf(text: string): readonly Issue[] {
@@ -79,11 +79,39 @@ describe('policy YAML reader', () => {
     assert.ok(issues.some((i) => i.code === 'POLICY_YAML_SYNTAX' && i.line === 4), JSON.stringify(issues));
   });
 
-  it('refuses several documents, merge keys and tags outside the core schema', () => {
+  it('refuses several documents and tags outside the core schema', () => {
     assert.equal(issuesOf('version: 1\n---\nversion: 1\n')[0]?.code, 'POLICY_YAML_SYNTAX');
-    assert.ok(issuesOf('version: 1\nbase: &b { version: 1 }\n<<: *b\n').some((i) => i.code === 'POLICY_UNKNOWN_KEY'));
     assert.equal(issuesOf('version: !!binary aGVsbG8=\n')[0]?.code, 'POLICY_YAML_SYNTAX');
     assert.equal(issuesOf('version: !custom 1\n')[0]?.code, 'POLICY_YAML_SYNTAX');
+  });
+
+  it('refuses a merge key in every map, open ones and quoted spellings included, at the key', () => {
+    const cases: [string, number, number][] = [
+      ['version: 1\nbase: &b { version: 1 }\n<<: *b\n', 3, 1],
+      ['version: 1\nnetwork_policies:\n  a: &a { endpoints: [ { host: a.test, port: 443 } ] }\n  "<<": *a\n', 4, 3],
+      ['version: 1\nnetwork_policies:\n  a:\n    endpoints:\n      - { host: a.test, port: 443, protocol: rest, rules: [ { allow: { method: GET, path: /, query: { <<: { x: y } } } } ] }\n', 5, 103],
+    ];
+    for (const [text, line, column] of cases) {
+      const issues = issuesOf(text);
+      assert.deepEqual(issues.map((i) => [i.code, i.line, i.column]), [['POLICY_YAML_SYNTAX', line, column]], text);
+    }
+  });
+
+  it('refuses a list or map of more than MAX_YAML_COLLECTION_ENTRIES entries with POLICY_LIMIT_YAML, at the collection', () => {
+    const list = (n: number): string => `[${Array(n).fill('1').join(',')}]`;
+    assert.doesNotThrow(() => loadYaml(`a: ${list(MAX_YAML_COLLECTION_ENTRIES)}\n`));
+    assert.throws(() => loadYaml(`a: ${list(MAX_YAML_COLLECTION_ENTRIES + 1)}\n`), (err: unknown) => err instanceof YamlSyntaxError && err.problem.code === 'POLICY_LIMIT_YAML');
+    const map = `{${Array.from({ length: MAX_YAML_COLLECTION_ENTRIES + 1 }, (_, i) => `k${i}: 1`).join(',')}}`;
+    const issues = issuesOf(`version: 1\nx: ${map}\n`);
+    assert.deepEqual(issues.map((i) => [i.code, i.line, i.column]), [['POLICY_LIMIT_YAML', 2, 4]]);
+  });
+
+  it('refuses a document of more than MAX_YAML_EVENTS parser events with POLICY_LIMIT_YAML', () => {
+    // Lists under the entry cap, so only the event budget can refuse: each item is one event.
+    const per = MAX_YAML_COLLECTION_ENTRIES;
+    const lists = Math.ceil(MAX_YAML_EVENTS / per) + 1;
+    const text = `version: 1\n${Array.from({ length: lists }, (_, i) => `x${i}: [${Array(per).fill('1').join(',')}]`).join('\n')}\n`;
+    assert.deepEqual(issuesOf(text).map((i) => i.code), ['POLICY_LIMIT_YAML']);
   });
 
   it('keeps a key named __proto__ a key', () => {

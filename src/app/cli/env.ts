@@ -5,49 +5,54 @@ import { readFile } from 'node:fs/promises';
 import { resolve } from 'node:path';
 import { isBoundaryError } from '../../shared/errors.js';
 import { parseCredentials } from '../../credentials/parse.js';
-import { canonicalPlaceholder } from '../../credentials/placeholder.js';
+import { canonicalPlaceholder, DEFAULT_PLACEHOLDER_FAMILY, PLACEHOLDER_FAMILIES, type PlaceholderFamily } from '../../credentials/placeholder.js';
 import type { CliIo, Command } from './io.js';
 
 const ENV_FORMATS = ['shell', 'json'] as const;
 type EnvFormat = (typeof ENV_FORMATS)[number];
 
-const HELP = `Usage: boundary env --credentials FILE [--format shell|json]
+const HELP = `Usage: boundary env --credentials FILE [--format shell|json] [--placeholder-family openshell|ryno]
 
 Prints the environment to give the workload: every key of every provider in FILE, set to its
 placeholder openshell:resolve:env:KEY (sorted, each key once). Values are never read or printed.
 
 Options:
-  --credentials FILE   the credentials YAML (as for boundary run --credentials)
-  --format FORMAT      shell (KEY=value lines, the default) or json (one object)
-  -h, --help           show this help
+  --credentials FILE          the credentials YAML (as for boundary run --credentials)
+  --format FORMAT             shell (KEY=value lines, the default) or json (one object)
+  --placeholder-family NAME   openshell (the default) or ryno (ryno:resolve:env:KEY); give boundary run the same
+  -h, --help                  show this help
 `;
 
 interface EnvArgs {
   readonly file: string;
   readonly format: EnvFormat;
+  readonly family: PlaceholderFamily;
 }
 
 function parseArgs(argv: readonly string[]): EnvArgs | 'help' | string {
   let file: string | undefined;
   let format: string = 'shell';
+  let family: string = DEFAULT_PLACEHOLDER_FAMILY;
   for (let i = 0; i < argv.length; i += 1) {
     const arg = argv[i] ?? '';
     if (arg === '-h' || arg === '--help') return 'help';
     const [flag, inline] = arg.startsWith('--') && arg.includes('=') ? [arg.slice(0, arg.indexOf('=')), arg.slice(arg.indexOf('=') + 1)] : [arg, undefined];
-    if (flag !== '--credentials' && flag !== '--format') return `unknown argument '${arg}'`;
+    if (flag !== '--credentials' && flag !== '--format' && flag !== '--placeholder-family') return `unknown argument '${arg}'`;
     const value = inline ?? argv[++i];
     if (value === undefined || value === '') return `${flag} needs a value`;
     if (flag === '--credentials') file = value;
-    else format = value;
+    else if (flag === '--format') format = value;
+    else family = value;
   }
   if (file === undefined) return '--credentials FILE is required';
   if (!(ENV_FORMATS as readonly string[]).includes(format)) return `--format must be one of ${ENV_FORMATS.join(', ')}`;
-  return { file, format: format as EnvFormat };
+  if (!(PLACEHOLDER_FAMILIES as readonly string[]).includes(family)) return `--placeholder-family must be one of ${PLACEHOLDER_FAMILIES.join(', ')}`;
+  return { file, format: format as EnvFormat, family: family as PlaceholderFamily };
 }
 
-/** The placeholder environment of a credentials document: key -> canonical placeholder, sorted. */
-export function placeholderEnvironment(keys: Iterable<string>): [string, string][] {
-  return [...new Set(keys)].sort().map((key) => [key, canonicalPlaceholder(key)]);
+/** The placeholder environment of a credentials document: key -> canonical placeholder of `family`, sorted. */
+export function placeholderEnvironment(keys: Iterable<string>, family: PlaceholderFamily = DEFAULT_PLACEHOLDER_FAMILY): [string, string][] {
+  return [...new Set(keys)].sort().map((key) => [key, canonicalPlaceholder(key, family)]);
 }
 
 function reportError(err: unknown, io: CliIo): number {
@@ -80,7 +85,7 @@ export const envCommand: Command = async function envCommand(argv, io) {
   }
   try {
     const doc = parseCredentials(text, { source: path });
-    const env = placeholderEnvironment(doc.providers.flatMap((provider) => provider.env.map((entry) => entry.key)));
+    const env = placeholderEnvironment(doc.providers.flatMap((provider) => provider.env.map((entry) => entry.key)), args.family);
     if (args.format === 'json') io.stdout.write(`${JSON.stringify(Object.fromEntries(env), null, 2)}\n`);
     else io.stdout.write(env.map(([key, value]) => `${key}=${value}\n`).join(''));
     return 0;

@@ -45,6 +45,9 @@ export const RUN_HELP = `Usage: boundary run --policy FILE [options]
                                     (endpoint-only; every decision says so). See docs/identity.md
   --identity-socket PATH            ask 'boundary identity serve' on this unix socket for processes (a privileged
                                     sidecar); without it boundary reads /proc itself
+  --placeholder-family openshell|ryno
+                                    the credential placeholders boundary resolves: openshell:resolve:env:KEY (the
+                                    default) or ryno:resolve:env:KEY; the other family is refused, never forwarded
   --max-connections N               proxy connections open at once; more get 503 too_many_connections (default 4096)
   --max-connections-per-source-percent P
                                     the share of N one client address may hold; beyond it that client gets 503
@@ -96,6 +99,7 @@ const VALUE_FLAGS: Readonly<Record<string, string>> = {
   '--shutdown-drain-ms': 'shutdownDrainMs',
   '--binary-identity': 'binaryIdentity',
   '--identity-socket': 'identitySocket',
+  '--placeholder-family': 'placeholderFamily',
 };
 /** The flags of config.limits, each a positive integer that parseConfig checks. */
 const LIMIT_FLAGS: Readonly<Record<string, string>> = {

@@ -55,7 +55,6 @@ export function createBodyHoldStage(): Stage<ChainRequest> {
         contentType: headers['content-type'],
         // HTTP/2: a HEADERS frame that did not end the stream has a body, whether or not Content-Length says so.
         hasBody: framing.hasBody || r.bodyFollows,
-        upgrade: framing.upgrade !== undefined,
       };
       const bodiless = withoutBody(hold, shape);
       if (bodiless !== 'hold') return readAs(r, bodiless);

@@ -4,6 +4,7 @@
 // first. A WebSocket handshake loses its extension offer where its frames will be read.
 
 import type { RewriteRefusal } from '../../credentials/outcome.js';
+import type { PlaceholderFamily } from '../../credentials/placeholder.js';
 import type { CredentialSource } from '../../credentials/source.js';
 import { hostHeader, upstreamRequestHeaders } from '../../http1/headers.js';
 import { credentialDenial } from '../denials.js';
@@ -31,8 +32,11 @@ function withoutExtensions(flat: readonly string[]): string[] {
   return out;
 }
 
-export function createCredentialsStage(deps: { readonly credentials: CredentialSource }): Stage<ChainRequest> {
-  const { credentials } = deps;
+export function createCredentialsStage(deps: {
+  readonly credentials: CredentialSource;
+  readonly placeholderFamily?: PlaceholderFamily | undefined;
+}): Stage<ChainRequest> {
+  const { credentials, placeholderFamily } = deps;
   return {
     name: 'credentials',
     run(r) {
@@ -44,7 +48,8 @@ export function createCredentialsStage(deps: { readonly credentials: CredentialS
       // The head as network middlewares left it (their header changes, a replaced body's Content-Length).
       const fields = upstreamRequestHeaders(r.requestHeaders ?? r.wire.rawHeaders, websocket ? { host: hostHeader(host, port, tls), upgrade: 'websocket' } : { host: hostHeader(host, port, tls), httpVersion: r.wire.httpVersion });
       const signing = endpoint?.credentialSigning === undefined ? undefined : endpoint;
-      const prepared = credentialHead({ source: credentials, host, port, method: r.method, target: r.target, headers: signing === undefined ? fields : withoutAwsAuth(fields), endpoint });
+      const headers = signing === undefined ? fields : withoutAwsAuth(fields);
+      const prepared = credentialHead({ source: credentials, family: placeholderFamily, host, port, method: r.method, target: r.target, headers, endpoint });
       if (!prepared.ok) return credentialRefusal(r, prepared);
       const head = prepared.head;
       // docs/credentials.md#inspectable-routes-only: a route that binds credentials reads its frames even on an L4 endpoint,
