@@ -113,10 +113,10 @@ export function createSocketIdentitySource(options: { readonly socketPath: strin
     async start() {
       dial();
       if (connected) return;
-      // Bounded: a server that never comes leaves /readyz saying so, and lookups failing closed.
+      // Bounded: a server that never comes leaves /readyz saying so, and lookups failing closed. Not unref'd: while
+      // boundary starts this wait may be all that is alive (the dial's backoff timer is unref'd).
       await new Promise<void>((resolve) => {
         const timer = setTimeout(resolve, options.connectWaitMs ?? IDENTITY_CONNECT_WAIT_MS);
-        timer.unref();
         onConnected.push(() => {
           clearTimeout(timer);
           resolve();
