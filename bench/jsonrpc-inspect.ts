@@ -1,10 +1,13 @@
-// JSON-RPC and MCP inspection cost per request (docs/policy.md#json-rpc-and-mcp-inspection): parsing a held body,
-// deciding it, filtering a tools/list answer, and loading the MCP SDK's schemas once. No sockets; medians of
-// ROUNDS rounds of ITERATIONS calls each, after a warm-up.
+// JSON-RPC and MCP inspection cost per request (docs/policy.md#json-rpc-and-mcp-inspection): parsing a held body
+// (an MCP one under its protocol revision), the revision's header reads, deciding it, filtering a tools/list answer,
+// and loading the MCP SDK's schemas once. No sockets; medians of ROUNDS rounds of ITERATIONS calls each, after a
+// warm-up.
 //   node --import tsx bench/jsonrpc-inspect.ts
 //   ROUNDS=7 ITERATIONS=50000 node --import tsx bench/jsonrpc-inspect.ts
 
 import { readJson } from '../src/json/strict-json.js';
+import { readMirroredHeaders, readProtocolVersionHeader } from '../src/jsonrpc/mcp-headers.js';
+import { readMcpBody } from '../src/jsonrpc/mcp-message.js';
 import { parseJsonRpcBody } from '../src/jsonrpc/message.js';
 import { filterToolsListText } from '../src/jsonrpc/tools-list.js';
 import { decide } from '../src/policy/decide.js';
@@ -39,7 +42,20 @@ const generic = Buffer.from(JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'led
 const batch = Buffer.from(JSON.stringify(Array.from({ length: 10 }, (_, i) => ({ jsonrpc: '2.0', id: i, method: 'tools/call', params: { name: 'read_status', arguments: {} } }))));
 const list = JSON.stringify({ jsonrpc: '2.0', id: 3, result: { tools: Array.from({ length: 50 }, (_, i) => ({ name: i % 2 === 0 ? `search_${i}` : `other_${i}`, description: 'a tool', inputSchema: { type: 'object' } })) } });
 
-const MCP = { mcp: true, strictToolNames: true } as const;
+const META = { 'io.modelcontextprotocol/protocolVersion': '2026-07-28', 'io.modelcontextprotocol/clientCapabilities': {} };
+const sessionless = Buffer.from(JSON.stringify({ jsonrpc: '2.0', id: 7, method: 'tools/call', params: { name: 'search_web', arguments: { query: 'boundary', limit: 10 }, _meta: META } }));
+/** The head a Streamable HTTP client sends with a call, as the adapter hands it over. */
+const head = ['Host', 'mcp.example.com', 'Content-Type', 'application/json', 'Accept', 'application/json, text/event-stream', 'Content-Length', '120', 'Mcp-Session-Id', 'b5a8f3e2'];
+const legacyHead = [...head, 'MCP-Protocol-Version', '2025-11-25'];
+const sessionlessHead = [...head, 'MCP-Protocol-Version', '2026-07-28', 'Mcp-Method', 'tools/call', 'Mcp-Name', 'search_web'];
+
+const MCP = { revision: '2025-11-25', strictToolNames: true } as const;
+const MCP_BATCH = { revision: '2025-03-26', strictToolNames: true } as const;
+const mcpCalls = (body: Buffer, options: Parameters<typeof readMcpBody>[1]): JsonRpcRequest => {
+  const read = readMcpBody(body, options);
+  if (!read.ok) throw new Error(read.problem);
+  return read.request;
+};
 
 // The duplicate-key check (docs/policy.md#duplicate-json-keys) against plain JSON.parse, on the MCP call above, a
 // 64 KiB and a 4 MiB tools/call whose arguments are many small objects, and a 4 MiB one that is mostly one string.
@@ -55,20 +71,23 @@ const jsonTexts: [string, string][] = [
 // The first MCP message loads the SDK's schemas: measured once, before any warm-up.
 const loadStarted = performance.now();
 const heapBefore = process.memoryUsage().heapUsed;
-parseJsonRpcBody(toolsCall, MCP);
+readMcpBody(toolsCall, MCP);
 const loadMs = performance.now() - loadStarted;
 const loadHeapMiB = (process.memoryUsage().heapUsed - heapBefore) / 1_048_576;
 
 const mcpIntent = (jsonRpc: JsonRpcRequest) => ({ adapter: 'l7' as const, host: 'mcp.example.com', port: 443, method: 'POST', path: '/mcp', jsonRpc });
-const parsedCall = parseJsonRpcBody(toolsCall, MCP);
-const parsedBatch = parseJsonRpcBody(batch, MCP);
-const parsedGeneric = parseJsonRpcBody(generic, { mcp: false });
+const parsedCall = mcpCalls(toolsCall, MCP);
+const parsedBatch = mcpCalls(batch, MCP_BATCH);
+const parsedGeneric = parseJsonRpcBody(generic);
 
 const cases: [string, () => unknown][] = [
-  ['parse MCP tools/call (JSON.parse + SDK schema)', () => parseJsonRpcBody(toolsCall, MCP)],
-  ['parse MCP initialize', () => parseJsonRpcBody(initialize, MCP)],
-  ['parse generic JSON-RPC call', () => parseJsonRpcBody(generic, { mcp: false })],
-  ['parse MCP batch of 10 tools/call', () => parseJsonRpcBody(batch, MCP)],
+  ['parse MCP tools/call (JSON.parse + SDK schema)', () => readMcpBody(toolsCall, MCP)],
+  ['parse MCP initialize', () => readMcpBody(initialize, MCP)],
+  ['parse generic JSON-RPC call', () => parseJsonRpcBody(generic)],
+  ['parse MCP batch of 10 tools/call', () => readMcpBody(batch, MCP_BATCH)],
+  ['MCP-Protocol-Version of a 6-header request', () => readProtocolVersionHeader(legacyHead)],
+  ['parse MCP tools/call under 2026-07-28 (_meta)', () => readMcpBody(sessionless, { revision: '2026-07-28', strictToolNames: true })],
+  ['2026-07-28 headers: version, Mcp-Method, Mcp-Name', () => [readProtocolVersionHeader(sessionlessHead), readMirroredHeaders(sessionlessHead)]],
   ['decide MCP tools/call', () => decide(policy, mcpIntent(parsedCall))],
   ['decide MCP batch of 10', () => decide(policy, mcpIntent(parsedBatch))],
   ['decide json-rpc call', () => decide(policy, { adapter: 'l7', host: 'rpc.example.com', port: 443, method: 'POST', path: '/', jsonRpc: parsedGeneric })],

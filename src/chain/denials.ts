@@ -40,6 +40,13 @@ const DENIAL_ERRORS = [
   'invalid_jsonrpc_request',
   'ambiguous_graphql_request',
   'duplicate_json_key',
+  // docs/policy.md#mcp-protocol-revisions: an MCP request refused by its revision before policy, under audit too.
+  'invalid_mcp_protocol_version_header',
+  'unsupported_mcp_protocol_version',
+  'mcp_protocol_version_not_allowed',
+  'mcp_http_method_not_allowed',
+  'invalid_mcp_request',
+  'invalid_mcp_request_metadata',
   'lookup_rate_limited',
   'lookup_tunnel_suspected',
   'middleware_denied',
@@ -60,6 +67,8 @@ export interface Denial {
   readonly keepAlive?: boolean;
   /** Sent as `Retry-After` (a rate limit). */
   readonly retryAfterSeconds?: number;
+  /** Sent as `Allow`: the methods the target takes (a 405). */
+  readonly allow?: string;
 }
 
 /** What a policy denial's next steps are worked out from: the live policy and the denied request, never its query. */

@@ -27,6 +27,11 @@ export function requestOutcome(r: ChainRequest): Outcome {
     if (r.overrideMethod !== undefined) extra.method_override = r.overrideMethod;
     if (decision.calls !== undefined && decision.calls.length > 0) Object.assign(extra, callEventFields(decision.calls));
   }
+  if (r.mcp !== undefined) {
+    extra.mcp_protocol_version = r.mcp.revision;
+    if (r.mcp.fallback) extra.mcp_protocol_version_fallback = true;
+    if (r.mcpBootstrap) extra.mcp_bootstrap = true;
+  }
   const dest = r.destinationFacts;
   if (dest !== undefined) {
     if (dest.plan !== undefined) extra.plan = dest.plan;

@@ -27,6 +27,14 @@ const OUTCOME_REASONS = [
   // docs/policy.md#one-reading: a request boundary and the origin could read differently, refused before policy.
   'graphql-ambiguous',
   'json-duplicate-key',
+  // docs/policy.md#mcp-protocol-revisions: an MCP request's revision could not be selected, is not allowed, or the
+  // request is not one of that revision; refused before policy, under audit too.
+  'mcp-protocol-version-header-invalid',
+  'mcp-protocol-version-unsupported',
+  'mcp-protocol-version-not-allowed',
+  'mcp-http-method-not-allowed',
+  'mcp-request-invalid',
+  'mcp-request-metadata-invalid',
   'unsupported-l7-protocol',
   'unsupported-scheme',
   'policy-changed',
@@ -101,6 +109,14 @@ const REASON_ENGINES: Readonly<Record<ReasonCode, Engine | 'decision'>> = {
   'method-override-invalid': 'protocol',
   'graphql-ambiguous': 'protocol',
   'json-duplicate-key': 'protocol',
+  // An MCP revision that cannot be selected, or headers that say another thing than the body: read two ways.
+  'mcp-protocol-version-header-invalid': 'protocol',
+  'mcp-protocol-version-unsupported': 'protocol',
+  'mcp-http-method-not-allowed': 'protocol',
+  'mcp-request-metadata-invalid': 'protocol',
+  // The endpoint's mcp.versions, and a body its rules cannot read under the revision.
+  'mcp-protocol-version-not-allowed': 'l7',
+  'mcp-request-invalid': 'l7',
   'unsupported-scheme': 'protocol',
   'policy-changed': 'policy',
   'too-many-connections': 'admission',

@@ -6,6 +6,8 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import { type GraphqlAmbiguity, type GraphqlRead, graphqlFromHead, graphqlFromPost } from '../graphql/http-request.js';
 import type { DuplicateKeyRefusal } from '../json/strict-json.js';
+import { type McpRead, readMcpBody } from '../jsonrpc/mcp-message.js';
+import { DEFAULT_MCP_VERSIONS, type McpRevision } from '../jsonrpc/mcp-revisions.js';
 import { parseJsonRpcBody } from '../jsonrpc/message.js';
 import type { GraphqlRequest } from '../policy/graphql-match.js';
 import type { JsonRpcRequest } from '../policy/jsonrpc-match.js';
@@ -16,11 +18,15 @@ import { readPrefix } from './credential-injection.js';
 const INSPECTED_BODY_PROTOCOLS = ['graphql', 'json-rpc', 'mcp'] as const;
 export type InspectedProtocol = (typeof INSPECTED_BODY_PROTOCOLS)[number];
 
-/** How a held body is read: which protocol's parser, up to how many bytes, and MCP's tool-name rule. */
+/** How a held body is read: which protocol's parser, up to how many bytes, and MCP's tool-name rule and revisions. */
 export interface BodyHold {
   readonly protocol: InspectedProtocol;
   readonly limit: number;
   readonly strictToolNames: boolean;
+  /** MCP: the revisions `mcp.versions` allows (tied MCP endpoints agree on them: the ambiguity check). */
+  readonly mcpVersions: readonly McpRevision[];
+  /** MCP: the policy key of the endpoint, named in a revision refusal. */
+  readonly policy: string;
 }
 
 /** What policy is handed of a held (or bodiless) request: the intent field of its protocol. */
@@ -29,8 +35,14 @@ export type InspectedBody = { readonly graphql: GraphqlRequest } | { readonly js
 /** A request boundary and the origin could read differently: refused 400 before policy, under audit too. */
 export type InspectionRefusal = GraphqlAmbiguity | DuplicateKeyRefusal;
 
-/** What reading a request gave: the intent field for policy, or a refusal in the answer form of its protocol. */
-export type Inspected = InspectedBody | { readonly refused: InspectionRefusal; readonly protocol: InspectedProtocol };
+/**
+ * What reading a request gave: the intent field for policy, a refusal in the answer form of its protocol, or an
+ * MCP body read under its revision (the mcp-request stage answers what it refuses, after the revision allowlist).
+ */
+export type Inspected =
+  | InspectedBody
+  | { readonly refused: InspectionRefusal; readonly protocol: InspectedProtocol }
+  | { readonly mcp: McpRead };
 
 export type HeldBody =
   | { readonly ok: true; readonly body: Buffer; readonly inspected: Inspected }
@@ -47,7 +59,7 @@ export const INSPECTED_PROTOCOL_NAMES: Readonly<Record<InspectedProtocol, string
  */
 export function bodyHold(endpoints: readonly Endpoint[], path: string): BodyHold | undefined {
   let best = -1;
-  let hold: { protocol: InspectedProtocol; limit: number; strictToolNames: boolean } | undefined;
+  let hold: BodyHold | undefined;
   for (const e of endpoints) {
     if (!e.inspected || !e.selectsPath(path) || e.selectorSpecificity < best) continue;
     if (e.selectorSpecificity > best) {
@@ -58,9 +70,11 @@ export function bodyHold(endpoints: readonly Endpoint[], path: string): BodyHold
     if (protocol !== 'graphql' && protocol !== 'json-rpc' && protocol !== 'mcp') continue;
     const limit = protocol === 'graphql' ? e.options.graphqlMaxBodyBytes : e.options.jsonRpcMaxBodyBytes;
     const strict = protocol === 'mcp' && e.options.mcpStrictToolNames;
+    const versions = protocol === 'mcp' ? e.options.mcpVersions : DEFAULT_MCP_VERSIONS;
     // Tied inspected selectors share a protocol (the ambiguity check); GraphQL's is kept should they not.
-    if (hold === undefined || protocol === 'graphql') hold = { protocol, limit: Math.min(limit, hold?.limit ?? limit), strictToolNames: strict };
-    else hold = { ...hold, limit: Math.min(hold.limit, limit), strictToolNames: hold.strictToolNames || strict };
+    if (hold === undefined || protocol === 'graphql') {
+      hold = { protocol, limit: Math.min(limit, hold?.limit ?? limit), strictToolNames: strict, mcpVersions: versions, policy: e.policy };
+    } else hold = { ...hold, limit: Math.min(hold.limit, limit), strictToolNames: hold.strictToolNames || strict };
   }
   return hold;
 }
@@ -108,18 +122,24 @@ export function heldBodyHeadProblem(req: { readonly headers: IncomingHttpHeaders
   return undefined;
 }
 
-/** Reads and parses a body whose head heldBodyHeadProblem() passed; a chunked body is cut off past the limit. */
-export async function readHeldBody(req: AsyncIterable<Buffer>, hold: BodyHold, shape: RequestShape): Promise<HeldBody> {
+/**
+ * Reads and parses a body whose head heldBodyHeadProblem() passed; a chunked body is cut off past the limit. An MCP
+ * body is read under `mcpRevision`, the revision the request selected.
+ */
+export async function readHeldBody(req: AsyncIterable<Buffer>, hold: BodyHold, shape: RequestShape, mcpRevision: McpRevision | undefined): Promise<HeldBody> {
   const { prefix, complete } = await readPrefix(req, hold.limit);
   if (!complete) return { ok: false, problem: tooLarge(hold) };
-  return { ok: true, body: prefix, inspected: parseHeldBody(prefix, hold, shape) };
+  return { ok: true, body: prefix, inspected: parseHeldBody(prefix, hold, shape, mcpRevision) };
 }
 
 /** One body, parsed by its protocol's reader (GraphQL's with the URL beside it): where each protocol's parser is chosen. */
-export function parseHeldBody(body: Buffer, hold: BodyHold, shape: RequestShape): Inspected {
+export function parseHeldBody(body: Buffer, hold: BodyHold, shape: RequestShape, mcpRevision: McpRevision | undefined): Inspected {
   if (hold.protocol === 'graphql') return fromGraphql(graphqlFromPost(shape, body));
-  const mode = hold.protocol === 'mcp' ? { mcp: true as const, strictToolNames: hold.strictToolNames } : { mcp: false as const };
-  const read = parseJsonRpcBody(body, mode);
+  if (hold.protocol === 'mcp') {
+    if (mcpRevision === undefined) throw new Error('an MCP body is read only after its revision was selected');
+    return { mcp: readMcpBody(body, { revision: mcpRevision, strictToolNames: hold.strictToolNames }) };
+  }
+  const read = parseJsonRpcBody(body);
   return 'refused' in read ? { refused: read.refused, protocol: hold.protocol } : { jsonRpc: read };
 }
 

@@ -14,7 +14,7 @@ import { denied, type Refusal, runStages, type Stage } from './stage.js';
 
 export interface MiddlewareRunDeps {
   readonly registry: MiddlewareRegistry;
-  /** The stages that read a replaced body and decide it again (body-hold, l7, verdict). */
+  /** The stages that read a replaced body and decide it again (body-hold, mcp-request, l7, verdict). */
   readonly reevaluate: readonly Stage<ChainRequest>[];
 }
 

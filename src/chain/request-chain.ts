@@ -22,6 +22,8 @@ import { createHygieneStage } from './stages/hygiene.js';
 import { createIdentityStage } from './stages/identity.js';
 import { createL4Stage } from './stages/l4.js';
 import { createL7Stage } from './stages/l7.js';
+import { createMcpRequestStage } from './stages/mcp-request.js';
+import { createMcpRevisionStage } from './stages/mcp-revision.js';
 import { createMiddlewareStage } from './stages/middleware.js';
 import { createL7UpgradeStage } from './stages/l7-upgrade.js';
 import { createUpgradeStage } from './stages/upgrade.js';
@@ -53,6 +55,7 @@ export interface RequestChain {
 
 export function createRequestChain(deps: RequestChainDeps): RequestChain {
   const bodyHold = createBodyHoldStage();
+  const mcpRequest = createMcpRequestStage();
   const l7 = createL7Stage(deps);
   const verdict = createVerdictStage();
   const stages: readonly Stage<ChainRequest>[] = [
@@ -63,15 +66,18 @@ export function createRequestChain(deps: RequestChainDeps): RequestChain {
     createIdentityStage(deps),
     createL4Stage(deps),
     createCanonicalStage(),
+    // Any Upgrade on an inspected JSON protocol is refused before an MCP request's revision is looked at.
     createL7UpgradeStage(),
+    createMcpRevisionStage(),
     bodyHold,
+    mcpRequest,
     l7,
     verdict,
     createUpgradeStage(),
     createDestinationStage({ check: deps.destination }),
     // After the allow (audit too), before any secret is written into the request; a replaced body is read and
-    // decided again by the same three stages.
-    createMiddlewareStage({ registry: deps.middleware, reevaluate: [bodyHold, l7, verdict] }),
+    // decided again by the same stages (an MCP one under its revision: the headers that selected it are unchanged).
+    createMiddlewareStage({ registry: deps.middleware, reevaluate: [bodyHold, mcpRequest, l7, verdict] }),
     createCredentialsStage(deps),
     createUpstreamBodyStage(deps),
   ];

@@ -15,6 +15,8 @@ import type { MiddlewareInvocation } from '../middleware/outcome.js';
 import type { UpstreamHead } from './credential-injection.js';
 import type { TunnelTarget } from '../proxy/context.js';
 import type { BodyHold, InspectedBody } from './inspected-body.js';
+import type { McpRead } from '../jsonrpc/mcp-message.js';
+import type { McpSelection } from './mcp-revision.js';
 import type { CanonicalTarget } from './path.js';
 import type { DialFailure } from './dial.js';
 import type { ToolsListPlan } from './tools-list-filter.js';
@@ -113,10 +115,18 @@ export class ChainRequest {
   query = '';
   /** The path as Windows/IIS would read it (`/admin.` -> `/admin`), when it differs. */
   strippedPath: string | undefined = undefined;
+  // mcp-revision
+  /** An MCP request: the protocol revision it is read under, and whether it was the fallback. */
+  mcp: McpSelection | undefined = undefined;
   // body hold
   hold: BodyHold | undefined = undefined;
   /** What policy read of the body (or of a bodiless GraphQL GET, MCP stream or session end). */
   read: InspectedBody | undefined = undefined;
+  /** An MCP body as its revision reads it; the mcp-request stage refuses what it cannot read. */
+  mcpBody: McpRead | undefined = undefined;
+  // mcp-request
+  /** A legacy `initialize` exempt from `mcp.versions`. */
+  mcpBootstrap = false;
   // l7
   decision: Decision | undefined = undefined;
   /** The decision is final (the l7 stage ran): the event names its policy, rule, endpoint and identity. */

@@ -1,5 +1,6 @@
 // V13: endpoints that can match the same name on the same port must agree on tls and allowed_ips; inspected
-// endpoints that can take the same request must also agree on protocol, enforcement and credential settings.
+// endpoints that can take the same request must also agree on protocol, enforcement, credential settings and
+// mcp.versions.
 // Candidate pairs come from the same exact-host and suffix buckets as the host index, and inside a bucket from
 // an index by port and agreement key, so a valid policy costs linear time however many endpoints share a host.
 
@@ -180,7 +181,7 @@ function keyOf(placed: PlacedDraft): Keyed {
   return {
     placed,
     wire: JSON.stringify([d.tls, d.allowedIps.join(',')]),
-    l7: JSON.stringify([d.protocol, d.enforcement, credentialKey(d)]),
+    l7: JSON.stringify([d.protocol, d.enforcement, credentialKey(d), mcpVersionsKey(d)]),
     prefix: literalPrefix(d.path ?? ''),
   };
 }
@@ -194,7 +195,13 @@ function disagreement(a: EndpointDraft, b: EndpointDraft): string | undefined {
   if (a.protocol !== b.protocol) return 'protocol';
   if (a.enforcement !== b.enforcement) return 'enforcement';
   if (credentialKey(a) !== credentialKey(b)) return 'credential settings';
+  if (mcpVersionsKey(a) !== mcpVersionsKey(b)) return 'mcp.versions';
   return undefined;
+}
+
+/** MCP endpoints taking one request select its revision from one list (docs/policy.md#mcp-protocol-revisions). */
+function mcpVersionsKey(e: EndpointDraft): string {
+  return e.protocol === 'mcp' ? e.options.mcpVersions.join(',') : '';
 }
 
 function sharePort(a: EndpointDraft, b: EndpointDraft): boolean {

@@ -111,30 +111,47 @@ function decideCall(input: JsonRpcInput, call: JsonRpcCall): CallVerdict {
   const { said, request, domain, authority } = input;
   const post = request.method === 'POST';
   const shown = describeCall(call);
+  const mcp = authority.protocol === 'mcp';
   for (const endpoint of domain) {
     const rule = post ? endpoint.denyRules.find((r) => r.matchesCall?.(call) === true) : undefined;
     if (rule === undefined) continue;
-    const detail = `${shown} in ${said} matches deny rule ${rule.text} of policy ${endpoint.policy}`;
+    const detail = mcp
+      ? `MCP request blocked by a deny rule (${rule.text}) of policy ${endpoint.policy}`
+      : `${shown} in ${said} matches deny rule ${rule.text} of policy ${endpoint.policy}`;
     return { verdict: input.soft(endpoint), reason: 'deny-rule-matched', detail, endpoint, rule: rule.text, calls: [call] };
   }
   for (const endpoint of domain) {
     const by = post ? callAllow(endpoint, call) : undefined;
     if (by !== undefined) return { verdict: 'allow', reason: 'rule-allowed', detail: '', endpoint, rule: by.text, calls: [call], by };
   }
-  const rest = httpAllow(domain, request);
+  // An MCP extension method is allowed only by an MCP rule naming it exactly, never by a REST rule.
+  const rest = call.extension === true ? undefined : httpAllow(domain, request);
   if (rest !== undefined) return { verdict: 'allow', reason: 'rule-allowed', detail: '', endpoint: authority, rule: rest.text, calls: [call], by: rest };
-  const why = post ? `no rule of policy ${authority.policy} allows ${shown}` : `${shown} sent with ${request.method}: JSON-RPC rules allow POST only`;
-  return { verdict: input.soft(authority), reason: 'no-rule-matched', detail: `${why} in ${said}`, endpoint: authority, rule: shown, calls: [call] };
+  const why = !post
+    ? `${shown} sent with ${request.method}: JSON-RPC rules allow POST only in ${said}`
+    : mcp
+      ? mcpMissWhy(call, authority.policy)
+      : `no rule of policy ${authority.policy} allows ${shown} in ${said}`;
+  return { verdict: input.soft(authority), reason: 'no-rule-matched', detail: why, endpoint: authority, rule: shown, calls: [call] };
+}
+
+/** The fixed reason an MCP call was not allowed (docs/policy.md#mcp-rules-and-revisions): names no client data. */
+function mcpMissWhy(call: JsonRpcCall, policy: string): string {
+  if (call.extension === true) return `MCP extension method has no matching exact allow rule in policy ${policy}`;
+  if (call.method === 'tools/call') return `MCP tool call has no matching allow rule in policy ${policy}`;
+  return `MCP core method is not permitted by policy ${policy}`;
 }
 
 /** The method profile's implicit rule, named in details. */
 const PROFILE_RULE: L7Rule = Object.freeze({ kind: 'mcp', text: '* (mcp.allow_all_known_mcp_methods)', matchesHttp: () => false });
 
 /**
- * An allow rule of this endpoint matching the call. Under the MCP method profile any named method is allowed,
+ * An allow rule of this endpoint matching the call. An MCP extension method needs a rule naming it exactly (no glob,
+ * no `*`, not the profile). Under the MCP method profile every core method of the request's revision is allowed,
  * except tools/call on an endpoint whose allow rules name tools: then a tool rule must match.
  */
 function callAllow(endpoint: Endpoint, call: JsonRpcCall): L7Rule | undefined {
+  if (call.extension === true) return endpoint.rules.find((r) => r.mcpMethod === call.method && r.matchesCall?.(call) === true);
   const rule = endpoint.rules.find((r) => r.matchesCall?.(call) === true);
   if (rule !== undefined || endpoint.protocol !== 'mcp' || !endpoint.options.mcpAllowAllKnownMethods || call.method === '') return rule;
   if (call.method === 'tools/call' && endpoint.rules.some((r) => r.scopesTools === true)) return undefined;

@@ -13,6 +13,7 @@ import {
   PERSISTED_QUERY_MODES,
 } from './format.js';
 import type { GraphqlOperation } from './graphql-match.js';
+import { readMcpVersions } from './mcp-versions.js';
 import type { EndpointOptions, Protocol } from './types.js';
 import {
   childPath,
@@ -155,6 +156,7 @@ export function readProtocolOptions(
   const strict = readBool(ctx, mcp?.get('strict_tool_names'), childPath(mcpPath, 'strict_tool_names'));
   const allowAll = readBool(ctx, mcp?.get('allow_all_known_mcp_methods'), childPath(mcpPath, 'allow_all_known_mcp_methods'));
   const filterToolsList = readBool(ctx, mcp?.get('filter_tools_list'), childPath(mcpPath, 'filter_tools_list'));
+  const versions = readMcpVersions(ctx, mcp?.get('versions'), childPath(mcpPath, 'versions'));
 
   const options: EndpointOptions = Object.freeze({
     graphqlMaxBodyBytes,
@@ -163,6 +165,7 @@ export function readProtocolOptions(
     mcpStrictToolNames: strict ?? true,
     mcpAllowAllKnownMethods: allowAll ?? false,
     mcpFilterToolsList: filterToolsList ?? false,
+    mcpVersions: versions,
     jsonRpcMaxBodyBytes: jsonRpcMaxBodyBytes ?? DEFAULT_INSPECTION_BODY_BYTES,
   });
   // Keys in sorted order, as canonicalJson writes them (canonical.ts).
@@ -173,6 +176,7 @@ export function readProtocolOptions(
     mcpAllowAllKnownMethods: options.mcpAllowAllKnownMethods,
     mcpFilterToolsList: options.mcpFilterToolsList,
     mcpStrictToolNames: options.mcpStrictToolNames,
+    mcpVersions: options.mcpVersions,
     persistedQueries: options.persistedQueries,
   };
   return { options, canonical };
@@ -193,7 +197,7 @@ function registryOperations(registry: Record<string, unknown> | undefined): Read
 /**
  * The `mcp` and `json_rpc` stanzas (docs/policy.md#json-rpc-and-mcp-inspection). `mcp` is valid on mcp endpoints
  * only, as in OpenShell; `json_rpc` on both. Either sets the one body limit of the JSON-RPC family, and setting it
- * in both is refused rather than one silently winning. `mcp.versions` is not an OpenShell field.
+ * in both is refused rather than one silently winning.
  */
 function readJsonRpcOptions(
   ctx: ReadContext,
@@ -205,12 +209,7 @@ function readJsonRpcOptions(
   const family = protocol === 'tcp' || protocol === 'mcp' || protocol === 'json-rpc';
   const mcpPath = childPath(path, 'mcp');
   const jsonRpcPath = childPath(path, 'json_rpc');
-  const mcp = readOptionMap(ctx, fields.get('mcp'), mcpPath, ['versions', ...MCP_OPTION_KEYS], protocol === 'tcp' || protocol === 'mcp', 'POLICY_MCP_INVALID');
-  const versions = mcp?.get('versions');
-  if (versions !== undefined) {
-    report(ctx, versions.keyNode, childPath(mcpPath, 'versions'), 'POLICY_MCP_INVALID',
-      'mcp.versions is not an OpenShell field (version profiles are future work there) and boundary has nothing to do with it; remove it');
-  }
+  const mcp = readOptionMap(ctx, fields.get('mcp'), mcpPath, MCP_OPTION_KEYS, protocol === 'tcp' || protocol === 'mcp', 'POLICY_MCP_INVALID');
   const jsonRpc = readOptionMap(ctx, fields.get('json_rpc'), jsonRpcPath, JSON_RPC_OPTION_KEYS, family, 'POLICY_JSON_RPC_INVALID');
   const fromMcp = readBodyLimit(ctx, mcp?.get('max_body_bytes'), childPath(mcpPath, 'max_body_bytes'), 'POLICY_MCP_INVALID');
   const fromJsonRpc = readBodyLimit(ctx, jsonRpc?.get('max_body_bytes'), childPath(jsonRpcPath, 'max_body_bytes'), 'POLICY_JSON_RPC_INVALID');

@@ -77,7 +77,7 @@ export const L7_ONLY_ENDPOINT_KEYS = [
 
 export const CREDENTIAL_BINDING_KEYS = ['provider'] as const;
 /** `filter_tools_list` is a boundary extension (docs/policy.md#filtering-toolslist); OpenShell has the other three. */
-export const MCP_OPTION_KEYS = ['max_body_bytes', 'strict_tool_names', 'allow_all_known_mcp_methods', 'filter_tools_list'] as const;
+export const MCP_OPTION_KEYS = ['max_body_bytes', 'strict_tool_names', 'allow_all_known_mcp_methods', 'filter_tools_list', 'versions'] as const;
 export const JSON_RPC_OPTION_KEYS = ['max_body_bytes'] as const;
 export const PERSISTED_QUERY_KEYS = ['operation_type', 'operation_name', 'fields'] as const;
 

@@ -16,6 +16,11 @@ export interface JsonRpcCall {
   readonly tool: string | undefined;
   /** Kept for the proxy's JSON-RPC answer; policy never reads it. Undefined: a notification. */
   readonly id: JsonRpcId | undefined;
+  /**
+   * MCP only: not a core method of the request's protocol revision (docs/policy.md#mcp-rules-and-revisions), so
+   * only an allow rule naming it exactly allows it. Absent on json-rpc endpoints.
+   */
+  readonly extension?: boolean;
 }
 
 /** Why a body could not be read as JSON-RPC, in the terms of the JSON-RPC error it is answered with. */

@@ -26,8 +26,9 @@ const GLOB_CHARS = /[*?[\]{}]/;
 /** Rule keys that belong to REST rules; named in their own error on these protocols. */
 const HTTP_ONLY_KEYS = ['path', 'query'] as const;
 
-function callRule(kind: 'mcp' | 'json-rpc', text: string, matches: (call: JsonRpcCall) => boolean, scopesTools: boolean): L7Rule {
-  return Object.freeze({ kind, text, matchesHttp: () => false, matchesCall: matches, scopesTools });
+function callRule(kind: 'mcp' | 'json-rpc', text: string, matches: (call: JsonRpcCall) => boolean, scopesTools: boolean, mcpMethod?: string): L7Rule {
+  const rule = { kind, text, matchesHttp: () => false, matchesCall: matches, scopesTools };
+  return Object.freeze(mcpMethod === undefined ? rule : { ...rule, mcpMethod });
 }
 
 /** `{method?, tool?, params?: {name}}` on an mcp endpoint, allow or deny side alike. */
@@ -74,10 +75,12 @@ export function readMcpRule(ctx: ReadContext, map: MapNode, path: string, option
   }
   if (!ok) return undefined;
   const effective = method ?? (tools === undefined ? '*' : 'tools/call');
+  // Only a method written without glob characters can allow an extension method (one literally named `tools/*` too).
+  const exact = method !== undefined && !GLOB_CHARS.test(method) ? method : undefined;
   const covers = tools === undefined && compileValueGlob(effective).matches('tools/call');
   const text = tools === undefined ? effective : `${effective} ${tools.join('|')}`;
   return {
-    rule: callRule('mcp', text, compileMcpMatcher(effective, tools), mode === 'allow' && tools !== undefined),
+    rule: callRule('mcp', text, compileMcpMatcher(effective, tools), mode === 'allow' && tools !== undefined, exact),
     canonical: { method: effective, tool: tools ?? null },
     ...(tools !== undefined ? { mcpTool: 'scoped' as const } : covers ? { mcpTool: 'broad' as const } : {}),
   };

@@ -1,6 +1,7 @@
 // The compiled policy and the decision contract shared by every adapter (CONNECT, forward HTTP,
 // L7 inside tunnels, transparent capture, DNS). Types only: parse.ts builds them, decide.ts reads them.
 
+import type { McpRevision } from '../jsonrpc/mcp-revisions.js';
 import type { Issue } from '../shared/errors.js';
 import type { HostForm } from '../net/host.js';
 import type { BinaryIdentity, IdentityClaim, IdentityFailure } from './binary-identity.js';
@@ -127,6 +128,8 @@ export interface EndpointOptions {
   readonly mcpAllowAllKnownMethods: boolean;
   /** boundary extension `mcp.filter_tools_list`: tools/list answers list only the tools policy allows. */
   readonly mcpFilterToolsList: boolean;
+  /** `mcp.versions`: the MCP protocol revisions a request may select, sorted oldest first (docs/policy.md#mcp-protocol-revisions). */
+  readonly mcpVersions: readonly McpRevision[];
   /** The body limit of json-rpc and mcp endpoints: `mcp.max_body_bytes`, else `json_rpc.max_body_bytes`. */
   readonly jsonRpcMaxBodyBytes: number;
 }
@@ -163,6 +166,8 @@ export interface L7Rule {
   matchesCall?(call: JsonRpcCall): boolean;
   /** MCP allow rules naming tools: with one on an endpoint, tools/call needs a tool rule even under the method profile. */
   readonly scopesTools?: boolean;
+  /** MCP rules: the method the rule names without glob characters, if it does; only an equal one allows an extension method. */
+  readonly mcpMethod?: string;
 }
 
 export interface PolicyEntry {

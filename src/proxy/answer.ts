@@ -14,9 +14,10 @@ export function renderDenial(d: Denial): string {
   const body = JSON.stringify(d.body);
   const policy = d.policy === undefined ? '' : `${POLICY_HEADER}: ${d.policy}\r\n`;
   const retry = d.retryAfterSeconds === undefined ? '' : `retry-after: ${d.retryAfterSeconds}\r\n`;
+  const allow = d.allow === undefined ? '' : `allow: ${d.allow}\r\n`;
   return (
     `HTTP/1.1 ${d.status} ${d.reasonPhrase}\r\ncontent-type: application/json\r\n` +
-    `content-length: ${Buffer.byteLength(body)}\r\n${policy}${retry}${d.keepAlive === true ? '' : 'connection: close\r\n'}\r\n${body}`
+    `content-length: ${Buffer.byteLength(body)}\r\n${policy}${retry}${allow}${d.keepAlive === true ? '' : 'connection: close\r\n'}\r\n${body}`
   );
 }
 
@@ -44,6 +45,7 @@ export function sendDenial(res: ServerResponse, d: Denial): void {
   if (d.keepAlive !== true) headers.connection = 'close';
   if (d.policy !== undefined) headers[POLICY_HEADER] = d.policy;
   if (d.retryAfterSeconds !== undefined) headers['retry-after'] = d.retryAfterSeconds;
+  if (d.allow !== undefined) headers.allow = d.allow;
   res.writeHead(d.status, d.reasonPhrase, headers);
   res.end(body);
 }

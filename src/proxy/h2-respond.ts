@@ -40,6 +40,7 @@ export function respondDenial(stream: RequestStream, d: Denial, grpc: boolean): 
     const body = Buffer.from(JSON.stringify(d.body), 'utf8');
     const fields = [':status', String(d.status), 'content-type', 'application/json', 'content-length', String(body.length)];
     if (d.policy !== undefined) fields.push(POLICY_FIELD, d.policy);
+    if (d.allow !== undefined) fields.push('allow', d.allow);
     stream.respond(fields, false);
     stream.write(body);
     stream.end();

@@ -36,6 +36,7 @@ async function main(): Promise<void> {
   if (run === undefined || serverUrl === undefined) throw new Error(`unknown scenario ${scenario} or no server URL`);
   const url = new URL(serverUrl);
   const port = Number(url.port);
+  // The suite's servers negotiate 2025-11-25, 2025-06-18 and, in sse-retry, 2025-03-26: each must be listed.
   const policy = `version: 1
 network_policies:
   mcp_conformance:
@@ -45,7 +46,7 @@ network_policies:
         path: ${url.pathname === '/' ? '/**' : url.pathname}
         protocol: mcp
         enforcement: enforce
-        mcp: { max_body_bytes: 131072, allow_all_known_mcp_methods: true }
+        mcp: { max_body_bytes: 131072, allow_all_known_mcp_methods: true, versions: ["2025-03-26", "2025-06-18", "2025-11-25"] }
         rules:
           - allow: {}
     binaries: [{ path: "/**" }]

@@ -11,6 +11,7 @@ const OPTIONS: EndpointOptions = Object.freeze({
   mcpStrictToolNames: true,
   mcpAllowAllKnownMethods: false,
   mcpFilterToolsList: false,
+  mcpVersions: ['2025-11-25'] as const,
   jsonRpcMaxBodyBytes: 64 * 1024,
 });
 

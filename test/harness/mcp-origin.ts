@@ -3,7 +3,7 @@
 // Answers POSTs over SSE by default, as JSON with `json: true`. Records every request that arrived, so a test
 // can prove a denied one never did, and the session ids it ended. With `resumeToolsList: true` it keeps its events
 // (the SDK's event store) and closes a tools/list call's POST stream before answering, so the answer reaches the
-// client on the GET it resumes with Last-Event-ID.
+// client on the GET it resumes with Last-Event-ID. With `revision` it negotiates that protocol revision.
 
 import { randomUUID } from 'node:crypto';
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
@@ -58,6 +58,8 @@ function handler(seen: McpSeen[], ended: string[], calls: string[], sessions: Se
       const sessionId = req.headers['mcp-session-id'];
       const existing = typeof sessionId === 'string' ? sessions.get(sessionId) : undefined;
       const parsed = body === '' ? undefined : (JSON.parse(body) as unknown);
+      // The SDK server answers initialize with the revision the client asked for when it speaks it: asked for this one.
+      if (options.revision !== undefined && isInitialize(parsed)) parsed.params.protocolVersion = options.revision;
       if (existing !== undefined) {
         if (req.method === 'DELETE' && typeof sessionId === 'string') ended.push(sessionId);
         void existing.transport.handleRequest(req, res, parsed);
@@ -82,9 +84,16 @@ function handler(seen: McpSeen[], ended: string[], calls: string[], sessions: Se
   };
 }
 
+function isInitialize(message: unknown): message is { method: 'initialize'; params: { protocolVersion: string } } {
+  const m = message as { method?: unknown; params?: unknown } | undefined;
+  return m?.method === 'initialize' && typeof m.params === 'object' && m.params !== null;
+}
+
 interface Options {
   /** Answer POSTs with JSON bodies instead of SSE streams. */
   readonly json?: boolean;
+  /** Negotiate this MCP protocol revision with every client (one the SDK speaks), instead of the SDK's latest. */
+  readonly revision?: string;
   /** Answer tools/list only on the GET stream the client resumes after its POST stream was closed. */
   readonly resumeToolsList?: boolean;
 }

@@ -9,6 +9,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
+import { StreamableHTTPError } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { McpError } from '@modelcontextprotocol/sdk/types.js';
 import { LoggingMessageNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
 import { fetch, ProxyAgent } from 'undici';
@@ -35,7 +36,7 @@ network_policies:
         path: /mcp
         protocol: mcp
         enforcement: enforce
-        mcp: { max_body_bytes: ${LIMIT} }
+        mcp: { max_body_bytes: ${LIMIT}, versions: ["2025-03-26", "2025-11-25"] }
         rules:
           - allow: { method: initialize }
           - allow: { method: notifications/initialized }
@@ -155,8 +156,7 @@ describe('issue 17: MCP inspection through boundary (MCP SDK client and server)'
           assert.ok(err instanceof McpError, String(err));
           assert.equal(err.code, DENIED);
           assert.match(err.message, /boundary policy mcp_tools/);
-          assert.match(err.message, /tools\/call delete_resource/);
-          assert.match(err.message, /deny rule/);
+          assert.match(err.message, /deny rule \(tools\/call delete_resource\)/);
           assert.deepEqual(err.data, { error: 'policy_denied', policy: 'mcp_tools', reason: 'deny-rule-matched', method: 'tools/call', tool: 'delete_resource' });
           assert.ok(!route.origin().calls.includes('delete_resource'), 'the denied call reached the server');
           // The same session, the next call: nothing was torn down.
@@ -179,7 +179,8 @@ describe('issue 17: MCP inspection through boundary (MCP SDK client and server)'
           await assert.rejects(c.client.callTool({ name: 'admin.purge', arguments: {} }), (e: unknown) => {
             assert.ok(e instanceof McpError);
             assert.equal(e.code, DENIED);
-            assert.match(e.message, /no rule of policy mcp_tools allows tools\/call admin\.purge/);
+            assert.match(e.message, /MCP tool call has no matching allow rule in policy mcp_tools/);
+            assert.deepEqual(e.data, { error: 'policy_denied', policy: 'mcp_tools', reason: 'no-rule-matched', method: 'tools/call', tool: 'admin.purge' });
             return true;
           });
           assert.ok(!route.origin().calls.includes('admin.purge'));
@@ -256,12 +257,15 @@ describe('issue 17: MCP inspection through boundary (MCP SDK client and server)'
           assert.deepEqual(ran.content, [{ type: 'text', text: 'submit_report ran' }]);
           const event = await b.log.waitFor((e) => e.unmapped.verdict === 'audit' && e.dst_endpoint?.port === route.origin().port);
           assert.deepEqual(event.unmapped.tools, ['submit_report']);
+          // Not a request of its revision: 400 invalid_mcp_request under audit too (docs/policy.md#mcp-protocol-revisions).
           await assert.rejects(c.client.callTool({ name: 'read status', arguments: {} }), (e: unknown) => {
-            assert.ok(e instanceof McpError, String(e));
-            assert.equal(e.code, JSON_RPC_ERROR_CODES['invalid-params']);
-            assert.match(e.message, /strict_tool_names/);
+            assert.ok(e instanceof StreamableHTTPError, String(e));
+            assert.equal(e.code, 400);
+            assert.match(e.message, /invalid_mcp_request.*strict_tool_names/);
             return true;
           });
+          const refused = await b.log.waitFor((e) => e.unmapped.reason_code === 'mcp-request-invalid' && e.dst_endpoint?.port === route.origin().port);
+          assert.equal(refused.unmapped.mcp_protocol_version, '2025-11-25');
         } finally {
           await c.close();
         }
@@ -274,18 +278,17 @@ describe('issue 17: MCP inspection through boundary (MCP SDK client and server)'
         assert.match(denied.type, /^application\/json/);
         const answers = JSON.parse(denied.text) as { id: number; error: { code: number; message: string } }[];
         assert.deepEqual(answers.map((a) => [a.id, a.error.code]), [[91, DENIED], [92, DENIED]]);
-        assert.ok(answers.every((a) => a.error.message.includes('tools/call delete_resource')), 'each names the denied call');
+        assert.ok(answers.every((a) => a.error.message.includes('deny rule (tools/call delete_resource)')), 'each names the deny rule');
         const seen = route.origin().seen.length;
         await post('/mcp', JSON.stringify([call(93, 'read_status'), call(94, 'search_web')]));
         assert.ok(route.origin().seen.slice(seen).some((s) => s.body.includes('"id":93')), 'the allowed batch reached the server');
       });
 
-      it('answers an unreadable body 400 with a JSON-RPC error for id null, before anything goes upstream', async () => {
+      it('answers an unreadable body 400 invalid_mcp_request (one it cannot hold with a JSON-RPC error), before anything goes upstream', async () => {
         const seen = route.origin().seen.length;
         const parse = await post('/mcp', 'not valid json {');
         assert.equal(parse.status, 400);
-        assert.deepEqual(JSON.parse(parse.text).error.code, JSON_RPC_ERROR_CODES['parse-error']);
-        assert.equal(JSON.parse(parse.text).id, null);
+        assert.deepEqual(JSON.parse(parse.text), { error: 'invalid_mcp_request', detail: 'MCP request rejected under revision 2025-03-26: invalid JSON', policy: 'mcp_tools', layer: 'l7', protocol: 'mcp', method: 'POST', path: '/mcp' });
         const big = await post('/mcp', JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'read_status', arguments: { pad: 'x'.repeat(LIMIT) } } }));
         assert.equal(big.status, 400);
         assert.match(JSON.parse(big.text).error.message, /exceeds 4096 byte inspection limit/);

@@ -29,6 +29,7 @@ network_policies:
         path: /mcp
         protocol: mcp
         enforcement: enforce
+        mcp: { versions: ["2025-03-26"] }
         rules:
           - allow: { method: tools/call, tool: read_status }
         deny_rules:
@@ -38,6 +39,7 @@ network_policies:
         path: /audit/mcp
         protocol: mcp
         enforcement: audit
+        mcp: { versions: ["2025-03-26"] }
         rules:
           - allow: { method: tools/call, tool: read_status }
       - host: api.example.test
@@ -128,15 +130,13 @@ describe('issue 28: a JSON key repeated in an inspected body is refused, never d
     assert.equal((JSON.parse(stdout) as { result: { tool: string } }).result.tool, 'delete_resource');
   });
 
-  it('refuses an MCP tools/call naming a denied tool and then an allowed one: 400 duplicate_json_key as a JSON-RPC error, nothing runs', async () => {
+  it('refuses an MCP tools/call naming a denied tool and then an allowed one: 400 invalid_mcp_request naming the key, nothing runs', async () => {
     const before = origin.ran().length;
     const body = await refused(await post('/mcp', TOOLS_CALL('{"name":"delete_resource","name":"read_status","arguments":{}}')), origin, before, '/mcp');
-    const error = body.error as { code: number; data: { error: string; reason: string; next_steps: { kind: string }[] } };
-    assert.equal(body.id, null);
-    assert.equal(error.code, -32600);
-    assert.equal(error.data.error, 'duplicate_json_key');
-    assert.equal(error.data.reason, 'json-duplicate-key');
-    assert.deepEqual(error.data.next_steps.map((s) => s.kind), ['fix_request']);
+    // MCP answers every request it cannot read under its revision alike (docs/policy.md#mcp-protocol-revisions).
+    assert.equal(body.error, 'invalid_mcp_request');
+    assert.equal(body.protocol, 'mcp');
+    assert.match(String(body.detail), /key "name" appears more than once in the object at \$\.params/);
   });
 
   it('still relays the same call without the repeated key', async () => {

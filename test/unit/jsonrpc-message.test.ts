@@ -1,16 +1,24 @@
-// src/jsonrpc/message.ts against the reference's parser cases (M15-M20, J12-J15 and the JSON-RPC framing rules),
-// and the pieces of filter_tools_list: the tools/list filter and the SSE rewriter, fed byte by byte.
+// src/jsonrpc/message.ts and mcp-message.ts against the reference's parser cases (M15-M20, J12-J15 and the JSON-RPC
+// framing rules), and the pieces of filter_tools_list: the tools/list filter and the SSE rewriter, fed byte by byte.
+// The per-revision MCP rules have their own file (jsonrpc-mcp-revisions.test.ts).
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
+import { type McpOptions, readMcpBody } from '../../src/jsonrpc/mcp-message.js';
 import { parseJsonRpcBody } from '../../src/jsonrpc/message.js';
 import { createSseRewriter } from '../../src/jsonrpc/sse.js';
 import { filterToolsListText } from '../../src/jsonrpc/tools-list.js';
 import type { JsonRpcRequest } from '../../src/policy/jsonrpc-match.js';
 
-const MCP = { mcp: true, strictToolNames: true } as const;
-const GENERIC = { mcp: false } as const;
-const parse = (body: unknown, mode: Parameters<typeof parseJsonRpcBody>[1] = MCP): JsonRpcRequest => {
-  const read = parseJsonRpcBody(Buffer.from(typeof body === 'string' ? body : JSON.stringify(body)), mode);
+type Mode = McpOptions | 'generic';
+const MCP: Mode = { revision: '2025-03-26', strictToolNames: true };
+const GENERIC: Mode = 'generic';
+const bytes = (body: unknown): Buffer => Buffer.from(typeof body === 'string' ? body : JSON.stringify(body));
+const parse = (body: unknown, mode: Mode = MCP): JsonRpcRequest => {
+  if (mode !== 'generic') {
+    const read = readMcpBody(bytes(body), mode);
+    return read.ok ? read.request : { kind: 'error', problem: 'invalid-request', error: read.problem, ids: [], batch: false };
+  }
+  const read = parseJsonRpcBody(bytes(body));
   assert.ok(!('refused' in read), 'refused' in read ? read.refused.problem : '');
   return read;
 };
@@ -18,18 +26,18 @@ const call = (id: number | undefined, method: string, params?: unknown) => ({ js
 const INIT = { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'c', version: '1' } };
 
 describe('parseJsonRpcBody', () => {
-  const ok: [string, unknown, Parameters<typeof parseJsonRpcBody>[1], JsonRpcRequest][] = [
+  const ok: [string, unknown, Mode, JsonRpcRequest][] = [
     ['M15 tools/call exposes the tool only', call(1, 'tools/call', { name: 'search_web', arguments: { q: 'x' } }), MCP,
-      { kind: 'messages', calls: [{ method: 'tools/call', tool: 'search_web', id: 1 }], responses: 0, batch: false }],
-    ['M17 a spaced tool name with strict_tool_names false', call(1, 'tools/call', { name: 'read status' }), { mcp: true, strictToolNames: false },
-      { kind: 'messages', calls: [{ method: 'tools/call', tool: 'read status', id: 1 }], responses: 0, batch: false }],
+      { kind: 'messages', calls: [{ method: 'tools/call', tool: 'search_web', id: 1, extension: false }], responses: 0, batch: false }],
+    ['M17 a spaced tool name with strict_tool_names false', call(1, 'tools/call', { name: 'read status' }), { revision: '2025-03-26', strictToolNames: false },
+      { kind: 'messages', calls: [{ method: 'tools/call', tool: 'read status', id: 1, extension: false }], responses: 0, batch: false }],
     ['M19 an extension method keeps no params', call(1, 'vendor/extension', { name: 'custom' }), MCP,
-      { kind: 'messages', calls: [{ method: 'vendor/extension', tool: undefined, id: 1 }], responses: 0, batch: false }],
+      { kind: 'messages', calls: [{ method: 'vendor/extension', tool: undefined, id: 1, extension: true }], responses: 0, batch: false }],
     ['M20 a batch of two tools/call', [call(1, 'tools/call', { name: 'read_status' }), call(2, 'tools/call', { name: 'search_web' })], MCP,
-      { kind: 'messages', calls: [{ method: 'tools/call', tool: 'read_status', id: 1 }, { method: 'tools/call', tool: 'search_web', id: 2 }], responses: 0, batch: true }],
-    ['initialize with its typed params', call(0, 'initialize', INIT), MCP, { kind: 'messages', calls: [{ method: 'initialize', tool: undefined, id: 0 }], responses: 0, batch: false }],
-    ['a tolerated list method with junk params', call(3, 'tools/list', { cursor: 5 }), MCP, { kind: 'messages', calls: [{ method: 'tools/list', tool: undefined, id: 3 }], responses: 0, batch: false }],
-    ['a notification', call(undefined, 'notifications/initialized'), MCP, { kind: 'messages', calls: [{ method: 'notifications/initialized', tool: undefined, id: undefined }], responses: 0, batch: false }],
+      { kind: 'messages', calls: [{ method: 'tools/call', tool: 'read_status', id: 1, extension: false }, { method: 'tools/call', tool: 'search_web', id: 2, extension: false }], responses: 0, batch: true }],
+    ['initialize with its typed params', call(0, 'initialize', INIT), MCP, { kind: 'messages', calls: [{ method: 'initialize', tool: undefined, id: 0, extension: false }], responses: 0, batch: false }],
+    ['a tolerated list method with junk params', call(3, 'tools/list', { cursor: 5 }), MCP, { kind: 'messages', calls: [{ method: 'tools/list', tool: undefined, id: 3, extension: false }], responses: 0, batch: false }],
+    ['a notification', call(undefined, 'notifications/initialized'), MCP, { kind: 'messages', calls: [{ method: 'notifications/initialized', tool: undefined, id: undefined, extension: false }], responses: 0, batch: false }],
     ['a response frame', { jsonrpc: '2.0', id: 7, result: { action: 'accept' } }, MCP, { kind: 'messages', calls: [], responses: 1, batch: false }],
     ['J16 a batch with a call and a response', [call(1, 'reports.list'), { jsonrpc: '2.0', id: 2, result: { ok: true } }], GENERIC,
       { kind: 'messages', calls: [{ method: 'reports.list', tool: undefined, id: 1 }], responses: 1, batch: true }],
@@ -40,7 +48,7 @@ describe('parseJsonRpcBody', () => {
     it(name, () => assert.deepEqual(parse(body, mode), expected));
   }
 
-  const errors: [string, unknown, Parameters<typeof parseJsonRpcBody>[1], string, RegExp, readonly unknown[]][] = [
+  const errors: [string, unknown, Mode, string, RegExp, readonly unknown[]][] = [
     ['J6 not JSON', 'not valid json {', GENERIC, 'parse-error', /invalid JSON/, []],
     ['an empty body', '', GENERIC, 'parse-error', /invalid JSON/, []],
     ['an empty batch', '[]', GENERIC, 'invalid-request', /empty batch/, []],
@@ -52,13 +60,13 @@ describe('parseJsonRpcBody', () => {
     ['a response with result and error', { jsonrpc: '2.0', id: 1, result: {}, error: {} }, GENERIC, 'invalid-request', /both result and error/, []],
     ['a response without id', { jsonrpc: '2.0', result: {} }, GENERIC, 'invalid-request', /missing id/, []],
     ['a non-string method', { jsonrpc: '2.0', id: 1, method: 5 }, GENERIC, 'invalid-request', /non-string 'method'/, []],
-    ['M16 a spaced tool name under strict_tool_names', call(1, 'tools/call', { name: 'read status' }), MCP, 'invalid-params', /strict_tool_names/, [1]],
-    ['M18 tools/call without a name', call(1, 'tools/call', { arguments: {} }), MCP, 'invalid-params', /invalid MCP request params: params.name/, [1]],
-    ['tools/call without params', call(1, 'tools/call'), MCP, 'invalid-params', /params.name/, [1]],
+    ['M16 a spaced tool name under strict_tool_names', call(1, 'tools/call', { name: 'read status' }), MCP, 'invalid-request', /strict_tool_names/, []],
+    ['M18 tools/call without a name', call(1, 'tools/call', { arguments: {} }), MCP, 'invalid-request', /invalid MCP request params: params.name/, []],
+    ['tools/call without params', call(1, 'tools/call'), MCP, 'invalid-request', /params.name/, []],
     ['an MCP request with id null', { jsonrpc: '2.0', id: null, method: 'ping' }, MCP, 'invalid-request', /id must be a string or an integer/, []],
-    ['an MCP request with a float id', { jsonrpc: '2.0', id: 1.5, method: 'ping' }, MCP, 'invalid-request', /id must be a string or an integer/, [1.5]],
-    ['logging/setLevel with an unknown level', call(1, 'logging/setLevel', { level: 'LOUD' }), MCP, 'invalid-params', /params.level/, [1]],
-    ['notifications/progress without a number', call(undefined, 'notifications/progress', { progressToken: 't', progress: 'x' }), MCP, 'invalid-params', /notification params: params.progress/, []],
+    ['an MCP request with a float id', { jsonrpc: '2.0', id: 1.5, method: 'ping' }, MCP, 'invalid-request', /id must be a string or an integer/, []],
+    ['logging/setLevel with an unknown level', call(1, 'logging/setLevel', { level: 'LOUD' }), MCP, 'invalid-request', /params.level/, []],
+    ['notifications/progress without a number', call(undefined, 'notifications/progress', { progressToken: 't', progress: 'x' }), MCP, 'invalid-request', /notification params: params.progress/, []],
   ];
   for (const [name, body, mode, problem, error, ids] of errors) {
     it(name, () => {
@@ -83,9 +91,10 @@ describe('parseJsonRpcBody', () => {
       '{"jsonrpc":"2.0","id":1,"method":"ping","method":"tools/list"}',
       '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"a","arguments":{"x":[{"y":1,"\\u0079":2}]}}}',
     ]) {
-      const read = parseJsonRpcBody(Buffer.from(body), MCP);
-      assert.ok('refused' in read, body);
-      assert.equal(read.refused.reason, 'json-duplicate-key');
+      const read = readMcpBody(Buffer.from(body), { revision: '2025-11-25', strictToolNames: true });
+      assert.ok(!read.ok && read.duplicateKey, body);
+      const generic = parseJsonRpcBody(Buffer.from(body));
+      assert.ok('refused' in generic && generic.refused.reason === 'json-duplicate-key', body);
     }
   });
 

@@ -2,6 +2,7 @@
 // plus the union of endpoints taking a path, audit, and the method profile with tool rules.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
+import { readMcpBody } from '../../src/jsonrpc/mcp-message.js';
 import { parseJsonRpcBody } from '../../src/jsonrpc/message.js';
 import { decide } from '../../src/policy/decide.js';
 import type { JsonRpcRequest } from '../../src/policy/jsonrpc-match.js';
@@ -45,6 +46,13 @@ network_policies:
         enforcement: enforce
         mcp: { allow_all_known_mcp_methods: true }
         rules: [{ allow: { tool: read_status } }]
+      - host: vendor.test
+        port: 443
+        protocol: mcp
+        enforcement: enforce
+        mcp: { allow_all_known_mcp_methods: true }
+        rules: [{ allow: { method: vendor/thing } }, { allow: { method: "tools/*" } }, { allow: {} }]
+        deny_rules: [{ method: "tools/b*" }]
       - { host: stream.test, port: 443, path: /mcp, protocol: mcp, enforcement: enforce, rules: [{ allow: { method: initialize } }] }
       - { host: "*.tools.test", port: 443, path: /mcp, protocol: mcp, enforcement: enforce, rules: [{ allow: { method: tools/call, tool: read_status } }] }
   union:
@@ -57,16 +65,25 @@ network_policies:
 `);
 
 const msg = (method: string, params?: unknown, id: number | undefined = 1) => ({ jsonrpc: '2.0', ...(id === undefined ? {} : { id }), method, ...(params === undefined ? {} : { params }) });
+const note = (method: string) => ({ jsonrpc: '2.0', method });
 const tool = (name: string) => msg('tools/call', { name, arguments: {} });
 
 function ask(host: string, body: unknown, opts: { method?: string; path?: string; mcp?: boolean } = {}): Decision {
   const mcp = opts.mcp ?? !(host.startsWith('rpc') || host.startsWith('any') || host.startsWith('audit'));
   const read = typeof body === 'object' && body !== null && 'kind' in body
     ? (body as JsonRpcRequest)
-    : parseJsonRpcBody(Buffer.from(JSON.stringify(body)), mcp ? { mcp: true, strictToolNames: true } : { mcp: false });
+    : mcp
+      ? mcpRead(Buffer.from(JSON.stringify(body)))
+      : parseJsonRpcBody(Buffer.from(JSON.stringify(body)));
   assert.ok(!('refused' in read), 'JSON.stringify never repeats a key');
   const jsonRpc: JsonRpcRequest = read;
   return decide(POLICY, { adapter: 'l7', host, port: 443, method: opts.method ?? 'POST', path: opts.path ?? (mcp ? '/mcp' : '/rpc'), jsonRpc });
+}
+
+/** An MCP body as the 2025-03-26 revision reads it (batches allowed); unreadable bodies as the error policy sees. */
+function mcpRead(body: Buffer): JsonRpcRequest {
+  const read = readMcpBody(body, { revision: '2025-03-26', strictToolNames: true });
+  return read.ok ? read.request : { kind: 'error', problem: 'invalid-request', error: read.problem, ids: [], batch: false };
 }
 
 const verdict = (d: Decision): [string, string] => [d.verdict, d.reason];
@@ -130,20 +147,39 @@ describe('decide: mcp endpoints (MC cases)', () => {
     assert.deepEqual(verdict(ask('mcp.test', tool('submit_report'))), ['allow', 'rule-allowed']);
     assert.deepEqual(verdict(ask('mcp.test', tool('blocked_action'))), ['deny', 'deny-rule-matched']);
     assert.deepEqual(verdict(ask('mcp.test', tool('other_tool'))), ['deny', 'no-rule-matched']);
-    assert.deepEqual(verdict(ask('mcp.test', msg('notifications/initialized', undefined, undefined))), ['deny', 'no-rule-matched']);
+    assert.deepEqual(verdict(ask('mcp.test', note('notifications/initialized'))), ['deny', 'no-rule-matched']);
     const d = ask('mcp.test', tool('blocked_action'));
-    assert.deepEqual(d.calls, [{ method: 'tools/call', tool: 'blocked_action', id: 1 }]);
-    assert.match(d.detail, /tools\/call blocked_action .*deny rule tools\/call blocked_action/);
+    assert.deepEqual(d.calls, [{ method: 'tools/call', tool: 'blocked_action', id: 1, extension: false }]);
+    assert.match(d.detail, /^MCP request blocked by a deny rule \(tools\/call blocked_action\) of policy mc$/);
+  });
+
+  it('fixed reasons name no client data: an unlisted tool, a core method, an extension method', () => {
+    assert.equal(ask('mcp.test', tool('other_tool')).detail, 'MCP tool call has no matching allow rule in policy mc');
+    assert.equal(ask('mcp.test', msg('prompts/list')).detail, 'MCP core method is not permitted by policy mc');
+    assert.equal(ask('mcp.test', msg('vendor/thing')).detail, 'MCP extension method has no matching exact allow rule in policy mc');
   });
 
   it('M8: a tool rule never matches a call without a tool (an extension method with params.name)', () => {
     assert.deepEqual(verdict(ask('mcp.test', msg('vendor/extension', { name: 'read_status' }))), ['deny', 'no-rule-matched']);
   });
 
-  it('M9/M10: the method profile allows any named method, extensions included', () => {
-    for (const m of [tool('any_tool'), msg('tools/list'), msg('vendor/thing'), msg('notifications/initialized', undefined, undefined)]) {
+  it('M9/M10: the method profile allows the core methods of the revision, never an extension method', () => {
+    for (const m of [tool('any_tool'), msg('tools/list'), note('notifications/initialized')]) {
       assert.deepEqual(verdict(ask('profile.test', m, { path: '/' })), ['allow', 'rule-allowed']);
     }
+    assert.deepEqual(verdict(ask('profile.test', msg('vendor/thing'), { path: '/' })), ['deny', 'no-rule-matched']);
+    assert.deepEqual(verdict(ask('vendor.test', msg('vendor/thing'), { path: '/' })), ['allow', 'rule-allowed']);
+  });
+
+  it('an extension method needs an allow rule naming it exactly: tools/* and REST rules never allow one; deny globs still match', () => {
+    assert.deepEqual(verdict(ask('vendor.test', msg('tools/experimental'), { path: '/' })), ['deny', 'no-rule-matched']);
+    assert.deepEqual(verdict(ask('vendor.test', msg('tools/list'), { path: '/' })), ['allow', 'rule-allowed']);
+    assert.deepEqual(verdict(ask('vendor.test', msg('tools/blocked'), { path: '/' })), ['deny', 'deny-rule-matched']);
+    // A glob rule, or the `*` an empty rule becomes under the profile, is not exact even for a method spelled like it.
+    assert.deepEqual(verdict(ask('vendor.test', msg('tools/*'), { path: '/' })), ['deny', 'no-rule-matched']);
+    assert.deepEqual(verdict(ask('vendor.test', msg('*'), { path: '/' })), ['deny', 'no-rule-matched']);
+    assert.deepEqual(verdict(ask('union.test', msg('vendor/thing'))), ['deny', 'no-rule-matched']);
+    assert.deepEqual(verdict(ask('union.test', msg('tools/list'))), ['allow', 'rule-allowed']);
   });
 
   it('the method profile with a tool rule: tools/call must match a tool rule, other methods pass', () => {

@@ -30,7 +30,6 @@ describe('parsePolicy: mcp and json-rpc load-time checks', () => {
     ['a tool with a method other than tools/call, under the profile', mcp('rules: [{ allow: { method: tools/list, tool: a } }]', PROFILE), 'POLICY_MCP_INVALID', `${E0}.rules[0].allow.method`, /must be tools\/call/],
     ['path in an mcp rule', mcp('rules: [{ allow: { method: initialize, path: /mcp } }]'), 'POLICY_MCP_INVALID', `${E0}.rules[0].allow.path`, /not path/],
     ['{a,b} alternation in a tool glob', mcp('rules: [{ allow: { method: tools/call, tool: "{read,write}_*" } }]'), 'POLICY_MCP_INVALID', `${E0}.rules[0].allow.tool`, /alternation/],
-    ['mcp.versions is not an OpenShell field', mcp('rules: [{ allow: { method: initialize } }]', '{ versions: ["2025-06-18"] }'), 'POLICY_MCP_INVALID', `${E0}.mcp.versions`, /not an OpenShell field/],
     ['mcp needs rules without the profile', mcp(''), 'POLICY_MCP_INVALID', `${E0}.rules`, /needs rules/],
     ['access on mcp', mcp('access: full'), 'POLICY_ACCESS_INVALID', `${E0}.access`, /not allowed for mcp/],
     ['both body limits', mcp('rules: [{ allow: { method: initialize } }]\njson_rpc: { max_body_bytes: 10 }', '{ max_body_bytes: 10 }'), 'POLICY_JSON_RPC_INVALID', `${E0}.json_rpc.max_body_bytes`, /set one/],

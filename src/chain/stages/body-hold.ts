@@ -3,6 +3,7 @@
 // made with it. What is read without a body (GraphQL URL parameters, an MCP receive stream or session end) is read
 // here too. A body policy cannot read at all (too large, compressed, multipart) is refused 400 in either protocol's
 // terms, and so is one the origin could read otherwise than boundary (docs/policy.md#one-reading), under audit too.
+// An MCP body is read under the revision the mcp-revision stage selected.
 
 import { graphqlRejectedDenial, inspectionRefusalDenial, inspectionRefusalDetail } from '../denials.js';
 import { type BodyHold, bodyHold, heldBodyHeadProblem, type Inspected, readHeldBody, withoutBody } from '../inspected-body.js';
@@ -15,8 +16,16 @@ function unreadable(hold: BodyHold, problem: string): Refusal {
   return denied(graphql ? graphqlRejectedDenial(problem) : jsonRpcRejectedDenial(problem), graphql ? 'graphql-rejected' : 'jsonrpc-rejected', problem);
 }
 
-/** What was read becomes the request's inspected body, or its refusal when the origin could read it two ways. */
+/**
+ * What was read becomes the request's inspected body, or its refusal when the origin could read it two ways. An MCP
+ * body is recorded as its revision read it: the mcp-request stage answers what it refuses, after the allowlist.
+ */
 function readAs(r: ChainRequest, read: Inspected): Refusal | undefined {
+  if ('mcp' in read) {
+    r.mcpBody = read.mcp;
+    if (read.mcp.ok) r.read = { jsonRpc: read.mcp.request };
+    return CONTINUE;
+  }
   if (!('refused' in read)) {
     r.read = read;
     return CONTINUE;
@@ -54,7 +63,7 @@ export function createBodyHoldStage(): Stage<ChainRequest> {
       if (early !== undefined) return unreadable(hold, early);
       r.hold = hold;
       r.hooks.continueBody();
-      return readHeldBody(r.body, hold, shape).then((read) => {
+      return readHeldBody(r.body, hold, shape, r.mcp?.revision).then((read) => {
         if (!read.ok) return unreadable(hold, read.problem);
         r.body = once(read.body);
         return readAs(r, read.inspected);
