@@ -5,7 +5,7 @@
 import { readFile } from 'node:fs/promises';
 import type { SecureContext } from 'node:tls';
 import type { Config } from './config.js';
-import { type AttachedControl, createAttachedControl } from '../control/attached.js';
+import type { AttachedControl } from '../control/attached.js';
 import { type CredentialSource, createStaticCredentialSource } from '../credentials/source.js';
 import { BoundaryError } from '../shared/errors.js';
 import { createHostCache } from '../net/host.js';
@@ -111,25 +111,27 @@ export function createBoundary(config: Config, deps: Deps): Boundary {
   const credentials: CredentialSource = deps.credentials ?? pushedCredentials;
   // Attached mode: the supervisor feeds the same store (and a static credential source) as the files do
   // in standalone mode; until its first policy is effective the store holds deny-all.
-  const control: AttachedControl | undefined =
-    config.attached === undefined
-      ? undefined
-      : createAttachedControl({
-          settings: config.attached,
-          store,
-          sink,
-          logger,
-          now,
-          registry: deps.registry,
-          credentials: pushedCredentials,
-          lookup: deps.controlLookup,
-          version: deps.version,
-          bootId: deps.bootId,
-          // Capture listeners follow the store (proxy/capture-listeners.ts): a first tcp endpoint needs no restart.
-          liveCapture: true,
-          remember: policyTexts.remember,
-          ...deps.controlTuning,
-        });
+  let control: AttachedControl | undefined;
+  /** Attached mode only: a standalone sidecar never loads the control channel's modules (idle heap, issue 15). */
+  async function openControl(settings: NonNullable<typeof config.attached>): Promise<AttachedControl> {
+    const { createAttachedControl } = await import('../control/attached.js');
+    return createAttachedControl({
+      settings,
+      store,
+      sink,
+      logger,
+      now,
+      registry: deps.registry,
+      credentials: pushedCredentials,
+      lookup: deps.controlLookup,
+      version: deps.version,
+      bootId: deps.bootId,
+      // Capture listeners follow the store (proxy/capture-listeners.ts): a first tcp endpoint needs no restart.
+      liveCapture: true,
+      remember: policyTexts.remember,
+      ...deps.controlTuning,
+    });
+  }
 
   const interception: Interception = {
     ready: () => leaves !== undefined,
@@ -256,7 +258,12 @@ export function createBoundary(config: Config, deps: Deps): Boundary {
         await watcher.loadInitial();
         watcher.start();
       }
-      await control?.start();
+      if (config.attached !== undefined) {
+        control = await openControl(config.attached);
+        // close() may have run while the modules loaded; it found no control to close.
+        if (closing !== undefined) return;
+        await control.start();
+      }
       // Explain answers as this run decides: its always-blocked destinations and its binary-identity mode.
       const api = { store, texts: policyTexts, ring: denials, permanent: live.permanent, binaryIdentity: config.binaryIdentity };
       admin = createAdminServer({
