@@ -68,6 +68,8 @@ export interface RunDestinations {
   readonly allowLoopback: boolean;
   /** boundary's own listeners. */
   readonly selfAddresses: SelfAddresses;
+  /** The proxy's memo of normalised hosts: asked once per request, most hosts repeat. */
+  readonly hosts?: HostCache | undefined;
 }
 
 /** A destination no policy entry can open (docs/destinations.md#always-blocked): the check, and the address class. */
@@ -94,7 +96,7 @@ export type PermanentCheck = (host: string, port: number) => PermanentRefusal | 
  * check, policy explain and /v1/explain give. A name that merely resolves to such an address is found at runtime only.
  */
 export function permanentRefusal(host: string, port: number, run: RunDestinations): PermanentRefusal | undefined {
-  const normal = normaliseHost(host);
+  const normal = normaliseHost(host, run.hosts);
   if (!normal.ok) return { check: 'invalid-host', addressClass: 'invalid', message: `invalid-host: ${JSON.stringify(host)}: ${normal.message}` };
   const name = normal.host;
   if (normal.kind === 'name') {

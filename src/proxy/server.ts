@@ -187,7 +187,7 @@ export function createProxyServer(options: ProxyServerOptions): ProxyServer {
   const identity = createIdentityGate(options.identity);
   const selfAddresses = (): SelfAddresses => ctx.selfAddresses();
   // docs/destinations.md#always-blocked: the one answer for what no policy can open, also handed to explain.
-  const permanent: PermanentCheck = (host, port) => permanentRefusal(host, port, { allowLoopback: options.allowLoopback, selfAddresses: selfAddresses() });
+  const permanent: PermanentCheck = (host, port) => permanentRefusal(host, port, { allowLoopback: options.allowLoopback, selfAddresses: selfAddresses(), hosts: options.hosts });
   const connectionDeps = (): ConnectionChainDeps => ({
     store: options.store,
     hosts: options.hosts,
