@@ -12,7 +12,7 @@ import { NEW_NAMES_BURST, NEW_NAMES_PER_SECOND } from '../net/lookup-gate.js';
 import { DEFAULT_SYNTHETIC_CIDR, syntheticCidrProblem } from '../net/synthetic.js';
 import { BINARY_IDENTITY_MODES, type BinaryIdentityMode } from '../identity/source.js';
 import { DEFAULT_PLACEHOLDER_FAMILY, PLACEHOLDER_FAMILIES, type PlaceholderFamily } from '../credentials/placeholder.js';
-import { DEFAULT_PROXY_LIMITS, type ProxyLimits } from '../proxy/server.js';
+import { DEFAULT_PROXY_LIMITS, type ProxyLimits } from '../proxy/limits.js';
 
 export interface ListenAddress {
   readonly host: string;

@@ -12,7 +12,7 @@ import { createAdmission } from './admission.js';
 import { allowedPorts } from '../chain/stages/capture-check.js';
 import { createCaptureHealth } from './capture-health.js';
 import type { ProxyMetrics } from './metrics.js';
-import type { ProxyLimits } from './server.js';
+import type { ProxyLimits } from './limits.js';
 
 /**
  * An expired mapping keeps its listeners this long, admitting nothing: a client that cached the answer past

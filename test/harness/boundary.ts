@@ -16,7 +16,7 @@ import type { MiddlewareRegistry } from '../../src/middleware/registry.js';
 import { createSocketIdentitySource } from '../../src/identity/socket-source.js';
 import type { IdentitySource } from '../../src/identity/source.js';
 import { type DialTarget, netDial } from '../../src/chain/dial.js';
-import type { ProxyLimits } from '../../src/proxy/server.js';
+import type { ProxyLimits } from '../../src/proxy/limits.js';
 import { TEST_IDENTITY_LOOKUP_TIMEOUT_MS, testProcSource } from './identity-processes.js';
 import { type FakeAnswer, type FakeResolver, fakeResolver } from './fake-resolver.js';
 import { type LogSink, logSink } from './log-sink.js';

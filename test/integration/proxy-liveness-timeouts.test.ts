@@ -16,7 +16,7 @@ import { createServer as createNetServer, type Socket } from 'node:net';
 import { performance } from 'node:perf_hooks';
 import { after, before, describe, it } from 'node:test';
 import { netDial } from '../../src/chain/dial.js';
-import { CONNECTIONS_CHECK_INTERVAL_MS, HEADERS_TIMEOUT_MS as DEFAULT_HEADERS_TIMEOUT_MS } from '../../src/proxy/server.js';
+import { CONNECTIONS_CHECK_INTERVAL_MS, HEADERS_TIMEOUT_MS as DEFAULT_HEADERS_TIMEOUT_MS } from '../../src/proxy/limits.js';
 import { type RunningBoundary, startBoundary } from '../harness/boundary.js';
 import { echo, echoRoundTrip, head, l4Policy, l7Policy, metric, NAMES, rawClient, SUITE_TIMEOUT_MS, type TcpOrigin, tcpOrigin } from '../harness/liveness.js';
 import { json, openTunnel, rawExchange, readAll, sendRequest } from '../harness/proxy-client.js';

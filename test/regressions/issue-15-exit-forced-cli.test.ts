@@ -12,7 +12,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, it, type TestContext } from 'node:test';
 import { EXIT_DRAIN_FORCED, EXIT_OK } from '../../src/app/cli/run.js';
-import { CLOSE_GRACE_MS } from '../../src/proxy/server.js';
+import { CLOSE_GRACE_MS } from '../../src/proxy/limits.js';
 import { type BoundaryCli, spawnBoundaryCli, standaloneFlags } from '../harness/cli-boundary.js';
 import { l7Policy, rawClient, tcpOrigin } from '../harness/liveness.js';
 import { withinDeadline } from '../harness/waiters.js';

@@ -64,7 +64,7 @@ network_policies:
     binaries: []
   metadata:
     endpoints:
-      - { host: 169.254.169.254, ports: [80, 443] }
+      - { host: 169.254.169.254, ports: [80, 443] }   # always blocked: refused before any dial
       - { host: 169.254.1.1, port: 80 }
       - { host: metadata.google.internal, port: 80 }
     binaries: [{ path: "/**" }]

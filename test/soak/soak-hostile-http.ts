@@ -10,7 +10,7 @@ import { performance } from 'node:perf_hooks';
 import { setTimeout as pause } from 'node:timers/promises';
 import { MAX_BODY_REWRITE_BYTES } from '../../src/credentials/rewrite-body.js';
 import { FIRST_BYTE_TIMEOUT_MS } from '../../src/proxy/admission.js';
-import { HEADERS_TIMEOUT_MS, MAX_HEAD_BYTES, REQUEST_TIMEOUT_MS } from '../../src/proxy/server.js';
+import { HEADERS_TIMEOUT_MS, MAX_HEAD_BYTES, REQUEST_TIMEOUT_MS } from '../../src/proxy/limits.js';
 import { TUNNEL_IDLE_TIMEOUT_MS } from '../../src/proxy/tunnel.js';
 import { echoRoundTrip } from '../harness/liveness.js';
 import { openTunnel, rawExchange, readAll, statusOf } from '../harness/proxy-client.js';

@@ -10,7 +10,7 @@ import type { CliIo } from '../../src/app/cli/io.js';
 import { parseRunFlags, runCommand } from '../../src/app/cli/run.js';
 import { MAX_TIMER_MS, parseConfig } from '../../src/app/config.js';
 import { isBoundaryError } from '../../src/shared/errors.js';
-import { CLOSE_GRACE_MS } from '../../src/proxy/server.js';
+import { CLOSE_GRACE_MS } from '../../src/proxy/limits.js';
 
 const BAD_VALUES = ['0', '-1', '1.5', '1e3', 'soon', String(MAX_TIMER_MS + 1)];
 

@@ -3,7 +3,7 @@ import { describe, it } from 'node:test';
 import { parseRunFlags } from '../../src/app/cli/run.js';
 import { DEFAULTS, parseConfig } from '../../src/app/config.js';
 import { BoundaryError } from '../../src/shared/errors.js';
-import { DEFAULT_PROXY_LIMITS, MAX_CONNECTIONS_PER_LISTENER } from '../../src/proxy/server.js';
+import { DEFAULT_PROXY_LIMITS, MAX_CONNECTIONS_PER_LISTENER } from '../../src/proxy/limits.js';
 
 describe('parseConfig', () => {
   it('fills every missing key from DEFAULTS and freezes the result', () => {
