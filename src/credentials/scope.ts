@@ -30,6 +30,7 @@ export const UNAVAILABLE_REASONS = [
   'unknown-handle',
   'ambiguous-key',
   'other-family',
+  'token-unavailable',
 ] as const;
 type UnavailableReason = (typeof UNAVAILABLE_REASONS)[number];
 
@@ -79,7 +80,7 @@ function boundProviders(set: CredentialSet, request: ScopeRequest, host: string)
 function resolveIn(set: CredentialSet, bound: readonly CredentialProvider[], ref: PlaceholderRef, family: PlaceholderFamily): Resolution {
   // Reserved, never resolved: a workload given one family's placeholders has no business holding the other's.
   if (ref.family !== undefined && ref.family !== family) return { kind: 'unavailable', reason: 'other-family' };
-  if (!set.hasKey(ref.key)) return { kind: 'unavailable', reason: 'unknown-key' };
+  if (!set.hasKey(ref.key)) return { kind: 'unavailable', reason: set.isPending(ref.key) ? 'token-unavailable' : 'unknown-key' };
   const holders = bound.filter((provider) => provider.keys.has(ref.key));
   if (ref.form === 'stable') {
     const mine = holders.find((provider) => stableHandle(provider.name, ref.key) === ref.handle);
@@ -117,7 +118,7 @@ export function scopeFor(request: ScopeRequest): CredentialScope {
     boundKeys,
     resolve: (ref: PlaceholderRef): Resolution =>
       hasResolver ? resolveIn(set, bound, ref, family) : { kind: 'unavailable', reason: 'no-authority' },
-    keyExists: (key: string) => set.hasKey(key),
+    keyExists: (key: string) => set.hasKey(key) || set.isPending(key),
     stillCurrent: () => request.source.current().revision === set.revision,
     secrets: () => bound.flatMap((provider) => [...provider.keys.values()]),
   });
@@ -137,7 +138,7 @@ export function routeCarriesCredentials(request: {
   if (request.endpoint?.credentialProvider !== undefined) return true;
   const host = normaliseRequestHost(request.host);
   for (const provider of request.source.current().providers.values()) {
-    if (provider.keys.size > 0 && provider.endpoints.some((e) => e.matchesAuthority(host, request.port))) return true;
+    if ((provider.keys.size > 0 || provider.grants.length > 0) && provider.endpoints.some((e) => e.matchesAuthority(host, request.port))) return true;
   }
   return false;
 }
