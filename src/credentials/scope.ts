@@ -55,6 +55,8 @@ export interface CredentialScope {
   stillCurrent(): boolean;
   /** The bound values, for redactSecrets on echoed responses. */
   secrets(): readonly Secret[];
+  /** Headers bound token grants with a `placement` write themselves (lower-case name, value), when they hold a token. */
+  placements(): readonly (readonly [string, string])[];
 }
 
 function normaliseRequestHost(host: string): string {
@@ -104,6 +106,21 @@ function resolveIn(set: CredentialSet, bound: readonly CredentialProvider[], ref
   return { kind: 'value', secret: first };
 }
 
+const NO_PLACEMENTS: readonly (readonly [string, string])[] = Object.freeze([]);
+
+function placementsOf(bound: readonly CredentialProvider[]): (readonly [string, string])[] {
+  const out: (readonly [string, string])[] = [];
+  for (const provider of bound) {
+    for (const grant of provider.grants) {
+      const token = grant.placement === undefined ? undefined : provider.keys.get(grant.key);
+      if (token === undefined || grant.placement === undefined) continue;
+      const bearer = grant.placement.kind === 'bearer';
+      out.push([bearer ? 'authorization' : grant.placement.name.toLowerCase(), bearer ? `Bearer ${token.reveal()}` : token.reveal()]);
+    }
+  }
+  return out;
+}
+
 /** The resolver for one request. Build it after the allow decision; check stillCurrent() before the write. */
 export function scopeFor(request: ScopeRequest): CredentialScope {
   const set = request.source.current();
@@ -121,6 +138,7 @@ export function scopeFor(request: ScopeRequest): CredentialScope {
     keyExists: (key: string) => set.hasKey(key) || set.isPending(key),
     stillCurrent: () => request.source.current().revision === set.revision,
     secrets: () => bound.flatMap((provider) => [...provider.keys.values()]),
+    placements: () => (bound.length === 0 ? NO_PLACEMENTS : placementsOf(bound)),
   });
 }
 
