@@ -7,6 +7,7 @@ import { readFile } from 'node:fs/promises';
 import { dirname, resolve } from 'node:path';
 import { BoundaryError, type Issue } from '../shared/errors.js';
 import { type CredentialsDocument, type EnvEntrySpec, MAX_CREDENTIALS_FILE_BYTES, parseCredentials } from './parse.js';
+import type { TokenGrantInput } from './grant.js';
 import { Secret } from './secret.js';
 import { type CredentialSet, createCredentialSet, type ProviderInput, secretValueProblem } from './set.js';
 import { type CredentialListener, type CredentialSource, createSetHolder } from './source.js';
@@ -88,12 +89,21 @@ async function resolveDocument(doc: CredentialsDocument, path: string, env: Cred
   const providers: ProviderInput[] = [];
   for (const provider of doc.providers) {
     const values: Record<string, Secret> = {};
-    for (const entry of provider.env) {
+    const resolveOne = async (entry: EnvEntrySpec): Promise<Secret | undefined> => {
       if (entry.value.kind === 'file') dirs.add(dirname(resolve(base, entry.value.path)));
-      const secret = await resolveEntry(entry, base, env, path, issues);
+      return resolveEntry(entry, base, env, path, issues);
+    };
+    for (const entry of provider.env) {
+      const secret = await resolveOne(entry);
       if (secret !== undefined) values[entry.key] = secret;
     }
-    providers.push({ name: provider.name, env: values, endpoints: provider.endpoints });
+    const grants: TokenGrantInput[] = [];
+    for (const { at: _at, clientSecret, refreshToken, ...grant } of provider.grants) {
+      const secret = clientSecret === undefined ? undefined : await resolveOne(clientSecret);
+      const refresh = refreshToken === undefined ? undefined : await resolveOne(refreshToken);
+      grants.push({ ...grant, clientSecret: secret, refreshToken: refresh });
+    }
+    providers.push({ name: provider.name, env: values, endpoints: provider.endpoints, grants });
   }
   if (issues.length > 0) {
     throw new BoundaryError('CREDENTIALS_INVALID', `credentials: ${issues.length} value(s) could not be resolved`, {

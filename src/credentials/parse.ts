@@ -2,134 +2,28 @@
 // endpoints. Every problem is an Issue with a YAML path and line:column; one throw lists them all.
 // Pure: value_from references are described here and resolved by file-source.ts.
 
-import { isAlias, isMap, isScalar, isSeq, LineCounter, type Node as YamlNode, parseDocument, type YAMLMap } from 'yaml';
-import { BoundaryError, type ErrorCode, type Issue } from '../shared/errors.js';
+import { isScalar, isSeq, LineCounter, type Node as YamlNode, parseDocument } from 'yaml';
+import { BoundaryError } from '../shared/errors.js';
 import { compileHostPattern, compilePathGlob } from './endpoint-match.js';
+import { type GrantSpec, readGrants } from './parse-grant.js';
+import { asMap, asString, type EnvEntrySpec, entries, locate, readEnvValue, report, type Walk } from './parse-walk.js';
 import { keyNameProblem } from './placeholder.js';
-import { Secret } from './secret.js';
-import {
-  type CredentialEndpointInput,
-  MAX_ENDPOINTS_PER_PROVIDER,
-  MAX_KEYS_PER_PROVIDER,
-  MAX_PROVIDERS,
-  providerNameProblem,
-  secretValueProblem,
-} from './set.js';
+import { type CredentialEndpointInput, MAX_ENDPOINTS_PER_PROVIDER, MAX_KEYS_PER_PROVIDER, MAX_PROVIDERS, providerNameProblem } from './set.js';
+
+export type { EnvEntrySpec } from './parse-walk.js';
 
 export const MAX_CREDENTIALS_FILE_BYTES = 1_048_576;
-
-type EnvValueSpec =
-  | { readonly kind: 'literal'; readonly value: Secret }
-  | { readonly kind: 'file'; readonly path: string }
-  | { readonly kind: 'env'; readonly name: string };
-
-interface Located {
-  readonly path: string;
-  readonly line?: number;
-  readonly column?: number;
-}
-
-export interface EnvEntrySpec {
-  readonly key: string;
-  readonly value: EnvValueSpec;
-  /** Where the entry is, so a value_from problem found later still points at its line. */
-  readonly at: Located;
-}
 
 interface ProviderSpec {
   readonly name: string;
   readonly env: readonly EnvEntrySpec[];
   readonly endpoints: readonly CredentialEndpointInput[];
+  /** Token grants (docs/credentials.md#token-grants), their secrets still value_from references. */
+  readonly grants: readonly GrantSpec[];
 }
 
 export interface CredentialsDocument {
   readonly providers: readonly ProviderSpec[];
-}
-
-interface Walk {
-  readonly issues: Issue[];
-  readonly lines: LineCounter;
-  readonly source: string | undefined;
-}
-
-function locate(walk: Walk, node: unknown, path: string): Located {
-  const range = (node as { range?: readonly number[] } | null)?.range;
-  if (range === undefined || range[0] === undefined) return { path };
-  const { line, col } = walk.lines.linePos(range[0]);
-  return { path, line, column: col };
-}
-
-function report(walk: Walk, code: ErrorCode, node: unknown, path: string, message: string): void {
-  const at = locate(walk, node, path);
-  walk.issues.push({ code, message, ...at, ...(walk.source === undefined ? {} : { source: walk.source }) });
-}
-
-function asMap(walk: Walk, node: unknown, path: string): YAMLMap | undefined {
-  if (isMap(node)) return node;
-  report(walk, 'CREDENTIALS_TYPE', node, path, isAlias(node) ? 'YAML aliases are not supported' : 'expected a map');
-  return undefined;
-}
-
-function asString(walk: Walk, node: unknown, path: string): string | undefined {
-  if (isScalar(node) && typeof node.value === 'string') return node.value;
-  report(walk, 'CREDENTIALS_TYPE', node, path, 'expected a string (quote numbers and booleans)');
-  return undefined;
-}
-
-/** OpenShell provider-credential fields boundary does not implement. */
-const UNSUPPORTED_PROVIDER_KEYS: ReadonlySet<string> = new Set(['token_grant', 'auth_style', 'header_name']);
-
-/** Map entries with scalar string keys; other keys are reported. Unknown keys are reported when `allowed` is set. */
-function entries(walk: Walk, map: YAMLMap, path: string, allowed?: readonly string[]): [string, unknown, unknown][] {
-  const out: [string, unknown, unknown][] = [];
-  for (const pair of map.items) {
-    if (!isScalar(pair.key) || typeof pair.key.value !== 'string') {
-      report(walk, 'CREDENTIALS_TYPE', pair.key, path, 'keys must be strings');
-      continue;
-    }
-    const key = pair.key.value;
-    if (allowed !== undefined && !allowed.includes(key)) {
-      const where = path === '' ? key : `${path}.${key}`;
-      // OpenShell's provider-profile token grants (OAuth client credentials with a SPIFFE JWT-SVID): refused by name,
-      // never accepted and ignored (docs/credentials.md#sigv4-signing).
-      const why = UNSUPPORTED_PROVIDER_KEYS.has(key) ? 'OpenShell token grants are not supported by boundary' : 'unknown key';
-      report(walk, 'CREDENTIALS_UNKNOWN_KEY', pair.key, where, `${why} (expected ${allowed.join(', ')})`);
-      continue;
-    }
-    out.push([key, pair.value, pair.key]);
-  }
-  return out;
-}
-
-function readEnvValue(walk: Walk, node: unknown, path: string): EnvValueSpec | undefined {
-  if (isScalar(node) && typeof node.value === 'string') {
-    const problem = secretValueProblem(node.value);
-    if (problem === undefined) return { kind: 'literal', value: new Secret(node.value) };
-    report(walk, 'CREDENTIALS_VALUE_INVALID', node, path, `value ${problem}`);
-    return undefined;
-  }
-  if (!isMap(node)) {
-    report(walk, 'CREDENTIALS_TYPE', node, path, 'expected a string (quote numbers) or { value_from: { file | env } }');
-    return undefined;
-  }
-  const outer = entries(walk, node, path, ['value_from']);
-  const fromNode = outer[0]?.[1];
-  const fromMap = outer.length === 1 ? asMap(walk, fromNode, `${path}.value_from`) : undefined;
-  if (outer.length === 0 && node.items.length === 0) report(walk, 'CREDENTIALS_TYPE', node, path, 'needs value_from');
-  if (fromMap === undefined) return undefined;
-  const sources = entries(walk, fromMap, `${path}.value_from`, ['file', 'env']);
-  const [kind, valueNode] = sources[0] ?? ['', undefined];
-  if (sources.length !== 1 || fromMap.items.length !== 1) {
-    report(walk, 'CREDENTIALS_TYPE', fromMap, `${path}.value_from`, 'needs exactly one of file or env');
-    return undefined;
-  }
-  const text = asString(walk, valueNode, `${path}.value_from.${kind}`);
-  if (text === undefined) return undefined;
-  if (text.length === 0 || /[\u0000\r\n]/.test(text)) {
-    report(walk, 'CREDENTIALS_TYPE', valueNode, `${path}.value_from.${kind}`, 'must be non-empty, without CR, LF or NUL');
-    return undefined;
-  }
-  return kind === 'file' ? { kind: 'file', path: text } : { kind: 'env', name: text };
 }
 
 function readEndpoint(walk: Walk, node: unknown, path: string): CredentialEndpointInput | undefined {
@@ -166,8 +60,13 @@ function readProvider(walk: Walk, name: string, node: unknown, keyNode: unknown)
   if (map === undefined) return undefined;
   const env: EnvEntrySpec[] = [];
   const endpoints: CredentialEndpointInput[] = [];
-  for (const [field, value] of entries(walk, map, path, ['env', 'endpoints'])) {
-    if (field === 'env') {
+  let grants: readonly GrantSpec[] = [];
+  let grantsNode: unknown;
+  for (const [field, value] of entries(walk, map, path, ['env', 'endpoints', 'token_grants'])) {
+    if (field === 'token_grants') {
+      grants = readGrants(walk, value, `${path}.token_grants`);
+      grantsNode = value;
+    } else if (field === 'env') {
       const envMap = asMap(walk, value, `${path}.env`);
       const items = envMap === undefined ? [] : entries(walk, envMap, `${path}.env`);
       if (items.length > MAX_KEYS_PER_PROVIDER) report(walk, 'CREDENTIALS_LIMIT', value, `${path}.env`, 'too many keys');
@@ -190,7 +89,13 @@ function readProvider(walk: Walk, name: string, node: unknown, keyNode: unknown)
       report(walk, 'CREDENTIALS_TYPE', value, `${path}.endpoints`, 'expected a list');
     }
   }
-  return { name, env, endpoints };
+  // One key, one value: a grant's token and a static entry under the same name would make the placeholder ambiguous.
+  for (const grant of grants) {
+    if (env.some((entry) => entry.key === grant.key)) {
+      report(walk, 'CREDENTIALS_KEY_INVALID', grantsNode, grant.at.path, 'is also an env key of this provider');
+    }
+  }
+  return { name, env, endpoints, grants };
 }
 
 /** Parses and validates the credentials YAML. Throws BoundaryError CREDENTIALS_INVALID listing every issue. */

@@ -4,6 +4,7 @@
 import { createHash } from 'node:crypto';
 import { BoundaryError, type Issue } from '../shared/errors.js';
 import { compileHostPattern, compilePathGlob } from './endpoint-match.js';
+import { sameGrant, type TokenGrantInput } from './grant.js';
 import { keyNameProblem } from './placeholder.js';
 import { Secret } from './secret.js';
 
@@ -27,6 +28,8 @@ export interface ProviderInput {
   readonly name: string;
   readonly env: Readonly<Record<string, string | Secret>>;
   readonly endpoints?: readonly CredentialEndpointInput[];
+  /** Token grants: each key is in `env` while grants/ holds a valid token for it, else pending. */
+  readonly grants?: readonly TokenGrantInput[];
 }
 
 interface CredentialEndpoint {
@@ -42,6 +45,7 @@ export interface CredentialProvider {
   readonly name: string;
   readonly keys: ReadonlyMap<string, Secret>;
   readonly endpoints: readonly CredentialEndpoint[];
+  readonly grants: readonly TokenGrantInput[];
 }
 
 export interface CredentialSet {
@@ -50,6 +54,8 @@ export interface CredentialSet {
   /** Every key of every provider, sorted and deduplicated. */
   readonly keys: readonly string[];
   hasKey(key: string): boolean;
+  /** A token grant declares `key` but holds no valid token now: its placeholders fail closed (token-unavailable). */
+  isPending(key: string): boolean;
   /** Which providers define `key` (sorted, comma-joined) at a retained revision; undefined when not retained. */
   identityAt(revision: number, key: string): string | undefined;
   /** Retained revisions (oldest first, this one last) -> key -> identity. */
@@ -129,7 +135,7 @@ function compileProvider(input: ProviderInput, issues: Issue[]): CredentialProvi
     const compiled = compileEndpoint(endpoint, `${base}.endpoints[${index}]`, issues);
     if (compiled !== undefined) endpoints.push(compiled);
   });
-  return Object.freeze({ name: input.name, keys, endpoints: Object.freeze(endpoints) });
+  return Object.freeze({ name: input.name, keys, endpoints: Object.freeze(endpoints), grants: Object.freeze([...(input.grants ?? [])]) });
 }
 
 type Identities = ReadonlyMap<string, string>;
@@ -137,7 +143,9 @@ type Identities = ReadonlyMap<string, string>;
 function identitiesOf(providers: ReadonlyMap<string, CredentialProvider>): Identities {
   const owners = new Map<string, string[]>();
   for (const provider of [...providers.values()].sort((a, b) => (a.name < b.name ? -1 : 1))) {
-    for (const key of provider.keys.keys()) owners.set(key, [...(owners.get(key) ?? []), provider.name]);
+    // A grant's key keeps its identity while its token is pending, so `v<rev>_KEY` survives a refresh outage.
+    const names = new Set([...provider.keys.keys(), ...provider.grants.map((grant) => grant.key)]);
+    for (const key of names) owners.set(key, [...(owners.get(key) ?? []), provider.name]);
   }
   return new Map([...owners].map(([key, names]) => [key, names.join(',')]));
 }
@@ -153,6 +161,7 @@ function sameProviders(a: ReadonlyMap<string, CredentialProvider>, b: ReadonlyMa
     }
     const shape = (p: CredentialProvider) => JSON.stringify(p.endpoints.map((e) => [e.host, e.port, e.path ?? null]));
     if (shape(left) !== shape(right)) return false;
+    if (left.grants.length !== right.grants.length || left.grants.some((g, i) => !sameGrant(g, right.grants[i] as TokenGrantInput))) return false;
   }
   return true;
 }
@@ -186,12 +195,19 @@ export function createCredentialSet(input: {
   for (const [revision, identities] of [...earlier, [input.revision, current] as const].slice(-REVISIONS_KEPT)) {
     history.set(revision, identities);
   }
-  const keys = Object.freeze([...current.keys()].sort());
+  const present = new Set<string>();
+  const pending = new Set<string>();
+  for (const provider of providers.values()) {
+    for (const key of provider.keys.keys()) present.add(key);
+    for (const grant of provider.grants) if (!provider.keys.has(grant.key)) pending.add(grant.key);
+  }
+  const keys = Object.freeze([...present].sort());
   return Object.freeze({
     revision: input.revision,
     providers,
     keys,
-    hasKey: (key: string) => current.has(key),
+    hasKey: (key: string) => present.has(key),
+    isPending: (key: string) => pending.has(key) && !present.has(key),
     identityAt: (revision: number, key: string) => history.get(revision)?.get(key),
     history,
     sameAs: (other: CredentialSet) => sameProviders(providers, other.providers),

@@ -124,6 +124,7 @@ export const ERROR_CODES = {
   CREDENTIALS_VALUE_SOURCE: 'a value_from file or environment variable is missing or unreadable',
   CREDENTIALS_ENDPOINT_INVALID: 'a provider endpoint has a bad host, port or path glob',
   CREDENTIALS_LIMIT: 'the credentials exceed a named limit (file bytes, providers, keys, endpoints)',
+  CREDENTIALS_GRANT_INVALID: 'a token grant is malformed: grant type, https token endpoint, client id, a secret given inline instead of value_from, placement',
 } as const;
 
 export type ErrorCode = keyof typeof ERROR_CODES;
