@@ -36,6 +36,7 @@ import { openIdentitySource } from './boundary-identity.js';
 import { ADMIN_CLOSE_GRACE_MS, closeWithin, drainWithin } from './boundary-shutdown.js';
 import { readPackageVersion } from './version.js';
 import { createMiddlewareRegistry } from '../middleware/registry.js';
+import { openUpstreamProxy } from './boundary-upstream-proxy.js';
 
 export function createBoundary(config: Config, deps: Deps): Boundary {
   const { logger, now } = deps;
@@ -141,6 +142,7 @@ export function createBoundary(config: Config, deps: Deps): Boundary {
     },
   };
   let upstreamCaPem: string | undefined;
+  let upstreamDial = deps.dial;
   let proxy: ProxyServer | undefined;
   const identity = openIdentitySource(config, deps);
   function buildProxy(): ProxyServer {
@@ -155,7 +157,7 @@ export function createBoundary(config: Config, deps: Deps): Boundary {
       sink: parserEvents.sink,
       logger,
       registry: deps.registry,
-      dial: deps.dial,
+      dial: upstreamDial,
       allowLoopback: config.unsafeAllowLoopbackUpstream,
       interception,
       upstreamCaPem,
@@ -238,6 +240,7 @@ export function createBoundary(config: Config, deps: Deps): Boundary {
           throw new BoundaryError('CONFIG_INVALID', `cannot read --upstream-ca ${config.upstreamCa}`, { cause: err });
         }
       }
+      upstreamDial = await openUpstreamProxy(config.upstreamProxy, { dial: deps.dial, resolver: deps.resolver });
       if (config.unsafeAllowLoopbackUpstream) {
         logger.warn('--unsafe-allow-loopback-upstream is set: upstreams on 127.0.0.0/8 and ::1 are reachable through the proxy');
       }
