@@ -8,14 +8,20 @@ import type { DialFunction } from '../chain/dial.js';
 import { createUpstreamProxyDial } from '../chain/upstream-proxy-dial.js';
 import { MAX_PROXY_AUTH_FILE_BYTES, parseProxyAuth } from '../net/upstream-proxy.js';
 import type { Resolver } from '../net/resolver.js';
+import { formatAuthority } from '../net/host.js';
+import type { Logger } from '../telemetry/logger.js';
 import { BoundaryError } from '../shared/errors.js';
 import { GLOBAL_TIMERS } from '../shared/timers.js';
 
 export async function openUpstreamProxy(
   config: UpstreamProxyConfig | undefined,
-  deps: { readonly dial: DialFunction | undefined; readonly resolver: Resolver },
+  deps: { readonly dial: DialFunction | undefined; readonly resolver: Resolver; readonly logger?: Logger },
 ): Promise<DialFunction | undefined> {
   if (config === undefined) return deps.dial;
+  const { endpoint } = config;
+  const proxy = `${endpoint.tls ? 'https' : 'http'}://${formatAuthority(endpoint.host, endpoint.port)}`;
+  deps.logger?.info({ upstreamProxy: proxy, bypassEntries: config.bypass.entries.length, auth: config.authFile !== undefined }, 'upstream connections go through the upstream proxy');
+  if (config.connectByName) deps.logger?.warn({ upstreamProxy: proxy }, '--upstream-proxy-connect-by-name: the proxy resolves names itself; the address it reaches is not pinned by boundary');
   let authorization: string | undefined;
   if (config.authFile !== undefined) {
     const text = await readConfigFile(config.authFile, '--upstream-proxy-auth-file');

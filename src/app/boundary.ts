@@ -240,7 +240,7 @@ export function createBoundary(config: Config, deps: Deps): Boundary {
           throw new BoundaryError('CONFIG_INVALID', `cannot read --upstream-ca ${config.upstreamCa}`, { cause: err });
         }
       }
-      upstreamDial = await openUpstreamProxy(config.upstreamProxy, { dial: deps.dial, resolver: deps.resolver });
+      upstreamDial = await openUpstreamProxy(config.upstreamProxy, { dial: deps.dial, resolver: deps.resolver, logger });
       if (config.unsafeAllowLoopbackUpstream) {
         logger.warn('--unsafe-allow-loopback-upstream is set: upstreams on 127.0.0.0/8 and ::1 are reachable through the proxy');
       }

@@ -177,14 +177,16 @@ export async function dialPinned(options: {
 }): Promise<Socket> {
   const { dial, metrics, port } = options;
   const timeoutMs = options.timeoutMs ?? CONNECT_TIMEOUT_MS;
-  const attempts = dial?.attempts?.(options.addresses, port, options.name) ?? options.addresses.map((host) => ({ host, port }));
+  const attempts: readonly DialTarget[] = dial?.attempts?.(options.addresses, port, options.name) ?? options.addresses.map((host) => ({ host, port }));
   const budget = dial?.budget;
   const deadline = budget === undefined ? undefined : budget.now() + budget.ms;
   // Built only on failure: an Error captures a stack trace, which showed up per CONNECT in profiles.
   let last: unknown;
   for (const [i, target] of attempts.entries()) {
     // A budget is shared: each attempt gets an even share of what is left, so one silent address cannot use it all.
-    const allowed = deadline === undefined || budget === undefined ? timeoutMs : Math.max(1, Math.floor((deadline - budget.now()) / (attempts.length - i)));
+    // A direct attempt (an upstream proxy's bypass) keeps its own timeout within that share.
+    const share = deadline === undefined || budget === undefined ? timeoutMs : Math.max(1, Math.floor((deadline - budget.now()) / (attempts.length - i)));
+    const allowed = target.viaProxy === true ? share : Math.min(timeoutMs, share);
     try {
       const started = metrics?.now() ?? 0;
       // A dial with a budget times its own attempts: its timeout names what was slow (the proxy or the origin).

@@ -44,6 +44,8 @@ export interface SquidOptions {
   readonly auth?: { readonly user: string; readonly password: string };
   /** Lines of squid's hosts file (`127.0.0.1 api.example.test`), for CONNECT by name. */
   readonly hosts?: readonly string[];
+  /** Serve https_port with this certificate (an `https://` proxy) instead of http_port. */
+  readonly tls?: { readonly certPem: string; readonly keyPem: string };
 }
 
 const delay = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
@@ -73,9 +75,15 @@ export async function startSquid(options: SquidOptions): Promise<Squid> {
       'acl authed proxy_auth REQUIRED',
     );
   }
+  let listen = `http_port 127.0.0.1:${port}`;
+  if (options.tls !== undefined) {
+    await writeFile(join(dir, 'proxy-cert.pem'), options.tls.certPem, { mode: 0o644 });
+    await writeFile(join(dir, 'proxy-key.pem'), options.tls.keyPem, { mode: 0o644 });
+    listen = `https_port 127.0.0.1:${port} tls-cert=${join(dir, 'proxy-cert.pem')} tls-key=${join(dir, 'proxy-key.pem')}`;
+  }
   await writeFile(join(dir, 'hosts'), `${(options.hosts ?? []).join('\n')}\n`, { mode: 0o644 });
   const conf = [
-    `http_port 127.0.0.1:${port}`,
+    listen,
     `pid_filename ${join(dir, 'squid.pid')}`,
     `access_log stdio:${join(dir, 'access.log')} squid`,
     `cache_log ${join(dir, 'cache.log')}`,
@@ -106,7 +114,7 @@ export async function startSquid(options: SquidOptions): Promise<Squid> {
   const exited = once(child, 'exit');
   const started = Date.now();
   // Ready once cache.log says so: a probe connection would be a line of its own in the access log.
-  while (!(await readFile(join(dir, 'cache.log'), 'utf8').catch(() => '')).includes('Accepting HTTP Socket connections')) {
+  while (!/Accepting HTTPS? Socket connections/.test(await readFile(join(dir, 'cache.log'), 'utf8').catch(() => ''))) {
     if (child.exitCode !== null || Date.now() - started > SQUID_WAIT_MS) {
       child.kill('SIGKILL');
       const cacheLog = await readFile(join(dir, 'cache.log'), 'utf8').catch(() => '');
@@ -122,7 +130,7 @@ export async function startSquid(options: SquidOptions): Promise<Squid> {
   let closed: Promise<void> | undefined;
   return {
     port,
-    url: `http://127.0.0.1:${port}`,
+    url: `${options.tls === undefined ? 'http' : 'https'}://127.0.0.1:${port}`,
     accessLog,
     async waitForLines(match, count = 1) {
       const since = Date.now();

@@ -13,6 +13,7 @@ import { after, before, describe, it } from 'node:test';
 import { promisify } from 'node:util';
 import { type RunningBoundary, startBoundary } from '../harness/boundary.js';
 import { makeTestPki, type TestPki } from '../harness/certs.js';
+import { issueCertificate } from '../../src/pki/issue.js';
 import { type H2Origin, h2TlsOrigin } from '../harness/h2-origin.js';
 import { json, openTunnel, readAll, rawExchange, sendRequest, statusOf, tlsOverTunnel } from '../harness/proxy-client.js';
 import { type EchoServer, echoServer, httpOrigin, type Origin, tlsOrigin } from '../harness/servers.js';
@@ -203,26 +204,34 @@ describe('upstream proxy: every adapter dials through squid by validated IP', ()
   });
 });
 
-describe('upstream proxy: auth, failures, connect-by-name', () => {
+describe('upstream proxy: auth, https, failures, connect-by-name', () => {
+  let pki: TestPki;
   let plain: Origin;
+  let tls: Origin;
   let squid: Squid;
   let byName: Squid;
+  let secure: Squid;
   const started: RunningBoundary[] = [];
   const PASSWORD = 'corp-s3cret-pw';
   let authDir = '';
 
   before(async () => {
     authDir = await mkdtemp(join(tmpdir(), 'boundary-proxy-auth-'));
-    plain = await httpOrigin();
-    [squid, byName] = await Promise.all([
-      startSquid({ ports: [plain.port], auth: { user: 'corp', password: PASSWORD } }),
-      startSquid({ ports: [plain.port], hosts: ['127.0.0.1 api.example.test'] }),
+    pki = await makeTestPki();
+    [plain, tls] = await Promise.all([httpOrigin(), tlsOrigin({ ca: pki.ca })]);
+    const proxyCert = await issueCertificate({ ca: pki.ca, kind: 'server', names: ['127.0.0.1'], now: Date.now });
+    const ports = [plain.port, tls.port];
+    [squid, byName, secure] = await Promise.all([
+      startSquid({ ports, auth: { user: 'corp', password: PASSWORD } }),
+      startSquid({ ports, hosts: ['127.0.0.1 api.example.test'] }),
+      startSquid({ ports, auth: { user: 'corp', password: PASSWORD }, tls: { certPem: proxyCert.certPem, keyPem: proxyCert.keyPem } }),
     ]);
+    await writeFile(join(authDir, 'proxy-ca.pem'), pki.ca.certPem);
   });
 
   after(async () => {
     for (const b of started) await b.close();
-    await Promise.all([squid?.close(), byName?.close(), plain?.close()]);
+    await Promise.all([squid?.close(), byName?.close(), secure?.close(), plain?.close(), tls?.close()]);
     await rm(authDir, { recursive: true, force: true });
   });
 
@@ -231,7 +240,8 @@ describe('upstream proxy: auth, failures, connect-by-name', () => {
     if (authText !== undefined) {
       const file = join(authDir, `auth-${started.length}`);
       await writeFile(file, authText, { mode: 0o600 });
-      Object.assign(keys, { upstreamProxyAuthFile: file, upstreamProxyAuthInsecure: true });
+      Object.assign(keys, { upstreamProxyAuthFile: file });
+      if (String(keys.upstreamProxy).startsWith('http:')) Object.assign(keys, { upstreamProxyAuthInsecure: true });
     }
     const b = await startBoundary({
       policy: `version: 1
@@ -239,8 +249,10 @@ network_policies:
   plain:
     endpoints:
       - { host: api.example.test, port: ${plain.port} }
+      - { host: api.example.test, port: ${tls.port}, protocol: rest, enforcement: enforce, rules: [{ allow: { method: GET, path: "/**" } }] }
     binaries: [{ path: "/**" }]
 `,
+      upstreamCaPem: pki.ca.certPem,
       upstreamProxy: keys,
     });
     started.push(b);
@@ -257,6 +269,33 @@ network_policies:
     assert.equal(line?.url, `127.0.0.1:${plain.port}`);
     assert.ok(!b.log.text().includes(PASSWORD));
     assert.ok(!b.log.text().includes(Buffer.from(`corp:${PASSWORD}`).toString('base64')));
+  });
+
+  it('https:// proxy: verified with --upstream-proxy-ca, auth without the insecure flag, boundary\'s TLS inside the proxy\'s', async () => {
+    const b = await boundaryVia({ upstreamProxy: secure.url, upstreamProxyCa: join(authDir, 'proxy-ca.pem') }, `corp:${PASSWORD}\n`);
+    const res = await sendRequest({ proxyPort: b.proxyPort, path: `http://api.example.test:${plain.port}/over-https-proxy` });
+    assert.equal(res.status, 200);
+    const tunnel = await openTunnel(b.proxyPort, `api.example.test:${tls.port}`);
+    assert.equal(tunnel.status, 200);
+    const secured = await tlsOverTunnel(tunnel.socket, { servername: 'api.example.test', ca: b.caPem ?? '' });
+    const inspected = await sendRequest({ socket: secured, path: '/tls-in-tls', headers: { host: `api.example.test:${tls.port}` } });
+    secured.destroy();
+    assert.equal(inspected.status, 200);
+    assert.equal(tls.seen.at(-1)?.url, '/tls-in-tls');
+    await b.close();
+    const lines = await secure.waitForLines((l) => l.result === 'TCP_TUNNEL/200', 2);
+    assert.deepEqual(lines.map((l) => [l.url, l.user]).sort(), [[`127.0.0.1:${plain.port}`, 'corp'], [`127.0.0.1:${tls.port}`, 'corp']].sort());
+  });
+
+  it('https:// proxy whose certificate is not trusted: 502 upstream_proxy_unreachable, nothing sent', async () => {
+    const connects = async (): Promise<number> => (await secure.accessLog()).filter((l) => l.method === 'CONNECT').length;
+    const before = await connects();
+    const b = await boundaryVia({ upstreamProxy: secure.url }, `corp:${PASSWORD}\n`);
+    const res = await sendRequest({ proxyPort: b.proxyPort, path: `http://api.example.test:${plain.port}/untrusted` });
+    assert.equal(res.status, 502);
+    assert.equal(json(res).error, 'upstream_proxy_unreachable');
+    await b.close();
+    assert.equal(await connects(), before);
   });
 
   it('proxy auth wrong: squid\'s 407 is a 502 upstream_proxy_refused naming 407, forward and CONNECT', async () => {
