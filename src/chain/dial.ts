@@ -4,7 +4,6 @@
 
 import { connect, type Socket } from 'node:net';
 import { BoundaryError } from '../shared/errors.js';
-import { type Outcome, settle } from './events.js';
 import { observeSince } from './timing.js';
 import { type Denial, dialFailedDenial } from './denials.js';
 import type { ProxyMetrics } from '../proxy/metrics.js';
@@ -116,13 +115,6 @@ export function netDial(target: DialTarget, timeoutMs = CONNECT_TIMEOUT_MS): Pro
     }
     socket.once('error', onError);
   });
-}
-
-/** Marks `o` as a failed dial; RX-11: timeout, refused and unreachable stay apart in the event, not only in the detail. */
-export function recordDialFailure(o: Outcome, target: string, err: unknown): void {
-  const failure = dialFailureOf(err);
-  settle(o, 'fail', 'dial-failed', `${target}: ${failure}: ${(err as Error).message}`, o.status);
-  o.extra = { ...o.extra, dial_failure: failure };
 }
 
 /** The pinned dial failed (timeout, refused, unreachable): a 502 with `dial-failed`, not an upstream error. */
