@@ -1,6 +1,6 @@
 // The corporate upstream proxy (docs/running.md#corporate-upstream-proxy) with a real squid started by the test:
 // every adapter's dial becomes `CONNECT <validated IP>:<port>` to squid (forward HTTP, CONNECT passthrough and
-// interception, HTTP/2 upstream, transparent capture), the bypass list dials directly, nothing denied reaches
+// interception, HTTP/2 upstream, WebSocket, transparent capture), the bypass list dials directly, nothing denied reaches
 // squid; proxy auth right and wrong (407 -> 502 naming it), a proxy that is down, and CONNECT by name.
 
 import assert from 'node:assert/strict';
@@ -18,6 +18,7 @@ import { type H2Origin, h2TlsOrigin } from '../harness/h2-origin.js';
 import { json, openTunnel, readAll, rawExchange, sendRequest, statusOf, tlsOverTunnel } from '../harness/proxy-client.js';
 import { type EchoServer, echoServer, httpOrigin, type Origin, tlsOrigin } from '../harness/servers.js';
 import { type AccessLine, type Squid, startSquid } from '../harness/squid.js';
+import { openWebSocket, type WsOrigin, wsOrigin } from '../harness/ws.js';
 
 const run = promisify(execFile);
 /** Bounds a hang only: a curl exchange that has not ended by then is not going to, however loaded the host. */
@@ -30,7 +31,7 @@ async function curl(args: readonly string[]): Promise<string> {
   return stdout;
 }
 
-function policy(p: { plain: number; plain2: number; tls: number; h2: number; echo: number }): string {
+function policy(p: { plain: number; plain2: number; tls: number; h2: number; echo: number; ws: number }): string {
   return `version: 1
 network_policies:
   plain:
@@ -58,6 +59,13 @@ network_policies:
         enforcement: enforce
         rules:
           - allow: { method: GET, path: "/**" }
+      - host: ws.example.test
+        port: ${p.ws}
+        protocol: websocket
+        enforcement: enforce
+        rules:
+          - allow: { method: GET, path: "/socket" }
+          - allow: { method: WEBSOCKET_TEXT, path: "/socket" }
     binaries: [{ path: "/**" }]
 `;
 }
@@ -65,6 +73,7 @@ network_policies:
 const NAMES = {
   'pass.example.test': ['127.0.0.1'],
   'h2.example.test': ['127.0.0.1'],
+  'ws.example.test': ['127.0.0.1'],
   'direct.bypass.test': ['127.0.0.1'],
   'meta.example.test': ['169.254.169.254'],
 };
@@ -76,23 +85,25 @@ describe('upstream proxy: every adapter dials through squid by validated IP', ()
   let tls: Origin;
   let h2: H2Origin;
   let echo: EchoServer;
+  let ws: WsOrigin;
   let squid: Squid;
   let b: RunningBoundary;
   let boundaryCa = '';
 
   before(async () => {
     pki = await makeTestPki();
-    [plain, plain2, tls, h2, echo] = await Promise.all([
+    [plain, plain2, tls, h2, echo, ws] = await Promise.all([
       httpOrigin(),
       httpOrigin(),
       tlsOrigin({ ca: pki.ca, names: ['api.example.test', 'pass.example.test', '127.0.0.1'] }),
       h2TlsOrigin({ ca: pki.ca, names: ['h2.example.test'] }),
       echoServer(),
+      wsOrigin(),
     ]);
     // The echo port is open in squid but in no policy: a request that reached squid for it would show.
-    squid = await startSquid({ ports: [plain.port, tls.port, h2.port, echo.port, 80] });
+    squid = await startSquid({ ports: [plain.port, tls.port, h2.port, echo.port, ws.port] });
     b = await startBoundary({
-      policy: policy({ plain: plain.port, plain2: plain2.port, tls: tls.port, h2: h2.port, echo: echo.port }),
+      policy: policy({ plain: plain.port, plain2: plain2.port, tls: tls.port, h2: h2.port, echo: echo.port, ws: ws.port }),
       upstreamCaPem: pki.ca.certPem,
       names: NAMES,
       upstreamProxy: { upstreamProxy: squid.url, noUpstreamProxy: `bypass.test, 127.0.0.0/8:${plain2.port}` },
@@ -104,7 +115,7 @@ describe('upstream proxy: every adapter dials through squid by validated IP', ()
   after(async () => {
     await b?.close();
     await squid?.close();
-    await Promise.all([plain?.close(), plain2?.close(), tls?.close(), h2?.close(), echo?.close()]);
+    await Promise.all([plain?.close(), plain2?.close(), tls?.close(), h2?.close(), echo?.close(), ws?.close()]);
   });
 
   const tunnelTo = (port: number) => (l: AccessLine) => l.method === 'CONNECT' && l.url === `127.0.0.1:${port}` && l.result === 'TCP_TUNNEL/200';
@@ -151,6 +162,14 @@ describe('upstream proxy: every adapter dials through squid by validated IP', ()
     assert.ok(h2.sessions() >= 1);
   });
 
+  it('WebSocket through the forward proxy: the relay dials through squid too', async () => {
+    const opened = await openWebSocket({ proxyPort: b.proxyPort, transport: 'forward', host: 'ws.example.test', port: ws.port, path: '/socket' });
+    assert.equal(opened.status, 101);
+    opened.client.sendText('over the proxy');
+    await ws.waitFor((r) => r.kind === 'text' && r.text === 'over the proxy');
+    opened.client.socket.destroy();
+  });
+
   it('transparent capture: a connection to a synthetic address is dialled through squid too', async () => {
     const { stdout } = await run('dig', ['@127.0.0.1', '-p', String(b.dnsPort), '+tries=1', '+time=3', '+short', 'api.example.test', 'A']);
     const synthetic = stdout.trim();
@@ -190,6 +209,7 @@ describe('upstream proxy: every adapter dials through squid by validated IP', ()
     await b.close();
     await squid.waitForLines(tunnelTo(plain.port));
     await squid.waitForLines(tunnelTo(h2.port));
+    await squid.waitForLines(tunnelTo(ws.port));
     // passthrough, two inspected tunnels, capture
     await squid.waitForLines(tunnelTo(tls.port), 4);
     const lines = await squid.accessLog();
@@ -199,8 +219,8 @@ describe('upstream proxy: every adapter dials through squid by validated IP', ()
     }
     const counts: Record<string, number> = {};
     for (const line of lines) counts[line.url] = (counts[line.url] ?? 0) + 1;
-    // One pooled forward connection, one HTTP/2 session, four TLS tunnels; no name, no denied or bypassed port.
-    assert.deepEqual(counts, { [`127.0.0.1:${plain.port}`]: 1, [`127.0.0.1:${tls.port}`]: 4, [`127.0.0.1:${h2.port}`]: 1 });
+    // One pooled forward connection, one HTTP/2 session, four TLS tunnels, one WebSocket; no name, no denied or bypassed port.
+    assert.deepEqual(counts, { [`127.0.0.1:${plain.port}`]: 1, [`127.0.0.1:${tls.port}`]: 4, [`127.0.0.1:${h2.port}`]: 1, [`127.0.0.1:${ws.port}`]: 1 });
   });
 });
 
