@@ -179,6 +179,29 @@ describe('the CONNECT handshake', () => {
     await assert.rejects(result, (err: unknown) => err instanceof UpstreamProxyError && err.code === 'UPSTREAM_PROXY_TIMEOUT');
   });
 
+  it('a proxy named by a DNS name is resolved through the injected resolver; no address is UPSTREAM_PROXY_UNREACHABLE', async () => {
+    const proxy = await scriptedProxy((s) => s.write('HTTP/1.1 200 OK\r\n\r\n'));
+    servers.push(proxy.server);
+    const asked: string[] = [];
+    const dialVia = (addresses: readonly string[]) =>
+      createUpstreamProxyDial(
+        { ...SETTINGS, endpoint: { tls: false, host: 'proxy.corp.test', port: proxy.port } },
+        {
+          direct: undefined,
+          resolveProxy: async (name) => {
+            asked.push(name);
+            return addresses;
+          },
+          now: () => performance.now(),
+        },
+      );
+    const socket = await dialVia(['127.0.0.1'])({ host: '192.0.2.10', port: 443, viaProxy: true }, 5_000);
+    socket.destroy();
+    assert.deepEqual(asked, ['proxy.corp.test']);
+    assert.equal(proxy.requests.length, 1);
+    await assert.rejects(dialVia([])({ host: '192.0.2.10', port: 443, viaProxy: true }, 5_000), (err: unknown) => err instanceof UpstreamProxyError && err.code === 'UPSTREAM_PROXY_UNREACHABLE');
+  });
+
   it('each failure becomes a 502 naming it, with the proxy status in the body and event facts', () => {
     const refused = dialRefusalOf('api.example.test:443', new UpstreamProxyError('UPSTREAM_PROXY_REFUSED', 'no', { proxyStatus: 407 }));
     assert.equal(refused.reason, 'upstream-proxy-refused');
