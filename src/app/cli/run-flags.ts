@@ -53,6 +53,7 @@ export const RUN_HELP = `Usage: boundary run --policy FILE [options]
                                     HTTP(S)_PROXY. See docs/running.md#corporate-upstream-proxy
   --upstream-proxy-auth-file FILE   user:pass for the proxy (Proxy-Authorization: Basic); over an http:// proxy
                                     only with --upstream-proxy-auth-insecure
+  --upstream-proxy-auth-insecure    allow the auth file with an http:// proxy (the password then travels in clear)
   --upstream-proxy-ca FILE          trust anchors for an https:// proxy's own certificate (beside the system roots)
   --no-upstream-proxy LIST          dial these directly: names (and names under them), IPs, CIDRs, each with an
                                     optional :PORT; an IP or CIDR entry covers only the addresses inside it
