@@ -37,6 +37,7 @@ import { ADMIN_CLOSE_GRACE_MS, closeWithin, drainWithin } from './boundary-shutd
 import { readPackageVersion } from './version.js';
 import { createMiddlewareRegistry } from '../middleware/registry.js';
 import { createGrantingSource } from '../grants/source.js';
+import { openUpstreamProxy } from './boundary-upstream-proxy.js';
 
 export function createBoundary(config: Config, deps: Deps): Boundary {
   const { logger, now } = deps;
@@ -158,6 +159,7 @@ export function createBoundary(config: Config, deps: Deps): Boundary {
     },
   };
   let upstreamCaPem: string | undefined;
+  let upstreamDial = deps.dial;
   let proxy: ProxyServer | undefined;
   const identity = openIdentitySource(config, deps);
   function buildProxy(): ProxyServer {
@@ -172,7 +174,7 @@ export function createBoundary(config: Config, deps: Deps): Boundary {
       sink: parserEvents.sink,
       logger,
       registry: deps.registry,
-      dial: deps.dial,
+      dial: upstreamDial,
       allowLoopback: config.unsafeAllowLoopbackUpstream,
       interception,
       upstreamCaPem,
@@ -256,6 +258,7 @@ export function createBoundary(config: Config, deps: Deps): Boundary {
           throw new BoundaryError('CONFIG_INVALID', `cannot read --upstream-ca ${config.upstreamCa}`, { cause: err });
         }
       }
+      upstreamDial = await openUpstreamProxy(config.upstreamProxy, { dial: deps.dial, resolver: deps.resolver, logger });
       if (config.unsafeAllowLoopbackUpstream) {
         logger.warn('--unsafe-allow-loopback-upstream is set: upstreams on 127.0.0.0/8 and ::1 are reachable through the proxy');
       }

@@ -5,7 +5,7 @@
 import type { Socket } from 'node:net';
 import { isIP } from 'node:net';
 import { connect as tlsConnect, createSecureContext, rootCertificates, type SecureContext, type TLSSocket } from 'node:tls';
-import { type DialFunction, dialPinned } from '../chain/dial.js';
+import { type DialFunction, dialPinned, tunnelTargetOf } from '../chain/dial.js';
 import { createH1Pool, type H1Pool, type H1Timeouts } from '../http1/h1-client.js';
 import { observeSince } from '../chain/timing.js';
 import type { ProxyMetrics } from './metrics.js';
@@ -91,7 +91,9 @@ export function createUpstreams(options: {
   function secureSocket(socket: Socket, host: string, alpn: readonly string[] = ALPN_HTTP1): Promise<TLSSocket> {
     return new Promise((resolve, reject) => {
       const literal = isIP(host) !== 0;
-      const key = `${host}|${socket.remoteAddress ?? ''}|${socket.remotePort ?? ''}`;
+      // Through the upstream proxy the socket's peer is the proxy: the key names the address the tunnel reached.
+      const peer = tunnelTargetOf(socket);
+      const key = peer === undefined ? `${host}|${socket.remoteAddress ?? ''}|${socket.remotePort ?? ''}` : `${host}|${peer.host}|${peer.port}`;
       const session = sessions.get(key);
       const started = metrics?.now() ?? 0;
       const tlsSocket = tlsConnect({
@@ -133,7 +135,7 @@ export function createUpstreams(options: {
       const ready = pending;
       pending = undefined;
       if (ready !== undefined && secured) return Promise.resolve(ready);
-      const socket = ready === undefined ? dialPinned({ addresses: dest.addresses, port: dest.port, dial, timeoutMs: connectTimeoutMs, metrics }) : Promise.resolve(ready);
+      const socket = ready === undefined ? dialPinned({ addresses: dest.addresses, port: dest.port, name: dest.host, dial, timeoutMs: connectTimeoutMs, metrics }) : Promise.resolve(ready);
       return dest.tls ? socket.then((s) => secureSocket(s, dest.host)) : socket;
     };
   }
@@ -166,7 +168,7 @@ export function createUpstreams(options: {
     },
     secureSocket,
     async connect(dest, alpn) {
-      const socket = await dialPinned({ addresses: dest.addresses, port: dest.port, dial, timeoutMs: connectTimeoutMs, metrics });
+      const socket = await dialPinned({ addresses: dest.addresses, port: dest.port, name: dest.host, dial, timeoutMs: connectTimeoutMs, metrics });
       return dest.tls ? secureSocket(socket, dest.host, alpn) : socket;
     },
     async close() {

@@ -82,6 +82,8 @@ export interface StartOptions {
   readonly placeholderFamily?: 'openshell' | 'ryno';
   /** deps.timers: what token grants schedule on (a test's fake timers). */
   readonly timers?: Timers;
+  /** The upstream proxy's config keys (`upstreamProxy`, `noUpstreamProxy`, ...; docs/running.md#corporate-upstream-proxy). */
+  readonly upstreamProxy?: Readonly<Record<string, unknown>>;
 }
 
 /** The source openIdentitySource would open for these options, but with the test's lookup timeout. */
@@ -148,6 +150,7 @@ export async function startBoundary(options: StartOptions = {}): Promise<Running
     ...(options.tunnelDetection === undefined ? {} : { dnsTunnelDetection: options.tunnelDetection }),
     ...(options.newNames === undefined ? {} : { newNamesPerSecond: options.newNames.perSecond, newNamesBurst: options.newNames.burst }),
     ...(options.placeholderFamily === undefined ? {} : { placeholderFamily: options.placeholderFamily }),
+    ...options.upstreamProxy,
   });
   const real = options.upstreamDns === undefined ? undefined : await buildResolver(config, now, log.logger);
   const boundary = createBoundary(config, {
