@@ -23,6 +23,7 @@ import { createAuditSink } from '../telemetry/audit.js';
 import { createDenialRing, recordingDenials } from '../telemetry/denials.js';
 import { createEventAggregator } from '../telemetry/event-aggregate.js';
 import { isParserRefusal, MAX_PARSER_EVENT_KEYS, PARSER_EVENT_INTERVAL_MS, parserRefusalKey } from '../chain/parser-refusal.js';
+import { dialPinned } from '../chain/dial.js';
 import { GLOBAL_TIMERS } from '../shared/timers.js';
 import { denialsRoute, explainRoute } from './admin-api.js';
 import { createPolicyTexts } from '../policy/texts.js';
@@ -124,6 +125,8 @@ export function createBoundary(config: Config, deps: Deps): Boundary {
             extraCaPem: () => upstreamCaPem,
             allowLoopback: config.unsafeAllowLoopbackUpstream,
             selfAddresses: () => [...(proxy === undefined ? [] : [{ ip: proxy.address().host, port: proxy.address().port }]), ...otherSelves],
+            // The token endpoint is dialled as every upstream is: pinned, and through --upstream-proxy when set.
+            connect: (addresses, port, name) => dialPinned({ addresses, port, name, dial: upstreamDial }),
           },
         });
   const credentials: CredentialSource = grants ?? pushedCredentials;

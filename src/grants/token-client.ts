@@ -3,7 +3,8 @@
 // a bounded answer read and validated. The client secret and tokens never leave as anything but request bytes.
 
 import { request } from 'node:https';
-import { rootCertificates } from 'node:tls';
+import type { Socket } from 'node:net';
+import { connect as tlsConnect, rootCertificates } from 'node:tls';
 import type { TokenGrantInput } from '../credentials/grant.js';
 import { Secret } from '../credentials/secret.js';
 import { secretValueProblem } from '../credentials/set.js';
@@ -54,6 +55,8 @@ export interface TokenClientDeps {
   readonly allowLoopback: boolean;
   /** boundary's own listeners: never a token endpoint. */
   readonly selfAddresses: () => readonly SelfAddress[];
+  /** Opens TCP to one of the checked addresses as every upstream dial is opened (through --upstream-proxy, if set). */
+  readonly connect: (addresses: readonly string[], port: number, name: string | undefined) => Promise<Socket>;
 }
 
 const fail = (reason: TokenFailure, detail: string): TokenOutcome => ({ ok: false, reason, detail });
@@ -142,10 +145,17 @@ export async function requestToken(grant: TokenGrantInput, refreshToken: Secret 
   const port = url.port === '' ? 443 : Number(url.port);
   const addresses = await destination(url, grant, port, deps);
   if (!Array.isArray(addresses)) return addresses as TokenOutcome;
-  const [ip] = addresses as readonly string[];
   const extra = deps.extraCaPem();
   const body = formBody(grant, refreshToken);
   const authorization = basicAuthorization(grant);
+  const name = normaliseHost(url.hostname);
+  const servername = name.ok && name.kind === 'name' ? name.host : undefined;
+  let socket: Socket;
+  try {
+    socket = await deps.connect(addresses as readonly string[], port, servername);
+  } catch (err) {
+    return fail('connect-failed', (err as { code?: string }).code ?? 'connection failed');
+  }
   return new Promise<TokenOutcome>((resolve) => {
     let settled = false;
     const finish = (outcome: TokenOutcome): void => {
@@ -153,18 +163,16 @@ export async function requestToken(grant: TokenGrantInput, refreshToken: Secret 
       settled = true;
       deps.timers.clearTimeout(timer);
       req.destroy();
+      socket.destroy();
       resolve(outcome);
     };
-    const name = normaliseHost(url.hostname);
-    // Dialled at the checked address only; the certificate is still verified against the endpoint's name.
+    // Over the checked address's socket only; the certificate is still verified against the endpoint's name.
+    const ca = extra === undefined ? [...rootCertificates] : [...rootCertificates, extra];
     const req = request({
-      host: ip,
-      port,
-      ...(name.ok && name.kind === 'name' ? { servername: name.host } : {}),
       method: 'POST',
       path: `${url.pathname}${url.search}`,
-      agent: false,
-      ca: extra === undefined ? [...rootCertificates] : [...rootCertificates, extra],
+      // No agent: node:http calls createConnection only when none is given (agent: false makes a fresh one).
+      createConnection: () => tlsConnect({ socket, ca, ...(servername === undefined ? {} : { servername }) }),
       headers: {
         host: url.host,
         'content-type': 'application/x-www-form-urlencoded',
@@ -175,7 +183,7 @@ export async function requestToken(grant: TokenGrantInput, refreshToken: Secret 
     });
     const timer = deps.timers.setTimeout(() => finish(fail('timeout', `no answer in ${TOKEN_REQUEST_TIMEOUT_MS} ms`)), TOKEN_REQUEST_TIMEOUT_MS);
     req.on('error', (err: NodeJS.ErrnoException) => {
-      const code = err.code ?? 'connection failed';
+      const code = err.code ?? 'connection failed'; 
       finish(fail(/CERT|TLS|SSL|SELF_SIGNED|ALTNAME/.test(code) ? 'tls-failed' : 'connect-failed', code));
     });
     req.on('response', (res) => {

@@ -125,6 +125,7 @@ describe('the token endpoint as a destination', () => {
     extraCaPem: () => undefined,
     allowLoopback: false,
     selfAddresses: () => selves,
+    connect: (): Promise<never> => Promise.reject(new Error('a refused token endpoint was dialled')),
   });
 
   it('refuses private addresses unless the grant opts in, and metadata and self addresses always, before any dial', async () => {
