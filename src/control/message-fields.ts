@@ -2,7 +2,7 @@
 // they enforce. Knows no message kinds: messages.ts's READERS table says which fields each kind has.
 
 import type { Issue } from '../shared/errors.js';
-import type { ControlSettings, FailureMode, RelayTarget, StatusError, WireProvider } from './messages.js';
+import type { ControlSettings, FailureMode, RelayTarget, StatusError, WireGrantPlacement, WireProvider, WireTokenGrant } from './messages.js';
 
 const MAX_ID_LENGTH = 128;
 const MAX_TEXT_LENGTH = 4_096;
@@ -10,6 +10,8 @@ const MAX_EVENTS_PER_BATCH = 512;
 const MAX_CREDENTIAL_PROVIDERS = 256;
 const MAX_CREDENTIAL_KEYS = 1_024;
 const MAX_CREDENTIAL_ENDPOINTS = 256;
+/** Token grants per provider on the wire; credentials/grant.ts's own, smaller limit is checked when they are applied. */
+const MAX_WIRE_TOKEN_GRANTS = 64;
 
 export type Fields = Record<string, unknown>;
 export type Reader = ReturnType<typeof reader>;
@@ -117,10 +119,11 @@ export function reader(issues: Issue[], protocol: ReaderProtocol) {
           else fail(`${path}.env.${k}`, 'expected a string value');
         }
       }
-      for (const extra of Object.keys(item)) if (!['name', 'env', 'endpoints'].includes(extra)) fail(`${path}.${extra}`, 'unknown key');
-      if (item.endpoints === undefined) return { name, env };
+      for (const extra of Object.keys(item)) if (!['name', 'env', 'endpoints', 'tokenGrants'].includes(extra)) fail(`${path}.${extra}`, 'unknown key');
+      const grants = item.tokenGrants === undefined ? {} : { tokenGrants: r.tokenGrants(item.tokenGrants, `${path}.tokenGrants`) };
+      if (item.endpoints === undefined) return { name, env, ...grants };
       if (!Array.isArray(item.endpoints) || item.endpoints.length > MAX_CREDENTIAL_ENDPOINTS) {
-        return fail(`${path}.endpoints`, `expected a list of at most ${MAX_CREDENTIAL_ENDPOINTS} endpoints`) ?? { name, env };
+        return fail(`${path}.endpoints`, `expected a list of at most ${MAX_CREDENTIAL_ENDPOINTS} endpoints`) ?? { name, env, ...grants };
       }
       const endpoints = item.endpoints.map((e: unknown, i: number) => {
         const at = `${path}.endpoints[${i}]`;
@@ -130,7 +133,45 @@ export function reader(issues: Issue[], protocol: ReaderProtocol) {
         if (e.path !== undefined && typeof e.path !== 'string') fail(`${at}.path`, 'expected a string');
         return e.path === undefined ? { host: e.host, port: e.port as number } : { host: e.host, port: e.port as number, path: e.path as string };
       });
-      return { name, env, endpoints };
+      return { name, env, endpoints, ...grants };
+    },
+    // Token grants (docs/credentials.md#token-grants): shapes only here, never a value in an issue; what the
+    // fields may hold is checked with credentials/grant.ts's rules when the boundary applies them.
+    tokenGrants(value: unknown, path: string): WireTokenGrant[] {
+      if (!Array.isArray(value) || value.length > MAX_WIRE_TOKEN_GRANTS) {
+        return fail(path, `expected a list of at most ${MAX_WIRE_TOKEN_GRANTS} token grants`) ?? [];
+      }
+      return value.map((item: unknown, index: number) => r.tokenGrant(item, `${path}[${index}]`));
+    },
+    tokenGrant(item: unknown, path: string): WireTokenGrant {
+      const empty = { key: '', grantType: '', tokenEndpoint: '', clientId: '', clientAuth: '', privateTokenEndpoint: false };
+      if (!isRecord(item)) return fail(path, 'expected an object') ?? empty;
+      const raw = prefixed(item, path);
+      const string = (key: string) => r.text(raw, `${path}.${key}`, protocol.maxBodyChars);
+      const secret = (key: string) => (typeof item[key] === 'string' ? (item[key] as string) : (fail(`${path}.${key}`, 'expected a string') ?? ''));
+      const grant = compact({
+        key: string('key'),
+        grantType: string('grantType'),
+        tokenEndpoint: string('tokenEndpoint'),
+        clientId: string('clientId'),
+        clientSecret: item.clientSecret === undefined ? undefined : secret('clientSecret'),
+        clientAuth: string('clientAuth'),
+        refreshToken: item.refreshToken === undefined ? undefined : secret('refreshToken'),
+        scope: r.optional(raw, `${path}.scope`, (v, k) => r.text(v, k, protocol.maxBodyChars)),
+        audience: r.optional(raw, `${path}.audience`, (v, k) => r.text(v, k, protocol.maxBodyChars)),
+        resource: r.optional(raw, `${path}.resource`, (v, k) => r.text(v, k, protocol.maxBodyChars)),
+        placement: item.placement === undefined ? undefined : r.placement(item.placement, `${path}.placement`),
+        privateTokenEndpoint: r.bool(raw, `${path}.privateTokenEndpoint`),
+      });
+      for (const extra of Object.keys(item)) if (!(extra in grant)) fail(`${path}.${extra}`, 'unknown key');
+      return grant as unknown as WireTokenGrant;
+    },
+    placement(value: unknown, path: string): WireGrantPlacement {
+      if (isRecord(value) && value.kind === 'bearer' && Object.keys(value).length === 1) return { kind: 'bearer' };
+      if (isRecord(value) && value.kind === 'header' && typeof value.name === 'string' && Object.keys(value).length === 2) {
+        return { kind: 'header', name: value.name };
+      }
+      return fail(path, "expected { kind: 'bearer' } or { kind: 'header', name }") ?? { kind: 'bearer' };
     },
     events(raw: Fields, key: string): Fields[] {
       const value = raw[key];
