@@ -103,7 +103,7 @@ export function reader(issues: Issue[], protocol: ReaderProtocol) {
       const value = raw[key];
       if (!Array.isArray(value)) return fail(key, 'expected a list of providers') ?? [];
       if (value.length > MAX_CREDENTIAL_PROVIDERS) fail(key, `more than ${MAX_CREDENTIAL_PROVIDERS} providers`);
-      return value.map((item, index) => r.provider(item, `${key}[${index}]`));
+      return value.map((item, index) => r.providerWithGrants(item, `${key}[${index}]`));
     },
     provider(item: unknown, path: string): WireProvider {
       if (!isRecord(item)) return fail(path, 'expected an object') ?? { name: '', env: {} };
@@ -119,11 +119,10 @@ export function reader(issues: Issue[], protocol: ReaderProtocol) {
           else fail(`${path}.env.${k}`, 'expected a string value');
         }
       }
-      for (const extra of Object.keys(item)) if (!['name', 'env', 'endpoints', 'tokenGrants'].includes(extra)) fail(`${path}.${extra}`, 'unknown key');
-      const grants = item.tokenGrants === undefined ? {} : { tokenGrants: r.tokenGrants(item.tokenGrants, `${path}.tokenGrants`) };
-      if (item.endpoints === undefined) return { name, env, ...grants };
+      for (const extra of Object.keys(item)) if (!['name', 'env', 'endpoints'].includes(extra)) fail(`${path}.${extra}`, 'unknown key');
+      if (item.endpoints === undefined) return { name, env };
       if (!Array.isArray(item.endpoints) || item.endpoints.length > MAX_CREDENTIAL_ENDPOINTS) {
-        return fail(`${path}.endpoints`, `expected a list of at most ${MAX_CREDENTIAL_ENDPOINTS} endpoints`) ?? { name, env, ...grants };
+        return fail(`${path}.endpoints`, `expected a list of at most ${MAX_CREDENTIAL_ENDPOINTS} endpoints`) ?? { name, env };
       }
       const endpoints = item.endpoints.map((e: unknown, i: number) => {
         const at = `${path}.endpoints[${i}]`;
@@ -133,10 +132,26 @@ export function reader(issues: Issue[], protocol: ReaderProtocol) {
         if (e.path !== undefined && typeof e.path !== 'string') fail(`${at}.path`, 'expected a string');
         return e.path === undefined ? { host: e.host, port: e.port as number } : { host: e.host, port: e.port as number, path: e.path as string };
       });
-      return { name, env, endpoints, ...grants };
+      return { name, env, endpoints };
     },
-    // Token grants (docs/credentials.md#token-grants): shapes only here, never a value in an issue; what the
-    // fields may hold is checked with credentials/grant.ts's rules when the boundary applies them.
+    events(raw: Fields, key: string): Fields[] {
+      const value = raw[key];
+      if (!Array.isArray(value)) return fail(key, 'expected an array') ?? [];
+      if (value.length > MAX_EVENTS_PER_BATCH) fail(key, `more than ${MAX_EVENTS_PER_BATCH} events`);
+      value.forEach((event, index) => {
+        if (!isRecord(event)) fail(`${key}[${index}]`, 'expected an object');
+      });
+      return value as Fields[];
+    },
+    /**
+     * A provider with its token grants (docs/credentials.md#token-grants) read here, the rest by provider(): shapes
+     * only, never a value in an issue; what the fields may hold is checked by control/wire-credentials.ts.
+     */
+    providerWithGrants(item: unknown, path: string): WireProvider {
+      if (!isRecord(item) || item.tokenGrants === undefined) return r.provider(item, path);
+      const { tokenGrants, ...rest } = item;
+      return { ...r.provider(rest, path), tokenGrants: r.tokenGrants(tokenGrants, `${path}.tokenGrants`) };
+    },
     tokenGrants(value: unknown, path: string): WireTokenGrant[] {
       if (!Array.isArray(value) || value.length > MAX_WIRE_TOKEN_GRANTS) {
         return fail(path, `expected a list of at most ${MAX_WIRE_TOKEN_GRANTS} token grants`) ?? [];
@@ -172,15 +187,6 @@ export function reader(issues: Issue[], protocol: ReaderProtocol) {
         return { kind: 'header', name: value.name };
       }
       return fail(path, "expected { kind: 'bearer' } or { kind: 'header', name }") ?? { kind: 'bearer' };
-    },
-    events(raw: Fields, key: string): Fields[] {
-      const value = raw[key];
-      if (!Array.isArray(value)) return fail(key, 'expected an array') ?? [];
-      if (value.length > MAX_EVENTS_PER_BATCH) fail(key, `more than ${MAX_EVENTS_PER_BATCH} events`);
-      value.forEach((event, index) => {
-        if (!isRecord(event)) fail(`${key}[${index}]`, 'expected an object');
-      });
-      return value as Fields[];
     },
   };
   return r;

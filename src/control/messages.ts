@@ -84,11 +84,11 @@ export interface StatusError {
 
 /** One credential provider as delivered: the same shape as credentials/set.ts's ProviderInput. */
 export interface WireProvider {
+  /** Token grants the boundary runs itself (docs/credentials.md#token-grants); absent from older supervisors. */
+  readonly tokenGrants?: readonly WireTokenGrant[];
   readonly name: string;
   readonly env: Readonly<Record<string, string>>;
   readonly endpoints?: readonly WireCredentialEndpoint[];
-  /** Token grants the boundary runs itself (docs/credentials.md#token-grants); absent from older supervisors. */
-  readonly tokenGrants?: readonly WireTokenGrant[];
 }
 
 /**

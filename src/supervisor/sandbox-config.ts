@@ -53,11 +53,11 @@ function boundedCache<V>(max: number) {
 
 function wireProvider(provider: CredentialProvider): WireProvider {
   return {
+    ...(provider.grants.length === 0 ? {} : { tokenGrants: provider.grants.map(wireGrant) }),
     name: provider.name,
     // The one place values leave their Secret: serialised for the mTLS channel to the boundary.
     env: Object.fromEntries([...provider.keys].map(([name, secret]) => [name, secret.reveal()])),
     endpoints: provider.endpoints.map((e) => (e.path === undefined ? { host: e.host, port: e.port } : { host: e.host, port: e.port, path: e.path })),
-    ...(provider.grants.length === 0 ? {} : { tokenGrants: provider.grants.map(wireGrant) }),
   };
 }
 

@@ -63,14 +63,14 @@ export async function startAttached(
   sup: Pick<TestSupervisor, 'port'>,
   /** `log` replaces the JSON log sink; `audit` (events for both formats, say) replaces its audit sink; `names`: what the fake
    *  upstream resolver answers (default: api.example.test only). */
-  /** `extra`: more Config fields (upstreamCa, say); `timers`: what token grants schedule on. */
+  /** `config`: more Config fields (upstreamCa, say); `timers`: what token grants schedule on. */
   options: {
     supervisor?: string;
     lookup?: ControlLookup;
     log?: LogSink;
     audit?: AuditSink;
     names?: Readonly<Record<string, FakeAnswer>>;
-    extra?: Readonly<Record<string, unknown>>;
+    config?: Readonly<Record<string, unknown>>;
     timers?: Timers;
   } = {},
 ): Promise<AttachedBoundary> {
@@ -86,7 +86,7 @@ export async function startAttached(
     tlsDir,
     sandboxId: pki.sandboxId,
     stateDir,
-    extra: { unsafeAllowLoopbackUpstream: true, ...options.extra },
+    extra: { unsafeAllowLoopbackUpstream: true, ...options.config },
   });
 
   const boundary = createBoundary(config, {

@@ -91,7 +91,7 @@ async function scenario(t: TestContext, pki: TestPki, auth: TokenServer, origin:
   const names = Object.fromEntries(NAMES.map((name) => [name, ['127.0.0.1']]));
   const attach = async (sandboxId: string): Promise<AttachedBoundary> => {
     const identity = { ...pki, sandboxId, client: await issueCertificate({ ca: pki.ca, kind: 'client', sandboxId, trustDomain: pki.trustDomain, now: Date.now }) };
-    const b = await startAttached(identity, sup, { names, timers, extra: { upstreamCa: join(dir, 'upstream-ca.pem') } });
+    const b = await startAttached(identity, sup, { names, timers, config: { upstreamCa: join(dir, 'upstream-ca.pem') } });
     t.after(() => b.close());
     await b.waitState((s) => s.policy.effective);
     return b;
