@@ -111,25 +111,22 @@ export function createBoundary(config: Config, deps: Deps): Boundary {
   let unsubscribeCredentials: (() => void) | undefined;
   // Every placeholder is refused until a source holds the key; attached mode pushes into this one.
   const pushedCredentials = createStaticCredentialSource({ providers: [] });
-  // Standalone: the file's token grants are fetched and kept fresh here, on the injected timers (docs/credentials.md#token-grants).
-  const grants =
-    deps.credentials === undefined
-      ? undefined
-      : createGrantingSource(deps.credentials, {
-          timers: deps.timers ?? GLOBAL_TIMERS,
-          logger,
-          registry: deps.registry,
-          client: {
-            resolver: deps.resolver,
-            timers: deps.timers ?? GLOBAL_TIMERS,
-            extraCaPem: () => upstreamCaPem,
-            allowLoopback: config.unsafeAllowLoopbackUpstream,
-            selfAddresses: () => [...(proxy === undefined ? [] : [{ ip: proxy.address().host, port: proxy.address().port }]), ...otherSelves],
-            // The token endpoint is dialled as every upstream is: pinned, and through --upstream-proxy when set.
-            connect: (addresses, port, name) => dialPinned({ addresses, port, name, dial: upstreamDial }),
-          },
-        });
-  const credentials: CredentialSource = grants ?? pushedCredentials;
+  // The token grants of the file, or the supervisor's (attached mode), are fetched and kept fresh here, on the injected timers (docs/credentials.md#token-grants).
+  const grants = createGrantingSource(deps.credentials ?? pushedCredentials, {
+    timers: deps.timers ?? GLOBAL_TIMERS,
+    logger,
+    registry: deps.registry,
+    client: {
+      resolver: deps.resolver,
+      timers: deps.timers ?? GLOBAL_TIMERS,
+      extraCaPem: () => upstreamCaPem,
+      allowLoopback: config.unsafeAllowLoopbackUpstream,
+      selfAddresses: () => [...(proxy === undefined ? [] : [{ ip: proxy.address().host, port: proxy.address().port }]), ...otherSelves],
+      // The token endpoint is dialled as every upstream is: pinned, and through --upstream-proxy when set.
+      connect: (addresses, port, name) => dialPinned({ addresses, port, name, dial: upstreamDial }),
+    },
+  });
+  const credentials: CredentialSource = grants;
   // Attached mode: the supervisor feeds the same store (and a static credential source) as the files do
   // in standalone mode; until its first policy is effective the store holds deny-all.
   let control: AttachedControl | undefined;
@@ -203,7 +200,7 @@ export function createBoundary(config: Config, deps: Deps): Boundary {
       attached: control?.readiness(),
       caProblem,
       identityProblem: proxy?.context.identity?.problem(policy),
-      tokenGrants: grants?.statuses() ?? [],
+      tokenGrants: grants.statuses(),
     });
   }
 
@@ -270,7 +267,7 @@ export function createBoundary(config: Config, deps: Deps): Boundary {
       const ca = await loadCa();
       if (config.caBundleOut !== undefined) await writeBundle(ca, config.caBundleOut);
       // After --upstream-ca is read: token endpoints are verified against it too.
-      grants?.start();
+      grants.start();
       // Before /healthz answers: the agent, started after it, finds the identity server connected (docs/identity.md#privilege).
       await identity?.start();
       proxy = buildProxy();
@@ -321,7 +318,7 @@ export function createBoundary(config: Config, deps: Deps): Boundary {
           await control?.close();
           unsubscribe?.();
           unsubscribeCredentials?.();
-          await grants?.close();
+          await grants.close();
           await transparent.close();
           await proxy?.close();
           // No parser is left to refuse anything: the held-back counts are written before telemetry closes.

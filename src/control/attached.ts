@@ -3,11 +3,12 @@
 // Never decides a request and never resolves names itself (the lookup arrives from main/run).
 
 import type { Registry } from 'prom-client';
-import type { CredentialTarget } from './apply.js';
+import type { ProviderInput } from '../credentials/set.js';
 import { type ControlClient, type ControlClientOptions, type ControlState, createControlClient, newBootId } from './client.js';
 import type { ControlLookup } from './dial.js';
 import type { RelayTarget } from './messages.js';
 import { type ControlReadiness, controlReadiness } from './readiness.js';
+import { providersFromWire } from './wire-credentials.js';
 import { CERT_EXPIRED_REASON, CERT_EXPIRING_WARNING, type ControlCertificateStatus, type ControlTlsSource, createControlTlsSource } from './tls-source.js';
 import { createPolicyCompiler } from '../policy/parse-off-thread.js';
 import { reloadIssues } from '../policy/store.js';
@@ -41,8 +42,8 @@ export interface AttachedControlOptions {
   readonly now: () => number;
   /** Carries boundary_control_certificate_expiry_seconds. */
   readonly registry: Registry;
-  /** Where pushed credentials go (credentials/source.ts's StaticCredentialSource). */
-  readonly credentials?: CredentialTarget | undefined;
+  /** Where pushed credentials go (credentials/source.ts's StaticCredentialSource), token grants as definitions. */
+  readonly credentials?: { replace(providers: readonly ProviderInput[]): unknown } | undefined;
   readonly lookup?: ControlLookup | undefined;
   readonly version?: string | undefined;
   /** This process start's id on every attach (the supervisor tells two live processes apart by it); fresh when absent. */
@@ -84,7 +85,7 @@ function hasSubscribe(sink: AuditSink): sink is AuditSink & { subscribe(listener
 }
 
 export function createAttachedControl(options: AttachedControlOptions): AttachedControl {
-  const { settings, store, sink, logger, now } = options;
+  const { settings, store, sink, logger, now, credentials: target } = options;
   const supervisorText = `${settings.supervisor.host}:${settings.supervisor.port}`;
   const tls: ControlTlsSource = createControlTlsSource({ dir: settings.tlsDir, sandboxId: settings.sandboxId, now, logger, sink, registry: options.registry });
   let client: ControlClient | undefined;
@@ -126,7 +127,7 @@ export function createAttachedControl(options: AttachedControlOptions): Attached
         logger,
         sink,
         store,
-        credentials: options.credentials,
+        credentials: target === undefined ? undefined : { replace: (wire) => target.replace(providersFromWire(wire)) },
         relayAllow: settings.relayAllow,
         lookup: options.lookup,
         events: hasSubscribe(sink) ? sink : undefined,

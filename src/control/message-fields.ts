@@ -2,7 +2,7 @@
 // they enforce. Knows no message kinds: messages.ts's READERS table says which fields each kind has.
 
 import type { Issue } from '../shared/errors.js';
-import type { ControlSettings, FailureMode, RelayTarget, StatusError, WireProvider } from './messages.js';
+import type { ControlSettings, FailureMode, RelayTarget, StatusError, WireGrantPlacement, WireProvider, WireTokenGrant } from './messages.js';
 
 const MAX_ID_LENGTH = 128;
 const MAX_TEXT_LENGTH = 4_096;
@@ -10,6 +10,8 @@ const MAX_EVENTS_PER_BATCH = 512;
 const MAX_CREDENTIAL_PROVIDERS = 256;
 const MAX_CREDENTIAL_KEYS = 1_024;
 const MAX_CREDENTIAL_ENDPOINTS = 256;
+/** Token grants per provider on the wire; credentials/grant.ts's own, smaller limit is checked when they are applied. */
+const MAX_WIRE_TOKEN_GRANTS = 64;
 
 export type Fields = Record<string, unknown>;
 export type Reader = ReturnType<typeof reader>;
@@ -101,7 +103,7 @@ export function reader(issues: Issue[], protocol: ReaderProtocol) {
       const value = raw[key];
       if (!Array.isArray(value)) return fail(key, 'expected a list of providers') ?? [];
       if (value.length > MAX_CREDENTIAL_PROVIDERS) fail(key, `more than ${MAX_CREDENTIAL_PROVIDERS} providers`);
-      return value.map((item, index) => r.provider(item, `${key}[${index}]`));
+      return value.map((item, index) => r.providerWithGrants(item, `${key}[${index}]`));
     },
     provider(item: unknown, path: string): WireProvider {
       if (!isRecord(item)) return fail(path, 'expected an object') ?? { name: '', env: {} };
@@ -140,6 +142,51 @@ export function reader(issues: Issue[], protocol: ReaderProtocol) {
         if (!isRecord(event)) fail(`${key}[${index}]`, 'expected an object');
       });
       return value as Fields[];
+    },
+    /**
+     * A provider with its token grants (docs/credentials.md#token-grants) read here, the rest by provider(): shapes
+     * only, never a value in an issue; what the fields may hold is checked by control/wire-credentials.ts.
+     */
+    providerWithGrants(item: unknown, path: string): WireProvider {
+      if (!isRecord(item) || item.tokenGrants === undefined) return r.provider(item, path);
+      const { tokenGrants, ...rest } = item;
+      return { ...r.provider(rest, path), tokenGrants: r.tokenGrants(tokenGrants, `${path}.tokenGrants`) };
+    },
+    tokenGrants(value: unknown, path: string): WireTokenGrant[] {
+      if (!Array.isArray(value) || value.length > MAX_WIRE_TOKEN_GRANTS) {
+        return fail(path, `expected a list of at most ${MAX_WIRE_TOKEN_GRANTS} token grants`) ?? [];
+      }
+      return value.map((item: unknown, index: number) => r.tokenGrant(item, `${path}[${index}]`));
+    },
+    tokenGrant(item: unknown, path: string): WireTokenGrant {
+      const empty = { key: '', grantType: '', tokenEndpoint: '', clientId: '', clientAuth: '', privateTokenEndpoint: false };
+      if (!isRecord(item)) return fail(path, 'expected an object') ?? empty;
+      const raw = prefixed(item, path);
+      const string = (key: string) => r.text(raw, `${path}.${key}`, protocol.maxBodyChars);
+      const secret = (key: string) => (typeof item[key] === 'string' ? (item[key] as string) : (fail(`${path}.${key}`, 'expected a string') ?? ''));
+      const grant = compact({
+        key: string('key'),
+        grantType: string('grantType'),
+        tokenEndpoint: string('tokenEndpoint'),
+        clientId: string('clientId'),
+        clientSecret: item.clientSecret === undefined ? undefined : secret('clientSecret'),
+        clientAuth: string('clientAuth'),
+        refreshToken: item.refreshToken === undefined ? undefined : secret('refreshToken'),
+        scope: r.optional(raw, `${path}.scope`, (v, k) => r.text(v, k, protocol.maxBodyChars)),
+        audience: r.optional(raw, `${path}.audience`, (v, k) => r.text(v, k, protocol.maxBodyChars)),
+        resource: r.optional(raw, `${path}.resource`, (v, k) => r.text(v, k, protocol.maxBodyChars)),
+        placement: item.placement === undefined ? undefined : r.placement(item.placement, `${path}.placement`),
+        privateTokenEndpoint: r.bool(raw, `${path}.privateTokenEndpoint`),
+      });
+      for (const extra of Object.keys(item)) if (!(extra in grant)) fail(`${path}.${extra}`, 'unknown key');
+      return grant as unknown as WireTokenGrant;
+    },
+    placement(value: unknown, path: string): WireGrantPlacement {
+      if (isRecord(value) && value.kind === 'bearer' && Object.keys(value).length === 1) return { kind: 'bearer' };
+      if (isRecord(value) && value.kind === 'header' && typeof value.name === 'string' && Object.keys(value).length === 2) {
+        return { kind: 'header', name: value.name };
+      }
+      return fail(path, "expected { kind: 'bearer' } or { kind: 'header', name }") ?? { kind: 'bearer' };
     },
   };
   return r;

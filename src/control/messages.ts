@@ -84,10 +84,34 @@ export interface StatusError {
 
 /** One credential provider as delivered: the same shape as credentials/set.ts's ProviderInput. */
 export interface WireProvider {
+  /** Token grants the boundary runs itself (docs/credentials.md#token-grants); absent from older supervisors. */
+  readonly tokenGrants?: readonly WireTokenGrant[];
   readonly name: string;
   readonly env: Readonly<Record<string, string>>;
   readonly endpoints?: readonly WireCredentialEndpoint[];
 }
+
+/**
+ * One token grant as delivered: credentials/grant.ts's TokenGrantInput with its secrets as strings (the mTLS
+ * channel is the one place they travel outside a Secret). The boundary fetches and refreshes the token itself.
+ */
+export interface WireTokenGrant {
+  readonly key: string;
+  readonly grantType: string;
+  readonly tokenEndpoint: string;
+  readonly clientId: string;
+  readonly clientSecret?: string;
+  readonly clientAuth: string;
+  readonly refreshToken?: string;
+  readonly scope?: string;
+  readonly audience?: string;
+  readonly resource?: string;
+  /** `bearer`, or the name of the header the token goes in; absent: placeholders only. */
+  readonly placement?: WireGrantPlacement;
+  readonly privateTokenEndpoint: boolean;
+}
+
+export type WireGrantPlacement = { readonly kind: 'bearer' } | { readonly kind: 'header'; readonly name: string };
 
 interface WireCredentialEndpoint {
   readonly host: string;

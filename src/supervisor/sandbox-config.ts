@@ -2,8 +2,9 @@
 // (credential-grants.ts), serialised for the wire once per policy and credentials revision, and the control
 // settings. Reads only; never pushes or admits.
 
-import type { ControlSettings, WireProvider } from '../control/messages.js';
+import type { ControlSettings, WireProvider, WireTokenGrant } from '../control/messages.js';
 import type { FileCredentialSource } from '../credentials/file-source.js';
+import type { TokenGrantInput } from '../credentials/grant.js';
 import type { CredentialProvider } from '../credentials/set.js';
 import { canonicalJson, sha256Hex } from '../policy/canonical.js';
 import type { Policy } from '../policy/types.js';
@@ -52,11 +53,25 @@ function boundedCache<V>(max: number) {
 
 function wireProvider(provider: CredentialProvider): WireProvider {
   return {
+    ...(provider.grants.length === 0 ? {} : { tokenGrants: provider.grants.map(wireGrant) }),
     name: provider.name,
     // The one place values leave their Secret: serialised for the mTLS channel to the boundary.
     env: Object.fromEntries([...provider.keys].map(([name, secret]) => [name, secret.reveal()])),
     endpoints: provider.endpoints.map((e) => (e.path === undefined ? { host: e.host, port: e.port } : { host: e.host, port: e.port, path: e.path })),
   };
+}
+
+/** A token grant's definition and secrets for the boundary that runs it (docs/supervisor.md#token-grants). */
+function wireGrant(grant: TokenGrantInput): WireTokenGrant {
+  const { clientSecret, refreshToken, placement, ...rest } = grant;
+  const fields = {
+    ...rest,
+    // Like env values: revealed only into the message for the mTLS channel.
+    clientSecret: clientSecret?.reveal(),
+    refreshToken: refreshToken?.reveal(),
+    placement: placement === undefined ? undefined : { ...placement },
+  };
+  return Object.fromEntries(Object.entries(fields).filter(([, value]) => value !== undefined)) as unknown as WireTokenGrant;
 }
 
 export function createSandboxConfigs(options: {

@@ -9,6 +9,7 @@ import type { Boundary } from '../../src/app/boundary-types.js';
 import { createBoundary } from '../../src/app/boundary.js';
 import type { ControlState } from '../../src/control/client.js';
 import type { ControlLookup } from '../../src/control/dial.js';
+import type { Timers } from '../../src/shared/timers.js';
 import type { AuditSink } from '../../src/telemetry/event.js';
 import { attachedConfig } from './attached-config.js';
 import type { TestPki } from './certs.js';
@@ -62,7 +63,16 @@ export async function startAttached(
   sup: Pick<TestSupervisor, 'port'>,
   /** `log` replaces the JSON log sink; `audit` (events for both formats, say) replaces its audit sink; `names`: what the fake
    *  upstream resolver answers (default: api.example.test only). */
-  options: { supervisor?: string; lookup?: ControlLookup; log?: LogSink; audit?: AuditSink; names?: Readonly<Record<string, FakeAnswer>> } = {},
+  /** `config`: more Config fields (upstreamCa, say); `timers`: what token grants schedule on. */
+  options: {
+    supervisor?: string;
+    lookup?: ControlLookup;
+    log?: LogSink;
+    audit?: AuditSink;
+    names?: Readonly<Record<string, FakeAnswer>>;
+    config?: Readonly<Record<string, unknown>>;
+    timers?: Timers;
+  } = {},
 ): Promise<AttachedBoundary> {
   const tlsDir = await writeTlsDir(pki);
   const stateDir = await mkdtemp(join(tmpdir(), 'boundary-state-'));
@@ -76,7 +86,7 @@ export async function startAttached(
     tlsDir,
     sandboxId: pki.sandboxId,
     stateDir,
-    extra: { unsafeAllowLoopbackUpstream: true },
+    extra: { unsafeAllowLoopbackUpstream: true, ...options.config },
   });
 
   const boundary = createBoundary(config, {
@@ -92,6 +102,7 @@ export async function startAttached(
         return host === 'localhost' ? ['127.0.0.1'] : [];
       }),
     version: '0.1.0-test',
+    ...(options.timers === undefined ? {} : { timers: options.timers }),
     controlTuning: {
       tuning: { backoff: { baseMs: 20, capMs: 200 }, timeouts: { eventsFlushMs: 50 } },
       onState(state) {

@@ -138,3 +138,12 @@ export async function verifyingOrigin(tokens: TokenServer, tls?: CertificateAuth
     },
   };
 }
+
+/** Polls a state a boundary reaches after real network I/O (fake timers only start it), bounded in count. */
+export async function pollUntil(what: string, condition: () => boolean, detail: () => unknown = () => ''): Promise<void> {
+  for (let i = 0; i < 1_000; i++) {
+    if (condition()) return;
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+  throw new Error(`timed out waiting for ${what}: ${JSON.stringify(detail())}`);
+}

@@ -9,6 +9,7 @@ import { encodeUnreserved } from '../../src/credentials/substitute.js';
 import { PH } from '../harness/credential-parts.js';
 import { type CredentialStack, credentialStack, HOSTS, type RequestSpec, stackPolicy } from '../harness/credential-stack.js';
 import { type ClientResponse, openTunnel, readAll, sendRequest } from '../harness/proxy-client.js';
+import { grantCanary } from '../harness/grant-canary.js';
 
 const EXTRA = {
   body: 'echobody.example.test',
@@ -193,4 +194,32 @@ describe('credentials canary (CR-22): a unique secret appears in no sink', () =>
   it('shorthand logs: zero hits in logs, OCSF, /readyz, /metrics, response bodies and the state dir', async () => {
     await run('shorthand');
   });
+});
+
+describe('credentials canary: token grants (client secret, refresh tokens, every access token issued) appear in no sink', () => {
+  for (const format of ['json', 'shorthand'] as const) {
+    it(`${format} logs: zero hits in logs, OCSF, /readyz, /metrics, response bodies and the state dir`, async () => {
+      const run = await grantCanary({ format, secret: canaryValue(), refresh: canaryValue() });
+      try {
+        const sinks = {
+          log: run.b.log.text(),
+          ocsf: JSON.stringify(run.b.log.events()),
+          readyz: (await adminGet(run.b.adminPort, '/readyz')) + (await adminGet(run.b.adminPort, '/readyz?verbose=1')),
+          metrics: await adminGet(run.b.adminPort, '/metrics'),
+          responses: JSON.stringify(run.responses),
+          files: (await filesUnder(run.b.dir)).join('\n'),
+        };
+        assert.ok(run.secrets.length >= 6, 'the client secret, two refresh tokens and several access tokens');
+        const hits: string[] = [];
+        for (const [sink, text] of Object.entries(sinks)) {
+          for (const [index, secret] of run.secrets.entries()) {
+            for (const form of formsOf(secret)) if (text.includes(form)) hits.push(`${sink}: secret ${index} ${form === secret ? 'raw' : form}`);
+          }
+        }
+        assert.deepEqual(hits, []);
+      } finally {
+        await run.close();
+      }
+    });
+  }
 });

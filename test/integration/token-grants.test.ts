@@ -1,9 +1,11 @@
 import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { request as httpRequest } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
+import { promisify } from 'node:util';
 import type { GrantStatus } from '../../src/grants/runner.js';
 import { REFRESH_AT_FRACTION, RETRY_INITIAL_MS, TOKEN_EXPIRY_SKEW_MS } from '../../src/grants/runner.js';
 import { type RunningBoundary, startBoundary } from '../harness/boundary.js';
@@ -190,6 +192,36 @@ describe('token grants against a real OAuth 2.0 server (oauth2-mock-server)', ()
     assert.equal(res.status, 200);
     for (const token of auth.issued.access) assert.ok(!res.body.includes(token), 'the token was echoed back unredacted');
     assert.match(res.body, /\[redacted\]/);
+  });
+
+  it('transparent capture: a workload with no proxy settings gets the token at the synthetic address (placeholder over intercepted TLS, placement over plain HTTP)', async () => {
+    const run = promisify(execFile);
+    const synthetic = async (name: string) => (await run('dig', ['@127.0.0.1', '-p', String(b.dnsPort), '+tries=1', '+time=3', '+short', name, 'A'])).stdout.trim();
+    // No proxy variable reaches curl: capture is the only way it gets anywhere.
+    const curl = async (args: string[]) => {
+      const { stdout } = await run('curl', ['-sS', '--max-time', '10', '--noproxy', '*', '-w', '\n%{http_code}', ...args], { env: { PATH: process.env.PATH ?? '/usr/bin:/bin' } });
+      const cut = stdout.lastIndexOf('\n');
+      return { body: stdout.slice(0, cut), code: stdout.slice(cut + 1) };
+    };
+    const caFile = join(dir, 'interception-ca.pem');
+    await writeFile(caFile, b.caPem as string);
+    const api = await synthetic('api.example.test');
+    assert.match(api, /^127\.77\./, 'policy DNS gave a synthetic address');
+    const bearerArgs = ['-H', `Authorization: Bearer ${PH}BILLING_TOKEN`];
+    const viaTls = await curl(['--resolve', `api.example.test:${secure.port}:${api}`, '--cacert', caFile, ...bearerArgs, `https://api.example.test:${secure.port}/captured`]);
+    assert.equal(viaTls.code, '200', viaTls.body);
+    assert.equal(secure.seen.at(-1)?.path, '/captured');
+    assert.equal(viaTls.body, `ok ${String(secure.seen.at(-1)?.claims?.jti)}`);
+    const post = await synthetic('post.example.test');
+    const placed = await curl(['--resolve', `post.example.test:${plain.port}:${post}`, `http://post.example.test:${plain.port}/captured`]);
+    assert.equal(placed.code, '200', placed.body);
+    assert.equal(placed.body, `ok ${String(plain.seen.at(-1)?.claims?.jti)}`);
+    const seen = plain.seen.length;
+    const other = await synthetic('other.example.test');
+    const elsewhere = await curl(['--resolve', `other.example.test:${plain.port}:${other}`, ...bearerArgs, `http://other.example.test:${plain.port}/captured`]);
+    assert.equal(elsewhere.code, '403');
+    assert.equal(JSON.parse(elsewhere.body).error, 'credential_endpoint_mismatch');
+    assert.equal(plain.seen.length, seen, 'nothing reached the unbound origin');
   });
 
   it('refreshes ahead of expiry; a stream open across the rotation keeps working, the next request carries the new token', async () => {
