@@ -164,7 +164,7 @@ export function createBoundary(config: Config, deps: Deps): Boundary {
       placeholderFamily: config.placeholderFamily,
       identity: { mode: config.binaryIdentity, source: identity },
       // The built-in network middlewares and the capacity they share.
-      middleware: deps.middleware ?? createMiddlewareRegistry(),
+      middleware: deps.middleware ?? createMiddlewareRegistry({ credentials }),
     });
   }
 

@@ -4,6 +4,7 @@
 // entry (GraphQL, JSON-RPC, MCP). A deny, or a failure under fail_closed, ends the request; fail_open goes on.
 
 import { withContentLength } from '../middleware/headers.js';
+import type { MiddlewareRequest } from '../middleware/implementation.js';
 import { failedInvocation, isReasonCode, type MiddlewareFailure } from '../middleware/outcome.js';
 import type { MiddlewareRegistry } from '../middleware/registry.js';
 import type { MiddlewareEntry } from '../policy/types.js';
@@ -27,6 +28,11 @@ export function requestFacts(r: ChainRequest): MiddlewareRequestFacts {
     port: r.port as number,
     binary: r.decision?.binary,
   };
+}
+
+/** The request as the client sent it, for an implementation that reads more than the body. */
+export function middlewareRequestOf(r: ChainRequest): MiddlewareRequest {
+  return { host: r.host as string, port: r.port as number, path: r.path ?? '/', target: r.wire.url, headers: r.wire.rawHeaders, endpoint: r.decision?.endpoint };
 }
 
 async function* once(body: Buffer): AsyncGenerator<Buffer> {
@@ -85,9 +91,10 @@ async function runEntries(r: ChainRequest, entries: readonly MiddlewareEntry[], 
     ({ prefix: body, complete, rest } = await readPrefix(r.body, limit));
   }
   let replaced = false;
+  const request = middlewareRequestOf(r);
   for (const [i, entry] of entries.entries()) {
     const impl = implementations[i]!;
-    const result = !complete || body.length > impl.maxPayloadBytes ? ({ verdict: 'failed', failure: 'payload-too-large' } as const) : impl.evaluateBody(body);
+    const result = !complete || body.length > impl.maxPayloadBytes ? ({ verdict: 'failed', failure: 'payload-too-large' } as const) : impl.evaluateBody(body, request);
     if (result.verdict === 'failed') {
       const refused = failure(r, entry, result.failure);
       if (refused !== undefined) return refused;

@@ -190,7 +190,7 @@ export function createProxyServer(options: ProxyServerOptions): ProxyServer {
       permanent,
       placeholderFamily: options.placeholderFamily,
       destination: (target) => destination(ctx, target),
-      middleware: options.middleware ?? createMiddlewareRegistry(),
+      middleware: options.middleware ?? createMiddlewareRegistry({ credentials: options.credentials }),
     }),
     responses: createResponseChain({ sink: options.sink }),
     connectChain: createConnectChain(connectionDeps()),

@@ -4,13 +4,14 @@
 // messages (proxy/ws-relay.ts); a streamed body, which no entry can hold, refused or passed by on_uninspectable.
 
 import type { MiddlewareRegistry } from '../../middleware/registry.js';
-import { type MiddlewareRunDeps, runRequestMiddlewares, uninspectableBody } from '../middleware-request.js';
+import { middlewareRequestOf, type MiddlewareRunDeps, runRequestMiddlewares, uninspectableBody } from '../middleware-request.js';
 import type { ChainRequest } from '../request.js';
 import { CONTINUE, type Stage } from '../stage.js';
 
 function websocketUpgrade(r: ChainRequest, registry: MiddlewareRegistry): undefined {
   const entries = r.policy!.middlewaresFor(r.host as string);
-  r.websocketMiddlewares = entries.map((entry) => ({ entry, implementation: registry.implementationFor(entry) }));
+  const request = middlewareRequestOf(r);
+  r.websocketMiddlewares = entries.map((entry) => ({ entry, implementation: registry.implementationFor(entry), request }));
   return CONTINUE;
 }
 
