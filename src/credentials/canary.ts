@@ -1,7 +1,6 @@
 // The reverse canary's matcher (docs/credentials.md#reverse-canary): every real value of one credential revision, in
-// each form an echo redaction knows (raw, percent-, JSON- and base64-encoded at any alignment), found in request bytes,
-// also after up to MAX_DECODE_ROUNDS rounds of percent-decoding as the placeholder leak scan does. Built once per
-// revision; a search is one native indexOf pass per group of forms that begin alike. Pure; never logs a value.
+// each form the echo redaction knows and after percent-decoding as the placeholder scan does, found in one pass over
+// request bytes through a first-bytes index built once per revision. Pure; never logs a value.
 
 import { base64Cores } from './body-redact.js';
 import { percentDecodeLoose } from './placeholder.js';
@@ -17,6 +16,10 @@ export const MIN_CANARY_VALUE_CHARS = 8;
 /** Rounds of percent-decoding a search applies (`%2541` is two rounds from `A`), as the placeholder scan. */
 const MAX_DECODE_ROUNDS = 3;
 const PERCENT = 0x25;
+/** Bits of the first-bytes filter: a set bit says some form may begin with the four bytes that hash to it. */
+const FILTER_BITS = 20;
+/** Every form is at least MIN_CANARY_VALUE_CHARS bytes, so its first four bytes always exist. */
+const PREFIX_BYTES = 4;
 
 /** A watched value found in a request: every key that holds it, and the value to ask a scope about. */
 export interface CanaryHit {
@@ -31,12 +34,6 @@ interface Watched {
   readonly value: number;
 }
 
-interface Group {
-  /** What every member begins with; one search for it finds them all. */
-  readonly anchor: Buffer;
-  readonly members: readonly Watched[];
-}
-
 export interface CanaryMatcher {
   /** The credential revision it was built from. */
   readonly revision: number;
@@ -46,10 +43,9 @@ export interface CanaryMatcher {
   find(bytes: Buffer): CanaryHit[];
 }
 
-function sharedStart(a: Buffer, b: Buffer): Buffer {
-  let n = 0;
-  while (n < a.length && n < b.length && a[n] === b[n]) n++;
-  return a.subarray(0, n);
+/** The filter slot of a form's first four bytes, read big-endian as one number. */
+function slot(prefix: number): number {
+  return Math.imul(prefix, 0x9e3779b1) >>> (32 - FILTER_BITS);
 }
 
 /** Every distinct value of `set` with the keys that hold it. */
@@ -67,30 +63,37 @@ function valuesOf(set: CredentialSet): { secret: Secret; keys: string[] }[] {
   return [...byValue.values()].map(({ secret, keys }) => ({ secret, keys: [...keys].sort() }));
 }
 
-function groupsOf(values: readonly { secret: Secret }[]): Group[] {
-  const byStart = new Map<string, Watched[]>();
+/** Every form of every value, by its first four bytes, and the filter of those prefixes. */
+function indexOf(values: readonly { secret: Secret }[]): { byPrefix: Map<number, Watched[]>; filter: Uint8Array } {
+  const byPrefix = new Map<number, Watched[]>();
+  const filter = new Uint8Array((1 << FILTER_BITS) >>> 3);
   values.forEach(({ secret }, value) => {
-    const texts = new Set([...secretForms(secret.reveal()), ...base64Cores(secret.reveal())]);
-    for (const text of texts) {
+    for (const text of new Set([...secretForms(secret.reveal()), ...base64Cores(secret.reveal())])) {
       const form = Buffer.from(text, 'utf8');
-      const start = form.subarray(0, MIN_CANARY_VALUE_CHARS).toString('latin1');
-      byStart.set(start, [...(byStart.get(start) ?? []), { form, value }]);
+      const prefix = form.readUInt32BE(0);
+      byPrefix.set(prefix, [...(byPrefix.get(prefix) ?? []), { form, value }]);
+      const at = slot(prefix);
+      filter[at >>> 3] = (filter[at >>> 3] as number) | (1 << (at & 7));
     }
   });
-  return [...byStart.values()].map((members) => ({ anchor: Buffer.from(members.map((m) => m.form).reduce(sharedStart)), members }));
+  return { byPrefix, filter };
 }
 
 /** The matcher of one credential revision. */
 export function createCanaryMatcher(set: CredentialSet): CanaryMatcher {
   const values = valuesOf(set);
-  const groups = groupsOf(values);
+  const { byPrefix, filter } = indexOf(values);
 
   function search(buf: Buffer, found: Set<number>): void {
-    for (const { anchor, members } of groups) {
-      for (let at = buf.indexOf(anchor); at !== -1; at = buf.indexOf(anchor, at + 1)) {
-        for (const { form, value } of members) {
-          if (!found.has(value) && at + form.length <= buf.length && buf.compare(form, 0, form.length, at, at + form.length) === 0) found.add(value);
-        }
+    let prefix = 0;
+    for (let i = 0; i < buf.length; i++) {
+      prefix = ((prefix << 8) | (buf[i] as number)) >>> 0;
+      if (i < PREFIX_BYTES - 1) continue;
+      const at = slot(prefix);
+      if (((filter[at >>> 3] as number) & (1 << (at & 7))) === 0) continue;
+      const start = i - PREFIX_BYTES + 1;
+      for (const { form, value } of byPrefix.get(prefix) ?? []) {
+        if (!found.has(value) && start + form.length <= buf.length && buf.compare(form, 0, form.length, start, start + form.length) === 0) found.add(value);
       }
     }
   }
