@@ -1,10 +1,11 @@
 // bench/canary-cost.mjs — what boundary/reverse-canary and boundary/secret-scan add per request
-// (docs/credentials.md#reverse-canary, docs/policy.md#secret-scanner): four boundary processes, each sent the same
+// (docs/credentials.md#reverse-canary, docs/policy.md#secret-scanner): five boundary processes, each sent the same
 // sequential keep-alive POSTs (a 4 KiB chat-style JSON body carrying no secret) through its forward proxy to a loopback
 // origin: BOUNDARY_REF's build without middleware (`ref`), this build without middleware (`this`), this build with one
-// reverse-canary stage watching CREDENTIALS values bound elsewhere (`canary`), and with one secret-scan stage
-// (`scan`). Each round runs them in a rotated order and keeps each one's median; the table shows the medians of those.
-// Bounded; everything started here is killed on exit; nothing leaves 127.0.0.1.
+// reverse-canary stage watching CREDENTIALS values bound elsewhere (`canary`), with one secret-scan stage (`scan`), and
+// with one ryno/regex stage (`regex`: what holding the body for any built-in costs). Each round runs them in a rotated
+// order and keeps each one's median; the table shows the medians of those. Bounded; everything started here is
+// killed on exit; nothing leaves 127.0.0.1.
 //
 // Usage: npm run build && BOUNDARY_REF=main node bench/canary-cost.mjs
 //        ROUNDS=9 REQUESTS=1500 CREDENTIALS=16 BOUNDARY_REF=main node bench/canary-cost.mjs
@@ -48,11 +49,11 @@ const originPort = origin.address().port;
 
 const work = await mkdtemp(join(tmpdir(), 'boundary-canary-bench-'));
 await writeFile(join(work, 'hosts'), `127.0.0.1 ${HOST}\n`);
-// Values shaped like real tokens, bound to another host: the canary must look for every one of them.
-const env = Object.fromEntries(Array.from({ length: CREDENTIALS }, (_, i) => [`TOKEN_${i}`, `tok_${randomBytes(20).toString('base64url')}`]));
+// Random values (no shared prefix, the matcher's worst case), bound to another host: the canary looks for each one.
+const env = Object.fromEntries(Array.from({ length: CREDENTIALS }, (_, i) => [`TOKEN_${i}`, randomBytes(24).toString('base64url')]));
 await writeFile(join(work, 'credentials.yaml'), `providers:\n  bench:\n    env: ${JSON.stringify(env)}\n    endpoints: [{ host: elsewhere.bench.test, port: 443 }]\n`);
 
-const MIDDLEWARES = { canary: 'boundary/reverse-canary', scan: 'boundary/secret-scan' };
+const MIDDLEWARES = { regex: 'ryno/regex', canary: 'boundary/reverse-canary', scan: 'boundary/secret-scan' };
 const policyText = (middleware) => `version: 1
 network_policies:
   bench:
@@ -105,6 +106,7 @@ try {
     await startBoundary('this', DIST, undefined, 1),
     await startBoundary('canary', DIST, MIDDLEWARES.canary, 2),
     await startBoundary('scan', DIST, MIDDLEWARES.scan, 3),
+    await startBoundary('regex', DIST, MIDDLEWARES.regex, 4),
   ];
   console.log(`rounds ${ROUNDS} x ${REQUESTS} sequential keep-alive POSTs of ${Buffer.byteLength(BODY)} bytes per boundary (warm-up ${WARMUP}); ${CREDENTIALS} credentials; ref ${REF} (${REF_DIST}), this ${DIST}`);
   for (const t of targets) await measure(t, WARMUP);

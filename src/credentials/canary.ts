@@ -1,6 +1,6 @@
 // The reverse canary's matcher (docs/credentials.md#reverse-canary): every real value of one credential revision, in
-// each form the echo redaction knows and after percent-decoding as the placeholder scan does, found in one pass over
-// request bytes through a first-bytes index built once per revision. Pure; never logs a value.
+// each form the echo redaction knows and after percent-decoding as the placeholder scan does, found in request bytes
+// by a native search per form prefix or, past a few values, one pass through a first-bytes index. Pure; no logging.
 
 import { base64Cores } from './body-redact.js';
 import { percentDecodeLoose } from './placeholder.js';
@@ -20,6 +20,11 @@ const PERCENT = 0x25;
 const FILTER_BITS = 20;
 /** Every form is at least MIN_CANARY_VALUE_CHARS bytes, so its first four bytes always exist. */
 const PREFIX_BYTES = 4;
+/**
+ * Up to this many distinct prefixes (about five values), one native indexOf per prefix is faster than the indexed
+ * pass, which walks the bytes in JavaScript (docs/benchmarks.md#reverse-canary-and-secret-scanner).
+ */
+const NATIVE_SEARCH_MAX_PREFIXES = 32;
 
 /** A watched value found in a request: every key that holds it, and the value to ask a scope about. */
 export interface CanaryHit {
@@ -79,22 +84,39 @@ function indexOf(values: readonly { secret: Secret }[]): { byPrefix: Map<number,
   return { byPrefix, filter };
 }
 
+function sharedStart(a: Buffer, b: Buffer): Buffer {
+  let n = 0;
+  while (n < a.length && n < b.length && a[n] === b[n]) n++;
+  return a.subarray(0, n);
+}
+
+/** Adds the value of each of `forms` that `buf` holds at `start`. */
+function check(forms: readonly Watched[], buf: Buffer, start: number, found: Set<number>): void {
+  for (const { form, value } of forms) {
+    if (!found.has(value) && start + form.length <= buf.length && buf.compare(form, 0, form.length, start, start + form.length) === 0) found.add(value);
+  }
+}
+
 /** The matcher of one credential revision. */
 export function createCanaryMatcher(set: CredentialSet): CanaryMatcher {
   const values = valuesOf(set);
   const { byPrefix, filter } = indexOf(values);
+  // Each prefix's forms searched by what they all begin with: the longer the needle, the faster indexOf skips.
+  const groups =
+    byPrefix.size > NATIVE_SEARCH_MAX_PREFIXES ? undefined : [...byPrefix.values()].map((forms) => ({ anchor: Buffer.from(forms.map((w) => w.form).reduce(sharedStart)), forms }));
 
   function search(buf: Buffer, found: Set<number>): void {
+    if (groups !== undefined) {
+      for (const { anchor, forms } of groups) for (let at = buf.indexOf(anchor); at !== -1; at = buf.indexOf(anchor, at + 1)) check(forms, buf, at, found);
+      return;
+    }
     let prefix = 0;
     for (let i = 0; i < buf.length; i++) {
       prefix = ((prefix << 8) | (buf[i] as number)) >>> 0;
       if (i < PREFIX_BYTES - 1) continue;
       const at = slot(prefix);
       if (((filter[at >>> 3] as number) & (1 << (at & 7))) === 0) continue;
-      const start = i - PREFIX_BYTES + 1;
-      for (const { form, value } of byPrefix.get(prefix) ?? []) {
-        if (!found.has(value) && start + form.length <= buf.length && buf.compare(form, 0, form.length, start, start + form.length) === 0) found.add(value);
-      }
+      check(byPrefix.get(prefix) ?? [], buf, i - PREFIX_BYTES + 1, found);
     }
   }
 
