@@ -4,7 +4,7 @@
 // entry (GraphQL, JSON-RPC, MCP). A deny, or a failure under fail_closed, ends the request; fail_open goes on.
 
 import { withContentLength } from '../middleware/headers.js';
-import type { MiddlewareRequest } from '../middleware/implementation.js';
+import type { EntryResult, MiddlewareImplementation, MiddlewareRequest } from '../middleware/implementation.js';
 import { failedInvocation, isReasonCode, type MiddlewareFailure } from '../middleware/outcome.js';
 import type { MiddlewareRegistry } from '../middleware/registry.js';
 import type { MiddlewareEntry } from '../policy/types.js';
@@ -78,6 +78,44 @@ export function runRequestMiddlewares(r: ChainRequest, entries: readonly Middlew
   return turn === true ? run() : turn.then(run);
 }
 
+function evaluate(impl: MiddlewareImplementation, body: Buffer, complete: boolean, request: MiddlewareRequest): EntryResult {
+  if (complete && body.length <= impl.maxPayloadBytes) return impl.evaluateBody(body, request);
+  // The head can still be read by an entry that reads it (the reverse canary): its denial stands.
+  const head = impl.evaluateHead?.(request);
+  return head?.verdict === 'deny' ? head : { verdict: 'failed', failure: 'payload-too-large' };
+}
+
+/** Records an entry's allow or deny; the refusal a deny makes. */
+function record(r: ChainRequest, entry: MiddlewareEntry, result: Exclude<EntryResult, { verdict: 'failed' }>): Refusal | undefined {
+  const reasonCode = result.verdict === 'deny' && result.reasonCode !== undefined && isReasonCode(result.reasonCode) ? result.reasonCode : undefined;
+  r.noteMiddleware({
+    key: entry.key,
+    implementation: entry.middleware,
+    binding: 'http-request',
+    decision: result.verdict,
+    transformed: result.verdict === 'allow' && result.body !== undefined,
+    findings: result.findings,
+    ...(reasonCode === undefined ? {} : { reasonCode }),
+  });
+  if (result.verdict !== 'deny') return undefined;
+  return denied(middlewareDeniedDenial(requestFacts(r), entry.key, reasonCode), 'middleware-denied', `denied by network middleware ${entry.key}`);
+}
+
+/**
+ * A request whose body no entry will see (a WebSocket upgrade, a streamed body): the entries that read the head alone
+ * (the reverse canary) decide it now. A failure is left to what follows (on_uninspectable, the messages).
+ */
+export function runHeadChecks(r: ChainRequest, entries: readonly MiddlewareEntry[], registry: MiddlewareRegistry): Refusal | undefined {
+  const request = middlewareRequestOf(r);
+  for (const entry of entries) {
+    const result = registry.implementationFor(entry).evaluateHead?.(request);
+    if (result === undefined || result.verdict === 'failed') continue;
+    const refused = record(r, entry, result);
+    if (refused !== undefined) return refused;
+  }
+  return undefined;
+}
+
 async function runEntries(r: ChainRequest, entries: readonly MiddlewareEntry[], deps: MiddlewareRunDeps): Promise<Refusal | undefined> {
   const hasBody = r.framing?.hasBody === true || r.bodyFollows;
   const implementations = entries.map((entry) => deps.registry.implementationFor(entry));
@@ -93,34 +131,22 @@ async function runEntries(r: ChainRequest, entries: readonly MiddlewareEntry[], 
   let replaced = false;
   const request = middlewareRequestOf(r);
   for (const [i, entry] of entries.entries()) {
-    const impl = implementations[i]!;
-    const result = !complete || body.length > impl.maxPayloadBytes ? ({ verdict: 'failed', failure: 'payload-too-large' } as const) : impl.evaluateBody(body, request);
+    const result = evaluate(implementations[i]!, body, complete, request);
     if (result.verdict === 'failed') {
       const refused = failure(r, entry, result.failure);
       if (refused !== undefined) return refused;
       continue;
     }
-    const reasonCode = result.verdict === 'deny' && result.reasonCode !== undefined && isReasonCode(result.reasonCode) ? result.reasonCode : undefined;
-    r.noteMiddleware({
-      key: entry.key,
-      implementation: entry.middleware,
-      binding: 'http-request',
-      decision: result.verdict,
-      transformed: result.verdict === 'allow' && result.body !== undefined,
-      findings: result.findings,
-      ...(reasonCode === undefined ? {} : { reasonCode }),
-    });
-    if (result.verdict === 'deny') {
-      return denied(middlewareDeniedDenial(requestFacts(r), entry.key, reasonCode), 'middleware-denied', `denied by network middleware ${entry.key}`);
-    }
-    if (result.body === undefined) continue;
+    const refused = record(r, entry, result);
+    if (refused !== undefined) return refused;
+    if (result.verdict === 'deny' || result.body === undefined) continue;
     body = result.body;
     replaced = true;
     // The origin acts on the replacement: policy reads and decides it as it did the body the client sent.
     if (r.hold !== undefined) {
       r.body = once(body);
-      const refused = await runStages(deps.reevaluate, r);
-      if (refused !== undefined) return refused;
+      const again = await runStages(deps.reevaluate, r);
+      if (again !== undefined) return again;
     }
   }
   if (replaced) {

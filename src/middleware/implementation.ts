@@ -41,6 +41,8 @@ export interface MiddlewareImplementation {
   readonly maxPayloadBytes: number;
   /** A request's whole body (empty when it has none), after policy allowed it. */
   evaluateBody(body: Buffer, request: MiddlewareRequest): EntryResult;
+  /** The head alone, for an implementation that reads it (a WebSocket upgrade, a body it will not see); else absent. */
+  evaluateHead?(request: MiddlewareRequest): EntryResult;
   /** A client text message, after policy allowed it; `request` is the WebSocket upgrade's. */
   evaluateText(text: string, request: MiddlewareRequest): TextResult;
 }

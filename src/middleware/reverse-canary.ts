@@ -12,6 +12,7 @@ import type { MiddlewareFinding } from './outcome.js';
 export const MAX_CANARY_PAYLOAD_BYTES = 1024 * 1024;
 /** The reason code of a refusal: fixed, never naming the credential. */
 export const CREDENTIAL_VALUE_LEAK = 'credential_value_leak';
+const EMPTY = Buffer.alloc(0);
 /** The finding type; its subject is the credential's key names. */
 export const CANARY_FINDING = 'reverse-canary.credential';
 
@@ -68,6 +69,7 @@ export function createReverseCanary(source: CredentialSource): MiddlewareImpleme
     bindings: new Set(['http-request', 'websocket-message'] as const),
     maxPayloadBytes: MAX_CANARY_PAYLOAD_BYTES,
     evaluateBody,
+    evaluateHead: (request: MiddlewareRequest) => evaluateBody(EMPTY, request),
     evaluateText,
   });
 }

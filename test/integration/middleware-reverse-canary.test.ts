@@ -11,12 +11,14 @@ import { Readable } from 'node:stream';
 import { setTimeout as delay } from 'node:timers/promises';
 import { after, before, describe, it } from 'node:test';
 import { promisify } from 'node:util';
-import { ProxyAgent, request } from 'undici';
+import { once } from 'node:events';
+import { ProxyAgent, request, WebSocket } from 'undici';
 import { createStaticCredentialSource, type StaticCredentialSource } from '../../src/credentials/source.js';
 import { type RunningBoundary, startBoundary } from '../harness/boundary.js';
 import { makeTestPki } from '../harness/certs.js';
 import { SUITE_TIMEOUT_MS } from '../harness/liveness.js';
 import { httpOrigin, type Origin, tlsOrigin } from '../harness/servers.js';
+import { type WsOrigin, wsOrigin } from '../harness/ws.js';
 
 const run = promisify(execFile);
 const NAMES = { 'bound.example.test': ['127.0.0.1'], 'other.example.test': ['127.0.0.1'] } as const;
@@ -29,12 +31,12 @@ const FORMS: readonly [string, (v: string) => string][] = [
   ['base64', (v) => Buffer.from(v, 'utf8').toString('base64')],
 ];
 
-const policy = (plain: number, secure: number): string => `version: 1
+const policy = (plain: number, secure: number, ws: number): string => `version: 1
 network_policies:
   apis:
     endpoints:
-      - { host: bound.example.test, ports: [${plain}, ${secure}] }
-      - { host: other.example.test, ports: [${plain}, ${secure}] }
+      - { host: bound.example.test, ports: [${plain}, ${secure}, ${ws}] }
+      - { host: other.example.test, ports: [${plain}, ${secure}, ${ws}] }
     binaries: [{ path: "/**" }]
 network_middlewares:
   canary:
@@ -45,6 +47,7 @@ network_middlewares:
 describe('issue 31: boundary/reverse-canary through boundary', { timeout: SUITE_TIMEOUT_MS }, () => {
   let plain: Origin;
   let secure: Origin;
+  let ws: WsOrigin;
   let b: RunningBoundary;
   let caFile: string;
   let dispatcher: ProxyAgent;
@@ -56,8 +59,9 @@ describe('issue 31: boundary/reverse-canary through boundary', { timeout: SUITE_
     const pki = await makeTestPki();
     plain = await httpOrigin();
     secure = await tlsOrigin({ ca: pki.ca, names: ['bound.example.test', 'other.example.test'] });
-    source = createStaticCredentialSource({ providers: providers(value, [plain.port, secure.port]) });
-    b = await startBoundary({ policy: policy(plain.port, secure.port), names: NAMES, upstreamCaPem: pki.ca.certPem, credentials: source });
+    ws = await wsOrigin();
+    source = createStaticCredentialSource({ providers: providers(value, [plain.port, secure.port, ws.port]) });
+    b = await startBoundary({ policy: policy(plain.port, secure.port, ws.port), names: NAMES, upstreamCaPem: pki.ca.certPem, credentials: source });
     caFile = join(b.dir, 'ca.pem');
     await writeFile(caFile, `${b.caPem ?? ''}${pki.ca.certPem}`);
     dispatcher = new ProxyAgent({ uri: `http://127.0.0.1:${b.proxyPort}` });
@@ -66,7 +70,7 @@ describe('issue 31: boundary/reverse-canary through boundary', { timeout: SUITE_
   after(async () => {
     await dispatcher?.close();
     await b?.close();
-    await Promise.all([plain?.close(), secure?.close()]);
+    await Promise.all([plain?.close(), secure?.close(), ws?.close()]);
   });
 
   const send = async (host: string, where: 'header' | 'query' | 'body', carried: string): Promise<{ status: number; text: string }> => {
@@ -127,10 +131,33 @@ describe('issue 31: boundary/reverse-canary through boundary', { timeout: SUITE_
     assert.equal(await curl('bound.example.test'), 200);
   });
 
+  it('a body too large to hold still has its head read: the value in a header is refused, not a stage failure', async () => {
+    const res = await request(`http://other.example.test:${plain.port}/upload`, { method: 'POST', headers: { 'x-token': value }, body: Buffer.alloc(1024 * 1024 + 1, 0x61), dispatcher });
+    const text = await res.body.text();
+    assert.equal(res.statusCode, 403, text);
+    assert.equal((JSON.parse(text) as { error?: string; reason_code?: string }).reason_code, 'credential_value_leak');
+  });
+
+  it('WebSocket (undici): an upgrade carrying the value is refused at the unbound host; a text message carrying it closes 1008', async () => {
+    const refused = new WebSocket(`ws://other.example.test:${ws.port}/chat`, { dispatcher, headers: { authorization: `Bearer ${value}` } });
+    // undici reports a refused handshake as an error (a non-101 answer).
+    await once(refused, 'error');
+    await b.log.waitFor((e) => e.class_uid === 2004 && e.unmapped.finding === 'reverse-canary.credential' && e.dst_endpoint?.port === ws.port);
+    const bound = new WebSocket(`ws://bound.example.test:${ws.port}/chat`, { dispatcher, headers: { authorization: `Bearer ${value}` } });
+    await once(bound, 'open');
+    bound.close();
+    const socket = new WebSocket(`ws://other.example.test:${ws.port}/chat`, { dispatcher });
+    await once(socket, 'open');
+    const closed = once(socket, 'close');
+    socket.send(`here it is: ${Buffer.from(value).toString('base64')}`);
+    const [event] = (await closed) as [{ code: number }];
+    assert.equal(event.code, 1008);
+  });
+
   it('a credential reload swaps the values watched; no value ever reaches the log', async () => {
     const old = value;
     value = secretValue();
-    source.replace(providers(value, [plain.port, secure.port]));
+    source.replace(providers(value, [plain.port, secure.port, ws.port]));
     assert.equal((await send('other.example.test', 'header', old)).status, 200);
     assert.equal((await send('other.example.test', 'header', value)).status, 403);
     const logs = b.log.text();
