@@ -21,10 +21,10 @@ const FILTER_BITS = 20;
 /** Every form is at least MIN_CANARY_VALUE_CHARS bytes, so its first four bytes always exist. */
 const PREFIX_BYTES = 4;
 /**
- * Up to this many distinct prefixes (about five values), one native indexOf per prefix is faster than the indexed
+ * Up to this many distinct prefixes (about eight values), one native indexOf per prefix is faster than the indexed
  * pass, which walks the bytes in JavaScript (docs/benchmarks.md#reverse-canary-and-secret-scanner).
  */
-const NATIVE_SEARCH_MAX_PREFIXES = 32;
+const NATIVE_SEARCH_MAX_PREFIXES = 48;
 
 /** A watched value found in a request: every key that holds it, and the value to ask a scope about. */
 export interface CanaryHit {
