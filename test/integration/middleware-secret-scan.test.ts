@@ -7,6 +7,8 @@ import { execFile } from 'node:child_process';
 import { once } from 'node:events';
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import { Readable } from 'node:stream';
+import { setTimeout as delay } from 'node:timers/promises';
 import { after, before, describe, it } from 'node:test';
 import { promisify } from 'node:util';
 import { ProxyAgent, request, WebSocket } from 'undici';
@@ -124,6 +126,20 @@ describe('issue 31: boundary/secret-scan through boundary', { timeout: SUITE_TIM
       const finding = await b.log.waitFor((e) => e.class_uid === 2004 && e.unmapped.finding === `secret.${kind}` && e.unmapped.middleware === 'secrets-redact');
       assert.equal(finding.unmapped.transformed, true);
     }
+  });
+
+  it('a key split across two body chunks is still found (undici, chunked)', async () => {
+    async function* twoChunks(): AsyncGenerator<Buffer> {
+      yield Buffer.from(`{"k":"${AWS.slice(0, 9)}`);
+      await delay(50);
+      yield Buffer.from(`${AWS.slice(9)}"}`);
+    }
+    const seen = plain.seen.length;
+    const res = await request(`http://block.example.test:${plain.port}/split`, { method: 'POST', body: Readable.from(twoChunks()), dispatcher });
+    const text = await res.body.text();
+    assert.equal(res.statusCode, 403, text);
+    assert.equal((JSON.parse(text) as { reason_code?: string }).reason_code, 'secret_detected');
+    assert.equal(plain.seen.length, seen);
   });
 
   it('forward HTTP (curl): a body without a secret goes as sent', async () => {
