@@ -12,6 +12,7 @@ import { NEW_NAMES_BURST, NEW_NAMES_PER_SECOND } from '../net/lookup-gate.js';
 import { DEFAULT_SYNTHETIC_CIDR, syntheticCidrProblem } from '../net/synthetic.js';
 import { BINARY_IDENTITY_MODES, type BinaryIdentityMode } from '../identity/source.js';
 import { DEFAULT_PLACEHOLDER_FAMILY, PLACEHOLDER_FAMILIES, type PlaceholderFamily } from '../credentials/placeholder.js';
+import { PEER_POLICY_HEADER_NAMES, type PeerPolicyHeader } from '../http1/headers.js';
 import { DEFAULT_PROXY_LIMITS, type ProxyLimits } from '../proxy/limits.js';
 
 export interface ListenAddress {
@@ -79,6 +80,8 @@ export interface Config {
   readonly identitySocket: string | undefined;
   /** `--placeholder-family`: the placeholder spelling resolved; the other is refused (docs/credentials.md#placeholder-families). */
   readonly placeholderFamily: PlaceholderFamily;
+  /** `--peer-policy-header`: a denial's policy key also as X-OpenShell-Policy or X-Ryno-Policy (docs/errors.md). */
+  readonly peerPolicyHeader: PeerPolicyHeader;
 }
 
 export const DEFAULTS: Config = Object.freeze({
@@ -110,6 +113,7 @@ export const DEFAULTS: Config = Object.freeze({
   binaryIdentity: 'required',
   identitySocket: undefined,
   placeholderFamily: DEFAULT_PLACEHOLDER_FAMILY,
+  peerPolicyHeader: 'none',
 });
 
 /**
@@ -262,6 +266,7 @@ export function parseConfig(raw: unknown): Config {
     binaryIdentity: oneOf(input.binaryIdentity, BINARY_IDENTITY_MODES, DEFAULTS.binaryIdentity, 'binaryIdentity', issues),
     identitySocket: optionalString(input.identitySocket, 'identitySocket', issues),
     placeholderFamily: oneOf(input.placeholderFamily, PLACEHOLDER_FAMILIES, DEFAULTS.placeholderFamily, 'placeholderFamily', issues),
+    peerPolicyHeader: oneOf(input.peerPolicyHeader, PEER_POLICY_HEADER_NAMES, DEFAULTS.peerPolicyHeader, 'peerPolicyHeader', issues),
   };
   if (issues.length > 0) {
     throw new BoundaryError('CONFIG_INVALID', `configuration is invalid: ${issues.map((i) => `${i.path}: ${i.message}`).join('; ')}`, { issues });

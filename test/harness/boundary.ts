@@ -79,6 +79,8 @@ export interface StartOptions {
   readonly newNames?: { readonly perSecond: number; readonly burst: number };
   /** config.placeholderFamily (`--placeholder-family`); default openshell. */
   readonly placeholderFamily?: 'openshell' | 'ryno';
+  /** config.peerPolicyHeader (`--peer-policy-header`); default none. */
+  readonly peerPolicyHeader?: 'none' | 'openshell' | 'ryno';
 }
 
 /** The source openIdentitySource would open for these options, but with the test's lookup timeout. */
@@ -145,6 +147,7 @@ export async function startBoundary(options: StartOptions = {}): Promise<Running
     ...(options.tunnelDetection === undefined ? {} : { dnsTunnelDetection: options.tunnelDetection }),
     ...(options.newNames === undefined ? {} : { newNamesPerSecond: options.newNames.perSecond, newNamesBurst: options.newNames.burst }),
     ...(options.placeholderFamily === undefined ? {} : { placeholderFamily: options.placeholderFamily }),
+    ...(options.peerPolicyHeader === undefined ? {} : { peerPolicyHeader: options.peerPolicyHeader }),
   });
   const real = options.upstreamDns === undefined ? undefined : await buildResolver(config, now, log.logger);
   const boundary = createBoundary(config, {

@@ -48,6 +48,9 @@ export const RUN_HELP = `Usage: boundary run --policy FILE [options]
   --placeholder-family openshell|ryno
                                     the credential placeholders boundary resolves: openshell:resolve:env:KEY (the
                                     default) or ryno:resolve:env:KEY; the other family is refused, never forwarded
+  --peer-policy-header none|openshell|ryno
+                                    a denial names its policy in X-Boundary-Policy and, for clients written against
+                                    a peer, also in X-OpenShell-Policy or X-Ryno-Policy (default none)
   --max-connections N               proxy connections open at once; more get 503 too_many_connections (default 4096)
   --max-connections-per-source-percent P
                                     the share of N one client address may hold; beyond it that client gets 503
@@ -100,6 +103,7 @@ const VALUE_FLAGS: Readonly<Record<string, string>> = {
   '--binary-identity': 'binaryIdentity',
   '--identity-socket': 'identitySocket',
   '--placeholder-family': 'placeholderFamily',
+  '--peer-policy-header': 'peerPolicyHeader',
 };
 /** The flags of config.limits, each a positive integer that parseConfig checks. */
 const LIMIT_FLAGS: Readonly<Record<string, string>> = {
