@@ -17,9 +17,11 @@ const MAX_JWT_SEGMENT_CHARS = 8_192;
 
 /** A JWT header: base64url of a JSON object with a string `alg`. */
 function isJwt(match: string): boolean {
-  const header = match.slice(0, match.indexOf('.'));
+  const header = Buffer.from(match.slice(0, match.indexOf('.')), 'base64url').toString('utf8');
+  // Most lookalikes fail here, without the cost of a parse that throws.
+  if (!header.includes('"alg"')) return false;
   try {
-    const parsed: unknown = JSON.parse(Buffer.from(header, 'base64url').toString('utf8'));
+    const parsed: unknown = JSON.parse(header);
     return parsed !== null && typeof parsed === 'object' && typeof (parsed as { alg?: unknown }).alg === 'string';
   } catch {
     return false;

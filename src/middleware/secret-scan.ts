@@ -35,6 +35,8 @@ function matchesOf(text: string, patterns: readonly SecretPattern[]): Match[] {
         continue;
       }
       if (accept === undefined || accept(m[0])) out.push({ start: m.index, end: m.index + m[0].length, kind });
+      // A rejected match may hold a real one further in (a bogus segment before a JWT): look again one character on.
+      else regex.lastIndex = m.index + 1;
     }
   }
   return out.sort((a, b) => a.start - b.start || b.end - a.end);
