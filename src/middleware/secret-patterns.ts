@@ -28,6 +28,11 @@ function isJwt(match: string): boolean {
   }
 }
 
+/** A generated tail has digits and letters of both cases; a hyphenated name after `sk-` has not. */
+function looksGenerated(match: string): boolean {
+  return /[0-9]/.test(match) && /[A-Z]/.test(match) && /[a-z]/.test(match);
+}
+
 // `(?<![...])` instead of `\b`: a match may start only at the first character of a run of token characters, so a long
 // run is walked once, not once per position in it.
 export const BUILTIN_SECRET_PATTERNS: readonly SecretPattern[] = Object.freeze([
@@ -46,7 +51,7 @@ export const BUILTIN_SECRET_PATTERNS: readonly SecretPattern[] = Object.freeze([
   { kind: 'slack_token', regex: /(?<![A-Za-z0-9_-])xox[abposr]-[A-Za-z0-9-]{10,251}(?![A-Za-z0-9-])/g },
   { kind: 'slack_app_token', regex: /(?<![A-Za-z0-9_-])xapp-[A-Za-z0-9-]{20,251}(?![A-Za-z0-9-])/g },
   { kind: 'anthropic_key', regex: /(?<![A-Za-z0-9_-])sk-ant-[A-Za-z0-9_-]{20,251}(?![A-Za-z0-9_-])/g },
-  { kind: 'openai_key', regex: /(?<![A-Za-z0-9_-])sk-(?!ant-)[A-Za-z0-9_-]{20,251}(?![A-Za-z0-9_-])/g },
+  { kind: 'openai_key', regex: /(?<![A-Za-z0-9_-])sk-(?!ant-)[A-Za-z0-9_-]{20,251}(?![A-Za-z0-9_-])/g, accept: looksGenerated },
   { kind: 'stripe_key', regex: /(?<![A-Za-z0-9_])[sr]k_live_[A-Za-z0-9]{20,251}(?![A-Za-z0-9])/g },
   {
     kind: 'private_key',

@@ -48,7 +48,7 @@ describe('boundary/secret-scan', () => {
   });
 
   it('leaves lookalikes alone: short keys, a key inside a longer token, a JWT-shaped run whose header is not JSON', () => {
-    for (const text of ['sk-short', 'xAKIAQWERTYUIOPASDFGH', 'ghp_tooShort', 'eyJub3Rqc29u.eyJzdWIiOiIxIn0.sig', 'AccountKey=short==', '-----BEGIN PUBLIC KEY-----']) {
+    for (const text of ['sk-short', 'sk-learn-compatible-estimator-name', 'xAKIAQWERTYUIOPASDFGH', 'ghp_tooShort', 'eyJub3Rqc29u.eyJzdWIiOiIxIn0.sig', 'AccountKey=short==', '-----BEGIN PUBLIC KEY-----']) {
       const result = block.evaluateBody(Buffer.from(text), REQUEST);
       assert.equal(result.verdict, 'allow', text);
     }
