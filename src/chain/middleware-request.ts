@@ -4,7 +4,7 @@
 // entry (GraphQL, JSON-RPC, MCP). A deny, or a failure under fail_closed, ends the request; fail_open goes on.
 
 import { withContentLength } from '../middleware/headers.js';
-import type { EntryResult, MiddlewareImplementation, MiddlewareRequest } from '../middleware/implementation.js';
+import type { BodyStream, EntryResult, MiddlewareImplementation, MiddlewareRequest } from '../middleware/implementation.js';
 import { failedInvocation, isReasonCode, type MiddlewareFailure } from '../middleware/outcome.js';
 import type { MiddlewareRegistry } from '../middleware/registry.js';
 import type { MiddlewareEntry } from '../policy/types.js';
@@ -78,8 +78,35 @@ export function runRequestMiddlewares(r: ChainRequest, entries: readonly Middlew
   return turn === true ? run() : turn.then(run);
 }
 
+/** Thrown inside a streamed body when an entry reading it as it streams denies: the exchange fails with the refusal. */
+export class MiddlewareStreamDeniedError extends Error {
+  override readonly name = 'MiddlewareStreamDeniedError';
+  readonly refusal: Refusal;
+  constructor(refusal: Refusal) {
+    super('denied by a network middleware while the body streamed');
+    this.refusal = refusal;
+  }
+}
+
+/** `body` through `stream`: bytes go on only once released, and a deny stops it before them (recorded on `r`). */
+async function* streamChecked(r: ChainRequest, entry: MiddlewareEntry, stream: BodyStream, body: AsyncIterable<Buffer>): AsyncGenerator<Buffer> {
+  for await (const chunk of body) {
+    const findings = stream.feed(chunk);
+    if (findings.length > 0) throw new MiddlewareStreamDeniedError(record(r, entry, { verdict: 'deny', reasonCode: stream.reasonCode, findings }) as Refusal);
+    const out = stream.release();
+    if (out.length > 0) yield out;
+  }
+  record(r, entry, { verdict: 'allow', body: undefined, findings: [] });
+  const rest = stream.flush();
+  if (rest.length > 0) yield rest;
+}
+
+function fits(impl: MiddlewareImplementation, body: Buffer, complete: boolean): boolean {
+  return complete && body.length <= impl.maxPayloadBytes;
+}
+
 function evaluate(impl: MiddlewareImplementation, body: Buffer, complete: boolean, request: MiddlewareRequest): EntryResult {
-  if (complete && body.length <= impl.maxPayloadBytes) return impl.evaluateBody(body, request);
+  if (fits(impl, body, complete)) return impl.evaluateBody(body, request);
   // The head can still be read by an entry that reads it (the reverse canary): its denial stands.
   const head = impl.evaluateHead?.(request);
   return head?.verdict === 'deny' ? head : { verdict: 'failed', failure: 'payload-too-large' };
@@ -130,8 +157,17 @@ async function runEntries(r: ChainRequest, entries: readonly MiddlewareEntry[], 
   }
   let replaced = false;
   const request = middlewareRequestOf(r);
+  const streams: { entry: MiddlewareEntry; stream: BodyStream }[] = [];
   for (const [i, entry] of entries.entries()) {
-    const result = evaluate(implementations[i]!, body, complete, request);
+    const impl = implementations[i]!;
+    if (!fits(impl, body, complete) && impl.streamBody !== undefined) {
+      // Too large to hold, but read as it streams: the head now, the body on its way upstream.
+      const head = impl.evaluateHead?.(request);
+      if (head?.verdict === 'deny') return record(r, entry, head);
+      streams.push({ entry, stream: impl.streamBody(request) });
+      continue;
+    }
+    const result = evaluate(impl, body, complete, request);
     if (result.verdict === 'failed') {
       const refused = failure(r, entry, result.failure);
       if (refused !== undefined) return refused;
@@ -155,5 +191,6 @@ async function runEntries(r: ChainRequest, entries: readonly MiddlewareEntry[], 
   } else if (hasBody) {
     r.body = complete ? once(body) : resumed(body, rest as AsyncIterator<Buffer>);
   }
+  for (const { entry, stream } of streams) r.body = streamChecked(r, entry, stream, r.body);
   return undefined;
 }

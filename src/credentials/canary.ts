@@ -44,6 +44,8 @@ export interface CanaryMatcher {
   readonly revision: number;
   /** Whether any value is watched at all (no credentials: the search is skipped). */
   readonly empty: boolean;
+  /** Bytes a stream must hold back so no form, even percent-encoded MAX_DECODE_ROUNDS times, is cut (createCanaryStream). */
+  readonly tailBytes: number;
   /** The distinct values `bytes` holds in any recognised form; empty when none. */
   find(bytes: Buffer): CanaryHit[];
 }
@@ -123,6 +125,8 @@ export function createCanaryMatcher(set: CredentialSet): CanaryMatcher {
   return Object.freeze({
     revision: set.revision,
     empty: values.length === 0,
+    // A character percent-encoded MAX_DECODE_ROUNDS times takes 2 * rounds + 1 bytes (`%252541`).
+    tailBytes: (2 * MAX_DECODE_ROUNDS + 1) * Math.max(0, ...[...byPrefix.values()].flat().map((w) => w.form.length)),
     find(bytes: Buffer): CanaryHit[] {
       if (values.length === 0) return [];
       const found = new Set<number>();
@@ -140,4 +144,37 @@ export function createCanaryMatcher(set: CredentialSet): CanaryMatcher {
       return [...found].sort((a, b) => a - b).map((i) => values[i] as { secret: Secret; keys: string[] });
     },
   });
+}
+
+/** A body searched as it streams: bytes are released only once no value can still be completed by later ones. */
+export interface CanaryStream {
+  /** Searches `chunk` with the bytes held back before it; the values found (empty: none). After a hit, stop. */
+  feed(chunk: Buffer): CanaryHit[];
+  /** What is now safe to send on: every byte fed but the last `tailBytes`. */
+  release(): Buffer;
+  /** The end of the body: the bytes still held. */
+  flush(): Buffer;
+}
+
+/** The streaming search of one body (as the placeholder scan's, credentials/scan.ts), with `matcher`'s values. */
+export function createCanaryStream(matcher: CanaryMatcher): CanaryStream {
+  let held: Buffer = Buffer.alloc(0);
+  return {
+    feed(chunk) {
+      held = held.length === 0 ? chunk : Buffer.concat([held, chunk]);
+      // What is held is the tail release() kept and this chunk: a value across the two is whole here.
+      return matcher.find(held);
+    },
+    release() {
+      if (held.length <= matcher.tailBytes) return Buffer.alloc(0);
+      const out = held.subarray(0, held.length - matcher.tailBytes);
+      held = held.subarray(held.length - matcher.tailBytes);
+      return out;
+    },
+    flush() {
+      const out = held;
+      held = Buffer.alloc(0);
+      return out;
+    },
+  };
 }

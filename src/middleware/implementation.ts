@@ -35,6 +35,17 @@ export interface MiddlewareRequest {
   readonly endpoint: Endpoint | undefined;
 }
 
+/** One body checked as it streams: bytes go on only once released; a deny stops the body before them. */
+export interface BodyStream {
+  /** The findings that deny the request (empty: none so far). */
+  feed(chunk: Buffer): readonly MiddlewareFinding[];
+  release(): Buffer;
+  /** The end of the body: what was held back. */
+  flush(): Buffer;
+  /** The reason code of a deny. */
+  readonly reasonCode: string;
+}
+
 export interface MiddlewareImplementation {
   readonly bindings: ReadonlySet<MiddlewareBinding>;
   /** Largest body or message the implementation takes; a larger one fails the stage. */
@@ -43,6 +54,8 @@ export interface MiddlewareImplementation {
   evaluateBody(body: Buffer, request: MiddlewareRequest): EntryResult;
   /** The head alone, for an implementation that reads it (a WebSocket upgrade, a body it will not see); else absent. */
   evaluateHead?(request: MiddlewareRequest): EntryResult;
+  /** A body too large to hold, read as it streams (after evaluateHead allowed the head); else such a body fails. */
+  streamBody?(request: MiddlewareRequest): BodyStream;
   /** A client text message, after policy allowed it; `request` is the WebSocket upgrade's. */
   evaluateText(text: string, request: MiddlewareRequest): TextResult;
 }

@@ -2,10 +2,10 @@
 // carries the real value of a credential boundary holds, in any form the canary matcher knows, is refused unless that
 // credential is bound to the request's destination. The matcher is built once per credential revision.
 
-import { type CanaryHit, type CanaryMatcher, createCanaryMatcher } from '../credentials/canary.js';
+import { type CanaryHit, type CanaryMatcher, createCanaryMatcher, createCanaryStream } from '../credentials/canary.js';
 import { scopeFor } from '../credentials/scope.js';
 import type { CredentialSource } from '../credentials/source.js';
-import type { EntryResult, MiddlewareImplementation, MiddlewareRequest, TextResult } from './implementation.js';
+import type { BodyStream, EntryResult, MiddlewareImplementation, MiddlewareRequest, TextResult } from './implementation.js';
 import type { MiddlewareFinding } from './outcome.js';
 
 /** Largest body or message the canary reads; a larger one fails the stage (on_error decides). */
@@ -58,6 +58,17 @@ export function createReverseCanary(source: CredentialSource): MiddlewareImpleme
     return found.length === 0 ? { verdict: 'allow', body: undefined, findings: [] } : { verdict: 'deny', reasonCode: CREDENTIAL_VALUE_LEAK, findings: found };
   }
 
+  /** A body past MAX_CANARY_PAYLOAD_BYTES: searched as it streams, so an upload is never refused for its size. */
+  function streamBody(request: MiddlewareRequest): BodyStream {
+    const stream = createCanaryStream(current());
+    return {
+      feed: (chunk) => findings(unbound(stream.feed(chunk), request)),
+      release: () => stream.release(),
+      flush: () => stream.flush(),
+      reasonCode: CREDENTIAL_VALUE_LEAK,
+    };
+  }
+
   function evaluateText(text: string, request: MiddlewareRequest): TextResult {
     const bytes = Buffer.from(text, 'utf8');
     if (bytes.length > MAX_CANARY_PAYLOAD_BYTES) return { verdict: 'failed', failure: 'payload-too-large' };
@@ -70,6 +81,7 @@ export function createReverseCanary(source: CredentialSource): MiddlewareImpleme
     maxPayloadBytes: MAX_CANARY_PAYLOAD_BYTES,
     evaluateBody,
     evaluateHead: (request: MiddlewareRequest) => evaluateBody(EMPTY, request),
+    streamBody,
     evaluateText,
   });
 }

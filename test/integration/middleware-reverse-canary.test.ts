@@ -118,17 +118,24 @@ describe('issue 31: boundary/reverse-canary through boundary', { timeout: SUITE_
     assert.equal(plain.seen.length, seen);
   });
 
-  it('intercepted CONNECT (curl): refused at the unbound host, passes at the bound one', async () => {
-    const curl = async (host: string): Promise<number> => {
-      const { stdout } = await run(
-        'curl',
-        ['-sS', '--max-time', '10', '-x', `http://127.0.0.1:${b.proxyPort}`, '--cacert', caFile, '-o', '/dev/null', '-w', '%{http_code}', '-H', `authorization: token ${value}`, `https://${host}:${secure.port}/x`],
-        { env: { PATH: process.env.PATH ?? '/usr/bin:/bin' }, encoding: 'utf8' },
-      );
+  it('intercepted CONNECT (curl, HTTP/1.1 and HTTP/2): refused at the unbound host, passes at the bound one, large bodies too', async () => {
+    const bigFile = join(b.dir, 'big-with-value.bin');
+    const big = Buffer.alloc(2 * 1024 * 1024, 0x63);
+    Buffer.from(Buffer.from(value).toString('base64')).copy(big, 1024 * 1024 + 100);
+    await writeFile(bigFile, big);
+    const curl = async (host: string, args: string[]): Promise<number> => {
+      const { stdout } = await run('curl', ['-sS', '--max-time', '20', '-x', `http://127.0.0.1:${b.proxyPort}`, '--cacert', caFile, '-o', '/dev/null', '-w', '%{http_code}', ...args, `https://${host}:${secure.port}/x`], {
+        env: { PATH: process.env.PATH ?? '/usr/bin:/bin' },
+        encoding: 'utf8',
+      });
       return Number(stdout);
     };
-    assert.equal(await curl('other.example.test'), 403);
-    assert.equal(await curl('bound.example.test'), 200);
+    for (const version of ['--http1.1', '--http2']) {
+      const header = [version, '-H', `authorization: token ${value}`];
+      assert.equal(await curl('other.example.test', header), 403, version);
+      assert.equal(await curl('bound.example.test', header), 200, version);
+      assert.equal(await curl('other.example.test', [version, '--data-binary', `@${bigFile}`]), 403, `${version} large body`);
+    }
   });
 
   it('a body too large to hold still has its head read: the value in a header is refused, not a stage failure', async () => {
@@ -136,6 +143,28 @@ describe('issue 31: boundary/reverse-canary through boundary', { timeout: SUITE_
     const text = await res.body.text();
     assert.equal(res.statusCode, 403, text);
     assert.equal((JSON.parse(text) as { error?: string; reason_code?: string }).reason_code, 'credential_value_leak');
+  });
+
+  it('a body too large to hold streams through the canary: a clean upload passes whole, a value past 1 MiB or across it is refused', async () => {
+    const MIB = 1024 * 1024;
+    const seen = plain.seen.length;
+    const clean = Buffer.alloc(2 * MIB + 17, 0x61);
+    const ok = await request(`http://other.example.test:${plain.port}/upload`, { method: 'POST', body: clean, dispatcher });
+    assert.equal(ok.statusCode, 200, await ok.body.text());
+    assert.equal(plain.seen[seen]?.body.length, clean.length);
+    for (const at of [MIB + 4096, MIB - 5, 2 * MIB]) {
+      const body = Buffer.alloc(2 * MIB + 64, 0x62);
+      Buffer.from(encodeURIComponent(value)).copy(body, at);
+      const res = await request(`http://other.example.test:${plain.port}/upload`, { method: 'POST', body, dispatcher });
+      const text = await res.body.text();
+      assert.equal(res.statusCode, 403, `at ${at}: ${text}`);
+      assert.equal((JSON.parse(text) as { reason_code?: string }).reason_code, 'credential_value_leak');
+    }
+    assert.ok(plain.seen.slice(seen).every((s) => !s.body.includes(encodeURIComponent(value))));
+    const event = await b.log.waitFor((e) => e.class_uid === 4002 && e.http_request?.url?.path === '/upload' && e.unmapped.reason_code === 'middleware-denied');
+    assert.deepEqual(event.unmapped.middlewares, [
+      { key: 'canary', implementation: 'boundary/reverse-canary', binding: 'http-request', decision: 'deny', transformed: false, reason_code: 'credential_value_leak', findings: 'reverse-canary.credential', finding_count: 1 },
+    ]);
   });
 
   it('WebSocket (undici): an upgrade carrying the value is refused at the unbound host; a text message carrying it closes 1008', async () => {

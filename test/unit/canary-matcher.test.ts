@@ -3,7 +3,7 @@
 
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { createCanaryMatcher } from '../../src/credentials/canary.js';
+import { createCanaryMatcher, createCanaryStream } from '../../src/credentials/canary.js';
 import { createCredentialSet } from '../../src/credentials/set.js';
 
 const VALUE = 'Rv+9f8e7d6c5b4a/k~é';
@@ -59,6 +59,31 @@ describe('reverse canary matcher', () => {
     }
     assert.deepEqual(keysIn(many, `${env.KEY_3} and ${Buffer.from(env.KEY_11 ?? '').toString('base64url')}`), ['KEY_3', 'KEY_11']);
     assert.deepEqual(keysIn(many, 'lorem ipsum B1-secret-x'), []);
+  });
+
+  it('a stream finds a value split across reads and releases none of its bytes before it is found', () => {
+    const m = matcher({ TOKEN: VALUE });
+    const stream = createCanaryStream(m);
+    const text = Buffer.from(`${'x'.repeat(300)}${encodeURIComponent(VALUE)}${'y'.repeat(300)}`);
+    const cut = 300 + 9;
+    const released: Buffer[] = [];
+    assert.deepEqual(stream.feed(text.subarray(0, cut)), []);
+    released.push(stream.release());
+    const hits = stream.feed(text.subarray(cut));
+    assert.deepEqual(hits.map((h) => h.keys.join(',')), ['TOKEN']);
+    assert.ok(!Buffer.concat(released).toString().includes(encodeURIComponent(VALUE).slice(0, 9)));
+  });
+
+  it('a stream releases a clean body whole, in order', () => {
+    const stream = createCanaryStream(matcher({ TOKEN: VALUE }));
+    const body = Buffer.from('abcdefghij'.repeat(500));
+    const out: Buffer[] = [];
+    for (let at = 0; at < body.length; at += 333) {
+      assert.deepEqual(stream.feed(body.subarray(at, at + 333)), []);
+      out.push(stream.release());
+    }
+    out.push(stream.flush());
+    assert.deepEqual(Buffer.concat(out), body);
   });
 
   it('does not watch values shorter than MIN_CANARY_VALUE_CHARS', () => {
