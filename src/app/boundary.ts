@@ -8,6 +8,7 @@ import type { Config } from './config.js';
 import type { AttachedControl } from '../control/attached.js';
 import { type CredentialSource, createStaticCredentialSource } from '../credentials/source.js';
 import { BoundaryError } from '../shared/errors.js';
+import { PEER_POLICY_HEADERS } from '../http1/headers.js';
 import { createHostCache } from '../net/host.js';
 import { NO_SELF_ADDRESSES, type SelfAddress } from '../net/ssrf.js';
 import { createLeafCache, type LeafCache } from '../pki/leaf.js';
@@ -181,9 +182,10 @@ export function createBoundary(config: Config, deps: Deps): Boundary {
       otherSelfAddresses: () => otherSelves,
       credentials,
       placeholderFamily: config.placeholderFamily,
+      peerPolicyHeader: PEER_POLICY_HEADERS[config.peerPolicyHeader],
       identity: { mode: config.binaryIdentity, source: identity },
       // The built-in network middlewares and the capacity they share.
-      middleware: deps.middleware ?? createMiddlewareRegistry(),
+      middleware: deps.middleware ?? createMiddlewareRegistry({ credentials }),
     });
   }
 

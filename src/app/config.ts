@@ -12,6 +12,7 @@ import { NEW_NAMES_BURST, NEW_NAMES_PER_SECOND } from '../net/lookup-gate.js';
 import { DEFAULT_SYNTHETIC_CIDR, syntheticCidrProblem } from '../net/synthetic.js';
 import { BINARY_IDENTITY_MODES, type BinaryIdentityMode } from '../identity/source.js';
 import { DEFAULT_PLACEHOLDER_FAMILY, PLACEHOLDER_FAMILIES, type PlaceholderFamily } from '../credentials/placeholder.js';
+import { PEER_POLICY_HEADER_NAMES, type PeerPolicyHeader } from '../http1/headers.js';
 import { DEFAULT_PROXY_LIMITS, type ProxyLimits } from '../proxy/limits.js';
 import { type BypassList, parseBypassList, parseUpstreamProxyUrl, type UpstreamProxyEndpoint } from '../net/upstream-proxy.js';
 
@@ -82,6 +83,8 @@ export interface Config {
   readonly placeholderFamily: PlaceholderFamily;
   /** `--upstream-proxy` and its companions: every upstream dial goes through this proxy (docs/running.md#corporate-upstream-proxy). */
   readonly upstreamProxy: UpstreamProxyConfig | undefined;
+  /** `--peer-policy-header`: a denial's policy key also as X-OpenShell-Policy or X-Ryno-Policy (docs/errors.md). */
+  readonly peerPolicyHeader: PeerPolicyHeader;
 }
 
 export interface UpstreamProxyConfig {
@@ -124,6 +127,7 @@ export const DEFAULTS: Config = Object.freeze({
   identitySocket: undefined,
   placeholderFamily: DEFAULT_PLACEHOLDER_FAMILY,
   upstreamProxy: undefined,
+  peerPolicyHeader: 'none',
 });
 
 /**
@@ -278,6 +282,7 @@ export function parseConfig(raw: unknown): Config {
     identitySocket: optionalString(input.identitySocket, 'identitySocket', issues),
     placeholderFamily: oneOf(input.placeholderFamily, PLACEHOLDER_FAMILIES, DEFAULTS.placeholderFamily, 'placeholderFamily', issues),
     upstreamProxy: parseUpstreamProxy(input, issues),
+    peerPolicyHeader: oneOf(input.peerPolicyHeader, PEER_POLICY_HEADER_NAMES, DEFAULTS.peerPolicyHeader, 'peerPolicyHeader', issues),
   };
   if (issues.length > 0) {
     throw new BoundaryError('CONFIG_INVALID', `configuration is invalid: ${issues.map((i) => `${i.path}: ${i.message}`).join('; ')}`, { issues });

@@ -74,6 +74,7 @@ export function requestOutcome(r: ChainRequest): Outcome {
   };
   if (r.severity !== undefined) o.severity = r.severity;
   if (r.queryKeys !== undefined) o.queryKeys = r.queryKeys;
+  if (r.middleware !== undefined) o.middlewares = r.middleware;
   return o;
 }
 

@@ -4,6 +4,8 @@
 import { type Adapter, DECISION_REASONS, type DecisionReason } from '../policy/types.js';
 import type { AuditEvent, AuditSink, Engine, Severity } from '../telemetry/event.js';
 import { formatAuthority } from '../net/host.js';
+import type { MiddlewareInvocation } from '../middleware/outcome.js';
+import { middlewareFindingEvents } from './middleware-findings.js';
 import type { ProxyMetrics } from '../proxy/metrics.js';
 import type { ReplayFields } from '../telemetry/replay.js';
 
@@ -191,6 +193,8 @@ export interface Outcome {
   scheme?: 'http' | 'https';
   /** The request's query keys, never its values (telemetry/replay.ts replayQueryKeys); set on a denial. */
   queryKeys?: { readonly keys: readonly string[]; readonly truncated: boolean };
+  /** The network middleware entries run: each of their findings is a FINDING beside the decision event. */
+  middlewares?: readonly MiddlewareInvocation[];
 }
 
 export function beginOutcome(adapter: Adapter, kind: 'net' | 'http', src: { remoteAddress?: string | undefined; remotePort?: number | undefined }): Outcome {
@@ -316,6 +320,7 @@ function replayOf(o: Outcome, host: string, port: number): ReplayFields {
 export function emitOutcome(sink: AuditSink, metrics: ProxyMetrics, o: Outcome): void {
   metrics.countOutcome(o);
   sink.emit(outcomeEvent(o));
+  if (o.middlewares !== undefined) for (const event of middlewareFindingEvents(o, o.middlewares)) sink.emit(event);
 }
 
 /** FINDING:BLOCKED beside the decision event (authority mismatch, SNI mismatch). */

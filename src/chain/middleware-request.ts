@@ -4,6 +4,7 @@
 // entry (GraphQL, JSON-RPC, MCP). A deny, or a failure under fail_closed, ends the request; fail_open goes on.
 
 import { withContentLength } from '../middleware/headers.js';
+import type { BodyStream, EntryResult, MiddlewareImplementation, MiddlewareRequest } from '../middleware/implementation.js';
 import { failedInvocation, isReasonCode, type MiddlewareFailure } from '../middleware/outcome.js';
 import type { MiddlewareRegistry } from '../middleware/registry.js';
 import type { MiddlewareEntry } from '../policy/types.js';
@@ -27,6 +28,11 @@ export function requestFacts(r: ChainRequest): MiddlewareRequestFacts {
     port: r.port as number,
     binary: r.decision?.binary,
   };
+}
+
+/** The request as the client sent it, for an implementation that reads more than the body. */
+export function middlewareRequestOf(r: ChainRequest): MiddlewareRequest {
+  return { host: r.host as string, port: r.port as number, path: r.path ?? '/', target: r.wire.url, headers: r.wire.rawHeaders, endpoint: r.decision?.endpoint };
 }
 
 async function* once(body: Buffer): AsyncGenerator<Buffer> {
@@ -72,6 +78,71 @@ export function runRequestMiddlewares(r: ChainRequest, entries: readonly Middlew
   return turn === true ? run() : turn.then(run);
 }
 
+/** Thrown inside a streamed body when an entry reading it as it streams denies: the exchange fails with the refusal. */
+export class MiddlewareStreamDeniedError extends Error {
+  override readonly name = 'MiddlewareStreamDeniedError';
+  readonly refusal: Refusal;
+  constructor(refusal: Refusal) {
+    super('denied by a network middleware while the body streamed');
+    this.refusal = refusal;
+  }
+}
+
+/** `body` through `stream`: bytes go on only once released, and a deny stops it before them (recorded on `r`). */
+async function* streamChecked(r: ChainRequest, entry: MiddlewareEntry, stream: BodyStream, body: AsyncIterable<Buffer>): AsyncGenerator<Buffer> {
+  for await (const chunk of body) {
+    const findings = stream.feed(chunk);
+    if (findings.length > 0) throw new MiddlewareStreamDeniedError(record(r, entry, { verdict: 'deny', reasonCode: stream.reasonCode, findings }) as Refusal);
+    const out = stream.release();
+    if (out.length > 0) yield out;
+  }
+  record(r, entry, { verdict: 'allow', body: undefined, findings: [] });
+  const rest = stream.flush();
+  if (rest.length > 0) yield rest;
+}
+
+function fits(impl: MiddlewareImplementation, body: Buffer, complete: boolean): boolean {
+  return complete && body.length <= impl.maxPayloadBytes;
+}
+
+function evaluate(impl: MiddlewareImplementation, body: Buffer, complete: boolean, request: MiddlewareRequest): EntryResult {
+  if (fits(impl, body, complete)) return impl.evaluateBody(body, request);
+  // The head can still be read by an entry that reads it (the reverse canary): its denial stands.
+  const head = impl.evaluateHead?.(request);
+  return head?.verdict === 'deny' ? head : { verdict: 'failed', failure: 'payload-too-large' };
+}
+
+/** Records an entry's allow or deny; the refusal a deny makes. */
+function record(r: ChainRequest, entry: MiddlewareEntry, result: Exclude<EntryResult, { verdict: 'failed' }>): Refusal | undefined {
+  const reasonCode = result.verdict === 'deny' && result.reasonCode !== undefined && isReasonCode(result.reasonCode) ? result.reasonCode : undefined;
+  r.noteMiddleware({
+    key: entry.key,
+    implementation: entry.middleware,
+    binding: 'http-request',
+    decision: result.verdict,
+    transformed: result.verdict === 'allow' && result.body !== undefined,
+    findings: result.findings,
+    ...(reasonCode === undefined ? {} : { reasonCode }),
+  });
+  if (result.verdict !== 'deny') return undefined;
+  return denied(middlewareDeniedDenial(requestFacts(r), entry.key, reasonCode), 'middleware-denied', `denied by network middleware ${entry.key}`);
+}
+
+/**
+ * A request whose body no entry will see (a WebSocket upgrade, a streamed body): the entries that read the head alone
+ * (the reverse canary) decide it now. A failure is left to what follows (on_uninspectable, the messages).
+ */
+export function runHeadChecks(r: ChainRequest, entries: readonly MiddlewareEntry[], registry: MiddlewareRegistry): Refusal | undefined {
+  const request = middlewareRequestOf(r);
+  for (const entry of entries) {
+    const result = registry.implementationFor(entry).evaluateHead?.(request);
+    if (result === undefined || result.verdict === 'failed') continue;
+    const refused = record(r, entry, result);
+    if (refused !== undefined) return refused;
+  }
+  return undefined;
+}
+
 async function runEntries(r: ChainRequest, entries: readonly MiddlewareEntry[], deps: MiddlewareRunDeps): Promise<Refusal | undefined> {
   const hasBody = r.framing?.hasBody === true || r.bodyFollows;
   const implementations = entries.map((entry) => deps.registry.implementationFor(entry));
@@ -85,35 +156,33 @@ async function runEntries(r: ChainRequest, entries: readonly MiddlewareEntry[], 
     ({ prefix: body, complete, rest } = await readPrefix(r.body, limit));
   }
   let replaced = false;
+  const request = middlewareRequestOf(r);
+  const streams: { entry: MiddlewareEntry; stream: BodyStream }[] = [];
   for (const [i, entry] of entries.entries()) {
     const impl = implementations[i]!;
-    const result = !complete || body.length > impl.maxPayloadBytes ? ({ verdict: 'failed', failure: 'payload-too-large' } as const) : impl.evaluateBody(body);
+    if (!fits(impl, body, complete) && impl.streamBody !== undefined) {
+      // Too large to hold, but read as it streams: the head now, the body on its way upstream.
+      const head = impl.evaluateHead?.(request);
+      if (head?.verdict === 'deny') return record(r, entry, head);
+      streams.push({ entry, stream: impl.streamBody(request) });
+      continue;
+    }
+    const result = evaluate(impl, body, complete, request);
     if (result.verdict === 'failed') {
       const refused = failure(r, entry, result.failure);
       if (refused !== undefined) return refused;
       continue;
     }
-    const reasonCode = result.verdict === 'deny' && result.reasonCode !== undefined && isReasonCode(result.reasonCode) ? result.reasonCode : undefined;
-    r.noteMiddleware({
-      key: entry.key,
-      implementation: entry.middleware,
-      binding: 'http-request',
-      decision: result.verdict,
-      transformed: result.verdict === 'allow' && result.body !== undefined,
-      findings: result.findings,
-      ...(reasonCode === undefined ? {} : { reasonCode }),
-    });
-    if (result.verdict === 'deny') {
-      return denied(middlewareDeniedDenial(requestFacts(r), entry.key, reasonCode), 'middleware-denied', `denied by network middleware ${entry.key}`);
-    }
-    if (result.body === undefined) continue;
+    const refused = record(r, entry, result);
+    if (refused !== undefined) return refused;
+    if (result.verdict === 'deny' || result.body === undefined) continue;
     body = result.body;
     replaced = true;
     // The origin acts on the replacement: policy reads and decides it as it did the body the client sent.
     if (r.hold !== undefined) {
       r.body = once(body);
-      const refused = await runStages(deps.reevaluate, r);
-      if (refused !== undefined) return refused;
+      const again = await runStages(deps.reevaluate, r);
+      if (again !== undefined) return again;
     }
   }
   if (replaced) {
@@ -122,5 +191,6 @@ async function runEntries(r: ChainRequest, entries: readonly MiddlewareEntry[], 
   } else if (hasBody) {
     r.body = complete ? once(body) : resumed(body, rest as AsyncIterator<Buffer>);
   }
+  for (const { entry, stream } of streams) r.body = streamChecked(r, entry, stream, r.body);
   return undefined;
 }

@@ -17,9 +17,9 @@ export type TextMiddlewareResult =
 export function runTextMiddlewares(middlewares: readonly BoundMiddleware[], disabled: Set<string>, text: string): TextMiddlewareResult {
   let current = text;
   const invocations: MiddlewareInvocation[] = [];
-  for (const { entry, implementation } of middlewares) {
+  for (const { entry, implementation, request } of middlewares) {
     if (disabled.has(entry.key)) continue;
-    const result = implementation.evaluateText(current);
+    const result = implementation.evaluateText(current, request);
     if (result.verdict === 'failed') {
       invocations.push(failedInvocation(entry, 'websocket-message', result.failure));
       if (entry.onError === 'fail_closed') return { verdict: 'fail', entry: entry.key, invocations };

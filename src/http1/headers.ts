@@ -5,6 +5,10 @@
 /** boundary's own response headers; anything with this prefix from either side is dropped (CR-03). */
 export const BOUNDARY_HEADER_PREFIX = 'x-boundary-';
 export const POLICY_HEADER = 'X-Boundary-Policy';
+/** The same policy key under a peer's name, for clients written against OpenShell or Ryno (`--peer-policy-header`). */
+export const PEER_POLICY_HEADER_NAMES = ['none', 'openshell', 'ryno'] as const;
+export type PeerPolicyHeader = (typeof PEER_POLICY_HEADER_NAMES)[number];
+export const PEER_POLICY_HEADERS: Readonly<Record<PeerPolicyHeader, string | undefined>> = { none: undefined, openshell: 'X-OpenShell-Policy', ryno: 'X-Ryno-Policy' };
 export const VIA_VALUE = '1.1 boundary';
 const VIA_VALUE_H2 = '2 boundary';
 

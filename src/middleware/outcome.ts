@@ -28,6 +28,8 @@ export function isReasonCode(code: string): boolean {
 export interface MiddlewareFinding {
   readonly type: string;
   readonly count: number;
+  /** What the finding is about when the type alone does not say (the reverse canary's credential keys); never a value. */
+  readonly subject?: string;
 }
 
 /** One entry's run on one request or message: one record each in the decision event. */

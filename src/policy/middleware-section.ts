@@ -129,7 +129,7 @@ function readImplementation(
   const builtin = builtinNamed(name);
   if (builtin !== undefined) return { name, builtin };
   if (isReservedMiddlewareName(name)) {
-    report(ctx, field.value, path, 'POLICY_MIDDLEWARE_UNKNOWN', `${name} is not a built-in middleware (the openshell/ and ryno/ prefixes name built-ins only)`);
+    report(ctx, field.value, path, 'POLICY_MIDDLEWARE_UNKNOWN', `${name} is not a built-in middleware (the openshell/, ryno/ and boundary/ prefixes name built-ins only)`);
     return undefined;
   }
   // An external service would run outside boundary; none can be registered, so the entry is refused, never skipped.

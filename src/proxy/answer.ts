@@ -9,10 +9,10 @@ import type { Denial } from '../chain/denials.js';
 import { POLICY_HEADER } from '../http1/headers.js';
 import { destroyAfterLinger } from './linger.js';
 
-/** The whole response as bytes, for sockets with no HTTP machinery attached. */
-export function renderDenial(d: Denial): string {
+/** The whole response as bytes, for sockets with no HTTP machinery attached; `peer` names the policy a second time. */
+export function renderDenial(d: Denial, peer?: string): string {
   const body = JSON.stringify(d.body);
-  const policy = d.policy === undefined ? '' : `${POLICY_HEADER}: ${d.policy}\r\n`;
+  const policy = d.policy === undefined ? '' : `${POLICY_HEADER}: ${d.policy}\r\n${peer === undefined ? '' : `${peer}: ${d.policy}\r\n`}`;
   const retry = d.retryAfterSeconds === undefined ? '' : `retry-after: ${d.retryAfterSeconds}\r\n`;
   const allow = d.allow === undefined ? '' : `allow: ${d.allow}\r\n`;
   return (
@@ -21,8 +21,8 @@ export function renderDenial(d: Denial): string {
   );
 }
 
-export function writeDenialToSocket(socket: Socket, d: Denial): void {
-  if (socket.writable) socket.end(renderDenial(d));
+export function writeDenialToSocket(socket: Socket, d: Denial, peer?: string): void {
+  if (socket.writable) socket.end(renderDenial(d, peer));
   else socket.destroy();
 }
 
@@ -32,7 +32,7 @@ export function writeBareStatusToSocket(socket: Socket, status: number): void {
   else socket.destroy();
 }
 
-export function sendDenial(res: ServerResponse, d: Denial): void {
+export function sendDenial(res: ServerResponse, d: Denial, peer?: string): void {
   if (res.headersSent) {
     res.destroy();
     return;
@@ -44,6 +44,7 @@ export function sendDenial(res: ServerResponse, d: Denial): void {
   };
   if (d.keepAlive !== true) headers.connection = 'close';
   if (d.policy !== undefined) headers[POLICY_HEADER] = d.policy;
+  if (d.policy !== undefined && peer !== undefined) headers[peer] = d.policy;
   if (d.retryAfterSeconds !== undefined) headers['retry-after'] = d.retryAfterSeconds;
   if (d.allow !== undefined) headers.allow = d.allow;
   res.writeHead(d.status, d.reasonPhrase, headers);

@@ -86,7 +86,7 @@ export function createConnectHandler(ctx: ProxyContext) {
         socket.write(ESTABLISHED);
         const decision = c.decision!;
         c.allow('allow', decision.reason, decision.detail, 200);
-      } else if (refused.denial !== undefined) writeDenialToSocket(socket, refused.denial);
+      } else if (refused.denial !== undefined) writeDenialToSocket(socket, refused.denial, ctx.peerPolicyHeader);
       else if (refused.status !== undefined) writeBareStatusToSocket(socket, refused.status);
       const o = connectionOutcome(c);
       emitOutcome(ctx.sink, ctx.metrics, o);

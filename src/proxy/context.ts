@@ -76,6 +76,8 @@ export interface ProxyContext {
   readonly credentials: CredentialSource;
   /** Binary identity (identity-gate.ts); createProxyServer always sets one, hand-built test contexts check no binaries. */
   readonly identity?: IdentityGate;
+  /** A denial's policy key under a peer's header name too (`--peer-policy-header`); undefined: X-Boundary-Policy only. */
+  readonly peerPolicyHeader?: string | undefined;
   /** The request path every HTTP adapter runs (chain/request-chain.ts). */
   readonly chain: RequestChain;
   /** The stages an allowed request's answer passes on its way back (chain/response-chain.ts). */

@@ -148,7 +148,7 @@ class ForwardedRequest implements H1Handler {
   private answer(refused: Refusal): void {
     if (this.bodyWanted) lingerAfterAnswer(this.req, this.res);
     if (refused.denial === undefined) sendBareStatus(this.res, refused.status ?? 400);
-    else sendDenial(this.res, refused.denial);
+    else sendDenial(this.res, refused.denial, this.ctx.peerPolicyHeader);
     if (refused.finding !== undefined) this.ctx.sink.emit(findingEvent(requestOutcome(this.r), refused.finding));
     this.report();
   }

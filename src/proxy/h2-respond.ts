@@ -28,7 +28,7 @@ function grpcDenialMessage(d: Denial): string {
   return `boundary: ${d.reasonPhrase} (${parts.join(', ')})`;
 }
 
-export function respondDenial(stream: RequestStream, d: Denial, grpc: boolean): void {
+export function respondDenial(stream: RequestStream, d: Denial, grpc: boolean, peer?: string): void {
   if (stream.destroyed) return;
   if (stream.headersSent) {
     stream.reset(H2Error.INTERNAL_ERROR);
@@ -40,6 +40,7 @@ export function respondDenial(stream: RequestStream, d: Denial, grpc: boolean): 
     const body = Buffer.from(JSON.stringify(d.body), 'utf8');
     const fields = [':status', String(d.status), 'content-type', 'application/json', 'content-length', String(body.length)];
     if (d.policy !== undefined) fields.push(POLICY_FIELD, d.policy);
+    if (d.policy !== undefined && peer !== undefined) fields.push(peer.toLowerCase(), d.policy);
     if (d.allow !== undefined) fields.push('allow', d.allow);
     stream.respond(fields, false);
     stream.write(body);

@@ -151,7 +151,7 @@ class H2ProxyStream implements H2Handler {
     if (refused.finding !== undefined) this.ctx.sink.emit(findingEvent(requestOutcome(this.r), refused.finding));
     this.report();
     if (refused.denial === undefined) respondStatus(this.stream, refused.status ?? 400, this.grpc, refused.detail);
-    else respondDenial(this.stream, refused.denial, this.grpc);
+    else respondDenial(this.stream, refused.denial, this.grpc, this.ctx.peerPolicyHeader);
   }
 
   private onRequestTrailers(trailers: string[]): void {

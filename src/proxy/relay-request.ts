@@ -6,6 +6,7 @@ import { credentialRefusal } from '../chain/stages/credentials.js';
 import { denied, type Refusal } from '../chain/stage.js';
 import { formatAuthority } from '../net/host.js';
 import { MarkerInBodyError } from '../chain/credential-injection.js';
+import { MiddlewareStreamDeniedError } from '../chain/middleware-request.js';
 import { methodOverrideDenial, upstreamProtocolDenial, upstreamUnreachableDenial } from '../chain/denials.js';
 import { isBoundaryError } from '../shared/errors.js';
 import { dialRefusalOf, isDialError } from '../chain/dial.js';
@@ -23,12 +24,17 @@ export class OverrideInTrailersError extends Error {
   override readonly name = 'OverrideInTrailersError';
 }
 
-/** The marker scanner's abort, as thrown by the body iterator (or wrapped in `cause`). */
-export function markerError(err: unknown): MarkerInBodyError | undefined {
+/** An error of class `kind` thrown by the body iterator, or wrapped in `cause` on the way out. */
+function thrown<T extends Error>(err: unknown, kind: new (...args: never[]) => T): T | undefined {
   for (let e: unknown = err, depth = 0; e instanceof Error && depth < 3; e = e.cause, depth++) {
-    if (e instanceof MarkerInBodyError) return e;
+    if (e instanceof kind) return e;
   }
   return undefined;
+}
+
+/** The marker scanner's abort, as thrown by the body iterator (or wrapped in `cause`). */
+export function markerError(err: unknown): MarkerInBodyError | undefined {
+  return thrown(err, MarkerInBodyError);
 }
 
 /**
@@ -43,6 +49,12 @@ export function upstreamFailure(r: ChainRequest, err: Error, sent: boolean): Ref
     const refused = credentialRefusal(r, marker.refusal);
     r.settle(refused);
     return refused;
+  }
+  // A network middleware reading the body as it streamed denied it before the bytes it found went upstream.
+  const stopped = thrown(err, MiddlewareStreamDeniedError);
+  if (stopped !== undefined) {
+    r.settle(stopped.refusal);
+    return stopped.refusal;
   }
   if (err instanceof OverrideInTrailersError) {
     const refused = denied(methodOverrideDenial('override-in-trailers'), 'method-override-invalid', 'method override refused: override-in-trailers');

@@ -65,6 +65,8 @@ interface ProxyServerOptions {
   readonly credentials: CredentialSource;
   /** The placeholder family resolved (default openshell); the other is refused. */
   readonly placeholderFamily?: PlaceholderFamily | undefined;
+  /** A denial's policy key also under this header name (`--peer-policy-header`). */
+  readonly peerPolicyHeader?: string | undefined;
   /** Binary identity (docs/identity.md): the mode, and where processes are looked up. */
   readonly identity: { readonly mode: BinaryIdentityMode; readonly source: IdentitySource | undefined };
   /** Network middlewares (docs/policy.md#network-middlewares); default the built-ins with their own capacity. */
@@ -181,6 +183,7 @@ export function createProxyServer(options: ProxyServerOptions): ProxyServer {
     scopes: new WeakMap<Socket, TunnelScope>(),
     credentials: options.credentials,
     identity,
+    peerPolicyHeader: options.peerPolicyHeader,
     chain: createRequestChain({
       store: options.store,
       authorities: options.authorities,
@@ -190,7 +193,7 @@ export function createProxyServer(options: ProxyServerOptions): ProxyServer {
       permanent,
       placeholderFamily: options.placeholderFamily,
       destination: (target) => destination(ctx, target),
-      middleware: options.middleware ?? createMiddlewareRegistry(),
+      middleware: options.middleware ?? createMiddlewareRegistry({ credentials: options.credentials }),
     }),
     responses: createResponseChain({ sink: options.sink }),
     connectChain: createConnectChain(connectionDeps()),

@@ -27,7 +27,7 @@ const MAX_UPGRADE_RESPONSE_HEAD_BYTES = 16_384;
 
 function answer(ctx: ProxyContext, socket: Socket, r: ChainRequest, refused: Refusal): void {
   if (refused.denial === undefined) writeBareStatusToSocket(socket, refused.status ?? 400);
-  else writeDenialToSocket(socket, refused.denial);
+  else writeDenialToSocket(socket, refused.denial, ctx.peerPolicyHeader);
   if (refused.finding !== undefined) ctx.sink.emit(findingEvent(requestOutcome(r), refused.finding));
 }
 

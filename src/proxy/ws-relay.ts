@@ -236,6 +236,7 @@ export function relayWebSocket(
     const o = messageOutcome(ctx, session, 'WEBSOCKET_TEXT');
     o.engine = 'middleware';
     o.extra = { middlewares: run.invocations.map(invocationFields) };
+    o.middlewares = run.invocations;
     if (run.verdict === 'allow') {
       settle(o, 'allow', 'endpoint-allowed', 'text message passed network middleware', undefined);
       emitOutcome(ctx.sink, ctx.metrics, o);

@@ -54,7 +54,7 @@ export const ERROR_CODES = {
   POLICY_LIMIT_YAML: 'a YAML list or map has more than MAX_YAML_COLLECTION_ENTRIES entries, or the document more than MAX_YAML_EVENTS parser events',
   POLICY_SANDBOX_INVALID: 'a filesystem_policy, landlock or process value OpenShell refuses (checked though boundary does not enforce these sections)',
   POLICY_MIDDLEWARE_INVALID: 'a network_middlewares entry is malformed (name, middleware, order, config, on_error or on_uninspectable)',
-  POLICY_MIDDLEWARE_UNKNOWN: 'middleware names no built-in: the openshell/ and ryno/ prefixes are reserved for built-ins',
+  POLICY_MIDDLEWARE_UNKNOWN: 'middleware names no built-in: the openshell/, ryno/ and boundary/ prefixes are reserved for built-ins',
   POLICY_MIDDLEWARE_EXTERNAL: 'middleware names an external middleware service; boundary runs only its built-ins, so the entry is refused, never skipped',
   POLICY_MIDDLEWARE_CONFIG: "a middleware entry's config was refused by its built-in, or is larger than MAX_MIDDLEWARE_CONFIG_BYTES",
   POLICY_MIDDLEWARE_ORDER: 'two network_middlewares entries use the same order',

@@ -84,6 +84,8 @@ export interface StartOptions {
   readonly timers?: Timers;
   /** The upstream proxy's config keys (`upstreamProxy`, `noUpstreamProxy`, ...; docs/running.md#corporate-upstream-proxy). */
   readonly upstreamProxy?: Readonly<Record<string, unknown>>;
+  /** config.peerPolicyHeader (`--peer-policy-header`); default none. */
+  readonly peerPolicyHeader?: 'none' | 'openshell' | 'ryno';
 }
 
 /** The source openIdentitySource would open for these options, but with the test's lookup timeout. */
@@ -151,6 +153,7 @@ export async function startBoundary(options: StartOptions = {}): Promise<Running
     ...(options.newNames === undefined ? {} : { newNamesPerSecond: options.newNames.perSecond, newNamesBurst: options.newNames.burst }),
     ...(options.placeholderFamily === undefined ? {} : { placeholderFamily: options.placeholderFamily }),
     ...options.upstreamProxy,
+    ...(options.peerPolicyHeader === undefined ? {} : { peerPolicyHeader: options.peerPolicyHeader }),
   });
   const real = options.upstreamDns === undefined ? undefined : await buildResolver(config, now, log.logger);
   const boundary = createBoundary(config, {

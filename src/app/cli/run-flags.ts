@@ -59,6 +59,9 @@ export const RUN_HELP = `Usage: boundary run --policy FILE [options]
                                     optional :PORT; an IP or CIDR entry covers only the addresses inside it
   --upstream-proxy-connect-by-name  CONNECT by the destination's name (for proxies that require names): the
                                     address the proxy then reaches is its own resolution, not pinned by boundary
+  --peer-policy-header none|openshell|ryno
+                                    a denial names its policy in X-Boundary-Policy and, for clients written against
+                                    a peer, also in X-OpenShell-Policy or X-Ryno-Policy (default none)
   --max-connections N               proxy connections open at once; more get 503 too_many_connections (default 4096)
   --max-connections-per-source-percent P
                                     the share of N one client address may hold; beyond it that client gets 503
@@ -115,6 +118,7 @@ const VALUE_FLAGS: Readonly<Record<string, string>> = {
   '--upstream-proxy-auth-file': 'upstreamProxyAuthFile',
   '--upstream-proxy-ca': 'upstreamProxyCa',
   '--no-upstream-proxy': 'noUpstreamProxy',
+  '--peer-policy-header': 'peerPolicyHeader',
 };
 /** Flags without a value, each setting its key to true. */
 const SWITCH_FLAGS: Readonly<Record<string, string>> = {
