@@ -36,6 +36,7 @@ import { openIdentitySource } from './boundary-identity.js';
 import { ADMIN_CLOSE_GRACE_MS, closeWithin, drainWithin } from './boundary-shutdown.js';
 import { readPackageVersion } from './version.js';
 import { createMiddlewareRegistry } from '../middleware/registry.js';
+import { loadRegistrationsFile } from '../middleware/registrations.js';
 
 export function createBoundary(config: Config, deps: Deps): Boundary {
   const { logger, now } = deps;
@@ -63,6 +64,8 @@ export function createBoundary(config: Config, deps: Deps): Boundary {
   });
   // The texts policies were parsed from, so explain can merge a suggestion into the policy in force.
   const policyTexts = createPolicyTexts();
+  // Network middlewares: the built-ins, and the services --middleware-config registers (docs/running.md#middleware-services).
+  const middleware = deps.middleware ?? createMiddlewareRegistry({ sink, version: deps.version ?? readPackageVersion() });
   const store = createPolicyStore();
   // The request path's memos (net/host.ts HostCache, authority parsers), made once here and handed to every part
   // that parses names or authorities, policy DNS included.
@@ -163,8 +166,8 @@ export function createBoundary(config: Config, deps: Deps): Boundary {
       credentials,
       placeholderFamily: config.placeholderFamily,
       identity: { mode: config.binaryIdentity, source: identity },
-      // The built-in network middlewares and the capacity they share.
-      middleware: deps.middleware ?? createMiddlewareRegistry(),
+      // The network middlewares and the capacity they share.
+      middleware,
     });
   }
 
@@ -253,8 +256,10 @@ export function createBoundary(config: Config, deps: Deps): Boundary {
         live.tunnels.reevaluate(next, { allowLoopback: config.unsafeAllowLoopbackUpstream, selfAddresses: NO_SELF_ADDRESSES });
         live.metrics.setPolicies(next.entries.map((entry) => entry.key));
       });
+      // Before the first policy: it is parsed knowing the registered names, and each entry's config is validated by its service.
+      if (config.middlewareConfig !== undefined) await middleware.replace(await loadRegistrationsFile(config.middlewareConfig));
       if (config.policyFile !== undefined) {
-        watcher = followPolicyFile({ path: config.policyFile, store, sink, logger, onInvalid: config.onInvalidPolicy, texts: policyTexts });
+        watcher = followPolicyFile({ path: config.policyFile, store, sink, logger, onInvalid: config.onInvalidPolicy, texts: policyTexts, middleware });
         await watcher.loadInitial();
         watcher.start();
       }
@@ -297,6 +302,7 @@ export function createBoundary(config: Config, deps: Deps): Boundary {
           unsubscribeCredentials?.();
           await transparent.close();
           await proxy?.close();
+          middleware.close();
           // No parser is left to refuse anything: the held-back counts are written before telemetry closes.
           parserEvents.close();
           await identity?.close();

@@ -3,9 +3,13 @@
 // each seeing the changes of those before it. A replaced body is read and decided again by policy before the next
 // entry (GraphQL, JSON-RPC, MCP). A deny, or a failure under fail_closed, ends the request; fail_open goes on.
 
+import { randomUUID } from 'node:crypto';
+import { containsMarker, redactPlaceholders } from '../credentials/placeholder.js';
 import { withContentLength } from '../middleware/headers.js';
+import type { EntryResult, MiddlewareImplementation, RequestView } from '../middleware/implementation.js';
 import { failedInvocation, isReasonCode, type MiddlewareFailure } from '../middleware/outcome.js';
 import type { MiddlewareRegistry } from '../middleware/registry.js';
+import { applyMutations, serviceHeaders } from '../middleware/service-headers.js';
 import type { MiddlewareEntry } from '../policy/types.js';
 import { readPrefix } from './credential-injection.js';
 import { middlewareCapacityDenial, middlewareDeniedDenial, middlewareFailedDenial, type MiddlewareRequestFacts } from './middleware-denials.js';
@@ -72,40 +76,87 @@ export function runRequestMiddlewares(r: ChainRequest, entries: readonly Middlew
   return turn === true ? run() : turn.then(run);
 }
 
+/** The query as the origin gets it, placeholders shown as `[CREDENTIAL]`; one that still names a key is not shown. */
+function queryOf(r: ChainRequest): string {
+  const at = r.target.indexOf('?');
+  const query = r.canon !== undefined ? r.query : at < 0 ? '' : redactPlaceholders(r.target.slice(at + 1));
+  return containsMarker(query) ? '' : query;
+}
+
+/** What an external service is told about `r` besides its body: no credential, no placeholder, no framing. */
+export function requestView(r: ChainRequest, entry: MiddlewareEntry): RequestView {
+  r.middlewareRequestId ??= randomUUID();
+  return {
+    entry,
+    target: {
+      scheme: r.scheme,
+      host: r.host as string,
+      port: r.port as number,
+      method: r.decidedMethod,
+      path: r.path ?? '/',
+      query: queryOf(r),
+    },
+    headers: serviceHeaders(r.requestHeaders ?? r.wire.rawHeaders),
+    requestId: r.middlewareRequestId,
+    binary: r.decision?.binary,
+  };
+}
+
+/** The implementations of `entries` that take requests; an unregistered or not yet described service fails. */
+function requestStages(entries: readonly MiddlewareEntry[], registry: MiddlewareRegistry): { entry: MiddlewareEntry; impl: MiddlewareImplementation | undefined }[] {
+  const out: { entry: MiddlewareEntry; impl: MiddlewareImplementation | undefined }[] = [];
+  for (const entry of entries) {
+    const impl = registry.implementationFor(entry);
+    // A service that described itself without a request binding is not a request stage (it may be a response one).
+    if (impl !== undefined && impl.bindings.size > 0 && !impl.bindings.has('http-request')) continue;
+    out.push({ entry, impl });
+  }
+  return out;
+}
+
+const UNAVAILABLE: EntryResult = { verdict: 'failed', failure: 'unavailable' };
+
 async function runEntries(r: ChainRequest, entries: readonly MiddlewareEntry[], deps: MiddlewareRunDeps): Promise<Refusal | undefined> {
   const hasBody = r.framing?.hasBody === true || r.bodyFollows;
-  const implementations = entries.map((entry) => deps.registry.implementationFor(entry));
+  const stages = requestStages(entries, deps.registry);
   // Held up to the largest limit; a body past it is too large for every entry (readPrefix: incomplete).
-  const limit = Math.max(0, ...implementations.map((i) => i.maxPayloadBytes));
+  const limit = Math.max(0, ...stages.map((s) => s.impl?.maxPayloadBytes ?? 0));
   let body: Buffer = Buffer.alloc(0);
   let complete = true;
   let rest: AsyncIterator<Buffer> | undefined;
-  if (hasBody) {
+  if (hasBody && stages.length > 0) {
     r.hooks.continueBody();
     ({ prefix: body, complete, rest } = await readPrefix(r.body, limit));
   }
   let replaced = false;
-  for (const [i, entry] of entries.entries()) {
-    const impl = implementations[i]!;
-    const result = !complete || body.length > impl.maxPayloadBytes ? ({ verdict: 'failed', failure: 'payload-too-large' } as const) : impl.evaluateBody(body);
+  for (const { entry, impl } of stages) {
+    const result: EntryResult =
+      impl === undefined
+        ? UNAVAILABLE
+        : !complete || body.length > impl.maxPayloadBytes
+          ? { verdict: 'failed', failure: 'payload-too-large' }
+          : await impl.evaluateBody(body, requestView(r, entry));
     if (result.verdict === 'failed') {
       const refused = failure(r, entry, result.failure);
       if (refused !== undefined) return refused;
       continue;
     }
     const reasonCode = result.verdict === 'deny' && result.reasonCode !== undefined && isReasonCode(result.reasonCode) ? result.reasonCode : undefined;
+    const mutations = result.verdict === 'allow' ? (result.mutations ?? []) : [];
     r.noteMiddleware({
       key: entry.key,
       implementation: entry.middleware,
       binding: 'http-request',
       decision: result.verdict,
-      transformed: result.verdict === 'allow' && result.body !== undefined,
+      transformed: result.verdict === 'allow' && (result.body !== undefined || mutations.length > 0),
       findings: result.findings,
       ...(reasonCode === undefined ? {} : { reasonCode }),
     });
     if (result.verdict === 'deny') {
       return denied(middlewareDeniedDenial(requestFacts(r), entry.key, reasonCode), 'middleware-denied', `denied by network middleware ${entry.key}`);
     }
+    // Checked all together when the result was read (middleware/results.ts): every change applies, or none did.
+    if (mutations.length > 0) r.requestHeaders = applyMutations(r.requestHeaders ?? r.wire.rawHeaders, mutations);
     if (result.body === undefined) continue;
     body = result.body;
     replaced = true;
@@ -119,7 +170,7 @@ async function runEntries(r: ChainRequest, entries: readonly MiddlewareEntry[], 
   if (replaced) {
     r.requestHeaders = withContentLength(r.requestHeaders ?? r.wire.rawHeaders, body.length);
     r.body = once(body);
-  } else if (hasBody) {
+  } else if (hasBody && stages.length > 0) {
     r.body = complete ? once(body) : resumed(body, rest as AsyncIterator<Buffer>);
   }
   return undefined;

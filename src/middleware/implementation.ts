@@ -1,8 +1,37 @@
-// The one interface every middleware implementation offers the chain: what it is bound to, its payload limit, and
-// one call per request body and per client WebSocket text message. Types only.
+// The one interface every middleware implementation offers the chain, built-in or external service: what it is bound
+// to, its payload limit, one call per request body and per client WebSocket text message, and for a service bound to
+// answers, one evaluation per response. Types only.
 
 import type { MiddlewareEntry } from '../policy/types.js';
 import type { MiddlewareBinding, MiddlewareFailure, MiddlewareFinding } from './outcome.js';
+
+/** The admitted request as an external service is shown it. */
+export interface MiddlewareTarget {
+  readonly scheme: 'http' | 'https';
+  readonly host: string;
+  readonly port: number;
+  readonly method: string;
+  /** Canonical, without the query. */
+  readonly path: string;
+  /** Without the `?`; empty for a response's preflight. */
+  readonly query: string;
+}
+
+/** What an external service is told about a request besides its body (built-ins read only the body). */
+export interface RequestView {
+  readonly entry: MiddlewareEntry;
+  readonly target: MiddlewareTarget;
+  /** Lower-cased names in wire order, credential, routing and framing fields left out (middleware/service-headers.ts). */
+  readonly headers: readonly (readonly [string, string])[];
+  /** Ties a request's calls (and its response's) together in a service's log. */
+  readonly requestId: string;
+  readonly binary: string | undefined;
+}
+
+/** One header change a service asked for, checked (middleware/service-headers.ts) before any is applied. */
+export type HeaderMutation =
+  | { readonly op: 'write'; readonly name: string; readonly value: string; readonly onExisting: 'append' | 'overwrite' | 'skip' }
+  | { readonly op: 'remove'; readonly name: string };
 
 /** What one entry decided about one request: allow (with a replacement body), deny, or a failure for on_error. */
 export type EntryResult =
@@ -11,6 +40,8 @@ export type EntryResult =
       /** A replacement body; undefined keeps the body as it was. */
       readonly body: Buffer | undefined;
       readonly findings: readonly MiddlewareFinding[];
+      /** Header changes, applied all together; none from a built-in. */
+      readonly mutations?: readonly HeaderMutation[];
     }
   | { readonly verdict: 'deny'; readonly reasonCode: string | undefined; readonly findings: readonly MiddlewareFinding[] }
   | { readonly verdict: 'failed'; readonly failure: MiddlewareFailure };
@@ -21,14 +52,38 @@ export type TextResult =
   | { readonly verdict: 'deny'; readonly reasonCode: string | undefined; readonly findings: readonly MiddlewareFinding[] }
   | { readonly verdict: 'failed'; readonly failure: MiddlewareFailure };
 
+/** The response head a response stage is shown. */
+export interface ResponseHead {
+  readonly status: number;
+  /** Flat `[name, value, ...]` as received. */
+  readonly headers: readonly string[];
+}
+
+/** What a response stage decided: pass, block (403 before the head went out), or a failure (502). */
+export type ResponseResult =
+  | { readonly verdict: 'allow'; readonly findings: readonly MiddlewareFinding[] }
+  | { readonly verdict: 'deny'; readonly reasonCode: string | undefined; readonly findings: readonly MiddlewareFinding[] }
+  | { readonly verdict: 'failed'; readonly failure: MiddlewareFailure };
+
+/** One response under evaluation: the preflight on its head, then the whole body when the service asked for it. */
+export interface ResponseEvaluation {
+  /** `body` when the service wants the whole body (and it can be held), else the result. */
+  preflight(head: ResponseHead, bodyHoldable: boolean): Promise<{ readonly next: 'body' } | { readonly next: 'done'; readonly result: ResponseResult }>;
+  body(body: Buffer): Promise<ResponseResult>;
+  /** Ends the call (best effort); idempotent. */
+  end(): void;
+}
+
 export interface MiddlewareImplementation {
   readonly bindings: ReadonlySet<MiddlewareBinding>;
   /** Largest body or message the implementation takes; a larger one fails the stage. */
   readonly maxPayloadBytes: number;
   /** A request's whole body (empty when it has none), after policy allowed it. */
-  evaluateBody(body: Buffer): EntryResult;
+  evaluateBody(body: Buffer, view: RequestView): EntryResult | Promise<EntryResult>;
   /** A client text message, after policy allowed it. */
   evaluateText(text: string): TextResult;
+  /** An answer to an allowed request, for an implementation bound to responses. */
+  evaluateResponse?(view: RequestView): ResponseEvaluation;
 }
 
 /** An entry with the implementation it runs, fixed when the upgrade was admitted. */

@@ -5,8 +5,8 @@
 export const BUILTIN_MIDDLEWARES = ['regex'] as const;
 export type BuiltinMiddleware = (typeof BUILTIN_MIDDLEWARES)[number];
 
-/** Prefixes no operator registration may use: OpenShell's and Ryno's built-in namespaces. */
-export const RESERVED_MIDDLEWARE_PREFIXES = ['openshell/', 'ryno/'] as const;
+/** Prefixes no operator registration may use: OpenShell's, Ryno's and boundary's own built-in namespaces. */
+export const RESERVED_MIDDLEWARE_PREFIXES = ['openshell/', 'ryno/', 'boundary/'] as const;
 
 /** Both spellings name the same built-in: files from either world load unchanged. */
 const BUILTIN_NAMES: ReadonlyMap<string, BuiltinMiddleware> = new Map([

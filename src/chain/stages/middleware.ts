@@ -3,14 +3,20 @@
 // through each entry in order (chain/middleware-request.ts); a WebSocket upgrade's entries kept for its client text
 // messages (proxy/ws-relay.ts); a streamed body, which no entry can hold, refused or passed by on_uninspectable.
 
+import type { BoundMiddleware } from '../../middleware/implementation.js';
 import type { MiddlewareRegistry } from '../../middleware/registry.js';
 import { type MiddlewareRunDeps, runRequestMiddlewares, uninspectableBody } from '../middleware-request.js';
 import type { ChainRequest } from '../request.js';
 import { CONTINUE, type Stage } from '../stage.js';
 
 function websocketUpgrade(r: ChainRequest, registry: MiddlewareRegistry): undefined {
-  const entries = r.policy!.middlewaresFor(r.host as string);
-  r.websocketMiddlewares = entries.map((entry) => ({ entry, implementation: registry.implementationFor(entry) }));
+  const bound: BoundMiddleware[] = [];
+  for (const entry of r.policy!.middlewaresFor(r.host as string)) {
+    const implementation = registry.implementationFor(entry);
+    // Only an implementation bound to client text messages reads them (the built-ins); an external service is not asked.
+    if (implementation?.bindings.has('websocket-message') === true) bound.push({ entry, implementation });
+  }
+  r.websocketMiddlewares = bound;
   return CONTINUE;
 }
 

@@ -1,0 +1,113 @@
+// A real external middleware service for tests: @grpc/grpc-js serving proto/ryno/middleware/v1/middleware.proto on
+// 127.0.0.1:0 (plaintext), whose answers each test sets through `behaviour`. It records what it was sent, and can be
+// killed (listener and connections) to stand for a crashed service.
+import { fileURLToPath } from 'node:url';
+import * as grpc from '@grpc/grpc-js';
+import * as loader from '@grpc/proto-loader';
+
+const PROTO_DIR = fileURLToPath(new URL('../../proto', import.meta.url));
+
+export type Message = Record<string, unknown>;
+
+export interface Behaviour {
+  manifest(): Message;
+  validate(config: Message): boolean;
+  /** The result of one EvaluateHttpRequest, after `delayMs`. */
+  evaluate(request: Message): Message;
+  delayMs: number;
+  /** The preflight result of one response, and (when it asked for the body) the body's. */
+  preflight(event: Message): Message;
+  body(data: Buffer): Message;
+}
+
+export const CONTRACT = 'ryno.supervisor-middleware.contract';
+
+export function manifest(bindings: { operation: 'HTTP_REQUEST' | 'HTTP_RESPONSE'; maxPayloadBytes?: number }[], capabilities: string[] = [CONTRACT]): Message {
+  return {
+    name: 'test-service',
+    bindings: bindings.map((b) => ({
+      operation: `SUPERVISOR_MIDDLEWARE_OPERATION_${b.operation}`,
+      phase: b.operation === 'HTTP_REQUEST' ? 'SUPERVISOR_MIDDLEWARE_PHASE_PRE_CREDENTIALS' : 'SUPERVISOR_MIDDLEWARE_PHASE_PRE_RETURN',
+      max_payload_bytes: b.maxPayloadBytes ?? 1024 * 1024,
+    })),
+    extension: { protocol_version: { major: 1, minor: 0 }, implementation_name: 'test', supported_capabilities: capabilities },
+  };
+}
+
+export function defaultBehaviour(): Behaviour {
+  return {
+    manifest: () => manifest([{ operation: 'HTTP_REQUEST' }, { operation: 'HTTP_RESPONSE' }]),
+    validate: () => true,
+    evaluate: () => ({ decision: 'DECISION_ALLOW' }),
+    delayMs: 0,
+    preflight: () => ({ skip: {} }),
+    body: () => ({ pass_through: {} }),
+  };
+}
+
+export interface MiddlewareService {
+  readonly port: number;
+  readonly behaviour: Behaviour;
+  /** Every EvaluateHttpRequest received, as decoded. */
+  readonly requests: Message[];
+  readonly validated: Message[];
+  /** Stops the listener and drops every connection at once, as a crash would. */
+  kill(): void;
+  close(): Promise<void>;
+}
+
+export async function startMiddlewareService(): Promise<MiddlewareService> {
+  const definition = await loader.load('ryno/middleware/v1/middleware.proto', { includeDirs: [PROTO_DIR], keepCase: true, longs: Number, enums: String, defaults: true, oneofs: true });
+  const v1 = (grpc.loadPackageDefinition(definition) as unknown as { ryno: { middleware: { v1: Record<string, { service: grpc.ServiceDefinition }> } } }).ryno.middleware.v1;
+  const behaviour = defaultBehaviour();
+  const requests: Message[] = [];
+  const validated: Message[] = [];
+  const timers = new Set<NodeJS.Timeout>();
+  const server = new grpc.Server();
+  server.addService(v1.SupervisorMiddleware!.service, {
+    Describe: (_call: grpc.ServerUnaryCall<Message, Message>, done: grpc.sendUnaryData<Message>) => done(null, behaviour.manifest()),
+    ValidateConfig: (call: grpc.ServerUnaryCall<Message, Message>, done: grpc.sendUnaryData<Message>) => {
+      validated.push(call.request);
+      done(null, { valid: behaviour.validate(call.request.config as Message), reason: 'the test service said no' });
+    },
+    EvaluateHttpRequest: (call: grpc.ServerUnaryCall<Message, Message>, done: grpc.sendUnaryData<Message>) => {
+      requests.push(call.request);
+      const answer = behaviour.evaluate(call.request);
+      if (behaviour.delayMs === 0) return done(null, answer);
+      const timer = setTimeout(() => {
+        timers.delete(timer);
+        done(null, answer);
+      }, behaviour.delayMs);
+      timers.add(timer);
+    },
+  });
+  server.addService(v1.HttpResponsePreReturn!.service, {
+    Evaluate: (call: grpc.ServerDuplexStream<Message, Message>) => {
+      call.on('data', (event: Message) => {
+        if (event.event === 'preflight') call.write({ preflight_result: behaviour.preflight(event.preflight as Message) });
+        else if (event.event === 'body') call.write({ body_result: behaviour.body((event.body as { data: Buffer }).data) });
+      });
+      call.on('end', () => call.end());
+      call.on('error', () => undefined);
+    },
+  });
+  const port = await new Promise<number>((resolve, reject) =>
+    server.bindAsync('127.0.0.1:0', grpc.ServerCredentials.createInsecure(), (err, bound) => (err === null ? resolve(bound) : reject(err))),
+  );
+  let killed = false;
+  return {
+    port,
+    behaviour,
+    requests,
+    validated,
+    kill() {
+      killed = true;
+      for (const timer of timers) clearTimeout(timer);
+      server.forceShutdown();
+    },
+    async close() {
+      for (const timer of timers) clearTimeout(timer);
+      if (!killed) server.forceShutdown();
+    },
+  };
+}

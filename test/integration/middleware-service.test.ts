@@ -1,0 +1,309 @@
+// External network middleware services over gRPC (docs/policy.md#external-middleware-services): a real gRPC service
+// (test/harness/middleware-service.ts) registered with --middleware-config, asked about each request curl sends through
+// boundary, forward and inside an intercepted CONNECT: allow, deny with a reason code (an invalid one is a failure), a
+// replaced body decided again by GraphQL policy, header changes, timeouts and a killed service under fail_closed and
+// fail_open; at load, a config the service refuses, an unregistered name and a failed handshake.
+import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
+import { writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { after, before, beforeEach, describe, it } from 'node:test';
+import { promisify } from 'node:util';
+import { type RunningBoundary, startBoundary } from '../harness/boundary.js';
+import { makeTestPki } from '../harness/certs.js';
+import { SUITE_TIMEOUT_MS } from '../harness/liveness.js';
+import { defaultBehaviour, manifest, type MiddlewareService, startMiddlewareService } from '../harness/middleware-service.js';
+import { httpOrigin, type Origin, tlsOrigin } from '../harness/servers.js';
+
+const run = promisify(execFile);
+const NAMES = {
+  'api.example.test': ['127.0.0.1'],
+  'open.example.test': ['127.0.0.1'],
+  'gql.example.test': ['127.0.0.1'],
+  'secure.example.test': ['127.0.0.1'],
+} as const;
+
+const registration = (port: number, extra = ''): string => `services:
+  - name: acme/dlp
+    grpc_endpoint: http://127.0.0.1:${port}
+    allow_insecure_transport: true
+    max_payload_bytes: 65536
+    timeout: 300ms
+${extra}`;
+
+const policy = (p: { plain: number; secure: number }, entries = ''): string => `version: 1
+network_policies:
+  apis:
+    endpoints:
+      - { host: api.example.test, port: ${p.plain} }
+      - { host: open.example.test, port: ${p.plain} }
+      - { host: secure.example.test, port: ${p.secure} }
+      - host: gql.example.test
+        port: ${p.plain}
+        protocol: graphql
+        enforcement: enforce
+        rules: [{ allow: { operation_type: query } }]
+    binaries: [{ path: "/**" }]
+network_middlewares:
+  dlp:
+    middleware: acme/dlp
+    config: { level: strict }
+    endpoints: { include: [api.example.test, gql.example.test, secure.example.test] }
+  dlp-open:
+    middleware: acme/dlp
+    order: 1
+    on_error: fail_open
+    endpoints: { include: [open.example.test] }
+${entries}`;
+
+interface Reply {
+  readonly code: number;
+  readonly body: string;
+}
+
+describe('external middleware services over gRPC', { timeout: SUITE_TIMEOUT_MS }, () => {
+  let plain: Origin;
+  let secure: Origin;
+  let service: MiddlewareService;
+  let b: RunningBoundary;
+  let caFile: string;
+
+  before(async () => {
+    const pki = await makeTestPki();
+    plain = await httpOrigin();
+    secure = await tlsOrigin({ ca: pki.ca, names: ['secure.example.test'] });
+    service = await startMiddlewareService();
+    b = await startBoundary({
+      policy: policy({ plain: plain.port, secure: secure.port }),
+      names: NAMES,
+      upstreamCaPem: pki.ca.certPem,
+      middlewareConfig: registration(service.port),
+    });
+    caFile = join(b.dir, 'ca.pem');
+    await writeFile(caFile, `${b.caPem ?? ''}${pki.ca.certPem}`);
+  });
+
+  after(async () => {
+    await b?.close();
+    await Promise.all([plain?.close(), secure?.close(), service?.close()]);
+  });
+
+  beforeEach(() => Object.assign(service.behaviour, defaultBehaviour()));
+
+  const post = async (url: string, body: string, extra: string[] = []): Promise<Reply> => {
+    const { stdout } = await run(
+      'curl',
+      ['-sS', '--max-time', '10', '-x', `http://127.0.0.1:${b.proxyPort}`, '--cacert', caFile, '-w', '\n%{http_code}', '-H', 'content-type: application/json', ...extra, '--data-binary', body, url],
+      { env: { PATH: process.env.PATH ?? '/usr/bin:/bin' }, encoding: 'utf8' },
+    );
+    const cut = stdout.lastIndexOf('\n');
+    return { body: stdout.slice(0, cut), code: Number(stdout.slice(cut + 1)) };
+  };
+  const json = (reply: Reply): Record<string, unknown> => JSON.parse(reply.body) as Record<string, unknown>;
+  const eventFor = (host: string, path: string) =>
+    b.log.waitFor((e) => e.class_uid === 4002 && e.dst_endpoint?.domain === host && e.http_request?.url?.path === path && e.unmapped.middlewares !== undefined);
+
+  it('validated the entry configs at load, and the handshake told boundary the limits', () => {
+    assert.ok(service.validated.some((v) => v.middleware_name === 'acme/dlp' && (v.config as { fields: Record<string, unknown> }).fields.level !== undefined));
+  });
+
+  for (const [name, origin, url] of [
+    ['forward HTTP', () => plain, () => `http://api.example.test:${plain.port}/allow-1?q=1`],
+    ['intercepted CONNECT', () => secure, () => `https://secure.example.test:${secure.port}/allow-1?q=1`],
+  ] as const) {
+    it(`allows (${name}): the service sees the request without credentials or framing, the origin gets it`, async () => {
+      const seen = origin().seen.length;
+      const reply = await post(url(), '{"a":1}', ['-H', 'authorization: Bearer real-token', '-H', 'x-trace: t1']);
+      assert.equal(reply.code, 200, reply.body);
+      assert.equal(origin().seen.length, seen + 1);
+      const asked = service.requests.at(-1)!;
+      assert.equal(asked.middleware_name, 'acme/dlp');
+      assert.equal((asked.body as Buffer).toString(), '{"a":1}');
+      const target = asked.target as Record<string, unknown>;
+      assert.equal(target.path, '/allow-1');
+      assert.equal(target.query, 'q=1');
+      const names = (asked.headers as { name: string }[]).map((h) => h.name);
+      assert.ok(names.includes('x-trace'));
+      for (const hidden of ['authorization', 'host', 'content-length', 'proxy-connection']) assert.ok(!names.includes(hidden), hidden);
+      const event = await eventFor(name === 'forward HTTP' ? 'api.example.test' : 'secure.example.test', '/allow-1');
+      assert.deepEqual(event.unmapped.middlewares, [{ key: 'dlp', implementation: 'acme/dlp', binding: 'http-request', decision: 'allow', transformed: false }]);
+      // A line naming a credential placeholder is never shown (no source holds this key, so credentials refuse it after).
+      const asks = service.requests.length;
+      await post(url().replace('allow-1', 'allow-2'), '{}', ['-H', 'x-key: openshell:resolve:env:API_KEY', '-H', 'x-other: o']);
+      assert.equal(service.requests.length, asks + 1);
+      const shown = (service.requests.at(-1)!.headers as { name: string; value: string }[]).map((h) => `${h.name}: ${h.value}`);
+      assert.ok(shown.includes('x-other: o'));
+      assert.ok(!shown.some((h) => h.includes('API_KEY')), shown.join());
+    });
+
+    it(`denies (${name}) with a valid reason code: 403 middleware_denied; the free-text reason is nowhere`, async () => {
+      service.behaviour.evaluate = () => ({ decision: 'DECISION_DENY', reason_code: 'pii_found', reason: 'SECRET-REASON-TEXT', metadata: { k: 'SECRET-META' } });
+      const seen = origin().seen.length;
+      const reply = await post(url().replace('allow-1', 'deny-1'), '{"ssn":"x"}');
+      assert.equal(reply.code, 403, reply.body);
+      assert.equal(json(reply).error, 'middleware_denied');
+      assert.equal(json(reply).middleware, 'dlp');
+      assert.equal(json(reply).reason_code, 'pii_found');
+      assert.ok(!reply.body.includes('SECRET'));
+      assert.equal(origin().seen.length, seen);
+      const event = await b.log.waitFor((e) => e.unmapped.reason_code === 'middleware-denied' && e.http_request?.url?.path === '/deny-1');
+      assert.equal((event.unmapped.middlewares as { reason_code?: string }[])[0]?.reason_code, 'pii_found');
+      assert.ok(!b.log.lines().some((l) => l.includes('SECRET-REASON-TEXT') || l.includes('SECRET-META')));
+    });
+  }
+
+  it('turns a reason code outside [a-z][a-z0-9_]* into a failure: 403 middleware_failed under fail_closed', async () => {
+    service.behaviour.evaluate = () => ({ decision: 'DECISION_DENY', reason_code: 'Not-A-Code' });
+    const reply = await post(`http://api.example.test:${plain.port}/bad-code`, '{}');
+    assert.equal(reply.code, 403, reply.body);
+    assert.equal(json(reply).error, 'middleware_failed');
+    assert.equal('reason_code' in json(reply), false);
+    const event = await eventFor('api.example.test', '/bad-code');
+    assert.equal((event.unmapped.middlewares as { failure?: string }[])[0]?.failure, 'invalid-result');
+  });
+
+  it('applies header changes all together, and refuses the whole result when one touches a protected field', async () => {
+    service.behaviour.evaluate = () => ({
+      decision: 'DECISION_ALLOW',
+      header_mutations: [{ write: { name: 'x-dlp', value: 'checked', on_existing: 'EXISTING_HEADER_ACTION_OVERWRITE' } }, { remove: { name: 'x-trace' } }],
+    });
+    const seen = plain.seen.length;
+    const ok = await post(`http://api.example.test:${plain.port}/headers`, '{}', ['-H', 'x-trace: t1']);
+    assert.equal(ok.code, 200, ok.body);
+    assert.equal(plain.seen[seen]?.headers['x-dlp'], 'checked');
+    assert.equal(plain.seen[seen]?.headers['x-trace'], undefined);
+    service.behaviour.evaluate = () => ({
+      decision: 'DECISION_ALLOW',
+      header_mutations: [{ write: { name: 'x-dlp', value: 'checked', on_existing: 'EXISTING_HEADER_ACTION_OVERWRITE' } }, { write: { name: 'authorization', value: 'x', on_existing: 'EXISTING_HEADER_ACTION_OVERWRITE' } }],
+    });
+    const refused = await post(`http://api.example.test:${plain.port}/protected`, '{}');
+    assert.equal(refused.code, 403, refused.body);
+    assert.equal(json(refused).error, 'middleware_failed');
+    assert.equal(plain.seen.length, seen + 1);
+  });
+
+  it('decides a replaced body again: a GraphQL query the service turns into a mutation is denied by policy', async () => {
+    service.behaviour.evaluate = () => ({ decision: 'DECISION_ALLOW', has_body: true, body: Buffer.from('{"query":"mutation { drop }"}') });
+    const seen = plain.seen.length;
+    const reply = await post(`http://gql.example.test:${plain.port}/graphql`, '{"query":"{ viewer }"}');
+    assert.equal(reply.code, 403, reply.body);
+    assert.equal(plain.seen.length, seen);
+    service.behaviour.evaluate = () => ({ decision: 'DECISION_ALLOW', has_body: true, body: Buffer.from('{"query":"{ other }"}') });
+    const allowed = await post(`http://gql.example.test:${plain.port}/graphql`, '{"query":"{ viewer }"}');
+    assert.equal(allowed.code, 200, allowed.body);
+    assert.equal(plain.seen[seen]?.body, '{"query":"{ other }"}');
+    assert.equal(plain.seen[seen]?.headers['content-length'], String('{"query":"{ other }"}'.length));
+  });
+
+  it('a service slower than the timeout: 403 middleware_failed under fail_closed; passed with a finding under fail_open', async () => {
+    service.behaviour.delayMs = 2000;
+    const closed = await post(`http://api.example.test:${plain.port}/slow`, '{}');
+    assert.equal(closed.code, 403, closed.body);
+    assert.equal(json(closed).error, 'middleware_failed');
+    const event = await eventFor('api.example.test', '/slow');
+    assert.equal((event.unmapped.middlewares as { failure?: string }[])[0]?.failure, 'timeout');
+    const seen = plain.seen.length;
+    const open = await post(`http://open.example.test:${plain.port}/slow-open`, '{}');
+    assert.equal(open.code, 200, open.body);
+    assert.equal(plain.seen.length, seen + 1);
+    const openEvent = await eventFor('open.example.test', '/slow-open');
+    assert.deepEqual(openEvent.unmapped.middlewares, [
+      { key: 'dlp-open', implementation: 'acme/dlp', binding: 'http-request', decision: 'failed', transformed: false, failure: 'timeout', failed_open: true },
+    ]);
+  });
+});
+
+describe('external middleware services at load and when they die', { timeout: SUITE_TIMEOUT_MS }, () => {
+  const ports = { plain: 0, secure: 1 };
+  let plain: Origin;
+  before(async () => {
+    plain = await httpOrigin();
+    ports.plain = plain.port;
+  });
+  after(async () => {
+    await plain?.close();
+  });
+
+  const post = async (proxyPort: number, url: string): Promise<Reply> => {
+    const { stdout } = await run('curl', ['-sS', '--max-time', '10', '-x', `http://127.0.0.1:${proxyPort}`, '-w', '\n%{http_code}', '--data-binary', '{}', url], {
+      env: { PATH: process.env.PATH ?? '/usr/bin:/bin' },
+      encoding: 'utf8',
+    });
+    const cut = stdout.lastIndexOf('\n');
+    return { body: stdout.slice(0, cut), code: Number(stdout.slice(cut + 1)) };
+  };
+  const codes = (err: unknown): string[] => ((err as { issues?: { code: string; path: string }[] }).issues ?? []).map((i) => `${i.code} ${i.path}`);
+
+  it('refuses a policy whose config the service refuses, naming the entry; a reload like it keeps the policy in force', async () => {
+    const service = await startMiddlewareService();
+    try {
+      service.behaviour.validate = (config) => (config.fields as Record<string, unknown>).level === undefined;
+      await assert.rejects(startBoundary({ policy: policy(ports), names: NAMES, middlewareConfig: registration(service.port) }), (err) => {
+        assert.deepEqual(codes(err), ['POLICY_MIDDLEWARE_CONFIG network_middlewares.dlp.config']);
+        return true;
+      });
+      service.behaviour.validate = () => true;
+      const b = await startBoundary({ policy: policy(ports), names: NAMES, middlewareConfig: registration(service.port) });
+      try {
+        const hash = b.boundary.store.current().hash;
+        service.behaviour.validate = () => false;
+        await b.writePolicy(policy(ports).replace('level: strict', 'level: lax'));
+        await b.boundary.reloadPolicy();
+        assert.equal(b.boundary.store.current().hash, hash);
+        assert.match(b.log.text(), /POLICY_MIDDLEWARE_CONFIG/);
+      } finally {
+        await b.close();
+      }
+    } finally {
+      await service.close();
+    }
+  });
+
+  it('refuses an entry naming a service that is not registered with POLICY_MIDDLEWARE_EXTERNAL', async () => {
+    await assert.rejects(startBoundary({ policy: policy(ports), names: NAMES }), (err) => {
+      assert.ok(codes(err).includes('POLICY_MIDDLEWARE_EXTERNAL network_middlewares.dlp.middleware'), codes(err).join());
+      return true;
+    });
+  });
+
+  it('refuses a policy naming a service whose handshake fails (no contract capability; nothing listening)', async () => {
+    const service = await startMiddlewareService();
+    try {
+      service.behaviour.manifest = () => manifest([{ operation: 'HTTP_REQUEST' }], ['something.else']);
+      await assert.rejects(startBoundary({ policy: policy(ports), names: NAMES, middlewareConfig: registration(service.port) }), (err) => {
+        assert.ok(codes(err).includes('MIDDLEWARE_HANDSHAKE_FAILED network_middlewares.dlp.middleware'), codes(err).join());
+        return true;
+      });
+      service.behaviour.manifest = () => manifest([{ operation: 'HTTP_REQUEST', maxPayloadBytes: 1024 }]);
+      await assert.rejects(startBoundary({ policy: policy(ports), names: NAMES, middlewareConfig: registration(service.port) }), (err) => {
+        assert.ok(codes(err).includes('MIDDLEWARE_HANDSHAKE_FAILED network_middlewares.dlp.middleware'), codes(err).join());
+        return true;
+      });
+    } finally {
+      await service.close();
+    }
+    await assert.rejects(startBoundary({ policy: policy(ports), names: NAMES, middlewareConfig: registration(service.port) }), (err) => {
+      assert.ok(codes(err).includes('MIDDLEWARE_HANDSHAKE_FAILED network_middlewares.dlp.middleware'), codes(err).join());
+      return true;
+    });
+  });
+
+  it('a service killed mid-run: 403 middleware_failed under fail_closed, passed under fail_open', async () => {
+    const service = await startMiddlewareService();
+    const b = await startBoundary({ policy: policy(ports), names: NAMES, middlewareConfig: registration(service.port) });
+    try {
+      assert.equal((await post(b.proxyPort, `http://api.example.test:${plain.port}/before`)).code, 200);
+      service.kill();
+      const closed = await post(b.proxyPort, `http://api.example.test:${plain.port}/after`);
+      assert.equal(closed.code, 403, closed.body);
+      assert.equal((JSON.parse(closed.body) as { error: string }).error, 'middleware_failed');
+      const open = await post(b.proxyPort, `http://open.example.test:${plain.port}/after`);
+      assert.equal(open.code, 200, open.body);
+      const event = await b.log.waitFor((e) => e.dst_endpoint?.domain === 'open.example.test' && e.unmapped.middlewares !== undefined);
+      assert.equal((event.unmapped.middlewares as { failure?: string }[])[0]?.failure, 'unavailable');
+    } finally {
+      await b.close();
+      await service.close();
+    }
+  });
+});
