@@ -15,8 +15,8 @@ export interface Behaviour {
   /** The result of one EvaluateHttpRequest, after `delayMs`. */
   evaluate(request: Message): Message;
   delayMs: number;
-  /** The preflight result of one response, and (when it asked for the body) the body's. */
-  preflight(event: Message): Message;
+  /** The preflight result of one response (undefined: never answered), and (when it asked for the body) the body's. */
+  preflight(event: Message): Message | undefined;
   body(data: Buffer): Message;
 }
 
@@ -84,7 +84,10 @@ export async function startMiddlewareService(): Promise<MiddlewareService> {
   server.addService(v1.HttpResponsePreReturn!.service, {
     Evaluate: (call: grpc.ServerDuplexStream<Message, Message>) => {
       call.on('data', (event: Message) => {
-        if (event.event === 'preflight') call.write({ preflight_result: behaviour.preflight(event.preflight as Message) });
+        if (event.event === 'preflight') {
+          const result = behaviour.preflight(event.preflight as Message);
+          if (result !== undefined) call.write({ preflight_result: result });
+        }
         else if (event.event === 'body') call.write({ body_result: behaviour.body((event.body as { data: Buffer }).data) });
       });
       call.on('end', () => call.end());

@@ -126,7 +126,10 @@ describe('external middleware services over gRPC', { timeout: SUITE_TIMEOUT_MS }
       assert.ok(names.includes('x-trace'));
       for (const hidden of ['authorization', 'host', 'content-length', 'proxy-connection']) assert.ok(!names.includes(hidden), hidden);
       const event = await eventFor(name === 'forward HTTP' ? 'api.example.test' : 'secure.example.test', '/allow-1');
-      assert.deepEqual(event.unmapped.middlewares, [{ key: 'dlp', implementation: 'acme/dlp', binding: 'http-request', decision: 'allow', transformed: false }]);
+      assert.deepEqual(event.unmapped.middlewares, [
+        { key: 'dlp', implementation: 'acme/dlp', binding: 'http-request', decision: 'allow', transformed: false },
+        { key: 'dlp', implementation: 'acme/dlp', binding: 'http-response', decision: 'allow', transformed: false },
+      ]);
       // A line naming a credential placeholder is never shown (no source holds this key, so credentials refuse it after).
       const asks = service.requests.length;
       await post(url().replace('allow-1', 'allow-2'), '{}', ['-H', 'x-key: openshell:resolve:env:API_KEY', '-H', 'x-other: o']);
@@ -149,6 +152,46 @@ describe('external middleware services over gRPC', { timeout: SUITE_TIMEOUT_MS }
       const event = await b.log.waitFor((e) => e.unmapped.reason_code === 'middleware-denied' && e.http_request?.url?.path === '/deny-1');
       assert.equal((event.unmapped.middlewares as { reason_code?: string }[])[0]?.reason_code, 'pii_found');
       assert.ok(!b.log.lines().some((l) => l.includes('SECRET-REASON-TEXT') || l.includes('SECRET-META')));
+    });
+    it(`responses (${name}): blocked at preflight or on the whole body: 403 middleware_denied; passed whole otherwise`, async () => {
+      service.behaviour.preflight = (e) => {
+        const path = (e.target as { path: string }).path;
+        if (path === '/resp-head') return { block_delivery: {}, reason_code: 'status_blocked', reason: 'SECRET-REASON-TEXT' };
+        return { inspect: { body_mode: 'HTTP_RESPONSE_BODY_MODE_WHOLE_BODY_BYTES' } };
+      };
+      const bodies: string[] = [];
+      service.behaviour.body = (data) => {
+        bodies.push(data.toString());
+        return bodies.length === 1 ? { pass_through: {} } : { block_delivery: {}, reason_code: 'body_blocked' };
+      };
+      const passed = await post(url().replace('allow-1', 'resp-pass'), '{}');
+      assert.equal(passed.code, 200, passed.body);
+      assert.equal(bodies[0], passed.body);
+      const blocked = await post(url().replace('allow-1', 'resp-body'), '{}');
+      assert.equal(blocked.code, 403, blocked.body);
+      assert.equal(json(blocked).error, 'middleware_denied');
+      assert.equal(json(blocked).reason_code, 'body_blocked');
+      const head = await post(url().replace('allow-1', 'resp-head'), '{}');
+      assert.equal(head.code, 403, head.body);
+      assert.equal(json(head).reason_code, 'status_blocked');
+      assert.ok(!head.body.includes('SECRET'));
+      const event = await b.log.waitFor((e) => e.http_request?.url?.path === '/resp-head' && e.unmapped.middlewares !== undefined);
+      assert.equal(event.unmapped.reason_code, 'middleware-denied');
+      assert.deepEqual((event.unmapped.middlewares as { binding: string; decision: string }[]).map((m) => `${m.binding} ${m.decision}`), [
+        'http-request allow',
+        'http-response deny',
+      ]);
+    });
+
+    it(`responses (${name}): a service that never answers the preflight: 502 response_delivery_failed under fail_closed`, async () => {
+      service.behaviour.preflight = () => undefined;
+      const reply = await post(url().replace('allow-1', 'resp-timeout'), '{}');
+      assert.equal(reply.code, 502, reply.body);
+      assert.equal(json(reply).error, 'response_delivery_failed');
+      // A failure's event is Network Activity without the path: told apart by its host and status.
+      const host = name === 'forward HTTP' ? 'api.example.test' : 'secure.example.test';
+      const event = await b.log.waitFor((e) => e.dst_endpoint?.domain === host && e.unmapped.reason_code === 'middleware-failed' && e.unmapped.status_code === 502);
+      assert.equal((event.unmapped.middlewares as { failure?: string }[])[1]?.failure, 'timeout');
     });
   }
 
@@ -207,9 +250,31 @@ describe('external middleware services over gRPC', { timeout: SUITE_TIMEOUT_MS }
     assert.equal(open.code, 200, open.body);
     assert.equal(plain.seen.length, seen + 1);
     const openEvent = await eventFor('open.example.test', '/slow-open');
-    assert.deepEqual(openEvent.unmapped.middlewares, [
-      { key: 'dlp-open', implementation: 'acme/dlp', binding: 'http-request', decision: 'failed', transformed: false, failure: 'timeout', failed_open: true },
-    ]);
+    assert.deepEqual((openEvent.unmapped.middlewares as unknown[])[0], {
+      key: 'dlp-open',
+      implementation: 'acme/dlp',
+      binding: 'http-request',
+      decision: 'failed',
+      transformed: false,
+      failure: 'timeout',
+      failed_open: true,
+    });
+  });
+
+  it('a response stage that fails under fail_open lets the answer through', async () => {
+    service.behaviour.preflight = () => ({ inspect: { body_mode: 'HTTP_RESPONSE_BODY_MODE_UNSPECIFIED' } });
+    const reply = await post(`http://open.example.test:${plain.port}/resp-open`, '{}');
+    assert.equal(reply.code, 200, reply.body);
+    const event = await eventFor('open.example.test', '/resp-open');
+    assert.deepEqual((event.unmapped.middlewares as { binding: string; failure?: string; failed_open?: boolean }[])[1], {
+      key: 'dlp-open',
+      implementation: 'acme/dlp',
+      binding: 'http-response',
+      decision: 'failed',
+      transformed: false,
+      failure: 'invalid-result',
+      failed_open: true,
+    });
   });
 });
 
