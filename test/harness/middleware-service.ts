@@ -1,5 +1,5 @@
 // A real external middleware service for tests: @grpc/grpc-js serving proto/ryno/middleware/v1/middleware.proto on
-// 127.0.0.1:0 (plaintext), whose answers each test sets through `behaviour`. It records what it was sent, and can be
+// 127.0.0.1:0 (plaintext, or TLS with a given certificate), whose answers each test sets through `behaviour`. It records what it was sent, and can be
 // killed (listener and connections) to stand for a crashed service.
 import { fileURLToPath } from 'node:url';
 import * as grpc from '@grpc/grpc-js';
@@ -56,7 +56,7 @@ export interface MiddlewareService {
   close(): Promise<void>;
 }
 
-export async function startMiddlewareService(): Promise<MiddlewareService> {
+export async function startMiddlewareService(options: { readonly tls?: { readonly certPem: string; readonly keyPem: string } } = {}): Promise<MiddlewareService> {
   const definition = await loader.load('ryno/middleware/v1/middleware.proto', { includeDirs: [PROTO_DIR], keepCase: true, longs: Number, enums: String, defaults: true, oneofs: true });
   const v1 = (grpc.loadPackageDefinition(definition) as unknown as { ryno: { middleware: { v1: Record<string, { service: grpc.ServiceDefinition }> } } }).ryno.middleware.v1;
   const behaviour = defaultBehaviour();
@@ -94,8 +94,12 @@ export async function startMiddlewareService(): Promise<MiddlewareService> {
       call.on('error', () => undefined);
     },
   });
+  const credentials =
+    options.tls === undefined
+      ? grpc.ServerCredentials.createInsecure()
+      : grpc.ServerCredentials.createSsl(null, [{ cert_chain: Buffer.from(options.tls.certPem), private_key: Buffer.from(options.tls.keyPem) }]);
   const port = await new Promise<number>((resolve, reject) =>
-    server.bindAsync('127.0.0.1:0', grpc.ServerCredentials.createInsecure(), (err, bound) => (err === null ? resolve(bound) : reject(err))),
+    server.bindAsync('127.0.0.1:0', credentials, (err, bound) => (err === null ? resolve(bound) : reject(err))),
   );
   let killed = false;
   return {

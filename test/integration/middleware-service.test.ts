@@ -5,7 +5,8 @@
 // fail_open; at load, a config the service refuses, an unregistered name and a failed handshake.
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
-import { writeFile } from 'node:fs/promises';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, beforeEach, describe, it } from 'node:test';
 import { promisify } from 'node:util';
@@ -351,6 +352,38 @@ describe('external middleware services at load and when they die', { timeout: SU
       assert.ok(codes(err).includes('MIDDLEWARE_HANDSHAKE_FAILED network_middlewares.dlp.middleware'), codes(err).join());
       return true;
     });
+  });
+
+  it('reaches a service over TLS that chains to tls_ca_cert_path; one signed by another CA fails the handshake', async () => {
+    const pki = await makeTestPki();
+    const service = await startMiddlewareService({ tls: pki.server });
+    const dir = await mkdtemp(join(tmpdir(), 'middleware-ca-'));
+    const tls = (ca: string): string => `services:
+  - name: acme/dlp
+    grpc_endpoint: https://127.0.0.1:${service.port}
+    tls_ca_cert_path: ${ca}
+    max_payload_bytes: 65536
+`;
+    try {
+      await writeFile(join(dir, 'ca.pem'), pki.ca.certPem);
+      await writeFile(join(dir, 'other.pem'), pki.otherCa.certPem);
+      const b = await startBoundary({ policy: policy(ports), names: NAMES, middlewareConfig: tls(join(dir, 'ca.pem')) });
+      try {
+        service.behaviour.evaluate = () => ({ decision: 'DECISION_DENY', reason_code: 'over_tls' });
+        const reply = await post(b.proxyPort, `http://api.example.test:${plain.port}/tls`);
+        assert.equal(reply.code, 403, reply.body);
+        assert.equal((JSON.parse(reply.body) as { reason_code: string }).reason_code, 'over_tls');
+      } finally {
+        await b.close();
+      }
+      await assert.rejects(startBoundary({ policy: policy(ports), names: NAMES, middlewareConfig: tls(join(dir, 'other.pem')) }), (err) => {
+        assert.ok(codes(err).includes('MIDDLEWARE_HANDSHAKE_FAILED network_middlewares.dlp.middleware'), codes(err).join());
+        return true;
+      });
+    } finally {
+      await service.close();
+      await rm(dir, { recursive: true, force: true });
+    }
   });
 
   it('a service killed mid-run: 403 middleware_failed under fail_closed, passed under fail_open', async () => {
