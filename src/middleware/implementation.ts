@@ -80,8 +80,8 @@ export interface MiddlewareImplementation {
   readonly maxPayloadBytes: number;
   /** A request's whole body (empty when it has none), after policy allowed it. */
   evaluateBody(body: Buffer, view: RequestView): EntryResult | Promise<EntryResult>;
-  /** A client text message, after policy allowed it. */
-  evaluateText(text: string): TextResult;
+  /** A client text message, after policy allowed it; `view` is the upgrade's, the same object for the whole connection. */
+  evaluateText(text: string, view?: RequestView): TextResult | Promise<TextResult>;
   /** An answer to an allowed request, for an implementation bound to responses. */
   evaluateResponse?(view: RequestView): ResponseEvaluation;
 }
@@ -90,4 +90,6 @@ export interface MiddlewareImplementation {
 export interface BoundMiddleware {
   readonly entry: MiddlewareEntry;
   readonly implementation: MiddlewareImplementation;
+  /** What an external service is told of the upgrade with each message. */
+  readonly view?: RequestView;
 }

@@ -3,7 +3,7 @@
 // boundary keeps of a service is its profile: per binding, the payload limit and timeout it will use. Pure.
 
 import type { MiddlewareBinding } from './outcome.js';
-import { CONTRACT_CAPABILITY, PROTOCOL_MAJOR } from './proto.js';
+import { CONTRACT_CAPABILITY, PROTOCOL_MAJOR, WEBSOCKET_UNARY_CAPABILITY } from './proto.js';
 import { MAX_MIDDLEWARE_PAYLOAD_BYTES, MAX_MIDDLEWARE_TIMEOUT_MS, MIN_MIDDLEWARE_TIMEOUT_MS, type MiddlewareRegistration } from './registrations.js';
 
 export interface BindingProfile {
@@ -19,6 +19,7 @@ export type ServiceProfile = ReadonlyMap<MiddlewareBinding, BindingProfile>;
 const BINDINGS: Readonly<Record<string, MiddlewareBinding>> = {
   'SUPERVISOR_MIDDLEWARE_OPERATION_HTTP_REQUEST/SUPERVISOR_MIDDLEWARE_PHASE_PRE_CREDENTIALS': 'http-request',
   'SUPERVISOR_MIDDLEWARE_OPERATION_HTTP_RESPONSE/SUPERVISOR_MIDDLEWARE_PHASE_PRE_RETURN': 'http-response',
+  'SUPERVISOR_MIDDLEWARE_OPERATION_WEBSOCKET_MESSAGE/SUPERVISOR_MIDDLEWARE_PHASE_PRE_CREDENTIALS': 'websocket-message',
 };
 
 interface RawManifest {
@@ -45,9 +46,11 @@ export function profileOf(raw: RawManifest, registration: MiddlewareRegistration
   if (!(extension.supported_capabilities ?? []).includes(CONTRACT_CAPABILITY)) return `the service does not advertise ${CONTRACT_CAPABILITY}`;
   if ((extension.required_capabilities ?? []).some((c) => c !== CONTRACT_CAPABILITY)) return 'the service requires a capability boundary does not have';
   const profile = new Map<MiddlewareBinding, BindingProfile>();
+  // Text messages are asked one call each, which only a service that says so answers (not a session stream).
+  const unaryText = (extension.supported_capabilities ?? []).includes(WEBSOCKET_UNARY_CAPABILITY);
   for (const binding of raw.bindings ?? []) {
     const kind = BINDINGS[`${binding.operation}/${binding.phase}`];
-    if (kind === undefined) continue;
+    if (kind === undefined || (kind === 'websocket-message' && !unaryText)) continue;
     const advertised = binding.max_payload_bytes ?? 0;
     if (advertised < 1) return `the ${kind} binding has no max_payload_bytes`;
     if (registration.maxPayloadBytes > advertised) {
@@ -62,5 +65,5 @@ export function profileOf(raw: RawManifest, registration: MiddlewareRegistration
     }
     profile.set(kind, { maxPayloadBytes: Math.min(registration.maxPayloadBytes, MAX_MIDDLEWARE_PAYLOAD_BYTES), timeoutMs });
   }
-  return profile.size === 0 ? 'the service declares no binding boundary runs (HTTP_REQUEST or HTTP_RESPONSE)' : profile;
+  return profile.size === 0 ? 'the service declares no binding boundary runs (HTTP_REQUEST, HTTP_RESPONSE, or WEBSOCKET_MESSAGE with the unary capability)' : profile;
 }

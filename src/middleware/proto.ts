@@ -11,6 +11,8 @@ const PROTO_FILE = 'ryno/middleware/v1/middleware.proto';
 
 /** The contract capability both peers must advertise. */
 export const CONTRACT_CAPABILITY = 'ryno.supervisor-middleware.contract';
+/** What a service lists to be asked about each WebSocket text message by one unary call. */
+export const WEBSOCKET_UNARY_CAPABILITY = 'boundary.middleware.websocket-message-unary';
 /** Protocol major boundary speaks. */
 export const PROTOCOL_MAJOR = 1;
 

@@ -3,7 +3,7 @@
 // whole result a failure (`invalid-result`), which the entry's on_error decides. The service's free text is dropped
 // here, unread. Pure.
 
-import type { EntryResult, HeaderMutation } from './implementation.js';
+import type { EntryResult, HeaderMutation, TextResult } from './implementation.js';
 import { mutationProblem } from './service-headers.js';
 import { isReasonCode, type MiddlewareFinding } from './outcome.js';
 
@@ -91,4 +91,17 @@ export function httpRequestResult(raw: Record<string, unknown>, maxPayloadBytes:
     if (body.length > maxPayloadBytes) return { verdict: 'failed', failure: 'payload-too-large' };
   }
   return { verdict: 'allow', body, findings, ...(mutations.length === 0 ? {} : { mutations }) };
+}
+
+/** A WebSocketMessageResult as the relay takes it; `maxPayloadBytes` bounds a replacement, in UTF-8 bytes. */
+export function webSocketMessageResult(raw: Record<string, unknown>, maxPayloadBytes: number): TextResult {
+  const reasonCode = reasonCodeOf(raw.reason_code);
+  const findings = findingsOf(raw);
+  if (reasonCode === 'invalid' || findings === 'invalid') return { verdict: 'failed', failure: 'invalid-result' };
+  if (raw.decision === 'DECISION_DENY') return { verdict: 'deny', reasonCode, findings };
+  if (raw.decision !== 'DECISION_ALLOW') return { verdict: 'failed', failure: 'invalid-result' };
+  if (raw.has_text !== true) return { verdict: 'allow', text: undefined, findings };
+  const text = typeof raw.text === 'string' ? raw.text : '';
+  if (Buffer.byteLength(text, 'utf8') > maxPayloadBytes) return { verdict: 'failed', failure: 'payload-too-large' };
+  return { verdict: 'allow', text, findings };
 }

@@ -6,12 +6,12 @@ import type * as Grpc from '@grpc/grpc-js';
 import type { MiddlewareEntry } from '../policy/types.js';
 import { BoundaryError } from '../shared/errors.js';
 import type { Timers } from '../shared/timers.js';
-import type { EntryResult, MiddlewareImplementation, MiddlewareTarget, RequestView } from './implementation.js';
+import type { EntryResult, MiddlewareImplementation, MiddlewareTarget, RequestView, TextResult } from './implementation.js';
 import { profileOf, type ServiceProfile } from './manifest.js';
 import type { MiddlewareBinding } from './outcome.js';
 import { CONTRACT_CAPABILITY, type MiddlewareProtocol, PROTOCOL_MAJOR, toStruct } from './proto.js';
 import type { MiddlewareRegistration } from './registrations.js';
-import { httpRequestResult } from './results.js';
+import { httpRequestResult, webSocketMessageResult } from './results.js';
 import { openResponseEvaluation } from './service-response.js';
 
 /** Largest message either side sends: a body at the payload limit plus its envelope. */
@@ -112,6 +112,31 @@ export function createMiddlewareService(registration: MiddlewareRegistration, de
     return httpRequestResult(reply.value, limits.maxPayloadBytes);
   }
 
+  /** Messages asked so far, per upgrade (its view): the next message's sequence number. */
+  const sequences = new WeakMap<RequestView, number>();
+
+  async function evaluateText(text: string, view?: RequestView): Promise<TextResult> {
+    const limits = limitsFor('websocket-message');
+    if (limits === undefined || view === undefined) return { verdict: 'failed', failure: 'unavailable' };
+    if (Buffer.byteLength(text, 'utf8') > limits.maxPayloadBytes) return { verdict: 'failed', failure: 'payload-too-large' };
+    const sequence = (sequences.get(view) ?? 0) + 1;
+    sequences.set(view, sequence);
+    const reply = await call(
+      'EvaluateWebSocketMessage',
+      {
+        context: contextMessage(view),
+        config: toStruct(view.entry.config),
+        target: targetMessage({ ...view.target, query: '' }),
+        sequence,
+        text,
+        middleware_name: view.entry.middleware,
+      },
+      limits.timeoutMs,
+    );
+    if (!reply.ok) return { verdict: 'failed', failure: reply.failure };
+    return webSocketMessageResult(reply.value, limits.maxPayloadBytes);
+  }
+
   const implementation: MiddlewareImplementation = {
     get bindings() {
       return new Set(profile?.keys() ?? []);
@@ -120,8 +145,7 @@ export function createMiddlewareService(registration: MiddlewareRegistration, de
       return limitsFor('http-request')?.maxPayloadBytes ?? 0;
     },
     evaluateBody,
-    // Text messages go to a service only over its own session stream, which boundary does not open yet.
-    evaluateText: () => ({ verdict: 'failed', failure: 'unavailable' }),
+    evaluateText,
     evaluateResponse(view) {
       responses ??= new deps.protocol.HttpResponsePreReturn(registration.target, credentials, options);
       return openResponseEvaluation({

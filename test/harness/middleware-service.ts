@@ -15,19 +15,25 @@ export interface Behaviour {
   /** The result of one EvaluateHttpRequest, after `delayMs`. */
   evaluate(request: Message): Message;
   delayMs: number;
+  /** The result of one EvaluateWebSocketMessage, after `textDelayMs`. */
+  text(request: Message): Message;
+  textDelayMs: number;
   /** The preflight result of one response (undefined: never answered), and (when it asked for the body) the body's. */
   preflight(event: Message): Message | undefined;
   body(data: Buffer): Message;
 }
 
 export const CONTRACT = 'ryno.supervisor-middleware.contract';
+export const WEBSOCKET_UNARY = 'boundary.middleware.websocket-message-unary';
 
-export function manifest(bindings: { operation: 'HTTP_REQUEST' | 'HTTP_RESPONSE'; maxPayloadBytes?: number }[], capabilities: string[] = [CONTRACT]): Message {
+type Operation = 'HTTP_REQUEST' | 'HTTP_RESPONSE' | 'WEBSOCKET_MESSAGE';
+
+export function manifest(bindings: { operation: Operation; maxPayloadBytes?: number }[], capabilities: string[] = [CONTRACT, WEBSOCKET_UNARY]): Message {
   return {
     name: 'test-service',
     bindings: bindings.map((b) => ({
       operation: `SUPERVISOR_MIDDLEWARE_OPERATION_${b.operation}`,
-      phase: b.operation === 'HTTP_REQUEST' ? 'SUPERVISOR_MIDDLEWARE_PHASE_PRE_CREDENTIALS' : 'SUPERVISOR_MIDDLEWARE_PHASE_PRE_RETURN',
+      phase: b.operation === 'HTTP_RESPONSE' ? 'SUPERVISOR_MIDDLEWARE_PHASE_PRE_RETURN' : 'SUPERVISOR_MIDDLEWARE_PHASE_PRE_CREDENTIALS',
       max_payload_bytes: b.maxPayloadBytes ?? 1024 * 1024,
     })),
     extension: { protocol_version: { major: 1, minor: 0 }, implementation_name: 'test', supported_capabilities: capabilities },
@@ -36,10 +42,12 @@ export function manifest(bindings: { operation: 'HTTP_REQUEST' | 'HTTP_RESPONSE'
 
 export function defaultBehaviour(): Behaviour {
   return {
-    manifest: () => manifest([{ operation: 'HTTP_REQUEST' }, { operation: 'HTTP_RESPONSE' }]),
+    manifest: () => manifest([{ operation: 'HTTP_REQUEST' }, { operation: 'HTTP_RESPONSE' }, { operation: 'WEBSOCKET_MESSAGE' }]),
     validate: () => true,
     evaluate: () => ({ decision: 'DECISION_ALLOW' }),
     delayMs: 0,
+    text: () => ({ decision: 'DECISION_ALLOW' }),
+    textDelayMs: 0,
     preflight: () => ({ skip: {} }),
     body: () => ({ pass_through: {} }),
   };
@@ -50,6 +58,8 @@ export interface MiddlewareService {
   readonly behaviour: Behaviour;
   /** Every EvaluateHttpRequest received, as decoded. */
   readonly requests: Message[];
+  /** Every EvaluateWebSocketMessage received. */
+  readonly texts: Message[];
   readonly validated: Message[];
   /** Stops the listener and drops every connection at once, as a crash would. */
   kill(): void;
@@ -62,7 +72,19 @@ export async function startMiddlewareService(options: { readonly tls?: { readonl
   const behaviour = defaultBehaviour();
   const requests: Message[] = [];
   const validated: Message[] = [];
+  const texts: Message[] = [];
   const timers = new Set<NodeJS.Timeout>();
+  const later = (ms: number, answer: () => void): void => {
+    if (ms === 0) {
+      answer();
+      return;
+    }
+    const timer = setTimeout(() => {
+      timers.delete(timer);
+      answer();
+    }, ms);
+    timers.add(timer);
+  };
   const server = new grpc.Server();
   server.addService(v1.SupervisorMiddleware!.service, {
     Describe: (_call: grpc.ServerUnaryCall<Message, Message>, done: grpc.sendUnaryData<Message>) => done(null, behaviour.manifest()),
@@ -72,13 +94,11 @@ export async function startMiddlewareService(options: { readonly tls?: { readonl
     },
     EvaluateHttpRequest: (call: grpc.ServerUnaryCall<Message, Message>, done: grpc.sendUnaryData<Message>) => {
       requests.push(call.request);
-      const answer = behaviour.evaluate(call.request);
-      if (behaviour.delayMs === 0) return done(null, answer);
-      const timer = setTimeout(() => {
-        timers.delete(timer);
-        done(null, answer);
-      }, behaviour.delayMs);
-      timers.add(timer);
+      later(behaviour.delayMs, () => done(null, behaviour.evaluate(call.request)));
+    },
+    EvaluateWebSocketMessage: (call: grpc.ServerUnaryCall<Message, Message>, done: grpc.sendUnaryData<Message>) => {
+      texts.push(call.request);
+      later(behaviour.textDelayMs, () => done(null, behaviour.text(call.request)));
     },
   });
   server.addService(v1.HttpResponsePreReturn!.service, {
@@ -106,6 +126,7 @@ export async function startMiddlewareService(options: { readonly tls?: { readonl
     port,
     behaviour,
     requests,
+    texts,
     validated,
     kill() {
       killed = true;

@@ -8,13 +8,16 @@ import { execFile } from 'node:child_process';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { once } from 'node:events';
 import { after, before, beforeEach, describe, it } from 'node:test';
 import { promisify } from 'node:util';
+import { ProxyAgent, WebSocket } from 'undici';
 import { type RunningBoundary, startBoundary } from '../harness/boundary.js';
 import { makeTestPki } from '../harness/certs.js';
 import { SUITE_TIMEOUT_MS } from '../harness/liveness.js';
 import { defaultBehaviour, manifest, type MiddlewareService, startMiddlewareService } from '../harness/middleware-service.js';
 import { httpOrigin, type Origin, tlsOrigin } from '../harness/servers.js';
+import { type WsOrigin, wsOrigin } from '../harness/ws.js';
 
 const run = promisify(execFile);
 const NAMES = {
@@ -22,6 +25,7 @@ const NAMES = {
   'open.example.test': ['127.0.0.1'],
   'gql.example.test': ['127.0.0.1'],
   'secure.example.test': ['127.0.0.1'],
+  'ws.example.test': ['127.0.0.1'],
 } as const;
 
 const registration = (port: number, extra = ''): string => `services:
@@ -32,13 +36,14 @@ const registration = (port: number, extra = ''): string => `services:
     timeout: 300ms
 ${extra}`;
 
-const policy = (p: { plain: number; secure: number }, entries = ''): string => `version: 1
+const policy = (p: { plain: number; secure: number; ws?: number }, entries = ''): string => `version: 1
 network_policies:
   apis:
     endpoints:
       - { host: api.example.test, port: ${p.plain} }
       - { host: open.example.test, port: ${p.plain} }
       - { host: secure.example.test, port: ${p.secure} }
+      - { host: ws.example.test, port: ${p.ws ?? 1} }
       - host: gql.example.test
         port: ${p.plain}
         protocol: graphql
@@ -49,7 +54,7 @@ network_middlewares:
   dlp:
     middleware: acme/dlp
     config: { level: strict }
-    endpoints: { include: [api.example.test, gql.example.test, secure.example.test] }
+    endpoints: { include: [api.example.test, gql.example.test, secure.example.test, ws.example.test] }
   dlp-open:
     middleware: acme/dlp
     order: 1
@@ -66,6 +71,7 @@ describe('external middleware services over gRPC', { timeout: SUITE_TIMEOUT_MS }
   let plain: Origin;
   let secure: Origin;
   let service: MiddlewareService;
+  let ws: WsOrigin;
   let b: RunningBoundary;
   let caFile: string;
 
@@ -73,9 +79,10 @@ describe('external middleware services over gRPC', { timeout: SUITE_TIMEOUT_MS }
     const pki = await makeTestPki();
     plain = await httpOrigin();
     secure = await tlsOrigin({ ca: pki.ca, names: ['secure.example.test'] });
+    ws = await wsOrigin();
     service = await startMiddlewareService();
     b = await startBoundary({
-      policy: policy({ plain: plain.port, secure: secure.port }),
+      policy: policy({ plain: plain.port, secure: secure.port, ws: ws.port }),
       names: NAMES,
       upstreamCaPem: pki.ca.certPem,
       middlewareConfig: registration(service.port),
@@ -86,7 +93,7 @@ describe('external middleware services over gRPC', { timeout: SUITE_TIMEOUT_MS }
 
   after(async () => {
     await b?.close();
-    await Promise.all([plain?.close(), secure?.close(), service?.close()]);
+    await Promise.all([plain?.close(), secure?.close(), ws?.close(), service?.close()]);
   });
 
   beforeEach(() => Object.assign(service.behaviour, defaultBehaviour()));
@@ -276,6 +283,50 @@ describe('external middleware services over gRPC', { timeout: SUITE_TIMEOUT_MS }
       failure: 'invalid-result',
       failed_open: true,
     });
+  });
+
+  it('WebSocket text messages: asked one by one in order, replaced, then a deny closes with 1008; a slow service fails closed with 1011', async () => {
+    service.behaviour.text = (m) => {
+      const text = String(m.text);
+      if (text.includes('forbidden')) return { decision: 'DECISION_DENY', reason_code: 'ws_blocked' };
+      return text === 'swap me' ? { decision: 'DECISION_ALLOW', has_text: true, text: 'swapped' } : { decision: 'DECISION_ALLOW' };
+    };
+    service.behaviour.textDelayMs = 20;
+    const asked = service.texts.length;
+    const dispatcher = new ProxyAgent({ uri: `http://127.0.0.1:${b.proxyPort}` });
+    const socket = new WebSocket(`ws://ws.example.test:${ws.port}/chat?token=1`, { dispatcher });
+    try {
+      await once(socket, 'open');
+      for (const text of ['one', 'swap me', 'three']) socket.send(text);
+      await ws.waitFor((r) => r.kind === 'text' && r.text === 'three');
+      const relayed = ws.records.filter((r) => r.kind === 'text').map((r) => (r as { text: string }).text);
+      assert.deepEqual(relayed.slice(-3), ['one', 'swapped', 'three']);
+      const sent = service.texts.slice(asked);
+      assert.deepEqual(sent.map((m) => [m.sequence, m.text]), [[1, 'one'], [2, 'swap me'], [3, 'three']]);
+      const target = sent[0]!.target as { path: string; query: string };
+      assert.equal(target.path, '/chat');
+      assert.equal(target.query, '');
+      socket.send('something forbidden');
+      const [closed] = (await once(socket, 'close')) as [{ code: number }];
+      assert.equal(closed.code, 1008);
+      assert.ok(!ws.records.some((r) => r.kind === 'text' && (r as { text: string }).text.includes('forbidden')));
+      const event = await b.log.waitFor((e) => e.http_request?.http_method === 'WEBSOCKET_TEXT' && e.unmapped.reason_code === 'middleware-denied');
+      assert.equal((event.unmapped.middlewares as { reason_code?: string }[])[0]?.reason_code, 'ws_blocked');
+    } finally {
+      socket.close();
+    }
+    service.behaviour.textDelayMs = 2000;
+    const slow = new WebSocket(`ws://ws.example.test:${ws.port}/slow`, { dispatcher });
+    try {
+      await once(slow, 'open');
+      slow.send('late');
+      const [closed] = (await once(slow, 'close')) as [{ code: number }];
+      assert.equal(closed.code, 1011);
+      assert.ok(!ws.records.some((r) => r.kind === 'text' && (r as { text: string }).text === 'late'));
+    } finally {
+      slow.close();
+      await dispatcher.close();
+    }
   });
 });
 

@@ -5,7 +5,7 @@
 
 import type { BoundMiddleware } from '../../middleware/implementation.js';
 import type { MiddlewareRegistry } from '../../middleware/registry.js';
-import { type MiddlewareRunDeps, runRequestMiddlewares, uninspectableBody } from '../middleware-request.js';
+import { type MiddlewareRunDeps, requestView, runRequestMiddlewares, uninspectableBody } from '../middleware-request.js';
 import type { ChainRequest } from '../request.js';
 import { CONTINUE, type Stage } from '../stage.js';
 
@@ -13,8 +13,8 @@ function websocketUpgrade(r: ChainRequest, registry: MiddlewareRegistry): undefi
   const bound: BoundMiddleware[] = [];
   for (const entry of r.policy!.middlewaresFor(r.host as string)) {
     const implementation = registry.implementationFor(entry);
-    // Only an implementation bound to client text messages reads them (the built-ins); an external service is not asked.
-    if (implementation?.bindings.has('websocket-message') === true) bound.push({ entry, implementation });
+    // Only an implementation bound to client text messages reads them (a service that described that binding).
+    if (implementation?.bindings.has('websocket-message') === true) bound.push({ entry, implementation, view: requestView(r, entry) });
   }
   r.websocketMiddlewares = bound;
   return CONTINUE;
