@@ -1,7 +1,12 @@
 // The --middleware-config file (docs/running.md#middleware-services): every rule of a registration, each problem
-// reported with its path under CONFIG_INVALID.
+// reported with its path under CONFIG_INVALID; `policy check` loads entries naming the services it lists.
 import assert from 'node:assert/strict';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { describe, it } from 'node:test';
+import type { CliIo } from '../../src/app/cli/io.js';
+import { policyCommand } from '../../src/app/cli/policy.js';
 import { DEFAULT_MIDDLEWARE_TIMEOUT_MS, parseRegistrations } from '../../src/middleware/registrations.js';
 
 const good = { name: 'acme/dlp', grpc_endpoint: 'https://dlp.internal:8443', max_payload_bytes: 65536 };
@@ -43,5 +48,26 @@ describe('middleware service registrations', () => {
   it('takes loopback http:// with allow_insecure_transport, and refuses a name registered twice', () => {
     assert.equal(parseRegistrations([{ ...good, grpc_endpoint: 'http://127.0.0.1:9', allow_insecure_transport: true }], 'test')[0]?.tls, false);
     assert.deepEqual(problems([good, good]), ['CONFIG_INVALID services[1].name']);
+  });
+});
+
+describe('policy check --middleware-config', () => {
+  it('loads an entry naming a registered service, and refuses it without the file', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'middleware-check-'));
+    try {
+      await writeFile(join(dir, 'services.yaml'), 'services:\n  - { name: acme/dlp, grpc_endpoint: "https://dlp:443", max_payload_bytes: 1024 }\n');
+      await writeFile(
+        join(dir, 'policy.yaml'),
+        'version: 1\nnetwork_policies:\n  a:\n    endpoints: [{ host: api.example.com, port: 443 }]\n    binaries: [{ path: "/**" }]\nnetwork_middlewares:\n  dlp:\n    middleware: acme/dlp\n    endpoints: { include: [api.example.com] }\n',
+      );
+      let stdout = '';
+      const io: CliIo = { stdout: { write: (t: string) => (stdout += t) }, stderr: { write: () => true }, env: {}, cwd: dir, signal: new AbortController().signal, now: () => 0 };
+      assert.equal(await policyCommand(['check', 'policy.yaml', '--json', '--middleware-config', 'services.yaml'], io), 0, stdout);
+      stdout = '';
+      assert.equal(await policyCommand(['check', 'policy.yaml', '--json'], io), 1);
+      assert.equal((JSON.parse(stdout) as { problems: { code: string }[] }[])[0]?.problems[0]?.code, 'POLICY_MIDDLEWARE_EXTERNAL');
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
   });
 });

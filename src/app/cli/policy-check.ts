@@ -8,6 +8,7 @@ import { parseCredentials } from '../../credentials/parse.js';
 import { type ErrorCode, isBoundaryError, type Issue } from '../../shared/errors.js';
 import type { PermanentCheck } from '../../net/destination.js';
 import { loadPolicyFile } from '../../policy/load.js';
+import { parsePolicy } from '../../policy/parse.js';
 import type { Policy } from '../../policy/types.js';
 import type { CliIo } from './io.js';
 
@@ -26,10 +27,10 @@ export interface JsonIssue {
   readonly message: string;
 }
 
-export async function checkFile(file: string, io: CliIo, permanent: PermanentCheck): Promise<FileReport> {
+export async function checkFile(file: string, io: CliIo, permanent: PermanentCheck, middlewareServices: readonly string[] = []): Promise<FileReport> {
   let policy: Policy;
   try {
-    policy = await loadPolicyFile(resolve(io.cwd, file));
+    policy = await loadPolicyFile(resolve(io.cwd, file), (text, options) => parsePolicy(text, { ...options, middlewareServices }));
   } catch (err) {
     return { file, ok: false, problems: problemsOf(err), warnings: [] };
   }
