@@ -16,6 +16,11 @@ import { openResponseEvaluation } from './service-response.js';
 
 /** Largest message either side sends: a body at the payload limit plus its envelope. */
 const MAX_GRPC_MESSAGE_BYTES = 5 * 1024 * 1024;
+/**
+ * Describe and ValidateConfig run at load, off the request path, and the first one also opens the channel (TLS
+ * included): they get this long, never less than the registration's timeout.
+ */
+export const MIDDLEWARE_LOAD_TIMEOUT_MS = 5_000;
 
 export type Reply = { readonly ok: true; readonly value: Record<string, unknown> } | { readonly ok: false; readonly failure: 'timeout' | 'unavailable' };
 
@@ -77,7 +82,7 @@ export function createMiddlewareService(registration: MiddlewareRegistration, de
         supported_capabilities: [CONTRACT_CAPABILITY],
         required_capabilities: [CONTRACT_CAPABILITY],
       };
-      const reply = await call('Describe', { gateway }, registration.timeoutMs);
+      const reply = await call('Describe', { gateway }, Math.max(registration.timeoutMs, MIDDLEWARE_LOAD_TIMEOUT_MS));
       if (!reply.ok) throw new BoundaryError('MIDDLEWARE_HANDSHAKE_FAILED', `middleware service ${registration.name} (${registration.endpoint}) did not answer Describe: ${reply.failure}`);
       const described = profileOf(reply.value, registration);
       if (typeof described === 'string') throw new BoundaryError('MIDDLEWARE_HANDSHAKE_FAILED', `middleware service ${registration.name}: ${described}`);
@@ -162,7 +167,7 @@ export function createMiddlewareService(registration: MiddlewareRegistration, de
     describe,
     async validateConfig(entry) {
       await describe();
-      const reply = await call('ValidateConfig', { config: toStruct(entry.config), middleware_name: entry.middleware }, registration.timeoutMs);
+      const reply = await call('ValidateConfig', { config: toStruct(entry.config), middleware_name: entry.middleware }, Math.max(registration.timeoutMs, MIDDLEWARE_LOAD_TIMEOUT_MS));
       if (!reply.ok) throw new BoundaryError('MIDDLEWARE_UNAVAILABLE', `middleware service ${registration.name} did not answer ValidateConfig: ${reply.failure}`);
       // The reason is the service's own text: the operator finds it in the service's log, not in boundary's.
       return reply.value.valid === true;

@@ -33,7 +33,7 @@ const registration = (port: number, extra = ''): string => `services:
     grpc_endpoint: http://127.0.0.1:${port}
     allow_insecure_transport: true
     max_payload_bytes: 65536
-    timeout: 300ms
+    timeout: 1s
 ${extra}`;
 
 const policy = (p: { plain: number; secure: number; ws?: number }, entries = ''): string => `version: 1
@@ -247,7 +247,7 @@ describe('external middleware services over gRPC', { timeout: SUITE_TIMEOUT_MS }
   });
 
   it('a service slower than the timeout: 403 middleware_failed under fail_closed; passed with a finding under fail_open', async () => {
-    service.behaviour.delayMs = 2000;
+    service.behaviour.delayMs = 5000;
     const closed = await post(`http://api.example.test:${plain.port}/slow`, '{}');
     assert.equal(closed.code, 403, closed.body);
     assert.equal(json(closed).error, 'middleware_failed');
@@ -315,7 +315,7 @@ describe('external middleware services over gRPC', { timeout: SUITE_TIMEOUT_MS }
     } finally {
       socket.close();
     }
-    service.behaviour.textDelayMs = 2000;
+    service.behaviour.textDelayMs = 5000;
     const slow = new WebSocket(`ws://ws.example.test:${ws.port}/slow`, { dispatcher });
     try {
       await once(slow, 'open');
@@ -437,7 +437,7 @@ describe('external middleware services at load and when they die', { timeout: SU
     }
   });
 
-  it('a service killed mid-run: 403 middleware_failed under fail_closed, passed under fail_open', async () => {
+  it('a service killed mid-run: 403 middleware_failed under fail_closed, passed under fail_open; a reload then is refused', async () => {
     const service = await startMiddlewareService();
     const b = await startBoundary({ policy: policy(ports), names: NAMES, middlewareConfig: registration(service.port) });
     try {
@@ -450,6 +450,12 @@ describe('external middleware services at load and when they die', { timeout: SU
       assert.equal(open.code, 200, open.body);
       const event = await b.log.waitFor((e) => e.dst_endpoint?.domain === 'open.example.test' && e.unmapped.middlewares !== undefined);
       assert.equal((event.unmapped.middlewares as { failure?: string }[])[0]?.failure, 'unavailable');
+      // A policy change while the service is down cannot be validated: refused, the policy in force stays.
+      const hash = b.boundary.store.current().hash;
+      await b.writePolicy(policy(ports).replace('level: strict', 'level: lax'));
+      await b.boundary.reloadPolicy();
+      assert.equal(b.boundary.store.current().hash, hash);
+      assert.match(b.log.text(), /MIDDLEWARE_UNAVAILABLE/);
     } finally {
       await b.close();
       await service.close();
