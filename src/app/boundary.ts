@@ -65,7 +65,7 @@ export function createBoundary(config: Config, deps: Deps): Boundary {
   // The texts policies were parsed from, so explain can merge a suggestion into the policy in force.
   const policyTexts = createPolicyTexts();
   // Network middlewares: the built-ins, and the services --middleware-config registers (docs/running.md#middleware-services).
-  const middleware = deps.middleware ?? createMiddlewareRegistry({ sink, version: deps.version ?? readPackageVersion() });
+  const middleware = deps.middleware ?? createMiddlewareRegistry({ sink, version: deps.version ?? readPackageVersion(), metrics: deps.registry, now });
   const store = createPolicyStore();
   // The request path's memos (net/host.ts HostCache, authority parsers), made once here and handed to every part
   // that parses names or authorities, policy DNS included.

@@ -3,16 +3,19 @@
 // their services before the policy is applied, and hands the chain each entry's implementation. gRPC is loaded only
 // once a service is registered. Emits CONFIG events, without any text of a service's.
 
+import type { Registry } from '../telemetry/prom.js';
 import type { MiddlewareEntry, Policy } from '../policy/types.js';
 import { BoundaryError, type Issue, isBoundaryError } from '../shared/errors.js';
 import { GLOBAL_TIMERS, type Timers } from '../shared/timers.js';
 import type { AuditSink } from '../telemetry/event.js';
+import { createCounter, createHistogram } from '../telemetry/metrics.js';
 import { createMiddlewareCapacity, type MiddlewareCapacity } from './capacity.js';
 import type { MiddlewareImplementation } from './implementation.js';
 import { loadMiddlewareProtocol, type MiddlewareProtocol } from './proto.js';
 import { REGEX_MIDDLEWARE } from './regex.js';
 import type { MiddlewareRegistration } from './registrations.js';
-import { createMiddlewareService, type MiddlewareService } from './service.js';
+import { MIDDLEWARE_CALLS, MIDDLEWARE_METRICS } from './metric-specs.js';
+import { type CallMetrics, createMiddlewareService, type MiddlewareService } from './service.js';
 
 export interface MiddlewareRegistry {
   /** Names of the registered services, for the policy parser (ParseOptions.middlewareServices). */
@@ -36,6 +39,10 @@ export interface MiddlewareRegistryDeps {
   /** Where handshake and validation outcomes go; none in tests that only need the built-ins. */
   readonly sink?: AuditSink;
   readonly version?: string;
+  /** Where the service call metrics go (middleware/metric-specs.ts); none: not recorded. */
+  readonly metrics?: Registry;
+  /** Milliseconds, for call durations. */
+  readonly now?: () => number;
   readonly timers?: Timers;
   /** Replaces the shared capacity (tests make it small). */
   readonly capacity?: MiddlewareCapacity;
@@ -46,6 +53,12 @@ export function createMiddlewareRegistry(deps: MiddlewareRegistryDeps = {}): Mid
   let services = new Map<string, MiddlewareService>();
   let names: readonly string[] = [];
   let protocol: Promise<MiddlewareProtocol> | undefined;
+  let callMetrics: CallMetrics | undefined;
+  /** Created with the first service: a boundary without one exposes no middleware series. */
+  function metricsOf(): CallMetrics {
+    callMetrics ??= deps.metrics === undefined ? { record: () => undefined } : createCallMetrics(deps.metrics);
+    return callMetrics;
+  }
 
   function event(activity: 'LOADED' | 'FAILED', message: string, unmapped: Record<string, unknown>): void {
     deps.sink?.emit({ class: 'CONFIG', activity, severity: activity === 'LOADED' ? 'INFO' : 'MED', engine: 'middleware', message, unmapped });
@@ -101,7 +114,7 @@ export function createMiddlewareRegistry(deps: MiddlewareRegistryDeps = {}): Mid
           next.set(registration.name, kept);
           continue;
         }
-        const service = createMiddlewareService(registration, { protocol: await (protocol as Promise<MiddlewareProtocol>), timers, version: deps.version ?? '' });
+        const service = createMiddlewareService(registration, { protocol: await (protocol as Promise<MiddlewareProtocol>), timers, version: deps.version ?? '', metrics: metricsOf(), now: deps.now ?? (() => 0) });
         next.set(registration.name, service);
         fresh.push(service);
       }
@@ -122,6 +135,18 @@ export function createMiddlewareRegistry(deps: MiddlewareRegistryDeps = {}): Mid
       for (const service of services.values()) service.close();
       services = new Map();
       names = [];
+    },
+  };
+}
+
+function createCallMetrics(registry: Registry): CallMetrics {
+  const calls = createCounter(registry, MIDDLEWARE_METRICS.boundary_middleware_service_calls_total);
+  const seconds = createHistogram(registry, MIDDLEWARE_METRICS.boundary_middleware_service_call_seconds);
+  const observers = new Map(MIDDLEWARE_CALLS.map((call) => [call, seconds.bind({ call })]));
+  return {
+    record(call, result, elapsed) {
+      calls.inc({ call, result });
+      observers.get(call)?.observe(elapsed);
     },
   };
 }

@@ -8,6 +8,7 @@ import { BoundaryError } from '../shared/errors.js';
 import type { Timers } from '../shared/timers.js';
 import type { EntryResult, MiddlewareImplementation, MiddlewareTarget, RequestView, TextResult } from './implementation.js';
 import { profileOf, type ServiceProfile } from './manifest.js';
+import type { MiddlewareCallLabel } from './metric-specs.js';
 import type { MiddlewareBinding } from './outcome.js';
 import { CONTRACT_CAPABILITY, type MiddlewareProtocol, PROTOCOL_MAJOR, toStruct } from './proto.js';
 import type { MiddlewareRegistration } from './registrations.js';
@@ -22,13 +23,28 @@ const MAX_GRPC_MESSAGE_BYTES = 5 * 1024 * 1024;
  */
 export const MIDDLEWARE_LOAD_TIMEOUT_MS = 5_000;
 
+const CALL_LABELS: Readonly<Record<string, MiddlewareCallLabel>> = {
+  Describe: 'describe',
+  ValidateConfig: 'validate_config',
+  EvaluateHttpRequest: 'http_request',
+  EvaluateWebSocketMessage: 'websocket_message',
+};
+
 export type Reply = { readonly ok: true; readonly value: Record<string, unknown> } | { readonly ok: false; readonly failure: 'timeout' | 'unavailable' };
 
 type UnaryMethod = (request: unknown, options: Grpc.CallOptions, callback: (err: Grpc.ServiceError | null, value?: unknown) => void) => Grpc.ClientUnaryCall;
 
+/** What each unary call records (middleware/metric-specs.ts); no-ops without a metrics registry. */
+export interface CallMetrics {
+  record(call: MiddlewareCallLabel, result: 'ok' | 'timeout' | 'unavailable', seconds: number): void;
+}
+
 export interface ServiceDeps {
   readonly protocol: MiddlewareProtocol;
   readonly timers: Timers;
+  readonly metrics: CallMetrics;
+  /** Milliseconds, for the call durations. */
+  readonly now: () => number;
   /** boundary's version, in the Describe request. */
   readonly version: string;
 }
@@ -57,13 +73,18 @@ export function createMiddlewareService(registration: MiddlewareRegistration, de
 
   /** One unary call, ended by boundary's own timer: a timeout cancels it. */
   function call(method: string, request: unknown, timeoutMs: number): Promise<Reply> {
+    const startedAt = deps.now();
     return new Promise((resolve) => {
       let timedOut = false;
       const invoke = (client as unknown as Record<string, UnaryMethod>)[method] as UnaryMethod;
       const pending = invoke.call(client, request, {}, (err, value) => {
         deps.timers.clearTimeout(timer);
-        if (err === null && value !== null && typeof value === 'object') resolve({ ok: true, value: value as Record<string, unknown> });
-        else resolve({ ok: false, failure: timedOut ? 'timeout' : 'unavailable' });
+        const reply: Reply =
+          err === null && value !== null && typeof value === 'object'
+            ? { ok: true, value: value as Record<string, unknown> }
+            : { ok: false, failure: timedOut ? 'timeout' : 'unavailable' };
+        deps.metrics.record(CALL_LABELS[method] ?? 'http_request', reply.ok ? 'ok' : reply.failure, Math.max(0, deps.now() - startedAt) / 1000);
+        resolve(reply);
       });
       const timer = deps.timers.setTimeout(() => {
         timedOut = true;

@@ -285,6 +285,16 @@ describe('external middleware services over gRPC', { timeout: SUITE_TIMEOUT_MS }
     });
   });
 
+  it('counts each call by result on /metrics', async () => {
+    const text = await (await fetch(`http://127.0.0.1:${b.adminPort}/metrics`)).text();
+    const count = (labels: string): number => Number(new RegExp(`^boundary_middleware_service_calls_total\\{${labels}\\} (\\d+)`, 'm').exec(text)?.[1] ?? 0);
+    assert.equal(count('call="describe",result="ok"'), 1);
+    assert.equal(count('call="validate_config",result="ok"'), 2);
+    assert.ok(count('call="http_request",result="ok"') > 0);
+    assert.ok(count('call="http_request",result="timeout"') >= 2);
+    assert.match(text, /^boundary_middleware_service_call_seconds_count\{call="http_request"\} \d+/m);
+  });
+
   it('WebSocket text messages: asked one by one in order, replaced, then a deny closes with 1008; a slow service fails closed with 1011', async () => {
     service.behaviour.text = (m) => {
       const text = String(m.text);
