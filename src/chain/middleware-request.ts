@@ -1,7 +1,8 @@
 // The request's network middlewares (docs/policy.md#network-middlewares), run once policy allowed it and before any
 // credential is written into it: the body held (within the shared capacity), every selected entry in ascending order,
-// each seeing the changes of those before it. A replaced body is read and decided again by policy before the next
-// entry (GraphQL, JSON-RPC, MCP). A deny, or a failure under fail_closed, ends the request; fail_open goes on.
+// each seeing the changes of those before it (an external service's header changes too). A replaced body is read and
+// decided again by policy before the next entry (GraphQL, JSON-RPC, MCP). A deny, or a failure under fail_closed,
+// ends the request; fail_open goes on.
 
 import { randomUUID } from 'node:crypto';
 import { containsMarker, redactPlaceholders } from '../credentials/placeholder.js';

@@ -285,6 +285,16 @@ describe('external middleware services over gRPC', { timeout: SUITE_TIMEOUT_MS }
     });
   });
 
+  it('a body over the registration max_payload_bytes is a payload-too-large failure, never sent to the service', async () => {
+    const asks = service.requests.length;
+    const reply = await post(`http://api.example.test:${plain.port}/big`, `"${'a'.repeat(70_000)}"`);
+    assert.equal(reply.code, 403, reply.body.slice(0, 200));
+    assert.equal(json(reply).error, 'middleware_failed');
+    assert.equal(service.requests.length, asks);
+    const event = await eventFor('api.example.test', '/big');
+    assert.equal((event.unmapped.middlewares as { failure?: string }[])[0]?.failure, 'payload-too-large');
+  });
+
   it('counts each call by result on /metrics', async () => {
     const text = await (await fetch(`http://127.0.0.1:${b.adminPort}/metrics`)).text();
     const count = (labels: string): number => Number(new RegExp(`^boundary_middleware_service_calls_total\\{${labels}\\} (\\d+)`, 'm').exec(text)?.[1] ?? 0);
