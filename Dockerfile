@@ -23,6 +23,8 @@ COPY package.json package-lock.json ./
 RUN npm ci --omit=dev --no-audit --no-fund && npm cache clean --force
 COPY --from=build /app/dist ./dist
 COPY policies ./policies
+# The network middleware protocol, read at run time by @grpc/proto-loader (src/middleware/proto.ts).
+COPY proto ./proto
 # uid 10001 is the identity that the pod's fence lets out (see deploy/kubernetes).
 RUN useradd --system --uid 10001 --home-dir /var/lib/boundary --create-home boundary
 USER 10001

@@ -40,6 +40,7 @@ import { readPackageVersion } from './version.js';
 import { createMiddlewareRegistry } from '../middleware/registry.js';
 import { createGrantingSource } from '../grants/source.js';
 import { openUpstreamProxy } from './boundary-upstream-proxy.js';
+import { loadRegistrationsFile } from '../middleware/registrations.js';
 
 export function createBoundary(config: Config, deps: Deps): Boundary {
   const { logger, now } = deps;
@@ -128,6 +129,8 @@ export function createBoundary(config: Config, deps: Deps): Boundary {
     },
   });
   const credentials: CredentialSource = grants;
+  // Network middlewares: the built-ins, and the services --middleware-config registers (docs/running.md#middleware-services).
+  const middleware = deps.middleware ?? createMiddlewareRegistry({ sink, version: deps.version ?? readPackageVersion(), metrics: deps.registry, now, credentials });
   // Attached mode: the supervisor feeds the same store (and a static credential source) as the files do
   // in standalone mode; until its first policy is effective the store holds deny-all.
   let control: AttachedControl | undefined;
@@ -184,8 +187,8 @@ export function createBoundary(config: Config, deps: Deps): Boundary {
       placeholderFamily: config.placeholderFamily,
       peerPolicyHeader: PEER_POLICY_HEADERS[config.peerPolicyHeader],
       identity: { mode: config.binaryIdentity, source: identity },
-      // The built-in network middlewares and the capacity they share.
-      middleware: deps.middleware ?? createMiddlewareRegistry({ credentials }),
+      // The network middlewares and the capacity they share.
+      middleware,
     });
   }
 
@@ -278,8 +281,10 @@ export function createBoundary(config: Config, deps: Deps): Boundary {
         live.tunnels.reevaluate(next, { allowLoopback: config.unsafeAllowLoopbackUpstream, selfAddresses: NO_SELF_ADDRESSES });
         live.metrics.setPolicies(next.entries.map((entry) => entry.key));
       });
+      // Before the first policy: it is parsed knowing the registered names, and each entry's config is validated by its service.
+      if (config.middlewareConfig !== undefined) await middleware.replace(await loadRegistrationsFile(config.middlewareConfig));
       if (config.policyFile !== undefined) {
-        watcher = followPolicyFile({ path: config.policyFile, store, sink, logger, onInvalid: config.onInvalidPolicy, texts: policyTexts });
+        watcher = followPolicyFile({ path: config.policyFile, store, sink, logger, onInvalid: config.onInvalidPolicy, texts: policyTexts, middleware });
         await watcher.loadInitial();
         watcher.start();
       }
@@ -323,6 +328,7 @@ export function createBoundary(config: Config, deps: Deps): Boundary {
           await grants.close();
           await transparent.close();
           await proxy?.close();
+          middleware.close();
           // No parser is left to refuse anything: the held-back counts are written before telemetry closes.
           parserEvents.close();
           await identity?.close();

@@ -66,6 +66,8 @@ export interface Config {
   readonly newNamesBurst: number;
   /** Standalone credentials YAML (`--credentials`, watched); run.ts turns it into deps.credentials. */
   readonly credentialsFile: string | undefined;
+  /** `--middleware-config`: the external network middleware services policies may name (docs/running.md#middleware-services); read at start. */
+  readonly middlewareConfig: string | undefined;
   readonly logFormat: LogFormatName;
   readonly onInvalidPolicy: OnInvalidPolicy;
   /** Operator-only: loopback upstreams pass SSRF validation. Never settable from policy. */
@@ -117,6 +119,7 @@ export const DEFAULTS: Config = Object.freeze({
   newNamesPerSecond: NEW_NAMES_PER_SECOND,
   newNamesBurst: NEW_NAMES_BURST,
   credentialsFile: undefined,
+  middlewareConfig: undefined,
   logFormat: 'json',
   onInvalidPolicy: 'keep',
   unsafeAllowLoopbackUpstream: false,
@@ -272,6 +275,7 @@ export function parseConfig(raw: unknown): Config {
     newNamesPerSecond: input.newNamesPerSecond === undefined ? DEFAULTS.newNamesPerSecond : (positiveInteger(input.newNamesPerSecond, 'newNamesPerSecond', issues, false) ?? DEFAULTS.newNamesPerSecond),
     newNamesBurst: input.newNamesBurst === undefined ? DEFAULTS.newNamesBurst : (positiveInteger(input.newNamesBurst, 'newNamesBurst', issues, false) ?? DEFAULTS.newNamesBurst),
     credentialsFile: optionalString(input.credentialsFile, 'credentialsFile', issues),
+    middlewareConfig: optionalString(input.middlewareConfig, 'middlewareConfig', issues),
     logFormat: oneOf(input.logFormat, LOG_FORMATS, DEFAULTS.logFormat, 'logFormat', issues),
     onInvalidPolicy: oneOf(input.onInvalidPolicy, ON_INVALID_POLICY, DEFAULTS.onInvalidPolicy, 'onInvalidPolicy', issues),
     unsafeAllowLoopbackUpstream: unsafe === true,

@@ -1,10 +1,11 @@
 // Every metric boundary and the reference supervisor expose, in one list: each part declares its own next to the
-// code that records them (proxy/, dns/, control/, supervisor/ metric-specs.ts), and the boundary-wide ones are here.
+// code that records them (proxy/, dns/, control/, supervisor/, middleware/ metric-specs.ts), and the boundary-wide ones are here.
 // The metric table of docs/metrics.md is generated from this list (scripts/metrics-table.ts). Declares; never records.
 
 import { CONTROL_METRICS } from '../control/metric-specs.js';
 import { DNS_METRICS } from '../dns/metric-specs.js';
 import { GRANT_METRICS } from '../grants/metric-specs.js';
+import { MIDDLEWARE_METRICS } from '../middleware/metric-specs.js';
 import { PROXY_METRICS } from '../proxy/metric-specs.js';
 import { SUPERVISOR_METRICS } from '../supervisor/metric-specs.js';
 import type { MetricSpec } from '../telemetry/metrics.js';
@@ -55,6 +56,7 @@ export const METRICS = {
   ...CONTROL_METRICS,
   ...GRANT_METRICS,
   ...SUPERVISOR_METRICS,
+  ...MIDDLEWARE_METRICS,
 } as const satisfies Record<string, MetricSpec>;
 
 export type MetricName = keyof typeof METRICS;

@@ -57,6 +57,7 @@ const DENIAL_ERRORS = [
   'lookup_tunnel_suspected',
   'middleware_denied',
   'middleware_failed',
+  'response_delivery_failed',
 ] as const;
 export type DenialError = (typeof DENIAL_ERRORS)[number];
 

@@ -38,6 +38,11 @@ export function middlewareFailedDenial(facts: MiddlewareRequestFacts): Denial {
   return denial(403, 'middleware_failed', { detail: 'a network middleware could not evaluate the request', ...fields(facts) }, ': network middleware failed', facts.policy);
 }
 
+/** A response stage failed under fail_closed before anything of the answer was sent: the workload gets a 502 instead. */
+export function responseDeliveryFailedDenial(facts: MiddlewareRequestFacts): Denial {
+  return denial(502, 'response_delivery_failed', { detail: 'a network middleware could not evaluate the response', ...fields(facts) }, ': response middleware failed', facts.policy);
+}
+
 /** No turn for the request's body before it was read: the middleware capacity is full. */
 export function middlewareCapacityDenial(facts: MiddlewareRequestFacts): Denial {
   const d = denial(503, 'middleware_failed', { detail: 'network middleware capacity is full; retry shortly', ...fields(facts) }, ': network middleware capacity full', facts.policy);

@@ -157,6 +157,8 @@ export class ChainRequest {
   middleware: MiddlewareInvocation[] | undefined = undefined;
   /** The client's head as middlewares left it (a replaced body's Content-Length); else `wire.rawHeaders`. */
   requestHeaders: string[] | undefined = undefined;
+  /** Ties a request's calls to external middleware services together in their logs (set on the first call). */
+  middlewareRequestId: string | undefined = undefined;
   /** The entries that read this WebSocket upgrade's client text messages, in order. */
   websocketMiddlewares: readonly BoundMiddleware[] | undefined = undefined;
   credentialReason: string | undefined = undefined;

@@ -1,16 +1,19 @@
 // The way back (docs/architecture.md#the-request-chain): the stages an allowed request's answer passes between the
 // upstream and the adapter, listed once. Each wraps the handler the upstream client calls; it may also ask the upstream
 // for an answer it can read (no content coding). In order from the upstream: the tools/list filter, then secret
-// redaction (after the filter re-encoded its JSON), then the adapter, which only writes bytes.
+// redaction (after the filter re-encoded its JSON), then external response middlewares (which so never see a bound
+// secret), then the adapter, which only writes bytes.
 
 import { createBodyRedactor } from '../credentials/body-redact.js';
 import type { CredentialScope } from '../credentials/scope.js';
 import type { H1Handler } from '../http1/h1-client.js';
+import type { MiddlewareRegistry } from '../middleware/registry.js';
 import type { AuditSink } from '../telemetry/event.js';
 import { redactResponseHeaders } from './credential-injection.js';
 import { unreadableResponseDenial } from './denials.js';
 import { requestOutcome } from './event.js';
 import { findingEvent } from './events.js';
+import { middlewareResponseHandler, responseEntries } from './middleware-response.js';
 import type { ChainRequest } from './request.js';
 import { filteringHandler, header, identityEncoding, toolsListPlan } from './tools-list-filter.js';
 
@@ -127,9 +130,25 @@ const toolsListStage: ResponseStage = {
   },
 };
 
-export function createResponseChain(deps: { readonly sink: AuditSink }): ResponseChain {
+/** docs/policy.md#responses: answers held until every response-bound middleware entry selecting the host decided. */
+function middlewareStage(registry: MiddlewareRegistry): ResponseStage {
+  return {
+    name: 'middleware-response',
+    wrap(r, next, abort) {
+      const entries = responseEntries(r, registry);
+      if (entries.length === 0) return undefined;
+      return { handler: middlewareResponseHandler(r, entries, registry, next, abort), identityEncoding: true };
+    },
+  };
+}
+
+export function createResponseChain(deps: { readonly sink: AuditSink; readonly middleware?: MiddlewareRegistry }): ResponseChain {
   /** Nearest the adapter first: the answer runs through them in reverse. */
-  const stages: readonly ResponseStage[] = [redactionStage(deps.sink), toolsListStage];
+  const stages: readonly ResponseStage[] = [
+    ...(deps.middleware === undefined ? [] : [middlewareStage(deps.middleware)]),
+    redactionStage(deps.sink),
+    toolsListStage,
+  ];
   return {
     handler(r, adapter, headers, abort) {
       let handler: ResponseHandler = adapter;

@@ -3,16 +3,19 @@
 
 import type { MiddlewareEntry } from '../policy/types.js';
 
-/** Where in the traffic an implementation is asked: a request before credentials, a client text message. */
-export const MIDDLEWARE_BINDINGS = ['http-request', 'websocket-message'] as const;
+/** Where in the traffic an implementation is asked: a request before credentials, a client text message, an answer. */
+export const MIDDLEWARE_BINDINGS = ['http-request', 'websocket-message', 'http-response'] as const;
 export type MiddlewareBinding = (typeof MIDDLEWARE_BINDINGS)[number];
 
 /** How a stage ended: its decision, or a failure. */
 export const MIDDLEWARE_DECISIONS = ['allow', 'deny', 'failed'] as const;
 export type MiddlewareDecision = (typeof MIDDLEWARE_DECISIONS)[number];
 
-/** Why a stage failed; `on_error` then decides whether the traffic goes on without it. */
-export const MIDDLEWARE_FAILURES = ['payload-too-large', 'non-utf8', 'capacity', 'uninspectable'] as const;
+/**
+ * Why a stage failed; `on_error` then decides whether the traffic goes on without it. The last three are an external
+ * service's: it could not be reached (or has not shaken hands), did not answer in time, or answered outside the protocol.
+ */
+export const MIDDLEWARE_FAILURES = ['payload-too-large', 'non-utf8', 'capacity', 'uninspectable', 'unavailable', 'timeout', 'invalid-result'] as const;
 export type MiddlewareFailure = (typeof MIDDLEWARE_FAILURES)[number];
 
 /** Largest reason code, in bytes. */

@@ -5,7 +5,7 @@
 import { type CanaryHit, type CanaryMatcher, createCanaryMatcher, createCanaryStream } from '../credentials/canary.js';
 import { scopeFor } from '../credentials/scope.js';
 import type { CredentialSource } from '../credentials/source.js';
-import type { BodyStream, EntryResult, MiddlewareImplementation, MiddlewareRequest, TextResult } from './implementation.js';
+import type { BodyStream, EntryResult, MiddlewareImplementation, MiddlewareRequest, RequestView, TextResult } from './implementation.js';
 import type { MiddlewareFinding } from './outcome.js';
 
 /** Largest body or message the canary reads; a larger one fails the stage (on_error decides). */
@@ -79,9 +79,9 @@ export function createReverseCanary(source: CredentialSource): MiddlewareImpleme
   return Object.freeze({
     bindings: new Set(['http-request', 'websocket-message'] as const),
     maxPayloadBytes: MAX_CANARY_PAYLOAD_BYTES,
-    evaluateBody,
-    evaluateHead: (request: MiddlewareRequest) => evaluateBody(EMPTY, request),
-    streamBody,
-    evaluateText,
+    evaluateBody: (body: Buffer, view: RequestView) => evaluateBody(body, view.request),
+    evaluateHead: (view: RequestView) => evaluateBody(EMPTY, view.request),
+    streamBody: (view: RequestView) => streamBody(view.request),
+    evaluateText: (text: string, view: RequestView) => evaluateText(text, view.request),
   });
 }

@@ -5,7 +5,7 @@
 import type { SecretScanMode } from '../policy/middleware-builtins.js';
 import type { UserPattern } from '../policy/secret-patterns.js';
 import type { MiddlewareEntry } from '../policy/types.js';
-import type { EntryResult, MiddlewareImplementation, TextResult } from './implementation.js';
+import type { EntryResult, SyncMiddleware, TextResult } from './implementation.js';
 import type { MiddlewareFinding } from './outcome.js';
 import { REDACTED } from './regex.js';
 import { BUILTIN_SECRET_PATTERNS, type SecretPattern } from './secret-patterns.js';
@@ -72,7 +72,7 @@ function scannerConfig(config: Readonly<Record<string, unknown>>): { mode: Secre
 }
 
 /** The scanner of one policy entry; its regexes are its own (a global regex keeps state between calls). */
-export function createSecretScan(entry: MiddlewareEntry): MiddlewareImplementation {
+export function createSecretScan(entry: MiddlewareEntry): SyncMiddleware {
   const { mode, patterns } = scannerConfig(entry.config);
 
   function scan(text: string): { verdict: 'allow'; text: string | undefined; findings: MiddlewareFinding[] } | { verdict: 'deny'; findings: MiddlewareFinding[] } {

@@ -115,9 +115,9 @@ function readImplementation(
   field: Field | undefined,
   path: string,
   entry: Node,
-): { name: string; builtin: BuiltinMiddleware } | undefined {
+): { name: string; builtin: BuiltinMiddleware | undefined } | undefined {
   if (field === undefined) {
-    report(ctx, entry, path, 'POLICY_MIDDLEWARE_INVALID', 'middleware is required: the built-in ryno/regex (also spelled openshell/regex)');
+    report(ctx, entry, path, 'POLICY_MIDDLEWARE_INVALID', 'middleware is required: the built-in ryno/regex (also spelled openshell/regex) or a registered service');
     return undefined;
   }
   const name = readString(ctx, field, path);
@@ -132,8 +132,10 @@ function readImplementation(
     report(ctx, field.value, path, 'POLICY_MIDDLEWARE_UNKNOWN', `${name} is not a built-in middleware (the openshell/, ryno/ and boundary/ prefixes name built-ins only)`);
     return undefined;
   }
-  // An external service would run outside boundary; none can be registered, so the entry is refused, never skipped.
-  report(ctx, field.value, path, 'POLICY_MIDDLEWARE_EXTERNAL', `${name} names an external middleware service; boundary runs only the built-in ryno/regex (openshell/regex)`);
+  // A service the operator registered (docs/running.md#middleware-services); its config is checked by the service
+  // itself before the policy is applied. Any other name is refused, never skipped.
+  if (ctx.middlewareServices.has(name)) return { name, builtin: undefined };
+  report(ctx, field.value, path, 'POLICY_MIDDLEWARE_EXTERNAL', `${name} names an external middleware service that is not registered with this boundary (--middleware-config)`);
   return undefined;
 }
 

@@ -6,7 +6,7 @@
 import { Worker } from 'node:worker_threads';
 import { BoundaryError, type ErrorCode, type Issue } from '../shared/errors.js';
 import type { Steps } from './compile.js';
-import { parsePolicy } from './parse.js';
+import { type ParseOptions, parsePolicy } from './parse.js';
 import { type PlainPolicy, plainPolicySteps } from './plain-policy.js';
 import type { Policy } from './types.js';
 
@@ -30,6 +30,7 @@ export interface WorkerRequest {
   readonly id: number;
   readonly text: string;
   readonly source: string | undefined;
+  readonly middlewareServices: readonly string[] | undefined;
 }
 
 export type WorkerReply =
@@ -38,7 +39,7 @@ export type WorkerReply =
 
 export interface PolicyCompiler {
   /** parsePolicy's result and errors, blocking the event loop for at most a slice (or a small text's parse). */
-  parse(text: string, options?: { source?: string }): Promise<Policy>;
+  parse(text: string, options?: ParseOptions): Promise<Policy>;
   /** Stops the worker; a parse in flight rejects. Idempotent. */
   close(): Promise<void>;
 }
@@ -89,10 +90,10 @@ export function createPolicyCompiler(options: PolicyCompilerOptions = {}): Polic
       const w = started();
       const reply = await new Promise<WorkerReply>((resolve, reject) => {
         pending.set(id, { resolve, reject });
-        w.postMessage({ id, text, source: options.source } satisfies WorkerRequest);
+        w.postMessage({ id, text, source: options.source, middlewareServices: options.middlewareServices } satisfies WorkerRequest);
       });
       if (!reply.ok) throw new BoundaryError(reply.code, reply.message, { issues: reply.issues });
-      const policy = await runInSlices(plainPolicySteps(reply.data, reply.warnings, options.source));
+      const policy = await runInSlices(plainPolicySteps(reply.data, reply.warnings, options.source, options.middlewareServices));
       // The same parser read the same data on both threads; a difference is a bug, and fails closed.
       if (policy.hash !== reply.hash) throw new BoundaryError('POLICY_INVALID', 'policy compiled differently on the main thread; not applied');
       return policy;

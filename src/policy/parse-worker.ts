@@ -11,7 +11,10 @@ import { toPlain } from './yaml-source.js';
 
 function answer(request: WorkerRequest): WorkerReply {
   try {
-    const { ctx, contents } = openPolicy(request.text, request.source === undefined ? {} : { source: request.source });
+    const { ctx, contents } = openPolicy(request.text, {
+      ...(request.source === undefined ? {} : { source: request.source }),
+      ...(request.middlewareServices === undefined ? {} : { middlewareServices: request.middlewareServices }),
+    });
     const policy = drain(readPolicySteps(ctx, contents, { checkAmbiguity: true }));
     // Aliases are already bounded by openPolicy; the main thread reads the expanded data.
     const data = toPlainPolicy(toPlain(contents));

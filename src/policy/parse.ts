@@ -35,6 +35,8 @@ const UNPAIRED_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbf
 export interface ParseOptions {
   /** File name or other origin, carried on every issue and in the error message. */
   readonly source?: string;
+  /** Registered middleware services a policy entry may name; any other external name is refused. */
+  readonly middlewareServices?: readonly string[];
 }
 
 interface ReadOptions {
@@ -51,7 +53,7 @@ export function parsePolicy(text: string, options: ParseOptions = {}): Policy {
 
 /** Limits on bytes and aliases, then the YAML parse; throws POLICY_INVALID on a limit or a syntax error. */
 export function openPolicy(text: string, options: ParseOptions = {}): { ctx: ReadContext; contents: Node | null } {
-  const ctx = readContext(text, options.source);
+  const ctx = readContext(text, options.source, options.middlewareServices);
   // Checked before the parser sees the text: the parse itself is what the limit bounds.
   const tooLarge = bytesLimitIssue(Buffer.byteLength(text, 'utf8'), options.source);
   if (tooLarge !== undefined) {

@@ -39,7 +39,7 @@ export function toPlainPolicy(data: unknown): PlainPolicy {
 }
 
 /** Main side: the readers over nodes built from the pieces; issues were found there, warnings come from there. */
-export function* plainPolicySteps(plain: PlainPolicy, warnings: readonly Issue[], source: string | undefined): Steps<Policy> {
+export function* plainPolicySteps(plain: PlainPolicy, warnings: readonly Issue[], source: string | undefined, middlewareServices: readonly string[] = []): Steps<Policy> {
   const root = fromPlain(JSON.parse(plain.root));
   let contents = root;
   if (plain.entries !== undefined && isMap(root)) {
@@ -59,5 +59,5 @@ export function* plainPolicySteps(plain: PlainPolicy, warnings: readonly Issue[]
     }
     contents = { ...root, items: [...root.items, plainPair('network_policies', { kind: 'map', items: policies, offset: -1 })] };
   }
-  return yield* readPolicySteps(readContext('', source), contents, { checkAmbiguity: false, warnings });
+  return yield* readPolicySteps(readContext('', source, middlewareServices), contents, { checkAmbiguity: false, warnings });
 }

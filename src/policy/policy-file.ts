@@ -37,7 +37,7 @@ export function createPolicyFileWatcher(options: {
   readonly logger: Logger;
   readonly onInvalid: 'keep' | 'deny-all';
   /** Parses the file's text (default parsePolicy); see loadPolicyFile. */
-  readonly parse?: (text: string, options: { source: string }) => Policy;
+  readonly parse?: PolicyParser;
   /** Parses a reload's text (default `parse`): policy/parse-off-thread.ts keeps the event loop serving meanwhile. */
   readonly reloadParse?: PolicyParser;
 }): PolicyFileWatcher {

@@ -1,7 +1,7 @@
 // The YAML texts recent policies were parsed from, by policy hash: explain's suggestions merge into the text of
 // the policy in force. Bounded; holds policy text only (a policy never holds a secret, only provider names).
 
-import { parsePolicy } from './parse.js';
+import { type ParseOptions, parsePolicy } from './parse.js';
 import { emptyPolicy } from './store.js';
 import type { Policy } from './types.js';
 
@@ -10,7 +10,7 @@ export const MAX_POLICY_TEXTS = 4;
 /** The text of the deny-all policy (store.ts emptyPolicy()): a suggestion merges into it as into any other. */
 const EMPTY_POLICY_TEXT = 'version: 1\n';
 
-type ParseFunction = (text: string, options?: { source?: string }) => Policy;
+type ParseFunction = (text: string, options?: ParseOptions) => Policy;
 
 export interface PolicyTexts {
   /** parsePolicy(), remembering the text under the parsed policy's hash. */

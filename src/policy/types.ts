@@ -191,10 +191,10 @@ export interface MiddlewareEntry {
   /** The map key: the entry's identity in events and in denial bodies. */
   readonly key: string;
   readonly name: string;
-  /** `middleware` as written: `ryno/regex` or `openshell/regex`. */
+  /** `middleware` as written: `ryno/regex`, `openshell/regex`, or a registered service's name. */
   readonly middleware: string;
-  /** The built-in it names. */
-  readonly builtin: BuiltinMiddleware;
+  /** The built-in it names; undefined for a registered external service. */
+  readonly builtin: BuiltinMiddleware | undefined;
   /** Lower runs first; unique across the policy. */
   readonly order: number;
   /** The entry's `config` as frozen plain data (`{}` when absent). */

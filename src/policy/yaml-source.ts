@@ -44,10 +44,12 @@ export interface ReadContext {
   readonly source: string | undefined;
   /** Offsets where each line starts, filled on the first report: a policy without problems never pays. */
   readonly lineStarts: number[];
+  /** Names of the external middleware services the operator registered (docs/running.md#middleware-services). */
+  readonly middlewareServices: ReadonlySet<string>;
 }
 
-export function readContext(text: string, source: string | undefined): ReadContext {
-  return { text, issues: [], warnings: [], source, lineStarts: [] };
+export function readContext(text: string, source: string | undefined, middlewareServices: readonly string[] = []): ReadContext {
+  return { text, issues: [], warnings: [], source, lineStarts: [], middlewareServices: new Set(middlewareServices) };
 }
 
 /** One `key: value` of a map; `value` is null for `key:` with nothing after it. */

@@ -164,6 +164,8 @@ export function createProxyServer(options: ProxyServerOptions): ProxyServer {
     destination: (target) => destination(ctx, target),
     inTunnel: (c) => ctx.scopes.has(c.socket),
   });
+  // One registry for the request stage and the response stage: their services and the capacity they share.
+  const middleware = options.middleware ?? createMiddlewareRegistry({ credentials: options.credentials });
   const ctx: ProxyContext = {
     store: options.store,
     lookups: options.lookups,
@@ -193,9 +195,9 @@ export function createProxyServer(options: ProxyServerOptions): ProxyServer {
       permanent,
       placeholderFamily: options.placeholderFamily,
       destination: (target) => destination(ctx, target),
-      middleware: options.middleware ?? createMiddlewareRegistry({ credentials: options.credentials }),
+      middleware,
     }),
-    responses: createResponseChain({ sink: options.sink }),
+    responses: createResponseChain({ sink: options.sink, middleware }),
     connectChain: createConnectChain(connectionDeps()),
     captureChain: (pool) => createCaptureChain({ ...connectionDeps(), pool }),
     // Per request: rebuilt only when the bound address or the other listeners' list changes.

@@ -24,10 +24,11 @@ import { credentialRefusal } from '../chain/credential-injection.js';
 import { inspectionRefusalDetail } from '../chain/denials.js';
 import { beginOutcome, emitOutcome, engineOf, findingEvent, type Outcome, type OutcomeReason, settle } from '../chain/events.js';
 import { identityFields } from '../chain/identity-gate.js';
-import { notable, runTextMiddlewares } from '../chain/websocket-middleware.js';
+import { notable, runTextMiddlewares, type TextMiddlewareResult } from '../chain/websocket-middleware.js';
 import type { BoundMiddleware } from '../middleware/implementation.js';
 import { invocationFields } from '../middleware/outcome.js';
 import { TUNNEL_LINGER_MS } from './tunnel.js';
+import { createStepQueue } from './ws-steps.js';
 import { createAssemblyTimer, GLOBAL_TIMERS, type Timers } from '../websocket/assembly-timer.js';
 import { createFrameBoundaryTracker } from '../websocket/frame-boundary.js';
 import { CLOSE_CODES, type ClientEvent, type CloseCode, createClientFrameParser, encodeClose, encodeFrame, OPCODES } from '../websocket/ws-frames.js';
@@ -102,6 +103,18 @@ export function relayWebSocket(
   let final = false;
   const timers = input.timers ?? GLOBAL_TIMERS;
   let linger: unknown;
+  // While an external middleware service is asked about a text message, what the client sends next waits, in order,
+  // with the client paused: nothing overtakes the message.
+  const steps = createStepQueue({
+    hold: () => client.pause(),
+    release: () => {
+      // A write made while the client was held may have filled the upstream: then the drain resumes it.
+      if (!upstream.writableNeedDrain) client.resume();
+      else upstream.once('drain', () => client.resume());
+    },
+    closed: () => closing !== undefined,
+    failed: (err) => fail(CLOSE_CODES.internalError, err instanceof Error ? err.message : String(err), 'middleware-failed'),
+  });
   const assembly = createAssemblyTimer({
     onExpire: (which) => fail(CLOSE_CODES.policyViolation, `text message assembly exceeded its ${which} timeout`, 'websocket-timeout'),
     timers,
@@ -131,9 +144,12 @@ export function relayWebSocket(
   }
 
   function toUpstream(bytes: Buffer): void {
-    if (!upstream.write(bytes) && !client.isPaused()) {
+    if (!upstream.write(bytes) && !client.isPaused() && !steps.busy) {
       client.pause();
-      upstream.once('drain', () => client.resume());
+      // A message still with a middleware service keeps the client paused (its queue resumes it).
+      upstream.once('drain', () => {
+        if (!steps.busy) client.resume();
+      });
     }
   }
 
@@ -229,9 +245,15 @@ export function relayWebSocket(
   const middlewaresOff = new Set<string>();
 
   /** The message as the middlewares left it, or undefined when one denied or failed closed (the socket is closing). */
-  function throughMiddlewares(text: string): string | undefined {
+  function throughMiddlewares(text: string): string | undefined | Promise<string | undefined> {
     if (session.middlewares === undefined || session.middlewares.length === 0) return text;
     const run = runTextMiddlewares(session.middlewares, middlewaresOff, text);
+    return run instanceof Promise ? run.then(afterMiddlewares) : afterMiddlewares(run);
+  }
+
+  function afterMiddlewares(run: TextMiddlewareResult): string | undefined {
+    // The socket closed while a service was asked: the message goes nowhere.
+    if (closing !== undefined) return undefined;
     if (!notable(run.invocations)) return run.verdict === 'allow' ? run.text : undefined;
     const o = messageOutcome(ctx, session, 'WEBSOCKET_TEXT');
     o.engine = 'middleware';
@@ -251,10 +273,14 @@ export function relayWebSocket(
     return undefined;
   }
 
-  function onText(received: string, frames: readonly Buffer[]): void {
+  function onText(received: string, frames: readonly Buffer[]): void | Promise<void> {
     if (!textAllowed(received)) return;
     const text = throughMiddlewares(received);
-    if (text === undefined) return;
+    if (text instanceof Promise) return text.then((t) => (t === undefined ? undefined : forwardText(received, t, frames)));
+    if (text !== undefined) forwardText(received, text, frames);
+  }
+
+  function forwardText(received: string, text: string, frames: readonly Buffer[]): void {
     // docs/credentials.md#substitution-slots: rewritten only with websocket_credential_rewrite; otherwise a marker is refused.
     const rewrite = rewriteWebSocketText({ text, scope: session.scope, rewrite: session.endpoint?.websocketCredentialRewrite === true });
     if (!rewrite.ok) {
@@ -273,7 +299,7 @@ export function relayWebSocket(
     toUpstream(encodeFrame({ opcode: OPCODES.text, payload: Buffer.from(rewrite.text, 'utf8'), maskKey: maskKey() }));
   }
 
-  function onEvent(event: ClientEvent): void {
+  function onEvent(event: ClientEvent): void | Promise<void> {
     switch (event.kind) {
       case 'control':
         toUpstream(event.frame.raw);
@@ -293,8 +319,7 @@ export function relayWebSocket(
         return;
       case 'text':
         assembly.clear();
-        onText(event.text, event.frames);
-        return;
+        return onText(event.text, event.frames);
     }
   }
 
@@ -303,10 +328,11 @@ export function relayWebSocket(
     if (closing !== undefined) return;
     const result = parser.push(chunk);
     for (const event of result.events) {
-      onEvent(event);
+      steps.run(() => (closing === undefined ? onEvent(event) : undefined));
       if (closing !== undefined) return;
     }
-    if (result.error !== undefined) fail(result.error.code, result.error.message, 'websocket-protocol-error');
+    const error = result.error;
+    if (error !== undefined) steps.run(() => fail(error.code, error.message, 'websocket-protocol-error'));
   }
 
   function onUpstreamData(chunk: Buffer): void {

@@ -69,6 +69,8 @@ export interface StartOptions {
   readonly identity?: IdentitySource;
   /** deps.middleware: network middleware implementations and capacity of the test's own. */
   readonly middleware?: MiddlewareRegistry;
+  /** Text of a `--middleware-config` file (external middleware services), written beside the policy. */
+  readonly middlewareConfig?: string;
   /**
    * config.upstreamDns: resolve through the production resolver (cli/run.ts buildResolver: upstream DNS client and
    * TTL cache) asking this loopback DNS server (test/harness/dns-upstream.ts) instead of the fake resolver.
@@ -120,6 +122,8 @@ export async function startBoundary(options: StartOptions = {}): Promise<Running
   const policyPath = join(dir, 'policy.yaml');
   if (options.policy !== undefined) await writeFile(policyPath, options.policy);
   let upstreamCa: string | undefined;
+  const middlewareConfig = options.middlewareConfig === undefined ? undefined : join(dir, 'middleware.yaml');
+  if (middlewareConfig !== undefined) await writeFile(middlewareConfig, options.middlewareConfig ?? '');
   if (options.upstreamCaPem !== undefined) {
     upstreamCa = join(dir, 'upstream-ca.pem');
     await writeFile(upstreamCa, options.upstreamCaPem);
@@ -138,6 +142,7 @@ export async function startBoundary(options: StartOptions = {}): Promise<Running
     stateDir: options.stateDir ?? join(dir, 'state'),
     ...(options.policy === undefined ? {} : { policyFile: policyPath }),
     ...(upstreamCa === undefined ? {} : { upstreamCa }),
+    ...(middlewareConfig === undefined ? {} : { middlewareConfig }),
     ...(options.caBundleOut === undefined ? {} : { caBundleOut: options.caBundleOut }),
     ...(options.searchDomains === undefined ? {} : { searchDomains: options.searchDomains }),
     ...(options.caUnavailable === true ? { caCert: join(dir, 'missing.pem'), caKey: join(dir, 'missing.key') } : {}),
@@ -172,7 +177,15 @@ export async function startBoundary(options: StartOptions = {}): Promise<Running
       return options.dial === undefined ? netDial(target) : options.dial(target);
     },
   });
-  await boundary.start();
+  try {
+    await boundary.start();
+  } catch (err) {
+    // A start refused (a bad first policy, a middleware service that cannot be used) leaves nothing running behind.
+    await boundary.close();
+    await real?.close();
+    await rm(dir, { recursive: true, force: true });
+    throw err;
+  }
   const caPem = options.caUnavailable === true ? undefined : await readFile(join(options.stateDir ?? join(dir, 'state'), 'ca.pem'), 'utf8');
   let closed: Promise<void> | undefined;
   return {

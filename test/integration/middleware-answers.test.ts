@@ -61,6 +61,10 @@ describe('middleware answers: deny, capacity, WebSocket close', { timeout: SUITE
   const registry: MiddlewareRegistry = {
     implementationFor: (entry) => denying(entry.key === 'sloppy-filter' ? 'Not A Code' : 'content_match'),
     capacity,
+    names: () => [],
+    replace: async () => undefined,
+    admit: async () => undefined,
+    close: () => undefined,
   };
 
   before(async () => {

@@ -3,13 +3,11 @@
 
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import type { MiddlewareRequest } from '../../src/middleware/implementation.js';
 import { createSecretScan } from '../../src/middleware/secret-scan.js';
 import { builtinConfigProblem } from '../../src/policy/middleware-builtins.js';
 import type { MiddlewareEntry } from '../../src/policy/types.js';
 import { SECRET_SAMPLES } from '../harness/secret-samples.js';
 
-const REQUEST: MiddlewareRequest = { host: 'api.example.test', port: 80, path: '/', target: '/', headers: [], endpoint: undefined };
 const entry = (config: Record<string, unknown>): MiddlewareEntry => ({ key: 'scan', middleware: 'boundary/secret-scan', builtin: 'secret-scan', config }) as unknown as MiddlewareEntry;
 
 describe('boundary/secret-scan', () => {
@@ -18,7 +16,7 @@ describe('boundary/secret-scan', () => {
 
   for (const { kind, value } of SECRET_SAMPLES) {
     it(`blocks ${kind} (${value.slice(0, 4)}...) by default, naming the kind, never the value`, () => {
-      const result = block.evaluateBody(Buffer.from(JSON.stringify({ note: 'see', value })), REQUEST);
+      const result = block.evaluateBody(Buffer.from(JSON.stringify({ note: 'see', value })));
       assert.equal(result.verdict, 'deny');
       assert.ok(result.verdict === 'deny');
       assert.equal(result.reasonCode, 'secret_detected');
@@ -30,7 +28,7 @@ describe('boundary/secret-scan', () => {
   it('redacts every match in place and counts each kind', () => {
     const aws = SECRET_SAMPLES[0]!.value;
     const gh = SECRET_SAMPLES[5]!.value;
-    const result = redact.evaluateBody(Buffer.from(`a=${aws}&b=${gh}&c=${aws}`), REQUEST);
+    const result = redact.evaluateBody(Buffer.from(`a=${aws}&b=${gh}&c=${aws}`));
     assert.ok(result.verdict === 'allow');
     assert.equal(result.body?.toString('latin1'), 'a=[REDACTED]&b=[REDACTED]&c=[REDACTED]');
     assert.deepEqual(result.findings, [
@@ -42,36 +40,36 @@ describe('boundary/secret-scan', () => {
   it('keeps a body that is not UTF-8 byte for byte around a redaction', () => {
     const aws = SECRET_SAMPLES[0]!.value;
     const body = Buffer.concat([Buffer.from([0xff, 0xfe, 0x00]), Buffer.from(` ${aws} `), Buffer.from([0x80])]);
-    const result = redact.evaluateBody(body, REQUEST);
+    const result = redact.evaluateBody(body);
     assert.ok(result.verdict === 'allow');
     assert.deepEqual(result.body, Buffer.concat([Buffer.from([0xff, 0xfe, 0x00]), Buffer.from(' [REDACTED] '), Buffer.from([0x80])]));
   });
 
   it('leaves lookalikes alone: short keys, a key inside a longer token, a JWT-shaped run whose header is not JSON', () => {
     for (const text of ['sk-short', 'sk-learn-compatible-estimator-name', 'xAKIAQWERTYUIOPASDFGH', 'ghp_tooShort', 'eyJub3Rqc29u.eyJzdWIiOiIxIn0.sig', 'AccountKey=short==', '-----BEGIN PUBLIC KEY-----']) {
-      const result = block.evaluateBody(Buffer.from(text), REQUEST);
+      const result = block.evaluateBody(Buffer.from(text));
       assert.equal(result.verdict, 'allow', text);
     }
   });
 
   it('scans a WebSocket text message the same way', () => {
     const jwt = SECRET_SAMPLES.at(-1)!.value;
-    assert.equal(block.evaluateText(`token ${jwt}`, REQUEST).verdict, 'deny');
-    const redacted = redact.evaluateText(`token ${jwt}`, REQUEST);
+    assert.equal(block.evaluateText(`token ${jwt}`).verdict, 'deny');
+    const redacted = redact.evaluateText(`token ${jwt}`);
     assert.ok(redacted.verdict === 'allow');
     assert.equal(redacted.text, 'token [REDACTED]');
   });
 
   it('runs the entry\'s own patterns, reported as secret.custom.<name>', () => {
     const scan = createSecretScan(entry({ mode: 'redact', patterns: [{ name: 'acme', regex: 'ACME_[A-Z0-9]{12}' }] }));
-    const result = scan.evaluateBody(Buffer.from('k=ACME_0123456789AB'), REQUEST);
+    const result = scan.evaluateBody(Buffer.from('k=ACME_0123456789AB'));
     assert.ok(result.verdict === 'allow');
     assert.equal(result.body?.toString(), 'k=[REDACTED]');
     assert.deepEqual(result.findings, [{ type: 'secret.custom.acme', count: 1 }]);
   });
 
   it('fails a body over the payload limit (on_error decides)', () => {
-    const result = block.evaluateBody(Buffer.alloc(256 * 1024 + 1, 0x61), REQUEST);
+    const result = block.evaluateBody(Buffer.alloc(256 * 1024 + 1, 0x61));
     assert.deepEqual(result, { verdict: 'failed', failure: 'payload-too-large' });
   });
 });

@@ -10,6 +10,7 @@ import type { PermanentCheck } from '../../net/destination.js';
 import { loadPolicyFile } from '../../policy/load.js';
 import { loadYaml } from '../../policy/yaml-load.js';
 import { nodeAt, position, readContext } from '../../policy/yaml-source.js';
+import { parsePolicy } from '../../policy/parse.js';
 import type { Policy } from '../../policy/types.js';
 import type { CliIo } from './io.js';
 
@@ -28,11 +29,11 @@ export interface JsonIssue {
   readonly message: string;
 }
 
-export async function checkFile(file: string, io: CliIo, permanent: PermanentCheck): Promise<FileReport> {
+export async function checkFile(file: string, io: CliIo, permanent: PermanentCheck, middlewareServices: readonly string[] = []): Promise<FileReport> {
   const path = resolve(io.cwd, file);
   let policy: Policy;
   try {
-    policy = await loadPolicyFile(path);
+    policy = await loadPolicyFile(path, (text, options) => parsePolicy(text, { ...options, middlewareServices }));
   } catch (err) {
     return { file, ok: false, problems: problemsOf(err), warnings: [] };
   }

@@ -12,6 +12,7 @@ import type { Decision, EgressIntent, Policy } from '../../policy/types.js';
 import { intentFromTarget } from '../../proxy/explain-target.js';
 import { type ReplayFields, replayFromUnmapped, replayTarget } from '../../telemetry/replay.js';
 import type { CliIo, Command } from './io.js';
+import { loadRegistrationsFile } from '../../middleware/registrations.js';
 import { checkCredentialsFile, checkFile, type FileReport, problemsOf, renderIssue, renderReport } from './policy-check.js';
 import { RUN_VIEW_OPTIONS, RUN_VIEW_USAGE, type RunView, type RunViewFlags, runViewOf } from './run-view.js';
 
@@ -22,7 +23,7 @@ const EXIT_USAGE = 2;
 const MAX_EVENT_INPUT_BYTES = 16 * 1024 * 1024;
 
 const USAGE = `Usage:
-  boundary policy check FILE... [--credentials FILE]... [--json] [RUN FLAGS]
+  boundary policy check FILE... [--credentials FILE]... [--middleware-config FILE] [--json] [RUN FLAGS]
   boundary policy explain FILE TARGET [--method M] [--binary PATH] [--json] [RUN FLAGS]
   boundary policy explain FILE --from-event EVENT|- [--binary PATH] [--json] [RUN FLAGS]
 
@@ -32,6 +33,8 @@ check     Loads every FILE and prints each problem as  FILE:LINE:COL CODE PATH: 
           --credentials FILE   also check a credentials file (repeatable): the same problems a run
                    would refuse it for, OpenShell fields boundary does not implement (token_grant,
                    auth_style, header_name) among them, named as CREDENTIALS_UNKNOWN_KEY
+          --middleware-config FILE   the middleware services run would register: entries naming
+                   them load (their configs are not sent to the services; run checks those)
           --json   print one JSON array with an object per file:
                    { file, ok, problems: [{ code, path, line, column, message }], warnings: [...] }
 
@@ -92,6 +95,7 @@ const OPTIONS = {
   binary: { type: 'string' },
   'from-event': { type: 'string' },
   credentials: { type: 'string', multiple: true },
+  'middleware-config': { type: 'string' },
   ...RUN_VIEW_OPTIONS,
   help: { type: 'boolean', short: 'h' },
 } as const;
@@ -122,7 +126,7 @@ function parse(args: readonly string[], allowed: readonly (keyof typeof OPTIONS)
 }
 
 async function runCheck(args: readonly string[], io: CliIo): Promise<number> {
-  const { values, positionals } = parse(args, ['json', 'credentials', ...RUN_VIEW_FLAGS]);
+  const { values, positionals } = parse(args, ['json', 'credentials', 'middleware-config', ...RUN_VIEW_FLAGS]);
   if (values.help === true) {
     io.stdout.write(USAGE);
     return EXIT_OK;
@@ -130,8 +134,10 @@ async function runCheck(args: readonly string[], io: CliIo): Promise<number> {
   const credentials = values.credentials ?? [];
   if (positionals.length === 0 && credentials.length === 0) throw new UsageError('policy check needs at least one FILE');
   const view = viewOf(values);
+  const config = values['middleware-config'];
+  const services = config === undefined ? [] : (await loadRegistrationsFile(resolve(io.cwd, config))).map((r) => r.name);
   const reports: FileReport[] = [];
-  for (const file of positionals) reports.push(await checkFile(file, io, view.permanent));
+  for (const file of positionals) reports.push(await checkFile(file, io, view.permanent, services));
   for (const file of credentials) reports.push(await checkCredentialsFile(file, io));
   if (values.json === true) {
     io.stdout.write(`${JSON.stringify(reports, null, 2)}\n`);

@@ -39,6 +39,8 @@ export const RUN_HELP = `Usage: boundary run --policy FILE [options]
   --on-invalid-policy keep|deny-all what an invalid policy change does (default keep)
   --unsafe-allow-loopback-upstream  let upstreams on 127.0.0.0/8 and ::1 through (development only)
   --credentials FILE                credential providers (YAML, watched; a rotation applies to the next request)
+  --middleware-config FILE          external network middleware services policies may name (YAML 'services:'
+                                    list; read at start). See docs/running.md#middleware-services
   --binary-identity required|endpoint-only
                                     policy binaries: enforced on the process that opened each connection, failing
                                     closed when it cannot be identified (required, the default), or not checked
@@ -102,6 +104,7 @@ const VALUE_FLAGS: Readonly<Record<string, string>> = {
   '--log-format': 'logFormat',
   '--on-invalid-policy': 'onInvalidPolicy',
   '--credentials': 'credentialsFile',
+  '--middleware-config': 'middlewareConfig',
   '--supervisor': 'supervisor',
   '--tls-dir': 'tlsDir',
   '--sandbox-id': 'sandboxId',
@@ -134,7 +137,7 @@ const LIMIT_FLAGS: Readonly<Record<string, string>> = {
 };
 /** Top-level numeric keys; parseConfig checks their range. */
 const NUMBER_KEYS: ReadonlySet<string> = new Set(['shutdownDrainMs', 'newNamesPerSecond', 'newNamesBurst']);
-const PATH_KEYS: ReadonlySet<string> = new Set(['policyFile', 'stateDir', 'caCert', 'caKey', 'caOut', 'caBundleOut', 'upstreamCa', 'hostsFile', 'credentialsFile', 'tlsDir', 'identitySocket', 'upstreamProxyAuthFile', 'upstreamProxyCa']);
+const PATH_KEYS: ReadonlySet<string> = new Set(['policyFile', 'stateDir', 'caCert', 'caKey', 'caOut', 'caBundleOut', 'upstreamCa', 'hostsFile', 'credentialsFile', 'middlewareConfig', 'tlsDir', 'identitySocket', 'upstreamProxyAuthFile', 'upstreamProxyCa']);
 
 /** Flags -> the raw input of parseConfig; paths resolved against cwd. Returns a usage message on error. */
 export function parseRunFlags(argv: readonly string[], cwd: string): Record<string, unknown> | string {

@@ -4,15 +4,21 @@
 // messages (proxy/ws-relay.ts); a streamed body, which no entry can hold, refused or passed by on_uninspectable. The
 // last two are first shown to the entries that read a head alone (the reverse canary).
 
+import type { BoundMiddleware } from '../../middleware/implementation.js';
 import type { MiddlewareRegistry } from '../../middleware/registry.js';
-import { middlewareRequestOf, type MiddlewareRunDeps, runHeadChecks, runRequestMiddlewares, uninspectableBody } from '../middleware-request.js';
+import { middlewareRequestOf, type MiddlewareRunDeps, requestView, runHeadChecks, runRequestMiddlewares, uninspectableBody } from '../middleware-request.js';
 import type { ChainRequest } from '../request.js';
 import { CONTINUE, type Stage } from '../stage.js';
 
 function websocketUpgrade(r: ChainRequest, registry: MiddlewareRegistry): undefined {
-  const entries = r.policy!.middlewaresFor(r.host as string);
+  const bound: BoundMiddleware[] = [];
   const request = middlewareRequestOf(r);
-  r.websocketMiddlewares = entries.map((entry) => ({ entry, implementation: registry.implementationFor(entry), request }));
+  for (const entry of r.policy!.middlewaresFor(r.host as string)) {
+    const implementation = registry.implementationFor(entry);
+    // Only an implementation bound to client text messages reads them (a service that described that binding).
+    if (implementation?.bindings.has('websocket-message') === true) bound.push({ entry, implementation, view: requestView(r, entry, request) });
+  }
+  r.websocketMiddlewares = bound;
   return CONTINUE;
 }
 
