@@ -161,6 +161,7 @@ export function createBoundary(config: Config, deps: Deps): Boundary {
       upstreamCaPem,
       otherSelfAddresses: () => otherSelves,
       credentials,
+      now,
       placeholderFamily: config.placeholderFamily,
       identity: { mode: config.binaryIdentity, source: identity },
       // The built-in network middlewares and the capacity they share.

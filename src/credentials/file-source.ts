@@ -6,7 +6,8 @@ import { type FSWatcher, watch } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { dirname, resolve } from 'node:path';
 import { BoundaryError, type Issue } from '../shared/errors.js';
-import { type CredentialsDocument, type EnvEntrySpec, MAX_CREDENTIALS_FILE_BYTES, parseCredentials } from './parse.js';
+import { type ClientCertificate, loadClientCertificate } from './client-cert.js';
+import { type ClientCertificateSpec, type CredentialsDocument, type EnvEntrySpec, MAX_CREDENTIALS_FILE_BYTES, parseCredentials } from './parse.js';
 import { Secret } from './secret.js';
 import { type CredentialSet, createCredentialSet, type ProviderInput, secretValueProblem } from './set.js';
 import { type CredentialListener, type CredentialSource, createSetHolder } from './source.js';
@@ -81,6 +82,25 @@ async function resolveEntry(
   return undefined;
 }
 
+/** Reads a provider's certificate files; their directories are watched like value_from files, so a rotation is seen. */
+async function resolveClientCertificate(
+  spec: ClientCertificateSpec | undefined,
+  base: string,
+  dirs: Set<string>,
+  source: string,
+  issues: Issue[],
+): Promise<ClientCertificate | undefined> {
+  if (spec === undefined) return undefined;
+  for (const file of [spec.cert, spec.key, spec.chain]) if (file !== undefined) dirs.add(dirname(resolve(base, file)));
+  try {
+    return await loadClientCertificate(spec, base);
+  } catch (err) {
+    if (!(err instanceof BoundaryError)) throw err;
+    issues.push({ code: err.code, message: err.message, source, ...spec.at });
+    return undefined;
+  }
+}
+
 async function resolveDocument(doc: CredentialsDocument, path: string, env: CredentialEnv): Promise<Loaded> {
   const base = dirname(path);
   const issues: Issue[] = [];
@@ -93,7 +113,8 @@ async function resolveDocument(doc: CredentialsDocument, path: string, env: Cred
       const secret = await resolveEntry(entry, base, env, path, issues);
       if (secret !== undefined) values[entry.key] = secret;
     }
-    providers.push({ name: provider.name, env: values, endpoints: provider.endpoints });
+    const clientCertificate = await resolveClientCertificate(provider.clientCertificate, base, dirs, path, issues);
+    providers.push({ name: provider.name, env: values, endpoints: provider.endpoints, ...(clientCertificate === undefined ? {} : { clientCertificate }) });
   }
   if (issues.length > 0) {
     throw new BoundaryError('CREDENTIALS_INVALID', `credentials: ${issues.length} value(s) could not be resolved`, {

@@ -4,6 +4,7 @@
 
 import { isAlias, isMap, isScalar, isSeq, LineCounter, type Node as YamlNode, parseDocument, type YAMLMap } from 'yaml';
 import { BoundaryError, type ErrorCode, type Issue } from '../shared/errors.js';
+import type { ClientCertificateFiles } from './client-cert.js';
 import { compileHostPattern, compilePathGlob } from './endpoint-match.js';
 import { keyNameProblem } from './placeholder.js';
 import { Secret } from './secret.js';
@@ -36,10 +37,16 @@ export interface EnvEntrySpec {
   readonly at: Located;
 }
 
+/** A provider's client_certificate files, read (and the key checked against the certificate) by file-source.ts. */
+export interface ClientCertificateSpec extends ClientCertificateFiles {
+  readonly at: Located;
+}
+
 interface ProviderSpec {
   readonly name: string;
   readonly env: readonly EnvEntrySpec[];
   readonly endpoints: readonly CredentialEndpointInput[];
+  readonly clientCertificate?: ClientCertificateSpec | undefined;
 }
 
 export interface CredentialsDocument {
@@ -158,6 +165,37 @@ function readEndpoint(walk: Walk, node: unknown, path: string): CredentialEndpoi
   return glob === undefined ? { host, port } : { host, port, path: glob };
 }
 
+function readClientCertificate(walk: Walk, node: unknown, path: string): ClientCertificateSpec | undefined {
+  const map = asMap(walk, node, path);
+  if (map === undefined) return undefined;
+  const files: Record<string, string> = {};
+  for (const [key, value] of entries(walk, map, path, ['cert', 'key', 'chain'])) {
+    const text = asString(walk, value, `${path}.${key}`);
+    if (text === undefined) continue;
+    if (text.length === 0 || /[\u0000\r\n]/.test(text)) {
+      report(walk, 'CREDENTIALS_CLIENT_CERT_INVALID', value, `${path}.${key}`, 'must be a file path, without CR, LF or NUL');
+    } else files[key] = text;
+  }
+  for (const key of ['cert', 'key']) if (!map.has(key)) report(walk, 'CREDENTIALS_CLIENT_CERT_INVALID', map, `${path}.${key}`, 'required');
+  const { cert, key, chain } = files;
+  if (cert === undefined || key === undefined) return undefined;
+  return { cert, key, ...(chain === undefined ? {} : { chain }), at: locate(walk, node, path) };
+}
+
+/**
+ * A certificate is presented at the handshake, before any path is known, and only to its provider's own endpoints:
+ * a path there would read as a narrower binding than the connection gets, and without endpoints it binds nowhere.
+ */
+function clientCertificateBinding(walk: Walk, map: YAMLMap, path: string, endpoints: readonly CredentialEndpointInput[]): void {
+  const listed = map.get('endpoints', true);
+  if (endpoints.length === 0) report(walk, 'CREDENTIALS_CLIENT_CERT_INVALID', map, `${path}.client_certificate`, 'needs endpoints: it is presented only to its provider\'s own endpoints');
+  endpoints.forEach((endpoint, index) => {
+    if (endpoint.path === undefined) return;
+    const node = isSeq(listed) ? listed.items[index] : map;
+    report(walk, 'CREDENTIALS_CLIENT_CERT_INVALID', node, `${path}.endpoints[${index}].path`, 'cannot be set beside client_certificate: the certificate is presented at the TLS handshake, before any path');
+  });
+}
+
 function readProvider(walk: Walk, name: string, node: unknown, keyNode: unknown): ProviderSpec | undefined {
   const path = `providers.${name}`;
   const nameProblem = providerNameProblem(name);
@@ -166,8 +204,11 @@ function readProvider(walk: Walk, name: string, node: unknown, keyNode: unknown)
   if (map === undefined) return undefined;
   const env: EnvEntrySpec[] = [];
   const endpoints: CredentialEndpointInput[] = [];
-  for (const [field, value] of entries(walk, map, path, ['env', 'endpoints'])) {
-    if (field === 'env') {
+  let clientCertificate: ClientCertificateSpec | undefined;
+  for (const [field, value] of entries(walk, map, path, ['env', 'endpoints', 'client_certificate'])) {
+    if (field === 'client_certificate') {
+      clientCertificate = readClientCertificate(walk, value, `${path}.client_certificate`);
+    } else if (field === 'env') {
       const envMap = asMap(walk, value, `${path}.env`);
       const items = envMap === undefined ? [] : entries(walk, envMap, `${path}.env`);
       if (items.length > MAX_KEYS_PER_PROVIDER) report(walk, 'CREDENTIALS_LIMIT', value, `${path}.env`, 'too many keys');
@@ -190,7 +231,8 @@ function readProvider(walk: Walk, name: string, node: unknown, keyNode: unknown)
       report(walk, 'CREDENTIALS_TYPE', value, `${path}.endpoints`, 'expected a list');
     }
   }
-  return { name, env, endpoints };
+  if (clientCertificate !== undefined) clientCertificateBinding(walk, map, path, endpoints);
+  return { name, env, endpoints, ...(clientCertificate === undefined ? {} : { clientCertificate }) };
 }
 
 /** Parses and validates the credentials YAML. Throws BoundaryError CREDENTIALS_INVALID listing every issue. */

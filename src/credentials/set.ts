@@ -3,6 +3,7 @@
 
 import { createHash } from 'node:crypto';
 import { BoundaryError, type Issue } from '../shared/errors.js';
+import { type ClientCertificate, sameClientCertificate } from './client-cert.js';
 import { compileHostPattern, compilePathGlob } from './endpoint-match.js';
 import { keyNameProblem } from './placeholder.js';
 import { Secret } from './secret.js';
@@ -27,6 +28,8 @@ export interface ProviderInput {
   readonly name: string;
   readonly env: Readonly<Record<string, string | Secret>>;
   readonly endpoints?: readonly CredentialEndpointInput[];
+  /** Presented on the upstream TLS handshake to this provider's own endpoints (client-cert.ts). */
+  readonly clientCertificate?: ClientCertificate | undefined;
 }
 
 interface CredentialEndpoint {
@@ -42,6 +45,7 @@ export interface CredentialProvider {
   readonly name: string;
   readonly keys: ReadonlyMap<string, Secret>;
   readonly endpoints: readonly CredentialEndpoint[];
+  readonly clientCertificate: ClientCertificate | undefined;
 }
 
 export interface CredentialSet {
@@ -129,7 +133,7 @@ function compileProvider(input: ProviderInput, issues: Issue[]): CredentialProvi
     const compiled = compileEndpoint(endpoint, `${base}.endpoints[${index}]`, issues);
     if (compiled !== undefined) endpoints.push(compiled);
   });
-  return Object.freeze({ name: input.name, keys, endpoints: Object.freeze(endpoints) });
+  return Object.freeze({ name: input.name, keys, endpoints: Object.freeze(endpoints), clientCertificate: input.clientCertificate });
 }
 
 type Identities = ReadonlyMap<string, string>;
@@ -147,6 +151,7 @@ function sameProviders(a: ReadonlyMap<string, CredentialProvider>, b: ReadonlyMa
   for (const [name, left] of a) {
     const right = b.get(name);
     if (right === undefined || left.keys.size !== right.keys.size) return false;
+    if (!sameClientCertificate(left.clientCertificate, right.clientCertificate)) return false;
     for (const [key, secret] of left.keys) {
       const other = right.keys.get(key);
       if (other === undefined || !secret.equals(other)) return false;

@@ -6,8 +6,9 @@ import { credentialRefusal } from '../chain/stages/credentials.js';
 import { denied, type Refusal } from '../chain/stage.js';
 import { formatAuthority } from '../net/host.js';
 import { MarkerInBodyError } from '../chain/credential-injection.js';
-import { dialFailedDenial, methodOverrideDenial, upstreamProtocolDenial, upstreamUnreachableDenial } from '../chain/denials.js';
+import { clientCertificateDenial, dialFailedDenial, methodOverrideDenial, upstreamProtocolDenial, upstreamUnreachableDenial } from '../chain/denials.js';
 import { isBoundaryError } from '../shared/errors.js';
+import { ClientCertificateError } from './upstream.js';
 import { dialFailureOf, isDialError } from '../chain/dial.js';
 
 /** The client went away before the upstream answered. */
@@ -61,6 +62,14 @@ export function upstreamFailure(r: ChainRequest, err: Error, sent: boolean): Ref
     r.settle(refused);
     return refused;
   }
+  const certificate = clientCertificateFailure(err);
+  if (certificate !== undefined) {
+    const denial = clientCertificateDenial(target, certificate);
+    const reason = certificate === 'ambiguous' ? 'client-certificate-ambiguous' : 'client-certificate-rejected';
+    const refused: Refusal = { verdict: 'fail', reason, detail: `client certificate ${certificate}`, status: denial.status, denial, finding: undefined };
+    r.settle(refused);
+    return refused;
+  }
   const dial = isDialError(err);
   // RX-11: as on CONNECT, timeout, refused and unreachable stay apart in the event and the answer.
   const failure = dial ? dialFailureOf(err) : undefined;
@@ -69,6 +78,24 @@ export function upstreamFailure(r: ChainRequest, err: Error, sent: boolean): Ref
   const refused: Refusal = { verdict: 'fail', reason: dial ? 'dial-failed' : 'upstream-failed', detail: err.message, status: denial.status, denial, finding: undefined };
   r.settle(refused);
   return refused;
+}
+
+/** TLS alerts an origin sends about the client's certificate (OpenSSL's error codes for them, any protocol version). */
+const CLIENT_CERTIFICATE_ALERT = /^ERR_SSL_(?:SSLV3|TLSV1|TLSV13)_ALERT_(BAD_CERTIFICATE|UNSUPPORTED_CERTIFICATE|CERTIFICATE_REVOKED|CERTIFICATE_EXPIRED|CERTIFICATE_UNKNOWN|UNKNOWN_CA|ACCESS_DENIED|CERTIFICATE_REQUIRED)$/;
+
+/**
+ * Why the upstream refused the client certificate (the alert's name, as `certificate_expired`), `ambiguous` when two
+ * were bound to the destination, or undefined for any other failure. TLS 1.3 sends the alert after the client's
+ * handshake ended, so it can surface on the exchange rather than the connect: the cause chain is read either way.
+ */
+export function clientCertificateFailure(err: unknown): string | undefined {
+  for (let e: unknown = err, depth = 0; e instanceof Error && depth < 3; e = e.cause, depth++) {
+    const code = (e as { code?: unknown }).code;
+    if (e instanceof ClientCertificateError) return e.why;
+    const alert = typeof code === 'string' ? CLIENT_CERTIFICATE_ALERT.exec(code) : null;
+    if (alert !== null) return (alert[1] as string).toLowerCase();
+  }
+  return undefined;
 }
 
 /** Anything thrown on the way, recorded as the request's failure. */
