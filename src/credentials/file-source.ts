@@ -9,6 +9,7 @@ import { BoundaryError, type Issue } from '../shared/errors.js';
 import { type ClientCertificate, loadClientCertificate } from './client-cert.js';
 import { type ClientCertificateSpec, type CredentialsDocument, type EnvEntrySpec, MAX_CREDENTIALS_FILE_BYTES, parseCredentials } from './parse.js';
 import { Secret } from './secret.js';
+import type { PlaceholderFormat } from './shaped.js';
 import { type CredentialSet, createCredentialSet, type ProviderInput, secretValueProblem } from './set.js';
 import { type CredentialListener, type CredentialSource, createSetHolder } from './source.js';
 
@@ -108,13 +109,21 @@ async function resolveDocument(doc: CredentialsDocument, path: string, env: Cred
   const providers: ProviderInput[] = [];
   for (const provider of doc.providers) {
     const values: Record<string, Secret> = {};
+    const formats: Record<string, PlaceholderFormat> = {};
     for (const entry of provider.env) {
+      if (entry.format !== undefined) formats[entry.key] = entry.format;
       if (entry.value.kind === 'file') dirs.add(dirname(resolve(base, entry.value.path)));
       const secret = await resolveEntry(entry, base, env, path, issues);
       if (secret !== undefined) values[entry.key] = secret;
     }
     const clientCertificate = await resolveClientCertificate(provider.clientCertificate, base, dirs, path, issues);
-    providers.push({ name: provider.name, env: values, endpoints: provider.endpoints, ...(clientCertificate === undefined ? {} : { clientCertificate }) });
+    providers.push({
+      name: provider.name,
+      env: values,
+      endpoints: provider.endpoints,
+      ...(clientCertificate === undefined ? {} : { clientCertificate }),
+      ...(Object.keys(formats).length === 0 ? {} : { formats }),
+    });
   }
   if (issues.length > 0) {
     throw new BoundaryError('CREDENTIALS_INVALID', `credentials: ${issues.length} value(s) could not be resolved`, {

@@ -6,7 +6,8 @@ import { isAlias, isMap, isScalar, isSeq, LineCounter, type Node as YamlNode, pa
 import { BoundaryError, type ErrorCode, type Issue } from '../shared/errors.js';
 import type { ClientCertificateFiles } from './client-cert.js';
 import { compileHostPattern, compilePathGlob } from './endpoint-match.js';
-import { keyNameProblem } from './placeholder.js';
+import { keyNameProblem, SHORTEST_MARKER_CHARS } from './placeholder.js';
+import { compileFormat, type CustomFormatInput, type PlaceholderFormat } from './shaped.js';
 import { Secret } from './secret.js';
 import {
   type CredentialEndpointInput,
@@ -33,6 +34,8 @@ interface Located {
 export interface EnvEntrySpec {
   readonly key: string;
   readonly value: EnvValueSpec;
+  /** The shape of its placeholder (docs/credentials.md#shaped-placeholders); the placeholder forms otherwise. */
+  readonly format?: PlaceholderFormat | undefined;
   /** Where the entry is, so a value_from problem found later still points at its line. */
   readonly at: Located;
 }
@@ -119,10 +122,11 @@ function readEnvValue(walk: Walk, node: unknown, path: string): EnvValueSpec | u
     report(walk, 'CREDENTIALS_TYPE', node, path, 'expected a string (quote numbers) or { value_from: { file | env } }');
     return undefined;
   }
-  const outer = entries(walk, node, path, ['value_from']);
+  const outer = entries(walk, node, path, ['value_from', 'format']).filter(([key]) => key === 'value_from');
   const fromNode = outer[0]?.[1];
   const fromMap = outer.length === 1 ? asMap(walk, fromNode, `${path}.value_from`) : undefined;
-  if (outer.length === 0 && node.items.length === 0) report(walk, 'CREDENTIALS_TYPE', node, path, 'needs value_from');
+  const onlyFormat = node.items.every((pair) => isScalar(pair.key) && pair.key.value === 'format');
+  if (outer.length === 0 && onlyFormat) report(walk, 'CREDENTIALS_TYPE', node, path, 'needs value_from');
   if (fromMap === undefined) return undefined;
   const sources = entries(walk, fromMap, `${path}.value_from`, ['file', 'env']);
   const [kind, valueNode] = sources[0] ?? ['', undefined];
@@ -137,6 +141,26 @@ function readEnvValue(walk: Walk, node: unknown, path: string): EnvValueSpec | u
     return undefined;
   }
   return kind === 'file' ? { kind: 'file', path: text } : { kind: 'env', name: text };
+}
+
+/** A key's `format`: a catalogue name or { prefix, length, alphabet }. null when it is refused (reported). */
+function readFormat(walk: Walk, node: unknown, path: string): PlaceholderFormat | null {
+  let input: string | CustomFormatInput | undefined;
+  if (isScalar(node) && typeof node.value === 'string') input = node.value;
+  else if (isMap(node)) {
+    const fields: Record<string, unknown> = {};
+    for (const [key, value] of entries(walk, node, path, ['prefix', 'length', 'alphabet'])) fields[key] = isScalar(value) ? value.value : undefined;
+    const { prefix = '', length, alphabet } = fields;
+    if (typeof prefix === 'string' && typeof length === 'number' && typeof alphabet === 'string') input = { prefix, length, alphabet };
+  }
+  if (input === undefined) {
+    report(walk, 'CREDENTIALS_FORMAT_INVALID', node, path, 'expected a format name or { prefix: string, length: number, alphabet: name }');
+    return null;
+  }
+  const compiled = compileFormat(input, SHORTEST_MARKER_CHARS);
+  if (compiled.ok) return compiled.format;
+  report(walk, 'CREDENTIALS_FORMAT_INVALID', node, path, compiled.message);
+  return null;
 }
 
 function readEndpoint(walk: Walk, node: unknown, path: string): CredentialEndpointInput | undefined {
@@ -217,7 +241,8 @@ function readProvider(walk: Walk, name: string, node: unknown, keyNode: unknown)
         const keyProblem = keyNameProblem(key);
         if (keyProblem !== undefined) report(walk, 'CREDENTIALS_KEY_INVALID', entryKey, at.path, keyProblem);
         const spec = readEnvValue(walk, entry, at.path);
-        if (keyProblem === undefined && spec !== undefined) env.push({ key, value: spec, at });
+        const format = isMap(entry) && entry.has('format') ? readFormat(walk, entry.get('format', true), `${at.path}.format`) : undefined;
+        if (keyProblem === undefined && spec !== undefined && format !== null) env.push({ key, value: spec, at, ...(format === undefined ? {} : { format }) });
       }
     } else if (isSeq(value)) {
       if (value.items.length > MAX_ENDPOINTS_PER_PROVIDER) {

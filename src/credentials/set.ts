@@ -7,6 +7,7 @@ import { type ClientCertificate, sameClientCertificate } from './client-cert.js'
 import { compileHostPattern, compilePathGlob } from './endpoint-match.js';
 import { keyNameProblem } from './placeholder.js';
 import { Secret } from './secret.js';
+import { indexShaped, type PlaceholderFormat, shapedPlaceholder } from './shaped.js';
 
 export const MAX_PROVIDERS = 256;
 export const MAX_KEYS_PER_PROVIDER = 1_024;
@@ -30,6 +31,8 @@ export interface ProviderInput {
   readonly endpoints?: readonly CredentialEndpointInput[];
   /** Presented on the upstream TLS handshake to this provider's own endpoints (client-cert.ts). */
   readonly clientCertificate?: ClientCertificate | undefined;
+  /** Keys whose placeholder is shaped like the real token (shaped.ts). */
+  readonly formats?: Readonly<Record<string, PlaceholderFormat>> | undefined;
 }
 
 interface CredentialEndpoint {
@@ -46,6 +49,8 @@ export interface CredentialProvider {
   readonly keys: ReadonlyMap<string, Secret>;
   readonly endpoints: readonly CredentialEndpoint[];
   readonly clientCertificate: ClientCertificate | undefined;
+  /** Key -> its shaped placeholder, for the keys with a format. */
+  readonly shaped: ReadonlyMap<string, string>;
 }
 
 export interface CredentialSet {
@@ -133,7 +138,20 @@ function compileProvider(input: ProviderInput, issues: Issue[]): CredentialProvi
     const compiled = compileEndpoint(endpoint, `${base}.endpoints[${index}]`, issues);
     if (compiled !== undefined) endpoints.push(compiled);
   });
-  return Object.freeze({ name: input.name, keys, endpoints: Object.freeze(endpoints), clientCertificate: input.clientCertificate });
+  const shaped = shapedPlaceholders(input, keys, base, issues);
+  return Object.freeze({ name: input.name, keys, endpoints: Object.freeze(endpoints), clientCertificate: input.clientCertificate, shaped });
+}
+
+/** Derives (and indexes, for every scan) the shaped placeholders of the provider's keys that declare a format. */
+function shapedPlaceholders(input: ProviderInput, keys: ReadonlyMap<string, Secret>, base: string, issues: Issue[]): ReadonlyMap<string, string> {
+  const shaped = new Map<string, string>();
+  for (const [key, format] of Object.entries(input.formats ?? {})) {
+    if (!keys.has(key)) continue;
+    const value = shapedPlaceholder(input.name, key, format);
+    if (indexShaped(value, { key, handle: stableHandle(input.name, key) })) shaped.set(key, value);
+    else issues.push({ code: 'CREDENTIALS_LIMIT', path: `${base}.env.${key}.format`, message: 'too many shaped placeholders in this process' });
+  }
+  return shaped;
 }
 
 type Identities = ReadonlyMap<string, string>;
@@ -152,6 +170,7 @@ function sameProviders(a: ReadonlyMap<string, CredentialProvider>, b: ReadonlyMa
     const right = b.get(name);
     if (right === undefined || left.keys.size !== right.keys.size) return false;
     if (!sameClientCertificate(left.clientCertificate, right.clientCertificate)) return false;
+    if (JSON.stringify([...left.shaped]) !== JSON.stringify([...right.shaped])) return false;
     for (const [key, secret] of left.keys) {
       const other = right.keys.get(key);
       if (other === undefined || !secret.equals(other)) return false;

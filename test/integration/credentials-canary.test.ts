@@ -6,6 +6,7 @@ import { tmpdir } from 'node:os';
 import { request as httpRequest, createServer } from 'node:http';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
+import { FORMAT_CATALOGUE, shapedPlaceholder } from '../../src/credentials/shaped.js';
 import { encodeUnreserved } from '../../src/credentials/substitute.js';
 import { type CertificateAuthority, createCertificateAuthority } from '../../src/pki/ca.js';
 import { issueCertificate } from '../../src/pki/issue.js';
@@ -70,13 +71,17 @@ async function filesUnder(dir: string): Promise<string[]> {
 }
 
 /** A client certificate and key in a directory of their own (not the state dir the files sink reads), bound to the TLS api origin. */
-async function clientCertificate(pki: { ca: CertificateAuthority }): Promise<{ dir: string; keyPem: string; provider: (port: number) => string }> {
+async function clientCertificate(pki: { ca: CertificateAuthority }, shapedSecret: string): Promise<{ dir: string; keyPem: string; provider: (port: number) => string }> {
   const dir = await mkdtemp(join(tmpdir(), 'boundary-canary-cert-'));
   const issued = await issueCertificate({ ca: pki.ca, kind: 'client', sandboxId: 'canary', trustDomain: 'canary.test', now: Date.now });
   await writeFile(join(dir, 'client.pem'), issued.certPem);
   await writeFile(join(dir, 'client.key'), issued.keyPem);
+  await writeFile(join(dir, 'shaped'), shapedSecret);
+  // The same provider holds a key whose placeholder is shaped like a GitHub token.
   const provider = (port: number) =>
-    `  mtls:\n    client_certificate: { cert: ${join(dir, 'client.pem')}, key: ${join(dir, 'client.key')} }\n    endpoints:\n      - { host: ${HOSTS.api}, port: ${port} }\n`;
+    `  mtls:\n    client_certificate: { cert: ${join(dir, 'client.pem')}, key: ${join(dir, 'client.key')} }\n` +
+    `    env:\n      SHAPED_TOKEN: { value_from: { file: ${join(dir, 'shaped')} }, format: github-classic }\n` +
+    `    endpoints:\n      - { host: ${HOSTS.api}, port: ${port} }\n`;
   return { dir, keyPem: issued.keyPem, provider };
 }
 
@@ -102,7 +107,9 @@ async function run(format: 'json' | 'shorthand'): Promise<void> {
   const first = canaryValue();
   const second = canaryValue();
   const dead = await closedPort();
-  const cert = await clientCertificate({ ca: await createCertificateAuthority({ commonName: 'canary client CA', now: Date.now }) });
+  const shapedSecret = canaryValue();
+  const shaped = shapedPlaceholder('mtls', 'SHAPED_TOKEN', { id: 'github-classic', parts: FORMAT_CATALOGUE['github-classic'] ?? [] });
+  const cert = await clientCertificate({ ca: await createCertificateAuthority({ commonName: 'canary client CA', now: Date.now }) }, shapedSecret);
   const s: CredentialStack = await credentialStack({
     values: { token: first, query: first, basic: first },
     logFormat: format,
@@ -160,6 +167,9 @@ async function run(format: 'json' | 'shorthand'): Promise<void> {
     assert.equal((await tunnelled(HOSTS.skip, s.ports.secure, { path: '/skip', headers: bearer })).status, 403);
     // The client certificate's endpoint: its key goes into the upstream handshake.
     assert.equal((await s.through('connect', HOSTS.api, { path: '/m', headers: bearer }).then(keep)).status, 200);
+    // The shaped placeholder: swapped where bound, refused elsewhere.
+    assert.equal((await s.through('connect', HOSTS.api, { path: '/s', headers: { 'x-token': shaped } }).then(keep)).status, 200);
+    assert.equal((await forward(HOSTS.echo, echo, { path: '/s', headers: { 'x-token': shaped } })).status, 403);
   }
 
   try {
@@ -200,6 +210,8 @@ async function run(format: 'json' | 'shorthand'): Promise<void> {
         for (const form of formsOf(secret)) if (text.includes(form)) hits.push(`${sink}: ${form === secret ? 'raw' : form}`);
       }
       for (const form of keyForms(cert.keyPem)) if (text.includes(form)) hits.push(`${sink}: client certificate key`);
+      for (const form of formsOf(shapedSecret)) if (text.includes(form)) hits.push(`${sink}: shaped credential's value`);
+      if (sink !== 'responses' && text.includes(shaped)) hits.push(`${sink}: shaped placeholder`);
       for (const name of ['API_TOKEN', 'QUERY_KEY', 'BASIC_PASS']) if (sink !== 'responses' && text.includes(name)) hits.push(`${sink}: key name ${name}`);
       if (sink !== 'responses' && text.includes('openshell:resolve')) hits.push(`${sink}: placeholder`);
     }

@@ -10,20 +10,11 @@ import { checkCredentialsFile } from '../../src/app/cli/policy-check.js';
 import type { CliIo } from '../../src/app/cli/io.js';
 import { clientCertificateFor, loadClientCertificate } from '../../src/credentials/client-cert.js';
 import { createFileCredentialSource } from '../../src/credentials/file-source.js';
-import { parseCredentials } from '../../src/credentials/parse.js';
 import { createCertificateAuthority } from '../../src/pki/ca.js';
 import { issueCertificate } from '../../src/pki/issue.js';
 import { isBoundaryError } from '../../src/shared/errors.js';
+import { credentialIssues } from '../harness/credential-parts.js';
 
-function codesOf(text: string): string[] {
-  try {
-    parseCredentials(text);
-    return [];
-  } catch (err) {
-    assert.ok(isBoundaryError(err));
-    return err.issues.map((i) => `${i.code} ${i.path}`);
-  }
-}
 
 describe('client_certificate in the credentials file', () => {
   let dir: string;
@@ -45,18 +36,18 @@ describe('client_certificate in the credentials file', () => {
   });
 
   it('parses cert, key and chain paths; refuses a missing key, unknown fields, a path beside it and no endpoints', () => {
-    assert.deepEqual(codesOf('providers:\n  p:\n    client_certificate: { cert: a.pem, key: a.key, chain: c.pem }\n    endpoints: [{ host: x.test, port: 443 }]\n'), []);
-    assert.deepEqual(codesOf('providers:\n  p:\n    client_certificate: { cert: a.pem }\n    endpoints: [{ host: x.test, port: 443 }]\n'), [
+    assert.deepEqual(credentialIssues('providers:\n  p:\n    client_certificate: { cert: a.pem, key: a.key, chain: c.pem }\n    endpoints: [{ host: x.test, port: 443 }]\n'), []);
+    assert.deepEqual(credentialIssues('providers:\n  p:\n    client_certificate: { cert: a.pem }\n    endpoints: [{ host: x.test, port: 443 }]\n'), [
       'CREDENTIALS_CLIENT_CERT_INVALID providers.p.client_certificate.key',
     ]);
-    assert.deepEqual(codesOf('providers:\n  p:\n    client_certificate: { cert: a.pem, key: a.key, pass: x }\n    endpoints: [{ host: x.test, port: 443 }]\n'), [
+    assert.deepEqual(credentialIssues('providers:\n  p:\n    client_certificate: { cert: a.pem, key: a.key, pass: x }\n    endpoints: [{ host: x.test, port: 443 }]\n'), [
       'CREDENTIALS_UNKNOWN_KEY providers.p.client_certificate.pass',
     ]);
-    assert.deepEqual(codesOf('providers:\n  p:\n    client_certificate: { cert: a.pem, key: a.key }\n    endpoints: [{ host: x.test, port: 443, path: "/v1/**" }]\n'), [
+    assert.deepEqual(credentialIssues('providers:\n  p:\n    client_certificate: { cert: a.pem, key: a.key }\n    endpoints: [{ host: x.test, port: 443, path: "/v1/**" }]\n'), [
       'CREDENTIALS_CLIENT_CERT_INVALID providers.p.endpoints[0].path',
     ]);
-    assert.deepEqual(codesOf('providers:\n  p:\n    client_certificate: { cert: a.pem, key: a.key }\n'), ['CREDENTIALS_CLIENT_CERT_INVALID providers.p.client_certificate']);
-    assert.deepEqual(codesOf('providers:\n  p:\n    client_certificate: a.pem\n    endpoints: [{ host: x.test, port: 443 }]\n'), ['CREDENTIALS_TYPE providers.p.client_certificate']);
+    assert.deepEqual(credentialIssues('providers:\n  p:\n    client_certificate: { cert: a.pem, key: a.key }\n'), ['CREDENTIALS_CLIENT_CERT_INVALID providers.p.client_certificate']);
+    assert.deepEqual(credentialIssues('providers:\n  p:\n    client_certificate: a.pem\n    endpoints: [{ host: x.test, port: 443 }]\n'), ['CREDENTIALS_TYPE providers.p.client_certificate']);
   });
 
   it('loads a matching pair with its chain; refuses a key of another certificate and a file that is not PEM, never quoting the key', async () => {
