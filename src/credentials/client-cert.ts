@@ -82,6 +82,11 @@ export async function loadClientCertificate(files: ClientCertificateFiles, base:
     readPem(base, files.key, 'key'),
     files.chain === undefined ? Promise.resolve(undefined) : readPem(base, files.chain, 'chain'),
   ]);
+  return clientCertificateFromPem(certText, keyText, chainText);
+}
+
+/** The same checks on PEM text (attached mode: the supervisor delivers the chain and key). Throws CREDENTIALS_CLIENT_CERT_INVALID. */
+export function clientCertificateFromPem(certText: string, keyText: string, chainText?: string): ClientCertificate {
   const certs = [...certificatesIn(certText, 'cert'), ...(chainText === undefined ? [] : certificatesIn(chainText, 'chain'))];
   const leaf = new X509Certificate(certs[0] as string);
   let matches: boolean;

@@ -4,6 +4,7 @@
 import { createHash } from 'node:crypto';
 import { BoundaryError, type Issue } from '../shared/errors.js';
 import { type ClientCertificate, sameClientCertificate } from './client-cert.js';
+import { type DeliveredExtras, fromDelivery } from './delivered.js';
 import { compileHostPattern, compilePathGlob } from './endpoint-match.js';
 import { keyNameProblem } from './placeholder.js';
 import { Secret } from './secret.js';
@@ -24,8 +25,8 @@ export interface CredentialEndpointInput {
   readonly path?: string | undefined;
 }
 
-/** A provider as the file source or the control channel hands it over. */
-export interface ProviderInput {
+/** A provider as the file source or the control channel hands it over (the latter with DeliveredExtras). */
+export interface ProviderInput extends DeliveredExtras {
   readonly name: string;
   readonly env: Readonly<Record<string, string | Secret>>;
   readonly endpoints?: readonly CredentialEndpointInput[];
@@ -49,8 +50,9 @@ export interface CredentialProvider {
   readonly keys: ReadonlyMap<string, Secret>;
   readonly endpoints: readonly CredentialEndpoint[];
   readonly clientCertificate: ClientCertificate | undefined;
-  /** Key -> its shaped placeholder, for the keys with a format. */
+  /** Key -> its shaped placeholder, and its format, for the keys with a format. */
   readonly shaped: ReadonlyMap<string, string>;
+  readonly formats: ReadonlyMap<string, PlaceholderFormat>;
 }
 
 export interface CredentialSet {
@@ -138,17 +140,19 @@ function compileProvider(input: ProviderInput, issues: Issue[]): CredentialProvi
     const compiled = compileEndpoint(endpoint, `${base}.endpoints[${index}]`, issues);
     if (compiled !== undefined) endpoints.push(compiled);
   });
-  const shaped = shapedPlaceholders(input, keys, base, issues);
-  return Object.freeze({ name: input.name, keys, endpoints: Object.freeze(endpoints), clientCertificate: input.clientCertificate, shaped });
+  const delivered = fromDelivery(input, base, issues);
+  const clientCertificate = input.clientCertificate ?? delivered.clientCertificate;
+  const formats = new Map(Object.entries(input.formats ?? delivered.formats ?? {}).filter(([key]) => keys.has(key)));
+  const shaped = shapedPlaceholders(input.name, formats, base, issues);
+  return Object.freeze({ name: input.name, keys, endpoints: Object.freeze(endpoints), clientCertificate, shaped, formats });
 }
 
 /** Derives (and indexes, for every scan) the shaped placeholders of the provider's keys that declare a format. */
-function shapedPlaceholders(input: ProviderInput, keys: ReadonlyMap<string, Secret>, base: string, issues: Issue[]): ReadonlyMap<string, string> {
+function shapedPlaceholders(provider: string, formats: ReadonlyMap<string, PlaceholderFormat>, base: string, issues: Issue[]): ReadonlyMap<string, string> {
   const shaped = new Map<string, string>();
-  for (const [key, format] of Object.entries(input.formats ?? {})) {
-    if (!keys.has(key)) continue;
-    const value = shapedPlaceholder(input.name, key, format);
-    if (indexShaped(value, { key, handle: stableHandle(input.name, key) })) shaped.set(key, value);
+  for (const [key, format] of formats) {
+    const value = shapedPlaceholder(provider, key, format);
+    if (indexShaped(value, { key, handle: stableHandle(provider, key) })) shaped.set(key, value);
     else issues.push({ code: 'CREDENTIALS_LIMIT', path: `${base}.env.${key}.format`, message: 'too many shaped placeholders in this process' });
   }
   return shaped;

@@ -50,6 +50,8 @@ export interface AttachedBoundary {
   readonly log: LogSink;
   readonly proxyPort: number;
   readonly adminPort: number;
+  /** Its state directory: the interception CA's certificate is `ca.pem` there. */
+  readonly stateDir: string;
   readonly lookups: string[];
   state(): ControlState | undefined;
   waitState(predicate: (state: ControlState) => boolean, timeoutMs?: number): Promise<ControlState>;
@@ -62,7 +64,7 @@ export async function startAttached(
   sup: Pick<TestSupervisor, 'port'>,
   /** `log` replaces the JSON log sink; `audit` (events for both formats, say) replaces its audit sink; `names`: what the fake
    *  upstream resolver answers (default: api.example.test only). */
-  options: { supervisor?: string; lookup?: ControlLookup; log?: LogSink; audit?: AuditSink; names?: Readonly<Record<string, FakeAnswer>> } = {},
+  options: { supervisor?: string; lookup?: ControlLookup; log?: LogSink; audit?: AuditSink; names?: Readonly<Record<string, FakeAnswer>>; config?: Readonly<Record<string, unknown>> } = {},
 ): Promise<AttachedBoundary> {
   const tlsDir = await writeTlsDir(pki);
   const stateDir = await mkdtemp(join(tmpdir(), 'boundary-state-'));
@@ -76,7 +78,7 @@ export async function startAttached(
     tlsDir,
     sandboxId: pki.sandboxId,
     stateDir,
-    extra: { unsafeAllowLoopbackUpstream: true },
+    extra: { unsafeAllowLoopbackUpstream: true, ...options.config },
   });
 
   const boundary = createBoundary(config, {
@@ -106,6 +108,7 @@ export async function startAttached(
     log,
     proxyPort: boundary.proxyAddress().port,
     adminPort: boundary.adminAddress().port,
+    stateDir,
     lookups,
     state: () => last,
     waitState(predicate, timeoutMs = WAIT_TIMEOUT_MS) {

@@ -5,11 +5,8 @@
 
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
-import { once } from 'node:events';
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { createSecureServer, type Http2SecureServer } from 'node:http2';
-import type { TLSSocket } from 'node:tls';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { promisify } from 'node:util';
@@ -20,6 +17,7 @@ import { DAY_MS } from '../../src/pki/mint.js';
 import { isBoundaryError } from '../../src/shared/errors.js';
 import { type RunningBoundary, startBoundary } from '../harness/boundary.js';
 import { nextRevision, writeAtomically } from '../harness/credential-parts.js';
+import { type MtlsOrigin, mtlsOrigin } from '../harness/mtls-origin.js';
 
 const run = promisify(execFile);
 /** Bounds a hang only: curl's whole exchange on a loaded host. */
@@ -27,41 +25,6 @@ const CURL_HANG_BOUND_S = 60;
 const BOUND = 'mtls.example.test';
 const OTHER = 'other.example.test';
 const TRUST_DOMAIN = 'agents.test';
-
-interface Origin {
-  readonly port: number;
-  /** The subject CN of the certificate each TLS connection presented; '' for none. */
-  readonly peers: string[];
-  close(): Promise<void>;
-}
-
-/** An HTTP/1.1 + HTTP/2 origin answering with the peer certificate's CN; `require` makes it refuse connections without one from `clientCa`. */
-async function origin(serverCa: CertificateAuthority, clientCa: CertificateAuthority, require: boolean): Promise<Origin> {
-  const cert = await issueCertificate({ ca: serverCa, kind: 'server', names: [BOUND, OTHER, '127.0.0.1'], now: Date.now });
-  const peers: string[] = [];
-  const server: Http2SecureServer = createSecureServer(
-    { cert: cert.certPem, key: cert.keyPem, ca: clientCa.certPem, allowHTTP1: true, requestCert: true, rejectUnauthorized: require },
-    (req, res) => {
-      const peer = (req.socket as TLSSocket).getPeerCertificate();
-      res.setHeader('content-type', 'application/json');
-      res.end(JSON.stringify({ subject: String(peer.subject?.CN ?? ''), version: req.httpVersion }));
-    },
-  );
-  server.on('secureConnection', (socket: TLSSocket) => peers.push(String(socket.getPeerCertificate().subject?.CN ?? '')));
-  // A refused handshake is the point of some cases: nothing to report.
-  server.on('tlsClientError', () => undefined);
-  server.listen(0, '127.0.0.1');
-  await once(server, 'listening');
-  return {
-    port: (server.address() as { port: number }).port,
-    peers,
-    close: () =>
-      new Promise<void>((resolve) => {
-        server.close(() => resolve());
-        (server as unknown as { closeAllConnections?: () => void }).closeAllConnections?.();
-      }),
-  };
-}
 
 function policy(strict: number, lax: number): string {
   // The bound endpoint is L4: the certificate alone makes boundary intercept it. The others are L7, so boundary
@@ -91,8 +54,8 @@ function credentials(strict: number): string {
 describe('client certificates held by boundary', () => {
   let serverCa: CertificateAuthority;
   let clientCa: CertificateAuthority;
-  let strict: Origin;
-  let lax: Origin;
+  let strict: MtlsOrigin;
+  let lax: MtlsOrigin;
   let b: RunningBoundary;
   let source: FileCredentialSource;
   let dir: string;
@@ -123,7 +86,8 @@ describe('client certificates held by boundary', () => {
       createCertificateAuthority({ commonName: 'origin server CA', now: Date.now }),
       createCertificateAuthority({ commonName: 'client CA', now: Date.now }),
     ]);
-    [strict, lax] = await Promise.all([origin(serverCa, clientCa, true), origin(serverCa, clientCa, false)]);
+    const names = [BOUND, OTHER, '127.0.0.1'];
+    [strict, lax] = await Promise.all([mtlsOrigin({ serverCa, clientCa, names, require: true }), mtlsOrigin({ serverCa, clientCa, names, require: false })]);
     dir = await mkdtemp(join(tmpdir(), 'boundary-client-cert-'));
     await mkdir(join(dir, 'certs'), { recursive: true });
     const first = await issue('agent-one');
