@@ -116,6 +116,17 @@ describe('client certificates held by boundary', () => {
     assert.deepEqual(JSON.parse(h2.body), { subject: 'agent-one', version: '2.0' });
   });
 
+  it('presents it on a transparently captured connection too (synthetic address from policy DNS, no proxy)', async () => {
+    const { stdout: synthetic } = await run('dig', ['@127.0.0.1', '-p', String(b.dnsPort), '+tries=1', '+time=3', '+short', BOUND, 'A']);
+    assert.match(synthetic.trim(), /^127\.77\./, 'policy DNS gave a synthetic address');
+    for (const http2 of [false, true]) {
+      const args = ['-sS', '--max-time', String(CURL_HANG_BOUND_S), http2 ? '--http2' : '--http1.1', '--cacert', caFile, '--resolve', `${BOUND}:${strict.port}:${synthetic.trim()}`];
+      const { stdout } = await run('curl', [...args, `https://${BOUND}:${strict.port}/captured`], { env: { PATH: process.env.PATH ?? '/usr/bin:/bin' } });
+      assert.deepEqual(JSON.parse(stdout), { subject: 'agent-one', version: http2 ? '2.0' : '1.1' });
+    }
+    assert.ok(b.log.events().some((e) => e.unmapped?.adapter === 'capture' && e.dst_endpoint?.port === strict.port), 'the capture adapter decided it');
+  });
+
   it('never presents it elsewhere: same address on another port, another name on the same port, pooled and resumed', async () => {
     const before = strict.peers.length;
     for (const http2 of [false, true]) {

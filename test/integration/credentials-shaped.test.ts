@@ -4,14 +4,21 @@
 // that boundary did not generate passes untouched; no log or event holds one.
 
 import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
+import { once } from 'node:events';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
+import { connect } from 'node:net';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
+import { promisify } from 'node:util';
 import { envCommand } from '../../src/app/cli/env.js';
 import type { CliIo } from '../../src/app/cli/io.js';
 import { type CredentialStack, credentialStack, HOSTS } from '../harness/credential-stack.js';
+import { sendRequest } from '../harness/proxy-client.js';
+
+const run = promisify(execFile);
 
 /** The shapes as the vendors publish them (GitHub's token-format post, Slack's token types, AWS's IAM identifiers). */
 const PUBLISHED: Readonly<Record<string, RegExp>> = {
@@ -93,6 +100,22 @@ describe('shaped placeholders', () => {
       assert.equal(seen[0]?.headers['x-custom'], secrets.CUSTOM_TOKEN);
       assert.equal(seen[0]?.url, `/shaped?key=${secrets.OPENAI_API_KEY}`);
     }
+  });
+
+  it('transparent capture: a request to the synthetic address, with no proxy, gets the real secret too', async () => {
+    const { stdout } = await run('dig', ['@127.0.0.1', '-p', String(s.b.dnsPort), '+tries=1', '+time=3', '+short', HOSTS.api, 'A']);
+    const synthetic = stdout.trim();
+    assert.match(synthetic, /^127\.77\./, 'policy DNS gave a synthetic address');
+    const socket = connect({ host: synthetic, port: s.ports.plain });
+    await once(socket, 'connect');
+    try {
+      const answer = await sendRequest({ socket, path: '/captured', headers: { host: `${HOSTS.api}:${s.ports.plain}`, authorization: `Bearer ${env.GH_TOKEN}` } });
+      assert.equal(answer.status, 200, answer.body);
+    } finally {
+      socket.destroy();
+    }
+    assert.equal(s.plain.seen.at(-1)?.url, '/captured');
+    assert.equal(s.plain.seen.at(-1)?.headers.authorization, `Bearer ${secrets.GH_TOKEN}`);
   });
 
   it('an unbound origin never receives one (header, query, body; any case); a real token of the same shape passes', async () => {
