@@ -46,7 +46,8 @@ function providerYaml(dir: string, port: { plain: number; secure: number }): str
   const env = Object.entries(FORMATS)
     .map(([key, format]) => `      ${key}: { value_from: { file: ${join(dir, key)} }, format: ${format} }\n`)
     .join('');
-  return `  shaped:\n    env:\n${env}    endpoints:\n      - { host: ${HOSTS.api}, port: ${port.plain} }\n      - { host: ${HOSTS.api}, port: ${port.secure} }\n`;
+  const endpoints = [`{ host: ${HOSTS.api}, port: ${port.plain} }`, `{ host: ${HOSTS.api}, port: ${port.secure} }`, `{ host: ${HOSTS.rewrite}, port: ${port.plain} }`];
+  return `  shaped:\n    env:\n${env}    endpoints:\n${endpoints.map((e) => `      - ${e}\n`).join('')}`;
 }
 
 async function envOf(path: string): Promise<Record<string, string>> {
@@ -100,6 +101,12 @@ describe('shaped placeholders', () => {
       assert.equal(seen[0]?.headers['x-custom'], secrets.CUSTOM_TOKEN);
       assert.equal(seen[0]?.url, `/shaped?key=${secrets.OPENAI_API_KEY}`);
     }
+  });
+
+  it('a JSON body on an endpoint with request_body_credential_rewrite gets the real secret', async () => {
+    const answer = await s.through('forward', HOSTS.rewrite, { method: 'POST', path: '/body', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ token: env.GH_PAT }) });
+    assert.equal(answer.status, 200, answer.body);
+    assert.deepEqual(JSON.parse(s.plain.seen.at(-1)?.body ?? '{}'), { token: secrets.GH_PAT });
   });
 
   it('transparent capture: a request to the synthetic address, with no proxy, gets the real secret too', async () => {

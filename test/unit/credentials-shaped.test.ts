@@ -4,8 +4,9 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { parseCredentials } from '../../src/credentials/parse.js';
-import { SHORTEST_MARKER_CHARS } from '../../src/credentials/placeholder.js';
-import { compileFormat, FORMAT_CATALOGUE, formatLength, MIN_SHAPED_ENTROPY_BITS, shapedPlaceholder } from '../../src/credentials/shaped.js';
+import { containsMarker, SHORTEST_MARKER_CHARS } from '../../src/credentials/placeholder.js';
+import { bufferHasMarker, createMarkerScanner } from '../../src/credentials/scan.js';
+import { compileFormat, FORMAT_CATALOGUE, formatLength, indexShaped, MIN_SHAPED_ENTROPY_BITS, shapedPlaceholder } from '../../src/credentials/shaped.js';
 import { credentialIssues } from '../harness/credential-parts.js';
 
 function format(input: Parameters<typeof compileFormat>[0]) {
@@ -52,6 +53,21 @@ describe('shaped placeholder formats', () => {
       assert.equal(compileFormat(bad, SHORTEST_MARKER_CHARS).ok, false, JSON.stringify(bad));
     }
     assert.equal(MIN_SHAPED_ENTROPY_BITS, 64);
+  });
+
+  it('the streaming scanner holds back enough to catch the longest shaped placeholder split across reads', () => {
+    const value = shapedPlaceholder('p', 'LONG', format('github-fine-grained'));
+    assert.ok(indexShaped(value, { key: 'LONG', handle: 'h' }));
+    const scanner = createMarkerScanner();
+    const body = `{"pad":"${'x'.repeat(500)}","t":"${value}"}`;
+    // More of it than the marker tail (69 bytes) in the first read.
+    const cut = body.indexOf(value) + 80;
+    assert.equal(scanner.feed(Buffer.from(body.slice(0, cut))), 'clean');
+    const released = scanner.release().toString();
+    assert.ok(!released.includes(value.slice(0, 8)), 'the start of the placeholder is held back');
+    assert.equal(scanner.feed(Buffer.from(body.slice(cut))), 'marker');
+    assert.equal(bufferHasMarker(Buffer.from(value.toLowerCase())), true, 'in any case');
+    assert.equal(containsMarker(encodeURIComponent(value).replace(/_/g, '%5F')), true, 'percent-encoded');
   });
 
   it('the credentials file: format beside value_from; a bad one is CREDENTIALS_FORMAT_INVALID', () => {
