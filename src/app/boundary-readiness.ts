@@ -4,6 +4,7 @@
 import type { CaptureState } from './boundary-types.js';
 import type { AttachedReadiness } from '../control/attached.js';
 import type { Readiness } from '../telemetry/admin.js';
+import type { GrantStatus } from '../grants/runner.js';
 
 export interface ReadinessInputs {
   readonly started: boolean;
@@ -21,6 +22,8 @@ export interface ReadinessInputs {
   readonly caProblem: string | undefined;
   /** Why processes cannot be identified while the policy needs them (proxy/identity-gate.ts), or undefined. */
   readonly identityProblem: string | undefined;
+  /** Every token grant's state: one without a valid token makes boundary not ready (docs/credentials.md#token-grants). */
+  readonly tokenGrants: readonly GrantStatus[];
 }
 
 export function composeReadiness(input: ReadinessInputs): Readiness {
@@ -34,6 +37,7 @@ export function composeReadiness(input: ReadinessInputs): Readiness {
   if (input.identityProblem !== undefined && input.started) reasons.push(input.identityProblem);
   const { attached } = input;
   if (attached !== undefined) reasons.push(...attached.reasons);
+  if (input.started && input.tokenGrants.some((grant) => grant.state === 'fetching' || grant.state === 'unavailable')) reasons.push('token-grant-unavailable');
   return {
     ready: reasons.length === 0,
     reasons,
@@ -49,6 +53,7 @@ export function composeReadiness(input: ReadinessInputs): Readiness {
           warnings: attached.warnings,
         }),
     interception: input.caProblem === undefined ? 'ready' : `unavailable: ${input.caProblem}`,
+    ...(input.tokenGrants.length === 0 ? {} : { tokenGrants: input.tokenGrants.map((grant) => ({ ...grant, usableForSeconds: Math.floor(grant.usableForSeconds) })) }),
     capture: {
       mode: capture.mode,
       state: capture.mode === 'off' ? 'off' : capture.problem === undefined ? 'ready' : 'unavailable',

@@ -21,6 +21,7 @@ import type { ProxyLimits } from '../proxy/limits.js';
 import type { Readiness } from '../telemetry/admin.js';
 import type { AuditSink } from '../telemetry/event.js';
 import type { Logger } from '../telemetry/logger.js';
+import type { Timers } from '../shared/timers.js';
 import type { LookupMetrics } from '../dns/metrics.js';
 export interface Deps {
   readonly resolver: Resolver;
@@ -48,6 +49,8 @@ export interface Deps {
   readonly identity?: IdentitySource;
   /** Network middleware implementations and their capacity; default the built-ins (tests: a small capacity). */
   readonly middleware?: MiddlewareRegistry;
+  /** What token grants schedule their refreshes, retries and expiries on (default GLOBAL_TIMERS; tests drive a fake). */
+  readonly timers?: Timers;
   /** Tests only: faster control backoff/timers and a listener for control state changes. */
   readonly controlTuning?: Pick<AttachedControlOptions, 'tuning' | 'onState'>;
 }

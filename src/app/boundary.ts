@@ -36,6 +36,8 @@ import { openIdentitySource } from './boundary-identity.js';
 import { ADMIN_CLOSE_GRACE_MS, closeWithin, drainWithin } from './boundary-shutdown.js';
 import { readPackageVersion } from './version.js';
 import { createMiddlewareRegistry } from '../middleware/registry.js';
+import { createGrantingSource } from '../grants/source.js';
+import { openUpstreamProxy } from './boundary-upstream-proxy.js';
 
 export function createBoundary(config: Config, deps: Deps): Boundary {
   const { logger, now } = deps;
@@ -108,7 +110,23 @@ export function createBoundary(config: Config, deps: Deps): Boundary {
   let unsubscribeCredentials: (() => void) | undefined;
   // Every placeholder is refused until a source holds the key; attached mode pushes into this one.
   const pushedCredentials = createStaticCredentialSource({ providers: [] });
-  const credentials: CredentialSource = deps.credentials ?? pushedCredentials;
+  // Standalone: the file's token grants are fetched and kept fresh here, on the injected timers (docs/credentials.md#token-grants).
+  const grants =
+    deps.credentials === undefined
+      ? undefined
+      : createGrantingSource(deps.credentials, {
+          timers: deps.timers ?? GLOBAL_TIMERS,
+          logger,
+          registry: deps.registry,
+          client: {
+            resolver: deps.resolver,
+            timers: deps.timers ?? GLOBAL_TIMERS,
+            extraCaPem: () => upstreamCaPem,
+            allowLoopback: config.unsafeAllowLoopbackUpstream,
+            selfAddresses: () => [...(proxy === undefined ? [] : [{ ip: proxy.address().host, port: proxy.address().port }]), ...otherSelves],
+          },
+        });
+  const credentials: CredentialSource = grants ?? pushedCredentials;
   // Attached mode: the supervisor feeds the same store (and a static credential source) as the files do
   // in standalone mode; until its first policy is effective the store holds deny-all.
   let control: AttachedControl | undefined;
@@ -141,6 +159,7 @@ export function createBoundary(config: Config, deps: Deps): Boundary {
     },
   };
   let upstreamCaPem: string | undefined;
+  let upstreamDial = deps.dial;
   let proxy: ProxyServer | undefined;
   const identity = openIdentitySource(config, deps);
   function buildProxy(): ProxyServer {
@@ -155,7 +174,7 @@ export function createBoundary(config: Config, deps: Deps): Boundary {
       sink: parserEvents.sink,
       logger,
       registry: deps.registry,
-      dial: deps.dial,
+      dial: upstreamDial,
       allowLoopback: config.unsafeAllowLoopbackUpstream,
       interception,
       upstreamCaPem,
@@ -182,6 +201,7 @@ export function createBoundary(config: Config, deps: Deps): Boundary {
       attached: control?.readiness(),
       caProblem,
       identityProblem: proxy?.context.identity?.problem(policy),
+      tokenGrants: grants?.statuses() ?? [],
     });
   }
 
@@ -239,6 +259,7 @@ export function createBoundary(config: Config, deps: Deps): Boundary {
           throw new BoundaryError('CONFIG_INVALID', `cannot read --upstream-ca ${config.upstreamCa}`, { cause: err });
         }
       }
+      upstreamDial = await openUpstreamProxy(config.upstreamProxy, { dial: deps.dial, resolver: deps.resolver, logger });
       if (config.unsafeAllowLoopbackUpstream) {
         logger.warn('--unsafe-allow-loopback-upstream is set: upstreams on 127.0.0.0/8 and ::1 are reachable through the proxy');
       }
@@ -246,6 +267,8 @@ export function createBoundary(config: Config, deps: Deps): Boundary {
       // that saw /healthz answer guarantees both exist for the workload.
       const ca = await loadCa();
       if (config.caBundleOut !== undefined) await writeBundle(ca, config.caBundleOut);
+      // After --upstream-ca is read: token endpoints are verified against it too.
+      grants?.start();
       // Before /healthz answers: the agent, started after it, finds the identity server connected (docs/identity.md#privilege).
       await identity?.start();
       proxy = buildProxy();
@@ -296,6 +319,7 @@ export function createBoundary(config: Config, deps: Deps): Boundary {
           await control?.close();
           unsubscribe?.();
           unsubscribeCredentials?.();
+          await grants?.close();
           await transparent.close();
           await proxy?.close();
           // No parser is left to refuse anything: the held-back counts are written before telemetry closes.

@@ -13,6 +13,7 @@ import { DEFAULT_SYNTHETIC_CIDR, syntheticCidrProblem } from '../net/synthetic.j
 import { BINARY_IDENTITY_MODES, type BinaryIdentityMode } from '../identity/source.js';
 import { DEFAULT_PLACEHOLDER_FAMILY, PLACEHOLDER_FAMILIES, type PlaceholderFamily } from '../credentials/placeholder.js';
 import { DEFAULT_PROXY_LIMITS, type ProxyLimits } from '../proxy/limits.js';
+import { type BypassList, parseBypassList, parseUpstreamProxyUrl, type UpstreamProxyEndpoint } from '../net/upstream-proxy.js';
 
 export interface ListenAddress {
   readonly host: string;
@@ -79,6 +80,18 @@ export interface Config {
   readonly identitySocket: string | undefined;
   /** `--placeholder-family`: the placeholder spelling resolved; the other is refused (docs/credentials.md#placeholder-families). */
   readonly placeholderFamily: PlaceholderFamily;
+  /** `--upstream-proxy` and its companions: every upstream dial goes through this proxy (docs/running.md#corporate-upstream-proxy). */
+  readonly upstreamProxy: UpstreamProxyConfig | undefined;
+}
+
+export interface UpstreamProxyConfig {
+  readonly endpoint: UpstreamProxyEndpoint;
+  /** `user:pass`, read at start; never on the command line. */
+  readonly authFile: string | undefined;
+  /** Trusted for the proxy's own TLS (`https://`), beside the system roots. */
+  readonly caFile: string | undefined;
+  readonly bypass: BypassList;
+  readonly connectByName: boolean;
 }
 
 export const DEFAULTS: Config = Object.freeze({
@@ -110,6 +123,7 @@ export const DEFAULTS: Config = Object.freeze({
   binaryIdentity: 'required',
   identitySocket: undefined,
   placeholderFamily: DEFAULT_PLACEHOLDER_FAMILY,
+  upstreamProxy: undefined,
 });
 
 /**
@@ -123,7 +137,8 @@ export const MAX_SEARCH_DOMAINS = 32;
 
 const LIMIT_KEYS = Object.keys(DEFAULT_PROXY_LIMITS) as (keyof ProxyLimits)[];
 const ATTACHED_KEYS = ['supervisor', 'tlsDir', 'sandboxId', 'instanceId', 'relayAllow'] as const;
-const CONFIG_KEYS = [...(Object.keys(DEFAULTS) as string[]).filter((k) => k !== 'attached'), ...ATTACHED_KEYS];
+const UPSTREAM_PROXY_KEYS = ['upstreamProxyAuthFile', 'upstreamProxyAuthInsecure', 'upstreamProxyCa', 'noUpstreamProxy', 'upstreamProxyConnectByName'] as const;
+const CONFIG_KEYS = [...(Object.keys(DEFAULTS) as string[]).filter((k) => k !== 'attached'), ...ATTACHED_KEYS, ...UPSTREAM_PROXY_KEYS];
 const PORT_TEXT = /^(0|[1-9][0-9]{0,4})$/;
 
 function issue(issues: Issue[], path: string, message: string): void {
@@ -262,6 +277,7 @@ export function parseConfig(raw: unknown): Config {
     binaryIdentity: oneOf(input.binaryIdentity, BINARY_IDENTITY_MODES, DEFAULTS.binaryIdentity, 'binaryIdentity', issues),
     identitySocket: optionalString(input.identitySocket, 'identitySocket', issues),
     placeholderFamily: oneOf(input.placeholderFamily, PLACEHOLDER_FAMILIES, DEFAULTS.placeholderFamily, 'placeholderFamily', issues),
+    upstreamProxy: parseUpstreamProxy(input, issues),
   };
   if (issues.length > 0) {
     throw new BoundaryError('CONFIG_INVALID', `configuration is invalid: ${issues.map((i) => `${i.path}: ${i.message}`).join('; ')}`, { issues });
@@ -283,6 +299,37 @@ function parseSearchDomains(raw: unknown, issues: Issue[]): readonly string[] {
     else issue(issues, `searchDomains[${i}]`, 'expected a DNS name');
   }
   return Object.freeze(out);
+}
+
+/** `upstreamProxy` and its companions; each companion without `upstreamProxy` is refused. */
+function parseUpstreamProxy(input: Record<string, unknown>, issues: Issue[]): UpstreamProxyConfig | undefined {
+  if (input.upstreamProxy === undefined) {
+    for (const key of UPSTREAM_PROXY_KEYS) if (input[key] !== undefined) issue(issues, key, 'only valid with upstreamProxy (--upstream-proxy)');
+    return undefined;
+  }
+  const before = issues.length;
+  const url = typeof input.upstreamProxy === 'string' ? parseUpstreamProxyUrl(input.upstreamProxy) : { ok: false as const, message: 'expected a URL' };
+  if (!url.ok) issue(issues, 'upstreamProxy', url.message);
+  const authFile = optionalString(input.upstreamProxyAuthFile, 'upstreamProxyAuthFile', issues);
+  const flag = (key: 'upstreamProxyAuthInsecure' | 'upstreamProxyConnectByName'): boolean => {
+    if (input[key] !== undefined && typeof input[key] !== 'boolean') issue(issues, key, 'expected a boolean');
+    return input[key] === true;
+  };
+  const insecure = flag('upstreamProxyAuthInsecure');
+  if (url.ok && authFile !== undefined && !url.value.tls && !insecure) {
+    issue(issues, 'upstreamProxyAuthFile', 'proxy credentials over http:// travel in clear text: use an https:// proxy, or set upstreamProxyAuthInsecure (--upstream-proxy-auth-insecure)');
+  }
+  const caFile = optionalString(input.upstreamProxyCa, 'upstreamProxyCa', issues);
+  if (url.ok && caFile !== undefined && !url.value.tls) issue(issues, 'upstreamProxyCa', 'only valid with an https:// proxy');
+  let bypass: BypassList = { entries: [] };
+  if (input.noUpstreamProxy !== undefined) {
+    const parsed = typeof input.noUpstreamProxy === 'string' ? parseBypassList(input.noUpstreamProxy) : { ok: false as const, message: 'expected a comma list' };
+    if (parsed.ok) bypass = parsed.value;
+    else issue(issues, 'noUpstreamProxy', parsed.message);
+  }
+  const connectByName = flag('upstreamProxyConnectByName');
+  if (!url.ok || issues.length > before) return undefined;
+  return Object.freeze({ endpoint: url.value, authFile, caFile, bypass, connectByName });
 }
 
 // Same shape the control client and the supervisor accept for sandbox and instance ids.

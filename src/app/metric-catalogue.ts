@@ -4,6 +4,7 @@
 
 import { CONTROL_METRICS } from '../control/metric-specs.js';
 import { DNS_METRICS } from '../dns/metric-specs.js';
+import { GRANT_METRICS } from '../grants/metric-specs.js';
 import { PROXY_METRICS } from '../proxy/metric-specs.js';
 import { SUPERVISOR_METRICS } from '../supervisor/metric-specs.js';
 import type { MetricSpec } from '../telemetry/metrics.js';
@@ -52,6 +53,7 @@ export const METRICS = {
   ...PROXY_METRICS,
   ...DNS_METRICS,
   ...CONTROL_METRICS,
+  ...GRANT_METRICS,
   ...SUPERVISOR_METRICS,
 } as const satisfies Record<string, MetricSpec>;
 

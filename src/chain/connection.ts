@@ -47,6 +47,8 @@ export class ConnectionRequest {
   lookupRefusal: LookupRefusal | undefined = undefined;
   upstream: Socket | undefined = undefined;
   dialFailure: DialFailure | undefined = undefined;
+  /** The upstream proxy's status when it refused the CONNECT. */
+  proxyStatus: number | undefined = undefined;
   settled: Settled | undefined = undefined;
 
   constructor(init: { readonly adapter: 'connect' | 'capture'; readonly socket: Socket; readonly url?: string; readonly rawHeaders?: readonly string[] }) {

@@ -80,15 +80,23 @@ export function credentialHead(input: {
   const query = q < 0 ? undefined : input.target.slice(q + 1);
   const scope = scopeFor({ source: input.source, host: input.host, port: input.port, path, endpoint: input.endpoint, ...(input.family === undefined ? {} : { family: input.family }) });
   const headers = toPairs(input.headers);
+  // Token grants with a placement write their header where the workload sent none; one it sent (its placeholder,
+  // say) is left to the rules below. Counted as used, so the revision guard covers them (docs/credentials.md#token-grants).
+  let placed = 0;
+  for (const [name, value] of scope.boundKeys.length === 0 ? [] : scope.placements()) {
+    if (headers.some(([have]) => have.toLowerCase() === name)) continue;
+    headers.push([name, value]);
+    placed++;
+  }
   // No marker anywhere (the fail-closed scan rewriteRequestHead ends with): it would substitute nothing,
   // refuse nothing and hand back this very head, so skip it. The common case: no placeholder in the request.
   if (!headHasMarker({ method: input.method, path, query, headers })) {
-    return { ok: true, head: { target: input.target, headers: toFlat(headers), scope, usedKeys: 0 } };
+    return { ok: true, head: { target: input.target, headers: toFlat(headers), scope, usedKeys: placed } };
   }
   const rewritten = rewriteRequestHead({ method: input.method, path, query, headers, scope });
   if (!rewritten.ok) return rewritten;
   const target = rewritten.query === undefined ? rewritten.path : `${rewritten.path}?${rewritten.query}`;
-  return { ok: true, head: { target, headers: toFlat(rewritten.headers), scope, usedKeys: rewritten.usedKeys.length } };
+  return { ok: true, head: { target, headers: toFlat(rewritten.headers), scope, usedKeys: rewritten.usedKeys.length + placed } };
 }
 
 function headerValue(flat: readonly string[], lower: string): string | undefined {

@@ -7,6 +7,7 @@ import type { Adapter, Decision, DecisionReason, Policy } from '../policy/types.
 import { type NextStep, policyNextSteps } from '../policy/suggest.js';
 import { redactPlaceholders } from '../credentials/placeholder.js';
 import type { InspectionRefusal } from './inspected-body.js';
+import type { DialFailure } from './dial.js';
 
 /**
  * A reason phrase longer than this is cut (with `...`): it travels in a status line that clients print whole, and
@@ -27,6 +28,11 @@ const DENIAL_ERRORS = [
   'framing_header_lookalike',
   'method_override_invalid',
   'upstream_unreachable',
+  // docs/running.md#corporate-upstream-proxy: the corporate proxy, not the origin, failed the dial.
+  'upstream_proxy_refused',
+  'upstream_proxy_unreachable',
+  'upstream_proxy_timeout',
+  'upstream_proxy_malformed',
   'upstream_protocol_error',
   'upstream_client_certificate_rejected',
   'tls_termination_unavailable',
@@ -283,7 +289,21 @@ export function clientCertificateDenial(target: string, why: string): Denial {
 }
 
 /** The pinned dial failed: 504 when the upstream gave no answer in time, else 502; the failure is named in the phrase. */
-export function dialFailedDenial(target: string, failure: 'timeout' | 'refused' | 'unreachable'): Denial {
+const PROXY_DENIALS: Readonly<Record<string, { readonly error: DenialError; readonly what: string }>> = {
+  'proxy-refused': { error: 'upstream_proxy_refused', what: 'refused the CONNECT' },
+  'proxy-unreachable': { error: 'upstream_proxy_unreachable', what: 'could not be reached' },
+  'proxy-timeout': { error: 'upstream_proxy_timeout', what: 'did not answer the CONNECT in time' },
+  'proxy-malformed': { error: 'upstream_proxy_malformed', what: 'sent a malformed answer' },
+};
+
+/** docs/running.md#corporate-upstream-proxy: a proxy failure is a 502 naming it and, when it answered, its status. */
+export function dialFailedDenial(target: string, failure: DialFailure, proxyStatus?: number): Denial {
+  const proxied = PROXY_DENIALS[failure];
+  if (proxied !== undefined) {
+    const status = proxyStatus === undefined ? '' : ` (${proxyStatus})`;
+    const fields = { detail: `${target}: the upstream proxy ${proxied.what}${status}`, dial_failure: failure, ...(proxyStatus === undefined ? {} : { upstream_proxy_status: proxyStatus }) };
+    return denial(502, proxied.error, fields, `: upstream proxy ${proxied.what}${status} for ${target}`);
+  }
   const status = failure === 'timeout' ? 504 : 502;
   const what = failure === 'timeout' ? 'did not answer in time' : failure === 'refused' ? 'refused the connection' : 'is unreachable';
   return denial(status, 'upstream_unreachable', { detail: `${target}: connection ${failure}`, dial_failure: failure }, `: upstream ${target} ${what}`);

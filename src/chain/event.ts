@@ -7,6 +7,7 @@ import type { Mapping } from '../net/synthetic.js';
 import { identityFields } from './identity-gate.js';
 import { callEventFields } from './jsonrpc-denial.js';
 import { lookupFields } from './lookup-refusal.js';
+import { tunnelTargetOf } from './dial.js';
 import { invocationFields } from '../middleware/outcome.js';
 import { engineOf, NOT_UNDERSTOOD_DETAIL, type Outcome, outcomeEvent, type ReasonCode } from './events.js';
 import type { AuditEvent } from '../telemetry/event.js';
@@ -41,6 +42,7 @@ export function requestOutcome(r: ChainRequest): Outcome {
   if (r.lookupRefusal !== undefined) Object.assign(extra, lookupFields(r.lookupRefusal));
   if (r.sigv4 !== undefined) extra.sigv4 = r.sigv4;
   if (r.upstream.dialFailure !== undefined) extra.dial_failure = r.upstream.dialFailure;
+  if (r.upstream.proxyStatus !== undefined) extra.upstream_proxy_status = r.upstream.proxyStatus;
   if (r.credentialReason !== undefined) extra.credential_reason = r.credentialReason;
   if (r.credentialResponse !== undefined) extra.credential_response = r.credentialResponse;
   if (r.h2) extra.http_version = H2_VERSION;
@@ -113,15 +115,18 @@ export function connectionOutcome(c: ConnectionRequest): Outcome {
   }
   if (c.lookupRefusal !== undefined) Object.assign(extra, lookupFields(c.lookupRefusal));
   if (c.dialFailure !== undefined) extra.dial_failure = c.dialFailure;
+  if (c.proxyStatus !== undefined) extra.upstream_proxy_status = c.proxyStatus;
   const settled = c.settled;
   const opened = settled !== undefined && (settled.verdict === 'allow' || settled.verdict === 'audit');
   if (opened && !capture) extra.addresses = c.addresses;
+  // Through the upstream proxy the socket's peer is the proxy; the tunnel's target is the address reached.
+  const tunnel = opened && c.upstream !== undefined ? tunnelTargetOf(c.upstream) : undefined;
   if (opened && capture && c.upstream !== undefined) {
     const peer = formatAuthority(c.upstream.remoteAddress ?? '', c.upstream.remotePort ?? (c.port as number));
-    extra.connected_real_destination = peer;
+    extra.connected_real_destination = tunnel === undefined ? peer : formatAuthority(tunnel.host, tunnel.port);
     extra.upstream_socket_peer = peer;
-    extra.dial_mode = 'direct';
   }
+  if (opened && c.upstream !== undefined && (capture || tunnel !== undefined)) extra.dial_mode = tunnel === undefined ? 'direct' : 'upstream-proxy';
   const reason = settled?.reason ?? 'bad-request';
   return {
     adapter: c.adapter,
@@ -152,6 +157,10 @@ const CAPTURE_DETAILS: Readonly<Partial<Record<ReasonCode, string>>> = {
   'policy-changed': 'transparent_tcp_stale_policy',
   'port-mismatch': 'transparent_tcp_port_mismatch',
   'dial-failed': 'transparent_tcp_dial_failed',
+  'upstream-proxy-refused': 'transparent_tcp_dial_failed',
+  'upstream-proxy-unreachable': 'transparent_tcp_dial_failed',
+  'upstream-proxy-timeout': 'transparent_tcp_dial_failed',
+  'upstream-proxy-malformed': 'transparent_tcp_dial_failed',
 };
 
 /** A captured connection's one event: Network Activity with capture's own status detail and message. */

@@ -15,6 +15,11 @@ const OUTCOME_REASONS = [
   'lookup-rate-limited',
   'lookup-tunnel-suspected',
   'dial-failed',
+  // The corporate upstream proxy failed the dial (docs/running.md#corporate-upstream-proxy).
+  'upstream-proxy-refused',
+  'upstream-proxy-unreachable',
+  'upstream-proxy-timeout',
+  'upstream-proxy-malformed',
   'upstream-failed',
   // The upstream answered, but broke HTTP/1.1 framing or HTTP/2's rules (UPSTREAM_PROTOCOL_ERROR).
   'upstream-protocol-error',
@@ -99,6 +104,10 @@ const REASON_ENGINES: Readonly<Record<ReasonCode, Engine | 'decision'>> = {
   'lookup-rate-limited': 'dns',
   'lookup-tunnel-suspected': 'dns',
   'dial-failed': 'upstream',
+  'upstream-proxy-refused': 'upstream',
+  'upstream-proxy-unreachable': 'upstream',
+  'upstream-proxy-timeout': 'upstream',
+  'upstream-proxy-malformed': 'upstream',
   'upstream-failed': 'upstream',
   'upstream-protocol-error': 'upstream',
   'client-certificate-rejected': 'tls',

@@ -61,6 +61,8 @@ export interface DestinationFacts {
 export interface UpstreamFacts {
   status: number | undefined;
   dialFailure: DialFailure | undefined;
+  /** The upstream proxy's status when it refused the CONNECT. */
+  proxyStatus: number | undefined;
 }
 
 /** The final result when a stage refused or the relay failed; absent while the allow stands. */
@@ -167,7 +169,7 @@ export class ChainRequest {
   credentialResponse: 'unreadable-coding' | undefined = undefined;
   // results
   settled: Settled | undefined = undefined;
-  readonly upstream: UpstreamFacts = { status: undefined, dialFailure: undefined };
+  readonly upstream: UpstreamFacts = { status: undefined, dialFailure: undefined, proxyStatus: undefined };
 
   constructor(init: {
     readonly adapter: 'forward' | 'l7';

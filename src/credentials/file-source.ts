@@ -8,6 +8,7 @@ import { dirname, resolve } from 'node:path';
 import { BoundaryError, type Issue } from '../shared/errors.js';
 import { type ClientCertificate, loadClientCertificate } from './client-cert.js';
 import { type ClientCertificateSpec, type CredentialsDocument, type EnvEntrySpec, MAX_CREDENTIALS_FILE_BYTES, parseCredentials } from './parse.js';
+import type { TokenGrantInput } from './grant.js';
 import { Secret } from './secret.js';
 import type { PlaceholderFormat } from './shaped.js';
 import { type CredentialSet, createCredentialSet, type ProviderInput, secretValueProblem } from './set.js';
@@ -110,17 +111,27 @@ async function resolveDocument(doc: CredentialsDocument, path: string, env: Cred
   for (const provider of doc.providers) {
     const values: Record<string, Secret> = {};
     const formats: Record<string, PlaceholderFormat> = {};
-    for (const entry of provider.env) {
-      if (entry.format !== undefined) formats[entry.key] = entry.format;
+    for (const entry of provider.env) if (entry.format !== undefined) formats[entry.key] = entry.format;
+    const resolveOne = async (entry: EnvEntrySpec): Promise<Secret | undefined> => {
       if (entry.value.kind === 'file') dirs.add(dirname(resolve(base, entry.value.path)));
-      const secret = await resolveEntry(entry, base, env, path, issues);
+      return resolveEntry(entry, base, env, path, issues);
+    };
+    for (const entry of provider.env) {
+      const secret = await resolveOne(entry);
       if (secret !== undefined) values[entry.key] = secret;
+    }
+    const grants: TokenGrantInput[] = [];
+    for (const { at: _at, clientSecret, refreshToken, ...grant } of provider.grants) {
+      const secret = clientSecret === undefined ? undefined : await resolveOne(clientSecret);
+      const refresh = refreshToken === undefined ? undefined : await resolveOne(refreshToken);
+      grants.push({ ...grant, clientSecret: secret, refreshToken: refresh });
     }
     const clientCertificate = await resolveClientCertificate(provider.clientCertificate, base, dirs, path, issues);
     providers.push({
       name: provider.name,
       env: values,
       endpoints: provider.endpoints,
+      grants,
       ...(clientCertificate === undefined ? {} : { clientCertificate }),
       ...(Object.keys(formats).length === 0 ? {} : { formats }),
     });

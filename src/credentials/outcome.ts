@@ -44,6 +44,7 @@ const LOG_MESSAGES: Readonly<Record<RefusalReason, string>> = {
   'unknown-handle': 'a stable placeholder handle matches no provider',
   'ambiguous-key': 'two providers bound here hold different values for one key',
   'other-family': 'a placeholder is spelled in the other placeholder family, which this boundary does not resolve',
+  'token-unavailable': 'a placeholder names a token grant that holds no valid token now (the token endpoint failed or was not reached yet)',
   'leftover-marker': 'a placeholder marker remained after rewriting',
   'unsafe-value': 'a resolved credential value cannot be written in its slot',
   'path-unsafe-value': 'a resolved credential value is not safe as a path segment',

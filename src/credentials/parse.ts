@@ -2,165 +2,31 @@
 // endpoints. Every problem is an Issue with a YAML path and line:column; one throw lists them all.
 // Pure: value_from references are described here and resolved by file-source.ts.
 
-import { isAlias, isMap, isScalar, isSeq, LineCounter, type Node as YamlNode, parseDocument, type YAMLMap } from 'yaml';
-import { BoundaryError, type ErrorCode, type Issue } from '../shared/errors.js';
-import type { ClientCertificateFiles } from './client-cert.js';
+import { isScalar, isSeq, LineCounter, type Node as YamlNode, parseDocument } from 'yaml';
+import { BoundaryError } from '../shared/errors.js';
 import { compileHostPattern, compilePathGlob } from './endpoint-match.js';
-import { keyNameProblem, SHORTEST_MARKER_CHARS } from './placeholder.js';
-import { compileFormat, type CustomFormatInput, type PlaceholderFormat } from './shaped.js';
-import { Secret } from './secret.js';
-import {
-  type CredentialEndpointInput,
-  MAX_ENDPOINTS_PER_PROVIDER,
-  MAX_KEYS_PER_PROVIDER,
-  MAX_PROVIDERS,
-  providerNameProblem,
-  secretValueProblem,
-} from './set.js';
+import { type GrantSpec, readGrants } from './parse-grant.js';
+import { asMap, asString, type EnvEntrySpec, entries, locate, readEnvValue, report, type Walk } from './parse-walk.js';
+import { type ClientCertificateSpec, clientCertificateBinding, readClientCertificate, readEntryFormat } from './parse-extras.js';
+import { keyNameProblem } from './placeholder.js';
+import { type CredentialEndpointInput, MAX_ENDPOINTS_PER_PROVIDER, MAX_KEYS_PER_PROVIDER, MAX_PROVIDERS, providerNameProblem } from './set.js';
+
+export type { EnvEntrySpec } from './parse-walk.js';
+export type { ClientCertificateSpec } from './parse-extras.js';
 
 export const MAX_CREDENTIALS_FILE_BYTES = 1_048_576;
-
-type EnvValueSpec =
-  | { readonly kind: 'literal'; readonly value: Secret }
-  | { readonly kind: 'file'; readonly path: string }
-  | { readonly kind: 'env'; readonly name: string };
-
-interface Located {
-  readonly path: string;
-  readonly line?: number;
-  readonly column?: number;
-}
-
-export interface EnvEntrySpec {
-  readonly key: string;
-  readonly value: EnvValueSpec;
-  /** The shape of its placeholder (docs/credentials.md#shaped-placeholders); the placeholder forms otherwise. */
-  readonly format?: PlaceholderFormat | undefined;
-  /** Where the entry is, so a value_from problem found later still points at its line. */
-  readonly at: Located;
-}
-
-/** A provider's client_certificate files, read (and the key checked against the certificate) by file-source.ts. */
-export interface ClientCertificateSpec extends ClientCertificateFiles {
-  readonly at: Located;
-}
 
 interface ProviderSpec {
   readonly name: string;
   readonly env: readonly EnvEntrySpec[];
   readonly endpoints: readonly CredentialEndpointInput[];
+  /** Token grants (docs/credentials.md#token-grants), their secrets still value_from references. */
+  readonly grants: readonly GrantSpec[];
   readonly clientCertificate?: ClientCertificateSpec | undefined;
 }
 
 export interface CredentialsDocument {
   readonly providers: readonly ProviderSpec[];
-}
-
-interface Walk {
-  readonly issues: Issue[];
-  readonly lines: LineCounter;
-  readonly source: string | undefined;
-}
-
-function locate(walk: Walk, node: unknown, path: string): Located {
-  const range = (node as { range?: readonly number[] } | null)?.range;
-  if (range === undefined || range[0] === undefined) return { path };
-  const { line, col } = walk.lines.linePos(range[0]);
-  return { path, line, column: col };
-}
-
-function report(walk: Walk, code: ErrorCode, node: unknown, path: string, message: string): void {
-  const at = locate(walk, node, path);
-  walk.issues.push({ code, message, ...at, ...(walk.source === undefined ? {} : { source: walk.source }) });
-}
-
-function asMap(walk: Walk, node: unknown, path: string): YAMLMap | undefined {
-  if (isMap(node)) return node;
-  report(walk, 'CREDENTIALS_TYPE', node, path, isAlias(node) ? 'YAML aliases are not supported' : 'expected a map');
-  return undefined;
-}
-
-function asString(walk: Walk, node: unknown, path: string): string | undefined {
-  if (isScalar(node) && typeof node.value === 'string') return node.value;
-  report(walk, 'CREDENTIALS_TYPE', node, path, 'expected a string (quote numbers and booleans)');
-  return undefined;
-}
-
-/** OpenShell provider-credential fields boundary does not implement. */
-const UNSUPPORTED_PROVIDER_KEYS: ReadonlySet<string> = new Set(['token_grant', 'auth_style', 'header_name']);
-
-/** Map entries with scalar string keys; other keys are reported. Unknown keys are reported when `allowed` is set. */
-function entries(walk: Walk, map: YAMLMap, path: string, allowed?: readonly string[]): [string, unknown, unknown][] {
-  const out: [string, unknown, unknown][] = [];
-  for (const pair of map.items) {
-    if (!isScalar(pair.key) || typeof pair.key.value !== 'string') {
-      report(walk, 'CREDENTIALS_TYPE', pair.key, path, 'keys must be strings');
-      continue;
-    }
-    const key = pair.key.value;
-    if (allowed !== undefined && !allowed.includes(key)) {
-      const where = path === '' ? key : `${path}.${key}`;
-      // OpenShell's provider-profile token grants (OAuth client credentials with a SPIFFE JWT-SVID): refused by name,
-      // never accepted and ignored (docs/credentials.md#sigv4-signing).
-      const why = UNSUPPORTED_PROVIDER_KEYS.has(key) ? 'OpenShell token grants are not supported by boundary' : 'unknown key';
-      report(walk, 'CREDENTIALS_UNKNOWN_KEY', pair.key, where, `${why} (expected ${allowed.join(', ')})`);
-      continue;
-    }
-    out.push([key, pair.value, pair.key]);
-  }
-  return out;
-}
-
-function readEnvValue(walk: Walk, node: unknown, path: string): EnvValueSpec | undefined {
-  if (isScalar(node) && typeof node.value === 'string') {
-    const problem = secretValueProblem(node.value);
-    if (problem === undefined) return { kind: 'literal', value: new Secret(node.value) };
-    report(walk, 'CREDENTIALS_VALUE_INVALID', node, path, `value ${problem}`);
-    return undefined;
-  }
-  if (!isMap(node)) {
-    report(walk, 'CREDENTIALS_TYPE', node, path, 'expected a string (quote numbers) or { value_from: { file | env } }');
-    return undefined;
-  }
-  const outer = entries(walk, node, path, ['value_from', 'format']).filter(([key]) => key === 'value_from');
-  const fromNode = outer[0]?.[1];
-  const fromMap = outer.length === 1 ? asMap(walk, fromNode, `${path}.value_from`) : undefined;
-  const onlyFormat = node.items.every((pair) => isScalar(pair.key) && pair.key.value === 'format');
-  if (outer.length === 0 && onlyFormat) report(walk, 'CREDENTIALS_TYPE', node, path, 'needs value_from');
-  if (fromMap === undefined) return undefined;
-  const sources = entries(walk, fromMap, `${path}.value_from`, ['file', 'env']);
-  const [kind, valueNode] = sources[0] ?? ['', undefined];
-  if (sources.length !== 1 || fromMap.items.length !== 1) {
-    report(walk, 'CREDENTIALS_TYPE', fromMap, `${path}.value_from`, 'needs exactly one of file or env');
-    return undefined;
-  }
-  const text = asString(walk, valueNode, `${path}.value_from.${kind}`);
-  if (text === undefined) return undefined;
-  if (text.length === 0 || /[\u0000\r\n]/.test(text)) {
-    report(walk, 'CREDENTIALS_TYPE', valueNode, `${path}.value_from.${kind}`, 'must be non-empty, without CR, LF or NUL');
-    return undefined;
-  }
-  return kind === 'file' ? { kind: 'file', path: text } : { kind: 'env', name: text };
-}
-
-/** A key's `format`: a catalogue name or { prefix, length, alphabet }. null when it is refused (reported). */
-function readFormat(walk: Walk, node: unknown, path: string): PlaceholderFormat | null {
-  let input: string | CustomFormatInput | undefined;
-  if (isScalar(node) && typeof node.value === 'string') input = node.value;
-  else if (isMap(node)) {
-    const fields: Record<string, unknown> = {};
-    for (const [key, value] of entries(walk, node, path, ['prefix', 'length', 'alphabet'])) fields[key] = isScalar(value) ? value.value : undefined;
-    const { prefix = '', length, alphabet } = fields;
-    if (typeof prefix === 'string' && typeof length === 'number' && typeof alphabet === 'string') input = { prefix, length, alphabet };
-  }
-  if (input === undefined) {
-    report(walk, 'CREDENTIALS_FORMAT_INVALID', node, path, 'expected a format name or { prefix: string, length: number, alphabet: name }');
-    return null;
-  }
-  const compiled = compileFormat(input, SHORTEST_MARKER_CHARS);
-  if (compiled.ok) return compiled.format;
-  report(walk, 'CREDENTIALS_FORMAT_INVALID', node, path, compiled.message);
-  return null;
 }
 
 function readEndpoint(walk: Walk, node: unknown, path: string): CredentialEndpointInput | undefined {
@@ -189,37 +55,6 @@ function readEndpoint(walk: Walk, node: unknown, path: string): CredentialEndpoi
   return glob === undefined ? { host, port } : { host, port, path: glob };
 }
 
-function readClientCertificate(walk: Walk, node: unknown, path: string): ClientCertificateSpec | undefined {
-  const map = asMap(walk, node, path);
-  if (map === undefined) return undefined;
-  const files: Record<string, string> = {};
-  for (const [key, value] of entries(walk, map, path, ['cert', 'key', 'chain'])) {
-    const text = asString(walk, value, `${path}.${key}`);
-    if (text === undefined) continue;
-    if (text.length === 0 || /[\u0000\r\n]/.test(text)) {
-      report(walk, 'CREDENTIALS_CLIENT_CERT_INVALID', value, `${path}.${key}`, 'must be a file path, without CR, LF or NUL');
-    } else files[key] = text;
-  }
-  for (const key of ['cert', 'key']) if (!map.has(key)) report(walk, 'CREDENTIALS_CLIENT_CERT_INVALID', map, `${path}.${key}`, 'required');
-  const { cert, key, chain } = files;
-  if (cert === undefined || key === undefined) return undefined;
-  return { cert, key, ...(chain === undefined ? {} : { chain }), at: locate(walk, node, path) };
-}
-
-/**
- * A certificate is presented at the handshake, before any path is known, and only to its provider's own endpoints:
- * a path there would read as a narrower binding than the connection gets, and without endpoints it binds nowhere.
- */
-function clientCertificateBinding(walk: Walk, map: YAMLMap, path: string, endpoints: readonly CredentialEndpointInput[]): void {
-  const listed = map.get('endpoints', true);
-  if (endpoints.length === 0) report(walk, 'CREDENTIALS_CLIENT_CERT_INVALID', map, `${path}.client_certificate`, 'needs endpoints: it is presented only to its provider\'s own endpoints');
-  endpoints.forEach((endpoint, index) => {
-    if (endpoint.path === undefined) return;
-    const node = isSeq(listed) ? listed.items[index] : map;
-    report(walk, 'CREDENTIALS_CLIENT_CERT_INVALID', node, `${path}.endpoints[${index}].path`, 'cannot be set beside client_certificate: the certificate is presented at the TLS handshake, before any path');
-  });
-}
-
 function readProvider(walk: Walk, name: string, node: unknown, keyNode: unknown): ProviderSpec | undefined {
   const path = `providers.${name}`;
   const nameProblem = providerNameProblem(name);
@@ -228,10 +63,15 @@ function readProvider(walk: Walk, name: string, node: unknown, keyNode: unknown)
   if (map === undefined) return undefined;
   const env: EnvEntrySpec[] = [];
   const endpoints: CredentialEndpointInput[] = [];
+  let grants: readonly GrantSpec[] = [];
+  let grantsNode: unknown;
   let clientCertificate: ClientCertificateSpec | undefined;
-  for (const [field, value] of entries(walk, map, path, ['env', 'endpoints', 'client_certificate'])) {
+  for (const [field, value] of entries(walk, map, path, ['env', 'endpoints', 'token_grants', 'client_certificate'])) {
     if (field === 'client_certificate') {
       clientCertificate = readClientCertificate(walk, value, `${path}.client_certificate`);
+    } else if (field === 'token_grants') {
+      grants = readGrants(walk, value, `${path}.token_grants`);
+      grantsNode = value;
     } else if (field === 'env') {
       const envMap = asMap(walk, value, `${path}.env`);
       const items = envMap === undefined ? [] : entries(walk, envMap, `${path}.env`);
@@ -240,8 +80,8 @@ function readProvider(walk: Walk, name: string, node: unknown, keyNode: unknown)
         const at = locate(walk, entryKey, `${path}.env.${key}`);
         const keyProblem = keyNameProblem(key);
         if (keyProblem !== undefined) report(walk, 'CREDENTIALS_KEY_INVALID', entryKey, at.path, keyProblem);
-        const spec = readEnvValue(walk, entry, at.path);
-        const format = isMap(entry) && entry.has('format') ? readFormat(walk, entry.get('format', true), `${at.path}.format`) : undefined;
+        const spec = readEnvValue(walk, entry, at.path, ['format']);
+        const format = readEntryFormat(walk, entry, at.path);
         if (keyProblem === undefined && spec !== undefined && format !== null) env.push({ key, value: spec, at, ...(format === undefined ? {} : { format }) });
       }
     } else if (isSeq(value)) {
@@ -256,8 +96,14 @@ function readProvider(walk: Walk, name: string, node: unknown, keyNode: unknown)
       report(walk, 'CREDENTIALS_TYPE', value, `${path}.endpoints`, 'expected a list');
     }
   }
+  // One key, one value: a grant's token and a static entry under the same name would make the placeholder ambiguous.
+  for (const grant of grants) {
+    if (env.some((entry) => entry.key === grant.key)) {
+      report(walk, 'CREDENTIALS_KEY_INVALID', grantsNode, grant.at.path, 'is also an env key of this provider');
+    }
+  }
   if (clientCertificate !== undefined) clientCertificateBinding(walk, map, path, endpoints);
-  return { name, env, endpoints, ...(clientCertificate === undefined ? {} : { clientCertificate }) };
+  return { name, env, endpoints, grants, ...(clientCertificate === undefined ? {} : { clientCertificate }) };
 }
 
 /** Parses and validates the credentials YAML. Throws BoundaryError CREDENTIALS_INVALID listing every issue. */

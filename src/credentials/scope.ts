@@ -30,6 +30,7 @@ export const UNAVAILABLE_REASONS = [
   'unknown-handle',
   'ambiguous-key',
   'other-family',
+  'token-unavailable',
 ] as const;
 type UnavailableReason = (typeof UNAVAILABLE_REASONS)[number];
 
@@ -54,6 +55,8 @@ export interface CredentialScope {
   stillCurrent(): boolean;
   /** The bound values, for redactSecrets on echoed responses. */
   secrets(): readonly Secret[];
+  /** Headers bound token grants with a `placement` write themselves (lower-case name, value), when they hold a token. */
+  placements(): readonly (readonly [string, string])[];
 }
 
 function normaliseRequestHost(host: string): string {
@@ -79,7 +82,7 @@ function boundProviders(set: CredentialSet, request: ScopeRequest, host: string)
 function resolveIn(set: CredentialSet, bound: readonly CredentialProvider[], ref: PlaceholderRef, family: PlaceholderFamily): Resolution {
   // Reserved, never resolved: a workload given one family's placeholders has no business holding the other's.
   if (ref.family !== undefined && ref.family !== family) return { kind: 'unavailable', reason: 'other-family' };
-  if (!set.hasKey(ref.key)) return { kind: 'unavailable', reason: 'unknown-key' };
+  if (!set.hasKey(ref.key)) return { kind: 'unavailable', reason: set.isPending(ref.key) ? 'token-unavailable' : 'unknown-key' };
   const holders = bound.filter((provider) => provider.keys.has(ref.key));
   if (ref.form === 'stable') {
     const mine = holders.find((provider) => stableHandle(provider.name, ref.key) === ref.handle);
@@ -103,6 +106,21 @@ function resolveIn(set: CredentialSet, bound: readonly CredentialProvider[], ref
   return { kind: 'value', secret: first };
 }
 
+const NO_PLACEMENTS: readonly (readonly [string, string])[] = Object.freeze([]);
+
+function placementsOf(bound: readonly CredentialProvider[]): (readonly [string, string])[] {
+  const out: (readonly [string, string])[] = [];
+  for (const provider of bound) {
+    for (const grant of provider.grants) {
+      const token = grant.placement === undefined ? undefined : provider.keys.get(grant.key);
+      if (token === undefined || grant.placement === undefined) continue;
+      const bearer = grant.placement.kind === 'bearer';
+      out.push([bearer ? 'authorization' : grant.placement.name.toLowerCase(), bearer ? `Bearer ${token.reveal()}` : token.reveal()]);
+    }
+  }
+  return out;
+}
+
 /** The resolver for one request. Build it after the allow decision; check stillCurrent() before the write. */
 export function scopeFor(request: ScopeRequest): CredentialScope {
   const set = request.source.current();
@@ -117,9 +135,10 @@ export function scopeFor(request: ScopeRequest): CredentialScope {
     boundKeys,
     resolve: (ref: PlaceholderRef): Resolution =>
       hasResolver ? resolveIn(set, bound, ref, family) : { kind: 'unavailable', reason: 'no-authority' },
-    keyExists: (key: string) => set.hasKey(key),
+    keyExists: (key: string) => set.hasKey(key) || set.isPending(key),
     stillCurrent: () => request.source.current().revision === set.revision,
     secrets: () => bound.flatMap((provider) => [...provider.keys.values()]),
+    placements: () => (bound.length === 0 ? NO_PLACEMENTS : placementsOf(bound)),
   });
 }
 
@@ -138,7 +157,7 @@ export function routeCarriesCredentials(request: {
   const host = normaliseRequestHost(request.host);
   for (const provider of request.source.current().providers.values()) {
     // A client certificate is a credential too: presenting it needs the connection terminated (client-cert.ts).
-    const holds = provider.keys.size > 0 || provider.clientCertificate !== undefined;
+    const holds = provider.keys.size > 0 || provider.grants.length > 0 || provider.clientCertificate !== undefined;
     if (holds && provider.endpoints.some((e) => e.matchesAuthority(host, request.port))) return true;
   }
   return false;

@@ -6,6 +6,7 @@ import { BoundaryError, type Issue } from '../shared/errors.js';
 import { type ClientCertificate, sameClientCertificate } from './client-cert.js';
 import { type DeliveredExtras, fromDelivery } from './delivered.js';
 import { compileHostPattern, compilePathGlob } from './endpoint-match.js';
+import { sameGrant, type TokenGrantInput } from './grant.js';
 import { keyNameProblem } from './placeholder.js';
 import { Secret } from './secret.js';
 import { indexShaped, type PlaceholderFormat, shapedPlaceholder } from './shaped.js';
@@ -34,6 +35,8 @@ export interface ProviderInput extends DeliveredExtras {
   readonly clientCertificate?: ClientCertificate | undefined;
   /** Keys whose placeholder is shaped like the real token (shaped.ts). */
   readonly formats?: Readonly<Record<string, PlaceholderFormat>> | undefined;
+  /** Token grants: each key is in `env` while grants/ holds a valid token for it, else pending. */
+  readonly grants?: readonly TokenGrantInput[];
 }
 
 interface CredentialEndpoint {
@@ -53,6 +56,7 @@ export interface CredentialProvider {
   /** Key -> its shaped placeholder, and its format, for the keys with a format. */
   readonly shaped: ReadonlyMap<string, string>;
   readonly formats: ReadonlyMap<string, PlaceholderFormat>;
+  readonly grants: readonly TokenGrantInput[];
 }
 
 export interface CredentialSet {
@@ -61,6 +65,8 @@ export interface CredentialSet {
   /** Every key of every provider, sorted and deduplicated. */
   readonly keys: readonly string[];
   hasKey(key: string): boolean;
+  /** A token grant declares `key` but holds no valid token now: its placeholders fail closed (token-unavailable). */
+  isPending(key: string): boolean;
   /** Which providers define `key` (sorted, comma-joined) at a retained revision; undefined when not retained. */
   identityAt(revision: number, key: string): string | undefined;
   /** Retained revisions (oldest first, this one last) -> key -> identity. */
@@ -144,7 +150,15 @@ function compileProvider(input: ProviderInput, issues: Issue[]): CredentialProvi
   const clientCertificate = input.clientCertificate ?? delivered.clientCertificate;
   const formats = new Map(Object.entries(input.formats ?? delivered.formats ?? {}).filter(([key]) => keys.has(key)));
   const shaped = shapedPlaceholders(input.name, formats, base, issues);
-  return Object.freeze({ name: input.name, keys, endpoints: Object.freeze(endpoints), clientCertificate, shaped, formats });
+  return Object.freeze({
+    name: input.name,
+    keys,
+    endpoints: Object.freeze(endpoints),
+    grants: Object.freeze([...(input.grants ?? [])]),
+    clientCertificate,
+    shaped,
+    formats,
+  });
 }
 
 /** Derives (and indexes, for every scan) the shaped placeholders of the provider's keys that declare a format. */
@@ -163,7 +177,9 @@ type Identities = ReadonlyMap<string, string>;
 function identitiesOf(providers: ReadonlyMap<string, CredentialProvider>): Identities {
   const owners = new Map<string, string[]>();
   for (const provider of [...providers.values()].sort((a, b) => (a.name < b.name ? -1 : 1))) {
-    for (const key of provider.keys.keys()) owners.set(key, [...(owners.get(key) ?? []), provider.name]);
+    // A grant's key keeps its identity while its token is pending, so `v<rev>_KEY` survives a refresh outage.
+    const names = new Set([...provider.keys.keys(), ...provider.grants.map((grant) => grant.key)]);
+    for (const key of names) owners.set(key, [...(owners.get(key) ?? []), provider.name]);
   }
   return new Map([...owners].map(([key, names]) => [key, names.join(',')]));
 }
@@ -181,6 +197,7 @@ function sameProviders(a: ReadonlyMap<string, CredentialProvider>, b: ReadonlyMa
     }
     const shape = (p: CredentialProvider) => JSON.stringify(p.endpoints.map((e) => [e.host, e.port, e.path ?? null]));
     if (shape(left) !== shape(right)) return false;
+    if (left.grants.length !== right.grants.length || left.grants.some((g, i) => !sameGrant(g, right.grants[i] as TokenGrantInput))) return false;
   }
   return true;
 }
@@ -214,12 +231,19 @@ export function createCredentialSet(input: {
   for (const [revision, identities] of [...earlier, [input.revision, current] as const].slice(-REVISIONS_KEPT)) {
     history.set(revision, identities);
   }
-  const keys = Object.freeze([...current.keys()].sort());
+  const present = new Set<string>();
+  const pending = new Set<string>();
+  for (const provider of providers.values()) {
+    for (const key of provider.keys.keys()) present.add(key);
+    for (const grant of provider.grants) if (!provider.keys.has(grant.key)) pending.add(grant.key);
+  }
+  const keys = Object.freeze([...present].sort());
   return Object.freeze({
     revision: input.revision,
     providers,
     keys,
-    hasKey: (key: string) => current.has(key),
+    hasKey: (key: string) => present.has(key),
+    isPending: (key: string) => pending.has(key) && !present.has(key),
     identityAt: (revision: number, key: string) => history.get(revision)?.get(key),
     history,
     sameAs: (other: CredentialSet) => sameProviders(providers, other.providers),

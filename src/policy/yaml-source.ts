@@ -102,6 +102,17 @@ function linePos(ctx: ReadContext, offset: number): { line: number; column: numb
   return { line: lo + 1, column: offset - (starts[lo] ?? 0) + 1 };
 }
 
+/** The node at `path` (map keys and sequence indexes) under `root`, or undefined where the document has none. */
+export function nodeAt(root: Node | null, path: readonly (string | number)[]): Node | undefined {
+  let node: Node | null | undefined = root;
+  for (const step of path) {
+    if (typeof step === 'number') node = isSeq(node) ? node.items[step] : undefined;
+    else node = isMap(node) ? node.items.find((pair) => isScalar(pair.key) && pair.key.value === step)?.value : undefined;
+    if (node === undefined || node === null) return undefined;
+  }
+  return node ?? undefined;
+}
+
 export function readMap(ctx: ReadContext, node: Node | null, path: string, what = 'a map'): MapNode | undefined {
   if (isMap(node)) return node;
   report(ctx, node, path, 'POLICY_TYPE', `${leaf(path) || 'the document'} must be ${what}`);

@@ -6,10 +6,10 @@ import { credentialRefusal } from '../chain/stages/credentials.js';
 import { denied, type Refusal } from '../chain/stage.js';
 import { formatAuthority } from '../net/host.js';
 import { MarkerInBodyError } from '../chain/credential-injection.js';
-import { clientCertificateDenial, dialFailedDenial, methodOverrideDenial, upstreamProtocolDenial, upstreamUnreachableDenial } from '../chain/denials.js';
+import { clientCertificateDenial, methodOverrideDenial, upstreamProtocolDenial, upstreamUnreachableDenial } from '../chain/denials.js';
 import { isBoundaryError } from '../shared/errors.js';
+import { dialRefusalOf, isDialError } from '../chain/dial.js';
 import { ClientCertificateError } from './upstream.js';
-import { dialFailureOf, isDialError } from '../chain/dial.js';
 
 /** The client went away before the upstream answered. */
 export class ClientClosedError extends Error {
@@ -70,12 +70,17 @@ export function upstreamFailure(r: ChainRequest, err: Error, sent: boolean): Ref
     r.settle(refused);
     return refused;
   }
-  const dial = isDialError(err);
-  // RX-11: as on CONNECT, timeout, refused and unreachable stay apart in the event and the answer.
-  const failure = dial ? dialFailureOf(err) : undefined;
-  if (failure !== undefined) r.upstream.dialFailure = failure;
-  const denial = failure === undefined ? upstreamUnreachableDenial(target, 'upstream error') : dialFailedDenial(target, failure);
-  const refused: Refusal = { verdict: 'fail', reason: dial ? 'dial-failed' : 'upstream-failed', detail: err.message, status: denial.status, denial, finding: undefined };
+  if (isDialError(err)) {
+    // RX-11: as on CONNECT, timeout, refused, unreachable and the upstream proxy's failures stay apart.
+    const { reason, failure, proxyStatus, denial } = dialRefusalOf(target, err);
+    r.upstream.dialFailure = failure;
+    r.upstream.proxyStatus = proxyStatus;
+    const refused: Refusal = { verdict: 'fail', reason, detail: err.message, status: denial.status, denial, finding: undefined };
+    r.settle(refused);
+    return refused;
+  }
+  const denial = upstreamUnreachableDenial(target, 'upstream error');
+  const refused: Refusal = { verdict: 'fail', reason: 'upstream-failed', detail: err.message, status: denial.status, denial, finding: undefined };
   r.settle(refused);
   return refused;
 }

@@ -6,7 +6,7 @@
 import type { Socket } from 'node:net';
 import { isIP } from 'node:net';
 import { connect as tlsConnect, createSecureContext, rootCertificates, type SecureContext, type TLSSocket } from 'node:tls';
-import { type DialFunction, dialPinned } from '../chain/dial.js';
+import { type DialFunction, dialPinned, tunnelTargetOf } from '../chain/dial.js';
 import type { ClientCertificate, ClientCertificateChoice } from '../credentials/client-cert.js';
 import { BoundaryError } from '../shared/errors.js';
 import { createH1Pool, type H1Pool, type H1Timeouts } from '../http1/h1-client.js';
@@ -149,9 +149,12 @@ export function createUpstreams(options: {
     const { host } = dest;
     return new Promise((resolve, reject) => {
       const literal = isIP(host) !== 0;
+      // Through the upstream proxy the socket's peer is the proxy: the key names the address the tunnel reached.
+      const peer = tunnelTargetOf(socket);
+      const where = peer === undefined ? `${socket.remoteAddress ?? ''}|${socket.remotePort ?? ''}` : `${peer.host}|${peer.port}`;
       // The identity is part of the key: a session resumed carries the client certificate of the handshake that made
       // it, so one made with a certificate (or none) is never offered under another.
-      const key = `${host}|${socket.remoteAddress ?? ''}|${socket.remotePort ?? ''}|${dest.port}|${identity?.fingerprint ?? ''}`;
+      const key = `${host}|${where}|${dest.port}|${identity?.fingerprint ?? ''}`;
       const session = sessions.get(key);
       const started = metrics?.now() ?? 0;
       const tlsSocket = tlsConnect({
@@ -215,7 +218,7 @@ export function createUpstreams(options: {
       const ready = pending;
       pending = undefined;
       if (ready !== undefined && secured) return Promise.resolve(ready);
-      const socket = ready === undefined ? dialPinned({ addresses: dest.addresses, port: dest.port, dial, timeoutMs: connectTimeoutMs, metrics }) : Promise.resolve(ready);
+      const socket = ready === undefined ? dialPinned({ addresses: dest.addresses, port: dest.port, name: dest.host, dial, timeoutMs: connectTimeoutMs, metrics }) : Promise.resolve(ready);
       return dest.tls ? socket.then((s) => secureSocket(s, dest)) : socket;
     };
   }
@@ -251,7 +254,7 @@ export function createUpstreams(options: {
       return identityFor(dest)?.fingerprint ?? '';
     },
     async connect(dest, alpn) {
-      const socket = await dialPinned({ addresses: dest.addresses, port: dest.port, dial, timeoutMs: connectTimeoutMs, metrics });
+      const socket = await dialPinned({ addresses: dest.addresses, port: dest.port, name: dest.host, dial, timeoutMs: connectTimeoutMs, metrics });
       return dest.tls ? secureSocket(socket, dest, alpn) : socket;
     },
     async close() {

@@ -104,7 +104,7 @@ async function upgrade(ctx: ProxyContext, r: ChainRequest, socket: Socket, head:
   const headers = r.upstreamHeaders!;
   let upstream: Socket;
   try {
-    const raw = await dialPinned({ addresses, port, dial: ctx.dial, timeoutMs: ctx.connectTimeoutMs, metrics: ctx.metrics });
+    const raw = await dialPinned({ addresses, port, name: host, dial: ctx.dial, timeoutMs: ctx.connectTimeoutMs, metrics: ctx.metrics });
     upstream = tls ? await ctx.upstreams.secureSocket(raw, { host, port }) : raw;
   } catch (err) {
     const refused = upstreamFailure(r, err instanceof Error ? err : new Error(String(err)), false);

@@ -84,6 +84,11 @@ export const ERROR_CODES = {
   UPSTREAM_CLOSED: 'upstream closed or reset the connection before the response ended',
   UPSTREAM_REQUEST_INVALID: 'a request could not be written upstream (bad method, target, header or body length); nothing unsafe was sent',
   UPSTREAM_BUSY: 'more requests waited for one upstream than MAX_QUEUED_REQUESTS_PER_UPSTREAM',
+  // the corporate upstream proxy (docs/running.md#corporate-upstream-proxy)
+  UPSTREAM_PROXY_REFUSED: 'the upstream proxy answered a CONNECT with a status other than 200',
+  UPSTREAM_PROXY_UNREACHABLE: 'the upstream proxy could not be reached, or its TLS could not be verified',
+  UPSTREAM_PROXY_TIMEOUT: 'the upstream proxy did not answer a CONNECT within its share of UPSTREAM_PROXY_DIAL_BUDGET_MS',
+  UPSTREAM_PROXY_MALFORMED: 'the upstream proxy closed before its answer ended, or sent one that is not HTTP/1.x or longer than PROXY_REPLY_HEAD_MAX_BYTES',
   // workload side
   CLIENT_RESET: 'the workload reset an HTTP/2 stream, or its session ended, before the request body ended; nothing more of it goes upstream',
   // DNS
@@ -127,6 +132,7 @@ export const ERROR_CODES = {
   CREDENTIALS_CLIENT_CERT_INVALID: 'a provider client_certificate is unreadable, not PEM, its key does not match its certificate, or it is bound with a path or to no endpoint',
   CREDENTIALS_FORMAT_INVALID: 'a key\'s placeholder format is not in the catalogue, or its prefix, length or alphabet is invalid or gives the random part under MIN_SHAPED_ENTROPY_BITS',
   UPSTREAM_CLIENT_CERT_FAILED: 'the client certificate bound to an upstream could not be used: two are bound to one host and port, it is expired or not yet valid (nothing is sent), or the origin closed the connection that presented it before answering',
+  CREDENTIALS_GRANT_INVALID: 'a token grant is malformed: grant type, https token endpoint, client id, a secret given inline instead of value_from, placement',
 } as const;
 
 export type ErrorCode = keyof typeof ERROR_CODES;

@@ -17,6 +17,7 @@ import { createSocketIdentitySource } from '../../src/identity/socket-source.js'
 import type { IdentitySource } from '../../src/identity/source.js';
 import { type DialTarget, netDial } from '../../src/chain/dial.js';
 import type { ProxyLimits } from '../../src/proxy/limits.js';
+import type { Timers } from '../../src/shared/timers.js';
 import { TEST_IDENTITY_LOOKUP_TIMEOUT_MS, testProcSource } from './identity-processes.js';
 import { type FakeAnswer, type FakeResolver, fakeResolver } from './fake-resolver.js';
 import { type LogSink, logSink } from './log-sink.js';
@@ -79,6 +80,10 @@ export interface StartOptions {
   readonly newNames?: { readonly perSecond: number; readonly burst: number };
   /** config.placeholderFamily (`--placeholder-family`); default openshell. */
   readonly placeholderFamily?: 'openshell' | 'ryno';
+  /** deps.timers: what token grants schedule on (a test's fake timers). */
+  readonly timers?: Timers;
+  /** The upstream proxy's config keys (`upstreamProxy`, `noUpstreamProxy`, ...; docs/running.md#corporate-upstream-proxy). */
+  readonly upstreamProxy?: Readonly<Record<string, unknown>>;
 }
 
 /** The source openIdentitySource would open for these options, but with the test's lookup timeout. */
@@ -145,6 +150,7 @@ export async function startBoundary(options: StartOptions = {}): Promise<Running
     ...(options.tunnelDetection === undefined ? {} : { dnsTunnelDetection: options.tunnelDetection }),
     ...(options.newNames === undefined ? {} : { newNamesPerSecond: options.newNames.perSecond, newNamesBurst: options.newNames.burst }),
     ...(options.placeholderFamily === undefined ? {} : { placeholderFamily: options.placeholderFamily }),
+    ...options.upstreamProxy,
   });
   const real = options.upstreamDns === undefined ? undefined : await buildResolver(config, now, log.logger);
   const boundary = createBoundary(config, {
@@ -157,6 +163,7 @@ export async function startBoundary(options: StartOptions = {}): Promise<Running
     ...(options.shutdownDrainMs === undefined ? {} : { shutdownDrainMs: options.shutdownDrainMs }),
     ...(identity === undefined ? {} : { identity }),
     ...(options.middleware === undefined ? {} : { middleware: options.middleware }),
+    ...(options.timers === undefined ? {} : { timers: options.timers }),
     dial: (target) => {
       dials.push(target);
       return options.dial === undefined ? netDial(target) : options.dial(target);

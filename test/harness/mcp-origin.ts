@@ -9,8 +9,8 @@ import { randomUUID } from 'node:crypto';
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
-import { InMemoryEventStore } from '@modelcontextprotocol/sdk/examples/shared/inMemoryEventStore.js';
-import { ListToolsRequestSchema } from '@modelcontextprotocol/sdk/types.js';
+import type { EventStore } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
+import { type JSONRPCMessage, ListToolsRequestSchema } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
 import type { CertificateAuthority } from '../../src/pki/ca.js';
 import { listenTracked, originServer, type RecordedRequest, recordRequest } from './servers.js';
@@ -52,6 +52,34 @@ function mcpServer(calls: string[], resuming: StreamableHTTPServerTransport | un
   return server;
 }
 
+/**
+ * An event store that replays in the order events were stored. The SDK's example store orders event ids
+ * `<stream>_<ms>_<random>` as strings, so a stream's priming event and the answer stored in the same millisecond
+ * replay in random order, and an answer sorted before the client's Last-Event-ID is never sent.
+ */
+function orderedEventStore(): EventStore {
+  const events: { readonly id: string; readonly stream: string; readonly message: JSONRPCMessage }[] = [];
+  const streamOf = new Map<string, string>();
+  return {
+    async storeEvent(stream, message) {
+      const id = `${stream}:${events.length}`;
+      events.push({ id, stream, message });
+      streamOf.set(id, stream);
+      return id;
+    },
+    async getStreamIdForEventId(id) {
+      return streamOf.get(id);
+    },
+    async replayEventsAfter(lastId, { send }) {
+      const stream = streamOf.get(lastId);
+      if (stream === undefined) return '';
+      const from = events.findIndex((e) => e.id === lastId) + 1;
+      for (const e of events.slice(from)) if (e.stream === stream) await send(e.id, e.message);
+      return stream;
+    },
+  };
+}
+
 function handler(seen: McpSeen[], ended: string[], calls: string[], sessions: Sessions, options: Options) {
   return (req: IncomingMessage, res: ServerResponse): void => {
     recordRequest(req, seen, (body) => {
@@ -70,7 +98,7 @@ function handler(seen: McpSeen[], ended: string[], calls: string[], sessions: Se
         sessionIdGenerator: () => randomUUID(),
         enableJsonResponse: options.json === true,
         // The client reconnects after `retry` ms: the smallest, so the test waits on the resumed answer, not a delay.
-        ...(resume ? { eventStore: new InMemoryEventStore(), retryInterval: 1 } : {}),
+        ...(resume ? { eventStore: orderedEventStore(), retryInterval: 1 } : {}),
         onsessioninitialized: (id) => {
           sessions.set(id, { transport, server });
         },

@@ -5,6 +5,7 @@
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import { request } from 'node:http';
+import { readFile } from 'node:fs/promises';
 import { promisify } from 'node:util';
 import { after, before, describe, it } from 'node:test';
 import { policyCommand } from '../../src/app/cli/policy.js';
@@ -175,8 +176,16 @@ describe('issue 29: one truth: the runtime, policy check, policy explain and /v1
   it('policy check names every always-blocked entry with a coded warning, and no other', async () => {
     const checked = await cli(b.dir, ['check', b.policyPath, '--json', ...runFlags]);
     assert.equal(checked.code, 0);
-    const [report] = JSON.parse(checked.stdout) as { warnings: { code: string; path: string; message: string }[] }[];
-    const blocked = (report?.warnings ?? []).filter((w) => w.code === 'POLICY_WARN_ALWAYS_BLOCKED').map((w) => w.path);
+    const [report] = JSON.parse(checked.stdout) as { warnings: { code: string; path: string; line: number | null; column: number | null; message: string }[] }[];
+    const warnings = (report?.warnings ?? []).filter((w) => w.code === 'POLICY_WARN_ALWAYS_BLOCKED');
+    // Each warning points at its endpoint's host value in the file, as load problems do.
+    const lines = (await readFile(b.policyPath, 'utf8')).split('\n');
+    for (const w of warnings) {
+      assert.ok(w.line !== null && w.column !== null, `${w.path} is located`);
+      const at = (lines[w.line - 1] ?? '').slice(w.column - 1);
+      assert.match(at, /^(169\.254|metadata\.google|localhost|127\.0\.0\.1)/, `${w.path} at ${w.line}:${w.column}: ${at}`);
+    }
+    const blocked = warnings.map((w) => w.path);
     assert.deepEqual(blocked.sort(), [
       'network_policies.admin.endpoints[0].host',
       'network_policies.admin.endpoints[1].host',

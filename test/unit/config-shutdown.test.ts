@@ -9,23 +9,10 @@ import { SHUTDOWN_DRAIN_MS } from '../../src/app/boundary-shutdown.js';
 import type { CliIo } from '../../src/app/cli/io.js';
 import { parseRunFlags, runCommand } from '../../src/app/cli/run.js';
 import { MAX_TIMER_MS, parseConfig } from '../../src/app/config.js';
-import { isBoundaryError } from '../../src/shared/errors.js';
+import { configIssuePaths } from '../harness/config-issues.js';
 import { CLOSE_GRACE_MS } from '../../src/proxy/limits.js';
 
 const BAD_VALUES = ['0', '-1', '1.5', '1e3', 'soon', String(MAX_TIMER_MS + 1)];
-
-/** The paths of the issues parseConfig reports for these flags, or [] when it accepts them. */
-function issuePaths(argv: readonly string[]): string[] {
-  const raw = parseRunFlags(argv, '/');
-  assert.equal(typeof raw, 'object', String(raw));
-  try {
-    parseConfig(raw);
-    return [];
-  } catch (err) {
-    assert.ok(isBoundaryError(err) && err.code === 'CONFIG_INVALID');
-    return err.issues.map((i) => i.path);
-  }
-}
 
 describe('boundary run: --shutdown-drain-ms and --close-grace-ms', () => {
   it('default to SHUTDOWN_DRAIN_MS and CLOSE_GRACE_MS', () => {
@@ -41,8 +28,8 @@ describe('boundary run: --shutdown-drain-ms and --close-grace-ms', () => {
 
   it('refuse anything but a positive integer a timer can hold, naming the key', () => {
     for (const bad of BAD_VALUES) {
-      assert.deepEqual(issuePaths(['--shutdown-drain-ms', bad]), ['shutdownDrainMs'], bad);
-      assert.deepEqual(issuePaths(['--close-grace-ms', bad]), ['limits.closeGraceMs'], bad);
+      assert.deepEqual(configIssuePaths(['--shutdown-drain-ms', bad]), ['shutdownDrainMs'], bad);
+      assert.deepEqual(configIssuePaths(['--close-grace-ms', bad]), ['limits.closeGraceMs'], bad);
     }
   });
 

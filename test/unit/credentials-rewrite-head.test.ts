@@ -177,6 +177,7 @@ describe('rewriteRequestHead: refusals', () => {
         keyExists: () => true,
         stillCurrent: () => true,
         secrets: () => [],
+        placements: () => [],
       };
       const result = rewrite({ scope, headers: [['x-api-key', ph('K')]] });
       assert.deepEqual(result.ok ? 'ok' : [result.status, result.reason], [500, 'unsafe-value']);

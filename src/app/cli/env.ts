@@ -105,7 +105,7 @@ export const envCommand: Command = async function envCommand(argv, io) {
   }
   try {
     const doc = parseCredentials(text, { source: path });
-    const env = placeholderEnvironment(doc.providers.flatMap((provider) => provider.env.map((entry) => entry.key)), args.family, shapedOf(doc));
+    const env = placeholderEnvironment(doc.providers.flatMap((provider) => [...provider.env.map((entry) => entry.key), ...provider.grants.map((grant) => grant.key)]), args.family, shapedOf(doc));
     if (args.format === 'json') io.stdout.write(`${JSON.stringify(Object.fromEntries(env), null, 2)}\n`);
     else io.stdout.write(env.map(([key, value]) => `${key}=${value}\n`).join(''));
     return 0;

@@ -9,6 +9,8 @@ import { type CredentialsDocument, parseCredentials } from '../../credentials/pa
 import { type ErrorCode, isBoundaryError, type Issue } from '../../shared/errors.js';
 import type { PermanentCheck } from '../../net/destination.js';
 import { loadPolicyFile } from '../../policy/load.js';
+import { loadYaml } from '../../policy/yaml-load.js';
+import { nodeAt, position, readContext } from '../../policy/yaml-source.js';
 import type { Policy } from '../../policy/types.js';
 import type { CliIo } from './io.js';
 
@@ -28,13 +30,28 @@ export interface JsonIssue {
 }
 
 export async function checkFile(file: string, io: CliIo, permanent: PermanentCheck): Promise<FileReport> {
+  const path = resolve(io.cwd, file);
   let policy: Policy;
   try {
-    policy = await loadPolicyFile(resolve(io.cwd, file));
+    policy = await loadPolicyFile(path);
   } catch (err) {
     return { file, ok: false, problems: problemsOf(err), warnings: [] };
   }
-  return { file, ok: true, problems: [], warnings: [...policy.warnings.map(toJson), ...alwaysBlocked(policy, permanent)] };
+  const blocked = alwaysBlocked(policy, permanent);
+  const located = blocked.length === 0 ? blocked : locate(blocked, await readFile(path, 'utf8'));
+  return { file, ok: true, problems: [], warnings: [...policy.warnings.map(toJson), ...located] };
+}
+
+/** Line and column of each issue's `network_policies.<key>.endpoints[<i>].host` in the text the policy came from. */
+function locate(issues: readonly JsonIssue[], text: string): JsonIssue[] {
+  const root = loadYaml(text).contents;
+  const ctx = readContext(text, undefined);
+  return issues.map((issue) => {
+    const at = /^network_policies\.(.+)\.endpoints\[(\d+)\]\.host$/.exec(issue.path);
+    const node = at === null ? undefined : nodeAt(root, ['network_policies', at[1] as string, 'endpoints', Number(at[2]), 'host']);
+    const where = position(ctx, node);
+    return { ...issue, line: where.line ?? null, column: where.column ?? null };
+  });
 }
 
 /**

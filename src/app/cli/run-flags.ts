@@ -48,6 +48,17 @@ export const RUN_HELP = `Usage: boundary run --policy FILE [options]
   --placeholder-family openshell|ryno
                                     the credential placeholders boundary resolves: openshell:resolve:env:KEY (the
                                     default) or ryno:resolve:env:KEY; the other family is refused, never forwarded
+  --upstream-proxy URL              send every upstream connection through this HTTP proxy (http://HOST:PORT or
+                                    https://HOST:PORT) as CONNECT <validated IP>:<port>; never read from
+                                    HTTP(S)_PROXY. See docs/running.md#corporate-upstream-proxy
+  --upstream-proxy-auth-file FILE   user:pass for the proxy (Proxy-Authorization: Basic); over an http:// proxy
+                                    only with --upstream-proxy-auth-insecure
+  --upstream-proxy-auth-insecure    allow the auth file with an http:// proxy (the password then travels in clear)
+  --upstream-proxy-ca FILE          trust anchors for an https:// proxy's own certificate (beside the system roots)
+  --no-upstream-proxy LIST          dial these directly: names (and names under them), IPs, CIDRs, each with an
+                                    optional :PORT; an IP or CIDR entry covers only the addresses inside it
+  --upstream-proxy-connect-by-name  CONNECT by the destination's name (for proxies that require names): the
+                                    address the proxy then reaches is its own resolution, not pinned by boundary
   --max-connections N               proxy connections open at once; more get 503 too_many_connections (default 4096)
   --max-connections-per-source-percent P
                                     the share of N one client address may hold; beyond it that client gets 503
@@ -100,6 +111,16 @@ const VALUE_FLAGS: Readonly<Record<string, string>> = {
   '--binary-identity': 'binaryIdentity',
   '--identity-socket': 'identitySocket',
   '--placeholder-family': 'placeholderFamily',
+  '--upstream-proxy': 'upstreamProxy',
+  '--upstream-proxy-auth-file': 'upstreamProxyAuthFile',
+  '--upstream-proxy-ca': 'upstreamProxyCa',
+  '--no-upstream-proxy': 'noUpstreamProxy',
+};
+/** Flags without a value, each setting its key to true. */
+const SWITCH_FLAGS: Readonly<Record<string, string>> = {
+  '--unsafe-allow-loopback-upstream': 'unsafeAllowLoopbackUpstream',
+  '--upstream-proxy-auth-insecure': 'upstreamProxyAuthInsecure',
+  '--upstream-proxy-connect-by-name': 'upstreamProxyConnectByName',
 };
 /** The flags of config.limits, each a positive integer that parseConfig checks. */
 const LIMIT_FLAGS: Readonly<Record<string, string>> = {
@@ -109,7 +130,7 @@ const LIMIT_FLAGS: Readonly<Record<string, string>> = {
 };
 /** Top-level numeric keys; parseConfig checks their range. */
 const NUMBER_KEYS: ReadonlySet<string> = new Set(['shutdownDrainMs', 'newNamesPerSecond', 'newNamesBurst']);
-const PATH_KEYS: ReadonlySet<string> = new Set(['policyFile', 'stateDir', 'caCert', 'caKey', 'caOut', 'caBundleOut', 'upstreamCa', 'hostsFile', 'credentialsFile', 'tlsDir', 'identitySocket']);
+const PATH_KEYS: ReadonlySet<string> = new Set(['policyFile', 'stateDir', 'caCert', 'caKey', 'caOut', 'caBundleOut', 'upstreamCa', 'hostsFile', 'credentialsFile', 'tlsDir', 'identitySocket', 'upstreamProxyAuthFile', 'upstreamProxyCa']);
 
 /** Flags -> the raw input of parseConfig; paths resolved against cwd. Returns a usage message on error. */
 export function parseRunFlags(argv: readonly string[], cwd: string): Record<string, unknown> | string {
@@ -118,8 +139,9 @@ export function parseRunFlags(argv: readonly string[], cwd: string): Record<stri
     const arg = argv[i] ?? '';
     const eq = arg.indexOf('=');
     const flag = eq > 0 ? arg.slice(0, eq) : arg;
-    if (flag === '--unsafe-allow-loopback-upstream') {
-      raw.unsafeAllowLoopbackUpstream = true;
+    const switched = SWITCH_FLAGS[flag];
+    if (switched !== undefined) {
+      raw[switched] = true;
       continue;
     }
     const key = VALUE_FLAGS[flag];

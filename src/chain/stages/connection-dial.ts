@@ -4,12 +4,12 @@
 
 import type { Socket } from 'node:net';
 import type { PolicyStore } from '../../policy/store.js';
-import { dialFailureOf, type DialFunction, dialPinned } from '../dial.js';
+import { type DialFunction, dialPinned, dialRefusalOf } from '../dial.js';
 import type { ProxyMetrics } from '../../proxy/metrics.js';
 import type { TunnelRegistry } from '../../proxy/tunnel.js';
 import type { SelfAddresses } from '../../net/ssrf.js';
 import { formatAuthority } from '../../net/host.js';
-import { dialFailedDenial, policyChangedDenial } from '../denials.js';
+import { policyChangedDenial } from '../denials.js';
 import type { ConnectionRequest } from '../connection.js';
 import { CONTINUE, denied, refusal, type Refusal, type Stage } from '../stage.js';
 
@@ -20,18 +20,15 @@ export function createDialStage(deps: {
 }): Stage<ConnectionRequest> {
   const { dial, connectTimeoutMs, metrics } = deps;
   const failed = (c: ConnectionRequest, err: unknown): Refusal => {
-    const target = formatAuthority(c.host as string, c.port as number);
-    const failure = dialFailureOf(err);
+    const { reason, failure, proxyStatus, detail, denial } = dialRefusalOf(formatAuthority(c.host as string, c.port as number), err);
     c.dialFailure = failure;
-    const detail = `${target}: ${failure}: ${(err as Error).message}`;
-    return c.adapter === 'connect'
-      ? denied(dialFailedDenial(target, failure), 'dial-failed', detail)
-      : refusal('fail', 'dial-failed', detail, undefined);
+    c.proxyStatus = proxyStatus;
+    return c.adapter === 'connect' ? denied(denial, reason, detail) : refusal('fail', reason, detail, undefined);
   };
   return {
     name: 'dial',
     run(c) {
-      return dialPinned({ addresses: c.addresses, port: c.port as number, dial, timeoutMs: connectTimeoutMs, metrics }).then(
+      return dialPinned({ addresses: c.addresses, port: c.port as number, name: c.host, dial, timeoutMs: connectTimeoutMs, metrics }).then(
         (upstream: Socket) => {
           c.upstream = upstream;
           return CONTINUE;
