@@ -184,6 +184,7 @@ export function createBoundary(config: Config, deps: Deps): Boundary {
       upstreamCaPem,
       otherSelfAddresses: () => otherSelves,
       credentials,
+      now,
       placeholderFamily: config.placeholderFamily,
       peerPolicyHeader: PEER_POLICY_HEADERS[config.peerPolicyHeader],
       identity: { mode: config.binaryIdentity, source: identity },

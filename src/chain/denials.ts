@@ -34,6 +34,7 @@ const DENIAL_ERRORS = [
   'upstream_proxy_timeout',
   'upstream_proxy_malformed',
   'upstream_protocol_error',
+  'upstream_client_certificate_rejected',
   'tls_termination_unavailable',
   'too_many_connections',
   'too_many_connections_from_source',
@@ -278,6 +279,14 @@ export function upstreamProtocolDenial(target: string): Denial {
     { detail: `${target}: the upstream's answer broke the HTTP protocol (framing or syntax) and was not relayed` },
     `: upstream ${target} broke the HTTP protocol`,
   );
+}
+
+/**
+ * The upstream TLS handshake failed over the client certificate (docs/credentials.md#client-certificates): the origin's
+ * alert (`certificate_required`, `unknown_ca`, `certificate_expired`, ...) or `ambiguous` names why.
+ */
+export function clientCertificateDenial(target: string, why: string): Denial {
+  return denial(502, 'upstream_client_certificate_rejected', { detail: `${target}: client certificate ${why}`, tls_alert: why }, `: upstream ${target} refused the client certificate (${why})`);
 }
 
 /** The pinned dial failed: 504 when the upstream gave no answer in time, else 502; the failure is named in the phrase. */

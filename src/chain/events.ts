@@ -25,6 +25,10 @@ const OUTCOME_REASONS = [
   'upstream-failed',
   // The upstream answered, but broke HTTP/1.1 framing or HTTP/2's rules (UPSTREAM_PROTOCOL_ERROR).
   'upstream-protocol-error',
+  // docs/credentials.md#client-certificates: the origin refused the client certificate boundary presented (or required
+  // one where none is bound), or two are bound to one authority.
+  'client-certificate-rejected',
+  'client-certificate-ambiguous',
   'tls-unavailable',
   'authority-mismatch',
   'bad-request',
@@ -108,6 +112,8 @@ const REASON_ENGINES: Readonly<Record<ReasonCode, Engine | 'decision'>> = {
   'upstream-proxy-malformed': 'upstream',
   'upstream-failed': 'upstream',
   'upstream-protocol-error': 'upstream',
+  'client-certificate-rejected': 'tls',
+  'client-certificate-ambiguous': 'tls',
   'tls-unavailable': 'tls',
   'middleware-denied': 'middleware',
   'middleware-failed': 'middleware',

@@ -119,10 +119,11 @@ export function reader(issues: Issue[], protocol: ReaderProtocol) {
           else fail(`${path}.env.${k}`, 'expected a string value');
         }
       }
-      for (const extra of Object.keys(item)) if (!['name', 'env', 'endpoints'].includes(extra)) fail(`${path}.${extra}`, 'unknown key');
-      if (item.endpoints === undefined) return { name, env };
+      for (const extra of Object.keys(item)) if (!['name', 'env', 'endpoints', 'clientCertificatePem', 'formatIds'].includes(extra)) fail(`${path}.${extra}`, 'unknown key');
+      const extras = r.providerExtras(item, path);
+      if (item.endpoints === undefined) return { name, env, ...extras };
       if (!Array.isArray(item.endpoints) || item.endpoints.length > MAX_CREDENTIAL_ENDPOINTS) {
-        return fail(`${path}.endpoints`, `expected a list of at most ${MAX_CREDENTIAL_ENDPOINTS} endpoints`) ?? { name, env };
+        return fail(`${path}.endpoints`, `expected a list of at most ${MAX_CREDENTIAL_ENDPOINTS} endpoints`) ?? { name, env, ...extras };
       }
       const endpoints = item.endpoints.map((e: unknown, i: number) => {
         const at = `${path}.endpoints[${i}]`;
@@ -132,7 +133,22 @@ export function reader(issues: Issue[], protocol: ReaderProtocol) {
         if (e.path !== undefined && typeof e.path !== 'string') fail(`${at}.path`, 'expected a string');
         return e.path === undefined ? { host: e.host, port: e.port as number } : { host: e.host, port: e.port as number, path: e.path as string };
       });
-      return { name, env, endpoints };
+      return { name, env, endpoints, ...extras };
+    },
+    /** A provider's client certificate and placeholder formats: shapes only here, credentials/delivered.ts checks the rest. */
+    providerExtras(item: Record<string, unknown>, path: string): Pick<WireProvider, 'clientCertificatePem' | 'formatIds'> {
+      const out: { clientCertificatePem?: { certChain: string; key: string }; formatIds?: Record<string, string> } = {};
+      const pem = item.clientCertificatePem;
+      if (pem !== undefined) {
+        if (isRecord(pem) && typeof pem.certChain === 'string' && typeof pem.key === 'string') out.clientCertificatePem = { certChain: pem.certChain, key: pem.key };
+        else fail(`${path}.clientCertificatePem`, 'expected {certChain, key} strings');
+      }
+      const ids = item.formatIds;
+      if (ids !== undefined) {
+        if (isRecord(ids) && Object.values(ids).every((v) => typeof v === 'string') && Object.keys(ids).length <= MAX_CREDENTIAL_KEYS) out.formatIds = ids as Record<string, string>;
+        else fail(`${path}.formatIds`, `expected at most ${MAX_CREDENTIAL_KEYS} KEY: format id strings`);
+      }
+      return out;
     },
     events(raw: Fields, key: string): Fields[] {
       const value = raw[key];

@@ -89,6 +89,10 @@ export interface WireProvider {
   readonly name: string;
   readonly env: Readonly<Record<string, string>>;
   readonly endpoints?: readonly WireCredentialEndpoint[];
+  /** A client certificate the boundary presents upstream: leaf and chain PEM, and the key (docs/credentials.md#client-certificates). */
+  readonly clientCertificatePem?: { readonly certChain: string; readonly key: string };
+  /** Key -> placeholder format id (docs/credentials.md#shaped-placeholders). */
+  readonly formatIds?: Readonly<Record<string, string>>;
 }
 
 /**

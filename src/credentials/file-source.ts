@@ -6,9 +6,11 @@ import { type FSWatcher, watch } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { dirname, resolve } from 'node:path';
 import { BoundaryError, type Issue } from '../shared/errors.js';
-import { type CredentialsDocument, type EnvEntrySpec, MAX_CREDENTIALS_FILE_BYTES, parseCredentials } from './parse.js';
+import { type ClientCertificate, loadClientCertificate } from './client-cert.js';
+import { type ClientCertificateSpec, type CredentialsDocument, type EnvEntrySpec, MAX_CREDENTIALS_FILE_BYTES, parseCredentials } from './parse.js';
 import type { TokenGrantInput } from './grant.js';
 import { Secret } from './secret.js';
+import type { PlaceholderFormat } from './shaped.js';
 import { type CredentialSet, createCredentialSet, type ProviderInput, secretValueProblem } from './set.js';
 import { type CredentialListener, type CredentialSource, createSetHolder } from './source.js';
 
@@ -82,6 +84,25 @@ async function resolveEntry(
   return undefined;
 }
 
+/** Reads a provider's certificate files; their directories are watched like value_from files, so a rotation is seen. */
+async function resolveClientCertificate(
+  spec: ClientCertificateSpec | undefined,
+  base: string,
+  dirs: Set<string>,
+  source: string,
+  issues: Issue[],
+): Promise<ClientCertificate | undefined> {
+  if (spec === undefined) return undefined;
+  for (const file of [spec.cert, spec.key, spec.chain]) if (file !== undefined) dirs.add(dirname(resolve(base, file)));
+  try {
+    return await loadClientCertificate(spec, base);
+  } catch (err) {
+    if (!(err instanceof BoundaryError)) throw err;
+    issues.push({ code: err.code, message: err.message, source, ...spec.at });
+    return undefined;
+  }
+}
+
 async function resolveDocument(doc: CredentialsDocument, path: string, env: CredentialEnv): Promise<Loaded> {
   const base = dirname(path);
   const issues: Issue[] = [];
@@ -89,6 +110,8 @@ async function resolveDocument(doc: CredentialsDocument, path: string, env: Cred
   const providers: ProviderInput[] = [];
   for (const provider of doc.providers) {
     const values: Record<string, Secret> = {};
+    const formats: Record<string, PlaceholderFormat> = {};
+    for (const entry of provider.env) if (entry.format !== undefined) formats[entry.key] = entry.format;
     const resolveOne = async (entry: EnvEntrySpec): Promise<Secret | undefined> => {
       if (entry.value.kind === 'file') dirs.add(dirname(resolve(base, entry.value.path)));
       return resolveEntry(entry, base, env, path, issues);
@@ -103,7 +126,15 @@ async function resolveDocument(doc: CredentialsDocument, path: string, env: Cred
       const refresh = refreshToken === undefined ? undefined : await resolveOne(refreshToken);
       grants.push({ ...grant, clientSecret: secret, refreshToken: refresh });
     }
-    providers.push({ name: provider.name, env: values, endpoints: provider.endpoints, grants });
+    const clientCertificate = await resolveClientCertificate(provider.clientCertificate, base, dirs, path, issues);
+    providers.push({
+      name: provider.name,
+      env: values,
+      endpoints: provider.endpoints,
+      grants,
+      ...(clientCertificate === undefined ? {} : { clientCertificate }),
+      ...(Object.keys(formats).length === 0 ? {} : { formats }),
+    });
   }
   if (issues.length > 0) {
     throw new BoundaryError('CREDENTIALS_INVALID', `credentials: ${issues.length} value(s) could not be resolved`, {

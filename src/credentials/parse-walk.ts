@@ -4,6 +4,7 @@
 import { isAlias, isMap, isScalar, type LineCounter, type YAMLMap } from 'yaml';
 import type { ErrorCode, Issue } from '../shared/errors.js';
 import { Secret } from './secret.js';
+import type { PlaceholderFormat } from './shaped.js';
 import { secretValueProblem } from './set.js';
 
 export type EnvValueSpec =
@@ -20,6 +21,8 @@ export interface Located {
 export interface EnvEntrySpec {
   readonly key: string;
   readonly value: EnvValueSpec;
+  /** The shape of its placeholder (docs/credentials.md#shaped-placeholders); the placeholder forms otherwise. */
+  readonly format?: PlaceholderFormat | undefined;
   /** Where the entry is, so a value_from problem found later still points at its line. */
   readonly at: Located;
 }
@@ -79,7 +82,8 @@ export function entries(walk: Walk, map: YAMLMap, path: string, allowed?: readon
   return out;
 }
 
-export function readEnvValue(walk: Walk, node: unknown, path: string): EnvValueSpec | undefined {
+/** `also`: keys read elsewhere beside value_from (an env entry's `format`). */
+export function readEnvValue(walk: Walk, node: unknown, path: string, also: readonly string[] = []): EnvValueSpec | undefined {
   if (isScalar(node) && typeof node.value === 'string') {
     const problem = secretValueProblem(node.value);
     if (problem === undefined) return { kind: 'literal', value: new Secret(node.value) };
@@ -90,10 +94,11 @@ export function readEnvValue(walk: Walk, node: unknown, path: string): EnvValueS
     report(walk, 'CREDENTIALS_TYPE', node, path, 'expected a string (quote numbers) or { value_from: { file | env } }');
     return undefined;
   }
-  const outer = entries(walk, node, path, ['value_from']);
+  const outer = entries(walk, node, path, ['value_from', ...also]).filter(([key]) => key === 'value_from');
   const fromNode = outer[0]?.[1];
   const fromMap = outer.length === 1 ? asMap(walk, fromNode, `${path}.value_from`) : undefined;
-  if (outer.length === 0 && node.items.length === 0) report(walk, 'CREDENTIALS_TYPE', node, path, 'needs value_from');
+  const onlyAlso = node.items.every((pair) => isScalar(pair.key) && also.includes(String(pair.key.value)));
+  if (outer.length === 0 && onlyAlso) report(walk, 'CREDENTIALS_TYPE', node, path, 'needs value_from');
   if (fromMap === undefined) return undefined;
   const sources = entries(walk, fromMap, `${path}.value_from`, ['file', 'env']);
   const [kind, valueNode] = sources[0] ?? ['', undefined];

@@ -7,10 +7,12 @@ import { BoundaryError } from '../shared/errors.js';
 import { compileHostPattern, compilePathGlob } from './endpoint-match.js';
 import { type GrantSpec, readGrants } from './parse-grant.js';
 import { asMap, asString, type EnvEntrySpec, entries, locate, readEnvValue, report, type Walk } from './parse-walk.js';
+import { type ClientCertificateSpec, clientCertificateBinding, readClientCertificate, readEntryFormat } from './parse-extras.js';
 import { keyNameProblem } from './placeholder.js';
 import { type CredentialEndpointInput, MAX_ENDPOINTS_PER_PROVIDER, MAX_KEYS_PER_PROVIDER, MAX_PROVIDERS, providerNameProblem } from './set.js';
 
 export type { EnvEntrySpec } from './parse-walk.js';
+export type { ClientCertificateSpec } from './parse-extras.js';
 
 export const MAX_CREDENTIALS_FILE_BYTES = 1_048_576;
 
@@ -20,6 +22,7 @@ interface ProviderSpec {
   readonly endpoints: readonly CredentialEndpointInput[];
   /** Token grants (docs/credentials.md#token-grants), their secrets still value_from references. */
   readonly grants: readonly GrantSpec[];
+  readonly clientCertificate?: ClientCertificateSpec | undefined;
 }
 
 export interface CredentialsDocument {
@@ -62,8 +65,11 @@ function readProvider(walk: Walk, name: string, node: unknown, keyNode: unknown)
   const endpoints: CredentialEndpointInput[] = [];
   let grants: readonly GrantSpec[] = [];
   let grantsNode: unknown;
-  for (const [field, value] of entries(walk, map, path, ['env', 'endpoints', 'token_grants'])) {
-    if (field === 'token_grants') {
+  let clientCertificate: ClientCertificateSpec | undefined;
+  for (const [field, value] of entries(walk, map, path, ['env', 'endpoints', 'token_grants', 'client_certificate'])) {
+    if (field === 'client_certificate') {
+      clientCertificate = readClientCertificate(walk, value, `${path}.client_certificate`);
+    } else if (field === 'token_grants') {
       grants = readGrants(walk, value, `${path}.token_grants`);
       grantsNode = value;
     } else if (field === 'env') {
@@ -74,8 +80,9 @@ function readProvider(walk: Walk, name: string, node: unknown, keyNode: unknown)
         const at = locate(walk, entryKey, `${path}.env.${key}`);
         const keyProblem = keyNameProblem(key);
         if (keyProblem !== undefined) report(walk, 'CREDENTIALS_KEY_INVALID', entryKey, at.path, keyProblem);
-        const spec = readEnvValue(walk, entry, at.path);
-        if (keyProblem === undefined && spec !== undefined) env.push({ key, value: spec, at });
+        const spec = readEnvValue(walk, entry, at.path, ['format']);
+        const format = readEntryFormat(walk, entry, at.path);
+        if (keyProblem === undefined && spec !== undefined && format !== null) env.push({ key, value: spec, at, ...(format === undefined ? {} : { format }) });
       }
     } else if (isSeq(value)) {
       if (value.items.length > MAX_ENDPOINTS_PER_PROVIDER) {
@@ -95,7 +102,8 @@ function readProvider(walk: Walk, name: string, node: unknown, keyNode: unknown)
       report(walk, 'CREDENTIALS_KEY_INVALID', grantsNode, grant.at.path, 'is also an env key of this provider');
     }
   }
-  return { name, env, endpoints, grants };
+  if (clientCertificate !== undefined) clientCertificateBinding(walk, map, path, endpoints);
+  return { name, env, endpoints, grants, ...(clientCertificate === undefined ? {} : { clientCertificate }) };
 }
 
 /** Parses and validates the credentials YAML. Throws BoundaryError CREDENTIALS_INVALID listing every issue. */

@@ -1,5 +1,8 @@
 // Placeholder syntax (docs/credentials.md#placeholder-forms): the forms the workload holds in either family, finding them
-// in text, and the fast, case- and encoding-insensitive marker test every leak scan uses. Pure; never sees a secret value.
+// in text, and the fast, case- and encoding-insensitive marker test every leak scan uses; shaped placeholders
+// (shaped.ts) are found by every one of them too. Never sees a secret value.
+
+import { findShaped, hasShapedLiteral, hasShapedLower, replaceShaped } from './shaped.js';
 
 /**
  * The two spellings of the placeholder syntax: OpenShell's and that of its Ryno rename. boundary resolves the one
@@ -76,9 +79,9 @@ export function aliasPlaceholder(prefix: string, key: string, family: Placeholde
   return `${prefix}${ALIAS_MARKERS[family]}${key}`;
 }
 
-/** True when `text` holds a literal (exact-case) marker of either family: where a rewrite should look. */
+/** True when `text` holds a literal (exact-case) marker of either family, or a shaped placeholder: where a rewrite should look. */
 export function hasLiteralMarker(text: string): boolean {
-  return MARKERS.some((marker) => text.includes(marker));
+  return MARKERS.some((marker) => text.includes(marker)) || hasShapedLiteral(text);
 }
 
 function readName(text: string, from: number): number {
@@ -107,6 +110,8 @@ function parseCanonicalName(name: string, family: PlaceholderFamily): Placeholde
 export function findPlaceholders(text: string, aliasKeyExists: (key: string) => boolean): PlaceholderMatch[] {
   const found: PlaceholderMatch[] = [];
   for (const family of PLACEHOLDER_FAMILIES) findFamily(text, family, aliasKeyExists, found);
+  // A shaped placeholder stands for one provider's key: resolved as its stable handle, in whichever family.
+  for (const [start, end, ref] of findShaped(text)) found.push({ start, end, ref: { form: 'stable', key: ref.key, handle: ref.handle } });
   found.sort((a, b) => a.start - b.start);
   // A canonical placeholder inside an alias prefix cannot both be replaced; keep the first, the scan decides.
   const kept: PlaceholderMatch[] = [];
@@ -185,7 +190,7 @@ export function percentDecodeLoose(text: string): string {
 
 function hasRawMarker(text: string): boolean {
   const lower = text.toLowerCase();
-  return LOWER_MARKERS.some((marker) => lower.includes(marker));
+  return LOWER_MARKERS.some((marker) => lower.includes(marker)) || hasShapedLower(lower);
 }
 
 /**
@@ -214,7 +219,7 @@ const PIECE_DELIMITERS = /([/&=?;,\s])/;
  */
 export function redactPlaceholders(text: string): string {
   if (!containsMarker(text)) return text;
-  const literal = text.replace(RAW_CANONICAL_TOKEN, REDACTED_PLACEHOLDER).replace(RAW_ALIAS_TOKEN, REDACTED_PLACEHOLDER);
+  const literal = replaceShaped(text.replace(RAW_CANONICAL_TOKEN, REDACTED_PLACEHOLDER).replace(RAW_ALIAS_TOKEN, REDACTED_PLACEHOLDER), REDACTED_PLACEHOLDER);
   if (!containsMarker(literal)) return literal;
   return literal
     .split(PIECE_DELIMITERS)

@@ -3,6 +3,7 @@
 // its bytes are released. Pure and synchronous; the proxy forwards only the bytes this releases.
 
 import { containsMarker, LONGEST_MARKER_CHARS } from './placeholder.js';
+import { longestShapedChars } from './shaped.js';
 
 /** 3 × the longest marker: a fully percent-encoded marker (`%6F%70...`) is three bytes per character. */
 export const SCAN_TAIL_BYTES = 3 * LONGEST_MARKER_CHARS;
@@ -29,6 +30,8 @@ interface MarkerScanner {
  * and at the end of the body `write(s.flush())`. Bytes never reach upstream before the scanner released them.
  */
 export function createMarkerScanner(): MarkerScanner {
+  // A shaped placeholder can be longer than any marker: the tail covers the longest known when the scan starts.
+  const tailBytes = Math.max(SCAN_TAIL_BYTES, 3 * longestShapedChars());
   let pending: Buffer[] = [];
   let pendingBytes = 0;
   let verdict: ScanVerdict = 'clean';
@@ -46,7 +49,7 @@ export function createMarkerScanner(): MarkerScanner {
       if (verdict === 'marker') return verdict;
       const bytes = Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength);
       // Everything before the held tail was already scanned with at least SCAN_TAIL_BYTES of overlap.
-      const window = Buffer.concat([tail(SCAN_TAIL_BYTES), bytes]);
+      const window = Buffer.concat([tail(tailBytes), bytes]);
       pending.push(Buffer.from(bytes));
       pendingBytes += bytes.length;
       if (containsMarker(window.toString('latin1'))) {
@@ -57,11 +60,11 @@ export function createMarkerScanner(): MarkerScanner {
       return verdict;
     },
     release() {
-      if (verdict === 'marker' || pendingBytes <= SCAN_TAIL_BYTES) return Buffer.alloc(0);
+      if (verdict === 'marker' || pendingBytes <= tailBytes) return Buffer.alloc(0);
       const all = Buffer.concat(pending, pendingBytes);
-      const cut = all.length - SCAN_TAIL_BYTES;
+      const cut = all.length - tailBytes;
       pending = [Buffer.from(all.subarray(cut))];
-      pendingBytes = SCAN_TAIL_BYTES;
+      pendingBytes = tailBytes;
       return all.subarray(0, cut);
     },
     flush() {

@@ -156,7 +156,9 @@ export function routeCarriesCredentials(request: {
   if (request.endpoint?.credentialProvider !== undefined) return true;
   const host = normaliseRequestHost(request.host);
   for (const provider of request.source.current().providers.values()) {
-    if ((provider.keys.size > 0 || provider.grants.length > 0) && provider.endpoints.some((e) => e.matchesAuthority(host, request.port))) return true;
+    // A client certificate is a credential too: presenting it needs the connection terminated (client-cert.ts).
+    const holds = provider.keys.size > 0 || provider.grants.length > 0 || provider.clientCertificate !== undefined;
+    if (holds && provider.endpoints.some((e) => e.matchesAuthority(host, request.port))) return true;
   }
   return false;
 }

@@ -3,10 +3,13 @@
 
 import { createHash } from 'node:crypto';
 import { BoundaryError, type Issue } from '../shared/errors.js';
+import { type ClientCertificate, sameClientCertificate } from './client-cert.js';
+import { type DeliveredExtras, fromDelivery } from './delivered.js';
 import { compileHostPattern, compilePathGlob } from './endpoint-match.js';
 import { sameGrant, type TokenGrantInput } from './grant.js';
 import { keyNameProblem } from './placeholder.js';
 import { Secret } from './secret.js';
+import { indexShaped, type PlaceholderFormat, shapedPlaceholder } from './shaped.js';
 
 export const MAX_PROVIDERS = 256;
 export const MAX_KEYS_PER_PROVIDER = 1_024;
@@ -23,11 +26,15 @@ export interface CredentialEndpointInput {
   readonly path?: string | undefined;
 }
 
-/** A provider as the file source or the control channel hands it over. */
-export interface ProviderInput {
+/** A provider as the file source or the control channel hands it over (the latter with DeliveredExtras). */
+export interface ProviderInput extends DeliveredExtras {
   readonly name: string;
   readonly env: Readonly<Record<string, string | Secret>>;
   readonly endpoints?: readonly CredentialEndpointInput[];
+  /** Presented on the upstream TLS handshake to this provider's own endpoints (client-cert.ts). */
+  readonly clientCertificate?: ClientCertificate | undefined;
+  /** Keys whose placeholder is shaped like the real token (shaped.ts). */
+  readonly formats?: Readonly<Record<string, PlaceholderFormat>> | undefined;
   /** Token grants: each key is in `env` while grants/ holds a valid token for it, else pending. */
   readonly grants?: readonly TokenGrantInput[];
 }
@@ -45,6 +52,10 @@ export interface CredentialProvider {
   readonly name: string;
   readonly keys: ReadonlyMap<string, Secret>;
   readonly endpoints: readonly CredentialEndpoint[];
+  readonly clientCertificate: ClientCertificate | undefined;
+  /** Key -> its shaped placeholder, and its format, for the keys with a format. */
+  readonly shaped: ReadonlyMap<string, string>;
+  readonly formats: ReadonlyMap<string, PlaceholderFormat>;
   readonly grants: readonly TokenGrantInput[];
 }
 
@@ -135,7 +146,30 @@ function compileProvider(input: ProviderInput, issues: Issue[]): CredentialProvi
     const compiled = compileEndpoint(endpoint, `${base}.endpoints[${index}]`, issues);
     if (compiled !== undefined) endpoints.push(compiled);
   });
-  return Object.freeze({ name: input.name, keys, endpoints: Object.freeze(endpoints), grants: Object.freeze([...(input.grants ?? [])]) });
+  const delivered = fromDelivery(input, base, issues);
+  const clientCertificate = input.clientCertificate ?? delivered.clientCertificate;
+  const formats = new Map(Object.entries(input.formats ?? delivered.formats ?? {}).filter(([key]) => keys.has(key)));
+  const shaped = shapedPlaceholders(input.name, formats, base, issues);
+  return Object.freeze({
+    name: input.name,
+    keys,
+    endpoints: Object.freeze(endpoints),
+    grants: Object.freeze([...(input.grants ?? [])]),
+    clientCertificate,
+    shaped,
+    formats,
+  });
+}
+
+/** Derives (and indexes, for every scan) the shaped placeholders of the provider's keys that declare a format. */
+function shapedPlaceholders(provider: string, formats: ReadonlyMap<string, PlaceholderFormat>, base: string, issues: Issue[]): ReadonlyMap<string, string> {
+  const shaped = new Map<string, string>();
+  for (const [key, format] of formats) {
+    const value = shapedPlaceholder(provider, key, format);
+    if (indexShaped(value, { key, handle: stableHandle(provider, key) })) shaped.set(key, value);
+    else issues.push({ code: 'CREDENTIALS_LIMIT', path: `${base}.env.${key}.format`, message: 'too many shaped placeholders in this process' });
+  }
+  return shaped;
 }
 
 type Identities = ReadonlyMap<string, string>;
@@ -155,6 +189,8 @@ function sameProviders(a: ReadonlyMap<string, CredentialProvider>, b: ReadonlyMa
   for (const [name, left] of a) {
     const right = b.get(name);
     if (right === undefined || left.keys.size !== right.keys.size) return false;
+    if (!sameClientCertificate(left.clientCertificate, right.clientCertificate)) return false;
+    if (JSON.stringify([...left.shaped]) !== JSON.stringify([...right.shaped])) return false;
     for (const [key, secret] of left.keys) {
       const other = right.keys.get(key);
       if (other === undefined || !secret.equals(other)) return false;

@@ -52,7 +52,9 @@ export function createGrantingSource(
         const token = runners.get(`${provider.name}\u0000${grant.key}`)?.token();
         if (token !== undefined) env[grant.key] = token;
       }
-      return { name: provider.name, env, endpoints: provider.endpoints, grants: provider.grants };
+      // Everything else of the provider as the file gave it: its client certificate and placeholder formats too.
+      const { clientCertificate, formats } = provider;
+      return { name: provider.name, env, endpoints: provider.endpoints, grants: provider.grants, clientCertificate, formats: Object.fromEntries(formats) };
     });
   }
 

@@ -38,6 +38,8 @@ export class H2Session extends H2Connection implements StreamOwner {
   /** Open streams whose consumer paused them: each holds its slot for as long as its client does not read. */
   private heldStreams = 0;
   private readonly waiting: UpstreamStream[] = [];
+  /** The socket's last error, the cause of the close that follows it. */
+  private socketError: Error | undefined;
   protected readonly blocks = new HeaderBlocks({ block: (id, end, list) => this.onBlock(id, end, list), error: (code, message) => this.fail(code, message) }, UPSTREAM_HEADER_LIMITS);
   private readonly reader: FrameReader;
 
@@ -62,7 +64,10 @@ export class H2Session extends H2Connection implements StreamOwner {
       this.out.needDrain = false;
       this.flushBodies();
     });
-    socket.on('error', () => undefined);
+    // Kept as the cause of the close: a TLS alert (a refused client certificate) is told apart by it.
+    socket.on('error', (err: Error) => {
+      this.socketError = err;
+    });
     socket.on('close', () => this.onSocketClose());
     socket.on('timeout', () => {
       if (this.load === 0) this.close();
@@ -345,6 +350,7 @@ export class H2Session extends H2Connection implements StreamOwner {
 
   private onSocketClose(): void {
     this.reader.stop();
-    if (!this.closed) this.closeWith(new UpstreamResetError(H2Error.CANCEL, 'upstream stream closed before the response ended'));
+    const cause = this.socketError === undefined ? undefined : { cause: this.socketError };
+    if (!this.closed) this.closeWith(new UpstreamResetError(H2Error.CANCEL, 'upstream stream closed before the response ended', cause));
   }
 }

@@ -44,8 +44,8 @@ function streamError(code: number, message: string): BlockRead {
 /** The origin reset the stream (or the session ended under it) before the response ended. */
 export class UpstreamResetError extends BoundaryError {
   readonly rstCode: number;
-  constructor(rstCode: number, message: string) {
-    super('UPSTREAM_CLOSED', message);
+  constructor(rstCode: number, message: string, options?: ErrorOptions) {
+    super('UPSTREAM_CLOSED', message, options);
     this.rstCode = rstCode;
   }
 }

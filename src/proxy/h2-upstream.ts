@@ -50,8 +50,10 @@ interface Own {
 }
 
 
-function keyOf(dest: PinnedDestination): string {
-  return `${dest.tls ? 's' : 'p'}|${dest.host}|${dest.port}|${dest.addresses.join(',')}`;
+/** A session made with one client certificate (or none) serves only tunnels that would present the same one. */
+function keyOf(dest: PinnedDestination, upstreams: Upstreams): string {
+  const identity = dest.tls ? upstreams.identityOf(dest) : '';
+  return `${dest.tls ? 's' : 'p'}|${dest.host}|${dest.port}|${dest.addresses.join(',')}|${identity}`;
 }
 
 export function createH2Upstreams(upstreams: Upstreams): H2Upstreams {
@@ -136,7 +138,7 @@ export function createH2Upstreams(upstreams: Upstreams): H2Upstreams {
   }
 
   async function choose(dest: PinnedDestination, first: Socket, own: Own): Promise<TunnelUpstream> {
-    const key = keyOf(dest);
+    const key = keyOf(dest, upstreams);
     const shared = pooled(key) ?? (await probing.get(key));
     if (shared !== undefined && !shared.closed) {
       first.destroy();
@@ -144,7 +146,7 @@ export function createH2Upstreams(upstreams: Upstreams): H2Upstreams {
     }
     if (!dest.tls) return lane(own, dest, keep(key, dest, first));
     let secured: TLSSocket | undefined;
-    const probe = upstreams.secureSocket(first, dest.host, ALPN_H2_OR_HTTP1).then((socket) => {
+    const probe = upstreams.secureSocket(first, dest, ALPN_H2_OR_HTTP1).then((socket) => {
       if (socket.alpnProtocol === 'h2') return keep(key, dest, socket);
       secured = socket;
       return undefined;

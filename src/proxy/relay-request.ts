@@ -7,9 +7,10 @@ import { denied, type Refusal } from '../chain/stage.js';
 import { formatAuthority } from '../net/host.js';
 import { MarkerInBodyError } from '../chain/credential-injection.js';
 import { MiddlewareStreamDeniedError } from '../chain/middleware-request.js';
-import { methodOverrideDenial, upstreamProtocolDenial, upstreamUnreachableDenial } from '../chain/denials.js';
+import { clientCertificateDenial, methodOverrideDenial, upstreamProtocolDenial, upstreamUnreachableDenial } from '../chain/denials.js';
 import { isBoundaryError } from '../shared/errors.js';
 import { dialRefusalOf, isDialError } from '../chain/dial.js';
+import { ClientCertificateError } from './upstream.js';
 
 /** The client went away before the upstream answered. */
 export class ClientClosedError extends Error {
@@ -73,6 +74,14 @@ export function upstreamFailure(r: ChainRequest, err: Error, sent: boolean): Ref
     r.settle(refused);
     return refused;
   }
+  const certificate = clientCertificateFailure(err);
+  if (certificate !== undefined) {
+    const denial = clientCertificateDenial(target, certificate);
+    const reason = certificate === 'ambiguous' ? 'client-certificate-ambiguous' : 'client-certificate-rejected';
+    const refused: Refusal = { verdict: 'fail', reason, detail: `client certificate ${certificate}`, status: denial.status, denial, finding: undefined };
+    r.settle(refused);
+    return refused;
+  }
   if (isDialError(err)) {
     // RX-11: as on CONNECT, timeout, refused, unreachable and the upstream proxy's failures stay apart.
     const { reason, failure, proxyStatus, denial } = dialRefusalOf(target, err);
@@ -86,6 +95,24 @@ export function upstreamFailure(r: ChainRequest, err: Error, sent: boolean): Ref
   const refused: Refusal = { verdict: 'fail', reason: 'upstream-failed', detail: err.message, status: denial.status, denial, finding: undefined };
   r.settle(refused);
   return refused;
+}
+
+/** TLS alerts an origin sends about the client's certificate (OpenSSL's error codes for them, any protocol version). */
+const CLIENT_CERTIFICATE_ALERT = /^ERR_SSL_(?:SSLV3|TLSV1|TLSV13)_ALERT_(BAD_CERTIFICATE|UNSUPPORTED_CERTIFICATE|CERTIFICATE_REVOKED|CERTIFICATE_EXPIRED|CERTIFICATE_UNKNOWN|UNKNOWN_CA|ACCESS_DENIED|CERTIFICATE_REQUIRED)$/;
+
+/**
+ * Why the upstream refused the client certificate (the alert's name, as `certificate_expired`), `ambiguous` when two
+ * were bound to the destination, or undefined for any other failure. TLS 1.3 sends the alert after the client's
+ * handshake ended, so it can surface on the exchange rather than the connect: the cause chain is read either way.
+ */
+export function clientCertificateFailure(err: unknown): string | undefined {
+  for (let e: unknown = err, depth = 0; e instanceof Error && depth < 3; e = e.cause, depth++) {
+    const code = (e as { code?: unknown }).code;
+    if (e instanceof ClientCertificateError) return e.why;
+    const alert = typeof code === 'string' ? CLIENT_CERTIFICATE_ALERT.exec(code) : null;
+    if (alert !== null) return (alert[1] as string).toLowerCase();
+  }
+  return undefined;
 }
 
 /** Anything thrown on the way, recorded as the request's failure. */

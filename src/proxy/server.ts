@@ -40,6 +40,7 @@ import { refuseConnection } from './refusal.js';
 import { createTunnelRegistry, type TunnelRegistry } from './tunnel.js';
 import { CONNECTIONS_CHECK_INTERVAL_MS, MAX_HEAD_BYTES, type ProxyLimits } from './limits.js';
 import { createUpstreams } from './upstream.js';
+import { clientCertificateFor } from '../credentials/client-cert.js';
 import { createUpgradeHandler } from './websocket.js';
 
 interface ProxyServerOptions {
@@ -63,6 +64,8 @@ interface ProxyServerOptions {
   readonly otherSelfAddresses: () => readonly SelfAddress[];
   /** Standalone file source or the supervisor-fed static source. */
   readonly credentials: CredentialSource;
+  /** Wall clock (ms), for the validity of client certificates presented upstream. */
+  readonly now?: (() => number) | undefined;
   /** The placeholder family resolved (default openshell); the other is refused. */
   readonly placeholderFamily?: PlaceholderFamily | undefined;
   /** A denial's policy key also under this header name (`--peer-policy-header`). */
@@ -109,7 +112,14 @@ export function createProxyServer(options: ProxyServerOptions): ProxyServer {
     // must see the same choice.
     routeOf: (decision, host, port, policy) => connectionRouteOf(options.credentials, policy, decision, host, port),
   });
-  const upstreams = createUpstreams({ dial: options.dial, connectTimeoutMs: limits.connectTimeoutMs, extraCaPem: options.upstreamCaPem, metrics });
+  const upstreams = createUpstreams({
+    dial: options.dial,
+    connectTimeoutMs: limits.connectTimeoutMs,
+    extraCaPem: options.upstreamCaPem,
+    metrics,
+    clientCertificate: (host, port) => clientCertificateFor(options.credentials.current(), host, port),
+    now: options.now,
+  });
   const admission = createAdmission({
     listener: 'proxy',
     maxConnections: limits.maxConnections,

@@ -1,11 +1,14 @@
 // Upstream HTTP/1.1 pools (http1/h1-client.ts) whose connect() dials only the pinned, validated addresses: a bounded
 // cache of keep-alive pools for forward requests, and one single-connection pool per inspected tunnel that
-// starts on the socket dialled at CONNECT time. Upstream TLS is verified against system roots plus --upstream-ca.
+// starts on the socket dialled at CONNECT time. Upstream TLS is verified against system roots plus --upstream-ca, and
+// presents the client certificate bound to the destination, if any (docs/credentials.md#client-certificates).
 
 import type { Socket } from 'node:net';
 import { isIP } from 'node:net';
 import { connect as tlsConnect, createSecureContext, rootCertificates, type SecureContext, type TLSSocket } from 'node:tls';
 import { type DialFunction, dialPinned, tunnelTargetOf } from '../chain/dial.js';
+import type { ClientCertificate, ClientCertificateChoice } from '../credentials/client-cert.js';
+import { BoundaryError } from '../shared/errors.js';
 import { createH1Pool, type H1Pool, type H1Timeouts } from '../http1/h1-client.js';
 import { observeSince } from '../chain/timing.js';
 import type { ProxyMetrics } from './metrics.js';
@@ -43,11 +46,33 @@ export interface Upstreams {
    * pinned addresses. One connection unless `maxConnections` says more (an HTTP/2 tunnel's streams run at once).
    */
   tunnelClient(dest: PinnedDestination, first: Socket, options?: { readonly secured?: boolean; readonly maxConnections?: number }): H1Pool;
-  /** Upgrades a dialled socket to verified TLS for `host` (WebSocket relays), offering `alpn` (default http/1.1). */
-  secureSocket(socket: Socket, host: string, alpn?: readonly string[]): Promise<TLSSocket>;
+  /**
+   * Upgrades a socket dialled to `dest` to verified TLS (WebSocket relays), offering `alpn` (default http/1.1) and
+   * presenting the client certificate bound to the destination.
+   */
+  secureSocket(socket: Socket, dest: UpstreamAuthority, alpn?: readonly string[]): Promise<TLSSocket>;
+  /**
+   * Which client identity a new TLS connection to `dest` would present ('' for none): a pool of connections made
+   * with one identity is never used for another (h2-upstream.ts keys its sessions with it).
+   */
+  identityOf(dest: UpstreamAuthority): string;
   /** Dials the pinned addresses, with verified TLS offering `alpn` when `dest.tls`. */
   connect(dest: PinnedDestination, alpn: readonly string[]): Promise<Socket>;
   close(): Promise<void>;
+}
+
+/** Why a client certificate failed, in the words of TLS alerts where one applies (`certificate_expired`). */
+export class ClientCertificateError extends BoundaryError {
+  readonly why: 'ambiguous' | 'certificate_expired' | 'certificate_not_yet_valid' | 'closed_without_alert';
+  constructor(why: ClientCertificateError['why'], message: string) {
+    super('UPSTREAM_CLIENT_CERT_FAILED', message);
+    this.why = why;
+  }
+}
+
+export interface UpstreamAuthority {
+  readonly host: string;
+  readonly port: number;
 }
 
 const DEFAULT_TIMEOUTS: H1Timeouts = Object.freeze({
@@ -65,13 +90,18 @@ export function createUpstreams(options: {
   readonly timeouts?: H1Timeouts | undefined;
   /** Connect and upstream TLS handshake times. */
   readonly metrics?: Pick<ProxyMetrics, 'now' | 'upstreamConnectSeconds' | 'tlsUpstreamSeconds'> | undefined;
+  /** The client certificate bound to host:port now, read per connection so a rotation reaches the next one. */
+  readonly clientCertificate?: ((host: string, port: number) => ClientCertificateChoice) | undefined;
+  /** Wall clock (ms): a certificate outside its validity is never presented. */
+  readonly now?: (() => number) | undefined;
 }): Upstreams {
   const { dial, connectTimeoutMs, metrics } = options;
   const timeouts = options.timeouts ?? DEFAULT_TIMEOUTS;
   // Built once: parsing ~150 root certificates per connection would dominate the handshake cost.
-  const secureContext: SecureContext = createSecureContext({
-    ca: options.extraCaPem === undefined ? [...rootCertificates] : [...rootCertificates, options.extraCaPem],
-  });
+  const trusted = options.extraCaPem === undefined ? [...rootCertificates] : [...rootCertificates, options.extraCaPem];
+  const secureContext: SecureContext = createSecureContext({ ca: trusted });
+  // One context per certificate loaded (a rotation loads a new one; the old is collected with its revision).
+  const identityContexts = new WeakMap<ClientCertificate, SecureContext>();
   const pools = new Map<string, H1Pool>();
   // Resumption saves a full handshake per new upstream connection (every inspected tunnel dials one). A
   // session is stored only from a connection that completed verification against `secureContext`, and is
@@ -88,17 +118,48 @@ export function createUpstreams(options: {
     }
   }
 
-  function secureSocket(socket: Socket, host: string, alpn: readonly string[] = ALPN_HTTP1): Promise<TLSSocket> {
+  function identityFor(dest: UpstreamAuthority): ClientCertificate | undefined {
+    const choice = options.clientCertificate?.(dest.host, dest.port);
+    if (choice === undefined || choice.kind === 'none') return undefined;
+    if (choice.kind === 'ambiguous') throw new ClientCertificateError('ambiguous', `two client certificates are bound to ${dest.host}:${dest.port}`);
+    const now = options.now?.();
+    if (now !== undefined && now > choice.certificate.notAfter) throw new ClientCertificateError('certificate_expired', 'the client certificate has expired');
+    if (now !== undefined && now < choice.certificate.notBefore) throw new ClientCertificateError('certificate_not_yet_valid', 'the client certificate is not valid yet');
+    return choice.certificate;
+  }
+
+  function contextFor(identity: ClientCertificate | undefined): SecureContext {
+    if (identity === undefined) return secureContext;
+    let context = identityContexts.get(identity);
+    if (context === undefined) {
+      context = createSecureContext({ ca: trusted, cert: identity.certChainPem, key: identity.key.reveal() });
+      identityContexts.set(identity, context);
+    }
+    return context;
+  }
+
+  function secureSocket(socket: Socket, dest: UpstreamAuthority, alpn: readonly string[] = ALPN_HTTP1): Promise<TLSSocket> {
+    let identity: ClientCertificate | undefined;
+    try {
+      identity = identityFor(dest);
+    } catch (err) {
+      socket.destroy();
+      return Promise.reject(err);
+    }
+    const { host } = dest;
     return new Promise((resolve, reject) => {
       const literal = isIP(host) !== 0;
       // Through the upstream proxy the socket's peer is the proxy: the key names the address the tunnel reached.
       const peer = tunnelTargetOf(socket);
-      const key = peer === undefined ? `${host}|${socket.remoteAddress ?? ''}|${socket.remotePort ?? ''}` : `${host}|${peer.host}|${peer.port}`;
+      const where = peer === undefined ? `${socket.remoteAddress ?? ''}|${socket.remotePort ?? ''}` : `${peer.host}|${peer.port}`;
+      // The identity is part of the key: a session resumed carries the client certificate of the handshake that made
+      // it, so one made with a certificate (or none) is never offered under another.
+      const key = `${host}|${where}|${dest.port}|${identity?.fingerprint ?? ''}`;
       const session = sessions.get(key);
       const started = metrics?.now() ?? 0;
       const tlsSocket = tlsConnect({
         socket,
-        secureContext,
+        secureContext: contextFor(identity),
         ALPNProtocols: [...alpn],
         // RFC 6066: no SNI for IP literals; the certificate is then checked against the IP.
         ...(literal ? { host } : { servername: host }),
@@ -118,6 +179,7 @@ export function createUpstreams(options: {
         reject(err);
       };
       tlsSocket.once('error', onError);
+      if (identity !== undefined) noticeSilentRefusal(tlsSocket);
       tlsSocket.once('secureConnect', () => {
         tlsSocket.removeListener('error', onError);
         verified = true;
@@ -125,6 +187,27 @@ export function createUpstreams(options: {
         if (pending !== undefined) rememberSession(key, pending);
         resolve(tlsSocket);
       });
+    });
+  }
+
+  /**
+   * A TLS 1.3 client has finished its handshake before the origin judges its certificate, and an origin that checks it
+   * after the handshake (Node's TLS server does) just closes, with no alert. A connection that presented a certificate
+   * and ends before a single byte came back is told apart as such: the error comes before the end its users act on.
+   */
+  function noticeSilentRefusal(socket: TLSSocket): void {
+    let answered = false;
+    let failed = false;
+    // prependListener: adding a 'data' listener this way does not start the stream flowing before its user reads it.
+    socket.prependListener('data', () => {
+      answered = true;
+    });
+    socket.prependListener('error', () => {
+      failed = true;
+    });
+    socket.prependListener('end', () => {
+      if (answered || failed || socket.listenerCount('error') === 0) return;
+      socket.emit('error', new ClientCertificateError('closed_without_alert', 'the origin closed the connection that presented the client certificate before answering'));
     });
   }
 
@@ -136,13 +219,13 @@ export function createUpstreams(options: {
       pending = undefined;
       if (ready !== undefined && secured) return Promise.resolve(ready);
       const socket = ready === undefined ? dialPinned({ addresses: dest.addresses, port: dest.port, name: dest.host, dial, timeoutMs: connectTimeoutMs, metrics }) : Promise.resolve(ready);
-      return dest.tls ? socket.then((s) => secureSocket(s, dest.host)) : socket;
+      return dest.tls ? socket.then((s) => secureSocket(s, dest)) : socket;
     };
   }
 
   return {
     pool(dest) {
-      const key = `${dest.tls ? 's' : 'p'}|${dest.host}|${dest.port}|${dest.addresses.join(',')}`;
+      const key = `${dest.tls ? `s|${identityFor(dest)?.fingerprint ?? ''}` : 'p'}|${dest.host}|${dest.port}|${dest.addresses.join(',')}`;
       const hit = pools.get(key);
       if (hit !== undefined && !hit.closed) {
         pools.delete(key);
@@ -167,9 +250,12 @@ export function createUpstreams(options: {
       return createH1Pool({ connect: connector(dest, first, options?.secured), maxConnections: options?.maxConnections ?? 1, timeouts });
     },
     secureSocket,
+    identityOf(dest) {
+      return identityFor(dest)?.fingerprint ?? '';
+    },
     async connect(dest, alpn) {
       const socket = await dialPinned({ addresses: dest.addresses, port: dest.port, name: dest.host, dial, timeoutMs: connectTimeoutMs, metrics });
-      return dest.tls ? secureSocket(socket, dest.host, alpn) : socket;
+      return dest.tls ? secureSocket(socket, dest, alpn) : socket;
     },
     async close() {
       closed = true;

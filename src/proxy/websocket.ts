@@ -105,7 +105,7 @@ async function upgrade(ctx: ProxyContext, r: ChainRequest, socket: Socket, head:
   let upstream: Socket;
   try {
     const raw = await dialPinned({ addresses, port, name: host, dial: ctx.dial, timeoutMs: ctx.connectTimeoutMs, metrics: ctx.metrics });
-    upstream = tls ? await ctx.upstreams.secureSocket(raw, host) : raw;
+    upstream = tls ? await ctx.upstreams.secureSocket(raw, { host, port }) : raw;
   } catch (err) {
     const refused = upstreamFailure(r, err instanceof Error ? err : new Error(String(err)), false);
     if (refused !== undefined) answer(ctx, socket, r, refused);

@@ -131,6 +131,9 @@ export const ERROR_CODES = {
   CREDENTIALS_VALUE_SOURCE: 'a value_from file or environment variable is missing or unreadable',
   CREDENTIALS_ENDPOINT_INVALID: 'a provider endpoint has a bad host, port or path glob',
   CREDENTIALS_LIMIT: 'the credentials exceed a named limit (file bytes, providers, keys, endpoints)',
+  CREDENTIALS_CLIENT_CERT_INVALID: 'a provider client_certificate is unreadable, not PEM, its key does not match its certificate, or it is bound with a path or to no endpoint',
+  CREDENTIALS_FORMAT_INVALID: 'a key\'s placeholder format is not in the catalogue, or its prefix, length or alphabet is invalid or gives the random part under MIN_SHAPED_ENTROPY_BITS',
+  UPSTREAM_CLIENT_CERT_FAILED: 'the client certificate bound to an upstream could not be used: two are bound to one host and port, it is expired or not yet valid (nothing is sent), or the origin closed the connection that presented it before answering',
   CREDENTIALS_GRANT_INVALID: 'a token grant is malformed: grant type, https token endpoint, client id, a secret given inline instead of value_from, placement',
 } as const;
 

@@ -6,6 +6,7 @@ import type { ControlSettings, WireProvider, WireTokenGrant } from '../control/m
 import type { FileCredentialSource } from '../credentials/file-source.js';
 import type { TokenGrantInput } from '../credentials/grant.js';
 import type { CredentialProvider } from '../credentials/set.js';
+import { deliveryOf } from '../credentials/delivered.js';
 import { canonicalJson, sha256Hex } from '../policy/canonical.js';
 import type { Policy } from '../policy/types.js';
 import type { Logger } from '../telemetry/logger.js';
@@ -58,6 +59,7 @@ function wireProvider(provider: CredentialProvider): WireProvider {
     // The one place values leave their Secret: serialised for the mTLS channel to the boundary.
     env: Object.fromEntries([...provider.keys].map(([name, secret]) => [name, secret.reveal()])),
     endpoints: provider.endpoints.map((e) => (e.path === undefined ? { host: e.host, port: e.port } : { host: e.host, port: e.port, path: e.path })),
+    ...deliveryOf(provider),
   };
 }
 

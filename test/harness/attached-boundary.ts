@@ -51,6 +51,8 @@ export interface AttachedBoundary {
   readonly log: LogSink;
   readonly proxyPort: number;
   readonly adminPort: number;
+  /** Its state directory: the interception CA's certificate is `ca.pem` there. */
+  readonly stateDir: string;
   readonly lookups: string[];
   state(): ControlState | undefined;
   waitState(predicate: (state: ControlState) => boolean, timeoutMs?: number): Promise<ControlState>;
@@ -117,6 +119,7 @@ export async function startAttached(
     log,
     proxyPort: boundary.proxyAddress().port,
     adminPort: boundary.adminAddress().port,
+    stateDir,
     lookups,
     state: () => last,
     waitState(predicate, timeoutMs = WAIT_TIMEOUT_MS) {

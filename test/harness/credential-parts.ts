@@ -8,7 +8,10 @@ import { rename, writeFile } from 'node:fs/promises';
 import { createServer as createHttpServer, type IncomingMessage } from 'node:http';
 import { connect, createServer as createNetServer, type Socket } from 'node:net';
 import { join } from 'node:path';
+import assert from 'node:assert/strict';
 import { createFileCredentialSource, type FileCredentialSource } from '../../src/credentials/file-source.js';
+import { parseCredentials } from '../../src/credentials/parse.js';
+import { isBoundaryError } from '../../src/shared/errors.js';
 import type { CredentialSet } from '../../src/credentials/set.js';
 import { CLIENT_TIMEOUT_MS } from './proxy-client.js';
 
@@ -26,6 +29,17 @@ export async function credentialsFile(dir: string, text: string): Promise<{ path
   const path = join(dir, 'credentials.yaml');
   await writeFile(path, text);
   return { path, source: await createFileCredentialSource({ path, env: {}, watch: true }) };
+}
+
+/** `CODE path` of every issue parsing `text` finds (empty when it parses). */
+export function credentialIssues(text: string): string[] {
+  try {
+    parseCredentials(text);
+    return [];
+  } catch (err) {
+    assert.ok(isBoundaryError(err));
+    return err.issues.map((i) => `${i.code} ${i.path}`);
+  }
 }
 
 /** Resolves with the next revision the source makes current (registered before the change is made). */

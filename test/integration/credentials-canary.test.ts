@@ -1,11 +1,15 @@
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { once } from 'node:events';
-import { readdir, readFile } from 'node:fs/promises';
+import { mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
 import { request as httpRequest, createServer } from 'node:http';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
+import { FORMAT_CATALOGUE, shapedPlaceholder } from '../../src/credentials/shaped.js';
 import { encodeUnreserved } from '../../src/credentials/substitute.js';
+import { type CertificateAuthority, createCertificateAuthority } from '../../src/pki/ca.js';
+import { issueCertificate } from '../../src/pki/issue.js';
 import { PH } from '../harness/credential-parts.js';
 import { type CredentialStack, credentialStack, HOSTS, type RequestSpec, stackPolicy } from '../harness/credential-stack.js';
 import { type ClientResponse, openTunnel, readAll, sendRequest } from '../harness/proxy-client.js';
@@ -67,6 +71,26 @@ async function filesUnder(dir: string): Promise<string[]> {
   return out;
 }
 
+/** A client certificate and key in a directory of their own (not the state dir the files sink reads), bound to the TLS api origin. */
+async function clientCertificate(pki: { ca: CertificateAuthority }, shapedSecret: string): Promise<{ dir: string; keyPem: string; provider: (port: number) => string }> {
+  const dir = await mkdtemp(join(tmpdir(), 'boundary-canary-cert-'));
+  const issued = await issueCertificate({ ca: pki.ca, kind: 'client', sandboxId: 'canary', trustDomain: 'canary.test', now: Date.now });
+  await writeFile(join(dir, 'client.pem'), issued.certPem);
+  await writeFile(join(dir, 'client.key'), issued.keyPem);
+  await writeFile(join(dir, 'shaped'), shapedSecret);
+  // The same provider holds a key whose placeholder is shaped like a GitHub token.
+  const provider = (port: number) =>
+    `  mtls:\n    client_certificate: { cert: ${join(dir, 'client.pem')}, key: ${join(dir, 'client.key')} }\n` +
+    `    env:\n      SHAPED_TOKEN: { value_from: { file: ${join(dir, 'shaped')} }, format: github-classic }\n` +
+    `    endpoints:\n      - { host: ${HOSTS.api}, port: ${port} }\n`;
+  return { dir, keyPem: issued.keyPem, provider };
+}
+
+/** The key's PEM whole and each of its base64 lines: any of them in a sink is a leak. */
+function keyForms(keyPem: string): string[] {
+  return [keyPem.trim(), ...keyPem.split('\n').filter((line) => line.length >= 16 && !line.startsWith('-----'))];
+}
+
 function extraPolicy(echo: number, dead: number): string {
   const endpoint = (host: string, port: number, more: string): string => `      - host: ${host}
         ports: [${port}]
@@ -84,6 +108,9 @@ async function run(format: 'json' | 'shorthand'): Promise<void> {
   const first = canaryValue();
   const second = canaryValue();
   const dead = await closedPort();
+  const shapedSecret = canaryValue();
+  const shaped = shapedPlaceholder('mtls', 'SHAPED_TOKEN', { id: 'github-classic', parts: FORMAT_CATALOGUE['github-classic'] ?? [] });
+  const cert = await clientCertificate({ ca: await createCertificateAuthority({ commonName: 'canary client CA', now: Date.now }) }, shapedSecret);
   const s: CredentialStack = await credentialStack({
     values: { token: first, query: first, basic: first },
     logFormat: format,
@@ -91,7 +118,8 @@ async function run(format: 'json' | 'shorthand'): Promise<void> {
     extraPolicy: (ports) => extraPolicy(ports.echo, dead),
     extraEndpoints: (ports) =>
       `      - { host: ${EXTRA.body}, port: ${ports.echo} }\n      - { host: ${EXTRA.l7}, port: ${ports.echo} }\n` +
-      `      - { host: ${EXTRA.audit}, port: ${ports.echo} }\n      - { host: ${EXTRA.dead}, port: ${dead} }\n`,
+      `      - { host: ${EXTRA.audit}, port: ${ports.echo} }\n      - { host: ${EXTRA.dead}, port: ${dead} }\n` +
+      cert.provider(ports.secure),
   });
   const responses: ClientResponse[] = [];
   const keep = (r: ClientResponse): ClientResponse => {
@@ -138,6 +166,11 @@ async function run(format: 'json' | 'shorthand'): Promise<void> {
     assert.equal((await s.through('connect', HOSTS.other, { path: '/m', headers: bearer }).then(keep)).status, 403);
     assert.equal((await forward(EXTRA.dead, dead, { path: '/d', headers: bearer })).status, 502);
     assert.equal((await tunnelled(HOSTS.skip, s.ports.secure, { path: '/skip', headers: bearer })).status, 403);
+    // The client certificate's endpoint: its key goes into the upstream handshake.
+    assert.equal((await s.through('connect', HOSTS.api, { path: '/m', headers: bearer }).then(keep)).status, 200);
+    // The shaped placeholder: swapped where bound, refused elsewhere.
+    assert.equal((await s.through('connect', HOSTS.api, { path: '/s', headers: { 'x-token': shaped } }).then(keep)).status, 200);
+    assert.equal((await forward(HOSTS.echo, echo, { path: '/s', headers: { 'x-token': shaped } })).status, 403);
   }
 
   try {
@@ -177,12 +210,16 @@ async function run(format: 'json' | 'shorthand'): Promise<void> {
       for (const secret of [first, second]) {
         for (const form of formsOf(secret)) if (text.includes(form)) hits.push(`${sink}: ${form === secret ? 'raw' : form}`);
       }
+      for (const form of keyForms(cert.keyPem)) if (text.includes(form)) hits.push(`${sink}: client certificate key`);
+      for (const form of formsOf(shapedSecret)) if (text.includes(form)) hits.push(`${sink}: shaped credential's value`);
+      if (sink !== 'responses' && text.includes(shaped)) hits.push(`${sink}: shaped placeholder`);
       for (const name of ['API_TOKEN', 'QUERY_KEY', 'BASIC_PASS']) if (sink !== 'responses' && text.includes(name)) hits.push(`${sink}: key name ${name}`);
       if (sink !== 'responses' && text.includes('openshell:resolve')) hits.push(`${sink}: placeholder`);
     }
     assert.deepEqual(hits, []);
   } finally {
     await s.close();
+    await rm(cert.dir, { recursive: true, force: true });
   }
 }
 

@@ -37,7 +37,7 @@ describe('upstream TLS session resumption', () => {
     });
     const reused: boolean[] = [];
     for (let i = 0; i < 3; i++) {
-      const tls = await upstreams.secureSocket(await dial(port), 'localhost');
+      const tls = await upstreams.secureSocket(await dial(port), { host: 'localhost', port });
       reused.push(tls.isSessionReused());
       tls.resume();
       // Reading to the end also receives the TLS 1.3 session ticket.
@@ -56,7 +56,7 @@ describe('upstream TLS session resumption', () => {
       server.close();
     });
     for (let i = 0; i < 2; i++) {
-      await assert.rejects(upstreams.secureSocket(await dial(port), 'localhost'));
+      await assert.rejects(upstreams.secureSocket(await dial(port), { host: 'localhost', port }));
     }
   });
 });

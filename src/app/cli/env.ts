@@ -4,7 +4,8 @@
 import { readFile } from 'node:fs/promises';
 import { resolve } from 'node:path';
 import { isBoundaryError } from '../../shared/errors.js';
-import { parseCredentials } from '../../credentials/parse.js';
+import { type CredentialsDocument, parseCredentials } from '../../credentials/parse.js';
+import { shapedPlaceholder } from '../../credentials/shaped.js';
 import { canonicalPlaceholder, DEFAULT_PLACEHOLDER_FAMILY, PLACEHOLDER_FAMILIES, type PlaceholderFamily } from '../../credentials/placeholder.js';
 import type { CliIo, Command } from './io.js';
 
@@ -14,7 +15,8 @@ type EnvFormat = (typeof ENV_FORMATS)[number];
 const HELP = `Usage: boundary env --credentials FILE [--format shell|json] [--placeholder-family openshell|ryno]
 
 Prints the environment to give the workload: every key of every provider in FILE, set to its
-placeholder openshell:resolve:env:KEY (sorted, each key once). Values are never read or printed.
+placeholder openshell:resolve:env:KEY (sorted, each key once), or the placeholder shaped like the real
+token for a key with a format. Values are never read or printed.
 
 Options:
   --credentials FILE          the credentials YAML (as for boundary run --credentials)
@@ -50,9 +52,27 @@ function parseArgs(argv: readonly string[]): EnvArgs | 'help' | string {
   return { file, format: format as EnvFormat, family: family as PlaceholderFamily };
 }
 
-/** The placeholder environment of a credentials document: key -> canonical placeholder of `family`, sorted. */
-export function placeholderEnvironment(keys: Iterable<string>, family: PlaceholderFamily = DEFAULT_PLACEHOLDER_FAMILY): [string, string][] {
-  return [...new Set(keys)].sort().map((key) => [key, canonicalPlaceholder(key, family)]);
+/**
+ * The placeholder environment of a credentials document: key -> canonical placeholder of `family`, sorted; a key
+ * with a format gets its shaped placeholder instead (`shaped`, docs/credentials.md#shaped-placeholders).
+ */
+export function placeholderEnvironment(
+  keys: Iterable<string>,
+  family: PlaceholderFamily = DEFAULT_PLACEHOLDER_FAMILY,
+  shaped: ReadonlyMap<string, string> = new Map(),
+): [string, string][] {
+  return [...new Set(keys)].sort().map((key) => [key, shaped.get(key) ?? canonicalPlaceholder(key, family)]);
+}
+
+/** Key -> shaped placeholder, from the first provider that gives the key a format (boundary run derives the same). */
+function shapedOf(doc: CredentialsDocument): Map<string, string> {
+  const shaped = new Map<string, string>();
+  for (const provider of doc.providers) {
+    for (const entry of provider.env) {
+      if (entry.format !== undefined && !shaped.has(entry.key)) shaped.set(entry.key, shapedPlaceholder(provider.name, entry.key, entry.format));
+    }
+  }
+  return shaped;
 }
 
 function reportError(err: unknown, io: CliIo): number {
@@ -85,7 +105,7 @@ export const envCommand: Command = async function envCommand(argv, io) {
   }
   try {
     const doc = parseCredentials(text, { source: path });
-    const env = placeholderEnvironment(doc.providers.flatMap((provider) => [...provider.env.map((entry) => entry.key), ...provider.grants.map((grant) => grant.key)]), args.family);
+    const env = placeholderEnvironment(doc.providers.flatMap((provider) => [...provider.env.map((entry) => entry.key), ...provider.grants.map((grant) => grant.key)]), args.family, shapedOf(doc));
     if (args.format === 'json') io.stdout.write(`${JSON.stringify(Object.fromEntries(env), null, 2)}\n`);
     else io.stdout.write(env.map(([key, value]) => `${key}=${value}\n`).join(''));
     return 0;

@@ -3,8 +3,9 @@
 // that fails to load the same way. Never decides anything.
 
 import { readFile } from 'node:fs/promises';
-import { resolve } from 'node:path';
-import { parseCredentials } from '../../credentials/parse.js';
+import { dirname, resolve } from 'node:path';
+import { loadClientCertificate } from '../../credentials/client-cert.js';
+import { type CredentialsDocument, parseCredentials } from '../../credentials/parse.js';
 import { type ErrorCode, isBoundaryError, type Issue } from '../../shared/errors.js';
 import type { PermanentCheck } from '../../net/destination.js';
 import { loadPolicyFile } from '../../policy/load.js';
@@ -89,12 +90,29 @@ export async function checkCredentialsFile(file: string, io: CliIo): Promise<Fil
     const message = `cannot read ${file}: ${(err as NodeJS.ErrnoException).code ?? String(err)}`;
     return { file, ok: false, problems: [{ code: 'CREDENTIALS_UNREADABLE', path: '', line: null, column: null, message }], warnings: [] };
   }
+  let doc: CredentialsDocument;
   try {
-    parseCredentials(text, { source: file });
-    return { file, ok: true, problems: [], warnings: [] };
+    doc = parseCredentials(text, { source: file });
   } catch (err) {
     return { file, ok: false, problems: problemsOf(err), warnings: [] };
   }
+  const problems = await clientCertificateProblems(doc, dirname(resolve(io.cwd, file)));
+  return { file, ok: problems.length === 0, problems, warnings: [] };
+}
+
+/** Client certificate files are read and checked as a run would (their key against their certificate); values are not. */
+async function clientCertificateProblems(doc: CredentialsDocument, base: string): Promise<JsonIssue[]> {
+  const problems: JsonIssue[] = [];
+  for (const provider of doc.providers) {
+    const spec = provider.clientCertificate;
+    if (spec === undefined) continue;
+    try {
+      await loadClientCertificate(spec, base);
+    } catch (err) {
+      for (const issue of problemsOf(err)) problems.push({ ...issue, path: spec.at.path, line: spec.at.line ?? null, column: spec.at.column ?? null });
+    }
+  }
+  return problems;
 }
 
 export function problemsOf(err: unknown): JsonIssue[] {
