@@ -10,8 +10,8 @@
 #   boundary-off        no metrics, events dropped: boundary minus this is what the audit trail costs
 #   node-floor          bench/dns-floor.ts: copy the query, append one answer, send; no DNS work at all
 #   dnsmasq             --cache-size=10000, hosts file, no upstream (refused names: REFUSED)
-#   boundary-ref        not in the default set: `boundary` as committed at BOUNDARY_REF (e.g. main), built from
-#                       `git archive REF src bench test/harness`, for before/after in the same rounds
+#   boundary-ref        not in the default set: `boundary` with src/ as committed at BOUNDARY_REF (e.g. main) and this
+#                       tree's bench/ and test/harness/ (the same bench stack), for before/after in the same rounds
 #   boundary-cluster    not in the default set: multi-core scaling, reported apart from the one-core ratio.
 #                       CLUSTER_WORKERS (2) node:cluster workers of `boundary` sharing one UDP socket
 #                       (bench/dns-cluster.ts), on CLUSTER_CPUS (0,1); its CPU is summed over the workers.
@@ -73,7 +73,8 @@ for entry in dns-server dns-floor dns-cluster; do bundle "$root/bench/$entry.ts"
 if [[ " $SERVERS " == *" boundary-ref "* ]]; then
   [ -n "${BOUNDARY_REF:-}" ] || { echo "boundary-ref needs BOUNDARY_REF" >&2; exit 2; }
   mkdir -p "$build/ref"
-  git -C "$root" archive "$BOUNDARY_REF" src bench test/harness package.json | tar -x -C "$build/ref"
+  git -C "$root" archive "$BOUNDARY_REF" src package.json | tar -x -C "$build/ref"
+  mkdir -p "$build/ref/test" "$build/ref/bench" && cp "$root"/bench/*.ts "$build/ref/bench/" && cp -r "$root/test/harness" "$build/ref/test/"
   bundle "$build/ref/bench/dns-server.ts" "$build/dns-server-ref.mjs"
 fi
 
