@@ -72,7 +72,9 @@ export async function startBenchDns(options: { names: number; logMode: LogMode; 
   const aggregated = options.logMode === 'ocsf' || options.logMode === 'ocsf-nometrics';
   const aggregator = aggregated ? createDnsEventSink({ sink: boundarySink, metrics, decisions, now }) : undefined;
   const sink = aggregator?.sink ?? (options.logMode === 'ocsf-per-query' ? meteredDnsSink(boundarySink, metrics, decisions) : boundarySink);
-  const policy = stubPolicy([{ host: '*.bench.test', ports: [443] }]);
+  // One exact endpoint per name: under a single wildcard, more names than its share of the new-mapping burst
+  // (net/synthetic-budget.ts) would be answered SERVFAIL and asked upstream again, which dnsmasq never does.
+  const policy = stubPolicy(Object.keys(upstream).map((host) => ({ host, ports: [443] })));
   const dns = createPolicyDns({
     policy: () => policy,
     // The lookup gate production shares with the proxy (boundary-dns.ts createBoundaryLookups), its reports on the same path.

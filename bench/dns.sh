@@ -10,6 +10,8 @@
 #   boundary-off        no metrics, events dropped: boundary minus this is what the audit trail costs
 #   node-floor          bench/dns-floor.ts: copy the query, append one answer, send; no DNS work at all
 #   dnsmasq             --cache-size=10000, hosts file, no upstream (refused names: REFUSED)
+#   boundary-ref        not in the default set: `boundary` with src/ as committed at BOUNDARY_REF (e.g. main) and this
+#                       tree's bench/ and test/harness/ (the same bench stack), for before/after in the same rounds
 #   boundary-cluster    not in the default set: multi-core scaling, reported apart from the one-core ratio.
 #                       CLUSTER_WORKERS (2) node:cluster workers of `boundary` sharing one UDP socket
 #                       (bench/dns-cluster.ts), on CLUSTER_CPUS (0,1); its CPU is summed over the workers.
@@ -62,11 +64,19 @@ for i in $(seq 0 $((NAMES - 1))); do echo "refused-$i.other.test A"; done >"$wor
 for i in $(seq 0 $((NAMES - 1))); do echo "198.18.$((i / 256)).$((i % 256)) allowed-$i.bench.test"; done >"$work/hosts"
 
 # Run compiled JavaScript, as production does (no tsx transform in the measured process).
-for entry in dns-server dns-floor dns-cluster; do
-  "$root/node_modules/.bin/esbuild" "$root/bench/$entry.ts" --bundle --platform=node --format=esm --target=node20 \
-    --log-level=warning --outfile="$build/$entry.mjs" \
+bundle() { # source.ts, out.mjs
+  "$root/node_modules/.bin/esbuild" "$1" --bundle --platform=node --format=esm --target=node20 \
+    --log-level=warning --outfile="$2" \
     --banner:js="import { createRequire as bannerRequire } from 'node:module'; const require = bannerRequire(import.meta.url);"
-done
+}
+for entry in dns-server dns-floor dns-cluster; do bundle "$root/bench/$entry.ts" "$build/$entry.mjs"; done
+if [[ " $SERVERS " == *" boundary-ref "* ]]; then
+  [ -n "${BOUNDARY_REF:-}" ] || { echo "boundary-ref needs BOUNDARY_REF" >&2; exit 2; }
+  mkdir -p "$build/ref"
+  git -C "$root" archive "$BOUNDARY_REF" src package.json | tar -x -C "$build/ref"
+  mkdir -p "$build/ref/test" "$build/ref/bench" && cp "$root"/bench/*.ts "$build/ref/bench/" && cp -r "$root/test/harness" "$build/ref/test/"
+  bundle "$build/ref/bench/dns-server.ts" "$build/dns-server-ref.mjs"
+fi
 
 declare -A port pid
 start() { # name, CPUs, then the command
@@ -80,6 +90,7 @@ for server in $SERVERS; do
   port[$server]=$(free_port)
   case $server in
     boundary) start "$server" "$SERVER_CPU" node "$build/dns-server.mjs" "${port[$server]}" "$NAMES" ocsf "$LOG_FILE" "$GUARD" ;;
+    boundary-ref) start "$server" "$SERVER_CPU" node "$build/dns-server-ref.mjs" "${port[$server]}" "$NAMES" ocsf "$LOG_FILE" "$GUARD" ;;
     boundary-per-query) start "$server" "$SERVER_CPU" node "$build/dns-server.mjs" "${port[$server]}" "$NAMES" ocsf-per-query "$LOG_FILE" "$GUARD" ;;
     boundary-off) start "$server" "$SERVER_CPU" node "$build/dns-server.mjs" "${port[$server]}" "$NAMES" off /dev/null "$GUARD" ;;
     boundary-cluster)

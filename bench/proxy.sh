@@ -56,6 +56,8 @@
 # Every proxy logs each request to a file in the temp dir (boundary: OCSF JSON audit events).
 
 set -euo pipefail
+# shellcheck source=bench/squid-base.sh
+source "$(dirname "${BASH_SOURCE[0]}")/squid-base.sh"
 # The CLI entry of a build: dist/app/main.js, or dist/main.js in builds from before src/app/ (BOUNDARY_REF).
 entry_of() { if [[ -f $1/app/main.js ]]; then echo "$1/app/main.js"; else echo "$1/main.js"; fi; }
 
@@ -262,25 +264,9 @@ EOF
 start_squid() {
   local d="$WORK/squid"
   mkdir -p "$d" && chmod 777 "$d"
-  cat >"$d/squid.conf" <<EOF
-http_port 127.0.0.1:$SQUID_PORT
-workers 1
-pid_filename $d/squid.pid
-coredump_dir $d
-cache_log $d/cache.log
-access_log stdio:$d/access.log
-cache_store_log none
-logfile_rotate 0
-netdb_filename none
-cache deny all
-cache_mem 0 MB
-hosts_file $WORK/hosts
-dns_nameservers 127.0.0.1
-visible_hostname bench.squid.local
-icp_port 0
-htcp_port 0
-pinger_enable off
-shutdown_lifetime 0 seconds
+  {
+    squid_base_conf "$d" "$SQUID_PORT" "$WORK/hosts"
+    cat <<EOF
 acl bench_client src 127.0.0.1/32
 acl bench_host dstdomain $ORIGIN_HOST
 acl bench_http_port port $HTTP_PORT
@@ -290,6 +276,7 @@ http_access allow bench_client bench_host bench_http_port !CONNECT
 http_access allow CONNECT bench_client bench_host bench_tls_port
 http_access deny all
 EOF
+  } >"$d/squid.conf"
   "${PIN_PROXY[@]}" "$SQUID_BIN" -N -f "$d/squid.conf" >"$d/stdout.log" 2>&1 &
   PID_OF[squid]=$!
   if wait_until squid squid 200 curl -s -o /dev/null --max-time 1 "http://127.0.0.1:$SQUID_PORT/"; then

@@ -13,6 +13,12 @@ import { decisionNeedsInspection } from '../chain/inspection.js';
 export const TUNNEL_IDLE_TIMEOUT_MS = 300_000;
 /** After one side has closed, the other gets this long to finish before it is destroyed. */
 export const TUNNEL_LINGER_MS = 10_000;
+/**
+ * How often per idle timeout a relay looks at its byte counters: an idle tunnel closes between one idle timeout
+ * and an eighth more after its last byte, and no timer is touched per chunk (a socket timeout is re-armed on
+ * every read and write).
+ */
+export const IDLE_CHECKS_PER_TIMEOUT = 8;
 
 export interface PinnedTunnel {
   readonly host: string;
@@ -122,6 +128,11 @@ function errorCause(side: 'client' | 'upstream', err: NodeJS.ErrnoException): Tu
 export function relayRaw(a: Socket, b: Socket, idleTimeoutMs: number, onClosed: (cause?: TunnelEndCause) => void): void {
   let closed = 0;
   let cause: TunnelEndCause | undefined;
+  // The watch below owns idleness from here: a socket timeout a caller armed before (the SNI gate, sniffing)
+  // would be re-armed on every chunk.
+  a.setTimeout(0);
+  b.setTimeout(0);
+  const stopIdleWatch = watchIdle(a, b, idleTimeoutMs, () => destroyBoth('idle-timeout'));
   const destroyBoth = (why?: TunnelEndCause): void => {
     cause ??= why;
     a.destroy();
@@ -131,7 +142,6 @@ export function relayRaw(a: Socket, b: Socket, idleTimeoutMs: number, onClosed: 
     [a, b, 'client'],
     [b, a, 'upstream'],
   ] as const) {
-    self.setTimeout(idleTimeoutMs, () => destroyBoth('idle-timeout'));
     self.on('error', (err: NodeJS.ErrnoException) => destroyBoth(errorCause(side, err)));
     self.once('close', (hadError: boolean) => {
       if (hadError) destroyBoth();
@@ -141,11 +151,36 @@ export function relayRaw(a: Socket, b: Socket, idleTimeoutMs: number, onClosed: 
         other.setTimeout(Math.min(idleTimeoutMs, TUNNEL_LINGER_MS), () => destroyBoth());
       }
       closed++;
-      if (closed === 2) onClosed(cause);
+      if (closed === 2) {
+        stopIdleWatch();
+        onClosed(cause);
+      }
     });
   }
   a.pipe(b);
   b.pipe(a);
   a.resume();
   b.resume();
+}
+
+/**
+ * Calls `onIdle` once no byte has moved on either socket for `idleTimeoutMs` (never sooner; at most
+ * idleTimeoutMs / IDLE_CHECKS_PER_TIMEOUT later). Returns the function that stops the watch.
+ */
+function watchIdle(a: Socket, b: Socket, idleTimeoutMs: number, onIdle: () => void): () => void {
+  let seen = -1;
+  let quietChecks = 0;
+  const timer = setInterval(() => {
+    const moved = a.bytesRead + a.bytesWritten + b.bytesRead + b.bytesWritten;
+    if (moved !== seen) {
+      seen = moved;
+      quietChecks = 0;
+    } else if (++quietChecks >= IDLE_CHECKS_PER_TIMEOUT) {
+      clearInterval(timer);
+      onIdle();
+    }
+  }, idleTimeoutMs / IDLE_CHECKS_PER_TIMEOUT);
+  // An idle tunnel's watch never keeps the process alive; its sockets do.
+  timer.unref();
+  return () => clearInterval(timer);
 }

@@ -9,7 +9,7 @@ import { isIP } from 'node:net';
 import { join, resolve } from 'node:path';
 import type { Boundary } from '../boundary-types.js';
 import { createBoundary } from '../boundary.js';
-import { createFileCredentialSource, type FileCredentialSource } from '../../credentials/file-source.js';
+import type { FileCredentialSource } from '../../credentials/file-source.js';
 import { type Config, DEFAULTS, MAX_SEARCH_DOMAINS, parseConfig } from '../config.js';
 import type { ControlLookup } from '../../control/dial.js';
 import { BoundaryError, isBoundaryError } from '../../shared/errors.js';
@@ -133,6 +133,8 @@ const systemLookup: ControlLookup = Object.assign(
 /** The watched credentials file, undefined without --credentials, or exit code 1 when the first load fails. */
 async function openCredentials(config: Config, io: CliIo, logger: Logger): Promise<FileCredentialSource | undefined | number> {
   if (config.credentialsFile === undefined) return undefined;
+  // Loaded only with --credentials: its YAML reader (the yaml library, ~70 modules) is idle heap otherwise.
+  const { createFileCredentialSource } = await import('../../credentials/file-source.js');
   try {
     return await createFileCredentialSource({
       path: config.credentialsFile,
