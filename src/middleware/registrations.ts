@@ -3,7 +3,6 @@
 // listing every problem. Only loadRegistrationsFile reads files.
 
 import { readFile } from 'node:fs/promises';
-import { parse } from 'yaml';
 import { isReservedMiddlewareName } from '../policy/middleware-builtins.js';
 import { BoundaryError, type Issue } from '../shared/errors.js';
 
@@ -121,6 +120,8 @@ function readTimeout(raw: unknown, bad: (message: string) => undefined): number 
 /** Reads `--middleware-config FILE`: YAML `services: [...]`, each tls_ca_cert_path read. */
 export async function loadRegistrationsFile(path: string): Promise<readonly MiddlewareRegistration[]> {
   const text = await readBounded(path, 'middleware config');
+  // Loaded here, not at start: the yaml package is idle heap in every sidecar without a middleware config.
+  const { parse } = await import('yaml');
   let doc: unknown;
   try {
     doc = parse(text);
