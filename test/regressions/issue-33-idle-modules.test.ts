@@ -10,8 +10,8 @@ import { describe, it } from 'node:test';
 import { promisify } from 'node:util';
 import { PROJECT_ROOT } from '../harness/cli-boundary.js';
 
-/** Packages boundary loads on first use only (a credentials file, a GraphQL or MCP rule, SigV4, the supervisor's store). */
-const LOADED_ON_DEMAND = ['yaml', 'pg', 'graphql', '@modelcontextprotocol/sdk', '@smithy/signature-v4', '@smithy/hash-node'];
+/** Packages boundary loads on first use only (a credentials file, a GraphQL or MCP rule, SigV4, the supervisor's store, a secret scanner's own patterns, a middleware service). */
+const LOADED_ON_DEMAND = ['yaml', 'pg', 'graphql', '@modelcontextprotocol/sdk', '@smithy/signature-v4', '@smithy/hash-node', 'redos-detector', '@grpc/grpc-js'];
 const CHILD_TIMEOUT_MS = 60_000;
 
 /** Every package in node's module cache after importing the run command; ESM imports of CommonJS packages land there too. */
