@@ -8,6 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import type { ControlState } from '../../src/control/client.js';
+import type { BoundaryError } from '../../src/shared/errors.js';
 import { type AttachedBoundary, startAttached } from '../harness/attached-boundary.js';
 import { makeTestPki, type TestPki } from '../harness/certs.js';
 import { startTestSupervisor, type TestSupervisor } from '../harness/control.js';
@@ -121,5 +122,15 @@ describe('external middleware services registered by the supervisor', { timeout:
     await sup.writePolicy(pki.sandboxId, policy(origin.port, 'acme/dlp', 'after'));
     await sup.waitForLog((line) => line.includes('policy file rejected') && line.includes('acme/dlp') && line.includes('(POLICY_MIDDLEWARE_EXTERNAL)'));
     assert.equal(b.state()?.policy.policyHash, attached.policy.policyHash);
+  });
+
+  it('a supervisor whose --middleware-config breaks a rule does not start (CONFIG_INVALID, by path)', async () => {
+    const bad = join(dir, 'bad.yaml');
+    await writeFile(bad, `services:\n  - name: acme/dlp\n    grpc_endpoint: http://127.0.0.1:1\n    max_payload_bytes: 65536\n`);
+    await assert.rejects(startTestSupervisor(pki, { config: { middlewareConfig: bad } }), (err: BoundaryError) => {
+      assert.equal(err.code, 'CONFIG_INVALID');
+      assert.deepEqual(err.issues.map((i) => i.path), ['services[0].grpc_endpoint']);
+      return true;
+    });
   });
 });
