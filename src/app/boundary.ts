@@ -145,6 +145,7 @@ export function createBoundary(config: Config, deps: Deps): Boundary {
       now,
       registry: deps.registry,
       credentials: pushedCredentials,
+      middleware,
       lookup: deps.controlLookup,
       version: deps.version,
       bootId: deps.bootId,

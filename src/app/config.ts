@@ -359,6 +359,9 @@ function parseAttached(input: Record<string, unknown>, issues: Issue[]): Attache
     else issue(issues, 'supervisor', `expected HOST:PORT: ${parsed.message}`);
   }
   if (input.policyFile !== undefined) issue(issues, 'policyFile', 'a policy file and a supervisor exclude each other: the supervisor delivers the policy');
+  if (input.middlewareConfig !== undefined) {
+    issue(issues, 'middlewareConfig', 'middleware services and a supervisor exclude each other: the supervisor registers them (boundary supervisor --middleware-config)');
+  }
   const tlsDir = optionalString(input.tlsDir, 'tlsDir', issues);
   if (tlsDir === undefined && input.tlsDir === undefined) issue(issues, 'tlsDir', 'required with supervisor (DIR/ca.pem, cert.pem, key.pem)');
   const id = (key: 'sandboxId' | 'instanceId'): string | undefined => {

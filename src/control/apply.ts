@@ -15,6 +15,7 @@ import {
   type SettingsPush,
   type StatusError,
   type StatusMessage,
+  type WireMiddlewareService,
   type WireProvider,
 } from './messages.js';
 
@@ -32,9 +33,16 @@ export interface CredentialTarget {
   replace(providers: readonly WireProvider[]): unknown;
 }
 
+/** Where delivered middleware service registrations go (the root's middleware registry, through wire-middleware.ts). */
+export interface MiddlewareTarget {
+  /** Rejects (CONFIG_INVALID) and keeps the services registered before when one is invalid. */
+  replace(services: readonly WireMiddlewareService[]): Promise<void>;
+}
+
 interface ApplyDeps {
   readonly store: PolicyTarget;
   readonly credentials?: CredentialTarget | undefined;
+  readonly middleware?: MiddlewareTarget | undefined;
   /** May compile off the event loop (policy/parse-off-thread.ts): the policy in force serves until it settles. */
   readonly parsePolicy: (text: string, options?: { source?: string }) => Policy | Promise<Policy>;
   /** The deny-all policy published as a quarantine when a push fails in fail_closed mode. */
@@ -240,6 +248,19 @@ export function createControlApplier(deps: ApplyDeps): ControlApplier {
     return { result: 'applied' };
   }
 
+  /**
+   * Makes the delivered services the registered ones (absent: none) before the policy that names them is parsed and
+   * admitted. Refused: the error, and the push fails as a policy that does not load would.
+   */
+  async function register(services: readonly WireMiddlewareService[] | undefined): Promise<{ refused: unknown } | undefined> {
+    try {
+      await deps.middleware?.replace(services ?? []);
+      return undefined;
+    } catch (err) {
+      return { refused: err };
+    }
+  }
+
   async function admit(message: AdmittedMessage): Promise<ApplyOutcome[]> {
     // A snapshot is authoritative for this session: its generation becomes the baseline for pushes.
     settings = message.settings;
@@ -247,6 +268,11 @@ export function createControlApplier(deps: ApplyDeps): ControlApplier {
     const outcomes: ApplyOutcome[] = [];
     // Credentials first, so a policy that names new credentials finds them in place.
     outcomes.push(installCredentials(message.generation, message.credentialsHash, message.credentials));
+    const registered = await register(message.middleware);
+    if (registered !== undefined) {
+      outcomes.push(failPolicy(message.generation, message.policyHash, registered.refused));
+      return outcomes;
+    }
     if (message.policy === undefined) {
       if (!effective || message.policyHash !== policyHash) {
         throw new BoundaryError(
@@ -263,8 +289,10 @@ export function createControlApplier(deps: ApplyDeps): ControlApplier {
     return outcomes;
   }
 
-  function policyPushed(message: PolicyPush): ApplyOutcome | Promise<ApplyOutcome> {
+  async function policyPushed(message: PolicyPush): Promise<ApplyOutcome> {
     if (policyGeneration !== undefined && message.generation <= policyGeneration) return IGNORED;
+    const registered = await register(message.middleware);
+    if (registered !== undefined) return failPolicy(message.generation, message.policyHash, registered.refused);
     return installPolicy(message.generation, message.policyHash, message.policy);
   }
 

@@ -9,6 +9,8 @@ import type { ControlLookup } from './dial.js';
 import type { RelayTarget } from './messages.js';
 import { type ControlReadiness, controlReadiness } from './readiness.js';
 import { providersFromWire } from './wire-credentials.js';
+import { registrationsFromWire } from './wire-middleware.js';
+import type { MiddlewareRegistry } from '../middleware/registry.js';
 import { CERT_EXPIRED_REASON, CERT_EXPIRING_WARNING, type ControlCertificateStatus, type ControlTlsSource, createControlTlsSource } from './tls-source.js';
 import { createPolicyCompiler } from '../policy/parse-off-thread.js';
 import { reloadIssues } from '../policy/store.js';
@@ -44,6 +46,11 @@ export interface AttachedControlOptions {
   readonly registry: Registry;
   /** Where pushed credentials go (credentials/source.ts's StaticCredentialSource), token grants as definitions. */
   readonly credentials?: { replace(providers: readonly ProviderInput[]): unknown } | undefined;
+  /**
+   * The root's middleware registry: the supervisor's registrations replace its services, a pushed policy is parsed
+   * knowing their names and applied only once they validated its entries (as a file reload is).
+   */
+  readonly middleware?: Pick<MiddlewareRegistry, 'names' | 'admit' | 'replace'> | undefined;
   readonly lookup?: ControlLookup | undefined;
   readonly version?: string | undefined;
   /** This process start's id on every attach (the supervisor tells two live processes apart by it); fresh when absent. */
@@ -93,8 +100,10 @@ export function createAttachedControl(options: AttachedControlOptions): Attached
   // Pushes compile as file reloads do (policy/parse-off-thread.ts: in place when small, else on a worker started
   // per compile and ended when idle or closed); the old generation serves until the new one is built.
   const compiler = createPolicyCompiler();
+  const middleware = options.middleware;
   async function parsePushed(text: string, parseOptions?: { source?: string }): Promise<Policy> {
-    const policy = await compiler.parse(text, parseOptions);
+    const policy = await compiler.parse(text, middleware === undefined ? parseOptions : { ...parseOptions, middlewareServices: middleware.names() });
+    await middleware?.admit(policy);
     options.remember?.(policy, text);
     return policy;
   }
@@ -128,6 +137,7 @@ export function createAttachedControl(options: AttachedControlOptions): Attached
         sink,
         store,
         credentials: target === undefined ? undefined : { replace: (wire) => target.replace(providersFromWire(wire)) },
+        middleware: middleware === undefined ? undefined : { replace: (wire) => middleware.replace(registrationsFromWire(wire, `the registrations of supervisor ${supervisorText}`)) },
         relayAllow: settings.relayAllow,
         lookup: options.lookup,
         events: hasSubscribe(sink) ? sink : undefined,

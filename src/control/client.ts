@@ -10,7 +10,7 @@ import { emptyPolicy } from '../policy/store.js';
 import type { Policy } from '../policy/types.js';
 import type { AuditSink } from '../telemetry/event.js';
 import type { Logger } from '../telemetry/logger.js';
-import { type ApplyState, type CredentialTarget, createControlApplier, type PolicyTarget } from './apply.js';
+import { type ApplyState, type CredentialTarget, createControlApplier, type MiddlewareTarget, type PolicyTarget } from './apply.js';
 import { type BackoffOptions, createBackoff, type ReconnectReason } from './backoff.js';
 import {
   type ControlLookup,
@@ -83,6 +83,8 @@ export interface ControlClientOptions {
   readonly logger?: Logger | undefined;
   readonly store: PolicyTarget;
   readonly credentials?: CredentialTarget | undefined;
+  /** Where the supervisor's middleware service registrations go; none: they are not applied. */
+  readonly middleware?: MiddlewareTarget | undefined;
   /** Defaults: policy/parse.ts parsePolicy and policy/store.ts emptyPolicy, as in standalone mode. A parse may
    *  be async (attached.ts compiles large policies off the event loop); pushes still apply in order. */
   readonly parsePolicy?: ((text: string, options?: { source?: string }) => Policy | Promise<Policy>) | undefined;
@@ -120,6 +122,7 @@ export function createControlClient(options: ControlClientOptions): ControlClien
   const applier = createControlApplier({
     store: options.store,
     credentials: options.credentials,
+    middleware: options.middleware,
     parsePolicy: options.parsePolicy ?? parsePolicy,
     emptyPolicy: options.emptyPolicy ?? emptyPolicy,
     preflight: options.preflight,

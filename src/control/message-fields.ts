@@ -2,7 +2,7 @@
 // they enforce. Knows no message kinds: messages.ts's READERS table says which fields each kind has.
 
 import type { Issue } from '../shared/errors.js';
-import type { ControlSettings, FailureMode, RelayTarget, StatusError, WireGrantPlacement, WireProvider, WireTokenGrant } from './messages.js';
+import type { ControlSettings, FailureMode, RelayTarget, StatusError, WireGrantPlacement, WireMiddlewareService, WireProvider, WireTokenGrant } from './messages.js';
 
 const MAX_ID_LENGTH = 128;
 const MAX_TEXT_LENGTH = 4_096;
@@ -12,6 +12,9 @@ const MAX_CREDENTIAL_KEYS = 1_024;
 const MAX_CREDENTIAL_ENDPOINTS = 256;
 /** Token grants per provider on the wire; credentials/grant.ts's own, smaller limit is checked when they are applied. */
 const MAX_WIRE_TOKEN_GRANTS = 64;
+/** Middleware services on the wire; middleware/registrations.ts's own limit is checked when they are applied. */
+const MAX_WIRE_MIDDLEWARE_SERVICES = 256;
+const MIDDLEWARE_SERVICE_KEYS = ['name', 'grpcEndpoint', 'maxPayloadBytes', 'timeoutMs', 'allowInsecureTransport', 'caPem'];
 
 export type Fields = Record<string, unknown>;
 export type Reader = ReturnType<typeof reader>;
@@ -196,6 +199,28 @@ export function reader(issues: Issue[], protocol: ReaderProtocol) {
       });
       for (const extra of Object.keys(item)) if (!(extra in grant)) fail(`${path}.${extra}`, 'unknown key');
       return grant as unknown as WireTokenGrant;
+    },
+    /** Shapes only: control/wire-middleware.ts checks the values with the rules of --middleware-config. */
+    middlewareServices(raw: Fields, key: string): WireMiddlewareService[] {
+      const value = raw[key];
+      if (!Array.isArray(value) || value.length > MAX_WIRE_MIDDLEWARE_SERVICES) {
+        return fail(key, `expected a list of at most ${MAX_WIRE_MIDDLEWARE_SERVICES} middleware services`) ?? [];
+      }
+      return value.map((item: unknown, index: number) => {
+        const path = `${key}[${index}]`;
+        if (!isRecord(item)) return fail(path, 'expected an object') ?? { name: '', grpcEndpoint: '', maxPayloadBytes: 0, timeoutMs: 0 };
+        const at = prefixed(item, path);
+        const service = compact({
+          name: r.text(at, `${path}.name`, MAX_ID_LENGTH),
+          grpcEndpoint: r.text(at, `${path}.grpcEndpoint`),
+          maxPayloadBytes: r.count(at, `${path}.maxPayloadBytes`),
+          timeoutMs: r.count(at, `${path}.timeoutMs`),
+          allowInsecureTransport: r.optional(at, `${path}.allowInsecureTransport`, r.bool),
+          caPem: r.optional(at, `${path}.caPem`, r.body),
+        });
+        for (const extra of Object.keys(item)) if (!MIDDLEWARE_SERVICE_KEYS.includes(extra)) fail(`${path}.${extra}`, 'unknown key');
+        return service as unknown as WireMiddlewareService;
+      });
     },
     placement(value: unknown, path: string): WireGrantPlacement {
       if (isRecord(value) && value.kind === 'bearer' && Object.keys(value).length === 1) return { kind: 'bearer' };

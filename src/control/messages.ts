@@ -146,6 +146,8 @@ export interface AdmittedMessage {
   readonly credentialsHash: string;
   readonly credentials?: readonly WireProvider[];
   readonly settings: ControlSettings;
+  /** The supervisor's middleware service registrations; absent: none (docs/supervisor.md#middleware-services). */
+  readonly middleware?: readonly WireMiddlewareService[];
 }
 
 export interface RefusedMessage {
@@ -161,6 +163,21 @@ export interface PolicyPush {
   readonly policyHash: string;
   /** The policy YAML text; both sides parse it with the same parser. */
   readonly policy: string;
+  /** As in AdmittedMessage: registered before the policy is parsed, so it may name them. */
+  readonly middleware?: readonly WireMiddlewareService[];
+}
+
+/**
+ * One external middleware service as the supervisor registers it: middleware/registrations.ts's registration with
+ * its CA as PEM text. Shapes only on the wire; the boundary checks it as it checks --middleware-config.
+ */
+export interface WireMiddlewareService {
+  readonly name: string;
+  readonly grpcEndpoint: string;
+  readonly maxPayloadBytes: number;
+  readonly timeoutMs: number;
+  readonly allowInsecureTransport?: boolean;
+  readonly caPem?: string;
 }
 
 export interface CredentialsPush {
@@ -309,17 +326,20 @@ const READERS: Record<MessageKind, (raw: Fields, r: Reader) => Fields> = {
       credentialsHash: r.hash(raw, 'credentialsHash'),
       credentials: r.optional(raw, 'credentials', r.credentials),
       settings: r.settings(raw, 'settings'),
+      middleware: r.optional(raw, 'middleware', r.middlewareServices),
     }),
   refused: (raw, r) => ({
     code: r.oneOf(raw, 'code', REFUSAL_CODES),
     message: r.text(raw, 'message'),
     retryable: r.bool(raw, 'retryable'),
   }),
-  policy: (raw, r) => ({
-    generation: r.generation(raw, 'generation'),
-    policyHash: r.hash(raw, 'policyHash'),
-    policy: r.body(raw, 'policy'),
-  }),
+  policy: (raw, r) =>
+    compact({
+      generation: r.generation(raw, 'generation'),
+      policyHash: r.hash(raw, 'policyHash'),
+      policy: r.body(raw, 'policy'),
+      middleware: r.optional(raw, 'middleware', r.middlewareServices),
+    }),
   credentials: (raw, r) => ({
     generation: r.generation(raw, 'generation'),
     credentialsHash: r.hash(raw, 'credentialsHash'),

@@ -3,7 +3,7 @@
 // configuration. Types only.
 
 import type { ServerHttp2Session, ServerHttp2Stream } from 'node:http2';
-import type { RefusedMessage } from '../control/messages.js';
+import type { RefusedMessage, WireMiddlewareService } from '../control/messages.js';
 import type { Logger } from '../telemetry/logger.js';
 import type { SandboxDenials } from './denials.js';
 import type { RelayBroker } from './relays.js';
@@ -42,6 +42,8 @@ export interface SupervisorContext {
   readonly denials: SandboxDenials;
   emit(event: SupervisorEvent): void;
   configFor(sandboxId: string): ConfigLookup;
+  /** `--middleware-config`'s services, sent with every admission and policy push (none: the field is left out). */
+  middleware(): readonly WireMiddlewareService[];
   /** True from the moment close() begins. */
   closing(): boolean;
 }

@@ -6,7 +6,7 @@ import type { ServerHttp2Session } from 'node:http2';
 import type { RefusedMessage } from '../control/messages.js';
 import type { LiveSession, SupervisorContext } from './context.js';
 import type { AttachDeadlines } from './deadlines.js';
-import { pushConfig } from './push.js';
+import { pushConfig, withMiddleware } from './push.js';
 import type { Replication } from './replication.js';
 import type { ControlHandlers, Peer } from './server.js';
 import { retireSession } from './retire.js';
@@ -98,7 +98,7 @@ export function createControlHandlers(ctx: SupervisorContext, parts: { deadlines
         generation: result.admitted.generation,
         detail: result.admitted.policy === undefined ? 'held-policy-current' : 'policy-sent',
       });
-      return result.admitted;
+      return { ...result.admitted, ...withMiddleware(ctx) };
     },
     watch(peer, h2session, sessionId, stream) {
       const session = sessionFor(ctx, peer, sessionId);

@@ -2,7 +2,7 @@
 // off), and changed sandbox configuration pushed to every instance attached here. Never admits or withdraws.
 
 import type { ServerHttp2Session } from 'node:http2';
-import { encodeMessage, type PushMessage } from '../control/messages.js';
+import { encodeMessage, type PushMessage, type WireMiddlewareService } from '../control/messages.js';
 import type { LiveSession, SupervisorContext } from './context.js';
 import type { ConfigChange, InstanceRecord } from './tables.js';
 
@@ -38,11 +38,17 @@ export function pushConfig(
   let sent = true;
   if (parts.credentials) sent &&= pushMessage(ctx, session, { kind: 'credentials', generation, credentialsHash: c.credentialsHash, credentials: c.providers });
   if (parts.settings) sent &&= pushMessage(ctx, session, { kind: 'settings', generation, settings: c.settings });
-  if (parts.policy) sent &&= pushMessage(ctx, session, { kind: 'policy', generation, policyHash: c.policyHash, policy: c.policyText });
+  if (parts.policy) sent &&= pushMessage(ctx, session, { kind: 'policy', generation, policyHash: c.policyHash, policy: c.policyText, ...withMiddleware(ctx) });
   if (sent) {
     instance.sentGeneration = generation;
     ctx.emit({ type: 'pushed', sandboxId: session.sandboxId, instanceId: session.instanceId, generation });
   }
+}
+
+/** The registrations a policy is delivered with; left out when there are none, so older boundaries are unaffected. */
+export function withMiddleware(ctx: SupervisorContext): { middleware?: readonly WireMiddlewareService[] } {
+  const services = ctx.middleware();
+  return services.length === 0 ? {} : { middleware: services };
 }
 
 /**

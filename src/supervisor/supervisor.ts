@@ -6,7 +6,8 @@ import { randomUUID } from 'node:crypto';
 import { join } from 'node:path';
 import { Registry } from 'prom-client';
 import { collectDefaultProcessMetrics } from '../telemetry/metrics.js';
-import { type ControlSettings, DEFAULT_SETTINGS } from '../control/messages.js';
+import { type ControlSettings, DEFAULT_SETTINGS, type WireMiddlewareService } from '../control/messages.js';
+import { loadMiddlewareServices } from './middleware-services.js';
 import { createFileCredentialSource, type FileCredentialSource } from '../credentials/file-source.js';
 import { parsePolicy as defaultParsePolicy } from '../policy/parse.js';
 import type { Policy } from '../policy/types.js';
@@ -53,6 +54,8 @@ export interface SupervisorConfig {
   readonly tls: ServingPems | { readonly dir: string };
   readonly policiesDir: string;
   readonly credentialsFile?: string | undefined;
+  /** External middleware services every attached boundary registers (docs/supervisor.md#middleware-services); read at start. */
+  readonly middlewareConfig?: string | undefined;
   /** Operator API and relays. Needs adminTokenFile, adminTls or both: it never runs unauthenticated. */
   readonly adminListen?: { readonly host: string; readonly port: number } | undefined;
   /** Bearer token file for the admin listener; re-checked on every use, so a rotation needs no restart. */
@@ -133,7 +136,9 @@ function listenScope(host: string): string {
 
 export function createSupervisor(config: SupervisorConfig, deps: SupervisorDeps): Supervisor {
   const { now, logger } = deps;
-  const parsePolicy = deps.parsePolicy ?? defaultParsePolicy;
+  // Read at start, before the first policy: a policy may name these services (each boundary has their configs validated).
+  let middleware: readonly WireMiddlewareService[] = [];
+  const parsePolicy = deps.parsePolicy ?? ((text: string, options?: { source?: string }) => defaultParsePolicy(text, { ...options, middlewareServices: middleware.map((s) => s.name) }));
   const attachDeadlineMs = config.attachDeadlineMs ?? ATTACH_DEADLINE_MS;
   const settings = config.settings ?? DEFAULT_SETTINGS;
   const tables = createTables({ now });
@@ -182,7 +187,7 @@ export function createSupervisor(config: SupervisorConfig, deps: SupervisorDeps)
   const sandboxConfigs = createSandboxConfigs({ library, credentials: () => credentials, settings, parsePolicy, logger });
   const { configFor } = sandboxConfigs;
   const denials = createSandboxDenials(now);
-  const ctx: SupervisorContext = { logger, now, replicaId, attachDeadlineMs, store, writer, tables, live, broker, denials, emit, configFor, closing: () => closing };
+  const ctx: SupervisorContext = { logger, now, replicaId, attachDeadlineMs, store, writer, tables, live, broker, denials, emit, configFor, middleware: () => middleware, closing: () => closing };
   const hookRunner =
     config.withdrawalHook === undefined
       ? undefined
@@ -237,6 +242,7 @@ export function createSupervisor(config: SupervisorConfig, deps: SupervisorDeps)
     if (tlsSource !== undefined) servingTls = await tlsSource.start();
     // Then: a token file that would refuse everyone stops the start before any listener opens.
     await adminAuth?.start();
+    if (config.middlewareConfig !== undefined) middleware = await loadMiddlewareServices(config.middlewareConfig);
     if (config.credentialsFile !== undefined) {
       credentials = await createFileCredentialSource({
         path: config.credentialsFile,

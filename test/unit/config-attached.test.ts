@@ -47,6 +47,10 @@ describe('attached-mode configuration', () => {
     assert.deepEqual(issuePaths(() => parseConfig({ capture: 'on' })), ['capture']);
   });
 
+  it('refuses --middleware-config beside a supervisor: the supervisor registers the services', () => {
+    assert.deepEqual(issuePaths(() => parseConfig({ supervisor: 'sup:5500', tlsDir: '/tls', sandboxId: 'sb-1', middlewareConfig: '/m.yaml' })), ['middlewareConfig']);
+  });
+
   it('refuses a supervisor without a port, and attached-mode keys without a supervisor', () => {
     assert.deepEqual(issuePaths(() => parseConfig({ supervisor: 'sup', tlsDir: '/tls', sandboxId: 'sb-1' })), ['supervisor']);
     assert.deepEqual(issuePaths(() => parseConfig({ tlsDir: '/tls', sandboxId: 'sb-1' })).sort(), ['sandboxId', 'tlsDir']);

@@ -40,7 +40,8 @@ export const RUN_HELP = `Usage: boundary run --policy FILE [options]
   --unsafe-allow-loopback-upstream  let upstreams on 127.0.0.0/8 and ::1 through (development only)
   --credentials FILE                credential providers (YAML, watched; a rotation applies to the next request)
   --middleware-config FILE          external network middleware services policies may name (YAML 'services:'
-                                    list; read at start). See docs/running.md#middleware-services
+                                    list; read at start; standalone only: attached, the supervisor registers
+                                    them). See docs/running.md#middleware-services
   --binary-identity required|endpoint-only
                                     policy binaries: enforced on the process that opened each connection, failing
                                     closed when it cannot be identified (required, the default), or not checked

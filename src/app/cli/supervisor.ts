@@ -20,7 +20,7 @@ const MAX_ATTACH_DEADLINE_S = 86_400;
 
 const USAGE = `Usage:
   boundary supervisor --tls-dir DIR --policies DIR (--admin-token-file FILE | --admin-tls | --admin-listen off)
-                      [--listen HOST:PORT] [--credentials FILE] [--admin-listen HOST:PORT|off]
+                      [--listen HOST:PORT] [--credentials FILE] [--middleware-config FILE] [--admin-listen HOST:PORT|off]
                       [--metrics-listen HOST:PORT|off] [--attach-deadline SECONDS] [--trust-domain DOMAIN]
                       [--state-dir DIR | --database-url URL | --database-url-file FILE]
                       [--withdrawal-hook PATH [--withdrawal-hook-arg ARG ...]]
@@ -35,6 +35,9 @@ const USAGE = `Usage:
                     watched: a renewal or a new CA that passes the checks applies to new connections, no restart
 --policies          DIR/<sandbox-id>.yaml, or DIR/default.yaml for any other sandbox; watched, pushed on change
 --credentials       credentials file (same format as 'boundary run --credentials'); watched, pushed on change
+--middleware-config external network middleware services (same YAML as 'boundary run --middleware-config'; CA
+                    files read here), registered on every attached boundary; read at start. See
+                    docs/supervisor.md#middleware-services
 --admin-listen      operator API (default ${DEFAULT_ADMIN_LISTEN}; 'off' for none): GET /v1/sandboxes,
                     PUT /v1/sandboxes/<id>/instances/<instance>, /healthz, /readyz, and relays to a loopback port
                     of a sandbox (one its boundary lists in --relay-allow) as POST /v1/sandboxes/<id>/relay?port=N
@@ -74,6 +77,7 @@ const VALUE_FLAGS = [
   '--tls-dir',
   '--policies',
   '--credentials',
+  '--middleware-config',
   '--admin-listen',
   '--admin-token-file',
   '--metrics-listen',
@@ -159,6 +163,7 @@ export const supervisorCommand: Command = async function supervisorCommand(argv:
         tls: { dir: options.tlsDir },
         policiesDir: options.policies,
         credentialsFile: options.credentials,
+        middlewareConfig: options.middlewareConfig,
         adminListen: options.adminListen,
         adminTokenFile: options.adminTokenFile,
         adminTls: options.adminTls,
@@ -216,6 +221,7 @@ function readOptions(values: Map<Flag, string>, hookArgs: readonly string[], adm
     tlsDir: resolve(io.cwd, tlsDir),
     policies: resolve(io.cwd, policies),
     credentials: credentials === undefined ? undefined : resolve(io.cwd, credentials),
+    middlewareConfig: path(values.get('--middleware-config')),
     adminListen: admin === OFF ? undefined : hostPort('--admin-listen', admin),
     adminTokenFile: tokenFile === undefined ? undefined : resolve(io.cwd, tokenFile),
     adminTls,
