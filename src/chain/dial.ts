@@ -5,7 +5,8 @@
 import { connect, type Socket } from 'node:net';
 import { BoundaryError } from '../shared/errors.js';
 import { observeSince } from './timing.js';
-import { type Denial, dialFailedDenial } from './denials.js';
+import type { Denial } from './denials.js';
+import { dialFailedDenial } from './upstream-denials.js';
 import type { ProxyMetrics } from '../proxy/metrics.js';
 
 export const CONNECT_TIMEOUT_MS = 10_000;

@@ -5,7 +5,8 @@
 import { formatAuthority } from '../../net/host.js';
 import { isLookupRefused, isResolveFailure } from '../../net/destination.js';
 import type { DestinationResult } from '../../net/destination.js';
-import { ssrfDenial, upstreamUnreachableDenial } from '../denials.js';
+import { ssrfDenial } from '../denials.js';
+import { upstreamUnreachableDenial } from '../upstream-denials.js';
 import { lookupRefused } from '../lookup-refusal.js';
 import type { ConnectionRequest } from '../connection.js';
 import { CONTINUE, denied, type Refusal, type Stage } from '../stage.js';

@@ -3,7 +3,8 @@
 // placeholders could never be swapped and its secrets never bound.
 
 import { formatAuthority } from '../../net/host.js';
-import { tlsUnavailableDenial, uninspectedCredentialsDenial } from '../denials.js';
+import { uninspectedCredentialsDenial } from '../denials.js';
+import { tlsUnavailableDenial } from '../upstream-denials.js';
 import type { Interception } from '../../tls/intercept.js';
 import type { ConnectionRequest } from '../connection.js';
 import { CONTINUE, denied, type Stage } from '../stage.js';
