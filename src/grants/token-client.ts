@@ -61,8 +61,14 @@ export interface TokenClientDeps {
 
 const fail = (reason: TokenFailure, detail: string): TokenOutcome => ({ ok: false, reason, detail });
 
-/** Resolves and checks the endpoint: the addresses that may be dialled, or why none may. */
-async function destination(url: URL, grant: TokenGrantInput, port: number, deps: TokenClientDeps): Promise<readonly string[] | TokenOutcome> {
+/** Where a token endpoint may be dialled: the checked addresses, and its name for TLS when it has one. */
+interface TokenDestination {
+  readonly addresses: readonly string[];
+  readonly servername: string | undefined;
+}
+
+/** Resolves and checks the endpoint: where it may be dialled, or why it may not. */
+async function destination(url: URL, grant: TokenGrantInput, port: number, deps: TokenClientDeps): Promise<TokenDestination | TokenOutcome> {
   const host = normaliseHost(url.hostname);
   if (!host.ok) return fail('destination-refused', host.message);
   if (host.kind === 'name' && (isLocalName(host.host) || KNOWN_METADATA_NAMES.has(host.host))) {
@@ -86,7 +92,8 @@ async function destination(url: URL, grant: TokenGrantInput, port: number, deps:
     allowLoopback: deps.allowLoopback,
     selfAddresses: prepareSelfAddresses(deps.selfAddresses()),
   });
-  return check.ok ? check.addresses : fail('destination-refused', check.message);
+  if (!check.ok) return fail('destination-refused', check.message);
+  return { addresses: check.addresses, servername: host.kind === 'name' ? host.host : undefined };
 }
 
 function formBody(grant: TokenGrantInput, refreshToken: Secret | undefined): string {
@@ -143,16 +150,15 @@ function readAnswer(status: number, text: string): TokenOutcome {
 export async function requestToken(grant: TokenGrantInput, refreshToken: Secret | undefined, deps: TokenClientDeps): Promise<TokenOutcome> {
   const url = new URL(grant.tokenEndpoint);
   const port = url.port === '' ? 443 : Number(url.port);
-  const addresses = await destination(url, grant, port, deps);
-  if (!Array.isArray(addresses)) return addresses as TokenOutcome;
+  const target = await destination(url, grant, port, deps);
+  if (!('addresses' in target)) return target;
+  const { servername } = target;
   const extra = deps.extraCaPem();
   const body = formBody(grant, refreshToken);
   const authorization = basicAuthorization(grant);
-  const name = normaliseHost(url.hostname);
-  const servername = name.ok && name.kind === 'name' ? name.host : undefined;
   let socket: Socket;
   try {
-    socket = await deps.connect(addresses as readonly string[], port, servername);
+    socket = await deps.connect(target.addresses, port, servername);
   } catch (err) {
     return fail('connect-failed', (err as { code?: string }).code ?? 'connection failed');
   }
