@@ -10,9 +10,10 @@
 # Environment (all optional):
 #   RUNS, DURATION (s), WARMUP (s)   rounds, measured seconds per run, unrecorded warm-up per run
 #   CASES     subset of: c16m10 (16 connections x 10 streams) c1m100 (one connection, 100 concurrent streams)
-#   ROUTES    subset of: direct boundary node-floor nghttpx (default: all; nghttpx where installed). node-floor is
-#             bench/h2/bare-proxy.mjs: node:http2 on both sides and nothing else (no policy, events, metrics), pinned like
-#             boundary: what node:http2 costs. nghttpx (Debian: nghttp2-proxy) is the peer: nghttp2's own TLS-terminating
+#   ROUTES    subset of: direct boundary node-floor tls-floor nghttpx (default: all; nghttpx where installed). node-floor
+#             is bench/h2/bare-proxy.mjs: node:http2 on both sides and nothing else (no policy, events, metrics), pinned like
+#             boundary: what node:http2 costs. tls-floor is bench/h2/tls-relay.mjs: TLS terminated and re-encrypted, no
+#             HTTP/2 parsed at all, pinned like boundary: the least any TLS-intercepting proxy in Node can cost. nghttpx (Debian: nghttp2-proxy) is the peer: nghttp2's own TLS-terminating
 #             HTTP/2 proxy, one worker pinned like boundary, re-encrypting to the same origin over HTTP/2.
 #   BUILD     1 (default) runs tsc first; 0 uses dist/ as it is.  BOUNDARY_DIST: run boundary from there instead.
 #   BOUNDARY_REF  a committed state to compare with (bench/build-ref.sh): a second boundary, route boundary-ref,
@@ -21,7 +22,7 @@
 #   PIN       auto (default) | 0: with 2 cores h2load and the origin share cpu 0 and boundary gets cpu 1.
 #   KEEP_TMP  1: keep the temp dir (each boundary's log, h2load output) for inspection
 #   BOUNDARY_NODE_FLAGS  extra node flags for boundary, e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof".
-#   FLOOR_NODE_FLAGS     the same for the node-floor proxy.
+#   FLOOR_NODE_FLAGS     the same for the node-floor and tls-floor proxies.
 #   PROXY_NODE  the node binary boundary and the floor run on (default: node on PATH), e.g. the image's Node 22 from
 #               test/harness/image-node.ts's cache: /tmp/boundary-node-22/node_modules/node/bin/node
 set -euo pipefail
@@ -32,7 +33,7 @@ DURATION=${DURATION:-8}
 WARMUP=${WARMUP:-2}
 CASES=${CASES:-"c16m10 c1m100"}
 BOUNDARY_REF=${BOUNDARY_REF:-}
-ROUTES=${ROUTES:-"direct boundary${BOUNDARY_REF:+ boundary-ref} node-floor$(command -v nghttpx >/dev/null && echo ' nghttpx' || true)"}
+ROUTES=${ROUTES:-"direct boundary${BOUNDARY_REF:+ boundary-ref} node-floor tls-floor$(command -v nghttpx >/dev/null && echo ' nghttpx' || true)"}
 BUILD=${BUILD:-1}
 PIN=${PIN:-auto}
 BOUNDARY_DIST=${BOUNDARY_DIST:-$ROOT/dist}
@@ -95,12 +96,17 @@ PIDS+=($!)
 declare -A SERVER_PID=([direct]=$!)
 wait_for test -s "$WORK/origin.json" || die "origin did not start"
 ORIGIN_PORT=$(node -p 'JSON.parse(require("fs").readFileSync(process.argv[1])).port' "$WORK/origin.json")
-read -r FLOOR_PORT < <(free_ports 1)
+read -r FLOOR_PORT TLS_FLOOR_PORT < <(free_ports 2)
 # shellcheck disable=SC2086
 "${PIN_PROXY[@]}" "$PROXY_NODE" $FLOOR_NODE_FLAGS "$ROOT/bench/h2/bare-proxy.mjs" --listen "127.0.0.1:$FLOOR_PORT" --origin "https://127.0.0.1:$ORIGIN_PORT" \
   --servername "$HOST" --ca "$WORK/pki/ca.pem" --cert "$WORK/pki/origin.pem" --key "$WORK/pki/origin.key" &
 PIDS+=($!)
 SERVER_PID[node-floor]=$!
+# shellcheck disable=SC2086
+"${PIN_PROXY[@]}" "$PROXY_NODE" $FLOOR_NODE_FLAGS "$ROOT/bench/h2/tls-relay.mjs" --listen "127.0.0.1:$TLS_FLOOR_PORT" --origin "127.0.0.1:$ORIGIN_PORT" \
+  --servername "$HOST" --ca "$WORK/pki/ca.pem" --cert "$WORK/pki/origin.pem" --key "$WORK/pki/origin.key" &
+PIDS+=($!)
+SERVER_PID[tls-floor]=$!
 if [[ " $ROUTES " == *" nghttpx "* ]]; then
   command -v nghttpx >/dev/null || die "missing nghttpx (Debian: nghttp2-proxy)"
   read -r NGHTTPX_PORT < <(free_ports 1)
@@ -174,6 +180,7 @@ measure() {
   case $route in
     direct) connect="127.0.0.1:$ORIGIN_PORT" ;;
     node-floor) connect="127.0.0.1:$FLOOR_PORT" ;;
+    tls-floor) connect="127.0.0.1:$TLS_FLOOR_PORT" ;;
     nghttpx) connect="127.0.0.1:$NGHTTPX_PORT" ;;
     # A synthetic mapping lives as long as its DNS answer (30 s): ask again, as a workload would, before each run.
     *) connect="$(dig @127.0.0.1 -p "${DNS_PORT[$route]}" +short "$HOST" A):$ORIGIN_PORT" ;;

@@ -18,7 +18,11 @@
 #             large-cred = the same on an endpoint a credential is bound to (boundary only), so boundary scans
 #             the answer for echoed secrets (docs/credentials.md#echoed-secrets); `large` must not pay for it
 #   LARGE_BYTES  size of the large answer (default 1048576)
-#   PROXIES   subset of: direct boundary boundary-l7 boundary-nometrics tinyproxy squid (default: all)
+#   PROXIES   subset of: direct boundary boundary-l7 boundary-nometrics node-floor node-floor-raw tinyproxy squid
+#             (default: all). node-floor = bench/proxy/bare-forward.mjs, a bare node:http forward proxy (node:http's
+#             keep-alive client upstream; no policy, events or metrics): what a plain Node proxy costs;
+#             node-floor-raw = the same server with kept-alive raw sockets upstream: the least a proxy on
+#             node:http's server can cost. http case only.
 #             boundary-nometrics = the same build and policy in a second process started through
 #             bench/proxy/boundary-metrics-off.mjs (no-op metric recorders); http case only. Its row and the
 #             "metrics on/off" line show what recording metrics costs (medians of the same interleaved rounds);
@@ -71,7 +75,7 @@ WRK_THREADS=${WRK_THREADS:-1}
 CONCURRENCY=${CONCURRENCY:-32}
 CASES=${CASES:-"http http-l7 tls-new tls-reuse"}
 LARGE_BYTES=${LARGE_BYTES:-1048576}
-PROXIES=${PROXIES:-"direct boundary boundary-l7 boundary-nometrics tinyproxy squid"}
+PROXIES=${PROXIES:-"direct boundary boundary-l7 boundary-nometrics node-floor node-floor-raw tinyproxy squid"}
 PIN=${PIN:-auto}
 BUILD=${BUILD:-1}
 BOUNDARY_DIST=${BOUNDARY_DIST:-$ROOT/dist}
@@ -222,7 +226,7 @@ wait_until origin origin 100 test -s "$WORK/origin.json" || die "origin did not 
 read -r HTTP_PORT HTTP_L7_PORT HTTP_CRED_PORT TLS_PORT TLS_L7_PORT < <(node -e '
   const o = JSON.parse(require("node:fs").readFileSync(process.argv[1], "utf8"));
   console.log([...o.http, ...o.https].join(" "));' "$WORK/origin.json")
-read -r TINY_PORT SQUID_PORT B_PORT B_ADMIN B_DNS DNS_SINK BN_PORT BN_ADMIN BN_DNS < <(free_ports 9)
+read -r TINY_PORT SQUID_PORT B_PORT B_ADMIN B_DNS DNS_SINK BN_PORT BN_ADMIN BN_DNS FLOOR_PORT FLOOR_RAW_PORT < <(free_ports 11)
 log "origin http=$HTTP_PORT,$HTTP_L7_PORT https=$TLS_PORT,$TLS_L7_PORT; proxies tinyproxy=$TINY_PORT squid=$SQUID_PORT boundary=$B_PORT"
 origin_served() { curl -s --max-time 2 "http://127.0.0.1:$HTTP_PORT/__stats" | sed -E 's/.*"served":([0-9]+).*/\1/'; }
 
@@ -385,13 +389,28 @@ start_boundary_nometrics() {
   fi
 }
 
+# The Node floors (bench/proxy/bare-forward.mjs), pinned like boundary: start_node_floor NAME PORT UPSTREAM.
+start_node_floor() {
+  local name=$1 port=$2
+  "${PIN_PROXY[@]}" node "$HERE/bare-forward.mjs" --listen "127.0.0.1:$port" --allow "$ORIGIN_HOST" \
+    --origin-ip 127.0.0.1 --upstream "$3" >"$WORK/$name.log" 2>&1 &
+  PID_OF[$name]=$!
+  if wait_until "$name" "$name" 100 curl -s -o /dev/null --max-time 1 "http://127.0.0.1:$port/"; then
+    STATE[$name]=ok
+  else
+    STATE[$name]="$name: failed to start ($(tail -c 300 "$WORK/$name.log" | tr '\n' ' '))"
+  fi
+}
+
 if has tinyproxy "$PROXIES"; then start_tinyproxy; fi
+if has node-floor "$PROXIES"; then start_node_floor node-floor "$FLOOR_PORT" node; fi
+if has node-floor-raw "$PROXIES"; then start_node_floor node-floor-raw "$FLOOR_RAW_PORT" raw; fi
 if has squid "$PROXIES"; then start_squid; fi
 if has boundary "$PROXIES" || has boundary-l7 "$PROXIES" || has boundary-nometrics "$PROXIES"; then start_boundary; fi
 if has boundary-nometrics "$PROXIES"; then start_boundary_nometrics; fi
 STATE[direct]=ok
 STATE[boundary-l7]=${STATE[boundary]:-not started}
-for p in tinyproxy squid boundary boundary-nometrics; do
+for p in tinyproxy squid boundary boundary-nometrics node-floor node-floor-raw; do
   if [[ -n ${STATE[$p]:-} && ${STATE[$p]} != ok ]]; then log "${STATE[$p]}"; fi
 done
 
@@ -400,6 +419,8 @@ proxy_port() {
   case $1 in
     boundary | boundary-l7) echo "$B_PORT" ;;
     boundary-nometrics) echo "$BN_PORT" ;;
+    node-floor) echo "$FLOOR_PORT" ;;
+    node-floor-raw) echo "$FLOOR_RAW_PORT" ;;
     tinyproxy) echo "$TINY_PORT" ;;
     squid) echo "$SQUID_PORT" ;;
   esac
@@ -419,7 +440,7 @@ applies() {
     http) [[ $p != boundary-l7 ]] ;;
     large) [[ $p == direct || $p == boundary || $p == tinyproxy || $p == squid ]] ;;
     large-cred) [[ $p == boundary ]] ;;
-    *) [[ $p != boundary-nometrics ]] ;;
+    *) [[ $p != boundary-nometrics && $p != node-floor* ]] ;;
   esac
 }
 # Name the origin is addressed by through a proxy (tinyproxy cannot use the bench hosts file).
