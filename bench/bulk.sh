@@ -12,7 +12,10 @@
 # Environment (all optional):
 #   RUNS          rounds (default 7)
 #   BYTES         size of the download (default 268435456)
-#   ROUTES        subset of: direct boundary boundary-ref node-floor squid (default: all that can run)
+#   ROUTES        subset of: direct boundary boundary-ref node-floor node-floor-onread squid (default: all that can
+#                 run but node-floor-onread). node-floor-onread: the bare relay reading the upstream socket into one
+#                 reused buffer of ONREAD_BYTES (default 1 MiB, net's `onread`), each chunk written to the client
+#                 before the next read; with ONREAD_COPY=1 each chunk is copied into a buffer of its own first
 #   BUILD         1 (default) compiles the working tree into bench/out/bulk-build; 0 uses dist/
 #   BOUNDARY_REF  a committed state for the boundary-ref route, built by bench/build-ref.sh
 #   BOUNDARY_NODE_FLAGS  node flags for both boundary builds
@@ -27,6 +30,7 @@ BYTES=${BYTES:-268435456}
 BUILD=${BUILD:-1}
 BOUNDARY_REF=${BOUNDARY_REF:-}
 BOUNDARY_NODE_FLAGS=${BOUNDARY_NODE_FLAGS:-}
+ONREAD_BYTES=${ONREAD_BYTES:-1048576}
 ORIGIN_HOST=origin.bench.test
 unset http_proxy HTTP_PROXY https_proxy HTTPS_PROXY all_proxy ALL_PROXY no_proxy NO_PROXY
 
@@ -76,7 +80,7 @@ PID_OF[origin]=$!
 wait_until test -s "$WORK/origin.json" || die "origin did not start: $(cat "$WORK/origin.log")"
 ORIGIN_PORT=$(node -e 'console.log(JSON.parse(require("node:fs").readFileSync(process.argv[1], "utf8")).port)' "$WORK/origin.json")
 printf '127.0.0.1 localhost\n127.0.0.1 %s\n' "$ORIGIN_HOST" >"$WORK/hosts"
-read -r B_PORT B_ADMIN B_DNS R_PORT R_ADMIN R_DNS SQUID_PORT FLOOR_PORT DNS_SINK < <(free_ports 9)
+read -r B_PORT B_ADMIN B_DNS R_PORT R_ADMIN R_DNS SQUID_PORT FLOOR_PORT DNS_SINK FLOOR_ONREAD_PORT < <(free_ports 10)
 
 # -------------------------------------------------------------------------------------------- boundary
 cat >"$WORK/policy.yaml" <<YAML
@@ -123,6 +127,13 @@ if [[ " $ROUTES " == *" node-floor "* ]]; then
   PID_OF[node-floor]=$!
   PORT_OF[node-floor]=$FLOOR_PORT
   wait_until bash -c "exec 3<>/dev/tcp/127.0.0.1/$FLOOR_PORT" || die "node-floor did not start: $(cat "$WORK/floor.log")"
+fi
+if [[ " $ROUTES " == *" node-floor-onread "* ]]; then
+  "${PIN_PROXY[@]}" node "$ROOT/bench/bulk/bare-tunnel.mjs" --listen "$FLOOR_ONREAD_PORT" --hosts "$WORK/hosts" \
+    --onread "$ONREAD_BYTES" $([[ ${ONREAD_COPY:-0} == 1 ]] && echo --onread-copy) >"$WORK/floor-onread.log" 2>&1 &
+  PID_OF[node-floor-onread]=$!
+  PORT_OF[node-floor-onread]=$FLOOR_ONREAD_PORT
+  wait_until bash -c "exec 3<>/dev/tcp/127.0.0.1/$FLOOR_ONREAD_PORT" || die "node-floor-onread did not start: $(cat "$WORK/floor-onread.log")"
 fi
 
 # ----------------------------------------------------------------------------------------------- squid
