@@ -5,6 +5,7 @@
 import { connect, type Socket } from 'node:net';
 import { BoundaryError } from '../shared/errors.js';
 import { observeSince } from './timing.js';
+import { connectForBulkReads } from './bulk-reads.js';
 import type { Denial } from './denials.js';
 import { dialFailedDenial } from './upstream-denials.js';
 import type { ProxyMetrics } from '../proxy/metrics.js';
@@ -19,6 +20,8 @@ export interface DialTarget {
   readonly name?: string | undefined;
   /** Through the upstream proxy (a CONNECT to it), not a direct dial. */
   readonly viaProxy?: boolean;
+  /** A passthrough tunnel's upstream: its reads can go to the relay without a buffer each (bulk-reads.ts). */
+  readonly bulkReads?: boolean;
 }
 
 export interface DialFunction {
@@ -98,7 +101,8 @@ export function tunnelTargetOf(socket: Socket): DialTarget | undefined {
 /** Opens a TCP connection with net.connect; rejects with UPSTREAM_CONNECT_TIMEOUT / _REFUSED / UNREACHABLE. */
 export function netDial(target: DialTarget, timeoutMs = CONNECT_TIMEOUT_MS): Promise<Socket> {
   return new Promise((resolve, reject) => {
-    const socket = connect({ host: target.host, port: target.port, allowHalfOpen: true, noDelay: true });
+    const options = { host: target.host, port: target.port, allowHalfOpen: true, noDelay: true };
+    const socket = target.bulkReads === true ? connectForBulkReads(options) : connect(options);
     const timer = setTimeout(() => {
       socket.destroy();
       reject(new BoundaryError('UPSTREAM_CONNECT_TIMEOUT', `${target.host}:${target.port} gave no answer in ${timeoutMs} ms`));
@@ -167,10 +171,13 @@ export async function dialPinned(options: {
   readonly timeoutMs?: number;
   /** Records the accepted attempt's connect time. */
   readonly metrics?: Pick<ProxyMetrics, 'now' | 'upstreamConnectSeconds'> | undefined;
+  /** The socket will be a passthrough tunnel's upstream (DialTarget.bulkReads); direct attempts only. */
+  readonly bulkReads?: boolean;
 }): Promise<Socket> {
   const { dial, metrics, port } = options;
   const timeoutMs = options.timeoutMs ?? CONNECT_TIMEOUT_MS;
-  const attempts: readonly DialTarget[] = dial?.attempts?.(options.addresses, port, options.name) ?? options.addresses.map((host) => ({ host, port }));
+  const bulkReads = options.bulkReads === true;
+  const attempts: readonly DialTarget[] = dial?.attempts?.(options.addresses, port, options.name) ?? options.addresses.map((host) => (bulkReads ? { host, port, bulkReads } : { host, port }));
   const budget = dial?.budget;
   const deadline = budget === undefined ? undefined : budget.now() + budget.ms;
   // Built only on failure: an Error captures a stack trace, which showed up per CONNECT in profiles.

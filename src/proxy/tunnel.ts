@@ -8,6 +8,7 @@ import { decide } from '../policy/decide.js';
 import type { IdentityClaim } from '../policy/binary-identity.js';
 import type { Decision, Policy } from '../policy/types.js';
 import { decisionNeedsInspection } from '../chain/inspection.js';
+import { sendReadsTo } from '../chain/bulk-reads.js';
 
 /** Reference RX-05: a tunnel with no bytes either way for this long is closed. */
 export const TUNNEL_IDLE_TIMEOUT_MS = 300_000;
@@ -158,9 +159,37 @@ export function relayRaw(a: Socket, b: Socket, idleTimeoutMs: number, onClosed: 
     });
   }
   a.pipe(b);
-  b.pipe(a);
+  const direct = relayReadsInto(b, a);
+  if (!direct) b.pipe(a);
   a.resume();
-  b.resume();
+  // A direct relay reads on only once `a` took what was handed over (relayReadsInto).
+  if (!direct || !a.writableNeedDrain) b.resume();
+}
+
+/**
+ * `b`'s reads written to `a` straight from the buffer they were read into (chain/bulk-reads.ts), with pipe()'s
+ * backpressure and end; false when `b` does not read that way.
+ */
+function relayReadsInto(b: Socket, a: Socket): boolean {
+  const resume = (): void => {
+    b.resume();
+  };
+  const taken = sendReadsTo(b, (chunk, owned) => {
+    if (!owned) {
+      if (a.write(chunk)) return true;
+      a.once('drain', resume);
+      return false;
+    }
+    // The chunk must be out of `a`'s queue before `b` reads into its buffer again.
+    a.write(chunk, resume);
+    return a.writableLength === 0;
+  });
+  if (!taken) return false;
+  // Bytes handed over by sendReadsTo may have filled `a`: relayRaw then waits for this drain before reading.
+  if (a.writableNeedDrain) a.once('drain', resume);
+  if (b.readableEnded) a.end();
+  else b.once('end', () => a.end());
+  return true;
 }
 
 /**

@@ -28,7 +28,9 @@ export function createDialStage(deps: {
   return {
     name: 'dial',
     run(c) {
-      return dialPinned({ addresses: c.addresses, port: c.port as number, name: c.host, dial, timeoutMs: connectTimeoutMs, metrics }).then(
+      // An uninspected tunnel relays bytes: its downloads read into the relay's buffers (chain/bulk-reads.ts).
+      const bulkReads = !c.inspect;
+      return dialPinned({ addresses: c.addresses, port: c.port as number, name: c.host, dial, timeoutMs: connectTimeoutMs, metrics, bulkReads }).then(
         (upstream: Socket) => {
           c.upstream = upstream;
           return CONTINUE;
