@@ -14,7 +14,7 @@ export const MAX_UDP_RESPONSE_BYTES = 1_232;
 const MAX_NAME_WIRE_BYTES = 255;
 const MAX_LABEL_BYTES = 63;
 /** Recent question names kept by a hot-path parser (a power of two; one name per slot, the last one there wins). */
-const NAME_TABLE_SLOTS = 4_096;
+const NAME_TABLE_SLOTS = 1_024;
 const FNV_OFFSET = 0x811c9dc5;
 const FNV_PRIME = 0x01000193;
 
