@@ -13,6 +13,10 @@ export const MAX_UDP_RESPONSE_BYTES = 1_232;
 /** RFC 1035: a name is at most 255 octets on the wire, a label at most 63. */
 const MAX_NAME_WIRE_BYTES = 255;
 const MAX_LABEL_BYTES = 63;
+/** Recent question names kept by a hot-path parser (a power of two; one name per slot, the last one there wins). */
+const NAME_TABLE_SLOTS = 1_024;
+const FNV_OFFSET = 0x811c9dc5;
+const FNV_PRIME = 0x01000193;
 
 export const RCODES = { NOERROR: 0, FORMERR: 1, SERVFAIL: 2, NXDOMAIN: 3, NOTIMP: 4, REFUSED: 5 } as const;
 export type Rcode = keyof typeof RCODES;
@@ -50,51 +54,64 @@ type QueryParse =
   /** A header-only FORMERR response is ready to send. */
   | { readonly kind: 'formerr'; readonly why: string; readonly response: Buffer };
 
-/** parseQuery with a scratch buffer of its own, for hot paths: one allocation fewer per query. */
+/**
+ * parseQuery with a scratch buffer and a table of recent names of its own, for hot paths: a name asked before is
+ * the same string again, not a new one decoded from the bytes (and a Map keyed by it need not hash it again).
+ */
 export function createQueryParser(): (wire: Buffer) => QueryParse {
   const scratch = Buffer.allocUnsafe(MAX_NAME_WIRE_BYTES);
-  return (wire) => parseInto(wire, scratch);
+  const names: (string | undefined)[] = new Array(NAME_TABLE_SLOTS).fill(undefined);
+  return (wire) => parseInto(wire, scratch, names);
 }
 
 export function parseQuery(wire: Buffer): QueryParse {
-  return parseInto(wire, Buffer.allocUnsafe(MAX_NAME_WIRE_BYTES));
+  return parseInto(wire, Buffer.allocUnsafe(MAX_NAME_WIRE_BYTES), undefined);
 }
 
-function parseInto(wire: Buffer, text: Buffer): QueryParse {
+function formerr(wire: Buffer, flags: number, why: string): QueryParse {
+  return { kind: 'formerr', why, response: headerOnly(wire, flags, 'FORMERR') };
+}
+
+function parseInto(wire: Buffer, text: Buffer, names: (string | undefined)[] | undefined): QueryParse {
   if (wire.length < DNS_HEADER_BYTES) return { kind: 'drop', why: `${wire.length} bytes is shorter than a DNS header` };
   const flags = wire.readUInt16BE(2);
-  const formerr = (why: string): QueryParse => ({ kind: 'formerr', why, response: headerOnly(wire, flags, 'FORMERR') });
-  if (wire.length > MAX_DNS_MESSAGE_BYTES) return formerr(`message is larger than ${MAX_DNS_MESSAGE_BYTES} bytes`);
-  if ((flags & FLAG_QR) !== 0) return formerr('QR bit set: not a query');
-  if ((flags & FLAG_OPCODE) !== 0) return formerr(`opcode ${(flags & FLAG_OPCODE) >> 11} is not QUERY`);
+  if (wire.length > MAX_DNS_MESSAGE_BYTES) return formerr(wire, flags, `message is larger than ${MAX_DNS_MESSAGE_BYTES} bytes`);
+  if ((flags & FLAG_QR) !== 0) return formerr(wire, flags, 'QR bit set: not a query');
+  if ((flags & FLAG_OPCODE) !== 0) return formerr(wire, flags, `opcode ${(flags & FLAG_OPCODE) >> 11} is not QUERY`);
   const qdcount = wire.readUInt16BE(4);
-  if (qdcount !== 1) return formerr(`QDCOUNT is ${qdcount}, not 1`);
+  if (qdcount !== 1) return formerr(wire, flags, `QDCOUNT is ${qdcount}, not 1`);
   // One bounded pass over the name: no compression pointers (nothing precedes the question to point at),
   // at most 255 bytes, labels of letters, digits, '-' and '_'. Lower-cased as we go (closes 0x20 games).
   let used = 0;
   let offset = DNS_HEADER_BYTES;
+  // FNV-1a over the lower-cased name: where it sits in the table of recent names.
+  let hash = FNV_OFFSET;
   for (;;) {
-    if (offset >= wire.length) return formerr('name runs past the end of the message');
+    if (offset >= wire.length) return formerr(wire, flags, 'name runs past the end of the message');
     const length = wire[offset] ?? 0;
     if (length === 0) {
       offset++;
       break;
     }
-    if (length > MAX_LABEL_BYTES) return formerr('compression pointer or label longer than 63 bytes in the question');
-    if (offset + 1 + length > wire.length) return formerr('label runs past the end of the message');
-    if (offset + 1 + length - DNS_HEADER_BYTES >= MAX_NAME_WIRE_BYTES) return formerr('name longer than 255 bytes');
-    if (used > 0) text[used++] = 0x2e;
+    if (length > MAX_LABEL_BYTES) return formerr(wire, flags, 'compression pointer or label longer than 63 bytes in the question');
+    if (offset + 1 + length > wire.length) return formerr(wire, flags, 'label runs past the end of the message');
+    if (offset + 1 + length - DNS_HEADER_BYTES >= MAX_NAME_WIRE_BYTES) return formerr(wire, flags, 'name longer than 255 bytes');
+    if (used > 0) {
+      text[used++] = 0x2e;
+      hash = Math.imul(hash ^ 0x2e, FNV_PRIME);
+    }
     for (let i = offset + 1; i <= offset + length; i++) {
       let c = wire[i] ?? 0;
       if (c >= 0x41 && c <= 0x5a) c += 0x20;
       else if (!((c >= 0x61 && c <= 0x7a) || (c >= 0x30 && c <= 0x39) || c === 0x2d || c === 0x5f)) {
-        return formerr('name has a byte other than a letter, digit, - or _');
+        return formerr(wire, flags, 'name has a byte other than a letter, digit, - or _');
       }
       text[used++] = c;
+      hash = Math.imul(hash ^ c, FNV_PRIME);
     }
     offset += 1 + length;
   }
-  if (offset + 4 > wire.length) return formerr('question is missing QTYPE/QCLASS');
+  if (offset + 4 > wire.length) return formerr(wire, flags, 'question is missing QTYPE/QCLASS');
   const type = wire.readUInt16BE(offset);
   const qclass = wire.readUInt16BE(offset + 2);
   const questionEnd = offset + 4;
@@ -104,13 +121,32 @@ function parseInto(wire: Buffer, text: Buffer): QueryParse {
       wire,
       id: wire.readUInt16BE(0),
       rd: (flags & FLAG_RD) !== 0,
-      name: text.toString('latin1', 0, used),
+      name: names === undefined ? text.toString('latin1', 0, used) : knownName(names, text, used, hash),
       type,
       qclass,
       questionEnd,
       edns: ednsPayloadSize(wire, questionEnd),
     },
   };
+}
+
+/** The name in `text[0, used)`: the table's string when it holds the same one at `hash`'s slot, else a new one that takes the slot. */
+function knownName(names: (string | undefined)[], text: Buffer, used: number, hash: number): string {
+  const slot = hash & (names.length - 1);
+  const known = names[slot];
+  if (known !== undefined && known.length === used) {
+    let same = true;
+    for (let i = 0; i < used; i++) {
+      if (known.charCodeAt(i) !== text[i]) {
+        same = false;
+        break;
+      }
+    }
+    if (same) return known;
+  }
+  const name = text.toString('latin1', 0, used);
+  names[slot] = name;
+  return name;
 }
 
 /** The advertised size of an OPT record that directly follows the question (the only place stubs put it). */
@@ -223,10 +259,12 @@ export function respondFrom(template: WireAnswer, query: DnsQuery, maxBytes: num
   const source = template.wire;
   if (source.length > maxBytes) return truncated(source, query);
   const out = Buffer.allocUnsafe(source.length);
-  source.copy(out);
+  // TypedArray set and a plain loop: Buffer#copy's argument checks cost more than these few dozen bytes.
+  out.set(source);
   out.writeUInt16BE(query.id, 0);
   out[2] = ((out[2] ?? 0) & ~0x01) | (query.rd ? 0x01 : 0);
-  query.wire.copy(out, DNS_HEADER_BYTES, DNS_HEADER_BYTES, query.questionEnd);
+  const wire = query.wire;
+  for (let i = DNS_HEADER_BYTES; i < query.questionEnd; i++) out[i] = wire[i] ?? 0;
   if (ttlSeconds !== undefined && template.ttlOffset >= 0) out.writeUInt32BE(ttlSeconds, template.ttlOffset);
   return out;
 }

@@ -3,15 +3,13 @@
 
 import type { Registry } from 'prom-client';
 import { DNS_METRICS, type DnsOutcomeLabel } from './metric-specs.js';
-import { createCounter, createGauge, createHistogram, type CounterRecorder, type Observer } from '../telemetry/metrics.js';
+import { type BoundCounter, createCounter, createGauge, createHistogram, type CounterRecorder, type Observer } from '../telemetry/metrics.js';
 import type { SyntheticPool } from '../net/synthetic.js';
 import type { AuditEvent, AuditSink } from '../telemetry/event.js';
 import { RCODES } from './answer.js';
 
 const DNS_RCODE_LABELS = [...(Object.keys(RCODES) as (keyof typeof RCODES)[]), 'other'] as const;
 type DnsRcodeLabel = (typeof DNS_RCODE_LABELS)[number];
-
-
 
 const SERVFAIL_OUTCOMES: Readonly<Record<string, DnsOutcomeLabel>> = {
   policy_dns_no_valid_address: 'no-valid-address',
@@ -103,18 +101,44 @@ interface DnsDecisionCounter {
   countDns(verdict: 'allow' | 'deny', reason: string | undefined, policy: string | undefined): void;
 }
 
+/** What one DNS QUERY event counts: its two series, bound, and its decision (undefined without an action). */
+interface QueryCounts {
+  readonly queries: BoundCounter;
+  readonly byType: BoundCounter;
+  readonly verdict: 'allow' | 'deny' | undefined;
+  readonly reason: string | undefined;
+  readonly policy: string | undefined;
+}
+
+function queryCounts(event: AuditEvent, metrics: DnsMetrics): QueryCounts {
+  const labels = dnsQueryLabels(event);
+  const qtype = event.unmapped?.qtype;
+  const reason = event.unmapped?.reason_code;
+  return {
+    queries: metrics.queries.bind(labels),
+    byType: metrics.byType.bind({ qtype: (typeof qtype === 'string' ? qtype : 'other') as 'A', rcode: labels.rcode as 'NOERROR' }),
+    verdict: event.action === undefined ? undefined : event.action === 'ALLOWED' ? 'allow' : 'deny',
+    reason: typeof reason === 'string' ? reason : undefined,
+    policy: event.policy,
+  };
+}
+
 export function meteredDnsSink(sink: AuditSink, metrics: DnsMetrics, decisions?: DnsDecisionCounter): AuditSink {
+  // policy-dns.ts stamps every answer's events from one prepared base: the events of one question share their
+  // `unmapped` object and every field counted here, so their series are resolved once per base, not once per query.
+  const known = new WeakMap<object, QueryCounts>();
   return {
     emit(event) {
       if (event.class === 'DNS' && event.activity === 'QUERY') {
-        const labels = dnsQueryLabels(event);
-        metrics.queries.inc(labels);
-        const qtype = event.unmapped?.qtype;
-        metrics.byType.inc({ qtype: (typeof qtype === 'string' ? qtype : 'other') as 'A', rcode: labels.rcode as 'NOERROR' });
-        if (event.action !== undefined) {
-          const reason = event.unmapped?.reason_code;
-          decisions?.countDns(event.action === 'ALLOWED' ? 'allow' : 'deny', typeof reason === 'string' ? reason : undefined, event.policy);
+        const u = event.unmapped;
+        let counts = u === undefined ? undefined : known.get(u);
+        if (counts === undefined) {
+          counts = queryCounts(event, metrics);
+          if (u !== undefined) known.set(u, counts);
         }
+        counts.queries.inc();
+        counts.byType.inc();
+        if (counts.verdict !== undefined) decisions?.countDns(counts.verdict, counts.reason, counts.policy);
       } else {
         countLookupReport(metrics, event);
       }

@@ -100,11 +100,15 @@ export interface PolicyDns {
   stats(): PolicyDnsStats;
 }
 
+/** What a cached answer needs on its fast path, in the entry itself (the outcome's fields, read once per query). */
 interface CacheEntry {
   readonly template: WireAnswer;
-  readonly outcome: DnsOutcome;
   readonly events: PreparedEvents;
   readonly generation: number;
+  /** outcome.cacheUntil: Infinity, or the mapping's expiry. */
+  readonly until: number;
+  /** outcome.denied: a policy refusal, charged to the refused-name rate. */
+  readonly denied: boolean;
 }
 
 export function createPolicyDns(options: PolicyDnsOptions): PolicyDns {
@@ -142,7 +146,7 @@ export function createPolicyDns(options: PolicyDnsOptions): PolicyDns {
     const slot = slotOf(query);
     if (slot !== undefined && outcome.cacheUntil !== undefined && outcome.cacheUntil > now()) {
       if (slot.size >= maxCached / slots.length) slot.delete(slot.keys().next().value as string);
-      slot.set(query.name, { template, outcome, events, generation: policy.generation });
+      slot.set(query.name, { template, events, generation: policy.generation, until: outcome.cacheUntil, denied: outcome.denied === true });
     }
     emitPrepared(events, info);
     return respondFrom(template, query, responseLimit(query, info.transport));
@@ -251,12 +255,12 @@ export function createPolicyDns(options: PolicyDnsOptions): PolicyDns {
     const policy = options.policy();
     const entry = slotOf(query)?.get(query.name);
     if (entry !== undefined && entry.generation === policy.generation) {
-      const until = entry.outcome.cacheUntil ?? 0;
+      const until = entry.until;
       // Floor, not round: a client never holds a synthetic answer past the mapping's expiry.
       const ttl = until === Number.POSITIVE_INFINITY ? undefined : Math.floor((until - now()) / 1000);
       if (ttl === undefined || ttl >= 1) {
         // Over the refusal rate, a repeat refusal costs the header copy only: no events, no SOA.
-        if (entry.outcome.denied === true && !refusals.admit()) return refusals.overLimit(query, policy);
+        if (entry.denied && !refusals.admit()) return refusals.overLimit(query, policy);
         hits++;
         emitPrepared(entry.events, info);
         return respondFrom(entry.template, query, responseLimit(query, info.transport), ttl);

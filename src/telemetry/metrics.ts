@@ -32,6 +32,11 @@ export type LabelValues<S extends MetricSpec> = { readonly [K in keyof S['labels
 
 export interface CounterRecorder<S extends MetricSpec> {
   inc(labels: LabelValues<S>, value?: number): void;
+  /** One label combination, checked once: a hot path that counts the same series again and again keeps the result. */
+  bind(labels: LabelValues<S>): BoundCounter;
+}
+export interface BoundCounter {
+  inc(value?: number): void;
 }
 export interface GaugeRecorder<S extends MetricSpec> {
   set(labels: LabelValues<S>, value: number): void;
@@ -99,7 +104,7 @@ function hasLabels(spec: MetricSpec): boolean {
   return Object.keys(spec.labels).length > 0 || Object.keys(spec.runtimeLabels ?? {}).length > 0;
 }
 
-const NOOP_OBSERVER: Observer = { observe: () => undefined };
+const NOOP_OBSERVER: Observer & BoundCounter = { observe: () => undefined, inc: () => undefined };
 const NOOP = { inc: () => undefined, dec: () => undefined, set: () => undefined, bind: () => NOOP_OBSERVER };
 
 export interface CollectHook<S extends MetricSpec> {
@@ -181,6 +186,14 @@ export function createCounter<S extends MetricSpec & { type: 'counter' }>(regist
   recorder = {
     inc(labels, value = 1) {
       (unlabelled ?? tallies.tally(labels as Record<string, string>)).pending += value;
+    },
+    bind(labels) {
+      const tally = unlabelled ?? tallies.tally(labels as Record<string, string>);
+      return {
+        inc(value = 1) {
+          tally.pending += value;
+        },
+      };
     },
   };
   if (spec.runtimeLabels === undefined) {

@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { decode } from 'dns-packet';
 import {
+  createQueryParser,
   type DnsQuery,
   encodeAnswer,
   MAX_UDP_RESPONSE_BYTES,
@@ -92,6 +93,31 @@ describe('parseQuery', () => {
     assert.equal(name.length, 255);
     assert.equal(query(raw([...name, 0, 1, 0, 1])).name.length, 253);
     assert.equal(query(raw([0, 0, 1, 0, 1])).name, '');
+  });
+});
+
+describe('createQueryParser (the hot path, with its table of recent names)', () => {
+  function nameOf(parse: ReturnType<typeof createQueryParser>, wire: Buffer): string {
+    const parsed = parse(wire);
+    assert.equal(parsed.kind, 'query');
+    return (parsed as { query: DnsQuery }).query.name;
+  }
+
+  it('gives each question its own lower-cased name, with more names than the table holds and in any order', () => {
+    const parse = createQueryParser();
+    // More distinct names than table slots: some share a slot, and each must still come back as itself.
+    const names = Array.from({ length: 10_000 }, (_, i) => `n${i}.x${i % 7}.test`);
+    for (const name of names) assert.equal(nameOf(parse, buildQuery(name)), name);
+    for (const name of [...names].reverse()) assert.equal(nameOf(parse, buildQuery(name.toUpperCase())), name);
+    assert.equal(nameOf(parse, raw([0, 0, 1, 0, 1])), '');
+    assert.equal(nameOf(parse, buildQuery('n1.x1.tesu')), 'n1.x1.tesu');
+    assert.equal(nameOf(parse, buildQuery('n1.x1.tes')), 'n1.x1.tes');
+  });
+
+  it('answers a malformed question as parseQuery does', () => {
+    const parse = createQueryParser();
+    const wire = raw([...API.slice(0, -1), 0xc0, 0x0c, 0, 1, 0, 1]);
+    assert.deepEqual(parse(wire), parseQuery(wire));
   });
 });
 

@@ -59,6 +59,26 @@ describe('counter tallies', () => {
     assert.match(text, /^test_tally_plain_total 3$/m);
   });
 
+  it('counts a bound series as inc counts it, a value outside its closed set as other', async () => {
+    const registry = new Registry();
+    const counter = createCounter(registry, CLOSED);
+    const mapped = counter.bind({ rcode: 'NOERROR', outcome: 'mapped' });
+    const other = counter.bind({ rcode: 'SERVFAIL' as 'NOERROR', outcome: 'refused' });
+    mapped.inc();
+    counter.inc({ rcode: 'NOERROR', outcome: 'mapped' });
+    mapped.inc(3);
+    other.inc();
+    let text = await registry.metrics();
+    assert.match(text, /^test_tally_total\{rcode="NOERROR",outcome="mapped"\} 5$/m);
+    assert.match(text, /^test_tally_total\{rcode="other",outcome="refused"\} 1$/m);
+    mapped.inc();
+    text = await registry.metrics();
+    assert.match(text, /^test_tally_total\{rcode="NOERROR",outcome="mapped"\} 6$/m, 'a bound series keeps counting after a scrape');
+    const plain = createCounter(registry, PLAIN).bind({});
+    plain.inc(2);
+    assert.match(await registry.metrics(), /^test_tally_plain_total 2$/m);
+  });
+
   it('includes what a collect hook adds at scrape time, and is read the same through getSingleMetric', async () => {
     const registry = new Registry();
     let offPath = 7;
