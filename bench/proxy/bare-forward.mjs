@@ -27,11 +27,22 @@ function viaNode(req, res, url) {
   req.pipe(up);
 }
 
+/** A kept-alive socket that leaves the pool when the origin closes it (its keep-alive timeout). */
+function dial(port, pool) {
+  const socket = net.connect({ host: originIp, port, noDelay: true });
+  socket.on('error', () => socket.destroy());
+  socket.on('close', () => {
+    const at = pool.indexOf(socket);
+    if (at >= 0) pool.splice(at, 1);
+  });
+  return socket;
+}
+
 function viaRaw(req, res, url) {
   const port = Number(url.port || 80);
   const pool = idle.get(port) ?? [];
   idle.set(port, pool);
-  const socket = pool.pop() ?? net.connect({ host: originIp, port, noDelay: true });
+  const socket = pool.pop() ?? dial(port, pool);
   let head = '';
   for (let i = 0; i < req.rawHeaders.length; i += 2) {
     const name = req.rawHeaders[i];
@@ -56,14 +67,14 @@ function viaRaw(req, res, url) {
     }
     if (buffered.length < want) return;
     socket.off('data', onData);
-    socket.off('error', onError);
+    socket.off('close', onError);
     pool.push(socket);
     res.writeHead(status, { 'content-type': type });
     res.end(buffered.subarray(bodyStart, want));
   };
   const onError = () => res.destroy();
   socket.on('data', onData);
-  socket.on('error', onError);
+  socket.on('close', onError);
 }
 
 const relay = arg('--upstream', 'node') === 'raw' ? viaRaw : viaNode;
