@@ -11,6 +11,9 @@
 #        CASES="http" PROXIES="boundary squid" bench/proxy.sh
 # Environment (all optional):
 #   RUNS, DURATION (s), WARMUP (s)   repetitions per case, measured seconds per run, unrecorded warm-up
+#             before the first run of every pair
+#   ROUND_WARMUP (s)  unrecorded load before each later run too (default 1): a proxy sits idle while the others
+#             are measured, and node's JIT-compiled code cools meanwhile (a sidecar under steady load stays warm)
 #   CONNS, WRK_THREADS                wrk connections / threads (default 32 / 1)
 #   CONCURRENCY                       in-flight requests of the CONNECT client (default 32)
 #   CASES     subset of: http http-l7 tls-new tls-reuse large large-cred   (default: the first four)
@@ -70,6 +73,7 @@ HERE="$ROOT/bench/proxy"
 RUNS=${RUNS:-5}
 DURATION=${DURATION:-10}
 WARMUP=${WARMUP:-3}
+ROUND_WARMUP=${ROUND_WARMUP:-1}
 CONNS=${CONNS:-32}
 WRK_THREADS=${WRK_THREADS:-1}
 CONCURRENCY=${CONCURRENCY:-32}
@@ -97,7 +101,7 @@ has() { [[ " $2 " == *" $1 "* ]]; }
 for v in RUNS DURATION CONNS WRK_THREADS CONCURRENCY LARGE_BYTES; do
   [[ ${!v} =~ ^[1-9][0-9]*$ ]] || die "$v must be a positive integer (got '${!v}')"
 done
-[[ $WARMUP =~ ^[0-9]+$ ]] || die "WARMUP must be a whole number of seconds (got '$WARMUP')"
+[[ $WARMUP =~ ^[0-9]+$ && $ROUND_WARMUP =~ ^[0-9]+$ ]] || die "WARMUP and ROUND_WARMUP must be whole numbers of seconds"
 
 # ---------------------------------------------------------------------------------------------- tools
 SQUID_BIN=$(command -v squid || echo /usr/sbin/squid)
@@ -545,7 +549,7 @@ for c in $CASES; do
     PAIRS+=("$c:$p")
   done
 done
-estimate=$((${#PAIRS[@]} * (RUNS * (DURATION + 1) + WARMUP + 1)))
+estimate=$((${#PAIRS[@]} * (RUNS * (DURATION + ROUND_WARMUP + 1) + WARMUP + 1)))
 log "measuring ${#PAIRS[@]} case/proxy pairs × $RUNS runs × ${DURATION}s (+${WARMUP}s warm-up each): about $((estimate / 60 + 1)) min"
 for ((run = 1; run <= RUNS; run++)); do
   # Runs are interleaved (every pair once per round) so slow drift on the host spreads over all rows.
@@ -553,6 +557,7 @@ for ((run = 1; run <= RUNS; run++)); do
     c=${pair%%:*} p=${pair#*:}
     [[ ${STATE[$p]:-} == ok ]] || continue
     if ((run == 1 && WARMUP > 0)); then measure "$c" "$p" 0 "$WARMUP" >/dev/null; fi
+    if ((run > 1 && ROUND_WARMUP > 0)); then measure "$c" "$p" 0 "$ROUND_WARMUP" >/dev/null; fi
     rec=$(measure "$c" "$p" "$run" "$DURATION")
     echo "$rec" >>"$RESULTS"
     log "run $run/$RUNS $c via $p: $(node -e '
