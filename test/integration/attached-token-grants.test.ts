@@ -24,6 +24,8 @@ import { sendRequest } from '../harness/proxy-client.js';
 
 const NAMES = ['auth.example.test', 'api.example.test', 'user.example.test', 'other.example.test'];
 const SECRETS = { billing: 'att-billing-secret-4c2e91', rotated: 'att-billing-secret-rotated-77d0a3', user: 'att-user-secret-1b8f6d', refresh: 'att-refresh-token-e93a05' };
+/** Reads of the supervisor's state directory before a vanishing temporary file fails the test. */
+const MAX_STATE_READS = 10;
 
 function credentialsYaml(auth: number, origin: number): string {
   const endpoint = `https://auth.example.test:${auth}/token`;
@@ -59,12 +61,19 @@ const grantsOf = (b: AttachedBoundary): GrantStatus[] => (b.boundary.readiness()
 const stateOf = (b: AttachedBoundary, key: string) => grantsOf(b).find((g) => g.key === key)?.state;
 const basic = (id: string, secret: string) => `Basic ${Buffer.from(`${id}:${secret}`).toString('base64')}`;
 
+/** Every file's text; the supervisor may rename a temporary file away meanwhile: then the directory is read again. */
 async function filesUnder(dir: string): Promise<string> {
-  const texts: string[] = [];
-  for (const entry of await readdir(dir, { withFileTypes: true, recursive: true })) {
-    if (entry.isFile()) texts.push(await readFile(join(entry.parentPath, entry.name), 'latin1'));
+  for (let attempt = 1; ; attempt++) {
+    try {
+      const texts: string[] = [];
+      for (const entry of await readdir(dir, { withFileTypes: true, recursive: true })) {
+        if (entry.isFile()) texts.push(await readFile(join(entry.parentPath, entry.name), 'latin1'));
+      }
+      return texts.join('\n');
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'ENOENT' || attempt === MAX_STATE_READS) throw err;
+    }
   }
-  return texts.join('\n');
 }
 
 async function scenario(t: TestContext, pki: TestPki, auth: TokenServer, origin: VerifyingOrigin, store: Partial<SupervisorConfig>): Promise<void> {
