@@ -4,7 +4,7 @@
 // dropped), a withdrawn one stops; no secret or token reaches a log, event, metric, state file or API answer.
 
 import assert from 'node:assert/strict';
-import { mkdtemp, readdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, rename, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it, type TestContext } from 'node:test';
@@ -21,11 +21,10 @@ import { startTestSupervisor } from '../harness/control.js';
 import { pollUntil, type TokenServer, tokenServer, type VerifyingOrigin, verifyingOrigin } from '../harness/oauth-server.js';
 import { type PostgresServer, postgresSkip, startPostgres } from '../harness/postgres.js';
 import { sendRequest } from '../harness/proxy-client.js';
+import { textsUnder } from '../harness/files-under.js';
 
 const NAMES = ['auth.example.test', 'api.example.test', 'user.example.test', 'other.example.test'];
 const SECRETS = { billing: 'att-billing-secret-4c2e91', rotated: 'att-billing-secret-rotated-77d0a3', user: 'att-user-secret-1b8f6d', refresh: 'att-refresh-token-e93a05' };
-/** Reads of the supervisor's state directory before a vanishing temporary file fails the test. */
-const MAX_STATE_READS = 10;
 
 function credentialsYaml(auth: number, origin: number): string {
   const endpoint = `https://auth.example.test:${auth}/token`;
@@ -61,20 +60,6 @@ const grantsOf = (b: AttachedBoundary): GrantStatus[] => (b.boundary.readiness()
 const stateOf = (b: AttachedBoundary, key: string) => grantsOf(b).find((g) => g.key === key)?.state;
 const basic = (id: string, secret: string) => `Basic ${Buffer.from(`${id}:${secret}`).toString('base64')}`;
 
-/** Every file's text; the supervisor may rename a temporary file away meanwhile: then the directory is read again. */
-async function filesUnder(dir: string): Promise<string> {
-  for (let attempt = 1; ; attempt++) {
-    try {
-      const texts: string[] = [];
-      for (const entry of await readdir(dir, { withFileTypes: true, recursive: true })) {
-        if (entry.isFile()) texts.push(await readFile(join(entry.parentPath, entry.name), 'latin1'));
-      }
-      return texts.join('\n');
-    } catch (err) {
-      if ((err as NodeJS.ErrnoException).code !== 'ENOENT' || attempt === MAX_STATE_READS) throw err;
-    }
-  }
-}
 
 async function scenario(t: TestContext, pki: TestPki, auth: TokenServer, origin: VerifyingOrigin, store: Partial<SupervisorConfig>): Promise<void> {
   const port = origin.port;
@@ -186,7 +171,7 @@ async function scenario(t: TestContext, pki: TestPki, auth: TokenServer, origin:
     ['sb-a /metrics', await (await fetch(`http://127.0.0.1:${a.adminPort}/metrics`)).text()],
     ['supervisor log', sup.logs.join('\n')],
     ['supervisor admin answers', answers.join('\n')],
-    ['supervisor state', store.stateDir === undefined ? '' : await filesUnder(store.stateDir)],
+    ['supervisor state', store.stateDir === undefined ? '' : (await textsUnder(store.stateDir)).join('\n')],
   ];
   for (const [where, text] of sinks) {
     for (const secret of secrets) assert.ok(!text.includes(secret), `a secret or token in ${where}`);

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { once } from 'node:events';
-import { mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { request as httpRequest, createServer } from 'node:http';
 import { join } from 'node:path';
@@ -14,6 +14,7 @@ import { PH } from '../harness/credential-parts.js';
 import { type CredentialStack, credentialStack, HOSTS, type RequestSpec, stackPolicy } from '../harness/credential-stack.js';
 import { type ClientResponse, openTunnel, readAll, sendRequest } from '../harness/proxy-client.js';
 import { grantCanary } from '../harness/grant-canary.js';
+import { textsUnder } from '../harness/files-under.js';
 
 const EXTRA = {
   body: 'echobody.example.test',
@@ -63,13 +64,6 @@ function adminGet(port: number, path: string): Promise<string> {
   });
 }
 
-async function filesUnder(dir: string): Promise<string[]> {
-  const out: string[] = [];
-  for (const entry of await readdir(dir, { withFileTypes: true, recursive: true })) {
-    if (entry.isFile()) out.push(await readFile(join(entry.parentPath ?? entry.path, entry.name), 'latin1'));
-  }
-  return out;
-}
 
 /** A client certificate and key in a directory of their own (not the state dir the files sink reads), bound to the TLS api origin. */
 async function clientCertificate(pki: { ca: CertificateAuthority }, shapedSecret: string): Promise<{ dir: string; keyPem: string; provider: (port: number) => string }> {
@@ -202,7 +196,7 @@ async function run(format: 'json' | 'shorthand'): Promise<void> {
       readyz: (await adminGet(s.b.adminPort, '/readyz')) + (await adminGet(s.b.adminPort, '/readyz?verbose=1')),
       metrics: await adminGet(s.b.adminPort, '/metrics'),
       responses: JSON.stringify(responses),
-      files: (await filesUnder(s.b.dir)).join('\n'),
+      files: (await textsUnder(s.b.dir)).join('\n'),
     };
     assert.ok(sinks.log.length > 10_000 && sinks.responses.length > 1_000, 'the sinks hold the whole matrix');
     const hits: string[] = [];
@@ -244,7 +238,7 @@ describe('credentials canary: token grants (client secret, refresh tokens, every
           readyz: (await adminGet(run.b.adminPort, '/readyz')) + (await adminGet(run.b.adminPort, '/readyz?verbose=1')),
           metrics: await adminGet(run.b.adminPort, '/metrics'),
           responses: JSON.stringify(run.responses),
-          files: (await filesUnder(run.b.dir)).join('\n'),
+          files: (await textsUnder(run.b.dir)).join('\n'),
         };
         assert.ok(run.secrets.length >= 6, 'the client secret, two refresh tokens and several access tokens');
         const hits: string[] = [];
