@@ -1,11 +1,14 @@
-# Build stage: type-check and compile to dist/. The Node major is the one test/e2e/pod.test.ts runs the
-# pod's processes on (it reads it from the FROM line below).
+# Build stage: type-check and compile with tsc, then bundle (scripts/bundle.ts: less memory per sandbox,
+# docs/benchmarks.md#memory) into bundle/; the runtime's dist/ is that bundle, as test/harness/stage.ts builds
+# it for the tests. The Node major is the one test/e2e/pod.test.ts runs the pod's processes on (it reads it
+# from the FROM line below).
 FROM node:22-slim AS build
 WORKDIR /app
 COPY package.json package-lock.json tsconfig.json ./
 RUN npm ci --no-audit --no-fund
 COPY src ./src
-RUN npx tsc -p tsconfig.json
+COPY scripts/bundle.ts ./scripts/
+RUN npx tsc -p tsconfig.json && node --import tsx scripts/bundle.ts dist bundle
 
 # Runtime stage: production dependencies only, non-root. `init-netns` (the pod's init container, run as
 # uid 0 with NET_ADMIN) needs ip and iptables/ip6tables; nothing else in the image uses them.
@@ -21,7 +24,7 @@ RUN apt-get update \
 WORKDIR /app
 COPY package.json package-lock.json ./
 RUN npm ci --omit=dev --no-audit --no-fund && npm cache clean --force
-COPY --from=build /app/dist ./dist
+COPY --from=build /app/bundle ./dist
 COPY policies ./policies
 # The network middleware protocol, read at run time by @grpc/proto-loader (src/middleware/proto.ts).
 COPY proto ./proto

@@ -5,11 +5,12 @@
 # connections (CONNECT + TLS terminated by boundary + one request, then idle); DNS_COUNT live policy-DNS
 # mappings (unique names under a wildcard). Per-item figures are (loaded - idle) / items, medians of RUNS.
 # Also the floor: `node -e 'setInterval(...)'` and node with net/tls/http/crypto loaded, in the same run.
+# boundary runs as the image ships it: the tsc build bundled by scripts/bundle.ts, with MALLOC_ARENA_MAX=2.
 # Clients and origin are separate processes (bench/memory/*.mjs). Nothing leaves 127.0.0.1.
 #
 # Usage: bench/memory.sh                                   (RUNS=3 COUNT=10000 or what the fd limit allows)
 #        RUNS=1 COUNT=2000 PHASES="idle tunnel" bench/memory.sh
-#        BOUNDARY_NODE_FLAGS="--max-semi-space-size=1" MALLOC_ARENA_MAX=2 bench/memory.sh   (the image's settings)
+#        BOUNDARY_NODE=/path/to/node22 PHASES=idle bench/memory.sh   (the image's Node major, floors included)
 # Environment (all optional):
 #   RUNS         repetitions of every phase (default 3)
 #   COUNT        tunnels / inspected connections held (default 10000, lowered to fit `ulimit -n`: boundary holds
@@ -18,9 +19,12 @@
 #   PHASES       subset of: idle tunnel inspected dns (default: all)
 #   SETTLE_MIN_WAIT_MS  wait before sampling, so V8's memory reducer has run (default 15000)
 #   BUILD        1 (default) compiles the working tree into a temp build under bench/out/; 0 uses dist/
-#   BOUNDARY_DIST  run this build directory instead (must sit under the project so node_modules resolves)
+#   BOUNDARY_DIST  run this build directory as it is (must sit under the project so node_modules resolves)
 #   BOUNDARY_REF   measure a committed state: `git archive REF src tsconfig.json package.json` compiled into bench/out/build-<sha>/
+#   BUNDLE       1 (default) bundles the build it made as the image does (scripts/bundle.ts); 0 runs tsc's output
+#   BOUNDARY_NODE  the node binary for boundary and the floors (default: node on PATH)
 #   BOUNDARY_NODE_FLAGS  node flags for boundary only (the Dockerfile's are not applied unless given here)
+#   MALLOC_ARENA_MAX  default 2 (the image's setting)
 # Output: a table on stdout; raw samples in bench/out/memory-<timestamp>.json.
 
 set -euo pipefail
@@ -30,13 +34,16 @@ RUNS=${RUNS:-3}
 BUILD=${BUILD:-1}
 BOUNDARY_REF=${BOUNDARY_REF:-}
 BOUNDARY_DIST=${BOUNDARY_DIST:-}
+BUNDLE=${BUNDLE:-1}
+BOUNDARY_NODE=${BOUNDARY_NODE:-node}
+export MALLOC_ARENA_MAX=${MALLOC_ARENA_MAX:-2}
 STAMP=$(date -u +%Y%m%dT%H%M%SZ)
 
 log() { printf '[memory %s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
 die() { log "error: $*"; exit 1; }
 
 unset http_proxy HTTP_PROXY https_proxy HTTPS_PROXY all_proxy ALL_PROXY no_proxy NO_PROXY
-for t in node openssl; do command -v "$t" >/dev/null || die "missing $t"; done
+for t in node "$BOUNDARY_NODE" openssl; do command -v "$t" >/dev/null || die "missing $t"; done
 [[ $RUNS =~ ^[1-9][0-9]*$ ]] || die "RUNS must be a positive integer (got '$RUNS')"
 
 # 10,000 held items are 20,000 sockets in boundary (client + upstream side) plus its own handful.
@@ -50,7 +57,9 @@ COUNT=${COUNT:-$((fit < 10000 ? fit : 10000))}
 WORK=$(mktemp -d /tmp/boundary-memory.XXXXXX)
 trap 'rm -rf "$WORK"' EXIT
 
+built=0
 if [[ -n $BOUNDARY_REF ]]; then
+  built=1
   BOUNDARY_DIST=$("$ROOT/bench/build-ref.sh" "$BOUNDARY_REF" "$WORK/tsc.log") || die "BOUNDARY_REF: cannot build $BOUNDARY_REF"
 elif [[ -z $BOUNDARY_DIST ]]; then
   if ((BUILD)); then
@@ -61,13 +70,23 @@ elif [[ -z $BOUNDARY_DIST ]]; then
     log "building the working tree into $snap"
     "$ROOT/node_modules/.bin/tsc" -p "$snap/tsconfig.json" >"$WORK/tsc.log" 2>&1 || log "tsc reported $(grep -c 'error TS' "$WORK/tsc.log") error(s); running it anyway"
     BOUNDARY_DIST="$snap/dist"
+    built=1
   else
     BOUNDARY_DIST="$ROOT/dist"
   fi
 fi
 [[ -f $BOUNDARY_DIST/app/main.js || -f $BOUNDARY_DIST/main.js ]] || die "no $BOUNDARY_DIST/app/main.js"
+if ((BUNDLE && built)); then
+  # Beside the build it bundles, laid out as the image's /app: node_modules resolves, ../../package.json is there.
+  bundled="$(dirname "$BOUNDARY_DIST")/bundle"
+  rm -rf "$bundled" && mkdir -p "$bundled"
+  cp "$ROOT/package.json" "$bundled/"
+  log "bundling $BOUNDARY_DIST into $bundled/dist"
+  node --import tsx "$ROOT/scripts/bundle.ts" "$BOUNDARY_DIST" "$bundled/dist" || die "bundling $BOUNDARY_DIST failed"
+  BOUNDARY_DIST="$bundled/dist"
+fi
 
 mkdir -p "$ROOT/bench/out"
 cd "$ROOT"
 ROOT=$ROOT WORK=$WORK RUNS=$RUNS COUNT=$COUNT BOUNDARY_DIST=$BOUNDARY_DIST OUT_FILE="$ROOT/bench/out/memory-$STAMP.json" \
-  node "$ROOT/bench/memory/measure.mjs"
+  "$BOUNDARY_NODE" "$ROOT/bench/memory/measure.mjs"

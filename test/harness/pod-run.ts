@@ -60,7 +60,10 @@ export async function openWorld(t: TestContext, manifests: Manifests, agent: Con
   const service = manifests.documents.find((d) => d.kind === 'Service') as { metadata: { name: string; namespace: string } };
   const serviceHost = `${service.metadata.name}.${service.metadata.namespace}.svc`;
   const dockerfile = join(ROOT, 'Dockerfile');
-  assert.match(await readFile(dockerfile, 'utf8'), /^ENTRYPOINT \["node", "dist\/app\/main\.js"\]$/m, 'the image entrypoint the test runs');
+  const image = await readFile(dockerfile, 'utf8');
+  assert.match(image, /^ENTRYPOINT \["node", "dist\/app\/main\.js"\]$/m, 'the image entrypoint the test runs');
+  assert.match(image, /^RUN npx tsc -p tsconfig\.json && node --import tsx scripts\/bundle\.ts dist bundle$/m, 'the image bundles as stageBoundary() does');
+  assert.match(image, /^COPY --from=build \/app\/bundle \.\/dist$/m, 'the image runs the bundle');
   const [stage, node] = await Promise.all([stageBoundary(), imageNode(dockerfile)]);
   const entrypoint = [node.path, stage.main];
   const cli = (...args: string[]) => must([...entrypoint, ...args]);

@@ -1,13 +1,14 @@
-// stageBoundary(): a compiled, world-readable copy of boundary for tests that run it as another uid. The
-// checkout may sit under a directory only root can enter (/root/x, mode 0700), where such a uid reaches
-// neither src/ nor node_modules/; the copy lives under os.tmpdir() instead. Offline: tsc and `npm ls` only.
+// stageBoundary(): the image's build of boundary (tsc, then scripts/bundle.ts), world-readable, for tests that run
+// it as another uid or in a pod. The checkout may sit under a directory only root can enter (/root/x, mode 0700),
+// where such a uid reaches neither src/ nor node_modules/; the copy lives under os.tmpdir() instead. Offline.
 
 import { execFile } from 'node:child_process';
 import { rmSync } from 'node:fs';
-import { chmod, cp, mkdir, mkdtemp, readdir, stat } from 'node:fs/promises';
+import { chmod, cp, mkdir, mkdtemp, readdir, rm, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, join, relative, sep } from 'node:path';
 import { promisify } from 'node:util';
+import { bundleBoundary } from '../../scripts/bundle.js';
 import { PROJECT_ROOT } from './cli-boundary.js';
 
 const run = promisify(execFile);
@@ -17,7 +18,7 @@ const WORLD_EXEC = 0o111;
 const OTHERS_SEARCH = 0o001;
 
 export interface StagedBoundary {
-  /** World-readable copy: dist/, package.json, policies/, node_modules/ (production deps only). */
+  /** World-readable copy laid out as the image's /app: dist/ (the bundle), package.json, policies/, proto/, node_modules/ (production deps only). */
   readonly dir: string;
   /** join(dir, 'dist/app/main.js') */
   readonly main: string;
@@ -25,7 +26,7 @@ export interface StagedBoundary {
 
 let staged: Promise<StagedBoundary> | undefined;
 
-/** Builds once per test process (memoized): tsc into a fresh mkdtemp(os.tmpdir()) dir, copies what `node dist/app/main.js` needs, chmods it so any uid can read and execute it; removed at process exit. */
+/** Builds once per test process (memoized): tsc and the bundle into a fresh mkdtemp(os.tmpdir()) dir, copies what `node dist/app/main.js` needs, chmods it so any uid can read and execute it; removed at process exit. */
 export function stageBoundary(): Promise<StagedBoundary> {
   staged ??= build();
   return staged;
@@ -37,9 +38,13 @@ async function build(): Promise<StagedBoundary> {
   process.once('exit', () => rmSync(dir, { recursive: true, force: true }));
   await assertTraversable(dirname(dir));
   const tsc = join(PROJECT_ROOT, 'node_modules/typescript/bin/tsc');
-  await run(process.execPath, [tsc, '-p', 'tsconfig.json', '--outDir', join(dir, 'dist')], { cwd: PROJECT_ROOT });
+  const compiled = join(dir, 'tsc');
+  await run(process.execPath, [tsc, '-p', 'tsconfig.json', '--outDir', compiled], { cwd: PROJECT_ROOT });
+  await bundleBoundary(compiled, join(dir, 'dist'));
+  await rm(compiled, { recursive: true });
   await cp(join(PROJECT_ROOT, 'package.json'), join(dir, 'package.json'));
   await cp(join(PROJECT_ROOT, 'policies'), join(dir, 'policies'), { recursive: true });
+  await cp(join(PROJECT_ROOT, 'proto'), join(dir, 'proto'), { recursive: true });
   for (const pkg of await productionPackages()) await copyPackage(pkg, join(dir, relative(PROJECT_ROOT, pkg)));
   await openToAll(dir);
   return { dir, main: join(dir, 'dist/app/main.js') };

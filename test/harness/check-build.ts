@@ -2,7 +2,7 @@
 // /healthz and /readyz, an allowed and a denied forward request (curl), binary identity in required mode (the /proc
 // worker), an external middleware service (proto/ read at run time) denying a request, a reload of a policy large
 // enough for the parse worker, and --version (package.json). Prints one line per check; exits 1 on the first failure.
-//   node --import tsx bench/bundle/check.ts bench/out/bundle/min/dist
+//   node --import tsx test/harness/check-build.ts bench/out/bundle/image/dist
 
 import assert from 'node:assert/strict';
 import { execFile, execFileSync, spawn } from 'node:child_process';
@@ -11,7 +11,7 @@ import { createServer } from 'node:http';
 import net from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
-import { startMiddlewareService } from '../../test/harness/middleware-service.js';
+import { startMiddlewareService } from './middleware-service.js';
 
 const HOST = 'origin.bench.test';
 // Named by its path, so each request needs a /proc lookup (the identity worker); "/**" would need none.
