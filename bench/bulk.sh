@@ -15,7 +15,10 @@
 #   ROUTES        subset of: direct boundary boundary-ref node-floor node-floor-onread squid (default: all that can
 #                 run but node-floor-onread). node-floor-onread: the bare relay reading the upstream socket into one
 #                 reused buffer of ONREAD_BYTES (default 1 MiB, net's `onread`), each chunk written to the client
-#                 before the next read; with ONREAD_COPY=1 each chunk is copied into a buffer of its own first
+#                 before the next read; with ONREAD_COPY=1 each chunk is copied into a buffer of its own first.
+#                 socat (not in the default set): a relay written in C (read/write of SOCAT_BUFFER bytes, default
+#                 1 MiB), listening for the origin's bytes only (no CONNECT: curl is pointed at it with
+#                 --connect-to): the floor of any userspace relay that copies, on this host
 #   BUILD         1 (default) compiles the working tree into bench/out/bulk-build; 0 uses dist/
 #   BOUNDARY_REF  a committed state for the boundary-ref route, built by bench/build-ref.sh
 #   BOUNDARY_NODE_FLAGS  node flags for both boundary builds
@@ -31,6 +34,7 @@ BUILD=${BUILD:-1}
 BOUNDARY_REF=${BOUNDARY_REF:-}
 BOUNDARY_NODE_FLAGS=${BOUNDARY_NODE_FLAGS:-}
 ONREAD_BYTES=${ONREAD_BYTES:-1048576}
+SOCAT_BUFFER=${SOCAT_BUFFER:-1048576}
 ORIGIN_HOST=origin.bench.test
 unset http_proxy HTTP_PROXY https_proxy HTTPS_PROXY all_proxy ALL_PROXY no_proxy NO_PROXY
 
@@ -72,6 +76,8 @@ free_ports() {
 }
 # CPU ticks (user + system, all threads) of a process.
 cpu_ticks() { local s; s=$(cat "/proc/$1/stat"); s=${s##*) }; read -r -a f <<<"$s"; echo $((f[11] + f[12])); }
+# CPU ticks of a process's waited-for children (cutime + cstime): a forking server's finished connections.
+cpu_ticks_children() { local s; s=$(cat "/proc/$1/stat"); s=${s##*) }; read -r -a f <<<"$s"; echo $((f[13] + f[14])); }
 CLK_TCK=$(getconf CLK_TCK)
 
 # ---------------------------------------------------------------------------------------------- origin
@@ -80,7 +86,7 @@ PID_OF[origin]=$!
 wait_until test -s "$WORK/origin.json" || die "origin did not start: $(cat "$WORK/origin.log")"
 ORIGIN_PORT=$(node -e 'console.log(JSON.parse(require("node:fs").readFileSync(process.argv[1], "utf8")).port)' "$WORK/origin.json")
 printf '127.0.0.1 localhost\n127.0.0.1 %s\n' "$ORIGIN_HOST" >"$WORK/hosts"
-read -r B_PORT B_ADMIN B_DNS R_PORT R_ADMIN R_DNS SQUID_PORT FLOOR_PORT DNS_SINK FLOOR_ONREAD_PORT < <(free_ports 10)
+read -r B_PORT B_ADMIN B_DNS R_PORT R_ADMIN R_DNS SQUID_PORT FLOOR_PORT DNS_SINK FLOOR_ONREAD_PORT SOCAT_PORT < <(free_ports 11)
 
 # -------------------------------------------------------------------------------------------- boundary
 cat >"$WORK/policy.yaml" <<YAML
@@ -136,6 +142,14 @@ if [[ " $ROUTES " == *" node-floor-onread "* ]]; then
   wait_until bash -c "exec 3<>/dev/tcp/127.0.0.1/$FLOOR_ONREAD_PORT" || die "node-floor-onread did not start: $(cat "$WORK/floor-onread.log")"
 fi
 
+if [[ " $ROUTES " == *" socat "* ]]; then
+  command -v socat >/dev/null || die "socat route: missing socat (apt-get install socat)"
+  "${PIN_PROXY[@]}" socat -b "$SOCAT_BUFFER" "TCP-LISTEN:$SOCAT_PORT,bind=127.0.0.1,reuseaddr,fork" "TCP:127.0.0.1:$ORIGIN_PORT" >"$WORK/socat.log" 2>&1 &
+  PID_OF[socat]=$!
+  PORT_OF[socat]=$SOCAT_PORT
+  wait_until bash -c "exec 3<>/dev/tcp/127.0.0.1/$SOCAT_PORT" || die "socat did not start: $(cat "$WORK/socat.log")"
+fi
+
 # ----------------------------------------------------------------------------------------------- squid
 if [[ " $ROUTES " == *" squid "* ]]; then
   mkdir -p "$WORK/squid" && chmod 777 "$WORK/squid"
@@ -162,6 +176,10 @@ fetch() {
   local url="http://$ORIGIN_HOST:$ORIGIN_PORT/bulk/$BYTES" args=()
   if [[ $route == direct ]]; then
     url="http://127.0.0.1:$ORIGIN_PORT/bulk/$BYTES"
+  elif [[ $route == socat ]]; then
+    # socat forks a child per connection: its CPU is the children's, read from the parent's cumulative ticks.
+    args=(--connect-to "$ORIGIN_HOST:$ORIGIN_PORT:127.0.0.1:$SOCAT_PORT")
+    before=$(cpu_ticks_children "${PID_OF[$route]}")
   else
     args=(--proxytunnel --proxy "http://127.0.0.1:${PORT_OF[$route]}")
     before=$(cpu_ticks "${PID_OF[$route]}")
@@ -170,7 +188,16 @@ fetch() {
   read -r size speed <<<"$out"
   ((size == BYTES)) || die "$route: $size of $BYTES bytes"
   local ticks=0
-  [[ $route != direct ]] && ticks=$(($(cpu_ticks "${PID_OF[$route]}") - before))
+  if [[ $route == socat ]]; then
+    # The child is counted once the parent has reaped it, a moment after curl's end.
+    for ((wait = 0; wait < 40; wait++)); do
+      ticks=$(($(cpu_ticks_children "${PID_OF[$route]}") - before))
+      ((ticks > 0)) && break
+      sleep 0.05
+    done
+  elif [[ $route != direct ]]; then
+    ticks=$(($(cpu_ticks "${PID_OF[$route]}") - before))
+  fi
   echo "${speed%.*} $ticks"
 }
 
