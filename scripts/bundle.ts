@@ -1,5 +1,5 @@
-// The image's build of boundary: tsc's output bundled by esbuild into one directory (docs/benchmarks.md#memory says
-// why). Run: node --import tsx scripts/bundle.ts <tsc outDir> <bundle outDir>
+// The image's build of boundary: tsc's output bundled by esbuild into one directory (why:
+// docs/benchmarks.md#the-image-runs-a-bundle). Run: node --import tsx scripts/bundle.ts <tsc outDir> <bundle outDir>
 // Entries are app/main.js and every *-worker.js (a worker thread's file is started by its URL, so it must stay a file
 // of its own); dynamic import()s stay lazily loaded chunks (splitting); npm packages load from node_modules as before.
 // Everything lands in <out>/app/, so a worker sits next to the code that starts it (`./parse-worker.js`) and
