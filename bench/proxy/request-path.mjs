@@ -133,8 +133,13 @@ const ctx = {
   scopes: new WeakMap(),
 };
 if (createRequestChain !== undefined) {
-  ctx.responses = (await load('chain/response-chain.js')).createResponseChain({ sink: ctx.sink });
-  ctx.chain = createRequestChain({ store, authorities: ctx.authorities, metrics: ctx.metrics, identity: undefined, credentials, destination: (t) => context.destination(ctx, t) });
+  // Newer trees: the always-blocked check and the middleware registry the proxy server hands in (older ones ignore them).
+  const { permanentRefusal } = await load('net/destination.js');
+  const { createMiddlewareRegistry } = await loadFirst('middleware/registry.js');
+  const middleware = createMiddlewareRegistry?.({ credentials });
+  const permanent = (host, port) => permanentRefusal(host, port, { allowLoopback: true, selfAddresses: selves });
+  ctx.responses = (await load('chain/response-chain.js')).createResponseChain({ sink: ctx.sink, middleware });
+  ctx.chain = createRequestChain({ store, authorities: ctx.authorities, metrics: ctx.metrics, identity: undefined, credentials, permanent, middleware, destination: (t) => context.destination(ctx, t) });
 }
 const fakeResponse = () => ({
   headersSent: false,

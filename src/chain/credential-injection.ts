@@ -5,7 +5,7 @@
 import { type RewriteRefusal, refuse } from '../credentials/outcome.js';
 import { redactSecrets } from '../credentials/redact.js';
 import { MAX_BODY_REWRITE_BYTES, rewriteBody } from '../credentials/rewrite-body.js';
-import { type HeaderPair, headHasMarker, rewriteRequestHead } from '../credentials/rewrite-head.js';
+import { flatHeadHasMarker, type HeaderPair, headHasMarker, rewriteRequestHead } from '../credentials/rewrite-head.js';
 import { bufferHasMarker, createMarkerScanner } from '../credentials/scan.js';
 import { type CredentialScope, routeCarriesCredentials, scopeFor } from '../credentials/scope.js';
 import type { PlaceholderFamily } from '../credentials/placeholder.js';
@@ -79,6 +79,13 @@ export function credentialHead(input: {
   const path = q < 0 ? input.target : input.target.slice(0, q);
   const query = q < 0 ? undefined : input.target.slice(q + 1);
   const scope = scopeFor({ source: input.source, host: input.host, port: input.port, path, endpoint: input.endpoint, ...(input.family === undefined ? {} : { family: input.family }) });
+  // The common case, asked on the flat list: nothing to place, no marker anywhere (see below).
+  if (scope.boundKeys.length === 0 && !flatHeadHasMarker({ method: input.method, path, query, headers: input.headers })) {
+    const flat = input.headers.slice();
+    // As the pairs would have it: a name without a value gets an empty one.
+    if (flat.length % 2 === 1) flat.push('');
+    return { ok: true, head: { target: input.target, headers: flat, scope, usedKeys: 0 } };
+  }
   const headers = toPairs(input.headers);
   // Token grants with a placement write their header where the workload sent none; one it sent (its placeholder,
   // say) is left to the rules below. Counted as used, so the revision guard covers them (docs/credentials.md#token-grants).

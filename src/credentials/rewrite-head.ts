@@ -110,13 +110,26 @@ function rewriteQuery(query: string, sub: Substituter): string {
     .join('&');
 }
 
+function targetHasMarker(head: Pick<RequestHead, 'method' | 'path' | 'query'>): boolean {
+  return containsMarker(head.method) || containsMarker(head.path) || containsMarker(head.query ?? '');
+}
+
+function fieldHasMarker(name: string, value: string): boolean {
+  const basic = decodeBasic(value);
+  return containsMarker(name) || containsMarker(value) || (basic !== undefined && containsMarker(basic));
+}
+
 /** True when any part of the head still holds a marker, literally, in any case, percent- or Basic-encoded. */
 export function headHasMarker(head: Pick<RequestHead, 'method' | 'path' | 'query' | 'headers'>): boolean {
-  if (containsMarker(head.method) || containsMarker(head.path) || containsMarker(head.query ?? '')) return true;
-  return head.headers.some(([name, value]) => {
-    const basic = decodeBasic(value);
-    return containsMarker(name) || containsMarker(value) || (basic !== undefined && containsMarker(basic));
-  });
+  return targetHasMarker(head) || head.headers.some(([name, value]) => fieldHasMarker(name, value));
+}
+
+/** headHasMarker for a head whose fields are a flat `[name, value, ...]` list (no pairs made to ask). */
+export function flatHeadHasMarker(head: Pick<RequestHead, 'method' | 'path' | 'query'> & { readonly headers: readonly string[] }): boolean {
+  if (targetHasMarker(head)) return true;
+  const headers = head.headers;
+  for (let i = 0; i < headers.length; i += 2) if (fieldHasMarker(headers[i] ?? '', headers[i + 1] ?? '')) return true;
+  return false;
 }
 
 /**

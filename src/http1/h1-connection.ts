@@ -37,12 +37,15 @@ export class Conn implements ResponseSink {
   /**
    * The exchange phase's inactivity deadline (headers or body; 0 when none runs), restarted by every read
    * and request body write. Idleness in the pool has a deadline of its own. Both run on the pool's timers.
-   * Activity only records its time: a timer that fires finds the deadline moved and waits the rest, so a
-   * busy socket costs one timer per deadline, not one per chunk or per request (measured on bench/proxy.sh).
+   * Activity only records its time, and a new phase keeps a pending timer that fires no later than its deadline:
+   * a timer that fires finds the deadline moved (or no phase running) and waits the rest, so a busy socket costs
+   * one timer per deadline, not one per chunk or per request (measured on bench/proxy.sh).
    */
   armed = 0;
   private lastActivity = 0;
   private phaseTimer: unknown = undefined;
+  /** When the pending phase timer fires, on the pool's clock. */
+  private phaseDue = 0;
   private idleTimer: unknown = undefined;
   /** When the socket went back to the pool; undefined while an exchange holds it. */
   private idleSince: number | undefined = undefined;
@@ -74,10 +77,12 @@ export class Conn implements ResponseSink {
 
   /** Starts the inactivity deadline of an exchange phase (headers or body) from now. */
   arm(ms: number): void {
-    this.disarm();
+    const now = this.pool.timers.now();
     this.armed = ms;
-    this.lastActivity = this.pool.timers.now();
-    this.phaseTimer = this.pool.timers.setTimeout(this.onPhaseTimeout, ms);
+    this.lastActivity = now;
+    if (this.phaseTimer !== undefined && this.phaseDue <= now + ms) return;
+    this.clearPhaseTimer();
+    this.setPhaseTimer(now, ms);
   }
 
   /** Activity (a read, a request body write): the running phase deadline starts over. */
@@ -97,6 +102,7 @@ export class Conn implements ResponseSink {
     if (this.gone) return;
     this.gone = true;
     this.disarm();
+    this.clearPhaseTimer();
     this.stopIdle();
     this.clearIdleTimer();
     this.socket.destroy();
@@ -157,8 +163,17 @@ export class Conn implements ResponseSink {
     this.lastError = err;
   }
 
+  /** No phase runs: a pending phase timer stays, to be reused by the next phase (or to find nothing to do). */
   private disarm(): void {
     this.armed = 0;
+  }
+
+  private setPhaseTimer(now: number, ms: number): void {
+    this.phaseDue = now + ms;
+    this.phaseTimer = this.pool.timers.setTimeout(this.onPhaseTimeout, ms);
+  }
+
+  private clearPhaseTimer(): void {
     if (this.phaseTimer === undefined) return;
     this.pool.timers.clearTimeout(this.phaseTimer);
     this.phaseTimer = undefined;
@@ -179,10 +194,11 @@ export class Conn implements ResponseSink {
     this.phaseTimer = undefined;
     const ms = this.armed;
     if (ms === 0) return;
-    const quiet = this.pool.timers.now() - this.lastActivity;
+    const now = this.pool.timers.now();
+    const quiet = now - this.lastActivity;
     if (quiet < ms) {
       // Activity since the timer was set: the deadline is that much later.
-      this.phaseTimer = this.pool.timers.setTimeout(this.onPhaseTimeout, ms - quiet);
+      this.setPhaseTimer(now, ms - quiet);
       return;
     }
     this.armed = 0;

@@ -67,10 +67,14 @@ export class Exchange implements H1Exchange {
     const body = this.body;
     this.sent = true;
     if (body === null || Buffer.isBuffer(body)) {
-      socket.cork();
-      socket.write(this.head, 'latin1');
-      if (body !== null && body.length > 0) socket.write(body);
-      socket.uncork();
+      // A head alone goes straight to the socket; corking it would only queue it to be flushed a call later.
+      if (body === null || body.length === 0) socket.write(this.head, 'latin1');
+      else {
+        socket.cork();
+        socket.write(this.head, 'latin1');
+        socket.write(body);
+        socket.uncork();
+      }
       this.bodyDone = true;
       return;
     }

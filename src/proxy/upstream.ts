@@ -14,7 +14,7 @@ import { observeSince } from '../chain/timing.js';
 import type { ProxyMetrics } from './metrics.js';
 
 /** Distinct (destination, pinned addresses) pools kept; the least recently used is closed beyond this. */
-const MAX_UPSTREAM_POOLS = 256;
+export const MAX_UPSTREAM_POOLS = 256;
 /** Busy connections per forward destination; further requests queue (MAX_QUEUED_REQUESTS_PER_UPSTREAM). */
 const MAX_CONNECTIONS_PER_UPSTREAM = 256;
 /** Socket inactivity allowed while waiting for a response head. */
@@ -81,6 +81,13 @@ const DEFAULT_TIMEOUTS: H1Timeouts = Object.freeze({
   keepAliveTimeoutMs: UPSTREAM_KEEP_ALIVE_TIMEOUT_MS,
 });
 
+function sameAddresses(a: readonly string[], b: readonly string[]): boolean {
+  if (a === b) return true;
+  if (a.length !== b.length) return false;
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
+  return true;
+}
+
 export function createUpstreams(options: {
   readonly dial?: DialFunction | undefined;
   readonly connectTimeoutMs: number;
@@ -103,6 +110,8 @@ export function createUpstreams(options: {
   // One context per certificate loaded (a rotation loads a new one; the old is collected with its revision).
   const identityContexts = new WeakMap<ClientCertificate, SecureContext>();
   const pools = new Map<string, H1Pool>();
+  /** The plain-HTTP pool asked for last (TLS pools are keyed on the client certificate too: always looked up). */
+  let recent: { readonly host: string; readonly port: number; readonly addresses: readonly string[]; readonly pool: H1Pool } | undefined;
   // Resumption saves a full handshake per new upstream connection (every inspected tunnel dials one). A
   // session is stored only from a connection that completed verification against `secureContext`, and is
   // offered only to the same name at the same pinned address and port.
@@ -225,15 +234,20 @@ export function createUpstreams(options: {
 
   return {
     pool(dest) {
+      // The pool asked for last is already the most recently used: no key to build, no reordering.
+      const last = recent;
+      if (last !== undefined && !dest.tls && !last.pool.closed && last.host === dest.host && last.port === dest.port && sameAddresses(last.addresses, dest.addresses)) return last.pool;
       const key = `${dest.tls ? `s|${identityFor(dest)?.fingerprint ?? ''}` : 'p'}|${dest.host}|${dest.port}|${dest.addresses.join(',')}`;
       const hit = pools.get(key);
       if (hit !== undefined && !hit.closed) {
         pools.delete(key);
         pools.set(key, hit);
+        recent = dest.tls ? undefined : { host: dest.host, port: dest.port, addresses: dest.addresses, pool: hit };
         return hit;
       }
       const pool = createH1Pool({ connect: connector(dest, undefined), maxConnections: MAX_CONNECTIONS_PER_UPSTREAM, timeouts });
       pools.set(key, pool);
+      recent = dest.tls ? undefined : { host: dest.host, port: dest.port, addresses: dest.addresses, pool };
       if (pools.size > MAX_UPSTREAM_POOLS) {
         const oldest = pools.keys().next().value;
         if (oldest !== undefined) {
@@ -259,6 +273,7 @@ export function createUpstreams(options: {
     },
     async close() {
       closed = true;
+      recent = undefined;
       sessions.clear();
       const all = [...pools.values()];
       pools.clear();

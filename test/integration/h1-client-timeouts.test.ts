@@ -152,6 +152,39 @@ describe('h1-client against scripted origins', { timeout: 20_000 }, () => {
     assert.equal(o.accepted(), 1);
   });
 
+  it('sets no phase timer per request on a kept-alive socket, and still times out a silent request after many', async () => {
+    const fake = testTimers();
+    let set = 0;
+    const timers = {
+      now: fake.now,
+      clearTimeout: (handle: unknown) => fake.clearTimeout(handle),
+      setTimeout: (callback: () => void, ms: number) => {
+        set++;
+        return fake.setTimeout(callback, ms);
+      },
+    };
+    let silent = false;
+    const o = await origin((a) => {
+      if (!silent) a.socket.write(ok('x'));
+    });
+    const p = pool(o.port, { timers, timeouts: { headersTimeoutMs: 40, keepAliveTimeoutMs: 5_000 } });
+    for (let i = 0; i < 20; i++) {
+      await send(p, {});
+      fake.advance(1);
+    }
+    // One headers deadline and one idle deadline, each still pending from the first request: none per request.
+    assert.equal(set, 2);
+    fake.advance(60);
+    silent = true;
+    const last = send(p, {});
+    await o.arrival(20);
+    fake.advance(39);
+    assert.equal(p.connections, 1);
+    fake.advance(1);
+    await assert.rejects(last, { code: 'UPSTREAM_TIMEOUT' });
+    assert.equal(o.accepted(), 1);
+  });
+
   it('restarts keepAliveTimeoutMs at every release, and closes a socket that was busy when it first ran out', async () => {
     const timers = testTimers();
     let slow = false;

@@ -6,6 +6,7 @@ import type { CredentialSource } from '../../credentials/source.js';
 import { needsInspection } from '../inspection.js';
 import { routeHasCredentials } from '../credential-injection.js';
 import type { ProxyMetrics } from '../../proxy/metrics.js';
+import { createL4Decisions } from '../l4-decisions.js';
 import { timedDecide } from '../timing.js';
 import type { ChainRequest } from '../request.js';
 import { CONTINUE, type Stage } from '../stage.js';
@@ -15,12 +16,13 @@ export function createL4Stage(deps: {
   readonly credentials: CredentialSource;
 }): Stage<ChainRequest> {
   const { metrics, credentials } = deps;
+  const decideL4 = createL4Decisions();
   return {
     name: 'l4',
     run(r) {
       const host = r.host as string;
       const port = r.port as number;
-      const l4 = timedDecide(metrics, r.policy!, { adapter: r.adapter, host, port, identity: r.identity });
+      const l4 = timedDecide(metrics, r.policy!, { adapter: r.adapter, host, port, identity: r.identity }, decideL4);
       r.l4 = l4;
       r.decision = l4;
       if (l4.verdict !== 'deny') {
