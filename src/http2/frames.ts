@@ -158,7 +158,8 @@ export function unpad(flags: number, payload: Buffer, priority: boolean): Buffer
   }
   if (priority) from += 5;
   if (to < from) return [H2Error.PROTOCOL_ERROR, 'padding longer than the frame'];
-  return payload.subarray(from, to);
+  // Most frames carry neither: the payload itself, not a new view of all of it.
+  return from === 0 && to === payload.length ? payload : payload.subarray(from, to);
 }
 
 /**
