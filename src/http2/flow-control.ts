@@ -136,7 +136,9 @@ export class BodySender {
     }
     if (stream.ending !== undefined && !stream.localEnded) {
       stream.localEnded = true;
-      if (stream.ending === null || stream.ending.length === 0) this.out.send(frame(FrameType.DATA, Flag.END_STREAM, stream.id));
+      if (stream.ending === null || stream.ending.length === 0) {
+        if (!this.out.endOnLastData(stream.id)) this.out.send(frame(FrameType.DATA, Flag.END_STREAM, stream.id));
+      }
       else this.out.headers(stream.id, stream.ending, true);
       this.ended(stream);
     }

@@ -62,6 +62,18 @@ export class FrameWriter {
     }
   }
 
+  /**
+   * Ends stream `id` on the last frame not yet written, when that is one of its DATA frames: END_STREAM set on it
+   * rather than sent in an empty DATA frame of its own. False when it is not (the caller sends that frame).
+   */
+  endOnLastData(id: number): boolean {
+    const last = this.pending[this.pending.length - 1];
+    // Every pending buffer is one whole frame made for this writer: its header is at its start.
+    if (last === undefined || last.length < FRAME_HEADER_BYTES || last[3] !== FrameType.DATA || last.readUInt32BE(5) !== id) return false;
+    last[4] = (last[4] as number) | Flag.END_STREAM;
+    return true;
+  }
+
   /** A header list as HEADERS and, past one frame, CONTINUATION frames (RFC 9113 §4.3). */
   headers(id: number, fields: readonly string[], endStream: boolean): void {
     // The block is encoded after room for its frame header: in one frame, it goes as it is.

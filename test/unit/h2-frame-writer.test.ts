@@ -91,6 +91,28 @@ describe('FrameWriter', () => {
     assert.equal((await received()).length, sent * (H2_FRAME_BYTES + FRAME_HEADER_BYTES));
   });
 
+  it('ends a stream on its DATA frame still waiting to be written, and only then', async () => {
+    const { socket, received } = await pair();
+    const out = new FrameWriter(socket);
+    out.send(frame(FrameType.DATA, 0, 1, Buffer.from('one')));
+    out.send(frame(FrameType.DATA, 0, 3, Buffer.from('three')));
+    assert.equal(out.endOnLastData(1), false, 'another frame follows it');
+    assert.equal(out.endOnLastData(3), true);
+    out.send(frame32(FrameType.WINDOW_UPDATE, 3, 10));
+    assert.equal(out.endOnLastData(3), false, 'the last frame is not DATA');
+    await new Promise((r) => setImmediate(r));
+    out.send(frame(FrameType.DATA, 0, 5, Buffer.from('five')));
+    await new Promise((r) => setImmediate(r));
+    assert.equal(out.endOnLastData(5), false, 'already written');
+    const expected = [
+      frame(FrameType.DATA, 0, 1, Buffer.from('one')),
+      frame(FrameType.DATA, Flag.END_STREAM, 3, Buffer.from('three')),
+      frame32(FrameType.WINDOW_UPDATE, 3, 10),
+      frame(FrameType.DATA, 0, 5, Buffer.from('five')),
+    ];
+    assert.deepEqual(await received(), Buffer.concat(expected));
+  });
+
   it('splits a long header block into HEADERS and CONTINUATION, and leads it with a table size update when owed', async () => {
     const { socket, received } = await pair();
     const out = new FrameWriter(socket);
