@@ -95,8 +95,18 @@ export class BodySender {
   /** Queues body octets; false asks the writer to wait for events.writable(). */
   write(stream: FlowStream, chunk: Buffer): boolean {
     if (stream.state === 'gone' || stream.localEnded) return true;
+    const n = chunk.length;
+    if (stream.state === 'open' && stream.queued === 0 && !stream.blocked && stream.ending === undefined && n > 0 && n <= H2_FRAME_BYTES && n <= stream.sendWindow && n <= this.window) {
+      // Nothing waits before it and the windows take it all: one DATA frame now, without a turn through the queue.
+      this.out.send(frame(FrameType.DATA, 0, stream.id, chunk));
+      stream.sendWindow -= n;
+      this.window -= n;
+      if (!this.out.needDrain) return true;
+      stream.blocked = true;
+      return false;
+    }
     stream.queue.push(chunk);
-    stream.queued += chunk.length;
+    stream.queued += n;
     if (stream.state === 'open') this.flush(stream);
     const ok = stream.queued < H2_UPSTREAM_BODY_HIGH_WATER_BYTES && !this.out.needDrain;
     if (!ok) stream.blocked = true;
@@ -126,7 +136,9 @@ export class BodySender {
     }
     if (stream.ending !== undefined && !stream.localEnded) {
       stream.localEnded = true;
-      if (stream.ending === null || stream.ending.length === 0) this.out.send(frame(FrameType.DATA, Flag.END_STREAM, stream.id));
+      if (stream.ending === null || stream.ending.length === 0) {
+        if (!this.out.endOnLastData(stream.id)) this.out.send(frame(FrameType.DATA, Flag.END_STREAM, stream.id));
+      }
       else this.out.headers(stream.id, stream.ending, true);
       this.ended(stream);
     }

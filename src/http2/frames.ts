@@ -54,16 +54,21 @@ export const Setting = {
 /** One frame: `payload` is a view into the received bytes, valid until the handler returns. */
 export type FrameHandler = (type: number, flags: number, streamId: number, payload: Buffer) => void;
 
+/** Writes a frame's 9-octet header at `at` of `out`, for a payload of `length` octets. */
+export function writeFrameHeader(out: Buffer, at: number, length: number, type: number, flags: number, streamId: number): void {
+  out[at] = (length >>> 16) & 0xff;
+  out[at + 1] = (length >>> 8) & 0xff;
+  out[at + 2] = length & 0xff;
+  out[at + 3] = type;
+  out[at + 4] = flags;
+  out.writeUInt32BE(streamId, at + 5);
+}
+
 /** A frame with its header, payload copied after it: one allocation, one write. */
 export function frame(type: number, flags: number, streamId: number, payload?: Buffer, from = 0, to = payload?.length ?? 0): Buffer {
   const length = to - from;
   const out = Buffer.allocUnsafe(FRAME_HEADER_BYTES + length);
-  out[0] = (length >>> 16) & 0xff;
-  out[1] = (length >>> 8) & 0xff;
-  out[2] = length & 0xff;
-  out[3] = type;
-  out[4] = flags;
-  out.writeUInt32BE(streamId, 5);
+  writeFrameHeader(out, 0, length, type, flags, streamId);
   if (payload !== undefined && length > 0) payload.copy(out, FRAME_HEADER_BYTES, from, to);
   return out;
 }
@@ -153,7 +158,8 @@ export function unpad(flags: number, payload: Buffer, priority: boolean): Buffer
   }
   if (priority) from += 5;
   if (to < from) return [H2Error.PROTOCOL_ERROR, 'padding longer than the frame'];
-  return payload.subarray(from, to);
+  // Most frames carry neither: the payload itself, not a new view of all of it.
+  return from === 0 && to === payload.length ? payload : payload.subarray(from, to);
 }
 
 /**

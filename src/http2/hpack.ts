@@ -360,11 +360,21 @@ function writeString(out: Latin1Buffer, pos: number, text: string): number {
  * SETTINGS_HEADER_TABLE_SIZE never matters.
  */
 export function encodeHeaderBlock(flat: readonly string[]): Buffer {
+  return encodeHeaderBlockAfter(flat, 0, false);
+}
+
+/**
+ * encodeHeaderBlock's block after `reserve` octets left unwritten for the caller (a frame header, so the block needs
+ * no copy into its frame), led by a dynamic table size update to 0 (RFC 7541 §6.3) when `tableSizeZero`.
+ */
+export function encodeHeaderBlockAfter(flat: readonly string[], reserve: number, tableSizeZero: boolean): Buffer {
   if (flat.length % 2 !== 0) throw new BoundaryError('UPSTREAM_REQUEST_INVALID', 'header list has a name without a value');
-  let bound = 0;
+  let bound = reserve + 1;
   for (let i = 0; i < flat.length; i++) bound += flat[i]!.length;
   const out = Buffer.allocUnsafe(bound + (flat.length / 2) * FIELD_OVERHEAD_BOUND_BYTES) as Latin1Buffer;
-  let pos = 0;
+  let pos = reserve;
+  // 001 prefix, 5-bit integer 0.
+  if (tableSizeZero) out[pos++] = 0x20;
   for (let i = 0; i < flat.length; i += 2) {
     const name = flat[i]!;
     const value = flat[i + 1]!;

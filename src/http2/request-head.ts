@@ -88,14 +88,15 @@ export function readRequestHead(raw: readonly string[], scheme: 'http' | 'https'
   let host: string | undefined;
   let contentType = '';
   let contentLength = -1;
-  const regular: string[] = [];
+  // Room for `host` first, so the list never needs copying to put it there; taken out when there is none.
+  const regular: string[] = ['host', ''];
   for (let i = 0; i < raw.length; i += 2) {
     const name = raw[i] ?? '';
     const value = raw[i + 1] ?? '';
     if (badFieldValue(value)) return problem('bad-field-value');
     if (name.charCodeAt(0) === 58) {
       // RFC 9113 §8.3: pseudo-headers come before every regular field.
-      if (regular.length > 0 || host !== undefined) return problem('pseudo-header-after-field');
+      if (regular.length > 2 || host !== undefined) return problem('pseudo-header-after-field');
       switch (name) {
         case ':method':
           if (method !== undefined) return problem('repeated-pseudo-header');
@@ -145,8 +146,9 @@ export function readRequestHead(raw: readonly string[], scheme: 'http' | 'https'
   // RFC 9113 §8.3.1: a Host that names another entity than `:authority` makes the request malformed.
   if (authority !== undefined && host !== undefined && authority !== host) return problem('authority-host-mismatch');
   const hostValue = authority ?? host;
-  const rawHeaders = hostValue === undefined ? regular : ['host', hostValue, ...regular];
-  return { ok: true, head: { method, url: path, httpVersion: '2.0', rawHeaders, scheme: sentScheme, contentType, contentLength } };
+  if (hostValue === undefined) regular.splice(0, 2);
+  else regular[1] = hostValue;
+  return { ok: true, head: { method, url: path, httpVersion: '2.0', rawHeaders: regular, scheme: sentScheme, contentType, contentLength } };
 }
 
 /**

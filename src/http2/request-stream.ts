@@ -23,6 +23,16 @@ export interface RequestStreamOwner {
   stopUpload(stream: RequestStream): void;
 }
 
+/** What the proxy hears of its stream: one listener per stream, so the proxy makes no closure per stream. */
+export interface RequestStreamListener {
+  /** Called once, when the stream is gone for any reason. */
+  streamClosed(): void;
+  /** A write that returned false may go on. */
+  streamDrained(): void;
+  /** The request's trailers arrived (before the body's end is read); those that came earlier are in `trailers`. */
+  streamTrailers(trailers: string[]): void;
+}
+
 /** The client reset the stream, or the session ended, before the request body ended. */
 export class RequestResetError extends BoundaryError {
   readonly rstCode: number;
@@ -63,12 +73,7 @@ export class RequestStream implements FlowStream, AsyncIterator<Buffer> {
   /** The request's decoded header list, pseudo-headers first, as the client sent it. */
   readonly fields: string[];
 
-  /** Called once, when the stream is gone for any reason. */
-  onClose: (() => void) | undefined = undefined;
-  /** A write that returned false may go on. */
-  onDrain: (() => void) | undefined = undefined;
-  /** The request's trailers arrived (before the body's end is read); those that came earlier are in `trailers`. */
-  onTrailers: ((trailers: string[]) => void) | undefined = undefined;
+  listener: RequestStreamListener | undefined = undefined;
   trailers: string[] | undefined = undefined;
 
   readonly owner: RequestStreamOwner;
@@ -97,7 +102,7 @@ export class RequestStream implements FlowStream, AsyncIterator<Buffer> {
 
   writable(): void {
     this.owner.writable(this);
-    this.onDrain?.();
+    this.listener?.streamDrained();
   }
 
   // The proxy's side.
@@ -106,7 +111,7 @@ export class RequestStream implements FlowStream, AsyncIterator<Buffer> {
     this.owner.respond(this, fields, endStream);
   }
 
-  /** Queues answer body octets; false asks the writer to wait for onDrain. */
+  /** Queues answer body octets; false asks the writer to wait for the listener's streamDrained. */
   write(chunk: Buffer): boolean {
     return this.owner.writeBody(this, chunk);
   }
@@ -173,7 +178,7 @@ export class RequestStream implements FlowStream, AsyncIterator<Buffer> {
     this.remoteEnded = true;
     if (trailers !== undefined) {
       this.trailers = trailers;
-      this.onTrailers?.(trailers);
+      this.listener?.streamTrailers(trailers);
     }
     const waiter = this.waiter;
     this.waiter = undefined;
@@ -202,7 +207,7 @@ export class RequestStream implements FlowStream, AsyncIterator<Buffer> {
       this.waiter = undefined;
       waiter?.reject(this.failure);
     }
-    this.onClose?.();
+    this.listener?.streamClosed();
     return unread;
   }
 }

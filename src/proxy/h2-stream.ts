@@ -12,7 +12,7 @@ import { isEnveloped, isGrpc } from '../http2/grpc.js';
 import { joinedCookies, h2ResponseFields } from '../http2/headers.js';
 import { type H2Client, type H2Handler, UpstreamResetError } from '../http2/h2-client.js';
 import { type H2RequestHead, readRequestHead } from '../http2/request-head.js';
-import type { RequestStream } from '../http2/request-stream.js';
+import type { RequestStream, RequestStreamListener } from '../http2/request-stream.js';
 import type { H1Exchange } from '../http1/h1-client.js';
 import type { H2Tunnel, ProxyContext } from './context.js';
 import { MarkerInBodyError } from '../chain/credential-injection.js';
@@ -55,7 +55,7 @@ export function handleH2Stream(ctx: ProxyContext, session: H2Session, stream: Re
   new H2ProxyStream(ctx, session, stream, read.head).start();
 }
 
-class H2ProxyStream implements H2Handler {
+class H2ProxyStream implements H2Handler, RequestStreamListener {
   readonly ctx: ProxyContext;
   readonly session: H2Session;
   readonly stream: RequestStream;
@@ -67,6 +67,8 @@ class H2ProxyStream implements H2Handler {
   readonly wire: H2StreamRequest;
   exchange: H1Exchange | undefined = undefined;
   requestTrailers: string[] | undefined = undefined;
+  /** The body goes upstream as it comes: trailers that come later are read when they come. */
+  awaitingTrailers = false;
   /** The trailers were refused before the request went upstream: it never will. */
   trailersRefused: Error | undefined = undefined;
   /** The tunnel's lane to an HTTP/2 origin and the client it picked for this stream, until the stream ends. */
@@ -105,8 +107,7 @@ class H2ProxyStream implements H2Handler {
   }
 
   start(): void {
-    this.stream.onClose = () => this.clientClosed();
-    this.stream.onDrain = () => this.drained();
+    this.stream.listener = this;
     let out: Refusal | undefined | Promise<Refusal | undefined>;
     try {
       out = this.ctx.chain.run(this.r);
@@ -132,8 +133,12 @@ class H2ProxyStream implements H2Handler {
     }
     // Trailers that came while the request was decided are read now; later ones when they come.
     if (early !== undefined) this.onRequestTrailers(early);
-    else this.stream.onTrailers = (trailers) => this.onRequestTrailers(trailers);
+    else this.awaitingTrailers = true;
     return true;
+  }
+
+  streamTrailers(trailers: string[]): void {
+    if (this.awaitingTrailers) this.onRequestTrailers(trailers);
   }
 
   private decided(refused: Refusal | undefined): void {
@@ -288,7 +293,7 @@ class H2ProxyStream implements H2Handler {
     emitOutcome(this.ctx.sink, this.ctx.metrics, requestOutcome(this.r));
   }
 
-  private clientClosed(): void {
+  streamClosed(): void {
     if (this.settled) return;
     this.exchange?.abort(new ClientClosedError('client closed'));
     if (this.exchange === undefined) this.settled = true;
@@ -304,7 +309,7 @@ class H2ProxyStream implements H2Handler {
     this.waiting = true;
   }
 
-  private drained(): void {
+  streamDrained(): void {
     if (!this.waiting) return;
     this.waiting = false;
     this.exchange?.resume();

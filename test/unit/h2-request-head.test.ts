@@ -24,6 +24,12 @@ describe('HTTP/2 request heads (RFC 9113 section 8.3)', () => {
     assert.ok(readRequestHead([...BASE, 'host', 'api.example.test'], 'https').ok);
   });
 
+  it('has no host field when neither :authority nor Host came', () => {
+    const read = readRequestHead([':method', 'GET', ':scheme', 'https', ':path', '/', 'accept', '*/*'], 'https');
+    assert.ok(read.ok);
+    assert.deepEqual(read.head.rawHeaders, ['accept', '*/*']);
+  });
+
   const refusals: [string, string[], string][] = [
     ['a connection-specific field', [...BASE, 'connection', 'keep-alive'], 'connection-specific-header'],
     ['transfer-encoding', [...BASE, 'transfer-encoding', 'chunked'], 'connection-specific-header'],

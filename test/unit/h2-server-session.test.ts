@@ -168,7 +168,7 @@ describe('the HTTP/2 server session, frame by frame', { timeout: 30_000 }, () =>
     socket.write(frame(FRAME.HEADERS, FLAG.END_HEADERS | FLAG.END_STREAM, 1, headerBlock([[':method', 'GET'], [':scheme', 'https'], [':authority', AUTHORITY], [':path', '/']])));
     const stream = await arrived;
     let drained = 0;
-    stream.onDrain = () => drained++;
+    stream.listener = { streamClosed: () => undefined, streamDrained: () => drained++, streamTrailers: () => undefined };
     stream.respond([':status', '200'], false);
     assert.equal(stream.write(Buffer.alloc(70_000, 0x62)), false, 'past the high-water mark: the writer is asked to wait');
     stream.end();
@@ -251,7 +251,7 @@ describe('the HTTP/2 server session, frame by frame', { timeout: 30_000 }, () =>
     // The client cancels once it has the answer: the stream closes, and it was answered, not aborted.
     socket.write(rstStream(1, H2Error.CANCEL));
     await new Promise<void>((resolve) => {
-      stream.onClose = resolve;
+      stream.listener = { streamClosed: resolve, streamDrained: () => undefined, streamTrailers: () => undefined };
     });
     assert.equal(stream.aborted, false);
   });
@@ -279,7 +279,7 @@ describe('the HTTP/2 server session, frame by frame', { timeout: 30_000 }, () =>
     socket.write(Buffer.concat([post(1), data(1, 3)]));
     const stream = await arrived;
     const closed = new Promise<void>((resolve) => {
-      stream.onClose = resolve;
+      stream.listener = { streamClosed: resolve, streamDrained: () => undefined, streamTrailers: () => undefined };
     });
     const reading = (async () => {
       for await (const _ of stream) {

@@ -6,7 +6,7 @@ import { createServer, type IncomingHttpHeaders, type OutgoingHttpHeaders, type 
 import { connect } from 'node:net';
 import { describe, it } from 'node:test';
 import { BoundaryError } from '../../src/shared/errors.js';
-import { encodeHeaderBlock, HPACK_MAX_INTEGER, HPACK_MAX_TABLE_BYTES, HpackDecoder } from '../../src/http2/hpack.js';
+import { encodeHeaderBlock, encodeHeaderBlockAfter, HPACK_MAX_INTEGER, HPACK_MAX_TABLE_BYTES, HpackDecoder } from '../../src/http2/hpack.js';
 import { HUFFMAN_CODES, HUFFMAN_EOS } from '../../src/http2/hpack-huffman.js';
 import { seeded } from '../harness/seeded.js';
 
@@ -161,6 +161,15 @@ describe('HPACK encoder', () => {
 
   it('refuses a list with a name and no value', () => {
     assert.throws(() => encodeHeaderBlock(['x-a']), { code: 'UPSTREAM_REQUEST_INVALID' });
+  });
+
+  it('leaves room before the block for a frame header, and leads it with a table size update to 0 when asked', () => {
+    const fields = [':method', 'GET', 'x-api-key', 'k'];
+    const block = encodeHeaderBlock(fields).toString('hex');
+    assert.equal(encodeHeaderBlockAfter(fields, 9, false).subarray(9).toString('hex'), block);
+    assert.equal(encodeHeaderBlockAfter(fields, 9, false).length, 9 + block.length / 2);
+    assert.equal(encodeHeaderBlockAfter(fields, 9, true).subarray(9).toString('hex'), `20${block}`);
+    assert.equal(encodeHeaderBlockAfter([], 0, true).toString('hex'), '20');
   });
 });
 
