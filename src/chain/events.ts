@@ -5,6 +5,7 @@ import { type Adapter, DECISION_REASONS, type DecisionReason } from '../policy/t
 import type { AuditEvent, AuditSink, Engine, Severity } from '../telemetry/event.js';
 import { formatAuthority } from '../net/host.js';
 import type { MiddlewareInvocation } from '../middleware/outcome.js';
+import { createEventTexts, target } from './event-texts.js';
 import { middlewareFindingEvents } from './middleware-findings.js';
 import type { ProxyMetrics } from '../proxy/metrics.js';
 import type { ReplayFields } from '../telemetry/replay.js';
@@ -251,7 +252,6 @@ export type RefusedConnectionReason = (typeof REFUSED_CONNECTION_REASONS)[number
 export const ADMISSION_LISTENERS = ['proxy', 'transparent'] as const;
 export type AdmissionListener = (typeof ADMISSION_LISTENERS)[number];
 
-const DEFAULT_PORTS = { http: 80, https: 443 } as const;
 const ACTION = { allow: 'ALLOWED', audit: 'ALLOWED', deny: 'DENIED', fail: undefined } as const;
 const STATUS_WORD = { allow: 'allowed', audit: 'audit', deny: 'denied', fail: 'failed' } as const;
 const LABELS = ['CONNECT', 'CONNECT_L7', 'FORWARD', 'L7_REQUEST'] as const;
@@ -261,17 +261,13 @@ const STATUS_DETAILS: ReadonlyMap<string, ReadonlyMap<string, string>> = new Map
   LABELS.map((label) => [label, new Map(OUTCOME_VERDICTS.map((verdict) => [verdict, `${label} ${STATUS_WORD[verdict]}`]))]),
 );
 
-function target(host: string | undefined, port: number | undefined): string {
-  if (host === undefined) return '-';
-  const shown = host.includes(':') ? `[${host}]` : host;
-  return port === undefined ? shown : `${shown}:${port}`;
-}
+
+const requestTexts = createEventTexts();
 
 /** Renders the outcome as an AuditEvent (docs/events.md#what-is-emitted). Never includes a query string. */
 export function outcomeEvent(o: Outcome): AuditEvent {
   const action = ACTION[o.verdict];
   const severity = o.severity ?? (o.verdict === 'deny' ? 'MED' : o.verdict === 'fail' ? 'LOW' : 'INFO');
-  const where = target(o.host, o.port);
   const unmapped: Record<string, unknown> = { adapter: o.adapter, verdict: o.verdict, reason_code: o.reason };
   if (o.status !== undefined) unmapped.status_code = o.status;
   if (o.extra !== undefined) Object.assign(unmapped, o.extra);
@@ -286,13 +282,16 @@ export function outcomeEvent(o: Outcome): AuditEvent {
   const net = o.kind === 'net' || o.verdict === 'fail';
   const label = net ? (o.adapter === 'connect' ? (o.extra?.inspect === true ? 'CONNECT_L7' : 'CONNECT') : 'FORWARD') : o.adapter === 'forward' ? 'FORWARD' : 'L7_REQUEST';
   const statusDetail = STATUS_DETAILS.get(label)?.get(o.verdict) ?? `${label} ${STATUS_WORD[o.verdict]}`;
+  const host = o.host;
+  // A request's texts are the strings made for the last one with the same parts (event-texts.ts).
+  const texts = net || host === undefined ? undefined : requestTexts(statusDetail, o.method, host, o.port, o.path ?? '', o.scheme ?? 'http');
   const event: {
     -readonly [K in keyof AuditEvent]: AuditEvent[K];
   } = {
     class: net ? 'NET' : 'HTTP',
     activity: net ? (o.verdict === 'fail' ? 'FAIL' : 'OPEN') : o.method,
     statusDetail,
-    message: net ? `${statusDetail} ${where}` : `${statusDetail} ${o.method} ${where}${o.path ?? ''}`,
+    message: texts === undefined ? (net ? `${statusDetail} ${target(host, o.port)}` : `${statusDetail} ${o.method} -${o.path ?? ''}`) : texts.message,
     severity,
     engine: o.engine,
     dst,
@@ -304,12 +303,7 @@ export function outcomeEvent(o: Outcome): AuditEvent {
   if (o.policy !== undefined) event.policy = o.policy;
   if (o.generation !== undefined) event.generation = o.generation;
   if (o.policyHash !== undefined) event.policyHash = o.policyHash;
-  if (!net && o.host !== undefined) {
-    // docs/events.md#shorthand-line: https after TLS termination; the port is printed unless the scheme's default.
-    const scheme = o.scheme ?? 'http';
-    const shown = o.port === undefined || o.port === DEFAULT_PORTS[scheme] ? target(o.host, undefined) : where;
-    event.http = { method: o.method, url: `${scheme}://${shown}${o.path ?? ''}` };
-  }
+  if (texts !== undefined) event.http = { method: o.method, url: texts.url };
   return event;
 }
 

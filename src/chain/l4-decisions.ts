@@ -1,6 +1,7 @@
 // The connection-level decisions of each policy for the claims every request on a connection shares (no identity in
 // endpoint-only mode, nothing looked up): decide() is pure, so a host:port asked again under the same policy object
 // gets the same frozen decision. A process claim (its pid and path are in the decision) is always decided anew.
+// Used by the l4 stage and CONNECT's connect-l4: decide() reads no adapter, so their intents differ in nothing it reads.
 
 import { decide } from '../policy/decide.js';
 import { NOT_LOOKED_UP } from '../policy/binary-identity.js';

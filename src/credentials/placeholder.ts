@@ -2,7 +2,7 @@
 // in text, and the fast, case- and encoding-insensitive marker test every leak scan uses; shaped placeholders
 // (shaped.ts) are found by every one of them too. Never sees a secret value.
 
-import { findShaped, hasShapedLiteral, hasShapedLower, replaceShaped } from './shaped.js';
+import { findShaped, hasShapedAnyCase, hasShapedLiteral, replaceShaped } from './shaped.js';
 
 /**
  * The two spellings of the placeholder syntax: OpenShell's and that of its Ryno rename. boundary resolves the one
@@ -15,7 +15,10 @@ export const DEFAULT_PLACEHOLDER_FAMILY: PlaceholderFamily = 'openshell';
 export const CANONICAL_PREFIXES: Readonly<Record<PlaceholderFamily, string>> = { openshell: 'openshell:resolve:env:', ryno: 'ryno:resolve:env:' };
 export const ALIAS_MARKERS: Readonly<Record<PlaceholderFamily, string>> = { openshell: '-OPENSHELL-RESOLVE-ENV-', ryno: '-RYNO-RESOLVE-ENV-' };
 export const MARKERS: readonly string[] = PLACEHOLDER_FAMILIES.flatMap((family) => [CANONICAL_PREFIXES[family], ALIAS_MARKERS[family]]);
-const LOWER_MARKERS = MARKERS.map((marker) => marker.toLowerCase());
+/** Any marker in any ASCII case, without a lower-case copy of the text. Without the `u` flag, `i` folds no
+ *  character beyond ASCII onto an ASCII letter, and no such character lower-cases to one of the markers' letters
+ *  either (credentials-marker-scan.test.ts checks every one), so this finds what lower-casing would find. */
+const ANY_MARKER = new RegExp(MARKERS.map((marker) => marker.toLowerCase().replace(/[.*+?^${}()|[\]\\]/g, '\\$&')).join('|'), 'i');
 export const LONGEST_MARKER_CHARS = Math.max(...MARKERS.map((m) => m.length));
 /** Text shorter than this holds no marker, even decoded: decoding never lengthens text, and only ASCII letters
  *  lower-case to the markers' letters. Most header values are shorter: they skip the scan. */
@@ -189,8 +192,7 @@ export function percentDecodeLoose(text: string): string {
 }
 
 function hasRawMarker(text: string): boolean {
-  const lower = text.toLowerCase();
-  return LOWER_MARKERS.some((marker) => lower.includes(marker)) || hasShapedLower(lower);
+  return ANY_MARKER.test(text) || hasShapedAnyCase(text);
 }
 
 /**

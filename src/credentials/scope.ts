@@ -121,13 +121,20 @@ function placementsOf(bound: readonly CredentialProvider[]): (readonly [string, 
   return out;
 }
 
-/** The resolver for one request. Build it after the allow decision; check stillCurrent() before the write. */
-export function scopeFor(request: ScopeRequest): CredentialScope {
-  const set = request.source.current();
-  const hasResolver = request.host !== undefined && request.host.length > 0;
-  const family = request.family ?? DEFAULT_PLACEHOLDER_FAMILY;
-  const bound = hasResolver ? boundProviders(set, request, normaliseRequestHost(request.host ?? '')) : [];
-  // Most requests have no provider bound: skip building an empty set, array and sort for them.
+/** Scopes kept per credential set for requests that bind no provider: one per source, family and resolver presence. */
+const MAX_UNBOUND_SCOPES_PER_SET = 8;
+
+interface UnboundScope {
+  readonly source: CredentialSource;
+  readonly family: PlaceholderFamily;
+  readonly scope: CredentialScope;
+}
+
+/** A scope that binds nothing is made from its set, source, family and whether it resolves at all, so requests
+ *  that bind no provider (most) share one instead of making its functions and freezing it each time. */
+const unboundScopes = new WeakMap<CredentialSet, UnboundScope[]>();
+
+function makeScope(set: CredentialSet, source: CredentialSource, family: PlaceholderFamily, hasResolver: boolean, bound: readonly CredentialProvider[]): CredentialScope {
   const boundKeys = bound.length === 0 ? NO_KEYS : Object.freeze([...new Set(bound.flatMap((provider) => [...provider.keys.keys()]))].sort());
   return Object.freeze({
     revision: set.revision,
@@ -136,10 +143,33 @@ export function scopeFor(request: ScopeRequest): CredentialScope {
     resolve: (ref: PlaceholderRef): Resolution =>
       hasResolver ? resolveIn(set, bound, ref, family) : { kind: 'unavailable', reason: 'no-authority' },
     keyExists: (key: string) => set.hasKey(key) || set.isPending(key),
-    stillCurrent: () => request.source.current().revision === set.revision,
+    stillCurrent: () => source.current().revision === set.revision,
     secrets: () => bound.flatMap((provider) => [...provider.keys.values()]),
     placements: () => (bound.length === 0 ? NO_PLACEMENTS : placementsOf(bound)),
   });
+}
+
+function unboundScope(set: CredentialSet, source: CredentialSource, family: PlaceholderFamily, hasResolver: boolean): CredentialScope {
+  let kept = unboundScopes.get(set);
+  if (kept === undefined) {
+    kept = [];
+    unboundScopes.set(set, kept);
+  }
+  for (const entry of kept) if (entry.source === source && entry.family === family && entry.scope.hasResolver === hasResolver) return entry.scope;
+  const scope = makeScope(set, source, family, hasResolver, []);
+  if (kept.length >= MAX_UNBOUND_SCOPES_PER_SET) kept.shift();
+  kept.push({ source, family, scope });
+  return scope;
+}
+
+/** The resolver for one request. Build it after the allow decision; check stillCurrent() before the write. */
+export function scopeFor(request: ScopeRequest): CredentialScope {
+  const set = request.source.current();
+  const hasResolver = request.host !== undefined && request.host.length > 0;
+  const family = request.family ?? DEFAULT_PLACEHOLDER_FAMILY;
+  const bound = hasResolver ? boundProviders(set, request, normaliseRequestHost(request.host ?? '')) : [];
+  // Most requests have no provider bound: they share a scope (no set, array, sort or functions made for them).
+  return bound.length === 0 ? unboundScope(set, request.source, family, hasResolver) : makeScope(set, request.source, family, hasResolver, bound);
 }
 
 /**

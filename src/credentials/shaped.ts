@@ -152,9 +152,10 @@ export function longestShapedChars(): number {
   return longest;
 }
 
-/** Whether lower-cased `lower` holds any indexed value, in any case. */
-export function hasShapedLower(lower: string): boolean {
+/** Whether `text` holds any indexed value, in any case; it is lower-cased only when some value is indexed. */
+export function hasShapedAnyCase(text: string): boolean {
   if (lowerValues.size === 0) return false;
+  const lower = text.toLowerCase();
   for (const value of lowerValues) if (lower.includes(value)) return true;
   return false;
 }

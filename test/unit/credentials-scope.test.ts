@@ -222,6 +222,37 @@ describe('scopeFor', () => {
     rotating.replace([{ name: 'p', env: { K: 'v2' } }]);
     assert.equal(scope.stillCurrent(), false);
   });
+
+  it('shares one scope among requests that bind nothing, per set, source, family and authority, answering as before', () => {
+    const rotating = createStaticCredentialSource({ providers: PROVIDERS });
+    const a = scopeFor({ source: rotating, host: 'other.test', port: 443, path: '/a' });
+    const b = scopeFor({ source: rotating, host: 'else.test', port: 80, path: '/b' });
+    assert.equal(a, b);
+    assert.ok(Object.isFrozen(a));
+    assert.notEqual(scopeFor({ source, host: 'other.test', port: 443, path: '/a' }), a, 'another source');
+    const ryno = scopeFor({ source: rotating, host: 'other.test', port: 443, path: '/a', family: 'ryno' });
+    assert.notEqual(ryno, a);
+    assert.equal(value(ryno.resolve({ form: 'canonical', key: 'TRACKER_TOKEN', family: 'openshell' })), 'other-family');
+    const noAuthority = scopeFor({ source: rotating, host: undefined, port: 80, path: '/' });
+    assert.notEqual(noAuthority, a);
+    assert.equal(value(noAuthority.resolve(canonical('TRACKER_TOKEN'))), 'no-authority');
+    assert.deepEqual(a.boundKeys, []);
+    assert.deepEqual(a.secrets(), []);
+    assert.deepEqual(a.placements(), []);
+    assert.equal(a.keyExists('ACME_TOKEN'), true);
+    assert.equal(a.keyExists('NOPE'), false);
+    assert.equal(value(a.resolve(canonical('ACME_TOKEN'))), 'mismatch');
+    assert.equal(value(a.resolve(canonical('NOPE'))), 'unknown-key');
+    // A bound request still gets its own scope.
+    const bound = scopeFor({ source: rotating, host: 'api.acme.test', port: 443, path: '/v1/x' });
+    assert.notEqual(bound, scopeFor({ source: rotating, host: 'api.acme.test', port: 443, path: '/v1/x' }));
+    rotating.replace([{ name: 'p', env: { K: 'v2' } }]);
+    const after = scopeFor({ source: rotating, host: 'other.test', port: 443, path: '/a' });
+    assert.notEqual(after, a, 'a new set, a new scope');
+    assert.equal(a.stillCurrent(), false);
+    assert.equal(after.stillCurrent(), true);
+    assert.equal(after.keyExists('ACME_TOKEN'), false);
+  });
 });
 
 describe('routeCarriesCredentials', () => {

@@ -92,4 +92,31 @@ describe('outcomeEvent', () => {
       }
     }
   });
+
+  it('gives the same message and URL for the same request parts, and the right ones when any part changes (the texts table)', () => {
+    const hosts = ['h.test', 'g.test', '::1', '10.0.0.1', 'h.tesu'];
+    const ports = [80, 443, 8080, 81];
+    const paths = ['/', '/a', '/b', '/ab', '/x/y?', `/${'p'.repeat(600)}`, ''];
+    const methods = ['GET', 'POST'];
+    let seed = 7;
+    const pick = <T>(list: readonly T[]): T => {
+      seed = (seed * 1103515245 + 12345) % 2147483648;
+      return list[seed % list.length] as T;
+    };
+    // Enough requests that every slot is taken and overwritten many times over, with parts that differ in one place only.
+    for (let i = 0; i < 4000; i++) {
+      const o = beginOutcome(pick(['forward', 'connect'] as const), 'http', { remoteAddress: '127.0.0.1', remotePort: 5 });
+      const path = pick(paths);
+      Object.assign(o, { verdict: pick(['allow', 'deny', 'audit'] as const), host: pick(hosts), port: pick(ports), path: path === '' ? undefined : path, method: pick(methods), status: 200 });
+      o.scheme = pick(['http', 'https'] as const);
+      assert.deepEqual(outcomeEvent(o), referenceOutcomeEvent(o));
+    }
+    const o = beginOutcome('forward', 'http', { remoteAddress: '127.0.0.1', remotePort: 5 });
+    Object.assign(o, { verdict: 'allow', host: 'same.test', port: 8080, path: '/same', status: 200 });
+    const a = outcomeEvent(o);
+    const b = outcomeEvent({ ...o, path: `/${'same'}`, host: ['same', 'test'].join('.') });
+    assert.equal(a.message, 'FORWARD allowed UNKNOWN same.test:8080/same');
+    assert.equal(b.message, a.message);
+    assert.equal(b.http?.url, 'http://same.test:8080/same');
+  });
 });

@@ -8,6 +8,7 @@ import { NOT_LOOKED_UP, type ProcessClaim } from '../../src/policy/binary-identi
 import { decide } from '../../src/policy/decide.js';
 import { parsePolicy } from '../../src/policy/parse.js';
 import { withGeneration } from '../../src/policy/store.js';
+import { ADAPTERS } from '../../src/policy/types.js';
 
 const POLICY = parsePolicy(`version: 1
 network_policies:
@@ -97,5 +98,18 @@ describe('l4 decisions', () => {
     const again = decideL4(POLICY, { adapter: 'forward', host: 'api.example.test', port: 443 });
     assert.notEqual(again, first);
     assert.deepEqual(again, first);
+  });
+
+  it('gives every adapter the same decision, so CONNECT (connect-l4) shares the memo: the adapter decides nothing', () => {
+    for (const identity of [undefined, NOT_LOOKED_UP, process('/usr/bin/git', 7)]) {
+      for (const [host, port] of HOSTS) {
+        const forward = decide(POLICY, { adapter: 'forward', host, port, identity });
+        for (const adapter of ADAPTERS) assert.deepEqual(decide(POLICY, { adapter, host, port, identity }), forward, `${adapter} ${host}:${port}`);
+      }
+    }
+    const decideL4 = createL4Decisions();
+    const connect = decideL4(POLICY, { adapter: 'connect', host: 'api.example.test', port: 443 });
+    assert.ok(Object.isFrozen(connect));
+    assert.equal(decideL4(POLICY, { adapter: 'connect', host: 'api.example.test', port: 443 }), connect);
   });
 });
