@@ -89,7 +89,8 @@ function viaRaw(req, res, url) {
     url,
     req.rawHeaders,
     (status, type, body) => {
-      res.writeHead(status, { 'content-type': type });
+      // With its length, as boundary answers: without it node:http would frame the body in chunks.
+      res.writeHead(status, { 'content-type': type, 'content-length': body.length });
       res.end(body);
     },
     () => res.destroy(),
