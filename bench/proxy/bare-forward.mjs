@@ -5,8 +5,8 @@
 //                    Content-Length (the bench origin's answers have one): the least a proxy built on node:http's
 //                    server can cost
 //   --server llhttp  no node:http server (no IncomingMessage/ServerResponse): node's llhttp parser (strict, as
-//                    node:http sets it) fed by each workload socket, with --upstream raw's upstream, and the answer
-//                    written as one string: what a Node proxy costs below node:http's server. It answers only
+//                    node:http sets it) fed by each workload socket, with --upstream raw's upstream, and the answer's
+//                    head and body in one write: what a Node proxy costs below node:http's server. It answers only
 //                    what the bench sends: absolute-form requests without a body (a body is not forwarded), one
 //                    at a time per connection in order; 400 on a parse error or a target that is no URL.
 //
