@@ -21,11 +21,13 @@
 #             large-cred = the same on an endpoint a credential is bound to (boundary only), so boundary scans
 #             the answer for echoed secrets (docs/credentials.md#echoed-secrets); `large` must not pay for it
 #   LARGE_BYTES  size of the large answer (default 1048576)
-#   PROXIES   subset of: direct boundary boundary-l7 boundary-nometrics node-floor node-floor-raw tinyproxy squid
-#             (default: all). node-floor = bench/proxy/bare-forward.mjs, a bare node:http forward proxy (node:http's
-#             keep-alive client upstream; no policy, events or metrics): what a plain Node proxy costs;
-#             node-floor-raw = the same server with kept-alive raw sockets upstream: the least a proxy on
-#             node:http's server can cost. http case only.
+#   PROXIES   subset of: direct boundary boundary-l7 boundary-nometrics node-floor node-floor-raw node-floor-llhttp
+#             tinyproxy squid (default: all). node-floor = bench/proxy/bare-forward.mjs, a bare node:http forward
+#             proxy (node:http's keep-alive client upstream; no policy, events or metrics): what a plain Node proxy
+#             costs; node-floor-raw = the same server with kept-alive raw sockets upstream: the least a proxy on
+#             node:http's server can cost; node-floor-llhttp = raw sockets upstream and llhttp driven directly on
+#             the workload sockets (no node:http server): the least a Node proxy with node's parser can cost.
+#             http case only.
 #             boundary-nometrics = the same build and policy in a second process started through
 #             bench/proxy/boundary-metrics-off.mjs (no-op metric recorders); http case only. Its row and the
 #             "metrics on/off" line show what recording metrics costs (medians of the same interleaved rounds);
@@ -79,7 +81,7 @@ WRK_THREADS=${WRK_THREADS:-1}
 CONCURRENCY=${CONCURRENCY:-32}
 CASES=${CASES:-"http http-l7 tls-new tls-reuse"}
 LARGE_BYTES=${LARGE_BYTES:-1048576}
-PROXIES=${PROXIES:-"direct boundary boundary-l7 boundary-nometrics node-floor node-floor-raw tinyproxy squid"}
+PROXIES=${PROXIES:-"direct boundary boundary-l7 boundary-nometrics node-floor node-floor-raw node-floor-llhttp tinyproxy squid"}
 PIN=${PIN:-auto}
 BUILD=${BUILD:-1}
 BOUNDARY_DIST=${BOUNDARY_DIST:-$ROOT/dist}
@@ -230,7 +232,7 @@ wait_until origin origin 100 test -s "$WORK/origin.json" || die "origin did not 
 read -r HTTP_PORT HTTP_L7_PORT HTTP_CRED_PORT TLS_PORT TLS_L7_PORT < <(node -e '
   const o = JSON.parse(require("node:fs").readFileSync(process.argv[1], "utf8"));
   console.log([...o.http, ...o.https].join(" "));' "$WORK/origin.json")
-read -r TINY_PORT SQUID_PORT B_PORT B_ADMIN B_DNS DNS_SINK BN_PORT BN_ADMIN BN_DNS FLOOR_PORT FLOOR_RAW_PORT < <(free_ports 11)
+read -r TINY_PORT SQUID_PORT B_PORT B_ADMIN B_DNS DNS_SINK BN_PORT BN_ADMIN BN_DNS FLOOR_PORT FLOOR_RAW_PORT FLOOR_LLHTTP_PORT < <(free_ports 12)
 log "origin http=$HTTP_PORT,$HTTP_L7_PORT https=$TLS_PORT,$TLS_L7_PORT; proxies tinyproxy=$TINY_PORT squid=$SQUID_PORT boundary=$B_PORT"
 origin_served() { curl -s --max-time 2 "http://127.0.0.1:$HTTP_PORT/__stats" | sed -E 's/.*"served":([0-9]+).*/\1/'; }
 
@@ -393,11 +395,11 @@ start_boundary_nometrics() {
   fi
 }
 
-# The Node floors (bench/proxy/bare-forward.mjs), pinned like boundary: start_node_floor NAME PORT UPSTREAM.
+# The Node floors (bench/proxy/bare-forward.mjs), pinned like boundary: start_node_floor NAME PORT UPSTREAM SERVER.
 start_node_floor() {
   local name=$1 port=$2
   "${PIN_PROXY[@]}" node "$HERE/bare-forward.mjs" --listen "127.0.0.1:$port" --allow "$ORIGIN_HOST" \
-    --origin-ip 127.0.0.1 --upstream "$3" >"$WORK/$name.log" 2>&1 &
+    --origin-ip 127.0.0.1 --upstream "$3" --server "$4" >"$WORK/$name.log" 2>&1 &
   PID_OF[$name]=$!
   if wait_until "$name" "$name" 100 curl -s -o /dev/null --max-time 1 "http://127.0.0.1:$port/"; then
     STATE[$name]=ok
@@ -407,14 +409,15 @@ start_node_floor() {
 }
 
 if has tinyproxy "$PROXIES"; then start_tinyproxy; fi
-if has node-floor "$PROXIES"; then start_node_floor node-floor "$FLOOR_PORT" node; fi
-if has node-floor-raw "$PROXIES"; then start_node_floor node-floor-raw "$FLOOR_RAW_PORT" raw; fi
+if has node-floor "$PROXIES"; then start_node_floor node-floor "$FLOOR_PORT" node node; fi
+if has node-floor-raw "$PROXIES"; then start_node_floor node-floor-raw "$FLOOR_RAW_PORT" raw node; fi
+if has node-floor-llhttp "$PROXIES"; then start_node_floor node-floor-llhttp "$FLOOR_LLHTTP_PORT" raw llhttp; fi
 if has squid "$PROXIES"; then start_squid; fi
 if has boundary "$PROXIES" || has boundary-l7 "$PROXIES" || has boundary-nometrics "$PROXIES"; then start_boundary; fi
 if has boundary-nometrics "$PROXIES"; then start_boundary_nometrics; fi
 STATE[direct]=ok
 STATE[boundary-l7]=${STATE[boundary]:-not started}
-for p in tinyproxy squid boundary boundary-nometrics node-floor node-floor-raw; do
+for p in tinyproxy squid boundary boundary-nometrics node-floor node-floor-raw node-floor-llhttp; do
   if [[ -n ${STATE[$p]:-} && ${STATE[$p]} != ok ]]; then log "${STATE[$p]}"; fi
 done
 
@@ -425,6 +428,7 @@ proxy_port() {
     boundary-nometrics) echo "$BN_PORT" ;;
     node-floor) echo "$FLOOR_PORT" ;;
     node-floor-raw) echo "$FLOOR_RAW_PORT" ;;
+    node-floor-llhttp) echo "$FLOOR_LLHTTP_PORT" ;;
     tinyproxy) echo "$TINY_PORT" ;;
     squid) echo "$SQUID_PORT" ;;
   esac

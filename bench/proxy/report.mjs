@@ -21,7 +21,7 @@ const CASE_LABEL = {
   'large-cred': 'HTTP GET, large answer, credential bound: body scanned (wrk)',
 };
 const BOUNDARIES = ['boundary', 'boundary-l7', 'boundary-nometrics'];
-const BASELINES = ['direct', 'node-floor', 'node-floor-raw', 'tinyproxy', 'squid'];
+const BASELINES = ['direct', 'node-floor', 'node-floor-raw', 'node-floor-llhttp', 'tinyproxy', 'squid'];
 
 /** One run's record normalised to the same fields for wrk and the CONNECT client. */
 function normalise(x) {
@@ -120,10 +120,10 @@ for (const row of rows) {
 const fmt = (x, d = 0) => (x === null || x === undefined ? '-' : x.toFixed(d));
 const ratio = (x) => (x === undefined ? '-' : `${x.toFixed(2)}x`);
 const order = ['http', 'http-l7', 'tls-new', 'tls-reuse', 'large', 'large-cred'];
-const proxyOrder = ['direct', 'boundary', 'boundary-nometrics', 'boundary-l7', 'node-floor', 'node-floor-raw', 'tinyproxy', 'squid'];
+const proxyOrder = ['direct', 'boundary', 'boundary-nometrics', 'boundary-l7', 'node-floor', 'node-floor-raw', 'node-floor-llhttp', 'tinyproxy', 'squid'];
 rows.sort((a, b) => order.indexOf(a.case) - order.indexOf(b.case) || proxyOrder.indexOf(a.proxy) - proxyOrder.indexOf(b.proxy));
 
-const header = ['case', 'proxy', 'req/s', 'p50 ms', 'p99 ms', 'err', 'srv cpu%', 'cpu µs/req', 'client cpu%', 'noise cpu%', '/direct', '/node-floor', '/tinyproxy', '/squid', 'p99/squid', 'per-core /floor', 'per-core /floor-raw', 'per-core /tiny', 'per-core /squid'];
+const header = ['case', 'proxy', 'req/s', 'p50 ms', 'p99 ms', 'err', 'srv cpu%', 'cpu µs/req', 'client cpu%', 'noise cpu%', '/direct', '/node-floor', '/tinyproxy', '/squid', 'p99/squid', 'per-core /floor', 'per-core /floor-raw', 'per-core /floor-llhttp', 'per-core /tiny', 'per-core /squid'];
 const table = [header];
 for (const r of rows) {
   const q = r.ratios ?? {};
@@ -145,6 +145,7 @@ for (const r of rows) {
     ratio(q.p99_vs_squid),
     ratio(q['per_core_vs_node-floor']),
     ratio(q['per_core_vs_node-floor-raw']),
+    ratio(q['per_core_vs_node-floor-llhttp']),
     ratio(q.per_core_vs_tinyproxy),
     ratio(q.per_core_vs_squid),
   ]);
@@ -165,7 +166,8 @@ out.push('srv cpu% / cpu µs/req: CPU used by the proxy process (direct rows: th
 out.push('client cpu%: the load generator (wrk or connect-load); noise cpu%: host CPU used by processes outside this bench.');
 out.push('err: non-2xx, timeouts, connect/write errors summed over runs; (N closed): connections the proxy closed after a');
 out.push('response (tinyproxy has no client keep-alive). per-core: req/s per proxy CPU-second, ratio of boundary to the other.');
-out.push('node-floor(-raw): bare node:http forward proxies (bench/proxy/bare-forward.mjs; -raw: raw sockets upstream): no policy, events or metrics.');
+out.push('node-floor(-raw): bare node:http forward proxies (bench/proxy/bare-forward.mjs; -raw: raw sockets upstream): no policy, events or metrics;');
+out.push('node-floor-llhttp: the same with raw sockets upstream and llhttp on the workload sockets instead of node:http\'s server.');
 out.push('');
 out.push(line(header));
 out.push(widths.map((w) => '-'.repeat(w)).join('  '));
@@ -190,7 +192,7 @@ if (b?.ratios) {
   }
   if (q.p99_vs_squid !== undefined) bar('p99 vs squid', q.p99_vs_squid, '<= 2.0x', q.p99_vs_squid <= 2);
   if (q.per_core_vs_squid !== undefined) bar('(noise-robust) req per CPU-second vs squid', q.per_core_vs_squid, '>= 0.9x', q.per_core_vs_squid >= 0.9);
-  for (const [name, label] of [['node-floor', 'bare node:http proxy'], ['node-floor-raw', 'node:http server, raw upstream']]) {
+  for (const [name, label] of [['node-floor', 'bare node:http proxy'], ['node-floor-raw', 'node:http server, raw upstream'], ['node-floor-llhttp', 'llhttp server, raw upstream']]) {
     const floor = q[`per_core_vs_${name}`];
     if (floor !== undefined) bar(`req per CPU-second vs the Node floor (${label})`, floor, '>= 0.83x (within 1.2x)', floor >= 1 / 1.2);
   }

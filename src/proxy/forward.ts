@@ -37,24 +37,6 @@ class ResponseHeadError extends Error {
   override readonly name = 'ResponseHeadError';
 }
 
-/** The request each client response is relaying, while its upstream exchange runs (set in send(), cleared in finish()). */
-const relays = new WeakMap<ServerResponse, ForwardedRequest>();
-
-// Shared listeners (`this` is the response): no closures per request.
-function onClientClose(this: ServerResponse): void {
-  const relay = relays.get(this);
-  if (relay === undefined || relay.settled) return;
-  relay.clientClosed = true;
-  relay.exchange?.abort(new ClientClosedError('client closed'));
-}
-
-function onClientDrain(this: ServerResponse): void {
-  const relay = relays.get(this);
-  if (relay === undefined) return;
-  relay.waiting = false;
-  relay.exchange?.resume();
-}
-
 /**
  * One request from the chain to its decision event, and the handler of its upstream exchange. The chain runs in the
  * turn the request arrived in unless a stage must wait (a DNS answer, a held body). Every path ends in report(); an
@@ -82,6 +64,8 @@ class ForwardedRequest implements H1Handler {
   settled = false;
   clientClosed = false;
   waiting = false;
+  /** Resumes the upstream once `res` drained; made at the first backpressure. */
+  private onDrain: (() => void) | undefined = undefined;
   reported = false;
   /** metrics.now() when the request went upstream, and the response body bytes relayed so far. */
   sentAt = 0;
@@ -164,8 +148,9 @@ class ForwardedRequest implements H1Handler {
     if (head.usedKeys > 0) metrics.credentialsSubstituted();
     metrics.requestBytes.observe(body === null ? 0 : Buffer.isBuffer(body) ? body.length : declaredLength(headers));
     this.sentAt = metrics.now();
-    relays.set(this.res, this);
-    this.res.on('close', onClientClose);
+    // Left on `res` once the exchange is over (it does nothing then): a closure is cheaper than a lookup table
+    // of relays and a removeListener per request.
+    this.res.on('close', () => this.clientGone());
     try {
       const response = this.ctx.responses.handler(r, this, headers, (err) => this.exchange?.abort(err));
       this.exchange = pool.request({ target: head.target, method: r.method, headers: response.headers, body }, response.handler);
@@ -244,17 +229,26 @@ class ForwardedRequest implements H1Handler {
     emitOutcome(this.ctx.sink, this.ctx.metrics, requestOutcome(this.r));
   }
 
+  /** The client went away: an upstream exchange still running is aborted. */
+  private clientGone(): void {
+    if (this.settled) return;
+    this.clientClosed = true;
+    this.exchange?.abort(new ClientClosedError('client closed'));
+  }
+
   private pause(): void {
     this.exchange?.pause();
     if (this.waiting) return;
     this.waiting = true;
-    this.res.once('drain', onClientDrain);
+    this.onDrain ??= () => {
+      this.waiting = false;
+      this.exchange?.resume();
+    };
+    this.res.once('drain', this.onDrain);
   }
 
   private finish(): void {
     this.settled = true;
-    relays.delete(this.res);
-    this.res.removeListener('close', onClientClose);
-    if (this.waiting) this.res.removeListener('drain', onClientDrain);
+    if (this.waiting && this.onDrain !== undefined) this.res.removeListener('drain', this.onDrain);
   }
 }

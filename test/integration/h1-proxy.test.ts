@@ -10,6 +10,9 @@ let b: RunningBoundary;
 let server: Server;
 let port = 0;
 const sockets: Socket[] = [];
+/** Every byte value, as latin1 text: a 256-byte body and an 8 KiB one. */
+const EVERY_BYTE = String.fromCharCode(...Array.from({ length: 256 }, (_, i) => i));
+const MANY_BYTES = EVERY_BYTE.repeat(32);
 
 const ANSWERS: Record<string, string> = {
   '/plain': 'HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok',
@@ -20,6 +23,8 @@ const ANSWERS: Record<string, string> = {
   '/interim': 'HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 103 Early Hints\r\nLink: </a>\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nfinal',
   '/chunked': 'HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n',
   '/repeated-length': 'HTTP/1.1 200 OK\r\nContent-Length: 2\r\ncontent-length: 2 , 2\r\n\r\nok',
+  '/every-byte': `HTTP/1.1 200 OK\r\nContent-Length: ${EVERY_BYTE.length}\r\n\r\n${EVERY_BYTE}`,
+  '/many-bytes': `HTTP/1.1 200 OK\r\nContent-Length: ${MANY_BYTES.length}\r\n\r\n${MANY_BYTES}`,
 };
 
 before(async () => {
@@ -34,7 +39,7 @@ before(async () => {
         if (end < 0) return;
         const path = buffered.slice(0, end).split(' ')[1] ?? '';
         buffered = buffered.slice(end + 4);
-        socket.write(ANSWERS[path] ?? 'HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n');
+        socket.write(ANSWERS[path] ?? 'HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n', 'latin1');
         // The rest of a chunked answer comes in a later write: the relay must stream, not wait for one read.
         if (path === '/chunked') setImmediate(() => socket.write('6\r\n world\r\n0\r\n\r\n'));
       }
@@ -103,6 +108,17 @@ describe('forward requests over the strict upstream client', () => {
     assert.deepEqual(head.match(/^content-length:.*$/gim), ['Content-Length: 2']);
     assert.equal(raw.slice(raw.indexOf('\r\n\r\n') + 4), 'ok');
   });
+
+  for (const [path, body] of [
+    ['/every-byte', EVERY_BYTE],
+    ['/many-bytes', MANY_BYTES],
+  ] as const) {
+    it(`relays every byte value of a complete answer unchanged (${path})`, async () => {
+      const raw = await rawExchange(b.proxyPort, `GET ${url(path)} HTTP/1.1\r\nHost: api.example.test\r\nConnection: close\r\n\r\n`);
+      assert.match(raw, /^HTTP\/1\.1 200 /);
+      assert.equal(raw.slice(raw.indexOf('\r\n\r\n') + 4), body);
+    });
+  }
 
   it('skips interim 100 and 103 answers', async () => {
     const response = await sendRequest({ proxyPort: b.proxyPort, path: url('/interim') });
