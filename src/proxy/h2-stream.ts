@@ -217,7 +217,9 @@ class H2ProxyStream implements H2Handler, RequestStreamListener {
     this.lane = up.lane;
     this.picked = client;
     const scheme = r.tunnel?.tls === true ? 'https' : 'http';
-    this.exchange = client.request({ method: r.method, target, headers: response.headers, body, scheme, teTrailers, trailers: () => this.requestTrailers }, handler);
+    // The client's head was checked as read: fields that go up unchanged are not checked again.
+    const checkedFields = this.head.rawHeaders;
+    this.exchange = client.request({ method: r.method, target, headers: response.headers, body, scheme, teTrailers, trailers: () => this.requestTrailers, checkedFields }, handler);
   }
 
   private teTrailers(): boolean {
