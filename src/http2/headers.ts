@@ -95,6 +95,18 @@ export function h2ResponseFields(status: number | undefined, flat: readonly stri
   return out;
 }
 
+/**
+ * h2ResponseFields without `:status` (it goes out on its own, RequestStream.respondHead): the list itself when it
+ * needs no change, as an HTTP/2 origin's fields read by response-head.ts do not, else the changed copy.
+ */
+export function h2ResponseRegular(flat: readonly string[]): readonly string[] {
+  for (let i = 0; i < flat.length; i += 2) {
+    const name = flat[i] ?? '';
+    if (name.charCodeAt(0) === 58 || name.toLowerCase() !== name || RESPONSE_DROP.includes(name) || flat[i + 1] === undefined) return h2ResponseFields(undefined, flat);
+  }
+  return flat;
+}
+
 /** A raw header list without its pseudo-headers (`:status`), as the flat form the proxy rewrites. */
 export function withoutPseudo(raw: readonly string[]): string[] {
   const out: string[] = [];

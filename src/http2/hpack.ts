@@ -351,6 +351,28 @@ function writeString(out: Latin1Buffer, pos: number, text: string): number {
   return at;
 }
 
+/** `:status` as a field: a literal with the static name, never indexed here, takes at most this many octets. */
+const STATUS_FIELD_BYTES = 5;
+const STATUS_NAME_INDEX = STATIC_INDEX_BY_NAME.get(':status')!;
+/** The statuses with a static entry of their own (200, 304, ...), by number. */
+const STATUS_INDEX = new Map<number, number>();
+for (let index = STATUS_NAME_INDEX; STATIC_NAMES[index] === ':status'; index++) STATUS_INDEX.set(Number(STATIC_VALUES[index]), index);
+
+/** `:status` (100-999) as the first field, octet for octet as the encoder writes `[':status', String(status)]`. */
+function writeStatus(out: Buffer, pos: number, status: number): number {
+  const index = STATUS_INDEX.get(status);
+  if (index !== undefined) {
+    out[pos] = 0x80 | index;
+    return pos + 1;
+  }
+  out[pos++] = STATUS_NAME_INDEX;
+  out[pos++] = 3;
+  out[pos++] = 0x30 + Math.floor(status / 100);
+  out[pos++] = 0x30 + (Math.floor(status / 10) % 10);
+  out[pos++] = 0x30 + (status % 10);
+  return pos;
+}
+
 /**
  * Encodes a request header list (flat [name, value, ...], names already lower-case, pseudo-headers first) without
  * touching any dynamic table: a full static-table match is an indexed field; a static name match is a literal with
@@ -365,16 +387,18 @@ export function encodeHeaderBlock(flat: readonly string[]): Buffer {
 
 /**
  * encodeHeaderBlock's block after `reserve` octets left unwritten for the caller (a frame header, so the block needs
- * no copy into its frame), led by a dynamic table size update to 0 (RFC 7541 §6.3) when `tableSizeZero`.
+ * no copy into its frame), led by a dynamic table size update to 0 (RFC 7541 §6.3) when `tableSizeZero`, then by
+ * `:status` when `status` (100-999) is given, as if `flat` began with it.
  */
-export function encodeHeaderBlockAfter(flat: readonly string[], reserve: number, tableSizeZero: boolean): Buffer {
+export function encodeHeaderBlockAfter(flat: readonly string[], reserve: number, tableSizeZero: boolean, status = 0): Buffer {
   if (flat.length % 2 !== 0) throw new BoundaryError('UPSTREAM_REQUEST_INVALID', 'header list has a name without a value');
-  let bound = reserve + 1;
+  let bound = reserve + 1 + STATUS_FIELD_BYTES;
   for (let i = 0; i < flat.length; i++) bound += flat[i]!.length;
   const out = Buffer.allocUnsafe(bound + (flat.length / 2) * FIELD_OVERHEAD_BOUND_BYTES) as Latin1Buffer;
   let pos = reserve;
   // 001 prefix, 5-bit integer 0.
   if (tableSizeZero) out[pos++] = 0x20;
+  if (status !== 0) pos = writeStatus(out, pos, status);
   for (let i = 0; i < flat.length; i += 2) {
     const name = flat[i]!;
     const value = flat[i + 1]!;

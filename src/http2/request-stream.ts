@@ -11,7 +11,8 @@ import type { FlowStream } from './flow-control.js';
 /** The connection a request stream lives on, as the stream calls it. */
 export interface RequestStreamOwner {
   readonly peerInitialWindow: number;
-  respond(stream: RequestStream, fields: readonly string[], endStream: boolean): void;
+  /** `status` (when not 0) goes out as `:status` ahead of `fields`. */
+  respond(stream: RequestStream, fields: readonly string[], endStream: boolean, status?: number): void;
   writeBody(stream: RequestStream, chunk: Buffer): boolean;
   /** A writer told to wait may go on. */
   writable(stream: RequestStream): void;
@@ -109,6 +110,11 @@ export class RequestStream implements FlowStream, AsyncIterator<Buffer> {
 
   respond(fields: readonly string[], endStream: boolean): void {
     this.owner.respond(this, fields, endStream);
+  }
+
+  /** The answer's head as `:status` and regular fields (no pseudo-header, names lower-case, none HTTP/2 forbids). */
+  respondHead(status: number, fields: readonly string[], endStream: boolean): void {
+    this.owner.respond(this, fields, endStream, status);
   }
 
   /** Queues answer body octets; false asks the writer to wait for the listener's streamDrained. */
