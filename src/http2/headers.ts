@@ -28,8 +28,9 @@ export function h2RequestFields(
   checked: readonly string[] = NONE_CHECKED,
 ): string[] {
   checkMethodAndTarget(pseudo.method, pseudo.path);
-  // Sized once for the pseudo-headers, every field and `te`, so it never grows while filled; trimmed at the end.
-  const out: string[] = new Array<string>(flat.length + 10);
+  // Sized for the pseudo-headers, `te` and every field but one host (the usual list, which then neither grows nor
+  // needs trimming); other lists grow or are trimmed at the end.
+  const out: string[] = new Array<string>(flat.length + (pseudo.teTrailers ? 8 : 6));
   out[0] = ':method';
   out[1] = pseudo.method;
   out[2] = ':scheme';
@@ -63,7 +64,7 @@ export function h2RequestFields(
     out[n++] = 'te';
     out[n++] = 'trailers';
   }
-  out.length = n;
+  if (out.length !== n) out.length = n;
   if (!authority) out.splice(4, 2);
   return out;
 }
