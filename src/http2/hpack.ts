@@ -115,15 +115,33 @@ interface Latin1Buffer extends Buffer {
 const EMPTY = Buffer.alloc(0) as Latin1Buffer;
 const HUFFMAN_SCRATCH_INITIAL_BYTES = 256;
 
-/** Up to this length a string is copied in JavaScript, past it through latin1Slice (measured crossover ~8). */
+/** Up to this length a string is made from its codes in JavaScript, past it through latin1Slice (measured crossover ~8). */
 const SHORT_READ_CHARS = 8;
 
-function latin1(buf: Latin1Buffer, start: number, end: number): string {
-  if (end - start > SHORT_READ_CHARS) return buf.latin1Slice(start, end);
-  // One-character strings of codes below 256 are cached by V8, and joins this short stay flat.
-  let text = '';
-  for (let i = start; i < end; i++) text += String.fromCharCode(buf[i]!);
-  return text;
+function latin1(b: Latin1Buffer, s: number, end: number): string {
+  // One string made at once from its codes: a join per character would make a string per character.
+  switch (end - s) {
+    case 0:
+      return '';
+    case 1:
+      return String.fromCharCode(b[s]!);
+    case 2:
+      return String.fromCharCode(b[s]!, b[s + 1]!);
+    case 3:
+      return String.fromCharCode(b[s]!, b[s + 1]!, b[s + 2]!);
+    case 4:
+      return String.fromCharCode(b[s]!, b[s + 1]!, b[s + 2]!, b[s + 3]!);
+    case 5:
+      return String.fromCharCode(b[s]!, b[s + 1]!, b[s + 2]!, b[s + 3]!, b[s + 4]!);
+    case 6:
+      return String.fromCharCode(b[s]!, b[s + 1]!, b[s + 2]!, b[s + 3]!, b[s + 4]!, b[s + 5]!);
+    case 7:
+      return String.fromCharCode(b[s]!, b[s + 1]!, b[s + 2]!, b[s + 3]!, b[s + 4]!, b[s + 5]!, b[s + 6]!);
+    case SHORT_READ_CHARS:
+      return String.fromCharCode(b[s]!, b[s + 1]!, b[s + 2]!, b[s + 3]!, b[s + 4]!, b[s + 5]!, b[s + 6]!, b[s + 7]!);
+    default:
+      return b.latin1Slice(s, end);
+  }
 }
 
 function fail(message: string): never {
