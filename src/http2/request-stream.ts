@@ -193,6 +193,8 @@ export class RequestStream implements FlowStream, AsyncIterator<Buffer> {
 
   /** Drops the body octets received and not read; returns how many, for the session to give back. */
   dropUnread(): number {
+    // Most streams hold nothing unread when they end: no emptied copy of the list for them.
+    if (this.chunks.length === 0) return 0;
     let unread = 0;
     for (const chunk of this.chunks.splice(0)) unread += chunk.length;
     return unread;
