@@ -19,6 +19,8 @@
 #   BOUNDARY_REF  a committed state to compare with (bench/build-ref.sh): a second boundary, route boundary-ref,
 #             measured in the same rounds, interleaved (before/after figures for a change). A directory instead of
 #             a commit is run as a built dist/ as it is (an uncommitted variant: a copy of dist/ made before an edit).
+#   H2LOAD_ARGS  extra h2load arguments for every run, e.g. "--rps=300" (requests per second per connection): a
+#             fixed load both builds keep up with, so what each allocates per request is compared in the same conditions.
 #   PIN       auto (default) | 0: with 2 cores h2load and the origin share cpu 0 and boundary gets cpu 1.
 #   KEEP_TMP  1: keep the temp dir (each boundary's log, h2load output) for inspection
 #   BOUNDARY_NODE_FLAGS  extra node flags for boundary, e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof".
@@ -42,6 +44,7 @@ BOUNDARY_NODE_FLAGS=${BOUNDARY_NODE_FLAGS:-}
 FLOOR_NODE_FLAGS=${FLOOR_NODE_FLAGS:-}
 PROXY_NODE=${PROXY_NODE:-node}
 KEEP_TMP=${KEEP_TMP:-0}
+H2LOAD_ARGS=${H2LOAD_ARGS:-}
 HOST=origin.bench.test
 unset http_proxy HTTP_PROXY https_proxy HTTPS_PROXY all_proxy ALL_PROXY no_proxy NO_PROXY
 
@@ -189,7 +192,7 @@ measure() {
   before=$(cpu_ticks "$pid")
   rm -f "$WORK/req.log"
   # shellcheck disable=SC2086
-  "${PIN_LOAD[@]}" h2load ${C_ARGS[$kase]} -t 1 -D "$DURATION" --warm-up-time="$WARMUP" --connect-to="$connect" \
+  "${PIN_LOAD[@]}" h2load ${C_ARGS[$kase]} $H2LOAD_ARGS -t 1 -D "$DURATION" --warm-up-time="$WARMUP" --connect-to="$connect" \
     --log-file="$WORK/req.log" "https://$HOST:$ORIGIN_PORT/" >"$WORK/h2load.out" 2>&1 || true
   cat "$WORK/h2load.out" >>"$WORK/h2load-all.out"
   local rps ok failed p99

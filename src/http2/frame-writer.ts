@@ -74,10 +74,10 @@ export class FrameWriter {
     return true;
   }
 
-  /** A header list as HEADERS and, past one frame, CONTINUATION frames (RFC 9113 §4.3). */
-  headers(id: number, fields: readonly string[], endStream: boolean): void {
+  /** A header list, led by `:status` when `status` is given, as HEADERS and, past one frame, CONTINUATION frames (RFC 9113 §4.3). */
+  headers(id: number, fields: readonly string[], endStream: boolean, status = 0): void {
     // The block is encoded after room for its frame header: in one frame, it goes as it is.
-    const buf = encodeHeaderBlockAfter(fields, FRAME_HEADER_BYTES, this.tableSizeUpdate);
+    const buf = encodeHeaderBlockAfter(fields, FRAME_HEADER_BYTES, this.tableSizeUpdate, status);
     this.tableSizeUpdate = false;
     const end = endStream ? Flag.END_STREAM : 0;
     const length = buf.length - FRAME_HEADER_BYTES;

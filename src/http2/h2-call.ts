@@ -30,6 +30,8 @@ export interface H2Request extends H1Request {
   readonly teTrailers: boolean;
   /** Request trailers, read once the body ended (undefined: none). */
   trailers?(): readonly string[] | undefined;
+  /** Fields already checked as a client's HTTP/2 head is (request-head.ts): those sent unchanged are not checked again. */
+  readonly checkedFields?: readonly string[];
 }
 
 export interface H2Handler extends H1Handler {
@@ -77,7 +79,7 @@ export class Call implements H1Exchange, StreamEvents {
     const { req } = this;
     let fields: string[];
     try {
-      fields = h2RequestFields(req.headers, { method: req.method, path: req.target, scheme: req.scheme, teTrailers: req.teTrailers });
+      fields = h2RequestFields(req.headers, { method: req.method, path: req.target, scheme: req.scheme, teTrailers: req.teTrailers }, req.checkedFields);
     } catch (err) {
       this.fail(toError(err));
       return;

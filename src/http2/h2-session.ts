@@ -204,19 +204,17 @@ export class H2Session extends H2Connection implements StreamOwner {
     const stream = this.streams.get(id);
     if (stream === undefined) return;
     const read = stream.readBlock(list, endStream);
-    switch (read.kind) {
-      case 'error':
-        return this.streamError(stream, read.code, read.message);
-      case 'informational':
-        return;
-      case 'trailers':
-        stream.events.trailers(read.fields.headers);
-        return this.remoteEnd(stream);
-      case 'head':
-        this.guard.request();
-        stream.events.head(read.fields, endStream);
-        if (endStream) this.remoteEnd(stream);
+    if ('kind' in read) {
+      if (read.kind === 'error') return this.streamError(stream, read.code, read.message);
+      return;
     }
+    if (read.status === 0) {
+      stream.events.trailers(read.headers);
+      return this.remoteEnd(stream);
+    }
+    this.guard.request();
+    stream.events.head(read, endStream);
+    if (endStream) this.remoteEnd(stream);
   }
 
   protected onReset(id: number, payload: Buffer): undefined {

@@ -9,30 +9,63 @@ import { CONNECTION_SPECIFIC_HEADERS } from './request-head.js';
 /** Response fields that never cross into HTTP/2 (RFC 9113 §8.2.2), beside whatever `connection` nominated. */
 const RESPONSE_DROP: readonly string[] = [...CONNECTION_SPECIFIC_HEADERS, 'te', 'trailer'];
 
+/** How far past its last match a field is looked for among the checked ones: fields dropped on the way up in a row. */
+const CHECKED_LOOKAHEAD_FIELDS = 4;
+const NONE_CHECKED: readonly string[] = [];
+
 /**
  * The head of an upstream HTTP/2 request, flat for the HPACK encoder: the pseudo-headers, then the flat list as
  * rewritten for upstream, its `host` turned into `:authority`, names lower-cased. `te: trailers` goes on when the
  * client sent it (gRPC servers insist on it); the HTTP/1.1 rewrite drops every `te`. Throws UPSTREAM_REQUEST_INVALID
  * before anything is encoded when a name is not a token or a value (or the method, path or authority) has a
  * character HTTP forbids: values carry injected credentials, the encoder writes bytes as given, and no message quotes
- * a value.
+ * a value. `checked`: fields already held to request-head.ts's stricter rules (the client's head as read); a field
+ * equal to one of them, name and value, passes without being checked again. Every other field is checked.
  */
-export function h2RequestFields(flat: readonly string[], pseudo: { readonly method: string; readonly path: string; readonly scheme: string; readonly teTrailers: boolean }): string[] {
+export function h2RequestFields(
+  flat: readonly string[],
+  pseudo: { readonly method: string; readonly path: string; readonly scheme: string; readonly teTrailers: boolean },
+  checked: readonly string[] = NONE_CHECKED,
+): string[] {
   checkMethodAndTarget(pseudo.method, pseudo.path);
-  const out: string[] = [':method', pseudo.method, ':scheme', pseudo.scheme, ':authority', '', ':path', pseudo.path];
+  // Sized for the pseudo-headers, `te` and every field but one host (the usual list, which then neither grows nor
+  // needs trimming); other lists grow or are trimmed at the end.
+  const out: string[] = new Array<string>(flat.length + (pseudo.teTrailers ? 8 : 6));
+  out[0] = ':method';
+  out[1] = pseudo.method;
+  out[2] = ':scheme';
+  out[3] = pseudo.scheme;
+  out[4] = ':authority';
+  out[5] = '';
+  out[6] = ':path';
+  out[7] = pseudo.path;
+  let n = 8;
   let authority = false;
+  let next = 0;
   for (let i = 0; i < flat.length; i += 2) {
     const name = (flat[i] ?? '').toLowerCase();
     const value = flat[i + 1] ?? '';
-    checkField('request header', i / 2, name, value);
+    // The checked fields come in the same order, some dropped on the way up: the next one of this name is looked for.
+    let at = next;
+    const end = Math.min(checked.length, next + 2 * CHECKED_LOOKAHEAD_FIELDS);
+    while (at < end && checked[at] !== name) at += 2;
+    if (at < end) next = at + 2;
+    if (at >= end || checked[at + 1] !== value) checkField('request header', i / 2, name, value);
     if (name === 'host') {
       if (BAD_TARGET.test(value)) throw invalid('request authority has a space or control character');
       if (!authority) out[5] = value;
       authority = true;
-    } else if (!RESPONSE_DROP.includes(name)) out.push(name, value);
+    } else if (!RESPONSE_DROP.includes(name)) {
+      out[n++] = name;
+      out[n++] = value;
+    }
   }
+  if (pseudo.teTrailers) {
+    out[n++] = 'te';
+    out[n++] = 'trailers';
+  }
+  if (out.length !== n) out.length = n;
   if (!authority) out.splice(4, 2);
-  if (pseudo.teTrailers) out.push('te', 'trailers');
   return out;
 }
 
@@ -61,6 +94,18 @@ export function h2ResponseFields(status: number | undefined, flat: readonly stri
     out.push(name, flat[i + 1] ?? '');
   }
   return out;
+}
+
+/**
+ * h2ResponseFields without `:status` (it goes out on its own, RequestStream.respondHead): the list itself when it
+ * needs no change, as an HTTP/2 origin's fields read by response-head.ts do not, else the changed copy.
+ */
+export function h2ResponseRegular(flat: readonly string[]): readonly string[] {
+  for (let i = 0; i < flat.length; i += 2) {
+    const name = flat[i] ?? '';
+    if (name.charCodeAt(0) === 58 || name.toLowerCase() !== name || RESPONSE_DROP.includes(name) || flat[i + 1] === undefined) return h2ResponseFields(undefined, flat);
+  }
+  return flat;
 }
 
 /** A raw header list without its pseudo-headers (`:status`), as the flat form the proxy rewrites. */

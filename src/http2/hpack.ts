@@ -115,15 +115,33 @@ interface Latin1Buffer extends Buffer {
 const EMPTY = Buffer.alloc(0) as Latin1Buffer;
 const HUFFMAN_SCRATCH_INITIAL_BYTES = 256;
 
-/** Up to this length a string is copied in JavaScript, past it through latin1Slice (measured crossover ~8). */
+/** Up to this length a string is made from its codes in JavaScript, past it through latin1Slice (measured crossover ~8). */
 const SHORT_READ_CHARS = 8;
 
-function latin1(buf: Latin1Buffer, start: number, end: number): string {
-  if (end - start > SHORT_READ_CHARS) return buf.latin1Slice(start, end);
-  // One-character strings of codes below 256 are cached by V8, and joins this short stay flat.
-  let text = '';
-  for (let i = start; i < end; i++) text += String.fromCharCode(buf[i]!);
-  return text;
+function latin1(b: Latin1Buffer, s: number, end: number): string {
+  // One string made at once from its codes: a join per character would make a string per character.
+  switch (end - s) {
+    case 0:
+      return '';
+    case 1:
+      return String.fromCharCode(b[s]!);
+    case 2:
+      return String.fromCharCode(b[s]!, b[s + 1]!);
+    case 3:
+      return String.fromCharCode(b[s]!, b[s + 1]!, b[s + 2]!);
+    case 4:
+      return String.fromCharCode(b[s]!, b[s + 1]!, b[s + 2]!, b[s + 3]!);
+    case 5:
+      return String.fromCharCode(b[s]!, b[s + 1]!, b[s + 2]!, b[s + 3]!, b[s + 4]!);
+    case 6:
+      return String.fromCharCode(b[s]!, b[s + 1]!, b[s + 2]!, b[s + 3]!, b[s + 4]!, b[s + 5]!);
+    case 7:
+      return String.fromCharCode(b[s]!, b[s + 1]!, b[s + 2]!, b[s + 3]!, b[s + 4]!, b[s + 5]!, b[s + 6]!);
+    case SHORT_READ_CHARS:
+      return String.fromCharCode(b[s]!, b[s + 1]!, b[s + 2]!, b[s + 3]!, b[s + 4]!, b[s + 5]!, b[s + 6]!, b[s + 7]!);
+    default:
+      return b.latin1Slice(s, end);
+  }
 }
 
 function fail(message: string): never {
@@ -351,6 +369,28 @@ function writeString(out: Latin1Buffer, pos: number, text: string): number {
   return at;
 }
 
+/** `:status` as a field: a literal with the static name, never indexed here, takes at most this many octets. */
+const STATUS_FIELD_BYTES = 5;
+const STATUS_NAME_INDEX = STATIC_INDEX_BY_NAME.get(':status')!;
+/** The statuses with a static entry of their own (200, 304, ...), by number. */
+const STATUS_INDEX = new Map<number, number>();
+for (let index = STATUS_NAME_INDEX; STATIC_NAMES[index] === ':status'; index++) STATUS_INDEX.set(Number(STATIC_VALUES[index]), index);
+
+/** `:status` (100-999) as the first field, octet for octet as the encoder writes `[':status', String(status)]`. */
+function writeStatus(out: Buffer, pos: number, status: number): number {
+  const index = STATUS_INDEX.get(status);
+  if (index !== undefined) {
+    out[pos] = 0x80 | index;
+    return pos + 1;
+  }
+  out[pos++] = STATUS_NAME_INDEX;
+  out[pos++] = 3;
+  out[pos++] = 0x30 + Math.floor(status / 100);
+  out[pos++] = 0x30 + (Math.floor(status / 10) % 10);
+  out[pos++] = 0x30 + (status % 10);
+  return pos;
+}
+
 /**
  * Encodes a request header list (flat [name, value, ...], names already lower-case, pseudo-headers first) without
  * touching any dynamic table: a full static-table match is an indexed field; a static name match is a literal with
@@ -365,16 +405,18 @@ export function encodeHeaderBlock(flat: readonly string[]): Buffer {
 
 /**
  * encodeHeaderBlock's block after `reserve` octets left unwritten for the caller (a frame header, so the block needs
- * no copy into its frame), led by a dynamic table size update to 0 (RFC 7541 §6.3) when `tableSizeZero`.
+ * no copy into its frame), led by a dynamic table size update to 0 (RFC 7541 §6.3) when `tableSizeZero`, then by
+ * `:status` when `status` (100-999) is given, as if `flat` began with it.
  */
-export function encodeHeaderBlockAfter(flat: readonly string[], reserve: number, tableSizeZero: boolean): Buffer {
+export function encodeHeaderBlockAfter(flat: readonly string[], reserve: number, tableSizeZero: boolean, status = 0): Buffer {
   if (flat.length % 2 !== 0) throw new BoundaryError('UPSTREAM_REQUEST_INVALID', 'header list has a name without a value');
-  let bound = reserve + 1;
+  let bound = reserve + 1 + STATUS_FIELD_BYTES;
   for (let i = 0; i < flat.length; i++) bound += flat[i]!.length;
   const out = Buffer.allocUnsafe(bound + (flat.length / 2) * FIELD_OVERHEAD_BOUND_BYTES) as Latin1Buffer;
   let pos = reserve;
   // 001 prefix, 5-bit integer 0.
   if (tableSizeZero) out[pos++] = 0x20;
+  if (status !== 0) pos = writeStatus(out, pos, status);
   for (let i = 0; i < flat.length; i += 2) {
     const name = flat[i]!;
     const value = flat[i + 1]!;

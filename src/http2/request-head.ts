@@ -67,12 +67,15 @@ export function badFieldValue(value: string): boolean {
   return isOwsCode(value.charCodeAt(0)) || isOwsCode(value.charCodeAt(value.length - 1)) || BAD_VALUE.test(value);
 }
 
-function hasUpper(name: string): boolean {
+/** A regular field name's problem, in one pass: an upper-case letter anywhere first, then anything not a token. */
+function nameProblem(name: string): H2HeadProblem | undefined {
+  let bad = name.length === 0;
   for (let i = 0; i < name.length; i++) {
     const c = name.charCodeAt(i);
-    if (c >= 0x41 && c <= 0x5a) return true;
+    if (c >= 0x41 && c <= 0x5a) return 'uppercase-header-name';
+    if (c > 0xff || TCHAR[c] !== 1) bad = true;
   }
-  return false;
+  return bad ? 'bad-field-name' : undefined;
 }
 
 /**
@@ -88,15 +91,19 @@ export function readRequestHead(raw: readonly string[], scheme: 'http' | 'https'
   let host: string | undefined;
   let contentType = '';
   let contentLength = -1;
-  // Room for `host` first, so the list never needs copying to put it there; taken out when there is none.
-  const regular: string[] = ['host', ''];
+  // Room for `host` first, so the list never needs copying to put it there; taken out when there is none. Sized for
+  // the usual four pseudo-headers (then it neither grows nor needs trimming).
+  const regular: string[] = new Array<string>(Math.max(2, raw.length - 6));
+  regular[0] = 'host';
+  regular[1] = '';
+  let n = 2;
   for (let i = 0; i < raw.length; i += 2) {
     const name = raw[i] ?? '';
     const value = raw[i + 1] ?? '';
     if (badFieldValue(value)) return problem('bad-field-value');
     if (name.charCodeAt(0) === 58) {
       // RFC 9113 §8.3: pseudo-headers come before every regular field.
-      if (regular.length > 2 || host !== undefined) return problem('pseudo-header-after-field');
+      if (n > 2 || host !== undefined) return problem('pseudo-header-after-field');
       switch (name) {
         case ':method':
           if (method !== undefined) return problem('repeated-pseudo-header');
@@ -120,8 +127,8 @@ export function readRequestHead(raw: readonly string[], scheme: 'http' | 'https'
       }
       continue;
     }
-    if (hasUpper(name)) return problem('uppercase-header-name');
-    if (!isLowerToken(name)) return problem('bad-field-name');
+    const badName = nameProblem(name);
+    if (badName !== undefined) return problem(badName);
     if (CONNECTION_SPECIFIC_HEADERS.includes(name)) return problem('connection-specific-header');
     if (name === 'te' && value.trim().toLowerCase() !== 'trailers') return problem('te-not-trailers');
     if (name === 'host') {
@@ -134,8 +141,10 @@ export function readRequestHead(raw: readonly string[], scheme: 'http' | 'https'
       if (!isDigits(value, MAX_CONTENT_LENGTH_DIGITS) || (contentLength !== -1 && contentLength !== Number(value))) return problem('bad-content-length');
       contentLength = Number(value);
     }
-    regular.push(name, value);
+    regular[n++] = name;
+    regular[n++] = value;
   }
+  if (regular.length !== n) regular.length = n;
   // A CONNECT stream would open a tunnel inside the tunnel, with no decision of its own.
   if (method === 'CONNECT') return problem('connect-method');
   if (method === undefined || path === undefined || sentScheme === undefined) return problem('missing-pseudo-header');

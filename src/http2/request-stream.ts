@@ -11,7 +11,8 @@ import type { FlowStream } from './flow-control.js';
 /** The connection a request stream lives on, as the stream calls it. */
 export interface RequestStreamOwner {
   readonly peerInitialWindow: number;
-  respond(stream: RequestStream, fields: readonly string[], endStream: boolean): void;
+  /** `status` (when not 0) goes out as `:status` ahead of `fields`. */
+  respond(stream: RequestStream, fields: readonly string[], endStream: boolean, status?: number): void;
   writeBody(stream: RequestStream, chunk: Buffer): boolean;
   /** A writer told to wait may go on. */
   writable(stream: RequestStream): void;
@@ -111,6 +112,11 @@ export class RequestStream implements FlowStream, AsyncIterator<Buffer> {
     this.owner.respond(this, fields, endStream);
   }
 
+  /** The answer's head as `:status` and regular fields (no pseudo-header, names lower-case, none HTTP/2 forbids). */
+  respondHead(status: number, fields: readonly string[], endStream: boolean): void {
+    this.owner.respond(this, fields, endStream, status);
+  }
+
   /** Queues answer body octets; false asks the writer to wait for the listener's streamDrained. */
   write(chunk: Buffer): boolean {
     return this.owner.writeBody(this, chunk);
@@ -187,6 +193,8 @@ export class RequestStream implements FlowStream, AsyncIterator<Buffer> {
 
   /** Drops the body octets received and not read; returns how many, for the session to give back. */
   dropUnread(): number {
+    // Most streams hold nothing unread when they end: no emptied copy of the list for them.
+    if (this.chunks.length === 0) return 0;
     let unread = 0;
     for (const chunk of this.chunks.splice(0)) unread += chunk.length;
     return unread;

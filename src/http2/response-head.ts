@@ -25,40 +25,40 @@ export interface ResponseFields {
   readonly contentLength: number;
 }
 
-export type ResponseFieldsResult = { readonly ok: true; readonly fields: ResponseFields } | { readonly ok: false; readonly problem: ResponseFieldProblem };
-
-function bad(problem: ResponseFieldProblem): ResponseFieldsResult {
-  return { ok: false, problem };
-}
-
-/** A response head (`trailers` false) or a trailer block (`trailers` true) as decoded from HPACK. */
-export function readResponseFields(flat: readonly string[], trailers: boolean): ResponseFieldsResult {
+/**
+ * A response head (`trailers` false) or a trailer block (`trailers` true) as decoded from HPACK, or what is wrong
+ * with it. The list is the caller's to give: on success it becomes the fields' `headers`, `:status` taken off its front.
+ */
+export function readResponseFields(flat: string[], trailers: boolean): ResponseFields | ResponseFieldProblem {
   let status = 0;
   let contentLength = -1;
   let regularSeen = false;
-  const headers: string[] = [];
   for (let i = 0; i < flat.length; i += 2) {
     const name = flat[i]!;
     const value = flat[i + 1]!;
     if (name.charCodeAt(0) === 58) {
-      if (trailers) return bad('pseudo-header-in-trailers');
-      if (name !== ':status' || regularSeen || status !== 0) return bad('pseudo-header-misplaced');
-      if (value.length !== 3 || !isDigits(value, 3) || value.charCodeAt(0) === 0x30) return bad('bad-status');
+      if (trailers) return 'pseudo-header-in-trailers';
+      if (name !== ':status' || regularSeen || status !== 0) return 'pseudo-header-misplaced';
+      if (value.length !== 3 || !isDigits(value, 3) || value.charCodeAt(0) === 0x30) return 'bad-status';
       status = Number(value);
       continue;
     }
     regularSeen = true;
-    if (!isLowerToken(name)) return bad('bad-field-name');
-    if (badFieldValue(value)) return bad('bad-field-value');
-    if (CONNECTION_SPECIFIC_HEADERS.includes(name)) return bad('connection-specific-header');
+    if (!isLowerToken(name)) return 'bad-field-name';
+    if (badFieldValue(value)) return 'bad-field-value';
+    if (CONNECTION_SPECIFIC_HEADERS.includes(name)) return 'connection-specific-header';
     if (name === 'content-length') {
-      if (!isDigits(value, MAX_CONTENT_LENGTH_DIGITS)) return bad('bad-content-length');
+      if (!isDigits(value, MAX_CONTENT_LENGTH_DIGITS)) return 'bad-content-length';
       const n = Number(value);
-      if (contentLength !== -1 && contentLength !== n) return bad('bad-content-length');
+      if (contentLength !== -1 && contentLength !== n) return 'bad-content-length';
       contentLength = n;
     }
-    headers.push(name, value);
   }
-  if (!trailers && status === 0) return bad('missing-status');
-  return { ok: true, fields: { status, headers, contentLength } };
+  if (!trailers && status === 0) return 'missing-status';
+  // `:status` can only have come first (a pseudo-header after a regular field was refused above).
+  if (status !== 0) {
+    flat.shift();
+    flat.shift();
+  }
+  return { status, headers: flat, contentLength };
 }

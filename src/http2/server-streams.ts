@@ -62,10 +62,10 @@ export class ServerStreams implements RequestStreamOwner {
     return this.resets.has(id);
   }
 
-  respond(stream: RequestStream, fields: readonly string[], endStream: boolean): void {
+  respond(stream: RequestStream, fields: readonly string[], endStream: boolean, status = 0): void {
     if (stream.state === 'gone' || stream.headersSent) return;
     stream.headersSent = true;
-    this.out.headers(stream.id, fields, endStream);
+    this.out.headers(stream.id, fields, endStream, status);
     if (endStream) {
       stream.localEnded = true;
       this.answered(stream);

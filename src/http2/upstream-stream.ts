@@ -29,15 +29,12 @@ export interface StreamOwner {
   hold(stream: UpstreamStream, held: boolean): void;
 }
 
-/** What a decoded header block was on its stream, or the stream error it is. */
-export type BlockRead =
-  | { readonly kind: 'head' | 'trailers'; readonly fields: ResponseFields }
-  | { readonly kind: 'informational' }
-  | { readonly kind: 'error'; readonly code: number; readonly message: string };
+/** A decoded header block that is no response head or trailers: an informational head, or the stream error it is. */
+export type BlockProblem = { readonly kind: 'informational' } | { readonly kind: 'error'; readonly code: number; readonly message: string };
 
-const INFORMATIONAL: BlockRead = { kind: 'informational' };
+const INFORMATIONAL: BlockProblem = { kind: 'informational' };
 
-function streamError(code: number, message: string): BlockRead {
+function streamError(code: number, message: string): BlockProblem {
   return { kind: 'error', code, message };
 }
 
@@ -91,20 +88,20 @@ export class UpstreamStream {
   }
 
   /**
-   * Reads a decoded header block (undefined: past H2_UPSTREAM_MAX_HEADER_LIST_BYTES) as the response head, an
-   * informational head (dropped: 1xx other than 101, RFC 9113 §8.1) or trailers, per what the stream saw before.
+   * Reads a decoded header block (undefined: past H2_UPSTREAM_MAX_HEADER_LIST_BYTES) as the response head, trailers
+   * (status 0), an informational head (dropped: 1xx other than 101, RFC 9113 §8.1) or the stream error it is, per what
+   * the stream saw before. The list becomes the fields' headers.
    */
-  readBlock(list: string[] | undefined, endStream: boolean): BlockRead {
+  readBlock(list: string[] | undefined, endStream: boolean): ResponseFields | BlockProblem {
     if (this.remoteEnded) return streamError(H2Error.STREAM_CLOSED, 'HEADERS after END_STREAM');
     if (list === undefined) return streamError(H2Error.PROTOCOL_ERROR, `a header list past ${H2_UPSTREAM_MAX_HEADER_LIST_BYTES} bytes`);
     const trailers = this.gotHead;
     if (trailers && !endStream) return streamError(H2Error.PROTOCOL_ERROR, 'trailers without END_STREAM');
-    const read = readResponseFields(list, trailers);
-    if (!read.ok) return streamError(H2Error.PROTOCOL_ERROR, `a malformed response (${read.problem})`);
-    const { fields } = read;
+    const fields = readResponseFields(list, trailers);
+    if (typeof fields === 'string') return streamError(H2Error.PROTOCOL_ERROR, `a malformed response (${fields})`);
     if (trailers) {
       if (this.lengthMismatch(this.received, true)) return streamError(H2Error.PROTOCOL_ERROR, 'a body that disagrees with its content-length');
-      return { kind: 'trailers', fields };
+      return fields;
     }
     if (fields.status < 200) {
       if (fields.status === 101 || endStream) return streamError(H2Error.PROTOCOL_ERROR, 'a malformed informational response');
@@ -113,7 +110,7 @@ export class UpstreamStream {
     this.gotHead = true;
     this.contentLength = fields.status === 204 || fields.status === 304 ? -1 : fields.contentLength;
     if (endStream && this.lengthMismatch(0, true)) return streamError(H2Error.PROTOCOL_ERROR, 'a body that disagrees with its content-length');
-    return { kind: 'head', fields };
+    return fields;
   }
 
   /**

@@ -9,7 +9,7 @@ import type { Refusal } from '../chain/stage.js';
 import { bufferHasMarker } from '../credentials/scan.js';
 import { H2Error } from '../http2/frames.js';
 import { isEnveloped, isGrpc } from '../http2/grpc.js';
-import { joinedCookies, h2ResponseFields } from '../http2/headers.js';
+import { joinedCookies, h2ResponseRegular } from '../http2/headers.js';
 import { type H2Client, type H2Handler, UpstreamResetError } from '../http2/h2-client.js';
 import { type H2RequestHead, readRequestHead } from '../http2/request-head.js';
 import type { RequestStream, RequestStreamListener } from '../http2/request-stream.js';
@@ -217,7 +217,9 @@ class H2ProxyStream implements H2Handler, RequestStreamListener {
     this.lane = up.lane;
     this.picked = client;
     const scheme = r.tunnel?.tls === true ? 'https' : 'http';
-    this.exchange = client.request({ method: r.method, target, headers: response.headers, body, scheme, teTrailers, trailers: () => this.requestTrailers }, handler);
+    // The client's head was checked as read: fields that go up unchanged are not checked again.
+    const checkedFields = this.head.rawHeaders;
+    this.exchange = client.request({ method: r.method, target, headers: response.headers, body, scheme, teTrailers, trailers: () => this.requestTrailers, checkedFields }, handler);
   }
 
   private teTrailers(): boolean {
@@ -234,7 +236,7 @@ class H2ProxyStream implements H2Handler, RequestStreamListener {
       this.exchange?.abort(new ClientClosedError('client closed'));
       return;
     }
-    stream.respond(h2ResponseFields(status, headers), complete && body === undefined);
+    stream.respondHead(status, h2ResponseRegular(headers), complete && body === undefined);
     if (body !== undefined) {
       this.responseBytes += body.length;
       if (!stream.write(body)) this.pause();
@@ -256,7 +258,7 @@ class H2ProxyStream implements H2Handler, RequestStreamListener {
   onEnd(): void {
     this.finish(true);
     if (this.stream.destroyed) return;
-    const trailers = this.relayTrailers && this.responseTrailers !== undefined ? h2ResponseFields(undefined, this.responseTrailers) : undefined;
+    const trailers = this.relayTrailers && this.responseTrailers !== undefined ? h2ResponseRegular(this.responseTrailers) : undefined;
     this.stream.end(trailers);
   }
 
