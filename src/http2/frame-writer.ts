@@ -4,7 +4,7 @@
 
 import type { Socket } from 'node:net';
 import { FRAME_HEADER_BYTES, Flag, FrameType, H2_FRAME_BYTES, frame, writeFrameHeader } from './frames.js';
-import { encodeHeaderBlockAfter } from './hpack.js';
+import { encodeHeaderBlockAfter } from './hpack-encode.js';
 
 /**
  * Frames one write carries at most. A burst of streams read in one tick (100 HEADERS from a client) would otherwise

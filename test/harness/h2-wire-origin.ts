@@ -4,7 +4,8 @@
 
 import { createServer, type Socket } from 'node:net';
 import { Flag, FrameReader, FrameType, frame, H2_FRAME_BYTES, H2Error, PREFACE, settingsFrame } from '../../src/http2/frames.js';
-import { encodeHeaderBlock, HpackDecoder } from '../../src/http2/hpack.js';
+import { HpackDecoder } from '../../src/http2/hpack.js';
+import { encodeHeaderBlock } from '../../src/http2/hpack-encode.js';
 import { DEADLINE_MS, type WaiterList, waiterList } from './waiters.js';
 import { hpackInteger } from './h2-frames.js';
 

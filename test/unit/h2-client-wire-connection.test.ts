@@ -7,7 +7,7 @@ import { H2_MAX_PINGS_BETWEEN_REQUESTS, H2_MAX_SETTINGS_BETWEEN_REQUESTS } from 
 import { Flag, FrameType, frame, frame32, H2_DEFAULT_WINDOW, H2_FRAME_BYTES, H2_MAX_31_BIT, H2Error, Setting, settingsFrame } from '../../src/http2/frames.js';
 import { H2_UPSTREAM_CONNECTION_WINDOW } from '../../src/http2/flow-control.js';
 import { H2_UPSTREAM_MAX_CONTINUATION_FRAMES, H2_UPSTREAM_MAX_HEADER_BLOCK_BYTES } from '../../src/http2/header-blocks.js';
-import { encodeHeaderBlock } from '../../src/http2/hpack.js';
+import { encodeHeaderBlock } from '../../src/http2/hpack-encode.js';
 import { AUTHORITY, type ConnectionErrorCase, complete, ERRORED, expectConnectionError, isError, isGoaway, OK, open, type Recorded, rstOrGoaway, send, setup } from '../harness/h2-wire-client.js';
 import { dataFrames, errorName, headerFrames, headersFrame, indexedField, isPingAck, literalField, pingFrame, showFrame, type WireConnection } from '../harness/h2-wire-origin.js';
 

@@ -6,7 +6,7 @@ import { describe, it, type TestContext } from 'node:test';
 import { Flag, FrameType, frame, frame32, goawayFrame, H2_DEFAULT_WINDOW, H2_FRAME_BYTES, H2Error, PREFACE, Setting, settingsFrame } from '../../src/http2/frames.js';
 import { type H2Client, H2_UPSTREAM_REFUSED_RETRIES } from '../../src/http2/h2-client.js';
 import { H2_UPSTREAM_MAX_HEADER_LIST_BYTES } from '../../src/http2/header-blocks.js';
-import { encodeHeaderBlock } from '../../src/http2/hpack.js';
+import { encodeHeaderBlock } from '../../src/http2/hpack-encode.js';
 import { UpstreamResetError } from '../../src/http2/upstream-stream.js';
 import {
   AUTHORITY,

@@ -6,7 +6,7 @@ import { createServer, type Server, type Socket, connect } from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import { FrameWriter, H2_FRAMES_PER_WRITE } from '../../src/http2/frame-writer.js';
 import { FRAME_HEADER_BYTES, Flag, FrameType, H2_FRAME_BYTES, frame, frame32 } from '../../src/http2/frames.js';
-import { encodeHeaderBlock } from '../../src/http2/hpack.js';
+import { encodeHeaderBlock } from '../../src/http2/hpack-encode.js';
 
 describe('FrameWriter', () => {
   let server: Server;

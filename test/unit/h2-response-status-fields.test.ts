@@ -4,7 +4,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { h2ResponseFields, h2ResponseRegular } from '../../src/http2/headers.js';
-import { encodeHeaderBlockAfter } from '../../src/http2/hpack.js';
+import { encodeHeaderBlockAfter } from '../../src/http2/hpack-encode.js';
 
 describe(':status encoded apart from the response fields', () => {
   it('writes the same block as the list led by `:status`, for every status and with a table size update', () => {

@@ -6,7 +6,8 @@ import { createServer, type IncomingHttpHeaders, type OutgoingHttpHeaders, type 
 import { connect } from 'node:net';
 import { describe, it } from 'node:test';
 import { BoundaryError } from '../../src/shared/errors.js';
-import { encodeHeaderBlock, encodeHeaderBlockAfter, HPACK_MAX_INTEGER, HPACK_MAX_TABLE_BYTES, HpackDecoder } from '../../src/http2/hpack.js';
+import { HPACK_MAX_INTEGER, HPACK_MAX_TABLE_BYTES, HpackDecoder } from '../../src/http2/hpack.js';
+import { encodeHeaderBlock, encodeHeaderBlockAfter } from '../../src/http2/hpack-encode.js';
 import { HUFFMAN_CODES, HUFFMAN_EOS } from '../../src/http2/hpack-huffman.js';
 import { seeded } from '../harness/seeded.js';
 
