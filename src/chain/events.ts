@@ -261,7 +261,6 @@ const STATUS_DETAILS: ReadonlyMap<string, ReadonlyMap<string, string>> = new Map
   LABELS.map((label) => [label, new Map(OUTCOME_VERDICTS.map((verdict) => [verdict, `${label} ${STATUS_WORD[verdict]}`]))]),
 );
 
-
 const requestTexts = createEventTexts();
 
 /** Renders the outcome as an AuditEvent (docs/events.md#what-is-emitted). Never includes a query string. */
