@@ -85,6 +85,22 @@ export const DNS_METRICS = {
     labels: { reason: TCP_CLOSE_REASONS },
     scope: 'boundary',
   },
+  boundary_dns_workers: {
+    name: 'boundary_dns_workers',
+    type: 'gauge',
+    unit: '',
+    help: 'Policy DNS replay workers (--dns-workers): configured, and running with their socket bound',
+    labels: { state: ['configured', 'running'] },
+    scope: 'boundary',
+  },
+  boundary_dns_worker_exits_total: {
+    name: 'boundary_dns_worker_exits_total',
+    type: 'counter',
+    unit: '',
+    help: 'Policy DNS replay workers that died: started again, or left down once their restarts in the window were spent (their share of the port then goes to the other sockets)',
+    labels: { outcome: ['restarted', 'abandoned'] },
+    scope: 'boundary',
+  },
   boundary_dns_synthetic_addresses: {
     name: 'boundary_dns_synthetic_addresses',
     type: 'gauge',
