@@ -1,12 +1,14 @@
 // The policy DNS that bench/dns-server.ts serves and bench/dns-handler.ts calls in a loop: a fixed policy
-// (*.bench.test), a loopback fixture upstream, and its events on the path production gives them (boundary-dns.ts).
+// (*.bench.test), a loopback fixture upstream, and its events on the path production gives them (boundary-dns.ts),
+// with --dns-workers' replay workers when asked for.
 
 import { openSync } from 'node:fs';
 import { Registry } from 'prom-client';
 import { createDnsEventSink, timedDnsHandler } from '../src/app/boundary-dns.js';
 import { lookupReportEvent } from '../src/dns/lookup-events.js';
 import { createDnsMetrics, meteredDnsSink } from '../src/dns/metrics.js';
-import { createPolicyDns, type PolicyDns } from '../src/dns/policy-dns.js';
+import { createPolicyDns, MAX_CACHED_ANSWERS, type PolicyDns } from '../src/dns/policy-dns.js';
+import { createReplayWorkers, type ReplayWorkers } from '../src/dns/workers.js';
 import type { DnsHandler } from '../src/dns/server.js';
 import { createUpstreamResolver } from '../src/dns/upstream.js';
 import { createLookupGate } from '../src/net/lookup-gate.js';
@@ -45,13 +47,15 @@ export interface BenchDns {
   readonly pool: SyntheticPool;
   /** dns.handler, timed as production times it (except in 'off'). */
   readonly handler: DnsHandler;
+  /** The replay workers (`workers` > 0), for the server to start once it listens with reusePort. */
+  readonly workers: ReplayWorkers | undefined;
   /** Events that reached the boundary's sink (after aggregation). */
   events(): number;
   upstreamQueries(): number;
   close(): Promise<void>;
 }
 
-export async function startBenchDns(options: { names: number; logMode: LogMode; logFile: string; guard: GuardMode }): Promise<BenchDns> {
+export async function startBenchDns(options: { names: number; logMode: LogMode; logFile: string; guard: GuardMode; workers?: number }): Promise<BenchDns> {
   const upstream: Record<string, FixtureEntry> = {};
   for (let i = 0; i < options.names; i++) upstream[`allowed-${i}.bench.test`] = { a: ['127.0.0.2'], ttl: 30 };
   const fixture = await startDnsFixture(upstream);
@@ -75,6 +79,21 @@ export async function startBenchDns(options: { names: number; logMode: LogMode; 
   // One exact endpoint per name: under a single wildcard, more names than its share of the new-mapping burst
   // (net/synthetic-budget.ts) would be answered SERVFAIL and asked upstream again, which dnsmasq never does.
   const policy = stubPolicy(Object.keys(upstream).map((host) => ({ host, ports: [443] })));
+  // As app/boundary-transparent.ts wires them: replays into the same sink, a mapping's expiry bumps the epoch.
+  const workers =
+    (options.workers ?? 0) === 0
+      ? undefined
+      : createReplayWorkers({
+          count: options.workers ?? 0,
+          sink,
+          now,
+          maxEntries: MAX_CACHED_ANSWERS,
+          onExit: (worker, code) => process.stderr.write(`replay worker ${worker} exited with ${code}\n`),
+          onError: (err) => process.stderr.write(`replay worker error: ${String(err)}\n`),
+        });
+  pool.subscribe((event) => {
+    if (event.kind === 'expired') workers?.bump();
+  });
   const dns = createPolicyDns({
     policy: () => policy,
     // The lookup gate production shares with the proxy (boundary-dns.ts createBoundaryLookups), its reports on the same path.
@@ -88,6 +107,7 @@ export async function startBenchDns(options: { names: number; logMode: LogMode; 
     sink,
     now,
     allowLoopback: true,
+    ...(workers === undefined ? {} : { replicas: workers.replicas }),
     ...(options.guard === 'default' ? {} : { refusalLimits: { perSecond: UNLIMITED, burst: UNLIMITED } }),
   });
   const handler =
@@ -96,9 +116,11 @@ export async function startBenchDns(options: { names: number; logMode: LogMode; 
     dns,
     pool,
     handler,
+    workers,
     events: () => events,
     upstreamQueries: () => fixture.count(),
     async close() {
+      await workers?.close();
       aggregator?.close();
       await fixture.close();
       await new Promise<void>((resolve) => logger.flush(() => resolve()));
