@@ -87,6 +87,7 @@ export function assembleTransparent(options: TransparentOptions): Transparent {
                 logger.error({ worker, code, restarted }, 'policy DNS replay worker died; its queries go to the other sockets');
               },
               onError: (err) => logger.warn({ err }, 'policy DNS replay worker error'),
+              onReplayed: (count) => metrics.workerReplays.inc({}, count),
             });
       workers = replay;
       if (replay !== undefined) {

@@ -93,6 +93,14 @@ export const DNS_METRICS = {
     labels: { state: ['configured', 'running'] },
     scope: 'boundary',
   },
+  boundary_dns_worker_replays_total: {
+    name: 'boundary_dns_worker_replays_total',
+    type: 'counter',
+    unit: '',
+    help: 'Policy DNS answers replayed by the replay workers (also in boundary_dns_queries_total), counted when merged (every 100 ms)',
+    labels: NONE,
+    scope: 'boundary',
+  },
   boundary_dns_worker_exits_total: {
     name: 'boundary_dns_worker_exits_total',
     type: 'counter',

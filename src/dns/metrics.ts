@@ -31,6 +31,7 @@ interface DnsMetrics extends LookupMetrics {
   readonly mappings: CounterRecorder<typeof DNS_METRICS.boundary_dns_mappings_total>;
   readonly tcpClosed: CounterRecorder<typeof DNS_METRICS.boundary_dns_tcp_closed_total>;
   readonly workerExits: CounterRecorder<typeof DNS_METRICS.boundary_dns_worker_exits_total>;
+  readonly workerReplays: CounterRecorder<typeof DNS_METRICS.boundary_dns_worker_replays_total>;
   readonly answerSeconds: Observer;
 }
 
@@ -89,6 +90,7 @@ export function createDnsMetrics(
     mappings: createCounter(registry, DNS_METRICS.boundary_dns_mappings_total),
     tcpClosed: createCounter(registry, DNS_METRICS.boundary_dns_tcp_closed_total),
     workerExits: createCounter(registry, DNS_METRICS.boundary_dns_worker_exits_total),
+    workerReplays: createCounter(registry, DNS_METRICS.boundary_dns_worker_replays_total),
     ...lookups,
     answerSeconds: createHistogram(registry, DNS_METRICS.boundary_dns_answer_duration_seconds).bind({}),
   };

@@ -34,6 +34,8 @@ interface ReplayWorkersOptions {
   /** A worker died: `restarted` false once its restarts are spent. */
   readonly onExit: (worker: number, code: number, restarted: boolean) => void;
   readonly onError: (err: unknown) => void;
+  /** Replays merged (a metric). */
+  readonly onReplayed?: (count: number) => void;
   /** Starts a worker (default: replay-worker.ts). */
   readonly spawn?: (setup: WorkerSetup) => Worker;
 }
@@ -145,15 +147,18 @@ export function createReplayWorkers(options: ReplayWorkersOptions): ReplayWorker
   }
 
   function merge(counts: Extract<FromWorker, { t: 'counts' }>['counts']): void {
+    let merged = 0;
     for (const c of counts) {
       const answer = handed.get(c.id);
       // Never: an answer stays known until every worker reported past its epoch.
       if (answer === undefined) continue;
-      replayed += c.count;
+      merged += c.count;
       // One event per replay, as the main thread emits one per answer: metrics count each, the aggregate counts repeats.
       const event: AuditEvent = stamp(answer.base, { ip: c.ip, port: c.port });
       for (let i = 0; i < c.count; i++) sink.emit(event);
     }
+    replayed += merged;
+    options.onReplayed?.(merged);
   }
 
   function launch(index: number): Promise<void> {
