@@ -24,10 +24,12 @@ export function assembleTransparent(options: TransparentOptions): Transparent {
   let capture: CaptureListeners | undefined;
   let dnsEvents: DnsEventAggregator | undefined;
   let workers: ReplayWorkers | undefined;
-  let unfollow: (() => void) | undefined;
   const workerCount = options.dnsWorkers ?? 0;
   let problem: string | undefined = 'dns-starting';
   let closing: Promise<void> | undefined;
+  // Subscribed here, before the proxy's listener: the epoch moves in the swap itself, before any other work runs, so
+  // no worker replays what the old policy made once a later query can see the new one.
+  const unfollow = options.store.subscribe(() => workers?.bump());
   const metrics = createDnsMetrics(options.registry, {
     pool: () => pool,
     listeners: () => capture?.listening().length ?? 0,
@@ -90,13 +92,10 @@ export function assembleTransparent(options: TransparentOptions): Transparent {
               onReplayed: (count) => metrics.workerReplays.inc({}, count),
             });
       workers = replay;
-      if (replay !== undefined) {
-        // Before the change is seen by any later query: a worker never replays what the old policy or mapping made.
-        unfollow = options.store.subscribe(() => replay.bump());
-        live.subscribe((event) => {
-          if (event.kind === 'expired') replay.bump();
-        });
-      }
+      // A mapping's expiry: the workers stop on their own deadline first; this also covers a wall clock that jumped.
+      live.subscribe((event) => {
+        if (event.kind === 'expired') replay?.bump();
+      });
       const dns = createPolicyDns({
         policy: () => options.store.current(),
         lookups: options.lookups,
@@ -145,7 +144,7 @@ export function assembleTransparent(options: TransparentOptions): Transparent {
         problem ??= 'dns-closed';
         // Workers first: their last counts reach the events below, and what they pass on meets an open socket.
         await workers?.close();
-        unfollow?.();
+        unfollow();
         await server?.close();
         // After the listener, before telemetry: the last interval's counts are written.
         dnsEvents?.close();

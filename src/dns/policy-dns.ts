@@ -134,6 +134,22 @@ export function createPolicyDns(options: PolicyDnsOptions): PolicyDns {
   }
 
   /**
+   * A worker passed on a question the main thread has a valid answer for: that worker lacks it (evicted, new), or every
+   * worker dropped it at an epoch change. Valid now under the current policy and clock, it is stamped with the
+   * current epoch (kept here too) and handed to every worker; otherwise only to the one that asked.
+   */
+  function handOver(to: AnswerReplicas, slot: Map<string, CacheEntry>, index: number, name: string, entry: CacheEntry, worker: number): void {
+    const epoch = to.epoch();
+    if (entry.epoch === epoch) {
+      to.publish(index, name, entry, worker);
+      return;
+    }
+    const current: CacheEntry = { ...entry, epoch };
+    slot.set(name, current);
+    to.publish(index, name, current, undefined);
+  }
+
+  /**
    * Answers everything that needs no upstream: decide() on the name, its DnsDecision mapped to an RCODE. Returns
    * the allow decision instead when the name must be resolved (an eligible A question).
    */
@@ -237,7 +253,8 @@ export function createPolicyDns(options: PolicyDnsOptions): PolicyDns {
     const epoch = replicas?.epoch() ?? 0;
     const policy = options.policy();
     const index = answerSlot(query);
-    const entry = slots[index]?.get(query.name);
+    const slot = slots[index];
+    const entry = slot?.get(query.name);
     if (entry !== undefined && entry.generation === policy.generation) {
       const until = entry.until;
       // Floor, not round: a client never holds a synthetic answer past the mapping's expiry.
@@ -246,8 +263,7 @@ export function createPolicyDns(options: PolicyDnsOptions): PolicyDns {
         // Over the refusal rate, a repeat refusal costs the header copy only: no events, no SOA.
         if (entry.denied && !refusals.admit()) return refusals.overLimit(query, policy);
         hits++;
-        // A worker passed on a question the main thread has an answer for: it lacks it (evicted, or new).
-        if (info.worker !== undefined && replicas !== undefined) replicas.publish(index, query.name, entry, info.worker);
+        if (info.worker !== undefined && replicas !== undefined && slot !== undefined) handOver(replicas, slot, index, query.name, entry, info.worker);
         emitPrepared(entry.events, info);
         return respondFrom(entry.template, query, responseLimit(query, info.transport), ttl);
       }
