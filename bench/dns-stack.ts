@@ -79,7 +79,7 @@ export async function startBenchDns(options: { names: number; logMode: LogMode; 
   // One exact endpoint per name: under a single wildcard, more names than its share of the new-mapping burst
   // (net/synthetic-budget.ts) would be answered SERVFAIL and asked upstream again, which dnsmasq never does.
   const policy = stubPolicy(Object.keys(upstream).map((host) => ({ host, ports: [443] })));
-  // As app/boundary-transparent.ts wires them: replays into the same sink, a mapping's expiry bumps the epoch.
+  // As app/boundary-transparent.ts wires them: replays into the same sink as the main thread's answers.
   const workers =
     (options.workers ?? 0) === 0
       ? undefined
@@ -87,13 +87,11 @@ export async function startBenchDns(options: { names: number; logMode: LogMode; 
           count: options.workers ?? 0,
           sink,
           now,
+          pool,
           maxEntries: MAX_CACHED_ANSWERS,
           onExit: (worker, code) => process.stderr.write(`replay worker ${worker} exited with ${code}\n`),
           onError: (err) => process.stderr.write(`replay worker error: ${String(err)}\n`),
         });
-  pool.subscribe((event) => {
-    if (event.kind === 'expired') workers?.bump();
-  });
   const dns = createPolicyDns({
     policy: () => policy,
     // The lookup gate production shares with the proxy (boundary-dns.ts createBoundaryLookups), its reports on the same path.

@@ -83,6 +83,7 @@ export function assembleTransparent(options: TransparentOptions): Transparent {
               count: workerCount,
               sink: events.sink,
               now,
+              pool: live,
               maxEntries: MAX_CACHED_ANSWERS,
               onExit(worker, code, restarted) {
                 metrics.workerExits.inc({ outcome: restarted ? 'restarted' : 'abandoned' });
@@ -92,10 +93,6 @@ export function assembleTransparent(options: TransparentOptions): Transparent {
               onReplayed: (count) => metrics.workerReplays.inc({}, count),
             });
       workers = replay;
-      // A mapping's expiry: the workers stop on their own deadline first; this also covers a wall clock that jumped.
-      live.subscribe((event) => {
-        if (event.kind === 'expired') replay?.bump();
-      });
       const dns = createPolicyDns({
         policy: () => options.store.current(),
         lookups: options.lookups,

@@ -6,6 +6,7 @@
 import { createSocket } from 'node:dgram';
 import { Worker } from 'node:worker_threads';
 import { BoundaryError } from '../shared/errors.js';
+import type { SyntheticPool } from '../net/synthetic.js';
 import type { AuditEvent, AuditSink } from '../telemetry/event.js';
 import { type PreparedEvents, stamp } from './events.js';
 import type { AnswerReplicas, CacheEntry } from './replicas.js';
@@ -29,6 +30,11 @@ interface ReplayWorkersOptions {
   /** The DNS event sink (counted, then aggregated): replays go where the main thread's own answers go. */
   readonly sink: AuditSink;
   readonly now: () => number;
+  /**
+   * The synthetic pool: a mapping's expiry bumps the epoch. Workers stop replaying an answer on its own deadline
+   * first; this also covers a wall clock (the injected `now`) that jumped ahead of the time workers measure.
+   */
+  readonly pool: Pick<SyntheticPool, 'subscribe'>;
   /** Answers each worker keeps. */
   readonly maxEntries: number;
   /** A worker died: `restarted` false once its restarts are spent. */
@@ -110,6 +116,9 @@ export function createReplayWorkers(options: ReplayWorkersOptions): ReplayWorker
   let closing = false;
   let replayed = 0;
   let passed = 0;
+  const unfollow = options.pool.subscribe((event) => {
+    if (event.kind === 'expired') bump();
+  });
 
   function post(index: number, message: ToWorker): void {
     threads[index]?.postMessage(message);
@@ -250,6 +259,7 @@ export function createReplayWorkers(options: ReplayWorkersOptions): ReplayWorker
     stats: () => ({ replayed, passed }),
     async close() {
       closing = true;
+      unfollow();
       await Promise.all(
         threads.map(async (worker, index) => {
           if (worker === undefined) return;

@@ -1,12 +1,16 @@
 // `boundary run --dns-workers 2` on the image's Node (22): answers replayed by the workers are the main thread's own,
 // a reload that removes a name stops every worker at once, and replays are counted in the DNS metrics and events.
-// On Node 20 the flag is refused with DNS_WORKERS_UNSUPPORTED. Real sockets on loopback, dns-packet clients.
+// A mapping's expiry stops them at once too (test/harness/dns-workers-child.ts, on a test clock). On Node 20 the flag
+// is refused with DNS_WORKERS_UNSUPPORTED. Real sockets on loopback, dns-packet clients.
 
 import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
 import { createSocket, type Socket } from 'node:dgram';
+import { once } from 'node:events';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { createInterface } from 'node:readline';
 import { after, before, describe, it } from 'node:test';
 import { type DecodedPacket, decode } from 'dns-packet';
 import { type LoggedChild, type LogLine, spawnLogged } from '../harness/child-lines.js';
@@ -55,6 +59,8 @@ function metricValue(text: string, series: string): number {
 const MAPPED = 'boundary_dns_queries_total{rcode="NOERROR",outcome="mapped"}';
 const REFUSED = 'boundary_dns_queries_total{rcode="NXDOMAIN",outcome="refused"}';
 const REPLAYS = 'boundary_dns_worker_replays_total';
+/** The one name test/harness/dns-workers-child.ts's policy allows (not imported: importing the child would start it). */
+const CHILD_NAME = 'api.example.test';
 
 describe('policy DNS replay workers (--dns-workers 2, Node 22)', () => {
   let node: string | undefined;
@@ -159,6 +165,51 @@ describe('policy DNS replay workers (--dns-workers 2, Node 22)', () => {
     // Every echo query was answered NOERROR mapped; the gone.example.test ones before the reload were too.
     assert.equal(echoQueries, 1 + 3 * CLIENTS);
     assert.ok(mapped >= echoQueries);
+  });
+});
+
+describe('replay workers and a mapping that expires (test clock, Node 22)', () => {
+  it('stops every worker replaying the answer once the mapping expires', async (t) => {
+    let node: string;
+    try {
+      node = (await imageNode(join(PROJECT_ROOT, 'Dockerfile'))).path;
+    } catch {
+      return t.skip('the image Node (npm package node@22) is not installable here');
+    }
+    const child = spawn(node, ['--import', 'tsx', join(PROJECT_ROOT, 'test/harness/dns-workers-child.ts')], { cwd: PROJECT_ROOT, stdio: ['pipe', 'pipe', 'inherit'] });
+    t.after(() => child.kill('SIGKILL'));
+    const lines = createInterface({ input: child.stdout! })[Symbol.asyncIterator]();
+    const next = async (): Promise<Record<string, unknown>> => {
+      const line = await lines.next();
+      if (line.done === true) throw new Error('the child ended');
+      return JSON.parse(line.value) as Record<string, unknown>;
+    };
+    const ask = async (command: string): Promise<Record<string, unknown>> => {
+      child.stdin!.write(`${command}\n`);
+      return next();
+    };
+    const port = Number((await next()).port);
+    const clients: Socket[] = [];
+    t.after(() => {
+      for (const client of clients) client.close();
+    });
+    for (let i = 0; i < CLIENTS; i++) {
+      const client = createSocket('udp4');
+      await new Promise<void>((resolve) => client.bind(0, '127.0.0.1', resolve));
+      clients.push(client);
+    }
+    const query = buildQuery(CHILD_NAME, 'A');
+    const until = performance.now() + MERGE_WAIT_MS;
+    // Rounds until the workers have replayed some (their counts are merged every 100 ms); bounded.
+    while ((await ask('stats')).replayed === 0 && performance.now() < until) {
+      for (const reply of await askEach(clients, port, query)) assert.equal(rcodeOf(decode(reply)), 'NOERROR');
+    }
+    assert.ok(Number((await ask('stats')).replayed) > 0, 'the workers replayed the answer');
+    assert.equal((await ask('expire')).expired, 1);
+    // The upstream now says NXDOMAIN: any NOERROR would be a worker replaying the expired mapping.
+    for (const reply of await askEach(clients, port, query)) assert.equal(rcodeOf(decode(reply)), 'NXDOMAIN');
+    assert.equal((await ask('close')).closed, true);
+    await once(child, 'exit');
   });
 });
 
