@@ -52,6 +52,7 @@ export interface ReplayWorkers {
   start(server: DnsServer): Promise<void>;
   /** Before a change to anything a worker may replay (policy, mappings): no worker replays an older answer after it. */
   bump(): void;
+  /** Workers whose socket is bound now. */
   running(): number;
   stats(): { readonly replayed: number; readonly passed: number };
   /** Closes every worker's socket and merges its last counts. */
@@ -59,7 +60,7 @@ export interface ReplayWorkers {
 }
 
 /** In production the worker is dist/dns/replay-worker.js (app/ in the bundle); under tsx (tests) its source needs tsx's hooks. */
-function spawnReplayWorker(setup: WorkerSetup): Worker {
+export function spawnReplayWorker(setup: WorkerSetup): Worker {
   const fromSource = import.meta.url.endsWith('.ts');
   const entry = new URL(`./replay-worker.${fromSource ? 'ts' : 'js'}`, import.meta.url);
   if (!fromSource) return new Worker(entry, { workerData: setup });
@@ -116,6 +117,8 @@ export function createReplayWorkers(options: ReplayWorkersOptions): ReplayWorker
   let closing = false;
   let replayed = 0;
   let passed = 0;
+  /** Workers whose socket is bound, by index. */
+  const listening = new Set<number>();
   const unfollow = options.pool.subscribe((event) => {
     if (event.kind === 'expired') bump();
   });
@@ -173,12 +176,12 @@ export function createReplayWorkers(options: ReplayWorkersOptions): ReplayWorker
   function launch(index: number): Promise<void> {
     const target = server;
     if (target === undefined) return Promise.resolve();
-    const bound = target.address();
-    const setup: WorkerSetup = { host: bound.host, port: bound.port, family: bound.host.includes(':') ? 6 : 4, epoch: epochs.buffer as SharedArrayBuffer, maxEntries: options.maxEntries };
+    const address = target.address();
+    const setup: WorkerSetup = { host: address.host, port: address.port, family: address.host.includes(':') ? 6 : 4, epoch: epochs.buffer as SharedArrayBuffer, maxEntries: options.maxEntries };
     const worker = spawn(setup);
     threads[index] = worker;
     return new Promise<void>((resolve, reject) => {
-      let listening = false;
+      let bound = false;
       const boot = setTimeout(() => {
         reject(new Error(`policy DNS worker ${index} was not listening after ${DNS_WORKER_BOOT_TIMEOUT_MS} ms`));
         void worker.terminate();
@@ -194,12 +197,13 @@ export function createReplayWorkers(options: ReplayWorkersOptions): ReplayWorker
           syncs.get(message.seq)?.waiting.delete(index);
           settleSyncs();
         } else if (message.t === 'listening') {
-          listening = true;
+          bound = true;
+          listening.add(index);
           clearTimeout(boot);
           resolve();
         } else if (message.t === 'failed') {
           clearTimeout(boot);
-          reject(new Error(`policy DNS worker ${index} could not bind ${bound.host}:${bound.port}: ${message.message} (${message.code})`));
+          reject(new Error(`policy DNS worker ${index} could not bind ${address.host}:${address.port}: ${message.message} (${message.code})`));
         }
       });
       worker.on('error', (err) => options.onError(err));
@@ -207,9 +211,10 @@ export function createReplayWorkers(options: ReplayWorkersOptions): ReplayWorker
         clearTimeout(boot);
         if (threads[index] !== worker) return;
         threads[index] = undefined;
+        listening.delete(index);
         for (const sync of syncs.values()) sync.waiting.delete(index);
         settleSyncs();
-        if (!listening) {
+        if (!bound) {
           reject(new Error(`policy DNS worker ${index} exited with code ${code} before listening`));
           return;
         }
@@ -255,7 +260,7 @@ export function createReplayWorkers(options: ReplayWorkersOptions): ReplayWorker
       await Promise.all(threads.map((_, index) => launch(index)));
     },
     bump,
-    running: () => threads.filter((t) => t !== undefined).length,
+    running: () => listening.size,
     stats: () => ({ replayed, passed }),
     async close() {
       closing = true;

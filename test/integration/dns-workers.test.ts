@@ -4,7 +4,7 @@
 // is refused with DNS_WORKERS_UNSUPPORTED. Real sockets on loopback, dns-packet clients.
 
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
+import { type ChildProcess, spawn } from 'node:child_process';
 import { createSocket, type Socket } from 'node:dgram';
 import { once } from 'node:events';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
@@ -168,48 +168,77 @@ describe('policy DNS replay workers (--dns-workers 2, Node 22)', () => {
   });
 });
 
-describe('replay workers and a mapping that expires (test clock, Node 22)', () => {
-  it('stops every worker replaying the answer once the mapping expires', async (t) => {
+describe('replay workers on a test clock (test/harness/dns-workers-child.ts, Node 22)', () => {
+  let child: ChildProcess | undefined;
+  let lines: AsyncIterator<string>;
+  let port = 0;
+  const clients: Socket[] = [];
+  const query = buildQuery(CHILD_NAME, 'A');
+
+  async function next(): Promise<Record<string, unknown>> {
+    const line = await lines.next();
+    if (line.done === true) throw new Error('the child ended');
+    return JSON.parse(line.value) as Record<string, unknown>;
+  }
+  async function ask(command: string): Promise<Record<string, unknown>> {
+    child?.stdin?.write(`${command}\n`);
+    return next();
+  }
+  /** Rounds of queries from every client until the workers have replayed some (merged every 100 ms); bounded. */
+  async function untilReplayed(): Promise<void> {
+    const before = Number((await ask('stats')).replayed);
+    const until = performance.now() + MERGE_WAIT_MS;
+    while (Number((await ask('stats')).replayed) === before && performance.now() < until) {
+      for (const reply of await askEach(clients, port, query)) assert.equal(rcodeOf(decode(reply)), 'NOERROR');
+    }
+    assert.ok(Number((await ask('stats')).replayed) > before, 'the workers replayed the answer');
+  }
+
+  before(async () => {
     let node: string;
     try {
       node = (await imageNode(join(PROJECT_ROOT, 'Dockerfile'))).path;
     } catch {
-      return t.skip('the image Node (npm package node@22) is not installable here');
+      return;
     }
-    const child = spawn(node, ['--import', 'tsx', join(PROJECT_ROOT, 'test/harness/dns-workers-child.ts')], { cwd: PROJECT_ROOT, stdio: ['pipe', 'pipe', 'inherit'] });
-    t.after(() => child.kill('SIGKILL'));
-    const lines = createInterface({ input: child.stdout! })[Symbol.asyncIterator]();
-    const next = async (): Promise<Record<string, unknown>> => {
-      const line = await lines.next();
-      if (line.done === true) throw new Error('the child ended');
-      return JSON.parse(line.value) as Record<string, unknown>;
-    };
-    const ask = async (command: string): Promise<Record<string, unknown>> => {
-      child.stdin!.write(`${command}\n`);
-      return next();
-    };
-    const port = Number((await next()).port);
-    const clients: Socket[] = [];
-    t.after(() => {
-      for (const client of clients) client.close();
-    });
+    child = spawn(node, ['--import', 'tsx', join(PROJECT_ROOT, 'test/harness/dns-workers-child.ts')], { cwd: PROJECT_ROOT, stdio: ['pipe', 'pipe', 'inherit'] });
+    lines = createInterface({ input: child.stdout as NodeJS.ReadableStream })[Symbol.asyncIterator]();
+    port = Number((await next()).port);
     for (let i = 0; i < CLIENTS; i++) {
       const client = createSocket('udp4');
       await new Promise<void>((resolve) => client.bind(0, '127.0.0.1', resolve));
       clients.push(client);
     }
-    const query = buildQuery(CHILD_NAME, 'A');
-    const until = performance.now() + MERGE_WAIT_MS;
-    // Rounds until the workers have replayed some (their counts are merged every 100 ms); bounded.
-    while ((await ask('stats')).replayed === 0 && performance.now() < until) {
+  });
+
+  after(async () => {
+    for (const client of clients) client.close();
+    if (child !== undefined && child.exitCode === null) {
+      child.kill('SIGKILL');
+      await once(child, 'exit');
+    }
+  });
+
+  it('starts a worker that dies again, 3 times a minute, and every query is answered meanwhile', async (t) => {
+    if (child === undefined) return t.skip('the image Node (npm package node@22) is not installable here');
+    await untilReplayed();
+    for (let death = 1; death <= 3; death++) {
+      assert.deepEqual(await ask('kill'), { restarted: true, running: 2 });
       for (const reply of await askEach(clients, port, query)) assert.equal(rcodeOf(decode(reply)), 'NOERROR');
     }
-    assert.ok(Number((await ask('stats')).replayed) > 0, 'the workers replayed the answer');
+    // The fourth death in the window: it stays down, and the other sockets take its share of the port.
+    assert.deepEqual(await ask('kill'), { restarted: false, running: 1 });
+    for (const reply of await askEach(clients, port, query)) assert.equal(rcodeOf(decode(reply)), 'NOERROR');
+    await untilReplayed();
+  });
+
+  it('stops every worker replaying the answer once the mapping expires', async (t) => {
+    if (child === undefined) return t.skip('the image Node (npm package node@22) is not installable here');
+    await untilReplayed();
     assert.equal((await ask('expire')).expired, 1);
     // The upstream now says NXDOMAIN: any NOERROR would be a worker replaying the expired mapping.
     for (const reply of await askEach(clients, port, query)) assert.equal(rcodeOf(decode(reply)), 'NXDOMAIN');
     assert.equal((await ask('close')).closed, true);
-    await once(child, 'exit');
   });
 });
 
