@@ -1,7 +1,7 @@
 // Benchmark entry: a policy DNS server on 127.0.0.1 (bench/dns-stack.ts: fixed policy, loopback fixture upstream,
 // production event path). Usage: node bench/dns-server.mjs <port> <allowed-count> [log-mode] [log-file] [guard] [workers]
-// (log modes and guard modes: bench/dns-stack.ts; workers: --dns-workers' replay workers, Node 22, replay-worker.js
-// built beside this file). Prints "ready <port>" once all listen; stops on SIGTERM/SIGINT.
+// (log modes and guard modes: bench/dns-stack.ts; workers: --dns-workers' replay workers, Node 22, dns-replay.mjs and
+// replay-worker.js built beside this file). Prints "ready <port>" once all listen; stops on SIGTERM/SIGINT.
 // Started by bench/dns-cluster.ts as a node:cluster worker, it shares the primary's sockets (DNS_BENCH_SHARED=1).
 
 import { createDnsServer } from '../src/dns/server.js';
@@ -15,7 +15,10 @@ const guard = (process.argv[6] ?? 'unlimited') as GuardMode;
 const workers = Number(process.argv[7] ?? '0');
 if (!LOG_MODES.includes(logMode) || !GUARD_MODES.includes(guard)) throw new Error(`log mode one of ${LOG_MODES.join('|')}, guard one of ${GUARD_MODES.join('|')}`);
 
-const bench = await startBenchDns({ names, logMode, logFile, guard, workers });
+// A computed specifier: esbuild leaves it alone, so this file bundles against a src/ without workers (BOUNDARY_REF).
+const replay =
+  workers > 0 ? ((await import(new URL('./dns-replay.mjs', import.meta.url).href)) as typeof import('./dns-replay.js')).replayFactory(workers) : undefined;
+const bench = await startBenchDns({ names, logMode, logFile, guard, ...(replay === undefined ? {} : { replay }) });
 const server = createDnsServer({
   host: '127.0.0.1',
   port,

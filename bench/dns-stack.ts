@@ -7,8 +7,8 @@ import { Registry } from 'prom-client';
 import { createDnsEventSink, timedDnsHandler } from '../src/app/boundary-dns.js';
 import { lookupReportEvent } from '../src/dns/lookup-events.js';
 import { createDnsMetrics, meteredDnsSink } from '../src/dns/metrics.js';
-import { createPolicyDns, MAX_CACHED_ANSWERS, type PolicyDns } from '../src/dns/policy-dns.js';
-import { createReplayWorkers, type ReplayWorkers } from '../src/dns/workers.js';
+import { createPolicyDns, type PolicyDns } from '../src/dns/policy-dns.js';
+import type { ReplayWorkers } from '../src/dns/workers.js';
 import type { DnsHandler } from '../src/dns/server.js';
 import { createUpstreamResolver } from '../src/dns/upstream.js';
 import { createLookupGate } from '../src/net/lookup-gate.js';
@@ -47,7 +47,7 @@ export interface BenchDns {
   readonly pool: SyntheticPool;
   /** dns.handler, timed as production times it (except in 'off'). */
   readonly handler: DnsHandler;
-  /** The replay workers (`workers` > 0), for the server to start once it listens with reusePort. */
+  /** The replay workers (`replay` given), for the server to start once it listens with reusePort. */
   readonly workers: ReplayWorkers | undefined;
   /** Events that reached the boundary's sink (after aggregation). */
   events(): number;
@@ -55,7 +55,13 @@ export interface BenchDns {
   close(): Promise<void>;
 }
 
-export async function startBenchDns(options: { names: number; logMode: LogMode; logFile: string; guard: GuardMode; workers?: number }): Promise<BenchDns> {
+/**
+ * Makes the replay workers from the parts policy DNS is built of (bench/dns-replay.ts). A function handed in, not an
+ * import: BOUNDARY_REF builds this file against a src/ that may have no workers.
+ */
+export type ReplayFactory = (parts: { readonly sink: AuditSink; readonly pool: SyntheticPool; readonly now: () => number }) => ReplayWorkers;
+
+export async function startBenchDns(options: { names: number; logMode: LogMode; logFile: string; guard: GuardMode; replay?: ReplayFactory }): Promise<BenchDns> {
   const upstream: Record<string, FixtureEntry> = {};
   for (let i = 0; i < options.names; i++) upstream[`allowed-${i}.bench.test`] = { a: ['127.0.0.2'], ttl: 30 };
   const fixture = await startDnsFixture(upstream);
@@ -80,18 +86,7 @@ export async function startBenchDns(options: { names: number; logMode: LogMode; 
   // (net/synthetic-budget.ts) would be answered SERVFAIL and asked upstream again, which dnsmasq never does.
   const policy = stubPolicy(Object.keys(upstream).map((host) => ({ host, ports: [443] })));
   // As app/boundary-transparent.ts wires them: replays into the same sink as the main thread's answers.
-  const workers =
-    (options.workers ?? 0) === 0
-      ? undefined
-      : createReplayWorkers({
-          count: options.workers ?? 0,
-          sink,
-          now,
-          pool,
-          maxEntries: MAX_CACHED_ANSWERS,
-          onExit: (worker, code) => process.stderr.write(`replay worker ${worker} exited with ${code}\n`),
-          onError: (err) => process.stderr.write(`replay worker error: ${String(err)}\n`),
-        });
+  const workers = options.replay?.({ sink, pool, now });
   const dns = createPolicyDns({
     policy: () => policy,
     // The lookup gate production shares with the proxy (boundary-dns.ts createBoundaryLookups), its reports on the same path.

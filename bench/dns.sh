@@ -81,7 +81,9 @@ bundle() { # source.ts, out.mjs
     --banner:js="import { createRequire as bannerRequire } from 'node:module'; const require = bannerRequire(import.meta.url);"
 }
 for entry in dns-server dns-floor dns-cluster; do bundle "$root/bench/$entry.ts" "$build/$entry.mjs"; done
-# The replay workers' thread entry, beside dns-server.mjs where src/dns/workers.ts looks for it.
+# The replay workers (loaded by dns-server.mjs when asked for) and their thread entry, beside dns-server.mjs where
+# src/dns/workers.ts looks for it.
+bundle "$root/bench/dns-replay.ts" "$build/dns-replay.mjs"
 bundle "$root/src/dns/replay-worker.ts" "$build/replay-worker.js"
 if [[ " $SERVERS " == *" boundary-workers "* ]]; then
   [ -x "$WORKERS_NODE" ] || { echo "boundary-workers needs WORKERS_NODE, a Node 22.12+ binary (npm install --prefix /tmp/boundary-node-22 node@22)" >&2; exit 2; }
