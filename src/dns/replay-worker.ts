@@ -74,6 +74,7 @@ socket.on('message', (message, rinfo) => {
   else tally.count++;
 });
 let listening = false;
+let closing = false;
 socket.on('error', (err: NodeJS.ErrnoException) => {
   // A send to a vanished asker must not end the thread; a failed bind ends it, and the main thread says why.
   if (listening) return;
@@ -94,7 +95,8 @@ port.on('message', (message: ToWorker) => {
   } else if (message.t === 'sync') {
     report();
     port.postMessage({ t: 'synced', seq: message.seq });
-  } else if (message.t === 'close') {
+  } else if (message.t === 'close' && !closing) {
+    closing = true;
     clearInterval(reporter);
     socket.close(() => {
       report();

@@ -115,6 +115,7 @@ export function createReplayWorkers(options: ReplayWorkersOptions): ReplayWorker
   let syncScheduled = false;
   let server: DnsServer | undefined;
   let closing = false;
+  let closed: Promise<void> | undefined;
   let replayed = 0;
   let passed = 0;
   /** Workers whose socket is bound, by index. */
@@ -262,24 +263,29 @@ export function createReplayWorkers(options: ReplayWorkersOptions): ReplayWorker
     bump,
     running: () => listening.size,
     stats: () => ({ replayed, passed }),
-    async close() {
-      closing = true;
-      unfollow();
-      await Promise.all(
-        threads.map(async (worker, index) => {
-          if (worker === undefined) return;
-          const closed = new Promise<void>((resolve) => {
-            worker.on('message', (message: FromWorker) => {
-              if (message.t === 'closed') resolve();
-            });
-            worker.once('exit', () => resolve());
-          });
-          post(index, { t: 'close' });
-          const timer = setTimeout(() => void worker.terminate(), DNS_WORKER_CLOSE_TIMEOUT_MS);
-          await closed;
-          clearTimeout(timer);
-        }),
-      );
+    close() {
+      closed ??= closeAll();
+      return closed;
     },
   };
+
+  async function closeAll(): Promise<void> {
+    closing = true;
+    unfollow();
+    await Promise.all(
+      threads.map(async (worker, index) => {
+        if (worker === undefined) return;
+        const done = new Promise<void>((resolve) => {
+          worker.on('message', (message: FromWorker) => {
+            if (message.t === 'closed') resolve();
+          });
+          worker.once('exit', () => resolve());
+        });
+        post(index, { t: 'close' });
+        const timer = setTimeout(() => void worker.terminate(), DNS_WORKER_CLOSE_TIMEOUT_MS);
+        await done;
+        clearTimeout(timer);
+      }),
+    );
+  }
 }
