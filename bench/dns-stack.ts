@@ -1,5 +1,6 @@
 // The policy DNS that bench/dns-server.ts serves and bench/dns-handler.ts calls in a loop: a fixed policy
-// (*.bench.test), a loopback fixture upstream, and its events on the path production gives them (boundary-dns.ts).
+// (*.bench.test), a loopback fixture upstream, and its events on the path production gives them (boundary-dns.ts),
+// with --dns-workers' replay workers when asked for.
 
 import { openSync } from 'node:fs';
 import { Registry } from 'prom-client';
@@ -7,6 +8,7 @@ import { createDnsEventSink, timedDnsHandler } from '../src/app/boundary-dns.js'
 import { lookupReportEvent } from '../src/dns/lookup-events.js';
 import { createDnsMetrics, meteredDnsSink } from '../src/dns/metrics.js';
 import { createPolicyDns, type PolicyDns } from '../src/dns/policy-dns.js';
+import type { ReplayWorkers } from '../src/dns/workers.js';
 import type { DnsHandler } from '../src/dns/server.js';
 import { createUpstreamResolver } from '../src/dns/upstream.js';
 import { createLookupGate } from '../src/net/lookup-gate.js';
@@ -45,13 +47,21 @@ export interface BenchDns {
   readonly pool: SyntheticPool;
   /** dns.handler, timed as production times it (except in 'off'). */
   readonly handler: DnsHandler;
+  /** The replay workers (`replay` given), for the server to start once it listens with reusePort. */
+  readonly workers: ReplayWorkers | undefined;
   /** Events that reached the boundary's sink (after aggregation). */
   events(): number;
   upstreamQueries(): number;
   close(): Promise<void>;
 }
 
-export async function startBenchDns(options: { names: number; logMode: LogMode; logFile: string; guard: GuardMode }): Promise<BenchDns> {
+/**
+ * Makes the replay workers from the parts policy DNS is built of (bench/dns-replay.ts). A function handed in, not an
+ * import: BOUNDARY_REF builds this file against a src/ that may have no workers.
+ */
+export type ReplayFactory = (parts: { readonly sink: AuditSink; readonly pool: SyntheticPool; readonly now: () => number }) => ReplayWorkers;
+
+export async function startBenchDns(options: { names: number; logMode: LogMode; logFile: string; guard: GuardMode; replay?: ReplayFactory }): Promise<BenchDns> {
   const upstream: Record<string, FixtureEntry> = {};
   for (let i = 0; i < options.names; i++) upstream[`allowed-${i}.bench.test`] = { a: ['127.0.0.2'], ttl: 30 };
   const fixture = await startDnsFixture(upstream);
@@ -75,6 +85,8 @@ export async function startBenchDns(options: { names: number; logMode: LogMode; 
   // One exact endpoint per name: under a single wildcard, more names than its share of the new-mapping burst
   // (net/synthetic-budget.ts) would be answered SERVFAIL and asked upstream again, which dnsmasq never does.
   const policy = stubPolicy(Object.keys(upstream).map((host) => ({ host, ports: [443] })));
+  // As app/boundary-transparent.ts wires them: replays into the same sink as the main thread's answers.
+  const workers = options.replay?.({ sink, pool, now });
   const dns = createPolicyDns({
     policy: () => policy,
     // The lookup gate production shares with the proxy (boundary-dns.ts createBoundaryLookups), its reports on the same path.
@@ -88,6 +100,7 @@ export async function startBenchDns(options: { names: number; logMode: LogMode; 
     sink,
     now,
     allowLoopback: true,
+    ...(workers === undefined ? {} : { replicas: workers.replicas }),
     ...(options.guard === 'default' ? {} : { refusalLimits: { perSecond: UNLIMITED, burst: UNLIMITED } }),
   });
   const handler =
@@ -96,9 +109,11 @@ export async function startBenchDns(options: { names: number; logMode: LogMode; 
     dns,
     pool,
     handler,
+    workers,
     events: () => events,
     upstreamQueries: () => fixture.count(),
     async close() {
+      await workers?.close();
       aggregator?.close();
       await fixture.close();
       await new Promise<void>((resolve) => logger.flush(() => resolve()));

@@ -15,8 +15,14 @@
 #   boundary-cluster    not in the default set: multi-core scaling, reported apart from the one-core ratio.
 #                       CLUSTER_WORKERS (2) node:cluster workers of `boundary` sharing one UDP socket
 #                       (bench/dns-cluster.ts), on CLUSTER_CPUS (0,1); its CPU is summed over the workers.
+#   boundary-workers    not in the default set: `boundary` with --dns-workers' replay workers: DNS_WORKERS (2) threads
+#                       on SO_REUSEPORT sockets of the port beside the main thread's, on WORKERS_CPUS (0,1), run by
+#                       WORKERS_NODE (Node 22.12+: Node 20's dgram has no reusePort; default the image's Node as
+#                       test/harness/image-node.ts installs it). Its CPU is summed over the process's threads.
+# NODE_BIN (default node) runs every other Node server: NODE_BIN=$WORKERS_NODE compares all on one Node.
 #   bench/dns.sh                                  # 3 rounds x 10 s per case and shape (about 12 minutes)
 #   RUNS=1 SECONDS_PER_RUN=3 SHAPES=saturating bench/dns.sh
+#   SERVERS="boundary boundary-workers boundary-cluster node-floor dnsmasq" SHAPES=saturating bench/dns.sh
 # Each server is pinned to SERVER_CPU (one core), dnsperf to CLIENT_CPU. Prints markdown tables.
 set -euo pipefail
 
@@ -35,6 +41,10 @@ SERVER_CPU=${SERVER_CPU:-0}
 CLIENT_CPU=${CLIENT_CPU:-1}
 CLUSTER_WORKERS=${CLUSTER_WORKERS:-2}
 CLUSTER_CPUS=${CLUSTER_CPUS:-0,1}
+DNS_WORKERS=${DNS_WORKERS:-2}
+WORKERS_CPUS=${WORKERS_CPUS:-0,1}
+WORKERS_NODE=${WORKERS_NODE:-/tmp/boundary-node-22/node_modules/node/bin/node}
+NODE_BIN=${NODE_BIN:-node}
 # Where boundary's OCSF lines go (production writes them to stdout, usually a pipe or file).
 LOG_FILE=${LOG_FILE:-/dev/null}
 # unlimited: boundary's refused and new-name rate limits lifted, so every query takes the full answer path (as each of
@@ -55,6 +65,7 @@ trap cleanup EXIT
 
 for tool in dnsperf taskset dig /usr/sbin/dnsmasq; do command -v "$tool" >/dev/null || { echo "missing $tool" >&2; exit 2; }; done
 
+has() { [[ " $SERVERS " == *" $1 "* ]]; }
 free_port() { node -e 'const s=require("net").createServer().listen(0,"127.0.0.1",()=>{console.log(s.address().port);s.close()})'; }
 
 # The same names for every server: allowed names resolve (boundary: synthetic answers, upstream cached;
@@ -70,6 +81,13 @@ bundle() { # source.ts, out.mjs
     --banner:js="import { createRequire as bannerRequire } from 'node:module'; const require = bannerRequire(import.meta.url);"
 }
 for entry in dns-server dns-floor dns-cluster; do bundle "$root/bench/$entry.ts" "$build/$entry.mjs"; done
+# The replay workers (loaded by dns-server.mjs when asked for) and their thread entry, beside dns-server.mjs where
+# src/dns/workers.ts looks for it.
+bundle "$root/bench/dns-replay.ts" "$build/dns-replay.mjs"
+bundle "$root/src/dns/replay-worker.ts" "$build/replay-worker.js"
+if [[ " $SERVERS " == *" boundary-workers "* ]]; then
+  [ -x "$WORKERS_NODE" ] || { echo "boundary-workers needs WORKERS_NODE, a Node 22.12+ binary (npm install --prefix /tmp/boundary-node-22 node@22)" >&2; exit 2; }
+fi
 if [[ " $SERVERS " == *" boundary-ref "* ]]; then
   [ -n "${BOUNDARY_REF:-}" ] || { echo "boundary-ref needs BOUNDARY_REF" >&2; exit 2; }
   mkdir -p "$build/ref"
@@ -89,14 +107,17 @@ start() { # name, CPUs, then the command
 for server in $SERVERS; do
   port[$server]=$(free_port)
   case $server in
-    boundary) start "$server" "$SERVER_CPU" node "$build/dns-server.mjs" "${port[$server]}" "$NAMES" ocsf "$LOG_FILE" "$GUARD" ;;
-    boundary-ref) start "$server" "$SERVER_CPU" node "$build/dns-server-ref.mjs" "${port[$server]}" "$NAMES" ocsf "$LOG_FILE" "$GUARD" ;;
-    boundary-per-query) start "$server" "$SERVER_CPU" node "$build/dns-server.mjs" "${port[$server]}" "$NAMES" ocsf-per-query "$LOG_FILE" "$GUARD" ;;
-    boundary-off) start "$server" "$SERVER_CPU" node "$build/dns-server.mjs" "${port[$server]}" "$NAMES" off /dev/null "$GUARD" ;;
+    boundary) start "$server" "$SERVER_CPU" "$NODE_BIN" "$build/dns-server.mjs" "${port[$server]}" "$NAMES" ocsf "$LOG_FILE" "$GUARD" ;;
+    boundary-ref) start "$server" "$SERVER_CPU" "$NODE_BIN" "$build/dns-server-ref.mjs" "${port[$server]}" "$NAMES" ocsf "$LOG_FILE" "$GUARD" ;;
+    boundary-per-query) start "$server" "$SERVER_CPU" "$NODE_BIN" "$build/dns-server.mjs" "${port[$server]}" "$NAMES" ocsf-per-query "$LOG_FILE" "$GUARD" ;;
+    boundary-off) start "$server" "$SERVER_CPU" "$NODE_BIN" "$build/dns-server.mjs" "${port[$server]}" "$NAMES" off /dev/null "$GUARD" ;;
     boundary-cluster)
-      start "$server" "$CLUSTER_CPUS" node "$build/dns-cluster.mjs" "$CLUSTER_WORKERS" "${port[$server]}" "$NAMES" ocsf "$LOG_FILE" "$GUARD"
+      start "$server" "$CLUSTER_CPUS" "$NODE_BIN" "$build/dns-cluster.mjs" "$CLUSTER_WORKERS" "${port[$server]}" "$NAMES" ocsf "$LOG_FILE" "$GUARD"
       ;;
-    node-floor) start "$server" "$SERVER_CPU" node "$build/dns-floor.mjs" "${port[$server]}" ;;
+    boundary-workers)
+      start "$server" "$WORKERS_CPUS" "$WORKERS_NODE" "$build/dns-server.mjs" "${port[$server]}" "$NAMES" ocsf "$LOG_FILE" "$GUARD" "$DNS_WORKERS"
+      ;;
+    node-floor) start "$server" "$SERVER_CPU" "$NODE_BIN" "$build/dns-floor.mjs" "${port[$server]}" ;;
     dnsmasq)
       start "$server" "$SERVER_CPU" /usr/sbin/dnsmasq --no-daemon --no-resolv --no-hosts --addn-hosts="$work/hosts" \
         --port="${port[$server]}" --listen-address=127.0.0.1 --bind-interfaces --cache-size=10000
@@ -167,10 +188,10 @@ echo "load after: $(cut -d' ' -f1-3 /proc/loadavg)" >&2
 median() { sort -g | awk '{a[NR] = $1} END {if (NR == 0) print "n/a"; else if (NR % 2) print a[(NR + 1) / 2]; else printf "%.3f\n", (a[NR / 2] + a[NR / 2 + 1]) / 2}'; }
 col() { [ -f "$1" ] || { echo n/a; return; }; awk -v c="$2" '{print $c}' "$1" | grep -v n/a | median; }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN {if (a != "n/a" && b != "n/a" && b > 0) printf "%.2fx", a / b}'; }
-has() { [[ " $SERVERS " == *" $1 "* ]]; }
 
 echo
 echo "dnsperf, ${RUNS} interleaved rounds x ${SECONDS_PER_RUN} s per case; each server pinned to CPU ${SERVER_CPU}, dnsperf to CPU ${CLIENT_CPU}; medians."
+echo "Node: $("$NODE_BIN" --version)$(has boundary-workers && echo "; boundary-workers: $("$WORKERS_NODE" --version), ${DNS_WORKERS} workers on CPUs ${WORKERS_CPUS}, which dnsperf shares (a lower bound)")."
 echo "qps ratio = server/dnsmasq median qps; CPU ratio = dnsmasq/server CPU time per answered query (the implied one-core"
 echo "capacity ratio, robust to other load on the machine). boundary's OCSF lines go to ${LOG_FILE}; rate limits: ${GUARD}."
 for shape in $SHAPES; do
@@ -209,6 +230,11 @@ for shape in $SHAPES; do
       fi
       echo
       echo "$line (CPU µs/query minus boundary-off's)"
+    done
+  fi
+  if has boundary && has boundary-workers; then
+    for set in allowed refused; do
+      echo "per-round boundary-workers/boundary qps ($shape, $set): $(paste -d' ' <(awk '{print $1}' "$work/$shape-boundary-workers-$set.tput") <(awk '{print $1}' "$work/$shape-boundary-$set.tput") | awk '{if ($2 > 0) printf "%.2f ", $1 / $2}')"
     done
   fi
   if has boundary && has dnsmasq; then

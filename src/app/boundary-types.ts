@@ -83,6 +83,8 @@ export interface Boundary {
 /** What createBoundary hands the policy DNS and capture assembly below. */
 export interface TransparentOptions {
   readonly dnsListen: ListenAddress;
+  /** `--dns-workers`: replay workers beside the main thread's DNS server (0: none). */
+  readonly dnsWorkers?: number;
   readonly syntheticCidr: string;
   /** `--capture`: off builds no capture listeners; required makes an unavailable capture a readiness reason. */
   readonly capture: CaptureMode;
@@ -113,6 +115,8 @@ export interface CaptureState {
 
 /** Policy DNS and transparent capture, as createBoundary exposes them. */
 export interface Transparent {
+  /** First thing in start: refuses what this process cannot run (`--dns-workers` without SO_REUSEPORT in dgram). */
+  preflight(): Promise<void>;
   /** After the proxy: capture runs on its context. Throws only when the DNS listener cannot bind. */
   start(context: ProxyContext, selfAddresses: readonly SelfAddress[]): Promise<void>;
   close(): Promise<void>;

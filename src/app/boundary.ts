@@ -78,6 +78,7 @@ export function createBoundary(config: Config, deps: Deps): Boundary {
   const lookups = gate.lookups;
   const transparent = assembleTransparent({
     dnsListen: config.dnsListen,
+    dnsWorkers: config.dnsWorkers,
     syntheticCidr: config.syntheticCidr,
     capture: config.capture,
     searchDomains: config.searchDomains,
@@ -258,6 +259,8 @@ export function createBoundary(config: Config, deps: Deps): Boundary {
     readiness,
     reloadPolicy: () => watcher?.reload() ?? Promise.resolve(),
     async start() {
+      // Before anything listens: a refused option leaves nothing bound and no /healthz answered.
+      await transparent.preflight();
       if (config.upstreamCa !== undefined) {
         try {
           upstreamCaPem = await readFile(config.upstreamCa, 'utf8');

@@ -9,6 +9,7 @@ import { DEFAULT_TUNNEL_DETECTION, TUNNEL_DETECTION_MODES, type TunnelDetectionM
 import { BoundaryError, type Issue, isBoundaryError } from '../shared/errors.js';
 import { normaliseHost, parseAuthority } from '../net/host.js';
 import { NEW_NAMES_BURST, NEW_NAMES_PER_SECOND } from '../net/lookup-gate.js';
+import { MAX_DNS_WORKERS } from '../dns/worker-protocol.js';
 import { DEFAULT_SYNTHETIC_CIDR, syntheticCidrProblem } from '../net/synthetic.js';
 import { BINARY_IDENTITY_MODES, type BinaryIdentityMode } from '../identity/source.js';
 import { DEFAULT_PLACEHOLDER_FAMILY, PLACEHOLDER_FAMILIES, type PlaceholderFamily } from '../credentials/placeholder.js';
@@ -51,6 +52,11 @@ export interface Config {
   readonly upstreamDns: ListenAddress | undefined;
   /** Policy DNS (UDP and TCP); an IP literal. Port 53 in a pod. */
   readonly dnsListen: ListenAddress;
+  /**
+   * `--dns-workers`: threads that replay policy DNS's cached answers on their own SO_REUSEPORT sockets
+   * (docs/dns.md#replay-workers); 0, the default, is the single-threaded server. Needs Node 22.12 or later.
+   */
+  readonly dnsWorkers: number;
   /** IPv4 range of synthetic answers (captured); one /(prefix+8) window per boot epoch. */
   readonly syntheticCidr: string;
   /** `--capture`: optional standalone, required attached (a pod), unless given. */
@@ -111,6 +117,7 @@ export const DEFAULTS: Config = Object.freeze({
   upstreamCa: undefined,
   upstreamDns: undefined,
   dnsListen: Object.freeze({ host: '127.0.0.1', port: 15053 }),
+  dnsWorkers: 0,
   syntheticCidr: DEFAULT_SYNTHETIC_CIDR,
   capture: 'optional',
   hostsFile: undefined,
@@ -266,6 +273,7 @@ export function parseConfig(raw: unknown): Config {
     upstreamCa: optionalString(input.upstreamCa, 'upstreamCa', issues),
     upstreamDns,
     dnsListen,
+    dnsWorkers: parseDnsWorkers(input.dnsWorkers, issues),
     syntheticCidr,
     // A pod (attached) is not ready without capture; a laptop (standalone) still has the proxy.
     capture: oneOf(input.capture, CAPTURE_MODES, input.supervisor === undefined ? DEFAULTS.capture : 'required', 'capture', issues),
@@ -292,6 +300,14 @@ export function parseConfig(raw: unknown): Config {
     throw new BoundaryError('CONFIG_INVALID', `configuration is invalid: ${issues.map((i) => `${i.path}: ${i.message}`).join('; ')}`, { issues });
   }
   return Object.freeze(config);
+}
+
+/** 0 (no workers) to MAX_DNS_WORKERS. */
+function parseDnsWorkers(raw: unknown, issues: Issue[]): number {
+  if (raw === undefined) return DEFAULTS.dnsWorkers;
+  if (typeof raw === 'number' && Number.isSafeInteger(raw) && raw >= 0 && raw <= MAX_DNS_WORKERS) return raw;
+  issue(issues, 'dnsWorkers', `expected an integer 0-${MAX_DNS_WORKERS}`);
+  return DEFAULTS.dnsWorkers;
 }
 
 /** A list of DNS names (resolv.conf `search`), normalised; at most MAX_SEARCH_DOMAINS. */

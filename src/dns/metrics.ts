@@ -30,6 +30,8 @@ interface DnsMetrics extends LookupMetrics {
   readonly byType: CounterRecorder<typeof DNS_METRICS.boundary_dns_queries_by_type_total>;
   readonly mappings: CounterRecorder<typeof DNS_METRICS.boundary_dns_mappings_total>;
   readonly tcpClosed: CounterRecorder<typeof DNS_METRICS.boundary_dns_tcp_closed_total>;
+  readonly workerExits: CounterRecorder<typeof DNS_METRICS.boundary_dns_worker_exits_total>;
+  readonly workerReplays: CounterRecorder<typeof DNS_METRICS.boundary_dns_worker_replays_total>;
   readonly answerSeconds: Observer;
 }
 
@@ -46,7 +48,12 @@ export function createLookupMetrics(registry: Registry): LookupMetrics {
  */
 export function createDnsMetrics(
   registry: Registry,
-  gauges: { pool: () => SyntheticPool | undefined; listeners: () => number; connections: () => number },
+  gauges: {
+    pool: () => SyntheticPool | undefined;
+    listeners: () => number;
+    connections: () => number;
+    workers?: () => { readonly configured: number; readonly running: number };
+  },
   lookups: LookupMetrics = createLookupMetrics(registry),
 ): DnsMetrics {
   createGauge(registry, DNS_METRICS.boundary_dns_synthetic_addresses, {
@@ -70,11 +77,20 @@ export function createDnsMetrics(
       gauge.set({}, gauges.connections());
     },
   });
+  createGauge(registry, DNS_METRICS.boundary_dns_workers, {
+    collect(gauge) {
+      const workers = gauges.workers?.() ?? { configured: 0, running: 0 };
+      gauge.set({ state: 'configured' }, workers.configured);
+      gauge.set({ state: 'running' }, workers.running);
+    },
+  });
   return {
     queries: createCounter(registry, DNS_METRICS.boundary_dns_queries_total),
     byType: createCounter(registry, DNS_METRICS.boundary_dns_queries_by_type_total),
     mappings: createCounter(registry, DNS_METRICS.boundary_dns_mappings_total),
     tcpClosed: createCounter(registry, DNS_METRICS.boundary_dns_tcp_closed_total),
+    workerExits: createCounter(registry, DNS_METRICS.boundary_dns_worker_exits_total),
+    workerReplays: createCounter(registry, DNS_METRICS.boundary_dns_worker_replays_total),
     ...lookups,
     answerSeconds: createHistogram(registry, DNS_METRICS.boundary_dns_answer_duration_seconds).bind({}),
   };

@@ -11,18 +11,7 @@ import type { LookupGate } from '../net/lookup-gate.js';
 import type { ResolveFailure, ResolveResult } from '../net/resolver.js';
 import { type SelfAddresses, validateDestination } from '../net/ssrf.js';
 import { contractDigest, type MappingRoute, type SyntheticPool } from '../net/synthetic.js';
-import {
-  createQueryParser,
-  type DnsQuery,
-  encodeAnswer,
-  QCLASS_IN,
-  QTYPE_A,
-  QTYPE_AAAA,
-  type Rcode,
-  respondFrom,
-  responseLimit,
-  type WireAnswer,
-} from './answer.js';
+import { createQueryParser, type DnsQuery, encodeAnswer, QCLASS_IN, QTYPE_A, QTYPE_AAAA, type Rcode, respondFrom, responseLimit } from './answer.js';
 import {
   type DnsOutcome,
   type DnsOutcomeReason,
@@ -34,12 +23,13 @@ import {
   stamp,
 } from './events.js';
 import { createMappingRefusals } from './mapping-refusals.js';
+import { ANSWER_SLOTS, type AnswerReplicas, answerSlot, type CacheEntry } from './replicas.js';
 import type { BucketLimits } from '../net/token-bucket.js';
 import { createRefusalLimit, refusedFromQuery } from './rate-limit.js';
 import { type DnsAnswer, type DnsHandler, type DnsRequestInfo, NO_RESPONSE } from './server.js';
 
 /** Wire-form answers kept for the fast path (refusals and live mappings); the oldest is evicted first. */
-const MAX_CACHED_ANSWERS = 4_096;
+export const MAX_CACHED_ANSWERS = 4_096;
 
 /**
  * How long a resolver may cache a policy refusal (the synthetic SOA's TTL and MINIMUM, RFC 2308). Short, because a
@@ -81,6 +71,8 @@ interface PolicyDnsOptions {
   readonly searchDomains?: readonly string[];
   /** The refused-name bucket (docs/dns.md#rate-limits); rate-limit.ts DEFAULT_REFUSAL_LIMITS without it. */
   readonly refusalLimits?: BucketLimits;
+  /** `--dns-workers`: the replay workers cacheable answers are handed to (dns/workers.ts); none without. */
+  readonly replicas?: AnswerReplicas;
 }
 
 interface PolicyDnsStats {
@@ -100,28 +92,13 @@ export interface PolicyDns {
   stats(): PolicyDnsStats;
 }
 
-/** What a cached answer needs on its fast path, in the entry itself (the outcome's fields, read once per query). */
-interface CacheEntry {
-  readonly template: WireAnswer;
-  readonly events: PreparedEvents;
-  readonly generation: number;
-  /** outcome.cacheUntil: Infinity, or the mapping's expiry. */
-  readonly until: number;
-  /** outcome.denied: a policy refusal, charged to the refused-name rate. */
-  readonly denied: boolean;
-}
-
 export function createPolicyDns(options: PolicyDnsOptions): PolicyDns {
   const { lookups, pool, sink, now } = options;
   const mappingRefusals = createMappingRefusals({ sink, now });
   const maxCached = options.maxCachedAnswers ?? MAX_CACHED_ANSWERS;
   // Cached answers for IN-class A/AAAA questions, one map per (type, EDNS use) because the template differs.
-  const slots = [new Map<string, CacheEntry>(), new Map<string, CacheEntry>(), new Map<string, CacheEntry>(), new Map<string, CacheEntry>()];
-  const slotOf = (query: DnsQuery): Map<string, CacheEntry> | undefined =>
-    query.qclass !== QCLASS_IN ? undefined
-    : query.type === QTYPE_A ? slots[query.edns === undefined ? 0 : 1]
-    : query.type === QTYPE_AAAA ? slots[query.edns === undefined ? 2 : 3]
-    : undefined;
+  const slots = Array.from({ length: ANSWER_SLOTS }, () => new Map<string, CacheEntry>());
+  const { replicas } = options;
   const parse = createQueryParser();
   const searchSuffixes = (options.searchDomains ?? []).map((domain) => `.${domain}`);
   const inflight = new Map<string, Promise<DnsOutcome>>();
@@ -135,7 +112,7 @@ export function createPolicyDns(options: PolicyDnsOptions): PolicyDns {
     sink.emit(stamp(events.dns[info.transport], info.remote));
   }
 
-  function respond(query: DnsQuery, info: DnsRequestInfo, policy: Policy, outcome: DnsOutcome): Buffer {
+  function respond(query: DnsQuery, info: DnsRequestInfo, policy: Policy, outcome: DnsOutcome, epoch: number): Buffer {
     const template = encodeAnswer(query, {
       rcode: outcome.rcode,
       addresses: outcome.answers,
@@ -143,13 +120,33 @@ export function createPolicyDns(options: PolicyDnsOptions): PolicyDns {
       ...(outcome.negativeTtlSeconds === undefined ? {} : { negativeTtlSeconds: outcome.negativeTtlSeconds }),
     });
     const events = prepareQueryEvents(query, policy, outcome);
-    const slot = slotOf(query);
+    const index = answerSlot(query);
+    const slot = slots[index];
     if (slot !== undefined && outcome.cacheUntil !== undefined && outcome.cacheUntil > now()) {
       if (slot.size >= maxCached / slots.length) slot.delete(slot.keys().next().value as string);
-      slot.set(query.name, { template, events, generation: policy.generation, until: outcome.cacheUntil, denied: outcome.denied === true });
+      const entry: CacheEntry = { template, events, generation: policy.generation, until: outcome.cacheUntil, denied: outcome.denied === true, epoch };
+      slot.set(query.name, entry);
+      // Only an answer made under the epoch still current: one that began before a change is the main thread's alone.
+      if (replicas !== undefined && epoch === replicas.epoch() && policy.generation === options.policy().generation) replicas.publish(index, query.name, entry, undefined);
     }
     emitPrepared(events, info);
     return respondFrom(template, query, responseLimit(query, info.transport));
+  }
+
+  /**
+   * A worker passed on a question the main thread has a valid answer for: that worker lacks it (evicted, new), or every
+   * worker dropped it at an epoch change. Valid now under the current policy and clock, it is stamped with the
+   * current epoch (kept here too) and handed to every worker; otherwise only to the one that asked.
+   */
+  function handOver(to: AnswerReplicas, slot: Map<string, CacheEntry>, index: number, name: string, entry: CacheEntry, worker: number): void {
+    const epoch = to.epoch();
+    if (entry.epoch === epoch) {
+      to.publish(index, name, entry, worker);
+      return;
+    }
+    const current: CacheEntry = { ...entry, epoch };
+    slot.set(name, current);
+    to.publish(index, name, current, undefined);
   }
 
   /**
@@ -252,8 +249,12 @@ export function createPolicyDns(options: PolicyDnsOptions): PolicyDns {
       return parsed.response;
     }
     const query = parsed.query;
+    // Read before the policy: an answer is stamped with the epoch of the state it was worked out from.
+    const epoch = replicas?.epoch() ?? 0;
     const policy = options.policy();
-    const entry = slotOf(query)?.get(query.name);
+    const index = answerSlot(query);
+    const slot = slots[index];
+    const entry = slot?.get(query.name);
     if (entry !== undefined && entry.generation === policy.generation) {
       const until = entry.until;
       // Floor, not round: a client never holds a synthetic answer past the mapping's expiry.
@@ -262,6 +263,7 @@ export function createPolicyDns(options: PolicyDnsOptions): PolicyDns {
         // Over the refusal rate, a repeat refusal costs the header copy only: no events, no SOA.
         if (entry.denied && !refusals.admit()) return refusals.overLimit(query, policy);
         hits++;
+        if (info.worker !== undefined && replicas !== undefined && slot !== undefined) handOver(replicas, slot, index, query.name, entry, info.worker);
         emitPrepared(entry.events, info);
         return respondFrom(entry.template, query, responseLimit(query, info.transport), ttl);
       }
@@ -270,7 +272,7 @@ export function createPolicyDns(options: PolicyDnsOptions): PolicyDns {
     if (!('verdict' in local)) {
       // Nor is an over-limit refusal encoded or cached: a flood of new refused names must not evict live answers.
       if (local.denied === true && !refusals.admit()) return refusals.overLimit(query, policy);
-      return respond(query, info, policy, local);
+      return respond(query, info, policy, local, epoch);
     }
     // Concurrent askers of one name share one upstream resolution and one mapping publication.
     const flightKey = `${policy.generation}|${query.name}`;
@@ -283,7 +285,7 @@ export function createPolicyDns(options: PolicyDnsOptions): PolicyDns {
       flight = resolveName(query.name, policy, local, lookup).finally(() => inflight.delete(flightKey));
       inflight.set(flightKey, flight);
     }
-    return flight.then((outcome) => respond(query, info, policy, outcome));
+    return flight.then((outcome) => respond(query, info, policy, outcome, epoch));
   }
 
   return {

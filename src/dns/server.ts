@@ -29,7 +29,7 @@ const MAX_TCP_UNSENT_BYTES = 65_536;
 export const TCP_CLOSE_REASONS = ['idle', 'reclaimed', 'over-limit'] as const;
 export type TcpCloseReason = (typeof TCP_CLOSE_REASONS)[number];
 /** Bursts of small datagrams (benchmarks, parallel stub lookups) must not overflow the kernel queue. */
-const UDP_RECEIVE_BUFFER_BYTES = 4 * 1_048_576;
+export const UDP_RECEIVE_BUFFER_BYTES = 4 * 1_048_576;
 /** onTick period: the synthetic pool's sweep (docs/dns.md#synthetic-pools: expired records are swept every 1 s). */
 export const TICK_INTERVAL_MS = 1_000;
 /** Binding TCP to the port the kernel picked for UDP can collide; try a few times. */
@@ -38,6 +38,8 @@ const MAX_BIND_ATTEMPTS = 8;
 export interface DnsRequestInfo {
   readonly transport: 'udp' | 'tcp';
   readonly remote: { readonly ip: string; readonly port: number };
+  /** The replay worker that passed the query on (dns/workers.ts); undefined when it reached the main thread's socket. */
+  readonly worker?: number;
 }
 
 /** The handler chose to send nothing (a runt or other undecodable datagram). */
@@ -77,6 +79,11 @@ interface DnsServerOptions {
    * dgram has no SO_REUSEPORT). Only bench/dns-cluster.ts uses it, to measure multi-core scaling. Default true.
    */
   readonly exclusive?: boolean;
+  /**
+   * Bind UDP with SO_REUSEPORT, so policy DNS's replay workers (dns/workers.ts) can bind the same address and port.
+   * Only a Node whose dgram has `reusePort` honours it (dns/reuse-port.ts checks that first). Default false.
+   */
+  readonly reusePort?: boolean;
 }
 
 interface DnsServerStats {
@@ -93,6 +100,11 @@ export interface DnsServer {
   close(): Promise<void>;
   address(): { readonly host: string; readonly port: number };
   stats(): DnsServerStats;
+  /**
+   * Serves a UDP query that reached another socket of the same port (a replay worker passed it on), exactly as if
+   * it had arrived on this server's own: same bounds, answered from this socket to the asker's address and port.
+   */
+  serveDatagram(message: Buffer, remote: { readonly ip: string; readonly port: number }, worker: number): void;
 }
 
 export function createDnsServer(options: DnsServerOptions): DnsServer {
@@ -118,7 +130,7 @@ export function createDnsServer(options: DnsServerOptions): DnsServer {
   const connections = new Map<Socket, { idleSince: number; timer: NodeJS.Timeout | undefined }>();
   let idleCount = 0;
   const tcpClosed: Record<TcpCloseReason, number> = { idle: 0, reclaimed: 0, 'over-limit': 0 };
-  const queue: [Buffer, RemoteInfo][] = [];
+  const queue: [Buffer, RemoteInfo, number | undefined][] = [];
   let inFlight = 0;
   let udpReceived = 0;
   let udpDropped = 0;
@@ -142,8 +154,9 @@ export function createDnsServer(options: DnsServerOptions): DnsServer {
     }
   }
 
-  function serveUdp(socket: UdpSocket, message: Buffer, rinfo: RemoteInfo): void {
-    const info: DnsRequestInfo = { transport: 'udp', remote: { ip: rinfo.address, port: rinfo.port } };
+  function serveUdp(socket: UdpSocket, message: Buffer, rinfo: RemoteInfo, worker: number | undefined): void {
+    const remote = { ip: rinfo.address, port: rinfo.port };
+    const info: DnsRequestInfo = worker === undefined ? { transport: 'udp', remote } : { transport: 'udp', remote, worker };
     let pending: Promise<DnsAnswer>;
     try {
       const out = handler.answer(message, info);
@@ -165,8 +178,8 @@ export function createDnsServer(options: DnsServerOptions): DnsServer {
     ).finally(() => {
       inFlight--;
       while (inFlight < maxInFlight && queue.length > 0 && udp === socket) {
-        const [m, r] = queue.shift()!;
-        serveUdp(socket, m, r);
+        const [m, r, w] = queue.shift()!;
+        serveUdp(socket, m, r, w);
       }
     });
   }
@@ -274,6 +287,21 @@ export function createDnsServer(options: DnsServerOptions): DnsServer {
     });
   }
 
+  function received(socket: UdpSocket, message: Buffer, rinfo: RemoteInfo, worker?: number): void {
+    udpReceived++;
+    try {
+      options.onUdpReceived?.();
+    } catch (err) {
+      fault(err);
+    }
+    if (inFlight >= maxInFlight) {
+      if (queue.length < MAX_UDP_QUEUED) queue.push([message, rinfo, worker]);
+      else udpDropped++;
+      return;
+    }
+    serveUdp(socket, message, rinfo, worker);
+  }
+
   async function bindBoth(port: number): Promise<void> {
     for (let attempt = 1; ; attempt++) {
       const socket = createSocket({
@@ -281,6 +309,8 @@ export function createDnsServer(options: DnsServerOptions): DnsServer {
         recvBufferSize: UDP_RECEIVE_BUFFER_BYTES,
         // Replies go to the IP literal the query came from: skip dns.lookup on every send.
         lookup: (address, _options, callback) => callback(null, address, family),
+        // Node 20's SocketOptions type has no reusePort; Node 22.12+ honours it.
+        ...(options.reusePort === true ? ({ reusePort: true } as object) : {}),
       });
       await new Promise<void>((resolve, reject) => {
         socket.once('error', reject);
@@ -305,20 +335,7 @@ export function createDnsServer(options: DnsServerOptions): DnsServer {
         continue;
       }
       socket.on('error', fault);
-      socket.on('message', (message, rinfo) => {
-        udpReceived++;
-        try {
-          options.onUdpReceived?.();
-        } catch (err) {
-          fault(err);
-        }
-        if (inFlight >= maxInFlight) {
-          if (queue.length < MAX_UDP_QUEUED) queue.push([message, rinfo]);
-          else udpDropped++;
-          return;
-        }
-        serveUdp(socket, message, rinfo);
-      });
+      socket.on('message', (message, rinfo) => received(socket, message, rinfo));
       server.on('error', fault);
       udp = socket;
       tcp = server;
@@ -366,6 +383,12 @@ export function createDnsServer(options: DnsServerOptions): DnsServer {
     },
     stats() {
       return { udpReceived, udpDropped, udpInFlight: inFlight, tcpConnections: connections.size, tcpClosed: { ...tcpClosed }, errors };
+    },
+    serveDatagram(message, remote, worker) {
+      if (udp === undefined) return;
+      // Only the fields serveUdp and reply read: the asker's address, port and family.
+      const rinfo: RemoteInfo = { address: remote.ip, port: remote.port, family: family === 6 ? 'IPv6' : 'IPv4', size: message.length };
+      received(udp, message, rinfo, worker);
     },
   };
 }

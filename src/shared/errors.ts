@@ -98,6 +98,7 @@ export const ERROR_CODES = {
   DNS_MALFORMED: 'a DNS message failed to decode',
   MESSAGE_TOO_LARGE: 'a DNS, control or identity message exceeded its named limit',
   DNS_EPOCH_INVALID: 'the persisted synthetic-address epoch is corrupt or unreadable; policy DNS and capture fail closed',
+  DNS_WORKERS_UNSUPPORTED: "--dns-workers was given but this Node's dgram cannot bind UDP sockets that share a port (SO_REUSEPORT: Node 22.12 or later); boundary does not start rather than serve on one thread",
   // PKI
   PKI_INVALID: 'a certificate or key could not be loaded or does not match',
   PKI_NAME_INVALID: 'a sandbox id, trust domain or server name cannot be put in a certificate',

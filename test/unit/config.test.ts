@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { parseRunFlags } from '../../src/app/cli/run.js';
 import { DEFAULTS, parseConfig } from '../../src/app/config.js';
+import { MAX_DNS_WORKERS } from '../../src/dns/worker-protocol.js';
 import { BoundaryError } from '../../src/shared/errors.js';
 import { DEFAULT_PROXY_LIMITS, MAX_CONNECTIONS_PER_LISTENER } from '../../src/proxy/limits.js';
 
@@ -93,6 +94,19 @@ describe('parseRunFlags', () => {
     assert.equal(parseConfig({}).limits.maxConnectionsPerSourcePercent, 50);
     assert.throws(() => parseConfig(parseRunFlags(['--max-connections-per-source-percent', '0'], '/')), BoundaryError);
     assert.equal(typeof parseRunFlags(['--max-connections-per-source-percent', '5', '--max-connections-per-source-percent=6'], '/'), 'string');
+  });
+
+  it('maps --dns-workers to dnsWorkers, 0 by default and at most MAX_DNS_WORKERS', () => {
+    assert.equal(parseConfig({}).dnsWorkers, 0);
+    assert.equal(parseConfig(parseRunFlags(['--dns-workers', '2'], '/')).dnsWorkers, 2);
+    assert.equal(parseConfig(parseRunFlags([`--dns-workers=${MAX_DNS_WORKERS}`], '/')).dnsWorkers, MAX_DNS_WORKERS);
+    for (const bad of [String(MAX_DNS_WORKERS + 1), '-1', '1.5', 'two']) {
+      assert.throws(
+        () => parseConfig(parseRunFlags(['--dns-workers', bad], '/')),
+        (err: unknown) => err instanceof BoundaryError && err.code === 'CONFIG_INVALID' && err.issues.some((i) => i.path === 'dnsWorkers'),
+        bad,
+      );
+    }
   });
 
   it('says what is wrong with unknown, repeated or valueless flags', () => {

@@ -21,6 +21,10 @@ export const RUN_HELP = `Usage: boundary run --policy FILE [options]
   --upstream-dns HOST:PORT          trusted DNS server (default: first nameserver in /etc/resolv.conf)
   --hosts FILE                      hosts file consulted before DNS
   --dns-listen HOST:PORT            policy DNS, UDP and TCP (default 127.0.0.1:15053; 127.0.0.1:53 in a pod)
+  --dns-workers N                   threads that answer repeated policy DNS questions from the answers this
+                                    process already made, each on its own socket of the DNS port (SO_REUSEPORT);
+                                    everything else is still decided here. 0-16 (default 0: one thread). Needs
+                                    Node 22.12 or later (the image's); refused on Node 20. See docs/dns.md
   --synthetic-cidr CIDR             synthetic answers, captured per (address, port) (default 198.18.0.0/15)
   --capture required|optional|off   transparent capture of connections to synthetic addresses; it needs the range
                                     routed to lo ('ip route add local 198.18.0.0/15 dev lo' as root, or
@@ -97,6 +101,7 @@ const VALUE_FLAGS: Readonly<Record<string, string>> = {
   '--upstream-dns': 'upstreamDns',
   '--hosts': 'hostsFile',
   '--dns-listen': 'dnsListen',
+  '--dns-workers': 'dnsWorkers',
   '--synthetic-cidr': 'syntheticCidr',
   '--capture': 'capture',
   '--dns-tunnel-detection': 'dnsTunnelDetection',
@@ -137,7 +142,7 @@ const LIMIT_FLAGS: Readonly<Record<string, string>> = {
   '--close-grace-ms': 'closeGraceMs',
 };
 /** Top-level numeric keys; parseConfig checks their range. */
-const NUMBER_KEYS: ReadonlySet<string> = new Set(['shutdownDrainMs', 'newNamesPerSecond', 'newNamesBurst']);
+const NUMBER_KEYS: ReadonlySet<string> = new Set(['shutdownDrainMs', 'newNamesPerSecond', 'newNamesBurst', 'dnsWorkers']);
 const PATH_KEYS: ReadonlySet<string> = new Set(['policyFile', 'stateDir', 'caCert', 'caKey', 'caOut', 'caBundleOut', 'upstreamCa', 'hostsFile', 'credentialsFile', 'middlewareConfig', 'tlsDir', 'identitySocket', 'upstreamProxyAuthFile', 'upstreamProxyCa']);
 
 /** Flags -> the raw input of parseConfig; paths resolved against cwd. Returns a usage message on error. */
