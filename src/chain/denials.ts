@@ -2,7 +2,7 @@
 // phrase for the status line (`403 Forbidden by policy: no endpoint for other.test:443`: a CONNECT client never shows the
 // body, but it shows the reason phrase), and next_steps. Values only; proxy/answer.ts writes them.
 
-import { STATUS_CODES } from 'node:http';
+import { STATUS_CODES } from '../shared/node-http.js';
 import type { Adapter, Decision, DecisionReason, Policy } from '../policy/types.js';
 import { type NextStep, policyNextSteps } from '../policy/suggest.js';
 import { redactPlaceholders } from '../credentials/placeholder.js';

@@ -3,7 +3,7 @@
 // answer sent while the request body still arrives. Bytes only; never decides anything.
 
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { STATUS_CODES } from 'node:http';
+import { STATUS_CODES } from '../shared/node-http.js';
 import type { Socket } from 'node:net';
 import type { Denial } from '../chain/denials.js';
 import { POLICY_HEADER } from '../http1/headers.js';

@@ -2,7 +2,8 @@
 // server (strict llhttp, never insecureHTTPParser) shared by forward requests, CONNECT and every inspected
 // tunnel, so all requests meet the same parser, timeouts and evaluator. Owns sockets, not policy.
 
-import { createServer as createHttpServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { IncomingMessage, Server, ServerResponse } from 'node:http';
+import { createServer as createHttpServer } from '../shared/node-http.js';
 import { createServer as createNetServer, type Server as NetServer, type Socket } from 'node:net';
 import type { Registry } from 'prom-client';
 import type { PlaceholderFamily } from '../credentials/placeholder.js';

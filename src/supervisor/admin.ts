@@ -5,7 +5,8 @@
 // socat's PROXY address and ssh ProxyCommand speak). Every route, relays included, first needs an operator
 // (admin-auth.ts); over TLS when configured. Parses requests; decides nothing.
 
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { IncomingMessage, Server, ServerResponse } from 'node:http';
+import { createServer } from '../shared/node-http.js';
 import { createServer as createHttpsServer, type Server as HttpsServer } from 'node:https';
 import type { Duplex } from 'node:stream';
 import type { RelayTarget } from '../control/messages.js';

@@ -3,7 +3,7 @@
 // bounded, time out, and are freed with their instance. Never decides which targets are allowed.
 
 import { randomUUID } from 'node:crypto';
-import { STATUS_CODES } from 'node:http';
+import { STATUS_CODES } from '../shared/node-http.js';
 import type { IncomingHttpHeaders, ServerHttp2Stream } from 'node:http2';
 import type { Duplex } from 'node:stream';
 import { decodeMessage, type RelayOpenPush, type RelayTarget } from '../control/messages.js';

@@ -4,7 +4,8 @@
 import { spawn } from 'node:child_process';
 import { accessSync, constants as fsConstants } from 'node:fs';
 import { readFile } from 'node:fs/promises';
-import { request as httpRequest, type IncomingMessage } from 'node:http';
+import type { IncomingMessage } from 'node:http';
+import { request as httpRequest } from '../shared/node-http.js';
 import { request as httpsRequest } from 'node:https';
 import { BoundaryError } from '../shared/errors.js';
 import type { Logger } from '../telemetry/logger.js';

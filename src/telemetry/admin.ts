@@ -1,7 +1,8 @@
 // The admin listener: /healthz, /readyz, /metrics and the routes it is handed over node:http, bounded in time and size; CONNECT and
 // Upgrade are refused. Serves only what it is handed (a Registry, a readiness function); never the global
 // default registry. The supervisor runs one too, as its credential-free metrics listener.
-import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { createServer } from '../shared/node-http.js';
 import type { AddressInfo } from 'node:net';
 import type { Duplex } from 'node:stream';
 import type { Registry } from 'prom-client';
