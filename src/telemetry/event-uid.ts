@@ -1,6 +1,6 @@
-// Event uids: random version-4 UUIDs (RFC 9562 §5.4), written as text in batches from one fill of random bytes, each
-// handed out as one flat string. crypto.randomUUID joins its text from 20 pieces per call, a string per piece, and
-// the audit line then flattens it again: one of these per event was a tenth of what a proxied stream allocated.
+// Event uids: random version-4 UUIDs (RFC 9562 §5.4) in crypto.randomUUID()'s text form, written in batches from one
+// fill of random bytes into one string, each uid a slice of it. randomUUID joins its text from a string per byte, which
+// the audit line then flattens: docs/benchmarks.md#http2-a-floor-from-boundarys-own-codec says what that cost.
 
 import { randomFillSync } from 'node:crypto';
 
@@ -16,6 +16,8 @@ export function createEventUids(): () => string {
   const entropy = Buffer.allocUnsafeSlow(UUID_BYTES * EVENT_UIDS_PER_BATCH);
   const text = Buffer.allocUnsafeSlow(UUID_CHARS * EVENT_UIDS_PER_BATCH);
   let next = EVENT_UIDS_PER_BATCH;
+  /** The batch as one string: each uid is a slice of it (a view, not a copy). */
+  let batch = '';
 
   function refill(): void {
     randomFillSync(entropy);
@@ -32,12 +34,13 @@ export function createEventUids(): () => string {
         text[at++] = HEX_DIGITS[byte & 0x0f] as number;
       }
     }
+    batch = text.toString('latin1');
     next = 0;
   }
 
   return function eventUid(): string {
     if (next === EVENT_UIDS_PER_BATCH) refill();
     const at = next++ * UUID_CHARS;
-    return text.toString('latin1', at, at + UUID_CHARS);
+    return batch.slice(at, at + UUID_CHARS);
   };
 }
