@@ -10,7 +10,10 @@
 # Environment (all optional):
 #   RUNS, DURATION (s), WARMUP (s)   rounds, measured seconds per run, unrecorded warm-up per run
 #   CASES     subset of: c16m10 (16 connections x 10 streams) c1m100 (one connection, 100 concurrent streams)
-#   ROUTES    subset of: direct boundary node-floor tls-floor nghttpx (default: all; nghttpx where installed). node-floor
+#   ROUTES    subset of: direct boundary codec-floor node-floor tls-floor nghttpx (default: all; nghttpx where installed).
+#             codec-floor is bench/h2/codec-floor.mjs: boundary's own HTTP/2 code (BOUNDARY_DIST) on both sides, each
+#             stream's head read and checked and relayed, and nothing else (no policy, chain, events, metrics, audit),
+#             pinned like boundary: what an HTTP/2-inspecting proxy in Node costs at least. node-floor
 #             is bench/h2/bare-proxy.mjs: node:http2 on both sides and nothing else (no policy, events, metrics), pinned like
 #             boundary: what node:http2 costs. tls-floor is bench/h2/tls-relay.mjs: TLS terminated and re-encrypted, no
 #             HTTP/2 parsed at all, pinned like boundary: the least any TLS-intercepting proxy in Node can cost. nghttpx (Debian: nghttp2-proxy) is the peer: nghttp2's own TLS-terminating
@@ -24,7 +27,7 @@
 #   PIN       auto (default) | 0: with 2 cores h2load and the origin share cpu 0 and boundary gets cpu 1.
 #   KEEP_TMP  1: keep the temp dir (each boundary's log, h2load output) for inspection
 #   BOUNDARY_NODE_FLAGS  extra node flags for boundary, e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof".
-#   FLOOR_NODE_FLAGS     the same for the node-floor and tls-floor proxies.
+#   FLOOR_NODE_FLAGS     the same for the codec-floor, node-floor and tls-floor proxies.
 #   PROXY_NODE  the node binary boundary and the floor run on (default: node on PATH), e.g. the image's Node 22 from
 #               test/harness/image-node.ts's cache: /tmp/boundary-node-22/node_modules/node/bin/node
 set -euo pipefail
@@ -35,7 +38,7 @@ DURATION=${DURATION:-8}
 WARMUP=${WARMUP:-2}
 CASES=${CASES:-"c16m10 c1m100"}
 BOUNDARY_REF=${BOUNDARY_REF:-}
-ROUTES=${ROUTES:-"direct boundary${BOUNDARY_REF:+ boundary-ref} node-floor tls-floor$(command -v nghttpx >/dev/null && echo ' nghttpx' || true)"}
+ROUTES=${ROUTES:-"direct boundary${BOUNDARY_REF:+ boundary-ref} codec-floor node-floor tls-floor$(command -v nghttpx >/dev/null && echo ' nghttpx' || true)"}
 BUILD=${BUILD:-1}
 PIN=${PIN:-auto}
 BOUNDARY_DIST=${BOUNDARY_DIST:-$ROOT/dist}
@@ -99,7 +102,7 @@ PIDS+=($!)
 declare -A SERVER_PID=([direct]=$!)
 wait_for test -s "$WORK/origin.json" || die "origin did not start"
 ORIGIN_PORT=$(node -p 'JSON.parse(require("fs").readFileSync(process.argv[1])).port' "$WORK/origin.json")
-read -r FLOOR_PORT TLS_FLOOR_PORT < <(free_ports 2)
+read -r FLOOR_PORT TLS_FLOOR_PORT CODEC_FLOOR_PORT < <(free_ports 3)
 # shellcheck disable=SC2086
 "${PIN_PROXY[@]}" "$PROXY_NODE" $FLOOR_NODE_FLAGS "$ROOT/bench/h2/bare-proxy.mjs" --listen "127.0.0.1:$FLOOR_PORT" --origin "https://127.0.0.1:$ORIGIN_PORT" \
   --servername "$HOST" --ca "$WORK/pki/ca.pem" --cert "$WORK/pki/origin.pem" --key "$WORK/pki/origin.key" &
@@ -110,6 +113,16 @@ SERVER_PID[node-floor]=$!
   --servername "$HOST" --ca "$WORK/pki/ca.pem" --cert "$WORK/pki/origin.pem" --key "$WORK/pki/origin.key" &
 PIDS+=($!)
 SERVER_PID[tls-floor]=$!
+if [[ " $ROUTES " == *" codec-floor "* ]]; then
+  # boundary's own HTTP/2 code, from the build under test.
+  [[ -f $BOUNDARY_DIST/http2/server-session.js ]] || die "no build in $BOUNDARY_DIST for codec-floor (BUILD=1 makes one)"
+  # shellcheck disable=SC2086
+  "${PIN_PROXY[@]}" "$PROXY_NODE" $FLOOR_NODE_FLAGS "$ROOT/bench/h2/codec-floor.mjs" --dist "$BOUNDARY_DIST" --listen "127.0.0.1:$CODEC_FLOOR_PORT" \
+    --origin "127.0.0.1:$ORIGIN_PORT" --servername "$HOST" --ca "$WORK/pki/ca.pem" --cert "$WORK/pki/origin.pem" --key "$WORK/pki/origin.key" &
+  PIDS+=($!)
+  SERVER_PID[codec-floor]=$!
+  wait_for curl -sfk --http2 --connect-to "$HOST:$ORIGIN_PORT:127.0.0.1:$CODEC_FLOOR_PORT" "https://$HOST:$ORIGIN_PORT/" || die "codec-floor did not start"
+fi
 if [[ " $ROUTES " == *" nghttpx "* ]]; then
   command -v nghttpx >/dev/null || die "missing nghttpx (Debian: nghttp2-proxy)"
   read -r NGHTTPX_PORT < <(free_ports 1)
@@ -184,6 +197,7 @@ measure() {
     direct) connect="127.0.0.1:$ORIGIN_PORT" ;;
     node-floor) connect="127.0.0.1:$FLOOR_PORT" ;;
     tls-floor) connect="127.0.0.1:$TLS_FLOOR_PORT" ;;
+    codec-floor) connect="127.0.0.1:$CODEC_FLOOR_PORT" ;;
     nghttpx) connect="127.0.0.1:$NGHTTPX_PORT" ;;
     # A synthetic mapping lives as long as its DNS answer (30 s): ask again, as a workload would, before each run.
     *) connect="$(dig @127.0.0.1 -p "${DNS_PORT[$route]}" +short "$HOST" A):$ORIGIN_PORT" ;;
@@ -252,6 +266,18 @@ for (const c of cases) {
   const change = (a, b) => `${((median(a) / median(b) - 1) * 100).toFixed(1)}%`;
   console.log(`\n${c}: boundary vs boundary-ref: cpu µs/req ${median(cpu)} vs ${median(ref)} (${change(cpu, ref)}; per round ${cpu.map((x, i) => (x / ref[i]).toFixed(2)).join(' ')}),` +
     ` req/s ${median(rps).toFixed(0)} vs ${median(refRps).toFixed(0)} (${change(rps, refRps)}; per round ${rps.map((x, i) => (x / refRps[i]).toFixed(2)).join(' ')})`);
+}
+// codec-floor: what boundary costs above its own HTTP/2 code and TLS, round by round.
+for (const c of cases) {
+  const of = (route, i) => rows.filter((r) => r[1] === c && r[2] === route).map((r) => Number(r[i]));
+  const floor = of('codec-floor', 6);
+  if (floor.length === 0) continue;
+  for (const route of ['boundary', 'boundary-ref']) {
+    const cpu = of(route, 6);
+    if (cpu.length === 0) continue;
+    const per = cpu.map((x, i) => x / floor[i]);
+    console.log(`\n${c}: ${route} / codec-floor, cpu µs/req: ${median(cpu)} / ${median(floor)}; per round ${per.map((x) => x.toFixed(2)).join(' ')} (median ${median(per).toFixed(2)})`);
+  }
 }
 REPORT
 log "raw results: $OUT_DIR/h2-$STAMP.tsv"

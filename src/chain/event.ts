@@ -16,6 +16,12 @@ import type { ChainRequest } from './request.js';
 
 const H2_VERSION = '2';
 
+/** Whether `o` has an own key, without a list of its keys (one event per request). */
+function hasKeys(o: Record<string, unknown>): boolean {
+  for (const key in o) if (Object.hasOwn(o, key)) return true;
+  return false;
+}
+
 /** The request's Outcome for outcomeEvent and the proxy's metrics; call once, when the request is over. */
 export function requestOutcome(r: ChainRequest): Outcome {
   const decision = r.decided ? r.decision : undefined;
@@ -69,7 +75,7 @@ export function requestOutcome(r: ChainRequest): Outcome {
     srcIp: r.src.ip,
     srcPort: r.src.port,
     status: settled === undefined ? r.upstream.status : settled.status,
-    extra: Object.keys(extra).length === 0 ? undefined : extra,
+    extra: hasKeys(extra) ? extra : undefined,
     scheme: r.scheme,
   };
   if (r.severity !== undefined) o.severity = r.severity;

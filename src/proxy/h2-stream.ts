@@ -2,8 +2,9 @@
 // chain (the same stages as HTTP/1.1), answers a refusal per h2-respond.ts, or relays the stream to the tunnel's upstream
 // (h2-upstream.ts) with flow control and trailers both ways, the answer passing the response stages. One decision event.
 
+import type { IncomingHttpHeaders } from 'node:http';
 import { requestOutcome } from '../chain/event.js';
-import { ChainRequest } from '../chain/request.js';
+import { ChainRequest, type WireRequest } from '../chain/request.js';
 import { parserRefusal } from '../chain/parser-refusal.js';
 import type { Refusal } from '../chain/stage.js';
 import { bufferHasMarker } from '../credentials/scan.js';
@@ -17,7 +18,7 @@ import type { H1Exchange } from '../http1/h1-client.js';
 import type { H2Tunnel, ProxyContext } from './context.js';
 import { MarkerInBodyError } from '../chain/credential-injection.js';
 import { emitOutcome, findingEvent } from '../chain/events.js';
-import { H2StreamRequest, methodOf } from './h2-request.js';
+import { fieldsByName, methodOf } from './h2-request.js';
 import type { H2Lane } from './h2-lane.js';
 import type { TunnelUpstream, TunnelUpstreamHandle } from './h2-upstream.js';
 import { methodOverride } from '../chain/method-override.js';
@@ -55,7 +56,11 @@ export function handleH2Stream(ctx: ProxyContext, session: H2Session, stream: Re
   new H2ProxyStream(ctx, session, stream, read.head).start();
 }
 
-class H2ProxyStream implements H2Handler, RequestStreamListener {
+/**
+ * One stream: the request as the chain reads it (its wire head, and its body, which is the stream itself), the
+ * upstream call's handler and the client stream's listener, in one object per stream.
+ */
+class H2ProxyStream implements H2Handler, RequestStreamListener, WireRequest, AsyncIterable<Buffer> {
   readonly ctx: ProxyContext;
   readonly session: H2Session;
   readonly stream: RequestStream;
@@ -64,7 +69,7 @@ class H2ProxyStream implements H2Handler, RequestStreamListener {
   readonly grpc: boolean;
   /** The client sent no body at all (END_STREAM on its HEADERS). */
   readonly endStream: boolean;
-  readonly wire: H2StreamRequest;
+  private byName: IncomingHttpHeaders | undefined = undefined;
   exchange: H1Exchange | undefined = undefined;
   requestTrailers: string[] | undefined = undefined;
   /** The body goes upstream as it comes: trailers that come later are read when they come. */
@@ -90,10 +95,9 @@ class H2ProxyStream implements H2Handler, RequestStreamListener {
     this.head = head;
     this.grpc = isGrpc(head.contentType);
     this.endStream = stream.remoteEnded;
-    this.wire = new H2StreamRequest(head, stream);
     this.r = new ChainRequest({
       adapter: 'l7',
-      wire: this.wire,
+      wire: this,
       hooks: this,
       tunnel: session.tunnel.target,
       src: session.tunnel.src,
@@ -102,8 +106,30 @@ class H2ProxyStream implements H2Handler, RequestStreamListener {
       upgradable: false,
       streamed: isEnveloped(head.contentType),
       bodyFollows: !stream.remoteEnded,
-      body: this.wire,
+      body: this,
     });
+  }
+
+  get httpVersion(): string {
+    return this.head.httpVersion;
+  }
+
+  get url(): string {
+    return this.head.url;
+  }
+
+  get rawHeaders(): readonly string[] {
+    return this.head.rawHeaders;
+  }
+
+  /** The fields by name, as a held body's checks read them; built only for a request whose body is held. */
+  get headers(): IncomingHttpHeaders {
+    this.byName ??= fieldsByName(this.head.rawHeaders);
+    return this.byName;
+  }
+
+  [Symbol.asyncIterator](): AsyncIterator<Buffer> {
+    return this.stream;
   }
 
   start(): void {
@@ -123,10 +149,10 @@ class H2ProxyStream implements H2Handler, RequestStreamListener {
 
   goingUpstream(): boolean {
     // A body already read (held for inspection) goes up as read; else the stream has one unless END_STREAM came first.
-    const hasBody = this.r.body !== this.wire || !this.endStream;
+    const hasBody = this.r.body !== this || !this.endStream;
     if (!hasBody) return false;
     const early = this.stream.trailers;
-    if (this.r.body !== this.wire) {
+    if (this.r.body !== this) {
       // A held body's trailers came with it and are not relayed; an override among them is refused all the same.
       if (early !== undefined && methodOverride(early) !== undefined) this.trailersRefused = new OverrideInTrailersError();
       return true;

@@ -30,7 +30,7 @@ function holeText(hole: OcsfHole, time: number, uid: string, srcPort: unknown): 
 
 /**
  * `write(event, time, uid, level)` writes the event's line (at info when no level is given); `uid` must be a
- * randomUUID() (hex digits and dashes, which JSON writes as they are). Throws where the renderers throw.
+ * UUID as event-uid.ts or randomUUID() writes it (hex digits and dashes, which JSON writes as they are). Throws where the renderers throw.
  */
 export function createAuditLineWriter(
   writer: RawLineWriter,
@@ -78,8 +78,14 @@ export function createAuditLineWriter(
     const srcPort = event.src?.port;
     if (bytes !== undefined) {
       // parts[0] is the writer's: the line's start.
-      const parts: LinePart[] = ['', bytes[0] as Uint8Array];
-      for (let i = 0; i < holes.length; i++) parts.push(holeText(holes[i] as OcsfHole, time, uid, srcPort), bytes[i + 1] as Uint8Array);
+      // Sized once: one line per event, so no list grown by pushes.
+      const parts = new Array<LinePart>(2 + 2 * holes.length);
+      parts[0] = '';
+      parts[1] = bytes[0] as Uint8Array;
+      for (let i = 0; i < holes.length; i++) {
+        parts[2 + 2 * i] = holeText(holes[i] as OcsfHole, time, uid, srcPort);
+        parts[3 + 2 * i] = bytes[i + 1] as Uint8Array;
+      }
       writer.writeParts(parts, level);
       return;
     }

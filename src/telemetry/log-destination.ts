@@ -12,8 +12,10 @@ const LOG_BATCH_BYTES = 16_384;
 const LOG_MAX_WRITE_BYTES = 262_144;
 /** ...and pending lines are written at least this often when traffic is light, so a line is out within it. */
 const LOG_FLUSH_INTERVAL_MS = 200;
-/** Lines are encoded straight into slabs of this size (no Buffer per line); a new slab when one fills up. */
+/** Lines are encoded straight into slabs of this size (no Buffer per line); another slab when one fills up. */
 export const LOG_SLAB_BYTES = 262_144;
+/** Slabs whose every batch was handed over, kept to be filled again once sonic-boom has written them all. */
+const MAX_SPARE_SLABS = 2;
 /** UTF-8 needs at most 3 bytes per UTF-16 code unit (a surrogate pair: 4 bytes for 2 units). */
 const MAX_UTF8_BYTES_PER_UNIT = 3;
 /** Text parts up to this long are copied by a character loop when ASCII; longer ones by the encoder. */
@@ -43,6 +45,8 @@ function putText(slab: Buffer, at: number, text: string): number {
 
 interface SonicBoomBuffer {
   write(chunk: Buffer): boolean;
+  /** 'write': `n` more bytes of what it was given went out, in the order given. */
+  on(event: 'write', listener: (n: number) => void): void;
   flush(callback?: ((err?: Error | null) => void) | null): void;
   flushSync(): void;
 }
@@ -64,15 +68,38 @@ export function createBufferedDestination(fd: number): LogDestination {
     maxWrite: LOG_MAX_WRITE_BYTES,
     periodicFlush: LOG_FLUSH_INTERVAL_MS,
   }) as unknown as SonicBoomBuffer;
-  let slab = Buffer.allocUnsafeSlow(LOG_SLAB_BYTES);
+  let slab: Buffer = Buffer.allocUnsafeSlow(LOG_SLAB_BYTES);
   let batchStart = 0;
   let fill = 0;
+  // Bytes handed to sonic-boom and bytes it wrote, since the start: it writes in the order given, so a slab whose
+  // batches all end at or before `written` is no longer read, and is filled again rather than a fresh one (fresh
+  // memory costs its pages on first touch). A write that never completes (an error) only means fresh slabs again.
+  let handed = 0;
+  let written = 0;
+  const spares: { readonly slab: Buffer; readonly end: number }[] = [];
+  boom.on('write', (n) => {
+    written += n;
+  });
+
+  function give(chunk: Buffer): boolean {
+    handed += chunk.length;
+    return boom.write(chunk);
+  }
 
   function handOver(): void {
     if (fill === batchStart) return;
     const batch = slab.subarray(batchStart, fill);
     batchStart = fill;
-    boom.write(batch);
+    give(batch);
+  }
+
+  /** A slab to fill: a spare sonic-boom has written out, else a new one; the full one becomes a spare. */
+  function nextSlab(): Buffer {
+    const spare = spares[0];
+    const full = slab;
+    const reused = spare !== undefined && spare.end <= written ? (spares.shift() as { slab: Buffer }).slab : undefined;
+    if (spares.length < MAX_SPARE_SLABS) spares.push({ slab: full, end: handed });
+    return reused ?? Buffer.allocUnsafeSlow(LOG_SLAB_BYTES);
   }
 
   // Instance methods, looked up by sonic-boom's timer and pino's exit handler at call time: wrap them so
@@ -94,14 +121,14 @@ export function createBufferedDestination(fd: number): LogDestination {
     if (worst <= slab.length - fill) return true;
     handOver();
     if (worst > LOG_SLAB_BYTES) return false;
-    slab = Buffer.allocUnsafeSlow(LOG_SLAB_BYTES);
+    slab = nextSlab();
     batchStart = 0;
     fill = 0;
     return true;
   }
 
   function write(line: string): boolean {
-    if (!room(line.length * MAX_UTF8_BYTES_PER_UNIT)) return boom.write(Buffer.from(line));
+    if (!room(line.length * MAX_UTF8_BYTES_PER_UNIT)) return give(Buffer.from(line));
     fill += slab.write(line, fill);
     if (fill - batchStart >= LOG_BATCH_BYTES) handOver();
     return true;

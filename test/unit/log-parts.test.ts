@@ -85,3 +85,49 @@ describe('the buffered destination, a line in parts', () => {
     assert.ok(bytes.equals(Buffer.from(lines.map((parts) => joinParts(parts)).join(''))));
   });
 });
+
+describe('the buffered destination, slabs filled again', () => {
+  it('fills a slab again once it is written, and every line comes out as given, bursts and ticks mixed', async () => {
+    const random = seeded(47);
+    // About 12 slabs of lines, each line numbered so a slab filled again too early would show as a line out of place.
+    const lines: string[] = [];
+    for (let bytes = 0, i = 0; bytes < LOG_SLAB_BYTES * 12; i++) {
+      const line = `${i} ${randomText(random, Math.floor(random() * 600))}\n`;
+      lines.push(line);
+      bytes += Buffer.byteLength(line);
+    }
+    const slabs: number[] = [];
+    const alloc = Buffer.allocUnsafeSlow;
+    Buffer.allocUnsafeSlow = (size: number) => {
+      if (size === LOG_SLAB_BYTES) slabs.push(size);
+      return alloc(size);
+    };
+    let bytes: Buffer;
+    try {
+      const dir = mkdtempSync(join(tmpdir(), 'boundary-log-slabs-'));
+      try {
+        const file = join(dir, 'out.log');
+        const destination = createBufferedDestination(openSync(file, 'w'));
+        let at = 0;
+        while (at < lines.length) {
+          // A tick of a few lines (their batch is written before the next), or a burst of two slabs' worth in one.
+          const burst = random() < 0.2;
+          for (let written = 0; at < lines.length && written < (burst ? 2 * LOG_SLAB_BYTES : 20_000); at++) {
+            const line = lines[at] as string;
+            if (random() < 0.5) destination.write(line);
+            else destination.writeParts?.(['', Buffer.from(line.slice(0, 1)), line.slice(1)]);
+            written += Buffer.byteLength(line);
+          }
+          await new Promise<void>((resolve) => destination.flush?.(() => resolve()));
+        }
+        bytes = readFileSync(file);
+      } finally {
+        rmSync(dir, { recursive: true, force: true });
+      }
+    } finally {
+      Buffer.allocUnsafeSlow = alloc;
+    }
+    assert.ok(bytes.equals(Buffer.from(lines.join(''))), 'bytes differ');
+    assert.ok(slabs.length < 8, `${slabs.length} slabs made for about 12 filled`);
+  });
+});

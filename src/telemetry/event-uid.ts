@@ -1,0 +1,46 @@
+// Event uids: random version-4 UUIDs (RFC 9562 §5.4) in crypto.randomUUID()'s text form, written in batches from one
+// fill of random bytes into one string, each uid a slice of it. randomUUID joins its text from a string per byte, which
+// the audit line then flattens: docs/benchmarks.md#http2-a-floor-from-boundarys-own-codec says what that cost.
+
+import { randomFillSync } from 'node:crypto';
+
+/** UUIDs made per fill of random bytes (16 bytes each). */
+export const EVENT_UIDS_PER_BATCH = 128;
+const UUID_BYTES = 16;
+const UUID_CHARS = 36;
+const HEX_DIGITS = Buffer.from('0123456789abcdef', 'latin1');
+const DASH = 0x2d;
+
+/** A source of random v4 UUIDs in lower-case hex with dashes, as crypto.randomUUID() gives them. */
+export function createEventUids(): () => string {
+  const entropy = Buffer.allocUnsafeSlow(UUID_BYTES * EVENT_UIDS_PER_BATCH);
+  const text = Buffer.allocUnsafeSlow(UUID_CHARS * EVENT_UIDS_PER_BATCH);
+  let next = EVENT_UIDS_PER_BATCH;
+  /** The batch as one string: each uid is a slice of it (a view, not a copy). */
+  let batch = '';
+
+  function refill(): void {
+    randomFillSync(entropy);
+    let at = 0;
+    for (let u = 0; u < EVENT_UIDS_PER_BATCH; u++) {
+      const base = u * UUID_BYTES;
+      for (let i = 0; i < UUID_BYTES; i++) {
+        let byte = entropy[base + i] as number;
+        // The version (4) in the high nibble of octet 6, the variant (10) in the high bits of octet 8.
+        if (i === 6) byte = (byte & 0x0f) | 0x40;
+        else if (i === 8) byte = (byte & 0x3f) | 0x80;
+        if (i === 4 || i === 6 || i === 8 || i === 10) text[at++] = DASH;
+        text[at++] = HEX_DIGITS[byte >> 4] as number;
+        text[at++] = HEX_DIGITS[byte & 0x0f] as number;
+      }
+    }
+    batch = text.toString('latin1');
+    next = 0;
+  }
+
+  return function eventUid(): string {
+    if (next === EVENT_UIDS_PER_BATCH) refill();
+    const at = next++ * UUID_CHARS;
+    return batch.slice(at, at + UUID_CHARS);
+  };
+}
