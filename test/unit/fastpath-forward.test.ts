@@ -6,7 +6,6 @@
 import assert from 'node:assert/strict';
 import { EventEmitter } from 'node:events';
 import { validateHeaderName, validateHeaderValue } from 'node:http';
-import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import { Readable } from 'node:stream';
 import { describe, it } from 'node:test';
@@ -24,6 +23,7 @@ import { createPolicyStore } from '../../src/policy/store.js';
 import { createAuthorityParsers, type ProxyContext, type TunnelScope } from '../../src/proxy/context.js';
 import { createRequestHandler } from '../../src/proxy/forward.js';
 import type { H1Exchange, H1Handler, H1Pool } from '../../src/http1/h1-client.js';
+import type { H1Answer, H1IncomingRequest } from '../../src/http1/h1-server.js';
 import type { H1Request } from '../../src/http1/h1-request.js';
 import type { AuditEvent } from '../../src/telemetry/event.js';
 import { testClock } from '../harness/clock.js';
@@ -246,10 +246,10 @@ async function run(c: Case, resolver: Resolver): Promise<Observed> {
     method: c.method ?? 'GET',
     rawHeaders,
     socket,
-  }) as unknown as IncomingMessage;
-  // IncomingMessage.complete: the whole body has been received (here: read).
+  }) as unknown as H1IncomingRequest;
+  // H1IncomingRequest.complete: the whole body has been received (here: read).
   Object.defineProperty(req, 'complete', { get: () => req.readableEnded });
-  createRequestHandler(ctx)(req, res as unknown as ServerResponse, c.expectContinue === true);
+  createRequestHandler(ctx)(req, res as unknown as H1Answer, c.expectContinue === true);
   handled = true;
   await settled;
   // Whatever the relay still writes after the event (a streamed body) comes before it ends the response.
