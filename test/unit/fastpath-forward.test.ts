@@ -240,7 +240,8 @@ async function run(c: Case, resolver: Resolver): Promise<Observed> {
   } as unknown as ProxyContext;
   const rawHeaders = [...(c.headers ?? ['Host', `api.example.test:${PORT}`])];
   if (c.body !== undefined) rawHeaders.push('Content-Length', String(Buffer.byteLength(c.body)));
-  const req = Object.assign(Readable.from(c.body === undefined ? [] : [Buffer.from(c.body)]), {
+  const body = Readable.from(c.body === undefined ? [] : [Buffer.from(c.body)]);
+  const req = Object.assign(body, {
     httpVersion: '1.1',
     url: c.url,
     method: c.method ?? 'GET',
@@ -248,7 +249,7 @@ async function run(c: Case, resolver: Resolver): Promise<Observed> {
     socket,
   }) as unknown as H1IncomingRequest;
   // H1IncomingRequest.complete: the whole body has been received (here: read).
-  Object.defineProperty(req, 'complete', { get: () => req.readableEnded });
+  Object.defineProperty(req, 'complete', { get: () => body.readableEnded });
   createRequestHandler(ctx)(req, res as unknown as H1Answer, c.expectContinue === true);
   handled = true;
   await settled;
