@@ -2,26 +2,11 @@
 // reads the requests, answers leave strictly in request order, the head and request deadlines are read by the
 // server's sweep, and CONNECT and Upgrade hand the socket (and the bytes after the head) to their handler.
 
-import { createRequire } from 'node:module';
 import type { Socket } from 'node:net';
 import type { H1ServerHandlers, H1ServerSettings } from './h1-server.js';
+import { feedSocket, type LlhttpParser, METHODS, ON, requestParser, type SocketFeed } from './server-parser.js';
 import { type BodyFlow, ServerRequest } from './server-request.js';
 import { PENDING_HIGH_WATER_BYTES, type AnswerOwner, ServerResponse } from './server-response.js';
-
-interface LlhttpParser {
-  initialize(type: number, resource: object, maxHeaderSize: number, lenient: number): void;
-  execute(data: Buffer): number | Error;
-  finish(): number | Error | undefined;
-  free(): void;
-  [key: number]: unknown;
-}
-interface LlhttpModule {
-  readonly HTTPParser: { new (): LlhttpParser; readonly REQUEST: number; readonly kLenientNone: number } & Record<string, number>;
-  readonly methods: readonly string[];
-}
-// node:http's own parser binding: the same llhttp, the same strict settings, so no reading differential is added.
-const { HTTPParser, methods } = createRequire(import.meta.url)('_http_common') as LlhttpModule;
-const K = HTTPParser as unknown as Record<'kOnMessageBegin' | 'kOnHeaders' | 'kOnHeadersComplete' | 'kOnBody' | 'kOnMessageComplete', number>;
 
 /** An `Expect` node:http answers with 100 Continue (any other value gets a 417). */
 const CONTINUE_EXPECTATION = /(?:^|\W)100-continue(?:$|\W)/i;
@@ -36,6 +21,7 @@ export class ServerConnection implements BodyFlow, AnswerOwner {
   private readonly handlers: H1ServerHandlers;
   private readonly onGone: (conn: ServerConnection) => void;
   private parser: LlhttpParser | undefined;
+  private readonly feed: SocketFeed;
   /** Answers in request order; the first one is attached to the socket. */
   private readonly answers: ServerResponse[] = [];
   private readonly requests: ServerRequest[] = [];
@@ -52,7 +38,6 @@ export class ServerConnection implements BodyFlow, AnswerOwner {
   private stopped = false;
   private bodyPaused = false;
   private floodPaused = false;
-  private readonly onData = (chunk: Buffer): void => this.execute(chunk);
   private readonly onEnd = (): void => this.ended();
   private readonly onError = (err: Error): void => this.failed(err as ClientError);
   private readonly onClose = (): void => this.closed();
@@ -67,16 +52,15 @@ export class ServerConnection implements BodyFlow, AnswerOwner {
     this.keepAliveTimeoutMs = settings.keepAliveTimeoutMs;
     this.handlers = handlers;
     this.onGone = onGone;
-    const parser = new HTTPParser();
-    parser.initialize(HTTPParser.REQUEST, {}, settings.maxHeadBytes, HTTPParser.kLenientNone);
-    parser[K.kOnMessageBegin] = () => this.messageBegin();
-    parser[K.kOnHeaders] = (headers: string[], url: string) => this.headers(headers, url);
-    parser[K.kOnHeadersComplete] = (major: number, minor: number, headers: string[] | undefined, method: number, url: string | undefined, _s: unknown, _m: unknown, upgrade: boolean, keepAlive: boolean) =>
+    const parser = requestParser(settings.maxHeadBytes);
+    parser[ON.kOnMessageBegin] = () => this.messageBegin();
+    parser[ON.kOnHeaders] = (headers: string[], url: string) => this.headers(headers, url);
+    parser[ON.kOnHeadersComplete] = (major: number, minor: number, headers: string[] | undefined, method: number, url: string | undefined, _s: unknown, _m: unknown, upgrade: boolean, keepAlive: boolean) =>
       this.headersComplete(major, minor, headers ?? this.partial, method, url ?? this.partialUrl, upgrade, keepAlive);
-    parser[K.kOnBody] = (chunk: Buffer) => this.current?.push(chunk);
-    parser[K.kOnMessageComplete] = () => this.messageComplete();
+    parser[ON.kOnBody] = (chunk: Buffer) => this.current?.push(chunk);
+    parser[ON.kOnMessageComplete] = () => this.messageComplete();
     this.parser = parser;
-    socket.on('data', this.onData);
+    this.feed = feedSocket(socket, parser, (ret, data) => this.executed(ret, data));
     socket.on('end', this.onEnd);
     socket.on('error', this.onError);
     socket.on('close', this.onClose);
@@ -111,12 +95,12 @@ export class ServerConnection implements BodyFlow, AnswerOwner {
 
   pauseBody(): void {
     this.bodyPaused = true;
-    this.socket.pause();
+    this.feed.pause();
   }
 
   resumeBody(): void {
     this.bodyPaused = false;
-    if (!this.floodPaused && this.parser !== undefined) this.socket.resume();
+    if (!this.floodPaused && this.parser !== undefined) this.feed.resume();
   }
 
   abandon(): void {
@@ -144,7 +128,7 @@ export class ServerConnection implements BodyFlow, AnswerOwner {
     }
     if (this.floodPaused && !this.flooded()) {
       this.floodPaused = false;
-      if (!this.bodyPaused && this.parser !== undefined) this.socket.resume();
+      if (!this.bodyPaused && this.parser !== undefined) this.feed.resume();
     }
   }
 
@@ -167,7 +151,7 @@ export class ServerConnection implements BodyFlow, AnswerOwner {
     this.headersDone = true;
     this.partial = [];
     this.partialUrl = '';
-    const req = new ServerRequest(this, this.socket, methods[method] ?? 'UNKNOWN', url, major, minor, raw);
+    const req = new ServerRequest(this, this.socket, METHODS[method] ?? 'UNKNOWN', url, major, minor, raw);
     if (this.keepAliveSet) {
       this.socket.setTimeout(0);
       this.keepAliveSet = false;
@@ -185,7 +169,7 @@ export class ServerConnection implements BodyFlow, AnswerOwner {
     else if (!this.floodPaused && this.flooded()) {
       // Pipelined requests stop being read while their answers wait unsent (node:http does the same).
       this.floodPaused = true;
-      this.socket.pause();
+      this.feed.pause();
     }
     if (major === 1 && minor === 1) {
       const fields = req.headers;
@@ -217,16 +201,14 @@ export class ServerConnection implements BodyFlow, AnswerOwner {
     return bytes >= PENDING_HIGH_WATER_BYTES;
   }
 
-  private execute(chunk: Buffer): void {
-    const parser = this.parser;
-    if (parser === undefined || this.stopped) return;
-    const ret = parser.execute(chunk);
+  private executed(ret: number | Error, data: () => Buffer): void {
+    if (this.parser === undefined || this.stopped) return;
     if (ret instanceof Error) {
       this.failed(ret as ClientError);
       return;
     }
     const req = this.upgrade;
-    if (req !== undefined) this.handOver(req, chunk.subarray(ret));
+    if (req !== undefined) this.handOver(req, data().subarray(ret));
   }
 
   /** CONNECT or Upgrade: from here the socket is the handler's. */
@@ -242,7 +224,7 @@ export class ServerConnection implements BodyFlow, AnswerOwner {
 
   private detach(): void {
     const socket = this.socket;
-    socket.removeListener('data', this.onData);
+    this.feed.stop();
     socket.removeListener('end', this.onEnd);
     socket.removeListener('error', this.onError);
     socket.removeListener('close', this.onClose);
@@ -273,7 +255,7 @@ export class ServerConnection implements BodyFlow, AnswerOwner {
 
   /** A parse error, a socket error or a timeout: nothing more is read; the server's handler answers or closes. */
   private failed(err: ClientError): void {
-    this.socket.removeListener('data', this.onData);
+    this.feed.stop();
     this.socket.removeListener('error', this.onError);
     this.socket.on('error', () => {});
     if (this.parser === undefined || this.stopped) return;
