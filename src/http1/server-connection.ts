@@ -103,10 +103,6 @@ export class ServerConnection implements BodyFlow, AnswerOwner {
     if (!this.floodPaused && this.parser !== undefined) this.feed.resume();
   }
 
-  abandon(): void {
-    this.socket.destroy();
-  }
-
   answered(res: ServerResponse): void {
     if (this.answers[0] !== res) return;
     this.answers.shift();

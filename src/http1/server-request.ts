@@ -8,12 +8,10 @@ import type { Socket } from 'node:net';
 /** Body bytes buffered ahead of the reader before the connection stops reading (node's readable default). */
 export const BODY_HIGH_WATER_BYTES = 16_384;
 
-/** What the request tells its connection: read on, stop reading, or the reader gave up mid-body. */
+/** What the request tells its connection: stop reading, read on. */
 export interface BodyFlow {
   pauseBody(): void;
   resumeBody(): void;
-  /** The reader stopped before the end (a break, a throw): as node:http, the connection is torn down. */
-  abandon(): void;
 }
 
 // Fields node:http keeps once (a repeat is dropped), with joinDuplicateHeaders off; set-cookie is a list, cookie
@@ -142,8 +140,10 @@ export class ServerRequest implements AsyncIterable<Buffer> {
   [Symbol.asyncIterator](): AsyncIterator<Buffer> {
     return {
       next: () => this.next(),
+      // The reader stopped before the end (a break, a throw): as under node:http the rest is read and dropped, and
+      // the connection stays up for the answer.
       return: () => {
-        if (!this.complete && this.failure === undefined) this.flow.abandon();
+        this.discard();
         return Promise.resolve({ value: undefined, done: true });
       },
     };
