@@ -30,7 +30,7 @@ export class ServerConnection implements BodyFlow, AnswerOwner {
   private upgrade: ServerRequest | undefined = undefined;
   private partial: string[] = [];
   private partialUrl = '';
-  /** When the message being read began (timers.now()), -1 between messages. */
+  /** When the message being read began (timers.now(); the connection's start for its first), -1 between messages. */
   messageStart = -1;
   headersDone = false;
   private keepAliveSet = false;
@@ -60,6 +60,8 @@ export class ServerConnection implements BodyFlow, AnswerOwner {
     parser[ON.kOnBody] = (chunk: Buffer) => this.current?.push(chunk);
     parser[ON.kOnMessageComplete] = () => this.messageComplete();
     this.parser = parser;
+    // As under node:http, the head deadline runs from the start: a connection that never sends a head is refused too.
+    this.messageStart = settings.timers.now();
     this.feed = feedSocket(socket, parser, (ret, data) => this.executed(ret, data));
     socket.on('end', this.onEnd);
     socket.on('error', this.onError);

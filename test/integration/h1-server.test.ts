@@ -259,6 +259,20 @@ describe('http1 server', () => {
     }
   });
 
+  it('runs the head deadline from the start of the connection when no head ever comes (injected timers)', async () => {
+    const silent = await serve({}, { headersMs: 5_000 });
+    try {
+      const socket = connect(silent.port, '127.0.0.1');
+      await once(socket, 'connect');
+      await new Promise((resolve) => setTimeout(resolve, 20));
+      silent.timers.advance(6_000);
+      assert.deepEqual(silent.errors, [{ code: 'ERR_HTTP_REQUEST_TIMEOUT', inFlight: false }]);
+      socket.destroy();
+    } finally {
+      await silent.close();
+    }
+  });
+
   it('waits for drain when the client reads slowly, and the answer arrives whole', async () => {
     const big = Buffer.alloc(1 << 20, 'x');
     let paused = 0;
