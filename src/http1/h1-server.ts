@@ -40,6 +40,7 @@ export interface H1Answer {
   end(chunk?: Buffer | string): this;
   /** Cuts the client connection. */
   destroy(): this;
+  /** 'close': the connection closed before this answer was all written; 'drain': write() may go on. */
   on(event: 'close' | 'drain', listener: () => void): this;
   once(event: 'close' | 'drain', listener: () => void): this;
   removeListener(event: 'close' | 'drain', listener: () => void): this;
@@ -62,7 +63,7 @@ export interface H1ServerSettings {
   readonly requestTimeoutMs: number;
   /** An idle kept-alive connection is closed after this long; 0 for never. */
   readonly keepAliveTimeoutMs: number;
-  /** How often the two deadlines above are checked. */
+  /** How often the three deadlines above are checked (each is enforced up to this much late). */
   readonly checkIntervalMs: number;
   readonly timers: Timers;
 }
@@ -81,7 +82,7 @@ export interface H1ServerHandlers {
 export interface H1Server {
   /** Serves `socket` (an admitted client connection or a tunnel's inner socket) until it closes or is handed over. */
   serve(socket: Socket): void;
-  /** Starts the deadline sweep. */
+  /** Starts the deadline sweep (head, request, keep-alive). */
   start(): void;
   /** Destroys every connection that is between requests with no answer owed. */
   closeIdle(): void;
@@ -92,18 +93,22 @@ export interface H1Server {
 
 export function createH1Server(options: Omit<H1ServerSettings, 'timers'> & { readonly timers?: Timers | undefined }, handlers: H1ServerHandlers): H1Server {
   const settings: H1ServerSettings = { ...options, timers: options.timers ?? GLOBAL_TIMERS };
-  const { timers, headersTimeoutMs, requestTimeoutMs } = settings;
+  const { timers, headersTimeoutMs, requestTimeoutMs, keepAliveTimeoutMs } = settings;
   const connections = new Set<ServerConnection>();
   const gone = (conn: ServerConnection): void => {
     connections.delete(conn);
   };
   let sweep: unknown;
 
+  // One sweep for the three deadlines instead of a timer set and cleared per request.
   function check(): void {
     const now = timers.now();
     for (const conn of connections) {
       const start = conn.messageStart;
-      if (start < 0) continue;
+      if (start < 0) {
+        if (keepAliveTimeoutMs > 0 && conn.idleSince >= 0 && now - conn.idleSince > keepAliveTimeoutMs) conn.destroy();
+        continue;
+      }
       const late = (!conn.headersDone && headersTimeoutMs > 0 && now - start > headersTimeoutMs) || (requestTimeoutMs > 0 && now - start > requestTimeoutMs);
       if (late) conn.timedOut();
     }
@@ -115,7 +120,7 @@ export function createH1Server(options: Omit<H1ServerSettings, 'timers'> & { rea
       connections.add(new ServerConnection(socket, settings, handlers, gone));
     },
     start() {
-      if (sweep === undefined && (headersTimeoutMs > 0 || requestTimeoutMs > 0)) sweep = timers.setTimeout(check, settings.checkIntervalMs);
+      if (sweep === undefined) sweep = timers.setTimeout(check, settings.checkIntervalMs);
     },
     closeIdle() {
       for (const conn of connections) if (conn.idle()) conn.destroy();

@@ -33,7 +33,8 @@ export class ServerConnection implements BodyFlow, AnswerOwner {
   /** When the message being read began (timers.now(); the connection's start for its first), -1 between messages. */
   messageStart = -1;
   headersDone = false;
-  private keepAliveSet = false;
+  /** When the last answer went out with nothing more owed or being read (timers.now()), -1 otherwise. */
+  idleSince = -1;
   /** A parse error, a socket error or a timeout ended the reading: nothing more is parsed or reported. */
   private stopped = false;
   private bodyPaused = false;
@@ -42,9 +43,6 @@ export class ServerConnection implements BodyFlow, AnswerOwner {
   private readonly onError = (err: Error): void => this.failed(err as ClientError);
   private readonly onClose = (): void => this.closed();
   private readonly onDrain = (): void => this.answers[0]?.drained();
-  private readonly onTimeout = (): void => {
-    this.socket.destroy();
-  };
 
   constructor(socket: Socket, settings: H1ServerSettings, handlers: H1ServerHandlers, onGone: (conn: ServerConnection) => void) {
     this.socket = socket;
@@ -67,7 +65,6 @@ export class ServerConnection implements BodyFlow, AnswerOwner {
     socket.on('error', this.onError);
     socket.on('close', this.onClose);
     socket.on('drain', this.onDrain);
-    socket.on('timeout', this.onTimeout);
   }
 
   /** No message is being read and no answer is owed: closing it now loses nothing. */
@@ -112,7 +109,6 @@ export class ServerConnection implements BodyFlow, AnswerOwner {
     const req = this.requests.shift();
     // As node:http: a body nobody read is read and dropped, so the next request can be parsed.
     if (req !== undefined && !req.complete) req.discard();
-    process.nextTick(() => res.emit('close'));
     if (res.last) {
       if (res.closeWith !== undefined) res.closeWith(this.socket);
       else this.socket.destroySoon();
@@ -120,10 +116,7 @@ export class ServerConnection implements BodyFlow, AnswerOwner {
     }
     const next = this.answers[0];
     if (next !== undefined) next.attach();
-    else if (this.keepAliveTimeoutMs > 0) {
-      this.socket.setTimeout(this.keepAliveTimeoutMs);
-      this.keepAliveSet = true;
-    }
+    else if (this.messageStart < 0) this.idleSince = this.settings.timers.now();
     if (this.floodPaused && !this.flooded()) {
       this.floodPaused = false;
       if (!this.bodyPaused && this.parser !== undefined) this.feed.resume();
@@ -131,6 +124,7 @@ export class ServerConnection implements BodyFlow, AnswerOwner {
   }
 
   private messageBegin(): void {
+    this.idleSince = -1;
     this.messageStart = this.settings.timers.now();
     this.headersDone = false;
   }
@@ -150,10 +144,6 @@ export class ServerConnection implements BodyFlow, AnswerOwner {
     this.partial = [];
     this.partialUrl = '';
     const req = new ServerRequest(this, this.socket, METHODS[method] ?? 'UNKNOWN', url, major, minor, raw);
-    if (this.keepAliveSet) {
-      this.socket.setTimeout(0);
-      this.keepAliveSet = false;
-    }
     if (upgrade) {
       // CONNECT and Upgrade: no body is read here; the bytes after the head go to the handler (2: skip the body).
       this.upgrade = req;
@@ -170,13 +160,19 @@ export class ServerConnection implements BodyFlow, AnswerOwner {
       this.feed.pause();
     }
     if (major === 1 && minor === 1) {
-      const fields = req.headers;
-      if (fields.host === undefined) {
+      let host = false;
+      let expect: string | undefined;
+      for (let i = 0; i < raw.length; i += 2) {
+        const name = raw[i] as string;
+        if (name.length === 4 && name.toLowerCase() === 'host') host = true;
+        else if (name.length === 6 && expect === undefined && name.toLowerCase() === 'expect') expect = raw[i + 1];
+      }
+      if (!host) {
         res.writeHead(400, ['Connection', 'close']).end();
         return 0;
       }
-      if (fields.expect !== undefined) {
-        if (CONTINUE_EXPECTATION.test(fields.expect)) this.handlers.request(req, res, true);
+      if (expect !== undefined) {
+        if (CONTINUE_EXPECTATION.test(expect)) this.handlers.request(req, res, true);
         else res.writeHead(417, []).end();
         return 0;
       }
@@ -187,6 +183,7 @@ export class ServerConnection implements BodyFlow, AnswerOwner {
 
   private messageComplete(): void {
     this.messageStart = -1;
+    if (this.answers.length === 0) this.idleSince = this.settings.timers.now();
     const req = this.current;
     this.current = undefined;
     req?.end();
@@ -227,7 +224,6 @@ export class ServerConnection implements BodyFlow, AnswerOwner {
     socket.removeListener('error', this.onError);
     socket.removeListener('close', this.onClose);
     socket.removeListener('drain', this.onDrain);
-    socket.removeListener('timeout', this.onTimeout);
     this.release();
   }
 

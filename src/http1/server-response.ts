@@ -1,6 +1,7 @@
 // The answer to one request read by boundary's HTTP/1.1 server: head (server-head.ts), body writes with
 // backpressure ('drain'), chunked or not, and 100 Continue. Answers leave in request order: one whose turn has not
-// come is buffered until the connection attaches it. Emits 'drain', 'finish' and 'close' as node:http's did.
+// come is buffered until the connection attaches it. Emits 'drain', and 'close' when the connection closes before it is
+// all written.
 
 import { EventEmitter } from 'node:events';
 import type { Socket } from 'node:net';
@@ -16,7 +17,7 @@ const LAST_CHUNK = '0\r\n\r\n';
 export interface AnswerOwner {
   readonly socket: Socket;
   readonly keepAliveTimeoutMs: number;
-  /** The answer's last bytes are out. */
+  /** The answer's last bytes are written to the socket. */
   answered(res: ServerResponse): void;
   destroy(): void;
 }
@@ -154,16 +155,14 @@ export class ServerResponse extends EventEmitter {
   private send(parts: (string | Buffer)[], last: boolean): boolean {
     const socket = this.owner.socket;
     if (socket.destroyed) return false;
-    const done = last ? (err?: Error | null) => (err == null ? this.owner.answered(this) : undefined) : undefined;
     let ok = true;
     if (parts.length > 1) socket.cork();
-    for (let i = 0; i < parts.length; i++) {
-      const part = parts[i] as string | Buffer;
-      const cb = i === parts.length - 1 ? done : undefined;
-      ok = typeof part === 'string' ? socket.write(part, 'latin1', cb) : socket.write(part, cb);
-    }
+    for (const part of parts) ok = typeof part === 'string' ? socket.write(part, 'latin1') : socket.write(part);
     if (parts.length > 1) socket.uncork();
     if (!ok) this.needDrain = true;
+    // The socket keeps the order of writes: the next answer may follow at once, without waiting for this one's flush
+    // (a connection that closes after it is ended, which flushes first).
+    if (last) this.owner.answered(this);
     return ok;
   }
 }

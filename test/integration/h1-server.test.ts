@@ -273,6 +273,24 @@ describe('http1 server', () => {
     }
   });
 
+  it('closes a kept-alive connection idle past the keep-alive timeout, and only then (injected timers)', async () => {
+    const idle = await serve();
+    try {
+      const socket = connect(idle.port, '127.0.0.1');
+      await once(socket, 'connect');
+      socket.write('GET /one HTTP/1.1\r\nHost: a\r\n\r\n');
+      await once(socket, 'data');
+      const closed = once(socket, 'close');
+      idle.timers.advance(14_000);
+      await new Promise((resolve) => setTimeout(resolve, 20));
+      assert.equal(socket.destroyed, false);
+      idle.timers.advance(2_000);
+      await closed;
+    } finally {
+      await idle.close();
+    }
+  });
+
   it('waits for drain when the client reads slowly, and the answer arrives whole', async () => {
     const big = Buffer.alloc(1 << 20, 'x');
     let paused = 0;
