@@ -616,7 +616,7 @@ node -e '
   concurrency "$CONCURRENCY" cpus "$NCPU" pinned "$PINNED" load_cpus "$LOAD_CPUS" origin_cpus "$ORIGIN_CPUS" \
   proxy_cpus "$PROXY_CPUS" node "$(node --version)" wrk "$(wrk -v 2>&1 | head -1 | cut -c1-40)" \
   tinyproxy "$("$TINYPROXY_BIN" -v 2>/dev/null || echo none)" squid "$("$SQUID_BIN" -v 2>/dev/null | head -1 || echo none)" \
-  boundary_commit "${BOUNDARY_SHA:-$(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo unknown)}${BOUNDARY_REF:+ (ref $BOUNDARY_REF)}$([[ -n $BOUNDARY_REF ]] || echo ' + working tree')" profile "$PROFILE" \
+  boundary_commit "${BOUNDARY_SHA:-$(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo unknown)}$([[ -n ${BOUNDARY_SHA:-} ]] && echo " (ref $BOUNDARY_REF)" || echo ' + working tree')" profile "$PROFILE" \
   boundary_dist "$BOUNDARY_DIST" \
   state_boundary "${STATE[boundary]:-not requested}" state_tinyproxy "${STATE[tinyproxy]:-not requested}" \
   state_squid "${STATE[squid]:-not requested}" state_boundary_nometrics "${STATE[boundary-nometrics]:-not requested}" \
