@@ -22,8 +22,8 @@
 #             the answer for echoed secrets (docs/credentials.md#echoed-secrets); `large` must not pay for it
 #   LARGE_BYTES  size of the large answer (default 1048576)
 #   PROXIES   subset of: direct boundary boundary-l7 boundary-nometrics node-floor node-floor-raw node-floor-llhttp
-#             boundary-ref tinyproxy squid (default: all but boundary-ref). boundary-ref = BOUNDARY_REF's build with
-#             the same policy and flags as boundary, pinned like it (see BOUNDARY_REF). node-floor = bench/proxy/bare-forward.mjs, a bare node:http forward
+#             boundary-ref boundary-ref-l7 tinyproxy squid (default: all but the ref rows). boundary-ref(-l7) =
+#             BOUNDARY_REF's build with the same policy and flags as boundary(-l7), pinned like it (see BOUNDARY_REF). node-floor = bench/proxy/bare-forward.mjs, a bare node:http forward
 #             proxy (node:http's keep-alive client upstream; no policy, events or metrics): what a plain Node proxy
 #             costs; node-floor-raw = the same server with kept-alive raw sockets upstream: the least a proxy on
 #             node:http's server can cost; node-floor-llhttp = raw sockets upstream and llhttp driven directly on
@@ -441,9 +441,10 @@ if has node-floor "$PROXIES"; then start_node_floor node-floor "$FLOOR_PORT" nod
 if has node-floor-raw "$PROXIES"; then start_node_floor node-floor-raw "$FLOOR_RAW_PORT" raw node; fi
 if has node-floor-llhttp "$PROXIES"; then start_node_floor node-floor-llhttp "$FLOOR_LLHTTP_PORT" raw llhttp; fi
 if has squid "$PROXIES"; then start_squid; fi
-if has boundary "$PROXIES" || has boundary-l7 "$PROXIES" || has boundary-nometrics "$PROXIES" || has boundary-ref "$PROXIES"; then start_boundary; fi
+if has boundary "$PROXIES" || has boundary-l7 "$PROXIES" || has boundary-nometrics "$PROXIES" || has boundary-ref "$PROXIES" || has boundary-ref-l7 "$PROXIES"; then start_boundary; fi
 if has boundary-nometrics "$PROXIES"; then start_boundary_nometrics; fi
-if has boundary-ref "$PROXIES"; then start_boundary_ref; fi
+if has boundary-ref "$PROXIES" || has boundary-ref-l7 "$PROXIES"; then start_boundary_ref; fi
+STATE[boundary-ref-l7]=${STATE[boundary-ref]:-not started}
 STATE[direct]=ok
 STATE[boundary-l7]=${STATE[boundary]:-not started}
 for p in tinyproxy squid boundary boundary-nometrics boundary-ref node-floor node-floor-raw node-floor-llhttp; do
@@ -455,7 +456,7 @@ proxy_port() {
   case $1 in
     boundary | boundary-l7) echo "$B_PORT" ;;
     boundary-nometrics) echo "$BN_PORT" ;;
-    boundary-ref) echo "$BR_PORT" ;;
+    boundary-ref | boundary-ref-l7) echo "$BR_PORT" ;;
     node-floor) echo "$FLOOR_PORT" ;;
     node-floor-raw) echo "$FLOOR_RAW_PORT" ;;
     node-floor-llhttp) echo "$FLOOR_LLHTTP_PORT" ;;
@@ -467,6 +468,7 @@ proxy_pid() {
   case $1 in
     direct) echo "${PID_OF[origin]}" ;;
     boundary | boundary-l7) echo "${PID_OF[boundary]}" ;;
+    boundary-ref | boundary-ref-l7) echo "${PID_OF[boundary-ref]}" ;;
     *) echo "${PID_OF[$1]}" ;;
   esac
 }
@@ -474,8 +476,8 @@ proxy_pid() {
 applies() {
   local c=$1 p=$2
   case $c in
-    http-l7) [[ $p == boundary-l7 ]] ;;
-    http) [[ $p != boundary-l7 ]] ;;
+    http-l7) [[ $p == boundary-l7 || $p == boundary-ref-l7 ]] ;;
+    http) [[ $p != boundary-l7 && $p != boundary-ref-l7 ]] ;;
     large) [[ $p == direct || $p == boundary || $p == boundary-ref || $p == tinyproxy || $p == squid ]] ;;
     large-cred) [[ $p == boundary ]] ;;
     *) [[ $p != boundary-nometrics && $p != node-floor* ]] ;;
@@ -493,11 +495,12 @@ smoke() {
   local h
   h=$(target_host "$p")
   local http_port=$HTTP_PORT
-  [[ $p == boundary-l7 ]] && http_port=$HTTP_L7_PORT
+  [[ $p == boundary-l7 || $p == boundary-ref-l7 ]] && http_port=$HTTP_L7_PORT
   code=$(curl -s -o /dev/null -w '%{http_code}' --max-time 5 -x "http://127.0.0.1:$port" "http://$h:$http_port/") || true
   deny=$(curl -s -o /dev/null -w '%{http_code}' --max-time 5 -x "http://127.0.0.1:$port" "http://denied.bench.test:$http_port/") || true
   tls_port=$TLS_PORT ca=$WORK/pki/ca.pem
   if [[ $p == boundary-l7 ]]; then tls_port=$TLS_L7_PORT ca=$WORK/boundary/state/ca.pem; fi
+  if [[ $p == boundary-ref-l7 ]]; then tls_port=$TLS_L7_PORT ca=$WORK/boundary-ref/state/ca.pem; fi
   tls_code=$(curl -s -o /dev/null -w '%{http_code}' --max-time 5 -x "http://127.0.0.1:$port" --cacert "$ca" \
     --connect-to "$ORIGIN_HOST:$tls_port:$h:$tls_port" "https://$ORIGIN_HOST:$tls_port/") || true
   CHECK[$p]="allowed-http=$code denied-http=$deny connect-tls=$tls_code"
@@ -548,6 +551,7 @@ measure_tls() {
   local c=$1 p=$2 secs=$3 ka=1 tls_port=$TLS_PORT ca=$WORK/pki/ca.pem args=()
   [[ $c == tls-new ]] && ka=0
   if [[ $p == boundary-l7 ]]; then tls_port=$TLS_L7_PORT ca=$WORK/boundary/state/ca.pem; fi
+  if [[ $p == boundary-ref-l7 ]]; then tls_port=$TLS_L7_PORT ca=$WORK/boundary-ref/state/ca.pem; fi
   if [[ $p == direct ]]; then
     args=(--connect-to "127.0.0.1:$tls_port")
   else
