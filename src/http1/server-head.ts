@@ -2,8 +2,12 @@
 // given, checked as node:http checks them, plus the framing and connection fields node:http adds for the same
 // fields (Date, Content-Length or chunked, Connection, Keep-Alive). Pure but for the cached Date.
 
-import { STATUS_CODES } from 'node:http';
+import { createRequire } from 'node:module';
 import { BAD_VALUE, isToken } from './grammar.js';
+
+// Required, not ESM-imported: on Node 22 an ESM import of node:http fills in its namespace, whose lazy getters load
+// undici and node:http2 (main's shared/node-http.ts holds the same reason; this can use it once merged).
+const { STATUS_CODES } = createRequire(import.meta.url)('node:http') as typeof import('node:http');
 
 export type HeaderInput = readonly string[] | Readonly<Record<string, string | number | readonly string[]>>;
 
