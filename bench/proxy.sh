@@ -22,7 +22,8 @@
 #             the answer for echoed secrets (docs/credentials.md#echoed-secrets); `large` must not pay for it
 #   LARGE_BYTES  size of the large answer (default 1048576)
 #   PROXIES   subset of: direct boundary boundary-l7 boundary-nometrics node-floor node-floor-raw node-floor-llhttp
-#             tinyproxy squid (default: all). node-floor = bench/proxy/bare-forward.mjs, a bare node:http forward
+#             boundary-ref boundary-ref-l7 tinyproxy squid (default: all but the ref rows). boundary-ref(-l7) =
+#             BOUNDARY_REF's build with the same policy and flags as boundary(-l7), pinned like it (see BOUNDARY_REF). node-floor = bench/proxy/bare-forward.mjs, a bare node:http forward
 #             proxy (node:http's keep-alive client upstream; no policy, events or metrics): what a plain Node proxy
 #             costs; node-floor-raw = the same server with kept-alive raw sockets upstream: the least a proxy on
 #             node:http's server can cost; node-floor-llhttp = raw sockets upstream and llhttp driven directly on
@@ -41,7 +42,9 @@
 #             project so node_modules resolves), e.g. a patched copy in bench/out/
 #   BOUNDARY_REF   measure a committed state instead of the working tree: `git archive REF src tsconfig.json package.json`
 #             is compiled into bench/out/build-<sha>/ (read-only for the repository) and run from there;
-#             use it while others are editing src/ — a half-edited working tree can fail the start-up check
+#             use it while others are editing src/ — a half-edited working tree can fail the start-up check.
+#             With boundary-ref in PROXIES, the `boundary` row stays the working tree and the ref runs beside it
+#             as its own row in the same interleaved rounds (a change against its base, same run)
 #   PROFILE   1: run boundary under `node --cpu-prof`; profile + summary go to bench/out/ (slows boundary down)
 #   BOUNDARY_NODE_FLAGS  extra node flags for boundary only, e.g. "--trace-gc" (output lands in its log;
 #             with KEEP_TMP=1 it stays there for inspection)
@@ -232,7 +235,7 @@ wait_until origin origin 100 test -s "$WORK/origin.json" || die "origin did not 
 read -r HTTP_PORT HTTP_L7_PORT HTTP_CRED_PORT TLS_PORT TLS_L7_PORT < <(node -e '
   const o = JSON.parse(require("node:fs").readFileSync(process.argv[1], "utf8"));
   console.log([...o.http, ...o.https].join(" "));' "$WORK/origin.json")
-read -r TINY_PORT SQUID_PORT B_PORT B_ADMIN B_DNS DNS_SINK BN_PORT BN_ADMIN BN_DNS FLOOR_PORT FLOOR_RAW_PORT FLOOR_LLHTTP_PORT < <(free_ports 12)
+read -r TINY_PORT SQUID_PORT B_PORT B_ADMIN B_DNS DNS_SINK BN_PORT BN_ADMIN BN_DNS FLOOR_PORT FLOOR_RAW_PORT FLOOR_LLHTTP_PORT BR_PORT BR_ADMIN BR_DNS < <(free_ports 15)
 log "origin http=$HTTP_PORT,$HTTP_L7_PORT https=$TLS_PORT,$TLS_L7_PORT; proxies tinyproxy=$TINY_PORT squid=$SQUID_PORT boundary=$B_PORT"
 origin_served() { curl -s --max-time 2 "http://127.0.0.1:$HTTP_PORT/__stats" | sed -E 's/.*"served":([0-9]+).*/\1/'; }
 
@@ -300,7 +303,7 @@ EOF
 start_boundary() {
   local d="$WORK/boundary"
   mkdir -p "$d/state"
-  if [[ -n $BOUNDARY_REF ]]; then
+  if [[ -n $BOUNDARY_REF ]] && ! has boundary-ref "$PROXIES"; then
     BOUNDARY_DIST=$("$ROOT/bench/build-ref.sh" "$BOUNDARY_REF" "$d/tsc.log") || die "BOUNDARY_REF: cannot build $BOUNDARY_REF"
     BOUNDARY_SHA=$(git -C "$ROOT" rev-parse --short "$BOUNDARY_REF")
   elif ((BUILD)); then
@@ -395,6 +398,31 @@ start_boundary_nometrics() {
   fi
 }
 
+# BOUNDARY_REF's build beside the working tree's (boundary-ref), same policy and flags, pinned like boundary.
+start_boundary_ref() {
+  local d="$WORK/boundary-ref"
+  mkdir -p "$d/state"
+  [[ -n $BOUNDARY_REF ]] || die "boundary-ref needs BOUNDARY_REF"
+  if [[ ${STATE[boundary]:-} != ok ]]; then
+    STATE[boundary-ref]="boundary-ref: needs boundary (${STATE[boundary]:-not started})"
+    return
+  fi
+  local dist
+  dist=$("$ROOT/bench/build-ref.sh" "$BOUNDARY_REF" "$d/tsc.log") || die "BOUNDARY_REF: cannot build $BOUNDARY_REF"
+  REF_SHA=$(git -C "$ROOT" rev-parse --short "$BOUNDARY_REF")
+  (cd "$ROOT" && exec "${PIN_PROXY[@]}" node "$(entry_of "$dist")" run \
+    --policy "$WORK/boundary/policy.yaml" \
+    --proxy-listen "127.0.0.1:$BR_PORT" --admin-listen "127.0.0.1:$BR_ADMIN" --dns-listen "127.0.0.1:$BR_DNS" \
+    --hosts "$WORK/hosts" --upstream-dns "127.0.0.1:$DNS_SINK" --upstream-ca "$WORK/pki/ca.pem" \
+    --unsafe-allow-loopback-upstream --state-dir "$d/state" --log-format json) >"$d/boundary.log" 2>"$d/stderr.log" &
+  PID_OF[boundary-ref]=$!
+  if wait_until boundary-ref boundary-ref 300 curl -sf --max-time 1 "http://127.0.0.1:$BR_ADMIN/healthz"; then
+    STATE[boundary-ref]=ok
+  else
+    STATE[boundary-ref]="boundary-ref: failed to start ($(tail -c 300 "$d/stderr.log" | tr '\n' ' '))"
+  fi
+}
+
 # The Node floors (bench/proxy/bare-forward.mjs), pinned like boundary: start_node_floor NAME PORT UPSTREAM SERVER.
 start_node_floor() {
   local name=$1 port=$2
@@ -413,11 +441,13 @@ if has node-floor "$PROXIES"; then start_node_floor node-floor "$FLOOR_PORT" nod
 if has node-floor-raw "$PROXIES"; then start_node_floor node-floor-raw "$FLOOR_RAW_PORT" raw node; fi
 if has node-floor-llhttp "$PROXIES"; then start_node_floor node-floor-llhttp "$FLOOR_LLHTTP_PORT" raw llhttp; fi
 if has squid "$PROXIES"; then start_squid; fi
-if has boundary "$PROXIES" || has boundary-l7 "$PROXIES" || has boundary-nometrics "$PROXIES"; then start_boundary; fi
+if has boundary "$PROXIES" || has boundary-l7 "$PROXIES" || has boundary-nometrics "$PROXIES" || has boundary-ref "$PROXIES" || has boundary-ref-l7 "$PROXIES"; then start_boundary; fi
 if has boundary-nometrics "$PROXIES"; then start_boundary_nometrics; fi
+if has boundary-ref "$PROXIES" || has boundary-ref-l7 "$PROXIES"; then start_boundary_ref; fi
+STATE[boundary-ref-l7]=${STATE[boundary-ref]:-not started}
 STATE[direct]=ok
 STATE[boundary-l7]=${STATE[boundary]:-not started}
-for p in tinyproxy squid boundary boundary-nometrics node-floor node-floor-raw node-floor-llhttp; do
+for p in tinyproxy squid boundary boundary-nometrics boundary-ref node-floor node-floor-raw node-floor-llhttp; do
   if [[ -n ${STATE[$p]:-} && ${STATE[$p]} != ok ]]; then log "${STATE[$p]}"; fi
 done
 
@@ -426,6 +456,7 @@ proxy_port() {
   case $1 in
     boundary | boundary-l7) echo "$B_PORT" ;;
     boundary-nometrics) echo "$BN_PORT" ;;
+    boundary-ref | boundary-ref-l7) echo "$BR_PORT" ;;
     node-floor) echo "$FLOOR_PORT" ;;
     node-floor-raw) echo "$FLOOR_RAW_PORT" ;;
     node-floor-llhttp) echo "$FLOOR_LLHTTP_PORT" ;;
@@ -437,6 +468,7 @@ proxy_pid() {
   case $1 in
     direct) echo "${PID_OF[origin]}" ;;
     boundary | boundary-l7) echo "${PID_OF[boundary]}" ;;
+    boundary-ref | boundary-ref-l7) echo "${PID_OF[boundary-ref]}" ;;
     *) echo "${PID_OF[$1]}" ;;
   esac
 }
@@ -444,9 +476,9 @@ proxy_pid() {
 applies() {
   local c=$1 p=$2
   case $c in
-    http-l7) [[ $p == boundary-l7 ]] ;;
-    http) [[ $p != boundary-l7 ]] ;;
-    large) [[ $p == direct || $p == boundary || $p == tinyproxy || $p == squid ]] ;;
+    http-l7) [[ $p == boundary-l7 || $p == boundary-ref-l7 ]] ;;
+    http) [[ $p != boundary-l7 && $p != boundary-ref-l7 ]] ;;
+    large) [[ $p == direct || $p == boundary || $p == boundary-ref || $p == tinyproxy || $p == squid ]] ;;
     large-cred) [[ $p == boundary ]] ;;
     *) [[ $p != boundary-nometrics && $p != node-floor* ]] ;;
   esac
@@ -463,11 +495,12 @@ smoke() {
   local h
   h=$(target_host "$p")
   local http_port=$HTTP_PORT
-  [[ $p == boundary-l7 ]] && http_port=$HTTP_L7_PORT
+  [[ $p == boundary-l7 || $p == boundary-ref-l7 ]] && http_port=$HTTP_L7_PORT
   code=$(curl -s -o /dev/null -w '%{http_code}' --max-time 5 -x "http://127.0.0.1:$port" "http://$h:$http_port/") || true
   deny=$(curl -s -o /dev/null -w '%{http_code}' --max-time 5 -x "http://127.0.0.1:$port" "http://denied.bench.test:$http_port/") || true
   tls_port=$TLS_PORT ca=$WORK/pki/ca.pem
   if [[ $p == boundary-l7 ]]; then tls_port=$TLS_L7_PORT ca=$WORK/boundary/state/ca.pem; fi
+  if [[ $p == boundary-ref-l7 ]]; then tls_port=$TLS_L7_PORT ca=$WORK/boundary-ref/state/ca.pem; fi
   tls_code=$(curl -s -o /dev/null -w '%{http_code}' --max-time 5 -x "http://127.0.0.1:$port" --cacert "$ca" \
     --connect-to "$ORIGIN_HOST:$tls_port:$h:$tls_port" "https://$ORIGIN_HOST:$tls_port/") || true
   CHECK[$p]="allowed-http=$code denied-http=$deny connect-tls=$tls_code"
@@ -518,6 +551,7 @@ measure_tls() {
   local c=$1 p=$2 secs=$3 ka=1 tls_port=$TLS_PORT ca=$WORK/pki/ca.pem args=()
   [[ $c == tls-new ]] && ka=0
   if [[ $p == boundary-l7 ]]; then tls_port=$TLS_L7_PORT ca=$WORK/boundary/state/ca.pem; fi
+  if [[ $p == boundary-ref-l7 ]]; then tls_port=$TLS_L7_PORT ca=$WORK/boundary-ref/state/ca.pem; fi
   if [[ $p == direct ]]; then
     args=(--connect-to "127.0.0.1:$tls_port")
   else
@@ -586,10 +620,11 @@ node -e '
   concurrency "$CONCURRENCY" cpus "$NCPU" pinned "$PINNED" load_cpus "$LOAD_CPUS" origin_cpus "$ORIGIN_CPUS" \
   proxy_cpus "$PROXY_CPUS" node "$(node --version)" wrk "$(wrk -v 2>&1 | head -1 | cut -c1-40)" \
   tinyproxy "$("$TINYPROXY_BIN" -v 2>/dev/null || echo none)" squid "$("$SQUID_BIN" -v 2>/dev/null | head -1 || echo none)" \
-  boundary_commit "${BOUNDARY_SHA:-$(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo unknown)}${BOUNDARY_REF:+ (ref $BOUNDARY_REF)}$([[ -n $BOUNDARY_REF ]] || echo ' + working tree')" profile "$PROFILE" \
+  boundary_commit "${BOUNDARY_SHA:-$(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo unknown)}$([[ -n ${BOUNDARY_SHA:-} ]] && echo " (ref $BOUNDARY_REF)" || echo ' + working tree')" profile "$PROFILE" \
   boundary_dist "$BOUNDARY_DIST" \
   state_boundary "${STATE[boundary]:-not requested}" state_tinyproxy "${STATE[tinyproxy]:-not requested}" \
   state_squid "${STATE[squid]:-not requested}" state_boundary_nometrics "${STATE[boundary-nometrics]:-not requested}" \
+  state_boundary_ref "${STATE[boundary-ref]:-not requested}" boundary_ref_commit "${REF_SHA:-}" \
   check_boundary "${CHECK[boundary]:-}" check_boundary_l7 "${CHECK[boundary-l7]:-}" \
   check_tinyproxy "${CHECK[tinyproxy]:-}" check_squid "${CHECK[squid]:-}" \
   boundary_log_lines "$(cat "$WORK/boundary/boundary.log" 2>/dev/null | wc -l)"

@@ -1,12 +1,12 @@
 // Writes a denial (chain/denials.ts) in HTTP/1.1: on a raw socket (CONNECT before any 200, a refused upgrade) or
-// through a ServerResponse, with `Connection: close` unless the request was read whole; and the lingering close for an
+// through the HTTP/1.1 server's answer (http1/h1-server.ts), with `Connection: close` unless the request was read whole; and the lingering close for an
 // answer sent while the request body still arrives. Bytes only; never decides anything.
 
-import type { IncomingMessage, ServerResponse } from 'node:http';
 import { STATUS_CODES } from '../shared/node-http.js';
 import type { Socket } from 'node:net';
 import type { Denial } from '../chain/denials.js';
 import { POLICY_HEADER } from '../http1/headers.js';
+import type { H1Answer, H1IncomingRequest } from '../http1/h1-server.js';
 import { destroyAfterLinger } from './linger.js';
 
 /** The whole response as bytes, for sockets with no HTTP machinery attached; `peer` names the policy a second time. */
@@ -32,7 +32,7 @@ export function writeBareStatusToSocket(socket: Socket, status: number): void {
   else socket.destroy();
 }
 
-export function sendDenial(res: ServerResponse, d: Denial, peer?: string): void {
+export function sendDenial(res: H1Answer, d: Denial, peer?: string): void {
   if (res.headersSent) {
     res.destroy();
     return;
@@ -47,32 +47,29 @@ export function sendDenial(res: ServerResponse, d: Denial, peer?: string): void 
   if (d.policy !== undefined && peer !== undefined) headers[peer] = d.policy;
   if (d.retryAfterSeconds !== undefined) headers['retry-after'] = d.retryAfterSeconds;
   if (d.allow !== undefined) headers.allow = d.allow;
-  res.writeHead(d.status, d.reasonPhrase, headers);
+  res.writeHead(d.status, headers, d.reasonPhrase);
   res.end(body);
 }
 
 /**
- * Lingering close (linger.ts) for `res`, sent while its request body is still arriving: once node:http ends
- * the connection, its socket half-closes, reads and drops the rest, and is destroyed when the client closes
- * or after LINGER_MS.
+ * Lingering close (linger.ts) for `res`, sent while its request body is still arriving: when the answer ends the
+ * connection, its socket half-closes, reads and drops the rest, and is destroyed when the client closes or after
+ * LINGER_MS.
  */
-export function lingerAfterAnswer(req: IncomingMessage, res: ServerResponse): void {
-  const socket = res.socket;
-  if (req.complete || !socket) return;
-  // The body's reader may have stopped mid-body (a held body refused): drop its 'readable' listener so
-  // a 'data' listener makes the request flow again, and what is left of the body is read and dropped.
-  req.removeAllListeners('readable');
-  req.on('data', () => {});
-  // node:http ends a `connection: close` answer with destroySoon(), which destroys the socket as soon as
-  // its FIN is written: this socket only half-closes, and lingers.
-  socket.destroySoon = () => {
-    socket.end();
-    destroyAfterLinger(socket);
-    socket.once('end', () => socket.destroy());
-  };
+export function lingerAfterAnswer(req: H1IncomingRequest, res: H1Answer): void {
+  if (req.complete || res.socket === undefined) return;
+  // The body's reader may have stopped mid-body (a held body refused): what is left of it is read and dropped.
+  req.discard();
+  res.closeWith = lingeringClose;
 }
 
-export function sendBareStatus(res: ServerResponse, status: number): void {
+function lingeringClose(socket: Socket): void {
+  socket.end();
+  destroyAfterLinger(socket);
+  socket.once('end', () => socket.destroy());
+}
+
+export function sendBareStatus(res: H1Answer, status: number): void {
   if (res.headersSent) {
     res.destroy();
     return;

@@ -3,7 +3,7 @@
 // or a plaintext HTTP relay whose every request runs the request chain. One NET event per CONNECT, plus NET:CLOSE /
 // NET:RESET when its tunnel ends on the idle timeout or a reset.
 
-import type { IncomingMessage } from 'node:http';
+import type { H1IncomingRequest } from '../http1/h1-server.js';
 import type { Socket } from 'node:net';
 import type { TLSSocket } from 'node:tls';
 import { connectionOutcome } from '../chain/event.js';
@@ -78,7 +78,7 @@ export function runConnectionChain(ctx: ProxyContext, chain: ConnectionChain, c:
 
 /** The 'connect' handler of the shared HTTP server. */
 export function createConnectHandler(ctx: ProxyContext) {
-  return function handleConnect(req: IncomingMessage, socket: Socket, head: Buffer): void {
+  return function handleConnect(req: H1IncomingRequest, socket: Socket, head: Buffer): void {
     socket.on('error', () => socket.destroy());
     const c = new ConnectionRequest({ adapter: 'connect', socket, url: req.url ?? '', rawHeaders: req.rawHeaders });
     void runConnectionChain(ctx, ctx.connectChain, c, 'CONNECT failed').then((refused) => {

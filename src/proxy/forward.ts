@@ -3,12 +3,12 @@
 // response stages; keep-alive on both sides. Emits the request's one decision event: once upstream answered, or once
 // the client left after the head went upstream (issue 15).
 
-import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import { requestOutcome } from '../chain/event.js';
 import { ChainRequest } from '../chain/request.js';
 import type { Refusal } from '../chain/stage.js';
 import type { H1Exchange, H1Handler } from '../http1/h1-client.js';
+import type { H1Answer, H1IncomingRequest } from '../http1/h1-server.js';
 import { clientResponseHeaders } from '../http1/headers.js';
 import type { ProxyContext, TunnelScope } from './context.js';
 import { lingerAfterAnswer, sendBareStatus, sendDenial } from './answer.js';
@@ -17,9 +17,9 @@ import { observeSince } from '../chain/timing.js';
 import { ClientClosedError, failed, upstreamFailure } from './relay-request.js';
 
 
-/** The 'request' and 'checkContinue' handler of the shared HTTP server. */
+/** The request handler of the shared HTTP/1.1 server (http1/h1-server.ts); `expectContinue`: the client waits for 100. */
 export function createRequestHandler(ctx: ProxyContext) {
-  return function handleProxyRequest(req: IncomingMessage, res: ServerResponse, expectContinue = false): void {
+  return function handleProxyRequest(req: H1IncomingRequest, res: H1Answer, expectContinue = false): void {
     new ForwardedRequest(ctx, req, res, ctx.scopes.get(req.socket), expectContinue).start();
   };
 }
@@ -48,8 +48,8 @@ class ResponseHeadError extends Error {
  */
 class ForwardedRequest implements H1Handler {
   readonly ctx: ProxyContext;
-  readonly req: IncomingMessage;
-  readonly res: ServerResponse;
+  readonly req: H1IncomingRequest;
+  readonly res: H1Answer;
   readonly r: ChainRequest;
   readonly scope: TunnelScope | undefined;
   /** Cleared once the 100 Continue went out (an inspected body is read before the decision). */
@@ -71,7 +71,7 @@ class ForwardedRequest implements H1Handler {
   sentAt = 0;
   responseBytes = 0;
 
-  constructor(ctx: ProxyContext, req: IncomingMessage, res: ServerResponse, scope: TunnelScope | undefined, expectContinue: boolean) {
+  constructor(ctx: ProxyContext, req: H1IncomingRequest, res: H1Answer, scope: TunnelScope | undefined, expectContinue: boolean) {
     this.ctx = ctx;
     this.req = req;
     this.res = res;
@@ -80,7 +80,7 @@ class ForwardedRequest implements H1Handler {
     this.clientSocket = req.socket;
     this.r = new ChainRequest({
       adapter: scope === undefined ? 'forward' : 'l7',
-      wire: req as IncomingMessage & { url: string },
+      wire: req,
       hooks: this,
       tunnel: scope,
       src: req.socket,

@@ -1,9 +1,7 @@
-// The proxy listener: a net.Server that admits connections up to its limit and hands them to one node:http
-// server (strict llhttp, never insecureHTTPParser) shared by forward requests, CONNECT and every inspected
-// tunnel, so all requests meet the same parser, timeouts and evaluator. Owns sockets, not policy.
+// The proxy listener: a net.Server that admits connections up to its limit and hands them to one HTTP/1.1 server
+// (http1/h1-server.ts: node's llhttp, strict) shared by forward requests, CONNECT and every inspected tunnel, so
+// all requests meet the same parser, timeouts and evaluator. Owns sockets, not policy.
 
-import type { IncomingMessage, Server, ServerResponse } from 'node:http';
-import { createServer as createHttpServer } from '../shared/node-http.js';
 import { createServer as createNetServer, type Server as NetServer, type Socket } from 'node:net';
 import type { Registry } from 'prom-client';
 import type { PlaceholderFamily } from '../credentials/placeholder.js';
@@ -43,6 +41,7 @@ import { CONNECTIONS_CHECK_INTERVAL_MS, MAX_HEAD_BYTES, type ProxyLimits } from 
 import { createUpstreams } from './upstream.js';
 import { clientCertificateFor } from '../credentials/client-cert.js';
 import { createUpgradeHandler } from './websocket.js';
+import { type ClientError, type ClientErrorControl, createH1Server, type H1Server } from '../http1/h1-server.js';
 
 interface ProxyServerOptions {
   readonly host: string;
@@ -142,19 +141,6 @@ export function createProxyServer(options: ProxyServerOptions): ProxyServer {
   let onDrained: (() => void) | undefined;
   let closing: Promise<void> | undefined;
 
-  const http: Server = createHttpServer({
-    maxHeaderSize: MAX_HEAD_BYTES,
-    insecureHTTPParser: false,
-    requireHostHeader: true,
-    joinDuplicateHeaders: false,
-    keepAliveTimeout: limits.keepAliveTimeoutMs,
-    headersTimeout: limits.headersTimeoutMs,
-    requestTimeout: limits.requestTimeoutMs,
-    connectionsCheckingInterval: CONNECTIONS_CHECK_INTERVAL_MS,
-  });
-  // Header count is checked by http1/framing.ts; Node's own cap would silently drop headers instead.
-  http.maxHeadersCount = 0;
-
   const identity = createIdentityGate(options.identity);
   const selfAddresses = (): SelfAddresses => ctx.selfAddresses();
   // docs/destinations.md#always-blocked: the one answer for what no policy can open, also handed to explain.
@@ -223,7 +209,7 @@ export function createProxyServer(options: ProxyServerOptions): ProxyServer {
       return selfCache;
     },
     serveHttp(socket) {
-      http.emit('connection', socket);
+      http.serve(socket);
       socket.resume();
     },
     serveH2(socket, tunnel, onClose) {
@@ -232,17 +218,26 @@ export function createProxyServer(options: ProxyServerOptions): ProxyServer {
   };
   const h2: H2Server = createH2Server(ctx);
 
-  // A client that half-closes after its request (`curl` with a body from stdin, `nc -q`) still gets
-  // its response: without this Node aborts the request on the client's FIN.
-  (http as Server & { httpAllowHalfOpen: boolean }).httpAllowHalfOpen = true;
   const handleRequest = createRequestHandler(ctx);
-  http.on('request', (req: IncomingMessage, res: ServerResponse) => handleRequest(req, res, false));
-  http.on('checkContinue', (req: IncomingMessage, res: ServerResponse) => handleRequest(req, res, true));
-  http.on('connect', createConnectHandler(ctx));
-  http.on('upgrade', createUpgradeHandler(ctx));
-  // Sockets whose parser failed behind a request still in flight: they close once its answer is out.
-  const closingAfterAnswer = new WeakSet<Socket>();
-  http.on('clientError', (err: NodeJS.ErrnoException, socket: Socket) => {
+  // Header count is checked by http1/framing.ts, never capped by the server. A client that half-closes after its
+  // request (`curl` with a body from stdin, `nc -q`) still gets its answer.
+  const http: H1Server = createH1Server(
+    {
+      maxHeadBytes: MAX_HEAD_BYTES,
+      headersTimeoutMs: limits.headersTimeoutMs,
+      requestTimeoutMs: limits.requestTimeoutMs,
+      keepAliveTimeoutMs: limits.keepAliveTimeoutMs,
+      checkIntervalMs: CONNECTIONS_CHECK_INTERVAL_MS,
+    },
+    {
+      request: handleRequest,
+      connect: createConnectHandler(ctx),
+      upgrade: createUpgradeHandler(ctx),
+      clientError,
+    },
+  );
+
+  function clientError(err: ClientError, socket: Socket, conn: ClientErrorControl): void {
     // docs/destinations.md#http2: HTTP/2 sent to the forward proxy itself (no CONNECT) is refused in HTTP/2.
     if (err.code === 'HPE_PAUSED_H2_UPGRADE' && socket.writable && !ctx.scopes.has(socket)) {
       refuseH2Preface(ctx, socket);
@@ -250,18 +245,14 @@ export function createProxyServer(options: ProxyServerOptions): ProxyServer {
     }
     const reason = clientErrorReason(err.code);
     metrics.clientErrors.inc({ reason });
-    const inFlight = (socket as Socket & { _httpMessage?: ServerResponse | null })._httpMessage;
+    const inFlight = conn.inFlight();
     // Answered with a bare status below unless a request before the refused bytes is still being answered.
-    const answered = socket.writable && inFlight == null;
+    const answered = socket.writable && !inFlight;
     if (reason === 'malformed' || reason === 'head-too-large') reportParserRefusal(err, socket, reason, answered ? clientErrorStatus(err.code) : undefined);
-    if (err.code !== 'ECONNRESET' && socket.writable && inFlight != null) {
+    if (err.code !== 'ECONNRESET' && socket.writable && inFlight) {
       // A request before the refused bytes is still being answered (issue 15): a 400 now would read as its
       // answer, or cut it. Its answer goes out whole, then the connection closes; the refused bytes get none.
-      inFlight.shouldKeepAlive = false;
-      if (!closingAfterAnswer.has(socket)) {
-        closingAfterAnswer.add(socket);
-        inFlight.once('finish', () => socket.destroySoon());
-      }
+      conn.closeAfterAnswer();
       return;
     }
     if (err.code !== 'ECONNRESET' && socket.writable) {
@@ -276,10 +267,10 @@ export function createProxyServer(options: ProxyServerOptions): ProxyServer {
       return;
     }
     socket.destroy();
-  });
+  }
 
-  /** docs/events.md#parser-refusals: the head node:http's parser refused gets an event (aggregated), not only a count. */
-  function reportParserRefusal(err: NodeJS.ErrnoException, socket: Socket, reason: 'malformed' | 'head-too-large', status: number | undefined): void {
+  /** docs/events.md#parser-refusals: the head the HTTP/1.1 server's parser (llhttp) refused gets an event (aggregated), not only a count. */
+  function reportParserRefusal(err: ClientError, socket: Socket, reason: 'malformed' | 'head-too-large', status: number | undefined): void {
     const tunnel = ctx.scopes.get(socket);
     const code = err.code ?? 'HPE_UNKNOWN';
     // llhttp's reason is fixed text; the refused bytes (err.rawPacket) are never recorded.
@@ -313,7 +304,7 @@ export function createProxyServer(options: ProxyServerOptions): ProxyServer {
       return;
     }
     metrics.connections.inc();
-    http.emit('connection', socket);
+    http.serve(socket);
   });
   listener.on('error', (err) => logger.error({ err }, 'proxy listener error'));
 
@@ -332,7 +323,7 @@ export function createProxyServer(options: ProxyServerOptions): ProxyServer {
       tunnels.closeAll('shutdown');
       h2.close();
       destroyAll();
-      http.closeAllConnections();
+      http.closeAll();
       // Ends a grace wait in close(), which then finds nothing left to wait for.
       onDrained?.();
     },
@@ -346,9 +337,7 @@ export function createProxyServer(options: ProxyServerOptions): ProxyServer {
       });
       const address = listener.address();
       if (address !== null && typeof address === 'object') bound = { host: address.address, port: address.port };
-      // node:http starts its headersTimeout/requestTimeout sweep on 'listening'. This server never listens
-      // itself (the net.Server above admits sockets), so start the sweep the same way.
-      http.emit('listening');
+      http.start();
       admission.start();
     },
     close() {
@@ -357,7 +346,7 @@ export function createProxyServer(options: ProxyServerOptions): ProxyServer {
         const stopped = new Promise<void>((resolve) => listener.close(() => resolve()));
         // Tunnels are long-lived by nature: they are closed, not drained. In-flight requests get the grace.
         tunnels.closeAll('shutdown');
-        http.closeIdleConnections();
+        http.closeIdle();
         // A refused connection has had its answer; nothing of it is worth the grace.
         for (const socket of refused) socket.destroy();
         if (admission.open() > 0) {
@@ -376,7 +365,7 @@ export function createProxyServer(options: ProxyServerOptions): ProxyServer {
         destroyAll();
         await stopped;
         await upstreams.close();
-        await new Promise<void>((resolve) => http.close(() => resolve()));
+        http.stop();
       })();
       return closing;
     },

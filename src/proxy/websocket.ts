@@ -2,7 +2,7 @@
 // is written to a pinned upstream connection and, after a 101, relayed. On a websocket endpoint or a
 // credentialed route the client's frames are inspected (ws-relay.ts); otherwise the bytes are relayed raw.
 
-import type { IncomingMessage } from 'node:http';
+import type { H1IncomingRequest } from '../http1/h1-server.js';
 import type { Socket } from 'node:net';
 import { requestOutcome } from '../chain/event.js';
 import { ChainRequest } from '../chain/request.js';
@@ -32,13 +32,13 @@ function answer(ctx: ProxyContext, socket: Socket, r: ChainRequest, refused: Ref
 }
 
 export function createUpgradeHandler(ctx: ProxyContext) {
-  return function handleUpgrade(req: IncomingMessage, socket: Socket, head: Buffer): void {
+  return function handleUpgrade(req: H1IncomingRequest, socket: Socket, head: Buffer): void {
     socket.on('error', () => socket.destroy());
     const scope = ctx.scopes.get(socket);
     const hooks = { continueBody: () => undefined, goingUpstream: () => false };
     const r = new ChainRequest({
       adapter: scope === undefined ? 'forward' : 'l7',
-      wire: req as IncomingMessage & { url: string },
+      wire: req,
       hooks,
       tunnel: scope,
       src: socket,

@@ -6,7 +6,6 @@
 import assert from 'node:assert/strict';
 import { EventEmitter } from 'node:events';
 import { validateHeaderName, validateHeaderValue } from 'node:http';
-import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import { Readable } from 'node:stream';
 import { describe, it } from 'node:test';
@@ -24,6 +23,7 @@ import { createPolicyStore } from '../../src/policy/store.js';
 import { createAuthorityParsers, type ProxyContext, type TunnelScope } from '../../src/proxy/context.js';
 import { createRequestHandler } from '../../src/proxy/forward.js';
 import type { H1Exchange, H1Handler, H1Pool } from '../../src/http1/h1-client.js';
+import type { H1Answer, H1IncomingRequest } from '../../src/http1/h1-server.js';
 import type { H1Request } from '../../src/http1/h1-request.js';
 import type { AuditEvent } from '../../src/telemetry/event.js';
 import { testClock } from '../harness/clock.js';
@@ -240,16 +240,17 @@ async function run(c: Case, resolver: Resolver): Promise<Observed> {
   } as unknown as ProxyContext;
   const rawHeaders = [...(c.headers ?? ['Host', `api.example.test:${PORT}`])];
   if (c.body !== undefined) rawHeaders.push('Content-Length', String(Buffer.byteLength(c.body)));
-  const req = Object.assign(Readable.from(c.body === undefined ? [] : [Buffer.from(c.body)]), {
+  const body = Readable.from(c.body === undefined ? [] : [Buffer.from(c.body)]);
+  const req = Object.assign(body, {
     httpVersion: '1.1',
     url: c.url,
     method: c.method ?? 'GET',
     rawHeaders,
     socket,
-  }) as unknown as IncomingMessage;
-  // IncomingMessage.complete: the whole body has been received (here: read).
-  Object.defineProperty(req, 'complete', { get: () => req.readableEnded });
-  createRequestHandler(ctx)(req, res as unknown as ServerResponse, c.expectContinue === true);
+  }) as unknown as H1IncomingRequest;
+  // H1IncomingRequest.complete: the whole body has been received (here: read).
+  Object.defineProperty(req, 'complete', { get: () => body.readableEnded });
+  createRequestHandler(ctx)(req, res as unknown as H1Answer, c.expectContinue === true);
   handled = true;
   await settled;
   // Whatever the relay still writes after the event (a streamed body) comes before it ends the response.

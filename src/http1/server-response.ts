@@ -1,0 +1,168 @@
+// The answer to one request read by boundary's HTTP/1.1 server: head (server-head.ts), body writes with
+// backpressure ('drain'), chunked or not, and 100 Continue. Answers leave in request order: one whose turn has not
+// come is buffered until the connection attaches it. Emits 'drain', and 'close' when the connection closes before it is
+// all written.
+
+import { EventEmitter } from 'node:events';
+import type { Socket } from 'node:net';
+import { type HeaderInput, renderHead } from './server-head.js';
+
+/** Bytes an answer may buffer before its turn while write() still says go on (node's writable default). */
+export const PENDING_HIGH_WATER_BYTES = 16_384;
+
+const CONTINUE = 'HTTP/1.1 100 Continue\r\n\r\n';
+const LAST_CHUNK = '0\r\n\r\n';
+
+/** What an answer needs of its connection. */
+export interface AnswerOwner {
+  readonly socket: Socket;
+  readonly keepAliveTimeoutMs: number;
+  /** The answer's last bytes are written to the socket. */
+  answered(res: ServerResponse): void;
+  destroy(): void;
+}
+
+export class ServerResponse extends EventEmitter {
+  private readonly owner: AnswerOwner;
+  private readonly head: boolean;
+  private readonly chunkedAllowed: boolean;
+  private keepAlive: boolean;
+  /** Its turn came: writes go to the socket, not to `pending`. */
+  private attached = false;
+  private pending: (string | Buffer)[] = [];
+  pendingBytes = 0;
+  private headText: string | undefined = undefined;
+  private chunked = false;
+  private hasBody = true;
+  private needDrain = false;
+  headersSent = false;
+  /** end() was called. */
+  finished = false;
+  /** The connection closes once this answer is out. */
+  last = false;
+  /** Closes the connection after this answer instead of ending it at once (a lingering close); set by the adapter. */
+  closeWith: ((socket: Socket) => void) | undefined = undefined;
+
+  constructor(owner: AnswerOwner, method: string, major: number, minor: number, keepAlive: boolean, te: string | undefined) {
+    super();
+    this.owner = owner;
+    this.head = method === 'HEAD';
+    const v11 = major > 1 || (major === 1 && minor >= 1);
+    this.chunkedAllowed = v11 || (te !== undefined && /(?:^|\W)chunked(?:$|\W)/i.test(te));
+    this.keepAlive = keepAlive;
+  }
+
+  /** The client connection while this answer is being written; undefined before its turn and after. */
+  get socket(): Socket | undefined {
+    return this.attached ? this.owner.socket : undefined;
+  }
+
+  /** The connection must close after this answer (a parse error behind it, the client's FIN). */
+  closeAfter(): void {
+    this.keepAlive = false;
+    if (this.headersSent) this.last = true;
+  }
+
+  writeContinue(): void {
+    this.out(CONTINUE, false);
+  }
+
+  /** Throws (InvalidHeadError) before anything is written for a field node:http would refuse. */
+  writeHead(status: number, headers: HeaderInput, reason?: string, knownLength?: number): this {
+    if (this.headersSent) throw Object.assign(new Error('headers already sent'), { code: 'ERR_HTTP_HEADERS_SENT' });
+    this.hasBody = !this.head && status !== 204 && status !== 304 && status >= 200;
+    const h = renderHead(status, headers, reason, { hasBody: this.hasBody, chunkedAllowed: this.chunkedAllowed, keepAlive: this.keepAlive, knownLength, keepAliveTimeoutMs: this.owner.keepAliveTimeoutMs });
+    this.headersSent = true;
+    this.headText = h.text;
+    this.chunked = h.chunked;
+    this.last = h.last;
+    return this;
+  }
+
+  /** Strings are UTF-8 body text; the head and the chunk framing are the only latin1 strings written. */
+  write(data: Buffer | string): boolean {
+    const chunk = typeof data === 'string' ? Buffer.from(data) : data;
+    if (!this.headersSent) this.writeHead(200, []);
+    if (!this.hasBody || chunk.length === 0) return this.flushHead();
+    if (!this.chunked) return this.out(this.withHead(chunk), false);
+    return this.out([this.withHead(`${chunk.length.toString(16)}\r\n`), chunk, '\r\n'], false);
+  }
+
+  end(data?: Buffer | string): this {
+    if (this.finished) return this;
+    const chunk = typeof data === 'string' ? Buffer.from(data) : data;
+    if (!this.headersSent) this.writeHead(200, [], undefined, chunk === undefined ? 0 : chunk.length);
+    this.finished = true;
+    const body = this.hasBody && chunk !== undefined && chunk.length > 0 ? chunk : undefined;
+    if (!this.chunked) this.out(body === undefined ? this.withHead('') : this.withHead(body), true);
+    else if (body === undefined) this.out(this.withHead(LAST_CHUNK), true);
+    else this.out([this.withHead(`${body.length.toString(16)}\r\n`), body, `\r\n${LAST_CHUNK}`], true);
+    return this;
+  }
+
+  destroy(): this {
+    this.owner.destroy();
+    return this;
+  }
+
+  /** Its turn came: what it buffered goes out now. */
+  attach(): void {
+    this.attached = true;
+    if (this.pending.length === 0) return;
+    const parts = this.pending;
+    this.pending = [];
+    this.pendingBytes = 0;
+    this.send(parts, this.finished);
+  }
+
+  detach(): void {
+    this.attached = false;
+  }
+
+  /** The socket drained: a writer waiting on this answer may go on. */
+  drained(): void {
+    if (!this.needDrain || this.finished) return;
+    this.needDrain = false;
+    this.emit('drain');
+  }
+
+  private flushHead(): boolean {
+    return this.headText === undefined ? true : this.out(this.withHead(''), false);
+  }
+
+  private withHead(data: string): string;
+  private withHead(data: Buffer): Buffer;
+  private withHead(data: Buffer | string): Buffer | string {
+    const head = this.headText;
+    if (head === undefined) return data;
+    this.headText = undefined;
+    if (typeof data === 'string') return head + data;
+    return Buffer.concat([Buffer.from(head, 'latin1'), data]);
+  }
+
+  private out(data: string | Buffer | (string | Buffer)[], last: boolean): boolean {
+    const parts = Array.isArray(data) ? data : [data];
+    if (!this.attached) {
+      for (const part of parts) {
+        this.pending.push(part);
+        this.pendingBytes += part.length;
+      }
+      return this.pendingBytes < PENDING_HIGH_WATER_BYTES;
+    }
+    return this.send(parts, last);
+  }
+
+  private send(parts: (string | Buffer)[], last: boolean): boolean {
+    const socket = this.owner.socket;
+    if (socket.destroyed) return false;
+    let ok = true;
+    if (parts.length > 1) socket.cork();
+    for (const part of parts) ok = typeof part === 'string' ? socket.write(part, 'latin1') : socket.write(part);
+    if (parts.length > 1) socket.uncork();
+    if (!ok) this.needDrain = true;
+    // The socket keeps the order of writes: the next answer may follow at once, without waiting for this one's flush
+    // (a connection that closes after it is ended, which flushes first).
+    if (last) this.owner.answered(this);
+    return ok;
+  }
+}
