@@ -28,7 +28,8 @@ export function headersByName(raw: readonly string[]): IncomingHttpHeaders {
   for (let i = 0; i < raw.length; i += 2) {
     const name = (raw[i] as string).toLowerCase();
     const value = raw[i + 1] as string;
-    const had = out[name];
+    // Own fields only: a field named like an Object.prototype member (`constructor`) starts fresh, as in node:http.
+    const had = Object.hasOwn(out, name) ? out[name] : undefined;
     if (had === undefined) out[name] = name === 'set-cookie' ? [value] : value;
     else if (name === 'set-cookie') (had as string[]).push(value);
     else if (!FIRST_ONLY.has(name)) out[name] = `${had as string}${name === 'cookie' ? '; ' : ', '}${value}`;
