@@ -1,7 +1,7 @@
-// What a parser refused before any request existed (docs/events.md#parser-refusals): an HTTP/1.1 head node:http's
-// parser rejected, a malformed HTTP/2 stream, a connection error an HTTP/2 client made. Each is recorded on a request
-// like any other, so its one event is built by event.ts; the events aggregate per source, refusal and destination,
-// so a flood of malformed requests costs a line per kind and interval, never one per attempt.
+// What a parser refused before any request existed (docs/events.md#parser-refusals): an HTTP/1.1 head llhttp
+// rejected (http1/h1-server.ts), a malformed HTTP/2 stream, a connection error an HTTP/2 client made. Each is
+// recorded on a request like any other, so its one event is built by event.ts; the events aggregate per source,
+// refusal and destination, so a flood of malformed requests costs a line per kind and interval, never one per attempt.
 
 import type { TunnelTarget } from '../proxy/context.js';
 import type { AuditEvent } from '../telemetry/event.js';

@@ -72,7 +72,7 @@ export function createAdmission(options: AdmissionOptions): Admission {
   let sweeper: NodeJS.Timeout | undefined;
   metrics.watchSources(listener, () => bySource.size);
 
-  // bytesRead counts what the handle read even while node:http's parser consumes the socket natively.
+  // bytesRead counts what the handle read even while the HTTP/1.1 server's parser consumes the socket natively.
   const heard = options.eitherWay ? (s: Socket): boolean => s.bytesRead > 0 || s.bytesWritten > 0 : (s: Socket): boolean => s.bytesRead > 0;
 
   // One function for every socket (`this` is the socket): admission adds no closure per connection.

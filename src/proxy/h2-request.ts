@@ -8,7 +8,8 @@ export function fieldsByName(raw: readonly string[]): IncomingHttpHeaders {
   const byName: Record<string, string> = {};
   for (let i = 0; i < raw.length; i += 2) {
     const name = raw[i] as string;
-    const known = byName[name];
+    // Own fields only: a field named like an Object.prototype member (`constructor`) starts fresh.
+    const known = Object.hasOwn(byName, name) ? byName[name] : undefined;
     byName[name] = known === undefined ? (raw[i + 1] as string) : `${known}, ${raw[i + 1] as string}`;
   }
   return byName;

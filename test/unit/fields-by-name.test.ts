@@ -1,4 +1,4 @@
-// The fields by name that boundary's HTTP/1.1 server gives the chain (http1/server-request.ts headersByName) must be
+// The fields by name that boundary's HTTP/1.1 server (and its HTTP/2 adapter) give the chain (http1/server-request.ts headersByName) must be
 // node:http's IncomingMessage.headers for the same raw list: stages read content-type, host and cookie from it.
 // node:http's own server reads each list here; the lists repeat names (kept once, joined, or listed) and use names
 // of Object.prototype's members, which a plain object already answers to.
@@ -9,6 +9,7 @@ import { connect } from 'node:net';
 import type { AddressInfo } from 'node:net';
 import { describe, it } from 'node:test';
 import { headersByName } from '../../src/http1/server-request.js';
+import { fieldsByName } from '../../src/proxy/h2-request.js';
 
 const NAMES = ['Host', 'Cookie', 'Set-Cookie', 'Content-Type', 'X-A', 'Constructor', 'toString', '__proto__', 'hasOwnProperty', 'valueOf', 'Authorization', 'Accept'];
 const LISTS = 200;
@@ -58,5 +59,12 @@ describe('headersByName', () => {
       'some list repeats a prototype member name',
     );
     for (const req of seen) assert.deepEqual(Object.entries(headersByName(req.rawHeaders)), Object.entries(req.headers), req.rawHeaders.join('|'));
+  });
+
+  it('HTTP/2 fields by name: a prototype member name starts fresh too', () => {
+    assert.deepEqual(Object.entries(fieldsByName(['constructor', 'a', 'x-a', '1', 'constructor', 'b', 'x-a', '2'])), [
+      ['constructor', 'a, b'],
+      ['x-a', '1, 2'],
+    ]);
   });
 });
