@@ -1,7 +1,7 @@
-// The fields by name that boundary's HTTP/1.1 server (and its HTTP/2 adapter) give the chain (http1/server-request.ts headersByName) must be
-// node:http's IncomingMessage.headers for the same raw list: stages read content-type, host and cookie from it.
-// node:http's own server reads each list here; the lists repeat names (kept once, joined, or listed) and use names
-// of Object.prototype's members, which a plain object already answers to.
+// The fields by name boundary gives the chain must read a raw list as node:http's IncomingMessage.headers does:
+// stages read content-type, host and cookie from it. For HTTP/1.1 (http1/server-request.ts headersByName), node:http's
+// own server reads each list here; the lists repeat names (kept once, joined, or listed) and use names of
+// Object.prototype's members, which a plain object already answers to. HTTP/2's (proxy/h2-request.ts) joins repeats.
 
 import assert from 'node:assert/strict';
 import { createServer, type IncomingMessage } from 'node:http';
