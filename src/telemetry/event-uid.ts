@@ -1,6 +1,6 @@
 // Event uids: random version-4 UUIDs (RFC 9562 §5.4) in crypto.randomUUID()'s text form, written in batches from one
 // fill of random bytes into one string, each uid a slice of it. randomUUID joins its text from a string per byte, which
-// the audit line then flattens: docs/benchmarks.md#http2-a-floor-from-boundarys-own-codec says what that cost.
+// the audit line then flattens: docs/benchmarks.md#third-pass-a-floor-from-boundarys-own-codec says what that cost.
 
 import { randomFillSync } from 'node:crypto';
 
