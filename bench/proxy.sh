@@ -299,6 +299,24 @@ EOF
   fi
 }
 
+# `boundary run`'s flags for a boundary of the bench: run_flags DIR POLICY PROXY_PORT ADMIN_PORT DNS_PORT sets RUN_FLAGS.
+# --upstream-dns points at a closed loopback port: the hosts file answers origin.bench.test, and any other lookup
+# must fail on loopback instead of leaving the host.
+run_flags() {
+  RUN_FLAGS=(--policy "$2" --proxy-listen "127.0.0.1:$3" --admin-listen "127.0.0.1:$4" --dns-listen "127.0.0.1:$5"
+    --hosts "$WORK/hosts" --upstream-dns "127.0.0.1:$DNS_SINK" --upstream-ca "$WORK/pki/ca.pem"
+    --unsafe-allow-loopback-upstream --state-dir "$1/state" --log-format json)
+}
+
+# Waits for the /healthz of the boundary started as NAME and records its state: await_boundary NAME DIR ADMIN_PORT.
+await_boundary() {
+  if wait_until "$1" "$1" 300 curl -sf --max-time 1 "http://127.0.0.1:$3/healthz"; then
+    STATE[$1]=ok
+  else
+    STATE[$1]="$1: failed to start ($(tail -c 300 "$2/stderr.log" | tr '\n' ' '))"
+  fi
+}
+
 # ------------------------------------------------------------------------------------------ boundary
 start_boundary() {
   local d="$WORK/boundary"
@@ -351,8 +369,6 @@ EOF
     mkdir -p "$PROFILE_DIR"
     prof+=(--cpu-prof --cpu-prof-dir "$PROFILE_DIR")
   fi
-  # --upstream-dns points at a closed loopback port: the hosts file answers origin.bench.test, and any
-  # other lookup must fail on loopback instead of leaving the host.
   # With boundary-nometrics in the run, both rows start through the same entry and differ only in the metrics
   # switch (see bench/proxy/boundary-metrics-off.mjs for why).
   # Only when large-cred is measured, so the other rows keep running without a credentials file.
@@ -364,17 +380,11 @@ EOF
   fi
   local entry=("$(entry_of "$BOUNDARY_DIST")")
   has boundary-nometrics "$PROXIES" && entry=("$HERE/boundary-metrics-off.mjs" "$BOUNDARY_DIST")
-  (cd "$ROOT" && BOUNDARY_BENCH_METRICS=on exec "${PIN_PROXY[@]}" node "${prof[@]}" "${entry[@]}" run \
-    --policy "$d/policy.yaml" \
-    --proxy-listen "127.0.0.1:$B_PORT" --admin-listen "127.0.0.1:$B_ADMIN" --dns-listen "127.0.0.1:$B_DNS" \
-    --hosts "$WORK/hosts" --upstream-dns "127.0.0.1:$DNS_SINK" --upstream-ca "$WORK/pki/ca.pem" \
-    --unsafe-allow-loopback-upstream --state-dir "$d/state" --log-format json "${creds[@]}") >"$d/boundary.log" 2>"$d/stderr.log" &
+  run_flags "$d" "$d/policy.yaml" "$B_PORT" "$B_ADMIN" "$B_DNS"
+  (cd "$ROOT" && BOUNDARY_BENCH_METRICS=on exec "${PIN_PROXY[@]}" node "${prof[@]}" "${entry[@]}" run "${RUN_FLAGS[@]}" "${creds[@]}") \
+    >"$d/boundary.log" 2>"$d/stderr.log" &
   PID_OF[boundary]=$!
-  if wait_until boundary boundary 300 curl -sf --max-time 1 "http://127.0.0.1:$B_ADMIN/healthz"; then
-    STATE[boundary]=ok
-  else
-    STATE[boundary]="boundary: failed to start ($(tail -c 300 "$d/stderr.log" | tr '\n' ' '))"
-  fi
+  await_boundary boundary "$d" "$B_ADMIN"
 }
 
 # The same build, policy and flags with metrics off (bench/proxy/boundary-metrics-off.mjs), pinned like boundary.
@@ -385,17 +395,11 @@ start_boundary_nometrics() {
     STATE[boundary-nometrics]="boundary-nometrics: needs boundary (${STATE[boundary]:-not started})"
     return
   fi
-  (cd "$ROOT" && exec "${PIN_PROXY[@]}" node "$HERE/boundary-metrics-off.mjs" "$BOUNDARY_DIST" run \
-    --policy "$WORK/boundary/policy.yaml" \
-    --proxy-listen "127.0.0.1:$BN_PORT" --admin-listen "127.0.0.1:$BN_ADMIN" --dns-listen "127.0.0.1:$BN_DNS" \
-    --hosts "$WORK/hosts" --upstream-dns "127.0.0.1:$DNS_SINK" --upstream-ca "$WORK/pki/ca.pem" \
-    --unsafe-allow-loopback-upstream --state-dir "$d/state" --log-format json) >"$d/boundary.log" 2>"$d/stderr.log" &
+  run_flags "$d" "$WORK/boundary/policy.yaml" "$BN_PORT" "$BN_ADMIN" "$BN_DNS"
+  (cd "$ROOT" && exec "${PIN_PROXY[@]}" node "$HERE/boundary-metrics-off.mjs" "$BOUNDARY_DIST" run "${RUN_FLAGS[@]}") \
+    >"$d/boundary.log" 2>"$d/stderr.log" &
   PID_OF[boundary-nometrics]=$!
-  if wait_until boundary-nometrics boundary-nometrics 300 curl -sf --max-time 1 "http://127.0.0.1:$BN_ADMIN/healthz"; then
-    STATE[boundary-nometrics]=ok
-  else
-    STATE[boundary-nometrics]="boundary-nometrics: failed to start ($(tail -c 300 "$d/stderr.log" | tr '\n' ' '))"
-  fi
+  await_boundary boundary-nometrics "$d" "$BN_ADMIN"
 }
 
 # BOUNDARY_REF's build beside the working tree's (boundary-ref), same policy and flags, pinned like boundary.
@@ -410,17 +414,10 @@ start_boundary_ref() {
   local dist
   dist=$("$ROOT/bench/build-ref.sh" "$BOUNDARY_REF" "$d/tsc.log") || die "BOUNDARY_REF: cannot build $BOUNDARY_REF"
   REF_SHA=$(git -C "$ROOT" rev-parse --short "$BOUNDARY_REF")
-  (cd "$ROOT" && exec "${PIN_PROXY[@]}" node "$(entry_of "$dist")" run \
-    --policy "$WORK/boundary/policy.yaml" \
-    --proxy-listen "127.0.0.1:$BR_PORT" --admin-listen "127.0.0.1:$BR_ADMIN" --dns-listen "127.0.0.1:$BR_DNS" \
-    --hosts "$WORK/hosts" --upstream-dns "127.0.0.1:$DNS_SINK" --upstream-ca "$WORK/pki/ca.pem" \
-    --unsafe-allow-loopback-upstream --state-dir "$d/state" --log-format json) >"$d/boundary.log" 2>"$d/stderr.log" &
+  run_flags "$d" "$WORK/boundary/policy.yaml" "$BR_PORT" "$BR_ADMIN" "$BR_DNS"
+  (cd "$ROOT" && exec "${PIN_PROXY[@]}" node "$(entry_of "$dist")" run "${RUN_FLAGS[@]}") >"$d/boundary.log" 2>"$d/stderr.log" &
   PID_OF[boundary-ref]=$!
-  if wait_until boundary-ref boundary-ref 300 curl -sf --max-time 1 "http://127.0.0.1:$BR_ADMIN/healthz"; then
-    STATE[boundary-ref]=ok
-  else
-    STATE[boundary-ref]="boundary-ref: failed to start ($(tail -c 300 "$d/stderr.log" | tr '\n' ' '))"
-  fi
+  await_boundary boundary-ref "$d" "$BR_ADMIN"
 }
 
 # The Node floors (bench/proxy/bare-forward.mjs), pinned like boundary: start_node_floor NAME PORT UPSTREAM SERVER.

@@ -3,6 +3,7 @@
 
 import { isIP } from 'node:net';
 import { SHUTDOWN_DRAIN_MS } from './boundary-shutdown.js';
+import { issue, oneOf, optionalString, parseListenAddress, positiveInteger } from './config-fields.js';
 import type { AttachedSettings } from '../control/attached.js';
 import { parseRelayAllow } from '../control/relay.js';
 import { DEFAULT_TUNNEL_DETECTION, TUNNEL_DETECTION_MODES, type TunnelDetectionMode } from '../net/tunnel-detect.js';
@@ -140,11 +141,7 @@ export const DEFAULTS: Config = Object.freeze({
   peerPolicyHeader: 'none',
 });
 
-/**
- * The longest delay a Node timer holds (2^31-1 ms, about 24.8 days). A longer one fires after 1 ms instead, so a
- * generous deadline or timeout (`--shutdown-drain-ms`, `--close-grace-ms`, any `...Ms` limit) would act at once.
- */
-export const MAX_TIMER_MS = 2_147_483_647;
+export { MAX_TIMER_MS } from './config-fields.js';
 
 /** Kubernetes writes at most 32 search domains into a pod's resolv.conf. */
 export const MAX_SEARCH_DOMAINS = 32;
@@ -153,68 +150,6 @@ const LIMIT_KEYS = Object.keys(DEFAULT_PROXY_LIMITS) as (keyof ProxyLimits)[];
 const ATTACHED_KEYS = ['supervisor', 'tlsDir', 'sandboxId', 'instanceId', 'relayAllow'] as const;
 const UPSTREAM_PROXY_KEYS = ['upstreamProxyAuthFile', 'upstreamProxyAuthInsecure', 'upstreamProxyCa', 'noUpstreamProxy', 'upstreamProxyConnectByName'] as const;
 const CONFIG_KEYS = [...(Object.keys(DEFAULTS) as string[]).filter((k) => k !== 'attached'), ...ATTACHED_KEYS, ...UPSTREAM_PROXY_KEYS];
-const PORT_TEXT = /^(0|[1-9][0-9]{0,4})$/;
-
-function issue(issues: Issue[], path: string, message: string): void {
-  issues.push({ code: 'CONFIG_INVALID', path, message });
-}
-
-/** `host:port` (IPv6 bracketed) or `{ host, port }`; the host must be an IP literal or `localhost`; port 0 is allowed. */
-function parseListenAddress(raw: unknown, path: string, issues: Issue[]): ListenAddress | undefined {
-  let host: unknown;
-  let port: unknown;
-  if (typeof raw === 'string') {
-    const bracket = raw.startsWith('[');
-    const colon = bracket ? raw.indexOf(']:') + 1 : raw.lastIndexOf(':');
-    if (colon <= 0) {
-      issue(issues, path, `expected host:port, got ${JSON.stringify(raw)}`);
-      return undefined;
-    }
-    host = bracket ? raw.slice(1, colon - 1) : raw.slice(0, colon);
-    const portText = raw.slice(colon + 1);
-    port = PORT_TEXT.test(portText) ? Number(portText) : Number.NaN;
-  } else if (typeof raw === 'object' && raw !== null) {
-    ({ host, port } = raw as { host?: unknown; port?: unknown });
-  } else {
-    issue(issues, path, 'expected host:port');
-    return undefined;
-  }
-  let ok = true;
-  if (typeof host !== 'string' || (isIP(host) === 0 && host !== 'localhost')) {
-    issue(issues, `${path}.host`, 'expected an IP literal or localhost');
-    ok = false;
-  }
-  if (typeof port !== 'number' || !Number.isInteger(port) || port < 0 || port > 65_535) {
-    issue(issues, `${path}.port`, 'expected an integer 0-65535');
-    ok = false;
-  }
-  return ok ? Object.freeze({ host: host as string, port: port as number }) : undefined;
-}
-
-function optionalString(raw: unknown, path: string, issues: Issue[]): string | undefined {
-  if (raw === undefined) return undefined;
-  if (typeof raw !== 'string' || raw.length === 0) {
-    issue(issues, path, 'expected a non-empty string');
-    return undefined;
-  }
-  return raw;
-}
-
-function oneOf<T extends string>(raw: unknown, allowed: readonly T[], fallback: T, path: string, issues: Issue[]): T {
-  if (raw === undefined) return fallback;
-  if (typeof raw === 'string' && (allowed as readonly string[]).includes(raw)) return raw as T;
-  issue(issues, path, `expected one of ${allowed.join(', ')}`);
-  return fallback;
-}
-
-/** A positive integer, and for milliseconds (`ms`) one a timer can hold; undefined after an issue otherwise. */
-function positiveInteger(raw: unknown, path: string, issues: Issue[], ms: boolean): number | undefined {
-  if (typeof raw !== 'number' || !Number.isSafeInteger(raw) || raw < 1) issue(issues, path, 'expected a positive integer');
-  else if (ms && raw > MAX_TIMER_MS) issue(issues, path, `expected at most ${MAX_TIMER_MS} ms (MAX_TIMER_MS)`);
-  else return raw;
-  return undefined;
-}
-
 function parseLimits(raw: unknown, issues: Issue[]): ProxyLimits {
   if (raw === undefined) return DEFAULT_PROXY_LIMITS;
   if (typeof raw !== 'object' || raw === null) {

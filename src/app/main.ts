@@ -33,7 +33,7 @@ const COMMANDS: Readonly<Record<string, () => Promise<Command>>> = {
 
 /** Past the drain deadline, the forced drain gets this long to log and return its own exit code before main.ts exits. */
 const FORCED_EXIT_GRACE_MS = 1_000;
-/** What a Node timer holds (config.ts MAX_TIMER_MS, not imported: main.ts loads no command's modules up front). */
+/** What a Node timer holds (config-fields.ts MAX_TIMER_MS, not imported: main.ts loads no command's modules up front). */
 const TIMER_MAX_MS = 2_147_483_647;
 
 /** When the process must be gone (performance.now() ms): set by `run` once it drains. */

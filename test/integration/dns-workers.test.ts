@@ -29,6 +29,17 @@ function policy(names: readonly string[]): string {
 }
 
 /** One query from each client, in turn; the replies in client order. */
+/** CLIENTS UDP sockets on loopback, each its own source port (the kernel spreads them over the reusePort group). */
+async function bindClients(): Promise<Socket[]> {
+  const out: Socket[] = [];
+  for (let i = 0; i < CLIENTS; i++) {
+    const client = createSocket('udp4');
+    await new Promise<void>((resolve) => client.bind(0, '127.0.0.1', resolve));
+    out.push(client);
+  }
+  return out;
+}
+
 async function askEach(clients: readonly Socket[], port: number, message: Buffer): Promise<Buffer[]> {
   const replies: Buffer[] = [];
   for (const client of clients) {
@@ -84,11 +95,7 @@ describe('policy DNS replay workers (--dns-workers 2, Node 22)', () => {
     dnsPort = dnsAddressOf(await b.waitFor(isDnsReady)).port;
     const admin = (await b.waitFor((line) => line.msg === 'admin listening')) as LogLine & { admin: { port: number } };
     adminPort = admin.admin.port;
-    for (let i = 0; i < CLIENTS; i++) {
-      const client = createSocket('udp4');
-      await new Promise<void>((resolve) => client.bind(0, '127.0.0.1', resolve));
-      clients.push(client);
-    }
+    clients.push(...(await bindClients()));
   });
 
   after(async () => {
@@ -204,11 +211,7 @@ describe('replay workers on a test clock (test/harness/dns-workers-child.ts, Nod
     child = spawn(node, ['--import', 'tsx', join(PROJECT_ROOT, 'test/harness/dns-workers-child.ts')], { cwd: PROJECT_ROOT, stdio: ['pipe', 'pipe', 'inherit'] });
     lines = createInterface({ input: child.stdout as NodeJS.ReadableStream })[Symbol.asyncIterator]();
     port = Number((await next()).port);
-    for (let i = 0; i < CLIENTS; i++) {
-      const client = createSocket('udp4');
-      await new Promise<void>((resolve) => client.bind(0, '127.0.0.1', resolve));
-      clients.push(client);
-    }
+    clients.push(...(await bindClients()));
   });
 
   after(async () => {
