@@ -53,7 +53,7 @@ export interface Head {
 }
 
 const CONNECTION_CLOSE = /(?:^|\W)close(?:$|\W)/i;
-const TE_CHUNKED = /(?:^|\W)chunked(?:$|\W)/i;
+export const TE_CHUNKED = /(?:^|\W)chunked(?:$|\W)/i;
 
 function field(name: string, value: string | number): string {
   if (!isToken(name)) throw new InvalidHeadError('ERR_INVALID_HTTP_TOKEN', 'invalid header name');

@@ -5,7 +5,7 @@
 
 import { EventEmitter } from 'node:events';
 import type { Socket } from 'node:net';
-import { type HeaderInput, renderHead } from './server-head.js';
+import { type HeaderInput, renderHead, TE_CHUNKED } from './server-head.js';
 
 /** Bytes an answer may buffer before its turn while write() still says go on (node's writable default). */
 export const PENDING_HIGH_WATER_BYTES = 16_384;
@@ -48,7 +48,7 @@ export class ServerResponse extends EventEmitter {
     this.owner = owner;
     this.head = method === 'HEAD';
     const v11 = major > 1 || (major === 1 && minor >= 1);
-    this.chunkedAllowed = v11 || (te !== undefined && /(?:^|\W)chunked(?:$|\W)/i.test(te));
+    this.chunkedAllowed = v11 || (te !== undefined && TE_CHUNKED.test(te));
     this.keepAlive = keepAlive;
   }
 
