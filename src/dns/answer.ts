@@ -274,7 +274,14 @@ export function respondFrom(template: WireAnswer, query: DnsQuery, maxBytes: num
   out[2] = ((out[2] ?? 0) & ~0x01) | (query.rd ? 0x01 : 0);
   const wire = query.wire;
   for (let i = DNS_HEADER_BYTES; i < query.questionEnd; i++) out[i] = wire[i] ?? 0;
-  if (ttlSeconds !== undefined && template.ttlOffset >= 0) out.writeUInt32BE(ttlSeconds, template.ttlOffset);
+  const at = template.ttlOffset;
+  if (ttlSeconds !== undefined && at >= 0) {
+    // A whole number of seconds (both callers floor what remains of the mapping), so its four bytes are exact.
+    out[at] = ttlSeconds >>> 24;
+    out[at + 1] = (ttlSeconds >>> 16) & 0xff;
+    out[at + 2] = (ttlSeconds >>> 8) & 0xff;
+    out[at + 3] = ttlSeconds & 0xff;
+  }
   return out;
 }
 
