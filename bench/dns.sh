@@ -237,6 +237,13 @@ for shape in $SHAPES; do
       echo "per-round boundary-workers/boundary qps ($shape, $set): $(paste -d' ' <(awk '{print $1}' "$work/$shape-boundary-workers-$set.tput") <(awk '{print $1}' "$work/$shape-boundary-$set.tput") | awk '{if ($2 > 0) printf "%.2f ", $1 / $2}')"
     done
   fi
+  # CPU per query of boundary over each other Node server's in the same round (below 1: boundary cheaper).
+  for other in boundary-ref node-floor; do
+    has boundary && has "$other" || continue
+    for set in allowed refused; do
+      echo "per-round boundary/$other CPU µs per query ($shape, $set): $(paste -d' ' <(awk '{print $6}' "$work/$shape-boundary-$set.tput") <(awk '{print $6}' "$work/$shape-$other-$set.tput") | awk '{if ($2 > 0) printf "%.2f ", $1 / $2}')"
+    done
+  done
   if has boundary && has dnsmasq; then
     for set in allowed refused; do
       echo "per-round boundary/dnsmasq qps ($shape, $set): $(paste -d' ' <(awk '{print $1}' "$work/$shape-boundary-$set.tput") <(awk '{print $1}' "$work/$shape-dnsmasq-$set.tput") | awk '{if ($2 > 0) printf "%.2f ", $1 / $2}')"

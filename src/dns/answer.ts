@@ -74,11 +74,11 @@ function formerr(wire: Buffer, flags: number, why: string): QueryParse {
 
 function parseInto(wire: Buffer, text: Buffer, names: (string | undefined)[] | undefined): QueryParse {
   if (wire.length < DNS_HEADER_BYTES) return { kind: 'drop', why: `${wire.length} bytes is shorter than a DNS header` };
-  const flags = wire.readUInt16BE(2);
+  const flags = u16(wire, 2);
   if (wire.length > MAX_DNS_MESSAGE_BYTES) return formerr(wire, flags, `message is larger than ${MAX_DNS_MESSAGE_BYTES} bytes`);
   if ((flags & FLAG_QR) !== 0) return formerr(wire, flags, 'QR bit set: not a query');
   if ((flags & FLAG_OPCODE) !== 0) return formerr(wire, flags, `opcode ${(flags & FLAG_OPCODE) >> 11} is not QUERY`);
-  const qdcount = wire.readUInt16BE(4);
+  const qdcount = u16(wire, 4);
   if (qdcount !== 1) return formerr(wire, flags, `QDCOUNT is ${qdcount}, not 1`);
   // One bounded pass over the name: no compression pointers (nothing precedes the question to point at),
   // at most 255 bytes, labels of letters, digits, '-' and '_'. Lower-cased as we go (closes 0x20 games).
@@ -112,14 +112,14 @@ function parseInto(wire: Buffer, text: Buffer, names: (string | undefined)[] | u
     offset += 1 + length;
   }
   if (offset + 4 > wire.length) return formerr(wire, flags, 'question is missing QTYPE/QCLASS');
-  const type = wire.readUInt16BE(offset);
-  const qclass = wire.readUInt16BE(offset + 2);
+  const type = u16(wire, offset);
+  const qclass = u16(wire, offset + 2);
   const questionEnd = offset + 4;
   return {
     kind: 'query',
     query: {
       wire,
-      id: wire.readUInt16BE(0),
+      id: u16(wire, 0),
       rd: (flags & FLAG_RD) !== 0,
       name: names === undefined ? text.toString('latin1', 0, used) : knownName(names, text, used, hash),
       type,
@@ -128,6 +128,14 @@ function parseInto(wire: Buffer, text: Buffer, names: (string | undefined)[] | u
       edns: ednsPayloadSize(wire, questionEnd),
     },
   };
+}
+
+/**
+ * A big-endian 16-bit field at `at`, which the caller has checked lies within `wire`: on the per-query path, without
+ * readUInt16BE's own bounds check and call.
+ */
+function u16(wire: Buffer, at: number): number {
+  return ((wire[at] ?? 0) << 8) | (wire[at + 1] ?? 0);
 }
 
 /** The name in `text[0, used)`: the table's string when it holds the same one at `hash`'s slot, else a new one that takes the slot. */
@@ -151,9 +159,9 @@ function knownName(names: (string | undefined)[], text: Buffer, used: number, ha
 
 /** The advertised size of an OPT record that directly follows the question (the only place stubs put it). */
 function ednsPayloadSize(wire: Buffer, at: number): number | undefined {
-  if (wire.readUInt16BE(6) !== 0 || wire.readUInt16BE(8) !== 0 || wire.readUInt16BE(10) === 0) return undefined;
-  if (at + 11 > wire.length || wire[at] !== 0 || wire.readUInt16BE(at + 1) !== QTYPE_OPT) return undefined;
-  return wire.readUInt16BE(at + 3);
+  if (u16(wire, 6) !== 0 || u16(wire, 8) !== 0 || u16(wire, 10) === 0) return undefined;
+  if (at + 11 > wire.length || wire[at] !== 0 || u16(wire, at + 1) !== QTYPE_OPT) return undefined;
+  return u16(wire, at + 3);
 }
 
 /** A response with no question: FORMERR for unparsable queries. Copies id, opcode and RD; sets RA. */
@@ -261,11 +269,19 @@ export function respondFrom(template: WireAnswer, query: DnsQuery, maxBytes: num
   const out = Buffer.allocUnsafe(source.length);
   // TypedArray set and a plain loop: Buffer#copy's argument checks cost more than these few dozen bytes.
   out.set(source);
-  out.writeUInt16BE(query.id, 0);
+  out[0] = query.id >>> 8;
+  out[1] = query.id & 0xff;
   out[2] = ((out[2] ?? 0) & ~0x01) | (query.rd ? 0x01 : 0);
   const wire = query.wire;
   for (let i = DNS_HEADER_BYTES; i < query.questionEnd; i++) out[i] = wire[i] ?? 0;
-  if (ttlSeconds !== undefined && template.ttlOffset >= 0) out.writeUInt32BE(ttlSeconds, template.ttlOffset);
+  const at = template.ttlOffset;
+  if (ttlSeconds !== undefined && at >= 0) {
+    // A whole number of seconds (both callers floor what remains of the mapping), so its four bytes are exact.
+    out[at] = ttlSeconds >>> 24;
+    out[at + 1] = (ttlSeconds >>> 16) & 0xff;
+    out[at + 2] = (ttlSeconds >>> 8) & 0xff;
+    out[at + 3] = ttlSeconds & 0xff;
+  }
   return out;
 }
 

@@ -112,30 +112,29 @@ export function dnsQueryLabels(event: AuditEvent): { rcode: DnsRcodeLabel; outco
 }
 
 /** Counts DNS QUERY events on their way to `sink`: by rcode and outcome, by qtype, and as `dns` decisions. */
-/** Where DNS decisions are counted beside the proxy's (proxy/metrics.ts countDns), typed by shape: dns/ never imports proxy/. */
+/** Where DNS decisions are counted beside the proxy's (proxy/metrics.ts bindDns), typed by shape: dns/ never imports proxy/. */
 interface DnsDecisionCounter {
-  countDns(verdict: 'allow' | 'deny', reason: string | undefined, policy: string | undefined): void;
+  bindDns(verdict: 'allow' | 'deny', reason: string | undefined, policy: string | undefined): BoundCounter;
 }
 
-/** What one DNS QUERY event counts: its two series, bound, and its decision (undefined without an action). */
+/** What one DNS QUERY event counts: its two series and its decision (undefined without an action), all bound. */
 interface QueryCounts {
   readonly queries: BoundCounter;
   readonly byType: BoundCounter;
-  readonly verdict: 'allow' | 'deny' | undefined;
-  readonly reason: string | undefined;
-  readonly policy: string | undefined;
+  readonly decision: BoundCounter | undefined;
 }
 
-function queryCounts(event: AuditEvent, metrics: DnsMetrics): QueryCounts {
+function queryCounts(event: AuditEvent, metrics: DnsMetrics, decisions: DnsDecisionCounter | undefined): QueryCounts {
   const labels = dnsQueryLabels(event);
   const qtype = event.unmapped?.qtype;
   const reason = event.unmapped?.reason_code;
   return {
     queries: metrics.queries.bind(labels),
     byType: metrics.byType.bind({ qtype: (typeof qtype === 'string' ? qtype : 'other') as 'A', rcode: labels.rcode as 'NOERROR' }),
-    verdict: event.action === undefined ? undefined : event.action === 'ALLOWED' ? 'allow' : 'deny',
-    reason: typeof reason === 'string' ? reason : undefined,
-    policy: event.policy,
+    decision:
+      event.action === undefined
+        ? undefined
+        : decisions?.bindDns(event.action === 'ALLOWED' ? 'allow' : 'deny', typeof reason === 'string' ? reason : undefined, event.policy),
   };
 }
 
@@ -149,12 +148,12 @@ export function meteredDnsSink(sink: AuditSink, metrics: DnsMetrics, decisions?:
         const u = event.unmapped;
         let counts = u === undefined ? undefined : known.get(u);
         if (counts === undefined) {
-          counts = queryCounts(event, metrics);
+          counts = queryCounts(event, metrics, decisions);
           if (u !== undefined) known.set(u, counts);
         }
         counts.queries.inc();
         counts.byType.inc();
-        if (counts.verdict !== undefined) decisions?.countDns(counts.verdict, counts.reason, counts.policy);
+        counts.decision?.inc();
       } else {
         countLookupReport(metrics, event);
       }

@@ -14,8 +14,11 @@ export interface ProxyMetrics {
   /** Counts one connection or request outcome: adapter, verdict, reason, policy name and credential refusal. */
   readonly countOutcome: (o: Outcome) => void;
   readonly countDecision: (adapter: Adapter, verdict: OutcomeVerdict, reason: ReasonCode) => void;
-  /** A policy DNS answer: counted by adapter `dns`, its verdict, reason and policy. */
-  readonly countDns: (verdict: 'allow' | 'deny', reason: string | undefined, policy: string | undefined) => void;
+  /**
+   * The count of policy DNS answers of one verdict, reason and policy (adapter `dns`), resolved once: policy DNS
+   * binds it per prepared answer and counts each query with one call, no lookups.
+   */
+  readonly bindDns: (verdict: 'allow' | 'deny', reason: string | undefined, policy: string | undefined) => { inc(): void };
   /** The loaded policy's network_policies keys: each becomes a `policy` label value (bounded), created at zero. */
   readonly setPolicies: (names: readonly string[]) => void;
   readonly refusedConnections: { inc(labels: { reason: RefusedConnectionReason }): void };
@@ -118,7 +121,8 @@ export function createProxyMetrics(registry: Registry): ProxyMetrics {
   }
   for (const policy of policyLabels) presetPolicy(policy);
 
-  function countDecision(adapter: Adapter, verdict: OutcomeVerdict, reason: string): void {
+  /** The pending count of one label combination; entries are reset at a scrape, never removed, so one may be held. */
+  function pendingCount(adapter: Adapter, verdict: OutcomeVerdict, reason: string): PendingCount {
     let verdicts = pending.get(adapter);
     if (verdicts === undefined) {
       verdicts = new Map();
@@ -129,18 +133,30 @@ export function createProxyMetrics(registry: Registry): ProxyMetrics {
       reasons = new Map();
       verdicts.set(verdict, reasons);
     }
-    const entry = reasons.get(reason);
-    if (entry === undefined) reasons.set(reason, { adapter: metricAdapter(adapter), verdict, reason, count: 1 });
-    else entry.count++;
+    let entry = reasons.get(reason);
+    if (entry === undefined) {
+      entry = { adapter: metricAdapter(adapter), verdict, reason, count: 0 };
+      reasons.set(reason, entry);
+    }
+    return entry;
   }
 
-  function countPolicy(policy: string | undefined, verdict: OutcomeVerdict): void {
-    const label = policy === undefined ? NO_POLICY_LABEL : policyLabels.has(policy) ? policy : OTHER_LABEL_VALUE;
+  function countDecision(adapter: Adapter, verdict: OutcomeVerdict, reason: string): void {
+    pendingCount(adapter, verdict, reason).count++;
+  }
+
+  /** The per-verdict counts of a policy label; like pendingCount's entries, reset at a scrape and never removed. */
+  function policyCountsOf(label: string): number[] {
     let counts = policyCounts.get(label);
     if (counts === undefined) {
       counts = [0, 0, 0, 0];
       policyCounts.set(label, counts);
     }
+    return counts;
+  }
+
+  function countPolicy(policy: string | undefined, verdict: OutcomeVerdict): void {
+    const counts = policyCountsOf(policy === undefined ? NO_POLICY_LABEL : policyLabels.has(policy) ? policy : OTHER_LABEL_VALUE);
     counts[VERDICT_INDEX[verdict]] = (counts[VERDICT_INDEX[verdict]] ?? 0) + 1;
   }
 
@@ -172,9 +188,18 @@ export function createProxyMetrics(registry: Registry): ProxyMetrics {
       if (typeof credential === 'string') credentialsRefused.inc({ reason: credential as never });
     },
     countDecision,
-    countDns(verdict, reason, policy) {
-      countDecision('dns', verdict, reason ?? (verdict === 'allow' ? 'endpoint-allowed' : OTHER_LABEL_VALUE));
-      countPolicy(policy, verdict);
+    bindDns(verdict, reason, policy) {
+      const entry = pendingCount('dns', verdict, reason ?? (verdict === 'allow' ? 'endpoint-allowed' : OTHER_LABEL_VALUE));
+      const index = VERDICT_INDEX[verdict];
+      // setPolicies only ever adds labels: a known one (or none) stays what it is, an unknown one may become known.
+      const counts = policy === undefined || policyLabels.has(policy) ? policyCountsOf(policy ?? NO_POLICY_LABEL) : undefined;
+      return {
+        inc() {
+          entry.count++;
+          if (counts === undefined) countPolicy(policy, verdict);
+          else counts[index] = (counts[index] ?? 0) + 1;
+        },
+      };
     },
     setPolicies(names) {
       for (const name of names) {

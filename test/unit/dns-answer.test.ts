@@ -194,6 +194,14 @@ describe('respondFrom (the wire-form fast path)', () => {
     assert.equal(decode(template.wire).id, 1, 'the template itself is never modified');
   });
 
+  it('writes an id and a TTL that use every byte of their fields', () => {
+    const first = query(buildQuery('api.example.test', 'A', { id: 1 }));
+    const template = encodeAnswer(first, { rcode: 'NOERROR', addresses: ['198.18.0.9'], ttlSeconds: 30 });
+    const decoded = decode(respondFrom(template, query(buildQuery('api.example.test', 'A', { id: 0xfedc })), 512, 0x01020304));
+    assert.equal(decoded.id, 0xfedc);
+    assert.equal((decoded.answers?.[0] as { ttl?: number } | undefined)?.ttl, 0x01020304);
+  });
+
   it('truncates with TC and no records when the response does not fit (DN-09)', () => {
     const name = `${'a'.repeat(60)}.${'b'.repeat(60)}.${'c'.repeat(60)}.${'d'.repeat(60)}`;
     const q = query(buildQuery(name, 'A', { id: 9 }));

@@ -40,6 +40,27 @@ describe('proxy decision metrics', () => {
     assert.deepEqual(await decisionValues(registry), { 'forward/deny/no-rule-matched': 2 });
   });
 
+  it('counts a bound DNS decision on every increment, across collections, under the policy label known at each', async () => {
+    const registry = new Registry();
+    const metrics = createProxyMetrics(registry);
+    const allowed = metrics.bindDns('allow', 'endpoint-allowed', 'github');
+    const refused = metrics.bindDns('deny', 'no-endpoint-matched', undefined);
+    allowed.inc();
+    allowed.inc();
+    refused.inc();
+    assert.deepEqual(await decisionValues(registry), { 'dns/allow/endpoint-allowed': 2, 'dns/deny/no-endpoint-matched': 1 });
+    // A collection resets what it added; the bound counts go on from there.
+    allowed.inc();
+    assert.deepEqual(await decisionValues(registry), { 'dns/allow/endpoint-allowed': 3, 'dns/deny/no-endpoint-matched': 1 });
+    // 'github' was no policy label when bound (other); once the policy names it, the same bound count goes to it.
+    metrics.setPolicies(['github']);
+    allowed.inc();
+    const text = await registry.metrics();
+    assert.match(text, /boundary_policy_decisions_total\{verdict="allow",policy="other"\} 3/);
+    assert.match(text, /boundary_policy_decisions_total\{verdict="allow",policy="github"\} 1/);
+    assert.match(text, /boundary_policy_decisions_total\{verdict="deny",policy="none"\} 1/);
+  });
+
   it('records a label value outside its closed set as other, never as given', async () => {
     const registry = new Registry();
     const metrics = createProxyMetrics(registry);
