@@ -1,9 +1,11 @@
-// The default log destination: lines batched into a byte slab and written to a file descriptor (stdout)
-// asynchronously by sonic-boom (pino.destination), which keeps its EAGAIN retry, EPIPE handling and exit flush.
+// The default log destination: lines batched into a byte slab and written to a file descriptor (stdout) by
+// sonic-boom (pino.destination), which keeps its EAGAIN retry, EPIPE handling and exit flush: from the event loop
+// when the fd is a regular file, else asynchronously.
+import { fstatSync } from 'node:fs';
 import { pino } from './pino.js';
 import type { LinePart, LogDestination } from './logger.js';
 
-/** Pending lines are handed to the writer once they reach this many bytes. Each write(2) is a thread-pool hop
+/** Pending lines are handed to the writer once they reach this many bytes. Each asynchronous write(2) is a hop
  *  (~15 µs of CPU on the proxy's one core), and the pool thread's copy into the kernel runs on that same core,
  *  where the event loop waits for it: measured forward-proxy p99 was 8.8 ms with 64 KB batches, 9.3 ms with
  *  256 KB and 3.0–5.0 ms with 16 KB (squid 2.5–2.9 ms), for about 1–3 µs more CPU per request... */
@@ -43,6 +45,20 @@ function putText(slab: Buffer, at: number, text: string): number {
   return slab.write(text, at);
 }
 
+/**
+ * Whether `fd` is a regular file. A write there only copies into the page cache, and is made from the event loop, as
+ * Node writes its own stdout to a file: through the thread pool, the hop (a thread woken on the proxy's one core and
+ * the loop woken back) costs more CPU than the copy (docs/benchmarks.md#fourth-pass). A pipe, terminal or socket
+ * is written asynchronously: a reader that stops reading must not stop the proxy.
+ */
+export function writesInLoop(fd: number): boolean {
+  try {
+    return fstatSync(fd).isFile();
+  } catch {
+    return false;
+  }
+}
+
 interface SonicBoomBuffer {
   write(chunk: Buffer): boolean;
   /** 'write': `n` more bytes of what it was given went out, in the order given. */
@@ -52,7 +68,7 @@ interface SonicBoomBuffer {
 }
 
 /**
- * An asynchronous destination on `fd`. Each line is UTF-8 encoded once, into the free tail of a slab; a
+ * A destination on `fd` (written from the loop when writesInLoop, else asynchronously). Each line is UTF-8 encoded once, into the free tail of a slab; a
  * batch (a view of the slab, never written to again) goes to sonic-boom's buffer mode as one chunk. Lines
  * not yet handed over live only here, so every way sonic-boom is told to flush (its periodic timer, pino's
  * exit handler calling flushSync, `logger.flush()`) hands them over first.
@@ -60,7 +76,7 @@ interface SonicBoomBuffer {
 export function createBufferedDestination(fd: number): LogDestination {
   const boom = pino.destination({
     dest: fd,
-    sync: false,
+    sync: writesInLoop(fd),
     contentMode: 'buffer',
     // Batching happens here; sonic-boom writes whatever it is given as soon as it is not already writing.
     // (minLength 0 would make flush(callback) return before the bytes are written.)
