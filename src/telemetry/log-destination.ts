@@ -10,6 +10,9 @@ import type { LinePart, LogDestination } from './logger.js';
  *  where the event loop waits for it: measured forward-proxy p99 was 8.8 ms with 64 KB batches, 9.3 ms with
  *  256 KB and 3.0–5.0 ms with 16 KB (squid 2.5–2.9 ms), for about 1–3 µs more CPU per request... */
 const LOG_BATCH_BYTES = 16_384;
+/** The batch for a regular file, written from the loop (writesInLoop): no hop, and a write's cost is mostly per
+ *  call, so larger batches; lines still go out within LOG_FLUSH_INTERVAL_MS when traffic is light. */
+export const LOG_FILE_BATCH_BYTES = 65_536;
 /** ...queued batches are joined into one write(2) up to this many bytes when the fd is slower than we are... */
 const LOG_MAX_WRITE_BYTES = 262_144;
 /** ...and pending lines are written at least this often when traffic is light, so a line is out within it. */
@@ -74,9 +77,10 @@ interface SonicBoomBuffer {
  * exit handler calling flushSync, `logger.flush()`) hands them over first.
  */
 export function createBufferedDestination(fd: number): LogDestination {
+  const inLoop = writesInLoop(fd);
   const boom = pino.destination({
     dest: fd,
-    sync: writesInLoop(fd),
+    sync: inLoop,
     contentMode: 'buffer',
     // Batching happens here; sonic-boom writes whatever it is given as soon as it is not already writing.
     // (minLength 0 would make flush(callback) return before the bytes are written.)
@@ -84,6 +88,7 @@ export function createBufferedDestination(fd: number): LogDestination {
     maxWrite: LOG_MAX_WRITE_BYTES,
     periodicFlush: LOG_FLUSH_INTERVAL_MS,
   }) as unknown as SonicBoomBuffer;
+  const batchBytes = inLoop ? LOG_FILE_BATCH_BYTES : LOG_BATCH_BYTES;
   let slab: Buffer = Buffer.allocUnsafeSlow(LOG_SLAB_BYTES);
   let batchStart = 0;
   let fill = 0;
@@ -146,7 +151,7 @@ export function createBufferedDestination(fd: number): LogDestination {
   function write(line: string): boolean {
     if (!room(line.length * MAX_UTF8_BYTES_PER_UNIT)) return give(Buffer.from(line));
     fill += slab.write(line, fill);
-    if (fill - batchStart >= LOG_BATCH_BYTES) handOver();
+    if (fill - batchStart >= batchBytes) handOver();
     return true;
   }
 
@@ -177,7 +182,7 @@ export function createBufferedDestination(fd: number): LogDestination {
         }
         fill += written;
       }
-      if (fill - batchStart >= LOG_BATCH_BYTES) handOver();
+      if (fill - batchStart >= batchBytes) handOver();
       return true;
     },
     flush: (callback) => boom.flush(callback),

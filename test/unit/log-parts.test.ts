@@ -4,7 +4,7 @@ import { closeSync, mkdtempSync, openSync, readFileSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
-import { createBufferedDestination, joinParts, LOG_SLAB_BYTES, writesInLoop } from '../../src/telemetry/log-destination.js';
+import { createBufferedDestination, joinParts, LOG_FILE_BATCH_BYTES, LOG_SLAB_BYTES, writesInLoop } from '../../src/telemetry/log-destination.js';
 import type { LinePart, LogDestination } from '../../src/telemetry/logger.js';
 import { seeded } from '../harness/audit-events.js';
 
@@ -141,11 +141,11 @@ describe('the buffered destination on a regular file', () => {
       const fd = openSync(file, 'w');
       assert.equal(writesInLoop(fd), true);
       const destination = createBufferedDestination(fd);
-      // Past one batch (16 KB): handed over, and written, in this turn.
+      // Past one batch: handed over, and written, in this turn.
       const line = `${'x'.repeat(999)}\n`;
-      for (let i = 0; i < 40; i++) destination.write(line);
+      for (let written = 0; written <= LOG_FILE_BATCH_BYTES; written += line.length) destination.write(line);
       const bytes = readFileSync(file);
-      assert.ok(bytes.length >= 16_000 && bytes.length % line.length === 0, `${bytes.length} bytes in the file`);
+      assert.ok(bytes.length >= LOG_FILE_BATCH_BYTES && bytes.length % line.length === 0, `${bytes.length} bytes in the file`);
       assert.ok(bytes.equals(Buffer.from(line.repeat(bytes.length / line.length))));
     } finally {
       rmSync(dir, { recursive: true, force: true });
