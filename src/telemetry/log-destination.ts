@@ -51,8 +51,8 @@ function putText(slab: Buffer, at: number, text: string): number {
 /**
  * Whether `fd` is a regular file. A write there only copies into the page cache, and is made from the event loop, as
  * Node writes its own stdout to a file: through the thread pool, the hop (a thread woken on the proxy's one core and
- * the loop woken back) costs more CPU than the copy (docs/benchmarks.md#fourth-pass). A pipe, terminal or socket
- * is written asynchronously: a reader that stops reading must not stop the proxy.
+ * the loop woken back) costs more CPU than the copy (docs/benchmarks.md#fourth-pass-the-audit-log-written-from-the-loop).
+ * A pipe, terminal or socket is written asynchronously: a reader that stops reading must not stop the proxy.
  */
 export function writesInLoop(fd: number): boolean {
   try {
