@@ -24,14 +24,21 @@ interface ResponseStageEntry {
   readonly impl: MiddlewareImplementation;
 }
 
-/** The entries selecting `r`'s host that are bound to responses, in order; empty for most requests. */
-export function responseEntries(r: ChainRequest, registry: MiddlewareRegistry): ResponseStageEntry[] {
-  const out: ResponseStageEntry[] = [];
-  for (const entry of r.policy!.middlewaresFor(r.host as string)) {
+const NO_ENTRIES: readonly ResponseStageEntry[] = Object.freeze([]);
+
+/** The entries selecting `r`'s host that are bound to responses, in order; empty for most requests (one list kept
+ *  for them all: asked on every answer). */
+export function responseEntries(r: ChainRequest, registry: MiddlewareRegistry): readonly ResponseStageEntry[] {
+  const selecting = r.policy!.middlewaresFor(r.host as string);
+  let out: ResponseStageEntry[] | undefined;
+  for (let i = 0; i < selecting.length; i++) {
+    const entry = selecting[i] as MiddlewareEntry;
     const impl = registry.implementationFor(entry);
-    if (impl?.evaluateResponse !== undefined && impl.bindings.has('http-response')) out.push({ entry, impl });
+    if (impl?.evaluateResponse === undefined || !impl.bindings.has('http-response')) continue;
+    out ??= [];
+    out.push({ entry, impl });
   }
-  return out;
+  return out ?? NO_ENTRIES;
 }
 
 /** Whether the body may be offered whole: uncoded, allowed to be transformed, and one the request can have. */

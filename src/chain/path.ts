@@ -76,13 +76,20 @@ function fail(problem: PathProblem): CanonicalTarget {
   return { ok: false, problem };
 }
 
+/** Every set of escape options, indexed by bits (1 slash, 2 backslash, 4 NUL): one is picked per request, none made. */
+const ESCAPE_OPTIONS: readonly PathEscapeOptions[] = Array.from({ length: 8 }, (_, bits) =>
+  Object.freeze({ allowEncodedSlash: (bits & 1) !== 0, allowEncodedBackslash: (bits & 2) !== 0, allowEncodedNul: (bits & 4) !== 0 }),
+);
+
 /** The options any of `endpoints` grants: canonicalise with these, then check the deciding endpoint with refusedEscape(). */
 export function escapeOptionsOf(endpoints: readonly PathEscapeOptions[]): PathEscapeOptions {
-  return {
-    allowEncodedSlash: endpoints.some((e) => e.allowEncodedSlash === true),
-    allowEncodedBackslash: endpoints.some((e) => e.allowEncodedBackslash === true),
-    allowEncodedNul: endpoints.some((e) => e.allowEncodedNul === true),
-  };
+  let bits = 0;
+  for (const e of endpoints) {
+    if (e.allowEncodedSlash === true) bits |= 1;
+    if (e.allowEncodedBackslash === true) bits |= 2;
+    if (e.allowEncodedNul === true) bits |= 4;
+  }
+  return ESCAPE_OPTIONS[bits] as PathEscapeOptions;
 }
 
 /** The problem when the endpoint that decided does not allow an escape the canonical path kept; else undefined. */

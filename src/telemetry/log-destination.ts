@@ -1,13 +1,18 @@
-// The default log destination: lines batched into a byte slab and written to a file descriptor (stdout)
-// asynchronously by sonic-boom (pino.destination), which keeps its EAGAIN retry, EPIPE handling and exit flush.
+// The default log destination: lines batched into a byte slab and written to a file descriptor (stdout) by
+// sonic-boom (pino.destination), which keeps its EAGAIN retry, EPIPE handling and exit flush: from the event loop
+// when the fd is a regular file, else asynchronously.
+import { fstatSync } from 'node:fs';
 import { pino } from './pino.js';
 import type { LinePart, LogDestination } from './logger.js';
 
-/** Pending lines are handed to the writer once they reach this many bytes. Each write(2) is a thread-pool hop
+/** Pending lines are handed to the writer once they reach this many bytes. Each asynchronous write(2) is a hop
  *  (~15 µs of CPU on the proxy's one core), and the pool thread's copy into the kernel runs on that same core,
  *  where the event loop waits for it: measured forward-proxy p99 was 8.8 ms with 64 KB batches, 9.3 ms with
  *  256 KB and 3.0–5.0 ms with 16 KB (squid 2.5–2.9 ms), for about 1–3 µs more CPU per request... */
 const LOG_BATCH_BYTES = 16_384;
+/** The batch for a regular file, written from the loop (writesInLoop): no hop, and a write's cost is mostly per
+ *  call, so larger batches; lines still go out within LOG_FLUSH_INTERVAL_MS when traffic is light. */
+export const LOG_FILE_BATCH_BYTES = 65_536;
 /** ...queued batches are joined into one write(2) up to this many bytes when the fd is slower than we are... */
 const LOG_MAX_WRITE_BYTES = 262_144;
 /** ...and pending lines are written at least this often when traffic is light, so a line is out within it. */
@@ -43,6 +48,20 @@ function putText(slab: Buffer, at: number, text: string): number {
   return slab.write(text, at);
 }
 
+/**
+ * Whether `fd` is a regular file. A write there only copies into the page cache, and is made from the event loop, as
+ * Node writes its own stdout to a file: through the thread pool, the hop (a thread woken on the proxy's one core and
+ * the loop woken back) costs more CPU than the copy (docs/benchmarks.md#fourth-pass-the-audit-log-written-from-the-loop).
+ * A pipe, terminal or socket is written asynchronously: a reader that stops reading must not stop the proxy.
+ */
+export function writesInLoop(fd: number): boolean {
+  try {
+    return fstatSync(fd).isFile();
+  } catch {
+    return false;
+  }
+}
+
 interface SonicBoomBuffer {
   write(chunk: Buffer): boolean;
   /** 'write': `n` more bytes of what it was given went out, in the order given. */
@@ -52,15 +71,16 @@ interface SonicBoomBuffer {
 }
 
 /**
- * An asynchronous destination on `fd`. Each line is UTF-8 encoded once, into the free tail of a slab; a
+ * A destination on `fd` (written from the loop when writesInLoop, else asynchronously). Each line is UTF-8 encoded once, into the free tail of a slab; a
  * batch (a view of the slab, never written to again) goes to sonic-boom's buffer mode as one chunk. Lines
  * not yet handed over live only here, so every way sonic-boom is told to flush (its periodic timer, pino's
  * exit handler calling flushSync, `logger.flush()`) hands them over first.
  */
 export function createBufferedDestination(fd: number): LogDestination {
+  const inLoop = writesInLoop(fd);
   const boom = pino.destination({
     dest: fd,
-    sync: false,
+    sync: inLoop,
     contentMode: 'buffer',
     // Batching happens here; sonic-boom writes whatever it is given as soon as it is not already writing.
     // (minLength 0 would make flush(callback) return before the bytes are written.)
@@ -68,6 +88,7 @@ export function createBufferedDestination(fd: number): LogDestination {
     maxWrite: LOG_MAX_WRITE_BYTES,
     periodicFlush: LOG_FLUSH_INTERVAL_MS,
   }) as unknown as SonicBoomBuffer;
+  const batchBytes = inLoop ? LOG_FILE_BATCH_BYTES : LOG_BATCH_BYTES;
   let slab: Buffer = Buffer.allocUnsafeSlow(LOG_SLAB_BYTES);
   let batchStart = 0;
   let fill = 0;
@@ -130,7 +151,7 @@ export function createBufferedDestination(fd: number): LogDestination {
   function write(line: string): boolean {
     if (!room(line.length * MAX_UTF8_BYTES_PER_UNIT)) return give(Buffer.from(line));
     fill += slab.write(line, fill);
-    if (fill - batchStart >= LOG_BATCH_BYTES) handOver();
+    if (fill - batchStart >= batchBytes) handOver();
     return true;
   }
 
@@ -161,7 +182,7 @@ export function createBufferedDestination(fd: number): LogDestination {
         }
         fill += written;
       }
-      if (fill - batchStart >= LOG_BATCH_BYTES) handOver();
+      if (fill - batchStart >= batchBytes) handOver();
       return true;
     },
     flush: (callback) => boom.flush(callback),

@@ -1,9 +1,10 @@
 import assert from 'node:assert/strict';
-import { mkdtempSync, openSync, readFileSync, rmSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { closeSync, mkdtempSync, openSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
-import { createBufferedDestination, joinParts, LOG_SLAB_BYTES } from '../../src/telemetry/log-destination.js';
+import { createBufferedDestination, joinParts, LOG_FILE_BATCH_BYTES, LOG_SLAB_BYTES, writesInLoop } from '../../src/telemetry/log-destination.js';
 import type { LinePart, LogDestination } from '../../src/telemetry/logger.js';
 import { seeded } from '../harness/audit-events.js';
 
@@ -129,5 +130,42 @@ describe('the buffered destination, slabs filled again', () => {
     }
     assert.ok(bytes.equals(Buffer.from(lines.join(''))), 'bytes differ');
     assert.ok(slabs.length < 8, `${slabs.length} slabs made for about 12 filled`);
+  });
+});
+
+describe('the buffered destination on a regular file', () => {
+  it('writes a full batch from the event loop: the file has it before the turn ends', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'boundary-log-file-'));
+    try {
+      const file = join(dir, 'out.log');
+      const fd = openSync(file, 'w');
+      assert.equal(writesInLoop(fd), true);
+      const destination = createBufferedDestination(fd);
+      // Past one batch: handed over, and written, in this turn.
+      const line = `${'x'.repeat(999)}\n`;
+      for (let written = 0; written <= LOG_FILE_BATCH_BYTES; written += line.length) destination.write(line);
+      const bytes = readFileSync(file);
+      assert.ok(bytes.length >= LOG_FILE_BATCH_BYTES && bytes.length % line.length === 0, `${bytes.length} bytes in the file`);
+      assert.ok(bytes.equals(Buffer.from(line.repeat(bytes.length / line.length))));
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('leaves a pipe to asynchronous writes', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'boundary-log-fifo-'));
+    try {
+      const fifo = join(dir, 'fifo');
+      execFileSync('mkfifo', [fifo]);
+      // O_RDWR: opens without a reader on the other end.
+      const fd = openSync(fifo, 'r+');
+      try {
+        assert.equal(writesInLoop(fd), false);
+      } finally {
+        closeSync(fd);
+      }
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });

@@ -3,7 +3,7 @@
 // (docs/policy.md#trailing-dots-and-spaces) and a method-override header's method (docs/destinations.md#method-override-headers).
 // Then the target that goes upstream is the canonical one.
 
-import type { Decision } from '../../policy/types.js';
+import type { Decision, EgressIntent } from '../../policy/types.js';
 import { methodOverrideDenial } from '../denials.js';
 import { methodOverride } from '../method-override.js';
 import type { ProxyMetrics } from '../../proxy/metrics.js';
@@ -19,19 +19,25 @@ export function stricter(first: Decision, second: Decision): Decision {
   return first.verdict === 'allow' && second.verdict === 'audit' ? second : first;
 }
 
+/** The request as decide() reads it, for `method` and `path`; continues from the connection-level allow (`after`):
+ *  the host is matched and the binaries narrowed once per request. Without a body read (most requests) no empty
+ *  object is made and spread. */
+function intentOf(r: ChainRequest, method: string, path: string): EgressIntent {
+  const { adapter, query, identity, read } = r;
+  const host = r.host as string;
+  const port = r.port as number;
+  const after = r.l4;
+  if (read === undefined) return { adapter, host, port, method, path, query, identity, after };
+  return { adapter, host, port, method, path, query, identity, after, ...read };
+}
+
 export function createL7Stage(deps: { readonly metrics: Pick<ProxyMetrics, 'now' | 'decisionSeconds'> }): Stage<ChainRequest> {
   const { metrics } = deps;
   const decideAs = (r: ChainRequest, method: string): Decision => {
-    const { adapter, query, identity } = r;
-    const host = r.host as string;
-    const port = r.port as number;
     const policy = r.policy!;
-    const read = r.read ?? {};
-    // Continues from the connection-level allow: the host is matched and the binaries narrowed once per request.
-    const after = r.l4;
-    const asWritten = timedDecide(metrics, policy, { adapter, host, port, method, path: r.path as string, query, identity, after, ...read });
+    const asWritten = timedDecide(metrics, policy, intentOf(r, method, r.path as string));
     if (r.strippedPath === undefined) return asWritten;
-    return stricter(asWritten, timedDecide(metrics, policy, { adapter, host, port, method, path: r.strippedPath, query, identity, after, ...read }));
+    return stricter(asWritten, timedDecide(metrics, policy, intentOf(r, method, r.strippedPath)));
   };
   return {
     name: 'l7',
