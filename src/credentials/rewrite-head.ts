@@ -41,11 +41,21 @@ const pathSegment: SlotEncoder = (value) =>
 const queryValue: SlotEncoder = (value) => encodeUnreserved(value);
 const basicUser: SlotEncoder = (value) => (value.includes(':') ? { refuse: 'unsafe-value' } : value);
 
+const BASIC = 'basic';
+
+/** `basic ` in any case at the start of `text` (ASCII letters only, as AUTH_SCHEME's scheme). */
+function startsBasic(text: string): boolean {
+  if (text.length < 7 || text.charCodeAt(5) !== 0x20) return false;
+  for (let i = 0; i < 5; i++) if ((text.charCodeAt(i) | 0x20) !== BASIC.charCodeAt(i)) return false;
+  return true;
+}
+
 /** Decodes `Basic <base64>` credentials, or undefined when the value is not that shape. */
 export function decodeBasic(value: string): string | undefined {
-  // AUTH_SCHEME needs a space between scheme and token: most header values have none, so skip the regex.
-  if (!value.includes(' ')) return undefined;
-  const match = AUTH_SCHEME.exec(value.trim());
+  const trimmed = value.trim();
+  // Only `basic` followed by a space can match below: any other value is passed without running the regex.
+  if (!startsBasic(trimmed)) return undefined;
+  const match = AUTH_SCHEME.exec(trimmed);
   if (match === null || match[1]?.toLowerCase() !== 'basic' || !BASE64.test(match[2] ?? '')) return undefined;
   const bytes = Buffer.from(match[2] ?? '', 'base64');
   const text = new TextDecoder('utf-8', { fatal: false }).decode(bytes);

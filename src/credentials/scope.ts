@@ -66,17 +66,25 @@ function normaliseRequestHost(host: string): string {
 
 const NO_KEYS: readonly string[] = Object.freeze([]);
 
-function boundProviders(set: CredentialSet, request: ScopeRequest, host: string): CredentialProvider[] {
+const NO_PROVIDERS: readonly CredentialProvider[] = Object.freeze([]);
+
+function boundProviders(set: CredentialSet, request: ScopeRequest, rawHost: string): readonly CredentialProvider[] {
+  // A set with no provider binds nothing (credential_binding names one of its providers): host and path go unread.
+  if (set.providers.size === 0) return NO_PROVIDERS;
+  const host = normaliseRequestHost(rawHost);
   const path = redactPlaceholders(request.path);
-  const bound = new Set<CredentialProvider>();
+  // Each provider is visited once, so the list has no repeats; most requests bind none and share NO_PROVIDERS.
+  let bound: CredentialProvider[] | undefined;
   for (const provider of set.providers.values()) {
-    if (provider.endpoints.some((endpoint) => endpoint.matches(host, request.port, path))) bound.add(provider);
+    if (!provider.endpoints.some((endpoint) => endpoint.matches(host, request.port, path))) continue;
+    if (bound === undefined) bound = [];
+    bound.push(provider);
   }
   // An endpoint's `path` narrows its binding even where it restricts no traffic (an L4 endpoint): outside it, nothing is bound.
   const named = request.endpoint?.selectsPath(path) === true ? request.endpoint.credentialProvider : undefined;
   const viaPolicy = named === undefined ? undefined : set.providers.get(named);
-  if (viaPolicy !== undefined) bound.add(viaPolicy);
-  return [...bound];
+  if (viaPolicy === undefined || bound?.includes(viaPolicy) === true) return bound ?? NO_PROVIDERS;
+  return bound === undefined ? [viaPolicy] : [...bound, viaPolicy];
 }
 
 function resolveIn(set: CredentialSet, bound: readonly CredentialProvider[], ref: PlaceholderRef, family: PlaceholderFamily): Resolution {
@@ -167,7 +175,7 @@ export function scopeFor(request: ScopeRequest): CredentialScope {
   const set = request.source.current();
   const hasResolver = request.host !== undefined && request.host.length > 0;
   const family = request.family ?? DEFAULT_PLACEHOLDER_FAMILY;
-  const bound = hasResolver ? boundProviders(set, request, normaliseRequestHost(request.host ?? '')) : [];
+  const bound = hasResolver ? boundProviders(set, request, request.host ?? '') : NO_PROVIDERS;
   // Most requests have no provider bound: they share a scope (no set, array, sort or functions made for them).
   return bound.length === 0 ? unboundScope(set, request.source, family, hasResolver) : makeScope(set, request.source, family, hasResolver, bound);
 }

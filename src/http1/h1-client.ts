@@ -7,7 +7,7 @@ import { BoundaryError } from '../shared/errors.js';
 import { Conn, type ConnectionPool } from './h1-connection.js';
 import { CONNECTING, Exchange, QUEUED } from './h1-exchange.js';
 import { type H1Request, serialise } from './h1-request.js';
-import { GLOBAL_TIMERS, type Timers } from '../shared/timers.js';
+import { type Timers, TURN_TIMERS } from '../shared/timers.js';
 
 /** Requests waiting for a connection of one pool; beyond this a request fails with UPSTREAM_BUSY. */
 export const MAX_QUEUED_REQUESTS_PER_UPSTREAM = 1_024;
@@ -59,7 +59,7 @@ interface H1PoolOptions {
   readonly maxConnections: number;
   readonly timeouts: H1Timeouts;
   readonly maxQueued?: number;
-  /** What the timeouts run on; the global timers (unref'd) by default. */
+  /** What the timeouts run on; TURN_TIMERS (the global timers, unref'd, the clock read once per turn) by default. */
   readonly timers?: Timers;
 }
 
@@ -83,7 +83,7 @@ class Pool implements H1Pool, ConnectionPool {
     this.maxConnections = options.maxConnections;
     this.maxQueued = options.maxQueued ?? MAX_QUEUED_REQUESTS_PER_UPSTREAM;
     this.timeouts = options.timeouts;
-    this.timers = options.timers ?? GLOBAL_TIMERS;
+    this.timers = options.timers ?? TURN_TIMERS;
   }
 
   get closed(): boolean {

@@ -4,7 +4,7 @@
 
 import type { IncomingHttpHeaders } from 'node:http';
 import type { Socket } from 'node:net';
-import { GLOBAL_TIMERS, type Timers } from '../shared/timers.js';
+import { type Timers, TURN_TIMERS } from '../shared/timers.js';
 import { type ClientError, ServerConnection } from './server-connection.js';
 import type { HeaderInput } from './server-head.js';
 
@@ -92,7 +92,7 @@ export interface H1Server {
 }
 
 export function createH1Server(options: Omit<H1ServerSettings, 'timers'> & { readonly timers?: Timers | undefined }, handlers: H1ServerHandlers): H1Server {
-  const settings: H1ServerSettings = { ...options, timers: options.timers ?? GLOBAL_TIMERS };
+  const settings: H1ServerSettings = { ...options, timers: options.timers ?? TURN_TIMERS };
   const { timers, headersTimeoutMs, requestTimeoutMs, keepAliveTimeoutMs } = settings;
   const connections = new Set<ServerConnection>();
   const gone = (conn: ServerConnection): void => {

@@ -3,7 +3,6 @@
 // come is buffered until the connection attaches it. Emits 'drain', and 'close' when the connection closes before it is
 // all written.
 
-import { EventEmitter } from 'node:events';
 import type { Socket } from 'node:net';
 import { type HeaderInput, renderHead, TE_CHUNKED } from './server-head.js';
 
@@ -22,14 +21,26 @@ export interface AnswerOwner {
   destroy(): void;
 }
 
-export class ServerResponse extends EventEmitter {
+type AnswerEvent = 'close' | 'drain';
+/** `listener`: what once() was given, so removeListener finds it by that function too. */
+type Listener = (() => void) & { listener?: () => void };
+
+/**
+ * The answer to one request. Its two events ('close', 'drain') are kept in two lists of its own, with on, once,
+ * removeListener and emit as EventEmitter has them: an EventEmitter per request was a measurable part of a
+ * forwarded request's CPU (docs/benchmarks.md#forward-http-cpu).
+ */
+export class ServerResponse {
   private readonly owner: AnswerOwner;
+  private closeListeners: Listener[] | undefined = undefined;
+  private drainListeners: Listener[] | undefined = undefined;
   private readonly head: boolean;
   private readonly chunkedAllowed: boolean;
   private keepAlive: boolean;
   /** Its turn came: writes go to the socket, not to `pending`. */
   private attached = false;
-  private pending: (string | Buffer)[] = [];
+  /** What was written before its turn came (made only then: most answers are attached from the start). */
+  private pending: (string | Buffer)[] | undefined = undefined;
   pendingBytes = 0;
   private headText: string | undefined = undefined;
   private chunked = false;
@@ -44,12 +55,52 @@ export class ServerResponse extends EventEmitter {
   closeWith: ((socket: Socket) => void) | undefined = undefined;
 
   constructor(owner: AnswerOwner, method: string, major: number, minor: number, keepAlive: boolean, te: string | undefined) {
-    super();
     this.owner = owner;
     this.head = method === 'HEAD';
     const v11 = major > 1 || (major === 1 && minor >= 1);
     this.chunkedAllowed = v11 || (te !== undefined && TE_CHUNKED.test(te));
     this.keepAlive = keepAlive;
+  }
+
+  on(event: AnswerEvent, listener: () => void): this {
+    if (event === 'close') {
+      if (this.closeListeners === undefined) this.closeListeners = [listener];
+      else this.closeListeners.push(listener);
+    } else if (this.drainListeners === undefined) this.drainListeners = [listener];
+    else this.drainListeners.push(listener);
+    return this;
+  }
+
+  once(event: AnswerEvent, listener: () => void): this {
+    const once: Listener = () => {
+      this.removeListener(event, once);
+      listener();
+    };
+    once.listener = listener;
+    return this.on(event, once);
+  }
+
+  /** Removes the listener added last that is `listener` (or was given to once() as it). */
+  removeListener(event: AnswerEvent, listener: () => void): this {
+    const list = event === 'close' ? this.closeListeners : this.drainListeners;
+    if (list === undefined) return this;
+    for (let i = list.length - 1; i >= 0; i--) {
+      const l = list[i] as Listener;
+      if (l === listener || l.listener === listener) {
+        list.splice(i, 1);
+        break;
+      }
+    }
+    return this;
+  }
+
+  /** Calls the listeners present when it is called, in the order added. */
+  emit(event: AnswerEvent): boolean {
+    const list = event === 'close' ? this.closeListeners : this.drainListeners;
+    if (list === undefined || list.length === 0) return false;
+    if (list.length === 1) (list[0] as Listener)();
+    else for (const l of [...list]) l();
+    return true;
   }
 
   /** The client connection while this answer is being written; undefined before its turn and after. */
@@ -108,11 +159,11 @@ export class ServerResponse extends EventEmitter {
   /** Its turn came: what it buffered goes out now. */
   attach(): void {
     this.attached = true;
-    if (this.pending.length === 0) return;
     const parts = this.pending;
-    this.pending = [];
+    if (parts === undefined || parts.length === 0) return;
+    this.pending = undefined;
     this.pendingBytes = 0;
-    this.send(parts, this.finished);
+    this.send(parts.length === 1 ? (parts[0] as string | Buffer) : parts, this.finished);
   }
 
   detach(): void {
@@ -137,28 +188,37 @@ export class ServerResponse extends EventEmitter {
     if (head === undefined) return data;
     this.headText = undefined;
     if (typeof data === 'string') return head + data;
-    return Buffer.concat([Buffer.from(head, 'latin1'), data]);
+    // One buffer for head and body, so they leave in one write (no Buffer made for the head alone).
+    const whole = Buffer.allocUnsafe(head.length + data.length);
+    whole.write(head, 0, 'latin1');
+    whole.set(data, head.length);
+    return whole;
   }
 
   private out(data: string | Buffer | (string | Buffer)[], last: boolean): boolean {
-    const parts = Array.isArray(data) ? data : [data];
     if (!this.attached) {
-      for (const part of parts) {
-        this.pending.push(part);
+      if (this.pending === undefined) this.pending = [];
+      const pending = this.pending;
+      for (const part of Array.isArray(data) ? data : [data]) {
+        pending.push(part);
         this.pendingBytes += part.length;
       }
       return this.pendingBytes < PENDING_HIGH_WATER_BYTES;
     }
-    return this.send(parts, last);
+    return this.send(data, last);
   }
 
-  private send(parts: (string | Buffer)[], last: boolean): boolean {
+  private send(data: string | Buffer | (string | Buffer)[], last: boolean): boolean {
     const socket = this.owner.socket;
     if (socket.destroyed) return false;
-    let ok = true;
-    if (parts.length > 1) socket.cork();
-    for (const part of parts) ok = typeof part === 'string' ? socket.write(part, 'latin1') : socket.write(part);
-    if (parts.length > 1) socket.uncork();
+    let ok: boolean;
+    if (!Array.isArray(data)) ok = typeof data === 'string' ? socket.write(data, 'latin1') : socket.write(data);
+    else {
+      ok = true;
+      socket.cork();
+      for (const part of data) ok = typeof part === 'string' ? socket.write(part, 'latin1') : socket.write(part);
+      socket.uncork();
+    }
     if (!ok) this.needDrain = true;
     // The socket keeps the order of writes: the next answer may follow at once, without waiting for this one's flush
     // (a connection that closes after it is ended, which flushes first).

@@ -64,8 +64,11 @@ class ParsedQuery extends Map<string, string[]> implements QueryParams {
  * (`ids[]=1`) is also recorded under its base name (`ids`), so a rule on `ids` sees it.
  */
 export function parseQuery(raw: string | undefined): QueryParams {
-  return new ParsedQuery(raw ?? '');
+  return raw === undefined || raw === '' ? NO_QUERY : new ParsedQuery(raw);
 }
+
+/** The reading of an empty query, shared: QueryParams is read-only, and most requests have no query. */
+const NO_QUERY: QueryParams = new ParsedQuery('');
 
 /**
  * Every (key, value) any common origin could read, keys lower-cased: pieces split on `&` (WHATWG, Express, Go, Rails)

@@ -18,3 +18,27 @@ export const GLOBAL_TIMERS: Timers = Object.freeze({
   clearTimeout: (handle: unknown) => clearTimeout(handle as NodeJS.Timeout),
   now: () => performance.now(),
 });
+
+/** The reading the current turn took, or -1 before its first; forgotten once the turn's synchronous work is done. */
+let turnNow = -1;
+const forgetTurn = (): void => {
+  turnNow = -1;
+};
+
+/**
+ * GLOBAL_TIMERS whose now() reads the clock once per turn of the event loop (every later reading in the turn is
+ * the first one), for deadlines counted in seconds: the HTTP/1.1 server's and client's, which read it five times
+ * per forwarded request in two turns, and a clock read is not cheap (docs/benchmarks.md#forward-http-cpu). Never
+ * for durations that are measured and reported.
+ */
+export const TURN_TIMERS: Timers = Object.freeze({
+  setTimeout: GLOBAL_TIMERS.setTimeout,
+  clearTimeout: GLOBAL_TIMERS.clearTimeout,
+  now: () => {
+    if (turnNow < 0) {
+      turnNow = performance.now();
+      queueMicrotask(forgetTurn);
+    }
+    return turnNow;
+  },
+});

@@ -99,9 +99,8 @@ export function denialText(value: unknown): string | null {
  */
 export function denialFromEvent(event: AuditEvent, time: number): DenialRecord | undefined {
   const u = event.unmapped;
-  if (u === undefined) return undefined;
+  if (u === undefined || !isDenial(event)) return undefined;
   const dns = event.class === 'DNS';
-  if (dns ? event.action !== 'DENIED' : u.verdict !== 'deny' || (event.class !== 'NET' && event.class !== 'HTTP')) return undefined;
   const replay = replayFromUnmapped(u);
   const record: DenialRecord = {
     time: new Date(time).toISOString(),
@@ -131,7 +130,16 @@ export function denialFromEvent(event: AuditEvent, time: number): DenialRecord |
  */
 export function recordingDenials(sink: AuditSink, ring: DenialRing, now: () => number): AuditSink {
   return observedSink(sink, (event) => {
+    // The clock is read for denials only: most events are not one.
+    if (!isDenial(event)) return;
     const denial = denialFromEvent(event, now());
     if (denial !== undefined) ring.record(denial);
   });
+}
+
+/** A refused query, or a denied connection or request. */
+function isDenial(event: AuditEvent): boolean {
+  const u = event.unmapped;
+  if (u === undefined) return false;
+  return event.class === 'DNS' ? event.action === 'DENIED' : u.verdict === 'deny' && (event.class === 'NET' || event.class === 'HTTP');
 }

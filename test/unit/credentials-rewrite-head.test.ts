@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { type HeaderPair, type HeadRewrite, rewriteRequestHead } from '../../src/credentials/rewrite-head.js';
+import { decodeBasic, type HeaderPair, type HeadRewrite, rewriteRequestHead } from '../../src/credentials/rewrite-head.js';
 import { type CredentialScope, scopeFor } from '../../src/credentials/scope.js';
 import { Secret } from '../../src/credentials/secret.js';
 import { createStaticCredentialSource } from '../../src/credentials/source.js';
@@ -191,5 +191,26 @@ describe('rewriteRequestHead: refusals', () => {
     const used = rewrite({ scope, headers: [['x-api-key', ph('K')]] });
     assert.deepEqual(used.ok ? 'ok' : [used.status, used.error, used.reason], [500, 'credential_unavailable', 'stale-revision']);
     assert.ok(rewrite({ scope, headers: [['Accept', '*/*']] }).ok);
+  });
+});
+
+describe('decodeBasic', () => {
+  // What decodeBasic read before its quick check on `basic `: the scheme regex alone, on the trimmed value.
+  const byRegex = (value: string): string | undefined => {
+    const match = /^([A-Za-z][A-Za-z0-9!#$%&'*+.^_`|~-]*) +(\S+)$/.exec(value.trim());
+    if (match === null || match[1]?.toLowerCase() !== 'basic' || !/^[A-Za-z0-9+/]+={0,2}$/.test(match[2] ?? '')) return undefined;
+    return Buffer.from(match[2] ?? '', 'base64').toString('utf8');
+  };
+
+  it('reads Basic in any case, with spaces around or between, and nothing else', () => {
+    const token = b64('user:pass');
+    const values = [
+      `Basic ${token}`, `basic ${token}`, `BASIC ${token}`, `bAsIc ${token}`, `  Basic ${token}  `, `Basic   ${token}`,
+      `\tBasic ${token}\t`, `Basic\t${token}`, `Basic\u00a0${token}`, `Basicx ${token}`, `Basi ${token}`, `Bearer ${token}`,
+      `Basic ${token} extra`, `Basic ${token}!`, 'Basic ', 'Basic  ', 'Basic', `${token}`, '', ' ', `\u00a0Basic ${token}`,
+      `Ba\u0073ic ${token}`, `Bas\u0131c ${token}`, `Basic\u2003${token}`, 'Basic a', `basic ${token}==`,
+    ];
+    for (const value of values) assert.equal(decodeBasic(value), byRegex(value), JSON.stringify(value));
+    assert.equal(decodeBasic(`  bAsIc ${token} `), 'user:pass');
   });
 });

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { createDenialRing, DENIAL_RING_SIZE, denialFromEvent, MAX_DENIALS_PER_ANSWER } from '../../src/telemetry/denials.js';
+import { createDenialRing, DENIAL_RING_SIZE, denialFromEvent, MAX_DENIALS_PER_ANSWER, recordingDenials } from '../../src/telemetry/denials.js';
 import { MAX_REPLAY_QUERY_KEYS, replayFromUnmapped, replayQueryKeys, replayTarget } from '../../src/telemetry/replay.js';
 import type { AuditEvent } from '../../src/telemetry/event.js';
 
@@ -27,6 +27,25 @@ describe('denial ring and replay fields', () => {
     assert.equal(denialFromEvent({ ...DENY, unmapped: { ...DENY.unmapped, verdict: 'allow' } }, 0), undefined);
     assert.equal(denialFromEvent({ class: 'CONFIG', activity: 'LOADED', severity: 'INFO', message: 'm' }, 0), undefined);
     assert.equal(denialFromEvent({ class: 'DNS', activity: 'QUERY', severity: 'INFO', action: 'DENIED', message: 'm', dst: { host: 'n.test' }, unmapped: { reason_code: 'no-endpoint-matched', qtype: 'A' } }, 0)?.adapter, 'dns');
+  });
+
+  it('passes every event on, records denials with the time they were seen, and reads the clock for denials only', () => {
+    const passed: AuditEvent[] = [];
+    const ring = createDenialRing();
+    let reads = 0;
+    const sink = recordingDenials({ emit: (event) => passed.push(event) }, ring, () => {
+      reads += 1;
+      return 1_000 * reads;
+    });
+    const allow: AuditEvent = { ...DENY, action: 'ALLOWED', unmapped: { ...DENY.unmapped, verdict: 'allow' } };
+    sink.emit(allow);
+    sink.emit({ class: 'CONFIG', activity: 'LOADED', severity: 'INFO', message: 'm' });
+    assert.equal(reads, 0);
+    sink.emit(DENY);
+    assert.equal(reads, 1);
+    assert.equal(passed.length, 3);
+    assert.equal(ring.total(), 1);
+    assert.equal(ring.recent(1)[0]?.time, new Date(1_000).toISOString());
   });
 
   it('keeps query keys once each, bounded, and replays them with empty values', () => {
