@@ -49,6 +49,9 @@
 #   BOUNDARY_NODE_FLAGS  extra node flags for boundary only, e.g. "--trace-gc" (output lands in its log;
 #             with KEEP_TMP=1 it stays there for inspection)
 #   KEEP_TMP  1: keep the temp dir (configs, logs) for inspection
+#   LOG_PIPE  1: every boundary's stdout (its audit log) is a pipe that cat, pinned with the load generator, empties
+#             into the log file, as a container runtime reads a container's stdout; default 0: the file itself.
+#             boundary writes a pipe asynchronously and a regular file from the loop (docs/events.md#where-the-lines-go)
 #   HOLD      N: after start-up, keep everything running N seconds before measuring (debugging by hand)
 #
 # CPU layout (PIN=auto): each proxy under test gets one dedicated core, the same for all of them, so the
@@ -70,6 +73,14 @@
 set -euo pipefail
 # shellcheck source=bench/squid-base.sh
 source "$(dirname "${BASH_SOURCE[0]}")/squid-base.sh"
+# Replaces the shell with "$@", its stdout going to FILE: the file itself, or with LOG_PIPE=1 a pipe that cat, on the
+# load cores, empties into it (the process keeps the shell's PID either way, as PID_OF needs).
+exec_logged() {
+  local file=$1
+  shift
+  if [[ $LOG_PIPE == 1 ]]; then exec "$@" > >(exec "${PIN_LOAD[@]}" cat >"$file"); else exec "$@" >"$file"; fi
+}
+
 # The CLI entry of a build: dist/app/main.js, or dist/main.js in builds from before src/app/ (BOUNDARY_REF).
 entry_of() { if [[ -f $1/app/main.js ]]; then echo "$1/app/main.js"; else echo "$1/main.js"; fi; }
 
@@ -92,6 +103,7 @@ BOUNDARY_REF=${BOUNDARY_REF:-}
 PROFILE=${PROFILE:-0}
 BOUNDARY_NODE_FLAGS=${BOUNDARY_NODE_FLAGS:-}
 KEEP_TMP=${KEEP_TMP:-0}
+LOG_PIPE=${LOG_PIPE:-0}
 OUT_DIR=${OUT_DIR:-$ROOT/bench/out}
 STAMP=$(date -u +%Y%m%dT%H%M%SZ)
 ORIGIN_HOST=origin.bench.test
@@ -381,8 +393,8 @@ EOF
   local entry=("$(entry_of "$BOUNDARY_DIST")")
   has boundary-nometrics "$PROXIES" && entry=("$HERE/boundary-metrics-off.mjs" "$BOUNDARY_DIST")
   run_flags "$d" "$d/policy.yaml" "$B_PORT" "$B_ADMIN" "$B_DNS"
-  (cd "$ROOT" && BOUNDARY_BENCH_METRICS=on exec "${PIN_PROXY[@]}" node "${prof[@]}" "${entry[@]}" run "${RUN_FLAGS[@]}" "${creds[@]}") \
-    >"$d/boundary.log" 2>"$d/stderr.log" &
+  (cd "$ROOT" && BOUNDARY_BENCH_METRICS=on exec_logged "$d/boundary.log" "${PIN_PROXY[@]}" node "${prof[@]}" "${entry[@]}" run "${RUN_FLAGS[@]}" "${creds[@]}") \
+    2>"$d/stderr.log" &
   PID_OF[boundary]=$!
   await_boundary boundary "$d" "$B_ADMIN"
 }
@@ -396,8 +408,8 @@ start_boundary_nometrics() {
     return
   fi
   run_flags "$d" "$WORK/boundary/policy.yaml" "$BN_PORT" "$BN_ADMIN" "$BN_DNS"
-  (cd "$ROOT" && exec "${PIN_PROXY[@]}" node "$HERE/boundary-metrics-off.mjs" "$BOUNDARY_DIST" run "${RUN_FLAGS[@]}") \
-    >"$d/boundary.log" 2>"$d/stderr.log" &
+  (cd "$ROOT" && exec_logged "$d/boundary.log" "${PIN_PROXY[@]}" node "$HERE/boundary-metrics-off.mjs" "$BOUNDARY_DIST" run "${RUN_FLAGS[@]}") \
+    2>"$d/stderr.log" &
   PID_OF[boundary-nometrics]=$!
   await_boundary boundary-nometrics "$d" "$BN_ADMIN"
 }
@@ -415,7 +427,7 @@ start_boundary_ref() {
   dist=$("$ROOT/bench/build-ref.sh" "$BOUNDARY_REF" "$d/tsc.log") || die "BOUNDARY_REF: cannot build $BOUNDARY_REF"
   REF_SHA=$(git -C "$ROOT" rev-parse --short "$BOUNDARY_REF")
   run_flags "$d" "$WORK/boundary/policy.yaml" "$BR_PORT" "$BR_ADMIN" "$BR_DNS"
-  (cd "$ROOT" && exec "${PIN_PROXY[@]}" node "$(entry_of "$dist")" run "${RUN_FLAGS[@]}") >"$d/boundary.log" 2>"$d/stderr.log" &
+  (cd "$ROOT" && exec_logged "$d/boundary.log" "${PIN_PROXY[@]}" node "$(entry_of "$dist")" run "${RUN_FLAGS[@]}") 2>"$d/stderr.log" &
   PID_OF[boundary-ref]=$!
   await_boundary boundary-ref "$d" "$BR_ADMIN"
 }
