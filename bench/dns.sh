@@ -188,6 +188,8 @@ echo "load after: $(cut -d' ' -f1-3 /proc/loadavg)" >&2
 median() { sort -g | awk '{a[NR] = $1} END {if (NR == 0) print "n/a"; else if (NR % 2) print a[(NR + 1) / 2]; else printf "%.3f\n", (a[NR / 2] + a[NR / 2 + 1]) / 2}'; }
 col() { [ -f "$1" ] || { echo n/a; return; }; awk -v c="$2" '{print $c}' "$1" | grep -v n/a | median; }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN {if (a != "n/a" && b != "n/a" && b > 0) printf "%.2fx", a / b}'; }
+# Column COL of A over the same column of B, round by round (one line of a .tput file per round).
+per_round() { paste -d' ' <(awk -v c="$1" '{print $c}' "$2") <(awk -v c="$1" '{print $c}' "$3") | awk '{if ($2 > 0) printf "%.2f ", $1 / $2}'; }
 
 echo
 echo "dnsperf, ${RUNS} interleaved rounds x ${SECONDS_PER_RUN} s per case; each server pinned to CPU ${SERVER_CPU}, dnsperf to CPU ${CLIENT_CPU}; medians."
@@ -234,19 +236,19 @@ for shape in $SHAPES; do
   fi
   if has boundary && has boundary-workers; then
     for set in allowed refused; do
-      echo "per-round boundary-workers/boundary qps ($shape, $set): $(paste -d' ' <(awk '{print $1}' "$work/$shape-boundary-workers-$set.tput") <(awk '{print $1}' "$work/$shape-boundary-$set.tput") | awk '{if ($2 > 0) printf "%.2f ", $1 / $2}')"
+      echo "per-round boundary-workers/boundary qps ($shape, $set): $(per_round 1 "$work/$shape-boundary-workers-$set.tput" "$work/$shape-boundary-$set.tput")"
     done
   fi
   # CPU per query of boundary over each other Node server's in the same round (below 1: boundary cheaper).
   for other in boundary-ref node-floor; do
     has boundary && has "$other" || continue
     for set in allowed refused; do
-      echo "per-round boundary/$other CPU µs per query ($shape, $set): $(paste -d' ' <(awk '{print $6}' "$work/$shape-boundary-$set.tput") <(awk '{print $6}' "$work/$shape-$other-$set.tput") | awk '{if ($2 > 0) printf "%.2f ", $1 / $2}')"
+      echo "per-round boundary/$other CPU µs per query ($shape, $set): $(per_round 6 "$work/$shape-boundary-$set.tput" "$work/$shape-$other-$set.tput")"
     done
   done
   if has boundary && has dnsmasq; then
     for set in allowed refused; do
-      echo "per-round boundary/dnsmasq qps ($shape, $set): $(paste -d' ' <(awk '{print $1}' "$work/$shape-boundary-$set.tput") <(awk '{print $1}' "$work/$shape-dnsmasq-$set.tput") | awk '{if ($2 > 0) printf "%.2f ", $1 / $2}')"
+      echo "per-round boundary/dnsmasq qps ($shape, $set): $(per_round 1 "$work/$shape-boundary-$set.tput" "$work/$shape-dnsmasq-$set.tput")"
     done
   fi
 done
