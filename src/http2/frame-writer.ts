@@ -16,10 +16,11 @@ import { encodeHeaderBlockAfter, encodeHeaderBlockInto, headerBlockBound } from 
  */
 export const H2_FRAMES_PER_WRITE = 16;
 /**
- * A batch buffer's size: one full frame. A batch is written once the socket's 16 KB high-water mark is reached
- * anyway, and a frame larger than what is left starts a new write.
+ * A batch buffer's size: two full frames. A batch is written once the socket's 16 KB high-water mark is reached, so a
+ * full DATA frame after smaller ones (a WINDOW_UPDATE) still goes in the same write; a frame larger than what is left
+ * starts a new one.
  */
-export const H2_WRITE_BATCH_BYTES = FRAME_HEADER_BYTES + H2_FRAME_BYTES;
+export const H2_WRITE_BATCH_BYTES = 2 * (FRAME_HEADER_BYTES + H2_FRAME_BYTES);
 /**
  * Batch buffers kept for reuse between ticks: as many as connections written in one tick (one origin's answers go to
  * every tunnel sharing its session), up to this many; past it, a batch is let go once written.
