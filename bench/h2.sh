@@ -24,7 +24,8 @@
 #             a commit is run as a built dist/ as it is (an uncommitted variant: a copy of dist/ made before an edit).
 #   H2LOAD_ARGS  extra h2load arguments for every run, e.g. "--rps=300" (requests per second per connection): a
 #             fixed load both builds keep up with, so what each allocates per request is compared in the same conditions.
-#   PIN       auto (default) | 0: with 2 cores h2load and the origin share cpu 0 and boundary gets cpu 1.
+#   PIN       auto (default) | 0: with 2 cores h2load and the origin share cpu 0 and boundary gets cpu 1. Each run also
+#             reports how long the pinned server waited for its core (ms per second): other work on that core.
 #   KEEP_TMP  1: keep the temp dir (each boundary's log, h2load output) for inspection
 #   BOUNDARY_NODE_FLAGS  extra node flags for boundary, e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof".
 #   FLOOR_NODE_FLAGS     the same for the codec-floor, node-floor and tls-floor proxies.
@@ -189,8 +190,19 @@ cpu_ticks() {
   echo "$sum"
 }
 CLK_TCK=$(getconf CLK_TCK)
-# One h2load run; prints "req/s p99_ms failed cpu_us_per_request" (CPU of the server under test: the origin for
-# direct, boundary or the floor proxy otherwise; robust to other load on the host, unlike req/s).
+# Nanoseconds the server's threads (and its children's) spent runnable but waiting for a CPU (/proc/.../schedstat,
+# second field). On a shared host another process pinned to the same core makes a fixed-rate run fall short of its
+# rate with a long p99 while the server's own CPU per request stays low: this tells such a starved round from a stall.
+run_queue_ns() {
+  local p t w sum=0
+  for p in "$1" $(pgrep -P "$1"); do
+    for t in /proc/"$p"/task/*/schedstat; do read -r _ w _ 2>/dev/null <"$t" && sum=$((sum + w)); done
+  done
+  echo "$sum"
+}
+# One h2load run; prints "req/s p99_ms failed cpu_us_per_request wait_ms_per_s" (CPU of the server under test: the
+# origin for direct, boundary or the floor proxy otherwise; robust to other load on the host, unlike req/s; and the
+# time it waited for its core, per second of the run).
 measure() {
   local route=$1 kase=$2 connect
   case $route in
@@ -202,8 +214,8 @@ measure() {
     # A synthetic mapping lives as long as its DNS answer (30 s): ask again, as a workload would, before each run.
     *) connect="$(dig @127.0.0.1 -p "${DNS_PORT[$route]}" +short "$HOST" A):$ORIGIN_PORT" ;;
   esac
-  local pid=${SERVER_PID[$route]} before
-  before=$(cpu_ticks "$pid")
+  local pid=${SERVER_PID[$route]} before waited started
+  before=$(cpu_ticks "$pid") waited=$(run_queue_ns "$pid") started=$(date +%s%N)
   rm -f "$WORK/req.log"
   # shellcheck disable=SC2086
   "${PIN_LOAD[@]}" h2load ${C_ARGS[$kase]} $H2LOAD_ARGS -t 1 -D "$DURATION" --warm-up-time="$WARMUP" --connect-to="$connect" \
@@ -213,10 +225,11 @@ measure() {
   rps=$(sed -nE 's/^finished in .*, ([0-9.]+) req\/s.*/\1/p' "$WORK/h2load.out")
   read -r ok failed < <(sed -nE 's/^requests: .* ([0-9]+) succeeded, ([0-9]+) failed.*/\1 \2/p' "$WORK/h2load.out")
   p99=$(awk '{print $3}' "$WORK/req.log" | sort -n | awk '{v[NR]=$1} END {i=int(NR*0.99); if (i<1) i=1; printf "%.2f", v[i]/1000}')
-  local ticks=$(($(cpu_ticks "$pid") - before)) finished
+  local ticks=$(($(cpu_ticks "$pid") - before)) finished queued
+  queued=$(awk -v w="$(($(run_queue_ns "$pid") - waited))" -v t="$(($(date +%s%N) - started))" 'BEGIN { printf "%.0f", (t > 0 ? w / t * 1000 : 0) }')
   finished=$(sed -nE 's/^requests: .* ([0-9]+) done,.*/\1/p' "$WORK/h2load.out")
   # Warm-up requests used CPU too: per request done over the whole run.
-  echo "${rps:-0} ${p99:-0} ${failed:-0} $(awk -v t="$ticks" -v hz="$CLK_TCK" -v n="${finished:-0}" -v w="$WARMUP" -v d="$DURATION" -v r="${rps:-0}" 'BEGIN { all = n + r * w; printf "%.0f", (all > 0 ? t / hz * 1e6 / all : 0) }')"
+  echo "${rps:-0} ${p99:-0} ${failed:-0} $(awk -v t="$ticks" -v hz="$CLK_TCK" -v n="${finished:-0}" -v w="$WARMUP" -v d="$DURATION" -v r="${rps:-0}" 'BEGIN { all = n + r * w; printf "%.0f", (all > 0 ? t / hz * 1e6 / all : 0) }') $queued"
 }
 read -r -a ROUTE_LIST <<<"$ROUTES"
 for ((r = 1; r <= RUNS; r++)); do
@@ -225,9 +238,9 @@ for ((r = 1; r <= RUNS; r++)); do
   if ((r % 2 == 0)); then for ((i = ${#ROUTE_LIST[@]} - 1, j = 0; i >= 0; i--, j++)); do order[j]=${ROUTE_LIST[i]}; done; fi
   for kase in $CASES; do
     for route in "${order[@]}"; do
-      read -r rps p99 failed cpu < <(measure "$route" "$kase")
-      printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$r" "$kase" "$route" "$rps" "$p99" "$failed" "$cpu" >>"$RESULTS"
-      log "round $r $kase $route: $rps req/s, p99 $p99 ms, $failed failed, $cpu µs CPU/request"
+      read -r rps p99 failed cpu queued < <(measure "$route" "$kase")
+      printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$r" "$kase" "$route" "$rps" "$p99" "$failed" "$cpu" "$queued" >>"$RESULTS"
+      log "round $r $kase $route: $rps req/s, p99 $p99 ms, $failed failed, $cpu µs CPU/request, waited for a CPU $queued ms/s"
     done
   done
 done
@@ -239,9 +252,10 @@ const rows = require('node:fs').readFileSync(process.argv[2], 'utf8').trim().spl
 const median = (xs) => { const s = [...xs].sort((a, b) => a - b); const m = s.length >> 1; return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2; };
 const cases = [...new Set(rows.map((r) => r[1]))];
 console.log(`\nh2load, medians of ${process.argv[3]} interleaved rounds x ${process.argv[4]} s. req/s ratio: route / direct;`);
-console.log('cpu ratio: the origin\'s CPU per request over the route\'s (one core\'s capacity ratio); failed counts requests in flight when the run ended.\n');
-console.log('| case | route | req/s | p99 ms | failed | cpu µs/req | req/s ratio | cpu ratio | per-round req/s ratios |');
-console.log('|---|---|---:|---:|---:|---:|---:|---:|---|');
+console.log('cpu ratio: the origin\'s CPU per request over the route\'s (one core\'s capacity ratio); failed counts requests in flight when the run ended;');
+console.log('wait: ms per second of the run the server was runnable but not running (another process on its core).\n');
+console.log('| case | route | req/s | p99 ms | failed | cpu µs/req | wait ms/s | req/s ratio | cpu ratio | per-round req/s ratios |');
+console.log('|---|---|---:|---:|---:|---:|---:|---:|---:|---|');
 for (const c of cases) {
   const of = (route, i) => rows.filter((r) => r[1] === c && r[2] === route).map((r) => Number(r[i]));
   const d = of('direct', 3);
@@ -254,7 +268,7 @@ for (const c of cases) {
     const per = vs ? own.map((x, i) => (x / d[i]).toFixed(2)).join(' ') : '';
     const cpu = median(of(route, 6));
     const cpuRatio = vs ? `${(dCpu / cpu).toFixed(2)}x` : '';
-    console.log(`| ${c} | ${route} | ${rps.toFixed(0)} | ${p99.toFixed(2)} | ${failed} | ${cpu.toFixed(0)} | ${ratio} | ${cpuRatio} | ${per} |`);
+    console.log(`| ${c} | ${route} | ${rps.toFixed(0)} | ${p99.toFixed(2)} | ${failed} | ${cpu.toFixed(0)} | ${median(of(route, 7)).toFixed(0)} | ${ratio} | ${cpuRatio} | ${per} |`);
   }
 }
 // BOUNDARY_REF: the change against the reference, round by round (both ran in the same rounds, one after the other).

@@ -6,7 +6,7 @@
 // most a window of each stream and of the connection.
 
 import type { FrameWriter } from './frame-writer.js';
-import { Flag, FrameType, H2_DEFAULT_WINDOW, H2_FRAME_BYTES, frame, frame32 } from './frames.js';
+import { Flag, FrameType, H2_DEFAULT_WINDOW, H2_FRAME_BYTES, frame32 } from './frames.js';
 
 /** Body bytes queued on a stream beyond its send window before the body's source is asked to wait. */
 export const H2_UPSTREAM_BODY_HIGH_WATER_BYTES = 65_536;
@@ -98,7 +98,7 @@ export class BodySender {
     const n = chunk.length;
     if (stream.state === 'open' && stream.queued === 0 && !stream.blocked && stream.ending === undefined && n > 0 && n <= H2_FRAME_BYTES && n <= stream.sendWindow && n <= this.window) {
       // Nothing waits before it and the windows take it all: one DATA frame now, without a turn through the queue.
-      this.out.send(frame(FrameType.DATA, 0, stream.id, chunk));
+      this.out.data(stream.id, 0, chunk);
       stream.sendWindow -= n;
       this.window -= n;
       if (!this.out.needDrain) return true;
@@ -127,7 +127,7 @@ export class BodySender {
       if (room <= 0) return;
       const head = stream.queue[0]!;
       const n = Math.min(room, head.length);
-      this.out.send(frame(FrameType.DATA, 0, stream.id, head, 0, n));
+      this.out.data(stream.id, 0, head, 0, n);
       stream.sendWindow -= n;
       this.window -= n;
       stream.queued -= n;
@@ -137,7 +137,7 @@ export class BodySender {
     if (stream.ending !== undefined && !stream.localEnded) {
       stream.localEnded = true;
       if (stream.ending === null || stream.ending.length === 0) {
-        if (!this.out.endOnLastData(stream.id)) this.out.send(frame(FrameType.DATA, Flag.END_STREAM, stream.id));
+        if (!this.out.endOnLastData(stream.id)) this.out.data(stream.id, Flag.END_STREAM);
       }
       else this.out.headers(stream.id, stream.ending, true);
       this.ended(stream);

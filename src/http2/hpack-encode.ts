@@ -79,17 +79,30 @@ export function encodeHeaderBlock(flat: readonly string[]): Buffer {
   return encodeHeaderBlockAfter(flat, 0, false);
 }
 
+/** The most octets `flat` can take encoded, with a table size update and a `:status` ahead of it. */
+export function headerBlockBound(flat: readonly string[]): number {
+  if (flat.length % 2 !== 0) throw new BoundaryError('UPSTREAM_REQUEST_INVALID', 'header list has a name without a value');
+  let bound = 1 + STATUS_FIELD_BYTES + (flat.length / 2) * FIELD_OVERHEAD_BOUND_BYTES;
+  for (let i = 0; i < flat.length; i++) bound += flat[i]!.length;
+  return bound;
+}
+
 /**
  * encodeHeaderBlock's block after `reserve` octets left unwritten for the caller (a frame header, so the block needs
  * no copy into its frame), led by a dynamic table size update to 0 (RFC 7541 §6.3) when `tableSizeZero`, then by
  * `:status` when `status` (100-999) is given, as if `flat` began with it.
  */
 export function encodeHeaderBlockAfter(flat: readonly string[], reserve: number, tableSizeZero: boolean, status = 0): Buffer {
-  if (flat.length % 2 !== 0) throw new BoundaryError('UPSTREAM_REQUEST_INVALID', 'header list has a name without a value');
-  let bound = reserve + 1 + STATUS_FIELD_BYTES;
-  for (let i = 0; i < flat.length; i++) bound += flat[i]!.length;
-  const out = Buffer.allocUnsafe(bound + (flat.length / 2) * FIELD_OVERHEAD_BOUND_BYTES) as Latin1Buffer;
-  let pos = reserve;
+  const out = Buffer.allocUnsafe(reserve + headerBlockBound(flat));
+  return out.subarray(0, encodeHeaderBlockInto(out, reserve, flat, tableSizeZero, status));
+}
+
+/**
+ * Encodes the block into `buf` from `pos`, which has headerBlockBound(flat) octets of room, and returns where it ends:
+ * a frame writer's batch takes it in place (frame-writer.ts).
+ */
+export function encodeHeaderBlockInto(buf: Buffer, pos: number, flat: readonly string[], tableSizeZero: boolean, status = 0): number {
+  const out = buf as Latin1Buffer;
   // 001 prefix, 5-bit integer 0.
   if (tableSizeZero) out[pos++] = 0x20;
   if (status !== 0) pos = writeStatus(out, pos, status);
@@ -110,5 +123,5 @@ export function encodeHeaderBlockAfter(flat: readonly string[], reserve: number,
     if (nameIndex === 0) pos = writeString(out, pos, name);
     pos = writeString(out, pos, value);
   }
-  return out.subarray(0, pos);
+  return pos;
 }

@@ -1,10 +1,11 @@
 // FrameWriter: the frames of one tick go out as one write, in order; past H2_FRAMES_PER_WRITE frames or the socket's
-// high-water mark they go at once; a header block too long for one frame is split into HEADERS and CONTINUATION.
+// high-water mark they go at once; a header block too long for one frame is split into HEADERS and CONTINUATION; the
+// batch buffers reused from tick to tick never change bytes a socket was given.
 import assert from 'node:assert/strict';
 import { once } from 'node:events';
 import { createServer, type Server, type Socket, connect } from 'node:net';
 import { after, before, describe, it } from 'node:test';
-import { FrameWriter, H2_FRAMES_PER_WRITE } from '../../src/http2/frame-writer.js';
+import { FrameWriter, H2_FRAMES_PER_WRITE, H2_WRITE_BATCH_BYTES } from '../../src/http2/frame-writer.js';
 import { FRAME_HEADER_BYTES, Flag, FrameType, H2_FRAME_BYTES, frame, frame32 } from '../../src/http2/frames.js';
 import { encodeHeaderBlock } from '../../src/http2/hpack-encode.js';
 
@@ -127,5 +128,44 @@ describe('FrameWriter', () => {
     const second = frame(FrameType.CONTINUATION, Flag.END_HEADERS, 5, block, H2_FRAME_BYTES, block.length);
     const third = frame(FrameType.HEADERS, Flag.END_HEADERS, 7, encodeHeaderBlock([':status', '204']));
     assert.deepEqual(bytes, Buffer.concat([first, second, third]));
+  });
+
+  it('keeps what it wrote intact while its batch buffers serve later ticks and other connections', async () => {
+    const a = await pair();
+    const b = await pair();
+    // The very buffers each socket was given, and their bytes when given.
+    const given: [Buffer, Buffer][] = [];
+    for (const socket of [a.socket, b.socket]) {
+      const write = socket.write.bind(socket);
+      socket.write = ((chunk: Buffer, ...rest: never[]) => {
+        given.push([chunk, Buffer.from(chunk)]);
+        return write(chunk, ...rest);
+      }) as typeof socket.write;
+    }
+    const writers = [new FrameWriter(a.socket), new FrameWriter(b.socket)];
+    const expected: Buffer[][] = [[], []];
+    // Sizes that fill a batch part way, cross its end, and take a whole one: frames of one tick span batches.
+    const sizes = [10, 3000, H2_FRAME_BYTES, 7, H2_WRITE_BATCH_BYTES - 4000, 1];
+    for (let tick = 0; tick < 6; tick++) {
+      for (let w = 0; w < 2; w++) {
+        for (const [i, size] of sizes.entries()) {
+          const id = 1 + 2 * i;
+          const payload = Buffer.alloc(size, tick * 16 + w * 8 + i);
+          writers[w]!.data(id, 0, payload);
+          expected[w]!.push(frame(FrameType.DATA, 0, id, payload));
+        }
+        writers[w]!.headers(3, [':status', '200', 'x-tick', String(tick)], false);
+        expected[w]!.push(frame(FrameType.HEADERS, Flag.END_HEADERS, 3, encodeHeaderBlock([':status', '200', 'x-tick', String(tick)])));
+        assert.equal(writers[w]!.endOnLastData(3), false, 'the last frame is HEADERS');
+        writers[w]!.data(9, 0, Buffer.from('end'));
+        assert.equal(writers[w]!.endOnLastData(9), true);
+        expected[w]!.push(frame(FrameType.DATA, Flag.END_STREAM, 9, Buffer.from('end')));
+      }
+      await new Promise((r) => setImmediate(r));
+    }
+    assert.deepEqual(await a.received(), Buffer.concat(expected[0]!));
+    assert.deepEqual(await b.received(), Buffer.concat(expected[1]!));
+    assert.ok(given.length > 12);
+    for (const [chunk, bytes] of given) assert.ok(chunk.equals(bytes), 'a written buffer changed after the write');
   });
 });
