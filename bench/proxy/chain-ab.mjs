@@ -1,14 +1,18 @@
 // bench/proxy/chain-ab.mjs — two compiled trees side by side in one process, for the per-request work HTTP/1.1 and
 // HTTP/2 share, too small to see through a noisy host's end-to-end runs: a forward GET (the policy bench/proxy.sh
 // writes, an L4 endpoint) run through each tree's real request chain, its outcome counted by the proxy's metrics
-// (a real registry) and written as an audit line to /dev/null through the production sink (denial ring included).
+// (a real registry) and written as an audit line through the production sink (denial ring included) to a file, as
+// bench/proxy.sh's boundary writes its log (a regular file is written from the loop), emptied after every block.
 // Blocks of each tree alternate, a tick of requests at a time as a proxy serves them; prints the CPU per request of
 // each and the median per-block ratio B/A. Bounded loops; no sockets (the destination is answered by the hosts file).
 //
 // Usage: node bench/proxy/chain-ab.mjs <dist A> <dist B> [blocks=30]
 //        e.g. bench/out/build-<sha>/dist (what BOUNDARY_REF builds) against dist
-import { openSync } from 'node:fs';
-import { resolve } from 'node:path';
+//        L7=1 node bench/proxy/chain-ab.mjs ...   the endpoint bench/h2.sh's policy has (protocol: rest, access: full):
+//        every request decided by method and path as well
+import { ftruncateSync, mkdtempSync, openSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 
 const [dirA, dirB, blocksArg] = process.argv.slice(2);
@@ -18,6 +22,10 @@ const HOST = 'origin.bench.test';
 const PORT = 18080;
 const PER_TICK = 100;
 const PER_BLOCK = 20_000;
+const L7_ENDPOINT = process.env.L7 === '1' ? '\n        protocol: rest\n        enforcement: enforce\n        access: full' : '';
+const logDir = mkdtempSync(join(tmpdir(), 'boundary-chain-ab-'));
+process.on('exit', () => rmSync(logDir, { recursive: true, force: true }));
+let logs = 0;
 
 async function load(dir) {
   const l = (f) => import(pathToFileURL(`${resolve(dir)}/${f}`).href);
@@ -51,7 +59,7 @@ network_policies:
     name: bench-origin
     endpoints:
       - host: ${HOST}
-        port: ${PORT}
+        port: ${PORT}${L7_ENDPOINT}
     binaries:
       - path: "/**"
 `));
@@ -60,7 +68,9 @@ network_policies:
   const resolver = createCachingResolver(createUpstreamResolver({ servers: [{ host: '127.0.0.1', port: 9 }], hosts }), { now: Date.now });
   const credentials = createStaticCredentialSource({ providers: [] });
   const selves = prepareSelfAddresses(Object.freeze([{ ip: '127.0.0.1', port: 3128 }].map(Object.freeze)));
-  const logger = createLogger({ format: 'json', destination: createBufferedDestination(openSync('/dev/null', 'w')) });
+  // Appending, so emptying the file between blocks (ftruncate) starts it over.
+  const logFd = openSync(join(logDir, `audit-${logs++}.log`), 'a');
+  const logger = createLogger({ format: 'json', destination: createBufferedDestination(logFd) });
   const sink = recordingDenials(createAuditSink({ logger, now: Date.now, format: 'json' }), createDenialRing(), Date.now);
   // The composition root's memo of normalised hosts, handed to the destination and always-blocked checks.
   const hostCache = createHostCache();
@@ -100,7 +110,7 @@ network_policies:
   // The first request looks the name up (a promise); every later one finds it cached, as under steady load.
   const first = await chain.run(request(40000));
   if (first !== undefined) throw new Error(`not relayed: ${first.reason}`);
-  return (from) => {
+  const tick = (from) => {
     for (let i = 0; i < PER_TICK; i++) {
       const r = request(40000 + ((from + i) & 8191));
       const refused = chain.run(r);
@@ -109,6 +119,7 @@ network_policies:
       emitOutcome(sink, ctx.metrics, requestOutcome(r));
     }
   };
+  return { tick, empty: () => ftruncateSync(logFd, 0) };
 }
 
 const trees = [await load(dirA), await load(dirB)];
@@ -116,19 +127,20 @@ const cpu = () => {
   const u = process.cpuUsage();
   return u.user + u.system;
 };
-const block = async (tick) => {
+const block = async (tree) => {
   for (let t = 0; t < PER_BLOCK / PER_TICK; t++) {
-    tick(t * PER_TICK);
+    tree.tick(t * PER_TICK);
     await new Promise((r) => setImmediate(r));
   }
 };
-for (const tick of trees) for (let w = 0; w < 3; w++) await block(tick);
+for (const tree of trees) for (let w = 0; w < 3; w++) await block(tree);
 const per = [[], []];
 for (let k = 0; k < BLOCKS; k++) {
   for (const i of k % 2 ? [1, 0] : [0, 1]) {
     const t = cpu();
     await block(trees[i]);
     per[i].push(((cpu() - t) * 1000) / PER_BLOCK);
+    trees[i].empty();
   }
 }
 const med = (xs) => [...xs].sort((x, y) => x - y)[xs.length >> 1];
