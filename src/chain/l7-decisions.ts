@@ -1,8 +1,10 @@
 // The request-level decisions of each policy that continue from a connection-level allow (`after`): decide() is pure,
 // and with `after` it reads nothing of the intent but the method, path and query (the host, port and identity are
 // the allow's, and its endpoints are the ones matched), so the same request line under the same allow gets the same
-// frozen decision. A request with a read body (GraphQL, JSON-RPC) is always decided anew. Used by the l7 stage.
+// frozen decision. A request with a read body (GraphQL, JSON-RPC) or a process claim is always decided anew. Used by
+// the l7 stage.
 
+import { NOT_LOOKED_UP } from '../policy/binary-identity.js';
 import { decide } from '../policy/decide.js';
 import type { Decision, EgressIntent, Policy } from '../policy/types.js';
 
@@ -33,10 +35,12 @@ export function createL7Decisions(): (policy: Policy, intent: EgressIntent) => D
   // A reload swaps in a new policy object: its decisions start empty, the old ones go with it.
   const byPolicy = new WeakMap<Policy, Remembered>();
   return function decideL7(policy, intent) {
-    const { after, method, path, query } = intent;
+    const { after, method, path, query, identity } = intent;
     // decide() continues from `after` only on these terms (policy/decide.ts decideEgress); anything else is decided in full.
     const continues = after !== undefined && after.verdict !== 'deny' && after.layer === 'l4' && after.generation === policy.generation;
     if (!continues || method === undefined || path === undefined || intent.graphql !== undefined || intent.jsonRpc !== undefined) return decide(policy, intent);
+    // A process claim's allow is made afresh for every request (l4-decisions.ts): nothing would be asked twice.
+    if (identity !== undefined && identity !== NOT_LOOKED_UP) return decide(policy, intent);
     if (path.length + (query?.length ?? 0) > MAX_REMEMBERED_L7_TARGET_CHARS) return decide(policy, intent);
     let memo = byPolicy.get(policy);
     if (memo === undefined) {

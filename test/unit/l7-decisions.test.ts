@@ -5,6 +5,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { createL4Decisions } from '../../src/chain/l4-decisions.js';
 import { createL7Decisions, MAX_REMEMBERED_L7_DECISIONS, MAX_REMEMBERED_L7_TARGET_CHARS } from '../../src/chain/l7-decisions.js';
+import type { ProcessClaim } from '../../src/policy/binary-identity.js';
 import { decide } from '../../src/policy/decide.js';
 import { parsePolicy } from '../../src/policy/parse.js';
 import { withGeneration } from '../../src/policy/store.js';
@@ -85,8 +86,13 @@ describe('l7 decisions', () => {
     assert.equal(stale.generation, POLICY.generation + 1);
   });
 
-  it('decides anew a request with a read body, without an allow to continue from, or with a long target', () => {
+  it('decides anew a request with a read body, a process claim, without an allow to continue from, or with a long target', () => {
     const decideL7 = createL7Decisions();
+    const claim: ProcessClaim = { kind: 'process', pid: 7, exe: '/usr/bin/curl', ancestors: [], cmdlinePaths: [], resolved: new Map(), verified: new Set(['/usr/bin/curl']), distrusted: [] };
+    const allowed = decideL4(POLICY, { adapter: 'l7', host: 'api.example.test', port: 443, identity: claim });
+    const held: EgressIntent = { adapter: 'l7', host: 'api.example.test', port: 443, method: 'GET', path: '/v1/items', identity: claim, after: allowed };
+    assert.notEqual(decideL7(POLICY, held), decideL7(POLICY, held));
+    assert.deepEqual(decideL7(POLICY, held), decide(POLICY, held));
     const graphql = { ...request('POST', '/v1/items', 'mode=fast'), graphql: { operations: [] } } as unknown as EgressIntent;
     assert.notEqual(decideL7(POLICY, graphql), decideL7(POLICY, graphql));
     const alone: EgressIntent = { adapter: 'l7', host: 'api.example.test', port: 443, method: 'GET', path: '/v1/items' };
