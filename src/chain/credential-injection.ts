@@ -78,7 +78,7 @@ export function credentialHead(input: {
   const q = input.target.indexOf('?');
   const path = q < 0 ? input.target : input.target.slice(0, q);
   const query = q < 0 ? undefined : input.target.slice(q + 1);
-  const scope = scopeFor({ source: input.source, host: input.host, port: input.port, path, endpoint: input.endpoint, ...(input.family === undefined ? {} : { family: input.family }) });
+  const scope = scopeFor({ source: input.source, host: input.host, port: input.port, path, endpoint: input.endpoint, family: input.family });
   // The common case, asked on the flat list: nothing to place, no marker anywhere (see below).
   if (scope.boundKeys.length === 0 && !flatHeadHasMarker({ method: input.method, path, query, headers: input.headers })) {
     const flat = input.headers.slice();

@@ -4,7 +4,7 @@
 
 import { formatAuthority } from '../net/host.js';
 import type { Mapping } from '../net/synthetic.js';
-import { identityFields } from './identity-gate.js';
+import { addIdentityFields } from './identity-gate.js';
 import { callEventFields } from './jsonrpc-denial.js';
 import { lookupFields } from './lookup-refusal.js';
 import { tunnelTargetOf } from './dial.js';
@@ -30,7 +30,7 @@ export function requestOutcome(r: ChainRequest): Outcome {
   if (decision !== undefined) {
     extra.rule = decision.rule;
     extra.endpoint = decision.endpoint?.id;
-    Object.assign(extra, identityFields(decision, r.identity));
+    addIdentityFields(extra, decision, r.identity);
     if (r.overrideMethod !== undefined) extra.method_override = r.overrideMethod;
     if (decision.calls !== undefined && decision.calls.length > 0) Object.assign(extra, callEventFields(decision.calls));
   }
@@ -111,7 +111,7 @@ export function connectionOutcome(c: ConnectionRequest): Outcome {
   const decision = c.decision;
   if (decision !== undefined) {
     if (!capture || c.endpoint !== undefined) extra.endpoint = c.endpoint?.id ?? decision.endpoint?.id;
-    Object.assign(extra, identityFields(decision, c.identity));
+    addIdentityFields(extra, decision, c.identity);
     if (c.settled?.reason !== decision.reason || decision.verdict !== 'deny') extra.inspect = c.inspect;
   }
   const dest = c.destinationFacts;

@@ -140,7 +140,12 @@ export function identityFinding(decision: Decision): string | undefined {
 
 /** What the decision event says of the identity it was made with (docs/events.md#identity-fields). */
 export function identityFields(decision: Decision, claim: IdentityClaim | undefined): Record<string, unknown> {
-  const fields: Record<string, unknown> = { identity: decision.binaryIdentity };
+  return addIdentityFields({}, decision, claim);
+}
+
+/** identityFields written into `fields` (an event's extra fields, built once per request), in the same order. */
+export function addIdentityFields(fields: Record<string, unknown>, decision: Decision, claim: IdentityClaim | undefined): Record<string, unknown> {
+  fields.identity = decision.binaryIdentity;
   if (decision.binary !== undefined) {
     // The process the decision names: of several holding the connection, the one refused.
     fields.binary = decision.binary;

@@ -18,7 +18,7 @@ interface ScopeRequest {
   /** The endpoint the policy decision selected; its credential_binding provider is bound too. */
   readonly endpoint?: Endpoint | undefined;
   /** The placeholder family this boundary resolves (default openshell); the other one never resolves. */
-  readonly family?: PlaceholderFamily;
+  readonly family?: PlaceholderFamily | undefined;
 }
 
 /** Why a placeholder did not resolve. Closed set, never a key name: safe for logs. */
@@ -192,8 +192,11 @@ export function routeCarriesCredentials(request: {
   readonly endpoint?: Endpoint | undefined;
 }): boolean {
   if (request.endpoint?.credentialProvider !== undefined) return true;
+  const providers = request.source.current().providers;
+  // No provider, no endpoint to match: the host goes unread.
+  if (providers.size === 0) return false;
   const host = normaliseRequestHost(request.host);
-  for (const provider of request.source.current().providers.values()) {
+  for (const provider of providers.values()) {
     // A client certificate is a credential too: presenting it needs the connection terminated (client-cert.ts).
     const holds = provider.keys.size > 0 || provider.grants.length > 0 || provider.clientCertificate !== undefined;
     if (holds && provider.endpoints.some((e) => e.matchesAuthority(host, request.port))) return true;

@@ -31,11 +31,15 @@ function holeText(hole: OcsfHole, time: number, uid: string, srcPort: unknown): 
 /**
  * `write(event, time, uid, level)` writes the event's line (at info when no level is given); `uid` must be a
  * UUID as event-uid.ts or randomUUID() writes it (hex digits and dashes, which JSON writes as they are). Throws where the renderers throw.
+ * `clock` is the one `time` was read from: when the writer times its lines by the same clock, the line's time is
+ * that reading (the event's), not a second one.
  */
 export function createAuditLineWriter(
   writer: RawLineWriter,
   product: ProductInfo | undefined,
+  clock?: () => number,
 ): (event: AuditEvent, time: number, uid: string, level?: RawLineLevel) => void {
+  const sameClock = clock !== undefined && writer.clock === clock;
   const renderers = createOcsfJsonRenderers();
   const templates = createAuditMemo<LineTemplate>();
   const templateProduct = product ?? DEFAULT_PRODUCT;
@@ -71,7 +75,7 @@ export function createAuditLineWriter(
     const template = templateFor(event);
     if (template === undefined) {
       const meta = product === undefined ? { time, uid } : { time, uid, product };
-      writer.write(`${fieldPrefix}${renderers.render(event, meta)},"msg":${jsonString(toShorthand(event))}${end}`, level);
+      writer.write(`${fieldPrefix}${renderers.render(event, meta)},"msg":${jsonString(toShorthand(event))}${end}`, level, sameClock ? time : undefined);
       return;
     }
     const { texts, bytes, holes } = template;
@@ -86,12 +90,12 @@ export function createAuditLineWriter(
         parts[2 + 2 * i] = holeText(holes[i] as OcsfHole, time, uid, srcPort);
         parts[3 + 2 * i] = bytes[i + 1] as Uint8Array;
       }
-      writer.writeParts(parts, level);
+      writer.writeParts(parts, level, sameClock ? time : undefined);
       return;
     }
     const strings = texts as readonly string[];
     let body = strings[0] as string;
     for (let i = 0; i < holes.length; i++) body += `${holeText(holes[i] as OcsfHole, time, uid, srcPort)}${strings[i + 1] as string}`;
-    writer.write(body, level);
+    writer.write(body, level, sameClock ? time : undefined);
   };
 }

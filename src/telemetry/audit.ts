@@ -47,7 +47,7 @@ export function createAuditSink(options: {
   const audit = QUIET_LEVELS.has(logger.level) ? logger.child({}, { level: AUDIT_LEVEL }) : logger;
   const listeners = new Set<AuditListener>();
   const writer = format === 'json' ? createRawLineWriter(audit, 'ocsf') : undefined;
-  const writeOcsf = writer === undefined ? undefined : createAuditLineWriter(writer, product);
+  const writeOcsf = writer === undefined ? undefined : createAuditLineWriter(writer, product, now);
   const writeShorthand = format === 'json' ? undefined : createShorthandAuditWriter(audit);
 
   /** A random v4 UUID (hex digits and dashes): the line writer relies on it (see createAuditLineWriter). */

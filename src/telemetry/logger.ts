@@ -97,12 +97,18 @@ export interface RawLineWriter {
   readonly fieldPrefix: string;
   /** `}` and the EOL, as pino ends a line after its message. */
   readonly end: string;
-  write(body: string, level?: RawLineLevel): void;
+  write(body: string, level?: RawLineLevel, time?: number): void;
   /** True when the destination takes a line in parts; writeParts then skips making one string of it. */
   readonly takesParts: boolean;
   /** write(body) for the body in parts; `parts[0]` is overwritten with the line's start. */
-  writeParts(parts: LinePart[], level?: RawLineLevel): void;
+  writeParts(parts: LinePart[], level?: RawLineLevel, time?: number): void;
+  /** The clock the line's `time` is read from when none is given; undefined when not known. A caller that has
+   *  just read this clock for the line's content passes that reading as `time` instead of a second read. */
+  readonly clock: (() => number) | undefined;
 }
+
+/** The clock behind each timestamp function createLogger gives pino (children share their parent's). */
+const lineClocks = new WeakMap<object, () => number>();
 
 /**
  * `write(body)` writes exactly `{"level":30,"time":...<bindings>` + body to the logger's destination, as
@@ -124,18 +130,20 @@ export function createRawLineWriter(logger: Logger, key: string): RawLineWriter 
   if (typeof time !== 'function' || typeof end !== 'string' || typeof internals[S.chindingsSym] !== 'string') return undefined;
   const timeOf = time as () => string;
   // Bindings are read per line: setBindings() may change them after the writer was made.
-  const start = (level: RawLineLevel | undefined): string =>
-    `${level === undefined || level === 'info' ? info : level === 'warn' ? warn : error}${timeOf()}${internals[S.chindingsSym] as string}`;
+  const clock = lineClocks.get(timeOf);
+  const start = (level: RawLineLevel | undefined, time: number | undefined): string =>
+    `${level === undefined || level === 'info' ? info : level === 'warn' ? warn : error}${time === undefined || clock === undefined ? timeOf() : `,"time":${time}`}${internals[S.chindingsSym] as string}`;
   const takesParts = typeof stream.writeParts === 'function';
   return {
     fieldPrefix: `,${JSON.stringify(key)}:`,
     end,
-    write(body: string, level?: RawLineLevel): void {
-      stream.write(`${start(level)}${body}`);
+    write(body: string, level?: RawLineLevel, time?: number): void {
+      stream.write(`${start(level, time)}${body}`);
     },
     takesParts,
-    writeParts(parts: LinePart[], level?: RawLineLevel): void {
-      parts[0] = start(level);
+    clock,
+    writeParts(parts: LinePart[], level?: RawLineLevel, time?: number): void {
+      parts[0] = start(level, time);
       if (takesParts) stream.writeParts?.(parts);
       else stream.write(joinParts(parts));
     },
@@ -177,7 +185,7 @@ function shorthandDestination(target: LogDestination): LogDestination {
 
 /**
  * A pino logger. `destination` defaults to asynchronous stdout (call `logger.flush()` before exit);
- * tests pass an in-memory stream. `now` feeds pino's `time` so lines follow an injected clock.
+ * tests pass an in-memory stream. `now` (default Date.now) feeds pino's `time` so lines follow an injected clock.
  */
 export function createLogger(options: {
   format: LogFormat;
@@ -187,13 +195,16 @@ export function createLogger(options: {
 }): Logger {
   const base = (options.destination ?? createBufferedDestination(1)) as LogDestination;
   const destination = options.format === 'shorthand' ? shorthandDestination(base) : base;
-  const now = options.now;
+  const now = options.now ?? Date.now;
+  // pino's own epoch timestamp when no clock is given, written the same way; remembered so a raw line writer knows its clock.
+  const timestamp = (): string => `,"time":${now()}`;
+  lineClocks.set(timestamp, now);
   return pino(
     {
       level: options.level ?? 'info',
       base: null,
       redact: { paths: redactPaths(), censor: REDACT_CENSOR },
-      ...(now === undefined ? {} : { timestamp: () => `,"time":${now()}` }),
+      timestamp,
     },
     destination as DestinationStream,
   );

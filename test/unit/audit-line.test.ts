@@ -3,7 +3,8 @@ import { describe, it } from 'node:test';
 import { pino } from 'pino';
 import { createAuditSink } from '../../src/telemetry/audit.js';
 import type { AuditEvent } from '../../src/telemetry/event.js';
-import { createLogger, createRawLineWriter } from '../../src/telemetry/logger.js';
+import { joinParts } from '../../src/telemetry/log-destination.js';
+import { createLogger, createRawLineWriter, type LinePart } from '../../src/telemetry/logger.js';
 import { CENSORED_UNMAPPED_KEYS, cleanText, MAX_UNMAPPED_KEYS, toOcsf, toShorthand, UNMAPPED_CENSOR } from '../../src/telemetry/ocsf.js';
 import { FORWARD_ALLOWED_EVENT, whatwgUrlParts } from '../harness/audit-events.js';
 import { logSink } from '../harness/log-sink.js';
@@ -40,6 +41,43 @@ describe('audit lines', () => {
       reference.info({ ocsf }, msg);
       assert.deepEqual(viaWriter.chunks, viaPino.chunks);
     }
+  });
+
+  it("reads a shared clock once per event: the line's time is the event's", () => {
+    // A destination that takes parts (the templated line's path) and one that takes strings only.
+    for (const takesParts of [true, false]) {
+      const lines: string[] = [];
+      const destination = takesParts
+        ? { write: (chunk: string) => lines.push(chunk) > 0, writeParts: (parts: readonly LinePart[]) => lines.push(joinParts(parts)) > 0 }
+        : { write: (chunk: string) => lines.push(chunk) > 0 };
+      let reads = 0;
+      const clock = (): number => T + 7 * ++reads;
+      const sink = createAuditSink({ logger: createLogger({ format: 'json', destination, now: clock }), now: clock, format: 'json' });
+      // pino reads the clock once when it is made.
+      reads = 0;
+      // Rendered, then seen again (memoised), then from its template.
+      for (let i = 0; i < 4; i++) sink.emit({ ...forwardAllowed, src: { ip: '10.0.0.1', port: 40000 + i } });
+      assert.equal(reads, 4);
+      const parsed = lines.map((line) => JSON.parse(line) as { time: number; ocsf: { time: number } });
+      assert.deepEqual(
+        parsed.map((line) => [line.time, line.ocsf.time]),
+        [1, 2, 3, 4].map((n) => [T + 7 * n, T + 7 * n]),
+      );
+    }
+  });
+
+  it('reads its own clock for the line when the sink reads another', () => {
+    const lines: string[] = [];
+    let lineReads = 0;
+    const logger = createLogger({ format: 'json', destination: { write: (chunk: string) => lines.push(chunk) > 0 }, now: () => T + ++lineReads });
+    const sink = createAuditSink({ logger, now: () => T - 1, format: 'json' });
+    lineReads = 0;
+    for (let i = 0; i < 3; i++) sink.emit(forwardAllowed);
+    assert.equal(lineReads, 3);
+    assert.deepEqual(
+      lines.map((line) => JSON.parse(line) as { time: number; ocsf: { time: number } }).map((line) => [line.time, line.ocsf.time]),
+      [1, 2, 3].map((n) => [T + n, T - 1]),
+    );
   });
 
   it('falls back to pino when a mixin or write hook would change the line', () => {

@@ -7,6 +7,7 @@ import type { Decision, EgressIntent } from '../../policy/types.js';
 import { methodOverrideDenial } from '../denials.js';
 import { methodOverride } from '../method-override.js';
 import type { ProxyMetrics } from '../../proxy/metrics.js';
+import { createL7Decisions } from '../l7-decisions.js';
 import { timedDecide } from '../timing.js';
 import { refusedEscape } from '../path.js';
 import type { ChainRequest } from '../request.js';
@@ -33,11 +34,12 @@ function intentOf(r: ChainRequest, method: string, path: string): EgressIntent {
 
 export function createL7Stage(deps: { readonly metrics: Pick<ProxyMetrics, 'now' | 'decisionSeconds'> }): Stage<ChainRequest> {
   const { metrics } = deps;
+  const decideL7 = createL7Decisions();
   const decideAs = (r: ChainRequest, method: string): Decision => {
     const policy = r.policy!;
-    const asWritten = timedDecide(metrics, policy, intentOf(r, method, r.path as string));
+    const asWritten = timedDecide(metrics, policy, intentOf(r, method, r.path as string), decideL7);
     if (r.strippedPath === undefined) return asWritten;
-    return stricter(asWritten, timedDecide(metrics, policy, intentOf(r, method, r.strippedPath)));
+    return stricter(asWritten, timedDecide(metrics, policy, intentOf(r, method, r.strippedPath), decideL7));
   };
   return {
     name: 'l7',
