@@ -315,6 +315,35 @@ describe('http1 server', () => {
     }
   });
 
+  it("gives every request the client's address and port, read once for the connection", async () => {
+    const peers: H1IncomingRequest['peer'][] = [];
+    const seen = await serve({
+      request(req, res) {
+        peers.push(req.peer);
+        res.writeHead(200, ['Content-Length', '0']).end();
+      },
+    });
+    try {
+      const socket = connect(seen.port, '127.0.0.1');
+      await once(socket, 'connect');
+      let got = '';
+      const answered = new Promise<void>((resolve) => {
+        socket.on('data', (d: Buffer) => {
+          got += d.toString('latin1');
+          if (got.split('HTTP/1.1 200').length === 3) resolve();
+        });
+      });
+      socket.write('GET /a HTTP/1.1\r\nHost: a\r\n\r\nGET /b HTTP/1.1\r\nHost: a\r\n\r\n');
+      await answered;
+      assert.equal(peers.length, 2);
+      assert.deepEqual(peers[0], { remoteAddress: '127.0.0.1', remotePort: socket.localPort });
+      assert.equal(peers[1], peers[0]);
+      socket.destroy();
+    } finally {
+      await seen.close();
+    }
+  });
+
   it('refuses a field value node:http would refuse before anything is written', async () => {
     let thrown: unknown;
     const strict = await serve({
