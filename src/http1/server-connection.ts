@@ -3,6 +3,7 @@
 // server's sweep, and CONNECT and Upgrade hand the socket (and the bytes after the head) to their handler.
 
 import type { Socket } from 'node:net';
+import { tokenEqualsLower } from './grammar.js';
 import type { H1ServerHandlers, H1ServerSettings } from './h1-server.js';
 import { feedSocket, type LlhttpParser, METHODS, ON, requestParser, type SocketFeed } from './server-parser.js';
 import { type BodyFlow, type Peer, ServerRequest } from './server-request.js';
@@ -173,8 +174,9 @@ export class ServerConnection implements BodyFlow, AnswerOwner {
       let expect: string | undefined;
       for (let i = 0; i < raw.length; i += 2) {
         const name = raw[i] as string;
-        if (name.length === 4 && name.toLowerCase() === 'host') host = true;
-        else if (name.length === 6 && expect === undefined && name.toLowerCase() === 'expect') expect = raw[i + 1];
+        // llhttp (strict) lets only tokens through as names: a case-folding compare is exact, and makes no copy.
+        if (tokenEqualsLower(name, 'host')) host = true;
+        else if (expect === undefined && tokenEqualsLower(name, 'expect')) expect = raw[i + 1];
       }
       if (!host) {
         res.writeHead(400, ['Connection', 'close']).end();

@@ -170,12 +170,17 @@ describe('http1 server', () => {
     assert.match(rest, /POST \/c ok$/);
     const refused = await raw(s.port, ['POST /c HTTP/1.1\r\nHost: a\r\nContent-Length: 2\r\nExpect: something\r\n\r\n'], /\r\n\r\n/);
     assert.match(refused, /^HTTP\/1\.1 417 /);
+    // The field names in any case.
+    const shouted = await raw(s.port, ['POST /c HTTP/1.1\r\nHOST: a\r\nContent-Length: 2\r\neXpEcT: something\r\n\r\n'], /\r\n\r\n/);
+    assert.match(shouted, /^HTTP\/1\.1 417 /);
   });
 
   it('answers 400 to an HTTP/1.1 request without Host, without calling the handler', async () => {
     const got = await raw(s.port, ['GET /nohost HTTP/1.1\r\n\r\n']);
     assert.match(got, /^HTTP\/1\.1 400 Bad Request\r\nConnection: close\r\n/);
     assert.doesNotMatch(got, /nohost/);
+    const lookalike = await raw(s.port, ['GET /hosts HTTP/1.1\r\nHosts: a\r\nHost-: a\r\n\r\n']);
+    assert.match(lookalike, /^HTTP\/1\.1 400 Bad Request\r\n/);
   });
 
   it('answers an HTTP/1.0 client without chunking, and closes after the answer', async () => {
