@@ -145,7 +145,7 @@ class Pool implements H1Pool, ConnectionPool {
 
   /** A finished, reusable socket: the next queued request, else the idle stack (LIFO keeps few sockets warm). */
   release(conn: Conn): void {
-    conn.socket.resume();
+    conn.feed.resume();
     const next = this.queue.shift();
     if (next !== undefined) {
       conn.assign(next);

@@ -7,6 +7,7 @@ import { BoundaryError } from '../shared/errors.js';
 import type { H1Timeouts } from './h1-client.js';
 import { ACTIVE, type Exchange } from './h1-exchange.js';
 import { ResponseParser, type ResponseSink } from './h1-response.js';
+import { type ByteFeed, feedBytes } from './upstream-feed.js';
 import type { Timers } from '../shared/timers.js';
 
 /** What a connection and its exchanges ask of the pool they belong to. */
@@ -28,6 +29,8 @@ export class Conn implements ResponseSink {
   readonly socket: Socket;
   readonly pool: ConnectionPool;
   readonly parser: ResponseParser;
+  /** Reads the socket (upstream-feed.ts); pause and resume go through it, not through the socket. */
+  readonly feed: ByteFeed;
   exchange: Exchange | undefined = undefined;
   /** Responses completed on this socket: above 0 it is a reused socket that may have gone stale. */
   served = 0;
@@ -56,7 +59,7 @@ export class Conn implements ResponseSink {
     this.pool = pool;
     this.socket = socket;
     this.parser = new ResponseParser(this);
-    socket.on('data', this.onSocketData.bind(this));
+    this.feed = feedBytes(socket, this.onSocketData.bind(this));
     socket.on('end', this.onSocketEnd.bind(this));
     socket.on('close', this.onSocketClose.bind(this));
     socket.on('error', this.onSocketError.bind(this));

@@ -50,11 +50,11 @@ export class Exchange implements H1Exchange {
   }
 
   pause(): void {
-    if (this.state === ACTIVE) this.conn?.socket.pause();
+    if (this.state === ACTIVE) this.conn?.feed.pause();
   }
 
   resume(): void {
-    if (this.state === ACTIVE) this.conn?.socket.resume();
+    if (this.state === ACTIVE) this.conn?.feed.resume();
   }
 
   /** Retrying is safe only if nothing of a streamed body was consumed and the method is idempotent. */

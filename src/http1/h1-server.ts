@@ -7,6 +7,7 @@ import type { Socket } from 'node:net';
 import { type Timers, TURN_TIMERS } from '../shared/timers.js';
 import { type ClientError, ServerConnection } from './server-connection.js';
 import type { HeaderInput } from './server-head.js';
+import type { Peer } from './server-request.js';
 
 export type { ClientError } from './server-connection.js';
 
@@ -19,6 +20,8 @@ export interface H1IncomingRequest extends AsyncIterable<Buffer> {
   readonly rawHeaders: readonly string[];
   readonly headers: IncomingHttpHeaders;
   readonly socket: Socket;
+  /** The client's address and port (the socket's remoteAddress and remotePort), read once per connection. */
+  readonly peer: Peer;
   /** The whole message, body included, has been read. */
   readonly complete: boolean;
   /** Reads the rest of the body and drops it. */

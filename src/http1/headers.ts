@@ -86,9 +86,10 @@ function flagsOf(name: string): number {
   let flags = 0;
   const bucket = BY_LENGTH[name.length];
   if (bucket !== undefined) {
-    for (const [lower, f] of bucket) {
-      if (equalsLower(name, lower)) {
-        flags = f;
+    for (let i = 0; i < bucket.length; i++) {
+      const entry = bucket[i] as readonly [lower: string, flags: number];
+      if (equalsLower(name, entry[0])) {
+        flags = entry[1];
         break;
       }
     }
@@ -106,13 +107,25 @@ function nominated(value: string | undefined, always: number, into: string[] | u
   for (let start = 0; start <= value.length; ) {
     let end = value.indexOf(',', start);
     if (end < 0) end = value.length;
-    const token = (start === 0 && end === value.length ? value : value.slice(start, end)).trim();
+    const piece = start === 0 && end === value.length ? value : value.slice(start, end);
+    const token = mayTrim(piece) ? piece.trim() : piece;
     start = end + 1;
     if (token === '' || (flagsOf(token) & always) !== 0) continue;
     list ??= [];
     list.push(token.toLowerCase());
   }
   return list;
+}
+
+/**
+ * Whether String.prototype.trim() could change `s`: everything it trims is at or below U+0020 or at or above U+0080,
+ * so a text whose ends are visible ASCII is left as it is (`Connection: keep-alive` asks no trim of its one token).
+ */
+function mayTrim(s: string): boolean {
+  if (s.length === 0) return false;
+  const first = s.charCodeAt(0);
+  const last = s.charCodeAt(s.length - 1);
+  return first <= 0x20 || first >= 0x80 || last <= 0x20 || last >= 0x80;
 }
 
 /** Whether `name.toLowerCase()` is one of the nominated tokens. */

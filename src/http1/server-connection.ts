@@ -3,9 +3,10 @@
 // server's sweep, and CONNECT and Upgrade hand the socket (and the bytes after the head) to their handler.
 
 import type { Socket } from 'node:net';
+import { tokenEqualsLower } from './grammar.js';
 import type { H1ServerHandlers, H1ServerSettings } from './h1-server.js';
 import { feedSocket, type LlhttpParser, METHODS, ON, requestParser, type SocketFeed } from './server-parser.js';
-import { type BodyFlow, ServerRequest } from './server-request.js';
+import { type BodyFlow, type Peer, ServerRequest } from './server-request.js';
 import { PENDING_HIGH_WATER_BYTES, type AnswerOwner, ServerResponse } from './server-response.js';
 
 /** An `Expect` node:http answers with 100 Continue (any other value gets a 417). */
@@ -39,6 +40,8 @@ export class ServerConnection implements BodyFlow, AnswerOwner {
   private stopped = false;
   private bodyPaused = false;
   private floodPaused = false;
+  /** The client's address and port once node knew them: read through the socket's getters once, not per request. */
+  private known: Peer | undefined = undefined;
   private readonly onEnd = (): void => this.ended();
   private readonly onError = (err: Error): void => this.failed(err as ClientError);
   private readonly onClose = (): void => this.closed();
@@ -84,6 +87,13 @@ export class ServerConnection implements BodyFlow, AnswerOwner {
 
   destroy(): void {
     this.socket.destroy();
+  }
+
+  private peer(): Peer {
+    if (this.known !== undefined) return this.known;
+    const peer = { remoteAddress: this.socket.remoteAddress, remotePort: this.socket.remotePort };
+    if (peer.remoteAddress !== undefined) this.known = peer;
+    return peer;
   }
 
   /** The head or request deadline passed (the server's sweep): refused as node:http's ERR_HTTP_REQUEST_TIMEOUT. */
@@ -143,7 +153,7 @@ export class ServerConnection implements BodyFlow, AnswerOwner {
     this.headersDone = true;
     this.partial = [];
     this.partialUrl = '';
-    const req = new ServerRequest(this, this.socket, METHODS[method] ?? 'UNKNOWN', url, major, minor, raw);
+    const req = new ServerRequest(this, this.socket, this.peer(), METHODS[method] ?? 'UNKNOWN', url, major, minor, raw);
     if (upgrade) {
       // CONNECT and Upgrade: no body is read here; the bytes after the head go to the handler (2: skip the body).
       this.upgrade = req;
@@ -164,8 +174,9 @@ export class ServerConnection implements BodyFlow, AnswerOwner {
       let expect: string | undefined;
       for (let i = 0; i < raw.length; i += 2) {
         const name = raw[i] as string;
-        if (name.length === 4 && name.toLowerCase() === 'host') host = true;
-        else if (name.length === 6 && expect === undefined && name.toLowerCase() === 'expect') expect = raw[i + 1];
+        // llhttp (strict) lets only tokens through as names: a case-folding compare is exact, and makes no copy.
+        if (tokenEqualsLower(name, 'host')) host = true;
+        else if (expect === undefined && tokenEqualsLower(name, 'expect')) expect = raw[i + 1];
       }
       if (!host) {
         res.writeHead(400, ['Connection', 'close']).end();

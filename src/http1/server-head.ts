@@ -1,9 +1,9 @@
 // The response head boundary's HTTP/1.1 server writes (server-response.ts): the status line and the fields as
 // given, checked as node:http checks them, plus the framing and connection fields node:http adds for the same
-// fields (Date, Content-Length or chunked, Connection, Keep-Alive). Pure but for the cached Date.
+// fields (Date, Content-Length or chunked, Connection, Keep-Alive). Pure but for the cached Date and Keep-Alive field.
 
 import { STATUS_CODES } from '../shared/node-http.js';
-import { BAD_VALUE, isToken } from './grammar.js';
+import { BAD_VALUE, isToken, tokenEqualsLower } from './grammar.js';
 
 export type HeaderInput = readonly string[] | Readonly<Record<string, string | number | readonly string[]>>;
 
@@ -55,11 +55,52 @@ export interface Head {
 const CONNECTION_CLOSE = /(?:^|\W)close(?:$|\W)/i;
 export const TE_CHUNKED = /(?:^|\W)chunked(?:$|\W)/i;
 
-function field(name: string, value: string | number): string {
+function field(name: string, text: unknown): string {
   if (!isToken(name)) throw new InvalidHeadError('ERR_INVALID_HTTP_TOKEN', 'invalid header name');
-  const text = typeof value === 'number' ? String(value) : value;
   if (typeof text !== 'string' || BAD_VALUE.test(text)) throw new InvalidHeadError('ERR_INVALID_CHAR', `invalid value of header ${name}`);
   return `${name}: ${text}\r\n`;
+}
+
+const CONTENT_LENGTH = 1;
+const TRANSFER_ENCODING = 2;
+const CONNECTION = 3;
+const DATE = 4;
+
+/** Which of the fields the head's framing reads `name` is (0: none); `name` is a token, so no lower-cased copy is made. */
+function framingField(name: string): number {
+  switch (name.length) {
+    case 4:
+      return tokenEqualsLower(name, 'date') ? DATE : 0;
+    case 10:
+      return tokenEqualsLower(name, 'connection') ? CONNECTION : 0;
+    case 14:
+      return tokenEqualsLower(name, 'content-length') ? CONTENT_LENGTH : 0;
+    case 17:
+      return tokenEqualsLower(name, 'transfer-encoding') ? TRANSFER_ENCODING : 0;
+    default:
+      return 0;
+  }
+}
+
+/** The fields of a `{ name: value | values }` object as a flat `[name, value, ...]` list, in its order. */
+function flatten(headers: Readonly<Record<string, string | number | readonly string[]>>): unknown[] {
+  const flat: unknown[] = [];
+  for (const [name, value] of Object.entries(headers)) {
+    if (Array.isArray(value)) for (const v of value as readonly unknown[]) flat.push(name, v);
+    else flat.push(name, value);
+  }
+  return flat;
+}
+
+/** The `Keep-Alive` field for a timeout, made once per timeout value. */
+let keepAliveText = '';
+let keepAliveFor = -1;
+function keepAliveField(ms: number): string {
+  if (ms !== keepAliveFor) {
+    keepAliveText = `Keep-Alive: timeout=${Math.floor(ms / 1000)}\r\n`;
+    keepAliveFor = ms;
+  }
+  return keepAliveText;
 }
 
 /** The head for `status` and `headers`, or InvalidHeadError for a field node:http would refuse. */
@@ -74,31 +115,27 @@ export function renderHead(status: number, headers: HeaderInput, reason: string 
   let connection = false;
   let close = false;
   let date = false;
-  const note = (name: string, value: string): void => {
-    const lower = name.length < 4 || name.length > 17 ? '' : name.toLowerCase();
-    if (lower === 'content-length') length = true;
-    else if (lower === 'transfer-encoding') {
-      te = true;
-      if (TE_CHUNKED.test(value)) chunked = true;
-    } else if (lower === 'connection') {
-      connection = true;
-      if (CONNECTION_CLOSE.test(value)) close = true;
-    } else if (lower === 'date') date = true;
-  };
-  if (Array.isArray(headers)) {
-    const flat = headers as readonly string[];
-    for (let i = 0; i < flat.length; i += 2) {
-      const name = flat[i] as string;
-      const value = flat[i + 1] as string;
-      text += field(name, value);
-      note(name, value);
-    }
-  } else {
-    for (const [name, value] of Object.entries(headers as Record<string, string | number | readonly string[]>)) {
-      for (const v of Array.isArray(value) ? (value as readonly string[]) : [value as string | number]) {
-        text += field(name, v);
-        note(name, String(v));
-      }
+  const flat: readonly unknown[] = Array.isArray(headers) ? (headers as readonly string[]) : flatten(headers as Readonly<Record<string, string | number | readonly string[]>>);
+  for (let i = 0; i < flat.length; i += 2) {
+    const name = flat[i] as string;
+    const given = flat[i + 1];
+    const value = typeof given === 'number' ? String(given) : given;
+    text += field(name, value);
+    switch (framingField(name)) {
+      case CONTENT_LENGTH:
+        length = true;
+        break;
+      case TRANSFER_ENCODING:
+        te = true;
+        if (TE_CHUNKED.test(value as string)) chunked = true;
+        break;
+      case CONNECTION:
+        connection = true;
+        if (CONNECTION_CLOSE.test(value as string)) close = true;
+        break;
+      case DATE:
+        date = true;
+        break;
     }
   }
   if (!date) text += `Date: ${httpDate()}\r\n`;
@@ -108,7 +145,7 @@ export function renderHead(status: number, headers: HeaderInput, reason: string 
   if (!connection) {
     if (c.keepAlive && (length || c.chunkedAllowed)) {
       text += 'Connection: keep-alive\r\n';
-      if (c.keepAliveTimeoutMs > 0) text += `Keep-Alive: timeout=${Math.floor(c.keepAliveTimeoutMs / 1000)}\r\n`;
+      if (c.keepAliveTimeoutMs > 0) text += keepAliveField(c.keepAliveTimeoutMs);
     } else {
       last = true;
       text += 'Connection: close\r\n';

@@ -8,6 +8,12 @@ import type { Socket } from 'node:net';
 /** Body bytes buffered ahead of the reader before the connection stops reading (node's readable default). */
 export const BODY_HIGH_WATER_BYTES = 16_384;
 
+/** The client's end of the connection, as node's socket getters give it. */
+export interface Peer {
+  readonly remoteAddress: string | undefined;
+  readonly remotePort: number | undefined;
+}
+
 /** What the request tells its connection: stop reading, read on. */
 export interface BodyFlow {
   pauseBody(): void;
@@ -49,6 +55,8 @@ export class ServerRequest implements AsyncIterable<Buffer> {
   readonly rawHeaders: string[];
   rawTrailers: string[] = [];
   readonly socket: Socket;
+  /** The client's address and port, read once per connection (server-connection.ts). */
+  readonly peer: Peer;
   /** The whole message (body included) has been read off the wire. */
   complete = false;
   /** The rest of the body is read and dropped (the answer went out without it). */
@@ -61,9 +69,10 @@ export class ServerRequest implements AsyncIterable<Buffer> {
   private wake: (() => void) | undefined = undefined;
   private readonly flow: BodyFlow;
 
-  constructor(flow: BodyFlow, socket: Socket, method: string, url: string, major: number, minor: number, rawHeaders: string[]) {
+  constructor(flow: BodyFlow, socket: Socket, peer: Peer, method: string, url: string, major: number, minor: number, rawHeaders: string[]) {
     this.flow = flow;
     this.socket = socket;
+    this.peer = peer;
     this.method = method;
     this.url = url;
     this.httpVersionMajor = major;

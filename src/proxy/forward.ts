@@ -83,7 +83,7 @@ class ForwardedRequest implements H1Handler {
       wire: req,
       hooks: this,
       tunnel: scope,
-      src: req.socket,
+      src: req.peer,
       method: req.method ?? 'UNKNOWN',
       h2: false,
       upgradable: false,

@@ -170,12 +170,17 @@ describe('http1 server', () => {
     assert.match(rest, /POST \/c ok$/);
     const refused = await raw(s.port, ['POST /c HTTP/1.1\r\nHost: a\r\nContent-Length: 2\r\nExpect: something\r\n\r\n'], /\r\n\r\n/);
     assert.match(refused, /^HTTP\/1\.1 417 /);
+    // The field names in any case.
+    const shouted = await raw(s.port, ['POST /c HTTP/1.1\r\nHOST: a\r\nContent-Length: 2\r\neXpEcT: something\r\n\r\n'], /\r\n\r\n/);
+    assert.match(shouted, /^HTTP\/1\.1 417 /);
   });
 
   it('answers 400 to an HTTP/1.1 request without Host, without calling the handler', async () => {
     const got = await raw(s.port, ['GET /nohost HTTP/1.1\r\n\r\n']);
     assert.match(got, /^HTTP\/1\.1 400 Bad Request\r\nConnection: close\r\n/);
     assert.doesNotMatch(got, /nohost/);
+    const lookalike = await raw(s.port, ['GET /hosts HTTP/1.1\r\nHosts: a\r\nHost-: a\r\n\r\n']);
+    assert.match(lookalike, /^HTTP\/1\.1 400 Bad Request\r\n/);
   });
 
   it('answers an HTTP/1.0 client without chunking, and closes after the answer', async () => {
@@ -312,6 +317,35 @@ describe('http1 server', () => {
       assert.ok(paused > 0);
     } finally {
       await slow.close();
+    }
+  });
+
+  it("gives every request the client's address and port, read once for the connection", async () => {
+    const peers: H1IncomingRequest['peer'][] = [];
+    const seen = await serve({
+      request(req, res) {
+        peers.push(req.peer);
+        res.writeHead(200, ['Content-Length', '0']).end();
+      },
+    });
+    try {
+      const socket = connect(seen.port, '127.0.0.1');
+      await once(socket, 'connect');
+      let got = '';
+      const answered = new Promise<void>((resolve) => {
+        socket.on('data', (d: Buffer) => {
+          got += d.toString('latin1');
+          if (got.split('HTTP/1.1 200').length === 3) resolve();
+        });
+      });
+      socket.write('GET /a HTTP/1.1\r\nHost: a\r\n\r\nGET /b HTTP/1.1\r\nHost: a\r\n\r\n');
+      await answered;
+      assert.equal(peers.length, 2);
+      assert.deepEqual(peers[0], { remoteAddress: '127.0.0.1', remotePort: socket.localPort });
+      assert.equal(peers[1], peers[0]);
+      socket.destroy();
+    } finally {
+      await seen.close();
     }
   });
 

@@ -247,6 +247,7 @@ async function run(c: Case, resolver: Resolver): Promise<Observed> {
     method: c.method ?? 'GET',
     rawHeaders,
     socket,
+    peer: socket,
   }) as unknown as H1IncomingRequest;
   // H1IncomingRequest.complete: the whole body has been received (here: read).
   Object.defineProperty(req, 'complete', { get: () => body.readableEnded });

@@ -108,7 +108,9 @@ function connectionValue(next: () => number): string {
   const count = Math.floor(next() * 4);
   const parts: string[] = [];
   for (let i = 0; i < count; i++) parts.push(spell(next, pick(next, [...TOKENS, ...NAMES])));
-  return parts.join(pick(next, [',', ', ', ' ,', ',,']));
+  // Tabs and the white space beyond ASCII that String.prototype.trim() removes too (the filter trims only when a
+  // token's ends are not visible ASCII).
+  return parts.join(pick(next, [',', ', ', ' ,', ',,', '\t,', ',\u00a0', '\u3000,\u2028']));
 }
 
 function headerList(next: () => number): string[] {

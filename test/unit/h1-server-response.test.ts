@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import type { Socket } from 'node:net';
 import { describe, it } from 'node:test';
+import { renderHead } from '../../src/http1/server-head.js';
 import { type AnswerOwner, ServerResponse } from '../../src/http1/server-response.js';
 
 /** An owner whose socket records each write (as latin1 text) instead of sending it. */
@@ -95,5 +96,26 @@ describe('ServerResponse writes', () => {
     res.attach();
     assert.match(o.writes.join(''), /\r\n\r\n1\r\na\r\n2\r\nbc\r\n0\r\n\r\n$/);
     assert.equal(o.answers, 1);
+  });
+});
+
+describe('renderHead framing fields', () => {
+  const context = { hasBody: true, chunkedAllowed: true, keepAlive: true, knownLength: undefined, keepAliveTimeoutMs: 5_000 };
+
+  it('knows Content-Length, Transfer-Encoding, Connection and Date in any case, in a list or an object', () => {
+    const length = renderHead(200, ['CONTENT-LENGTH', '2', 'dAtE', 'x'], undefined, context);
+    assert.doesNotMatch(length.text, /Transfer-Encoding|\r\nDate: /);
+    assert.match(length.text, /\r\nConnection: keep-alive\r\nKeep-Alive: timeout=5\r\n\r\n$/);
+    assert.equal(length.chunked, false);
+    const chunked = renderHead(200, { 'transfer-ENCODING': 'gzip, Chunked' }, undefined, context);
+    assert.equal(chunked.chunked, true);
+    assert.doesNotMatch(chunked.text, /Content-Length/);
+    const close = renderHead(200, { Connection: 'Close', 'content-length': 0 }, undefined, context);
+    assert.equal(close.last, true);
+    assert.doesNotMatch(close.text, /keep-alive/i);
+    // Names of the same lengths that are none of them change nothing.
+    const other = renderHead(200, ['Content-Lengtx', '2', 'Connectiox', 'close', 'Dat3', 'x'], undefined, { ...context, keepAliveTimeoutMs: 61_000 });
+    assert.match(other.text, /\r\nDate: [^\r]+ GMT\r\nConnection: keep-alive\r\nKeep-Alive: timeout=61\r\nTransfer-Encoding: chunked\r\n\r\n$/);
+    assert.equal(other.last, false);
   });
 });
