@@ -72,10 +72,11 @@ export function createAuditLineWriter(
   }
 
   return function writeAuditLine(event: AuditEvent, time: number, uid: string, level?: RawLineLevel): void {
+    const lineTime = sameClock ? time : undefined;
     const template = templateFor(event);
     if (template === undefined) {
       const meta = product === undefined ? { time, uid } : { time, uid, product };
-      writer.write(`${fieldPrefix}${renderers.render(event, meta)},"msg":${jsonString(toShorthand(event))}${end}`, level, sameClock ? time : undefined);
+      writer.write(`${fieldPrefix}${renderers.render(event, meta)},"msg":${jsonString(toShorthand(event))}${end}`, level, lineTime);
       return;
     }
     const { texts, bytes, holes } = template;
@@ -90,12 +91,12 @@ export function createAuditLineWriter(
         parts[2 + 2 * i] = holeText(holes[i] as OcsfHole, time, uid, srcPort);
         parts[3 + 2 * i] = bytes[i + 1] as Uint8Array;
       }
-      writer.writeParts(parts, level, sameClock ? time : undefined);
+      writer.writeParts(parts, level, lineTime);
       return;
     }
     const strings = texts as readonly string[];
     let body = strings[0] as string;
     for (let i = 0; i < holes.length; i++) body += `${holeText(holes[i] as OcsfHole, time, uid, srcPort)}${strings[i + 1] as string}`;
-    writer.write(body, level, sameClock ? time : undefined);
+    writer.write(body, level, lineTime);
   };
 }
