@@ -1,25 +1,29 @@
-// The default log destination: lines batched into a byte slab and written to a file descriptor (stdout) by
-// sonic-boom (pino.destination), which keeps its EAGAIN retry, EPIPE handling and exit flush: from the event loop
-// when the fd is a regular file, else asynchronously.
+// The default log destination: lines batched into a byte slab and written to a file descriptor (stdout). A regular
+// file is written from the event loop by sonic-boom (pino.destination); a pipe or socket through Node's own
+// non-blocking stream on it (log-stream.ts); anything else asynchronously by sonic-boom, which keeps its EAGAIN
+// retry, EPIPE handling and exit flush.
 import { fstatSync } from 'node:fs';
+import { createStreamWriter, type ChunkWriter } from './log-stream.js';
 import { pino } from './pino.js';
 import type { LinePart, LogDestination } from './logger.js';
 
-/** Pending lines are handed to the writer once they reach this many bytes. Each asynchronous write(2) is a hop
- *  (~15 µs of CPU on the proxy's one core), and the pool thread's copy into the kernel runs on that same core,
+/** Pending lines are handed to an asynchronous writer once they reach this many bytes. Each asynchronous write(2)
+ *  is a hop (~15 µs of CPU on the proxy's one core), and the pool thread's copy into the kernel runs on that same core,
  *  where the event loop waits for it: measured forward-proxy p99 was 8.8 ms with 64 KB batches, 9.3 ms with
  *  256 KB and 3.0–5.0 ms with 16 KB (squid 2.5–2.9 ms), for about 1–3 µs more CPU per request... */
 const LOG_BATCH_BYTES = 16_384;
-/** The batch for a regular file, written from the loop (writesInLoop): no hop, and a write's cost is mostly per
+/** The batch for a regular file, written from the loop (writeMode): no hop, and a write's cost is mostly per
  *  call, so larger batches; lines still go out within LOG_FLUSH_INTERVAL_MS when traffic is light. */
 export const LOG_FILE_BATCH_BYTES = 65_536;
+/** The batch for a pipe or socket, tried from the loop: ... */
+export const LOG_STREAM_BATCH_BYTES = 16_384;
 /** ...queued batches are joined into one write(2) up to this many bytes when the fd is slower than we are... */
 const LOG_MAX_WRITE_BYTES = 262_144;
 /** ...and pending lines are written at least this often when traffic is light, so a line is out within it. */
 const LOG_FLUSH_INTERVAL_MS = 200;
 /** Lines are encoded straight into slabs of this size (no Buffer per line); another slab when one fills up. */
 export const LOG_SLAB_BYTES = 262_144;
-/** Slabs whose every batch was handed over, kept to be filled again once sonic-boom has written them all. */
+/** Slabs whose every batch was handed over, kept to be filled again once the writer has written them all. */
 const MAX_SPARE_SLABS = 2;
 /** UTF-8 needs at most 3 bytes per UTF-16 code unit (a surrogate pair: 4 bytes for 2 units). */
 const MAX_UTF8_BYTES_PER_UNIT = 3;
@@ -48,63 +52,76 @@ function putText(slab: Buffer, at: number, text: string): number {
   return slab.write(text, at);
 }
 
+/** How lines reach `fd`: see the file's head. */
+export type WriteMode = 'file' | 'stream' | 'pool';
+
 /**
- * Whether `fd` is a regular file. A write there only copies into the page cache, and is made from the event loop, as
- * Node writes its own stdout to a file: through the thread pool, the hop (a thread woken on the proxy's one core and
- * the loop woken back) costs more CPU than the copy (docs/benchmarks.md#fourth-pass-the-audit-log-written-from-the-loop).
- * A pipe, terminal or socket is written asynchronously: a reader that stops reading must not stop the proxy.
+ * A regular file only copies into the page cache: written from the event loop, as Node writes its own stdout to
+ * a file (through the thread pool, the hop costs more CPU than the copy:
+ * docs/benchmarks.md#fourth-pass-the-audit-log-written-from-the-loop). stdout or stderr on a pipe or socket is
+ * Node's non-blocking stream: tried from the loop, queued while the reader is behind. Anything else (a terminal,
+ * another descriptor) goes through the thread pool: a reader that stops reading must never stop the proxy.
  */
-export function writesInLoop(fd: number): boolean {
+export function writeMode(fd: number): WriteMode {
   try {
-    return fstatSync(fd).isFile();
+    const stat = fstatSync(fd);
+    if (stat.isFile()) return 'file';
+    if ((fd === 1 || fd === 2) && (stat.isFIFO() || stat.isSocket())) return 'stream';
   } catch {
-    return false;
+    // Not open, or not ours to stat: the thread pool's writer reports what goes wrong.
   }
+  return 'pool';
 }
 
-interface SonicBoomBuffer {
-  write(chunk: Buffer): boolean;
-  /** 'write': `n` more bytes of what it was given went out, in the order given. */
-  on(event: 'write', listener: (n: number) => void): void;
-  flush(callback?: ((err?: Error | null) => void) | null): void;
-  flushSync(): void;
+/** Destinations whose writer pino does not flush at exit (it hooks only the asynchronous sonic-boom). */
+const flushedAtExit = new Set<ChunkWriter>();
+
+function flushAllAtExit(): void {
+  for (const writer of flushedAtExit) writer.flushSync();
 }
 
-/**
- * A destination on `fd` (written from the loop when writesInLoop, else asynchronously). Each line is UTF-8 encoded once, into the free tail of a slab; a
- * batch (a view of the slab, never written to again) goes to sonic-boom's buffer mode as one chunk. Lines
- * not yet handed over live only here, so every way sonic-boom is told to flush (its periodic timer, pino's
- * exit handler calling flushSync, `logger.flush()`) hands them over first.
- */
-export function createBufferedDestination(fd: number): LogDestination {
-  const inLoop = writesInLoop(fd);
-  const boom = pino.destination({
+function chunkWriter(fd: number, mode: WriteMode): ChunkWriter {
+  if (mode === 'stream') return createStreamWriter(fd === 1 ? process.stdout : process.stderr, LOG_FLUSH_INTERVAL_MS);
+  return pino.destination({
     dest: fd,
-    sync: inLoop,
+    sync: mode === 'file',
     contentMode: 'buffer',
     // Batching happens here; sonic-boom writes whatever it is given as soon as it is not already writing.
     // (minLength 0 would make flush(callback) return before the bytes are written.)
     minLength: 1,
     maxWrite: LOG_MAX_WRITE_BYTES,
     periodicFlush: LOG_FLUSH_INTERVAL_MS,
-  }) as unknown as SonicBoomBuffer;
-  const batchBytes = inLoop ? LOG_FILE_BATCH_BYTES : LOG_BATCH_BYTES;
+  }) as unknown as ChunkWriter;
+}
+
+const BATCH_BYTES: Readonly<Record<WriteMode, number>> = { file: LOG_FILE_BATCH_BYTES, stream: LOG_STREAM_BATCH_BYTES, pool: LOG_BATCH_BYTES };
+
+/**
+ * A destination on `fd`, written as writeMode says. Each line is UTF-8 encoded once, into the free tail of a slab; a
+ * batch (a view of the slab, never written to again) goes to the writer as one chunk. Lines not yet handed over
+ * live only here, so every way the writer is told to flush (its periodic timer, the exit hook (pino's, or this
+ * file's for the writers pino does not hook), `logger.flush()`) hands them over first.
+ */
+export function createBufferedDestination(fd: number): LogDestination {
+  const mode = writeMode(fd);
+  const writer = chunkWriter(fd, mode);
+  const batchBytes = BATCH_BYTES[mode];
   let slab: Buffer = Buffer.allocUnsafeSlow(LOG_SLAB_BYTES);
   let batchStart = 0;
   let fill = 0;
-  // Bytes handed to sonic-boom and bytes it wrote, since the start: it writes in the order given, so a slab whose
+  // Bytes handed to the writer and bytes it wrote, since the start: it writes in the order given, so a slab whose
   // batches all end at or before `written` is no longer read, and is filled again rather than a fresh one (fresh
   // memory costs its pages on first touch). A write that never completes (an error) only means fresh slabs again.
   let handed = 0;
   let written = 0;
   const spares: { readonly slab: Buffer; readonly end: number }[] = [];
-  boom.on('write', (n) => {
+  writer.on('write', (n) => {
     written += n;
   });
 
   function give(chunk: Buffer): boolean {
     handed += chunk.length;
-    return boom.write(chunk);
+    return writer.write(chunk);
   }
 
   function handOver(): void {
@@ -114,7 +131,7 @@ export function createBufferedDestination(fd: number): LogDestination {
     give(batch);
   }
 
-  /** A slab to fill: a spare sonic-boom has written out, else a new one; the full one becomes a spare. */
+  /** A slab to fill: a spare the writer has written out, else a new one; the full one becomes a spare. */
   function nextSlab(): Buffer {
     const spare = spares[0];
     const full = slab;
@@ -123,19 +140,23 @@ export function createBufferedDestination(fd: number): LogDestination {
     return reused ?? Buffer.allocUnsafeSlow(LOG_SLAB_BYTES);
   }
 
-  // Instance methods, looked up by sonic-boom's timer and pino's exit handler at call time: wrap them so
-  // lines still in the slab are handed over before sonic-boom flushes. (After EPIPE, pino replaces
+  // Instance methods, looked up by the writer's timer and the exit hooks at call time: wrap them so
+  // lines still in the slab are handed over before the writer flushes. (After EPIPE, pino replaces
   // flushSync and write with no-ops; lines are then dropped, as before.)
-  const flush = boom.flush.bind(boom);
-  const flushSync = boom.flushSync.bind(boom);
-  boom.flush = (callback) => {
+  const flush = writer.flush.bind(writer);
+  const flushSync = writer.flushSync.bind(writer);
+  writer.flush = (callback) => {
     handOver();
     flush(callback);
   };
-  boom.flushSync = () => {
+  writer.flushSync = () => {
     handOver();
     flushSync();
   };
+  if (mode !== 'pool') {
+    if (flushedAtExit.size === 0) process.on('exit', flushAllAtExit);
+    flushedAtExit.add(writer);
+  }
 
   /** Makes room for `worst` bytes in the slab; false when no slab could hold them. */
   function room(worst: number): boolean {
@@ -185,7 +206,7 @@ export function createBufferedDestination(fd: number): LogDestination {
       if (fill - batchStart >= batchBytes) handOver();
       return true;
     },
-    flush: (callback) => boom.flush(callback),
+    flush: (callback) => writer.flush(callback),
   };
 }
 

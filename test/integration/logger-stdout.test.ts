@@ -1,63 +1,18 @@
-// The default log destination (batched stdout, src/telemetry/log-destination.ts) in a real child process:
-// lines reach the pipe on flush(), on the periodic flush when nothing else happens, and on exit.
+// The default log destination (batched stdout, src/telemetry/log-destination.ts) in a real child process, its
+// stdout a pipe or a file: lines reach it on flush() and on the periodic flush when nothing else happens; on a pipe,
+// from the event loop, past a reader that stops reading, and past a reader that goes away. (Exit:
+// test/regressions/issue-33-log-lines-at-exit.test.ts.)
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
-import { once } from 'node:events';
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { describe, it } from 'node:test';
-import { fileURLToPath } from 'node:url';
-import { LOG_SLAB_BYTES } from '../../src/telemetry/log-destination.js';
+import { LOG_SLAB_BYTES, LOG_STREAM_BATCH_BYTES } from '../../src/telemetry/log-destination.js';
+import { assertNumbered, EVENT, runChild, runChildResult } from '../harness/log-child.js';
 
-const LOGGER = fileURLToPath(new URL('../../src/telemetry/logger.ts', import.meta.url));
-const AUDIT = fileURLToPath(new URL('../../src/telemetry/audit.ts', import.meta.url));
-const CHILD_TIMEOUT_MS = 20_000;
 /** A line longer than a slab. */
 const BIG_CHARS = LOG_SLAB_BYTES + 50_000;
-
-/** Runs `body` (module code with `logger` and `sink` in scope) in a child; resolves its stdout lines. */
-function runChild(body: string, options: { until?: (lines: string[]) => boolean } = {}): Promise<string[]> {
-  const source = `
-    const { createLogger } = await import(${JSON.stringify(LOGGER)});
-    const { createAuditSink } = await import(${JSON.stringify(AUDIT)});
-    const logger = createLogger({ format: 'json' });
-    const sink = createAuditSink({ logger, now: () => 1767225600000, format: 'json' });
-    ${body}
-  `;
-  const child = spawn(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', source], { stdio: ['ignore', 'pipe', 'pipe'] });
-  let out = '';
-  let err = '';
-  child.stdout.setEncoding('utf8');
-  child.stderr.setEncoding('utf8');
-  child.stderr.on('data', (chunk: string) => {
-    err += chunk;
-  });
-  const timer = setTimeout(() => child.kill('SIGKILL'), CHILD_TIMEOUT_MS);
-  child.stdout.on('data', (chunk: string) => {
-    out += chunk;
-    if (options.until?.(complete(out))) child.kill('SIGTERM');
-  });
-  return once(child, 'exit').then(() => {
-    clearTimeout(timer);
-    const lines = complete(out);
-    if (lines.length === 0 && err.length > 0) throw new Error(err);
-    return lines;
-  });
-}
-
-function complete(text: string): string[] {
-  return text.split('\n').slice(0, -1);
-}
-
-const EVENT = `{ class: 'HTTP', activity: 'GET', severity: 'INFO', action: 'ALLOWED', engine: 'policy', policy: 'p',
-  dst: { host: 'origin.example.test', port: 8080 }, http: { method: 'GET', url: 'http://origin.example.test:8080/é/' + i },
-  message: 'FORWARD allowed GET origin.example.test:8080/é/' + i, reason: 'r', unmapped: { n: i, pad: 'x'.repeat(i % 300) } }`;
-
-function assertNumbered(lines: string[], count: number): void {
-  assert.equal(lines.length, count);
-  lines.forEach((line, i) => {
-    const parsed = JSON.parse(line) as { ocsf: { unmapped: { n: number } } };
-    assert.equal(parsed.ocsf.unmapped.n, i, line.slice(0, 200));
-  });
-}
 
 /** An event that repeats but for its source port (so its line comes from a template), with `text` in its path. */
 function repeatingEvent(text: string): string {
@@ -67,12 +22,12 @@ function repeatingEvent(text: string): string {
     reason: 'r', unmapped: { adapter: 'forward', status_code: 200 } }`;
 }
 
-describe('the default stdout log destination', () => {
+for (const stdout of ['pipe', 'file'] as const) describe(`the default stdout log destination, stdout a ${stdout}`, () => {
   it('writes lines made from templates byte for byte as rendered ones, ASCII and not', async () => {
     const lines = await runChild(`
       for (let i = 0; i < 2000; i++) sink.emit(i % 2 === 0 ? ${repeatingEvent('ascii')} : ${repeatingEvent('é😀')});
       logger.flush(() => process.exit(0));
-    `);
+    `, { stdout });
     assert.equal(lines.length, 2000);
     const { toOcsf, toShorthand } = await import('../../src/telemetry/ocsf.js');
     lines.forEach((line, i) => {
@@ -87,7 +42,7 @@ describe('the default stdout log destination', () => {
     const lines = await runChild(`
       for (let i = 0; i < 3000; i++) sink.emit(${EVENT});
       logger.flush(() => process.exit(0));
-    `);
+    `, { stdout });
     assertNumbered(lines, 3000);
   });
 
@@ -98,19 +53,9 @@ describe('the default stdout log destination', () => {
       // Keeps the child alive so only the flush timer can write the lines; the parent waits on them (until).
       setInterval(() => {}, 1000);
     `,
-      { until: (seen) => seen.length >= 3 },
+      { until: (seen) => seen.length >= 3, stdout },
     );
     assertNumbered(lines, 3);
-  });
-
-  it('writes pending lines when the process exits without a flush', async () => {
-    // Below one batch: nothing is being written when exit comes (a write still in flight at exit is
-    // sonic-boom's own limit; boundary's shutdown waits for logger.flush() instead).
-    const lines = await runChild(`
-      for (let i = 0; i < 5; i++) sink.emit(${EVENT});
-      process.exit(0);
-    `);
-    assertNumbered(lines, 5);
   });
 
   it('keeps lines longer than a slab in order with the lines around them', async () => {
@@ -119,9 +64,72 @@ describe('the default stdout log destination', () => {
       logger.info({ n: 5, big: 'y'.repeat(${BIG_CHARS}) }, 'a line longer than a slab');
       sink.emit((() => { const i = 6; return ${EVENT}; })());
       logger.flush(() => process.exit(0));
-    `);
+    `, { stdout });
     assert.equal(lines.length, 7);
     assert.equal((JSON.parse(lines[5] ?? '') as { big: string }).big.length, BIG_CHARS);
     assert.equal((JSON.parse(lines[6] ?? '') as { ocsf: { unmapped: { n: number } } }).ocsf.unmapped.n, 6);
+  });
+});
+
+describe('the default stdout log destination, stdout a pipe', () => {
+  it('writes from the event loop: lines arrive while the only thread-pool thread is blocked', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'boundary-log-pool-'));
+    try {
+      const fifo = join(dir, 'fifo');
+      execFileSync('mkfifo', [fifo]);
+      // The pool's one thread waits on a FIFO nobody writes; a write through the pool would wait behind it, and
+      // the child would be ended by the guard with no line out.
+      const lines = await runChild(
+        `
+        const { openSync, read } = await import('node:fs');
+        read(openSync(${JSON.stringify(fifo)}, 'r+'), Buffer.alloc(1), 0, 1, null, () => {});
+        for (let i = 0; i < 200; i++) sink.emit(${EVENT});
+      `,
+        { until: (seen) => seen.length >= 200, env: { UV_THREADPOOL_SIZE: '1' } },
+      );
+      assertNumbered(lines, 200);
+      assert.ok(200 * 500 > 2 * LOG_STREAM_BATCH_BYTES, 'the lines span several batches');
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('goes on while the reader stops reading, then writes every line in order', async () => {
+    // The parent reads nothing until the child, past 2 MB of lines (far more than a pipe holds), shows its event
+    // loop still turns; a write that waited for the reader would never get there.
+    const lines = await runChild(
+      `
+      for (let i = 0; i < 4000; i++) sink.emit(${EVENT});
+      setTimeout(() => {
+        process.stderr.write('turned\\n');
+        logger.flush(() => process.exit(0));
+      }, 0);
+    `,
+      {
+        paused: true,
+        onStderr: (child, text) => {
+          if (text.includes('turned')) child.stdout?.resume();
+        },
+      },
+    );
+    assertNumbered(lines, 4000);
+  });
+
+  it('ends logging when the reader goes away (EPIPE): flush() still calls back and nothing is thrown', async () => {
+    const result = await runChildResult(
+      `
+      for (let i = 0; i < 3000; i++) sink.emit(${EVENT});
+      setTimeout(() => {
+        for (let i = 3000; i < 3500; i++) sink.emit(${EVENT});
+        logger.flush(() => {
+          process.stderr.write('flushed\\n');
+          process.exit(0);
+        });
+      }, 0);
+    `,
+      { closeStdout: true },
+    );
+    assert.equal(result.code, 0, result.stderr);
+    assert.match(result.stderr, /^flushed$/m);
   });
 });

@@ -4,7 +4,7 @@ import { closeSync, mkdtempSync, openSync, readFileSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
-import { createBufferedDestination, joinParts, LOG_FILE_BATCH_BYTES, LOG_SLAB_BYTES, writesInLoop } from '../../src/telemetry/log-destination.js';
+import { createBufferedDestination, joinParts, LOG_FILE_BATCH_BYTES, LOG_SLAB_BYTES, writeMode } from '../../src/telemetry/log-destination.js';
 import type { LinePart, LogDestination } from '../../src/telemetry/logger.js';
 import { seeded } from '../harness/audit-events.js';
 
@@ -139,7 +139,7 @@ describe('the buffered destination on a regular file', () => {
     try {
       const file = join(dir, 'out.log');
       const fd = openSync(file, 'w');
-      assert.equal(writesInLoop(fd), true);
+      assert.equal(writeMode(fd), 'file');
       const destination = createBufferedDestination(fd);
       // Past one batch: handed over, and written, in this turn.
       const line = `${'x'.repeat(999)}\n`;
@@ -152,7 +152,7 @@ describe('the buffered destination on a regular file', () => {
     }
   });
 
-  it('leaves a pipe to asynchronous writes', () => {
+  it('leaves a pipe on a descriptor other than stdout or stderr to the thread pool', () => {
     const dir = mkdtempSync(join(tmpdir(), 'boundary-log-fifo-'));
     try {
       const fifo = join(dir, 'fifo');
@@ -160,7 +160,7 @@ describe('the buffered destination on a regular file', () => {
       // O_RDWR: opens without a reader on the other end.
       const fd = openSync(fifo, 'r+');
       try {
-        assert.equal(writesInLoop(fd), false);
+        assert.equal(writeMode(fd), 'pool');
       } finally {
         closeSync(fd);
       }
