@@ -15,7 +15,8 @@ const LOG_BATCH_BYTES = 16_384;
 /** The batch for a regular file, written from the loop (writeMode): no hop, and a write's cost is mostly per
  *  call, so larger batches; lines still go out within LOG_FLUSH_INTERVAL_MS when traffic is light. */
 export const LOG_FILE_BATCH_BYTES = 65_536;
-/** The batch for a pipe or socket, tried from the loop: ... */
+/** The batch for stdout on a pipe or socket, written from the loop while the reader keeps up: a pipe holds 64 KB by
+ *  default, and larger batches measured no better (docs/benchmarks.md#the-audit-log-through-a-pipe). */
 export const LOG_STREAM_BATCH_BYTES = 16_384;
 /** ...queued batches are joined into one write(2) up to this many bytes when the fd is slower than we are... */
 const LOG_MAX_WRITE_BYTES = 262_144;
