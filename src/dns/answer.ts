@@ -1,6 +1,8 @@
 // DNS wire work for policy DNS: a strict, bounded query parser and response encoding (dns-packet), plus the
 // wire-form answer templates behind the fast path. Pure: no sockets, no clock, no policy, no logging.
 
+// The module's binding, not the global: Node 20's global Buffer is a getter, called on every answer built.
+import { Buffer } from 'node:buffer';
 import { encodePacket } from './packet.js';
 
 const DNS_HEADER_BYTES = 12;
