@@ -85,6 +85,8 @@ export async function startBenchDns(options: { names: number; logMode: LogMode; 
   // One exact endpoint per name: under a single wildcard, more names than its share of the new-mapping burst
   // (net/synthetic-budget.ts) would be answered SERVFAIL and asked upstream again, which dnsmasq never does.
   const policy = stubPolicy(Object.keys(upstream).map((host) => ({ host, ports: [443] })));
+  // As boundary.ts does on every policy load: the policy's keys are known labels, counted through bound series.
+  decisions.setPolicies(policy.entries.map((entry) => entry.key));
   // As app/boundary-transparent.ts wires them: replays into the same sink as the main thread's answers.
   const workers = options.replay?.({ sink, pool, now });
   const dns = createPolicyDns({

@@ -1,6 +1,8 @@
 // DNS wire work for policy DNS: a strict, bounded query parser and response encoding (dns-packet), plus the
 // wire-form answer templates behind the fast path. Pure: no sockets, no clock, no policy, no logging.
 
+// The module's binding, not the global: Node 20's global Buffer is a getter, called on every answer built.
+import { Buffer } from 'node:buffer';
 import { encodePacket } from './packet.js';
 
 const DNS_HEADER_BYTES = 12;
@@ -13,8 +15,13 @@ export const MAX_UDP_RESPONSE_BYTES = 1_232;
 /** RFC 1035: a name is at most 255 octets on the wire, a label at most 63. */
 const MAX_NAME_WIRE_BYTES = 255;
 const MAX_LABEL_BYTES = 63;
-/** Recent question names kept by a hot-path parser (a power of two; one name per slot, the last one there wins). */
-const NAME_TABLE_SLOTS = 1_024;
+/**
+ * Recent question names kept by a hot-path parser: as many as policy DNS caches answers for (MAX_CACHED_ANSWERS), in
+ * sets of NAME_TABLE_WAYS chosen by hash, so names that share a set do not evict each other on every query.
+ */
+const NAME_TABLE_SLOTS = 4_096;
+/** Names per set (a power of two): the set is one run of adjacent slots; a new name evicts the set's oldest. */
+const NAME_TABLE_WAYS = 4;
 const FNV_OFFSET = 0x811c9dc5;
 const FNV_PRIME = 0x01000193;
 
@@ -138,23 +145,26 @@ function u16(wire: Buffer, at: number): number {
   return ((wire[at] ?? 0) << 8) | (wire[at + 1] ?? 0);
 }
 
-/** The name in `text[0, used)`: the table's string when it holds the same one at `hash`'s slot, else a new one that takes the slot. */
+/**
+ * The name in `text[0, used)`: the table's string when `hash`'s set holds the same one, else a new one that goes first
+ * in the set, its oldest name dropped.
+ */
 function knownName(names: (string | undefined)[], text: Buffer, used: number, hash: number): string {
-  const slot = hash & (names.length - 1);
-  const known = names[slot];
-  if (known !== undefined && known.length === used) {
-    let same = true;
-    for (let i = 0; i < used; i++) {
-      if (known.charCodeAt(i) !== text[i]) {
-        same = false;
-        break;
-      }
-    }
-    if (same) return known;
+  const first = hash & (names.length - NAME_TABLE_WAYS);
+  for (let slot = first; slot < first + NAME_TABLE_WAYS; slot++) {
+    const known = names[slot];
+    if (known === undefined) break;
+    if (known.length === used && sameName(known, text, used)) return known;
   }
   const name = text.toString('latin1', 0, used);
-  names[slot] = name;
+  for (let slot = first + NAME_TABLE_WAYS - 1; slot > first; slot--) names[slot] = names[slot - 1];
+  names[first] = name;
   return name;
+}
+
+function sameName(known: string, text: Buffer, used: number): boolean {
+  for (let i = 0; i < used; i++) if (known.charCodeAt(i) !== text[i]) return false;
+  return true;
 }
 
 /** The advertised size of an OPT record that directly follows the question (the only place stubs put it). */
