@@ -49,8 +49,8 @@ export class Call implements H1Exchange, StreamEvents {
   private stream: UpstreamStream | undefined = undefined;
   private done = false;
   private paused = false;
-  /** Received while paused, in order: data, then trailers (an array of strings) and the end (null). */
-  private held: (Buffer | string[] | null)[] = [];
+  /** Received while paused, in order: data, then trailers (an array of strings) and the end (null); made on first need. */
+  private held: (Buffer | string[] | null)[] | undefined = undefined;
   private wake: (() => void) | undefined = undefined;
   /** A response head arrived: from then on a refusal is a failure, never a retry. */
   private answered = false;
@@ -104,8 +104,8 @@ export class Call implements H1Exchange, StreamEvents {
   }
 
   data(chunk: Buffer): void {
-    if (this.paused || this.held.length > 0) {
-      this.held.push(chunk);
+    if (this.paused || this.held !== undefined) {
+      this.hold(chunk);
       return;
     }
     this.handler.onData(chunk);
@@ -113,13 +113,13 @@ export class Call implements H1Exchange, StreamEvents {
   }
 
   trailers(headers: string[]): void {
-    if (this.paused || this.held.length > 0) this.held.push(headers);
+    if (this.paused || this.held !== undefined) this.hold(headers);
     else if (!this.done) this.handler.onTrailers(headers);
   }
 
   end(): void {
-    if (this.paused || this.held.length > 0) {
-      this.held.push(null);
+    if (this.paused || this.held !== undefined) {
+      this.hold(null);
       return;
     }
     if (this.done) return;
@@ -165,8 +165,8 @@ export class Call implements H1Exchange, StreamEvents {
   fail(err: Error): void {
     // Held data will never be handed on: the origin gets its connection window back.
     let dropped = 0;
-    for (const item of this.held) if (Buffer.isBuffer(item)) dropped += item.length;
-    this.held = [];
+    for (const item of this.held ?? []) if (Buffer.isBuffer(item)) dropped += item.length;
+    this.held = undefined;
     if (dropped > 0) this.stream?.consumed(dropped);
     if (this.done) return;
     this.done = true;
@@ -181,8 +181,9 @@ export class Call implements H1Exchange, StreamEvents {
   resume(): void {
     this.paused = false;
     this.stream?.hold(false);
-    while (!this.paused && this.held.length > 0) {
+    while (!this.paused && this.held !== undefined) {
       const next = this.held.shift()!;
+      if (this.held.length === 0) this.held = undefined;
       if (Buffer.isBuffer(next)) {
         this.handler.onData(next);
         this.stream?.consumed(next.length);
@@ -195,6 +196,12 @@ export class Call implements H1Exchange, StreamEvents {
         this.handler.onTrailers(next);
       }
     }
+  }
+
+  /** Kept until resume() hands it on, behind what is kept already. */
+  private hold(item: Buffer | string[] | null): void {
+    if (this.held === undefined) this.held = [item];
+    else this.held.push(item);
   }
 
   private async pump(stream: UpstreamStream, body: Buffer | AsyncIterable<Uint8Array>): Promise<void> {

@@ -7,7 +7,7 @@
 import type { Socket } from 'node:net';
 import { BoundaryError } from '../shared/errors.js';
 import type { H1Exchange } from '../http1/h1-client.js';
-import { GLOBAL_TIMERS, type Timers } from '../shared/timers.js';
+import { type Timers, TURN_TIMERS } from '../shared/timers.js';
 import { Call, createHeadWatch, type H2Handler, type H2Request } from './h2-call.js';
 import { H2_UPSTREAM_ASSUMED_MAX_STREAMS, H2Session } from './h2-session.js';
 
@@ -36,7 +36,10 @@ interface H2ClientOptions {
   readonly connect: () => Promise<Socket>;
   /** The last session closed and none is opening: the client holds nothing now. */
   readonly onIdle?: () => void;
-  /** What the response-head deadline runs on; the global timers (unref'd) by default. */
+  /**
+   * What the response-head deadline runs on; by default the global timers (unref'd) with the clock read once per turn:
+   * the deadline is 120 s, and every stream's start would otherwise read the clock.
+   */
   readonly timers?: Timers;
 }
 
@@ -48,7 +51,7 @@ export function createH2Client(options: H2ClientOptions): H2Client {
   let starting = 0;
   /** Open sessions: the current one, and replaced ones still finishing their streams. */
   const sessions = new Set<H2Session>();
-  const watch = createHeadWatch(options.timers ?? GLOBAL_TIMERS);
+  const watch = createHeadWatch(options.timers ?? TURN_TIMERS);
 
   function gone(s: H2Session): void {
     sessions.delete(s);

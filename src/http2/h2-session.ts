@@ -10,6 +10,7 @@ import { H2Connection } from './connection.js';
 import type { FloodKind } from './flood-guard.js';
 import { Flag, FrameReader, FrameType, H2_DEFAULT_WINDOW, H2_FRAME_BYTES, H2_MAX_31_BIT, H2Error, PREFACE, Setting, frame32, goawayFrame, readPeerSettings, settingsFrame } from './frames.js';
 import { FrameWriter } from './frame-writer.js';
+import { readSocket } from './socket-reads.js';
 import { BodySender, type FlowStream, H2_UPSTREAM_CONNECTION_WINDOW, ReceiveWindows } from './flow-control.js';
 import { H2_UPSTREAM_MAX_HEADER_LIST_BYTES, HeaderBlocks, UPSTREAM_HEADER_LIMITS } from './header-blocks.js';
 import { type StreamOwner, UpstreamResetError, type UpstreamStream } from './upstream-stream.js';
@@ -59,7 +60,7 @@ export class H2Session extends H2Connection implements StreamOwner {
     this.windows = new ReceiveWindows(this.out, H2_UPSTREAM_CONNECTION_WINDOW);
     this.options = options;
     this.reader = new FrameReader(H2_FRAME_BYTES, (t, f, id, p) => this.onFrame(t, f, id, p), () => this.fail(H2Error.FRAME_SIZE_ERROR, 'a frame larger than SETTINGS_MAX_FRAME_SIZE'));
-    socket.on('data', (chunk: Buffer) => this.reader.push(chunk));
+    readSocket(socket, (chunk) => this.reader.push(chunk));
     socket.on('drain', () => {
       this.out.needDrain = false;
       this.flushBodies();

@@ -11,6 +11,7 @@ import { H2Connection } from './connection.js';
 import type { FloodKind } from './flood-guard.js';
 import type { BodySender, FlowStream } from './flow-control.js';
 import { FrameWriter } from './frame-writer.js';
+import { readSocket } from './socket-reads.js';
 import { Flag, FrameReader, H2_FRAME_BYTES, H2_MAX_31_BIT, H2Error, PREFACE, Setting, goawayFrame, readPeerSettings, settingsFrame } from './frames.js';
 import { HeaderBlocks } from './header-blocks.js';
 import { wellFormedTrailers } from './request-head.js';
@@ -83,7 +84,7 @@ export class ServerSession extends H2Connection {
     this.streams = new ServerStreams(this.out, this.guard, hooks, options.stall ?? DEFAULT_STALL);
     this.body = this.streams.body;
     this.reader = new FrameReader(H2_FRAME_BYTES, (t, f, id, p) => this.onFrame(t, f, id, p), () => this.fail(H2Error.FRAME_SIZE_ERROR, 'a frame larger than SETTINGS_MAX_FRAME_SIZE'));
-    socket.on('data', (chunk: Buffer) => this.onBytes(chunk));
+    readSocket(socket, (chunk) => this.onBytes(chunk));
     socket.on('drain', () => {
       this.out.needDrain = false;
       this.flushBodies();
