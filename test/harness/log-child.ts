@@ -60,8 +60,10 @@ export async function runChildResult(body: string, options: ChildOptions = {}): 
   let out = '';
   let err = '';
   const read = (): string => (file === undefined ? out : readFileSync(file, 'utf8'));
-  child.stderr.setEncoding('utf8');
-  child.stderr.on('data', (chunk: string) => {
+  const stderr = child.stderr;
+  assert.ok(stderr !== null);
+  stderr.setEncoding('utf8');
+  stderr.on('data', (chunk: string) => {
     err += chunk;
     options.onStderr?.(child, chunk);
   });
