@@ -49,9 +49,9 @@
 #   BOUNDARY_NODE_FLAGS  extra node flags for boundary only, e.g. "--trace-gc" (output lands in its log;
 #             with KEEP_TMP=1 it stays there for inspection)
 #   KEEP_TMP  1: keep the temp dir (configs, logs) for inspection
-#   LOG_PIPE  1: every boundary's stdout (its audit log) is a pipe that cat, pinned with the load generator, empties
-#             into the log file, as a container runtime reads a container's stdout; default 0: the file itself.
-#             boundary writes a pipe asynchronously and a regular file from the loop (docs/events.md#where-the-lines-go)
+#   LOG_PIPE  1: every boundary's stdout (its audit log) is a FIFO that cat, pinned with the load generator, empties
+#             into the log file, as a container runtime reads a container's stdout (cat's CPU is not counted as
+#             boundary's); default 0: the file itself (docs/events.md#where-the-lines-go)
 #   HOLD      N: after start-up, keep everything running N seconds before measuring (debugging by hand)
 #
 # CPU layout (PIN=auto): each proxy under test gets one dedicated core, the same for all of them, so the
@@ -73,12 +73,18 @@
 set -euo pipefail
 # shellcheck source=bench/squid-base.sh
 source "$(dirname "${BASH_SOURCE[0]}")/squid-base.sh"
-# Replaces the shell with "$@", its stdout going to FILE: the file itself, or with LOG_PIPE=1 a pipe that cat, on the
-# load cores, empties into it (the process keeps the shell's PID either way, as PID_OF needs).
+# Replaces the shell with "$@", its stdout going to FILE: the file itself, or with LOG_PIPE=1 a FIFO that cat, on the
+# load cores, empties into it (the process keeps the shell's PID either way, as PID_OF needs). cat is started from a
+# subshell that exits at once, so it is no child of the proxy: cpu_ticks counts a process's children, and a container
+# runtime's reader is no part of the container's CPU either.
 exec_logged() {
   local file=$1
   shift
-  if [[ $LOG_PIPE == 1 ]]; then exec "$@" > >(exec "${PIN_LOAD[@]}" cat >"$file"); else exec "$@" >"$file"; fi
+  if [[ $LOG_PIPE != 1 ]]; then exec "$@" >"$file"; fi
+  local fifo="$file.fifo"
+  rm -f "$fifo" && mkfifo "$fifo"
+  ("${PIN_LOAD[@]}" cat "$fifo" >"$file" &)
+  exec "$@" >"$fifo"
 }
 
 # The CLI entry of a build: dist/app/main.js, or dist/main.js in builds from before src/app/ (BOUNDARY_REF).
