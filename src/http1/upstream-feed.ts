@@ -1,6 +1,7 @@
 // How the HTTP/1.1 client reads an upstream socket: straight from a plain TCP socket's native handle, as the server
-// reads its clients (server-parser.ts), else from 'data' events (TLS, a socket with bytes already buffered or with
-// other readers). Bytes only; the response parser is the caller's.
+// reads its clients (server-parser.ts), else from 'data' events (TLS, a socket with a timeout, bytes already buffered
+// or other readers). Bytes only; the response parser is the caller's. The handle's reads are taken over by
+// readFromHandle, which HTTP/2's sessions use as well (http2/socket-reads.ts).
 
 import type { Socket } from 'node:net';
 
@@ -19,29 +20,48 @@ interface ReadHandle {
   readStop(): number;
 }
 
+/** What node's own read handler does first on every read: the idle timeouts of the socket and of those it wraps restart. */
+interface TimedSocket {
+  _unrefTimer(): void;
+}
+
 /**
- * Hands every chunk read from `socket` to `onData`. On a plain TCP socket nobody else reads, each read goes from the
- * handle to `onData` without the stream's push, 'data' event and read-ahead tick; the end of the stream and read
- * errors still go through node's own handler, so 'end', 'error' and 'close' come as before.
+ * Takes over `socket`'s reads: each read of its native handle goes straight to `onData`, without the stream's push,
+ * 'data' event and read-ahead tick; with `restartTimers`, each read restarts the idle timeouts of the socket and of
+ * those it wraps as node's own read does (a caller that sets none, as the HTTP/1.1 client, skips it). The end of the stream and read errors still go through node's handler, so 'end', 'error' and 'close'
+ * come as before. Returns the handle; undefined, with nothing changed, when the socket is still connecting, has bytes
+ * buffered or another reader, or its handle is not node's stream. The caller makes the socket flow (so the peer's FIN
+ * is still heard).
  */
-export function feedBytes(socket: Socket, onData: (chunk: Buffer) => void): ByteFeed {
+export function readFromHandle(socket: Socket, onData: (chunk: Buffer) => void, restartTimers: boolean): ReadHandle | undefined {
   const handle = (socket as Socket & { _handle?: ReadHandle | null })._handle;
   const streamRead = handle?.onread;
-  const direct =
-    handle !== undefined && handle !== null && handle.isStreamBase === true && typeof streamRead === 'function' &&
-    (socket as { encrypted?: boolean }).encrypted !== true && !socket.connecting && socket.readableLength === 0 &&
-    socket.listenerCount('data') === 0 && !(socket.timeout !== undefined && socket.timeout > 0);
-  if (!direct) {
-    socket.on('data', onData);
-    return { pause: () => socket.pause(), resume: () => socket.resume() };
+  const timed = socket as unknown as Partial<TimedSocket>;
+  if (
+    handle === undefined || handle === null || handle.isStreamBase !== true || typeof streamRead !== 'function' || (restartTimers && typeof timed._unrefTimer !== 'function') ||
+    socket.connecting || socket.readableLength !== 0 || socket.listenerCount('data') !== 0
+  ) {
+    return undefined;
   }
+  const socketTimers = timed as TimedSocket;
   // A read of n > 0 bytes arrives as an ArrayBuffer of exactly n bytes; the end and errors arrive without one.
-  handle.onread = function onUpstreamRead(arrayBuffer) {
+  handle.onread = function onHandleRead(arrayBuffer) {
     if (arrayBuffer === undefined || socket.destroyed) return streamRead.call(this, arrayBuffer);
+    if (restartTimers) socketTimers._unrefTimer();
     onData(Buffer.from(arrayBuffer));
     return undefined;
   };
-  // Flowing, with no 'data' listener: the upstream's FIN is still heard ('end').
+  return handle;
+}
+
+/** Hands every chunk read from `socket` to `onData`: from the handle on a plain TCP socket without a timeout. */
+export function feedBytes(socket: Socket, onData: (chunk: Buffer) => void): ByteFeed {
+  const plain = (socket as { encrypted?: boolean }).encrypted !== true && !(socket.timeout !== undefined && socket.timeout > 0);
+  const handle = plain ? readFromHandle(socket, onData, false) : undefined;
+  if (handle === undefined) {
+    socket.on('data', onData);
+    return { pause: () => socket.pause(), resume: () => socket.resume() };
+  }
   socket.resume();
   return {
     pause() {
