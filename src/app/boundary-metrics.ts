@@ -17,6 +17,8 @@ export interface BoundaryMetricsOptions {
   readonly generation: () => number;
   /** Attached mode only: the control client's state now. */
   readonly control: () => ControlState | undefined;
+  /** Log lines dropped since start (telemetry/log-destination.ts), a running total. */
+  readonly logLinesDropped: () => number;
 }
 
 export interface BoundaryMetrics {
@@ -46,6 +48,14 @@ export function createBoundaryMetrics(options: BoundaryMetricsOptions): Boundary
       if (events.dropped > recorded.dropped) counter.inc({ outcome: 'dropped' }, events.dropped - recorded.dropped);
       recorded.forwarded = Math.max(recorded.forwarded, events.sent);
       recorded.dropped = Math.max(recorded.dropped, events.dropped);
+    },
+  });
+  let droppedRecorded = 0;
+  createCounter(registry, METRICS.boundary_log_lines_dropped_total, {
+    collect(counter) {
+      const dropped = options.logLinesDropped();
+      if (dropped > droppedRecorded) counter.inc({}, dropped - droppedRecorded);
+      droppedRecorded = Math.max(droppedRecorded, dropped);
     },
   });
   const reloads = createCounter(registry, METRICS.boundary_policy_reloads_total);

@@ -33,6 +33,7 @@ import { credentialsLoadedEvent, drainedEvent, proxyListeningEvent, stoppingEven
 import type { Boundary, Deps, DrainOutcome } from './boundary-types.js';
 import { assembleTransparent } from './boundary-transparent.js';
 import { createBoundaryMetrics } from './boundary-metrics.js';
+import { logLinesDropped } from '../telemetry/logger.js';
 import { composeReadiness } from './boundary-readiness.js';
 import { openIdentitySource } from './boundary-identity.js';
 import { ADMIN_CLOSE_GRACE_MS, closeWithin, drainWithin } from './boundary-shutdown.js';
@@ -53,6 +54,7 @@ export function createBoundary(config: Config, deps: Deps): Boundary {
     ready: () => readiness().ready,
     generation: () => store.current().generation,
     control: () => control?.state(),
+    logLinesDropped: () => logLinesDropped(logger),
   });
   const sink = boundaryMetrics.meter(recordingDenials(deps.audit ?? createAuditSink({ logger, now, format: config.logFormat }), denials, now));
   // Requests a parser refused are written once per source, kind and destination per interval (docs/events.md#parser-refusals).

@@ -47,6 +47,14 @@ const BOUNDARY_METRICS = {
     labels: { source: ['file', 'control'], outcome: ['loaded', 'refused'] },
     scope: 'boundary',
   },
+  boundary_log_lines_dropped_total: {
+    name: 'boundary_log_lines_dropped_total',
+    type: 'counter',
+    unit: '',
+    help: "Log lines (audit events among them) dropped because stdout's reader was more than 16 MiB behind (LOG_LINES_DROPPED)",
+    labels: NONE,
+    scope: 'boundary',
+  },
 } as const satisfies Record<string, MetricSpec>;
 
 export const METRICS = {

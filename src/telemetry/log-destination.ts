@@ -24,6 +24,11 @@ const LOG_MAX_WRITE_BYTES = 262_144;
 const LOG_FLUSH_INTERVAL_MS = 200;
 /** Lines are encoded straight into slabs of this size (no Buffer per line); another slab when one fills up. */
 export const LOG_SLAB_BYTES = 262_144;
+/** Bytes handed to the writer and not yet written past which new lines are dropped (and counted) rather than held:
+ *  a reader of stdout that stops reading must not grow the sidecar's memory without bound. */
+export const LOG_PENDING_MAX_BYTES = 16 * 1_048_576;
+/** Once dropping, lines are taken again when the writer is down to this many pending bytes. */
+export const LOG_PENDING_RESUME_BYTES = LOG_PENDING_MAX_BYTES / 2;
 /** Slabs whose every batch was handed over, kept to be filled again once the writer has written them all. */
 const MAX_SPARE_SLABS = 2;
 /** UTF-8 needs at most 3 bytes per UTF-16 code unit (a surrogate pair: 4 bytes for 2 units). */
@@ -97,13 +102,19 @@ function chunkWriter(fd: number, mode: WriteMode): ChunkWriter {
 
 const BATCH_BYTES: Readonly<Record<WriteMode, number>> = { file: LOG_FILE_BATCH_BYTES, stream: LOG_STREAM_BATCH_BYTES, pool: LOG_BATCH_BYTES };
 
+export interface BufferedDestinationOptions {
+  /** Called when lines are taken again after some were dropped (LOG_PENDING_MAX_BYTES), with how many were. */
+  readonly onResume?: (dropped: number) => void;
+}
+
 /**
  * A destination on `fd`, written as writeMode says. Each line is UTF-8 encoded once, into the free tail of a slab; a
  * batch (a view of the slab, never written to again) goes to the writer as one chunk. Lines not yet handed over
  * live only here, so every way the writer is told to flush (its periodic timer, the exit hook (pino's, or this
- * file's for the writers pino does not hook), `logger.flush()`) hands them over first.
+ * file's for the writers pino does not hook), `logger.flush()`) hands them over first. While the writer is more than
+ * LOG_PENDING_MAX_BYTES behind, new lines are dropped and counted, until it is down to LOG_PENDING_RESUME_BYTES.
  */
-export function createBufferedDestination(fd: number): LogDestination {
+export function createBufferedDestination(fd: number, options: BufferedDestinationOptions = {}): LogDestination {
   const mode = writeMode(fd);
   const writer = chunkWriter(fd, mode);
   const batchBytes = BATCH_BYTES[mode];
@@ -116,13 +127,29 @@ export function createBufferedDestination(fd: number): LogDestination {
   let handed = 0;
   let written = 0;
   const spares: { readonly slab: Buffer; readonly end: number }[] = [];
+  let dropping = false;
+  let dropped = 0;
+  let droppedSinceResume = 0;
   writer.on('write', (n) => {
     written += n;
+    if (dropping && handed - written <= LOG_PENDING_RESUME_BYTES) {
+      dropping = false;
+      const count = droppedSinceResume;
+      droppedSinceResume = 0;
+      options.onResume?.(count);
+    }
   });
 
   function give(chunk: Buffer): boolean {
     handed += chunk.length;
+    if (handed - written > LOG_PENDING_MAX_BYTES) dropping = true;
     return writer.write(chunk);
+  }
+
+  function drop(): boolean {
+    dropped++;
+    droppedSinceResume++;
+    return true;
   }
 
   function handOver(): void {
@@ -171,6 +198,7 @@ export function createBufferedDestination(fd: number): LogDestination {
   }
 
   function write(line: string): boolean {
+    if (dropping) return drop();
     if (!room(line.length * MAX_UTF8_BYTES_PER_UNIT)) return give(Buffer.from(line));
     fill += slab.write(line, fill);
     if (fill - batchStart >= batchBytes) handOver();
@@ -182,6 +210,7 @@ export function createBufferedDestination(fd: number): LogDestination {
     writeParts(parts: readonly LinePart[]): boolean {
       // Each part straight into the slab: the line is never one string (flattening it costs as much as
       // encoding it). Bytes parts are copied as they are.
+      if (dropping) return drop();
       let worst = 0;
       for (let i = 0; i < parts.length; i++) {
         const part = parts[i] as LinePart;
@@ -208,6 +237,7 @@ export function createBufferedDestination(fd: number): LogDestination {
       return true;
     },
     flush: (callback) => writer.flush(callback),
+    droppedLines: () => dropped,
   };
 }
 

@@ -2,7 +2,8 @@
 // rendered from the same JSON. Redaction here is the second line of defence after the Secret wrapper.
 import type { DestinationStream, Logger as PinoLogger } from 'pino';
 import { pino } from './pino.js';
-import { createBufferedDestination, joinParts } from './log-destination.js';
+import type { ErrorCode } from '../shared/errors.js';
+import { createBufferedDestination, joinParts, LOG_PENDING_MAX_BYTES } from './log-destination.js';
 
 export type Logger = PinoLogger;
 export const LOG_FORMATS = ['json', 'shorthand'] as const;
@@ -42,6 +43,8 @@ export interface LogDestination {
   flush?(callback?: (err?: Error | null) => void): unknown;
   /** write() of the parts joined, without joining them (see LinePart). */
   writeParts?(parts: readonly LinePart[]): unknown;
+  /** Lines dropped since start because the destination's reader fell too far behind (log-destination.ts). */
+  droppedLines?(): number;
 }
 
 /** Renders one pino JSON line as text: audit lines become `<RFC 3339> OCSF <shorthand>`. */
@@ -178,6 +181,7 @@ function shorthandDestination(target: LogDestination): LogDestination {
       if (target.flush === undefined) callback?.(null);
       else target.flush(callback);
     },
+    droppedLines: () => target.droppedLines?.() ?? 0,
   };
   shorthandTargets.set(destination, target);
   return destination;
@@ -193,13 +197,13 @@ export function createLogger(options: {
   level?: string;
   now?: () => number;
 }): Logger {
-  const base = (options.destination ?? createBufferedDestination(1)) as LogDestination;
+  const base = (options.destination ?? createBufferedDestination(1, { onResume: (dropped) => reportDropped(logger, dropped) })) as LogDestination;
   const destination = options.format === 'shorthand' ? shorthandDestination(base) : base;
   const now = options.now ?? Date.now;
   // pino's own epoch timestamp when no clock is given, written the same way; remembered so a raw line writer knows its clock.
   const timestamp = (): string => `,"time":${now()}`;
   lineClocks.set(timestamp, now);
-  return pino(
+  const logger = pino(
     {
       level: options.level ?? 'info',
       base: null,
@@ -208,4 +212,18 @@ export function createLogger(options: {
     },
     destination as DestinationStream,
   );
+  return logger;
+}
+
+function reportDropped(logger: Logger, dropped: number): void {
+  logger.warn(
+    { code: 'LOG_LINES_DROPPED' satisfies ErrorCode, dropped },
+    `${dropped} log lines (audit events among them) were dropped: stdout's reader fell more than ${LOG_PENDING_MAX_BYTES / 1_048_576} MiB behind; boundary_log_lines_dropped_total counts every one`,
+  );
+}
+
+/** Lines the logger's destination has dropped since start (0 for a destination that never drops). */
+export function logLinesDropped(logger: Logger): number {
+  const stream = (logger as unknown as PinoInternals)[S.streamSym] as LogDestination | undefined;
+  return stream?.droppedLines?.() ?? 0;
 }

@@ -44,7 +44,7 @@ export async function runChild(body: string, options: ChildOptions = {}): Promis
 
 export async function runChildResult(body: string, options: ChildOptions = {}): Promise<ChildResult> {
   const source = `
-    const { createLogger } = await import(${JSON.stringify(LOGGER)});
+    const { createLogger, logLinesDropped } = await import(${JSON.stringify(LOGGER)});
     const { createAuditSink } = await import(${JSON.stringify(AUDIT)});
     const logger = createLogger({ format: 'json' });
     const sink = createAuditSink({ logger, now: () => 1767225600000, format: 'json' });

@@ -1,6 +1,6 @@
 // The default log destination (batched stdout, src/telemetry/log-destination.ts) in a real child process, its
 // stdout a pipe or a file: lines reach it on flush() and on the periodic flush when nothing else happens; on a pipe,
-// from the event loop, past a reader that stops reading, and past a reader that goes away. (Exit:
+// from the event loop, past a reader that stops reading (up to a bound), and past a reader that goes away. (Exit:
 // test/regressions/issue-33-log-lines-at-exit.test.ts.)
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
@@ -8,7 +8,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
-import { LOG_SLAB_BYTES, LOG_STREAM_BATCH_BYTES } from '../../src/telemetry/log-destination.js';
+import { LOG_PENDING_MAX_BYTES, LOG_SLAB_BYTES, LOG_STREAM_BATCH_BYTES } from '../../src/telemetry/log-destination.js';
 import { assertNumbered, EVENT, runChild, runChildResult } from '../harness/log-child.js';
 
 /** A line longer than a slab. */
@@ -113,6 +113,49 @@ describe('the default stdout log destination, stdout a pipe', () => {
       },
     );
     assertNumbered(lines, 4000);
+  });
+
+  it('drops and counts lines past LOG_PENDING_MAX_BYTES behind a stopped reader, then says how many once it catches up', async () => {
+    // Every line is made in one turn of the loop, so none is written before the bound: exactly the lines handed over
+    // up to it arrive, every later one is dropped until the reader has caught up, and then lines flow again.
+    const LOGGED = 40_000;
+    const AFTER = 10;
+    let stderr = '';
+    const lines = await runChild(
+      `
+      for (let i = 0; i < ${LOGGED}; i++) sink.emit(${EVENT});
+      setTimeout(() => {
+        process.stderr.write('turned\\n');
+        logger.flush(() => {
+          for (let i = ${LOGGED}; i < ${LOGGED + AFTER}; i++) sink.emit(${EVENT});
+          logger.flush(() => {
+            process.stderr.write('counted ' + logLinesDropped(logger) + '\\n');
+            process.exit(0);
+          });
+        });
+      }, 0);
+    `,
+      {
+        paused: true,
+        onStderr: (child, text) => {
+          stderr += text;
+          if (text.includes('turned')) child.stdout?.resume();
+        },
+      },
+    );
+    const notice = lines.findIndex((line) => line.includes('"LOG_LINES_DROPPED"'));
+    assert.ok(notice > 0, 'a LOG_LINES_DROPPED line');
+    const kept = lines.slice(0, notice);
+    assertNumbered(kept, notice);
+    const bytes = kept.reduce((sum, line) => sum + Buffer.byteLength(line) + 1, 0);
+    assert.ok(bytes > LOG_PENDING_MAX_BYTES && bytes <= LOG_PENDING_MAX_BYTES + LOG_STREAM_BATCH_BYTES + 2_048, String(bytes));
+    const warning = JSON.parse(lines[notice] as string) as { level: number; code: string; dropped: number; msg: string };
+    assert.equal(warning.level, 40);
+    assert.equal(warning.dropped, LOGGED - kept.length);
+    assert.match(warning.msg, /^\d+ log lines \(audit events among them\) were dropped/);
+    assert.match(stderr, new RegExp(`^counted ${LOGGED - kept.length}$`, 'm'));
+    const after = lines.slice(notice + 1).map((line) => (JSON.parse(line) as { ocsf: { unmapped: { n: number } } }).ocsf.unmapped.n);
+    assert.deepEqual(after, Array.from({ length: AFTER }, (_, i) => LOGGED + i));
   });
 
   it('ends logging when the reader goes away (EPIPE): flush() still calls back and nothing is thrown', async () => {

@@ -88,7 +88,8 @@ describe('boundary-wide metrics', () => {
     const registry = new Registry();
     let control = { phase: 'waiting', events: { buffered: 0, sent: 5, dropped: 1 } } as unknown as ControlState;
     const seen: unknown[] = [];
-    const metrics = createBoundaryMetrics({ registry, version: '9.9.9', ready: () => false, generation: () => 3, control: () => control });
+    let logDropped = 0;
+    const metrics = createBoundaryMetrics({ registry, version: '9.9.9', ready: () => false, generation: () => 3, control: () => control, logLinesDropped: () => logDropped });
     const sink = metrics.meter({ emit: (event) => seen.push(event) });
     sink.emit({ class: 'CONFIG', activity: 'LOADED', severity: 'INFO', engine: 'control', message: 'policy generation 3 from x is effective' });
     sink.emit({ class: 'CONFIG', activity: 'FAILED', severity: 'MED', message: 'policy /p refused; keeping the last good policy' });
@@ -106,9 +107,12 @@ describe('boundary-wide metrics', () => {
     assert.match(text, /^boundary_ready 0$/m);
     assert.match(text, /^boundary_policy_generation 3$/m);
     assert.match(text, /^boundary_build_info\{version="9.9.9",node="v[^"]+"\} 1$/m);
+    assert.match(text, /^boundary_log_lines_dropped_total 0$/m);
+    logDropped = 12;
     control = { phase: 'attached', events: { buffered: 0, sent: 7, dropped: 1 } } as unknown as ControlState;
     text = await registry.metrics();
     assert.match(text, /^boundary_control_events_total\{outcome="forwarded"\} 7$/m);
     assert.match(text, /^boundary_control_events_total\{outcome="dropped"\} 1$/m);
+    assert.match(text, /^boundary_log_lines_dropped_total 12$/m);
   });
 });
