@@ -4,20 +4,23 @@
 // in between (the request head read, the upstream fields built, the answer's head written, the response read).
 // Blocks of each tree alternate; prints the CPU per request of each (process CPU, both threads) and the median
 // per-block ratio B/A. With --alloc, each tree alone under the V8 heap sampler instead: bytes allocated per request.
+// CLIENTS=a,b: each tree's requests spread over that many clients (sessions) in turn, as a tunnel past its share of a
+// shared upstream session uses two (proxy/h2-lane.ts); IN_FLIGHT: requests kept open at once (default 64).
 //
 // Usage: node bench/h2/ab-parts.mjs <dist A> <dist B> [blocks=16] [requests per block=4000]
+//        CLIENTS=1,2 IN_FLIGHT=100 node bench/h2/ab-parts.mjs <dist> <dist> [blocks] [requests per block]
 //        node bench/h2/ab-parts.mjs --alloc <dist> [requests=40000]
 import { Session } from 'node:inspector';
 import { connect, createServer } from 'node:net';
 import { resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 
-const IN_FLIGHT = 64;
+const IN_FLIGHT = Number(process.env.IN_FLIGHT ?? 64);
 const CLIENT_HEAD = [':method', 'GET', ':scheme', 'http', ':path', '/index.html', ':authority', 'origin.bench.test:40403', 'user-agent', 'h2load nghttp2/1.52.0', 'accept', '*/*'];
 const ANSWER = ['content-type', 'text/plain', 'content-length', '2', 'date', 'Sat, 05 Dec 2026 10:00:00 GMT'];
 const BODY = Buffer.from('ok');
 
-async function load(dir) {
+async function load(dir, clientCount = 1) {
   const l = (f) => import(pathToFileURL(`${resolve(dir)}/${f}`).href);
   const [server, client, head, headers] = await Promise.all([l('http2/server-session.js'), l('http2/h2-client.js'), l('http2/request-head.js'), l('http2/headers.js')]);
   const listener = createServer((socket) => {
@@ -39,14 +42,17 @@ async function load(dir) {
   });
   await new Promise((r) => listener.listen(0, '127.0.0.1', r));
   const { port } = listener.address();
-  const h2 = client.createH2Client({
-    connect: () =>
-      new Promise((ok, fail) => {
-        const s = connect(port, '127.0.0.1', () => ok(s));
-        s.setNoDelay(true);
-        s.once('error', fail);
-      }),
-  });
+  const clients = Array.from({ length: clientCount }, () =>
+    client.createH2Client({
+      connect: () =>
+        new Promise((ok, fail) => {
+          const s = connect(port, '127.0.0.1', () => ok(s));
+          s.setNoDelay(true);
+          s.once('error', fail);
+        }),
+    }),
+  );
+  let turn = 0;
   // One request as the proxy makes it: the client's head read and checked, its fields rewritten for upstream.
   function one(done) {
     const read = head.readRequestHead(CLIENT_HEAD, 'http', true);
@@ -66,7 +72,7 @@ async function load(dir) {
         throw err;
       },
     };
-    h2.request({ method: 'GET', target: '/index.html', headers: up, body: null, scheme: 'http', teTrailers: false, checkedFields: raw }, handler);
+    clients[turn++ % clientCount].request({ method: 'GET', target: '/index.html', headers: up, body: null, scheme: 'http', teTrailers: false, checkedFields: raw }, handler);
   }
   function block(n) {
     return new Promise((ok) => {
@@ -83,7 +89,7 @@ async function load(dir) {
     });
   }
   const close = () => {
-    h2.destroy();
+    for (const c of clients) c.destroy();
     listener.close();
   };
   return { block, close };
@@ -125,7 +131,8 @@ if (args[0] === '--alloc') {
   if (dirA === undefined || dirB === undefined) throw new Error('usage: node bench/h2/ab-parts.mjs <dist A> <dist B> [blocks] [requests per block]');
   const blocks = Number(args[2] ?? 16);
   const n = Number(args[3] ?? 4000);
-  const trees = [await load(dirA), await load(dirB)];
+  const [clientsA, clientsB] = (process.env.CLIENTS ?? '1,1').split(',').map(Number);
+  const trees = [await load(dirA, clientsA), await load(dirB, clientsB)];
   for (const t of trees) await t.block(n);
   const per = [[], []];
   for (let b = 0; b < blocks; b++) {
