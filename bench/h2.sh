@@ -26,6 +26,10 @@
 #             fixed load both builds keep up with, so what each allocates per request is compared in the same conditions.
 #   PIN       auto (default) | 0: with 2 cores h2load and the origin share cpu 0 and boundary gets cpu 1. Each run also
 #             reports how long the pinned server waited for its core (ms per second): other work on that core.
+#   FRESH     1 (default): every proxy (boundary, boundary-ref, the floors, nghttpx) is started anew before each round,
+#             so rounds are independent samples: two copies of one build, each process living through every round,
+#             measured 20-30 % apart in every round of a run (docs/benchmarks.md#seventh-pass-where-boundarys-cpu-above-the-codec-floor-goes-and-the-second-upstream-session).
+#             0: each proxy serves every round (the origin always does).
 #   KEEP_TMP  1: keep the temp dir (each boundary's log, h2load output) for inspection
 #   BOUNDARY_NODE_FLAGS  extra node flags for boundary, e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof".
 #   FLOOR_NODE_FLAGS     the same for the codec-floor, node-floor and tls-floor proxies.
@@ -48,6 +52,7 @@ BOUNDARY_NODE_FLAGS=${BOUNDARY_NODE_FLAGS:-}
 FLOOR_NODE_FLAGS=${FLOOR_NODE_FLAGS:-}
 PROXY_NODE=${PROXY_NODE:-node}
 KEEP_TMP=${KEEP_TMP:-0}
+FRESH=${FRESH:-1}
 H2LOAD_ARGS=${H2LOAD_ARGS:-}
 HOST=origin.bench.test
 unset http_proxy HTTP_PROXY https_proxy HTTPS_PROXY all_proxy ALL_PROXY no_proxy NO_PROXY
@@ -103,38 +108,39 @@ PIDS+=($!)
 declare -A SERVER_PID=([direct]=$!)
 wait_for test -s "$WORK/origin.json" || die "origin did not start"
 ORIGIN_PORT=$(node -p 'JSON.parse(require("fs").readFileSync(process.argv[1])).port' "$WORK/origin.json")
-read -r FLOOR_PORT TLS_FLOOR_PORT CODEC_FLOOR_PORT < <(free_ports 3)
-# shellcheck disable=SC2086
-"${PIN_PROXY[@]}" "$PROXY_NODE" $FLOOR_NODE_FLAGS "$ROOT/bench/h2/bare-proxy.mjs" --listen "127.0.0.1:$FLOOR_PORT" --origin "https://127.0.0.1:$ORIGIN_PORT" \
-  --servername "$HOST" --ca "$WORK/pki/ca.pem" --cert "$WORK/pki/origin.pem" --key "$WORK/pki/origin.key" &
-PIDS+=($!)
-SERVER_PID[node-floor]=$!
-# shellcheck disable=SC2086
-"${PIN_PROXY[@]}" "$PROXY_NODE" $FLOOR_NODE_FLAGS "$ROOT/bench/h2/tls-relay.mjs" --listen "127.0.0.1:$TLS_FLOOR_PORT" --origin "127.0.0.1:$ORIGIN_PORT" \
-  --servername "$HOST" --ca "$WORK/pki/ca.pem" --cert "$WORK/pki/origin.pem" --key "$WORK/pki/origin.key" &
-PIDS+=($!)
-SERVER_PID[tls-floor]=$!
-if [[ " $ROUTES " == *" codec-floor "* ]]; then
-  # boundary's own HTTP/2 code, from the build under test.
-  [[ -f $BOUNDARY_DIST/http2/server-session.js ]] || die "no build in $BOUNDARY_DIST for codec-floor (BUILD=1 makes one)"
-  # shellcheck disable=SC2086
-  "${PIN_PROXY[@]}" "$PROXY_NODE" $FLOOR_NODE_FLAGS "$ROOT/bench/h2/codec-floor.mjs" --dist "$BOUNDARY_DIST" --listen "127.0.0.1:$CODEC_FLOOR_PORT" \
-    --origin "127.0.0.1:$ORIGIN_PORT" --servername "$HOST" --ca "$WORK/pki/ca.pem" --cert "$WORK/pki/origin.pem" --key "$WORK/pki/origin.key" &
+declare -A PORT=()
+# start_floor ROUTE: one of the floor or peer proxies on a port of its own, ready; its pid in SERVER_PID.
+start_floor() {
+  local route=$1 port
+  read -r port < <(free_ports 1)
+  case $route in
+    node-floor)
+      # shellcheck disable=SC2086
+      "${PIN_PROXY[@]}" "$PROXY_NODE" $FLOOR_NODE_FLAGS "$ROOT/bench/h2/bare-proxy.mjs" --listen "127.0.0.1:$port" --origin "https://127.0.0.1:$ORIGIN_PORT" \
+        --servername "$HOST" --ca "$WORK/pki/ca.pem" --cert "$WORK/pki/origin.pem" --key "$WORK/pki/origin.key" & ;;
+    tls-floor)
+      # shellcheck disable=SC2086
+      "${PIN_PROXY[@]}" "$PROXY_NODE" $FLOOR_NODE_FLAGS "$ROOT/bench/h2/tls-relay.mjs" --listen "127.0.0.1:$port" --origin "127.0.0.1:$ORIGIN_PORT" \
+        --servername "$HOST" --ca "$WORK/pki/ca.pem" --cert "$WORK/pki/origin.pem" --key "$WORK/pki/origin.key" & ;;
+    codec-floor)
+      # boundary's own HTTP/2 code, from the build under test.
+      [[ -f $BOUNDARY_DIST/http2/server-session.js ]] || die "no build in $BOUNDARY_DIST for codec-floor (BUILD=1 makes one)"
+      # shellcheck disable=SC2086
+      "${PIN_PROXY[@]}" "$PROXY_NODE" $FLOOR_NODE_FLAGS "$ROOT/bench/h2/codec-floor.mjs" --dist "$BOUNDARY_DIST" --listen "127.0.0.1:$port" \
+        --origin "127.0.0.1:$ORIGIN_PORT" --servername "$HOST" --ca "$WORK/pki/ca.pem" --cert "$WORK/pki/origin.pem" --key "$WORK/pki/origin.key" & ;;
+    nghttpx)
+      command -v nghttpx >/dev/null || die "missing nghttpx (Debian: nghttp2-proxy)"
+      # No config file, no OCSP fetch, no access log: a bare TLS-terminating HTTP/2 relay with backend verification on.
+      "${PIN_PROXY[@]}" nghttpx --conf=/dev/null --no-ocsp --workers=1 --frontend="127.0.0.1,$port" \
+        --backend="127.0.0.1,$ORIGIN_PORT;;proto=h2;tls;sni=$HOST" --cacert="$WORK/pki/ca.pem" --errorlog-file="$WORK/nghttpx.err" \
+        "$WORK/pki/origin.key" "$WORK/pki/origin.pem" & ;;
+  esac
   PIDS+=($!)
-  SERVER_PID[codec-floor]=$!
-  wait_for curl -sfk --http2 --connect-to "$HOST:$ORIGIN_PORT:127.0.0.1:$CODEC_FLOOR_PORT" "https://$HOST:$ORIGIN_PORT/" || die "codec-floor did not start"
-fi
-if [[ " $ROUTES " == *" nghttpx "* ]]; then
-  command -v nghttpx >/dev/null || die "missing nghttpx (Debian: nghttp2-proxy)"
-  read -r NGHTTPX_PORT < <(free_ports 1)
-  # No config file, no OCSP fetch, no access log: a bare TLS-terminating HTTP/2 relay with backend verification on.
-  "${PIN_PROXY[@]}" nghttpx --conf=/dev/null --no-ocsp --workers=1 --frontend="127.0.0.1,$NGHTTPX_PORT" \
-    --backend="127.0.0.1,$ORIGIN_PORT;;proto=h2;tls;sni=$HOST" --cacert="$WORK/pki/ca.pem" --errorlog-file="$WORK/nghttpx.err" \
-    "$WORK/pki/origin.key" "$WORK/pki/origin.pem" &
-  PIDS+=($!)
-  SERVER_PID[nghttpx]=$!
-  wait_for curl -sfk --connect-to "$HOST:$ORIGIN_PORT:127.0.0.1:$NGHTTPX_PORT" "https://$HOST:$ORIGIN_PORT/" || die "nghttpx did not start"
-fi
+  SERVER_PID[$route]=$!
+  PORT[$route]=$port
+  wait_for curl -sfk --http2 --connect-to "$HOST:$ORIGIN_PORT:127.0.0.1:$port" "https://$HOST:$ORIGIN_PORT/" || die "$route did not start"
+}
+for route in node-floor tls-floor codec-floor nghttpx; do [[ " $ROUTES " == *" $route "* ]] && start_floor "$route"; done
 
 cat >"$WORK/policy.yaml" <<POLICY
 version: 1
@@ -207,10 +213,7 @@ measure() {
   local route=$1 kase=$2 connect
   case $route in
     direct) connect="127.0.0.1:$ORIGIN_PORT" ;;
-    node-floor) connect="127.0.0.1:$FLOOR_PORT" ;;
-    tls-floor) connect="127.0.0.1:$TLS_FLOOR_PORT" ;;
-    codec-floor) connect="127.0.0.1:$CODEC_FLOOR_PORT" ;;
-    nghttpx) connect="127.0.0.1:$NGHTTPX_PORT" ;;
+    node-floor | tls-floor | codec-floor | nghttpx) connect="127.0.0.1:${PORT[$route]}" ;;
     # A synthetic mapping lives as long as its DNS answer (30 s): ask again, as a workload would, before each run.
     *) connect="$(dig @127.0.0.1 -p "${DNS_PORT[$route]}" +short "$HOST" A):$ORIGIN_PORT" ;;
   esac
@@ -231,8 +234,31 @@ measure() {
   # Warm-up requests used CPU too: per request done over the whole run.
   echo "${rps:-0} ${p99:-0} ${failed:-0} $(awk -v t="$ticks" -v hz="$CLK_TCK" -v n="${finished:-0}" -v w="$WARMUP" -v d="$DURATION" -v r="${rps:-0}" 'BEGIN { all = n + r * w; printf "%.0f", (all > 0 ? t / hz * 1e6 / all : 0) }') $queued"
 }
+# stop_route ROUTE: SIGTERM, then a bounded wait until it has gone (boundary drains, and may write a profile).
+stop_route() {
+  local pid=${SERVER_PID[$1]} i
+  kill -TERM "$pid" 2>/dev/null || true
+  for ((i = 0; i < 100; i++)); do kill -0 "$pid" 2>/dev/null || return 0; sleep 0.1; done
+  kill -KILL "$pid" 2>/dev/null || true
+}
+start_route() {
+  case $1 in
+    boundary) start_boundary boundary "$BOUNDARY_DIST" 127.78.0.0/16 ;;
+    boundary-ref) start_boundary boundary-ref "$REF_DIST" 127.79.0.0/16 ;;
+    *) start_floor "$1" ;;
+  esac
+}
 read -r -a ROUTE_LIST <<<"$ROUTES"
 for ((r = 1; r <= RUNS; r++)); do
+  if ((FRESH && r > 1)); then
+    # Each round's proxies are new processes: a process's own state (its heap's sizing, where its code landed) leans
+    # every round it serves the same way, so rounds of long-lived processes are not independent samples.
+    for route in "${ROUTE_LIST[@]}"; do
+      [[ $route == direct ]] && continue
+      stop_route "$route"
+      start_route "$route"
+    done
+  fi
   # Every other round runs the routes in reverse, so no route always follows the same one (boundary-ref included).
   order=("${ROUTE_LIST[@]}")
   if ((r % 2 == 0)); then for ((i = ${#ROUTE_LIST[@]} - 1, j = 0; i >= 0; i--, j++)); do order[j]=${ROUTE_LIST[i]}; done; fi
