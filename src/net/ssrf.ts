@@ -202,17 +202,20 @@ function where(input: DestinationInput, plan: ValidationPlan): string {
   return `${input.host}:${input.port} (${plan} plan)`;
 }
 
-/** parseIp, with a fast path for the common case: a dotted-quad A record. */
+/** One dotted quad at a time, overwritten by the next: validateDestination reads each answer's Ip within its
+ *  own loop turn and keeps none (it keeps the text), so no array is made per answer. */
+const V4_SCRATCH: { readonly family: 4; readonly bytes: Uint8Array } = { family: 4, bytes: new Uint8Array(4) };
+
+/** parseIp, with a fast path for the common case: a dotted-quad A record (read into V4_SCRATCH). */
 function readIp(text: string): Ip | undefined {
   const word = parseDottedQuad(text);
   if (word === undefined) return text.includes(':') ? parseIp(text) : undefined;
-  // Filled in place: cheaper than Uint8Array.of, which takes its arguments through the generic path.
-  const bytes = new Uint8Array(4);
+  const bytes = V4_SCRATCH.bytes;
   bytes[0] = word >>> 24;
   bytes[1] = (word >>> 16) & 0xff;
   bytes[2] = (word >>> 8) & 0xff;
   bytes[3] = word & 0xff;
-  return { family: 4, bytes };
+  return V4_SCRATCH;
 }
 
 function prepare(plan: ValidationPlan, input: DestinationInput): Prepared {
