@@ -41,6 +41,9 @@ describe('credentials stage', () => {
       const headers = r.upstreamHeaders as string[];
       assert.deepEqual(headers.slice(0, 2), ['host', hostHeader(host, port, tls)], `${host} ${port} ${tls}`);
       assert.equal(headers.filter((h) => h.toLowerCase() === 'host').length, 1);
+      // The client's own list is never the one that goes upstream.
+      assert.notEqual(headers, r.wire.rawHeaders);
+      assert.deepEqual(r.wire.rawHeaders, ['Host', 'client.test', 'accept', '*/*']);
     }
   });
 });
