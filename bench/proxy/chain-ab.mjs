@@ -10,6 +10,9 @@
 //        e.g. bench/out/build-<sha>/dist (what BOUNDARY_REF builds) against dist
 //        L7=1 node bench/proxy/chain-ab.mjs ...   the endpoint bench/h2.sh's policy has (protocol: rest, access: full):
 //        every request decided by method and path as well
+//        ALLOC=1 node bench/proxy/chain-ab.mjs <dist> <dist> [blocks]   bytes allocated per request by tree A alone
+//        (V8's sampling heap profiler, collected objects included; ALLOC_OUT=<file> keeps the profile): the harness's
+//        own request (its decoded text, split strings, wire and source objects) is about 0.8 KB of it
 import { ftruncateSync, mkdtempSync, openSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
@@ -138,6 +141,7 @@ const block = async (tree) => {
     await new Promise((r) => setImmediate(r));
   }
 };
+if (process.env.ALLOC === '1') await allocations(trees[0]);
 for (const tree of trees) for (let w = 0; w < 3; w++) await block(tree);
 const per = [[], []];
 for (let k = 0; k < BLOCKS; k++) {
@@ -153,3 +157,24 @@ const ratios = per[1].map((x, i) => x / per[0][i]).sort((x, y) => x - y);
 console.log(
   `A ${med(per[0]).toFixed(0)} ns/request, B ${med(per[1]).toFixed(0)} ns/request, B/A per block median ${med(ratios).toFixed(3)} (${ratios[0].toFixed(2)}-${ratios.at(-1).toFixed(2)})`,
 );
+
+/** Bytes allocated per request by one tree, after 10 blocks of warm-up; then exits. */
+async function allocations(tree) {
+  const { Session } = await import('node:inspector');
+  const { writeFileSync } = await import('node:fs');
+  const session = new Session();
+  session.connect();
+  const post = (method, params) => new Promise((ok, fail) => session.post(method, params, (err, r) => (err ? fail(err) : ok(r))));
+  const run = async () => {
+    await block(tree);
+    tree.empty();
+  };
+  for (let w = 0; w < 10; w++) await run();
+  await post('HeapProfiler.startSampling', { samplingInterval: 32, includeObjectsCollectedByMajorGC: true, includeObjectsCollectedByMinorGC: true });
+  for (let k = 0; k < BLOCKS; k++) await run();
+  const { profile } = await post('HeapProfiler.stopSampling');
+  if (process.env.ALLOC_OUT) writeFileSync(process.env.ALLOC_OUT, JSON.stringify(profile));
+  const sum = (node) => node.children.reduce((n, child) => n + sum(child), node.selfSize);
+  console.log(`A ${(sum(profile.head) / (BLOCKS * PER_BLOCK)).toFixed(0)} bytes allocated per request`);
+  process.exit(0);
+}

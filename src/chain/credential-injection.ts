@@ -72,7 +72,8 @@ export function credentialHead(input: {
   readonly port: number;
   readonly method: string;
   readonly target: string;
-  readonly headers: readonly string[];
+  /** Handed over: made for this request by the caller, and the head's own list when nothing is placed or replaced. */
+  readonly headers: string[];
   readonly endpoint: Endpoint | undefined;
 }): HeadResult {
   const q = input.target.indexOf('?');
@@ -81,7 +82,7 @@ export function credentialHead(input: {
   const scope = scopeFor({ source: input.source, host: input.host, port: input.port, path, endpoint: input.endpoint, family: input.family });
   // The common case, asked on the flat list: nothing to place, no marker anywhere (see below).
   if (scope.boundKeys.length === 0 && !flatHeadHasMarker({ method: input.method, path, query, headers: input.headers })) {
-    const flat = input.headers.slice();
+    const flat = input.headers;
     // As the pairs would have it: a name without a value gets an empty one.
     if (flat.length % 2 === 1) flat.push('');
     return { ok: true, head: { target: input.target, headers: flat, scope, usedKeys: 0 } };

@@ -267,8 +267,11 @@ const requestTexts = createEventTexts();
 export function outcomeEvent(o: Outcome): AuditEvent {
   const action = ACTION[o.verdict];
   const severity = o.severity ?? (o.verdict === 'deny' ? 'MED' : o.verdict === 'fail' ? 'LOW' : 'INFO');
-  const unmapped: Record<string, unknown> = { adapter: o.adapter, verdict: o.verdict, reason_code: o.reason };
-  if (o.status !== undefined) unmapped.status_code = o.status;
+  // With its status in the literal: the extra fields then fit the first property store added to it.
+  const unmapped: Record<string, unknown> =
+    o.status === undefined
+      ? { adapter: o.adapter, verdict: o.verdict, reason_code: o.reason }
+      : { adapter: o.adapter, verdict: o.verdict, reason_code: o.reason, status_code: o.status };
   if (o.extra !== undefined) Object.assign(unmapped, o.extra);
   if (o.verdict === 'deny' && o.host !== undefined && o.port !== undefined) unmapped.replay = replayOf(o, o.host, o.port);
   // Built by assignment, not object spreads: one of these is made per request.
@@ -284,20 +287,18 @@ export function outcomeEvent(o: Outcome): AuditEvent {
   const host = o.host;
   // A request's texts are the strings made for the last one with the same parts (event-texts.ts).
   const texts = net || host === undefined ? undefined : requestTexts(statusDetail, o.method, host, o.port, o.path ?? '', o.scheme ?? 'http');
+  const cls = net ? 'NET' : 'HTTP';
+  const activity = net ? (o.verdict === 'fail' ? 'FAIL' : 'OPEN') : o.method;
+  const message = texts === undefined ? (net ? `${statusDetail} ${target(host, o.port)}` : `${statusDetail} ${o.method} -${o.path ?? ''}`) : texts.message;
+  const { engine, detail, policy, generation, policyHash } = o;
+  // An allowed request has every field: one literal, in the key order the assignments below give.
+  if (action !== undefined && policy !== undefined && generation !== undefined && policyHash !== undefined && texts !== undefined) {
+    const http = { method: o.method, url: texts.url };
+    return { class: cls, activity, statusDetail, message, severity, engine, dst, src, detail, unmapped, action, policy, generation, policyHash, http };
+  }
   const event: {
     -readonly [K in keyof AuditEvent]: AuditEvent[K];
-  } = {
-    class: net ? 'NET' : 'HTTP',
-    activity: net ? (o.verdict === 'fail' ? 'FAIL' : 'OPEN') : o.method,
-    statusDetail,
-    message: texts === undefined ? (net ? `${statusDetail} ${target(host, o.port)}` : `${statusDetail} ${o.method} -${o.path ?? ''}`) : texts.message,
-    severity,
-    engine: o.engine,
-    dst,
-    src,
-    detail: o.detail,
-    unmapped,
-  };
+  } = { class: cls, activity, statusDetail, message, severity, engine, dst, src, detail, unmapped };
   if (action !== undefined) event.action = action;
   if (o.policy !== undefined) event.policy = o.policy;
   if (o.generation !== undefined) event.generation = o.generation;

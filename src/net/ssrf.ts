@@ -67,6 +67,11 @@ export interface SelfAddresses {
 /** A list that contains no listener: for checks that have none to protect (tests, policy re-evaluation). */
 export const NO_SELF_ADDRESSES: SelfAddresses = Object.freeze({ list: Object.freeze([]), parsed: Object.freeze([]) });
 
+/** Shared empty lists: a check with nothing dropped, no metadata survivor, no allowed_ips makes none of its own. */
+const NONE_DROPPED: readonly Dropped[] = Object.freeze([]);
+const NO_ADDRESSES: readonly string[] = Object.freeze([]);
+const NO_CIDRS: readonly Cidr[] = Object.freeze([]);
+
 /** Parses `list` once (entries that are not IP literals are skipped); frozen, so it can be shared. */
 export function prepareSelfAddresses(list: readonly SelfAddress[]): SelfAddresses {
   if (list.length === 0) return NO_SELF_ADDRESSES;
@@ -145,14 +150,15 @@ export function validateDestination(input: DestinationInput): DestinationCheck {
   const prepared = prepare(plan, input);
   const portProblem = checkPort(plan, input.port);
   const survivors: string[] = [];
-  const metadataAddresses: string[] = [];
-  const dropped: Dropped[] = [];
+  // Made only when an answer is dropped or is a metadata address: most checks have neither.
+  let metadataAddresses: string[] | undefined;
+  let dropped: Dropped[] | undefined;
   const checked = Math.min(addresses.length, MAX_ANSWERS_CHECKED);
   for (let i = 0; i < checked; i++) {
     const address = addresses[i] as string;
     const ip = readIp(address);
     if (ip === undefined) {
-      dropped.push({ ip: address, class: 'invalid', why: 'always-blocked' });
+      dropped = withDrop(dropped, { ip: address, class: 'invalid', why: 'always-blocked' });
       continue;
     }
     // A strict dotted quad is already canonical; IPv6 answers are re-spelt (RFC 5952).
@@ -160,13 +166,18 @@ export function validateDestination(input: DestinationInput): DestinationCheck {
     const info = classifyIp(ip);
     const why = judge(prepared, ip, canonical, info) ?? portProblem;
     if (why !== undefined) {
-      dropped.push({ ip: canonical, class: info.class, why });
+      dropped = withDrop(dropped, { ip: canonical, class: info.class, why });
       continue;
     }
     survivors.push(canonical);
-    if (info.metadata) metadataAddresses.push(canonical);
+    if (info.metadata) {
+      metadataAddresses ??= [];
+      metadataAddresses.push(canonical);
+    }
   }
-  if (survivors.length > 0) return { ok: true, plan, addresses: survivors, dropped, metadataAddresses };
+  if (survivors.length > 0) return { ok: true, plan, addresses: survivors, dropped: dropped ?? NONE_DROPPED, metadataAddresses: metadataAddresses ?? NO_ADDRESSES };
+  // Every answer was dropped: at least one is listed.
+  dropped ??= [];
   let check: SsrfCheck = 'always-blocked';
   let rank: number = SSRF_CHECKS.length;
   for (const d of dropped) {
@@ -180,33 +191,44 @@ export function validateDestination(input: DestinationInput): DestinationCheck {
   return refuse(plan, check, `${where(input, plan)}: every answer was dropped: ${list}`, dropped);
 }
 
+function withDrop(dropped: Dropped[] | undefined, drop: Dropped): Dropped[] {
+  if (dropped === undefined) return [drop];
+  dropped.push(drop);
+  return dropped;
+}
+
 /** The destination as refusal messages name it; built only on a refusal. */
 function where(input: DestinationInput, plan: ValidationPlan): string {
   return `${input.host}:${input.port} (${plan} plan)`;
 }
 
-/** parseIp, with a fast path for the common case: a dotted-quad A record. */
+/** One dotted quad at a time, overwritten by the next: validateDestination reads each answer's Ip within its
+ *  own loop turn and keeps none (it keeps the text), so no array is made per answer. */
+const V4_SCRATCH: { readonly family: 4; readonly bytes: Uint8Array } = { family: 4, bytes: new Uint8Array(4) };
+
+/** parseIp, with a fast path for the common case: a dotted-quad A record (read into V4_SCRATCH). */
 function readIp(text: string): Ip | undefined {
   const word = parseDottedQuad(text);
   if (word === undefined) return text.includes(':') ? parseIp(text) : undefined;
-  // Filled in place: cheaper than Uint8Array.of, which takes its arguments through the generic path.
-  const bytes = new Uint8Array(4);
+  const bytes = V4_SCRATCH.bytes;
   bytes[0] = word >>> 24;
   bytes[1] = (word >>> 16) & 0xff;
   bytes[2] = (word >>> 8) & 0xff;
   bytes[3] = word & 0xff;
-  return { family: 4, bytes };
+  return V4_SCRATCH;
 }
 
 function prepare(plan: ValidationPlan, input: DestinationInput): Prepared {
   const endpoint = input.endpoint;
-  const allowed: Cidr[] = [];
+  let allowed: readonly Cidr[] = NO_CIDRS;
   if (plan === 'allowed-ips' && endpoint !== undefined) {
+    const parsed: Cidr[] = [];
     // An entry that does not parse never matches: fail closed (the policy parser rejects those anyway).
     for (const text of endpoint.allowedIps) {
       const cidr = parseCidr(text);
-      if (cidr !== undefined) allowed.push(cidr);
+      if (cidr !== undefined) parsed.push(cidr);
     }
+    allowed = parsed;
   }
   let literal: string | undefined;
   if (plan === 'ip-literal' && endpoint?.host !== undefined) {
@@ -237,7 +259,9 @@ function judge(p: Prepared, ip: Ip, canonical: string, info: AddressInfo): SsrfC
 }
 
 function isSelf(p: Prepared, ip: Ip, info: AddressInfo): boolean {
-  for (const self of p.self) {
+  // Indexed: for...of made an iterator per check here.
+  for (let i = 0; i < p.self.length; i++) {
+    const self = p.self[i] as Prepared['self'][number];
     if (self.port !== p.port) continue;
     if (self.any && info.class === 'loopback') return true;
     if (sameBytes(self.ip, ip)) return true;

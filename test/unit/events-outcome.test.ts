@@ -78,14 +78,20 @@ describe('outcomeEvent', () => {
               ['h.test', 443, '/p', 'https'],
               ['h.test', 443, '/p', 'http'],
             ] as const) {
-              const o = beginOutcome(adapter, kind, { remoteAddress: '127.0.0.1', remotePort: 5 });
-              Object.assign(o, { verdict, host, port, path, extra, status: verdict === 'fail' ? 502 : 200, policy: 'p', generation: 3, policyHash: 'h' });
-              if (scheme !== undefined) o.scheme = scheme;
-              const got = outcomeEvent(o);
-              const want: AuditEvent = referenceOutcomeEvent(o);
-              assert.deepEqual(got, want);
-              assert.deepEqual(Object.keys(got), Object.keys(want));
-              assert.deepEqual(Object.keys(got.unmapped ?? {}), Object.keys(want.unmapped ?? {}));
+              // Each of the fields an allowed request has all of, missing in turn, and the status too.
+              for (const missing of [undefined, 'status', 'policy', 'generation', 'policyHash', 'src'] as const) {
+                const o = beginOutcome(adapter, kind, { remoteAddress: '127.0.0.1', remotePort: 5 });
+                Object.assign(o, { verdict, host, port, path, extra, status: verdict === 'fail' ? 502 : 200, policy: 'p', generation: 3, policyHash: 'h' });
+                if (scheme !== undefined) o.scheme = scheme;
+                if (missing === 'src') o.srcIp = undefined;
+                else if (missing !== undefined) o[missing] = undefined;
+                const got = outcomeEvent(o);
+                const want: AuditEvent = referenceOutcomeEvent(o);
+                assert.deepEqual(got, want);
+                assert.deepEqual(Object.keys(got), Object.keys(want));
+                assert.deepEqual(Object.keys(got.unmapped ?? {}), Object.keys(want.unmapped ?? {}));
+                assert.equal(JSON.stringify(got), JSON.stringify(want));
+              }
             }
           }
         }

@@ -319,20 +319,25 @@ describe('credentialHead without placeholders', () => {
       for (const target of TARGETS) {
         for (const headers of HEADER_SETS) {
           for (const method of ['GET', 'openshell:resolve:env:API_TOKEN']) {
-            const input = { source, host, port: 80, method, target, headers, endpoint: undefined };
-            assert.deepEqual(shortcut(input), fullPath(input), `${host} ${method} ${target} ${JSON.stringify(headers)}`);
+            // Each call is handed a list of its own, as the credentials stage hands it one.
+            const input = { source, host, port: 80, method, target, headers: [...headers], endpoint: undefined };
+            assert.deepEqual(shortcut(input), fullPath({ ...input, headers: [...headers] }), `${host} ${method} ${target} ${JSON.stringify(headers)}`);
           }
         }
       }
     }
   });
 
-  it('hands back a fresh header array, never the caller\'s', () => {
+  it('keeps the list it was handed when nothing is placed or replaced (no provider binds this host), a name without a value given an empty one', () => {
     const headers = ['host', 'api.example.test'];
-    const result = credentialHead({ source, host: 'api.example.test', port: 80, method: 'GET', target: '/', headers, endpoint: undefined });
+    const result = credentialHead({ source, host: 'other.example.test', port: 80, method: 'GET', target: '/', headers, endpoint: undefined });
     assert.ok(result.ok);
-    assert.notEqual(result.head.headers, headers);
-    assert.deepEqual(result.head.headers, headers);
+    assert.equal(result.head.headers, headers);
+    assert.deepEqual(result.head.headers, ['host', 'api.example.test']);
+    const odd = ['host', 'api.example.test', 'x-odd'];
+    const padded = credentialHead({ source, host: 'other.example.test', port: 80, method: 'GET', target: '/', headers: odd, endpoint: undefined });
+    assert.ok(padded.ok);
+    assert.deepEqual(padded.head.headers, ['host', 'api.example.test', 'x-odd', '']);
   });
 });
 

@@ -172,6 +172,42 @@ describe('validateDestination', () => {
     assert.deepEqual(result.metadataAddresses, ['100.100.100.200']);
   });
 
+  it('lists nothing dropped and no metadata address when every answer passes, and each check its own drops', () => {
+    const clean = check({ endpoint: EXACT, addresses: ['10.0.0.1', '8.8.8.8'] });
+    assert.ok(clean.ok);
+    assert.deepEqual(clean.dropped, []);
+    assert.deepEqual(clean.metadataAddresses, []);
+    const mixed = check({ endpoint: WILDCARD, addresses: ['10.0.0.1', '8.8.8.8', '169.254.169.254'] });
+    assert.ok(mixed.ok);
+    assert.deepEqual(
+      mixed.dropped.map((d) => [d.ip, d.why]),
+      [
+        ['10.0.0.1', 'internal-address'],
+        ['169.254.169.254', 'always-blocked'],
+      ],
+    );
+    // A later clean check does not see the earlier one's drops.
+    const again = check({ endpoint: EXACT, addresses: ['8.8.4.4'] });
+    assert.ok(again.ok);
+    assert.deepEqual(again.dropped, []);
+    assert.deepEqual(again.metadataAddresses, []);
+    assert.deepEqual(refused(check({ endpoint: PRIVATE_LIST, addresses: ['8.8.8.8'] })).dropped.map((d) => d.why), ['allowed-ips']);
+  });
+
+  it('judges each of several dotted quads by its own bytes', () => {
+    const selfAddresses = prepareSelfAddresses([{ ip: '127.0.0.1', port: 443 }]);
+    const result = check({ endpoint: PRIVATE_LIST, addresses: ['127.0.0.2', '10.1.2.3', '127.0.0.1', '8.8.8.8', '10.9.9.9'], allowLoopback: true, selfAddresses });
+    assert.ok(result.ok);
+    assert.deepEqual(result.addresses, ['127.0.0.2', '10.1.2.3', '10.9.9.9']);
+    assert.deepEqual(
+      result.dropped.map((d) => [d.ip, d.why]),
+      [
+        ['127.0.0.1', 'self-address'],
+        ['8.8.8.8', 'allowed-ips'],
+      ],
+    );
+  });
+
   it('does not let allowed_ips cover an always-blocked address, nor a mapped form of a listed one', () => {
     const broad = makeEndpoint({ host: 'x.example.test', allowedIps: ['0.0.0.0/0', '::/0'] });
     for (const ip of ['127.0.0.1', '169.254.169.254', '0.0.0.0', '198.18.0.1', '::1', 'fe80::1', '::ffff:7f00:1']) {

@@ -37,6 +37,21 @@ export function createCredentialsStage(deps: {
   readonly placeholderFamily?: PlaceholderFamily | undefined;
 }): Stage<ChainRequest> {
   const { credentials, placeholderFamily } = deps;
+  // The last Host value made, for the next request to the same authority (most are): one string, flattened once
+  // when it is first written, instead of one made per request.
+  let memoHost = '';
+  let memoPort = -1;
+  let memoTls = false;
+  let memoValue = '';
+  const hostValue = (host: string, port: number, tls: boolean): string => {
+    if (host !== memoHost || port !== memoPort || tls !== memoTls) {
+      memoValue = hostHeader(host, port, tls);
+      memoHost = host;
+      memoPort = port;
+      memoTls = tls;
+    }
+    return memoValue;
+  };
   return {
     name: 'credentials',
     run(r) {
@@ -46,7 +61,8 @@ export function createCredentialsStage(deps: {
       const endpoint = r.decision?.endpoint;
       const websocket = r.framing?.upgrade === 'websocket';
       // The head as network middlewares left it (their header changes, a replaced body's Content-Length).
-      const fields = upstreamRequestHeaders(r.requestHeaders ?? r.wire.rawHeaders, websocket ? { host: hostHeader(host, port, tls), upgrade: 'websocket' } : { host: hostHeader(host, port, tls), httpVersion: r.wire.httpVersion });
+      const authority = hostValue(host, port, tls);
+      const fields = upstreamRequestHeaders(r.requestHeaders ?? r.wire.rawHeaders, websocket ? { host: authority, upgrade: 'websocket' } : { host: authority, httpVersion: r.wire.httpVersion });
       const signing = endpoint?.credentialSigning === undefined ? undefined : endpoint;
       const headers = signing === undefined ? fields : withoutAwsAuth(fields);
       const prepared = credentialHead({ source: credentials, family: placeholderFamily, host, port, method: r.method, target: r.target, headers, endpoint });

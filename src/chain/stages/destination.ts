@@ -15,6 +15,10 @@ import { CONTINUE, denied, type Refusal, type Stage } from '../stage.js';
 /** The SSRF check of a destination: its result now when nothing must be resolved, else a promise of it. */
 export type DestinationCheck = (target: DestinationTarget) => DestinationResult | Promise<DestinationResult>;
 
+function droppedFacts(dropped: readonly { readonly ip: string; readonly class: string }[]): string[] {
+  return dropped.map((d) => `${d.ip} ${d.class}`);
+}
+
 function checked(r: ChainRequest, dest: DestinationResult): Refusal | undefined {
   const host = r.host as string;
   const port = r.port as number;
@@ -23,12 +27,11 @@ function checked(r: ChainRequest, dest: DestinationResult): Refusal | undefined 
     return lookupRefused(formatAuthority(host, port), dest.refusal);
   }
   if (isResolveFailure(dest)) return denied(upstreamUnreachableDenial(formatAuthority(host, port), dest.failure), 'resolve-failed', dest.message);
-  const dropped = dest.dropped.map((d) => `${d.ip} ${d.class}`);
   if (!dest.ok) {
-    r.destinationFacts = { plan: dest.plan, check: dest.check, dropped };
+    r.destinationFacts = { plan: dest.plan, check: dest.check, dropped: droppedFacts(dest.dropped) };
     return denied(ssrfDenial(formatAuthority(host, port), dest.check, dest.message), 'ssrf-denied', dest.message);
   }
-  if (dropped.length > 0) r.destinationFacts = { dropped };
+  if (dest.dropped.length > 0) r.destinationFacts = { dropped: droppedFacts(dest.dropped) };
   r.destination = { addresses: dest.addresses, tls: false };
   return CONTINUE;
 }
