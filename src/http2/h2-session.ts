@@ -15,8 +15,11 @@ import { BodySender, type FlowStream, H2_UPSTREAM_CONNECTION_WINDOW, ReceiveWind
 import { H2_UPSTREAM_MAX_HEADER_LIST_BYTES, HeaderBlocks, UPSTREAM_HEADER_LIMITS } from './header-blocks.js';
 import { type StreamOwner, UpstreamResetError, type UpstreamStream } from './upstream-stream.js';
 
-/** Streams opened at once before the origin's SETTINGS says how many it takes (nghttp2's assumption too). */
+/** Streams opened at once before the origin's first SETTINGS says how many it takes (nghttp2's and Go's assumption too). */
 export const H2_UPSTREAM_ASSUMED_MAX_STREAMS = 100;
+/** Streams opened at once when the origin's first SETTINGS names no SETTINGS_MAX_CONCURRENT_STREAMS: RFC 9113 sets
+ *  no limit then, and a bound stays (Go's HTTP/2 client takes the same figure). */
+export const H2_UPSTREAM_UNANNOUNCED_MAX_STREAMS = 1000;
 
 export interface H2SessionOptions {
   /** The connection is gone; every stream has failed or ended. */
@@ -84,7 +87,8 @@ export class H2Session extends H2Connection implements StreamOwner {
     return this.streams.size + this.waiting.length;
   }
 
-  /** Streams the origin takes at once: its SETTINGS_MAX_CONCURRENT_STREAMS, or the assumption until it says. */
+  /** Streams the origin takes at once: its SETTINGS_MAX_CONCURRENT_STREAMS, the assumption until its first SETTINGS,
+   *  or H2_UPSTREAM_UNANNOUNCED_MAX_STREAMS when that names none. */
   get maxStreams(): number {
     return this.peerMaxStreams;
   }
@@ -241,9 +245,12 @@ export class H2Session extends H2Connection implements StreamOwner {
     }
     const settings = readPeerSettings(payload, 'server');
     if (Array.isArray(settings)) return this.fail(settings[0], settings[1]);
-    if (this.gotSettings && this.flood(this.guard.settings())) return;
+    const first = !this.gotSettings;
+    if (!first && this.flood(this.guard.settings())) return;
     this.gotSettings = true;
+    // A SETTINGS frame changes only the parameters it names (RFC 9113 §6.5): a later one without it changes nothing.
     if (settings.maxStreams !== undefined) this.peerMaxStreams = settings.maxStreams;
+    else if (first) this.peerMaxStreams = H2_UPSTREAM_UNANNOUNCED_MAX_STREAMS;
     const initial = this.applySettings(settings, this.peerInitialWindow);
     if (initial === undefined) return;
     this.peerInitialWindow = initial;

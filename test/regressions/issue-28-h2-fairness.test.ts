@@ -4,7 +4,8 @@
 // tunnel holds at most its share of a shared session (its further streams go on a session of its own; so do any
 // tunnel's once the shared session is full and a share of it is held by clients that do not read), and an answer
 // that moves nothing while it waits on the client is reset ENHANCE_YOUR_CALM after limits.h2StallTimeoutMs.
-// The origin is node:http2, which announces no SETTINGS_MAX_CONCURRENT_STREAMS: boundary then assumes 100.
+// The origin is node:http2, announcing SETTINGS_MAX_CONCURRENT_STREAMS 100 as most origins do (one that announces
+// none is taken at H2_UPSTREAM_UNANNOUNCED_MAX_STREAMS).
 
 import assert from 'node:assert/strict';
 import { EventEmitter, once } from 'node:events';
@@ -19,8 +20,10 @@ import { openTunnel } from '../harness/proxy-client.js';
 import { listenTracked } from '../harness/servers.js';
 import { DEADLINE_MS, withinDeadline } from '../harness/waiters.js';
 
-/** The hostile client's streams: as many as boundary assumes the origin takes at once. */
-const HOSTILE_STREAMS = H2_UPSTREAM_ASSUMED_MAX_STREAMS;
+/** The origin's SETTINGS_MAX_CONCURRENT_STREAMS. */
+const ORIGIN_MAX_STREAMS = H2_UPSTREAM_ASSUMED_MAX_STREAMS;
+/** The hostile client's streams: as many as the origin takes at once. */
+const HOSTILE_STREAMS = ORIGIN_MAX_STREAMS;
 /** Far larger than the windows boundary holds per stream (one toward the origin, one queued for the client). */
 const BIG_BYTES = 1024 * 1024;
 const CHUNK_BYTES = 16_384;
@@ -46,7 +49,7 @@ interface BigOrigin {
 }
 
 async function bigOrigin(): Promise<BigOrigin> {
-  const server: Http2Server = createServer();
+  const server: Http2Server = createServer({ settings: { maxConcurrentStreams: ORIGIN_MAX_STREAMS } });
   const changes = new EventEmitter();
   let open = 0;
   const chunk = Buffer.alloc(CHUNK_BYTES, 'b');
