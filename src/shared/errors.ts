@@ -109,7 +109,7 @@ export const ERROR_CODES = {
   // binary identity (docs/identity.md)
   IDENTITY_MESSAGE_INVALID: 'a message on the identity socket failed to decode or validate; the connection is dropped',
   // the log (docs/events.md#where-the-lines-go)
-  LOG_LINES_DROPPED: "stdout's reader fell more than 16 MiB behind, so log lines (audit events among them) were dropped until it caught up; the warning says how many, boundary_log_lines_dropped_total counts them",
+  LOG_LINES_DROPPED: "stdout's reader fell more than 16 MiB behind, so log lines (audit events among them) were dropped until it caught up; the warning says how many; boundary also counts them in boundary_log_lines_dropped_total",
   // admin listeners
   ADMIN_REQUEST_INVALID: 'an admin API request has a missing, repeated or malformed query parameter; parameter names it',
   ADMIN_LOOPBACK_ONLY: "boundary's /v1/explain and /v1/denials answer loopback clients only (inside the pod); /healthz, /readyz and /metrics answer anyone",

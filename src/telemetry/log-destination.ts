@@ -28,7 +28,7 @@ export const LOG_SLAB_BYTES = 262_144;
  *  a reader of stdout that stops reading must not grow the sidecar's memory without bound. */
 export const LOG_PENDING_MAX_BYTES = 16 * 1_048_576;
 /** Once dropping, lines are taken again when the writer is down to this many pending bytes. */
-export const LOG_PENDING_RESUME_BYTES = LOG_PENDING_MAX_BYTES / 2;
+const LOG_PENDING_RESUME_BYTES = LOG_PENDING_MAX_BYTES / 2;
 /** Slabs whose every batch was handed over, kept to be filled again once the writer has written them all. */
 const MAX_SPARE_SLABS = 2;
 /** UTF-8 needs at most 3 bytes per UTF-16 code unit (a surrogate pair: 4 bytes for 2 units). */

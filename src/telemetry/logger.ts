@@ -218,7 +218,7 @@ export function createLogger(options: {
 function reportDropped(logger: Logger, dropped: number): void {
   logger.warn(
     { code: 'LOG_LINES_DROPPED' satisfies ErrorCode, dropped },
-    `${dropped} log lines (audit events among them) were dropped: stdout's reader fell more than ${LOG_PENDING_MAX_BYTES / 1_048_576} MiB behind; boundary_log_lines_dropped_total counts every one`,
+    `${dropped} log lines (audit events among them) were dropped: stdout's reader fell more than ${LOG_PENDING_MAX_BYTES / 1_048_576} MiB behind`,
   );
 }
 
