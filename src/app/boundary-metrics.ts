@@ -38,24 +38,28 @@ export function createBoundaryMetrics(options: BoundaryMetricsOptions): Boundary
       for (const state of CONTROL_STATES) gauge.set({ state }, state === phase ? 1 : 0);
     },
   });
-  // The client keeps running totals; the counter is moved up to them at each scrape.
-  const recorded = { forwarded: 0, dropped: 0 };
+  // The control client and the log keep running totals; at each scrape a counter gains what its total gained.
+  const recorded = new Map<string, number>();
+  const gained = (key: string, total: number): number => {
+    const last = recorded.get(key) ?? 0;
+    if (total <= last) return 0;
+    recorded.set(key, total);
+    return total - last;
+  };
   createCounter(registry, METRICS.boundary_control_events_total, {
     collect(counter) {
       const events = options.control()?.events;
       if (events === undefined) return;
-      if (events.sent > recorded.forwarded) counter.inc({ outcome: 'forwarded' }, events.sent - recorded.forwarded);
-      if (events.dropped > recorded.dropped) counter.inc({ outcome: 'dropped' }, events.dropped - recorded.dropped);
-      recorded.forwarded = Math.max(recorded.forwarded, events.sent);
-      recorded.dropped = Math.max(recorded.dropped, events.dropped);
+      const forwarded = gained('control forwarded', events.sent);
+      const dropped = gained('control dropped', events.dropped);
+      if (forwarded > 0) counter.inc({ outcome: 'forwarded' }, forwarded);
+      if (dropped > 0) counter.inc({ outcome: 'dropped' }, dropped);
     },
   });
-  let droppedRecorded = 0;
   createCounter(registry, METRICS.boundary_log_lines_dropped_total, {
     collect(counter) {
-      const dropped = options.logLinesDropped();
-      if (dropped > droppedRecorded) counter.inc({}, dropped - droppedRecorded);
-      droppedRecorded = Math.max(droppedRecorded, dropped);
+      const dropped = gained('log dropped', options.logLinesDropped());
+      if (dropped > 0) counter.inc({}, dropped);
     },
   });
   const reloads = createCounter(registry, METRICS.boundary_policy_reloads_total);
