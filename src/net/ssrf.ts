@@ -158,7 +158,7 @@ export function validateDestination(input: DestinationInput): DestinationCheck {
     const address = addresses[i] as string;
     const ip = readIp(address);
     if (ip === undefined) {
-      dropped = withDrop(dropped, { ip: address, class: 'invalid', why: 'always-blocked' });
+      dropped = appended(dropped, { ip: address, class: 'invalid', why: 'always-blocked' });
       continue;
     }
     // A strict dotted quad is already canonical; IPv6 answers are re-spelt (RFC 5952).
@@ -166,14 +166,11 @@ export function validateDestination(input: DestinationInput): DestinationCheck {
     const info = classifyIp(ip);
     const why = judge(prepared, ip, canonical, info) ?? portProblem;
     if (why !== undefined) {
-      dropped = withDrop(dropped, { ip: canonical, class: info.class, why });
+      dropped = appended(dropped, { ip: canonical, class: info.class, why });
       continue;
     }
     survivors.push(canonical);
-    if (info.metadata) {
-      metadataAddresses ??= [];
-      metadataAddresses.push(canonical);
-    }
+    if (info.metadata) metadataAddresses = appended(metadataAddresses, canonical);
   }
   if (survivors.length > 0) return { ok: true, plan, addresses: survivors, dropped: dropped ?? NONE_DROPPED, metadataAddresses: metadataAddresses ?? NO_ADDRESSES };
   // Every answer was dropped: at least one is listed.
@@ -191,10 +188,11 @@ export function validateDestination(input: DestinationInput): DestinationCheck {
   return refuse(plan, check, `${where(input, plan)}: every answer was dropped: ${list}`, dropped);
 }
 
-function withDrop(dropped: Dropped[] | undefined, drop: Dropped): Dropped[] {
-  if (dropped === undefined) return [drop];
-  dropped.push(drop);
-  return dropped;
+/** `list` with `item` at its end, made on the first item. */
+function appended<T>(list: T[] | undefined, item: T): T[] {
+  if (list === undefined) return [item];
+  list.push(item);
+  return list;
 }
 
 /** The destination as refusal messages name it; built only on a refusal. */
