@@ -129,26 +129,27 @@ export function createBufferedDestination(fd: number, options: BufferedDestinati
   const spares: { readonly slab: Buffer; readonly end: number }[] = [];
   let dropping = false;
   let dropped = 0;
-  let droppedSinceResume = 0;
+  /** `dropped` when dropping began: what the resume reports is the difference. */
+  let droppedBefore = 0;
   writer.on('write', (n) => {
     written += n;
     if (dropping && handed - written <= LOG_PENDING_RESUME_BYTES) {
       dropping = false;
-      const count = droppedSinceResume;
-      droppedSinceResume = 0;
-      options.onResume?.(count);
+      options.onResume?.(dropped - droppedBefore);
     }
   });
 
   function give(chunk: Buffer): boolean {
     handed += chunk.length;
-    if (handed - written > LOG_PENDING_MAX_BYTES) dropping = true;
+    if (!dropping && handed - written > LOG_PENDING_MAX_BYTES) {
+      dropping = true;
+      droppedBefore = dropped;
+    }
     return writer.write(chunk);
   }
 
   function drop(): boolean {
     dropped++;
-    droppedSinceResume++;
     return true;
   }
 
