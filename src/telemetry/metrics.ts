@@ -1,6 +1,7 @@
 // The one path from a metric's catalogue entry (src/metric-catalogue.ts) to a prom-client metric on an injected
 // Registry: label values are checked against their closed sets (anything else is `other`) and every series that
 // can be known up front is created at zero, so rate() works from the first scrape. Never declares a metric itself.
+import { eventLoopLag } from './event-loop-lag.js';
 import { Counter, collectDefaultMetrics, Gauge, Registry } from './prom.js';
 
 /** What a label value outside its closed set is recorded as, so a bug cannot explode cardinality. */
@@ -73,6 +74,7 @@ const LINT_FAILING_DEFAULTS = ['nodejs_active_handles_total', 'nodejs_active_req
 export function collectDefaultProcessMetrics(registry: Registry): void {
   if (metricsOff(registry)) return;
   collectDefaultMetrics(registry);
+  eventLoopLag(registry);
   for (const name of LINT_FAILING_DEFAULTS) registry.removeSingleMetric(name);
 }
 

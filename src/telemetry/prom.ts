@@ -17,15 +17,15 @@ export type Gauge<T extends string = string> = Prom.Gauge<T>;
 type DefaultMetric = (registry: Registry, config: Prom.DefaultMetricsCollectorConfiguration<Prom.RegistryContentType>) => void;
 
 /**
- * prom-client's collectDefaultMetrics() list minus processCpuTotal, the module that pulls in @opentelemetry/api;
- * cpuSeconds() below registers the same three series. Same names, help and values as the package's defaults.
+ * prom-client's collectDefaultMetrics() list minus processCpuTotal, the module that pulls in @opentelemetry/api
+ * (cpuSeconds() below registers the same three series), and eventLoopLag, whose 10 ms monitor never lets an idle
+ * process sleep (event-loop-lag.ts registers the same eight series, and metrics.ts calls both). Same names, help and values as the defaults.
  */
 const DEFAULT_METRIC_FILES = [
   'processStartTime',
   'osMemoryHeap',
   'processOpenFileDescriptors',
   'processMaxFileDescriptors',
-  'eventLoopLag',
   'processResources',
   'processHandles',
   'processRequests',
@@ -35,12 +35,9 @@ const DEFAULT_METRIC_FILES = [
   'gc',
 ] as const;
 
-/** prom-client's eventLoopMonitoringPrecision default (ms), as collectDefaultMetrics() passes it. */
-const EVENT_LOOP_MONITORING_PRECISION_MS = 10;
-
 /** Registers the process_* and nodejs_* defaults on `registry` only. */
 export function collectDefaultMetrics(registry: Registry): void {
-  const config = { register: registry, eventLoopMonitoringPrecision: EVENT_LOOP_MONITORING_PRECISION_MS };
+  const config = { register: registry };
   cpuSeconds(registry);
   for (const file of DEFAULT_METRIC_FILES) (require(`prom-client/lib/metrics/${file}`) as DefaultMetric)(registry, config);
 }

@@ -1,0 +1,108 @@
+// nodejs_eventloop_lag_*: prom-client's eight series (names, help, aggregators), sampled so that an idle sidecar
+// sleeps. prom-client's monitor wakes the process every 10 ms for its whole life, about five sixths of an idle
+// boundary's CPU (docs/benchmarks.md#the-event-loop-monitor). Here one timer samples every 10 ms while the loop is
+// busy and once a second otherwise; each sample is what prom-client's 10 ms timer records, the resolution plus how
+// late the timer ran, so a loop blocked while idle is still seen.
+
+import { createHistogram, performance, type EventLoopUtilization, type RecordableHistogram } from 'node:perf_hooks';
+import { GLOBAL_TIMERS, type Timers } from '../shared/timers.js';
+import { Gauge, type Registry } from './prom.js';
+
+/** prom-client's default eventLoopMonitoringPrecision: the interval of a busy loop's samples, and every sample's base. */
+export const EVENT_LOOP_SAMPLE_MS = 10;
+/** The interval of an idle loop's samples, and how often the loop's utilization is read to choose between the two. */
+export const EVENT_LOOP_IDLE_SAMPLE_MS = 1_000;
+/** The share of its time the loop spent working, over the last reading, from which it samples every 10 ms. Above
+ *  what the 10 ms sampling itself costs an idle loop, or the sampler would keep itself busy. */
+export const EVENT_LOOP_BUSY_UTILIZATION = 0.02;
+
+const NS_PER_MS = 1e6;
+const NS_PER_S = 1e9;
+
+export interface EventLoopClock extends Timers {
+  /** The loop's utilization (0-1) since the previous call. */
+  utilization(): number;
+}
+
+function utilizationSinceLastCall(): () => number {
+  let last: EventLoopUtilization = performance.eventLoopUtilization();
+  return () => {
+    const now = performance.eventLoopUtilization();
+    const { utilization } = performance.eventLoopUtilization(now, last);
+    last = now;
+    return utilization;
+  };
+}
+
+export interface EventLoopSampler {
+  /** The samples since the last take (nanoseconds), handed over and forgotten. */
+  take(): RecordableHistogram;
+}
+
+/** Starts sampling on `clock` (unref'd timers by default) and never stops, as prom-client's monitor. */
+export function startEventLoopSampler(clock: EventLoopClock = { ...GLOBAL_TIMERS, utilization: utilizationSinceLastCall() }): EventLoopSampler {
+  let samples = createHistogram();
+  let busy = false;
+  let due = clock.now() + EVENT_LOOP_IDLE_SAMPLE_MS;
+  let nextReading = due;
+
+  function tick(): void {
+    const now = clock.now();
+    samples.record(Math.max(1, Math.round((EVENT_LOOP_SAMPLE_MS + now - due) * NS_PER_MS)));
+    if (now >= nextReading) {
+      busy = clock.utilization() >= EVENT_LOOP_BUSY_UTILIZATION;
+      nextReading = now + EVENT_LOOP_IDLE_SAMPLE_MS;
+    }
+    const interval = busy ? EVENT_LOOP_SAMPLE_MS : EVENT_LOOP_IDLE_SAMPLE_MS;
+    due = now + interval;
+    clock.setTimeout(tick, interval);
+  }
+
+  clock.setTimeout(tick, EVENT_LOOP_IDLE_SAMPLE_MS);
+  return {
+    take() {
+      const taken = samples;
+      samples = createHistogram();
+      return taken;
+    },
+  };
+}
+
+/** A window with no sample (two scrapes within a second) has no delays to report: NaN, not prom-client's extremes. */
+function seconds(samples: RecordableHistogram, read: (h: RecordableHistogram) => number): number {
+  return samples.count === 0 ? Number.NaN : read(samples) / NS_PER_S;
+}
+
+/** Registers the eight series on `registry`, in prom-client's order; each scrape reports the samples since the last. */
+export function eventLoopLag(registry: Registry, sampler: EventLoopSampler = startEventLoopSampler()): void {
+  const registers = [registry];
+  const gauge = (suffix: string, help: string, aggregator: 'min' | 'max' | 'average') =>
+    new Gauge({ name: `nodejs_eventloop_lag_${suffix}seconds`, help, registers, aggregator });
+  // First, as in prom-client: a scrape reads the series in this order, and this one's collect sets the others.
+  // Its own value is how long a setImmediate() took, set when it ran: the next scrape reports it, as prom-client's.
+  const lag: Gauge = new Gauge({
+    name: 'nodejs_eventloop_lag_seconds',
+    help: 'Lag of event loop in seconds.',
+    registers,
+    aggregator: 'average',
+    collect() {
+      const start = process.hrtime.bigint();
+      setImmediate(() => lag.set(Number(process.hrtime.bigint() - start) / NS_PER_S));
+      const samples = sampler.take();
+      min.set(seconds(samples, (h) => h.min));
+      max.set(seconds(samples, (h) => h.max));
+      mean.set(seconds(samples, (h) => h.mean));
+      stddev.set(seconds(samples, (h) => h.stddev));
+      p50.set(seconds(samples, (h) => h.percentile(50)));
+      p90.set(seconds(samples, (h) => h.percentile(90)));
+      p99.set(seconds(samples, (h) => h.percentile(99)));
+    },
+  });
+  const min = gauge('min_', 'The minimum recorded event loop delay.', 'min');
+  const max = gauge('max_', 'The maximum recorded event loop delay.', 'max');
+  const mean = gauge('mean_', 'The mean of the recorded event loop delays.', 'average');
+  const stddev = gauge('stddev_', 'The standard deviation of the recorded event loop delays.', 'average');
+  const p50 = gauge('p50_', 'The 50th percentile of the recorded event loop delays.', 'average');
+  const p90 = gauge('p90_', 'The 90th percentile of the recorded event loop delays.', 'average');
+  const p99 = gauge('p99_', 'The 99th percentile of the recorded event loop delays.', 'average');
+}
