@@ -4,7 +4,9 @@
 # fresh boundary: idle after start; COUNT idle CONNECT tunnels to a TCP origin; COUNT inspected keep-alive
 # connections (CONNECT + TLS terminated by boundary + one request, then idle); DNS_COUNT live policy-DNS
 # mappings (unique names under a wildcard). Per-item figures are (loaded - idle) / items, medians of RUNS.
-# Also the floor: `node -e 'setInterval(...)'` and node with net/tls/http/crypto loaded, in the same run.
+# Also the floor: `node -e 'setInterval(...)'` and node with net/tls/http/crypto loaded, in the same run, and the peers
+# (squid, tinyproxy, dnsmasq) idle beside it. Every idle process is also watched for IDLE_CPU_MS once settled: the CPU
+# its threads use and how often they wake while nothing asks anything of them.
 # boundary runs as the image ships it: the tsc build bundled by scripts/bundle.ts, with MALLOC_ARENA_MAX=2.
 # Clients and origin are separate processes (bench/memory/*.mjs). Nothing leaves 127.0.0.1.
 #
@@ -25,6 +27,8 @@
 #   BOUNDARY_NODE  the node binary for boundary and the floors (default: node on PATH)
 #   BOUNDARY_NODE_FLAGS  node flags for boundary only (the Dockerfile's are not applied unless given here)
 #   MALLOC_ARENA_MAX  default 2 (the image's setting)
+#   PEERS        peers measured idle, each once (default "squid tinyproxy dnsmasq"; those not installed are skipped)
+#   IDLE_CPU_MS  how long an idle process is watched for its CPU and wakeups (default 20000)
 # Output: a table on stdout; raw samples in bench/out/memory-<timestamp>.json.
 
 set -euo pipefail
@@ -55,7 +59,9 @@ COUNT=${COUNT:-$((fit < 10000 ? fit : 10000))}
 ((COUNT == 10000)) || log "COUNT=$COUNT (ulimit -n is $fd_limit; 10000 would need $((2 * 10000 + 200)))"
 
 WORK=$(mktemp -d /tmp/boundary-memory.XXXXXX)
-trap 'rm -rf "$WORK"' EXIT
+# The peers' files live apart: measure.mjs starts from an empty WORK.
+PEER_DIR=$(mktemp -d /tmp/boundary-memory-peers.XXXXXX)
+trap 'rm -rf "$WORK" "$PEER_DIR"' EXIT
 
 built=0
 if [[ -n $BOUNDARY_REF ]]; then
@@ -86,7 +92,38 @@ if ((BUNDLE && built)); then
   BOUNDARY_DIST="$bundled/dist"
 fi
 
+# Peers, started idle by measure.mjs beside the floors, with the proxy and DNS benches' settings (no traffic reaches them).
+source "$ROOT/bench/squid-base.sh"
+PEERS=${PEERS-squid tinyproxy dnsmasq}
+free_port() { node -e 'const s = require("node:net").createServer().listen(0, "127.0.0.1", () => { console.log(s.address().port); s.close(); })'; }
+# squid and tinyproxy drop root for their own users, which must reach their files.
+chmod 711 "$PEER_DIR"
+printf '127.0.0.1 origin.bench.test\n' >"$PEER_DIR/hosts"
+PEER_COMMANDS=""
+for peer in $PEERS; do
+  d="$PEER_DIR/$peer"
+  mkdir -p "$d" && chmod 777 "$d"
+  port=$(free_port)
+  case $peer in
+    squid)
+      bin=$(command -v squid || echo /usr/sbin/squid)
+      { squid_base_conf "$d" "$port" "$PEER_DIR/hosts"; echo 'http_access deny all'; } >"$d/squid.conf"
+      line="$bin"$'\t'-N$'\t'-f$'\t'"$d/squid.conf" ;;
+    tinyproxy)
+      bin=$(command -v tinyproxy || echo /usr/bin/tinyproxy)
+      printf 'User nobody\nGroup nogroup\nPort %s\nListen 127.0.0.1\nTimeout 600\nLogFile "%s/tinyproxy.log"\nPidFile "%s/tinyproxy.pid"\nMaxClients 1024\nAllow 127.0.0.1\n' \
+        "$port" "$d" "$d" >"$d/tinyproxy.conf"
+      touch "$d/tinyproxy.log" && chmod 666 "$d/tinyproxy.log"
+      line="$bin"$'\t'-d$'\t'-c$'\t'"$d/tinyproxy.conf" ;;
+    dnsmasq)
+      bin=/usr/sbin/dnsmasq
+      line="$bin"$'\t'--no-daemon$'\t'--no-resolv$'\t'--no-hosts$'\t'--addn-hosts="$PEER_DIR/hosts"$'\t'--port="$port"$'\t'--listen-address=127.0.0.1$'\t'--bind-interfaces$'\t'--cache-size=10000 ;;
+    *) die "unknown peer $peer (squid, tinyproxy, dnsmasq)" ;;
+  esac
+  if [[ -x $bin ]]; then PEER_COMMANDS+="$peer"$'\t'"$line"$'\n'; else log "$peer not installed: not measured"; fi
+done
+
 mkdir -p "$ROOT/bench/out"
 cd "$ROOT"
-ROOT=$ROOT WORK=$WORK RUNS=$RUNS COUNT=$COUNT BOUNDARY_DIST=$BOUNDARY_DIST OUT_FILE="$ROOT/bench/out/memory-$STAMP.json" \
+PEER_COMMANDS=$PEER_COMMANDS ROOT=$ROOT WORK=$WORK RUNS=$RUNS COUNT=$COUNT BOUNDARY_DIST=$BOUNDARY_DIST OUT_FILE="$ROOT/bench/out/memory-$STAMP.json" \
   "$BOUNDARY_NODE" "$ROOT/bench/memory/measure.mjs"

@@ -2,10 +2,12 @@
 // /proc/<pid>/status (VmRSS, RssAnon, RssFile) and its admin /metrics (heap). Phases: idle after start, N idle
 // CONNECT tunnels, N inspected keep-alive connections (CONNECT + TLS + one request), M live DNS mappings.
 // Each phase gets a fresh boundary; the delta over its own idle sample is divided by the count. Clients and
-// origin run in their own processes (clients.mjs, origin.mjs). Prints a table of medians; writes JSON.
+// origin run in their own processes (clients.mjs, origin.mjs). Once settled, an idle boundary (and each floor and
+// peer) is also watched for IDLE_CPU_MS: its threads' CPU and how often they woke. boundary's stdout is a pipe this
+// process drains, as a container runtime does. Prints a table of medians; writes JSON.
 
 import { execFileSync, spawn } from 'node:child_process';
-import { mkdirSync, readFileSync, rmSync, writeFileSync, existsSync } from 'node:fs';
+import { mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync, existsSync } from 'node:fs';
 import net from 'node:net';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
@@ -32,6 +34,9 @@ const SETTLE_MAX_SAMPLES = 30;
 // holds start-up garbage (measured: VmRSS 65,968 KB at 3-8 s, 61,828 KB from 12 s). Samples start after this.
 const SETTLE_MIN_WAIT_MS = Number(env('SETTLE_MIN_WAIT_MS', '15000'));
 const READY_TIMEOUT_MS = 30_000;
+const IDLE_CPU_MS = Number(env('IDLE_CPU_MS', '20000'));
+/** Peers started idle beside the floors: lines of `name<TAB>command<TAB>arg...` (bench/memory.sh writes them). */
+const PEERS = env('PEER_COMMANDS', '').split('\n').filter(Boolean).map((line) => line.split('\t'));
 const CLIENTS_TIMEOUT_MS = 600_000;
 
 const log = (msg) => process.stderr.write(`[memory ${new Date().toISOString().slice(11, 19)}] ${msg}\n`);
@@ -53,6 +58,41 @@ async function settle(pid, minWaitMs = SETTLE_MIN_WAIT_MS) {
     prev = cur;
   }
   return { ...prev, settled: false, samples: SETTLE_MAX_SAMPLES };
+}
+
+/** CPU time (ns, schedstat) and voluntary context switches of each of `pid`'s threads, by thread id. */
+function taskStats(pid) {
+  const stats = new Map();
+  for (const tid of readdirSync(`/proc/${pid}/task`)) {
+    try {
+      const ns = Number(readFileSync(`/proc/${pid}/task/${tid}/schedstat`, 'utf8').split(' ')[0]);
+      const wakeups = Number(/^voluntary_ctxt_switches:\s+(\d+)$/m.exec(readFileSync(`/proc/${pid}/task/${tid}/status`, 'utf8'))?.[1]);
+      stats.set(tid, { ns, wakeups });
+    } catch {
+      // The thread ended between the listing and the read.
+    }
+  }
+  return stats;
+}
+
+/** What an idle process costs over IDLE_CPU_MS: CPU ms per second and wakeups per second, its threads summed (those
+ *  alive at both readings), and its main thread's wakeups alone. */
+async function idleCpu(pid) {
+  const before = taskStats(pid);
+  await delay(IDLE_CPU_MS);
+  const after = taskStats(pid);
+  let ns = 0;
+  let wakeups = 0;
+  for (const [tid, end] of after) {
+    const start = before.get(tid);
+    if (start === undefined) continue;
+    ns += end.ns - start.ns;
+    wakeups += end.wakeups - start.wakeups;
+  }
+  const seconds = IDLE_CPU_MS / 1000;
+  const main = String(pid);
+  const mainWakeups = (after.get(main)?.wakeups ?? Number.NaN) - (before.get(main)?.wakeups ?? Number.NaN);
+  return { idleCpuMsPerS: ns / 1e6 / seconds, idleWakeupsPerS: wakeups / seconds, idleMainWakeupsPerS: mainWakeups / seconds };
 }
 
 function freePort() {
@@ -123,7 +163,8 @@ async function startBoundary(ports, tag) {
     '--upstream-ca', join(WORK, 'pki', 'ca.pem'), '--unsafe-allow-loopback-upstream', '--state-dir', join(dir, 'state'), '--log-format', 'json',
     '--max-connections', String(Math.max(4096, 4 * COUNT))];
   const { openSync } = await import('node:fs');
-  const child = spawn(process.execPath, args, { cwd: ROOT, stdio: ['ignore', openSync(join(dir, 'out.log'), 'w'), openSync(join(dir, 'err.log'), 'w')] });
+  const child = spawn(process.execPath, args, { cwd: ROOT, stdio: ['ignore', 'pipe', openSync(join(dir, 'err.log'), 'w')] });
+  child.stdout.resume();
   const deadline = Date.now() + READY_TIMEOUT_MS;
   for (;;) {
     if (child.exitCode !== null) throw new Error(`boundary exited ${child.exitCode}: ${readFileSync(join(dir, 'err.log'), 'utf8').slice(-400)}`);
@@ -139,13 +180,24 @@ async function startBoundary(ports, tag) {
   return { child, proxy, admin, dns, dir };
 }
 
-async function floor(code) {
-  const child = spawn(process.execPath, ['-e', code], { stdio: 'ignore' });
-  await delay(500);
-  const s = await settle(child.pid);
-  await stop(child);
-  return s;
+/** A floor or a peer, idle: settled RSS, then its idle CPU. */
+async function idleProcess(command, args) {
+  const child = spawn(command, args, { stdio: ['ignore', 'ignore', 'pipe'] });
+  let stderr = '';
+  child.stderr.on('data', (chunk) => {
+    stderr = `${stderr}${chunk}`.slice(-400);
+  });
+  const failed = new Promise((_, reject) => child.once('error', reject));
+  try {
+    await Promise.race([delay(500), failed]);
+    if (child.exitCode !== null) throw new Error(`${command} exited ${child.exitCode}: ${stderr.trim()}`);
+    return { ...(await settle(child.pid)), ...(await idleCpu(child.pid)) };
+  } finally {
+    await stop(child);
+  }
 }
+
+const floor = (code) => idleProcess(process.execPath, ['-e', code]);
 
 const median = (xs) => {
   const v = xs.filter(Number.isFinite).sort((a, b) => a - b);
@@ -184,13 +236,17 @@ ${dnsEndpoints()}
       - path: "/**"
 `);
 
-const results = { floors: {}, runs: [] };
+const results = { floors: {}, peers: {}, runs: [] };
 log(`work dir ${WORK}; ${RUNS} run(s) of ${PHASES.join(', ')}; ${COUNT} connections, ${DNS_COUNT} names; node flags '${NODE_FLAGS.join(' ')}'`);
 try {
+  const peers = PEERS.map(([name, command, ...args]) => idleProcess(command, args).then((r) => {
+    results.peers[name] = r;
+  }, (err) => log(`peer ${name}: ${err.message}`)));
   [results.floors.node, results.floors.nodeNetTlsHttp] = await Promise.all([
     floor('setInterval(() => {}, 1000)'),
     floor("require('node:net'); require('node:tls'); require('node:http'); require('node:crypto'); setInterval(() => {}, 1000)"),
   ]);
+  await Promise.all(peers);
   log(`floor: node ${results.floors.node.rssKb} KB, + net/tls/http ${results.floors.nodeNetTlsHttp.rssKb} KB`);
   for (let run = 1; run <= RUNS; run++) {
     for (const phase of PHASES) {
@@ -199,6 +255,7 @@ try {
         // Two readings: the first 1-s agreement after start (what a quick look sees), then after the memory reducer.
         const early = await settle(b.child.pid, 0);
         const idle = { ...(await settle(b.child.pid)), ...(await metrics(b.admin)) };
+        if (phase === 'idle') Object.assign(idle, await idleCpu(b.child.pid));
         const rec = { run, phase, early, idle };
         if (phase !== 'idle') {
           const n = phase === 'dns' ? DNS_COUNT : COUNT;
@@ -238,6 +295,9 @@ const summary = {
   idleHeapUsedKb: median(idleRuns.map((i) => i.heapUsedKb)),
   idleHeapTotalKb: median(idleRuns.map((i) => i.heapTotalKb)),
   idleSettled: idleRuns.every((i) => i.settled),
+  idleCpuMsPerS: median(idleRuns.map((i) => i.idleCpuMsPerS)),
+  idleWakeupsPerS: median(idleRuns.map((i) => i.idleWakeupsPerS)),
+  idleMainWakeupsPerS: median(idleRuns.map((i) => i.idleMainWakeupsPerS)),
 };
 for (const phase of ['tunnel', 'inspected', 'dns']) {
   const rs = results.runs.filter((r) => r.phase === phase && r.loaded);
@@ -250,10 +310,17 @@ const out = { meta: { runs: RUNS, count: COUNT, dnsCount: DNS_COUNT, node: proce
 mkdirSync(join(OUT_FILE, '..'), { recursive: true });
 writeFileSync(OUT_FILE, `${JSON.stringify(out, null, 2)}\n`);
 const row = (k, v) => process.stdout.write(`${k.padEnd(44)} ${v}\n`);
-row('node floor (setInterval), VmRSS', `${(summary.nodeFloorKb / 1024).toFixed(1)} MiB`);
-row('node + net/tls/http/crypto, VmRSS', `${(summary.nodeNetTlsHttpFloorKb / 1024).toFixed(1)} MiB`);
+/** VmRSS and, when it was watched, idle CPU of one process's readings. */
+const idleText = (r) => `${(r.rssKb / 1024).toFixed(1)} MiB` +
+  (Number.isFinite(r.idleCpuMsPerS) ? `; idle ${r.idleCpuMsPerS.toFixed(2)} ms CPU/s, ${r.idleWakeupsPerS.toFixed(1)} wakeups/s (main thread ${r.idleMainWakeupsPerS.toFixed(1)})` : '');
+row('node floor (setInterval), VmRSS', idleText(results.floors.node));
+row('node + net/tls/http/crypto, VmRSS', idleText(results.floors.nodeNetTlsHttp));
+for (const [name, r] of Object.entries(results.peers)) row(`${name}, VmRSS`, idleText(r));
 row(`boundary first settled after start (median/${idleRuns.length})`, `${(summary.earlyRssKb / 1024).toFixed(1)} MiB`);
 row(`boundary idle after start, VmRSS (median/${idleRuns.length})`, `${(summary.idleRssKb / 1024).toFixed(1)} MiB (anon ${(summary.idleAnonKb / 1024).toFixed(1)}, file ${(summary.idleFileKb / 1024).toFixed(1)}, heap used ${(summary.idleHeapUsedKb / 1024).toFixed(1)} of ${(summary.idleHeapTotalKb / 1024).toFixed(1)})`);
+if (Number.isFinite(summary.idleCpuMsPerS)) {
+  row(`boundary idle CPU (median/${idleRuns.length}, ${IDLE_CPU_MS / 1000} s each)`, `${summary.idleCpuMsPerS.toFixed(2)} ms CPU/s, ${summary.idleWakeupsPerS.toFixed(1)} wakeups/s (main thread ${summary.idleMainWakeupsPerS.toFixed(1)})`);
+}
 for (const phase of ['tunnel', 'inspected', 'dns']) {
   if (summary[`${phase}KbEach`] !== undefined) row(`per ${phase} (${summary[`${phase}Count`]} held)`, `${summary[`${phase}KbEach`]} KB RSS, ${summary[`${phase}HeapKbEach`]} KB heap`);
 }
