@@ -45,7 +45,8 @@ export interface Admission {
   readonly perSourceLimit: number;
   open(): number;
   sockets(): Iterable<Socket>;
-  /** Starts the first-byte sweep (one unref'd interval per listener, not a timer per connection). */
+  /** Starts the first-byte sweep: one unref'd interval per listener while any connection is silent, not a timer per
+   *  connection. */
   start(): void;
   stop(): void;
 }
@@ -69,6 +70,8 @@ export function createAdmission(options: AdmissionOptions): Admission {
   const dueAfterTicks = Math.ceil(options.firstByteTimeoutMs / FIRST_BYTE_SWEEP_INTERVAL_MS);
   const sweepMs = Math.ceil(options.firstByteTimeoutMs / dueAfterTicks);
   let tick = 0;
+  let started = false;
+  // Runs only while a connection is silent: an idle listener keeps no timer (idle wakeups cost every sandbox).
   let sweeper: NodeJS.Timeout | undefined;
   metrics.watchSources(listener, () => bySource.size);
 
@@ -86,6 +89,11 @@ export function createAdmission(options: AdmissionOptions): Admission {
     options.onClosed?.(admitted.size);
   }
 
+  function arm(): void {
+    sweeper = setInterval(sweep, sweepMs);
+    sweeper.unref();
+  }
+
   function sweep(): void {
     tick++;
     for (const [socket, at] of silent) {
@@ -98,6 +106,10 @@ export function createAdmission(options: AdmissionOptions): Admission {
       metrics.firstByteTimeouts.inc({ listener });
       // Nothing was asked, so nothing is answered: the client sees the connection close.
       socket.destroy();
+    }
+    if (silent.size === 0) {
+      clearInterval(sweeper);
+      sweeper = undefined;
     }
   }
 
@@ -115,16 +127,18 @@ export function createAdmission(options: AdmissionOptions): Admission {
       bySource.set(source, held + 1);
       admitted.set(socket, source);
       silent.set(socket, tick);
+      if (sweeper === undefined && started) arm();
       socket.on('close', release);
       return 'admitted';
     },
     open: () => admitted.size,
     sockets: () => admitted.keys(),
     start() {
-      sweeper ??= setInterval(sweep, sweepMs);
-      sweeper.unref();
+      started = true;
+      if (sweeper === undefined && silent.size > 0) arm();
     },
     stop() {
+      started = false;
       clearInterval(sweeper);
       sweeper = undefined;
     },

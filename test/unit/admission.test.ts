@@ -40,6 +40,14 @@ function fakeMetrics() {
   };
 }
 
+/** Bounds a hang only: polls until `done` holds. */
+async function until(done: () => boolean, what: string): Promise<void> {
+  for (let waited = 0; !done(); waited += 10) {
+    if (waited > 30_000) assert.fail(`never: ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+}
+
 function admission(options: { max: number; percent?: number; firstByteMs?: number; eitherWay?: boolean }) {
   const m = fakeMetrics();
   const a = createAdmission({
@@ -111,5 +119,24 @@ describe('admission', () => {
     const mute = admit('10.0.0.2').socket;
     t.mock.timers.tick(3 * FIRST_BYTE_SWEEP_INTERVAL_MS);
     assert.deepEqual([greeted.destroyed, mute.destroyed], [false, true]);
+  });
+
+  it('holds a sweep timer only while a connection is silent', async (t) => {
+    // Real timers: Node 20's mocked setInterval keeps running after clearInterval() from its own callback.
+    const arms = t.mock.method(globalThis, 'setInterval');
+    const clears = t.mock.method(globalThis, 'clearInterval');
+    const { a, admit } = admission({ max: 8, percent: 100, firstByteMs: 50 });
+    a.start();
+    t.after(() => a.stop());
+    assert.equal(arms.mock.callCount(), 0, 'an idle listener has no timer');
+    const talker = admit('10.0.0.2').socket;
+    assert.equal(arms.mock.callCount(), 1);
+    talker.bytesRead = 1;
+    await until(() => clears.mock.callCount() === 1, 'the timer gone once no connection is silent');
+    const mute = admit('10.0.0.3').socket;
+    assert.equal(arms.mock.callCount(), 2, 'armed again by the next admission');
+    await until(() => mute.destroyed, 'the silent connection reaped');
+    await until(() => clears.mock.callCount() === 2, 'the timer gone again');
+    assert.equal(talker.destroyed, false);
   });
 });
