@@ -4,7 +4,7 @@
 // busy and once a second otherwise; each sample is what prom-client's 10 ms timer records, the resolution plus how
 // late the timer ran, so a loop blocked while idle is still seen.
 
-import { createHistogram, performance, type EventLoopUtilization, type RecordableHistogram } from 'node:perf_hooks';
+import { createHistogram, performance, type EventLoopUtilization } from 'node:perf_hooks';
 import { GLOBAL_TIMERS, type Timers } from '../shared/timers.js';
 import { Gauge, type Registry } from './prom.js';
 
@@ -34,14 +34,26 @@ function utilizationSinceLastCall(): () => number {
   };
 }
 
+/** What the samples since the last take say, in seconds. */
+export interface EventLoopDelays {
+  readonly count: number;
+  readonly min: number;
+  readonly max: number;
+  readonly mean: number;
+  readonly stddev: number;
+  readonly p50: number;
+  readonly p90: number;
+  readonly p99: number;
+}
+
 export interface EventLoopSampler {
-  /** The samples since the last take (nanoseconds), handed over and forgotten. */
-  take(): RecordableHistogram;
+  /** The samples since the last take, summed up and forgotten; NaN for each figure when there were none. */
+  take(): EventLoopDelays;
 }
 
 /** Starts sampling on `clock` (unref'd timers by default) and never stops, as prom-client's monitor. */
 export function startEventLoopSampler(clock: EventLoopClock = { ...GLOBAL_TIMERS, utilization: utilizationSinceLastCall() }): EventLoopSampler {
-  let samples = createHistogram();
+  const samples = createHistogram();
   let busy = false;
   let due = clock.now() + EVENT_LOOP_IDLE_SAMPLE_MS;
   let nextReading = due;
@@ -61,16 +73,23 @@ export function startEventLoopSampler(clock: EventLoopClock = { ...GLOBAL_TIMERS
   clock.setTimeout(tick, EVENT_LOOP_IDLE_SAMPLE_MS);
   return {
     take() {
-      const taken = samples;
-      samples = createHistogram();
-      return taken;
+      const { count } = samples;
+      // An empty window has no delays to report: NaN, not the histogram's extremes (a minimum of 2^63 ns).
+      const seconds = (ns: number): number => (count === 0 ? Number.NaN : ns / NS_PER_S);
+      const delays = {
+        count,
+        min: seconds(samples.min),
+        max: seconds(samples.max),
+        mean: seconds(samples.mean),
+        stddev: seconds(samples.stddev),
+        p50: seconds(samples.percentile(50)),
+        p90: seconds(samples.percentile(90)),
+        p99: seconds(samples.percentile(99)),
+      };
+      samples.reset();
+      return delays;
     },
   };
-}
-
-/** A window with no sample (two scrapes within a second) has no delays to report: NaN, not prom-client's extremes. */
-function seconds(samples: RecordableHistogram, read: (h: RecordableHistogram) => number): number {
-  return samples.count === 0 ? Number.NaN : read(samples) / NS_PER_S;
 }
 
 /** Registers the eight series on `registry`, in prom-client's order; each scrape reports the samples since the last. */
@@ -88,14 +107,14 @@ export function eventLoopLag(registry: Registry, sampler: EventLoopSampler = sta
     collect() {
       const start = process.hrtime.bigint();
       setImmediate(() => lag.set(Number(process.hrtime.bigint() - start) / NS_PER_S));
-      const samples = sampler.take();
-      min.set(seconds(samples, (h) => h.min));
-      max.set(seconds(samples, (h) => h.max));
-      mean.set(seconds(samples, (h) => h.mean));
-      stddev.set(seconds(samples, (h) => h.stddev));
-      p50.set(seconds(samples, (h) => h.percentile(50)));
-      p90.set(seconds(samples, (h) => h.percentile(90)));
-      p99.set(seconds(samples, (h) => h.percentile(99)));
+      const delays = sampler.take();
+      min.set(delays.min);
+      max.set(delays.max);
+      mean.set(delays.mean);
+      stddev.set(delays.stddev);
+      p50.set(delays.p50);
+      p90.set(delays.p90);
+      p99.set(delays.p99);
     },
   });
   const min = gauge('min_', 'The minimum recorded event loop delay.', 'min');
