@@ -20,9 +20,9 @@ export const LOG_FILE_BATCH_BYTES = 65_536;
 export const LOG_STREAM_BATCH_BYTES = 16_384;
 /** ...queued batches are joined into one write(2) up to this many bytes when the fd is slower than we are... */
 const LOG_MAX_WRITE_BYTES = 262_144;
-/** ...and a line not handed over by then is handed over this long after it landed in an empty batch, so a line is
- *  out within it when traffic is light. The timer runs only while lines are pending: an idle sidecar never wakes for it. */
-export const LOG_FLUSH_INTERVAL_MS = 200;
+/** ...and pending lines are handed over at most this long after the first of them, so a line is out within it when
+ *  traffic is light. Its one-shot timer runs only while lines are pending: an idle sidecar is never woken by its log. */
+const LOG_FLUSH_INTERVAL_MS = 200;
 /** Lines are encoded straight into slabs of this size (no Buffer per line); another slab when one fills up. */
 export const LOG_SLAB_BYTES = 262_144;
 /** Bytes handed to the writer and not yet written past which new lines are dropped (and counted) rather than held:
@@ -196,8 +196,8 @@ export function createBufferedDestination(fd: number, options: BufferedDestinati
   }
 
   // Instance methods, looked up by the exit hooks at call time: wrap them so lines still in the slab are
-  // handed over before the writer flushes. (After EPIPE, pino replaces
-  // flushSync and write with no-ops; lines are then dropped, as before.)
+  // handed over before the writer flushes. (After EPIPE, pino replaces flushSync and write with no-ops;
+  // lines are then dropped, as before.)
   const flush = writer.flush.bind(writer);
   const flushSync = writer.flushSync.bind(writer);
   writer.flush = (callback) => {
