@@ -20,7 +20,8 @@ export const LOG_FILE_BATCH_BYTES = 65_536;
 export const LOG_STREAM_BATCH_BYTES = 16_384;
 /** ...queued batches are joined into one write(2) up to this many bytes when the fd is slower than we are... */
 const LOG_MAX_WRITE_BYTES = 262_144;
-/** ...and pending lines are written at least this often when traffic is light, so a line is out within it. */
+/** ...and pending lines are handed over at most this long after the first of them, so a line is out within it when
+ *  traffic is light. Its one-shot timer runs only while lines are pending: an idle sidecar is never woken by its log. */
 const LOG_FLUSH_INTERVAL_MS = 200;
 /** Lines are encoded straight into slabs of this size (no Buffer per line); another slab when one fills up. */
 export const LOG_SLAB_BYTES = 262_144;
@@ -87,7 +88,9 @@ function flushAllAtExit(): void {
 }
 
 function chunkWriter(fd: number, mode: WriteMode): ChunkWriter {
-  if (mode === 'stream') return createStreamWriter(fd === 1 ? process.stdout : process.stderr, LOG_FLUSH_INTERVAL_MS);
+  if (mode === 'stream') return createStreamWriter(fd === 1 ? process.stdout : process.stderr);
+  // No periodicFlush: sonic-boom writes what it is given at once, or as soon as the write before it completes; what
+  // it holds back is at most minLength bytes (never a line), so its timer would only make empty writes.
   return pino.destination({
     dest: fd,
     sync: mode === 'file',
@@ -96,7 +99,6 @@ function chunkWriter(fd: number, mode: WriteMode): ChunkWriter {
     // (minLength 0 would make flush(callback) return before the bytes are written.)
     minLength: 1,
     maxWrite: LOG_MAX_WRITE_BYTES,
-    periodicFlush: LOG_FLUSH_INTERVAL_MS,
   }) as unknown as ChunkWriter;
 }
 
@@ -110,8 +112,9 @@ export interface BufferedDestinationOptions {
 /**
  * A destination on `fd`, written as writeMode says. Each line is UTF-8 encoded once, into the free tail of a slab; a
  * batch (a view of the slab, never written to again) goes to the writer as one chunk. Lines not yet handed over
- * live only here, so every way the writer is told to flush (its periodic timer, the exit hook (pino's, or this
- * file's for the writers pino does not hook), `logger.flush()`) hands them over first. While the writer is more than
+ * live only here: a one-shot timer, armed when a line stays pending and none is armed, hands them over within
+ * LOG_FLUSH_INTERVAL_MS, and every way the writer is told to flush (the exit hook (pino's, or this file's for the
+ * writers pino does not hook), `logger.flush()`) hands them over first. While the writer is more than
  * LOG_PENDING_MAX_BYTES behind, new lines are dropped and counted, until it is down to LOG_PENDING_RESUME_BYTES.
  */
 export function createBufferedDestination(fd: number, options: BufferedDestinationOptions = {}): LogDestination {
@@ -131,6 +134,8 @@ export function createBufferedDestination(fd: number, options: BufferedDestinati
   let dropped = 0;
   /** `dropped` when dropping began: what the resume reports is the difference. */
   let droppedBefore = 0;
+  /** Set while lines may be pending (from the first line that stays in the batch until it fires or a flush). */
+  let flushTimer: NodeJS.Timeout | undefined;
   writer.on('write', (n) => {
     written += n;
     if (dropping && handed - written <= LOG_PENDING_RESUME_BYTES) {
@@ -160,6 +165,27 @@ export function createBufferedDestination(fd: number, options: BufferedDestinati
     give(batch);
   }
 
+  // Left to lapse when a full batch goes out (clearing and arming it per batch would cost the busy path), so it may
+  // find nothing to hand over.
+  function onFlushTimer(): void {
+    flushTimer = undefined;
+    handOver();
+  }
+
+  function armFlush(): void {
+    flushTimer = setTimeout(onFlushTimer, LOG_FLUSH_INTERVAL_MS);
+    flushTimer.unref();
+  }
+
+  /** For a flush: the batch goes now, and the timer has nothing left to hand over. */
+  function handOverNow(): void {
+    if (flushTimer !== undefined) {
+      clearTimeout(flushTimer);
+      flushTimer = undefined;
+    }
+    handOver();
+  }
+
   /** A slab to fill: a spare the writer has written out, else a new one; the full one becomes a spare. */
   function nextSlab(): Buffer {
     const spare = spares[0];
@@ -169,17 +195,17 @@ export function createBufferedDestination(fd: number, options: BufferedDestinati
     return reused ?? Buffer.allocUnsafeSlow(LOG_SLAB_BYTES);
   }
 
-  // Instance methods, looked up by the writer's timer and the exit hooks at call time: wrap them so
-  // lines still in the slab are handed over before the writer flushes. (After EPIPE, pino replaces
-  // flushSync and write with no-ops; lines are then dropped, as before.)
+  // Instance methods, looked up by the exit hooks at call time: wrap them so lines still in the slab are
+  // handed over before the writer flushes. (After EPIPE, pino replaces flushSync and write with no-ops;
+  // lines are then dropped, as before.)
   const flush = writer.flush.bind(writer);
   const flushSync = writer.flushSync.bind(writer);
   writer.flush = (callback) => {
-    handOver();
+    handOverNow();
     flush(callback);
   };
   writer.flushSync = () => {
-    handOver();
+    handOverNow();
     flushSync();
   };
   if (mode !== 'pool') {
@@ -203,6 +229,7 @@ export function createBufferedDestination(fd: number, options: BufferedDestinati
     if (!room(line.length * MAX_UTF8_BYTES_PER_UNIT)) return give(Buffer.from(line));
     fill += slab.write(line, fill);
     if (fill - batchStart >= batchBytes) handOver();
+    else if (flushTimer === undefined) armFlush();
     return true;
   }
 
@@ -235,6 +262,7 @@ export function createBufferedDestination(fd: number, options: BufferedDestinati
         fill += written;
       }
       if (fill - batchStart >= batchBytes) handOver();
+      else if (flushTimer === undefined) armFlush();
       return true;
     },
     flush: (callback) => writer.flush(callback),

@@ -32,12 +32,12 @@ function guard(stream: Writable): void {
 }
 
 /**
- * A ChunkWriter on `stream` (process.stdout or process.stderr on a pipe or socket). Calls its own `flush` every
- * `flushIntervalMs`, looked up on the object at call time so a caller can wrap it.
+ * A ChunkWriter on `stream` (process.stdout or process.stderr on a pipe or socket). It keeps no timer: each chunk is
+ * tried at once, and what the pipe could not take goes out as the reader drains it.
  * A write the stream could not finish by exit is lost, as for any asynchronous stdout; boundary's shutdown waits
  * for flush() instead. A reader that goes away (EPIPE) ends logging, as pino does; any other write error is thrown.
  */
-export function createStreamWriter(stream: Writable, flushIntervalMs: number): ChunkWriter {
+export function createStreamWriter(stream: Writable): ChunkWriter {
   let given = 0;
   let done = 0;
   let broken = false;
@@ -77,6 +77,5 @@ export function createStreamWriter(stream: Writable, flushIntervalMs: number): C
   };
 
   guard(stream);
-  setInterval(() => writer.flush(), flushIntervalMs).unref();
   return writer;
 }

@@ -1,5 +1,5 @@
 // A child process that writes log lines through the default stdout destination (src/telemetry/log-destination.ts),
-// its stdout a pipe the parent reads or a regular file: for tests of what reaches stdout, and when.
+// its stdout a pipe the parent reads, a regular file or /dev/null: for tests of what reaches stdout, and when.
 import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { closeSync, mkdtempSync, openSync, readFileSync, rmSync } from 'node:fs';
@@ -14,11 +14,14 @@ const AUDIT = fileURLToPath(new URL('../../src/telemetry/audit.ts', import.meta.
 const CHILD_TIMEOUT_MS = 20_000;
 const FILE_POLL_MS = 50;
 
-export type Stdout = 'pipe' | 'file';
+/** 'null': /dev/null, which the destination writes through the thread pool (writeMode 'pool'). */
+export type Stdout = 'pipe' | 'file' | 'null';
 
 export interface ChildOptions {
-  /** Ends the child (SIGTERM) once its stdout lines satisfy this. */
-  until?: (lines: string[]) => boolean;
+  /** Ends the child (SIGTERM) once its stdout lines (and stderr so far) satisfy this. */
+  until?: (lines: string[], stderr: string) => boolean;
+  /** Module code run before the logger is made. */
+  before?: string;
   stdout?: Stdout;
   /** A pipe the parent does not read until onStderr resumes it. */
   paused?: boolean;
@@ -44,6 +47,7 @@ export async function runChild(body: string, options: ChildOptions = {}): Promis
 
 export async function runChildResult(body: string, options: ChildOptions = {}): Promise<ChildResult> {
   const source = `
+    ${options.before ?? ''}
     const { createLogger, logLinesDropped } = await import(${JSON.stringify(LOGGER)});
     const { createAuditSink } = await import(${JSON.stringify(AUDIT)});
     const logger = createLogger({ format: 'json' });
@@ -54,23 +58,24 @@ export async function runChildResult(body: string, options: ChildOptions = {}): 
   const file = dir === undefined ? undefined : join(dir, 'stdout');
   const fd = file === undefined ? undefined : openSync(file, 'w');
   const child = spawn(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', source], {
-    stdio: ['ignore', fd ?? 'pipe', 'pipe'],
+    stdio: ['ignore', fd ?? (options.stdout === 'null' ? 'ignore' : 'pipe'), 'pipe'],
     env: { ...process.env, ...options.env },
   });
   let out = '';
   let err = '';
   const read = (): string => (file === undefined ? out : readFileSync(file, 'utf8'));
+  const check = (): void => {
+    if (options.until?.(complete(read()), err)) child.kill('SIGTERM');
+  };
   const stderr = child.stderr;
   assert.ok(stderr !== null);
   stderr.setEncoding('utf8');
   stderr.on('data', (chunk: string) => {
     err += chunk;
     options.onStderr?.(child, chunk);
+    check();
   });
   const timer = setTimeout(() => child.kill('SIGKILL'), CHILD_TIMEOUT_MS);
-  const check = (): void => {
-    if (options.until?.(complete(read()))) child.kill('SIGTERM');
-  };
   const poll = file === undefined ? undefined : setInterval(check, FILE_POLL_MS);
   if (options.closeStdout) child.stdout?.destroy();
   else {

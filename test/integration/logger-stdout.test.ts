@@ -1,5 +1,5 @@
 // The default log destination (batched stdout, src/telemetry/log-destination.ts) in a real child process, its
-// stdout a pipe or a file: lines reach it on flush() and on the periodic flush when nothing else happens; on a pipe,
+// stdout a pipe or a file: lines reach it on flush() and on the flush timer when nothing else happens; on a pipe,
 // from the event loop, past a reader that stops reading (up to a bound), and past a reader that goes away. (Exit:
 // test/regressions/issue-33-log-lines-at-exit.test.ts.)
 import assert from 'node:assert/strict';

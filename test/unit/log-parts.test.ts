@@ -33,7 +33,7 @@ function randomParts(random: () => number): LinePart[] {
 
 /**
  * Runs `use` on a buffered destination writing to a temporary file; resolves the file's bytes. The fd stays
- * open until the process exits: the destination's periodic flush may still write (nothing) to it.
+ * open until the process exits: a destination has no close.
  */
 async function writtenBytes(use: (destination: LogDestination) => void): Promise<Buffer> {
   const dir = mkdtempSync(join(tmpdir(), 'boundary-log-parts-'));
