@@ -1,8 +1,8 @@
 // nodejs_eventloop_lag_*: prom-client's eight series (names, help, aggregators), sampled so that an idle sidecar
-// sleeps. prom-client's monitor wakes the process every 10 ms for its whole life, about five sixths of an idle
-// boundary's CPU (docs/benchmarks.md#the-event-loop-monitor). Here one timer samples every 10 ms while the loop is
-// busy and once a second otherwise; each sample is what prom-client's 10 ms timer records, the resolution plus how
-// late the timer ran, so a loop blocked while idle is still seen.
+// sleeps. prom-client's monitor wakes the process every 10 ms for its whole life, most of what an idle boundary cost
+// (docs/benchmarks.md#the-event-loop-monitor). Here one timer samples every 10 ms while the loop is busy and once a
+// second otherwise; each sample is what prom-client's 10 ms timer records, the resolution plus how late the timer
+// ran, so a loop blocked while idle is still seen.
 
 import { createHistogram, performance, type EventLoopUtilization } from 'node:perf_hooks';
 import { GLOBAL_TIMERS, type Timers } from '../shared/timers.js';
@@ -34,17 +34,19 @@ function utilizationSinceLastCall(): () => number {
   };
 }
 
+/** Each figure of a window's samples, with its series' help and aggregator as prom-client declares them. */
+const FIGURES = [
+  ['min', 'The minimum recorded event loop delay.', 'min'],
+  ['max', 'The maximum recorded event loop delay.', 'max'],
+  ['mean', 'The mean of the recorded event loop delays.', 'average'],
+  ['stddev', 'The standard deviation of the recorded event loop delays.', 'average'],
+  ['p50', 'The 50th percentile of the recorded event loop delays.', 'average'],
+  ['p90', 'The 90th percentile of the recorded event loop delays.', 'average'],
+  ['p99', 'The 99th percentile of the recorded event loop delays.', 'average'],
+] as const;
+
 /** What the samples since the last take say, in seconds. */
-export interface EventLoopDelays {
-  readonly count: number;
-  readonly min: number;
-  readonly max: number;
-  readonly mean: number;
-  readonly stddev: number;
-  readonly p50: number;
-  readonly p90: number;
-  readonly p99: number;
-}
+export type EventLoopDelays = { readonly count: number } & { readonly [F in (typeof FIGURES)[number][0]]: number };
 
 export interface EventLoopSampler {
   /** The samples since the last take, summed up and forgotten; NaN for each figure when there were none. */
@@ -95,8 +97,6 @@ export function startEventLoopSampler(clock: EventLoopClock = { ...GLOBAL_TIMERS
 /** Registers the eight series on `registry`, in prom-client's order; each scrape reports the samples since the last. */
 export function eventLoopLag(registry: Registry, sampler: EventLoopSampler = startEventLoopSampler()): void {
   const registers = [registry];
-  const gauge = (suffix: string, help: string, aggregator: 'min' | 'max' | 'average') =>
-    new Gauge({ name: `nodejs_eventloop_lag_${suffix}seconds`, help, registers, aggregator });
   // First, as in prom-client: a scrape reads the series in this order, and this one's collect sets the others.
   // Its own value is how long a setImmediate() took, set when it ran: the next scrape reports it, as prom-client's.
   const lag: Gauge = new Gauge({
@@ -108,20 +108,8 @@ export function eventLoopLag(registry: Registry, sampler: EventLoopSampler = sta
       const start = process.hrtime.bigint();
       setImmediate(() => lag.set(Number(process.hrtime.bigint() - start) / NS_PER_S));
       const delays = sampler.take();
-      min.set(delays.min);
-      max.set(delays.max);
-      mean.set(delays.mean);
-      stddev.set(delays.stddev);
-      p50.set(delays.p50);
-      p90.set(delays.p90);
-      p99.set(delays.p99);
+      for (const [figure, gauge] of figures) gauge.set(delays[figure]);
     },
   });
-  const min = gauge('min_', 'The minimum recorded event loop delay.', 'min');
-  const max = gauge('max_', 'The maximum recorded event loop delay.', 'max');
-  const mean = gauge('mean_', 'The mean of the recorded event loop delays.', 'average');
-  const stddev = gauge('stddev_', 'The standard deviation of the recorded event loop delays.', 'average');
-  const p50 = gauge('p50_', 'The 50th percentile of the recorded event loop delays.', 'average');
-  const p90 = gauge('p90_', 'The 90th percentile of the recorded event loop delays.', 'average');
-  const p99 = gauge('p99_', 'The 99th percentile of the recorded event loop delays.', 'average');
+  const figures = FIGURES.map(([figure, help, aggregator]) => [figure, new Gauge({ name: `nodejs_eventloop_lag_${figure}_seconds`, help, registers, aggregator })] as const);
 }

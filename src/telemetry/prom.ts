@@ -19,7 +19,8 @@ type DefaultMetric = (registry: Registry, config: Prom.DefaultMetricsCollectorCo
 /**
  * prom-client's collectDefaultMetrics() list minus processCpuTotal, the module that pulls in @opentelemetry/api
  * (cpuSeconds() below registers the same three series), and eventLoopLag, whose 10 ms monitor never lets an idle
- * process sleep (event-loop-lag.ts registers the same eight series, and metrics.ts calls both). Same names, help and values as the defaults.
+ * process sleep (event-loop-lag.ts registers the same eight series; metrics.ts calls both). Same names, help and
+ * values as the defaults.
  */
 const DEFAULT_METRIC_FILES = [
   'processStartTime',
