@@ -177,6 +177,12 @@ export function createBufferedDestination(fd: number, options: BufferedDestinati
     flushTimer.unref();
   }
 
+  /** After a line went into the batch: a full batch goes now, else the timer sees that the line goes in time. */
+  function lineAdded(): void {
+    if (fill - batchStart >= batchBytes) handOver();
+    else if (flushTimer === undefined) armFlush();
+  }
+
   /** For a flush: the batch goes now, and the timer has nothing left to hand over. */
   function handOverNow(): void {
     if (flushTimer !== undefined) {
@@ -228,8 +234,7 @@ export function createBufferedDestination(fd: number, options: BufferedDestinati
     if (dropping) return drop();
     if (!room(line.length * MAX_UTF8_BYTES_PER_UNIT)) return give(Buffer.from(line));
     fill += slab.write(line, fill);
-    if (fill - batchStart >= batchBytes) handOver();
-    else if (flushTimer === undefined) armFlush();
+    lineAdded();
     return true;
   }
 
@@ -261,8 +266,7 @@ export function createBufferedDestination(fd: number, options: BufferedDestinati
         }
         fill += written;
       }
-      if (fill - batchStart >= batchBytes) handOver();
-      else if (flushTimer === undefined) armFlush();
+      lineAdded();
       return true;
     },
     flush: (callback) => writer.flush(callback),
