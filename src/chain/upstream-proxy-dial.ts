@@ -3,7 +3,8 @@
 // addresses are dialled directly. Never resolves a destination: only the proxy's own name goes to `resolveProxy`.
 
 import { isIP, type Socket } from 'node:net';
-import { connect as tlsConnect, createSecureContext, rootCertificates, type SecureContext } from 'node:tls';
+import type { SecureContext } from 'node:tls';
+import { connect as tlsConnect, createSecureContext, nodeRootsWith } from '../shared/node-tls.js';
 import { formatAuthority } from '../net/host.js';
 import { type BypassList, bypassesProxy, type UpstreamProxyEndpoint } from '../net/upstream-proxy.js';
 import { type DialFunction, type DialTarget, netDial, rememberTunnelTarget, UpstreamProxyError } from './dial.js';
@@ -40,7 +41,7 @@ export function createUpstreamProxyDial(
   const { endpoint, authorization, bypass, connectByName } = settings;
   // Built once: parsing the system roots per connection would dominate the handshake.
   const secureContext: SecureContext | undefined = endpoint.tls
-    ? createSecureContext({ ca: settings.caPem === undefined ? [...rootCertificates] : [...rootCertificates, settings.caPem] })
+    ? createSecureContext({ ca: nodeRootsWith(settings.caPem) })
     : undefined;
   const direct = (target: DialTarget, timeoutMs: number): Promise<Socket> => (deps.direct === undefined ? netDial(target, timeoutMs) : deps.direct(target, timeoutMs));
 

@@ -4,14 +4,8 @@
 
 import { isIP } from 'node:net';
 import { BoundaryError } from '../shared/errors.js';
-import {
-  checkServerIdentity,
-  createSecureContext,
-  type PeerCertificate,
-  type SecureContext,
-  TLSSocket,
-  connect as tlsConnect,
-} from 'node:tls';
+import type { PeerCertificate, SecureContext } from 'node:tls';
+import { checkServerIdentity, createSecureContext, TLSSocket, connect as tlsConnect } from '../shared/node-tls.js';
 import { type CertificateSummary, certificateText, summarisePeerCertificate, summariseRendered } from '../pki/certificate-summary.js';
 import type { ControlErrorKind } from './messages.js';
 import { describeError } from './protocol.js';

@@ -4,7 +4,7 @@
 
 import { request } from 'node:https';
 import type { Socket } from 'node:net';
-import { connect as tlsConnect, rootCertificates } from 'node:tls';
+import { connect as tlsConnect, nodeRootsWith } from '../shared/node-tls.js';
 import type { TokenGrantInput } from '../credentials/grant.js';
 import { Secret } from '../credentials/secret.js';
 import { secretValueProblem } from '../credentials/set.js';
@@ -173,7 +173,7 @@ export async function requestToken(grant: TokenGrantInput, refreshToken: Secret 
       resolve(outcome);
     };
     // Over the checked address's socket only; the certificate is still verified against the endpoint's name.
-    const ca = extra === undefined ? [...rootCertificates] : [...rootCertificates, extra];
+    const ca = nodeRootsWith(extra);
     const req = request({
       method: 'POST',
       path: `${url.pathname}${url.search}`,

@@ -1,6 +1,7 @@
 // Per-host leaf certificates for TLS interception, signed by the interception CA, with a bounded LRU
 // cache of ready SecureContexts. The SAN is the CONNECT host given by the caller, never the SNI.
-import { createSecureContext, type SecureContext } from 'node:tls';
+import type { SecureContext } from 'node:tls';
+import { createSecureContext } from '../shared/node-tls.js';
 import { BoundaryError } from '../shared/errors.js';
 import type { CertificateAuthority } from './ca.js';
 import { basicConstraints, extendedKeyUsage, KEY_USAGE, keyUsage, subjectAltName } from './certificate-der.js';

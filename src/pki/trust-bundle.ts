@@ -5,7 +5,7 @@
 import { execFile } from 'node:child_process';
 import { readFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
-import { rootCertificates } from 'node:tls';
+import { nodeRootsWith } from '../shared/node-tls.js';
 import { CERT_FILE_MODE, ensureDir, writeFileAtomic } from './files.js';
 import { BoundaryError } from '../shared/errors.js';
 
@@ -63,7 +63,7 @@ export async function loadSystemRoots(options: { candidates?: readonly string[];
     const certificates = await certificatesIn(path);
     if (certificates.length > 0) return { certificates, source: path };
   }
-  return { certificates: [...rootCertificates], source: NODE_ROOTS_SOURCE };
+  return { certificates: nodeRootsWith(undefined), source: NODE_ROOTS_SOURCE };
 }
 
 interface TrustBundleInput {

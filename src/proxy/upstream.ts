@@ -5,7 +5,8 @@
 
 import type { Socket } from 'node:net';
 import { isIP } from 'node:net';
-import { connect as tlsConnect, createSecureContext, rootCertificates, type SecureContext, type TLSSocket } from 'node:tls';
+import type { SecureContext } from 'node:tls';
+import { connect as tlsConnect, createSecureContext, nodeRootsWith, type TLSSocket } from '../shared/node-tls.js';
 import { type DialFunction, dialPinned, tunnelTargetOf } from '../chain/dial.js';
 import type { ClientCertificate, ClientCertificateChoice } from '../credentials/client-cert.js';
 import { BoundaryError } from '../shared/errors.js';
@@ -104,9 +105,9 @@ export function createUpstreams(options: {
 }): Upstreams {
   const { dial, connectTimeoutMs, metrics } = options;
   const timeouts = options.timeouts ?? DEFAULT_TIMEOUTS;
-  // Built once: parsing ~150 root certificates per connection would dominate the handshake cost.
-  const trusted = options.extraCaPem === undefined ? [...rootCertificates] : [...rootCertificates, options.extraCaPem];
-  const secureContext: SecureContext = createSecureContext({ ca: trusted });
+  // Built once, on the first verified upstream: parsing ~150 root certificates per connection would dominate the
+  // handshake cost, and their store is memory a sidecar whose tunnels all pass through never needs (docs/benchmarks.md#idle-memory).
+  let secureContext: SecureContext | undefined;
   // One context per certificate loaded (a rotation loads a new one; the old is collected with its revision).
   const identityContexts = new WeakMap<ClientCertificate, SecureContext>();
   const pools = new Map<string, H1Pool>();
@@ -138,10 +139,13 @@ export function createUpstreams(options: {
   }
 
   function contextFor(identity: ClientCertificate | undefined): SecureContext {
-    if (identity === undefined) return secureContext;
+    if (identity === undefined) {
+      secureContext ??= createSecureContext({ ca: nodeRootsWith(options.extraCaPem) });
+      return secureContext;
+    }
     let context = identityContexts.get(identity);
     if (context === undefined) {
-      context = createSecureContext({ ca: trusted, cert: identity.certChainPem, key: identity.key.reveal() });
+      context = createSecureContext({ ca: nodeRootsWith(options.extraCaPem), cert: identity.certChainPem, key: identity.key.reveal() });
       identityContexts.set(identity, context);
     }
     return context;

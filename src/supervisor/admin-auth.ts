@@ -5,7 +5,7 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import { readFile, stat } from 'node:fs/promises';
 import type { IncomingMessage } from 'node:http';
-import { TLSSocket } from 'node:tls';
+import { TLSSocket } from '../shared/node-tls.js';
 import { BoundaryError } from '../shared/errors.js';
 import { certificateUris, parseOperatorSpiffeId } from '../pki/issue.js';
 import type { Logger } from '../telemetry/logger.js';

@@ -3,7 +3,8 @@
 // Never decides policy.
 
 import type { Socket } from 'node:net';
-import { type SecureContext, TLSSocket } from 'node:tls';
+import type { SecureContext } from 'node:tls';
+import { TLSSocket } from '../shared/node-tls.js';
 
 /** TLS interception: unusable when the CA failed to load (inspected CONNECTs then get 503). */
 export interface Interception {
