@@ -107,14 +107,14 @@ export function createUpstreams(options: {
   const timeouts = options.timeouts ?? DEFAULT_TIMEOUTS;
   // Built once, on the first verified upstream: parsing ~150 root certificates per connection would dominate the
   // handshake cost, and their store is memory a sidecar whose tunnels all pass through never needs (docs/benchmarks.md#idle-memory).
-  let secureContext: SecureContext | undefined;
+  let sharedContext: SecureContext | undefined;
   // One context per certificate loaded (a rotation loads a new one; the old is collected with its revision).
   const identityContexts = new WeakMap<ClientCertificate, SecureContext>();
   const pools = new Map<string, H1Pool>();
   /** The plain-HTTP pool asked for last (TLS pools are keyed on the client certificate too: always looked up). */
   let recent: { readonly host: string; readonly port: number; readonly addresses: readonly string[]; readonly pool: H1Pool } | undefined;
   // Resumption saves a full handshake per new upstream connection (every inspected tunnel dials one). A
-  // session is stored only from a connection that completed verification against `secureContext`, and is
+  // session is stored only from a connection that completed verification against `sharedContext`, and is
   // offered only to the same name at the same pinned address and port.
   const sessions = new Map<string, Buffer>();
   let closed = false;
@@ -140,8 +140,8 @@ export function createUpstreams(options: {
 
   function contextFor(identity: ClientCertificate | undefined): SecureContext {
     if (identity === undefined) {
-      secureContext ??= createSecureContext({ ca: nodeRootsWith(options.extraCaPem) });
-      return secureContext;
+      sharedContext ??= createSecureContext({ ca: nodeRootsWith(options.extraCaPem) });
+      return sharedContext;
     }
     let context = identityContexts.get(identity);
     if (context === undefined) {
@@ -169,10 +169,12 @@ export function createUpstreams(options: {
       // it, so one made with a certificate (or none) is never offered under another.
       const key = `${host}|${where}|${dest.port}|${identity?.fingerprint ?? ''}`;
       const session = sessions.get(key);
+      // Before the clock starts: the first verified upstream builds the shared context, which is not the handshake's time.
+      const context = contextFor(identity);
       const started = metrics?.now() ?? 0;
       const tlsSocket = tlsConnect({
         socket,
-        secureContext: contextFor(identity),
+        secureContext: context,
         ALPNProtocols: [...alpn],
         // RFC 6066: no SNI for IP literals; the certificate is then checked against the IP.
         ...(literal ? { host } : { servername: host }),
