@@ -4,7 +4,8 @@
 # inspection), through a second boundary build (BOUNDARY_REF, the before of a change), through node-floor
 # (bench/bulk/bare-tunnel.mjs: a bare Node CONNECT relay, the floor of any Node relay) and through squid, every
 # route once per round in a rotating order, RUNS rounds. Prints medians of MB/s, the median per-round ratio to
-# direct, and the proxy's CPU per GiB. The proxy is pinned to one core, curl and the origin to the other.
+# direct, the proxy's CPU per GiB, and the share of the time the load's core (curl and the origin) was busy: at 100 %
+# it is the load, not the relay, that sets the pace. The proxy is pinned to one core, curl and the origin to the other.
 # Nothing leaves 127.0.0.1; everything started here is killed on exit.
 #
 # Usage: bench/bulk.sh                                   (RUNS=7 BYTES=268435456)
@@ -170,9 +171,14 @@ CONF
 fi
 
 # ------------------------------------------------------------------------------------------- measuring
-# One download: prints "bytes_per_second proxy_cpu_ticks"; fails unless every byte arrived.
+# Busy and idle ticks of the load's core (curl and the origin): a route that leaves it idle is the one that waits.
+load_core_ticks() {
+  if ((${#PIN_LOAD[@]} == 0)); then echo "0 0"; return; fi
+  awk '$1 == "cpu0" { print $2 + $3 + $4 + $7 + $8 + $9, $5 + $6 }' /proc/stat
+}
+# One download: prints "bytes_per_second proxy_cpu_ticks load_core_busy_share"; fails unless every byte arrived.
 fetch() {
-  local route=$1 before=0 out
+  local route=$1 before=0 out core_busy core_idle
   local url="http://$ORIGIN_HOST:$ORIGIN_PORT/bulk/$BYTES" args=()
   if [[ $route == direct ]]; then
     url="http://127.0.0.1:$ORIGIN_PORT/bulk/$BYTES"
@@ -184,9 +190,14 @@ fetch() {
     args=(--proxytunnel --proxy "http://127.0.0.1:${PORT_OF[$route]}")
     before=$(cpu_ticks "${PID_OF[$route]}")
   fi
+  read -r core_busy core_idle < <(load_core_ticks)
   out=$("${PIN_LOAD[@]}" curl -sS -o /dev/null --max-time 120 -w '%{size_download} %{speed_download}' "${args[@]}" "$url")
   read -r size speed <<<"$out"
   ((size == BYTES)) || die "$route: $size of $BYTES bytes"
+  local busy idle share=NaN
+  read -r busy idle < <(load_core_ticks)
+  busy=$((busy - core_busy)) idle=$((idle - core_idle))
+  ((busy + idle > 0)) && share=$(awk -v b="$busy" -v i="$idle" 'BEGIN { printf "%.3f", b / (b + i) }')
   local ticks=0
   if [[ $route == socat ]]; then
     # The child is counted once the parent has reaped it, a moment after curl's end.
@@ -198,7 +209,7 @@ fetch() {
   elif [[ $route != direct ]]; then
     ticks=$(($(cpu_ticks "${PID_OF[$route]}") - before))
   fi
-  echo "${speed%.*} $ticks"
+  echo "${speed%.*} $ticks $share"
 }
 
 read -r -a routes <<<"$ROUTES"
@@ -219,12 +230,14 @@ const median = (xs) => { const s = [...xs].sort((a, b) => a - b); const m = s.le
 const speed = (round, route) => Number(rows.find((r) => r[0] === round && r[1] === route)?.[2]);
 const rounds = [...new Set(rows.map((r) => r[0]))];
 console.log(`download of ${bytes} bytes, ${rounds.length} interleaved rounds (medians)`);
-console.log('route         MB/s   ratio to direct (per round)                proxy CPU ms/GiB');
+console.log('route              MB/s   ratio to direct (per round)                proxy CPU ms/GiB  load core busy');
 for (const route of routes) {
   const mine = rows.filter((r) => r[1] === route);
   const mbs = median(mine.map((r) => Number(r[2]) / 1e6));
   const ratios = rounds.map((k) => speed(k, route) / speed(k, 'direct'));
   const cpu = route === 'direct' ? '' : (median(mine.map((r) => (Number(r[3]) * 1000) / Number(tck))) / (Number(bytes) / 2 ** 30)).toFixed(0);
-  console.log(`${route.padEnd(13)} ${mbs.toFixed(0).padStart(5)}  ${median(ratios).toFixed(3)}x (${ratios.map((x) => x.toFixed(2)).join(' ')})`.padEnd(72) + cpu);
+  const busy = median(mine.map((r) => Number(r[4])));
+  console.log(`${route.padEnd(18)} ${mbs.toFixed(0).padStart(5)}  ${median(ratios).toFixed(3)}x (${ratios.map((x) => x.toFixed(2)).join(' ')})`.padEnd(77) +
+    cpu.padEnd(18) + (Number.isFinite(busy) ? `${(100 * busy).toFixed(0)} %` : '-'));
 }
 JS

@@ -7,6 +7,8 @@
 # Also the floor: `node -e 'setInterval(...)'` and node with net/tls/http/crypto loaded, in the same run, and the peers
 # (squid, tinyproxy, dnsmasq) idle beside it. Every idle process is also watched for IDLE_CPU_MS once settled: the CPU
 # its threads use and how often they wake while nothing asks anything of them.
+# Each idle process runs beside a second copy of itself (sidecars of one image on a node share the pages of node and
+# its libraries), so its own pages (Private_* of smaps_rollup) are what one more sandbox costs; PSS is printed too.
 # boundary runs as the image ships it: the tsc build bundled by scripts/bundle.ts, with MALLOC_ARENA_MAX=2.
 # Clients and origin are separate processes (bench/memory/*.mjs). Nothing leaves 127.0.0.1.
 #
@@ -99,31 +101,42 @@ free_port() { node -e 'const s = require("node:net").createServer().listen(0, "1
 # squid and tinyproxy drop root for their own users, which must reach their files.
 chmod 711 "$PEER_DIR"
 printf '127.0.0.1 origin.bench.test\n' >"$PEER_DIR/hosts"
-PEER_COMMANDS=""
-for peer in $PEERS; do
-  d="$PEER_DIR/$peer"
+# Each peer also gets a neighbour, a second copy with its own port and files (measure.mjs: PEER_NEIGHBOURS).
+peer_line() { # peer dir: prints the peer's command line, tab-separated, with a port of its own
+  local port d=$2
   mkdir -p "$d" && chmod 777 "$d"
   port=$(free_port)
-  case $peer in
+  case $1 in
     squid)
-      bin=$(command -v squid || echo /usr/sbin/squid)
       { squid_base_conf "$d" "$port" "$PEER_DIR/hosts"; echo 'http_access deny all'; } >"$d/squid.conf"
-      line="$bin"$'\t'-N$'\t'-f$'\t'"$d/squid.conf" ;;
+      printf '%s\t-N\t-f\t%s' "$bin" "$d/squid.conf" ;;
     tinyproxy)
-      bin=$(command -v tinyproxy || echo /usr/bin/tinyproxy)
       printf 'User nobody\nGroup nogroup\nPort %s\nListen 127.0.0.1\nTimeout 600\nLogFile "%s/tinyproxy.log"\nPidFile "%s/tinyproxy.pid"\nMaxClients 1024\nAllow 127.0.0.1\n' \
         "$port" "$d" "$d" >"$d/tinyproxy.conf"
       touch "$d/tinyproxy.log" && chmod 666 "$d/tinyproxy.log"
-      line="$bin"$'\t'-d$'\t'-c$'\t'"$d/tinyproxy.conf" ;;
+      printf '%s\t-d\t-c\t%s' "$bin" "$d/tinyproxy.conf" ;;
     dnsmasq)
-      bin=/usr/sbin/dnsmasq
-      line="$bin"$'\t'--no-daemon$'\t'--no-resolv$'\t'--no-hosts$'\t'--addn-hosts="$PEER_DIR/hosts"$'\t'--port="$port"$'\t'--listen-address=127.0.0.1$'\t'--bind-interfaces$'\t'--cache-size=10000 ;;
+      printf '%s\t--no-daemon\t--no-resolv\t--no-hosts\t--addn-hosts=%s\t--port=%s\t--listen-address=127.0.0.1\t--bind-interfaces\t--cache-size=10000' \
+        "$bin" "$PEER_DIR/hosts" "$port" ;;
+  esac
+}
+PEER_COMMANDS="" PEER_NEIGHBOURS=""
+for peer in $PEERS; do
+  case $peer in
+    squid) bin=$(command -v squid || echo /usr/sbin/squid) ;;
+    tinyproxy) bin=$(command -v tinyproxy || echo /usr/bin/tinyproxy) ;;
+    dnsmasq) bin=/usr/sbin/dnsmasq ;;
     *) die "unknown peer $peer (squid, tinyproxy, dnsmasq)" ;;
   esac
-  if [[ -x $bin ]]; then PEER_COMMANDS+="$peer"$'\t'"$line"$'\n'; else log "$peer not installed: not measured"; fi
+  if [[ ! -x $bin ]]; then
+    log "$peer not installed: not measured"
+    continue
+  fi
+  PEER_COMMANDS+="$peer"$'\t'"$(peer_line "$peer" "$PEER_DIR/$peer")"$'\n'
+  PEER_NEIGHBOURS+="$peer"$'\t'"$(peer_line "$peer" "$PEER_DIR/$peer-neighbour")"$'\n'
 done
 
 mkdir -p "$ROOT/bench/out"
 cd "$ROOT"
-PEER_COMMANDS=$PEER_COMMANDS ROOT=$ROOT WORK=$WORK RUNS=$RUNS COUNT=$COUNT BOUNDARY_DIST=$BOUNDARY_DIST OUT_FILE="$ROOT/bench/out/memory-$STAMP.json" \
+PEER_COMMANDS=$PEER_COMMANDS PEER_NEIGHBOURS=$PEER_NEIGHBOURS ROOT=$ROOT WORK=$WORK RUNS=$RUNS COUNT=$COUNT BOUNDARY_DIST=$BOUNDARY_DIST OUT_FILE="$ROOT/bench/out/memory-$STAMP.json" \
   "$BOUNDARY_NODE" "$ROOT/bench/memory/measure.mjs"

@@ -4,7 +4,10 @@
 // Each phase gets a fresh boundary; the delta over its own idle sample is divided by the count. Clients and
 // origin run in their own processes (clients.mjs, origin.mjs). Once settled, an idle boundary (and each floor and
 // peer) is also watched for IDLE_CPU_MS: its threads' CPU and how often they woke. boundary's stdout is a pipe this
-// process drains, as a container runtime does. Prints a table of medians; writes JSON.
+// process drains, as a container runtime does. Each idle process (boundary, floor, peer) runs beside a second,
+// unmeasured copy of itself, as sidecars of one image do on a node: its private pages (Private_Clean +
+// Private_Dirty in /proc/<pid>/smaps_rollup) are what it holds on its own, the pages of its binary and libraries
+// being shared. Prints a table of medians; writes JSON.
 
 import { execFileSync, spawn } from 'node:child_process';
 import { mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync, existsSync } from 'node:fs';
@@ -37,6 +40,11 @@ const READY_TIMEOUT_MS = 30_000;
 const IDLE_CPU_MS = Number(env('IDLE_CPU_MS', '20000'));
 /** Peers started idle beside the floors: lines of `name<TAB>command<TAB>arg...` (bench/memory.sh writes them). */
 const PEERS = env('PEER_COMMANDS', '').split('\n').filter(Boolean).map((line) => line.split('\t'));
+/** Each peer's neighbour, a second copy with its own port and files: lines in PEER_COMMANDS's form, same names. */
+const PEER_NEIGHBOURS = new Map(env('PEER_NEIGHBOURS', '').split('\n').filter(Boolean).map((line) => {
+  const [name, ...command] = line.split('\t');
+  return [name, command];
+}));
 const CLIENTS_TIMEOUT_MS = 600_000;
 
 const log = (msg) => process.stderr.write(`[memory ${new Date().toISOString().slice(11, 19)}] ${msg}\n`);
@@ -46,6 +54,18 @@ function status(pid) {
   const text = readFileSync(`/proc/${pid}/status`, 'utf8');
   const kb = (key) => Number(new RegExp(`^${key}:\\s+(\\d+)`, 'm').exec(text)?.[1] ?? Number.NaN);
   return { rssKb: kb('VmRSS'), anonKb: kb('RssAnon'), fileKb: kb('RssFile') };
+}
+
+/** Pages only `pid` holds (KB), and its proportional share of all it maps; NaN where smaps_rollup is not readable. */
+function ownPages(pid) {
+  let text = '';
+  try {
+    text = readFileSync(`/proc/${pid}/smaps_rollup`, 'utf8');
+  } catch {
+    // Another user's process read by a non-root bench.
+  }
+  const kb = (key) => Number(new RegExp(`^${key}:\\s+(\\d+)`, 'm').exec(text)?.[1] ?? Number.NaN);
+  return { privateKb: kb('Private_Clean') + kb('Private_Dirty'), pssKb: kb('Pss') };
 }
 
 async function settle(pid, minWaitMs = SETTLE_MIN_WAIT_MS) {
@@ -180,8 +200,11 @@ async function startBoundary(ports, tag) {
   return { child, proxy, admin, dns, dir };
 }
 
-/** A floor or a peer, idle: settled RSS, then its idle CPU. */
-async function idleProcess(command, args) {
+/** A floor or a peer, idle beside its neighbour (same command, or `neighbour`): settled RSS, own pages, idle CPU. */
+async function idleProcess(command, args, neighbour = [command, ...args]) {
+  const [neighbourCommand, ...neighbourArgs] = neighbour;
+  const second = spawn(neighbourCommand, neighbourArgs, { stdio: 'ignore' });
+  second.once('error', () => {});
   const child = spawn(command, args, { stdio: ['ignore', 'ignore', 'pipe'] });
   let stderr = '';
   child.stderr.on('data', (chunk) => {
@@ -191,9 +214,12 @@ async function idleProcess(command, args) {
   try {
     await Promise.race([delay(500), failed]);
     if (child.exitCode !== null) throw new Error(`${command} exited ${child.exitCode}: ${stderr.trim()}`);
-    return { ...(await settle(child.pid)), ...(await idleCpu(child.pid)) };
+    const settled = await settle(child.pid);
+    // Without its neighbour, a process's own pages would include its binary's: not read then.
+    const own = second.exitCode === null ? ownPages(child.pid) : {};
+    return { ...settled, ...own, ...(await idleCpu(child.pid)) };
   } finally {
-    await stop(child);
+    await Promise.all([stop(child), stop(second)]);
   }
 }
 
@@ -239,7 +265,7 @@ ${dnsEndpoints()}
 const results = { floors: {}, peers: {}, runs: [] };
 log(`work dir ${WORK}; ${RUNS} run(s) of ${PHASES.join(', ')}; ${COUNT} connections, ${DNS_COUNT} names; node flags '${NODE_FLAGS.join(' ')}'`);
 try {
-  const peers = PEERS.map(([name, command, ...args]) => idleProcess(command, args).then((r) => {
+  const peers = PEERS.map(([name, command, ...args]) => idleProcess(command, args, PEER_NEIGHBOURS.get(name)).then((r) => {
     results.peers[name] = r;
   }, (err) => log(`peer ${name}: ${err.message}`)));
   [results.floors.node, results.floors.nodeNetTlsHttp] = await Promise.all([
@@ -250,11 +276,15 @@ try {
   log(`floor: node ${results.floors.node.rssKb} KB, + net/tls/http ${results.floors.nodeNetTlsHttp.rssKb} KB`);
   for (let run = 1; run <= RUNS; run++) {
     for (const phase of PHASES) {
+      const neighbour = phase === 'idle' ? await startBoundary(ports, `${run}-neighbour`) : undefined;
       const b = await startBoundary(ports, `${run}-${phase}`);
       try {
         // Two readings: the first 1-s agreement after start (what a quick look sees), then after the memory reducer.
         const early = await settle(b.child.pid, 0);
-        const idle = { ...(await settle(b.child.pid)), ...(await metrics(b.admin)) };
+        const settled = await settle(b.child.pid);
+        // Its own pages as it settled, before the scrape below allocates.
+        const own = neighbour === undefined ? {} : ownPages(b.child.pid);
+        const idle = { ...settled, ...own, ...(await metrics(b.admin)) };
         if (phase === 'idle') Object.assign(idle, await idleCpu(b.child.pid));
         const rec = { run, phase, early, idle };
         if (phase !== 'idle') {
@@ -276,7 +306,7 @@ try {
         log(`run ${run} ${phase}: idle ${idle.rssKb} KB (anon ${idle.anonKb}, file ${idle.fileKb}, heap used ${idle.heapUsedKb})` +
           (rec.loaded ? `; ${rec.clients.ok} ok/${rec.clients.failed} failed${rec.clients.firstError ? ` (${rec.clients.firstError})` : ''} -> ${rec.loaded.rssKb} KB = ${rec.perItemKb.toFixed(2)} KB each (heap ${rec.perItemHeapKb.toFixed(2)})` : ''));
       } finally {
-        await stop(b.child);
+        await Promise.all([stop(b.child), neighbour && stop(neighbour.child)]);
       }
     }
   }
@@ -294,6 +324,8 @@ const summary = {
   idleFileKb: median(idleRuns.map((i) => i.fileKb)),
   idleHeapUsedKb: median(idleRuns.map((i) => i.heapUsedKb)),
   idleHeapTotalKb: median(idleRuns.map((i) => i.heapTotalKb)),
+  idlePrivateKb: median(idleRuns.map((i) => i.privateKb)),
+  idlePssKb: median(idleRuns.map((i) => i.pssKb)),
   idleSettled: idleRuns.every((i) => i.settled),
   idleCpuMsPerS: median(idleRuns.map((i) => i.idleCpuMsPerS)),
   idleWakeupsPerS: median(idleRuns.map((i) => i.idleWakeupsPerS)),
@@ -310,14 +342,19 @@ const out = { meta: { runs: RUNS, count: COUNT, dnsCount: DNS_COUNT, node: proce
 mkdirSync(join(OUT_FILE, '..'), { recursive: true });
 writeFileSync(OUT_FILE, `${JSON.stringify(out, null, 2)}\n`);
 const row = (k, v) => process.stdout.write(`${k.padEnd(44)} ${v}\n`);
-/** VmRSS and, when it was watched, idle CPU of one process's readings. */
-const idleText = (r) => `${(r.rssKb / 1024).toFixed(1)} MiB` +
+/** What a process held on its own beside its neighbour, where smaps_rollup could be read. */
+const ownText = (r) => (Number.isFinite(r.privateKb) ? ` (own ${(r.privateKb / 1024).toFixed(1)}, PSS ${(r.pssKb / 1024).toFixed(1)})` : '');
+/** VmRSS, its own pages and, when it was watched, idle CPU of one process's readings. */
+const idleText = (r) => `${(r.rssKb / 1024).toFixed(1)} MiB` + ownText(r) +
   (Number.isFinite(r.idleCpuMsPerS) ? `; idle ${r.idleCpuMsPerS.toFixed(2)} ms CPU/s, ${r.idleWakeupsPerS.toFixed(1)} wakeups/s (main thread ${r.idleMainWakeupsPerS.toFixed(1)})` : '');
 row('node floor (setInterval), VmRSS', idleText(results.floors.node));
 row('node + net/tls/http/crypto, VmRSS', idleText(results.floors.nodeNetTlsHttp));
 for (const [name, r] of Object.entries(results.peers)) row(`${name}, VmRSS`, idleText(r));
 row(`boundary first settled after start (median/${idleRuns.length})`, `${(summary.earlyRssKb / 1024).toFixed(1)} MiB`);
 row(`boundary idle after start, VmRSS (median/${idleRuns.length})`, `${(summary.idleRssKb / 1024).toFixed(1)} MiB (anon ${(summary.idleAnonKb / 1024).toFixed(1)}, file ${(summary.idleFileKb / 1024).toFixed(1)}, heap used ${(summary.idleHeapUsedKb / 1024).toFixed(1)} of ${(summary.idleHeapTotalKb / 1024).toFixed(1)})`);
+if (Number.isFinite(summary.idlePrivateKb)) {
+  row(`boundary idle, its own pages (median/${idleRuns.length})`, `${(summary.idlePrivateKb / 1024).toFixed(1)} MiB beside a second boundary (PSS ${(summary.idlePssKb / 1024).toFixed(1)})`);
+}
 if (Number.isFinite(summary.idleCpuMsPerS)) {
   row(`boundary idle CPU (median/${idleRuns.length}, ${IDLE_CPU_MS / 1000} s each)`, `${summary.idleCpuMsPerS.toFixed(2)} ms CPU/s, ${summary.idleWakeupsPerS.toFixed(1)} wakeups/s (main thread ${summary.idleMainWakeupsPerS.toFixed(1)})`);
 }
