@@ -9,6 +9,8 @@
 # its threads use and how often they wake while nothing asks anything of them.
 # Each idle process runs beside a second copy of itself (sidecars of one image on a node share the pages of node and
 # its libraries), so its own pages (Private_* of smaps_rollup) are what one more sandbox costs; PSS is printed too.
+# As root, the idle boundary runs in a memory cgroup of its own, and what is charged to it (and the working set
+# Kubernetes reports) is printed; the cgroup is removed after.
 # boundary runs as the image ships it: the tsc build bundled by scripts/bundle.ts, with MALLOC_ARENA_MAX=2.
 # Clients and origin are separate processes (bench/memory/*.mjs). Nothing leaves 127.0.0.1.
 #

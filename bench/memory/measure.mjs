@@ -7,10 +7,11 @@
 // process drains, as a container runtime does. Each idle process (boundary, floor, peer) runs beside a second,
 // unmeasured copy of itself, as sidecars of one image do on a node: its private pages (Private_Clean +
 // Private_Dirty in /proc/<pid>/smaps_rollup) are what it holds on its own, the pages of its binary and libraries
-// being shared. Prints a table of medians; writes JSON.
+// being shared. Run as root, the measured idle boundary also gets a memory cgroup of its own, as a pod's container
+// does, and what the kernel charges to it is read. Prints a table of medians; writes JSON.
 
 import { execFileSync, spawn } from 'node:child_process';
-import { mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync, existsSync } from 'node:fs';
+import { mkdirSync, readdirSync, readFileSync, rmdirSync, rmSync, writeFileSync, existsSync } from 'node:fs';
 import net from 'node:net';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
@@ -66,6 +67,43 @@ function ownPages(pid) {
   }
   const kb = (key) => Number(new RegExp(`^${key}:\\s+(\\d+)`, 'm').exec(text)?.[1] ?? Number.NaN);
   return { privateKb: kb('Private_Clean') + kb('Private_Dirty'), pssKb: kb('Pss') };
+}
+
+/**
+ * A memory cgroup of its own under this process's, as a pod's container gets one: what the kernel charges to it is
+ * what Kubernetes reads (container_memory_working_set_bytes: usage less inactive file pages). cgroup v1's memory
+ * controller, or v2 where this process's cgroup already delegates memory to its children; undefined otherwise
+ * (not root, no such controller), and the figure is not printed.
+ */
+function makeMemoryCgroup(tag) {
+  const lines = readFileSync('/proc/self/cgroup', 'utf8').split('\n');
+  const v1 = lines.find((l) => l.split(':')[1]?.split(',').includes('memory'));
+  const base = v1 !== undefined ? join('/sys/fs/cgroup/memory', v1.split(':')[2]) : join('/sys/fs/cgroup', lines.find((l) => l.startsWith('0::'))?.slice(3) ?? '/');
+  const dir = join(base, `boundary-memory-${process.pid}-${tag}`);
+  try {
+    if (v1 === undefined && !readFileSync(join(base, 'cgroup.subtree_control'), 'utf8').split(/\s+/).includes('memory')) return undefined;
+    mkdirSync(dir);
+    return { dir, v1: v1 !== undefined };
+  } catch {
+    return undefined;
+  }
+}
+
+/** What the kernel charges to `cg` (KB), and the working set Kubernetes reports from it. */
+function cgroupCharge(cg) {
+  const usage = Number(readFileSync(join(cg.dir, cg.v1 ? 'memory.usage_in_bytes' : 'memory.current'), 'utf8'));
+  const stat = readFileSync(join(cg.dir, 'memory.stat'), 'utf8');
+  const inactiveFile = Number(new RegExp(`^${cg.v1 ? 'total_inactive_file' : 'inactive_file'} (\\d+)`, 'm').exec(stat)?.[1] ?? Number.NaN);
+  return { cgroupKb: usage / 1024, workingSetKb: (usage - inactiveFile) / 1024 };
+}
+
+function removeMemoryCgroup(cg) {
+  if (cg === undefined) return;
+  try {
+    rmdirSync(cg.dir);
+  } catch (err) {
+    log(`could not remove ${cg.dir}: ${err.message}`);
+  }
 }
 
 async function settle(pid, minWaitMs = SETTLE_MIN_WAIT_MS) {
@@ -173,7 +211,7 @@ function entryOf(dist) {
   return existsSync(join(dist, 'app', 'main.js')) ? join(dist, 'app', 'main.js') : join(dist, 'main.js');
 }
 
-async function startBoundary(ports, tag) {
+async function startBoundary(ports, tag, cgroup = undefined) {
   const dir = join(WORK, `boundary-${tag}`);
   rmSync(dir, { recursive: true, force: true });
   mkdirSync(join(dir, 'state'), { recursive: true });
@@ -183,7 +221,11 @@ async function startBoundary(ports, tag) {
     '--upstream-ca', join(WORK, 'pki', 'ca.pem'), '--unsafe-allow-loopback-upstream', '--state-dir', join(dir, 'state'), '--log-format', 'json',
     '--max-connections', String(Math.max(4096, 4 * COUNT))];
   const { openSync } = await import('node:fs');
-  const child = spawn(process.execPath, args, { cwd: ROOT, stdio: ['ignore', 'pipe', openSync(join(dir, 'err.log'), 'w')] });
+  const stdio = ['ignore', 'pipe', openSync(join(dir, 'err.log'), 'w')];
+  // In a cgroup: the shell joins it and becomes node, so every page node touches is charged there from the start.
+  const child = cgroup === undefined
+    ? spawn(process.execPath, args, { cwd: ROOT, stdio })
+    : spawn('/bin/sh', ['-c', 'echo $$ > "$0/cgroup.procs" && exec "$@"', cgroup.dir, process.execPath, ...args], { cwd: ROOT, stdio });
   child.stdout.resume();
   const deadline = Date.now() + READY_TIMEOUT_MS;
   for (;;) {
@@ -277,13 +319,17 @@ try {
   for (let run = 1; run <= RUNS; run++) {
     for (const phase of PHASES) {
       const neighbour = phase === 'idle' ? await startBoundary(ports, `${run}-neighbour`) : undefined;
-      const b = await startBoundary(ports, `${run}-${phase}`);
+      const cgroup = phase === 'idle' ? makeMemoryCgroup(run) : undefined;
+      const b = await startBoundary(ports, `${run}-${phase}`, cgroup).catch((err) => {
+        removeMemoryCgroup(cgroup);
+        throw err;
+      });
       try {
         // Two readings: the first 1-s agreement after start (what a quick look sees), then after the memory reducer.
         const early = await settle(b.child.pid, 0);
         const settled = await settle(b.child.pid);
         // Its own pages as it settled, before the scrape below allocates.
-        const own = neighbour === undefined ? {} : ownPages(b.child.pid);
+        const own = neighbour === undefined ? {} : { ...ownPages(b.child.pid), ...(cgroup && cgroupCharge(cgroup)) };
         const idle = { ...settled, ...own, ...(await metrics(b.admin)) };
         if (phase === 'idle') Object.assign(idle, await idleCpu(b.child.pid));
         const rec = { run, phase, early, idle };
@@ -307,6 +353,7 @@ try {
           (rec.loaded ? `; ${rec.clients.ok} ok/${rec.clients.failed} failed${rec.clients.firstError ? ` (${rec.clients.firstError})` : ''} -> ${rec.loaded.rssKb} KB = ${rec.perItemKb.toFixed(2)} KB each (heap ${rec.perItemHeapKb.toFixed(2)})` : ''));
       } finally {
         await Promise.all([stop(b.child), neighbour && stop(neighbour.child)]);
+        removeMemoryCgroup(cgroup);
       }
     }
   }
@@ -326,6 +373,8 @@ const summary = {
   idleHeapTotalKb: median(idleRuns.map((i) => i.heapTotalKb)),
   idlePrivateKb: median(idleRuns.map((i) => i.privateKb)),
   idlePssKb: median(idleRuns.map((i) => i.pssKb)),
+  idleCgroupKb: median(idleRuns.map((i) => i.cgroupKb)),
+  idleWorkingSetKb: median(idleRuns.map((i) => i.workingSetKb)),
   idleSettled: idleRuns.every((i) => i.settled),
   idleCpuMsPerS: median(idleRuns.map((i) => i.idleCpuMsPerS)),
   idleWakeupsPerS: median(idleRuns.map((i) => i.idleWakeupsPerS)),
@@ -354,6 +403,9 @@ row(`boundary first settled after start (median/${idleRuns.length})`, `${(summar
 row(`boundary idle after start, VmRSS (median/${idleRuns.length})`, `${(summary.idleRssKb / 1024).toFixed(1)} MiB (anon ${(summary.idleAnonKb / 1024).toFixed(1)}, file ${(summary.idleFileKb / 1024).toFixed(1)}, heap used ${(summary.idleHeapUsedKb / 1024).toFixed(1)} of ${(summary.idleHeapTotalKb / 1024).toFixed(1)})`);
 if (Number.isFinite(summary.idlePrivateKb)) {
   row(`boundary idle, its own pages (median/${idleRuns.length})`, `${(summary.idlePrivateKb / 1024).toFixed(1)} MiB beside a second boundary (PSS ${(summary.idlePssKb / 1024).toFixed(1)})`);
+}
+if (Number.isFinite(summary.idleCgroupKb)) {
+  row(`boundary idle, charged to its cgroup (median/${idleRuns.length})`, `${(summary.idleCgroupKb / 1024).toFixed(1)} MiB, working set ${(summary.idleWorkingSetKb / 1024).toFixed(1)} (node's pages already cached by its neighbour)`);
 }
 if (Number.isFinite(summary.idleCpuMsPerS)) {
   row(`boundary idle CPU (median/${idleRuns.length}, ${IDLE_CPU_MS / 1000} s each)`, `${summary.idleCpuMsPerS.toFixed(2)} ms CPU/s, ${summary.idleWakeupsPerS.toFixed(1)} wakeups/s (main thread ${summary.idleMainWakeupsPerS.toFixed(1)})`);
