@@ -51,10 +51,12 @@ const CLIENTS_TIMEOUT_MS = 600_000;
 const log = (msg) => process.stderr.write(`[memory ${new Date().toISOString().slice(11, 19)}] ${msg}\n`);
 const delay = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 
+/** A `Key:   N kB` line's number from a /proc file's text; NaN when absent. */
+const procKb = (text, key) => Number(new RegExp(`^${key}:\\s+(\\d+)`, 'm').exec(text)?.[1] ?? Number.NaN);
+
 function status(pid) {
   const text = readFileSync(`/proc/${pid}/status`, 'utf8');
-  const kb = (key) => Number(new RegExp(`^${key}:\\s+(\\d+)`, 'm').exec(text)?.[1] ?? Number.NaN);
-  return { rssKb: kb('VmRSS'), anonKb: kb('RssAnon'), fileKb: kb('RssFile') };
+  return { rssKb: procKb(text, 'VmRSS'), anonKb: procKb(text, 'RssAnon'), fileKb: procKb(text, 'RssFile') };
 }
 
 /** Pages only `pid` holds (KB), and its proportional share of all it maps; NaN where smaps_rollup is not readable. */
@@ -65,8 +67,7 @@ function ownPages(pid) {
   } catch {
     // Another user's process read by a non-root bench.
   }
-  const kb = (key) => Number(new RegExp(`^${key}:\\s+(\\d+)`, 'm').exec(text)?.[1] ?? Number.NaN);
-  return { privateKb: kb('Private_Clean') + kb('Private_Dirty'), pssKb: kb('Pss') };
+  return { privateKb: procKb(text, 'Private_Clean') + procKb(text, 'Private_Dirty'), pssKb: procKb(text, 'Pss') };
 }
 
 /**
