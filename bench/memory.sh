@@ -91,8 +91,14 @@ if ((BUNDLE && built)); then
   bundled="$(dirname "$BOUNDARY_DIST")/bundle"
   rm -rf "$bundled" && mkdir -p "$bundled"
   cp "$ROOT/package.json" "$bundled/"
-  log "bundling $BOUNDARY_DIST into $bundled/dist"
-  node --import tsx "$ROOT/scripts/bundle.ts" "$BOUNDARY_DIST" "$bundled/dist" || die "bundling $BOUNDARY_DIST failed"
+  bundler="$ROOT/scripts/bundle.ts"
+  if [[ -n $BOUNDARY_REF ]] && git -C "$ROOT" cat-file -e "$BOUNDARY_REF:scripts/bundle.ts" 2>/dev/null; then
+    # A committed state is bundled as its own image was, by its own scripts/bundle.ts.
+    bundler="$(dirname "$BOUNDARY_DIST")/scripts/bundle.ts"
+    mkdir -p "$(dirname "$bundler")" && git -C "$ROOT" show "$BOUNDARY_REF:scripts/bundle.ts" >"$bundler"
+  fi
+  log "bundling $BOUNDARY_DIST into $bundled/dist with $bundler"
+  node --import tsx "$bundler" "$BOUNDARY_DIST" "$bundled/dist" || die "bundling $BOUNDARY_DIST failed"
   BOUNDARY_DIST="$bundled/dist"
 fi
 

@@ -1,6 +1,7 @@
 // The prom-client classes boundary uses, loaded file by file, and the process_* / nodejs_* default metrics.
 // prom-client's index also loads Pushgateway, cluster aggregation and, for exemplars, @opentelemetry/api
-// (~150 modules, ~10 MB of RSS in every sidecar; issue 15); boundary uses none of them.
+// (~150 modules, ~10 MB of RSS in every sidecar; issue 15); boundary uses none of them. A module `require` of this
+// form is what scripts/bundle.ts lets the image's bundle carry the package in.
 
 import { createRequire } from 'node:module';
 import type * as Prom from 'prom-client';
@@ -20,27 +21,29 @@ type DefaultMetric = (registry: Registry, config: Prom.DefaultMetricsCollectorCo
  * prom-client's collectDefaultMetrics() list minus processCpuTotal, the module that pulls in @opentelemetry/api
  * (cpuSeconds() below registers the same three series), and eventLoopLag, whose 10 ms monitor never lets an idle
  * process sleep (event-loop-lag.ts registers the same eight series; metrics.ts calls both). Same names, help and
- * values as the defaults.
+ * values as the defaults. Each file is named in full, so that the image's bundle carries it (scripts/bundle.ts).
  */
-const DEFAULT_METRIC_FILES = [
-  'processStartTime',
-  'osMemoryHeap',
-  'processOpenFileDescriptors',
-  'processMaxFileDescriptors',
-  'processResources',
-  'processHandles',
-  'processRequests',
-  'heapSizeAndUsed',
-  'heapSpacesSizeAndUsed',
-  'version',
-  'gc',
-] as const;
+function defaultMetrics(): readonly DefaultMetric[] {
+  return [
+    require('prom-client/lib/metrics/processStartTime'),
+    require('prom-client/lib/metrics/osMemoryHeap'),
+    require('prom-client/lib/metrics/processOpenFileDescriptors'),
+    require('prom-client/lib/metrics/processMaxFileDescriptors'),
+    require('prom-client/lib/metrics/processResources'),
+    require('prom-client/lib/metrics/processHandles'),
+    require('prom-client/lib/metrics/processRequests'),
+    require('prom-client/lib/metrics/heapSizeAndUsed'),
+    require('prom-client/lib/metrics/heapSpacesSizeAndUsed'),
+    require('prom-client/lib/metrics/version'),
+    require('prom-client/lib/metrics/gc'),
+  ];
+}
 
 /** Registers the process_* and nodejs_* defaults on `registry` only. */
 export function collectDefaultMetrics(registry: Registry): void {
   const config = { register: registry };
   cpuSeconds(registry);
-  for (const file of DEFAULT_METRIC_FILES) (require(`prom-client/lib/metrics/${file}`) as DefaultMetric)(registry, config);
+  for (const register of defaultMetrics()) register(registry, config);
 }
 
 /** process_cpu_{user,system,}_seconds_total, read from process.cpuUsage() at scrape. */

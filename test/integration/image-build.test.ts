@@ -1,18 +1,43 @@
 // The image's build runs: tsc's output bundled by scripts/bundle.ts, as the Dockerfile makes it and stageBoundary()
 // reproduces (the pod, first-run and netns tests run the same copy). Checked as a user would meet it: health, an
 // allowed and a denied request through the proxy (curl), both worker threads (binary identity in required mode; a
-// policy reload big enough for the parse worker), a middleware service reached through proto/, and --version.
+// policy reload big enough for the parse worker), a middleware service reached through proto/, and --version. And
+// that a started sidecar reads no package from node_modules: the ones it loads at start are in the bundle.
 
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
-import { readdir } from 'node:fs/promises';
+import { copyFile, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { describe, it } from 'node:test';
 import { promisify } from 'node:util';
-import { PROJECT_ROOT } from '../harness/cli-boundary.js';
+import { BUNDLED_PACKAGES } from '../../scripts/bundle.js';
+import { PROJECT_ROOT, spawnBoundaryCli, standaloneFlags } from '../harness/cli-boundary.js';
 import { stageBoundary } from '../harness/stage.js';
 
 const CHECK_TIMEOUT_MS = 180_000;
+/** After the proxy listens, policy DNS and the admin listener finish starting; what they load is seen. */
+const SETTLE_MS = 2_000;
+/** Appends each file node compiles as CommonJS to LOADED_FILES, from the process's first line. */
+const CJS_RECORDER = `
+const Module = require('node:module');
+const { appendFileSync } = require('node:fs');
+const compile = Module.prototype._compile;
+Module.prototype._compile = function recordedCompile(content, filename) {
+  appendFileSync(process.env.LOADED_FILES, filename + '\\n');
+  return compile.apply(this, arguments);
+};
+`;
+/** Appends each file: URL the ES module loader resolves to LOADED_FILES (the hooks run on a thread of their own). */
+const ESM_RECORDER = `
+import { appendFileSync } from 'node:fs';
+export async function resolve(specifier, context, next) {
+  const resolved = await next(specifier, context);
+  if (resolved.url.startsWith('file:')) appendFileSync(process.env.LOADED_FILES, new URL(resolved.url).pathname + '\\n');
+  return resolved;
+}
+`;
 const CHECKS = ['--version', '/healthz', '/readyz', 'allowed request', 'port outside the policy', 'denied by the middleware service', 'reload of a'];
 
 describe('the image build (scripts/bundle.ts)', () => {
@@ -32,5 +57,27 @@ describe('the image build (scripts/bundle.ts)', () => {
     });
     const passed = stdout.split('\n').filter((line) => line.startsWith('ok  '));
     for (const check of CHECKS) assert.ok(passed.some((line) => line.includes(check)), `check "${check}" passed: ${stdout}`);
+  });
+
+  it(`starts without reading a package from node_modules: ${BUNDLED_PACKAGES.join(', ')} are in the bundle`, { timeout: CHECK_TIMEOUT_MS }, async (t) => {
+    const staged = await stageBoundary();
+    const dir = await mkdtemp(join(tmpdir(), 'boundary-image-loads-'));
+    t.after(() => rm(dir, { recursive: true, force: true }));
+    await copyFile(join(PROJECT_ROOT, 'policies', 'default.yaml'), join(dir, 'policy.yaml'));
+    await writeFile(join(dir, 'hosts'), '');
+    await writeFile(join(dir, 'cjs.cjs'), CJS_RECORDER);
+    await writeFile(join(dir, 'esm-hooks.mjs'), ESM_RECORDER);
+    await writeFile(join(dir, 'esm.mjs'), `import { register } from 'node:module'; register(${JSON.stringify(`file://${join(dir, 'esm-hooks.mjs')}`)});\n`);
+    const loaded = join(dir, 'loaded');
+    await writeFile(loaded, '');
+    const recorders = `--require ${join(dir, 'cjs.cjs')} --import ${join(dir, 'esm.mjs')}`;
+    const env = { ...process.env, NODE_OPTIONS: `${process.env.NODE_OPTIONS ?? ''} ${recorders}`, LOADED_FILES: loaded };
+    const cli = spawnBoundaryCli(standaloneFlags(dir), { staged, env });
+    t.after(() => (cli.child.exitCode === null && cli.child.signalCode === null ? cli.kill() : undefined));
+    await cli.waitFor((line) => (line.ocsf?.message ?? '').startsWith('proxy listening on '));
+    await sleep(SETTLE_MS);
+    const files = (await readFile(loaded, 'utf8')).split('\n').filter(Boolean);
+    assert.ok(files.some((file) => file.endsWith('/dist/app/main.js')), `the recorders see the entry: ${files.join(', ')}`);
+    assert.deepEqual(files.filter((file) => file.includes('/node_modules/')), [], 'files read from node_modules at start');
   });
 });
