@@ -11,6 +11,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { describe, it } from 'node:test';
+import { pathToFileURL } from 'node:url';
 import { promisify } from 'node:util';
 import { BUNDLED_PACKAGES } from '../../scripts/bundle.js';
 import { PROJECT_ROOT, spawnBoundaryCli, standaloneFlags } from '../harness/cli-boundary.js';
@@ -67,7 +68,7 @@ describe('the image build (scripts/bundle.ts)', () => {
     await writeFile(join(dir, 'hosts'), '');
     await writeFile(join(dir, 'cjs.cjs'), CJS_RECORDER);
     await writeFile(join(dir, 'esm-hooks.mjs'), ESM_RECORDER);
-    await writeFile(join(dir, 'esm.mjs'), `import { register } from 'node:module'; register(${JSON.stringify(`file://${join(dir, 'esm-hooks.mjs')}`)});\n`);
+    await writeFile(join(dir, 'esm.mjs'), `import { register } from 'node:module'; register(${JSON.stringify(pathToFileURL(join(dir, 'esm-hooks.mjs')).href)});\n`);
     const loaded = join(dir, 'loaded');
     await writeFile(loaded, '');
     const recorders = `--require ${join(dir, 'cjs.cjs')} --import ${join(dir, 'esm.mjs')}`;
