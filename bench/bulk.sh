@@ -50,8 +50,8 @@ if [[ " $ROUTES " == *" squid "* && ! -x $SQUID_BIN ]]; then
   ROUTES=${ROUTES//squid/}
 fi
 
-PIN_LOAD=() PIN_PROXY=()
-if [[ ${PIN:-1} == 1 ]] && command -v taskset >/dev/null && (($(nproc) >= 2)); then PIN_LOAD=(taskset -c 0) PIN_PROXY=(taskset -c 1); fi
+LOAD_CPU=0 PIN_LOAD=() PIN_PROXY=()
+if [[ ${PIN:-1} == 1 ]] && command -v taskset >/dev/null && (($(nproc) >= 2)); then PIN_LOAD=(taskset -c "$LOAD_CPU") PIN_PROXY=(taskset -c 1); fi
 
 WORK=$(mktemp -d /tmp/boundary-bulk.XXXXXX)
 chmod 755 "$WORK"
@@ -174,7 +174,7 @@ fi
 # Busy and idle ticks of the load's core (curl and the origin): a route that leaves it idle is the one that waits.
 load_core_ticks() {
   if ((${#PIN_LOAD[@]} == 0)); then echo "0 0"; return; fi
-  awk '$1 == "cpu0" { print $2 + $3 + $4 + $7 + $8 + $9, $5 + $6 }' /proc/stat
+  awk -v cpu="cpu$LOAD_CPU" '$1 == cpu { print $2 + $3 + $4 + $7 + $8 + $9, $5 + $6 }' /proc/stat
 }
 # One download: prints "bytes_per_second proxy_cpu_ticks load_core_busy_share"; fails unless every byte arrived.
 fetch() {

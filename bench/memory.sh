@@ -110,8 +110,8 @@ free_port() { node -e 'const s = require("node:net").createServer().listen(0, "1
 chmod 711 "$PEER_DIR"
 printf '127.0.0.1 origin.bench.test\n' >"$PEER_DIR/hosts"
 # Each peer also gets a neighbour, a second copy with its own port and files (measure.mjs: PEER_NEIGHBOURS).
-peer_line() { # peer dir: prints the peer's command line, tab-separated, with a port of its own
-  local port d=$2
+peer_line() { # peer binary dir: prints the peer's command line, tab-separated, with a port of its own
+  local port bin=$2 d=$3
   mkdir -p "$d" && chmod 777 "$d"
   port=$(free_port)
   case $1 in
@@ -140,8 +140,8 @@ for peer in $PEERS; do
     log "$peer not installed: not measured"
     continue
   fi
-  PEER_COMMANDS+="$peer"$'\t'"$(peer_line "$peer" "$PEER_DIR/$peer")"$'\n'
-  PEER_NEIGHBOURS+="$peer"$'\t'"$(peer_line "$peer" "$PEER_DIR/$peer-neighbour")"$'\n'
+  PEER_COMMANDS+="$peer"$'\t'"$(peer_line "$peer" "$bin" "$PEER_DIR/$peer")"$'\n'
+  PEER_NEIGHBOURS+="$peer"$'\t'"$(peer_line "$peer" "$bin" "$PEER_DIR/$peer-neighbour")"$'\n'
 done
 
 mkdir -p "$ROOT/bench/out"

@@ -321,7 +321,8 @@ try {
     for (const phase of PHASES) {
       const neighbour = phase === 'idle' ? await startBoundary(ports, `${run}-neighbour`) : undefined;
       const cgroup = phase === 'idle' ? makeMemoryCgroup(run) : undefined;
-      const b = await startBoundary(ports, `${run}-${phase}`, cgroup).catch((err) => {
+      const b = await startBoundary(ports, `${run}-${phase}`, cgroup).catch(async (err) => {
+        if (neighbour !== undefined) await stop(neighbour.child);
         removeMemoryCgroup(cgroup);
         throw err;
       });
@@ -329,8 +330,8 @@ try {
         // Two readings: the first 1-s agreement after start (what a quick look sees), then after the memory reducer.
         const early = await settle(b.child.pid, 0);
         const settled = await settle(b.child.pid);
-        // Its own pages as it settled, before the scrape below allocates.
-        const own = neighbour === undefined ? {} : { ...ownPages(b.child.pid), ...(cgroup && cgroupCharge(cgroup)) };
+        // Its own pages as it settled, before the scrape below allocates; only beside a live neighbour, as idleProcess.
+        const own = neighbour?.child.exitCode === null ? { ...ownPages(b.child.pid), ...(cgroup && cgroupCharge(cgroup)) } : {};
         const idle = { ...settled, ...own, ...(await metrics(b.admin)) };
         if (phase === 'idle') Object.assign(idle, await idleCpu(b.child.pid));
         const rec = { run, phase, early, idle };
