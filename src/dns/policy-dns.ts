@@ -25,7 +25,7 @@ import {
 import { createMappingRefusals } from './mapping-refusals.js';
 import { ANSWER_SLOTS, type AnswerReplicas, answerSlot, type CacheEntry } from './replicas.js';
 import type { BucketLimits } from '../net/token-bucket.js';
-import { createRefusalLimit, refusedFromQuery } from './rate-limit.js';
+import { createRefusalLimit, DEFAULT_REFUSAL_LIMITS, type RefusalLimit, refusedFromQuery } from './rate-limit.js';
 import { type DnsAnswer, type DnsHandler, type DnsRequestInfo, NO_RESPONSE } from './server.js';
 
 /** Wire-form answers kept for the fast path (refusals and live mappings); the oldest is evicted first. */
@@ -102,7 +102,14 @@ export function createPolicyDns(options: PolicyDnsOptions): PolicyDns {
   const parse = createQueryParser();
   const searchSuffixes = (options.searchDomains ?? []).map((domain) => `.${domain}`);
   const inflight = new Map<string, Promise<DnsOutcome>>();
-  const refusals = createRefusalLimit({ sink, now, ...(options.refusalLimits === undefined ? {} : { limits: options.refusalLimits }) });
+  const refusalLimits = options.refusalLimits ?? DEFAULT_REFUSAL_LIMITS;
+  // With workers, one bucket for every thread: a name refused on one socket is charged to the same rate as on another.
+  const refusals: RefusalLimit = createRefusalLimit({
+    sink,
+    now,
+    limits: refusalLimits,
+    ...(replicas === undefined ? {} : { bucket: replicas.shareRefusals(refusalLimits, (count, name) => refusals.answeredElsewhere(count, name)) }),
+  });
   let hits = 0;
   let upstreamQueries = 0;
   let dropped = 0;
@@ -260,10 +267,11 @@ export function createPolicyDns(options: PolicyDnsOptions): PolicyDns {
       // Floor, not round: a client never holds a synthetic answer past the mapping's expiry.
       const ttl = until === Number.POSITIVE_INFINITY ? undefined : Math.floor((until - now()) / 1000);
       if (ttl === undefined || ttl >= 1) {
+        // First, so that a worker passing on a refusal over the rate learns to answer the next one itself.
+        if (info.worker !== undefined && replicas !== undefined && slot !== undefined) handOver(replicas, slot, index, query.name, entry, info.worker);
         // Over the refusal rate, a repeat refusal costs the header copy only: no events, no SOA.
         if (entry.denied && !refusals.admit()) return refusals.overLimit(query, policy);
         hits++;
-        if (info.worker !== undefined && replicas !== undefined && slot !== undefined) handOver(replicas, slot, index, query.name, entry, info.worker);
         emitPrepared(entry.events, info);
         return respondFrom(entry.template, query, responseLimit(query, info.transport), ttl);
       }

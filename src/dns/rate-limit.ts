@@ -3,7 +3,7 @@
 // (net/lookup-gate.ts), shared with the proxy. No timers: the bucket refills when asked.
 
 import { LIMIT_REPORT_INTERVAL_MS } from '../net/lookup-tally.js';
-import { type BucketLimits, createTokenBucket } from '../net/token-bucket.js';
+import { type BucketLimits, createTokenBucket, type TokenBucket } from '../net/token-bucket.js';
 import type { Policy } from '../policy/types.js';
 import type { AuditEvent, AuditSink } from '../telemetry/event.js';
 import { type DnsQuery, RCODES } from './answer.js';
@@ -43,37 +43,61 @@ export interface RefusalLimit {
   admit(): boolean;
   /** REFUSED from the query alone, counted; no per-query event. */
   overLimit(query: DnsQuery, policy: Policy): Buffer;
+  /**
+   * Over-limit refusals a replay worker answered (REFUSED from the query, as overLimit does), with the first one's
+   * name: counted, and reported by the next tick.
+   */
+  answeredElsewhere(count: number, name: string | undefined): void;
   /** Reports what is pending once the interval has passed (the server's tick). */
   tick(policy: Policy): void;
   /** Over-limit refusals so far. */
   total(): number;
 }
 
-/** The refused-name bucket; over it, one report at once on the first, then one per interval with the count. */
-export function createRefusalLimit(options: { readonly sink: AuditSink; readonly now: () => number; readonly limits?: BucketLimits }): RefusalLimit {
+/**
+ * The refused-name bucket; over it, one report at once on the first, then one per interval with the count. `bucket`
+ * is one on `limits` that replay workers take from too (AnswerReplicas.shareRefusals); a bucket of this thread's own
+ * without it.
+ */
+export function createRefusalLimit(options: {
+  readonly sink: AuditSink;
+  readonly now: () => number;
+  readonly limits?: BucketLimits;
+  readonly bucket?: Pick<TokenBucket, 'take'>;
+}): RefusalLimit {
   const { sink, now } = options;
   const limits = options.limits ?? DEFAULT_REFUSAL_LIMITS;
-  const bucket = createTokenBucket({ ...limits, now });
+  const bucket = options.bucket ?? createTokenBucket({ ...limits, now });
   let total = 0;
   let pending = 0;
+  /** The first pending refusal's name: a report of one refusal names it. */
+  let pendingName: string | undefined;
   let reportedAt = Number.NEGATIVE_INFINITY;
 
   function report(policy: Policy, name: string | undefined): void {
     sink.emit(limitEvent({ limit: 'refused', limits, policy, queries: pending, name }));
     reportedAt = now();
     pending = 0;
+    pendingName = undefined;
   }
 
   return {
     admit: () => bucket.take(),
     overLimit(query, policy) {
+      if (pending === 0) pendingName = query.name;
       total++;
       pending++;
-      if (now() - reportedAt >= LIMIT_REPORT_INTERVAL_MS) report(policy, pending === 1 ? query.name : undefined);
+      if (now() - reportedAt >= LIMIT_REPORT_INTERVAL_MS) report(policy, pending === 1 ? pendingName : undefined);
       return refusedFromQuery(query);
     },
+    answeredElsewhere(count, name) {
+      if (count <= 0) return;
+      if (pending === 0) pendingName = name;
+      total += count;
+      pending += count;
+    },
     tick(policy) {
-      if (pending > 0 && now() - reportedAt >= LIMIT_REPORT_INTERVAL_MS) report(policy, undefined);
+      if (pending > 0 && now() - reportedAt >= LIMIT_REPORT_INTERVAL_MS) report(policy, pending === 1 ? pendingName : undefined);
     },
     total: () => total,
   };

@@ -1,10 +1,14 @@
 // A policy DNS replay worker (docs/dns.md#replay-workers): its own UDP socket on the DNS port (SO_REUSEPORT), which
 // answers only questions the main thread already answered and handed over, while the shared epoch they were made
-// under is current and their TTL lasts; every other datagram goes to the main thread untouched. Decides nothing.
+// under is current and their TTL lasts, and a refusal only while the shared refused-name bucket admits it (REFUSED
+// from the query over it, as the main thread answers); every other datagram goes to the main thread untouched.
+// Decides nothing.
 
 import { createSocket } from 'node:dgram';
 import { parentPort, workerData } from 'node:worker_threads';
+import { createSharedTokenBucket } from '../net/token-bucket.js';
 import { createQueryParser, respondFrom, responseLimit, type WireAnswer } from './answer.js';
+import { refusedFromQuery } from './rate-limit.js';
 import { ANSWER_SLOTS, answerSlot } from './replicas.js';
 import { UDP_RECEIVE_BUFFER_BYTES } from './server.js';
 import type { ToWorker, WorkerSetup } from './worker-protocol.js';
@@ -16,6 +20,7 @@ interface Replayable {
   readonly deadline: number;
   readonly epoch: number;
   readonly id: number;
+  readonly denied: boolean;
 }
 
 const setup = workerData as WorkerSetup;
@@ -27,6 +32,11 @@ const slots = Array.from({ length: ANSWER_SLOTS }, () => new Map<string, Replaya
 let cachedEpoch = Atomics.load(epochs, 0);
 /** Replays since the last report, per answer: how many, and the first asker (its event names it). */
 const replayed = new Map<number, { count: number; ip: string; port: number }>();
+/** The refused-name bucket every thread takes from; without it refusals are never handed over. */
+const refusals = setup.refusals === undefined ? undefined : createSharedTokenBucket(setup.refusals.state, setup.refusals.limits, sharedClock);
+/** Refusals answered REFUSED over it since the last report, and the first one's name. */
+let overLimit = 0;
+let overLimitName: string | undefined;
 const parse = createQueryParser();
 const socket = createSocket({
   type: setup.family === 6 ? 'udp6' : 'udp4',
@@ -46,10 +56,12 @@ function currentEpoch(): number {
 }
 
 function report(): void {
-  if (replayed.size === 0) return;
+  if (replayed.size === 0 && overLimit === 0) return;
   const counts = [...replayed].map(([id, r]) => ({ id, count: r.count, ip: r.ip, port: r.port }));
   replayed.clear();
-  port?.postMessage({ t: 'counts', counts });
+  port?.postMessage({ t: 'counts', counts, overLimit, overLimitName });
+  overLimit = 0;
+  overLimitName = undefined;
 }
 
 function pass(message: Buffer, ip: string, sourcePort: number): void {
@@ -67,6 +79,16 @@ socket.on('message', (message, rinfo) => {
     // Floor, as the main thread does: a client never holds a synthetic answer past the mapping's expiry.
     ttl = Math.floor((entry.deadline - sharedClock()) / 1000);
     if (ttl < 1) return pass(message, rinfo.address, rinfo.port);
+  }
+  if (entry.denied) {
+    if (refusals === undefined) return pass(message, rinfo.address, rinfo.port);
+    // Over the rate, as on the main thread: REFUSED from the query alone, counted, no per-query event.
+    if (!refusals.take()) {
+      overLimit++;
+      overLimitName ??= query.name;
+      socket.send(refusedFromQuery(query), rinfo.port, rinfo.address);
+      return;
+    }
   }
   socket.send(respondFrom(entry.template, query, responseLimit(query, 'udp'), ttl), rinfo.port, rinfo.address);
   const tally = replayed.get(entry.id);
@@ -91,7 +113,13 @@ port.on('message', (message: ToWorker) => {
     if (slot === undefined) return;
     if (slot.size >= perSlot && !slot.has(message.name)) slot.delete(slot.keys().next().value as string);
     const wire = Buffer.from(message.wire.buffer, message.wire.byteOffset, message.wire.byteLength);
-    slot.set(message.name, { template: { wire, rcode: message.rcode, ttlOffset: message.ttlOffset }, deadline: message.deadline, epoch: message.epoch, id: message.id });
+    slot.set(message.name, {
+      template: { wire, rcode: message.rcode, ttlOffset: message.ttlOffset },
+      deadline: message.deadline,
+      epoch: message.epoch,
+      id: message.id,
+      denied: message.denied,
+    });
   } else if (message.t === 'sync') {
     report();
     port.postMessage({ t: 'synced', seq: message.seq });

@@ -1,8 +1,9 @@
 // What policy DNS shares with its replay workers (docs/dns.md#replay-workers): the cache slot a question's answer
 // lives in, the cached answer's shape, and the hook through which the handler hands cacheable answers out.
-// Pure types and one pure function; dns/workers.ts implements the hook, dns/replay-worker.ts reads the slots.
+// Pure types and one pure function; dns/workers.ts implements the hooks, dns/replay-worker.ts reads the slots.
 
 import { type DnsQuery, QCLASS_IN, QTYPE_A, QTYPE_AAAA, type WireAnswer } from './answer.js';
+import type { BucketLimits, TokenBucket } from '../net/token-bucket.js';
 import type { PreparedEvents } from './events.js';
 
 /** Cached answers live in one map per (type, EDNS use), because the template differs: IN-class A and AAAA only. */
@@ -28,7 +29,10 @@ export interface CacheEntry {
   readonly epoch: number;
 }
 
-/** The replay workers as policy DNS sees them: an epoch to stamp answers with, and where cacheable answers go. */
+/**
+ * The replay workers as policy DNS sees them: an epoch to stamp answers with, where cacheable answers go, and the
+ * refused-name bucket they share.
+ */
 export interface AnswerReplicas {
   /** Bumped by the main thread before anything a worker may have cached changes (policy, mappings). */
   epoch(): number;
@@ -37,4 +41,10 @@ export interface AnswerReplicas {
    * worker that passed on a query the main thread answered from its cache (that worker lacks it).
    */
   publish(slot: number, name: string, entry: CacheEntry, to: number | undefined): void;
+  /**
+   * The refused-name bucket on `limits`, which every worker takes from before it replays a refusal; `overLimit`
+   * hears the refusals workers answered REFUSED over it. Until policy DNS has called this, refusals are not handed
+   * out, and workers pass every repeat refusal on.
+   */
+  shareRefusals(limits: BucketLimits, overLimit: (count: number, name: string | undefined) => void): Pick<TokenBucket, 'take'>;
 }

@@ -1,6 +1,7 @@
 // The messages between policy DNS's main thread (dns/workers.ts) and its replay workers (dns/replay-worker.ts), and
 // the clock both read deadlines on. Types and two small constants; no state.
 
+import type { BucketLimits } from '../net/token-bucket.js';
 import type { Rcode } from './answer.js';
 
 /** `--dns-workers` at most: more threads than this only contend for the same cores. */
@@ -16,6 +17,11 @@ export interface WorkerSetup {
   readonly epoch: SharedArrayBuffer;
   /** Answers a worker keeps (its own bound; the main thread hands them over again on a miss). */
   readonly maxEntries: number;
+  /**
+   * The refused-name bucket (net/token-bucket.ts createSharedTokenBucket, on sharedClock) and its limits, once policy
+   * DNS shares it: a worker then replays refusals too, each taking from it first. Without it refusals are passed on.
+   */
+  readonly refusals?: { readonly state: SharedArrayBuffer; readonly limits: BucketLimits };
 }
 
 export type ToWorker =
@@ -26,6 +32,8 @@ export type ToWorker =
       readonly wire: Uint8Array;
       readonly rcode: Rcode;
       readonly ttlOffset: number;
+      /** A policy refusal: replayed only while the refused-name bucket admits it. */
+      readonly denied: boolean;
       /** On sharedClock()'s timeline; Infinity while the epoch lasts. */
       readonly deadline: number;
       readonly epoch: number;
@@ -39,7 +47,13 @@ export type FromWorker =
   | { readonly t: 'listening' }
   | { readonly t: 'failed'; readonly message: string; readonly code: string }
   | { readonly t: 'query'; readonly message: Uint8Array; readonly ip: string; readonly port: number }
-  | { readonly t: 'counts'; readonly counts: readonly { readonly id: number; readonly count: number; readonly ip: string; readonly port: number }[] }
+  | {
+      readonly t: 'counts';
+      readonly counts: readonly { readonly id: number; readonly count: number; readonly ip: string; readonly port: number }[];
+      /** Refusals answered REFUSED over the refused-name bucket since the last report, and the first one's name. */
+      readonly overLimit: number;
+      readonly overLimitName: string | undefined;
+    }
   | { readonly t: 'synced'; readonly seq: number }
   | { readonly t: 'closed' };
 

@@ -1,12 +1,15 @@
 // Policy DNS's replay workers, the main thread's side (docs/dns.md#replay-workers): N threads that each bind the DNS
-// port with SO_REUSEPORT (replay-worker.ts). Hands them the answers policy DNS cached, bumps the shared epoch before
-// anything they may replay changes, serves what they pass on, merges their replay counts into the DNS events, and
-// starts again a thread that dies (bounded). Workers never decide: only this thread's policy DNS makes answers.
+// port with SO_REUSEPORT (replay-worker.ts). Hands them the answers policy DNS cached, refusals included once the
+// refused-name bucket is shared, bumps the shared epoch before anything they may replay changes, serves what they
+// pass on, merges their replay counts into the DNS events and their over-limit refusals into the rate limit's
+// reports, and starts again a thread that dies (bounded). Workers never decide: only this thread's policy DNS makes
+// answers.
 
 import { createSocket } from 'node:dgram';
 import { Worker } from 'node:worker_threads';
 import { BoundaryError } from '../shared/errors.js';
 import type { SyntheticPool } from '../net/synthetic.js';
+import { createSharedTokenBucket, SHARED_BUCKET_BYTES } from '../net/token-bucket.js';
 import type { AuditEvent, AuditSink } from '../telemetry/event.js';
 import { type PreparedEvents, stamp } from './events.js';
 import type { AnswerReplicas, CacheEntry } from './replicas.js';
@@ -106,7 +109,9 @@ export function createReplayWorkers(options: ReplayWorkersOptions): ReplayWorker
   const threads: (Worker | undefined)[] = new Array(options.count).fill(undefined);
   const restarts: number[][] = Array.from({ length: options.count }, () => []);
   /** Answers handed out, by id, until an epoch change retires them and every worker has reported past it. */
-  const handed = new Map<number, { readonly base: EventBase; readonly epoch: number }>();
+  const handed = new Map<number, { readonly base: EventBase; readonly refuse: EventBase | undefined; readonly epoch: number }>();
+  /** The refused-name bucket's state and limits once policy DNS shares them, and where over-limit counts go. */
+  let refusals: { readonly setup: NonNullable<WorkerSetup['refusals']>; readonly overLimit: (count: number, name: string | undefined) => void } | undefined;
   const ids = new WeakMap<CacheEntry, number>();
   /** Outstanding syncs: the epoch they retire below, and the workers yet to report. */
   const syncs = new Map<number, { readonly epoch: number; readonly waiting: Set<number> }>();
@@ -159,26 +164,40 @@ export function createReplayWorkers(options: ReplayWorkersOptions): ReplayWorker
     scheduleSync();
   }
 
-  function merge(counts: Extract<FromWorker, { t: 'counts' }>['counts']): void {
+  function merge(report: Extract<FromWorker, { t: 'counts' }>): void {
     let merged = 0;
-    for (const c of counts) {
+    for (const c of report.counts) {
       const answer = handed.get(c.id);
       // Never: an answer stays known until every worker reported past its epoch.
       if (answer === undefined) continue;
       merged += c.count;
-      // One event per replay, as the main thread emits one per answer: metrics count each, the aggregate counts repeats.
-      const event: AuditEvent = stamp(answer.base, { ip: c.ip, port: c.port });
-      for (let i = 0; i < c.count; i++) sink.emit(event);
+      // The events of each replay, as the main thread emits them per answer (a refusal's NET:REFUSE first): metrics
+      // count each, the aggregate counts repeats.
+      const from = { ip: c.ip, port: c.port };
+      const refuse = answer.refuse === undefined ? undefined : stamp(answer.refuse, from);
+      const event: AuditEvent = stamp(answer.base, from);
+      for (let i = 0; i < c.count; i++) {
+        if (refuse !== undefined) sink.emit(refuse);
+        sink.emit(event);
+      }
     }
     replayed += merged;
     options.onReplayed?.(merged);
+    if (report.overLimit > 0) refusals?.overLimit(report.overLimit, report.overLimitName);
   }
 
   function launch(index: number): Promise<void> {
     const target = server;
     if (target === undefined) return Promise.resolve();
     const address = target.address();
-    const setup: WorkerSetup = { host: address.host, port: address.port, family: address.host.includes(':') ? 6 : 4, epoch: epochs.buffer as SharedArrayBuffer, maxEntries: options.maxEntries };
+    const setup: WorkerSetup = {
+      host: address.host,
+      port: address.port,
+      family: address.host.includes(':') ? 6 : 4,
+      epoch: epochs.buffer as SharedArrayBuffer,
+      maxEntries: options.maxEntries,
+      ...(refusals === undefined ? {} : { refusals: refusals.setup }),
+    };
     const worker = spawn(setup);
     threads[index] = worker;
     return new Promise<void>((resolve, reject) => {
@@ -193,7 +212,7 @@ export function createReplayWorkers(options: ReplayWorkersOptions): ReplayWorker
           passed++;
           target.serveDatagram(Buffer.from(message.message.buffer, message.message.byteOffset, message.message.byteLength), { ip: message.ip, port: message.port }, index);
         } else if (message.t === 'counts') {
-          merge(message.counts);
+          merge(message);
         } else if (message.t === 'synced') {
           syncs.get(message.seq)?.waiting.delete(index);
           settleSyncs();
@@ -235,8 +254,9 @@ export function createReplayWorkers(options: ReplayWorkersOptions): ReplayWorker
   const replicas: AnswerReplicas = {
     epoch: () => Atomics.load(epochs, 0),
     publish(slot, name, entry, to) {
-      // Refusals stay with the main thread (their rate limit and events are its own), and so does any answer of an older epoch.
-      if (entry.denied || entry.events.refuse !== undefined || entry.epoch !== Atomics.load(epochs, 0)) return;
+      // A refusal stays with the main thread until the bucket its rate is charged to is shared, and so does any answer
+      // of an older epoch.
+      if ((refusals === undefined && (entry.denied || entry.events.refuse !== undefined)) || entry.epoch !== Atomics.load(epochs, 0)) return;
       let id = ids.get(entry);
       if (id === undefined) {
         if (handed.size >= MAX_REPLAYED_ANSWERS) {
@@ -245,12 +265,30 @@ export function createReplayWorkers(options: ReplayWorkersOptions): ReplayWorker
         }
         id = nextId++;
         ids.set(entry, id);
-        handed.set(id, { base: entry.events.dns.udp, epoch: entry.epoch });
+        handed.set(id, { base: entry.events.dns.udp, refuse: entry.events.refuse, epoch: entry.epoch });
       }
       const deadline = entry.until === Number.POSITIVE_INFINITY ? Number.POSITIVE_INFINITY : sharedClock() + (entry.until - now());
-      const message: ToWorker = { t: 'entry', slot, name, wire: entry.template.wire, rcode: entry.template.rcode, ttlOffset: entry.template.ttlOffset, deadline, epoch: entry.epoch, id };
+      const message: ToWorker = {
+        t: 'entry',
+        slot,
+        name,
+        wire: entry.template.wire,
+        rcode: entry.template.rcode,
+        ttlOffset: entry.template.ttlOffset,
+        denied: entry.denied,
+        deadline,
+        epoch: entry.epoch,
+        id,
+      };
       if (to !== undefined) post(to, message);
       else for (let i = 0; i < threads.length; i++) post(i, message);
+    },
+    shareRefusals(limits, overLimit) {
+      // Called once, by policy DNS, which is built before start(): every worker is launched with the bucket. (A worker
+      // launched without it would only pass refusals on.)
+      const state = new SharedArrayBuffer(SHARED_BUCKET_BYTES);
+      refusals = { setup: { state, limits }, overLimit };
+      return createSharedTokenBucket(state, limits, sharedClock);
     },
   };
 

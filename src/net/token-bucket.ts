@@ -1,5 +1,6 @@
-// A token bucket on the injected clock: the lookup gate's new-name budget and policy DNS's refusal rate.
-// No timers: the bucket refills when asked.
+// A token bucket on the injected clock: the lookup gate's new-name budget and policy DNS's refusal rate; and the same
+// bucket kept in shared memory, which several threads take from at once (policy DNS's replay workers). No timers:
+// a bucket refills when asked.
 
 /** A rate and the burst allowed before it applies. */
 export interface BucketLimits {
@@ -37,6 +38,34 @@ export function createTokenBucket(options: BucketLimits & { readonly now: () => 
     waitMs() {
       refill();
       return tokens >= 1 ? 0 : Math.ceil(((1 - tokens) * 1_000) / perSecond);
+    },
+  };
+}
+
+/** The shared bucket's state: one 64-bit cell. */
+export const SHARED_BUCKET_BYTES = BigInt64Array.BYTES_PER_ELEMENT;
+
+/**
+ * The bucket of createTokenBucket kept in `state` (SHARED_BUCKET_BYTES, zeroed: full), for every thread that holds
+ * the buffer. It is kept as the time at which it will be full again, in microseconds on `now`'s timeline (the
+ * generic cell rate algorithm), so one compare-and-swap takes a token: a take admitted now moves that time on by
+ * one token's worth, and is refused when that would put it more than `burst` tokens' worth past now. `now` must
+ * read the same timeline in every thread (worker-protocol.ts sharedClock).
+ */
+export function createSharedTokenBucket(state: SharedArrayBuffer, limits: BucketLimits, now: () => number): Pick<TokenBucket, 'take'> {
+  const cell = new BigInt64Array(state, 0, 1);
+  // At least 1 µs a token: a rate past a million a second is no limit this clock could tell apart.
+  const interval = BigInt(Math.max(1, Math.round(1_000_000 / limits.perSecond)));
+  const span = interval * BigInt(limits.burst);
+  return {
+    take() {
+      const t = BigInt(Math.floor(now() * 1_000));
+      for (;;) {
+        const full = Atomics.load(cell, 0);
+        const next = (full > t ? full : t) + interval;
+        if (next - t > span) return false;
+        if (Atomics.compareExchange(cell, 0, full, next) === full) return true;
+      }
     },
   };
 }

@@ -1,8 +1,11 @@
 // A policy DNS with two replay workers on a test clock, as a child process on the image's Node (22: dgram reusePort),
 // for test/integration/dns-workers.test.ts. Prints {"port":N} once it and its workers listen, then obeys one
-// command per stdin line and answers each with one JSON line: `stats` (the workers' counts), `kill` (ends the newest
-// worker thread; answers once boundary has seen it die and, if it restarts it, once the new one listens), `expire`
-// (the upstream now says NXDOMAIN, the clock passes the mapping's expiry, the pool is swept) and `close`.
+// command per stdin line and answers each with one JSON line: `stats` (the workers' counts, the refusals over the
+// refused-name bucket, and the policy refusals' and rate limit's events), `tick` (the clock passes a limit report's
+// interval and policy DNS reports), `kill` (ends the newest worker thread; answers once boundary has seen it die and,
+// if it restarts it, once the new one listens), `expire` (the upstream now says NXDOMAIN, the clock passes the
+// mapping's expiry, the pool is swept) and `close`. Every name but the one allowed is refused, on a refused-name
+// bucket of WORKERS_CHILD_REFUSAL_BURST that does not refill within a test.
 // Run: node --import tsx test/harness/dns-workers-child.ts
 
 import { createInterface } from 'node:readline';
@@ -11,21 +14,34 @@ import { createDnsServer } from '../../src/dns/server.js';
 import type { Worker } from 'node:worker_threads';
 import { createReplayWorkers, spawnReplayWorker } from '../../src/dns/workers.js';
 import { createSyntheticPool } from '../../src/net/synthetic.js';
+import { LIMIT_REPORT_INTERVAL_MS } from '../../src/net/lookup-tally.js';
 import { MAX_MAPPING_TTL_SECONDS } from '../../src/net/synthetic-budget.js';
+import type { AuditEvent } from '../../src/telemetry/event.js';
 import { testClock } from './clock.js';
 import { stubPolicy } from './dns-policy.js';
-import { collectingSink } from './dns-stack.js';
 import { fakeResolver } from './fake-resolver.js';
 import { testLookupGate } from './lookup-gate.js';
 
 /** The one name the policy allows (test/integration/dns-workers.test.ts asks it). */
 const WORKERS_CHILD_NAME = 'api.example.test';
+/** Refusals answered in full before REFUSED (the test repeats it: importing this file would start the child). */
+const WORKERS_CHILD_REFUSAL_BURST = 40;
 
 const clock = testClock();
 const resolver = fakeResolver({ [WORKERS_CHILD_NAME]: { addresses: ['93.184.216.34'], ttlSeconds: MAX_MAPPING_TTL_SECONDS } });
 const policy = stubPolicy([{ host: WORKERS_CHILD_NAME, ports: [443] }]);
 const pool = createSyntheticPool({ epoch: 0, now: clock.now });
-const sink = collectingSink(false);
+/** NET:REFUSE events of policy refusals, and the queries the rate limit's reports count. */
+let refuseEvents = 0;
+let limitedQueries = 0;
+const sink = {
+  emit(event: AuditEvent): void {
+    if (event.activity !== 'REFUSE') return;
+    if (event.statusDetail === 'policy_dns_rate_limited') {
+      if (event.unmapped?.limit === 'refused') limitedQueries += Number(event.unmapped.queries);
+    } else refuseEvents++;
+  },
+};
 const threads: Worker[] = [];
 const exits: boolean[] = [];
 const workers = createReplayWorkers({
@@ -49,6 +65,7 @@ const dns = createPolicyDns({
   sink,
   now: clock.now,
   replicas: workers.replicas,
+  refusalLimits: { perSecond: 0.001, burst: WORKERS_CHILD_REFUSAL_BURST },
 });
 const server = createDnsServer({ host: '127.0.0.1', port: 0, handler: dns.handler, reusePort: true });
 await server.start();
@@ -57,7 +74,11 @@ process.stdout.write(`${JSON.stringify({ port: server.address().port })}\n`);
 
 for await (const line of createInterface({ input: process.stdin })) {
   if (line === 'stats') {
-    process.stdout.write(`${JSON.stringify(workers.stats())}\n`);
+    process.stdout.write(`${JSON.stringify({ ...workers.stats(), refusalsOverLimit: dns.stats().refusalsOverLimit, refuseEvents, limitedQueries })}\n`);
+  } else if (line === 'tick') {
+    clock.advance(LIMIT_REPORT_INTERVAL_MS);
+    dns.tick();
+    process.stdout.write(`${JSON.stringify({ ticked: true })}\n`);
   } else if (line === 'kill') {
     const seen = exits.length;
     await threads.at(-1)?.terminate();

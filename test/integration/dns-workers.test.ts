@@ -1,6 +1,7 @@
 // `boundary run --dns-workers 2` on the image's Node (22): answers replayed by the workers are the main thread's own,
 // a reload that removes a name stops every worker at once, and replays are counted in the DNS metrics and events.
-// A mapping's expiry stops them at once too (test/harness/dns-workers-child.ts, on a test clock). On Node 20 the flag
+// A mapping's expiry stops them at once too, and a repeat refusal is replayed on one refused-name bucket shared by
+// every thread (test/harness/dns-workers-child.ts, on a test clock). On Node 20 the flag
 // is refused with DNS_WORKERS_UNSUPPORTED. Real sockets on loopback, dns-packet clients.
 
 import assert from 'node:assert/strict';
@@ -72,6 +73,10 @@ const REFUSED = 'boundary_dns_queries_total{rcode="NXDOMAIN",outcome="refused"}'
 const REPLAYS = 'boundary_dns_worker_replays_total';
 /** The one name test/harness/dns-workers-child.ts's policy allows (not imported: importing the child would start it). */
 const CHILD_NAME = 'api.example.test';
+/** That child's refused-name bucket, which does not refill within a test. */
+const CHILD_REFUSAL_BURST = 40;
+/** Rounds of a refused name from every client: past the bucket. */
+const REFUSAL_ROUNDS = 3;
 
 describe('policy DNS replay workers (--dns-workers 2, Node 22)', () => {
   let node: string | undefined;
@@ -241,6 +246,29 @@ describe('replay workers on a test clock (test/harness/dns-workers-child.ts, Nod
     assert.equal((await ask('expire')).expired, 1);
     // The upstream now says NXDOMAIN: any NOERROR would be a worker replaying the expired mapping.
     for (const reply of await askEach(clients, port, query)) assert.equal(rcodeOf(decode(reply)), 'NXDOMAIN');
+  });
+
+  it('replays a repeat refusal from the workers too, charged to one refused-name bucket for every thread', async (t) => {
+    if (child === undefined) return t.skip('the image Node (npm package node@22) is not installable here');
+    const before = await ask('stats');
+    const refused = buildQuery('refused.example.test', 'A');
+    const rcodes: string[] = [];
+    for (let round = 0; round < REFUSAL_ROUNDS; round++) for (const reply of await askEach(clients, port, refused)) rcodes.push(rcodeOf(decode(reply)));
+    const sent = REFUSAL_ROUNDS * CLIENTS;
+    // The bucket does not refill within the test: its burst answered in full, whichever thread answered, then REFUSED.
+    assert.equal(rcodes.filter((rcode) => rcode === 'NXDOMAIN').length, CHILD_REFUSAL_BURST);
+    assert.equal(rcodes.filter((rcode) => rcode === 'REFUSED').length, sent - CHILD_REFUSAL_BURST);
+    // The workers' counts are merged every 100 ms, and the limit's report goes out on a tick: bounded polls.
+    const until = performance.now() + MERGE_WAIT_MS;
+    let stats = await ask('stats');
+    while ((Number(stats.refusalsOverLimit) < sent - CHILD_REFUSAL_BURST || Number(stats.limitedQueries) < sent - CHILD_REFUSAL_BURST) && performance.now() < until) {
+      await ask('tick');
+      stats = await ask('stats');
+    }
+    assert.equal(Number(stats.refusalsOverLimit) - Number(before.refusalsOverLimit), sent - CHILD_REFUSAL_BURST, 'every REFUSED counted once');
+    assert.equal(Number(stats.limitedQueries) - Number(before.limitedQueries), sent - CHILD_REFUSAL_BURST, 'and reported in the limit events');
+    assert.equal(Number(stats.refuseEvents) - Number(before.refuseEvents), CHILD_REFUSAL_BURST, 'one NET:REFUSE per refusal answered in full');
+    assert.ok(Number(stats.replayed) > Number(before.replayed), 'the workers replayed the refusal');
     assert.equal((await ask('close')).closed, true);
   });
 });
