@@ -12,6 +12,7 @@
 #   dnsmasq             --cache-size=10000, hosts file, no upstream (refused names: REFUSED)
 #   boundary-ref        not in the default set: `boundary` with src/ as committed at BOUNDARY_REF (e.g. main) and this
 #                       tree's bench/ and test/harness/ (the same bench stack), for before/after in the same rounds
+#   boundary-ref-workers  not in the default set: `boundary-workers` built the same way from BOUNDARY_REF
 #   boundary-cluster    not in the default set: multi-core scaling, reported apart from the one-core ratio.
 #                       CLUSTER_WORKERS (2) node:cluster workers of `boundary` sharing one UDP socket
 #                       (bench/dns-cluster.ts), on CLUSTER_CPUS (0,1); its CPU is summed over the workers.
@@ -23,6 +24,7 @@
 #   bench/dns.sh                                  # 3 rounds x 10 s per case and shape (about 12 minutes)
 #   RUNS=1 SECONDS_PER_RUN=3 SHAPES=saturating bench/dns.sh
 #   SERVERS="boundary boundary-workers boundary-cluster node-floor dnsmasq" SHAPES=saturating bench/dns.sh
+#   BOUNDARY_REF=main SERVERS="boundary boundary-workers boundary-ref-workers" SHAPES=saturating bench/dns.sh
 # Each server is pinned to SERVER_CPU (one core), dnsperf to CLIENT_CPU. Prints markdown tables.
 set -euo pipefail
 
@@ -85,15 +87,20 @@ for entry in dns-server dns-floor dns-cluster; do bundle "$root/bench/$entry.ts"
 # src/dns/workers.ts looks for it.
 bundle "$root/bench/dns-replay.ts" "$build/dns-replay.mjs"
 bundle "$root/src/dns/replay-worker.ts" "$build/replay-worker.js"
-if [[ " $SERVERS " == *" boundary-workers "* ]]; then
+if has boundary-workers || has boundary-ref-workers; then
   [ -x "$WORKERS_NODE" ] || { echo "boundary-workers needs WORKERS_NODE, a Node 22.12+ binary (npm install --prefix /tmp/boundary-node-22 node@22)" >&2; exit 2; }
 fi
-if [[ " $SERVERS " == *" boundary-ref "* ]]; then
+if has boundary-ref || has boundary-ref-workers; then
   [ -n "${BOUNDARY_REF:-}" ] || { echo "boundary-ref needs BOUNDARY_REF" >&2; exit 2; }
-  mkdir -p "$build/ref"
+  mkdir -p "$build/ref" "$build/ref-bin"
   git -C "$root" archive "$BOUNDARY_REF" src package.json | tar -x -C "$build/ref"
   mkdir -p "$build/ref/test" "$build/ref/bench" && cp "$root"/bench/*.ts "$build/ref/bench/" && cp -r "$root/test/harness" "$build/ref/test/"
-  bundle "$build/ref/bench/dns-server.ts" "$build/dns-server-ref.mjs"
+  # Apart from this tree's bundles: dns-server.mjs loads the replay workers from beside itself.
+  bundle "$build/ref/bench/dns-server.ts" "$build/ref-bin/dns-server.mjs"
+  if has boundary-ref-workers; then
+    bundle "$build/ref/bench/dns-replay.ts" "$build/ref-bin/dns-replay.mjs"
+    bundle "$build/ref/src/dns/replay-worker.ts" "$build/ref-bin/replay-worker.js"
+  fi
 fi
 
 declare -A port pid
@@ -108,7 +115,7 @@ for server in $SERVERS; do
   port[$server]=$(free_port)
   case $server in
     boundary) start "$server" "$SERVER_CPU" "$NODE_BIN" "$build/dns-server.mjs" "${port[$server]}" "$NAMES" ocsf "$LOG_FILE" "$GUARD" ;;
-    boundary-ref) start "$server" "$SERVER_CPU" "$NODE_BIN" "$build/dns-server-ref.mjs" "${port[$server]}" "$NAMES" ocsf "$LOG_FILE" "$GUARD" ;;
+    boundary-ref) start "$server" "$SERVER_CPU" "$NODE_BIN" "$build/ref-bin/dns-server.mjs" "${port[$server]}" "$NAMES" ocsf "$LOG_FILE" "$GUARD" ;;
     boundary-per-query) start "$server" "$SERVER_CPU" "$NODE_BIN" "$build/dns-server.mjs" "${port[$server]}" "$NAMES" ocsf-per-query "$LOG_FILE" "$GUARD" ;;
     boundary-off) start "$server" "$SERVER_CPU" "$NODE_BIN" "$build/dns-server.mjs" "${port[$server]}" "$NAMES" off /dev/null "$GUARD" ;;
     boundary-cluster)
@@ -116,6 +123,9 @@ for server in $SERVERS; do
       ;;
     boundary-workers)
       start "$server" "$WORKERS_CPUS" "$WORKERS_NODE" "$build/dns-server.mjs" "${port[$server]}" "$NAMES" ocsf "$LOG_FILE" "$GUARD" "$DNS_WORKERS"
+      ;;
+    boundary-ref-workers)
+      start "$server" "$WORKERS_CPUS" "$WORKERS_NODE" "$build/ref-bin/dns-server.mjs" "${port[$server]}" "$NAMES" ocsf "$LOG_FILE" "$GUARD" "$DNS_WORKERS"
       ;;
     node-floor) start "$server" "$SERVER_CPU" "$NODE_BIN" "$build/dns-floor.mjs" "${port[$server]}" ;;
     dnsmasq)
@@ -193,7 +203,7 @@ per_round() { paste -d' ' <(awk -v c="$1" '{print $c}' "$2") <(awk -v c="$1" '{p
 
 echo
 echo "dnsperf, ${RUNS} interleaved rounds x ${SECONDS_PER_RUN} s per case; each server pinned to CPU ${SERVER_CPU}, dnsperf to CPU ${CLIENT_CPU}; medians."
-echo "Node: $("$NODE_BIN" --version)$(has boundary-workers && echo "; boundary-workers: $("$WORKERS_NODE" --version), ${DNS_WORKERS} workers on CPUs ${WORKERS_CPUS}, which dnsperf shares (a lower bound)")."
+echo "Node: $("$NODE_BIN" --version)$( (has boundary-workers || has boundary-ref-workers) && echo "; boundary-workers: $("$WORKERS_NODE" --version), ${DNS_WORKERS} workers on CPUs ${WORKERS_CPUS}, which dnsperf shares (a lower bound)")."
 echo "qps ratio = server/dnsmasq median qps; CPU ratio = dnsmasq/server CPU time per answered query (the implied one-core"
 echo "capacity ratio, robust to other load on the machine). boundary's OCSF lines go to ${LOG_FILE}; rate limits: ${GUARD}."
 for shape in $SHAPES; do
@@ -237,6 +247,12 @@ for shape in $SHAPES; do
   if has boundary && has boundary-workers; then
     for set in allowed refused; do
       echo "per-round boundary-workers/boundary qps ($shape, $set): $(per_round 1 "$work/$shape-boundary-workers-$set.tput" "$work/$shape-boundary-$set.tput")"
+      echo "per-round boundary-workers/boundary CPU µs per query ($shape, $set): $(per_round 6 "$work/$shape-boundary-workers-$set.tput" "$work/$shape-boundary-$set.tput")"
+    done
+  fi
+  if has boundary-workers && has boundary-ref-workers; then
+    for set in allowed refused; do
+      echo "per-round boundary-workers/boundary-ref-workers CPU µs per query ($shape, $set): $(per_round 6 "$work/$shape-boundary-workers-$set.tput" "$work/$shape-boundary-ref-workers-$set.tput")"
     done
   fi
   # CPU per query of boundary over each other Node server's in the same round (below 1: boundary cheaper).
