@@ -44,6 +44,8 @@ export function createTokenBucket(options: BucketLimits & { readonly now: () => 
 
 /** The shared bucket's state: one 64-bit cell. */
 export const SHARED_BUCKET_BYTES = BigInt64Array.BYTES_PER_ELEMENT;
+/** How far past now the cell may ever point, in µs: a whole burst of the slowest rate stays inside a signed 64-bit cell. */
+const MAX_SHARED_SPAN_US = 2n ** 62n;
 
 /**
  * The bucket of createTokenBucket kept in `state` (SHARED_BUCKET_BYTES, zeroed: full), for every thread that holds
@@ -54,9 +56,14 @@ export const SHARED_BUCKET_BYTES = BigInt64Array.BYTES_PER_ELEMENT;
  */
 export function createSharedTokenBucket(state: SharedArrayBuffer, limits: BucketLimits, now: () => number): Pick<TokenBucket, 'take'> {
   const cell = new BigInt64Array(state, 0, 1);
-  // At least 1 µs a token: a rate past a million a second is no limit this clock could tell apart.
-  const interval = BigInt(Math.max(1, Math.round(1_000_000 / limits.perSecond)));
-  const span = interval * BigInt(limits.burst);
+  const burst = BigInt(Math.max(0, Math.floor(limits.burst)));
+  // At least 1 µs a token: a rate past a million a second is no limit this clock could tell apart. At most what keeps
+  // a whole burst inside the cell (a full refill within MAX_SHARED_SPAN_US, about 146,000 years): a rate of 0 refills
+  // that slowly, which is never.
+  const slowest = MAX_SHARED_SPAN_US / (burst > 0n ? burst : 1n);
+  const perToken = limits.perSecond > 0 ? Math.max(1, Math.round(1_000_000 / limits.perSecond)) : Number.POSITIVE_INFINITY;
+  const interval = perToken < Number(slowest) ? BigInt(perToken) : slowest;
+  const span = interval * burst;
   return {
     take() {
       const t = BigInt(Math.floor(now() * 1_000));

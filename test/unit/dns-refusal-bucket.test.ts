@@ -42,6 +42,20 @@ describe('createSharedTokenBucket', () => {
     assert.ok(admitted > 0 && admitted < SEQUENCE_LENGTH);
   });
 
+  it('takes a rate of 0 as the one-thread bucket does: its burst, then nothing, however long the wait', () => {
+    const clock = testClock();
+    for (const limits of [
+      { perSecond: 0, burst: 3 },
+      { perSecond: 1e-9, burst: 2 },
+    ]) {
+      const shared = createSharedTokenBucket(new SharedArrayBuffer(SHARED_BUCKET_BYTES), limits, clock.now);
+      const own = createTokenBucket({ ...limits, now: clock.now });
+      for (let i = 0; i < 5; i++) assert.equal(shared.take(), own.take());
+      clock.advance(10 * 365 * 86_400_000);
+      for (let i = 0; i < 5; i++) assert.equal(shared.take(), own.take(), `after ten years, take ${i} of ${JSON.stringify(limits)}`);
+    }
+  });
+
   it('admits exactly its burst to threads taking at once, when it does not refill meanwhile', async () => {
     const state = new SharedArrayBuffer(SHARED_BUCKET_BYTES);
     // One token in about 17 minutes: none comes back while the threads run.
