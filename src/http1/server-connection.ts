@@ -5,7 +5,7 @@
 import type { Socket } from 'node:net';
 import { tokenEqualsLower } from './grammar.js';
 import type { H1ServerHandlers, H1ServerSettings } from './h1-server.js';
-import { feedSocket, type LlhttpParser, METHODS, ON, requestParser, type SocketFeed } from './server-parser.js';
+import { discardParser, feedSocket, type LlhttpParser, METHODS, ON, requestParser, type SocketFeed } from './server-parser.js';
 import { type BodyFlow, type Peer, ServerRequest } from './server-request.js';
 import { PENDING_HIGH_WATER_BYTES, type AnswerOwner, ServerResponse } from './server-response.js';
 
@@ -239,8 +239,9 @@ export class ServerConnection implements BodyFlow, AnswerOwner {
   }
 
   private release(): void {
-    this.parser?.free();
+    const parser = this.parser;
     this.parser = undefined;
+    if (parser !== undefined) discardParser(parser);
     this.onGone(this);
   }
 
@@ -270,7 +271,11 @@ export class ServerConnection implements BodyFlow, AnswerOwner {
   }
 
   private closed(): void {
-    if (this.parser !== undefined) this.release();
+    if (this.parser !== undefined) {
+      // The socket's handle lets go of the parser it fed (node:http unconsumes on close too).
+      this.feed.stop();
+      this.release();
+    }
     this.messageStart = -1;
     this.current?.abort();
     for (const req of this.requests) req.abort();

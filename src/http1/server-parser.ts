@@ -12,7 +12,8 @@ export interface LlhttpParser {
   consume(handle: unknown): void;
   unconsume(): void;
   getCurrentBuffer(): Buffer;
-  free(): void;
+  /** Deletes the native parser, which until then holds this object, and its callbacks, from a global handle. */
+  close(): void;
   [key: number]: unknown;
 }
 
@@ -32,6 +33,19 @@ export function requestParser(maxHeadBytes: number): LlhttpParser {
   const parser = new HTTPParser();
   parser.initialize(HTTPParser.REQUEST, {}, maxHeadBytes, HTTPParser.kLenientNone);
   return parser;
+}
+
+function closeParser(parser: LlhttpParser): void {
+  parser.close();
+}
+
+/**
+ * A parser that reads no more is deleted, as node:http deletes the parsers it does not pool: never left to the
+ * collector, which cannot take it while the native side holds it. On a later turn, so that no call into the parser
+ * (an execute whose callback let the connection go) is still on the stack.
+ */
+export function discardParser(parser: LlhttpParser): void {
+  setImmediate(closeParser, parser);
 }
 
 /** Feeds a socket to a parser; `onResult` gets each execute's result and the bytes it read (for an upgrade's rest). */
