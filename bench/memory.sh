@@ -22,7 +22,8 @@
 #   COUNT        tunnels / inspected connections held (default 10000, lowered to fit `ulimit -n`: boundary holds
 #                two sockets per item, so COUNT <= (hard limit - 200) / 2)
 #   DNS_COUNT    live DNS mappings (default 500: the default /15 pool hands out 512 addresses per epoch window)
-#   PHASES       subset of: idle tunnel inspected dns (default: all)
+#   PHASES       subset of: idle tunnel inspected dns closed (default: all; closed: COUNT tunnels opened and closed,
+#                200 at a time; what each leaves behind once the memory reducer has run)
 #   SETTLE_MIN_WAIT_MS  wait before sampling, so V8's memory reducer has run (default 15000)
 #   BUILD        1 (default) compiles the working tree into a temp build under bench/out/; 0 uses dist/
 #   BOUNDARY_DIST  run this build directory as it is (must sit under the project so node_modules resolves)

@@ -1,8 +1,9 @@
 // Client side of bench/memory.sh, in its own process so its sockets never count against boundary's RSS.
-// Opens N connections through boundary and holds them idle until SIGTERM; prints one JSON line once all
-// are up: {"mode","ok","failed","ms"}. Loopback only; every step has a deadline.
+// Opens N connections through boundary and holds them idle until SIGTERM (`closed`: closes each once it is up, and
+// waits for boundary to close its side); prints one JSON line once all are done: {"mode","ok","failed","ms"}.
+// Loopback only; every step has a deadline.
 //
-// Usage: node clients.mjs --mode tunnel|inspected|dns --count N --proxy PORT --target HOST:PORT
+// Usage: node clients.mjs --mode tunnel|inspected|dns|closed --count N --proxy PORT --target HOST:PORT
 //                         [--ca PEM] [--dns PORT --suffix dns.bench.test] [--concurrency N]
 
 import { createSocket } from 'node:dgram';
@@ -61,6 +62,16 @@ async function openTunnel(target) {
   return socket;
 }
 
+/** A tunnel opened, then closed by the client; resolves once boundary has closed its side too. */
+async function openAndClose(target) {
+  const socket = await openTunnel(target);
+  held.pop();
+  const closed = new Promise((resolve) => socket.once('close', resolve));
+  socket.resume();
+  socket.end();
+  await closed;
+}
+
 async function openInspected(target, ca) {
   const raw = await openTunnel(target);
   const host = target.slice(0, target.lastIndexOf(':'));
@@ -103,6 +114,7 @@ let failed = 0;
 let firstError;
 let one;
 if (mode === 'tunnel') one = () => openTunnel(arg('--target'));
+else if (mode === 'closed') one = () => openAndClose(arg('--target'));
 else if (mode === 'inspected') {
   const ca = readFileSync(arg('--ca'));
   one = () => openInspected(arg('--target'), ca);
@@ -126,7 +138,7 @@ else if (mode === 'inspected') {
     }
   };
 } else {
-  process.stderr.write('clients.mjs: --mode tunnel|inspected|dns\n');
+  process.stderr.write('clients.mjs: --mode tunnel|inspected|dns|closed\n');
   process.exit(2);
 }
 

@@ -24,7 +24,7 @@ const RUNS = Number(env('RUNS', '3'));
 const COUNT = Number(env('COUNT', '10000'));
 // The synthetic window of the default /15 pool is 512 addresses per epoch (src/net/synthetic.ts).
 const DNS_COUNT = Number(env('DNS_COUNT', '500'));
-const PHASES = env('PHASES', 'idle tunnel inspected dns').split(/\s+/).filter(Boolean);
+const PHASES = env('PHASES', 'idle tunnel inspected dns closed').split(/\s+/).filter(Boolean);
 const DIST = env('BOUNDARY_DIST', join(ROOT, 'dist'));
 const NODE_FLAGS = env('BOUNDARY_NODE_FLAGS', '').split(/\s+/).filter(Boolean);
 const OUT_FILE = env('OUT_FILE', join(ROOT, 'bench', 'out', `memory-${new Date().toISOString().replace(/[-:]/g, '').slice(0, 15)}Z.json`));
@@ -337,7 +337,7 @@ try {
         const rec = { run, phase, early, idle };
         if (phase !== 'idle') {
           const n = phase === 'dns' ? DNS_COUNT : COUNT;
-          const target = phase === 'tunnel' ? `${ORIGIN_HOST}:${ports.tcp}` : `${ORIGIN_HOST}:${ports.https}`;
+          const target = phase === 'tunnel' || phase === 'closed' ? `${ORIGIN_HOST}:${ports.tcp}` : `${ORIGIN_HOST}:${ports.https}`;
           const clients = await spawnWithLine([join(HERE, 'clients.mjs'), '--mode', phase, '--count', String(n), '--proxy', String(b.proxy),
             '--target', target, '--ca', join(b.dir, 'state', 'ca.pem'), '--dns', String(b.dns), '--suffix', DNS_SUFFIX], { cwd: ROOT });
           try {
@@ -382,7 +382,7 @@ const summary = {
   idleWakeupsPerS: median(idleRuns.map((i) => i.idleWakeupsPerS)),
   idleMainWakeupsPerS: median(idleRuns.map((i) => i.idleMainWakeupsPerS)),
 };
-for (const phase of ['tunnel', 'inspected', 'dns']) {
+for (const phase of ['tunnel', 'inspected', 'dns', 'closed']) {
   const rs = results.runs.filter((r) => r.phase === phase && r.loaded);
   if (rs.length === 0) continue;
   summary[`${phase}KbEach`] = Number(median(rs.map((r) => r.perItemKb)).toFixed(2));
@@ -412,7 +412,9 @@ if (Number.isFinite(summary.idleCgroupKb)) {
 if (Number.isFinite(summary.idleCpuMsPerS)) {
   row(`boundary idle CPU (median/${idleRuns.length}, ${IDLE_CPU_MS / 1000} s each)`, `${summary.idleCpuMsPerS.toFixed(2)} ms CPU/s, ${summary.idleWakeupsPerS.toFixed(1)} wakeups/s (main thread ${summary.idleMainWakeupsPerS.toFixed(1)})`);
 }
-for (const phase of ['tunnel', 'inspected', 'dns']) {
-  if (summary[`${phase}KbEach`] !== undefined) row(`per ${phase} (${summary[`${phase}Count`]} held)`, `${summary[`${phase}KbEach`]} KB RSS, ${summary[`${phase}HeapKbEach`]} KB heap`);
+for (const phase of ['tunnel', 'inspected', 'dns', 'closed']) {
+  if (summary[`${phase}KbEach`] === undefined) continue;
+  const what = phase === 'closed' ? `per tunnel opened and closed (${summary[`${phase}Count`]}), left after` : `per ${phase} (${summary[`${phase}Count`]} held)`;
+  row(what, `${summary[`${phase}KbEach`]} KB RSS, ${summary[`${phase}HeapKbEach`]} KB heap`);
 }
 row('raw results', OUT_FILE);
