@@ -29,36 +29,31 @@ network_policies:
 `;
 }
 
-/** A CONNECT tunnel of its own, closed by the client once the proxy said 200; resolves once the proxy closed it too. */
-function tunnelOnce(port: number, target: string): Promise<string> {
+/**
+ * `head` on a connection of its own; resolves with the status line once the proxy has closed the connection. The
+ * client closes its side once the answer's head is in when `endAfterHead` (a tunnel stays open until then).
+ */
+function exchangeOnce(port: number, head: string, endAfterHead: boolean): Promise<string> {
   return new Promise((resolve, reject) => {
     const socket = connect(port, '127.0.0.1');
     let answer = '';
     socket.setEncoding('latin1');
     socket.on('data', (chunk: string) => {
       answer += chunk;
-      if (answer.includes('\r\n\r\n')) socket.end();
+      if (endAfterHead && answer.includes('\r\n\r\n')) socket.end();
     });
     socket.on('error', reject);
     socket.on('close', () => resolve(answer.slice(0, answer.indexOf('\r\n'))));
-    socket.write(`CONNECT ${target} HTTP/1.1\r\nHost: ${target}\r\n\r\n`);
+    socket.write(head);
   });
 }
 
-/** One request on a connection of its own, as curl in a loop sends it; resolves with the status once the proxy closed it. */
-function requestOnce(port: number, host: string): Promise<string> {
-  return new Promise((resolve, reject) => {
-    const socket = connect(port, '127.0.0.1');
-    let answer = '';
-    socket.setEncoding('latin1');
-    socket.on('data', (chunk: string) => {
-      answer += chunk;
-    });
-    socket.on('error', reject);
-    socket.on('close', () => resolve(answer.slice(0, answer.indexOf('\r\n'))));
-    socket.write(`GET http://${host}/ HTTP/1.1\r\nHost: ${host}\r\nConnection: close\r\n\r\n`);
-  });
-}
+/** One request on a connection of its own, as curl in a loop sends it. */
+const requestOnce = (port: number, host: string): Promise<string> =>
+  exchangeOnce(port, `GET http://${host}/ HTTP/1.1\r\nHost: ${host}\r\nConnection: close\r\n\r\n`, false);
+
+/** A CONNECT tunnel of its own, closed by the client once the proxy said 200. */
+const tunnelOnce = (port: number, target: string): Promise<string> => exchangeOnce(port, `CONNECT ${target} HTTP/1.1\r\nHost: ${target}\r\n\r\n`, true);
 
 async function parsersAlive(): Promise<number> {
   // Parsers are deleted a turn after their connection goes: let those turns pass.
