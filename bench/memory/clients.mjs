@@ -65,7 +65,7 @@ async function openTunnel(target) {
 /** A tunnel opened, then closed by the client; resolves once boundary has closed its side too. */
 async function openAndClose(target) {
   const socket = await openTunnel(target);
-  held.pop();
+  held.splice(held.indexOf(socket), 1);
   const closed = new Promise((resolve) => socket.once('close', resolve));
   socket.resume();
   socket.end();
