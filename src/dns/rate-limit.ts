@@ -74,30 +74,32 @@ export function createRefusalLimit(options: {
   let pendingName: string | undefined;
   let reportedAt = Number.NEGATIVE_INFINITY;
 
-  function report(policy: Policy, name: string | undefined): void {
-    sink.emit(limitEvent({ limit: 'refused', limits, policy, queries: pending, name }));
+  /** A report of one refusal names it. */
+  function report(policy: Policy): void {
+    sink.emit(limitEvent({ limit: 'refused', limits, policy, queries: pending, name: pending === 1 ? pendingName : undefined }));
     reportedAt = now();
     pending = 0;
     pendingName = undefined;
   }
 
+  function count(refusals: number, name: string | undefined): void {
+    if (pending === 0) pendingName = name;
+    total += refusals;
+    pending += refusals;
+  }
+
   return {
     admit: () => bucket.take(),
     overLimit(query, policy) {
-      if (pending === 0) pendingName = query.name;
-      total++;
-      pending++;
-      if (now() - reportedAt >= LIMIT_REPORT_INTERVAL_MS) report(policy, pending === 1 ? pendingName : undefined);
+      count(1, query.name);
+      if (now() - reportedAt >= LIMIT_REPORT_INTERVAL_MS) report(policy);
       return refusedFromQuery(query);
     },
-    answeredElsewhere(count, name) {
-      if (count <= 0) return;
-      if (pending === 0) pendingName = name;
-      total += count;
-      pending += count;
+    answeredElsewhere(refusals, name) {
+      if (refusals > 0) count(refusals, name);
     },
     tick(policy) {
-      if (pending > 0 && now() - reportedAt >= LIMIT_REPORT_INTERVAL_MS) report(policy, pending === 1 ? pendingName : undefined);
+      if (pending > 0 && now() - reportedAt >= LIMIT_REPORT_INTERVAL_MS) report(policy);
     },
     total: () => total,
   };
