@@ -24,6 +24,9 @@ export interface H1IncomingRequest extends AsyncIterable<Buffer> {
   readonly peer: Peer;
   /** The whole message, body included, has been read. */
   readonly complete: boolean;
+  /** Why the body ended before the message did (`code`: ECONNRESET when the connection closed, else the parse error,
+   *  the client's FIN (HPE_INVALID_EOF_STATE) or ERR_HTTP_REQUEST_TIMEOUT); undefined while it may still end whole. */
+  readonly cutShortBy: ClientError | undefined;
   /** Reads the rest of the body and drops it. */
   discard(): void;
 }

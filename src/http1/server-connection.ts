@@ -267,6 +267,9 @@ export class ServerConnection implements BodyFlow, AnswerOwner {
     if (this.parser === undefined || this.stopped) return;
     this.stopped = true;
     this.messageStart = -1;
+    // Nothing more of the message being read will come: its reader (the upstream exchange sending the body on, a
+    // stage reading it) must stop now, or the answer it owes waits for bytes that never arrive.
+    this.current?.abort(err);
     this.handlers.clientError(err, this.socket, this);
   }
 

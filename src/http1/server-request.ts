@@ -43,7 +43,7 @@ export function headersByName(raw: readonly string[]): IncomingHttpHeaders {
   return out;
 }
 
-const ABORTED = (): Error => Object.assign(new Error('aborted'), { code: 'ECONNRESET' });
+const CLOSED = (): Error => Object.assign(new Error('connection closed'), { code: 'ECONNRESET' });
 
 export class ServerRequest implements AsyncIterable<Buffer> {
   readonly method: string;
@@ -61,6 +61,8 @@ export class ServerRequest implements AsyncIterable<Buffer> {
   complete = false;
   /** The rest of the body is read and dropped (the answer went out without it). */
   discarded = false;
+  /** Why the body ended before the message did, once it has. */
+  cutShortBy: Error | undefined = undefined;
   private byName: IncomingHttpHeaders | undefined = undefined;
   private readonly chunks: Buffer[] = [];
   private buffered = 0;
@@ -104,10 +106,12 @@ export class ServerRequest implements AsyncIterable<Buffer> {
     this.notify();
   }
 
-  /** The connection went away before the message ended. */
-  abort(): void {
+  /** The body ended before the message did: the connection closed, or `cause` (a parse error, the request deadline, the
+   *  client's FIN) stopped its reading. */
+  abort(cause?: Error): void {
     if (this.complete || this.failure !== undefined) return;
-    this.failure = ABORTED();
+    this.cutShortBy = cause ?? CLOSED();
+    this.failure = Object.assign(new Error('aborted', { cause: this.cutShortBy }), { code: 'ECONNRESET' });
     this.notify();
   }
 

@@ -14,7 +14,7 @@ import type { ProxyContext, TunnelScope } from './context.js';
 import { lingerAfterAnswer, sendBareStatus, sendDenial } from './answer.js';
 import { emitOutcome, findingEvent } from '../chain/events.js';
 import { observeSince } from '../chain/timing.js';
-import { ClientClosedError, failed, upstreamFailure } from './relay-request.js';
+import { CLIENT_CLOSED_DETAIL, ClientClosedError, failed, upstreamFailure } from './relay-request.js';
 
 
 /** The request handler of the shared HTTP/1.1 server (http1/h1-server.ts); `expectContinue`: the client waits for 100. */
@@ -30,6 +30,14 @@ function declaredLength(headers: readonly string[]): number {
     if ((headers[i] ?? '').toLowerCase() === 'content-length') return Number(headers[i + 1]) || 0;
   }
   return 0;
+}
+
+/** The event's detail for a request whose client went away, or whose body ended early (`cutShortBy`'s code). */
+function cutShortDetail(cause: { readonly code?: string } | undefined): string {
+  if (cause === undefined || cause.code === 'ECONNRESET') return CLIENT_CLOSED_DETAIL;
+  if (cause.code === 'HPE_INVALID_EOF_STATE') return 'client closed before its request body ended';
+  if (cause.code === 'ERR_HTTP_REQUEST_TIMEOUT') return 'request body not received within the request deadline';
+  return `request body refused by the HTTP/1.1 parser: ${cause.code ?? 'HPE_UNKNOWN'}`;
 }
 
 /** The client response head could not be written (e.g. a header value Node refuses). */
@@ -199,14 +207,21 @@ class ForwardedRequest implements H1Handler {
       return;
     }
     // In a tunnel the client's close destroys the tunnel's upstream pool before `res` hears of it: the
-    // exchange then fails as UPSTREAM_CLOSED, but it was the client that went.
-    const clientGone = this.clientClosed || this.clientSocket.destroyed;
-    const cause = clientGone && !(err instanceof ResponseHeadError) ? new ClientClosedError('client closed', { cause: err }) : err;
+    // exchange then fails as UPSTREAM_CLOSED, but it was the client that went. A body the client's side cut short
+    // (server-connection.ts) ends the exchange the same way: the request can never be whole.
+    const cutShort = this.req.cutShortBy;
+    const clientGone = this.clientClosed || this.clientSocket.destroyed || cutShort !== undefined;
+    const cause = clientGone && !(err instanceof ResponseHeadError) ? new ClientClosedError(cutShortDetail(cutShort), { cause: err }) : err;
     try {
       if (cause instanceof ResponseHeadError) throw cause.cause;
       const refused = upstreamFailure(this.r, cause, this.exchange?.sent === true);
       if (refused !== undefined) this.answer(refused);
-      else this.report();
+      else {
+        // Nothing answers a request the client's side ended: a connection still open (half-closed, or past bytes
+        // the parser refused) closes rather than wait for an answer that will not come.
+        if (cutShort !== undefined) this.res.destroy();
+        this.report();
+      }
     } catch (thrown) {
       this.fail(thrown);
     }
@@ -215,6 +230,14 @@ class ForwardedRequest implements H1Handler {
   /** Anything thrown on the way: a 502 while nothing was sent, else the connection is cut. */
   fail(err: unknown): void {
     const res = this.res;
+    if (this.req.cutShortBy !== undefined) {
+      // A stage reading the body heard that the client's side ended it early (server-connection.ts): not boundary's
+      // failure, and nobody to answer.
+      upstreamFailure(this.r, new ClientClosedError(cutShortDetail(this.req.cutShortBy), { cause: err }), this.exchange?.sent === true);
+      res.destroy();
+      this.report();
+      return;
+    }
     this.ctx.logger.warn({ err }, 'proxy request failed');
     failed(this.r, err);
     if (!res.headersSent) sendBareStatus(res, 502);
@@ -233,7 +256,7 @@ class ForwardedRequest implements H1Handler {
   private clientGone(): void {
     if (this.settled) return;
     this.clientClosed = true;
-    this.exchange?.abort(new ClientClosedError('client closed'));
+    this.exchange?.abort(new ClientClosedError(CLIENT_CLOSED_DETAIL));
   }
 
   private pause(): void {

@@ -24,7 +24,7 @@ import type { TunnelUpstream, TunnelUpstreamHandle } from './h2-upstream.js';
 import { methodOverride } from '../chain/method-override.js';
 import { respondDenial, respondStatus } from './h2-respond.js';
 import { observeSince } from '../chain/timing.js';
-import { ClientClosedError, failed, OverrideInTrailersError, upstreamFailure } from './relay-request.js';
+import { CLIENT_CLOSED_DETAIL, ClientClosedError, failed, OverrideInTrailersError, upstreamFailure } from './relay-request.js';
 
 /** What the HTTP/2 server keeps per client session (h2-server.ts). */
 export interface H2Session {
@@ -259,7 +259,7 @@ class H2ProxyStream implements H2Handler, RequestStreamListener, WireRequest, As
     this.r.upstream.status = status;
     observeSince(ctx.metrics, ctx.metrics.firstByteSeconds, this.sentAt);
     if (stream.destroyed) {
-      this.exchange?.abort(new ClientClosedError('client closed'));
+      this.exchange?.abort(new ClientClosedError(CLIENT_CLOSED_DETAIL));
       return;
     }
     stream.respondHead(status, h2ResponseRegular(headers), complete && body === undefined);
@@ -297,7 +297,7 @@ class H2ProxyStream implements H2Handler, RequestStreamListener, WireRequest, As
       return;
     }
     try {
-      const cause = this.stream.destroyed && !(err instanceof MarkerInBodyError) ? new ClientClosedError('client closed', { cause: err }) : err;
+      const cause = this.stream.destroyed && !(err instanceof MarkerInBodyError) ? new ClientClosedError(CLIENT_CLOSED_DETAIL, { cause: err }) : err;
       const refused = upstreamFailure(this.r, cause, this.exchange?.sent === true);
       if (refused !== undefined) this.answer(refused);
       else this.report();
@@ -323,11 +323,11 @@ class H2ProxyStream implements H2Handler, RequestStreamListener, WireRequest, As
 
   streamClosed(): void {
     if (this.settled) return;
-    this.exchange?.abort(new ClientClosedError('client closed'));
+    this.exchange?.abort(new ClientClosedError(CLIENT_CLOSED_DETAIL));
     if (this.exchange === undefined) this.settled = true;
     // Nothing went upstream yet (a body still held, an upstream still being chosen): the event says so now.
     if (!this.reported && this.exchange === undefined && this.r.destination !== undefined) {
-      this.r.settle({ verdict: 'fail', reason: 'client-closed', detail: 'client closed before upstream answered', status: this.r.upstream.status });
+      this.r.settle({ verdict: 'fail', reason: 'client-closed', detail: CLIENT_CLOSED_DETAIL, status: this.r.upstream.status });
       this.report();
     }
   }

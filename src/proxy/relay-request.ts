@@ -13,7 +13,9 @@ import { isBoundaryError } from '../shared/errors.js';
 import { dialRefusalOf, isDialError } from '../chain/dial.js';
 import { ClientCertificateError } from './upstream.js';
 
-/** The client went away before the upstream answered. */
+export const CLIENT_CLOSED_DETAIL = 'client closed before upstream answered';
+
+/** The client went away before the upstream answered; the message is the event's detail. */
 export class ClientClosedError extends Error {
   override readonly name = 'ClientClosedError';
 }
@@ -65,7 +67,7 @@ export function upstreamFailure(r: ChainRequest, err: Error, sent: boolean): Ref
   }
   if (err instanceof ClientClosedError) {
     const verdict = sent ? (r.decision?.verdict === 'audit' ? 'audit' : 'allow') : 'fail';
-    r.settle({ verdict, reason: 'client-closed', detail: 'client closed before upstream answered', status: r.upstream.status });
+    r.settle({ verdict, reason: 'client-closed', detail: err.message, status: r.upstream.status });
     return undefined;
   }
   const target = formatAuthority(r.host as string, r.port as number);
