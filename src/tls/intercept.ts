@@ -81,9 +81,17 @@ export async function terminateTls(
     const onClose = (): void => onError(new Error('client closed during the TLS handshake'));
     tlsSocket.once('error', onError);
     tlsSocket.once('close', onClose);
+    // The tunnel's socket is half-open (the proxy listener's allowHalfOpen), and so is this one: a client's FIN ends
+    // only its reading, and a handshake it can no longer finish would wait for good, the tunnel and its upstream open.
+    // A FIN read after the wrap ends the TLS socket; one read before it (with the ClientHello, during the sniff) ends
+    // only the wrapped socket, once the wrap has taken the bytes before it.
+    tlsSocket.once('end', onClose);
+    socket.once('end', onClose);
     tlsSocket.once('secure', () => {
       tlsSocket.removeListener('error', onError);
       tlsSocket.removeListener('close', onClose);
+      tlsSocket.removeListener('end', onClose);
+      socket.removeListener('end', onClose);
       if (ctx.metrics !== undefined) ctx.metrics.tlsClientSeconds.observe((ctx.metrics.now() - started) / 1000);
       // Until the HTTP server attaches its own handler, an error must not escape as an uncaught event.
       tlsSocket.on('error', () => tlsSocket.destroy());
