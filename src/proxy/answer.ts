@@ -22,14 +22,27 @@ export function renderDenial(d: Denial, peer?: string): string {
 }
 
 export function writeDenialToSocket(socket: Socket, d: Denial, peer?: string): void {
-  if (socket.writable) socket.end(renderDenial(d, peer));
-  else socket.destroy();
+  lastAnswer(socket, renderDenial(d, peer));
 }
 
 /** A bare status with no body (400/431 for malformed or oversized heads). */
 export function writeBareStatusToSocket(socket: Socket, status: number): void {
-  if (socket.writable) socket.end(`HTTP/1.1 ${status} ${STATUS_CODES[status] ?? ''}\r\ncontent-length: 0\r\nconnection: close\r\n\r\n`);
-  else socket.destroy();
+  lastAnswer(socket, `HTTP/1.1 ${status} ${STATUS_CODES[status] ?? ''}\r\ncontent-length: 0\r\nconnection: close\r\n\r\n`);
+}
+
+/**
+ * The last bytes on a socket no HTTP machinery reads any more (a CONNECT or an upgrade it handed over): what the client
+ * sends from here is read and dropped, so its FIN is seen and the half-open socket closes, and the linger bounds a
+ * client that neither closes nor reads. Unread, a byte the client sent would have kept the FIN from ever being seen.
+ */
+function lastAnswer(socket: Socket, bytes: string): void {
+  if (!socket.writable) {
+    socket.destroy();
+    return;
+  }
+  socket.end(bytes);
+  socket.resume();
+  destroyAfterLinger(socket);
 }
 
 export function sendDenial(res: H1Answer, d: Denial, peer?: string): void {

@@ -2,8 +2,9 @@
 // abandoned mid-head or mid-body, CONNECT passed through or inspected, HTTP/2 streams finished or reset, WebSocket,
 // pipelined requests, a failed dial, an origin that resets mid-answer), a few dozen connections are opened and ended,
 // then the sockets left in the heap (v8.queryObjects, which collects first) and the descriptors left open are counted
-// against the count before. Two leaks of issue 33 showed this way: every closed connection's parser (and through it the
-// socket) kept in memory, and a request body cut short holding both of its connections open for good.
+// against the count before. Issue 33's leaks showed this way: every closed connection's parser (and through it the
+// socket) kept in memory; a request body cut short, a FIN during an inspected tunnel's TLS handshake and a frame
+// behind a refused upgrade each holding a tunnel or its connections open for good.
 
 import assert from 'node:assert/strict';
 import { once } from 'node:events';
@@ -200,6 +201,13 @@ network_policies:
       stream.close(8);
       session.destroy();
       tunnel.destroy();
+    },
+    'a WebSocket upgrade refused inside an inspected tunnel, a frame sent anyway': async () => {
+      const { status, client } = await openWebSocket({ proxyPort: b.proxyPort, transport: 'connect-tls', host: 'api.example.test', port: secure.port, path: '/ws', caPem: ca });
+      assert.equal(status, 403);
+      client.sendText('hello');
+      await client.next().catch(() => undefined);
+      client.socket.destroy();
     },
     'a WebSocket opened, used and dropped': async () => {
       const { client } = await openWebSocket({ proxyPort: b.proxyPort, transport: 'forward', host: 'api.example.test', port: plain.port, path: '/ws' });
