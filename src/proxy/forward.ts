@@ -32,7 +32,7 @@ function declaredLength(headers: readonly string[]): number {
   return 0;
 }
 
-/** The event's detail for a request whose client went away, or whose body ended early (`cutShortBy`'s code). */
+/** The event's detail for a request whose body ended early, by `cutShortBy`'s code. */
 function cutShortDetail(cause: { readonly code?: string } | undefined): string {
   if (cause === undefined || cause.code === 'ECONNRESET') return CLIENT_CLOSED_DETAIL;
   if (cause.code === 'HPE_INVALID_EOF_STATE') return 'client closed before its request body ended';
@@ -206,22 +206,19 @@ class ForwardedRequest implements H1Handler {
       this.res.destroy();
       return;
     }
+    if (this.req.cutShortBy !== undefined) {
+      this.cutShort(err);
+      return;
+    }
     // In a tunnel the client's close destroys the tunnel's upstream pool before `res` hears of it: the
-    // exchange then fails as UPSTREAM_CLOSED, but it was the client that went. A body the client's side cut short
-    // (server-connection.ts) ends the exchange the same way: the request can never be whole.
-    const cutShort = this.req.cutShortBy;
-    const clientGone = this.clientClosed || this.clientSocket.destroyed || cutShort !== undefined;
-    const cause = clientGone && !(err instanceof ResponseHeadError) ? new ClientClosedError(cutShortDetail(cutShort), { cause: err }) : err;
+    // exchange then fails as UPSTREAM_CLOSED, but it was the client that went.
+    const clientGone = this.clientClosed || this.clientSocket.destroyed;
+    const cause = clientGone && !(err instanceof ResponseHeadError) ? new ClientClosedError(CLIENT_CLOSED_DETAIL, { cause: err }) : err;
     try {
       if (cause instanceof ResponseHeadError) throw cause.cause;
       const refused = upstreamFailure(this.r, cause, this.exchange?.sent === true);
       if (refused !== undefined) this.answer(refused);
-      else {
-        // Nothing answers a request the client's side ended: a connection still open (half-closed, or past bytes
-        // the parser refused) closes rather than wait for an answer that will not come.
-        if (cutShort !== undefined) this.res.destroy();
-        this.report();
-      }
+      else this.report();
     } catch (thrown) {
       this.fail(thrown);
     }
@@ -231,17 +228,24 @@ class ForwardedRequest implements H1Handler {
   fail(err: unknown): void {
     const res = this.res;
     if (this.req.cutShortBy !== undefined) {
-      // A stage reading the body heard that the client's side ended it early (server-connection.ts): not boundary's
-      // failure, and nobody to answer.
-      upstreamFailure(this.r, new ClientClosedError(cutShortDetail(this.req.cutShortBy), { cause: err }), this.exchange?.sent === true);
-      res.destroy();
-      this.report();
+      this.cutShort(err);
       return;
     }
     this.ctx.logger.warn({ err }, 'proxy request failed');
     failed(this.r, err);
     if (!res.headersSent) sendBareStatus(res, 502);
     else res.destroy();
+    this.report();
+  }
+
+  /**
+   * The client's side ended the body early (server-connection.ts), and the exchange or the stage reading the body
+   * heard of it: not boundary's failure. The event says why; nothing answers, and a connection still open (half-closed,
+   * or past bytes the parser refused) closes rather than wait for an answer that will not come.
+   */
+  private cutShort(err: unknown): void {
+    upstreamFailure(this.r, new ClientClosedError(cutShortDetail(this.req.cutShortBy), { cause: err }), this.exchange?.sent === true);
+    this.res.destroy();
     this.report();
   }
 
