@@ -1,4 +1,4 @@
-// Writes a denial (chain/denials.ts) in HTTP/1.1: on a raw socket (CONNECT before any 200, a refused upgrade) or
+// Writes a denial (chain/denials.ts) in HTTP/1.1: on a raw socket (a connection refused at admission, CONNECT before any 200, a refused upgrade) or
 // through the HTTP/1.1 server's answer (http1/h1-server.ts), with `Connection: close` unless the request was read whole; and the lingering close for an
 // answer sent while the request body still arrives. Bytes only; never decides anything.
 
@@ -31,9 +31,10 @@ export function writeBareStatusToSocket(socket: Socket, status: number): void {
 }
 
 /**
- * The last bytes on a socket no HTTP machinery reads any more (a CONNECT or an upgrade it handed over): what the client
- * sends from here is read and dropped, so its FIN is seen and the half-open socket closes, and the linger bounds a
- * client that neither closes nor reads. Unread, a byte the client sent would have kept the FIN from ever being seen.
+ * The last bytes on a socket no HTTP machinery reads (a connection refused at admission, a CONNECT or an upgrade handed
+ * over): what the client sends from here is read and dropped, so its FIN is seen and the half-open socket closes, and
+ * the linger bounds a client that neither closes nor reads. Unread, a byte the client sent would keep the FIN from ever
+ * being seen (issues 15 and 33).
  */
 function lastAnswer(socket: Socket, bytes: string): void {
   if (!socket.writable) {

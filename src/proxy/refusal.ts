@@ -4,9 +4,8 @@
 import type { Socket } from 'node:net';
 import type { AuditSink } from '../telemetry/event.js';
 import type { RefusedConnectionReason } from '../chain/events.js';
-import { renderDenial } from './answer.js';
+import { writeDenialToSocket } from './answer.js';
 import { tooManyConnectionsDenial, tooManyConnectionsFromSourceDenial } from '../chain/denials.js';
-import { destroyAfterLinger } from './linger.js';
 
 export interface RefusalOptions {
   readonly reason: RefusedConnectionReason;
@@ -36,9 +35,6 @@ export function refuseConnection(socket: Socket, options: RefusalOptions): void 
   refused.add(socket);
   socket.once('close', () => refused.delete(socket));
   socket.on('error', () => socket.destroy());
-  // Issue 15: unread, the client's request stays buffered in front of its FIN, 'end' never comes and with
-  // allowHalfOpen the socket never closes. Discard what it sends, and bound a client that never closes.
-  socket.resume();
-  destroyAfterLinger(socket);
-  socket.end(renderDenial(fromSource ? tooManyConnectionsFromSourceDenial(perSourceLimit) : tooManyConnectionsDenial(maxConnections)));
+  // Issue 15: unread, the client's request would stay buffered in front of its FIN and the socket never close.
+  writeDenialToSocket(socket, fromSource ? tooManyConnectionsFromSourceDenial(perSourceLimit) : tooManyConnectionsDenial(maxConnections));
 }
