@@ -2,8 +2,9 @@
 // and then closes its side (FIN) before the handshake ends left the tunnel open for good. The tunnel's socket is
 // half-open, as the proxy listener makes every client socket, and so was the TLS socket boundary terminates on it: the
 // FIN ended its reading and nothing else, the handshake waited for a Finished that could never come, and the tunnel
-// (counted in boundary_proxy_tunnels) and its upstream connection, dialled at CONNECT, stayed open. Under load about
-// one HTTP/2 client in a hundred that gave up at once did this. Now a FIN during the handshake ends it, as a close does.
+// (counted in boundary_proxy_tunnels) and its upstream connection, dialled at CONNECT, stayed open. Under load, one to
+// three HTTP/2 clients in a hundred that gave up at once did this. Now a FIN during the handshake ends it, as a close
+// does.
 
 import assert from 'node:assert/strict';
 import { once } from 'node:events';
