@@ -33,8 +33,8 @@ function declaredLength(headers: readonly string[]): number {
 }
 
 /** The event's detail for a request whose body ended early, by `cutShortBy`'s code. */
-function cutShortDetail(cause: { readonly code?: string } | undefined): string {
-  if (cause === undefined || cause.code === 'ECONNRESET') return CLIENT_CLOSED_DETAIL;
+function cutShortDetail(cause: { readonly code?: string }): string {
+  if (cause.code === 'ECONNRESET') return CLIENT_CLOSED_DETAIL;
   if (cause.code === 'HPE_INVALID_EOF_STATE') return 'client closed before its request body ended';
   if (cause.code === 'ERR_HTTP_REQUEST_TIMEOUT') return 'request body not received within the request deadline';
   return `request body refused by the HTTP/1.1 parser: ${cause.code ?? 'HPE_UNKNOWN'}`;
@@ -206,8 +206,9 @@ class ForwardedRequest implements H1Handler {
       this.res.destroy();
       return;
     }
-    if (this.req.cutShortBy !== undefined) {
-      this.cutShort(err);
+    const cutShortBy = this.req.cutShortBy;
+    if (cutShortBy !== undefined) {
+      this.cutShort(err, cutShortBy);
       return;
     }
     // In a tunnel the client's close destroys the tunnel's upstream pool before `res` hears of it: the
@@ -227,8 +228,9 @@ class ForwardedRequest implements H1Handler {
   /** Anything thrown on the way: a 502 while nothing was sent, else the connection is cut. */
   fail(err: unknown): void {
     const res = this.res;
-    if (this.req.cutShortBy !== undefined) {
-      this.cutShort(err);
+    const cutShortBy = this.req.cutShortBy;
+    if (cutShortBy !== undefined) {
+      this.cutShort(err, cutShortBy);
       return;
     }
     this.ctx.logger.warn({ err }, 'proxy request failed');
@@ -243,8 +245,8 @@ class ForwardedRequest implements H1Handler {
    * heard of it: not boundary's failure. The event says why; nothing answers, and a connection still open (half-closed,
    * or past bytes the parser refused) closes rather than wait for an answer that will not come.
    */
-  private cutShort(err: unknown): void {
-    upstreamFailure(this.r, new ClientClosedError(cutShortDetail(this.req.cutShortBy), { cause: err }), this.exchange?.sent === true);
+  private cutShort(err: unknown, cutShortBy: { readonly code?: string }): void {
+    upstreamFailure(this.r, new ClientClosedError(cutShortDetail(cutShortBy), { cause: err }), this.exchange?.sent === true);
     this.res.destroy();
     this.report();
   }
