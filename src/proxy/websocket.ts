@@ -14,6 +14,7 @@ import type { Decision, Policy } from '../policy/types.js';
 import type { ProxyContext } from './context.js';
 import { staleRevision } from '../chain/credential-injection.js';
 import { writeBareStatusToSocket, writeDenialToSocket } from './answer.js';
+import { destroyAfterLinger } from './linger.js';
 import { dialPinned } from '../chain/dial.js';
 import { emitOutcome, findingEvent, relayClosedEvent } from '../chain/events.js';
 import { BOUNDARY_HEADER_PREFIX } from '../http1/headers.js';
@@ -137,9 +138,13 @@ async function upgrade(ctx: ProxyContext, r: ChainRequest, socket: Socket, head:
   socket.write(`${kept.join('\r\n')}\r\n\r\n`);
   if (response.rest.length > 0 && !(inspect && status === 101)) socket.write(response.rest);
   if (status !== 101) {
-    // Refused handshake: pass the answer on, one way only. Nothing more from the client goes upstream.
+    // Refused handshake: pass the answer on, one way only. Nothing more from the client goes upstream: it is read and
+    // dropped, so the client's FIN is seen, and the answer then gets the linger to finish rather than wait for an
+    // origin that keeps its connection.
     upstream.pipe(socket);
     upstream.resume();
+    socket.resume();
+    socket.once('end', () => destroyAfterLinger(socket));
     socket.setTimeout(ctx.tunnelIdleTimeoutMs, () => socket.destroy());
     socket.once('close', () => upstream.destroy());
     return;

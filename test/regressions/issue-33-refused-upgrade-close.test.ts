@@ -4,10 +4,13 @@
 // unread in the TLS socket, so the FIN behind it was never delivered as an end, the half-open socket never closed,
 // and the tunnel (counted in boundary_proxy_tunnels) held its upstream connection, dialled at CONNECT, until the idle
 // timeout. A refusal written on a raw socket (a refused CONNECT, a refused upgrade) now reads on and drops what comes,
-// so the client's close is seen, and is destroyed after a bounded linger if the client does not close.
+// so the client's close is seen, and is destroyed after a bounded linger if the client does not close. A handshake the
+// origin refused had the same shape: its answer is relayed one way, and the client's connection was held until the
+// origin closed its own; now the client's FIN gives the answer the linger, then both go.
 
 import assert from 'node:assert/strict';
 import { once } from 'node:events';
+import { createServer } from 'node:http';
 import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { connect as tlsConnect } from 'node:tls';
@@ -17,22 +20,31 @@ import { type RunningBoundary, startBoundary } from '../harness/boundary.js';
 import { makeTestPki } from '../harness/certs.js';
 import { head, metric, rawClient, SUITE_TIMEOUT_MS } from '../harness/liveness.js';
 import { openTunnel } from '../harness/proxy-client.js';
-import { httpOrigin, type Origin, tlsOrigin } from '../harness/servers.js';
+import { httpOrigin, listenTracked, type Origin, tlsOrigin } from '../harness/servers.js';
 
 /** Tunnels are counted this often while they close; the state before the fix never closed. */
 const POLLS = 150;
 const POLL_MS = 100;
+/** Longer than the test waits: the refused handshake's connection must close without the origin closing it. */
+const REFUSING_KEEP_ALIVE_MS = 120_000;
 
-describe('issue 33: a refused upgrade inside an inspected tunnel ends the tunnel once the client has gone', { timeout: SUITE_TIMEOUT_MS }, () => {
+describe('issue 33: a refused upgrade ends its connection, and an inspected tunnel, once the client has gone', { timeout: SUITE_TIMEOUT_MS }, () => {
   let b: RunningBoundary;
   let origin: Origin;
   let plain: Origin;
+  let refusing: { readonly port: number; close(): Promise<void> };
   let ca: string;
 
   before(async () => {
     const pki = await makeTestPki();
     origin = await tlsOrigin({ ca: pki.ca, names: ['api.example.test'] });
     plain = await httpOrigin();
+    // An origin that refuses every handshake (426) and keeps its connection well past the test.
+    const server = createServer({ keepAliveTimeout: REFUSING_KEEP_ALIVE_MS }, (req, res) => {
+      req.resume();
+      res.writeHead(426, { 'content-length': '0' }).end();
+    });
+    refusing = await listenTracked(server);
     b = await startBoundary({
       policy: `version: 1
 network_policies:
@@ -48,6 +60,7 @@ network_policies:
         protocol: rest
         enforcement: enforce
         access: read-only
+      - { host: api.example.test, port: ${refusing.port} }
     binaries: [{ path: "/**" }]
 `,
       names: { 'api.example.test': ['127.0.0.1'] },
@@ -58,7 +71,7 @@ network_policies:
 
   after(async () => {
     await b?.close();
-    await Promise.all([origin?.close(), plain?.close()]);
+    await Promise.all([origin?.close(), plain?.close(), refusing?.close()]);
   });
 
   /** The open tunnels once they are down to `count`, or after POLLS tries. */
@@ -120,4 +133,17 @@ network_policies:
       assert.ok(raw.destroyed, 'boundary closed the connection');
     });
   }
+
+  it("a handshake the origin refused (426) on a connection it keeps: the client's FIN closes the connection", async () => {
+    const authority = `api.example.test:${refusing.port}`;
+    const client = await rawClient(b.proxyPort);
+    client.on('error', () => {});
+    client.write(upgradeHead(`http://${authority}/ws`, authority));
+    // A frame sent as the answer arrives, then the FIN: nothing upstream hears of either.
+    assert.match(await statusLine(client, Buffer.from([0x81, 0x82, 0, 0, 0, 0, 0x68, 0x69])), /^HTTP\/1\.1 426 /);
+    client.end();
+    client.resume();
+    for (let i = 0; i < POLLS && !client.destroyed; i++) await sleep(POLL_MS);
+    assert.ok(client.destroyed, 'boundary closed the connection');
+  });
 });
