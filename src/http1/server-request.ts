@@ -44,6 +44,8 @@ export function headersByName(raw: readonly string[]): IncomingHttpHeaders {
 }
 
 const CLOSED = (): Error => Object.assign(new Error('connection closed'), { code: 'ECONNRESET' });
+/** What a read of a body cut short rejects with, as node:http's request errors when its connection goes. */
+const ABORTED = (cause: Error): Error => Object.assign(new Error('aborted', { cause }), { code: 'ECONNRESET' });
 
 export class ServerRequest implements AsyncIterable<Buffer> {
   readonly method: string;
@@ -67,7 +69,6 @@ export class ServerRequest implements AsyncIterable<Buffer> {
   private readonly chunks: Buffer[] = [];
   private buffered = 0;
   private paused = false;
-  private failure: Error | undefined = undefined;
   private wake: (() => void) | undefined = undefined;
   private readonly flow: BodyFlow;
 
@@ -109,9 +110,8 @@ export class ServerRequest implements AsyncIterable<Buffer> {
   /** The body ended before the message did: the connection closed, or `cause` (a parse error, the request deadline, the
    *  client's FIN) stopped its reading. */
   abort(cause?: Error): void {
-    if (this.complete || this.failure !== undefined) return;
+    if (this.complete || this.cutShortBy !== undefined) return;
     this.cutShortBy = cause ?? CLOSED();
-    this.failure = Object.assign(new Error('aborted', { cause: this.cutShortBy }), { code: 'ECONNRESET' });
     this.notify();
   }
 
@@ -144,7 +144,7 @@ export class ServerRequest implements AsyncIterable<Buffer> {
       }
       return Promise.resolve({ value: chunk, done: false });
     }
-    if (this.failure !== undefined) return Promise.reject(this.failure);
+    if (this.cutShortBy !== undefined) return Promise.reject(ABORTED(this.cutShortBy));
     if (this.complete || this.discarded) return Promise.resolve({ value: undefined, done: true });
     return new Promise<void>((resolve) => {
       this.wake = resolve;

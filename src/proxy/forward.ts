@@ -8,7 +8,7 @@ import { requestOutcome } from '../chain/event.js';
 import { ChainRequest } from '../chain/request.js';
 import type { Refusal } from '../chain/stage.js';
 import type { H1Exchange, H1Handler } from '../http1/h1-client.js';
-import type { H1Answer, H1IncomingRequest } from '../http1/h1-server.js';
+import type { ClientError, H1Answer, H1IncomingRequest } from '../http1/h1-server.js';
 import { clientResponseHeaders } from '../http1/headers.js';
 import type { ProxyContext, TunnelScope } from './context.js';
 import { lingerAfterAnswer, sendBareStatus, sendDenial } from './answer.js';
@@ -33,7 +33,7 @@ function declaredLength(headers: readonly string[]): number {
 }
 
 /** The event's detail for a request whose body ended early, by `cutShortBy`'s code. */
-function cutShortDetail(cause: { readonly code?: string }): string {
+function cutShortDetail(cause: ClientError): string {
   if (cause.code === 'ECONNRESET') return CLIENT_CLOSED_DETAIL;
   if (cause.code === 'HPE_INVALID_EOF_STATE') return 'client closed before its request body ended';
   if (cause.code === 'ERR_HTTP_REQUEST_TIMEOUT') return 'request body not received within the request deadline';
@@ -245,7 +245,7 @@ class ForwardedRequest implements H1Handler {
    * heard of it: not boundary's failure. The event says why; nothing answers, and a connection still open (half-closed,
    * or past bytes the parser refused) closes rather than wait for an answer that will not come.
    */
-  private cutShort(err: unknown, cutShortBy: { readonly code?: string }): void {
+  private cutShort(err: unknown, cutShortBy: ClientError): void {
     upstreamFailure(this.r, new ClientClosedError(cutShortDetail(cutShortBy), { cause: err }), this.exchange?.sent === true);
     this.res.destroy();
     this.report();
