@@ -16,6 +16,7 @@ import { type RunningBoundary, startBoundary } from '../harness/boundary.js';
 import { head, rawClient, SUITE_TIMEOUT_MS } from '../harness/liveness.js';
 import { openTunnel } from '../harness/proxy-client.js';
 import { listenTracked } from '../harness/servers.js';
+import { withinDeadline } from '../harness/waiters.js';
 
 /** The request deadline of the boundary that tests it (the sweep checks it once a second). */
 const REQUEST_DEADLINE_MS = 1_000;
@@ -72,22 +73,21 @@ async function countingOrigin(): Promise<CountingOrigin> {
     });
   });
   const listening = await listenTracked(server);
-  const until = (set: Set<string>, name: string, path: string, what: string): Promise<void> =>
-    new Promise((resolve, reject) => {
-      if (set.has(path)) return resolve();
-      const timer = setTimeout(() => reject(new Error(`${what} ${path} within ${CLOSE_WAIT_MS} ms`)), CLOSE_WAIT_MS);
-      const on = (p: string): void => {
-        if (p !== path) return;
-        clearTimeout(timer);
-        events.removeListener(name, on);
-        resolve();
+  const until = (set: Set<string>, name: string, path: string, what: string): Promise<void> => {
+    if (set.has(path)) return Promise.resolve();
+    let on: (p: string) => void = () => {};
+    const seen = new Promise<void>((resolve) => {
+      on = (p) => {
+        if (p === path) resolve();
       };
       events.on(name, on);
     });
+    return withinDeadline(seen, `${what} ${path}`, CLOSE_WAIT_MS).finally(() => events.removeListener(name, on));
+  };
   return {
     port: listening.port,
-    arrived: (path) => until(arrived, 'arrived', path, 'the origin received no'),
-    closed: (path) => until(closedPaths, 'closed', path, 'the origin connection still open for'),
+    arrived: (path) => until(arrived, 'arrived', path, 'the origin receiving'),
+    closed: (path) => until(closedPaths, 'closed', path, 'the origin closing the connection of'),
     whole: (path) => ended.has(path),
     got: (path) => arrived.has(path),
     close: listening.close,
@@ -96,17 +96,14 @@ async function countingOrigin(): Promise<CountingOrigin> {
 
 /** Resolves once the proxy closed `socket`'s connection (its end or close); rejects after CLOSE_WAIT_MS. */
 function proxyClosed(socket: Socket): Promise<void> {
-  return new Promise((resolve, reject) => {
-    if (socket.readableEnded || socket.destroyed) return resolve();
-    const timer = setTimeout(() => reject(new Error(`boundary kept the client connection open for ${CLOSE_WAIT_MS} ms`)), CLOSE_WAIT_MS);
-    const done = (): void => {
-      clearTimeout(timer);
-      resolve();
-    };
-    socket.once('end', done);
-    socket.once('close', done);
-    socket.resume();
+  if (socket.readableEnded || socket.destroyed) return Promise.resolve();
+  socket.resume();
+  // Not events.once: it rejects on the socket's 'error', and a reset is a close here too.
+  const ended = new Promise<void>((resolve) => {
+    socket.once('end', resolve);
+    socket.once('close', resolve);
   });
+  return withinDeadline(ended, 'boundary closing the client connection', CLOSE_WAIT_MS);
 }
 
 const TRANSPORTS = ['forward', 'inspected'] as const;

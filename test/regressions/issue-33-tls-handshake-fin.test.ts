@@ -16,6 +16,7 @@ import { type RunningBoundary, startBoundary } from '../harness/boundary.js';
 import { metric, SUITE_TIMEOUT_MS } from '../harness/liveness.js';
 import { openTunnel } from '../harness/proxy-client.js';
 import { listenTracked } from '../harness/servers.js';
+import { withinDeadline } from '../harness/waiters.js';
 
 /** How long each side is given to close; the state before the fix never closed. */
 const CLOSE_WAIT_MS = 15_000;
@@ -43,15 +44,10 @@ async function clientHello(servername: string, alpn: string[]): Promise<Buffer> 
 }
 
 function closedWithin(socket: Socket, what: string): Promise<void> {
-  return new Promise((resolve, reject) => {
-    if (socket.destroyed) return resolve();
-    const timer = setTimeout(() => reject(new Error(`${what} still open after ${CLOSE_WAIT_MS} ms`)), CLOSE_WAIT_MS);
-    socket.once('close', () => {
-      clearTimeout(timer);
-      resolve();
-    });
-    socket.resume();
-  });
+  if (socket.destroyed) return Promise.resolve();
+  socket.resume();
+  // Not events.once: it rejects on the socket's 'error', and a reset is a close here too.
+  return withinDeadline(new Promise<void>((resolve) => socket.once('close', () => resolve())), `${what} closing`, CLOSE_WAIT_MS);
 }
 
 describe('issue 33: a FIN during the TLS handshake of an inspected tunnel ends the tunnel', { timeout: SUITE_TIMEOUT_MS }, () => {
