@@ -16,6 +16,8 @@ const NCSA_HELPER = '/usr/lib/squid/basic_ncsa_auth';
 const SQUID_WAIT_MS = 30_000;
 /** Pause between readiness probes and access log reads while waiting. */
 const POLL_MS = 50;
+/** Squids started at once must not share their shared-memory segments, which squid names after its service name. */
+let started = 0;
 
 export interface AccessLine {
   /** `TCP_TUNNEL/200`, `TCP_DENIED/407`, ... */
@@ -106,16 +108,20 @@ export async function startSquid(options: SquidOptions): Promise<Squid> {
     'http_access deny all',
   ].join('\n');
   await writeFile(join(dir, 'squid.conf'), `${conf}\n`, { mode: 0o644 });
-  const child: ChildProcess = spawn(SQUID, ['-N', '-f', join(dir, 'squid.conf')], { stdio: ['ignore', 'ignore', 'pipe'] });
+  // Test files run in parallel processes, so the pid keeps the name unique across them and the count within one.
+  const service = `boundary${process.pid}x${++started}`;
+  const child: ChildProcess = spawn(SQUID, ['-N', '-n', service, '-f', join(dir, 'squid.conf')], {
+    stdio: ['ignore', 'ignore', 'pipe'],
+  });
   let stderr = '';
   child.stderr?.on('data', (c: Buffer) => {
     stderr += c.toString();
   });
   const exited = once(child, 'exit');
-  const started = Date.now();
+  const since = Date.now();
   // Ready once cache.log says so: a probe connection would be a line of its own in the access log.
   while (!/Accepting HTTPS? Socket connections/.test(await readFile(join(dir, 'cache.log'), 'utf8').catch(() => ''))) {
-    if (child.exitCode !== null || Date.now() - started > SQUID_WAIT_MS) {
+    if (child.exitCode !== null || Date.now() - since > SQUID_WAIT_MS) {
       child.kill('SIGKILL');
       const cacheLog = await readFile(join(dir, 'cache.log'), 'utf8').catch(() => '');
       await rm(dir, { recursive: true, force: true });
@@ -152,4 +158,13 @@ export async function startSquid(options: SquidOptions): Promise<Squid> {
       return closed;
     },
   };
+}
+
+/** Several squids at once; if one fails to start, the others are stopped, so a failed hook leaves no process behind. */
+export async function startSquids<const T extends readonly SquidOptions[]>(options: T): Promise<{ [K in keyof T]: Squid }> {
+  const results = await Promise.allSettled(options.map((o) => startSquid(o)));
+  const failed = results.find((r): r is PromiseRejectedResult => r.status === 'rejected');
+  if (failed === undefined) return results.map((r) => (r as PromiseFulfilledResult<Squid>).value) as { [K in keyof T]: Squid };
+  await Promise.all(results.map((r) => (r.status === 'fulfilled' ? r.value.close() : undefined)));
+  throw failed.reason;
 }

@@ -17,7 +17,7 @@ import { issueCertificate } from '../../src/pki/issue.js';
 import { type H2Origin, h2TlsOrigin } from '../harness/h2-origin.js';
 import { json, openTunnel, readAll, rawExchange, sendRequest, statusOf, tlsOverTunnel } from '../harness/proxy-client.js';
 import { type EchoServer, echoServer, httpOrigin, type Origin, tlsOrigin } from '../harness/servers.js';
-import { type AccessLine, type Squid, startSquid } from '../harness/squid.js';
+import { type AccessLine, type Squid, startSquid, startSquids } from '../harness/squid.js';
 import { openWebSocket, type WsOrigin, wsOrigin } from '../harness/ws.js';
 
 const run = promisify(execFile);
@@ -241,10 +241,10 @@ describe('upstream proxy: auth, https, failures, connect-by-name', () => {
     [plain, tls] = await Promise.all([httpOrigin(), tlsOrigin({ ca: pki.ca })]);
     const proxyCert = await issueCertificate({ ca: pki.ca, kind: 'server', names: ['127.0.0.1'], now: Date.now });
     const ports = [plain.port, tls.port];
-    [squid, byName, secure] = await Promise.all([
-      startSquid({ ports, auth: { user: 'corp', password: PASSWORD } }),
-      startSquid({ ports, hosts: ['127.0.0.1 api.example.test'] }),
-      startSquid({ ports, auth: { user: 'corp', password: PASSWORD }, tls: { certPem: proxyCert.certPem, keyPem: proxyCert.keyPem } }),
+    [squid, byName, secure] = await startSquids([
+      { ports, auth: { user: 'corp', password: PASSWORD } },
+      { ports, hosts: ['127.0.0.1 api.example.test'] },
+      { ports, auth: { user: 'corp', password: PASSWORD }, tls: { certPem: proxyCert.certPem, keyPem: proxyCert.keyPem } },
     ]);
     await writeFile(join(authDir, 'proxy-ca.pem'), pki.ca.certPem);
   });
