@@ -4,63 +4,21 @@
 // init-netns run (a restarted init container) leaves every rule exactly as the first run left it.
 
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import { chmod, chown, mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { it, type TestContext } from 'node:test';
-import { DEFAULT_DNS_PORT, DNS_CHAIN, FENCE_CHAIN } from '../../src/app/cli/init-netns.js';
+import { it } from 'node:test';
+import { DEFAULT_DNS_PORT, DNS_CHAIN, DNS_ZONE_CHAIN, DNS_ZONE_IN_CHAIN, FENCE_CHAIN } from '../../src/app/cli/init-netns.js';
 import { cidrContains, parseCidr, parseIp } from '../../src/net/ip.js';
 import { dnsAddressOf, isDnsReady, spawnBoundaryCli } from '../harness/cli-boundary.js';
 import { policyYaml } from '../harness/control.js';
-import { asUid, CLEAN_ENV, createNetnsPair, type NetnsPair, netnsSkipReason, stopChild } from '../harness/netns-pair.js';
+import { dig, startDnsmasq } from '../harness/netns-dns.js';
+import { asUid, createNetnsPair, type NetnsPair, netnsSkipReason } from '../harness/netns-pair.js';
 import { stageBoundary } from '../harness/stage.js';
 
 const BOUNDARY_UID = 10001;
 const WORKLOAD_UID = 10002;
 const SYNTHETIC_CIDR = '198.18.0.0/15';
-const DNSMASQ_READY_TIMEOUT_MS = 10_000;
-// One try, bounded: a redirect to nothing is refused at once, and a wrong answer must not hide behind retries.
-const DIG = ['dig', '+time=2', '+tries=1'];
-
-/** dnsmasq on the outside address, port 53, answering every name under example.test with that address. */
-function startDnsmasq(t: TestContext, pair: NetnsPair, pidFile: string): Promise<void> {
-  const child = spawn(
-    'ip',
-    [
-      'netns', 'exec', pair.outside,
-      'dnsmasq', '--no-daemon', '--no-resolv', '--no-hosts', '--port', '53', '--listen-address', pair.outsideIp,
-      '--bind-interfaces', `--address=/example.test/${pair.outsideIp}`, `--pid-file=${pidFile}`, '--conf-file=/dev/null', '--user=root',
-    ],
-    { stdio: ['ignore', 'ignore', 'pipe'], env: CLEAN_ENV },
-  );
-  t.after(() => stopChild(child));
-  return new Promise((resolve, reject) => {
-    let out = '';
-    const timer = setTimeout(() => reject(new Error(`dnsmasq did not start: ${out}`)), DNSMASQ_READY_TIMEOUT_MS);
-    child.stderr.setEncoding('utf8');
-    // It binds its sockets before it logs that it started.
-    child.stderr.on('data', (chunk: string) => {
-      out += chunk;
-      if (!out.includes('dnsmasq: started')) return;
-      clearTimeout(timer);
-      resolve();
-    });
-    child.once('exit', (code) => {
-      clearTimeout(timer);
-      reject(new Error(`dnsmasq exited with ${code}: ${out}`));
-    });
-  });
-}
-
-/** dig through the pod's resolv.conf as `uid`: the answer lines and the response status. */
-async function dig(pair: NetnsPair, uid: number | undefined, name: string, transport: 'udp' | 'tcp' = 'udp'): Promise<{ status: string; answers: string[] }> {
-  const as = uid === undefined ? [] : asUid(uid);
-  const { stdout } = await pair.inPod(...as, ...DIG, ...(transport === 'tcp' ? ['+tcp'] : []), '+noall', '+comments', '+answer', name, 'A');
-  const status = /status: (\w+)/.exec(stdout)?.[1] ?? `no status in: ${stdout}`;
-  const answers = stdout.split('\n').filter((line) => /\sIN\s+A\s/.test(line)).map((line) => line.trim().split(/\s+/).at(-1) ?? '');
-  return { status, answers };
-}
 
 function isSynthetic(ip: string): boolean {
   const cidr = parseCidr(SYNTHETIC_CIDR);
@@ -70,7 +28,9 @@ function isSynthetic(ip: string): boolean {
 
 /** Everything init-netns may have touched, as iptables prints it. */
 async function ruleSnapshot(pair: NetnsPair): Promise<string> {
-  const tables = await Promise.all([pair.inPod('iptables', '-w', '-S'), pair.inPod('iptables', '-w', '-t', 'nat', '-S'), pair.inPod('ip6tables', '-w', '-S')]);
+  const tables = await Promise.all(
+    [['iptables'], ['iptables', '-t', 'nat'], ['iptables', '-t', 'raw'], ['ip6tables']].map(([tool, ...table]) => pair.inPod(tool ?? '', '-w', ...table, '-S')),
+  );
   return tables.map((table) => table.stdout).join('\n---\n');
 }
 
@@ -112,6 +72,8 @@ it('redirects workload DNS to boundary, leaves the DNS of the boundary uid alone
   assert.equal(await ruleSnapshot(pair), afterFirst);
   for (const [jump, count] of [
     [`-A OUTPUT -j ${DNS_CHAIN}`, 1],
+    [`-A OUTPUT -j ${DNS_ZONE_CHAIN}`, 1],
+    [`-A PREROUTING -j ${DNS_ZONE_IN_CHAIN}`, 1],
     [`-A OUTPUT -j ${FENCE_CHAIN}`, 2],
   ] as const) {
     assert.equal(afterFirst.split('\n').filter((line) => line === jump).length, count, `${jump} in:\n${afterFirst}`);
@@ -131,10 +93,10 @@ it('redirects workload DNS to boundary, leaves the DNS of the boundary uid alone
     [WORKLOAD_UID, 'tcp'],
     [undefined, 'udp'],
   ] as const) {
-    const allowed = await dig(pair, uid, 'api.example.test', transport);
+    const allowed = await dig(pair, uid, 'api.example.test', { transport });
     assert.equal(allowed.status, 'NOERROR', `${uid} ${transport}`);
     assert.ok(allowed.answers.length === 1 && allowed.answers.every(isSynthetic), `${uid} ${transport}: ${allowed.answers.join(',')}`);
-    assert.deepEqual(await dig(pair, uid, 'denied.example.test', transport), { status: 'NXDOMAIN', answers: [] }, `${uid} ${transport}`);
+    assert.deepEqual(await dig(pair, uid, 'denied.example.test', { transport }), { status: 'NXDOMAIN', answers: [] }, `${uid} ${transport}`);
   }
   const refusal = await boundary.waitFor((line) => (line.ocsf?.message ?? '').startsWith('DNS A denied.example.test NXDOMAIN'));
   assert.ok(refusal.ocsf !== undefined);
@@ -146,7 +108,7 @@ it('redirects workload DNS to boundary, leaves the DNS of the boundary uid alone
   // (b) boundary's uid asks the same nameserver and gets dnsmasq's real answer, for any name.
   for (const transport of ['udp', 'tcp'] as const) {
     for (const name of ['api.example.test', 'denied.example.test']) {
-      assert.deepEqual(await dig(pair, BOUNDARY_UID, name, transport), { status: 'NOERROR', answers: [pair.outsideIp] }, `${name} ${transport}`);
+      assert.deepEqual(await dig(pair, BOUNDARY_UID, name, { transport }), { status: 'NOERROR', answers: [pair.outsideIp] }, `${name} ${transport}`);
     }
   }
 });

@@ -1,0 +1,58 @@
+// The cluster DNS of the namespace-pair tests (netns-pair.ts): a real dnsmasq on the outside address, and dig
+// through the pod's resolv.conf as a given uid, optionally from a given source port.
+
+import { spawn } from 'node:child_process';
+import type { TestContext } from 'node:test';
+import { CLEAN_ENV, asUid, type NetnsPair, stopChild } from './netns-pair.js';
+
+const DNSMASQ_READY_TIMEOUT_MS = 10_000;
+// One try, bounded: a redirect to nothing is refused at once, and a wrong answer must not hide behind retries.
+const DIG = ['dig', '+time=2', '+tries=1'];
+
+/** dnsmasq on the outside address, port 53, answering every name under example.test with that address. */
+export function startDnsmasq(t: TestContext, pair: NetnsPair, pidFile: string): Promise<void> {
+  const child = spawn(
+    'ip',
+    [
+      'netns', 'exec', pair.outside,
+      'dnsmasq', '--no-daemon', '--no-resolv', '--no-hosts', '--port', '53', '--listen-address', pair.outsideIp,
+      '--bind-interfaces', `--address=/example.test/${pair.outsideIp}`, `--pid-file=${pidFile}`, '--conf-file=/dev/null', '--user=root',
+    ],
+    { stdio: ['ignore', 'ignore', 'pipe'], env: CLEAN_ENV },
+  );
+  t.after(() => stopChild(child));
+  return new Promise((resolve, reject) => {
+    let out = '';
+    const timer = setTimeout(() => reject(new Error(`dnsmasq did not start: ${out}`)), DNSMASQ_READY_TIMEOUT_MS);
+    child.stderr.setEncoding('utf8');
+    // It binds its sockets before it logs that it started.
+    child.stderr.on('data', (chunk: string) => {
+      out += chunk;
+      if (!out.includes('dnsmasq: started')) return;
+      clearTimeout(timer);
+      resolve();
+    });
+    child.once('exit', (code) => {
+      clearTimeout(timer);
+      reject(new Error(`dnsmasq exited with ${code}: ${out}`));
+    });
+  });
+}
+
+export interface DigOptions {
+  readonly transport?: 'udp' | 'tcp';
+  /** The source port to ask from (dig -b). */
+  readonly sourcePort?: number;
+}
+
+/** dig through the pod's resolv.conf as `uid` (root when undefined): the answer lines and the response status. */
+export async function dig(pair: NetnsPair, uid: number | undefined, name: string, options: DigOptions = {}): Promise<{ status: string; answers: string[] }> {
+  const as = uid === undefined ? [] : asUid(uid);
+  const flags = [...(options.transport === 'tcp' ? ['+tcp'] : []), ...(options.sourcePort === undefined ? [] : ['-b', `0.0.0.0#${options.sourcePort}`])];
+  const { stdout } = await pair.inPod(...as, ...DIG, ...flags, '+noall', '+comments', '+answer', name, 'A').catch((err: { stdout?: string }) => ({
+    stdout: err.stdout ?? '',
+  }));
+  const status = /status: (\w+)/.exec(stdout)?.[1] ?? `no status in: ${stdout}`;
+  const answers = stdout.split('\n').filter((line) => /\sIN\s+A\s/.test(line)).map((line) => line.trim().split(/\s+/).at(-1) ?? '');
+  return { status, answers };
+}
