@@ -17,7 +17,7 @@ const SQUID_WAIT_MS = 30_000;
 /** Pause between readiness probes and access log reads while waiting. */
 const POLL_MS = 50;
 /** Squids started at once must not share their shared-memory segments, which squid names after its service name. */
-let started = 0;
+let squidsStarted = 0;
 
 export interface AccessLine {
   /** `TCP_TUNNEL/200`, `TCP_DENIED/407`, ... */
@@ -108,8 +108,8 @@ export async function startSquid(options: SquidOptions): Promise<Squid> {
     'http_access deny all',
   ].join('\n');
   await writeFile(join(dir, 'squid.conf'), `${conf}\n`, { mode: 0o644 });
-  // Test files run in parallel processes, so the pid keeps the name unique across them and the count within one.
-  const service = `boundary${process.pid}x${++started}`;
+  // Each test file is a process of its own: the pid keeps the name unique between files, the count within one.
+  const service = `boundary${process.pid}x${++squidsStarted}`;
   const child: ChildProcess = spawn(SQUID, ['-N', '-n', service, '-f', join(dir, 'squid.conf')], {
     stdio: ['ignore', 'ignore', 'pipe'],
   });
@@ -118,10 +118,10 @@ export async function startSquid(options: SquidOptions): Promise<Squid> {
     stderr += c.toString();
   });
   const exited = once(child, 'exit');
-  const since = Date.now();
+  const started = Date.now();
   // Ready once cache.log says so: a probe connection would be a line of its own in the access log.
   while (!/Accepting HTTPS? Socket connections/.test(await readFile(join(dir, 'cache.log'), 'utf8').catch(() => ''))) {
-    if (child.exitCode !== null || Date.now() - since > SQUID_WAIT_MS) {
+    if (child.exitCode !== null || Date.now() - started > SQUID_WAIT_MS) {
       child.kill('SIGKILL');
       const cacheLog = await readFile(join(dir, 'cache.log'), 'utf8').catch(() => '');
       await rm(dir, { recursive: true, force: true });
