@@ -8,7 +8,7 @@ import { chmod, chown, mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { it } from 'node:test';
-import { DEFAULT_DNS_PORT, DNS_CHAIN, DNS_ZONE_CHAIN, DNS_ZONE_IN_CHAIN, FENCE_CHAIN } from '../../src/app/cli/init-netns.js';
+import { DEFAULT_DNS_PORT, DNS_CHAIN, DNS_ZONE_CHAIN, FENCE_CHAIN } from '../../src/app/cli/init-netns.js';
 import { cidrContains, parseCidr, parseIp } from '../../src/net/ip.js';
 import { dnsAddressOf, isDnsReady, spawnBoundaryCli } from '../harness/cli-boundary.js';
 import { policyYaml } from '../harness/control.js';
@@ -73,7 +73,6 @@ it('redirects workload DNS to boundary, leaves the DNS of the boundary uid alone
   for (const [jump, count] of [
     [`-A OUTPUT -j ${DNS_CHAIN}`, 1],
     [`-A OUTPUT -j ${DNS_ZONE_CHAIN}`, 1],
-    [`-A PREROUTING -j ${DNS_ZONE_IN_CHAIN}`, 1],
     [`-A OUTPUT -j ${FENCE_CHAIN}`, 2],
   ] as const) {
     assert.equal(afterFirst.split('\n').filter((line) => line === jump).length, count, `${jump} in:\n${afterFirst}`);

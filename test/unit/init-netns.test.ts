@@ -11,7 +11,6 @@ import {
   DNS_CHAIN,
   DNS_CONNTRACK_ZONE,
   DNS_ZONE_CHAIN,
-  DNS_ZONE_IN_CHAIN,
   FENCE_CHAIN,
   formatStep,
   initNetnsCommand,
@@ -50,18 +49,17 @@ describe('netnsCommands', () => {
   it('fills each own chain from empty and adds its OUTPUT jump only when -C does not find it', () => {
     const steps = netnsCommands({ cidr: '198.18.0.0/15', uid: 4242, fence: true, dnsPort: 15053 });
     assert.deepEqual(steps[0], { run: ROUTE });
-    for (const [tool, table, chain, hook] of [
-      ['iptables', 'raw', DNS_ZONE_CHAIN, 'OUTPUT'],
-      ['iptables', 'raw', DNS_ZONE_IN_CHAIN, 'PREROUTING'],
-      ['iptables', 'nat', DNS_CHAIN, 'OUTPUT'],
-      ['iptables', 'filter', FENCE_CHAIN, 'OUTPUT'],
-      ['ip6tables', 'filter', FENCE_CHAIN, 'OUTPUT'],
+    for (const [tool, table, chain] of [
+      ['iptables', 'raw', DNS_ZONE_CHAIN],
+      ['iptables', 'nat', DNS_CHAIN],
+      ['iptables', 'filter', FENCE_CHAIN],
+      ['ip6tables', 'filter', FENCE_CHAIN],
     ] as const) {
       const base = [tool, '-w', '-t', table];
-      const own = steps.filter((s) => s.run.slice(0, 4).join(' ') === base.join(' ') && s.run.includes(chain));
+      const own = steps.filter((s) => s.run.slice(0, 4).join(' ') === base.join(' '));
       assert.deepEqual(own[0], { run: [...base, '-N', chain], unless: [...base, '-S', chain] });
       assert.deepEqual(own[1], { run: [...base, '-F', chain] });
-      assert.deepEqual(own.at(-1), { run: [...base, '-I', hook, '1', '-j', chain], unless: [...base, '-C', hook, '-j', chain] });
+      assert.deepEqual(own.at(-1), { run: [...base, '-I', 'OUTPUT', '1', '-j', chain], unless: [...base, '-C', 'OUTPUT', '-j', chain] });
       // Everything between the flush and the jump appends to the own chain: nothing is added to OUTPUT twice.
       assert.ok(own.slice(2, -1).every((s) => s.run[4] === '-A' && s.run[5] === chain && s.unless === undefined), `${tool} ${table}`);
     }
@@ -75,15 +73,10 @@ describe('netnsCommands', () => {
       rulesOf(steps, 'iptables', DNS_CHAIN),
       ['udp', 'tcp'].map((p) => ['-p', p, '--dport', '53', '-m', 'owner', '!', '--uid-owner', '4242', '-j', 'DNAT', '--to-destination', '127.0.0.1:15999']),
     );
-    // boundary's own queries and their answers get a conntrack zone of their own, before any nat rule runs.
-    const zone = ['-j', 'CT', '--zone', String(DNS_CONNTRACK_ZONE)];
+    // boundary's own queries are looked up in a conntrack zone of their own, before any nat rule runs.
     assert.deepEqual(
       rulesOf(steps, 'iptables', DNS_ZONE_CHAIN),
-      ['udp', 'tcp'].map((p) => ['-p', p, '--dport', '53', '-m', 'owner', '--uid-owner', '4242', ...zone]),
-    );
-    assert.deepEqual(
-      rulesOf(steps, 'iptables', DNS_ZONE_IN_CHAIN),
-      ['udp', 'tcp'].map((p) => ['!', '-i', 'lo', '-p', p, '--sport', '53', ...zone]),
+      ['udp', 'tcp'].map((p) => ['-p', p, '--dport', '53', '-m', 'owner', '--uid-owner', '4242', '-j', 'CT', '--zone-orig', String(DNS_CONNTRACK_ZONE)]),
     );
     // No IPv6 redirect: policy DNS listens on 127.0.0.1 only, and the fence rejects IPv6 DNS at once.
     assert.ok(steps.every((s) => s.run[0] !== 'ip6tables'));
@@ -109,7 +102,7 @@ describe('netnsCommands', () => {
       ['-p', 'ipv6-icmp', '--icmpv6-type', 'neighbour-advertisement', '-j', 'ACCEPT'],
       ...tail,
     ]);
-    assert.ok(!steps.some((s) => s.run.includes(DNS_CHAIN) || s.run.includes(DNS_ZONE_CHAIN) || s.run.includes(DNS_ZONE_IN_CHAIN)));
+    assert.ok(!steps.some((s) => s.run.includes(DNS_CHAIN) || s.run.includes(DNS_ZONE_CHAIN)));
   });
 
   it('lets the redirected DNS through the IPv4 fence, after loopback and before the owner match', () => {

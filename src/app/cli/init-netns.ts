@@ -19,9 +19,8 @@ export const DEFAULT_DNS_PORT = 15053;
 export const FENCE_CHAIN = 'BOUNDARY-FENCE';
 export const DNS_CHAIN = 'BOUNDARY-DNS';
 export const DNS_ZONE_CHAIN = 'BOUNDARY-DNS-ZONE';
-export const DNS_ZONE_IN_CHAIN = 'BOUNDARY-DNS-ZONE-IN';
 /**
- * The conntrack zone of boundary's own DNS flows (docs/kubernetes.md#boundarys-own-dns). A workload's redirected
+ * The conntrack zone of boundary's own DNS queries (docs/kubernetes.md#boundarys-own-dns). A workload's redirected
  * query leaves a DNAT entry behind; in the same zone, boundary's next query from that source port would match it
  * and be redirected to boundary's own policy DNS.
  */
@@ -39,8 +38,9 @@ Run once per pod network namespace, with NET_ADMIN (an init container); running 
   --boundary-uid UID      uid that boundary runs as; only it may send off-host (default ${DEFAULT_BOUNDARY_UID})
   --dns-port PORT         every other uid's DNS (UDP and TCP port 53, to any address) goes to boundary's
                           policy DNS on ${DNS_ADDRESS}:PORT (default ${DEFAULT_DNS_PORT}); boundary's own uid
-                          still reaches the nameserver in /etc/resolv.conf, in conntrack zone ${DNS_CONNTRACK_ZONE}
-                          (raw table, CT target) so that no redirected flow is ever mistaken for one of its own.
+                          still reaches the nameserver in /etc/resolv.conf, its queries in conntrack zone
+                          ${DNS_CONNTRACK_ZONE} (raw table, CT target) so that no redirected flow is ever mistaken
+                          for one of its own.
                           IPv4 only: policy DNS listens on ${DNS_ADDRESS}, and the fence rejects the
                           workload's IPv6 DNS at once instead
   --no-dns-redirect       leave DNS alone
@@ -69,38 +69,33 @@ export function formatStep(step: NetnsStep): string {
 }
 
 /**
- * Create `chain` if it is missing, empty it, fill it with `rules`, and jump to it first thing in `hook` (OUTPUT
- * unless named) unless that jump exists already. The jump goes in last, so a first run never applies a
- * half-filled chain.
+ * Create `chain` if it is missing, empty it, fill it with `rules`, and jump to it first thing in OUTPUT unless
+ * that jump exists already. The jump goes in last, so a first run never applies a half-filled chain.
  */
-function ownChain(tool: string, table: string, chain: string, rules: readonly (readonly string[])[], hook = 'OUTPUT'): NetnsStep[] {
+function ownChain(tool: string, table: string, chain: string, rules: readonly (readonly string[])[]): NetnsStep[] {
   const base = [tool, '-w', '-t', table];
   return [
     { run: [...base, '-N', chain], unless: [...base, '-S', chain] },
     { run: [...base, '-F', chain] },
     ...rules.map((rule) => ({ run: [...base, '-A', chain, ...rule] })),
-    { run: [...base, '-I', hook, '1', '-j', chain], unless: [...base, '-C', hook, '-j', chain] },
+    { run: [...base, '-I', 'OUTPUT', '1', '-j', chain], unless: [...base, '-C', 'OUTPUT', '-j', chain] },
   ];
 }
 
 const PROTOCOLS = ['udp', 'tcp'];
 
 function dnsRedirect(uid: number, port: number): NetnsStep[] {
-  // Conntrack looks a packet up before the nat rules see it, so the owner match below only decides new flows: the
-  // zone keeps boundary's queries and their answers apart from every redirected flow, in both directions.
-  const zone = ['-j', 'CT', '--zone', String(DNS_CONNTRACK_ZONE)];
-  const own = PROTOCOLS.map((protocol) => ['-p', protocol, '--dport', DNS_PORT, '-m', 'owner', '--uid-owner', String(uid), ...zone]);
-  // The answers arrive from outside; loopback packets keep the zone their OUTPUT half was given.
-  const answers = PROTOCOLS.map((protocol) => ['!', '-i', 'lo', '-p', protocol, '--sport', DNS_PORT, ...zone]);
+  // Conntrack looks a packet up before the nat rules see it, so the owner match of the redirect only decides new
+  // flows. boundary's queries are looked up in a zone of their own, which no redirected flow is in; the zone is the
+  // original direction's only, so the answers, looked up in the reply direction, match without a rule of their own.
+  const zone = PROTOCOLS.map((protocol) => [
+    '-p', protocol, '--dport', DNS_PORT, '-m', 'owner', '--uid-owner', String(uid), '-j', 'CT', '--zone-orig', String(DNS_CONNTRACK_ZONE),
+  ]);
   const redirect = PROTOCOLS.map((protocol) => [
     '-p', protocol, '--dport', DNS_PORT, '-m', 'owner', '!', '--uid-owner', String(uid),
     '-j', 'DNAT', '--to-destination', `${DNS_ADDRESS}:${port}`,
   ]);
-  return [
-    ...ownChain('iptables', 'raw', DNS_ZONE_CHAIN, own),
-    ...ownChain('iptables', 'raw', DNS_ZONE_IN_CHAIN, answers, 'PREROUTING'),
-    ...ownChain('iptables', 'nat', DNS_CHAIN, redirect),
-  ];
+  return [...ownChain('iptables', 'raw', DNS_ZONE_CHAIN, zone), ...ownChain('iptables', 'nat', DNS_CHAIN, redirect)];
 }
 
 function fenceRules(tool: string, uid: number, dnsPort: number | undefined): string[][] {
