@@ -3,6 +3,8 @@
 
 import { spawn } from 'node:child_process';
 import type { TestContext } from 'node:test';
+import { DEFAULT_SYNTHETIC_CIDR } from '../../src/app/cli/init-netns.js';
+import { cidrContains, parseCidr, parseIp } from '../../src/net/ip.js';
 import { CLEAN_ENV, asUid, type NetnsPair, stopChild } from './netns-pair.js';
 
 const DNSMASQ_READY_TIMEOUT_MS = 10_000;
@@ -55,4 +57,12 @@ export async function dig(pair: NetnsPair, uid: number | undefined, name: string
   const status = /status: (\w+)/.exec(stdout)?.[1] ?? `no status in: ${stdout}`;
   const answers = stdout.split('\n').filter((line) => /\sIN\s+A\s/.test(line)).map((line) => line.trim().split(/\s+/).at(-1) ?? '');
   return { status, answers };
+}
+
+const SYNTHETIC = parseCidr(DEFAULT_SYNTHETIC_CIDR);
+
+/** An address policy DNS hands out (boundary's default synthetic range). */
+export function isSynthetic(ip: string): boolean {
+  const parsed = parseIp(ip);
+  return SYNTHETIC !== undefined && parsed !== undefined && cidrContains(SYNTHETIC, parsed);
 }

@@ -8,23 +8,15 @@ import { chmod, chown, mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { it } from 'node:test';
-import { DEFAULT_DNS_PORT, DNS_CHAIN, DNS_ZONE_CHAIN, FENCE_CHAIN } from '../../src/app/cli/init-netns.js';
-import { cidrContains, parseCidr, parseIp } from '../../src/net/ip.js';
+import { DEFAULT_DNS_PORT, DEFAULT_SYNTHETIC_CIDR, DNS_CHAIN, DNS_ZONE_CHAIN, FENCE_CHAIN } from '../../src/app/cli/init-netns.js';
 import { dnsAddressOf, isDnsReady, spawnBoundaryCli } from '../harness/cli-boundary.js';
 import { policyYaml } from '../harness/control.js';
-import { dig, startDnsmasq } from '../harness/netns-dns.js';
+import { dig, isSynthetic, startDnsmasq } from '../harness/netns-dns.js';
 import { asUid, createNetnsPair, type NetnsPair, netnsSkipReason } from '../harness/netns-pair.js';
 import { stageBoundary } from '../harness/stage.js';
 
 const BOUNDARY_UID = 10001;
 const WORKLOAD_UID = 10002;
-const SYNTHETIC_CIDR = '198.18.0.0/15';
-
-function isSynthetic(ip: string): boolean {
-  const cidr = parseCidr(SYNTHETIC_CIDR);
-  const parsed = parseIp(ip);
-  return cidr !== undefined && parsed !== undefined && cidrContains(cidr, parsed);
-}
 
 /** Everything init-netns may have touched, as iptables prints it. */
 async function ruleSnapshot(pair: NetnsPair): Promise<string> {
@@ -79,7 +71,7 @@ it('redirects workload DNS to boundary, leaves the DNS of the boundary uid alone
   }
 
   // Default --dns-listen and upstream: policy DNS on 127.0.0.1:15053, its upstream the resolv.conf nameserver.
-  const boundary = spawnBoundaryCli(['--policy', files.policy, '--state-dir', files.state, '--synthetic-cidr', SYNTHETIC_CIDR], {
+  const boundary = spawnBoundaryCli(['--policy', files.policy, '--state-dir', files.state, '--synthetic-cidr', DEFAULT_SYNTHETIC_CIDR], {
     prefix: ['ip', 'netns', 'exec', pair.pod, ...asUid(BOUNDARY_UID)],
     staged,
   });

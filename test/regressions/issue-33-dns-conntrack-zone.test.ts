@@ -14,22 +14,16 @@ import { chmod, chown, mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { it } from 'node:test';
-import { cidrContains, parseCidr, parseIp } from '../../src/net/ip.js';
-import { dnsAddressOf, isDnsReady, spawnBoundaryCli } from '../harness/cli-boundary.js';
-import { dig, startDnsmasq } from '../harness/netns-dns.js';
+import { isDnsReady, spawnBoundaryCli } from '../harness/cli-boundary.js';
+import { dig, isSynthetic, startDnsmasq } from '../harness/netns-dns.js';
 import { asUid, createNetnsPair, netnsSkipReason } from '../harness/netns-pair.js';
 import { stageBoundary } from '../harness/stage.js';
 
 const BOUNDARY_UID = 10001;
 const WORKLOAD_UID = 10002;
-const SYNTHETIC = parseCidr('198.18.0.0/15');
 /** The pod's whole ephemeral range: every source port boundary's resolver can be given. */
 const PORTS = [40_000, 40_001, 40_002, 40_003];
 
-const isSynthetic = (ip: string): boolean => {
-  const parsed = parseIp(ip);
-  return SYNTHETIC !== undefined && parsed !== undefined && cidrContains(SYNTHETIC, parsed);
-};
 
 it('keeps boundary’s own DNS and the redirected workload DNS apart, whichever used a source port first', async (t) => {
   const reason = await netnsSkipReason(['iptables', 'ip6tables', 'setpriv', 'sysctl', 'dig', 'dnsmasq']);
@@ -62,7 +56,7 @@ it('keeps boundary’s own DNS and the redirected workload DNS apart, whichever 
     staged,
   });
   t.after(() => boundary.stop());
-  dnsAddressOf(await boundary.waitFor(isDnsReady));
+  await boundary.waitFor(isDnsReady);
 
   // (a) The workload asks from every port of the range; each query is redirected and leaves its entry. The name is
   // one policy refuses, answered without any upstream lookup, so boundary's uid has used none of these ports yet.
