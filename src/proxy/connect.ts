@@ -18,7 +18,7 @@ import type { ProxyContext, TunnelScope } from './context.js';
 import { renderDenial, writeBareStatusToSocket, writeDenialToSocket } from './answer.js';
 import { unsupportedL7Denial } from '../chain/denials.js';
 import { emitOutcome, findingEvent, type Outcome, relayClosedEvent } from '../chain/events.js';
-import { terminateTls } from '../tls/intercept.js';
+import { type TerminationFailure, terminateTls } from '../tls/intercept.js';
 import { decisionNeedsInspection } from '../chain/inspection.js';
 import { uninspectableAllowed, uninspectableFindingEvent } from '../chain/middleware-route.js';
 import type { RawRelay } from './sni-gate.js';
@@ -26,6 +26,15 @@ import { sniff } from '../tls/sniff.js';
 import { relayRaw, type TunnelEndCause } from './tunnel.js';
 
 const ESTABLISHED = 'HTTP/1.1 200 Connection Established\r\n\r\n';
+
+/**
+ * Failed terminations that are no attack, below the finding's HIGH: a client without the CA bundle is a setup
+ * problem with a known fix (the hint is the detail); a client that left mid-handshake is most often one that gave up.
+ */
+const TERMINATION_FINDINGS: Readonly<Partial<Record<TerminationFailure, Pick<AuditEvent, 'severity' | 'statusDetail'>>>> = {
+  'client-rejected-ca': { severity: 'MED', statusDetail: 'tls_client_rejected_ca' },
+  'tls-client-closed': { severity: 'LOW', statusDetail: 'tls_client_closed' },
+};
 
 /** An authorised, dialled connection (CONNECT or transparent capture), ready for startTunnel. */
 export interface Opened {
@@ -172,8 +181,7 @@ async function inspectTunnel(ctx: ProxyContext, socket: Socket, head: Buffer, op
     if (!terminated.ok) {
       upstream.destroy();
       const finding = findingEvent({ ...o, engine: 'tls', detail: terminated.detail }, terminated.failure);
-      // A client without the CA bundle is a setup problem with a known fix, not an attack: MED, with the hint as detail.
-      ctx.sink.emit(terminated.failure === 'client-rejected-ca' ? { ...finding, severity: 'MED', statusDetail: 'tls_client_rejected_ca' } : finding);
+      ctx.sink.emit({ ...finding, ...TERMINATION_FINDINGS[terminated.failure] });
       done();
       return;
     }

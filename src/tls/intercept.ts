@@ -12,8 +12,8 @@ export interface Interception {
   contextFor(host: string): Promise<SecureContext>;
 }
 
-const TERMINATION_FAILURES = ['sni-mismatch', 'client-rejected-ca', 'tls-handshake-failed'] as const;
-type TerminationFailure = (typeof TERMINATION_FAILURES)[number];
+const TERMINATION_FAILURES = ['sni-mismatch', 'client-rejected-ca', 'tls-client-closed', 'tls-handshake-failed'] as const;
+export type TerminationFailure = (typeof TERMINATION_FAILURES)[number];
 
 /**
  * OpenSSL's codes for the alerts a client sends when it does not trust the leaf we minted: unknown_ca (48),
@@ -66,19 +66,18 @@ export async function terminateTls(
     },
   });
   return new Promise((resolve) => {
-    const onError = (err: Error): void => {
+    const fail = (failure: TerminationFailure, detail: string): void => {
       tlsSocket.destroy();
       socket.destroy();
-      const alert = CA_REJECTION_ALERTS[(err as NodeJS.ErrnoException).code ?? ''];
-      if (sniSeen !== undefined && sniSeen !== host) {
-        resolve({ ok: false, failure: 'sni-mismatch', detail: `SNI ${sniSeen} differs from CONNECT host ${host}` });
-      } else if (alert !== undefined) {
-        resolve({ ok: false, failure: 'client-rejected-ca', detail: `the client does not trust the interception CA for ${host} (TLS alert ${alert}): ${CA_BUNDLE_HINT}` });
-      } else {
-        resolve({ ok: false, failure: 'tls-handshake-failed', detail: err.message });
-      }
+      resolve({ ok: false, failure, detail });
     };
-    const onClose = (): void => onError(new Error('client closed during the TLS handshake'));
+    const onError = (err: Error): void => {
+      const alert = CA_REJECTION_ALERTS[(err as NodeJS.ErrnoException).code ?? ''];
+      if (sniSeen !== undefined && sniSeen !== host) fail('sni-mismatch', `SNI ${sniSeen} differs from CONNECT host ${host}`);
+      else if (alert !== undefined) fail('client-rejected-ca', `the client does not trust the interception CA for ${host} (TLS alert ${alert}): ${CA_BUNDLE_HINT}`);
+      else fail('tls-handshake-failed', err.message);
+    };
+    const onClose = (): void => fail('tls-client-closed', 'client closed during the TLS handshake');
     tlsSocket.once('error', onError);
     tlsSocket.once('close', onClose);
     // The tunnel's socket is half-open (the proxy listener's allowHalfOpen), and so is this one: a client's FIN ends

@@ -4,7 +4,7 @@
 // FIN ended its reading and nothing else, the handshake waited for a Finished that could never come, and the tunnel
 // (counted in boundary_proxy_tunnels) and its upstream connection, dialled at CONNECT, stayed open. Under load, one to
 // three HTTP/2 clients in a hundred that gave up at once did this. Now a FIN during the handshake ends it, as a close
-// does.
+// does, with a LOW `tls-client-closed` finding: a client that gave up is no attack.
 
 import assert from 'node:assert/strict';
 import { once } from 'node:events';
@@ -115,7 +115,10 @@ network_policies:
       assert.equal(upstreams.length, dialled + 1, 'the tunnel dialled its upstream');
       await closedWithin(upstreams[dialled] as Socket, 'the upstream connection');
       assert.equal(await metric(b, 'boundary_proxy_tunnels'), open);
-      await b.log.waitFor((e) => e.class_uid === 2004 && e.unmapped.finding === 'tls-handshake-failed' && e.unmapped.reason === 'client closed during the TLS handshake');
+      const finding = await b.log.waitFor((e) => e.class_uid === 2004 && e.unmapped.finding === 'tls-client-closed');
+      assert.equal(finding.status_detail, 'tls_client_closed');
+      assert.equal(finding.severity_id, 2, 'LOW');
+      assert.equal(finding.unmapped.reason, 'client closed during the TLS handshake');
     });
   }
 });
