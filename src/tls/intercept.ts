@@ -72,8 +72,10 @@ export async function terminateTls(
       resolve({ ok: false, failure, detail });
     };
     const onError = (err: Error): void => {
-      const alert = CA_REJECTION_ALERTS[(err as NodeJS.ErrnoException).code ?? ''];
-      if (sniSeen !== undefined && sniSeen !== host) fail('sni-mismatch', `SNI ${sniSeen} differs from CONNECT host ${host}`);
+      const code = (err as NodeJS.ErrnoException).code ?? '';
+      const alert = CA_REJECTION_ALERTS[code];
+      if (code === 'ECONNRESET') fail('tls-client-closed', 'client reset the connection during the TLS handshake');
+      else if (sniSeen !== undefined && sniSeen !== host) fail('sni-mismatch', `SNI ${sniSeen} differs from CONNECT host ${host}`);
       else if (alert !== undefined) fail('client-rejected-ca', `the client does not trust the interception CA for ${host} (TLS alert ${alert}): ${CA_BUNDLE_HINT}`);
       else fail('tls-handshake-failed', err.message);
     };

@@ -4,7 +4,7 @@
 // FIN ended its reading and nothing else, the handshake waited for a Finished that could never come, and the tunnel
 // (counted in boundary_proxy_tunnels) and its upstream connection, dialled at CONNECT, stayed open. Under load, one to
 // three HTTP/2 clients in a hundred that gave up at once did this. Now a FIN during the handshake ends it, as a close
-// does, with a LOW `tls-client-closed` finding: a client that gave up is no attack.
+// does, with a LOW `tls-client-closed` finding: a client that gave up is no attack, nor is one that resets instead.
 
 import assert from 'node:assert/strict';
 import { once } from 'node:events';
@@ -86,10 +86,18 @@ network_policies:
     await closeOrigin?.();
   });
 
+  const FIN = 'client closed during the TLS handshake';
   const CASES = [
-    { name: 'a ClientHello offering h2 and http/1.1 with the FIN right behind it', alpn: ['h2', 'http/1.1'], finAfterServerHello: false },
-    { name: 'a ClientHello offering http/1.1 with the FIN right behind it', alpn: ['http/1.1'], finAfterServerHello: false },
-    { name: "a ClientHello, then the FIN once boundary's first flight arrived", alpn: ['h2', 'http/1.1'], finAfterServerHello: true },
+    { name: 'a ClientHello offering h2 and http/1.1 with the FIN right behind it', alpn: ['h2', 'http/1.1'], end: 'fin', afterServerHello: false, reason: FIN },
+    { name: 'a ClientHello offering http/1.1 with the FIN right behind it', alpn: ['http/1.1'], end: 'fin', afterServerHello: false, reason: FIN },
+    { name: "a ClientHello, then the FIN once boundary's first flight arrived", alpn: ['h2', 'http/1.1'], end: 'fin', afterServerHello: true, reason: FIN },
+    {
+      name: "a ClientHello, then a reset once boundary's first flight arrived",
+      alpn: ['h2', 'http/1.1'],
+      end: 'reset',
+      afterServerHello: true,
+      reason: 'client reset the connection during the TLS handshake',
+    },
   ] as const;
 
   for (const c of CASES) {
@@ -101,12 +109,13 @@ network_policies:
       const tunnel = await openTunnel(b.proxyPort, `api.example.test:${port}`);
       assert.equal(tunnel.status, 200);
       assert.equal(await metric(b, 'boundary_proxy_tunnels'), open + 1);
-      if (c.finAfterServerHello) {
-        // The FIN reaches the TLS socket boundary made, mid-handshake.
+      if (c.afterServerHello) {
+        // The FIN or the reset reaches the TLS socket boundary made, mid-handshake.
         tunnel.socket.write(hello);
         tunnel.socket.resume();
         await once(tunnel.socket, 'data');
-        tunnel.socket.end();
+        if (c.end === 'reset') tunnel.socket.resetAndDestroy();
+        else tunnel.socket.end();
       } else {
         // Read during the sniff, before the TLS socket exists: as a client that gives up at once sends it.
         tunnel.socket.end(hello);
@@ -115,10 +124,9 @@ network_policies:
       assert.equal(upstreams.length, dialled + 1, 'the tunnel dialled its upstream');
       await closedWithin(upstreams[dialled] as Socket, 'the upstream connection');
       assert.equal(await metric(b, 'boundary_proxy_tunnels'), open);
-      const finding = await b.log.waitFor((e) => e.class_uid === 2004 && e.unmapped.finding === 'tls-client-closed');
+      const finding = await b.log.waitFor((e) => e.class_uid === 2004 && e.unmapped.finding === 'tls-client-closed' && e.unmapped.reason === c.reason);
       assert.equal(finding.status_detail, 'tls_client_closed');
       assert.equal(finding.severity_id, 2, 'LOW');
-      assert.equal(finding.unmapped.reason, 'client closed during the TLS handshake');
     });
   }
 });
