@@ -27,10 +27,14 @@ const HOSTILE_STREAMS = ORIGIN_MAX_STREAMS;
 /** Far larger than the windows boundary holds per stream (one toward the origin, one queued for the client). */
 const BIG_BYTES = 1024 * 1024;
 const CHUNK_BYTES = 16_384;
-/** The other client's requests per measurement, one at a time: p99 is then the third slowest. */
+/** The other client's requests per measurement, one at a time: p90 is then the twenty-first slowest. */
 const SAMPLES = 200;
-/** The other client's p99 under attack may be this many times its p99 alone, measured in the same run. */
-const P99_RATIO = 2;
+/**
+ * The other client's p90 under attack may be this many times its p90 alone, measured in the same run. Not the p99:
+ * two or three of 200 requests on a loaded host land on a collection or a scheduler stall of a few ms in either
+ * phase, so the p99 compares those; starving the client would slow every request.
+ */
+const P90_RATIO = 2;
 /** Measurements (alone, then under attack) before the ratio counts as failed: a loaded machine has slow spells. */
 const ATTEMPTS = 3;
 /** limits.h2StallTimeoutMs of the boundary whose stalled streams are watched being released. */
@@ -165,9 +169,9 @@ async function heldUpstream(b: RunningBoundary, n: number): Promise<void> {
   assert.fail(`boundary_http2_upstream_held_streams stayed at ${held}, below ${n}`);
 }
 
-function p99(samples: readonly number[]): number {
+function p90(samples: readonly number[]): number {
   const sorted = [...samples].sort((a, b) => a - b);
-  return sorted[Math.ceil(sorted.length * 0.99) - 1] as number;
+  return sorted[Math.ceil(sorted.length * 0.9) - 1] as number;
 }
 
 describe('issue 28: one client cannot starve others on a shared upstream HTTP/2 session', () => {
@@ -178,8 +182,8 @@ describe('issue 28: one client cannot starve others on a shared upstream HTTP/2 
   after(() => origin?.close());
 
   /**
-   * The other client's p99 alone, then with `tunnels` hostile tunnels holding their streams, up to ATTEMPTS times
-   * until it is within P99_RATIO; each attack is in place (every hostile stream open at the origin and paused by
+   * The other client's p90 alone, then with `tunnels` hostile tunnels holding their streams, up to ATTEMPTS times
+   * until it is within P90_RATIO; each attack is in place (every hostile stream open at the origin and paused by
    * boundary) before the measurement, and still in place after it.
    */
   async function fairness(t: TestContext, tunnels: number): Promise<void> {
@@ -190,20 +194,20 @@ describe('issue 28: one client cannot starve others on a shared upstream HTTP/2 
     const held = HOSTILE_STREAMS * tunnels;
     const seen: string[] = [];
     for (let attempt = 1; attempt <= ATTEMPTS; attempt++) {
-      const alone = p99(await other.latencies());
+      const alone = p90(await other.latencies());
       const attack: Socket[] = [];
       for (let i = 0; i < tunnels; i++) attack.push((await hostile(t, b, origin.port)).socket);
       await origin.until((open) => open >= held, 'the hostile streams open at the origin');
       await heldUpstream(b, held);
-      const attacked = p99(await other.latencies());
+      const attacked = p90(await other.latencies());
       assert.ok((await metric(b, 'boundary_http2_upstream_held_streams')) >= held, 'the hostile streams still held after the measurement');
-      seen.push(`attempt ${attempt}: p99 alone ${alone.toFixed(2)} ms, under attack ${attacked.toFixed(2)} ms`);
+      seen.push(`attempt ${attempt}: p90 alone ${alone.toFixed(2)} ms, under attack ${attacked.toFixed(2)} ms`);
       t.diagnostic(seen.at(-1) as string);
       for (const socket of attack) socket.destroy();
       await origin.until((open) => open === 0, "the hostile streams cancelled with the hostile's tunnels");
-      if (attacked <= P99_RATIO * alone) return;
+      if (attacked <= P90_RATIO * alone) return;
     }
-    assert.fail(`the other client's p99 under attack stayed above ${P99_RATIO}x its p99 alone: ${seen.join('; ')}`);
+    assert.fail(`the other client's p90 under attack stayed above ${P90_RATIO}x its p90 alone: ${seen.join('; ')}`);
   }
 
   it(`another tunnel's requests keep their pace while one client holds ${HOSTILE_STREAMS} streams with a zero window`, async (t) => {
