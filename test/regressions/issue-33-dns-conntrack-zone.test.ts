@@ -24,7 +24,6 @@ const WORKLOAD_UID = 10002;
 /** The pod's whole ephemeral range: every source port boundary's resolver can be given. */
 const PORTS = [40_000, 40_001, 40_002, 40_003];
 
-
 it('keeps boundary’s own DNS and the redirected workload DNS apart, whichever used a source port first', async (t) => {
   const reason = await netnsSkipReason(['iptables', 'ip6tables', 'setpriv', 'sysctl', 'dig', 'dnsmasq']);
   if (reason !== undefined) {
