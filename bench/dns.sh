@@ -56,6 +56,7 @@ GUARD=${GUARD:-unlimited}
 root=$(cd "$(dirname "$0")/.." && pwd)
 work=$(mktemp -d /tmp/boundary-dns-bench.XXXXXX)
 # The bundles sit under the project, so the modules they load at run time (dns-packet, pino) resolve.
+mkdir -p "$root/bench/out"
 build=$(mktemp -d "$root/bench/out/dns-bench.XXXXXX")
 pids=()
 cleanup() {
