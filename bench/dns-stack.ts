@@ -89,11 +89,12 @@ export async function startBenchDns(options: { names: number; logMode: LogMode; 
   decisions.setPolicies(policy.entries.map((entry) => entry.key));
   // As app/boundary-transparent.ts wires them: replays into the same sink as the main thread's answers.
   const workers = options.replay?.({ sink, pool, now });
+  const upstreamResolver = createUpstreamResolver({ servers: [{ host: fixture.host, port: fixture.port }] });
   const dns = createPolicyDns({
     policy: () => policy,
     // The lookup gate production shares with the proxy (boundary-dns.ts createBoundaryLookups), its reports on the same path.
     lookups: createLookupGate({
-      resolver: createUpstreamResolver({ servers: [{ host: fixture.host, port: fixture.port }] }),
+      resolver: upstreamResolver,
       now,
       report: (report) => sink.emit(lookupReportEvent(report, policy)),
       ...(options.guard === 'default' ? {} : { newNames: { perSecond: UNLIMITED, burst: UNLIMITED } }),
@@ -103,6 +104,8 @@ export async function startBenchDns(options: { names: number; logMode: LogMode; 
     now,
     allowLoopback: true,
     ...(workers === undefined ? {} : { replicas: workers.replicas }),
+    // As run.ts wires it (undefined in a BOUNDARY_REF tree from before the check).
+    ownQueries: upstreamResolver.ownQueries,
     ...(options.guard === 'default' ? {} : { refusalLimits: { perSecond: UNLIMITED, burst: UNLIMITED } }),
   });
   const handler =

@@ -104,6 +104,7 @@ export function assembleTransparent(options: TransparentOptions): Transparent {
         selfAddresses: prepareSelfAddresses(selfAddresses),
         ...(options.hosts === undefined ? {} : { hosts: options.hosts }),
         ...(options.searchDomains === undefined ? {} : { searchDomains: options.searchDomains }),
+        ...(options.ownQueries === undefined ? {} : { ownQueries: options.ownQueries }),
       });
       const handler = timedDnsHandler(dns.handler, { clock: context.metrics, answerSeconds: metrics.answerSeconds, settled: () => capture?.settled() });
       server = createDnsServer({

@@ -23,8 +23,11 @@ import type { AuditSink } from '../telemetry/event.js';
 import type { Logger } from '../telemetry/logger.js';
 import type { Timers } from '../shared/timers.js';
 import type { LookupMetrics } from '../dns/metrics.js';
+import type { OwnQueries } from '../dns/own-queries.js';
 export interface Deps {
   readonly resolver: Resolver;
+  /** The upstream resolver's UDP queries in flight (dns/upstream.ts): policy DNS fails one that comes back. */
+  readonly ownQueries?: OwnQueries;
   /** Epoch ms: certificate validity, event times. */
   readonly now: () => number;
   readonly logger: Logger;
@@ -101,6 +104,7 @@ export interface TransparentOptions {
   readonly lookupMetrics: LookupMetrics;
   /** The boundary's host cache, shared with the proxy. */
   readonly hosts?: HostCache;
+  readonly ownQueries?: OwnQueries;
   readonly sink: AuditSink;
   readonly logger: Logger;
   readonly registry: Registry;

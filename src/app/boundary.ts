@@ -91,6 +91,7 @@ export function createBoundary(config: Config, deps: Deps): Boundary {
     lookups,
     lookupMetrics: gate.metrics,
     hosts,
+    ...(deps.ownQueries === undefined ? {} : { ownQueries: deps.ownQueries }),
     sink,
     logger,
     registry: deps.registry,

@@ -23,6 +23,7 @@ import {
   stamp,
 } from './events.js';
 import { createMappingRefusals } from './mapping-refusals.js';
+import type { OwnQueries } from './own-queries.js';
 import { ANSWER_SLOTS, type AnswerReplicas, answerSlot, type CacheEntry } from './replicas.js';
 import type { BucketLimits } from '../net/token-bucket.js';
 import { createRefusalLimit, DEFAULT_REFUSAL_LIMITS, type RefusalLimit, refusedFromQuery } from './rate-limit.js';
@@ -50,6 +51,7 @@ const UPSTREAM_DETAIL: Readonly<Record<ResolveFailure, string>> = {
   'oversized-response': 'oversized_response',
   'error-response': 'error_response',
   'cname-limit': 'cname_limit',
+  'dns-loop': 'dns_loop',
 };
 
 interface PolicyDnsOptions {
@@ -73,6 +75,8 @@ interface PolicyDnsOptions {
   readonly refusalLimits?: BucketLimits;
   /** `--dns-workers`: the replay workers cacheable answers are handed to (dns/workers.ts); none without. */
   readonly replicas?: AnswerReplicas;
+  /** boundary's own upstream queries in flight (dns/own-queries.ts): one that comes back fails as a loop, unanswered. */
+  readonly ownQueries?: OwnQueries;
 }
 
 interface PolicyDnsStats {
@@ -98,7 +102,7 @@ export function createPolicyDns(options: PolicyDnsOptions): PolicyDns {
   const maxCached = options.maxCachedAnswers ?? MAX_CACHED_ANSWERS;
   // Cached answers for IN-class A/AAAA questions, one map per (type, EDNS use) because the template differs.
   const slots = Array.from({ length: ANSWER_SLOTS }, () => new Map<string, CacheEntry>());
-  const { replicas } = options;
+  const { replicas, ownQueries } = options;
   const parse = createQueryParser();
   const searchSuffixes = (options.searchDomains ?? []).map((domain) => `.${domain}`);
   const inflight = new Map<string, Promise<DnsOutcome>>();
@@ -256,6 +260,8 @@ export function createPolicyDns(options: PolicyDnsOptions): PolicyDns {
       return parsed.response;
     }
     const query = parsed.query;
+    // Before the cache and the policy: whatever they would say, boundary's own lookup must not be answered by itself.
+    if (info.transport === 'udp' && ownQueries?.returned(info.remote.port, query.id, query.name) === true) return NO_RESPONSE;
     // Read before the policy: an answer is stamped with the epoch of the state it was worked out from.
     const epoch = replicas?.epoch() ?? 0;
     const policy = options.policy();

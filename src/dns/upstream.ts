@@ -11,6 +11,7 @@ import { formatIp, parseIp } from '../net/ip.js';
 import type { ResolveFailure, ResolveResult, Resolver } from '../net/resolver.js';
 import { type DecodedPacket, decodePacket, encodePacket, RECURSION_DESIRED, type StringAnswer } from './packet.js';
 import { MAX_DNS_MESSAGE_BYTES } from './answer.js';
+import { createOwnQueries, type OwnQueries } from './own-queries.js';
 
 /** Per exchange (one UDP or TCP round trip to one server). */
 const UPSTREAM_TIMEOUT_MS = 2_000;
@@ -35,7 +36,17 @@ interface UpstreamResolverOptions {
   readonly servers: readonly UpstreamServer[];
   readonly hosts?: HostsTable;
   readonly timeoutMs?: number;
+  /** Where each UDP exchange is registered; a new registry without one. */
+  readonly ownQueries?: OwnQueries;
 }
+
+export interface UpstreamResolver extends Resolver {
+  /** Its UDP exchanges in flight: policy DNS fails one that comes back to it (dns/own-queries.ts). */
+  readonly ownQueries: OwnQueries;
+}
+
+/** A server as the resolver holds it: the address in canonical form. */
+type Server = { readonly host: string; readonly port: number; readonly family: 4 | 6 };
 
 type Exchange = { readonly ok: true; readonly packet: DecodedPacket; readonly truncated: boolean } | Failed;
 type Failed = { readonly ok: false; readonly failure: ResolveFailure; readonly message: string };
@@ -43,8 +54,8 @@ type Failed = { readonly ok: false; readonly failure: ResolveFailure; readonly m
 // Worth asking the next server: these say nothing about the name.
 const RETRYABLE: ReadonlySet<ResolveFailure> = new Set(['timeout', 'io-failed', 'malformed-response', 'oversized-response']);
 
-export function createUpstreamResolver(options: UpstreamResolverOptions): Resolver {
-  const servers = options.servers.map((s) => {
+export function createUpstreamResolver(options: UpstreamResolverOptions): UpstreamResolver {
+  const servers = options.servers.map((s): Server => {
     const ip = parseIp(s.host);
     if (ip === undefined || !Number.isInteger(s.port) || s.port < 1 || s.port > 65_535) {
       throw new BoundaryError('ADDRESS_INVALID', `upstream DNS server ${JSON.stringify(s.host)}:${s.port} must be an IP literal and a port 1-65535`);
@@ -54,12 +65,13 @@ export function createUpstreamResolver(options: UpstreamResolverOptions): Resolv
   if (servers.length === 0) throw new BoundaryError('ADDRESS_INVALID', 'at least one upstream DNS server is required');
   const timeoutMs = options.timeoutMs ?? UPSTREAM_TIMEOUT_MS;
   const hosts = options.hosts;
+  const own = options.ownQueries ?? createOwnQueries();
 
   async function exchange(name: string, qtype: 'A' | 'AAAA'): Promise<Exchange> {
     let last: Failed = { ok: false, failure: 'io-failed', message: 'no upstream server answered' };
     for (const server of servers) {
-      const where = `${server.family === 6 ? `[${server.host}]` : server.host}:${server.port}`;
-      let reply = await udpExchange(server, name, qtype, timeoutMs);
+      const where = serverAddress(server);
+      let reply = await udpExchange(server, name, qtype, timeoutMs, own);
       // TC: the answer did not fit; ask the same server again over TCP and use that reply instead.
       if (reply.ok && reply.truncated) reply = await tcpExchange(server, name, qtype, timeoutMs);
       if (reply.ok || !RETRYABLE.has(reply.failure)) return reply;
@@ -69,6 +81,7 @@ export function createUpstreamResolver(options: UpstreamResolverOptions): Resolv
   }
 
   return {
+    ownQueries: own,
     async resolve(name, family): Promise<ResolveResult> {
       const fromHosts = hosts?.lookup(name, family) ?? [];
       if (fromHosts.length > 0) return { ok: true, addresses: fromHosts.slice(0, MAX_ADDRESSES), ttlSeconds: HOSTS_TTL_SECONDS };
@@ -161,18 +174,26 @@ function readReply(message: Buffer, id: number, name: string, qtype: 'A' | 'AAAA
   return { ok: true, packet, truncated: packet.flag_tc };
 }
 
-function udpExchange(server: { host: string; port: number; family: 4 | 6 }, name: string, qtype: 'A' | 'AAAA', timeoutMs: number): Promise<Exchange> {
+function udpExchange(
+  server: Server,
+  name: string,
+  qtype: 'A' | 'AAAA',
+  timeoutMs: number,
+  own: OwnQueries,
+): Promise<Exchange> {
   return new Promise((resolve) => {
     const id = randomInt(0, 65_536);
     // A fresh socket per exchange: a random source port, and connect() makes the kernel drop datagrams
     // from anyone but the server we asked.
     const socket: UdpSocket = createSocket(server.family === 6 ? 'udp6' : 'udp4');
     let done = false;
+    let forget: (() => void) | undefined;
     const finish = (result: Exchange) => {
       if (done) return;
       done = true;
       clearTimeout(timer);
       clearTimeout(resend);
+      forget?.();
       socket.removeAllListeners('message');
       socket.on('error', () => {});
       try {
@@ -195,6 +216,8 @@ function udpExchange(server: { host: string; port: number; family: 4 | 6 }, name
       if (err) finish(fail('io-failed', `UDP connect: ${err.message}`));
       if (done) return;
       const query = buildQuery(id, name, qtype);
+      const port = socket.address().port;
+      forget = own.add(port, id, name, () => finish(fail('dns-loop', loopMessage(server, port))));
       const send = (): void => {
         socket.send(query, (err) => err && finish(fail('io-failed', `UDP send: ${err.message}`)));
         resend = setTimeout(send, UPSTREAM_UDP_RESEND_MS);
@@ -202,6 +225,18 @@ function udpExchange(server: { host: string; port: number; family: 4 | 6 }, name
       send();
     });
   });
+}
+
+function serverAddress(server: Server): string {
+  return server.family === 6 ? `[${server.host}]:${server.port}` : `${server.host}:${server.port}`;
+}
+
+/**
+ * Short enough for an event's reason (MAX_REASON_CHARS) with the host before it; the docs say the rest. No `#anchor`:
+ * events drop what follows a `#` in a path (telemetry/ocsf.ts cleanText).
+ */
+function loopMessage(server: Server, port: number): string {
+  return `the query to ${serverAddress(server)} from port ${port} came back to boundary's policy DNS: exempt boundary's uid from the DNS redirect (docs/dns.md, A query that comes back)`;
 }
 
 function tcpExchange(server: { host: string; port: number }, name: string, qtype: 'A' | 'AAAA', timeoutMs: number): Promise<Exchange> {

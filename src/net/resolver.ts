@@ -10,6 +10,8 @@ const RESOLVE_FAILURES = [
   'oversized-response',
   'error-response',
   'cname-limit',
+  // boundary's own query came back to its policy DNS (dns/own-queries.ts).
+  'dns-loop',
 ] as const;
 export type ResolveFailure = (typeof RESOLVE_FAILURES)[number];
 

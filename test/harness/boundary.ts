@@ -163,6 +163,7 @@ export async function startBoundary(options: StartOptions = {}): Promise<Running
   const real = options.upstreamDns === undefined ? undefined : await buildResolver(config, now, log.logger);
   const boundary = createBoundary(config, {
     resolver: real?.resolver ?? resolver,
+    ...(real === undefined ? {} : { ownQueries: real.ownQueries }),
     now,
     logger: log.logger,
     audit: log.sink,

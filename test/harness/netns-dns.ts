@@ -2,10 +2,14 @@
 // through the pod's resolv.conf as a given uid, optionally from a given source port.
 
 import { spawn } from 'node:child_process';
+import { chmod, chown, mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import type { TestContext } from 'node:test';
-import { DEFAULT_SYNTHETIC_CIDR } from '../../src/app/cli/init-netns.js';
+import { DEFAULT_BOUNDARY_UID, DEFAULT_SYNTHETIC_CIDR } from '../../src/app/cli/init-netns.js';
 import { cidrContains, parseCidr, parseIp } from '../../src/net/ip.js';
-import { CLEAN_ENV, asUid, type NetnsPair, stopChild } from './netns-pair.js';
+import { CLEAN_ENV, asUid, createNetnsPair, type NetnsPair, stopChild } from './netns-pair.js';
+import { type StagedBoundary, stageBoundary } from './stage.js';
 
 const DNSMASQ_READY_TIMEOUT_MS = 10_000;
 // One try, bounded: a redirect to nothing is refused at once, and a wrong answer must not hide behind retries.
@@ -65,4 +69,37 @@ const SYNTHETIC = parseCidr(DEFAULT_SYNTHETIC_CIDR);
 export function isSynthetic(ip: string): boolean {
   const parsed = parseIp(ip);
   return SYNTHETIC !== undefined && parsed !== undefined && cidrContains(SYNTHETIC, parsed);
+}
+
+/** A pod namespace with dnsmasq outside as its nameserver, `init-netns` run, and a policy file for boundary's uid. */
+export interface DnsPod {
+  readonly pair: NetnsPair;
+  readonly staged: StagedBoundary;
+  readonly files: { readonly policy: string; readonly state: string };
+}
+
+/**
+ * Creates the pair (`tag` names its namespaces), writes the pod's resolv.conf (the outside address, one try of 2 s)
+ * and a policy of one wildcard entry, `*.example.test` port 443, whose names policy DNS resolves upstream before it
+ * answers (the outside address is private, so the entry allows it), starts dnsmasq and runs `init-netns` for
+ * DEFAULT_BOUNDARY_UID. Everything is removed after `t`.
+ */
+export async function startDnsPod(t: TestContext, tag: string): Promise<DnsPod> {
+  const dir = await mkdtemp(join(tmpdir(), `boundary-${tag}-`));
+  t.after(() => rm(dir, { recursive: true, force: true }));
+  const pair = await createNetnsPair(t, tag);
+  const files = { policy: join(dir, 'policy.yaml'), state: join(dir, 'state') };
+  await chmod(dir, 0o755);
+  await mkdir(files.state);
+  await chown(files.state, DEFAULT_BOUNDARY_UID, DEFAULT_BOUNDARY_UID);
+  await writeFile(
+    files.policy,
+    `version: 1\nnetwork_policies:\n  api:\n    name: api\n    endpoints:\n      - host: "*.example.test"\n        port: 443\n        allowed_ips: ["${pair.outsideIp}/32"]\n    binaries: [{ path: "/**" }]\n`,
+  );
+  await mkdir(pair.etc, { recursive: true });
+  await writeFile(join(pair.etc, 'resolv.conf'), `nameserver ${pair.outsideIp}\noptions attempts:1 timeout:2\n`);
+  await writeFile(join(pair.etc, 'hosts'), '127.0.0.1 localhost\n');
+  const [staged] = await Promise.all([stageBoundary(), startDnsmasq(t, pair, join(dir, 'dnsmasq.pid'))]);
+  await pair.inPod(process.execPath, staged.main, 'init-netns', '--boundary-uid', String(DEFAULT_BOUNDARY_UID));
+  return { pair, staged, files };
 }

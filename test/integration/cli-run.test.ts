@@ -69,6 +69,18 @@ describe('boundary run with --upstream-dns on its own --dns-listen', () => {
       return true;
     });
   });
+
+  it('refuses a loopback upstream on its port when it listens on every address', async (t) => {
+    const dir = await tempDir(t);
+    for (const listen of ['0.0.0.0:5353', '[::]:5353']) {
+      const argv = await runArgs(dir, { listen, upstream: '127.0.0.2:5353' });
+      await assert.rejects(runCommand(argv, pipeIo(dir)), (err: Error & { code?: string }) => {
+        assert.equal(err.code, 'CONFIG_INVALID');
+        assert.match(err.message, /127\.0\.0\.2:5353 reaches boundary's own --dns-listen/);
+        return true;
+      });
+    }
+  });
 });
 
 describe('boundary run on a terminal', () => {

@@ -10,16 +10,12 @@
 // few ports, so boundary's random source port is certain to be one of them.
 
 import assert from 'node:assert/strict';
-import { chmod, chown, mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { it } from 'node:test';
+import { DEFAULT_BOUNDARY_UID as BOUNDARY_UID } from '../../src/app/cli/init-netns.js';
 import { isDnsReady, spawnBoundaryCli } from '../harness/cli-boundary.js';
-import { dig, isSynthetic, startDnsmasq } from '../harness/netns-dns.js';
-import { asUid, createNetnsPair, netnsSkipReason } from '../harness/netns-pair.js';
-import { stageBoundary } from '../harness/stage.js';
+import { dig, isSynthetic, startDnsPod } from '../harness/netns-dns.js';
+import { asUid, netnsSkipReason } from '../harness/netns-pair.js';
 
-const BOUNDARY_UID = 10001;
 const WORKLOAD_UID = 10002;
 /** The pod's whole ephemeral range: every source port boundary's resolver can be given. */
 const PORTS = [40_000, 40_001, 40_002, 40_003];
@@ -30,24 +26,7 @@ it('keeps boundary’s own DNS and the redirected workload DNS apart, whichever 
     t.skip(`DNS conntrack zone test skipped: ${reason}`);
     return;
   }
-  const dir = await mkdtemp(join(tmpdir(), 'boundary-dns-zone-'));
-  t.after(() => rm(dir, { recursive: true, force: true }));
-  const pair = await createNetnsPair(t, 'dz');
-  const files = { policy: join(dir, 'policy.yaml'), state: join(dir, 'state'), pid: join(dir, 'dnsmasq.pid') };
-  await chmod(dir, 0o755);
-  await mkdir(files.state);
-  await chown(files.state, BOUNDARY_UID, BOUNDARY_UID);
-  // A wildcard entry: policy DNS resolves each name upstream before it answers; the outside address is private, so
-  // the entry allows it.
-  await writeFile(
-    files.policy,
-    `version: 1\nnetwork_policies:\n  api:\n    name: api\n    endpoints:\n      - host: "*.example.test"\n        port: 443\n        allowed_ips: ["${pair.outsideIp}/32"]\n    binaries: [{ path: "/**" }]\n`,
-  );
-  await mkdir(pair.etc, { recursive: true });
-  await writeFile(join(pair.etc, 'resolv.conf'), `nameserver ${pair.outsideIp}\noptions attempts:1 timeout:2\n`);
-  await writeFile(join(pair.etc, 'hosts'), '127.0.0.1 localhost\n');
-  const [staged] = await Promise.all([stageBoundary(), startDnsmasq(t, pair, files.pid)]);
-  await pair.inPod(process.execPath, staged.main, 'init-netns', '--boundary-uid', String(BOUNDARY_UID));
+  const { pair, staged, files } = await startDnsPod(t, 'dz');
   await pair.inPod('sysctl', '-qw', `net.ipv4.ip_local_port_range=${PORTS[0]} ${PORTS.at(-1)}`);
 
   const boundary = spawnBoundaryCli(['--policy', files.policy, '--state-dir', files.state], {

@@ -6,6 +6,7 @@ import { getServers } from 'node:dns';
 import { lookup as dnsLookup } from 'node:dns/promises';
 import { readFile } from 'node:fs/promises';
 import { isIP } from 'node:net';
+import { networkInterfaces } from 'node:os';
 import { join, resolve } from 'node:path';
 import type { Boundary } from '../boundary-types.js';
 import { createBoundary } from '../boundary.js';
@@ -14,6 +15,7 @@ import { type Config, DEFAULTS, MAX_SEARCH_DOMAINS, parseConfig } from '../confi
 import type { ControlLookup } from '../../control/dial.js';
 import { BoundaryError, isBoundaryError } from '../../shared/errors.js';
 import { createUpstreamResolver } from '../../dns/upstream.js';
+import { classifyAddress } from '../../net/address.js';
 import { formatAuthority, normaliseHost } from '../../net/host.js';
 import { openHostsFile } from '../../net/hosts-file.js';
 import { createCachingResolver } from '../../net/resolver-cache.js';
@@ -94,11 +96,13 @@ export async function buildResolver(config: Config, now: () => number, logger: L
     if (ns === undefined) throw new Error(`no nameserver in ${RESOLV_CONF}; pass --upstream-dns HOST:PORT`);
     server = { host: ns, port: DNS_PORT };
   }
-  // A resolv.conf that names boundary itself (dnsPolicy None with 127.0.0.1) would loop back into policy DNS.
-  if (server.host === config.dnsListen.host && server.port === config.dnsListen.port) {
+  // A resolv.conf that names boundary itself (dnsPolicy None with 127.0.0.1) would loop back into policy DNS; a loop
+  // no configuration shows is caught when it happens (dns/own-queries.ts).
+  if (isOwnDnsListener(server, config.dnsListen)) {
     throw new BoundaryError(
       'CONFIG_INVALID',
-      `the upstream DNS server ${server.host}:${server.port} is boundary's own --dns-listen, so every lookup would loop back into policy DNS. ` +
+      `the upstream DNS server ${server.host}:${server.port} reaches boundary's own --dns-listen ${config.dnsListen.host}:${config.dnsListen.port}, ` +
+        'so every lookup would loop back into policy DNS. ' +
         "In a pod keep dnsPolicy: ClusterFirst, so /etc/resolv.conf names the cluster DNS (boundary receives the workload's queries " +
         "through init-netns' redirect, not through resolv.conf); elsewhere pass --upstream-dns HOST:PORT",
     );
@@ -108,7 +112,16 @@ export async function buildResolver(config: Config, now: () => number, logger: L
   const resolver = createCachingResolver(upstream, { now });
   // Answers taken from the old hosts file must not outlive it.
   hosts?.subscribe(() => resolver.clear());
-  return { resolver, hosts, close: () => hosts?.close() };
+  return { resolver, ownQueries: upstream.ownQueries, hosts, close: () => hosts?.close() };
+}
+
+/** True when `server` reaches `listen`: the same address, or a local one on its port when it listens on every address. */
+function isOwnDnsListener(server: { host: string; port: number }, listen: { host: string; port: number }): boolean {
+  if (server.port !== listen.port) return false;
+  if (server.host === listen.host) return true;
+  if (classifyAddress(listen.host).class !== 'unspecified') return false;
+  if (classifyAddress(server.host).class === 'loopback') return true;
+  return Object.values(networkInterfaces()).some((addresses) => addresses?.some((a) => a.address === server.host) === true);
 }
 
 /** `10.96.0.10:53` out of getServers()'s `10.96.0.10`, `[fd00::a]:5353` or `fd00::a`. */
@@ -184,6 +197,7 @@ export const runCommand: Command = async function runCommand(argv: readonly stri
   const boundary = createBoundary(config, {
     ...(credentials === undefined ? {} : { credentials }),
     resolver: dns.resolver,
+    ownQueries: dns.ownQueries,
     now: io.now,
     logger,
     registry: io.metricsOff === true ? new MetricsOffRegistry() : new Registry(),

@@ -1,0 +1,49 @@
+// A DNS redirect that catches boundary's own queries too (root only): a rule written by hand, without init-netns's
+// owner match, in a real pod namespace with a real nameserver. boundary's upstream query then arrives at its own
+// policy DNS; it must fail at once as dns-loop with the fix in its message, for the workload's lookup and for a
+// request through the proxy, instead of waiting on itself until the upstream timeout (docs/dns.md#a-query-that-comes-back).
+
+import assert from 'node:assert/strict';
+import { it } from 'node:test';
+import { DEFAULT_BOUNDARY_UID, DEFAULT_DNS_PORT, DNS_CHAIN } from '../../src/app/cli/init-netns.js';
+import { isDnsReady, type LogLine, spawnBoundaryCli } from '../harness/cli-boundary.js';
+import { dig, startDnsPod } from '../harness/netns-dns.js';
+import { asUid, netnsSkipReason } from '../harness/netns-pair.js';
+
+const WORKLOAD_UID = 10002;
+const PROXY_PORT = 3128;
+const LOOP_MESSAGE = /the query to 10\.231\.\d+\.2:53 from port \d+ came back to boundary's policy DNS: exempt boundary's uid from the DNS redirect \(docs\/dns\.md, A query that comes back\)$/;
+
+const unmapped = (line: LogLine): Record<string, unknown> => (line.ocsf?.unmapped ?? {}) as Record<string, unknown>;
+
+it('fails boundary’s redirected upstream lookups at once as dns-loop, for policy DNS and for the proxy', async (t) => {
+  const reason = await netnsSkipReason(['iptables', 'ip6tables', 'setpriv', 'dig', 'dnsmasq', 'curl']);
+  if (reason !== undefined) {
+    t.skip(`DNS loop test skipped: ${reason}`);
+    return;
+  }
+  const { pair, staged, files } = await startDnsPod(t, 'dl');
+  // The hand-written redirect: every uid's DNS to policy DNS, boundary's own included, ahead of init-netns's rules.
+  await pair.inPod('iptables', '-t', 'nat', '-I', DNS_CHAIN, '1', '-p', 'udp', '--dport', '53', '-j', 'DNAT', '--to-destination', `127.0.0.1:${DEFAULT_DNS_PORT}`);
+
+  const boundary = spawnBoundaryCli(['--policy', files.policy, '--state-dir', files.state], {
+    prefix: ['ip', 'netns', 'exec', pair.pod, ...asUid(DEFAULT_BOUNDARY_UID)],
+    staged,
+  });
+  t.after(() => boundary.stop());
+  await boundary.waitFor(isDnsReady);
+
+  // The workload's lookup of a name policy DNS must resolve upstream: SERVFAIL, and the event names the loop. dig
+  // waits 2 s, the upstream timeout: a policy DNS waiting on itself leaves it without any answer.
+  assert.deepEqual(await dig(pair, WORKLOAD_UID, 'fresh.example.test'), { status: 'SERVFAIL', answers: [] });
+  const refusal = await boundary.waitFor((line) => line.ocsf?.status_detail === 'policy_dns_upstream_dns_loop');
+  assert.match(refusal.ocsf?.message ?? '', LOOP_MESSAGE);
+
+  // Through the proxy: a CONNECT to another allowed name is a 502, and its event carries the same message.
+  const curl = await pair
+    .inPod(...asUid(WORKLOAD_UID), 'curl', '-sS', '-o', '/dev/null', '-w', '%{http_connect}', '--max-time', '30', '-x', `http://127.0.0.1:${PROXY_PORT}`, 'https://proxied.example.test/')
+    .catch((err: { stdout?: string }) => ({ stdout: err.stdout ?? '' }));
+  assert.equal(curl.stdout, '502');
+  const failed = await boundary.waitFor((line) => unmapped(line).reason_code === 'resolve-failed');
+  assert.match(String(unmapped(failed).reason ?? failed.ocsf?.message), LOOP_MESSAGE);
+});
