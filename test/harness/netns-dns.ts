@@ -1,5 +1,6 @@
-// The cluster DNS of the namespace-pair tests (netns-pair.ts): a real dnsmasq on the outside address, and dig
-// through the pod's resolv.conf as a given uid, optionally from a given source port.
+// The cluster DNS of the namespace-pair tests (netns-pair.ts): a real dnsmasq on the outside address, dig through
+// the pod's resolv.conf as a given uid, optionally from a given source port, and a pod set up around them for
+// boundary's policy DNS (startDnsPod).
 
 import { spawn } from 'node:child_process';
 import { chmod, chown, mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
