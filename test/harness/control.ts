@@ -56,14 +56,39 @@ export interface TestSupervisor {
   waitForLog(predicate: (line: string) => boolean, timeoutMs?: number): Promise<string>;
 }
 
-export async function startTestSupervisor(
-  pki: TestPki,
-  /** `policyRescanMs`: the policies folder's periodic rescan (far off: only the watcher sees an edit in time). */
-  options: { policies?: Record<string, string>; port?: number; config?: Partial<SupervisorConfig>; now?: () => number; policyRescanMs?: number } = {},
-): Promise<TestSupervisor> {
+export interface TestSupervisorOptions {
+  readonly policies?: Record<string, string>;
+  readonly port?: number;
+  readonly config?: Partial<SupervisorConfig>;
+  readonly now?: () => number;
+  /** The policies folder's periodic rescan (far off: only the watcher sees an edit in time). */
+  readonly policyRescanMs?: number;
+}
+
+export async function startTestSupervisor(pki: TestPki, options: TestSupervisorOptions = {}): Promise<TestSupervisor> {
   const dir = await mkdtemp(join(tmpdir(), 'boundary-supervisor-'));
   // Outside the policies folder, so the library never sees it.
   const secretDir = await mkdtemp(join(tmpdir(), 'boundary-supervisor-admin-'));
+  const removeDirs = async (): Promise<void> => {
+    await rm(dir, { recursive: true, force: true });
+    await rm(secretDir, { recursive: true, force: true });
+  };
+  try {
+    return await startIn(pki, options, dir, secretDir, removeDirs);
+  } catch (err) {
+    // A supervisor that does not start (tests of a refused configuration) leaves no folder behind either.
+    await removeDirs();
+    throw err;
+  }
+}
+
+async function startIn(
+  pki: TestPki,
+  options: TestSupervisorOptions,
+  dir: string,
+  secretDir: string,
+  removeDirs: () => Promise<void>,
+): Promise<TestSupervisor> {
   const adminToken = randomBytes(32).toString('base64url');
   const adminTokenFile = join(secretDir, 'token');
   await writeFile(adminTokenFile, `${adminToken}\n`, { mode: 0o600 });
@@ -110,9 +135,11 @@ export async function startTestSupervisor(
       await handle.supervisor.start();
     },
     async close() {
-      await handle.supervisor.close();
-      await rm(dir, { recursive: true, force: true });
-      await rm(secretDir, { recursive: true, force: true });
+      try {
+        await handle.supervisor.close();
+      } finally {
+        await removeDirs();
+      }
     },
   };
   await handle.supervisor.start();
