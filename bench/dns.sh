@@ -54,17 +54,20 @@ LOG_FILE=${LOG_FILE:-/dev/null}
 GUARD=${GUARD:-unlimited}
 
 root=$(cd "$(dirname "$0")/.." && pwd)
+pids=()
+work=
+build=
+# Set before the first folder is made: a run that stops at any point leaves none behind.
+cleanup() {
+  for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
+  for pid in "${pids[@]}"; do wait "$pid" 2>/dev/null || true; done
+  rm -rf ${work:+"$work"} ${build:+"$build"}
+}
+trap cleanup EXIT
 work=$(mktemp -d /tmp/boundary-dns-bench.XXXXXX)
 # The bundles sit under the project, so the modules they load at run time (dns-packet, pino) resolve.
 mkdir -p "$root/bench/out"
 build=$(mktemp -d "$root/bench/out/dns-bench.XXXXXX")
-pids=()
-cleanup() {
-  for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
-  for pid in "${pids[@]}"; do wait "$pid" 2>/dev/null || true; done
-  rm -rf "$work" "$build"
-}
-trap cleanup EXIT
 
 for tool in dnsperf taskset dig /usr/sbin/dnsmasq; do command -v "$tool" >/dev/null || { echo "missing $tool" >&2; exit 2; }; done
 
