@@ -19,6 +19,8 @@ export const DNS_OUTCOMES = [
   'not-implemented',
   'malformed',
   'upstream-failed',
+  // boundary's own upstream query came back to policy DNS (dns/own-queries.ts): a redirect to fix, not an upstream fault.
+  'dns-loop',
   'no-valid-address',
   'pool-exhausted',
   'stale-generation',

@@ -17,6 +17,7 @@ const SERVFAIL_OUTCOMES: Readonly<Record<string, DnsOutcomeLabel>> = {
   policy_dns_mapping_rate: 'mapping-rate-limited',
   policy_dns_mapping_limit: 'mapping-limit',
   policy_dns_stale_generation: 'stale-generation',
+  policy_dns_upstream_dns_loop: 'dns-loop',
 };
 
 /** The counters of the lookup gate's reports (net/lookup-gate.ts): policy DNS and the proxy feed both. */

@@ -12,6 +12,7 @@ import { asUid, netnsSkipReason } from '../harness/netns-pair.js';
 
 const WORKLOAD_UID = 10002;
 const PROXY_PORT = 3128;
+const ADMIN_PORT = 9901;
 const LOOP_MESSAGE = /the query to 10\.231\.\d+\.2:53 from port \d+ came back to boundary's policy DNS: exempt boundary's uid from the DNS redirect \(docs\/dns\.md, A query that comes back\)$/;
 
 const unmapped = (line: LogLine): Record<string, unknown> => (line.ocsf?.unmapped ?? {}) as Record<string, unknown>;
@@ -38,6 +39,9 @@ it('fails boundary’s redirected upstream lookups at once as dns-loop, for poli
   assert.deepEqual(await dig(pair, WORKLOAD_UID, 'fresh.example.test'), { status: 'SERVFAIL', answers: [] });
   const refusal = await boundary.waitFor((line) => line.ocsf?.status_detail === 'policy_dns_upstream_dns_loop');
   assert.match(refusal.ocsf?.message ?? '', LOOP_MESSAGE);
+  // What an operator's alert reads: a loop of its own, not an upstream failure.
+  const metrics = await pair.inPod('curl', '-sS', `http://127.0.0.1:${ADMIN_PORT}/metrics`);
+  assert.match(metrics.stdout, /^boundary_dns_queries_total\{rcode="SERVFAIL",outcome="dns-loop"\} 1$/m);
 
   // Through the proxy: a CONNECT to another allowed name is a 502, and its event carries the same message.
   const curl = await pair

@@ -84,6 +84,7 @@ describe('dnsQueryLabels', () => {
     assert.deepEqual(event('NOERROR'), { rcode: 'NOERROR', outcome: 'empty' });
     assert.deepEqual(event('SERVFAIL', { statusDetail: 'policy_dns_pool_exhausted' }), { rcode: 'SERVFAIL', outcome: 'pool-exhausted' });
     assert.deepEqual(event('SERVFAIL', { statusDetail: 'policy_dns_upstream_timeout' }), { rcode: 'SERVFAIL', outcome: 'upstream-failed' });
+    assert.deepEqual(event('SERVFAIL', { statusDetail: 'policy_dns_upstream_dns_loop' }), { rcode: 'SERVFAIL', outcome: 'dns-loop' });
     assert.deepEqual(event('api.example.test'), { rcode: 'other', outcome: 'upstream-failed' });
   });
 });
