@@ -1,6 +1,7 @@
 // Destination validation (docs/destinations.md#validation-plans): picks the plan for an endpoint and filters resolved answers.
 // Pure: never resolves, never dials, never decides policy. A refusal is a value naming the check that failed.
 
+import { networkInterfaces } from 'node:os';
 import { type AddressClass, type AddressInfo, classifyIp, parseDottedQuad } from './address.js';
 import { normaliseHost } from './host.js';
 import { type Cidr, cidrContains, formatIp, type Ip, parseCidr, parseIp } from './ip.js';
@@ -72,14 +73,28 @@ const NONE_DROPPED: readonly Dropped[] = Object.freeze([]);
 const NO_ADDRESSES: readonly string[] = Object.freeze([]);
 const NO_CIDRS: readonly Cidr[] = Object.freeze([]);
 
-/** Parses `list` once (entries that are not IP literals are skipped); frozen, so it can be shared. */
-export function prepareSelfAddresses(list: readonly SelfAddress[]): SelfAddresses {
+/** The addresses of this host's interfaces (the pod's, in a pod), as the kernel lists them now. */
+export function interfaceAddresses(): string[] {
+  return Object.values(networkInterfaces()).flatMap((addresses) => (addresses ?? []).map((a) => a.address));
+}
+
+/**
+ * Parses `list` once (entries that are not IP literals are skipped); frozen, so it can be shared. A listener on an
+ * unspecified address (0.0.0.0, ::) is reached on its port through every loopback address and through each of
+ * `hostAddresses` (default: the interfaces' addresses now; a pod's do not change while it runs).
+ */
+export function prepareSelfAddresses(list: readonly SelfAddress[], hostAddresses: () => readonly string[] = interfaceAddresses): SelfAddresses {
   if (list.length === 0) return NO_SELF_ADDRESSES;
   const parsed: { ip: Ip; port: number; any: boolean }[] = [];
+  let host: readonly Ip[] | undefined;
   for (const entry of list) {
     const ip = parseIp(entry.ip);
     if (ip === undefined) continue;
-    parsed.push(Object.freeze({ ip, port: entry.port, any: ip.bytes.every((b) => b === 0) }));
+    const any = ip.bytes.every((b) => b === 0);
+    parsed.push(Object.freeze({ ip, port: entry.port, any }));
+    if (!any) continue;
+    host ??= hostAddresses().flatMap((address) => parseIp(address) ?? []);
+    for (const own of host) parsed.push(Object.freeze({ ip: own, port: entry.port, any: false }));
   }
   return Object.freeze({ list: Object.freeze(list.map((e) => Object.freeze({ ip: e.ip, port: e.port }))), parsed: Object.freeze(parsed) });
 }
@@ -240,7 +255,7 @@ function prepare(plan: ValidationPlan, input: DestinationInput): Prepared {
 
 function judge(p: Prepared, ip: Ip, canonical: string, info: AddressInfo): SsrfCheck | undefined {
   // Self first: not even --unsafe-allow-loopback-upstream may open a path back into boundary's own listeners.
-  if (isSelf(p, ip, info)) return 'self-address';
+  if (isSelf(p.self, p.port, ip, info)) return 'self-address';
   // Only plain 127/8 and ::1: mapped or embedded loopback stays blocked even in local development.
   if (p.allowLoopback && info.class === 'loopback' && info.embedded === undefined) return undefined;
   if (info.tier === 'blocked') return 'always-blocked';
@@ -256,11 +271,17 @@ function judge(p: Prepared, ip: Ip, canonical: string, info: AddressInfo): SsrfC
   }
 }
 
-function isSelf(p: Prepared, ip: Ip, info: AddressInfo): boolean {
+/** True when `ip`:`port` reaches one of boundary's own listeners (for a check outside validateDestination). */
+export function isSelfAddress(selves: SelfAddresses, ip: string, port: number): boolean {
+  const parsed = parseIp(ip);
+  return parsed !== undefined && isSelf(selves.parsed, port, parsed, classifyIp(parsed));
+}
+
+function isSelf(selves: SelfAddresses['parsed'], port: number, ip: Ip, info: AddressInfo): boolean {
   // Indexed: for...of made an iterator per check here.
-  for (let i = 0; i < p.self.length; i++) {
-    const self = p.self[i] as Prepared['self'][number];
-    if (self.port !== p.port) continue;
+  for (let i = 0; i < selves.length; i++) {
+    const self = selves[i] as SelfAddresses['parsed'][number];
+    if (self.port !== port) continue;
     if (self.any && info.class === 'loopback') return true;
     if (sameBytes(self.ip, ip)) return true;
     // ::ffff:10.0.0.5 reaches a listener on 10.0.0.5.

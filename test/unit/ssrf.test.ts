@@ -11,6 +11,7 @@ import {
   SSRF_CHECKS,
   selectPlan,
   VALIDATION_PLANS,
+  isSelfAddress,
   prepareSelfAddresses,
   validateDestination,
 } from '../../src/net/ssrf.js';
@@ -264,6 +265,19 @@ describe('self addresses (HA-19)', () => {
   it('refuses a non-loopback self address and its mapped form on plans that allow private addresses', () => {
     assert.equal(refused(check({ endpoint: EXACT, port: 15000, addresses: ['10.0.0.5'], selfAddresses: self })).check, 'self-address');
     assert.equal(refused(check({ endpoint: EXACT, port: 15000, addresses: ['::ffff:10.0.0.5'], selfAddresses: self })).check, 'self-address');
+  });
+
+  it('treats an unspecified listener as every address of the host’s interfaces on its port, on plans that allow them', () => {
+    const pod = prepareSelfAddresses([{ ip: '0.0.0.0', port: 9901 }, { ip: '::', port: 15053 }], () => ['127.0.0.1', '10.244.1.2', 'fd00:244::2']);
+    const privateList = makeEndpoint({ host: 'db.example.test', allowedIps: ['10.0.0.0/8', 'fd00::/8'] });
+    assert.equal(refused(check({ endpoint: privateList, port: 9901, addresses: ['10.244.1.2'], selfAddresses: pod })).check, 'self-address');
+    assert.equal(refused(check({ endpoint: privateList, port: 15053, addresses: ['fd00:244::2'], selfAddresses: pod })).check, 'self-address');
+    assert.equal(refused(check({ endpoint: privateList, port: 15053, addresses: ['::ffff:10.244.1.2'], selfAddresses: pod })).check, 'self-address');
+    // Another pod's address, and the pod's own on a port nobody listens on, are not boundary.
+    assert.deepEqual(allowed(check({ endpoint: privateList, port: 9901, addresses: ['10.244.1.3'], selfAddresses: pod })), ['10.244.1.3']);
+    assert.deepEqual(allowed(check({ endpoint: privateList, port: 8080, addresses: ['10.244.1.2'], selfAddresses: pod })), ['10.244.1.2']);
+    assert.equal(isSelfAddress(pod, '10.244.1.2', 9901), true);
+    assert.equal(isSelfAddress(pod, '10.244.1.2', 9902), false);
   });
 
   it('allows the same address on another port', () => {

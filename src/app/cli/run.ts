@@ -6,7 +6,6 @@ import { getServers } from 'node:dns';
 import { lookup as dnsLookup } from 'node:dns/promises';
 import { readFile } from 'node:fs/promises';
 import { isIP } from 'node:net';
-import { networkInterfaces } from 'node:os';
 import { join, resolve } from 'node:path';
 import type { Boundary } from '../boundary-types.js';
 import { createBoundary } from '../boundary.js';
@@ -15,10 +14,10 @@ import { type Config, DEFAULTS, MAX_SEARCH_DOMAINS, parseConfig } from '../confi
 import type { ControlLookup } from '../../control/dial.js';
 import { BoundaryError, isBoundaryError } from '../../shared/errors.js';
 import { createUpstreamResolver } from '../../dns/upstream.js';
-import { classifyAddress } from '../../net/address.js';
 import { formatAuthority, normaliseHost } from '../../net/host.js';
 import { openHostsFile } from '../../net/hosts-file.js';
 import { createCachingResolver } from '../../net/resolver-cache.js';
+import { isSelfAddress, prepareSelfAddresses } from '../../net/ssrf.js';
 import { CA_CERT_FILE } from '../../pki/ca.js';
 import { CA_BUNDLE_FILE } from '../../pki/trust-bundle.js';
 import { createLogger, type Logger } from '../../telemetry/logger.js';
@@ -98,7 +97,7 @@ export async function buildResolver(config: Config, now: () => number, logger: L
   }
   // A resolv.conf that names boundary itself (dnsPolicy None with 127.0.0.1) would loop back into policy DNS; a loop
   // no configuration shows is caught when it happens (dns/own-queries.ts).
-  if (isOwnDnsListener(server, config.dnsListen)) {
+  if (isSelfAddress(prepareSelfAddresses([{ ip: config.dnsListen.host, port: config.dnsListen.port }]), server.host, server.port)) {
     throw new BoundaryError(
       'CONFIG_INVALID',
       `the upstream DNS server ${server.host}:${server.port} reaches boundary's own --dns-listen ${config.dnsListen.host}:${config.dnsListen.port}, ` +
@@ -113,15 +112,6 @@ export async function buildResolver(config: Config, now: () => number, logger: L
   // Answers taken from the old hosts file must not outlive it.
   hosts?.subscribe(() => resolver.clear());
   return { resolver, ownQueries: upstream.ownQueries, hosts, close: () => hosts?.close() };
-}
-
-/** True when `server` reaches `listen`: the same address, or a local one on its port when it listens on every address. */
-function isOwnDnsListener(server: { host: string; port: number }, listen: { host: string; port: number }): boolean {
-  if (server.port !== listen.port) return false;
-  if (server.host === listen.host) return true;
-  if (classifyAddress(listen.host).class !== 'unspecified') return false;
-  if (classifyAddress(server.host).class === 'loopback') return true;
-  return Object.values(networkInterfaces()).some((addresses) => addresses?.some((a) => a.address === server.host) === true);
 }
 
 /** `10.96.0.10:53` out of getServers()'s `10.96.0.10`, `[fd00::a]:5353` or `fd00::a`. */
