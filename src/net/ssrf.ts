@@ -74,7 +74,7 @@ const NO_ADDRESSES: readonly string[] = Object.freeze([]);
 const NO_CIDRS: readonly Cidr[] = Object.freeze([]);
 
 /** The addresses of this host's interfaces (the pod's, in a pod), as the kernel lists them now. */
-export function interfaceAddresses(): string[] {
+function interfaceAddresses(): string[] {
   return Object.values(networkInterfaces()).flatMap((addresses) => (addresses ?? []).map((a) => a.address));
 }
 
