@@ -85,6 +85,7 @@ export function assembleTransparent(options: TransparentOptions): Transparent {
               now,
               pool: live,
               maxEntries: MAX_CACHED_ANSWERS,
+              ...(options.ownQueries === undefined ? {} : { ownPorts: options.ownQueries.sharedPorts() }),
               onExit(worker, code, restarted) {
                 metrics.workerExits.inc({ outcome: restarted ? 'restarted' : 'abandoned' });
                 logger.error({ worker, code, restarted }, 'policy DNS replay worker died; its queries go to the other sockets');

@@ -1,13 +1,14 @@
 // A policy DNS replay worker (docs/dns.md#replay-workers): its own UDP socket on the DNS port (SO_REUSEPORT), which
 // answers only questions the main thread already answered and handed over, while the shared epoch they were made
 // under is current and their TTL lasts, and a refusal only while the shared refused-name bucket admits it (REFUSED
-// from the query over it, as the main thread answers); every other datagram goes to the main thread untouched.
-// Decides nothing.
+// from the query over it, as the main thread answers); every other datagram goes to the main thread untouched, and so
+// does every datagram from the source port of one of boundary's own upstream queries. Decides nothing.
 
 import { createSocket } from 'node:dgram';
 import { parentPort, workerData } from 'node:worker_threads';
 import { createSharedTokenBucket } from '../net/token-bucket.js';
 import { createQueryParser, respondFrom, responseLimit, type WireAnswer } from './answer.js';
+import { isOwnPort } from './own-queries.js';
 import { refusedFromQuery } from './rate-limit.js';
 import { ANSWER_SLOTS, answerSlot } from './replicas.js';
 import { UDP_RECEIVE_BUFFER_BYTES } from './server.js';
@@ -37,6 +38,8 @@ const refusals = setup.refusals === undefined ? undefined : createSharedTokenBuc
 /** Refusals answered REFUSED over it since the last report, and the first one's name. */
 let overLimit = 0;
 let overLimitName: string | undefined;
+/** Source ports of boundary's own upstream queries in flight: such a query is the main thread's to recognise. */
+const ownPorts = setup.ownPorts === undefined ? undefined : new Uint32Array(setup.ownPorts);
 const parse = createQueryParser();
 const socket = createSocket({
   type: setup.family === 6 ? 'udp6' : 'udp4',
@@ -69,6 +72,7 @@ function pass(message: Buffer, ip: string, sourcePort: number): void {
 }
 
 socket.on('message', (message, rinfo) => {
+  if (ownPorts !== undefined && isOwnPort(ownPorts, rinfo.port)) return pass(message, rinfo.address, rinfo.port);
   const parsed = parse(message);
   if (parsed.kind !== 'query') return pass(message, rinfo.address, rinfo.port);
   const query = parsed.query;

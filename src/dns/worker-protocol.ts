@@ -22,6 +22,11 @@ export interface WorkerSetup {
    * DNS shares it: a worker then replays refusals too, each taking from it first. Without it refusals are passed on.
    */
   readonly refusals?: { readonly state: SharedArrayBuffer; readonly limits: BucketLimits };
+  /**
+   * The source ports of boundary's own upstream queries in flight (dns/own-queries.ts sharedPorts): a query from one
+   * is passed to the main thread, which recognises boundary's own query come back, and never replayed.
+   */
+  readonly ownPorts?: SharedArrayBuffer;
 }
 
 export type ToWorker =

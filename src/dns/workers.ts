@@ -45,6 +45,8 @@ interface ReplayWorkersOptions {
   readonly onError: (err: unknown) => void;
   /** Replays merged (a metric). */
   readonly onReplayed?: (count: number) => void;
+  /** boundary's own upstream queries' source ports (dns/own-queries.ts): the workers pass on what comes from them. */
+  readonly ownPorts?: SharedArrayBuffer;
   /** Starts a worker (default: replay-worker.ts). */
   readonly spawn?: (setup: WorkerSetup) => Worker;
 }
@@ -197,6 +199,7 @@ export function createReplayWorkers(options: ReplayWorkersOptions): ReplayWorker
       epoch: epochs.buffer as SharedArrayBuffer,
       maxEntries: options.maxEntries,
       ...(refusals === undefined ? {} : { refusals: refusals.setup }),
+      ...(options.ownPorts === undefined ? {} : { ownPorts: options.ownPorts }),
     };
     const worker = spawn(setup);
     threads[index] = worker;

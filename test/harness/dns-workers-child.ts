@@ -4,13 +4,17 @@
 // refused-name bucket, and the policy refusals' and rate limit's events), `tick` (the clock passes a limit report's
 // interval and policy DNS reports), `kill` (ends the newest worker thread; answers once boundary has seen it die and,
 // if it restarts it, once the new one listens), `expire` (the upstream now says NXDOMAIN, the clock passes the
-// mapping's expiry, the pool is swept) and `close`. Every name but the one allowed is refused, on a refused-name
+// mapping's expiry, the pool is swept), `loop N` (N lookups of the allowed name by an upstream resolver whose
+// nameserver is this policy DNS, as behind a DNS redirect that does not exempt boundary: their failures, and how many
+// datagrams the workers passed on meanwhile) and `close`. Every name but the one allowed is refused, on a refused-name
 // bucket of WORKERS_CHILD_REFUSAL_BURST that does not refill within a test.
 // Run: node --import tsx test/harness/dns-workers-child.ts
 
 import { createInterface } from 'node:readline';
 import { createPolicyDns } from '../../src/dns/policy-dns.js';
+import { createOwnQueries } from '../../src/dns/own-queries.js';
 import { createDnsServer } from '../../src/dns/server.js';
+import { createUpstreamResolver } from '../../src/dns/upstream.js';
 import type { Worker } from 'node:worker_threads';
 import { createReplayWorkers, spawnReplayWorker } from '../../src/dns/workers.js';
 import { createSyntheticPool } from '../../src/net/synthetic.js';
@@ -42,6 +46,7 @@ const sink = {
     } else refuseEvents++;
   },
 };
+const ownQueries = createOwnQueries();
 const threads: Worker[] = [];
 const exits: boolean[] = [];
 const workers = createReplayWorkers({
@@ -50,6 +55,7 @@ const workers = createReplayWorkers({
   now: clock.now,
   pool,
   maxEntries: 64,
+  ownPorts: ownQueries.sharedPorts(),
   onExit: (_worker, _code, restarted) => exits.push(restarted),
   spawn(setup) {
     const thread = spawnReplayWorker(setup);
@@ -66,10 +72,12 @@ const dns = createPolicyDns({
   now: clock.now,
   replicas: workers.replicas,
   refusalLimits: { perSecond: 0.001, burst: WORKERS_CHILD_REFUSAL_BURST },
+  ownQueries,
 });
 const server = createDnsServer({ host: '127.0.0.1', port: 0, handler: dns.handler, reusePort: true });
 await server.start();
 await workers.start(server);
+const looping = createUpstreamResolver({ servers: [{ host: '127.0.0.1', port: server.address().port }], ownQueries });
 process.stdout.write(`${JSON.stringify({ port: server.address().port })}\n`);
 
 for await (const line of createInterface({ input: process.stdin })) {
@@ -85,6 +93,14 @@ for await (const line of createInterface({ input: process.stdin })) {
     // The exit is reported on a later turn; a restarted worker counts as running once it listens.
     while (exits.length === seen || (exits.at(-1) === true && workers.running() < 2)) await new Promise((resolve) => setTimeout(resolve, 10));
     process.stdout.write(`${JSON.stringify({ restarted: exits.at(-1), running: workers.running() })}\n`);
+  } else if (line.startsWith('loop ')) {
+    const before = workers.stats().passed;
+    const failures: string[] = [];
+    for (let i = 0; i < Number(line.slice('loop '.length)); i++) {
+      const result = await looping.resolve(WORKERS_CHILD_NAME, 4);
+      failures.push(result.ok ? `answered ${result.addresses.join(',')}` : result.failure);
+    }
+    process.stdout.write(`${JSON.stringify({ failures, passed: workers.stats().passed - before })}\n`);
   } else if (line === 'expire') {
     resolver.set(WORKERS_CHILD_NAME, 'nxdomain');
     clock.advance(MAX_MAPPING_TTL_SECONDS * 1_000 + 1);

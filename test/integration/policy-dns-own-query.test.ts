@@ -5,7 +5,7 @@
 import assert from 'node:assert/strict';
 import { describe, it, type TestContext } from 'node:test';
 import { createDnsServer } from '../../src/dns/server.js';
-import { createOwnQueries } from '../../src/dns/own-queries.js';
+import { createOwnQueries, isOwnPort } from '../../src/dns/own-queries.js';
 import { createPolicyDns } from '../../src/dns/policy-dns.js';
 import { createUpstreamResolver } from '../../src/dns/upstream.js';
 import type { Resolver } from '../../src/net/resolver.js';
@@ -83,5 +83,19 @@ describe('createOwnQueries', () => {
     forget();
     assert.equal(own.returned(40_000, 7, 'a.test'), false, 'ended');
     assert.deepEqual(loops, ['b']);
+  });
+
+  it('shares the ports of the exchanges in flight with the replay workers, from before and after the first share', () => {
+    const own = createOwnQueries();
+    const forgetEarly = own.add(53, 1, 'a.test', () => {});
+    const ports = new Uint32Array(own.sharedPorts());
+    assert.equal(own.sharedPorts(), ports.buffer, 'one bitmap');
+    const forgetLate = own.add(65_535, 2, 'b.test', () => {});
+    own.add(1, 3, 'c.test', () => {});
+    assert.deepEqual([53, 65_535, 1, 0, 52, 54, 65_534].map((port) => isOwnPort(ports, port)), [true, true, true, false, false, false, false]);
+    forgetEarly();
+    forgetLate();
+    assert.equal(own.returned(1, 3, 'c.test'), true);
+    assert.ok(ports.every((word) => word === 0), 'an ended or matched exchange leaves no bit');
   });
 });
