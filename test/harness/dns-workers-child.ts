@@ -1,13 +1,14 @@
 // A policy DNS with two replay workers on a test clock, as a child process on the image's Node (22: dgram reusePort),
-// for test/integration/dns-workers.test.ts. Prints {"port":N} once it and its workers listen, then obeys one
-// command per stdin line and answers each with one JSON line: `stats` (the workers' counts, the refusals over the
-// refused-name bucket, and the policy refusals' and rate limit's events), `tick` (the clock passes a limit report's
-// interval and policy DNS reports), `kill` (ends the newest worker thread; answers once boundary has seen it die and,
-// if it restarts it, once the new one listens), `expire` (the upstream now says NXDOMAIN, the clock passes the
-// mapping's expiry, the pool is swept), `loop N` (N lookups of the allowed name by an upstream resolver whose
-// nameserver is this policy DNS, as behind a DNS redirect that does not exempt boundary: their failures, and how many
-// datagrams the workers passed on meanwhile) and `close`. Every name but the one allowed is refused, on a refused-name
-// bucket of WORKERS_CHILD_REFUSAL_BURST that does not refill within a test.
+// for test/integration/dns-workers.test.ts and test/regressions/issue-33-dns-loop-replay-workers.test.ts. Prints
+// {"port":N} once it and its workers listen, then obeys one command per stdin line and answers each with one JSON
+// line: `stats` (the workers' counts, the refusals over the refused-name bucket, and the policy refusals' and rate
+// limit's events), `tick` (the clock passes a limit report's interval and policy DNS reports), `kill` (ends the newest
+// worker thread; answers once boundary has seen it die and, if it restarts it, once the new one listens), `expire`
+// (the upstream now says NXDOMAIN, the clock passes the mapping's expiry, the pool is swept), `loop N` (N lookups of
+// the allowed name by an upstream resolver whose nameserver is this policy DNS, as behind a DNS redirect that does not
+// exempt boundary: their failures, and how many datagrams the workers passed on meanwhile) and `close`. Every name but
+// the one allowed is refused, on a refused-name bucket of WORKERS_CHILD_REFUSAL_BURST that does not refill within a
+// test.
 // Run: node --import tsx test/harness/dns-workers-child.ts
 
 import { createInterface } from 'node:readline';
