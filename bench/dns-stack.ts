@@ -8,6 +8,7 @@ import { createDnsEventSink, timedDnsHandler } from '../src/app/boundary-dns.js'
 import { lookupReportEvent } from '../src/dns/lookup-events.js';
 import { createDnsMetrics, meteredDnsSink } from '../src/dns/metrics.js';
 import { createPolicyDns, type PolicyDns } from '../src/dns/policy-dns.js';
+import type { OwnQueries } from '../src/dns/own-queries.js';
 import type { ReplayWorkers } from '../src/dns/workers.js';
 import type { DnsHandler } from '../src/dns/server.js';
 import { createUpstreamResolver } from '../src/dns/upstream.js';
@@ -59,7 +60,13 @@ export interface BenchDns {
  * Makes the replay workers from the parts policy DNS is built of (bench/dns-replay.ts). A function handed in, not an
  * import: BOUNDARY_REF builds this file against a src/ that may have no workers.
  */
-export type ReplayFactory = (parts: { readonly sink: AuditSink; readonly pool: SyntheticPool; readonly now: () => number }) => ReplayWorkers;
+export type ReplayFactory = (parts: {
+  readonly sink: AuditSink;
+  readonly pool: SyntheticPool;
+  readonly now: () => number;
+  /** Undefined in a BOUNDARY_REF tree from before the check. */
+  readonly ownQueries: OwnQueries | undefined;
+}) => ReplayWorkers;
 
 export async function startBenchDns(options: { names: number; logMode: LogMode; logFile: string; guard: GuardMode; replay?: ReplayFactory }): Promise<BenchDns> {
   const upstream: Record<string, FixtureEntry> = {};
@@ -88,8 +95,8 @@ export async function startBenchDns(options: { names: number; logMode: LogMode; 
   // As boundary.ts does on every policy load: the policy's keys are known labels, counted through bound series.
   decisions.setPolicies(policy.entries.map((entry) => entry.key));
   // As app/boundary-transparent.ts wires them: replays into the same sink as the main thread's answers.
-  const workers = options.replay?.({ sink, pool, now });
   const upstreamResolver = createUpstreamResolver({ servers: [{ host: fixture.host, port: fixture.port }] });
+  const workers = options.replay?.({ sink, pool, now, ownQueries: upstreamResolver.ownQueries });
   const dns = createPolicyDns({
     policy: () => policy,
     // The lookup gate production shares with the proxy (boundary-dns.ts createBoundaryLookups), its reports on the same path.

@@ -261,7 +261,7 @@ export function createPolicyDns(options: PolicyDnsOptions): PolicyDns {
     }
     const query = parsed.query;
     // Before the cache and the policy: whatever they would say, boundary's own lookup must not be answered by itself.
-    if (info.transport === 'udp' && ownQueries?.returned(info.remote.port, query.id, query.name) === true) return NO_RESPONSE;
+    if (ownQueries?.returned(info.transport, info.remote.port, query.id, query.name) === true) return NO_RESPONSE;
     // Read before the policy: an answer is stamped with the epoch of the state it was worked out from.
     const epoch = replicas?.epoch() ?? 0;
     const policy = options.policy();

@@ -36,12 +36,12 @@ interface UpstreamResolverOptions {
   readonly servers: readonly UpstreamServer[];
   readonly hosts?: HostsTable;
   readonly timeoutMs?: number;
-  /** Where each UDP exchange is registered; a new registry without one. */
+  /** Where each exchange is registered; a new registry without one. */
   readonly ownQueries?: OwnQueries;
 }
 
 export interface UpstreamResolver extends Resolver {
-  /** Its UDP exchanges in flight: policy DNS fails one that comes back to it (dns/own-queries.ts). */
+  /** Its exchanges in flight: policy DNS fails one that comes back to it (dns/own-queries.ts). */
   readonly ownQueries: OwnQueries;
 }
 
@@ -73,7 +73,7 @@ export function createUpstreamResolver(options: UpstreamResolverOptions): Upstre
       const where = serverAddress(server);
       let reply = await udpExchange(server, name, qtype, timeoutMs, own);
       // TC: the answer did not fit; ask the same server again over TCP and use that reply instead.
-      if (reply.ok && reply.truncated) reply = await tcpExchange(server, name, qtype, timeoutMs);
+      if (reply.ok && reply.truncated) reply = await tcpExchange(server, name, qtype, timeoutMs, own);
       if (reply.ok || !RETRYABLE.has(reply.failure)) return reply;
       last = { ...reply, message: `${where}: ${reply.message}` };
     }
@@ -217,7 +217,7 @@ function udpExchange(
       if (done) return;
       const query = buildQuery(id, name, qtype);
       const port = socket.address().port;
-      forget = own.add(port, id, name, () => finish(fail('dns-loop', loopMessage(server, port))));
+      forget = own.add('udp', port, id, name, () => finish(fail('dns-loop', loopMessage(server, port))));
       const send = (): void => {
         socket.send(query, (err) => err && finish(fail('io-failed', `UDP send: ${err.message}`)));
         resend = setTimeout(send, UPSTREAM_UDP_RESEND_MS);
@@ -239,17 +239,19 @@ function loopMessage(server: Server, port: number): string {
   return `the query to ${serverAddress(server)} from port ${port} came back to boundary's policy DNS: exempt boundary's uid from the DNS redirect (docs/dns.md, A query that comes back)`;
 }
 
-function tcpExchange(server: { host: string; port: number }, name: string, qtype: 'A' | 'AAAA', timeoutMs: number): Promise<Exchange> {
+function tcpExchange(server: Server, name: string, qtype: 'A' | 'AAAA', timeoutMs: number, own: OwnQueries): Promise<Exchange> {
   return new Promise((resolve) => {
     const id = randomInt(0, 65_536);
     const socket = tcpConnect({ host: server.host, port: server.port });
     const chunks: Buffer[] = [];
     let received = 0;
     let done = false;
+    let forget: (() => void) | undefined;
     const finish = (result: Exchange) => {
       if (done) return;
       done = true;
       clearTimeout(timer);
+      forget?.();
       socket.destroy();
       resolve(result);
     };
@@ -257,6 +259,8 @@ function tcpExchange(server: { host: string; port: number }, name: string, qtype
     socket.on('error', (err) => finish(fail('io-failed', `TCP: ${err.message}`)));
     socket.on('close', () => finish(fail('io-failed', 'TCP connection closed before a full reply')));
     socket.on('connect', () => {
+      const port = socket.localPort ?? 0;
+      forget = own.add('tcp', port, id, name, () => finish(fail('dns-loop', loopMessage(server, port))));
       const query = buildQuery(id, name, qtype);
       const prefix = Buffer.alloc(2);
       prefix.writeUInt16BE(query.length);

@@ -16,14 +16,18 @@ const DNSMASQ_READY_TIMEOUT_MS = 10_000;
 // One try, bounded: a redirect to nothing is refused at once, and a wrong answer must not hide behind retries.
 const DIG = ['dig', '+time=2', '+tries=1'];
 
-/** dnsmasq on the outside address, port 53, answering every name under example.test with that address. */
-export function startDnsmasq(t: TestContext, pair: NetnsPair, pidFile: string): Promise<void> {
+/**
+ * dnsmasq on the outside address, port 53, answering every name under example.test with that address, and the
+ * names of an extra hosts file (`hostsFile`) with theirs.
+ */
+export function startDnsmasq(t: TestContext, pair: NetnsPair, pidFile: string, hostsFile?: string): Promise<void> {
   const child = spawn(
     'ip',
     [
       'netns', 'exec', pair.outside,
       'dnsmasq', '--no-daemon', '--no-resolv', '--no-hosts', '--port', '53', '--listen-address', pair.outsideIp,
       '--bind-interfaces', `--address=/example.test/${pair.outsideIp}`, `--pid-file=${pidFile}`, '--conf-file=/dev/null', '--user=root',
+      ...(hostsFile === undefined ? [] : [`--addn-hosts=${hostsFile}`]),
     ],
     { stdio: ['ignore', 'ignore', 'pipe'], env: CLEAN_ENV },
   );
@@ -82,10 +86,10 @@ export interface DnsPod {
 /**
  * Creates the pair (`tag` names its namespaces), writes the pod's resolv.conf (the outside address, one try of 2 s)
  * and a policy of one wildcard entry, `*.example.test` port 443, whose names policy DNS resolves upstream before it
- * answers (the outside address is private, so the entry allows it), starts dnsmasq and runs `init-netns` for
- * DEFAULT_BOUNDARY_UID. Everything is removed after `t`.
+ * answers (the outside address is private, so the entry allows it), starts dnsmasq (with `hosts`, the lines of a
+ * hosts file, when given) and runs `init-netns` for DEFAULT_BOUNDARY_UID. Everything is removed after `t`.
  */
-export async function startDnsPod(t: TestContext, tag: string): Promise<DnsPod> {
+export async function startDnsPod(t: TestContext, tag: string, hosts?: string): Promise<DnsPod> {
   const dir = await mkdtemp(join(tmpdir(), `boundary-${tag}-`));
   t.after(() => rm(dir, { recursive: true, force: true }));
   const pair = await createNetnsPair(t, tag);
@@ -100,7 +104,9 @@ export async function startDnsPod(t: TestContext, tag: string): Promise<DnsPod> 
   await mkdir(pair.etc, { recursive: true });
   await writeFile(join(pair.etc, 'resolv.conf'), `nameserver ${pair.outsideIp}\noptions attempts:1 timeout:2\n`);
   await writeFile(join(pair.etc, 'hosts'), '127.0.0.1 localhost\n');
-  const [staged] = await Promise.all([stageBoundary(), startDnsmasq(t, pair, join(dir, 'dnsmasq.pid'))]);
+  const hostsFile = hosts === undefined ? undefined : join(dir, 'dnsmasq.hosts');
+  if (hostsFile !== undefined && hosts !== undefined) await writeFile(hostsFile, hosts);
+  const [staged] = await Promise.all([stageBoundary(), startDnsmasq(t, pair, join(dir, 'dnsmasq.pid'), hostsFile)]);
   await pair.inPod(process.execPath, staged.main, 'init-netns', '--boundary-uid', String(DEFAULT_BOUNDARY_UID));
   return { pair, staged, files };
 }

@@ -2,6 +2,8 @@
 // owner match, in a real pod namespace with a real nameserver. boundary's upstream query then arrives at its own
 // policy DNS; it must fail at once as dns-loop with the fix in its message, for the workload's lookup and for a
 // request through the proxy, instead of waiting on itself until the upstream timeout (docs/dns.md#a-query-that-comes-back).
+// Over TCP too: a rule that catches TCP only, and a name whose answer does not fit in UDP, which boundary asks again
+// over TCP.
 
 import assert from 'node:assert/strict';
 import { it } from 'node:test';
@@ -14,6 +16,8 @@ const WORKLOAD_UID = 10002;
 const PROXY_PORT = 3128;
 const ADMIN_PORT = 9901;
 const LOOP_MESSAGE = /the query to 10\.231\.\d+\.2:53 from port \d+ came back to boundary's policy DNS: exempt boundary's uid from the DNS redirect \(docs\/dns\.md, A query that comes back\)$/;
+/** A's of one name past what fits in boundary's EDNS size upstream (1,232 bytes): dnsmasq answers it truncated over UDP. */
+const BIG_ANSWER_ADDRESSES = 100;
 
 const unmapped = (line: LogLine): Record<string, unknown> => (line.ocsf?.unmapped ?? {}) as Record<string, unknown>;
 
@@ -50,4 +54,33 @@ it('fails boundary’s redirected upstream lookups at once as dns-loop, for poli
   assert.equal(curl.stdout, '502');
   const failed = await boundary.waitFor((line) => unmapped(line).reason_code === 'resolve-failed');
   assert.match(String(unmapped(failed).reason ?? failed.ocsf?.message), LOOP_MESSAGE);
+});
+
+it('fails boundary’s lookup as dns-loop when only its TCP retry of a truncated answer is redirected', async (t) => {
+  const reason = await netnsSkipReason(['iptables', 'ip6tables', 'setpriv', 'dig', 'dnsmasq', 'curl']);
+  if (reason !== undefined) {
+    t.skip(`DNS loop test skipped: ${reason}`);
+    return;
+  }
+  const hosts = Array.from({ length: BIG_ANSWER_ADDRESSES }, (_, i) => `10.232.${Math.floor(i / 250)}.${(i % 250) + 1} big.example.test\n`).join('');
+  const { pair, staged, files } = await startDnsPod(t, 'dt', hosts);
+  // init-netns exempts boundary's UDP and TCP; this rule, ahead of its rules, catches every uid's TCP only.
+  await pair.inPod('iptables', '-t', 'nat', '-I', DNS_CHAIN, '1', '-p', 'tcp', '--dport', '53', '-j', 'DNAT', '--to-destination', `127.0.0.1:${DEFAULT_DNS_PORT}`);
+
+  const boundary = spawnBoundaryCli(['--policy', files.policy, '--state-dir', files.state], {
+    prefix: ['ip', 'netns', 'exec', pair.pod, ...asUid(DEFAULT_BOUNDARY_UID)],
+    staged,
+  });
+  t.after(() => boundary.stop());
+  await boundary.waitFor(isDnsReady);
+
+  // Over UDP the workload's lookup reaches policy DNS and boundary's reaches dnsmasq, truncated; boundary's TCP retry
+  // comes back. dig waits 2 s, the upstream timeout: a policy DNS waiting on itself leaves it without any answer.
+  assert.deepEqual(await dig(pair, WORKLOAD_UID, 'big.example.test'), { status: 'SERVFAIL', answers: [] });
+  const refusal = await boundary.waitFor((line) => line.ocsf?.status_detail === 'policy_dns_upstream_dns_loop');
+  assert.match(refusal.ocsf?.message ?? '', LOOP_MESSAGE);
+  // A name whose answer fits in UDP is resolved as before: the rule catches only the TCP retry.
+  const small = await dig(pair, WORKLOAD_UID, 'small.example.test');
+  assert.equal(small.status, 'NOERROR');
+  assert.equal(small.answers.length, 1);
 });

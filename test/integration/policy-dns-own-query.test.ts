@@ -72,30 +72,46 @@ describe('createOwnQueries', () => {
   it('matches port, id and name, once, and forgets an exchange that ended', () => {
     const own = createOwnQueries();
     const loops: string[] = [];
-    const forget = own.add(40_000, 7, 'a.test', () => loops.push('a'));
-    own.add(40_001, 8, 'b.test', () => loops.push('b'));
-    assert.equal(own.returned(40_000, 8, 'a.test'), false, 'another id');
-    assert.equal(own.returned(40_000, 7, 'b.test'), false, 'another name');
-    assert.equal(own.returned(40_002, 7, 'a.test'), false, 'another port');
+    const forget = own.add('udp', 40_000, 7, 'a.test', () => loops.push('a'));
+    own.add('udp', 40_001, 8, 'b.test', () => loops.push('b'));
+    assert.equal(own.returned('udp', 40_000, 8, 'a.test'), false, 'another id');
+    assert.equal(own.returned('udp', 40_000, 7, 'b.test'), false, 'another name');
+    assert.equal(own.returned('udp', 40_002, 7, 'a.test'), false, 'another port');
+    assert.equal(own.returned('tcp', 40_000, 7, 'a.test'), false, 'another transport');
     assert.deepEqual(loops, []);
-    assert.equal(own.returned(40_001, 8, 'b.test'), true);
-    assert.equal(own.returned(40_001, 8, 'b.test'), false, 'a second copy (the resend) is not a second loop');
+    assert.equal(own.returned('udp', 40_001, 8, 'b.test'), true);
+    assert.equal(own.returned('udp', 40_001, 8, 'b.test'), false, 'a second copy (the resend) is not a second loop');
     forget();
-    assert.equal(own.returned(40_000, 7, 'a.test'), false, 'ended');
+    assert.equal(own.returned('udp', 40_000, 7, 'a.test'), false, 'ended');
     assert.deepEqual(loops, ['b']);
+  });
+
+  it('numbers UDP and TCP ports apart: an exchange of each from one port number is matched on its own transport', () => {
+    const own = createOwnQueries();
+    const loops: string[] = [];
+    own.add('udp', 40_000, 7, 'a.test', () => loops.push('udp'));
+    const forgetTcp = own.add('tcp', 40_000, 7, 'a.test', () => loops.push('tcp'));
+    const ports = new Uint32Array(own.sharedPorts());
+    assert.equal(own.returned('tcp', 40_000, 7, 'a.test'), true);
+    assert.deepEqual(loops, ['tcp']);
+    assert.equal(isOwnPort(ports, 40_000), true, 'the UDP exchange is still in flight');
+    forgetTcp();
+    assert.equal(own.returned('udp', 40_000, 7, 'a.test'), true);
+    assert.deepEqual(loops, ['tcp', 'udp']);
+    assert.equal(isOwnPort(ports, 40_000), false);
   });
 
   it('shares the ports of the exchanges in flight with the replay workers, from before and after the first share', () => {
     const own = createOwnQueries();
-    const forgetEarly = own.add(53, 1, 'a.test', () => {});
+    const forgetEarly = own.add('udp', 53, 1, 'a.test', () => {});
     const ports = new Uint32Array(own.sharedPorts());
     assert.equal(own.sharedPorts(), ports.buffer, 'one bitmap');
-    const forgetLate = own.add(65_535, 2, 'b.test', () => {});
-    own.add(1, 3, 'c.test', () => {});
+    const forgetLate = own.add('udp', 65_535, 2, 'b.test', () => {});
+    own.add('udp', 1, 3, 'c.test', () => {});
     assert.deepEqual([53, 65_535, 1, 0, 52, 54, 65_534].map((port) => isOwnPort(ports, port)), [true, true, true, false, false, false, false]);
     forgetEarly();
     forgetLate();
-    assert.equal(own.returned(1, 3, 'c.test'), true);
+    assert.equal(own.returned('udp', 1, 3, 'c.test'), true);
     assert.ok(ports.every((word) => word === 0), 'an ended or matched exchange leaves no bit');
   });
 });
