@@ -3,7 +3,7 @@
 // query to its own policy DNS, which would resolve the name again through the same upstream, wait on itself until the
 // upstream timeout and then answer SERVFAIL with the wrong reason. Shared by dns/upstream.ts, which adds each UDP
 // and TCP exchange, and dns/policy-dns.ts, which asks about every query it receives. Replay workers see only the UDP
-// exchanges' source ports, in shared memory, and pass a query from one of them to the main thread instead of replaying it.
+// exchanges' source ports, in shared memory, and pass a query from one of them to the main thread, never replay it.
 
 const PORTS = 65_536;
 /** One bit per UDP port. */
