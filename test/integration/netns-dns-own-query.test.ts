@@ -6,11 +6,11 @@
 // over TCP.
 
 import assert from 'node:assert/strict';
-import { it } from 'node:test';
+import { it, type TestContext } from 'node:test';
 import { DEFAULT_BOUNDARY_UID, DEFAULT_DNS_PORT, DNS_CHAIN } from '../../src/app/cli/init-netns.js';
-import { isDnsReady, type LogLine, spawnBoundaryCli } from '../harness/cli-boundary.js';
+import { type BoundaryCli, isDnsReady, type LogLine, spawnBoundaryCli } from '../harness/cli-boundary.js';
 import { dig, startDnsPod } from '../harness/netns-dns.js';
-import { asUid, netnsSkipReason } from '../harness/netns-pair.js';
+import { asUid, type NetnsPair, netnsSkipReason } from '../harness/netns-pair.js';
 
 const WORKLOAD_UID = 10002;
 const PROXY_PORT = 3128;
@@ -21,22 +21,32 @@ const BIG_ANSWER_ADDRESSES = 100;
 
 const unmapped = (line: LogLine): Record<string, unknown> => (line.ocsf?.unmapped ?? {}) as Record<string, unknown>;
 
-it('fails boundary’s redirected upstream lookups at once as dns-loop, for policy DNS and for the proxy', async (t) => {
+/**
+ * A pod (startDnsPod, `hosts` for dnsmasq) whose DNS chain starts with a hand-written redirect of every uid's
+ * `protocol` port-53 traffic to policy DNS, boundary's own included, and boundary running in it; undefined (the test
+ * skipped) where namespaces cannot be made.
+ */
+async function loopedPod(t: TestContext, tag: string, protocol: 'udp' | 'tcp', hosts?: string): Promise<{ pair: NetnsPair; boundary: BoundaryCli } | undefined> {
   const reason = await netnsSkipReason(['iptables', 'ip6tables', 'setpriv', 'dig', 'dnsmasq', 'curl']);
   if (reason !== undefined) {
     t.skip(`DNS loop test skipped: ${reason}`);
-    return;
+    return undefined;
   }
-  const { pair, staged, files } = await startDnsPod(t, 'dl');
-  // The hand-written redirect: every uid's DNS to policy DNS, boundary's own included, ahead of init-netns's rules.
-  await pair.inPod('iptables', '-t', 'nat', '-I', DNS_CHAIN, '1', '-p', 'udp', '--dport', '53', '-j', 'DNAT', '--to-destination', `127.0.0.1:${DEFAULT_DNS_PORT}`);
-
+  const { pair, staged, files } = await startDnsPod(t, tag, hosts);
+  await pair.inPod('iptables', '-t', 'nat', '-I', DNS_CHAIN, '1', '-p', protocol, '--dport', '53', '-j', 'DNAT', '--to-destination', `127.0.0.1:${DEFAULT_DNS_PORT}`);
   const boundary = spawnBoundaryCli(['--policy', files.policy, '--state-dir', files.state], {
     prefix: ['ip', 'netns', 'exec', pair.pod, ...asUid(DEFAULT_BOUNDARY_UID)],
     staged,
   });
   t.after(() => boundary.stop());
   await boundary.waitFor(isDnsReady);
+  return { pair, boundary };
+}
+
+it('fails boundary’s redirected upstream lookups at once as dns-loop, for policy DNS and for the proxy', async (t) => {
+  const pod = await loopedPod(t, 'dl', 'udp');
+  if (pod === undefined) return;
+  const { pair, boundary } = pod;
 
   // The workload's lookup of a name policy DNS must resolve upstream: SERVFAIL, and the event names the loop. dig
   // waits 2 s, the upstream timeout: a policy DNS waiting on itself leaves it without any answer.
@@ -57,22 +67,11 @@ it('fails boundary’s redirected upstream lookups at once as dns-loop, for poli
 });
 
 it('fails boundary’s lookup as dns-loop when only its TCP retry of a truncated answer is redirected', async (t) => {
-  const reason = await netnsSkipReason(['iptables', 'ip6tables', 'setpriv', 'dig', 'dnsmasq', 'curl']);
-  if (reason !== undefined) {
-    t.skip(`DNS loop test skipped: ${reason}`);
-    return;
-  }
+  // init-netns exempts boundary's UDP and TCP; the rule ahead of its rules catches every uid's TCP only.
   const hosts = Array.from({ length: BIG_ANSWER_ADDRESSES }, (_, i) => `10.232.${Math.floor(i / 250)}.${(i % 250) + 1} big.example.test\n`).join('');
-  const { pair, staged, files } = await startDnsPod(t, 'dt', hosts);
-  // init-netns exempts boundary's UDP and TCP; this rule, ahead of its rules, catches every uid's TCP only.
-  await pair.inPod('iptables', '-t', 'nat', '-I', DNS_CHAIN, '1', '-p', 'tcp', '--dport', '53', '-j', 'DNAT', '--to-destination', `127.0.0.1:${DEFAULT_DNS_PORT}`);
-
-  const boundary = spawnBoundaryCli(['--policy', files.policy, '--state-dir', files.state], {
-    prefix: ['ip', 'netns', 'exec', pair.pod, ...asUid(DEFAULT_BOUNDARY_UID)],
-    staged,
-  });
-  t.after(() => boundary.stop());
-  await boundary.waitFor(isDnsReady);
+  const pod = await loopedPod(t, 'dt', 'tcp', hosts);
+  if (pod === undefined) return;
+  const { pair, boundary } = pod;
 
   // Over UDP the workload's lookup reaches policy DNS and boundary's reaches dnsmasq, truncated; boundary's TCP retry
   // comes back. dig waits 2 s, the upstream timeout: a policy DNS waiting on itself leaves it without any answer.
