@@ -5,18 +5,16 @@
 // is refused with DNS_WORKERS_UNSUPPORTED. Real sockets on loopback, dns-packet clients.
 
 import assert from 'node:assert/strict';
-import { type ChildProcess, spawn } from 'node:child_process';
 import { createSocket, type Socket } from 'node:dgram';
-import { once } from 'node:events';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { createInterface } from 'node:readline';
 import { after, before, describe, it } from 'node:test';
 import { type DecodedPacket, decode } from 'dns-packet';
 import { type LoggedChild, type LogLine, spawnLogged } from '../harness/child-lines.js';
 import { dnsAddressOf, isDnsReady, MAIN, PROJECT_ROOT, spawnBoundaryCli, standaloneFlags } from '../harness/cli-boundary.js';
 import { buildQuery, rcodeOf, tcpQueries, UDP_REPLY_HANG_BOUND_MS } from '../harness/dns-client.js';
+import { startWorkersChild, type WorkersChild } from '../harness/dns-workers-driver.js';
 import { imageNode } from '../harness/image-node.js';
 
 /** Client sockets, each its own source port: SO_REUSEPORT spreads them over the main thread's socket and the workers'. */
@@ -181,20 +179,14 @@ describe('policy DNS replay workers (--dns-workers 2, Node 22)', () => {
 });
 
 describe('replay workers on a test clock (test/harness/dns-workers-child.ts, Node 22)', () => {
-  let child: ChildProcess | undefined;
-  let lines: AsyncIterator<string>;
+  let child: WorkersChild | undefined;
   let port = 0;
   const clients: Socket[] = [];
   const query = buildQuery(CHILD_NAME, 'A');
 
-  async function next(): Promise<Record<string, unknown>> {
-    const line = await lines.next();
-    if (line.done === true) throw new Error('the child ended');
-    return JSON.parse(line.value) as Record<string, unknown>;
-  }
-  async function ask(command: string): Promise<Record<string, unknown>> {
-    child?.stdin?.write(`${command}\n`);
-    return next();
+  function ask(command: string): Promise<Record<string, unknown>> {
+    if (child === undefined) throw new Error('no child');
+    return child.ask(command);
   }
   /** Rounds of queries from every client until the workers have replayed some (merged every 100 ms); bounded. */
   async function untilReplayed(): Promise<void> {
@@ -207,24 +199,15 @@ describe('replay workers on a test clock (test/harness/dns-workers-child.ts, Nod
   }
 
   before(async () => {
-    let node: string;
-    try {
-      node = (await imageNode(join(PROJECT_ROOT, 'Dockerfile'))).path;
-    } catch {
-      return;
-    }
-    child = spawn(node, ['--import', 'tsx', join(PROJECT_ROOT, 'test/harness/dns-workers-child.ts')], { cwd: PROJECT_ROOT, stdio: ['pipe', 'pipe', 'inherit'] });
-    lines = createInterface({ input: child.stdout as NodeJS.ReadableStream })[Symbol.asyncIterator]();
-    port = Number((await next()).port);
+    child = await startWorkersChild();
+    if (child === undefined) return;
+    port = child.port;
     clients.push(...(await bindClients()));
   });
 
   after(async () => {
     for (const client of clients) client.close();
-    if (child !== undefined && child.exitCode === null) {
-      child.kill('SIGKILL');
-      await once(child, 'exit');
-    }
+    await child?.kill();
   });
 
   it('starts a worker that dies again, 3 times a minute, and every query is answered meanwhile', async (t) => {

@@ -6,14 +6,9 @@
 // and an upstream resolver whose nameserver is that policy DNS, as behind a redirect that does not exempt boundary.
 
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
-import { once } from 'node:events';
-import { join } from 'node:path';
-import { createInterface } from 'node:readline';
 import { it } from 'node:test';
-import { PROJECT_ROOT } from '../harness/cli-boundary.js';
 import { buildQuery, rcodeOf, udpQuery } from '../harness/dns-client.js';
-import { imageNode } from '../harness/image-node.js';
+import { startWorkersChild } from '../harness/dns-workers-driver.js';
 
 /** The one name the child's policy allows. */
 const CHILD_NAME = 'api.example.test';
@@ -23,27 +18,10 @@ const OWN_QUERY_LOOKUPS = 16;
 const MAX_WORKLOAD_QUERIES = 2_000;
 
 it('fails boundary’s own query as dns-loop when a replay worker receives it, and never replays it the name’s answer', async (t) => {
-  let node: string;
-  try {
-    node = (await imageNode(join(PROJECT_ROOT, 'Dockerfile'))).path;
-  } catch {
-    return t.skip('the image Node (npm package node@22) is not installable here');
-  }
-  const child = spawn(node, ['--import', 'tsx', join(PROJECT_ROOT, 'test/harness/dns-workers-child.ts')], { cwd: PROJECT_ROOT, stdio: ['pipe', 'pipe', 'inherit'] });
-  t.after(async () => {
-    if (child.exitCode === null && child.signalCode === null) {
-      child.kill('SIGKILL');
-      await once(child, 'exit');
-    }
-  });
-  const lines = createInterface({ input: child.stdout })[Symbol.asyncIterator]();
-  async function ask(command?: string): Promise<Record<string, unknown>> {
-    if (command !== undefined) child.stdin.write(`${command}\n`);
-    const line = await lines.next();
-    if (line.done === true) throw new Error('the child ended');
-    return JSON.parse(line.value) as Record<string, unknown>;
-  }
-  const port = Number((await ask()).port);
+  const child = await startWorkersChild();
+  if (child === undefined) return t.skip('the image Node (npm package node@22) is not installable here');
+  t.after(() => child.kill());
+  const { port, ask } = child;
 
   // The workload asks with EDNS, as dig does and as boundary asks upstream, until a worker replays the answer: the
   // workers now hold the very question boundary's own lookup asks.
