@@ -26,7 +26,7 @@ import type { LookupMetrics } from '../dns/metrics.js';
 import type { OwnQueries } from '../dns/own-queries.js';
 export interface Deps {
   readonly resolver: Resolver;
-  /** The upstream resolver's UDP queries in flight (dns/upstream.ts): policy DNS fails one that comes back. */
+  /** The upstream resolver's queries in flight, UDP and TCP (dns/upstream.ts): policy DNS fails one that comes back. */
   readonly ownQueries?: OwnQueries;
   /** Epoch ms: certificate validity, event times. */
   readonly now: () => number;
