@@ -4,7 +4,7 @@
 // into a world-readable cache directory (processes of other uids execute it).
 
 import { execFile } from 'node:child_process';
-import { access, chmod, mkdir, readFile } from 'node:fs/promises';
+import { access, chmod, mkdtemp, readFile, rename, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
@@ -29,12 +29,25 @@ export async function imageNode(dockerfile: string): Promise<{ path: string; ver
     () => true,
     () => false,
   );
-  if (!present) {
-    await mkdir(dir, { recursive: true, mode: 0o755 });
-    await run('npm', ['install', '--no-save', '--no-audit', '--no-fund', '--prefix', dir, `node@${major}`], { timeout: NPM_INSTALL_TIMEOUT_MS });
-    await chmod(dir, 0o755);
-  }
+  if (!present) await install(major, dir);
   const { stdout } = await run(binary, ['--version']);
   if (!stdout.startsWith(`v${major}.`)) throw new Error(`${binary} is ${stdout.trim()}, not Node ${major}`);
   return { path: binary, version: stdout.trim() };
+}
+
+/**
+ * Installs into a folder of its own, then renames it into place: test files run two at a time, and two of them may
+ * install at once. The rename is atomic; the loser's copy is removed, and the winner's is as good.
+ */
+async function install(major: number, dir: string): Promise<void> {
+  const own = await mkdtemp(`${dir}.`);
+  try {
+    await run('npm', ['install', '--no-save', '--no-audit', '--no-fund', '--prefix', own, `node@${major}`], { timeout: NPM_INSTALL_TIMEOUT_MS });
+    await chmod(own, 0o755);
+    await rename(own, dir).catch((err: NodeJS.ErrnoException) => {
+      if (err.code !== 'ENOTEMPTY' && err.code !== 'EEXIST') throw err;
+    });
+  } finally {
+    await rm(own, { recursive: true, force: true });
+  }
 }

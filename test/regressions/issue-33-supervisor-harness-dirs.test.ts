@@ -12,22 +12,27 @@ import { it } from 'node:test';
 import { makeTestPki } from '../harness/certs.js';
 import { startTestSupervisor } from '../harness/control.js';
 
-const supervisorFolders = async (): Promise<string[]> => (await readdir(tmpdir())).filter((name) => name.startsWith('boundary-supervisor-')).sort();
-
 it('leaves no folder behind when the supervisor refuses its configuration, nor after close()', async (t) => {
   const pki = await makeTestPki();
   const dir = await mkdtemp(join(tmpdir(), 'boundary-harness-dirs-'));
-  t.after(() => rm(dir, { recursive: true, force: true }));
+  // The harness makes its folders under os.tmpdir(): here, a folder no other test process writes to.
+  const shared = process.env.TMPDIR;
+  process.env.TMPDIR = dir;
+  t.after(async () => {
+    if (shared === undefined) delete process.env.TMPDIR;
+    else process.env.TMPDIR = shared;
+    await rm(dir, { recursive: true, force: true });
+  });
+  const supervisorFolders = async (): Promise<string[]> => (await readdir(dir)).filter((name) => name.startsWith('boundary-supervisor-')).sort();
   const bad = join(dir, 'middleware.yaml');
   // A gRPC endpoint in cleartext: the supervisor refuses the file at start.
   await writeFile(bad, 'services:\n  - name: acme/dlp\n    grpc_endpoint: http://127.0.0.1:1\n    max_payload_bytes: 65536\n');
-  const before = await supervisorFolders();
 
   await assert.rejects(startTestSupervisor(pki, { config: { middlewareConfig: bad } }), { code: 'CONFIG_INVALID' });
-  assert.deepEqual(await supervisorFolders(), before, 'a refused start');
+  assert.deepEqual(await supervisorFolders(), [], 'a refused start');
 
   const started = await startTestSupervisor(pki);
-  assert.equal((await supervisorFolders()).length, before.length + 2, 'the policies and the admin-token folders');
+  assert.equal((await supervisorFolders()).length, 2, 'the policies and the admin-token folders');
   await started.close();
-  assert.deepEqual(await supervisorFolders(), before, 'after close()');
+  assert.deepEqual(await supervisorFolders(), [], 'after close()');
 });
