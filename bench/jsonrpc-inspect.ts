@@ -79,6 +79,7 @@ const mcpIntent = (jsonRpc: JsonRpcRequest) => ({ adapter: 'l7' as const, host: 
 const parsedCall = mcpCalls(toolsCall, MCP);
 const parsedBatch = mcpCalls(batch, MCP_BATCH);
 const parsedGeneric = parseJsonRpcBody(generic);
+if ('refused' in parsedGeneric) throw new Error('the generic call was refused as it was read');
 
 const cases: [string, () => unknown][] = [
   ['parse MCP tools/call (JSON.parse + SDK schema)', () => readMcpBody(toolsCall, MCP)],
