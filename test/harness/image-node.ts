@@ -25,11 +25,7 @@ export async function imageNode(dockerfile: string): Promise<{ path: string; ver
   if (Number(process.versions.node.split('.')[0]) === major) return { path: process.execPath, version: process.version };
   const dir = join(tmpdir(), `boundary-node-${major}`);
   const binary = join(dir, 'node_modules', 'node', 'bin', 'node');
-  const present = await access(binary).then(
-    () => true,
-    () => false,
-  );
-  if (!present) await install(major, dir);
+  if (!(await exists(binary))) await install(major, dir, binary);
   const { stdout } = await run(binary, ['--version']);
   if (!stdout.startsWith(`v${major}.`)) throw new Error(`${binary} is ${stdout.trim()}, not Node ${major}`);
   return { path: binary, version: stdout.trim() };
@@ -37,17 +33,31 @@ export async function imageNode(dockerfile: string): Promise<{ path: string; ver
 
 /**
  * Installs into a folder of its own, then renames it into place: test files run two at a time, and two of them may
- * install at once. The rename is atomic; the loser's copy is removed, and the winner's is as good.
+ * install at once. The rename is atomic, so a folder in place is whole, unless an older harness, which installed in
+ * place, was stopped halfway: that one is replaced.
  */
-async function install(major: number, dir: string): Promise<void> {
+async function install(major: number, dir: string, binary: string): Promise<void> {
   const own = await mkdtemp(`${dir}.`);
   try {
     await run('npm', ['install', '--no-save', '--no-audit', '--no-fund', '--prefix', own, `node@${major}`], { timeout: NPM_INSTALL_TIMEOUT_MS });
     await chmod(own, 0o755);
-    await rename(own, dir).catch((err: NodeJS.ErrnoException) => {
-      if (err.code !== 'ENOTEMPTY' && err.code !== 'EEXIST') throw err;
-    });
+    const placed = await rename(own, dir).then(
+      () => true,
+      (err: NodeJS.ErrnoException) => {
+        if (err.code !== 'ENOTEMPTY' && err.code !== 'EEXIST') throw err;
+        return false;
+      },
+    );
+    if (placed || (await exists(binary))) return;
+    await rm(dir, { recursive: true, force: true });
+    await rename(own, dir);
   } finally {
     await rm(own, { recursive: true, force: true });
   }
 }
+
+const exists = (path: string): Promise<boolean> =>
+  access(path).then(
+    () => true,
+    () => false,
+  );
