@@ -4,10 +4,11 @@
 // into a world-readable cache directory (processes of other uids execute it).
 
 import { execFile } from 'node:child_process';
-import { access, chmod, mkdtemp, readFile, rename, rm } from 'node:fs/promises';
+import { chmod, mkdtemp, readFile, rename, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
+import { pathExists } from '../../src/pki/files.js';
 
 const run = promisify(execFile);
 const NPM_INSTALL_TIMEOUT_MS = 240_000;
@@ -25,7 +26,7 @@ export async function imageNode(dockerfile: string): Promise<{ path: string; ver
   if (Number(process.versions.node.split('.')[0]) === major) return { path: process.execPath, version: process.version };
   const dir = join(tmpdir(), `boundary-node-${major}`);
   const binary = join(dir, 'node_modules', 'node', 'bin', 'node');
-  if (!(await exists(binary))) await install(major, dir, binary);
+  if (!(await pathExists(binary))) await install(major, dir, binary);
   const { stdout } = await run(binary, ['--version']);
   if (!stdout.startsWith(`v${major}.`)) throw new Error(`${binary} is ${stdout.trim()}, not Node ${major}`);
   return { path: binary, version: stdout.trim() };
@@ -48,16 +49,10 @@ async function install(major: number, dir: string, binary: string): Promise<void
         return false;
       },
     );
-    if (placed || (await exists(binary))) return;
+    if (placed || (await pathExists(binary))) return;
     await rm(dir, { recursive: true, force: true });
     await rename(own, dir);
   } finally {
     await rm(own, { recursive: true, force: true });
   }
 }
-
-const exists = (path: string): Promise<boolean> =>
-  access(path).then(
-    () => true,
-    () => false,
-  );
