@@ -104,8 +104,11 @@ export async function startDnsPod(t: TestContext, tag: string, hosts?: string): 
   await mkdir(pair.etc, { recursive: true });
   await writeFile(join(pair.etc, 'resolv.conf'), `nameserver ${pair.outsideIp}\noptions attempts:1 timeout:2\n`);
   await writeFile(join(pair.etc, 'hosts'), '127.0.0.1 localhost\n');
-  const hostsFile = hosts === undefined ? undefined : join(dir, 'dnsmasq.hosts');
-  if (hostsFile !== undefined && hosts !== undefined) await writeFile(hostsFile, hosts);
+  let hostsFile: string | undefined;
+  if (hosts !== undefined) {
+    hostsFile = join(dir, 'dnsmasq.hosts');
+    await writeFile(hostsFile, hosts);
+  }
   const [staged] = await Promise.all([stageBoundary(), startDnsmasq(t, pair, join(dir, 'dnsmasq.pid'), hostsFile)]);
   await pair.inPod(process.execPath, staged.main, 'init-netns', '--boundary-uid', String(DEFAULT_BOUNDARY_UID));
   return { pair, staged, files };
