@@ -1,18 +1,26 @@
 // The Node floor for bench/dns.sh: a UDP responder that does no DNS work (copy the query, append one A answer,
 // send). What a Node DNS server cannot go below on one core; boundary's rows are read against it.
-// Usage: node bench/dns-floor.mjs <port> [receive-buffer-bytes] [send-buffer-bytes] (0: the kernel's default). Prints "ready <port>"; loopback only; stops on SIGTERM/SIGINT.
+// Usage: node bench/dns-floor.mjs <port> [receive-buffer-bytes] [send-buffer-bytes] [burst|each] (0: the kernel's
+// default). `burst` (the default) holds the answers of one loop turn and sends them after it, as src/dns/udp-replies.ts
+// does; `each` sends every answer as it is made. Prints "ready <port>"; loopback only; stops on SIGTERM/SIGINT.
 
 import { createSocket, type Socket } from 'node:dgram';
+import { createUdpReplies } from '../src/dns/udp-replies.js';
 
 const port = Number(process.argv[2] ?? '15354');
 /** The same receive buffer as src/dns/server.ts by default, so both see the same kernel queue. */
 const RECEIVE_BUFFER_BYTES = 4 * 1_048_576;
 const receiveBuffer = Number(process.argv[3] ?? RECEIVE_BUFFER_BYTES);
 const sendBuffer = Number(process.argv[4] ?? '0');
+const sendMode = process.argv[5] ?? 'burst';
+if (sendMode !== 'burst' && sendMode !== 'each') throw new Error('send mode: burst or each');
 // Name pointer to the question (0xc00c), type A, class IN, TTL 30, RDLENGTH 4, 198.18.0.1.
 const ANSWER = Buffer.from([0xc0, 0x0c, 0, 1, 0, 1, 0, 0, 0, 30, 0, 4, 198, 18, 0, 1]);
 
 let answered = 0;
+const replies = createUdpReplies((err) => {
+  throw err;
+});
 function serve(socket: Socket, message: Buffer, rinfo: { port: number; address: string }): void {
   if (message.length < 12) return;
   const out = Buffer.allocUnsafe(message.length + ANSWER.length);
@@ -22,7 +30,8 @@ function serve(socket: Socket, message: Buffer, rinfo: { port: number; address: 
   out[3] = 0x80; // RA, NOERROR
   out.writeUInt16BE(1, 6); // ANCOUNT
   // dnsperf sends no EDNS without -e: the question is the whole message, and the answer goes right after it.
-  socket.send(out, rinfo.port, rinfo.address);
+  if (sendMode === 'each') socket.send(out, rinfo.port, rinfo.address);
+  else replies.send(socket, out, rinfo.port, rinfo.address);
   answered++;
 }
 

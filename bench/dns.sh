@@ -8,7 +8,9 @@
 #   boundary            production form (bench/dns-server.ts 'ocsf'): metrics, aggregated OCSF events, real sink
 #   boundary-per-query  the same with one OCSF line per query (no aggregation), as before issue 16
 #   boundary-off        no metrics, events dropped: boundary minus this is what the audit trail costs
-#   node-floor          bench/dns-floor.ts: copy the query, append one answer, send; no DNS work at all
+#   node-floor          bench/dns-floor.ts: copy the query, append one answer, send after the loop turn (as boundary
+#                       does); no DNS work at all
+#   node-floor-each     not in the default set: the same floor sending each answer as it is made
 #   dnsmasq             --cache-size=10000, hosts file, no upstream (refused names: REFUSED)
 #   boundary-ref        not in the default set: `boundary` with src/ as committed at BOUNDARY_REF (e.g. main) and this
 #                       tree's bench/ and test/harness/ (the same bench stack), for before/after in the same rounds
@@ -132,6 +134,7 @@ for server in $SERVERS; do
       start "$server" "$WORKERS_CPUS" "$WORKERS_NODE" "$build/ref-bin/dns-server.mjs" "${port[$server]}" "$NAMES" ocsf "$LOG_FILE" "$GUARD" "$DNS_WORKERS"
       ;;
     node-floor) start "$server" "$SERVER_CPU" "$NODE_BIN" "$build/dns-floor.mjs" "${port[$server]}" ;;
+    node-floor-each) start "$server" "$SERVER_CPU" "$NODE_BIN" "$build/dns-floor.mjs" "${port[$server]}" 4194304 0 each ;;
     dnsmasq)
       start "$server" "$SERVER_CPU" /usr/sbin/dnsmasq --no-daemon --no-resolv --no-hosts --addn-hosts="$work/hosts" \
         --port="${port[$server]}" --listen-address=127.0.0.1 --bind-interfaces --cache-size=10000
@@ -260,7 +263,7 @@ for shape in $SHAPES; do
     done
   fi
   # CPU per query of boundary over each other Node server's in the same round (below 1: boundary cheaper).
-  for other in boundary-ref node-floor; do
+  for other in boundary-ref node-floor node-floor-each; do
     has boundary && has "$other" || continue
     for set in allowed refused; do
       echo "per-round boundary/$other CPU µs per query ($shape, $set): $(per_round 6 "$work/$shape-boundary-$set.tput" "$work/$shape-$other-$set.tput")"

@@ -12,6 +12,7 @@ import { isOwnPort } from './own-queries.js';
 import { refusedFromQuery } from './rate-limit.js';
 import { ANSWER_SLOTS, answerSlot } from './replicas.js';
 import { UDP_RECEIVE_BUFFER_BYTES } from './server.js';
+import { createUdpReplies } from './udp-replies.js';
 import type { ToWorker, WorkerSetup } from './worker-protocol.js';
 import { DNS_WORKER_REPORT_INTERVAL_MS, sharedClock } from './worker-protocol.js';
 
@@ -47,6 +48,8 @@ const socket = createSocket({
   lookup: (address, _options, callback) => callback(null, address, setup.family),
   ...({ reusePort: true } as object),
 });
+// Only a closed socket throws on send, and answers are flushed before it closes: nothing to report.
+const replies = createUdpReplies(() => {});
 
 /** The epoch now; answers of an older one are dropped, so a change costs the workers their whole cache at once. */
 function currentEpoch(): number {
@@ -90,11 +93,11 @@ socket.on('message', (message, rinfo) => {
     if (!refusals.take()) {
       overLimit++;
       overLimitName ??= query.name;
-      socket.send(refusedFromQuery(query), rinfo.port, rinfo.address);
+      replies.send(socket, refusedFromQuery(query), rinfo.port, rinfo.address);
       return;
     }
   }
-  socket.send(respondFrom(entry.template, query, responseLimit(query, 'udp'), ttl), rinfo.port, rinfo.address);
+  replies.send(socket, respondFrom(entry.template, query, responseLimit(query, 'udp'), ttl), rinfo.port, rinfo.address);
   const tally = replayed.get(entry.id);
   if (tally === undefined) replayed.set(entry.id, { count: 1, ip: rinfo.address, port: rinfo.port });
   else tally.count++;
@@ -130,6 +133,7 @@ port.on('message', (message: ToWorker) => {
   } else if (message.t === 'close' && !closing) {
     closing = true;
     clearInterval(reporter);
+    replies.flush();
     socket.close(() => {
       report();
       port.postMessage({ t: 'closed' });

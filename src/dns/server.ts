@@ -6,6 +6,7 @@ import { createServer, type Server, type Socket } from 'node:net';
 import { BoundaryError } from '../shared/errors.js';
 import { parseIp } from '../net/ip.js';
 import { MAX_DNS_MESSAGE_BYTES } from './answer.js';
+import { createUdpReplies } from './udp-replies.js';
 
 /** Queries whose answer is still being worked out (upstream); the rest wait in the queue below. */
 export const MAX_UDP_IN_FLIGHT = 64;
@@ -145,13 +146,11 @@ export function createDnsServer(options: DnsServerOptions): DnsServer {
     }
   }
 
+  // A socket closed under a held answer throws when it is sent; that is a fault, never an unhandled rejection.
+  const replies = createUdpReplies(fault);
+
   function reply(socket: UdpSocket, response: Buffer, rinfo: RemoteInfo): void {
-    try {
-      socket.send(response, rinfo.port, rinfo.address);
-    } catch (err) {
-      // A socket closed under an in-flight answer throws here; that must never become an unhandled rejection.
-      fault(err);
-    }
+    replies.send(socket, response, rinfo.port, rinfo.address);
   }
 
   function serveUdp(socket: UdpSocket, message: Buffer, rinfo: RemoteInfo, worker: number | undefined): void {
@@ -370,6 +369,7 @@ export function createDnsServer(options: DnsServerOptions): DnsServer {
         udp = undefined;
         tcp = undefined;
         queue.length = 0;
+        replies.flush();
         for (const connection of connections.keys()) connection.destroy();
         await Promise.all([
           socket === undefined ? undefined : new Promise<void>((resolve) => socket.close(() => resolve())),
