@@ -1,7 +1,7 @@
 // UDP answers held until the event loop has run every datagram of the current receive burst, then sent back to back.
 // Each send to a client that has gone to sleep waiting costs a wakeup; answers sent together wake it once per burst
-// instead of once per answer (docs/benchmarks.md#answers-sent-after-the-burst). An answer waits at most for the rest
-// of its loop turn: a lone query is sent in the same turn it arrived.
+// instead of once per answer (docs/benchmarks.md#fourth-pass-answers-sent-after-the-burst). An answer waits for the
+// rest of its loop turn (docs/dns.md#wire-responses): on an idle loop, for nothing.
 
 import type { Socket as UdpSocket } from 'node:dgram';
 
