@@ -4,6 +4,7 @@
 import { createSocket, type RemoteInfo, type Socket as UdpSocket } from 'node:dgram';
 import { createServer, type Server, type Socket } from 'node:net';
 import { BoundaryError } from '../shared/errors.js';
+import type { Timers } from '../shared/timers.js';
 import { parseIp } from '../net/ip.js';
 import { MAX_DNS_MESSAGE_BYTES } from './answer.js';
 import { createUdpReplies } from './udp-replies.js';
@@ -85,6 +86,8 @@ interface DnsServerOptions {
    * Only a Node whose dgram has `reusePort` honours it (dns/reuse-port.ts checks that first). Default false.
    */
   readonly reusePort?: boolean;
+  /** The clock and timers held UDP answers are timed on (udp-replies.ts). Default: the global ones. */
+  readonly timers?: Timers;
 }
 
 interface DnsServerStats {
@@ -147,7 +150,7 @@ export function createDnsServer(options: DnsServerOptions): DnsServer {
   }
 
   // A socket closed under a held answer throws when it is sent; that is a fault, never an unhandled rejection.
-  const replies = createUdpReplies(fault);
+  const replies = createUdpReplies(fault, options.timers);
 
   function reply(socket: UdpSocket, response: Buffer, rinfo: RemoteInfo): void {
     replies.send(socket, response, rinfo.port, rinfo.address);

@@ -4,7 +4,8 @@ import { once } from 'node:events';
 import { after, before, describe, it } from 'node:test';
 import { setImmediate as turn } from 'node:timers/promises';
 import { createDnsServer, NO_RESPONSE } from '../../src/dns/server.js';
-import { createUdpReplies, MAX_HELD_UDP_REPLIES } from '../../src/dns/udp-replies.js';
+import { createUdpReplies, MAX_HELD_UDP_REPLIES, MAX_HOLD_MS_PER_REPLY, SEND_AT_ONCE_MS } from '../../src/dns/udp-replies.js';
+import type { Timers } from '../../src/shared/timers.js';
 
 async function bound(): Promise<Socket> {
   const socket = createSocket('udp4');
@@ -35,6 +36,19 @@ function countSends(socket: Socket): { readonly count: () => number } {
     send(...args);
   };
   return { count: () => sends };
+}
+
+/** A clock that moves only when told, and timers that fire only when told. */
+function fakeTimers(): Timers & { at: number; readonly due: { callback: () => void; ms: number }[] } {
+  const due: { callback: () => void; ms: number }[] = [];
+  const timers = {
+    at: 0,
+    due,
+    now: () => timers.at,
+    setTimeout: (callback: () => void, ms: number) => due.push({ callback, ms }),
+    clearTimeout: () => {},
+  };
+  return timers;
 }
 
 describe('UDP answers held to the end of the loop turn', () => {
@@ -93,6 +107,65 @@ describe('UDP answers held to the end of the loop turn', () => {
     assert.deepEqual(await arrived, ['kept']);
     await turn();
     assert.equal(errors.length, 1, 'a flushed answer is not sent again');
+  });
+});
+
+describe('UDP answers: a turn that ran other work', () => {
+  let server: Socket;
+  let client: Socket;
+  before(async () => {
+    server = await bound();
+    client = await bound();
+  });
+  after(() => {
+    server.close();
+    client.close();
+  });
+
+  it('keeps holding while a burst takes only its own handling', async () => {
+    const sends = countSends(server);
+    const timers = fakeTimers();
+    const replies = createUdpReplies(() => {}, timers);
+    const { port } = client.address();
+    const burst = 32;
+    const arrived = receive(client, burst + 1);
+    for (let i = 0; i < burst; i++) {
+      replies.send(server, Buffer.from(String(i)), port, '127.0.0.1');
+      timers.at += MAX_HOLD_MS_PER_REPLY * 0.9;
+    }
+    await turn();
+    assert.equal(sends.count(), burst);
+    replies.send(server, Buffer.from('next'), port, '127.0.0.1');
+    assert.equal(sends.count(), burst, 'the next turn holds its answers too');
+    await turn();
+    assert.equal((await arrived).length, burst + 1);
+    assert.deepEqual(timers.due, []);
+  });
+
+  it('sends at once for a while after a turn whose answers waited on other work, then holds again', async () => {
+    const sends = countSends(server);
+    const timers = fakeTimers();
+    const replies = createUdpReplies(() => {}, timers);
+    const { port } = client.address();
+    const arrived = receive(client, 4);
+    replies.send(server, Buffer.from('held'), port, '127.0.0.1');
+    replies.send(server, Buffer.from('held too'), port, '127.0.0.1');
+    // The rest of the turn: the proxy's connections, a millisecond of them.
+    timers.at += 1;
+    await turn();
+    assert.equal(sends.count(), 2);
+    assert.deepEqual(
+      timers.due.map((t) => t.ms),
+      [SEND_AT_ONCE_MS],
+    );
+    replies.send(server, Buffer.from('at once'), port, '127.0.0.1');
+    assert.equal(sends.count(), 3, 'sent as it was made');
+    timers.due[0]?.callback();
+    replies.send(server, Buffer.from('held again'), port, '127.0.0.1');
+    assert.equal(sends.count(), 3, 'held again once the while is over');
+    await turn();
+    assert.equal(sends.count(), 4);
+    assert.deepEqual(await arrived, ['held', 'held too', 'at once', 'held again']);
   });
 });
 
