@@ -1,8 +1,8 @@
 // UDP answers held until the event loop has run every datagram of the current receive burst, then sent back to back.
 // Each send to a client that has gone to sleep waiting costs a wakeup; answers sent together wake it once per burst
 // instead of once per answer (docs/benchmarks.md#fourth-pass-answers-sent-after-the-burst). The end of the turn is
-// also the end of whatever else the loop runs in it (the proxy's connections), so a turn whose answers waited longer
-// than their own handling explains has them sent as they are made for a while (docs/dns.md#wire-responses).
+// also the end of whatever else the loop runs in it (the proxy's connections), so after turns whose answers waited
+// longer than their own handling explains, answers are sent as they are made for a while (docs/dns.md#wire-responses).
 
 import type { Socket as UdpSocket } from 'node:dgram';
 import { GLOBAL_TIMERS, type Timers } from '../shared/timers.js';
@@ -15,7 +15,12 @@ export const MAX_HELD_UDP_REPLIES = 64;
  * ran other work too.
  */
 export const MAX_HOLD_MS_PER_REPLY = 0.05;
-/** After such a turn answers are sent as they are made for this long, then held again. */
+/**
+ * Turns in a row that held answers longer, before answers are sent as they are made: one such turn is a collection
+ * or a preemption, and happens now and then at any load; a busy proxy makes every turn one.
+ */
+export const SLOW_TURNS_TO_SEND_AT_ONCE = 3;
+/** Then answers are sent as they are made for this long, and held again after it. */
 export const SEND_AT_ONCE_MS = 1_000;
 
 export interface UdpReplies {
@@ -35,6 +40,8 @@ export function createUdpReplies(onError: (err: unknown) => void, timers: Timers
   /** When the turn's first answer was held. */
   let heldSince = 0;
   let holding = true;
+  /** Turns in a row whose answers were held longer than their handling explains. */
+  let slowTurns = 0;
   const holdAgain = (): void => {
     holding = true;
   };
@@ -54,15 +61,17 @@ export function createUdpReplies(onError: (err: unknown) => void, timers: Timers
     }
     const held = responses.length;
     if (held === 0) return;
+    if (timers.now() - heldSince <= held * MAX_HOLD_MS_PER_REPLY) slowTurns = 0;
+    else if (++slowTurns >= SLOW_TURNS_TO_SEND_AT_ONCE) {
+      slowTurns = 0;
+      holding = false;
+      timers.setTimeout(holdAgain, SEND_AT_ONCE_MS);
+    }
     for (let i = 0; i < held; i++) sendNow(sockets[i] as UdpSocket, responses[i] as Uint8Array, ports[i] as number, addresses[i] as string);
     sockets.length = 0;
     responses.length = 0;
     ports.length = 0;
     addresses.length = 0;
-    if (timers.now() - heldSince > held * MAX_HOLD_MS_PER_REPLY) {
-      holding = false;
-      timers.setTimeout(holdAgain, SEND_AT_ONCE_MS);
-    }
   }
 
   return {

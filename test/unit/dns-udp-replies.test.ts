@@ -4,7 +4,13 @@ import { once } from 'node:events';
 import { after, before, describe, it } from 'node:test';
 import { setImmediate as turn } from 'node:timers/promises';
 import { createDnsServer, NO_RESPONSE } from '../../src/dns/server.js';
-import { createUdpReplies, MAX_HELD_UDP_REPLIES, MAX_HOLD_MS_PER_REPLY, SEND_AT_ONCE_MS } from '../../src/dns/udp-replies.js';
+import {
+  createUdpReplies,
+  MAX_HELD_UDP_REPLIES,
+  MAX_HOLD_MS_PER_REPLY,
+  SEND_AT_ONCE_MS,
+  SLOW_TURNS_TO_SEND_AT_ONCE,
+} from '../../src/dns/udp-replies.js';
 import type { Timers } from '../../src/shared/timers.js';
 
 async function bound(): Promise<Socket> {
@@ -142,30 +148,59 @@ describe('UDP answers: a turn that ran other work', () => {
     assert.deepEqual(timers.due, []);
   });
 
-  it('sends at once for a while after a turn whose answers waited on other work, then holds again', async () => {
+  it('keeps holding after fewer slow turns in a row than it takes', async () => {
     const sends = countSends(server);
     const timers = fakeTimers();
     const replies = createUdpReplies(() => {}, timers);
     const { port } = client.address();
-    const arrived = receive(client, 4);
+    const turns = 2 * SLOW_TURNS_TO_SEND_AT_ONCE;
+    const arrived = receive(client, turns + 1);
+    for (let i = 0; i < turns; i++) {
+      replies.send(server, Buffer.from(String(i)), port, '127.0.0.1');
+      // Every turn but the last of each run slow: a collection now and then.
+      if ((i + 1) % SLOW_TURNS_TO_SEND_AT_ONCE !== 0) timers.at += 1;
+      await turn();
+      assert.equal(sends.count(), i + 1);
+    }
     replies.send(server, Buffer.from('held'), port, '127.0.0.1');
-    replies.send(server, Buffer.from('held too'), port, '127.0.0.1');
-    // The rest of the turn: the proxy's connections, a millisecond of them.
-    timers.at += 1;
+    assert.equal(sends.count(), turns, 'still held');
     await turn();
-    assert.equal(sends.count(), 2);
+    assert.equal((await arrived).length, turns + 1);
+    assert.deepEqual(timers.due, []);
+  });
+
+  it('sends at once for a while after turns in a row whose answers waited on other work, then holds again', async () => {
+    const sends = countSends(server);
+    const timers = fakeTimers();
+    const replies = createUdpReplies(() => {}, timers);
+    const { port } = client.address();
+    const slow = SLOW_TURNS_TO_SEND_AT_ONCE;
+    const arrived = receive(client, 2 * slow + 2);
+    for (let i = 0; i < slow; i++) {
+      replies.send(server, Buffer.from(`held ${i}`), port, '127.0.0.1');
+      replies.send(server, Buffer.from(`held ${i} too`), port, '127.0.0.1');
+      assert.equal(sends.count(), 2 * i, 'held within the turn');
+      // The rest of the turn: the proxy's connections, a millisecond of them.
+      timers.at += 1;
+      await turn();
+      assert.equal(sends.count(), 2 * i + 2);
+    }
     assert.deepEqual(
       timers.due.map((t) => t.ms),
       [SEND_AT_ONCE_MS],
     );
     replies.send(server, Buffer.from('at once'), port, '127.0.0.1');
-    assert.equal(sends.count(), 3, 'sent as it was made');
+    assert.equal(sends.count(), 2 * slow + 1, 'sent as it was made');
     timers.due[0]?.callback();
     replies.send(server, Buffer.from('held again'), port, '127.0.0.1');
-    assert.equal(sends.count(), 3, 'held again once the while is over');
+    assert.equal(sends.count(), 2 * slow + 1, 'held again once the while is over');
     await turn();
-    assert.equal(sends.count(), 4);
-    assert.deepEqual(await arrived, ['held', 'held too', 'at once', 'held again']);
+    assert.equal(sends.count(), 2 * slow + 2);
+    assert.deepEqual(await arrived, [
+      ...Array.from({ length: slow }, (_, i) => [`held ${i}`, `held ${i} too`]).flat(),
+      'at once',
+      'held again',
+    ]);
   });
 });
 
