@@ -114,19 +114,6 @@ describe('UDP answers held to the end of the loop turn', () => {
     await turn();
     assert.equal(errors.length, 1, 'a flushed answer is not sent again');
   });
-});
-
-describe('UDP answers: a turn that ran other work', () => {
-  let server: Socket;
-  let client: Socket;
-  before(async () => {
-    server = await bound();
-    client = await bound();
-  });
-  after(() => {
-    server.close();
-    client.close();
-  });
 
   it('keeps holding while a burst takes only its own handling', async () => {
     const sends = countSends(server);
