@@ -11,7 +11,7 @@ import {
   SEND_AT_ONCE_MS,
   SLOW_TURNS_TO_SEND_AT_ONCE,
 } from '../../src/dns/udp-replies.js';
-import type { Timers } from '../../src/shared/timers.js';
+import { testTimers } from '../harness/clock.js';
 
 async function bound(): Promise<Socket> {
   const socket = createSocket('udp4');
@@ -42,19 +42,6 @@ function countSends(socket: Socket): { readonly count: () => number } {
     send(...args);
   };
   return { count: () => sends };
-}
-
-/** A clock that moves only when told, and timers that fire only when told. */
-function fakeTimers(): Timers & { at: number; readonly due: { callback: () => void; ms: number }[] } {
-  const due: { callback: () => void; ms: number }[] = [];
-  const timers = {
-    at: 0,
-    due,
-    now: () => timers.at,
-    setTimeout: (callback: () => void, ms: number) => due.push({ callback, ms }),
-    clearTimeout: () => {},
-  };
-  return timers;
 }
 
 describe('UDP answers held to the end of the loop turn', () => {
@@ -117,14 +104,14 @@ describe('UDP answers held to the end of the loop turn', () => {
 
   it('keeps holding while a burst takes only its own handling', async () => {
     const sends = countSends(server);
-    const timers = fakeTimers();
+    const timers = testTimers();
     const replies = createUdpReplies(() => {}, timers);
     const { port } = client.address();
     const burst = 32;
     const arrived = receive(client, burst + 1);
     for (let i = 0; i < burst; i++) {
       replies.send(server, Buffer.from(String(i)), port, '127.0.0.1');
-      timers.at += MAX_HOLD_MS_PER_REPLY * 0.9;
+      timers.advance(MAX_HOLD_MS_PER_REPLY * 0.9);
     }
     await turn();
     assert.equal(sends.count(), burst);
@@ -132,12 +119,12 @@ describe('UDP answers held to the end of the loop turn', () => {
     assert.equal(sends.count(), burst, 'the next turn holds its answers too');
     await turn();
     assert.equal((await arrived).length, burst + 1);
-    assert.deepEqual(timers.due, []);
+    assert.equal(timers.pending, 0);
   });
 
   it('keeps holding after fewer slow turns in a row than it takes', async () => {
     const sends = countSends(server);
-    const timers = fakeTimers();
+    const timers = testTimers();
     const replies = createUdpReplies(() => {}, timers);
     const { port } = client.address();
     const turns = 2 * SLOW_TURNS_TO_SEND_AT_ONCE;
@@ -145,7 +132,7 @@ describe('UDP answers held to the end of the loop turn', () => {
     for (let i = 0; i < turns; i++) {
       replies.send(server, Buffer.from(String(i)), port, '127.0.0.1');
       // Every turn but the last of each run slow: a collection now and then.
-      if ((i + 1) % SLOW_TURNS_TO_SEND_AT_ONCE !== 0) timers.at += 1;
+      if ((i + 1) % SLOW_TURNS_TO_SEND_AT_ONCE !== 0) timers.advance(1);
       await turn();
       assert.equal(sends.count(), i + 1);
     }
@@ -153,12 +140,12 @@ describe('UDP answers held to the end of the loop turn', () => {
     assert.equal(sends.count(), turns, 'still held');
     await turn();
     assert.equal((await arrived).length, turns + 1);
-    assert.deepEqual(timers.due, []);
+    assert.equal(timers.pending, 0);
   });
 
   it('sends at once for a while after turns in a row whose answers waited on other work, then holds again', async () => {
     const sends = countSends(server);
-    const timers = fakeTimers();
+    const timers = testTimers();
     const replies = createUdpReplies(() => {}, timers);
     const { port } = client.address();
     const slow = SLOW_TURNS_TO_SEND_AT_ONCE;
@@ -168,17 +155,17 @@ describe('UDP answers held to the end of the loop turn', () => {
       replies.send(server, Buffer.from(`held ${i} too`), port, '127.0.0.1');
       assert.equal(sends.count(), 2 * i, 'held within the turn');
       // The rest of the turn: the proxy's connections, a millisecond of them.
-      timers.at += 1;
+      timers.advance(1);
       await turn();
       assert.equal(sends.count(), 2 * i + 2);
     }
-    assert.deepEqual(
-      timers.due.map((t) => t.ms),
-      [SEND_AT_ONCE_MS],
-    );
+    assert.equal(timers.pending, 1);
     replies.send(server, Buffer.from('at once'), port, '127.0.0.1');
     assert.equal(sends.count(), 2 * slow + 1, 'sent as it was made');
-    timers.due[0]?.callback();
+    timers.advance(SEND_AT_ONCE_MS - 1);
+    assert.equal(timers.pending, 1, 'still sending at once just before the second is over');
+    timers.advance(1);
+    assert.equal(timers.pending, 0);
     replies.send(server, Buffer.from('held again'), port, '127.0.0.1');
     assert.equal(sends.count(), 2 * slow + 1, 'held again once the while is over');
     await turn();
