@@ -4,7 +4,7 @@
 import { type AuditEventSnapshot, createAuditMemo } from './audit-memo.js';
 import type { AuditEvent } from './event.js';
 import { jsonNumber, jsonString } from './json-text.js';
-import type { LinePart, RawLineLevel, RawLineWriter } from './logger.js';
+import { isNumberPart, LINE_START_PARTS, type LinePart, type RawLineLevel, type RawLineWriter } from './logger.js';
 import { DEFAULT_PRODUCT, type ProductInfo, toShorthand } from './ocsf.js';
 import { createOcsfJsonRenderers, type OcsfHole } from './ocsf-json.js';
 
@@ -27,6 +27,9 @@ const isAsciiAt = (text: string, index: number): boolean => text.charCodeAt(inde
 function holeText(hole: OcsfHole, time: number, uid: string, srcPort: unknown): string {
   return hole === 'time' ? jsonNumber(time) : hole === 'uid' ? uid : jsonNumber(srcPort as number);
 }
+
+/** A number hole as a line part: the number itself where the destination writes its digits, else its JSON text. */
+const numberPart = (value: unknown): LinePart => (isNumberPart(value) ? value : jsonNumber(value as number));
 
 /**
  * `write(event, time, uid, level)` writes the event's line (at info when no level is given); `uid` must be a
@@ -82,14 +85,15 @@ export function createAuditLineWriter(
     const { texts, bytes, holes } = template;
     const srcPort = event.src?.port;
     if (bytes !== undefined) {
-      // parts[0] is the writer's: the line's start.
+      // The first LINE_START_PARTS are the writer's: the line's start.
       // Sized once: one line per event, so no list grown by pushes.
-      const parts = new Array<LinePart>(2 + 2 * holes.length);
-      parts[0] = '';
-      parts[1] = bytes[0] as Uint8Array;
+      const parts = new Array<LinePart>(LINE_START_PARTS + 1 + 2 * holes.length);
+      for (let i = 0; i < LINE_START_PARTS; i++) parts[i] = '';
+      parts[LINE_START_PARTS] = bytes[0] as Uint8Array;
       for (let i = 0; i < holes.length; i++) {
-        parts[2 + 2 * i] = holeText(holes[i] as OcsfHole, time, uid, srcPort);
-        parts[3 + 2 * i] = bytes[i + 1] as Uint8Array;
+        const hole = holes[i] as OcsfHole;
+        parts[LINE_START_PARTS + 1 + 2 * i] = hole === 'uid' ? uid : numberPart(hole === 'time' ? time : srcPort);
+        parts[LINE_START_PARTS + 2 + 2 * i] = bytes[i + 1] as Uint8Array;
       }
       writer.writeParts(parts, level, lineTime);
       return;

@@ -36,6 +36,22 @@ const MAX_SPARE_SLABS = 2;
 const MAX_UTF8_BYTES_PER_UNIT = 3;
 /** Text parts up to this long are copied by a character loop when ASCII; longer ones by the encoder. */
 const MAX_LOOP_COPY_CHARS = 64;
+/** Decimal digits of the largest safe integer, the most a number part writes. */
+const MAX_SAFE_INTEGER_DIGITS = 16;
+const DIGIT_ZERO = 0x30;
+
+/** Writes the non-negative safe integer `value` at `at` in decimal; returns the bytes written. */
+function putInteger(slab: Buffer, at: number, value: number): number {
+  let digits = 1;
+  for (let power = 10; power <= value; power *= 10) digits++;
+  let rest = value;
+  for (let i = at + digits - 1; i >= at; i--) {
+    const quotient = Math.floor(rest / 10);
+    slab[i] = DIGIT_ZERO + (rest - quotient * 10);
+    rest = quotient;
+  }
+  return digits;
+}
 
 /**
  * Writes `text` at `at` as UTF-8; returns the bytes written, or -1 when `text` ends in the high half of a
@@ -247,12 +263,16 @@ export function createBufferedDestination(fd: number, options: BufferedDestinati
       let worst = 0;
       for (let i = 0; i < parts.length; i++) {
         const part = parts[i] as LinePart;
-        worst += typeof part === 'string' ? part.length * MAX_UTF8_BYTES_PER_UNIT : part.length;
+        worst += typeof part === 'string' ? part.length * MAX_UTF8_BYTES_PER_UNIT : typeof part === 'number' ? MAX_SAFE_INTEGER_DIGITS : part.length;
       }
       if (!room(worst)) return write(joinParts(parts));
       const lineStart = fill;
       for (let i = 0; i < parts.length; i++) {
         const part = parts[i] as LinePart;
+        if (typeof part === 'number') {
+          fill += putInteger(slab, fill, part);
+          continue;
+        }
         if (typeof part !== 'string') {
           slab.set(part, fill);
           fill += part.length;
@@ -277,6 +297,8 @@ export function createBufferedDestination(fd: number, options: BufferedDestinati
 /** The line as one string (bytes parts decoded: they are UTF-8 of well-formed text). */
 export function joinParts(parts: readonly LinePart[]): string {
   let line = '';
-  for (const part of parts) line += typeof part === 'string' ? part : Buffer.from(part.buffer, part.byteOffset, part.byteLength).toString('utf8');
+  for (const part of parts) {
+    line += typeof part === 'string' || typeof part === 'number' ? `${part}` : Buffer.from(part.buffer, part.byteOffset, part.byteLength).toString('utf8');
+  }
   return line;
 }

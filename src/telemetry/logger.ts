@@ -35,8 +35,16 @@ export function redactPaths(): string[] {
   return paths;
 }
 
-/** Part of a line: text, or the UTF-8 bytes of text that neither starts nor ends inside a surrogate pair. */
-export type LinePart = string | Uint8Array;
+/** Part of a line: text, the UTF-8 bytes of text that neither starts nor ends inside a surrogate pair, or a
+ *  non-negative safe integer, written in decimal as JSON writes it (no string is made of it). */
+export type LinePart = string | Uint8Array | number;
+
+/** Line parts the raw line writer fills with a line's start: the level (and `,"time":` when the time is given),
+ *  the time, pino's bindings. */
+export const LINE_START_PARTS = 3;
+
+/** True when `value` may be a number part. */
+export const isNumberPart = (value: unknown): value is number => typeof value === 'number' && Number.isSafeInteger(value) && value >= 0;
 
 export interface LogDestination {
   write(chunk: string): unknown;
@@ -103,7 +111,7 @@ export interface RawLineWriter {
   write(body: string, level?: RawLineLevel, time?: number): void;
   /** True when the destination takes a line in parts; writeParts then skips making one string of it. */
   readonly takesParts: boolean;
-  /** write(body) for the body in parts; `parts[0]` is overwritten with the line's start. */
+  /** write(body) for the body in parts; the first LINE_START_PARTS of `parts` are overwritten with the line's start. */
   writeParts(parts: LinePart[], level?: RawLineLevel, time?: number): void;
   /** The clock the line's `time` is read from when none is given; undefined when not known. A caller that has
    *  just read this clock for the line's content passes that reading as `time` instead of a second read. */
@@ -134,9 +142,12 @@ export function createRawLineWriter(logger: Logger, key: string): RawLineWriter 
   const timeOf = time as () => string;
   // Bindings are read per line: setBindings() may change them after the writer was made.
   const clock = lineClocks.get(timeOf);
+  const levelText = (level: RawLineLevel | undefined): string => (level === undefined || level === 'info' ? info : level === 'warn' ? warn : error);
   const start = (level: RawLineLevel | undefined, time: number | undefined): string =>
-    `${level === undefined || level === 'info' ? info : level === 'warn' ? warn : error}${time === undefined || clock === undefined ? timeOf() : `,"time":${time}`}${internals[S.chindingsSym] as string}`;
+    `${levelText(level)}${time === undefined || clock === undefined ? timeOf() : `,"time":${time}`}${internals[S.chindingsSym] as string}`;
   const takesParts = typeof stream.writeParts === 'function';
+  // A line's start in parts: each level's text with `,"time":` as bytes, made once; the time as a number part.
+  const timedStarts = { info: Buffer.from(`${info},"time":`), warn: Buffer.from(`${warn},"time":`), error: Buffer.from(`${error},"time":`) };
   return {
     fieldPrefix: `,${JSON.stringify(key)}:`,
     end,
@@ -146,7 +157,14 @@ export function createRawLineWriter(logger: Logger, key: string): RawLineWriter 
     takesParts,
     clock,
     writeParts(parts: LinePart[], level?: RawLineLevel, time?: number): void {
-      parts[0] = start(level, time);
+      if (time === undefined || clock === undefined) {
+        parts[0] = levelText(level);
+        parts[1] = timeOf();
+      } else {
+        parts[0] = timedStarts[level ?? 'info'];
+        parts[1] = isNumberPart(time) ? time : `${time}`;
+      }
+      parts[2] = internals[S.chindingsSym] as string;
       if (takesParts) stream.writeParts?.(parts);
       else stream.write(joinParts(parts));
     },

@@ -9,7 +9,8 @@ import { parsePolicy } from '../../src/policy/parse.js';
 import { createPolicyStore, emptyPolicy } from '../../src/policy/store.js';
 import { auditLevel, createAuditSink } from '../../src/telemetry/audit.js';
 import type { AuditEvent } from '../../src/telemetry/event.js';
-import { createLogger, type LogFormat } from '../../src/telemetry/logger.js';
+import { createLogger, type LinePart, type LogFormat } from '../../src/telemetry/logger.js';
+import { joinParts } from '../../src/telemetry/log-destination.js';
 import { cleanText, toOcsf, toShorthand } from '../../src/telemetry/ocsf.js';
 import { logSink } from '../harness/log-sink.js';
 
@@ -145,7 +146,7 @@ describe('audit line levels', () => {
     for (const parts of [false, true]) {
       const got: string[] = [];
       const destination = parts
-        ? { write: (chunk: string) => got.push(chunk) > 0, writeParts: (p: readonly (string | Uint8Array)[]) => got.push(p.map((x) => (typeof x === 'string' ? x : Buffer.from(x).toString())).join('')) > 0 }
+        ? { write: (chunk: string) => got.push(chunk) > 0, writeParts: (p: readonly LinePart[]) => got.push(joinParts(p)) > 0 }
         : { write: (chunk: string) => got.push(chunk) > 0 };
       const sink = createAuditSink({ logger: createLogger({ format: 'json', destination, now: () => T }), now: () => T, format: 'json' });
       const expected: string[] = [];

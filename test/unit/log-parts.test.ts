@@ -17,11 +17,24 @@ function randomText(random: () => number, count: number): string {
   return out;
 }
 
-/** Bytes parts as their producers make them: UTF-8 of text starting and ending in ASCII. */
+/** Integers at each count of decimal digits, either side of it, and the largest safe one. */
+const EDGE_INTEGERS = [0, 1, 9, 10, 11, 99, 100, 65_535, 999_999_999, 1_000_000_000, 2 ** 31, 2 ** 32 + 1, 1_796_629_926_963, Number.MAX_SAFE_INTEGER];
+
+/** A non-negative safe integer of any length, edges often. */
+function randomInteger(random: () => number): number {
+  if (random() < 0.3) return EDGE_INTEGERS[Math.floor(random() * EDGE_INTEGERS.length)] as number;
+  return Math.floor(random() * 10 ** Math.floor(random() * 16));
+}
+
+/** Bytes parts as their producers make them: UTF-8 of text starting and ending in ASCII; number parts too. */
 function randomParts(random: () => number): LinePart[] {
   const parts: LinePart[] = [];
   const count = 1 + Math.floor(random() * 8);
   for (let i = 0; i < count; i++) {
+    if (random() < 0.15) {
+      parts.push(randomInteger(random));
+      continue;
+    }
     const roll = random();
     // Some texts cross the copy loop's length limit (64), some are long.
     const length = roll < 0.1 ? 0 : roll < 0.8 ? Math.floor(random() * 80) : 500 + Math.floor(random() * 3000);
@@ -62,6 +75,15 @@ describe('the buffered destination, a line in parts', () => {
     assert.ok(viaWrite.equals(expected));
     assert.equal(viaParts.length, expected.length);
     assert.ok(viaParts.equals(expected), 'bytes differ');
+  });
+
+  it('writes a number part as JSON writes the number, at every count of digits', async () => {
+    const lines: LinePart[][] = EDGE_INTEGERS.map((n) => ['{"n":', n, Buffer.from(',"m":'), n + 1 <= Number.MAX_SAFE_INTEGER ? n + 1 : 0, '}\n']);
+    const bytes = await writtenBytes((destination) => {
+      for (const parts of lines) destination.writeParts?.(parts);
+    });
+    const expected = lines.map((parts) => JSON.stringify({ n: parts[1], m: parts[3] })).join('\n');
+    assert.equal(bytes.toString(), `${expected}\n`);
   });
 
   it('joins a surrogate pair split across two text parts as the whole line would', async () => {
