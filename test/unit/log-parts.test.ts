@@ -17,8 +17,8 @@ function randomText(random: () => number, count: number): string {
   return out;
 }
 
-/** Integers at each count of decimal digits, either side of it, and the largest safe one. */
-const EDGE_INTEGERS = [0, 1, 9, 10, 11, 99, 100, 65_535, 999_999_999, 1_000_000_000, 2 ** 31, 2 ** 32 + 1, 1_796_629_926_963, Number.MAX_SAFE_INTEGER];
+/** Either side of each power of ten up to 16 digits, a time in milliseconds, and the largest safe integer. */
+const EDGE_INTEGERS = [0, ...Array.from({ length: 15 }, (_, k) => [10 ** (k + 1) - 1, 10 ** (k + 1)]).flat(), 1_796_629_926_963, Number.MAX_SAFE_INTEGER];
 
 /** A non-negative safe integer of any length, edges often. */
 function randomInteger(random: () => number): number {
