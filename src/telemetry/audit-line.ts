@@ -3,6 +3,7 @@
 // source port reuses that one's line, filled in; any other is rendered. Same bytes either way.
 import { type AuditEventSnapshot, createAuditMemo } from './audit-memo.js';
 import type { AuditEvent } from './event.js';
+import { uidText } from './event-uid.js';
 import { jsonNumber, jsonString } from './json-text.js';
 import { isNumberPart, LINE_START_PARTS, type LinePart, type RawLineLevel, type RawLineWriter } from './logger.js';
 import { DEFAULT_PRODUCT, type ProductInfo, toShorthand } from './ocsf.js';
@@ -24,16 +25,17 @@ interface LineTemplate {
 const isAsciiAt = (text: string, index: number): boolean => text.charCodeAt(index) < 0x80;
 
 /** A hole's JSON text; the uid as it is (see createAuditLineWriter). */
-function holeText(hole: OcsfHole, time: number, uid: string, srcPort: unknown): string {
-  return hole === 'time' ? jsonNumber(time) : hole === 'uid' ? uid : jsonNumber(srcPort as number);
+function holeText(hole: OcsfHole, time: number, uid: Uint8Array, srcPort: unknown): string {
+  return hole === 'time' ? jsonNumber(time) : hole === 'uid' ? uidText(uid) : jsonNumber(srcPort as number);
 }
 
 /** A number hole as a line part: the number itself where the destination writes its digits, else its JSON text. */
 const numberPart = (value: unknown): LinePart => (isNumberPart(value) ? value : jsonNumber(value as number));
 
 /**
- * `write(event, time, uid, level)` writes the event's line (at info when no level is given); `uid` must be a
- * UUID as event-uid.ts or randomUUID() writes it (hex digits and dashes, which JSON writes as they are). Throws where the renderers throw.
+ * `write(event, time, uid, level)` writes the event's line (at info when no level is given); `uid` must be the
+ * text of a UUID as event-uid.ts or randomUUID() writes it (hex digits and dashes, which JSON writes as they are), as
+ * ASCII bytes; they are copied before the call returns. Throws where the renderers throw.
  * `clock` is the one `time` was read from: when the writer times its lines by the same clock, the line's time is
  * that reading (the event's), not a second one.
  */
@@ -41,7 +43,7 @@ export function createAuditLineWriter(
   writer: RawLineWriter,
   product: ProductInfo | undefined,
   clock?: () => number,
-): (event: AuditEvent, time: number, uid: string, level?: RawLineLevel) => void {
+): (event: AuditEvent, time: number, uid: Uint8Array, level?: RawLineLevel) => void {
   const sameClock = clock !== undefined && writer.clock === clock;
   const renderers = createOcsfJsonRenderers();
   const templates = createAuditMemo<LineTemplate>();
@@ -74,11 +76,11 @@ export function createAuditLineWriter(
     return snapshot === undefined ? undefined : makeTemplate(snapshot);
   }
 
-  return function writeAuditLine(event: AuditEvent, time: number, uid: string, level?: RawLineLevel): void {
+  return function writeAuditLine(event: AuditEvent, time: number, uid: Uint8Array, level?: RawLineLevel): void {
     const lineTime = sameClock ? time : undefined;
     const template = templateFor(event);
     if (template === undefined) {
-      const meta = product === undefined ? { time, uid } : { time, uid, product };
+      const meta = product === undefined ? { time, uid: uidText(uid) } : { time, uid: uidText(uid), product };
       writer.write(`${fieldPrefix}${renderers.render(event, meta)},"msg":${jsonString(toShorthand(event))}${end}`, level, lineTime);
       return;
     }

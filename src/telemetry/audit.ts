@@ -1,7 +1,7 @@
 // The AuditSink every component emits into: one log line per event (OCSF JSON or shorthand text), and a
 // fan-out of the OCSF object to subscribers (the control channel). Never throws into the emitter.
 import { createAuditLineWriter } from './audit-line.js';
-import { createEventUids } from './event-uid.js';
+import { createEventUids, uidText } from './event-uid.js';
 import type { AuditEvent, AuditSink, Severity } from './event.js';
 import { AUDIT_TIME_KEY, createRawLineWriter, createShorthandAuditWriter, type LogFormat, type Logger, type RawLineLevel } from './logger.js';
 import { type OcsfEvent, type OcsfMeta, type ProductInfo, toOcsf, toShorthand } from './ocsf.js';
@@ -50,9 +50,9 @@ export function createAuditSink(options: {
   const writeOcsf = writer === undefined ? undefined : createAuditLineWriter(writer, product, now);
   const writeShorthand = format === 'json' ? undefined : createShorthandAuditWriter(audit);
 
-  /** A random v4 UUID (hex digits and dashes): the line writer relies on it (see createAuditLineWriter). */
+  /** A random v4 UUID's text as bytes (hex digits and dashes): the line writer relies on it (see createAuditLineWriter). */
   const eventUid = createEventUids();
-  function metaFor(time: number, uid = eventUid()): OcsfMeta & { readonly uid: string } {
+  function metaFor(time: number, uid = uidText(eventUid())): OcsfMeta & { readonly uid: string } {
     return product === undefined ? { time, uid } : { time, uid, product };
   }
 
@@ -81,8 +81,8 @@ export function createAuditSink(options: {
         }
         const uid = eventUid();
         // Subscribers get the object; the line is rendered straight to JSON text (same bytes, no object).
-        const ocsf = listeners.size > 0 ? toOcsf(event, metaFor(time, uid)) : undefined;
-        if (writeOcsf === undefined) audit[level]({ ocsf: ocsf ?? toOcsf(event, metaFor(time, uid)) }, toShorthand(event));
+        const ocsf = listeners.size > 0 ? toOcsf(event, metaFor(time, uidText(uid))) : undefined;
+        if (writeOcsf === undefined) audit[level]({ ocsf: ocsf ?? toOcsf(event, metaFor(time, uidText(uid))) }, toShorthand(event));
         else if (audit.isLevelEnabled(level)) writeOcsf(event, time, uid, level);
         if (ocsf !== undefined) deliver(ocsf);
       } catch (err) {

@@ -1,6 +1,6 @@
 // Event uids: random version-4 UUIDs (RFC 9562 §5.4) in crypto.randomUUID()'s text form, written in batches from one
-// fill of random bytes into one string, each uid a slice of it. randomUUID joins its text from a string per byte, which
-// the audit line then flattens: docs/benchmarks.md#third-pass-a-floor-from-boundarys-own-codec says what that cost.
+// fill of random bytes. A uid is handed out as its 36 ASCII bytes, a view of the batch's text: the audit line copies
+// them as they are, and a string is made only for what keeps one (docs/benchmarks.md#fourth-pass-the-event-uid-as-bytes).
 
 import { randomFillSync } from 'node:crypto';
 
@@ -14,15 +14,19 @@ const DASH = 0x2d;
 const BYTE_TEXT_AT = Uint8Array.from([0, 2, 4, 6, 9, 11, 14, 16, 19, 21, 24, 26, 28, 30, 32, 34]);
 const DASHES_AT = [8, 13, 18, 23] as const;
 
-/** A source of random v4 UUIDs in lower-case hex with dashes, as crypto.randomUUID() gives them. */
-export function createEventUids(): () => string {
+/**
+ * A source of random v4 UUIDs in lower-case hex with dashes, as crypto.randomUUID() gives them, each as its text's
+ * 36 ASCII bytes. A uid's bytes are written over once EVENT_UIDS_PER_BATCH more are taken: copy them (or take
+ * `uidText`) before that.
+ */
+export function createEventUids(): () => Buffer {
   const entropy = Buffer.allocUnsafeSlow(UUID_BYTES * EVENT_UIDS_PER_BATCH);
   const text = Buffer.allocUnsafeSlow(UUID_CHARS * EVENT_UIDS_PER_BATCH);
+  // Made once: every refill writes the same places.
+  const views = Array.from({ length: EVENT_UIDS_PER_BATCH }, (_, u) => text.subarray(u * UUID_CHARS, (u + 1) * UUID_CHARS));
   // Written once: every refill writes the hex digits around them.
   for (let u = 0; u < EVENT_UIDS_PER_BATCH; u++) for (const at of DASHES_AT) text[u * UUID_CHARS + at] = DASH;
   let next = EVENT_UIDS_PER_BATCH;
-  /** The batch as one string: each uid is a slice of it (a view, not a copy). */
-  let batch = '';
 
   function refill(): void {
     randomFillSync(entropy);
@@ -39,13 +43,16 @@ export function createEventUids(): () => string {
         text[at + 1] = HEX_DIGITS[byte & 0x0f] as number;
       }
     }
-    batch = text.toString('latin1');
     next = 0;
   }
 
-  return function eventUid(): string {
+  return function eventUid(): Buffer {
     if (next === EVENT_UIDS_PER_BATCH) refill();
-    const at = next++ * UUID_CHARS;
-    return batch.slice(at, at + UUID_CHARS);
+    return views[next++] as Buffer;
   };
+}
+
+/** A uid's text, to keep. */
+export function uidText(uid: Uint8Array): string {
+  return Buffer.from(uid.buffer, uid.byteOffset, uid.byteLength).toString('latin1');
 }

@@ -1,7 +1,8 @@
-// Event uids (telemetry/event-uid.ts): random version-4 UUIDs in crypto.randomUUID()'s text form, fresh across batches.
+// Event uids (telemetry/event-uid.ts): random version-4 UUIDs in crypto.randomUUID()'s text form as bytes, fresh across
+// batches, each unchanged until a batch later.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { createEventUids, EVENT_UIDS_PER_BATCH } from '../../src/telemetry/event-uid.js';
+import { createEventUids, EVENT_UIDS_PER_BATCH, uidText } from '../../src/telemetry/event-uid.js';
 
 const V4 = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
 
@@ -10,23 +11,26 @@ test('every uid is a lower-case v4 UUID with its variant bits, and none repeats 
   const seen = new Set<string>();
   const n = EVENT_UIDS_PER_BATCH * 4 + 3;
   for (let i = 0; i < n; i++) {
-    const u = uid();
+    const u = uidText(uid());
     assert.match(u, V4);
     seen.add(u);
   }
   assert.equal(seen.size, n);
 });
 
-test('a uid handed out stays as it was when its batch is written over', () => {
+test("a uid's bytes stay as they were until a batch more is taken, and its text after that", () => {
   const uid = createEventUids();
   const first = uid();
-  const copy = `${first}`.split('').join('');
-  for (let i = 0; i < EVENT_UIDS_PER_BATCH * 2; i++) uid();
-  assert.equal(first, copy);
+  const text = uidText(first);
+  for (let i = 0; i < EVENT_UIDS_PER_BATCH - 1; i++) assert.notEqual(uidText(uid()), text);
+  assert.equal(uidText(first), text);
+  for (let i = 0; i < EVENT_UIDS_PER_BATCH; i++) uid();
+  assert.notEqual(uidText(first), text);
+  assert.match(text, V4);
 });
 
 test('two sources give different uids', () => {
-  assert.notEqual(createEventUids()(), createEventUids()());
+  assert.notEqual(uidText(createEventUids()()), uidText(createEventUids()()));
 });
 
 test('every hex digit shows up in every free position', () => {
@@ -34,7 +38,7 @@ test('every hex digit shows up in every free position', () => {
   const uid = createEventUids();
   const digits = Array.from({ length: 36 }, () => new Set<string>());
   for (let i = 0; i < 2000; i++) {
-    const u = uid();
+    const u = uidText(uid());
     for (let j = 0; j < 36; j++) digits[j]?.add(u[j] as string);
   }
   for (let j = 0; j < 36; j++) {
