@@ -23,6 +23,8 @@ const builds = [await load(dirA), await load(dirB)];
 const pathBuf = Buffer.from('/index.html');
 const hostBuf = Buffer.from('origin.bench.test');
 const hostHdr = Buffer.from('origin.bench.test:43081');
+// As bytes (what the sink hands the line writer now); a tree from before takes it as its text, written the same.
+const UID = Buffer.from('01234567-89ab-cdef-0123-456789abcdef');
 function eventBench(b) {
   let sink = 0;
   const writer = { fieldPrefix: ',"ocsf":', end: '}\n', takesParts: true, write: (s) => { sink += s.length; }, writeParts: (p) => { sink += p.length; } };
@@ -30,7 +32,7 @@ function eventBench(b) {
   return () => {
     const o = b.events.beginOutcome('forward', 'http', { remoteAddress: '127.0.0.1', remotePort: 40000 + (sink & 1023) });
     Object.assign(o, { method: 'GET', host: hostBuf.toString('latin1'), port: 43081, path: pathBuf.toString('latin1'), verdict: 'allow', reason: 'policy-allow', engine: 'l4', detail: 'allowed by web', policy: 'web', generation: 1, policyHash: 'abc', status: 200, extra: { rule: 'web', endpoint: 'e1' } });
-    write(b.events.outcomeEvent(o), 1733380000000, '01234567-89ab-cdef-0123-456789abcdef');
+    write(b.events.outcomeEvent(o), 1733380000000, UID);
   };
 }
 function markerBench(b) {
