@@ -6,7 +6,7 @@ import type { AuditEvent } from './event.js';
 export const MAX_AUDIT_MEMO_ENTRIES = 256;
 /** Events whose message (the map key) is longer are not memoised. */
 export const MAX_AUDIT_MEMO_KEY_CHARS = 512;
-/** Events whose `unmapped` holds more keys are not memoised. */
+/** Events whose `unmapped`, or an object or list in it, holds more keys or items are not memoised. */
 export const MAX_AUDIT_MEMO_UNMAPPED_KEYS = 16;
 /** Entries per message: events that differ only where the message does not show (the status code...). */
 const MAX_AUDIT_MEMO_ENTRIES_PER_KEY = 4;
@@ -15,19 +15,28 @@ const MAX_AUDIT_MEMO_ENTRIES_PER_KEY = 4;
 export const MAX_AUDIT_MEMO_EVENT_CHARS = 4_096;
 
 type Primitive = string | number | boolean | null | undefined;
+/** What an object in `unmapped` may hold (a denial's `replay`: its fields, and its list of query keys). */
+type NestedValue = Primitive | readonly string[];
+
+/** An object in `unmapped`, as read once: its own keys in order and their values. */
+interface NestedSnapshot {
+  readonly keys: readonly string[];
+  readonly values: readonly NestedValue[];
+}
 
 /** Object.prototype.hasOwnProperty: called on a for-in's own key, V8 answers it without a lookup (Object.hasOwn it
  *  does not), and matches() asks it for every key of every event's `unmapped`. */
 const ownProperty = Object.prototype.hasOwnProperty;
 
 /**
- * An event's fields as read once, with `unmapped` cut down to own keys with primitive values: a plain
- * AuditEvent the renderers read exactly as they read the event it was taken from. `src.port` is kept but not
+ * An event's fields as read once, with `unmapped` cut down to own keys with primitive values or plain objects of
+ * them (and of lists of strings), one level deep: a plain AuditEvent the renderers read exactly as they read the
+ * event it was taken from. `src.port` is kept but not
  * compared (only whether there is one): renderers leave it open.
  */
 export interface AuditEventSnapshot extends AuditEvent {
   readonly unmappedKeys: readonly string[];
-  readonly unmappedValues: readonly Primitive[];
+  readonly unmappedValues: readonly (Primitive | NestedSnapshot)[];
 }
 
 interface Entry<T> {
@@ -52,6 +61,64 @@ const isObject = (value: unknown): value is Record<string, unknown> => typeof va
 
 function isPrimitive(value: unknown): value is Primitive {
   return value === null || value === undefined || typeof value === 'string' || typeof value === 'number' || typeof value === 'boolean';
+}
+
+/** An object made by a literal (or with no prototype): its own keys are all JSON.stringify reads of it. */
+function isPlainObject(value: unknown): value is Record<string, unknown> {
+  if (!isObject(value)) return false;
+  const proto = Object.getPrototypeOf(value) as unknown;
+  return proto === Object.prototype || proto === null;
+}
+
+function isStringList(value: unknown): value is readonly string[] {
+  if (!Array.isArray(value) || Object.getPrototypeOf(value) !== Array.prototype || value.length > MAX_AUDIT_MEMO_UNMAPPED_KEYS) return false;
+  for (let i = 0; i < value.length; i++) if (typeof value[i] !== 'string') return false;
+  return true;
+}
+
+/** `object`'s own keys and values, with its copy for the snapshot (no prototype, lists copied); undefined when it
+ *  holds anything but primitives and lists of strings, or too much. */
+function takeNested(object: Record<string, unknown>): { readonly nested: NestedSnapshot; readonly copy: Record<string, unknown>; readonly chars: number } | undefined {
+  const keys: string[] = [];
+  const values: NestedValue[] = [];
+  const copy = Object.create(null) as Record<string, unknown>;
+  let chars = 0;
+  for (const key in object) {
+    if (!ownProperty.call(object, key)) continue;
+    const value = object[key];
+    if (keys.length >= MAX_AUDIT_MEMO_UNMAPPED_KEYS || key === '__proto__') return undefined;
+    if (isPrimitive(value)) {
+      chars += key.length + (typeof value === 'string' ? value.length : 0);
+      values.push(value);
+      copy[key] = value;
+    } else if (isStringList(value)) {
+      const list = value.slice();
+      chars += key.length + textLength(list);
+      values.push(list);
+      copy[key] = list;
+    } else return undefined;
+    keys.push(key);
+  }
+  return { nested: { keys, values }, copy, chars };
+}
+
+/** Equal to `nested` key by key, in order, lists item by item. */
+function matchesNested(nested: NestedSnapshot, value: unknown): boolean {
+  if (!isPlainObject(value)) return false;
+  const { keys, values } = nested;
+  let i = 0;
+  for (const key in value) {
+    if (!ownProperty.call(value, key)) continue;
+    if (i >= keys.length || key !== keys[i]) return false;
+    const expected = values[i];
+    const got = value[key];
+    if (Array.isArray(expected)) {
+      if (!Array.isArray(got) || got.length !== expected.length) return false;
+      for (let j = 0; j < expected.length; j++) if (got[j] !== expected[j]) return false;
+    } else if (got !== expected) return false;
+    i++;
+  }
+  return i === keys.length;
 }
 
 /** The summed length of the strings among `values` (other values count 0). */
@@ -88,7 +155,7 @@ function takeSnapshot(event: AuditEvent): AuditEventSnapshot | undefined {
   let chars = textLength([cls, activity, severity, message, action, engine, policy, statusDetail, detail, policyHash]);
   chars += textLength([dstCopy?.host, dstCopy?.ip, srcCopy?.ip, httpCopy?.method, httpCopy?.url]);
   const unmappedKeys: string[] = [];
-  const unmappedValues: Primitive[] = [];
+  const unmappedValues: (Primitive | NestedSnapshot)[] = [];
   let unmappedCopy: Record<string, unknown> | undefined;
   if (unmapped !== undefined) {
     if (!isObject(unmapped) || Array.isArray(unmapped)) return undefined;
@@ -97,11 +164,19 @@ function takeSnapshot(event: AuditEvent): AuditEventSnapshot | undefined {
     for (const key in unmapped) {
       if (!ownProperty.call(unmapped, key)) continue;
       const value = unmapped[key];
-      if (unmappedKeys.length >= MAX_AUDIT_MEMO_UNMAPPED_KEYS || key === '__proto__' || !isPrimitive(value)) return undefined;
-      chars += key.length + (typeof value === 'string' ? value.length : 0);
+      if (unmappedKeys.length >= MAX_AUDIT_MEMO_UNMAPPED_KEYS || key === '__proto__') return undefined;
+      if (isPrimitive(value)) {
+        chars += key.length + (typeof value === 'string' ? value.length : 0);
+        unmappedValues.push(value);
+        unmappedCopy[key] = value;
+      } else {
+        const taken = isPlainObject(value) ? takeNested(value) : undefined;
+        if (taken === undefined) return undefined;
+        chars += key.length + taken.chars;
+        unmappedValues.push(taken.nested);
+        unmappedCopy[key] = taken.copy;
+      }
       unmappedKeys.push(key);
-      unmappedValues.push(value);
-      unmappedCopy[key] = value;
     }
   }
   if (chars > MAX_AUDIT_MEMO_EVENT_CHARS) return undefined;
@@ -159,7 +234,9 @@ function matches(s: AuditEventSnapshot, e: AuditEvent): boolean {
   let i = 0;
   for (const key in unmapped) {
     if (!ownProperty.call(unmapped, key)) continue;
-    if (i >= keys.length || key !== keys[i] || unmapped[key] !== values[i]) return false;
+    if (i >= keys.length || key !== keys[i]) return false;
+    const expected = values[i];
+    if (isObject(expected) ? !matchesNested(expected as NestedSnapshot, unmapped[key]) : unmapped[key] !== expected) return false;
     i++;
   }
   return i === keys.length;

@@ -223,6 +223,69 @@ function variants(base: AuditEvent): AuditEvent[] {
   return out;
 }
 
+/** A denial as chain/events.ts builds one: `unmapped.replay` is an object, with a list of query keys. */
+const DENIAL: AuditEvent = {
+  ...FORWARD_ALLOWED_EVENT,
+  severity: 'MED',
+  action: 'DENIED',
+  message: 'FORWARD denied GET origin.example.test:8080/admin',
+  statusDetail: 'FORWARD denied',
+  detail: 'no policy allows origin.example.test:8080',
+  http: { method: 'GET', url: 'http://origin.example.test:8080/admin?a=1&b=2' },
+  unmapped: {
+    adapter: 'forward',
+    verdict: 'deny',
+    reason_code: 'no-rule-matched',
+    status_code: 403,
+    replay: { scheme: 'http', method: 'GET', host: 'origin.example.test', port: 8080, path: '/admin', query_keys: ['a', 'b'] },
+  },
+};
+
+/** Every way a denial's replay can differ from itself: each field, the list, the keys' order, and shapes not kept. */
+function replayVariants(base: AuditEvent): AuditEvent[] {
+  const replay = (base.unmapped as { replay: Record<string, unknown> }).replay;
+  const out: AuditEvent[] = [];
+  const vary = (change: (r: Record<string, unknown>) => Record<string, unknown> | undefined): void => {
+    const next = change({ ...replay, query_keys: [...(replay.query_keys as string[])] });
+    out.push({ ...base, src: { ...base.src }, unmapped: { ...base.unmapped, replay: next } });
+  };
+  vary((r) => r);
+  vary((r) => ({ ...r, path: '/admin/x' }));
+  vary((r) => ({ ...r, port: 8081 }));
+  vary((r) => ({ ...r, port: Number.NaN }));
+  vary((r) => ({ ...r, query_keys: ['a'] }));
+  vary((r) => ({ ...r, query_keys: ['b', 'a'] }));
+  vary((r) => ({ ...r, query_keys: [] }));
+  vary((r) => ({ ...r, query_keys: ['a', 'b', 'c'] }));
+  vary((r) => ({ ...r, query_keys: ['a', 2] }));
+  vary((r) => ({ ...r, query_keys: Array.from({ length: MAX_AUDIT_MEMO_UNMAPPED_KEYS + 1 }, (_, i) => `k${i}`) }));
+  vary((r) => ({ ...r, query_keys_truncated: true }));
+  vary((r) => ({ ...r, binary: '/usr/bin/curl' }));
+  vary((r) => {
+    const { query_keys: _q, ...rest } = r;
+    return rest;
+  });
+  vary((r) => {
+    const { scheme, ...rest } = r;
+    return { ...rest, scheme };
+  });
+  vary((r) => ({ ...r, extra: undefined }));
+  vary((r) => ({ ...r, extra: null }));
+  vary((r) => ({ ...r, deeper: { a: 1 } }));
+  vary((r) => ({ ...r, list: [{ a: 1 }] }));
+  vary((r) => ({ ...r, when: new Date(0) }));
+  vary((r) => ({ ...r, toJSON: () => 'x' }));
+  vary((r) => Object.assign(Object.create({ inherited: 'x' }) as object, r));
+  vary((r) => Object.assign(Object.create(null) as object, r));
+  vary((r) => JSON.parse(`{"__proto__": 1, ${JSON.stringify(r).slice(1)}`) as Record<string, unknown>);
+  vary((r) => ({ ...r, ...Object.fromEntries(Array.from({ length: MAX_AUDIT_MEMO_UNMAPPED_KEYS }, (_, i) => [`k${i}`, i])) }));
+  vary((r) => ({ ...r, path: `/${'p'.repeat(MAX_AUDIT_MEMO_EVENT_CHARS)}` }));
+  vary(() => undefined);
+  out.push({ ...base, unmapped: { ...base.unmapped, replay: 'not an object' } });
+  out.push({ ...base, unmapped: { ...base.unmapped, replay: [1, 2] } });
+  return out;
+}
+
 function shuffledRepeats(random: Random, items: readonly AuditEvent[], count: number): AuditEvent[] {
   return Array.from({ length: count }, () => items[Math.floor(random() * items.length)] as AuditEvent);
 }
@@ -238,6 +301,12 @@ describe('audit lines from the memo of line templates', () => {
       assertLines(events, { parts, bindings: { sandbox: 'sb-1', note: 'é' }, label: `bindings, parts ${parts}` });
       assertLines(events, { parts, product: { name: 'b', vendorName: 'v', version: '1.2.3' }, label: `product, parts ${parts}` });
     }
+  });
+
+  it("are the lines pino writes for a denial and every variant of its replay, repeated in random order", () => {
+    const random = seeded(13);
+    const events = shuffledRepeats(random, [...replayVariants(DENIAL), ...variants(DENIAL)], 3_000);
+    for (const parts of [false, true]) assertLines(events, { parts, label: `denial, parts ${parts}` });
   });
 
   it('are the lines pino writes for seeded pseudo-random events, each repeated with new source ports', () => {
