@@ -8,10 +8,13 @@
 # Usage: BOUNDARY_REF=<sha> bench/proxy-pair.sh [WINDOWS] [SECONDS]     (defaults 10 windows of 5 s)
 #        BOUNDARY_DIST=bench/out/build-<sha>/dist BOUNDARY_REF=<sha> bench/proxy-pair.sh   (two commits)
 # An A/A check: BOUNDARY_DIST set to BOUNDARY_REF's own build (ratios about 1.00).
+# PAIR_HOST=denied.bench.test: every request is one the bench's policy denies (403 and a denial event), instead of
+# an allowed GET to the origin.
 # Prints per window: each build's CPU µs per request and requests, and boundary / ref.
 set -euo pipefail
 
 WINDOWS=${1:-10}
+PAIR_HOST=${PAIR_HOST:-origin.bench.test}
 SECS=${2:-5}
 : "${BOUNDARY_REF:?BOUNDARY_REF is required}"
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -38,7 +41,7 @@ porta=$(port_of "$pa") portb=$(port_of "$pb")
 ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 # Requests served by one wrk run of $2 s through the proxy on port $1 (load core 0, as bench/proxy.sh pins it).
 load() {
-  BENCH_PATH="http://origin.bench.test:$origin/" BENCH_HOST="origin.bench.test:$origin" taskset -c 0 \
+  BENCH_PATH="http://$PAIR_HOST:$origin/" BENCH_HOST="$PAIR_HOST:$origin" taskset -c 0 \
     wrk -t1 -c32 -d"$2s" --timeout 5s -s "$HERE/proxy/absolute.lua" "http://127.0.0.1:$1/" 2>&1 |
     sed -n 's/^WRKJSON {"requests":\([0-9]*\),.*/\1/p'
 }
