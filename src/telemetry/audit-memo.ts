@@ -15,13 +15,12 @@ const MAX_AUDIT_MEMO_ENTRIES_PER_KEY = 4;
 export const MAX_AUDIT_MEMO_EVENT_CHARS = 4_096;
 
 type Primitive = string | number | boolean | null | undefined;
-/** What an object in `unmapped` may hold (a denial's `replay`: its fields, and its list of query keys). */
-type NestedValue = Primitive | readonly string[];
 
-/** An object in `unmapped`, as read once: its own keys in order and their values. */
-interface NestedSnapshot {
+/** `unmapped`, or a plain object in it (a denial's `replay`), as read once: its own keys in order and their values;
+ *  in `unmapped`, a primitive or such an object; in an object in it, a primitive or a list of strings. */
+interface ObjectSnapshot {
   readonly keys: readonly string[];
-  readonly values: readonly NestedValue[];
+  readonly values: readonly (Primitive | readonly string[] | ObjectSnapshot)[];
 }
 
 /** Object.prototype.hasOwnProperty: called on a for-in's own key, V8 answers it without a lookup (Object.hasOwn it
@@ -35,8 +34,7 @@ const ownProperty = Object.prototype.hasOwnProperty;
  * compared (only whether there is one): renderers leave it open.
  */
 export interface AuditEventSnapshot extends AuditEvent {
-  readonly unmappedKeys: readonly string[];
-  readonly unmappedValues: readonly (Primitive | NestedSnapshot)[];
+  readonly unmappedRead: ObjectSnapshot | undefined;
 }
 
 interface Entry<T> {
@@ -76,45 +74,57 @@ function isStringList(value: unknown): value is readonly string[] {
   return true;
 }
 
-/** `object`'s own keys and values, with its copy for the snapshot (no prototype, lists copied); undefined when it
- *  holds anything but primitives and lists of strings, or too much. */
-function takeNested(object: Record<string, unknown>): { readonly nested: NestedSnapshot; readonly copy: Record<string, unknown>; readonly chars: number } | undefined {
+/**
+ * `object`'s own keys and values (`depth` 0: `unmapped`; 1: an object in it), with its copy for the snapshot (no
+ * prototype, lists copied) and the length of its strings; undefined when it holds anything else, or too many keys.
+ */
+function takeObject(object: Record<string, unknown>, depth: 0 | 1): { readonly read: ObjectSnapshot; readonly copy: Record<string, unknown>; readonly chars: number } | undefined {
   const keys: string[] = [];
-  const values: NestedValue[] = [];
+  const values: ObjectSnapshot['values'][number][] = [];
+  // No prototype, and no `__proto__` key: every assignment makes an own key, in the same order.
   const copy = Object.create(null) as Record<string, unknown>;
   let chars = 0;
   for (const key in object) {
     if (!ownProperty.call(object, key)) continue;
     const value = object[key];
     if (keys.length >= MAX_AUDIT_MEMO_UNMAPPED_KEYS || key === '__proto__') return undefined;
+    chars += key.length;
     if (isPrimitive(value)) {
-      chars += key.length + (typeof value === 'string' ? value.length : 0);
+      chars += typeof value === 'string' ? value.length : 0;
       values.push(value);
       copy[key] = value;
-    } else if (isStringList(value)) {
+    } else if (depth === 1 && isStringList(value)) {
       const list = value.slice();
-      chars += key.length + textLength(list);
+      chars += textLength(list);
       values.push(list);
       copy[key] = list;
-    } else return undefined;
+    } else {
+      const nested = depth === 0 && isPlainObject(value) ? takeObject(value, 1) : undefined;
+      if (nested === undefined) return undefined;
+      chars += nested.chars;
+      values.push(nested.read);
+      copy[key] = nested.copy;
+    }
     keys.push(key);
   }
-  return { nested: { keys, values }, copy, chars };
+  return { read: { keys, values }, copy, chars };
 }
 
-/** Equal to `nested` key by key, in order, lists item by item. */
-function matchesNested(nested: NestedSnapshot, value: unknown): boolean {
-  if (!isPlainObject(value)) return false;
-  const { keys, values } = nested;
+/** Equal to what `read` was read from: own keys in order, their values by identity, lists item by item, objects
+ *  (plain ones) the same way. */
+function matchesObject(read: ObjectSnapshot, object: Record<string, unknown>): boolean {
+  const { keys, values } = read;
   let i = 0;
-  for (const key in value) {
-    if (!ownProperty.call(value, key)) continue;
+  for (const key in object) {
+    if (!ownProperty.call(object, key)) continue;
     if (i >= keys.length || key !== keys[i]) return false;
     const expected = values[i];
-    const got = value[key];
+    const got = object[key];
     if (Array.isArray(expected)) {
       if (!Array.isArray(got) || got.length !== expected.length) return false;
       for (let j = 0; j < expected.length; j++) if (got[j] !== expected[j]) return false;
+    } else if (isObject(expected)) {
+      if (!isPlainObject(got) || !matchesObject(expected as ObjectSnapshot, got)) return false;
     } else if (got !== expected) return false;
     i++;
   }
@@ -154,35 +164,20 @@ function takeSnapshot(event: AuditEvent): AuditEventSnapshot | undefined {
   }
   let chars = textLength([cls, activity, severity, message, action, engine, policy, statusDetail, detail, policyHash]);
   chars += textLength([dstCopy?.host, dstCopy?.ip, srcCopy?.ip, httpCopy?.method, httpCopy?.url]);
-  const unmappedKeys: string[] = [];
-  const unmappedValues: (Primitive | NestedSnapshot)[] = [];
+  let unmappedRead: ObjectSnapshot | undefined;
   let unmappedCopy: Record<string, unknown> | undefined;
   if (unmapped !== undefined) {
     if (!isObject(unmapped) || Array.isArray(unmapped)) return undefined;
-    // No prototype, and no `__proto__` key: every assignment makes an own key, in the same order.
-    unmappedCopy = Object.create(null) as Record<string, unknown>;
-    for (const key in unmapped) {
-      if (!ownProperty.call(unmapped, key)) continue;
-      const value = unmapped[key];
-      if (unmappedKeys.length >= MAX_AUDIT_MEMO_UNMAPPED_KEYS || key === '__proto__') return undefined;
-      if (isPrimitive(value)) {
-        chars += key.length + (typeof value === 'string' ? value.length : 0);
-        unmappedValues.push(value);
-        unmappedCopy[key] = value;
-      } else {
-        const taken = isPlainObject(value) ? takeNested(value) : undefined;
-        if (taken === undefined) return undefined;
-        chars += key.length + taken.chars;
-        unmappedValues.push(taken.nested);
-        unmappedCopy[key] = taken.copy;
-      }
-      unmappedKeys.push(key);
-    }
+    const taken = takeObject(unmapped, 0);
+    if (taken === undefined) return undefined;
+    chars += taken.chars;
+    unmappedRead = taken.read;
+    unmappedCopy = taken.copy;
   }
   if (chars > MAX_AUDIT_MEMO_EVENT_CHARS) return undefined;
   // Only keys the event has: a renderer that asks `!== undefined` sees the same either way, and so does one
   // that asks `in`.
-  const copy: Record<string, unknown> = { class: cls, activity, severity, message, unmappedKeys, unmappedValues };
+  const copy: Record<string, unknown> = { class: cls, activity, severity, message, unmappedRead };
   if (action !== undefined) copy.action = action;
   if (engine !== undefined) copy.engine = engine;
   if (policy !== undefined) copy.policy = policy;
@@ -227,19 +222,9 @@ function matches(s: AuditEventSnapshot, e: AuditEvent): boolean {
   const shttp = s.http;
   if (shttp === undefined ? http !== undefined : !isObject(http) || http.method !== shttp.method || http.url !== shttp.url) return false;
   const unmapped = e.unmapped;
-  if (s.unmapped === undefined) return unmapped === undefined;
+  if (s.unmappedRead === undefined) return unmapped === undefined;
   if (!isObject(unmapped) || Array.isArray(unmapped)) return false;
-  const keys = s.unmappedKeys;
-  const values = s.unmappedValues;
-  let i = 0;
-  for (const key in unmapped) {
-    if (!ownProperty.call(unmapped, key)) continue;
-    if (i >= keys.length || key !== keys[i]) return false;
-    const expected = values[i];
-    if (isObject(expected) ? !matchesNested(expected as NestedSnapshot, unmapped[key]) : unmapped[key] !== expected) return false;
-    i++;
-  }
-  return i === keys.length;
+  return matchesObject(s.unmappedRead, unmapped);
 }
 
 /** Slots of the table of messages seen once (a power of two). */
