@@ -24,7 +24,7 @@ interface LineTemplate {
 
 const isAsciiAt = (text: string, index: number): boolean => text.charCodeAt(index) < 0x80;
 
-/** A hole's JSON text; the uid as it is (see createAuditLineWriter). */
+/** A hole's JSON text; the uid's text as it is (see createAuditLineWriter). */
 function holeText(hole: OcsfHole, time: number, uid: Uint8Array, srcPort: unknown): string {
   return hole === 'time' ? jsonNumber(time) : hole === 'uid' ? uidText(uid) : jsonNumber(srcPort as number);
 }
