@@ -42,7 +42,8 @@ export async function writeTlsDir(pki: TestPki): Promise<string> {
 }
 
 export async function httpGet(port: number, path: string, headers: Record<string, string> = {}): Promise<{ status: number; body: Record<string, unknown> }> {
-  const response = await fetch(`http://127.0.0.1:${port}${path}`, { headers });
+  // Bounded, so a listener that never answers fails the test with its path instead of holding it to --test-timeout.
+  const response = await fetch(`http://127.0.0.1:${port}${path}`, { headers, signal: AbortSignal.timeout(WAIT_TIMEOUT_MS) });
   return { status: response.status, body: (await response.json()) as Record<string, unknown> };
 }
 

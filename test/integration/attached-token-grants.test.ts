@@ -17,7 +17,7 @@ import type { SupervisorConfig } from '../../src/supervisor/supervisor.js';
 import { type AttachedBoundary, startAttached } from '../harness/attached-boundary.js';
 import { makeTestPki, type TestPki } from '../harness/certs.js';
 import { testTimers } from '../harness/clock.js';
-import { startTestSupervisor } from '../harness/control.js';
+import { startTestSupervisor, WAIT_TIMEOUT_MS } from '../harness/control.js';
 import { pollUntil, type TokenServer, tokenServer, type VerifyingOrigin, verifyingOrigin } from '../harness/oauth-server.js';
 import { type PostgresServer, postgresSkip, startPostgres } from '../harness/postgres.js';
 import { sendRequest } from '../harness/proxy-client.js';
@@ -162,13 +162,13 @@ async function scenario(t: TestContext, pki: TestPki, auth: TokenServer, origin:
   const secrets = [...Object.values(SECRETS), ...auth.issued.access, ...auth.issued.refresh];
   const admin = sup.supervisor.adminAddress()?.port;
   const answers = await Promise.all(
-    ['/v1/sandboxes', '/readyz'].map(async (path) => (await fetch(`http://127.0.0.1:${admin}${path}`, { headers: sup.adminHeaders })).text()),
+    ['/v1/sandboxes', '/readyz'].map(async (path) => (await fetch(`http://127.0.0.1:${admin}${path}`, { headers: sup.adminHeaders, signal: AbortSignal.timeout(WAIT_TIMEOUT_MS) })).text()),
   );
   const sinks: [string, string][] = [
     ['sb-a log and events', a.log.text()],
     ['sb-b log and events', b.log.text()],
     ['sb-a /readyz', JSON.stringify((await a.get('/readyz')).body)],
-    ['sb-a /metrics', await (await fetch(`http://127.0.0.1:${a.adminPort}/metrics`)).text()],
+    ['sb-a /metrics', await (await fetch(`http://127.0.0.1:${a.adminPort}/metrics`, { signal: AbortSignal.timeout(WAIT_TIMEOUT_MS) })).text()],
     ['supervisor log', sup.logs.join('\n')],
     ['supervisor admin answers', answers.join('\n')],
     ['supervisor state', store.stateDir === undefined ? '' : (await textsUnder(store.stateDir)).join('\n')],
