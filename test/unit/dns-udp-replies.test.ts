@@ -56,6 +56,12 @@ describe('UDP answers held to the end of the loop turn', () => {
     client.close();
   });
 
+  /** For the timing tests: a holder on the test clock, the server's send counter, and the client's port. */
+  function timed() {
+    const timers = testTimers();
+    return { sends: countSends(server), timers, replies: createUdpReplies(() => {}, timers), port: client.address().port };
+  }
+
   it('sends the answers of one turn after it, in the order given', async () => {
     const sends = countSends(server);
     const errors: unknown[] = [];
@@ -103,10 +109,7 @@ describe('UDP answers held to the end of the loop turn', () => {
   });
 
   it('keeps holding while a burst takes only its own handling', async () => {
-    const sends = countSends(server);
-    const timers = testTimers();
-    const replies = createUdpReplies(() => {}, timers);
-    const { port } = client.address();
+    const { sends, timers, replies, port } = timed();
     const burst = 32;
     const arrived = receive(client, burst + 1);
     for (let i = 0; i < burst; i++) {
@@ -123,10 +126,7 @@ describe('UDP answers held to the end of the loop turn', () => {
   });
 
   it('keeps holding after fewer slow turns in a row than it takes', async () => {
-    const sends = countSends(server);
-    const timers = testTimers();
-    const replies = createUdpReplies(() => {}, timers);
-    const { port } = client.address();
+    const { sends, timers, replies, port } = timed();
     const turns = 2 * SLOW_TURNS_TO_SEND_AT_ONCE;
     const arrived = receive(client, turns + 1);
     for (let i = 0; i < turns; i++) {
@@ -144,10 +144,7 @@ describe('UDP answers held to the end of the loop turn', () => {
   });
 
   it('sends at once for a while after turns in a row whose answers waited on other work, then holds again', async () => {
-    const sends = countSends(server);
-    const timers = testTimers();
-    const replies = createUdpReplies(() => {}, timers);
-    const { port } = client.address();
+    const { sends, timers, replies, port } = timed();
     const slow = SLOW_TURNS_TO_SEND_AT_ONCE;
     const arrived = receive(client, 2 * slow + 2);
     for (let i = 0; i < slow; i++) {
