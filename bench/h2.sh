@@ -33,6 +33,8 @@
 #   KEEP_TMP  1: keep the temp dir (each boundary's log, h2load output) for inspection
 #   BOUNDARY_NODE_FLAGS  extra node flags for boundary, e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof".
 #   FLOOR_NODE_FLAGS     the same for the codec-floor, node-floor and tls-floor proxies.
+#   HOLD      N: once every route is up, log each one's pid and address and keep everything running N seconds instead
+#             of measuring (bench/h2-pair.sh loads two routes at once this way)
 #   PROXY_NODE  the node binary boundary and the floor run on (default: node on PATH), e.g. the image's Node 22 from
 #               test/harness/image-node.ts's cache: /tmp/boundary-node-22/node_modules/node/bin/node
 set -euo pipefail
@@ -249,6 +251,18 @@ start_route() {
   esac
 }
 read -r -a ROUTE_LIST <<<"$ROUTES"
+if ((${HOLD:-0} > 0)); then
+  for route in "${ROUTE_LIST[@]}"; do
+    [[ $route == direct ]] && continue
+    log "hold $route pid=${SERVER_PID[$route]} port=${PORT[$route]:-} dns=${DNS_PORT[$route]:-}"
+  done
+  log "holding ${HOLD}s: origin $ORIGIN_PORT, dir $WORK"
+  # In the background and among PIDS, so that a TERM runs the cleanup at once and the cleanup ends the sleep.
+  sleep "$HOLD" &
+  PIDS+=($!)
+  wait $!
+  exit 0
+fi
 for ((r = 1; r <= RUNS; r++)); do
   if ((FRESH && r > 1)); then
     # Each round's proxies are new processes: a process's own state (its heap's sizing, where its code landed) leans
