@@ -10,8 +10,9 @@
 # Usage: BOUNDARY_REF=<sha|dist dir> bench/h2-pair.sh [WINDOWS] [SECONDS] [SETS]   (defaults 5 windows of 5 s, 2 sets)
 #        PAIR="boundary codec-floor" bench/h2-pair.sh     boundary against its codec floor (no BOUNDARY_REF needed)
 # Environment: PAIR (two routes of bench/h2.sh other than direct, default "boundary boundary-ref"), CASE (c16m10, the default, or
-# c1m100), WARM (seconds of unmeasured load on both after each start, default 10), BUILD (0, the default: dist/ as it
-# is), BOUNDARY_DIST, PROXY_NODE, as bench/h2.sh takes them.
+# c1m100), IDLE (seconds both sit idle after each start before any load, default 0: a sidecar's usual life before its
+# traffic), WARM (seconds of unmeasured load on both after that, default 10), BUILD (0, the default: dist/ as it is),
+# BOUNDARY_DIST, PROXY_NODE, as bench/h2.sh takes them.
 # Prints per window each route's CPU µs per request and requests, and first / second; then the median ratio.
 set -euo pipefail
 
@@ -19,6 +20,7 @@ WINDOWS=${1:-5}
 SECS=${2:-5}
 SETS=${3:-2}
 WARM=${WARM:-10}
+IDLE=${IDLE:-0}
 PAIR=${PAIR:-"boundary boundary-ref"}
 CASE=${CASE:-c16m10}
 read -r A B <<<"$PAIR"
@@ -74,6 +76,7 @@ for set in $(seq "$SETS"); do
   grep -q holding "$LOG" || { cat "$LOG"; exit 1; }
   ORIGIN=$(sed -n 's/.*holding [0-9]*s: origin \([0-9]*\),.*/\1/p' "$LOG")
   pa=$(field "$A" pid) pb=$(field "$B" pid)
+  sleep "$IDLE"
   # Warm-up: the first seconds of a new process cost more (code not yet optimised, heap still growing).
   load "$(target "$A")" "$WARM" >/dev/null &
   ja=$!

@@ -7,7 +7,7 @@ import type { H1Exchange, H1Handler } from '../http1/h1-client.js';
 import type { H1Request } from '../http1/h1-request.js';
 import type { Timers } from '../shared/timers.js';
 import type { H2Session } from './h2-session.js';
-import { QuietWatch } from './quiet-watch.js';
+import { QuietWatch, type Watched } from './quiet-watch.js';
 import { H2Error } from './frames.js';
 import { type StreamEvents, UpstreamResetError, UpstreamStream } from './upstream-stream.js';
 import { h2RequestFields, h2TrailerFields } from './headers.js';
@@ -46,6 +46,9 @@ function toError(err: unknown): Error {
 export class Call implements H1Exchange, StreamEvents {
   /** When the stream last moved while its response head is awaited (the head watch's clock). */
   quietSince = 0;
+  quietPrev: Watched | undefined = undefined;
+  quietNext: Watched | undefined = undefined;
+  quietWatched = false;
   private stream: UpstreamStream | undefined = undefined;
   private done = false;
   private paused = false;

@@ -14,6 +14,7 @@ import { readSocket } from './socket-reads.js';
 import { BodySender, type FlowStream, H2_UPSTREAM_CONNECTION_WINDOW, ReceiveWindows } from './flow-control.js';
 import { H2_UPSTREAM_MAX_HEADER_LIST_BYTES, HeaderBlocks, UPSTREAM_HEADER_LIMITS } from './header-blocks.js';
 import { type StreamOwner, UpstreamResetError, type UpstreamStream } from './upstream-stream.js';
+import { StreamTable } from './stream-table.js';
 
 /** Streams opened at once before the origin's first SETTINGS says how many it takes (nghttp2's and Go's assumption too). */
 export const H2_UPSTREAM_ASSUMED_MAX_STREAMS = 100;
@@ -38,7 +39,7 @@ export class H2Session extends H2Connection implements StreamOwner {
   closed = false;
   private peerMaxStreams = H2_UPSTREAM_ASSUMED_MAX_STREAMS;
   private nextId = 1;
-  private readonly streams = new Map<number, UpstreamStream>();
+  private readonly streams = new StreamTable<UpstreamStream>();
   /** Open streams whose consumer paused them: each holds its slot for as long as its client does not read. */
   private heldStreams = 0;
   private readonly waiting: UpstreamStream[] = [];
@@ -266,7 +267,7 @@ export class H2Session extends H2Connection implements StreamOwner {
     this.options.onGoaway(this);
     this.failWaiting();
     // Streams past the last one the origin will process were never acted on; with an error, none will finish.
-    for (const stream of [...this.streams.values()]) {
+    for (const stream of this.streams.values()) {
       if (stream.id <= last && code === H2Error.NO_ERROR) continue;
       this.forget(stream);
       stream.events.failed(new UpstreamResetError(stream.id > last ? H2Error.REFUSED_STREAM : code, `the origin went away (code ${code})`));

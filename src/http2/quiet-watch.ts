@@ -9,10 +9,21 @@ import type { Timers } from '../shared/timers.js';
 export interface Watched {
   /** When the item was last active, on the watch's clock. */
   quietSince: number;
+  /**
+   * The watch's list runs through its items: a Set's replaced hash tables would keep finished items through the
+   * scavenges once the Set has reached the old generation, as a Map's do (stream-table.ts). Set while watched, cleared
+   * as the item leaves.
+   */
+  quietPrev: Watched | undefined;
+  quietNext: Watched | undefined;
+  quietWatched: boolean;
 }
 
 export class QuietWatch<T extends Watched> {
-  private readonly items = new Set<T>();
+  /** Least recently active first. */
+  private first: T | undefined = undefined;
+  private last: T | undefined = undefined;
+  private count = 0;
   private timer: unknown = undefined;
   /** Within fire(): what the walk leaves is armed for once, at its end. */
   private firing = false;
@@ -31,32 +42,58 @@ export class QuietWatch<T extends Watched> {
   }
 
   has(item: T): boolean {
-    return this.items.has(item);
+    return item.quietWatched;
   }
 
   /** Watches the item, quiet from now (again, if it was watched already). */
   add(item: T): void {
     item.quietSince = this.timers.now();
-    this.items.delete(item);
-    this.items.add(item);
+    this.unlink(item);
+    this.append(item);
     if (this.timer === undefined && !this.firing) this.arm(this.limitMs);
   }
 
   /** Activity: a watched item's clock starts again. */
   touch(item: T): void {
-    if (!this.items.delete(item)) return;
+    if (!this.unlink(item)) return;
     item.quietSince = this.timers.now();
-    this.items.add(item);
+    this.append(item);
   }
 
   delete(item: T): void {
-    if (this.items.delete(item) && this.items.size === 0) this.disarm();
+    if (this.unlink(item) && this.count === 0) this.disarm();
   }
 
   /** Nothing is watched any more. */
   clear(): void {
-    this.items.clear();
+    while (this.first !== undefined) this.unlink(this.first);
     this.disarm();
+  }
+
+  private append(item: T): void {
+    item.quietWatched = true;
+    item.quietPrev = this.last;
+    item.quietNext = undefined;
+    if (this.last === undefined) this.first = item;
+    else this.last.quietNext = item;
+    this.last = item;
+    this.count++;
+  }
+
+  /** Takes the item out of the list, its links cleared so no finished item points at a later one; false: not in it. */
+  private unlink(item: T): boolean {
+    if (!item.quietWatched) return false;
+    const prev = item.quietPrev as T | undefined;
+    const next = item.quietNext as T | undefined;
+    if (prev === undefined) this.first = next;
+    else prev.quietNext = next;
+    if (next === undefined) this.last = prev;
+    else next.quietPrev = prev;
+    item.quietPrev = undefined;
+    item.quietNext = undefined;
+    item.quietWatched = false;
+    this.count--;
+    return true;
   }
 
   private disarm(): void {
@@ -73,16 +110,15 @@ export class QuietWatch<T extends Watched> {
     this.firing = true;
     const now = this.timers.now();
     // An item watched again goes to the back with its new time, so the walk stops at it if not before.
-    for (const item of this.items) {
-      if (now - item.quietSince < this.limitMs) break;
-      this.items.delete(item);
+    for (let item = this.first; item !== undefined && now - item.quietSince >= this.limitMs; item = this.first) {
+      this.unlink(item);
       if (!this.quiet(item)) {
         item.quietSince = now;
-        this.items.add(item);
+        this.append(item);
       }
     }
     this.firing = false;
-    const first = this.items.values().next();
-    if (!first.done && this.timer === undefined) this.arm(this.limitMs - (now - first.value.quietSince));
+    const first = this.first;
+    if (first !== undefined && this.timer === undefined) this.arm(this.limitMs - (now - first.quietSince));
   }
 }

@@ -7,6 +7,7 @@
 import { BoundaryError } from '../shared/errors.js';
 import { H2_DEFAULT_WINDOW } from './frames.js';
 import type { FlowStream } from './flow-control.js';
+import type { Watched } from './quiet-watch.js';
 
 /** The connection a request stream lives on, as the stream calls it. */
 export interface RequestStreamOwner {
@@ -67,6 +68,9 @@ export class RequestStream implements FlowStream, AsyncIterator<Buffer> {
   uploadUnwanted = false;
   /** The stall watch's marks (stall-watch.ts), while the answer's writer waits on the client. */
   quietSince = 0;
+  quietPrev: Watched | undefined = undefined;
+  quietNext: Watched | undefined = undefined;
+  quietWatched = false;
   stallQueued = 0;
   /** The request's Content-Length, -1 when absent; DATA that disagrees with it is a stream error (RFC 9113 §8.1.1). */
   contentLength = -1;

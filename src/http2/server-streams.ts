@@ -9,6 +9,7 @@ import type { FrameWriter } from './frame-writer.js';
 import { FrameType, frame32, H2_DEFAULT_WINDOW, H2Error } from './frames.js';
 import type { RequestStream, RequestStreamOwner } from './request-stream.js';
 import { StallWatch } from './stall-watch.js';
+import { StreamTable } from './stream-table.js';
 
 /** The connection window boundary grants a client: request body octets it holds unread, per session, at most. */
 export const H2_CLIENT_CONNECTION_WINDOW = 1024 * 1024;
@@ -35,7 +36,7 @@ export class ServerStreams implements RequestStreamOwner {
   peerInitialWindow = H2_DEFAULT_WINDOW;
   /** GOAWAY either way: no new stream; hooks.drained() once the last one closes. */
   goingAway = false;
-  readonly open = new Map<number, RequestStream>();
+  readonly open = new StreamTable<RequestStream>();
   readonly body: BodySender;
   readonly windows: ReceiveWindows;
   readonly guard: FloodGuard;
@@ -143,7 +144,7 @@ export class ServerStreams implements RequestStreamOwner {
   /** The connection is gone: every stream still open was cut short. */
   closeAll(code: number): void {
     this.goingAway = true;
-    const all = [...this.open.values()];
+    const all = this.open.values();
     this.open.clear();
     this.stalls.clear();
     for (const stream of all) stream.gone(true, code);

@@ -1,22 +1,21 @@
 // StallWatch (src/http2/stall-watch.ts) on a fake clock: an answer whose writer waits is reset once it has moved
 // nothing for the limit; progress starts its clock again; a writer that may go on, or a stream gone, is forgotten;
-// one timer serves every stream and none is left once nothing is watched.
+// one timer serves every stream and none is left once nothing is watched; a stream that leaves the watch keeps no link
+// to another.
 
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { StallWatch } from '../../src/http2/stall-watch.js';
+import { type Stalling, StallWatch } from '../../src/http2/stall-watch.js';
 import { testTimers } from '../harness/clock.js';
 
 const LIMIT_MS = 1_000;
 
-interface Item {
+interface Item extends Stalling {
   readonly name: string;
   queued: number;
-  quietSince: number;
-  stallQueued: number;
 }
 
-const item = (name: string, queued: number): Item => ({ name, queued, quietSince: 0, stallQueued: 0 });
+const item = (name: string, queued: number): Item => ({ name, queued, quietSince: 0, stallQueued: 0, quietPrev: undefined, quietNext: undefined, quietWatched: false });
 
 function setup(): { timers: ReturnType<typeof testTimers>; watch: StallWatch<Item>; stalled: string[] } {
   const timers = testTimers();
@@ -76,6 +75,27 @@ describe('StallWatch', () => {
     timers.advance(LIMIT_MS);
     assert.deepEqual(stalled, ['a', 'c']);
     assert.equal(timers.pending, 0);
+  });
+
+  it('leaves no link on a stream that is no longer watched, so none keeps a later one alive', () => {
+    const { timers, watch, stalled } = setup();
+    const items = ['a', 'b', 'c', 'd'].map((name) => item(name, 1));
+    for (const i of items) watch.add(i);
+    const [a, b, c, d] = items as [Item, Item, Item, Item];
+    assert.equal(b.quietPrev, a);
+    assert.equal(b.quietNext, c);
+    watch.delete(b);
+    watch.delete(d);
+    for (const gone of [b, d]) assert.deepEqual([gone.quietPrev, gone.quietNext, gone.quietWatched], [undefined, undefined, false]);
+    assert.equal(a.quietNext, c);
+    assert.equal(c.quietPrev, a);
+    timers.advance(LIMIT_MS);
+    assert.deepEqual(stalled, ['a', 'c']);
+    for (const i of items) assert.deepEqual([i.quietPrev, i.quietNext, i.quietWatched], [undefined, undefined, false]);
+    watch.add(b);
+    watch.add(c);
+    watch.clear();
+    for (const i of [b, c]) assert.deepEqual([i.quietPrev, i.quietNext, i.quietWatched], [undefined, undefined, false]);
   });
 
   it('holds no timer once cleared', () => {
