@@ -148,8 +148,13 @@ export class BodySender {
     }
   }
 
-  /** A window grew or the socket drained: every stream with something to send tries again. */
+  /**
+   * A window grew or the socket drained: every stream with something to send tries again. `streams` is taken before
+   * the walk (stream-table.ts values()), so one that went during it is passed over here.
+   */
   flushAll(streams: Iterable<FlowStream>): void {
-    for (const stream of streams) if (stream.queued > 0 || stream.blocked || (stream.ending !== undefined && !stream.localEnded)) this.flush(stream);
+    for (const stream of streams) {
+      if (stream.state === 'open' && (stream.queued > 0 || stream.blocked || (stream.ending !== undefined && !stream.localEnded))) this.flush(stream);
+    }
   }
 }
