@@ -2,9 +2,10 @@
 # bench/h2-pair.sh — HTTP/2 CPU per request of two routes of bench/h2.sh measured at the same time, as
 # bench/proxy-pair.sh does for forward HTTP: h2.sh starts the origin and the two routes (pinned to the proxy core) and
 # holds; each window then runs one h2load against each route at once (both on the load core, with the origin) and
-# reads each route's CPU time over that window. Host noise falls on both alike; bench/h2.sh's rounds, one route
-# after the other, leaned 15-25 % toward the route measured first (docs/benchmarks.md#ninth-pass-both-routes-loaded-at-once). Each set starts
-# both routes anew, so that one process's own lean (its heap's sizing, where its code landed) is not every window's.
+# reads each route's CPU time over that window. Host noise falls on both alike, where bench/h2.sh's rounds, one route
+# after the other, see whatever the host did in each (docs/benchmarks.md#ninth-pass-both-routes-loaded-at-once). Each
+# set starts both routes anew, so that one process's own lean (its heap's sizing, where its code landed) is not every
+# window's.
 # Loopback only; everything stops at the end.
 #
 # Usage: BOUNDARY_REF=<sha|dist dir> bench/h2-pair.sh [WINDOWS] [SECONDS] [SETS]   (defaults 5 windows of 5 s, 2 sets)
