@@ -23,7 +23,6 @@ export class QuietWatch<T extends Watched> {
   /** Least recently active first. */
   private first: T | undefined = undefined;
   private last: T | undefined = undefined;
-  private count = 0;
   private timer: unknown = undefined;
   /** Within fire(): what the walk leaves is armed for once, at its end. */
   private firing = false;
@@ -61,7 +60,7 @@ export class QuietWatch<T extends Watched> {
   }
 
   delete(item: T): void {
-    if (this.unlink(item) && this.count === 0) this.disarm();
+    if (this.unlink(item) && this.first === undefined) this.disarm();
   }
 
   /** Nothing is watched any more. */
@@ -77,7 +76,6 @@ export class QuietWatch<T extends Watched> {
     if (this.last === undefined) this.first = item;
     else this.last.quietNext = item;
     this.last = item;
-    this.count++;
   }
 
   /** Takes the item out of the list, its links cleared so no finished item points at a later one; false: not in it. */
@@ -92,7 +90,6 @@ export class QuietWatch<T extends Watched> {
     item.quietPrev = undefined;
     item.quietNext = undefined;
     item.quietWatched = false;
-    this.count--;
     return true;
   }
 
