@@ -52,6 +52,11 @@
 #   LOG_PIPE  1: every boundary's stdout (its audit log) is a FIFO that cat, pinned with the load generator, empties
 #             into the log file, as a container runtime reads a container's stdout (cat's CPU is not counted as
 #             boundary's); default 0: the file itself (docs/events.md#where-the-lines-go)
+#   PROXY_NODE  the node binary boundary (both builds) and the node floors run on (default: node on PATH), e.g. the
+#             image's Node 22 from `npm install --prefix /tmp/boundary-node-22 node@22`; the origin and the bench's own
+#             helpers stay on node
+#   REF_NODE  the node binary boundary-ref runs on (default: PROXY_NODE): with BOUNDARY_REF naming the same commit, one
+#             build on two Node majors, e.g. `BOUNDARY_REF=HEAD REF_NODE=<node 22> bench/proxy-pair.sh`
 #   HOLD      N: after start-up, keep everything running N seconds before measuring (debugging by hand)
 #
 # CPU layout (PIN=auto): each proxy under test gets one dedicated core, the same for all of them, so the
@@ -108,6 +113,8 @@ BOUNDARY_DIST=${BOUNDARY_DIST:-$ROOT/dist}
 BOUNDARY_REF=${BOUNDARY_REF:-}
 PROFILE=${PROFILE:-0}
 BOUNDARY_NODE_FLAGS=${BOUNDARY_NODE_FLAGS:-}
+PROXY_NODE=${PROXY_NODE:-node}
+REF_NODE=${REF_NODE:-$PROXY_NODE}
 KEEP_TMP=${KEEP_TMP:-0}
 LOG_PIPE=${LOG_PIPE:-0}
 OUT_DIR=${OUT_DIR:-$ROOT/bench/out}
@@ -346,7 +353,7 @@ start_boundary() {
     log "building boundary (npx tsc -p tsconfig.json; errors in files mid-edit are tolerated)"
     (cd "$ROOT" && npx tsc -p tsconfig.json >"$d/tsc.log" 2>&1) || log "tsc reported $(grep -c 'error TS' "$d/tsc.log") error(s); trying dist/ anyway"
   fi
-  if ! (cd "$ROOT" && node "$(entry_of "$BOUNDARY_DIST")" run --help >"$d/help.txt" 2>&1) || ! grep -q -- '--proxy-listen' "$d/help.txt"; then
+  if ! (cd "$ROOT" && "$PROXY_NODE" "$(entry_of "$BOUNDARY_DIST")" run --help >"$d/help.txt" 2>&1) || ! grep -q -- '--proxy-listen' "$d/help.txt"; then
     STATE[boundary]="boundary: not runnable yet ($(head -c 200 "$d/help.txt" | tr '\n' ' '))"
     return
   fi
@@ -399,7 +406,7 @@ EOF
   local entry=("$(entry_of "$BOUNDARY_DIST")")
   has boundary-nometrics "$PROXIES" && entry=("$HERE/boundary-metrics-off.mjs" "$BOUNDARY_DIST")
   run_flags "$d" "$d/policy.yaml" "$B_PORT" "$B_ADMIN" "$B_DNS"
-  (cd "$ROOT" && BOUNDARY_BENCH_METRICS=on exec_logged "$d/boundary.log" "${PIN_PROXY[@]}" node "${prof[@]}" "${entry[@]}" run "${RUN_FLAGS[@]}" "${creds[@]}") \
+  (cd "$ROOT" && BOUNDARY_BENCH_METRICS=on exec_logged "$d/boundary.log" "${PIN_PROXY[@]}" "$PROXY_NODE" "${prof[@]}" "${entry[@]}" run "${RUN_FLAGS[@]}" "${creds[@]}") \
     2>"$d/stderr.log" &
   PID_OF[boundary]=$!
   await_boundary boundary "$d" "$B_ADMIN"
@@ -414,7 +421,7 @@ start_boundary_nometrics() {
     return
   fi
   run_flags "$d" "$WORK/boundary/policy.yaml" "$BN_PORT" "$BN_ADMIN" "$BN_DNS"
-  (cd "$ROOT" && exec_logged "$d/boundary.log" "${PIN_PROXY[@]}" node "$HERE/boundary-metrics-off.mjs" "$BOUNDARY_DIST" run "${RUN_FLAGS[@]}") \
+  (cd "$ROOT" && exec_logged "$d/boundary.log" "${PIN_PROXY[@]}" "$PROXY_NODE" "$HERE/boundary-metrics-off.mjs" "$BOUNDARY_DIST" run "${RUN_FLAGS[@]}") \
     2>"$d/stderr.log" &
   PID_OF[boundary-nometrics]=$!
   await_boundary boundary-nometrics "$d" "$BN_ADMIN"
@@ -433,7 +440,7 @@ start_boundary_ref() {
   dist=$("$ROOT/bench/build-ref.sh" "$BOUNDARY_REF" "$d/tsc.log") || die "BOUNDARY_REF: cannot build $BOUNDARY_REF"
   REF_SHA=$(git -C "$ROOT" rev-parse --short "$BOUNDARY_REF")
   run_flags "$d" "$WORK/boundary/policy.yaml" "$BR_PORT" "$BR_ADMIN" "$BR_DNS"
-  (cd "$ROOT" && exec_logged "$d/boundary.log" "${PIN_PROXY[@]}" node "$(entry_of "$dist")" run "${RUN_FLAGS[@]}") 2>"$d/stderr.log" &
+  (cd "$ROOT" && exec_logged "$d/boundary.log" "${PIN_PROXY[@]}" "$REF_NODE" "$(entry_of "$dist")" run "${RUN_FLAGS[@]}") 2>"$d/stderr.log" &
   PID_OF[boundary-ref]=$!
   await_boundary boundary-ref "$d" "$BR_ADMIN"
 }
@@ -441,7 +448,7 @@ start_boundary_ref() {
 # The Node floors (bench/proxy/bare-forward.mjs), pinned like boundary: start_node_floor NAME PORT UPSTREAM SERVER.
 start_node_floor() {
   local name=$1 port=$2
-  "${PIN_PROXY[@]}" node "$HERE/bare-forward.mjs" --listen "127.0.0.1:$port" --allow "$ORIGIN_HOST" \
+  "${PIN_PROXY[@]}" "$PROXY_NODE" "$HERE/bare-forward.mjs" --listen "127.0.0.1:$port" --allow "$ORIGIN_HOST" \
     --origin-ip 127.0.0.1 --upstream "$3" --server "$4" >"$WORK/$name.log" 2>&1 &
   PID_OF[$name]=$!
   if wait_until "$name" "$name" 100 curl -s -o /dev/null --max-time 1 "http://127.0.0.1:$port/"; then
@@ -633,7 +640,7 @@ node -e '
   require("node:fs").writeFileSync(file, JSON.stringify(o));' "$META" \
   stamp "$STAMP" runs "$RUNS" duration_s "$DURATION" warmup_s "$WARMUP" conns "$CONNS" wrk_threads "$WRK_THREADS" \
   concurrency "$CONCURRENCY" cpus "$NCPU" pinned "$PINNED" load_cpus "$LOAD_CPUS" origin_cpus "$ORIGIN_CPUS" \
-  proxy_cpus "$PROXY_CPUS" node "$(node --version)" wrk "$(wrk -v 2>&1 | head -1 | cut -c1-40)" \
+  proxy_cpus "$PROXY_CPUS" node "$("$PROXY_NODE" --version)" wrk "$(wrk -v 2>&1 | head -1 | cut -c1-40)" \
   tinyproxy "$("$TINYPROXY_BIN" -v 2>/dev/null || echo none)" squid "$("$SQUID_BIN" -v 2>/dev/null | head -1 || echo none)" \
   boundary_commit "${BOUNDARY_SHA:-$(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo unknown)}$([[ -n ${BOUNDARY_SHA:-} ]] && echo " (ref $BOUNDARY_REF)" || echo ' + working tree')" profile "$PROFILE" \
   boundary_dist "$BOUNDARY_DIST" \
