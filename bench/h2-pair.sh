@@ -12,7 +12,7 @@
 #        PAIR="boundary codec-floor" bench/h2-pair.sh     boundary against its codec floor (no BOUNDARY_REF needed)
 # Environment: PAIR (two routes of bench/h2.sh other than direct, default "boundary boundary-ref"), CASE (c16m10, the default, or
 # c1m100), IDLE (seconds both sit idle after each start before any load, default 0: a sidecar's usual life before its
-# traffic), WARM (seconds of unmeasured load on both after that, default 10), BUILD (0, the default: dist/ as it is),
+# traffic), WARM (seconds of unmeasured load on both after that, default 10; 0: none), BUILD (0, the default: dist/ as it is),
 # BOUNDARY_DIST, PROXY_NODE, as bench/h2.sh takes them.
 # Prints per window each route's CPU µs per request and requests, and first / second; then the median ratio.
 set -euo pipefail
@@ -79,10 +79,12 @@ for set in $(seq "$SETS"); do
   pa=$(field "$A" pid) pb=$(field "$B" pid)
   sleep "$IDLE"
   # Warm-up: the first seconds of a new process cost more (code not yet optimised, heap still growing).
-  load "$(target "$A")" "$WARM" >/dev/null &
-  ja=$!
-  load "$(target "$B")" "$WARM" >/dev/null &
-  wait "$ja" $!
+  if ((WARM > 0)); then
+    load "$(target "$A")" "$WARM" >/dev/null &
+    ja=$!
+    load "$(target "$B")" "$WARM" >/dev/null &
+    wait "$ja" $!
+  fi
   for w in $(seq "$WINDOWS"); do
     ta=$(target "$A") tb=$(target "$B")
     a0=$(ticks "$pa") b0=$(ticks "$pb")
