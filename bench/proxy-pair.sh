@@ -10,6 +10,7 @@
 # An A/A check: BOUNDARY_DIST set to BOUNDARY_REF's own build (ratios about 1.00).
 # PAIR_HOST=denied.bench.test: every request is one the bench's policy denies (403 and a denial event), instead of
 # an allowed GET to the origin.
+# IDLE=N: both sit idle N seconds after start before any load (a sidecar's usual life before its traffic; default 0).
 # Prints per window: each build's CPU µs per request and requests, and boundary / ref.
 set -euo pipefail
 
@@ -45,6 +46,7 @@ load() {
     wrk -t1 -c32 -d"$2s" --timeout 5s -s "$HERE/proxy/absolute.lua" "http://127.0.0.1:$1/" 2>&1 |
     sed -n 's/^WRKJSON {"requests":\([0-9]*\),.*/\1/p'
 }
+sleep "${IDLE:-0}"
 load "$porta" 3 >/dev/null & load "$portb" 3 >/dev/null & wait %2 %3
 hz=$(getconf CLK_TCK)
 for w in $(seq "$WINDOWS"); do
