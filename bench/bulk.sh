@@ -23,6 +23,8 @@
 #   BUILD         1 (default) compiles the working tree into bench/out/bulk-build; 0 uses dist/
 #   BOUNDARY_REF  a committed state for the boundary-ref route, built by bench/build-ref.sh
 #   BOUNDARY_NODE_FLAGS  node flags for both boundary builds
+#   PROXY_NODE    the node binary both boundary builds and the Node relays run on (default: node on PATH), e.g. the
+#                 image's Node 22 from `npm install --prefix /tmp/boundary-node-22 node@22`; the origin stays on node
 #   PIN           1 (default): proxy on cpu 1, curl and origin on cpu 0; 0: no pinning
 set -euo pipefail
 # shellcheck source=bench/squid-base.sh
@@ -34,6 +36,7 @@ BYTES=${BYTES:-268435456}
 BUILD=${BUILD:-1}
 BOUNDARY_REF=${BOUNDARY_REF:-}
 BOUNDARY_NODE_FLAGS=${BOUNDARY_NODE_FLAGS:-}
+PROXY_NODE=${PROXY_NODE:-node}
 ONREAD_BYTES=${ONREAD_BYTES:-1048576}
 SOCAT_BUFFER=${SOCAT_BUFFER:-1048576}
 ORIGIN_HOST=origin.bench.test
@@ -105,7 +108,7 @@ start_boundary() { # name dist port admin dns
   local name=$1 dist=$2 d="$WORK/$1"
   mkdir -p "$d/state"
   # shellcheck disable=SC2086
-  (cd "$ROOT" && exec "${PIN_PROXY[@]}" node $BOUNDARY_NODE_FLAGS "$dist/app/main.js" run --policy "$WORK/policy.yaml" \
+  (cd "$ROOT" && exec "${PIN_PROXY[@]}" "$PROXY_NODE" $BOUNDARY_NODE_FLAGS "$dist/app/main.js" run --policy "$WORK/policy.yaml" \
     --proxy-listen "127.0.0.1:$3" --admin-listen "127.0.0.1:$4" --dns-listen "127.0.0.1:$5" --capture off \
     --hosts "$WORK/hosts" --upstream-dns "127.0.0.1:$DNS_SINK" --unsafe-allow-loopback-upstream \
     --state-dir "$d/state" --log-format json) >"$d/out.log" 2>"$d/err.log" &
@@ -130,13 +133,13 @@ if [[ " $ROUTES " == *" boundary-ref "* ]]; then
 fi
 
 if [[ " $ROUTES " == *" node-floor "* ]]; then
-  "${PIN_PROXY[@]}" node "$ROOT/bench/bulk/bare-tunnel.mjs" --listen "$FLOOR_PORT" --hosts "$WORK/hosts" >"$WORK/floor.log" 2>&1 &
+  "${PIN_PROXY[@]}" "$PROXY_NODE" "$ROOT/bench/bulk/bare-tunnel.mjs" --listen "$FLOOR_PORT" --hosts "$WORK/hosts" >"$WORK/floor.log" 2>&1 &
   PID_OF[node-floor]=$!
   PORT_OF[node-floor]=$FLOOR_PORT
   wait_until bash -c "exec 3<>/dev/tcp/127.0.0.1/$FLOOR_PORT" || die "node-floor did not start: $(cat "$WORK/floor.log")"
 fi
 if [[ " $ROUTES " == *" node-floor-onread "* ]]; then
-  "${PIN_PROXY[@]}" node "$ROOT/bench/bulk/bare-tunnel.mjs" --listen "$FLOOR_ONREAD_PORT" --hosts "$WORK/hosts" \
+  "${PIN_PROXY[@]}" "$PROXY_NODE" "$ROOT/bench/bulk/bare-tunnel.mjs" --listen "$FLOOR_ONREAD_PORT" --hosts "$WORK/hosts" \
     --onread "$ONREAD_BYTES" $([[ ${ONREAD_COPY:-0} == 1 ]] && echo --onread-copy) >"$WORK/floor-onread.log" 2>&1 &
   PID_OF[node-floor-onread]=$!
   PORT_OF[node-floor-onread]=$FLOOR_ONREAD_PORT
