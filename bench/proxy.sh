@@ -52,7 +52,7 @@
 #   LOG_PIPE  1: every boundary's stdout (its audit log) is a FIFO that cat, pinned with the load generator, empties
 #             into the log file, as a container runtime reads a container's stdout (cat's CPU is not counted as
 #             boundary's); default 0: the file itself (docs/events.md#where-the-lines-go)
-#   PROXY_NODE  the node binary boundary (both builds) and the node floors run on (default: node on PATH), e.g. the
+#   PROXY_NODE  the node binary boundary, boundary-nometrics and the node floors run on (default: node on PATH), e.g. the
 #             image's Node 22 from `npm install --prefix /tmp/boundary-node-22 node@22`; the origin and the bench's own
 #             helpers stay on node
 #   REF_NODE  the node binary boundary-ref runs on (default: PROXY_NODE): with BOUNDARY_REF naming the same commit, one

@@ -12,7 +12,8 @@ export interface Watched {
   /**
    * The watch's list runs through its items: a Set's replaced hash tables would keep finished items through the
    * scavenges once the Set has reached the old generation, as a Map's do (stream-table.ts). Set while watched, cleared
-   * as the item leaves.
+   * as the item leaves; so an item is in one watch at most (a Call in its client's head watch, a request stream in
+   * its session's stall watch).
    */
   quietPrev: Watched | undefined;
   quietNext: Watched | undefined;
