@@ -7,6 +7,8 @@
 #
 # Usage: BOUNDARY_REF=<sha> bench/proxy-pair.sh [WINDOWS] [SECONDS]     (defaults 10 windows of 5 s)
 #        BOUNDARY_DIST=bench/out/build-<sha>/dist BOUNDARY_REF=<sha> bench/proxy-pair.sh   (two commits)
+#        BOUNDARY_REF=$(node bench/parts-off.mjs event) bench/proxy-pair.sh   (a built directory as the ref: what the
+#        decision event costs)
 # An A/A check: BOUNDARY_DIST set to BOUNDARY_REF's own build (ratios about 1.00).
 # PAIR_HOST=denied.bench.test: every request is one the bench's policy denies (403 and a denial event), instead of
 # an allowed GET to the origin.

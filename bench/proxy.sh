@@ -41,7 +41,8 @@
 #   BOUNDARY_DIST  run boundary from this build directory instead of dist/ (experiments; must sit under the
 #             project so node_modules resolves), e.g. a patched copy in bench/out/
 #   BOUNDARY_REF   measure a committed state instead of the working tree: `git archive REF src tsconfig.json package.json`
-#             is compiled into bench/out/build-<sha>/ (read-only for the repository) and run from there;
+#             is compiled into bench/out/build-<sha>/ (read-only for the repository) and run from there; a directory
+#             instead of a commit is run as a built dist/ as it is (e.g. bench/parts-off.mjs's copies);
 #             use it while others are editing src/ — a half-edited working tree can fail the start-up check.
 #             With boundary-ref in PROXIES, the `boundary` row stays the working tree and the ref runs beside it
 #             as its own row in the same interleaved rounds (a change against its base, same run)
@@ -343,12 +344,21 @@ await_boundary() {
 }
 
 # ------------------------------------------------------------------------------------------ boundary
+# BOUNDARY_REF's dist: a built directory as it is, else the commit compiled by bench/build-ref.sh (tsc's log to $1).
+ref_dist() {
+  if [[ -d $BOUNDARY_REF ]]; then echo "$BOUNDARY_REF"; else "$ROOT/bench/build-ref.sh" "$BOUNDARY_REF" "$1"; fi
+}
+# What the results call BOUNDARY_REF: the directory, or the commit's short sha.
+ref_name() {
+  if [[ -d $BOUNDARY_REF ]]; then echo "$BOUNDARY_REF"; else git -C "$ROOT" rev-parse --short "$BOUNDARY_REF"; fi
+}
+
 start_boundary() {
   local d="$WORK/boundary"
   mkdir -p "$d/state"
   if [[ -n $BOUNDARY_REF ]] && ! has boundary-ref "$PROXIES"; then
-    BOUNDARY_DIST=$("$ROOT/bench/build-ref.sh" "$BOUNDARY_REF" "$d/tsc.log") || die "BOUNDARY_REF: cannot build $BOUNDARY_REF"
-    BOUNDARY_SHA=$(git -C "$ROOT" rev-parse --short "$BOUNDARY_REF")
+    BOUNDARY_DIST=$(ref_dist "$d/tsc.log") || die "BOUNDARY_REF: cannot build $BOUNDARY_REF"
+    BOUNDARY_SHA=$(ref_name)
   elif ((BUILD)); then
     log "building boundary (npx tsc -p tsconfig.json; errors in files mid-edit are tolerated)"
     (cd "$ROOT" && npx tsc -p tsconfig.json >"$d/tsc.log" 2>&1) || log "tsc reported $(grep -c 'error TS' "$d/tsc.log") error(s); trying dist/ anyway"
@@ -437,8 +447,8 @@ start_boundary_ref() {
     return
   fi
   local dist
-  dist=$("$ROOT/bench/build-ref.sh" "$BOUNDARY_REF" "$d/tsc.log") || die "BOUNDARY_REF: cannot build $BOUNDARY_REF"
-  REF_SHA=$(git -C "$ROOT" rev-parse --short "$BOUNDARY_REF")
+  dist=$(ref_dist "$d/tsc.log") || die "BOUNDARY_REF: cannot build $BOUNDARY_REF"
+  REF_SHA=$(ref_name)
   run_flags "$d" "$WORK/boundary/policy.yaml" "$BR_PORT" "$BR_ADMIN" "$BR_DNS"
   (cd "$ROOT" && exec_logged "$d/boundary.log" "${PIN_PROXY[@]}" "$REF_NODE" "$(entry_of "$dist")" run "${RUN_FLAGS[@]}") 2>"$d/stderr.log" &
   PID_OF[boundary-ref]=$!
