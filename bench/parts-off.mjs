@@ -5,8 +5,8 @@
 //
 // Usage: node bench/parts-off.mjs <parts> [dist]     prints the copy's dist directory (bench/out/parts-off-<parts>/)
 //   parts, comma-separated:
-//     audit-line  the decision event is built and handed to the audit sink, which writes no line
-//     event       no decision event: the outcome is still made and counted in the metrics
+//     audit-line  events are built and handed to the audit sink as before; it writes no line for any of them
+//     event       no decision event from any adapter: each outcome is still made and counted in the metrics
 //     metrics     no-op recorders, no clock reads for histograms, no process metrics (io.metricsOff, as
 //                 bench/proxy/boundary-metrics-off.mjs starts it)
 //   e.g. BOUNDARY_REF=$(node bench/parts-off.mjs event) bench/h2-pair.sh
