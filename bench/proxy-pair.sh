@@ -13,7 +13,7 @@
 # PAIR_HOST=denied.bench.test: every request is one the bench's policy denies (403 and a denial event), instead of
 # an allowed GET to the origin.
 # IDLE=N: both sit idle N seconds after start before any load (a sidecar's usual life before its traffic; default 0).
-# Prints per window: each build's CPU µs per request and requests, and boundary / ref.
+# Prints per window: each build's CPU µs per request and requests, and boundary / ref; then the median ratio.
 set -euo pipefail
 
 WINDOWS=${1:-10}
@@ -30,7 +30,7 @@ stop() {
   kill "$BENCH" 2>/dev/null || true
   [[ -n $s ]] && kill "$s" 2>/dev/null
   wait "$BENCH" 2>/dev/null || true
-  rm -f "$LOG" "$LOG.a" "$LOG.b"
+  rm -f "$LOG" "$LOG.a" "$LOG.b" "$LOG.r"
 }
 trap stop EXIT
 for _ in $(seq 180); do grep -q holding "$LOG" && break; sleep 1; done
@@ -57,5 +57,8 @@ for w in $(seq "$WINDOWS"); do
   a1=$(ticks "$pa") b1=$(ticks "$pb")
   awk -v w="$w" -v da=$((a1 - a0)) -v db=$((b1 - b0)) -v ra="$(cat "$LOG.a")" -v rb="$(cat "$LOG.b")" -v hz="$hz" 'BEGIN {
     a = da * 1e6 / hz / ra; b = db * 1e6 / hz / rb
-    printf "window %d: boundary %.1f µs/req (%d) ref %.1f (%d) ratio %.3f\n", w, a, ra, b, rb, a / b }'
+    printf "window %d: boundary %.1f µs/req (%d) ref %.1f (%d) ratio %.3f\n", w, a, ra, b, rb, a / b }' | tee -a "$LOG.r"
 done
+sed -n 's/.* ratio //p' "$LOG.r" | sort -n | awk '{ v[NR] = $1 } END {
+  m = NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2
+  printf "boundary / boundary-ref, CPU per request: median %.3f over %d windows (%.3f-%.3f)\n", m, NR, v[1], v[NR] }'
