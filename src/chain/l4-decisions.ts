@@ -18,13 +18,16 @@ interface Remembered {
 
 const remembered = (): Remembered => ({ byHost: new Map(), size: 0 });
 
-/** decide() for connection-level intents, remembered where the answer cannot differ; every other intent is decided. */
-export function createL4Decisions(): (policy: Policy, intent: EgressIntent) => Decision {
+/**
+ * decide() for connection-level intents, remembered where the answer cannot differ; every other intent is decided.
+ * `evaluate` is what decides (the stages hand a timed decide(): a remembered answer is not a decision to time).
+ */
+export function createL4Decisions(evaluate: (policy: Policy, intent: EgressIntent) => Decision = decide): (policy: Policy, intent: EgressIntent) => Decision {
   // A reload swaps in a new policy object: its decisions start empty, the old ones go with it.
   const byPolicy = new WeakMap<Policy, readonly [Remembered, Remembered]>();
   return function decideL4(policy, intent) {
     const { identity } = intent;
-    if ((identity !== undefined && identity !== NOT_LOOKED_UP) || intent.method !== undefined || intent.after !== undefined) return decide(policy, intent);
+    if ((identity !== undefined && identity !== NOT_LOOKED_UP) || intent.method !== undefined || intent.after !== undefined) return evaluate(policy, intent);
     let kept = byPolicy.get(policy);
     if (kept === undefined) {
       kept = [remembered(), remembered()];
@@ -34,7 +37,7 @@ export function createL4Decisions(): (policy: Policy, intent: EgressIntent) => D
     let ports = memo.byHost.get(intent.host);
     const known = ports?.get(intent.port);
     if (known !== undefined) return known;
-    const decision = decide(policy, intent);
+    const decision = evaluate(policy, intent);
     if (memo.size >= MAX_REMEMBERED_L4_DECISIONS) {
       memo.byHost.clear();
       memo.size = 0;

@@ -30,18 +30,21 @@ interface Remembered {
   size: number;
 }
 
-/** decide() for request-level intents, remembered where the answer cannot differ; every other intent is decided. */
-export function createL7Decisions(): (policy: Policy, intent: EgressIntent) => Decision {
+/**
+ * decide() for request-level intents, remembered where the answer cannot differ; every other intent is decided.
+ * `evaluate` is what decides (the l7 stage hands a timed decide(): a remembered answer is not a decision to time).
+ */
+export function createL7Decisions(evaluate: (policy: Policy, intent: EgressIntent) => Decision = decide): (policy: Policy, intent: EgressIntent) => Decision {
   // A reload swaps in a new policy object: its decisions start empty, the old ones go with it.
   const byPolicy = new WeakMap<Policy, Remembered>();
   return function decideL7(policy, intent) {
     const { after, method, path, query, identity } = intent;
     // decide() continues from `after` only on these terms (policy/decide.ts decideEgress); anything else is decided in full.
     const continues = after !== undefined && after.verdict !== 'deny' && after.layer === 'l4' && after.generation === policy.generation;
-    if (!continues || method === undefined || path === undefined || intent.graphql !== undefined || intent.jsonRpc !== undefined) return decide(policy, intent);
+    if (!continues || method === undefined || path === undefined || intent.graphql !== undefined || intent.jsonRpc !== undefined) return evaluate(policy, intent);
     // A process claim's allow is made afresh for every request (l4-decisions.ts): nothing would be asked twice.
-    if (identity !== undefined && identity !== NOT_LOOKED_UP) return decide(policy, intent);
-    if (path.length + (query?.length ?? 0) > MAX_REMEMBERED_L7_TARGET_CHARS) return decide(policy, intent);
+    if (identity !== undefined && identity !== NOT_LOOKED_UP) return evaluate(policy, intent);
+    if (path.length + (query?.length ?? 0) > MAX_REMEMBERED_L7_TARGET_CHARS) return evaluate(policy, intent);
     let memo = byPolicy.get(policy);
     if (memo === undefined) {
       memo = { byAllow: new WeakMap(), size: 0 };
@@ -55,7 +58,7 @@ export function createL7Decisions(): (policy: Policy, intent: EgressIntent) => D
         if (known.method === method && known.query === query && known.host === intent.host && known.port === intent.port) return known.decision;
       }
     }
-    const decision = decide(policy, intent);
+    const decision = evaluate(policy, intent);
     if (memo.size >= MAX_REMEMBERED_L7_DECISIONS) {
       memo.byAllow = new WeakMap();
       memo.size = 0;

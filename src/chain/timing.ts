@@ -10,15 +10,12 @@ export function observeSince(metrics: { readonly now: () => number }, observer: 
   observer.observe((metrics.now() - start) / 1000);
 }
 
-/** decide() (or `how`, a memo of it) with its duration recorded on `metrics.decisionSeconds`. */
-export function timedDecide(
-  metrics: { readonly now: () => number; readonly decisionSeconds: Observer },
-  policy: Policy,
-  intent: EgressIntent,
-  how: (policy: Policy, intent: EgressIntent) => Decision = decide,
-): Decision {
-  const started = metrics.now();
-  const decision = how(policy, intent);
-  observeSince(metrics, metrics.decisionSeconds, started);
-  return decision;
+/** decide(), each call's duration recorded on `metrics.decisionSeconds`: what the chain's memos decide with. */
+export function timedDecide(metrics: { readonly now: () => number; readonly decisionSeconds: Observer }): (policy: Policy, intent: EgressIntent) => Decision {
+  return (policy, intent) => {
+    const started = metrics.now();
+    const decision = decide(policy, intent);
+    observeSince(metrics, metrics.decisionSeconds, started);
+    return decision;
+  };
 }

@@ -185,7 +185,7 @@ export const PROXY_METRICS = {
     name: 'boundary_decision_duration_seconds',
     type: 'histogram',
     unit: 'seconds',
-    help: 'Time decide() took for one proxy intent',
+    help: 'Time decide() took for each proxy intent it evaluated (an answer remembered for the same policy is not timed)',
     labels: NONE,
     buckets: DECISION_BUCKETS,
     scope: 'boundary',

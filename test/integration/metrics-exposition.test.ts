@@ -137,6 +137,23 @@ describe('boundary /metrics after a mixed run', () => {
     assert.equal(sample(text, 'boundary_control_state{state="idle"}'), 0);
   });
 
+  it('times each decision decide() makes, and not an answer remembered for the same policy (docs/metrics.md)', async () => {
+    const decisions = (t: string) => (sample(t, 'boundary_decisions_total{adapter="forward",verdict="allow"}') ?? 0) + (sample(t, 'boundary_decisions_total{adapter="forward",verdict="deny"}') ?? 0);
+    const timed = (t: string) => sample(t, 'boundary_decision_duration_seconds_count') ?? 0;
+    const before = await metricsText(b.adminPort);
+    // Asked before (in the mixed run): the l4 memo answers both, so nothing is timed.
+    assert.equal((await sendRequest({ proxyPort: b.proxyPort, path: `http://api.example.test:${origin.port}/secret-path-x1` })).status, 200);
+    assert.equal((await sendRequest({ proxyPort: b.proxyPort, path: `http://denied.example.test:${origin.port}/deny-path-y2` })).status, 403);
+    const remembered = await metricsText(b.adminPort);
+    assert.equal(decisions(remembered) - decisions(before), 2);
+    assert.equal(timed(remembered), timed(before));
+    // A host:port never asked: decide() runs, and is timed once.
+    assert.equal((await sendRequest({ proxyPort: b.proxyPort, path: `http://unasked.example.test:${origin.port}/` })).status, 403);
+    const evaluated = await metricsText(b.adminPort);
+    assert.equal(decisions(evaluated) - decisions(remembered), 1);
+    assert.equal(timed(evaluated) - timed(remembered), 1);
+  });
+
   it('exposes build info, process defaults and the request-path histograms', () => {
     assert.match(text, /^boundary_build_info\{version="\d+\.\d+\.\d+[^"]*",node="v\d+[^"]*"\} 1$/m);
     assert.match(text, /^process_cpu_user_seconds_total /m);

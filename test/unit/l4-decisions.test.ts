@@ -8,7 +8,7 @@ import { NOT_LOOKED_UP, type ProcessClaim } from '../../src/policy/binary-identi
 import { decide } from '../../src/policy/decide.js';
 import { parsePolicy } from '../../src/policy/parse.js';
 import { withGeneration } from '../../src/policy/store.js';
-import { ADAPTERS } from '../../src/policy/types.js';
+import { ADAPTERS, type EgressIntent } from '../../src/policy/types.js';
 
 const POLICY = parsePolicy(`version: 1
 network_policies:
@@ -73,6 +73,25 @@ describe('l4 decisions', () => {
     const second = decideL4(POLICY, { adapter: 'forward', host: 'git.example.test', port: 22, identity: process('/usr/bin/git', 9) });
     assert.notEqual(second, first);
     assert.equal(second.binaryPid, 9);
+  });
+
+  it('asks its evaluate (the stages\' timed decide) only for what it does not remember', () => {
+    const asked: EgressIntent[] = [];
+    const decideL4 = createL4Decisions((policy, intent) => {
+      asked.push(intent);
+      return decide(policy, intent);
+    });
+    const intent = { adapter: 'forward' as const, host: 'api.example.test', port: 443 };
+    decideL4(POLICY, intent);
+    decideL4(POLICY, { ...intent, adapter: 'connect' });
+    assert.equal(asked.length, 1);
+    decideL4(POLICY, { ...intent, port: 80 });
+    decideL4(withGeneration(POLICY, POLICY.generation + 1), intent);
+    assert.equal(asked.length, 3);
+    // A process claim and a request are never remembered: each is asked.
+    for (let i = 0; i < 2; i++) decideL4(POLICY, { ...intent, identity: process('/usr/bin/git', 7) });
+    for (let i = 0; i < 2; i++) decideL4(POLICY, { ...intent, method: 'GET', path: '/' });
+    assert.equal(asked.length, 7);
   });
 
   it('starts over under a new policy object (a reload), whose generation the decisions carry', () => {

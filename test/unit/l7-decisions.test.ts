@@ -76,6 +76,23 @@ describe('l7 decisions', () => {
     assert.notEqual(decideL7(POLICY, request('GET', '/v1/items', 'mode=fast')), first);
   });
 
+  it('asks its evaluate (the l7 stage\'s timed decide) only for what it does not remember', () => {
+    const asked: EgressIntent[] = [];
+    const decideL7 = createL7Decisions((policy, intent) => {
+      asked.push(intent);
+      return decide(policy, intent);
+    });
+    decideL7(POLICY, request('GET', '/v1/items', undefined));
+    decideL7(POLICY, request('GET', '/v1/items', undefined));
+    assert.equal(asked.length, 1);
+    decideL7(POLICY, request('GET', '/v1/items', 'a=1'));
+    assert.equal(asked.length, 2);
+    const long = request('GET', `/v1/${'a'.repeat(MAX_REMEMBERED_L7_TARGET_CHARS)}`, undefined);
+    decideL7(POLICY, long);
+    decideL7(POLICY, long);
+    assert.equal(asked.length, 4);
+  });
+
   it('starts over under a new policy object (a reload), and decides in full a request whose allow is not of that policy', () => {
     const decideL7 = createL7Decisions();
     const before = decideL7(POLICY, request('GET', '/v1/items', undefined));

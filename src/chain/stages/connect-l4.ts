@@ -13,14 +13,14 @@ import { CONTINUE, denied, type Stage } from '../stage.js';
 export function createConnectL4Stage(deps: { readonly metrics: Pick<ProxyMetrics, 'now' | 'decisionSeconds'> }): Stage<ConnectionRequest> {
   const { metrics } = deps;
   // The l4 stage's memo: a CONNECT intent holds the same claims (host, port, identity; the adapter decides nothing).
-  const decideL4 = createL4Decisions();
+  const decideL4 = createL4Decisions(timedDecide(metrics));
   return {
     name: 'connect-l4',
     run(c) {
       const host = c.host as string;
       const port = c.port as number;
       const policy = c.policy!;
-      const decision = timedDecide(metrics, policy, { adapter: 'connect', host, port, identity: c.identity }, decideL4);
+      const decision = decideL4(policy, { adapter: 'connect', host, port, identity: c.identity });
       c.decision = decision;
       c.endpoint = decision.endpoint;
       if (decision.verdict !== 'deny') return CONTINUE;

@@ -16,13 +16,13 @@ export function createL4Stage(deps: {
   readonly credentials: CredentialSource;
 }): Stage<ChainRequest> {
   const { metrics, credentials } = deps;
-  const decideL4 = createL4Decisions();
+  const decideL4 = createL4Decisions(timedDecide(metrics));
   return {
     name: 'l4',
     run(r) {
       const host = r.host as string;
       const port = r.port as number;
-      const l4 = timedDecide(metrics, r.policy!, { adapter: r.adapter, host, port, identity: r.identity }, decideL4);
+      const l4 = decideL4(r.policy!, { adapter: r.adapter, host, port, identity: r.identity });
       r.l4 = l4;
       r.decision = l4;
       if (l4.verdict !== 'deny') {

@@ -34,12 +34,12 @@ function intentOf(r: ChainRequest, method: string, path: string): EgressIntent {
 
 export function createL7Stage(deps: { readonly metrics: Pick<ProxyMetrics, 'now' | 'decisionSeconds'> }): Stage<ChainRequest> {
   const { metrics } = deps;
-  const decideL7 = createL7Decisions();
+  const decideL7 = createL7Decisions(timedDecide(metrics));
   const decideAs = (r: ChainRequest, method: string): Decision => {
     const policy = r.policy!;
-    const asWritten = timedDecide(metrics, policy, intentOf(r, method, r.path as string), decideL7);
+    const asWritten = decideL7(policy, intentOf(r, method, r.path as string));
     if (r.strippedPath === undefined) return asWritten;
-    return stricter(asWritten, timedDecide(metrics, policy, intentOf(r, method, r.strippedPath), decideL7));
+    return stricter(asWritten, decideL7(policy, intentOf(r, method, r.strippedPath)));
   };
   return {
     name: 'l7',
