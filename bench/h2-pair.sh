@@ -13,7 +13,9 @@
 # Environment: PAIR (two routes of bench/h2.sh other than direct, default "boundary boundary-ref"), CASE (c16m10, the default, or
 # c1m100), IDLE (seconds both sit idle after each start before any load, default 0: a sidecar's usual life before its
 # traffic), WARM (seconds of unmeasured load on both after that, default 10; 0: none), BUILD (0, the default: dist/ as it is),
-# BOUNDARY_DIST, PROXY_NODE, as bench/h2.sh takes them.
+# BOUNDARY_DIST, PROXY_NODE, as bench/h2.sh takes them. PERF=<dir>: both routes run with --perf-basic-prof, the first set's
+# windows are recorded with `perf record -g` into <dir>/perf.data, and bench/perf-split.mjs's tables of where each
+# route's CPU per request went (kernel, TLS, GC and node's C++ included) are printed at the end and kept in <dir>/split.md.
 # Prints per window each route's CPU µs per request and requests, and first / second; then the median ratio.
 set -euo pipefail
 
@@ -23,6 +25,7 @@ SETS=${3:-2}
 WARM=${WARM:-10}
 IDLE=${IDLE:-0}
 PAIR=${PAIR:-"boundary boundary-ref"}
+PERF=${PERF:-}
 CASE=${CASE:-c16m10}
 read -r A B <<<"$PAIR"
 [[ -n ${B:-} ]] || { echo "PAIR must name two routes" >&2; exit 1; }
@@ -33,18 +36,31 @@ case $CASE in
   *) echo "CASE is c16m10 or c1m100" >&2; exit 1 ;;
 esac
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+if [[ -n $PERF ]]; then
+  command -v perf >/dev/null || { echo "PERF needs perf on PATH (Debian: linux-perf)" >&2; exit 1; }
+  mkdir -p "$PERF"
+  export BOUNDARY_NODE_FLAGS="${BOUNDARY_NODE_FLAGS:-} --perf-basic-prof" FLOOR_NODE_FLAGS="${FLOOR_NODE_FLAGS:-} --perf-basic-prof"
+fi
 HOST=origin.bench.test
 LOG=$(mktemp)
 RATIOS=$(mktemp)
 BENCH=
+RECORDER=
+MAPS=()
 stop() {
+  if [[ -n $RECORDER ]]; then
+    kill -INT "$RECORDER" 2>/dev/null || true
+    wait "$RECORDER" 2>/dev/null || true
+  fi
+  RECORDER=
   if [[ -n $BENCH ]]; then
     kill "$BENCH" 2>/dev/null || true
     wait "$BENCH" 2>/dev/null || true
   fi
   BENCH=
 }
-trap 'stop; rm -f "$LOG" "$LOG".* "$RATIOS"' EXIT
+# The perf maps --perf-basic-prof leaves in /tmp go once the tables are made (or on any exit).
+trap 'stop; rm -f "$LOG" "$LOG".* "$RATIOS" "${MAPS[@]}"' EXIT
 
 field() { sed -n "s/.*hold $1 .*$2=\\([0-9]*\\).*/\\1/p" "$LOG" | tail -1; }
 # CPU ticks (user + system) of a process and its children so far: nghttpx serves from a worker it forks.
@@ -85,6 +101,11 @@ for set in $(seq "$SETS"); do
     load "$(target "$B")" "$WARM" >/dev/null &
     wait "$ja" $!
   fi
+  if [[ -n $PERF && $set == 1 ]]; then
+    MAPS=("/tmp/perf-$pa.map" "/tmp/perf-$pb.map")
+    perf record -g -F 999 -p "$pa,$pb" -o "$PERF/perf.data" >"$PERF/record.log" 2>&1 &
+    RECORDER=$!
+  fi
   for w in $(seq "$WINDOWS"); do
     ta=$(target "$A") tb=$(target "$B")
     a0=$(ticks "$pa") b0=$(ticks "$pb")
@@ -98,6 +119,15 @@ for set in $(seq "$SETS"); do
       a = da * 1e6 / hz / ra; b = db * 1e6 / hz / rb
       printf "set %d window %d: %s %.1f µs/req (%d) %s %.1f (%d) ratio %.3f\n", s, w, A, a, ra, B, b, rb, a / b }' | tee -a "$RATIOS"
   done
+  if [[ -n $RECORDER ]]; then
+    kill -INT "$RECORDER"
+    wait "$RECORDER" || true
+    RECORDER=
+    # Each route's CPU per request over the recorded windows, for the tables' scale.
+    median() { sed -n "s/^set 1 window .*: $A \([0-9.]*\) µs\/req ([0-9]*) $B \([0-9.]*\) .*/\\$1/p" "$RATIOS" | sort -n | awk '{ v[NR] = $1 } END { print NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
+    node "$HERE/perf-split.mjs" "$PERF/perf.data" "$pa=$A:$(median 1)" "$pb=$B:$(median 2)" | tee "$PERF/split.md"
+    rm -f "${MAPS[@]}"
+  fi
   stop
 done
 sed -n 's/.* ratio //p' "$RATIOS" | sort -n | awk -v A="$A" -v B="$B" -v c="$CASE" '{ v[NR] = $1 } END {
