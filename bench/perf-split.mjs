@@ -7,7 +7,8 @@
 //     under dist/, or the package), with the node library, builtins, native code and syscalls it called counted with it;
 //     samples with no such frame by what ran (GC, the event loop, TLS on read, ...). Code V8 inlined counts where it
 //     was inlined: a small function of one folder can show under its caller's.
-//   by kind: the same samples by the code that was running (kernel, OpenSSL, GC, V8 builtins, node C++, JavaScript).
+//   by kind: the same samples by the code that was running (kernel, OpenSSL, GC, V8 builtins, node C++, JavaScript);
+//   in the kernel: the kernel's samples by area, as the first table counts them.
 //
 // Usage: node bench/perf-split.mjs <perf.data> <pid>=<name>[:<µs per request>] ...
 import { execFileSync } from 'node:child_process';
@@ -17,7 +18,7 @@ if (data === undefined || procArgs.length === 0) throw new Error('usage: node be
 const procs = procArgs.map((arg) => {
   const [pid, rest = pid] = arg.split('=');
   const [name, us] = rest.split(':');
-  return { pid, name, us: us === undefined ? undefined : Number(us), total: 0, areas: new Map(), kinds: new Map() };
+  return { pid, name, us: us === undefined ? undefined : Number(us), total: 0, areas: new Map(), kinds: new Map(), kernel: new Map() };
 });
 const byPid = new Map(procs.map((p) => [p.pid, p]));
 /** Rows shown: those at least this share of some column's samples. */
@@ -55,7 +56,10 @@ function areaOf(sym) {
 function outsideOf(frames) {
   const leaf = frames[0];
   const kind = kindOf(leaf.sym, leaf.dso);
-  if (kind === 'garbage collector') return 'garbage collector';
+  // V8's own threads: TurboFan compiling hot functions (it goes on until every hot function is compiled), and the
+  // collector's parallel and concurrent work.
+  if (frames.some((f) => f.sym.includes('OptimizingCompileDispatcher') || f.sym.includes('::Compiler::'))) return 'optimizing compiler';
+  if (kind === 'garbage collector' || frames.some((f) => GC_SYMBOL.test(f.sym))) return 'garbage collector';
   if (frames.some((f) => f.sym.startsWith('JS:') && / node:/.test(f.sym))) return 'node library (no application frame)';
   if (frames.some((f) => TLS_SYMBOL.test(f.sym))) return 'TLS outside JavaScript';
   if (frames.some((f) => f.sym.startsWith('uv_run') || f.sym.startsWith('uv__'))) return 'event loop, outside JavaScript';
@@ -79,7 +83,9 @@ for (const block of text.split('\n\n')) {
   proc.total++;
   add(proc.kinds, kindOf(frames[0].sym, frames[0].dso));
   const app = frames.find((f) => f.sym.startsWith('JS:') && areaOf(f.sym) !== undefined);
-  add(proc.areas, app === undefined ? outsideOf(frames) : areaOf(app.sym));
+  const area = app === undefined ? outsideOf(frames) : areaOf(app.sym);
+  add(proc.areas, area);
+  if (frames[0].dso.includes('kernel')) add(proc.kernel, area);
 }
 
 function table(title, pick) {
@@ -92,9 +98,11 @@ function table(title, pick) {
   console.log(`| | ${procs.map((p) => p.name).join(' | ')} |`);
   console.log(`|---|${procs.map(() => '---:').join('|')}|`);
   for (const k of rows) console.log(`| ${k} | ${procs.map((p) => value(p, k).toFixed(2)).join(' | ')} |`);
-  console.log(`| all | ${procs.map((p) => (p.us ?? 100).toFixed(2)).join(' | ')} |`);
+  const sum = (p) => [...pick(p).keys()].reduce((total, k) => total + value(p, k), 0);
+  console.log(`| all | ${procs.map((p) => sum(p).toFixed(2)).join(' | ')} |`);
 }
 
 console.log(`samples: ${procs.map((p) => `${p.name} ${p.total}`).join(', ')}`);
 table('By area, with what it called', (p) => p.areas);
 table('By the code running', (p) => p.kinds);
+table('In the kernel, by area (the syscalls each area made, and what they cost there)', (p) => p.kernel);
