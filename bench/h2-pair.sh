@@ -120,7 +120,7 @@ for set in $(seq "$SETS"); do
       printf "set %d window %d: %s %.1f µs/req (%d) %s %.1f (%d) ratio %.3f\n", s, w, A, a, ra, B, b, rb, a / b }' | tee -a "$RATIOS"
   done
   if [[ -n $RECORDER ]]; then
-    kill -INT "$RECORDER"
+    kill -INT "$RECORDER" 2>/dev/null || true
     wait "$RECORDER" || true
     RECORDER=
     # Each route's CPU per request over the recorded windows, for the tables' scale.

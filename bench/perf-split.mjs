@@ -2,7 +2,7 @@
 // --perf-basic-prof (bench/h2-pair.sh PERF=<dir> records one). Unlike --cpu-prof, perf samples the kernel, OpenSSL,
 // the garbage collector and node's C++ as well, at a cost the processes barely notice.
 //
-// Two tables per run, each process a column (µs per request when given, else the share of its samples):
+// Three tables, each process a column (µs per request when given, else the share of its samples):
 //   by area: every sample counted once, for the nearest JavaScript frame of the application on its stack (its folder
 //     under dist/, or the package), with the node library, builtins, native code and syscalls it called counted with it;
 //     samples with no such frame by what ran (GC, the event loop, TLS on read, ...). Code V8 inlined counts where it
@@ -56,8 +56,7 @@ function areaOf(sym) {
 function outsideOf(frames) {
   const leaf = frames[0];
   const kind = kindOf(leaf.sym, leaf.dso);
-  // V8's own threads: TurboFan compiling hot functions (it goes on until every hot function is compiled), and the
-  // collector's parallel and concurrent work.
+  // V8's own threads: TurboFan compiling hot functions, and the collector's parallel and concurrent work.
   if (frames.some((f) => f.sym.includes('OptimizingCompileDispatcher') || f.sym.includes('::Compiler::'))) return 'optimizing compiler';
   if (kind === 'garbage collector' || frames.some((f) => GC_SYMBOL.test(f.sym))) return 'garbage collector';
   if (frames.some((f) => f.sym.startsWith('JS:') && / node:/.test(f.sym))) return 'node library (no application frame)';
@@ -73,10 +72,9 @@ for (const block of text.split('\n\n')) {
   if (lines.length === 0) continue;
   const first = lines[0].trim().split(/\s+/);
   const proc = byPid.get(first[0]);
-  if (proc === undefined) continue;
-  // Without -g the sample is on its first line; with -g its frames follow, leaf first.
-  const frameLines = lines.length > 1 ? lines.slice(1) : [first.slice(1).join(' ')];
-  const frames = frameLines.map((l) => {
+  if (proc === undefined || lines.length < 2) continue;
+  // The sample's frames follow its pid, leaf first (a recording without -g has none and is not read).
+  const frames = lines.slice(1).map((l) => {
     const m = /^\s*[0-9a-f]+\s+(.*?)\s+\(([^)]*)\)\s*$/.exec(l);
     return m === null ? { sym: '?', dso: '?' } : { sym: m[1].replace(/\+0x[0-9a-f]+$/, ''), dso: m[2] };
   });
