@@ -47,12 +47,16 @@ RATIOS=$(mktemp)
 BENCH=
 RECORDER=
 MAPS=()
-stop() {
+# perf writes its file out on SIGINT.
+stop_recorder() {
   if [[ -n $RECORDER ]]; then
     kill -INT "$RECORDER" 2>/dev/null || true
     wait "$RECORDER" 2>/dev/null || true
   fi
   RECORDER=
+}
+stop() {
+  stop_recorder
   if [[ -n $BENCH ]]; then
     kill "$BENCH" 2>/dev/null || true
     wait "$BENCH" 2>/dev/null || true
@@ -120,9 +124,7 @@ for set in $(seq "$SETS"); do
       printf "set %d window %d: %s %.1f µs/req (%d) %s %.1f (%d) ratio %.3f\n", s, w, A, a, ra, B, b, rb, a / b }' | tee -a "$RATIOS"
   done
   if [[ -n $RECORDER ]]; then
-    kill -INT "$RECORDER" 2>/dev/null || true
-    wait "$RECORDER" || true
-    RECORDER=
+    stop_recorder
     # Each route's CPU per request over the recorded windows, for the tables' scale.
     median() { sed -n "s/^set 1 window .*: $A \([0-9.]*\) µs\/req ([0-9]*) $B \([0-9.]*\) .*/\\$1/p" "$RATIOS" | sort -n | awk '{ v[NR] = $1 } END { print NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
     node "$HERE/perf-split.mjs" "$PERF/perf.data" "$pa=$A:$(median 1)" "$pb=$B:$(median 2)" | tee "$PERF/split.md"
