@@ -13,7 +13,7 @@
 # Environment: PAIR (two routes of bench/h2.sh other than direct, default "boundary boundary-ref"), CASE (c16m10, the default, or
 # c1m100), IDLE (seconds both sit idle after each start before any load, default 0: a sidecar's usual life before its
 # traffic), WARM (seconds of unmeasured load on both after that, default 10; 0: none), BUILD (0, the default: dist/ as it is),
-# BOUNDARY_DIST, PROXY_NODE, as bench/h2.sh takes them. PERF=<dir>: both routes run with --perf-basic-prof, the first set's
+# BOUNDARY_DIST, PROXY_NODE, LOG_PIPE, as bench/h2.sh takes them. PERF=<dir>: both routes run with --perf-basic-prof, the first set's
 # windows are recorded with `perf record -g` into <dir>/perf.data, and bench/perf-split.mjs's tables of where each
 # route's CPU per request went (kernel, TLS, GC and node's C++ included) are printed at the end and kept in <dir>/split.md.
 # Prints per window each route's CPU µs per request and requests, and first / second; then the median ratio.

@@ -30,6 +30,9 @@
 #             so rounds are independent samples: two copies of one build, each process living through every round,
 #             measured 20-30 % apart in every round of a run (docs/benchmarks.md#seventh-pass-where-boundarys-cpu-above-the-codec-floor-goes-and-the-second-upstream-session).
 #             0: each proxy serves every round (the origin always does).
+#   LOG_PIPE  1: each boundary's stdout (its audit log) is a FIFO that cat, pinned with the load, empties into its log
+#             file, as a container runtime reads a container's stdout (cat's CPU is not counted as boundary's); default
+#             0: the file itself
 #   KEEP_TMP  1: keep the temp dir (each boundary's log, h2load output) for inspection
 #   BOUNDARY_NODE_FLAGS  extra node flags for boundary, e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof".
 #   FLOOR_NODE_FLAGS     the same for the codec-floor, node-floor and tls-floor proxies.
@@ -38,6 +41,8 @@
 #   PROXY_NODE  the node binary boundary and the floor run on (default: node on PATH), e.g. the image's Node 22 from
 #               test/harness/image-node.ts's cache: /tmp/boundary-node-22/node_modules/node/bin/node
 set -euo pipefail
+# shellcheck source=bench/boundary-run.sh
+source "$(dirname "${BASH_SOURCE[0]}")/boundary-run.sh"
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 RUNS=${RUNS:-5}
@@ -158,17 +163,14 @@ network_policies:
 POLICY
 declare -A DNS_PORT=()
 # start_boundary ROUTE DIST CIDR: one boundary on its own ports and synthetic range, ready and asked for its address.
-# The CLI entry of a build: dist/app/main.js, or dist/main.js in builds from before src/app/ (BOUNDARY_REF).
-entry_of() { if [[ -f $1/app/main.js ]]; then echo "$1/app/main.js"; else echo "$1/main.js"; fi; }
-
 start_boundary() {
   local route=$1 dist=$2 cidr=$3 port admin dns sink
   read -r port admin dns sink < <(free_ports 4)
   # shellcheck disable=SC2086
-  (cd "$ROOT" && exec "${PIN_PROXY[@]}" "$PROXY_NODE" $BOUNDARY_NODE_FLAGS "$(entry_of "$dist")" run --policy "$WORK/policy.yaml" \
+  (cd "$ROOT" && exec_logged "$WORK/$route.log" "${PIN_PROXY[@]}" "$PROXY_NODE" $BOUNDARY_NODE_FLAGS "$(entry_of "$dist")" run --policy "$WORK/policy.yaml" \
     --proxy-listen "127.0.0.1:$port" --admin-listen "127.0.0.1:$admin" --dns-listen "127.0.0.1:$dns" \
     --synthetic-cidr "$cidr" --hosts "$WORK/hosts" --upstream-dns "127.0.0.1:$sink" --upstream-ca "$WORK/pki/ca.pem" \
-    --unsafe-allow-loopback-upstream --state-dir "$WORK/state-$route" --log-format json) >"$WORK/$route.log" 2>"$WORK/$route.err" &
+    --unsafe-allow-loopback-upstream --state-dir "$WORK/state-$route" --log-format json) 2>"$WORK/$route.err" &
   PIDS+=($!)
   SERVER_PID[$route]=$!
   DNS_PORT[$route]=$dns

@@ -79,22 +79,8 @@
 set -euo pipefail
 # shellcheck source=bench/squid-base.sh
 source "$(dirname "${BASH_SOURCE[0]}")/squid-base.sh"
-# Replaces the shell with "$@", its stdout going to FILE: the file itself, or with LOG_PIPE=1 a FIFO that cat, on the
-# load cores, empties into it (the process keeps the shell's PID either way, as PID_OF needs). cat is started from a
-# subshell that exits at once, so it is no child of the proxy: cpu_ticks counts a process's children, and a container
-# runtime's reader is no part of the container's CPU either.
-exec_logged() {
-  local file=$1
-  shift
-  if [[ $LOG_PIPE != 1 ]]; then exec "$@" >"$file"; fi
-  local fifo="$file.fifo"
-  rm -f "$fifo" && mkfifo "$fifo"
-  ("${PIN_LOAD[@]}" cat "$fifo" >"$file" &)
-  exec "$@" >"$fifo"
-}
-
-# The CLI entry of a build: dist/app/main.js, or dist/main.js in builds from before src/app/ (BOUNDARY_REF).
-entry_of() { if [[ -f $1/app/main.js ]]; then echo "$1/app/main.js"; else echo "$1/main.js"; fi; }
+# shellcheck source=bench/boundary-run.sh
+source "$(dirname "${BASH_SOURCE[0]}")/boundary-run.sh"
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 HERE="$ROOT/bench/proxy"
