@@ -4,8 +4,9 @@
 // and the resolv.conf the kubelet writes for it. Root only. What a namespace cannot show (image file system,
 // cgroups, seccomp) is left to a real cluster.
 
-import { chmod, chown, mkdir, readdir, rmdir } from 'node:fs/promises';
+import { chmod, chown, mkdir, readdir, readFile, rm, rmdir, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
+import { setTimeout as delay } from 'node:timers/promises';
 import type { CsiDriver } from './k8s-csi-cert.js';
 import type { Container, PodSpec, Volume } from './k8s-manifest.js';
 import { projectedDir } from './projected-dir.js';
@@ -74,27 +75,98 @@ export async function materialiseVolumes(pod: PodSpec, sources: VolumeSources, r
 }
 
 /**
- * Creates the mountPaths that do not exist on this host (bind mounts need a directory to cover); they are
- * mounted over only inside each container's own mount namespace. Returns the cleanup, deepest first.
+ * Where test processes record the mount points they made and which of them each live process still needs. Two pod
+ * tests running at once both mount at /var/run/boundary-ca: the one that finishes first must not remove the
+ * directory the other is about to bind-mount over. Root only, as every test that makes mount points is.
  */
-export async function ensureMountpoints(paths: Iterable<string>): Promise<() => Promise<void>> {
-  const created: string[] = [];
-  for (const path of new Set(paths)) {
-    const made = await mkdir(path, { recursive: true });
-    if (made === undefined) continue;
-    // mkdir returns the first directory it created; every one from there down to path is ours.
-    for (let dir = path; dir.length >= made.length; dir = dirname(dir)) {
-      // Traversable by the containers' uids whatever this process's umask.
-      await chmod(dir, 0o755);
-      created.push(dir);
+export const MOUNTPOINT_REGISTRY = '/run/boundary-test-mountpoints';
+/** How often a process waiting for the registry's lock tries again, and how long it waits before it gives up. */
+const REGISTRY_LOCK_RETRY_MS = 10;
+const REGISTRY_LOCK_WAIT_MS = 30_000;
+
+interface MountpointState {
+  /** Directories test processes created, to be removed once no live process needs them. */
+  made: string[];
+  /** By pid: the mount points that process still needs. */
+  holders: Record<string, string[]>;
+}
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+/** Runs `change` on the registry's state under its lock file (created exclusively, holding the owner's pid). */
+async function withRegistry(registry: string, change: (state: MountpointState) => Promise<void>): Promise<void> {
+  const lock = join(registry, 'lock');
+  const stateFile = join(registry, 'state.json');
+  for (const deadline = Date.now() + REGISTRY_LOCK_WAIT_MS; ; ) {
+    try {
+      await mkdir(registry, { recursive: true });
+      await writeFile(lock, String(process.pid), { flag: 'wx' });
+      break;
+    } catch (error) {
+      // ENOENT: the last process to leave removed the registry between the two calls.
+      if ((error as NodeJS.ErrnoException).code === 'ENOENT') continue;
+      if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
+      const owner = Number(await readFile(lock, 'utf8').catch(() => '0'));
+      // An owner that died inside its few milliseconds under the lock left it behind.
+      if (owner > 0 && !alive(owner)) await rm(lock, { force: true });
+      else if (Date.now() > deadline) throw new Error(`${lock} is held by pid ${owner}`);
+      else await delay(REGISTRY_LOCK_RETRY_MS);
     }
   }
-  created.sort((a, b) => b.length - a.length);
-  return async () => {
-    for (const dir of new Set(created)) {
-      if ((await readdir(dir).catch(() => ['?'])).length === 0) await rmdir(dir).catch(() => undefined);
+  try {
+    const text = await readFile(stateFile, 'utf8').catch(() => undefined);
+    const state: MountpointState = text === undefined ? { made: [], holders: {} } : (JSON.parse(text) as MountpointState);
+    await change(state);
+    if (state.made.length > 0 || Object.keys(state.holders).length > 0) await writeFile(stateFile, JSON.stringify(state));
+    else await rm(stateFile, { force: true });
+  } finally {
+    await rm(lock, { force: true });
+  }
+  // Nothing left to record: the host is as the tests found it (fails while another process holds the lock).
+  await rmdir(registry).catch(() => undefined);
+}
+
+/**
+ * Creates the mountPaths that do not exist on this host (bind mounts need a directory to cover); they are
+ * mounted over only inside each container's own mount namespace. Returns the cleanup: it removes the directories
+ * any test made that no live test process still needs, deepest first.
+ */
+export async function ensureMountpoints(paths: Iterable<string>, registry = MOUNTPOINT_REGISTRY): Promise<() => Promise<void>> {
+  const needed = [...new Set(paths)];
+  const pid = String(process.pid);
+  await withRegistry(registry, async (state) => {
+    for (const path of needed) {
+      const made = await mkdir(path, { recursive: true });
+      if (made === undefined) continue;
+      // mkdir returns the first directory it created; every one from there down to path is a test's.
+      for (let dir = path; dir.length >= made.length; dir = dirname(dir)) {
+        // Traversable by the containers' uids whatever this process's umask.
+        await chmod(dir, 0o755);
+        state.made.push(dir);
+      }
     }
-  };
+    state.holders[pid] = [...(state.holders[pid] ?? []), ...needed];
+  });
+  return () =>
+    withRegistry(registry, async (state) => {
+      delete state.holders[pid];
+      for (const holder of Object.keys(state.holders)) if (!alive(Number(holder))) delete state.holders[holder];
+      const inUse = Object.values(state.holders).flat();
+      const kept: string[] = [];
+      for (const dir of [...new Set(state.made)].sort((a, b) => b.length - a.length)) {
+        if (inUse.some((path) => path === dir || path.startsWith(`${dir}/`))) kept.push(dir);
+        else if ((await readdir(dir).catch(() => [])).length === 0) await rmdir(dir).catch(() => undefined);
+        else kept.push(dir);
+      }
+      state.made = kept;
+    });
 }
 
 function capabilityArgs(c: Container, fsGroup: number | undefined): string[] {

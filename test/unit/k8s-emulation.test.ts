@@ -1,17 +1,21 @@
 // The pod tests' stand-ins for Kubernetes parts, checked without root: the kubelet's `$(VAR)` expansion and
 // downward API, the Agent Sandbox controller's pod from the example template (its name, labels and refusals), and
-// the cert-manager CSI driver emulation (its variables, defaults and errors) with a real openssl signing.
+// the cert-manager CSI driver emulation (its variables, defaults and errors) with a real openssl signing, and the
+// mount points two pod tests share (the first to finish must leave them to the other).
 
 import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
 import { X509Certificate } from 'node:crypto';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { once } from 'node:events';
+import { access, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { after, describe, it } from 'node:test';
+import { after, describe, it, type TestContext } from 'node:test';
 import { createCertificateAuthority } from '../../src/pki/ca.js';
 import { certManagerCsiDriver, type CsiVolume } from '../harness/k8s-csi-cert.js';
 import { expandVars } from '../harness/k8s-expand.js';
 import { container, readManifests } from '../harness/k8s-manifest.js';
+import { ensureMountpoints } from '../harness/k8s-pod.js';
 import { agentSandboxObjects, SANDBOX_NAME_HASH_LABEL, sandboxPod } from '../harness/k8s-sandbox-template.js';
 import { arg } from '../harness/pod-cluster.js';
 import { DEPLOY } from '../harness/pod-run.js';
@@ -82,5 +86,53 @@ describe('cert-manager csi-driver emulation', async () => {
     await assert.rejects(driver(volume({ ...base, 'csi.cert-manager.io/uri-sans': `spiffe://t/\${POD_IP}` }), pod), /undefined variable "POD_IP"/);
     await assert.rejects(driver(volume({ ...base, 'csi.cert-manager.io/pkcs12-enable': 'true' }), pod), /not emulated/);
     await assert.rejects(driver(volume({ 'csi.cert-manager.io/issuer-name': 'control' }), pod), /no CA issuer cert-manager.io\/Issuer\/default\/control/);
+  });
+});
+
+describe('mount points shared by pod tests running at once', () => {
+  const K8S_POD = new URL('../harness/k8s-pod.ts', import.meta.url).href;
+  const exists = (path: string) => access(path).then(() => true, () => false);
+
+  /** Another test process: makes the same mount point, says "held", cleans up when its stdin ends (or never: `exit`). */
+  async function otherProcess(t: TestContext, path: string, registry: string, then: 'clean' | 'exit') {
+    const source = `
+      const { ensureMountpoints } = await import(${JSON.stringify(K8S_POD)});
+      const cleanup = await ensureMountpoints([${JSON.stringify(path)}], ${JSON.stringify(registry)});
+      process.stdout.write('held\\n');
+      if (${JSON.stringify(then)} === 'exit') process.exit(0);
+      process.stdin.resume();
+      process.stdin.on('end', async () => { await cleanup(); process.exit(0); });
+    `;
+    const child = spawn(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', source], { stdio: ['pipe', 'pipe', 'inherit'] });
+    t.after(() => child.kill('SIGKILL'));
+    const [chunk] = (await once(child.stdout, 'data')) as [Buffer];
+    assert.equal(chunk.toString(), 'held\n');
+    return child;
+  }
+
+  it('keeps a directory another live process needs, and the last one out removes every one made', async (t) => {
+    const dir = await mkdtemp(join(tmpdir(), 'boundary-mountpoints-'));
+    t.after(() => rm(dir, { recursive: true, force: true }));
+    const registry = join(dir, 'registry');
+    const path = join(dir, 'var/run/boundary-ca');
+    const mine = await ensureMountpoints([path], registry);
+    const other = await otherProcess(t, path, registry, 'clean');
+    await mine();
+    assert.ok(await exists(path), 'the other test still bind-mounts over it');
+    other.stdin?.end();
+    await once(other, 'exit');
+    assert.equal(await exists(join(dir, 'var')), false, 'every directory a test made is gone');
+    assert.equal(await exists(registry), false, 'and the registry with them');
+  });
+
+  it('does not wait for a process that died holding one', async (t) => {
+    const dir = await mkdtemp(join(tmpdir(), 'boundary-mountpoints-'));
+    t.after(() => rm(dir, { recursive: true, force: true }));
+    const registry = join(dir, 'registry');
+    const path = join(dir, 'var/run/boundary-ca');
+    await once(await otherProcess(t, path, registry, 'exit'), 'exit');
+    const mine = await ensureMountpoints([path], registry);
+    await mine();
+    assert.equal(await exists(join(dir, 'var')), false);
   });
 });
