@@ -87,9 +87,11 @@ const REGISTRY_LOCK_WAIT_MS = 30_000;
 interface MountpointState {
   /** Directories test processes created, to be removed once no live process needs them. */
   made: string[];
-  /** By pid: the mount points that process still needs. */
+  /** By `<pid>/<call>`: the mount points one ensureMountpoints call of a live process still needs. */
   holders: Record<string, string[]>;
 }
+
+let mountpointCalls = 0;
 
 function alive(pid: number): boolean {
   try {
@@ -110,14 +112,14 @@ async function withRegistry(registry: string, change: (state: MountpointState) =
       await writeFile(lock, String(process.pid), { flag: 'wx' });
       break;
     } catch (error) {
-      // ENOENT: the last process to leave removed the registry between the two calls.
-      if ((error as NodeJS.ErrnoException).code === 'ENOENT') continue;
-      if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
-      const owner = Number(await readFile(lock, 'utf8').catch(() => '0'));
+      // EEXIST: the lock is held. ENOENT: the last process to leave removed the registry between the two calls.
+      const code = (error as NodeJS.ErrnoException).code;
+      if (code !== 'EEXIST' && code !== 'ENOENT') throw error;
+      const owner = code === 'EEXIST' ? Number(await readFile(lock, 'utf8').catch(() => '0')) : 0;
       // An owner that died inside its few milliseconds under the lock left it behind.
       if (owner > 0 && !alive(owner)) await rm(lock, { force: true });
-      else if (Date.now() > deadline) throw new Error(`${lock} is held by pid ${owner}`);
-      else await delay(REGISTRY_LOCK_RETRY_MS);
+      else if (Date.now() > deadline) throw new Error(`${lock} not taken within ${REGISTRY_LOCK_WAIT_MS} ms (held by pid ${owner})`);
+      else if (code === 'EEXIST') await delay(REGISTRY_LOCK_RETRY_MS);
     }
   }
   try {
@@ -129,7 +131,7 @@ async function withRegistry(registry: string, change: (state: MountpointState) =
   } finally {
     await rm(lock, { force: true });
   }
-  // Nothing left to record: the host is as the tests found it (fails while another process holds the lock).
+  // Nothing left to record: the host is as the tests found it (rmdir fails while a state or a lock is in it).
   await rmdir(registry).catch(() => undefined);
 }
 
@@ -140,7 +142,7 @@ async function withRegistry(registry: string, change: (state: MountpointState) =
  */
 export async function ensureMountpoints(paths: Iterable<string>, registry = MOUNTPOINT_REGISTRY): Promise<() => Promise<void>> {
   const needed = [...new Set(paths)];
-  const pid = String(process.pid);
+  const holder = `${process.pid}/${++mountpointCalls}`;
   await withRegistry(registry, async (state) => {
     for (const path of needed) {
       const made = await mkdir(path, { recursive: true });
@@ -152,12 +154,12 @@ export async function ensureMountpoints(paths: Iterable<string>, registry = MOUN
         state.made.push(dir);
       }
     }
-    state.holders[pid] = [...(state.holders[pid] ?? []), ...needed];
+    state.holders[holder] = needed;
   });
   return () =>
     withRegistry(registry, async (state) => {
-      delete state.holders[pid];
-      for (const holder of Object.keys(state.holders)) if (!alive(Number(holder))) delete state.holders[holder];
+      delete state.holders[holder];
+      for (const other of Object.keys(state.holders)) if (!alive(Number.parseInt(other, 10))) delete state.holders[other];
       const inUse = Object.values(state.holders).flat();
       const kept: string[] = [];
       for (const dir of [...new Set(state.made)].sort((a, b) => b.length - a.length)) {
