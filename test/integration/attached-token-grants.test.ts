@@ -17,7 +17,7 @@ import type { SupervisorConfig } from '../../src/supervisor/supervisor.js';
 import { type AttachedBoundary, startAttached } from '../harness/attached-boundary.js';
 import { makeTestPki, type TestPki } from '../harness/certs.js';
 import { testTimers } from '../harness/clock.js';
-import { startTestSupervisor, WAIT_TIMEOUT_MS } from '../harness/control.js';
+import { startTestSupervisor, WAIT_TIMEOUT_MS, withStateDir } from '../harness/control.js';
 import { pollUntil, type TokenServer, tokenServer, type VerifyingOrigin, verifyingOrigin } from '../harness/oauth-server.js';
 import { type PostgresServer, postgresSkip, startPostgres } from '../harness/postgres.js';
 import { sendRequest } from '../harness/proxy-client.js';
@@ -197,9 +197,7 @@ describe('token grants in attached mode: delivered by the supervisor, run by the
   });
 
   it('with the file store (--state-dir)', async (t) => {
-    const stateDir = await mkdtemp(join(tmpdir(), 'boundary-attached-grants-state-'));
-    t.after(() => rm(stateDir, { recursive: true, force: true }));
-    await scenario(t, pki, auth, origin, { stateDir });
+    await withStateDir(t, 'boundary-attached-grants-state-', (stateDir) => scenario(t, pki, auth, origin, { stateDir }));
   });
 
   describe('with the PostgreSQL store', { skip: postgresSkip() }, () => {

@@ -15,7 +15,7 @@ import { parsePolicy } from '../../src/policy/parse.js';
 import type { SupervisorConfig } from '../../src/supervisor/supervisor.js';
 import { type AttachedBoundary, startAttached } from '../harness/attached-boundary.js';
 import { makeTestPki, type TestPki } from '../harness/certs.js';
-import { startTestSupervisor } from '../harness/control.js';
+import { startTestSupervisor, withStateDir } from '../harness/control.js';
 import { type PostgresServer, postgresSkip, startPostgres } from '../harness/postgres.js';
 import { sendRequest } from '../harness/proxy-client.js';
 import { httpOrigin, type Origin } from '../harness/servers.js';
@@ -207,9 +207,7 @@ describe('issue 28: each sandbox is given only the credentials its policy binds'
   });
 
   it('with the file store (--state-dir)', async (t) => {
-    const stateDir = await mkdtemp(join(tmpdir(), 'boundary-issue-28-state-'));
-    t.after(() => rm(stateDir, { recursive: true, force: true }));
-    await scenario(t, pki, origin, { stateDir });
+    await withStateDir(t, 'boundary-issue-28-state-', (stateDir) => scenario(t, pki, origin, { stateDir }));
   });
 
   describe('with the PostgreSQL store', { skip: postgresSkip() }, () => {
