@@ -163,8 +163,8 @@ export async function ensureMountpoints(paths: Iterable<string>, registry = MOUN
       const inUse = Object.values(state.holders).flat();
       const kept: string[] = [];
       for (const dir of [...new Set(state.made)].sort((a, b) => b.length - a.length)) {
-        if (inUse.some((path) => path === dir || path.startsWith(`${dir}/`))) kept.push(dir);
-        else if ((await readdir(dir).catch(() => [])).length === 0) await rmdir(dir).catch(() => undefined);
+        const needed = inUse.some((path) => path === dir || path.startsWith(`${dir}/`));
+        if (!needed && (await readdir(dir).catch(() => [])).length === 0) await rmdir(dir).catch(() => undefined);
         else kept.push(dir);
       }
       state.made = kept;
