@@ -66,9 +66,9 @@ export interface TestSupervisorOptions {
 }
 
 /**
- * Runs `run` with a fresh directory for a supervisor's file store, removed after every hook `run` registers on `t`:
- * node:test runs a test's hooks in the order they were registered and skips the rest after one fails, and the
- * supervisor writes its state there until it has closed.
+ * Runs `run` with a fresh directory (a supervisor's file store, a boundary's --state-dir), removed after every hook
+ * `run` registers on `t`: node:test runs a test's hooks in the order they were registered and skips the rest after
+ * one fails, and what `run` starts may write there until its own hook has stopped it.
  */
 export async function withStateDir(t: { after(fn: () => Promise<unknown>): void }, prefix: string, run: (stateDir: string) => Promise<void>): Promise<void> {
   const stateDir = await mkdtemp(join(tmpdir(), prefix));

@@ -9,6 +9,7 @@ import { join } from 'node:path';
 import type { TestContext } from 'node:test';
 import { DEFAULT_BOUNDARY_UID, DEFAULT_SYNTHETIC_CIDR } from '../../src/app/cli/init-netns.js';
 import { cidrContains, parseCidr, parseIp } from '../../src/net/ip.js';
+import { type BoundaryCli, spawnBoundaryCli } from './cli-boundary.js';
 import { CLEAN_ENV, asUid, createNetnsPair, type NetnsPair, stopChild } from './netns-pair.js';
 import { type StagedBoundary, stageBoundary } from './stage.js';
 
@@ -81,35 +82,53 @@ export interface DnsPod {
   readonly pair: NetnsPair;
   readonly staged: StagedBoundary;
   readonly files: { readonly policy: string; readonly state: string };
+  /** boundary run in the pod as DEFAULT_BOUNDARY_UID with files.policy and files.state; stopped after the test. */
+  startBoundary(): BoundaryCli;
 }
 
 /**
  * Creates the pair (`tag` names its namespaces), writes the pod's resolv.conf (the outside address, one try of 2 s)
  * and a policy of one wildcard entry, `*.example.test` port 443, whose names policy DNS resolves upstream before it
  * answers (the outside address is private, so the entry allows it), starts dnsmasq (with `hosts`, the lines of a
- * hosts file, when given) and runs `init-netns` for DEFAULT_BOUNDARY_UID. Everything is removed after `t`.
+ * hosts file, when given) and runs `init-netns` for DEFAULT_BOUNDARY_UID. Everything is removed after `t`, the
+ * directory last: boundary and dnsmasq write into it until they have stopped.
  */
 export async function startDnsPod(t: TestContext, tag: string, hosts?: string): Promise<DnsPod> {
   const dir = await mkdtemp(join(tmpdir(), `boundary-${tag}-`));
-  t.after(() => rm(dir, { recursive: true, force: true }));
-  const pair = await createNetnsPair(t, tag);
-  const files = { policy: join(dir, 'policy.yaml'), state: join(dir, 'state') };
-  await chmod(dir, 0o755);
-  await mkdir(files.state);
-  await chown(files.state, DEFAULT_BOUNDARY_UID, DEFAULT_BOUNDARY_UID);
-  await writeFile(
-    files.policy,
-    `version: 1\nnetwork_policies:\n  api:\n    name: api\n    endpoints:\n      - host: "*.example.test"\n        port: 443\n        allowed_ips: ["${pair.outsideIp}/32"]\n    binaries: [{ path: "/**" }]\n`,
-  );
-  await mkdir(pair.etc, { recursive: true });
-  await writeFile(join(pair.etc, 'resolv.conf'), `nameserver ${pair.outsideIp}\noptions attempts:1 timeout:2\n`);
-  await writeFile(join(pair.etc, 'hosts'), '127.0.0.1 localhost\n');
-  let hostsFile: string | undefined;
-  if (hosts !== undefined) {
-    hostsFile = join(dir, 'dnsmasq.hosts');
-    await writeFile(hostsFile, hosts);
+  let boundary: BoundaryCli | undefined;
+  try {
+    const pair = await createNetnsPair(t, tag);
+    const files = { policy: join(dir, 'policy.yaml'), state: join(dir, 'state') };
+    await chmod(dir, 0o755);
+    await mkdir(files.state);
+    await chown(files.state, DEFAULT_BOUNDARY_UID, DEFAULT_BOUNDARY_UID);
+    await writeFile(
+      files.policy,
+      `version: 1\nnetwork_policies:\n  api:\n    name: api\n    endpoints:\n      - host: "*.example.test"\n        port: 443\n        allowed_ips: ["${pair.outsideIp}/32"]\n    binaries: [{ path: "/**" }]\n`,
+    );
+    await mkdir(pair.etc, { recursive: true });
+    await writeFile(join(pair.etc, 'resolv.conf'), `nameserver ${pair.outsideIp}\noptions attempts:1 timeout:2\n`);
+    await writeFile(join(pair.etc, 'hosts'), '127.0.0.1 localhost\n');
+    let hostsFile: string | undefined;
+    if (hosts !== undefined) {
+      hostsFile = join(dir, 'dnsmasq.hosts');
+      await writeFile(hostsFile, hosts);
+    }
+    const [staged] = await Promise.all([stageBoundary(), startDnsmasq(t, pair, join(dir, 'dnsmasq.pid'), hostsFile)]);
+    await pair.inPod(process.execPath, staged.main, 'init-netns', '--boundary-uid', String(DEFAULT_BOUNDARY_UID));
+    const startBoundary = (): BoundaryCli => {
+      boundary = spawnBoundaryCli(['--policy', files.policy, '--state-dir', files.state], {
+        prefix: ['ip', 'netns', 'exec', pair.pod, ...asUid(DEFAULT_BOUNDARY_UID)],
+        staged,
+      });
+      return boundary;
+    };
+    return { pair, staged, files, startBoundary };
+  } finally {
+    // After the pair's and dnsmasq's hooks; boundary is started later, so this hook stops it.
+    t.after(async () => {
+      await boundary?.stop();
+      await rm(dir, { recursive: true, force: true });
+    });
   }
-  const [staged] = await Promise.all([stageBoundary(), startDnsmasq(t, pair, join(dir, 'dnsmasq.pid'), hostsFile)]);
-  await pair.inPod(process.execPath, staged.main, 'init-netns', '--boundary-uid', String(DEFAULT_BOUNDARY_UID));
-  return { pair, staged, files };
 }

@@ -56,7 +56,8 @@ export async function createNetnsPair(t: TestContext, tag: string): Promise<Netn
   const pod = `${tag}p-${process.pid}`;
   const outside = `${tag}o-${process.pid}`;
   const etc = join('/etc/netns', pod);
-  // Registered first, so it runs last (t.after is LIFO) and always.
+  // Runs before the hooks registered after it (node:test keeps their order), and always: a namespace deleted under
+  // a process still in it lasts until that process exits, and nothing writes in etc.
   t.after(async () => {
     await run('ip', ['netns', 'del', pod]).catch(() => undefined);
     await run('ip', ['netns', 'del', outside]).catch(() => undefined);

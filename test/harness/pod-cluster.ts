@@ -105,6 +105,8 @@ export async function removeNamespaces(): Promise<void> {
 export interface ChildLog {
   /** spawnLogged(), remembering the child for the failure diagnostics. */
   launch(...args: Parameters<typeof spawnLogged>): LoggedChild;
+  /** Stops every child launched, the last one first. */
+  stopAll(): Promise<void>;
   /** The test passed: no diagnostics. */
   pass(): void;
 }
@@ -122,6 +124,9 @@ export function childLog(t: TestContext): ChildLog {
       const child = spawnLogged(...args);
       children.push(child);
       return child;
+    },
+    async stopAll() {
+      for (const child of [...children].reverse()) await child.stop();
     },
     pass() {
       passed = true;

@@ -46,17 +46,19 @@ export interface PodWorld {
 
 /** The cluster the pods run in: PKI, origins' files, namespaces, the cluster DNS and the origins. */
 export async function openWorld(t: TestContext, manifests: Manifests, agent: Container): Promise<PodWorld> {
+  // On failure, what each process said: the first thing anyone debugging a red run needs. Its hook runs first.
+  const log = childLog(t);
   const dir = await mkdtemp(join(tmpdir(), 'boundary-pod-'));
   await chmod(dir, 0o755);
   const unmounts: (() => Promise<void>)[] = [];
-  // Registered first so that it runs last (t.after is LIFO) and always.
+  // node:test runs hooks in the order they were registered, so this one runs before the pods' own: it stops every
+  // process first, since they write in dir (the supervisor's --state-dir volume) until they have stopped.
   t.after(async () => {
+    await log.stopAll();
     await removeNamespaces();
     for (const unmount of unmounts.reverse()) await unmount();
     await rm(dir, { recursive: true, force: true });
   });
-  // On failure, what each process said: the first thing anyone debugging a red run needs.
-  const log = childLog(t);
   const service = manifests.documents.find((d) => d.kind === 'Service') as { metadata: { name: string; namespace: string } };
   const serviceHost = `${service.metadata.name}.${service.metadata.namespace}.svc`;
   const dockerfile = join(ROOT, 'Dockerfile');

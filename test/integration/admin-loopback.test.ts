@@ -4,11 +4,11 @@
 // (the agent) they answer, while the same pod calling its own pod IP is not loopback and is refused.
 
 import assert from 'node:assert/strict';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { it, type TestContext } from 'node:test';
 import { spawnBoundaryCli } from '../harness/cli-boundary.js';
+import { withStateDir } from '../harness/control.js';
 import { createNetnsPair, netnsSkipReason } from '../harness/netns-pair.js';
 
 const POLICY = 'version: 1\nnetwork_policies:\n  api:\n    endpoints: [{ host: api.example.test, port: 443 }]\n    binaries: [{ path: "/**" }]\n';
@@ -20,8 +20,11 @@ it('serves explain and denials to loopback callers only, health and metrics to a
     t.skip(`admin loopback test skipped: ${reason}`);
     return;
   }
-  const dir = await mkdtemp(join(tmpdir(), 'boundary-admin-loopback-'));
-  t.after(() => rm(dir, { recursive: true, force: true }));
+  // boundary's state dir is in dir: removed after boundary's own hook has stopped it.
+  await withStateDir(t, 'boundary-admin-loopback-', (dir) => adminLoopback(t, dir));
+});
+
+async function adminLoopback(t: TestContext, dir: string): Promise<void> {
   const pair = await createNetnsPair(t, 'al');
   await writeFile(join(dir, 'policy.yaml'), POLICY);
   const cli = spawnBoundaryCli(
@@ -63,4 +66,4 @@ it('serves explain and denials to loopback callers only, health and metrics to a
   assert.equal(explained.status, 200, explained.body);
   assert.equal((JSON.parse(explained.body) as { verdict?: string }).verdict, 'allow');
   assert.equal((await get(pair.inPod, '127.0.0.1', '/v1/denials')).status, 200);
-});
+}

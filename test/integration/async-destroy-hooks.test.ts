@@ -4,13 +4,13 @@
 // one fails this. The probe (test/harness/destroy-hook-probe.mjs) is first shown to see a hook where there is one.
 
 import assert from 'node:assert/strict';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, it, type TestContext } from 'node:test';
 import { type LoggedChild, spawnLogged } from '../harness/child-lines.js';
 import { MAIN, PROJECT_ROOT, standaloneFlags } from '../harness/cli-boundary.js';
+import { withStateDir } from '../harness/control.js';
 import { rawClient } from '../harness/liveness.js';
 import { withinDeadline } from '../harness/waiters.js';
 
@@ -38,18 +38,19 @@ describe('async destroy hooks', () => {
   });
 
   it('boundary run enables none, started and after a request', async (t) => {
-    const dir = await mkdtemp(join(tmpdir(), 'boundary-destroy-hooks-'));
-    t.after(() => rm(dir, { recursive: true, force: true }));
-    await writeFile(join(dir, 'policy.yaml'), 'version: 1\nnetwork_policies: {}\n');
-    await writeFile(join(dir, 'hosts'), '127.0.0.1 api.example.test\n');
-    const cli = started(t, spawnLogged([process.execPath, ...PROBE_FLAGS, '--import', 'tsx', MAIN, 'run', ...standaloneFlags(dir)], { cwd: PROJECT_ROOT, label: 'boundary' }));
-    const listening = await cli.waitFor((line) => (line.ocsf?.message ?? '').startsWith('proxy listening on '));
-    assert.equal(await destroyHooks(cli, 1), 'false');
-    const client = await rawClient(Number(/:(\d+)$/.exec(listening.ocsf?.message ?? '')?.[1]));
-    t.after(() => client.destroy());
-    const answered = new Promise<string>((resolve) => client.once('data', (chunk: Buffer) => resolve(chunk.toString('latin1'))));
-    client.write('GET http://api.example.test/ HTTP/1.1\r\nhost: api.example.test\r\n\r\n');
-    assert.match(await withinDeadline(answered, 'the denial'), /^HTTP\/1\.1 403 /);
-    assert.equal(await destroyHooks(cli, 2), 'false');
+    // dir holds boundary's --state-dir: removed after the hook that kills boundary.
+    await withStateDir(t, 'boundary-destroy-hooks-', async (dir) => {
+      await writeFile(join(dir, 'policy.yaml'), 'version: 1\nnetwork_policies: {}\n');
+      await writeFile(join(dir, 'hosts'), '127.0.0.1 api.example.test\n');
+      const cli = started(t, spawnLogged([process.execPath, ...PROBE_FLAGS, '--import', 'tsx', MAIN, 'run', ...standaloneFlags(dir)], { cwd: PROJECT_ROOT, label: 'boundary' }));
+      const listening = await cli.waitFor((line) => (line.ocsf?.message ?? '').startsWith('proxy listening on '));
+      assert.equal(await destroyHooks(cli, 1), 'false');
+      const client = await rawClient(Number(/:(\d+)$/.exec(listening.ocsf?.message ?? '')?.[1]));
+      t.after(() => client.destroy());
+      const answered = new Promise<string>((resolve) => client.once('data', (chunk: Buffer) => resolve(chunk.toString('latin1'))));
+      client.write('GET http://api.example.test/ HTTP/1.1\r\nhost: api.example.test\r\n\r\n');
+      assert.match(await withinDeadline(answered, 'the denial'), /^HTTP\/1\.1 403 /);
+      assert.equal(await destroyHooks(cli, 2), 'false');
+    });
   });
 });

@@ -4,8 +4,7 @@
 import assert from 'node:assert/strict';
 import { type ChildProcess, spawn } from 'node:child_process';
 import { once } from 'node:events';
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { before, describe, it } from 'node:test';
@@ -14,7 +13,8 @@ import type { ControlLookup } from '../../src/control/dial.js';
 import { httpGet, restPolicy, startAttached, writeTlsDir } from '../harness/attached-boundary.js';
 import { TEST_SYNTHETIC_CIDR } from '../harness/boundary.js';
 import { makeTestPki, type TestPki } from '../harness/certs.js';
-import { startTestSupervisor } from '../harness/control.js';
+import { startTestSupervisor, withStateDir } from '../harness/control.js';
+import { stopChild } from '../harness/netns-pair.js';
 
 describe('the boundary binary in attached mode', () => {
   it('attaches, logs its listeners, turns ready and exits 0 on SIGTERM', async (t) => {
@@ -22,76 +22,75 @@ describe('the boundary binary in attached mode', () => {
     const sup = await startTestSupervisor(pki, { policies: { 'sb-1': restPolicy(8080, '/**') } });
     t.after(() => sup.close());
     const tlsDir = await writeTlsDir(pki);
-    const stateDir = await mkdtemp(join(tmpdir(), 'boundary-state-'));
     t.after(() => rm(tlsDir, { recursive: true, force: true }));
-    t.after(() => rm(stateDir, { recursive: true, force: true }));
-    const root = join(import.meta.dirname, '../..');
-    const child: ChildProcess = spawn(
-      process.execPath,
-      [
-        '--import',
-        'tsx',
-        'src/app/main.ts',
-        'run',
-        '--supervisor',
-        `127.0.0.1:${sup.port()}`,
-        '--tls-dir',
-        tlsDir,
-        '--sandbox-id',
-        'sb-1',
-        '--instance-id',
-        'pod-cli',
-        '--proxy-listen',
-        '127.0.0.1:0',
-        '--admin-listen',
-        '127.0.0.1:0',
-        '--dns-listen',
-        '127.0.0.1:0',
-        '--synthetic-cidr',
-        TEST_SYNTHETIC_CIDR,
-        '--state-dir',
-        stateDir,
-        // Never queried: no request goes through this boundary. Set so resolv.conf is not read.
-        '--upstream-dns',
-        '127.0.0.1:53',
-      ],
-      { cwd: root, stdio: ['ignore', 'pipe', 'pipe'], env: { PATH: process.env.PATH ?? '' } },
-    );
-    const exited = once(child, 'exit') as Promise<[number | null, NodeJS.Signals | null]>;
-    t.after(() => {
-      if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
-    });
-    let stderr = '';
-    child.stderr?.on('data', (chunk: Buffer) => {
-      stderr += chunk.toString();
-    });
-    const lines = createInterface({ input: child.stdout as NodeJS.ReadableStream });
-    let adminPort: number | undefined;
-    let listening = false;
-    let effective = false;
-    const seen: string[] = [];
-    // Bounded by the child's output: the loop ends at the lines we need, or when stdout closes.
-    for await (const line of lines) {
-      seen.push(line);
-      const record = JSON.parse(line) as Record<string, unknown>;
-      const admin = record.admin as { port?: number } | undefined;
-      if (typeof admin?.port === 'number') adminPort = admin.port;
-      const text = JSON.stringify(record);
-      if (text.includes('proxy listening on')) listening = true;
-      if (/policy generation \d+ from supervisor .* is effective/.test(text)) effective = true;
-      if (adminPort !== undefined && listening && effective) break;
-    }
-    assert.ok(adminPort !== undefined && listening && effective, `child output:\n${seen.join('\n')}\n${stderr}`);
-    const ready = await httpGet(adminPort, '/readyz');
-    assert.equal(ready.status, 200, JSON.stringify(ready.body));
-    assert.match(String(ready.body.supervisor), /^connected since /);
-    const row = sup.supervisor.sandboxes().find((r) => r.sandboxId === 'sb-1');
-    assert.equal(row?.instanceId, 'pod-cli');
+    // boundary writes its state there: removed after the hook that stops it.
+    await withStateDir(t, 'boundary-state-', async (stateDir) => {
+      const root = join(import.meta.dirname, '../..');
+      const child: ChildProcess = spawn(
+        process.execPath,
+        [
+          '--import',
+          'tsx',
+          'src/app/main.ts',
+          'run',
+          '--supervisor',
+          `127.0.0.1:${sup.port()}`,
+          '--tls-dir',
+          tlsDir,
+          '--sandbox-id',
+          'sb-1',
+          '--instance-id',
+          'pod-cli',
+          '--proxy-listen',
+          '127.0.0.1:0',
+          '--admin-listen',
+          '127.0.0.1:0',
+          '--dns-listen',
+          '127.0.0.1:0',
+          '--synthetic-cidr',
+          TEST_SYNTHETIC_CIDR,
+          '--state-dir',
+          stateDir,
+          // Never queried: no request goes through this boundary. Set so resolv.conf is not read.
+          '--upstream-dns',
+          '127.0.0.1:53',
+        ],
+        { cwd: root, stdio: ['ignore', 'pipe', 'pipe'], env: { PATH: process.env.PATH ?? '' } },
+      );
+      const exited = once(child, 'exit') as Promise<[number | null, NodeJS.Signals | null]>;
+      t.after(() => stopChild(child));
+      let stderr = '';
+      child.stderr?.on('data', (chunk: Buffer) => {
+        stderr += chunk.toString();
+      });
+      const lines = createInterface({ input: child.stdout as NodeJS.ReadableStream });
+      let adminPort: number | undefined;
+      let listening = false;
+      let effective = false;
+      const seen: string[] = [];
+      // Bounded by the child's output: the loop ends at the lines we need, or when stdout closes.
+      for await (const line of lines) {
+        seen.push(line);
+        const record = JSON.parse(line) as Record<string, unknown>;
+        const admin = record.admin as { port?: number } | undefined;
+        if (typeof admin?.port === 'number') adminPort = admin.port;
+        const text = JSON.stringify(record);
+        if (text.includes('proxy listening on')) listening = true;
+        if (/policy generation \d+ from supervisor .* is effective/.test(text)) effective = true;
+        if (adminPort !== undefined && listening && effective) break;
+      }
+      assert.ok(adminPort !== undefined && listening && effective, `child output:\n${seen.join('\n')}\n${stderr}`);
+      const ready = await httpGet(adminPort, '/readyz');
+      assert.equal(ready.status, 200, JSON.stringify(ready.body));
+      assert.match(String(ready.body.supervisor), /^connected since /);
+      const row = sup.supervisor.sandboxes().find((r) => r.sandboxId === 'sb-1');
+      assert.equal(row?.instanceId, 'pod-cli');
 
-    child.kill('SIGTERM');
-    const [code, signal] = await exited;
-    assert.equal(signal, null, stderr);
-    assert.equal(code, 0, stderr);
+      child.kill('SIGTERM');
+      const [code, signal] = await exited;
+      assert.equal(signal, null, stderr);
+      assert.equal(code, 0, stderr);
+    });
   });
 });
 

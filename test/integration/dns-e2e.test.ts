@@ -10,6 +10,7 @@ import { EPOCH_FILE_NAME } from '../../src/dns/epoch.js';
 import { cidrContains, parseCidr, parseIp } from '../../src/net/ip.js';
 import { type RunningBoundary, startBoundary } from '../harness/boundary.js';
 import { dnsAddressOf, isDnsReady, spawnBoundaryCli } from '../harness/cli-boundary.js';
+import { withStateDir } from '../harness/control.js';
 import { type EchoServer, echoServer } from '../harness/servers.js';
 
 const run = promisify(execFile);
@@ -128,39 +129,41 @@ describe('policy DNS before a policy and with a corrupt epoch', () => {
 
 describe('the real CLI', () => {
   it('serves policy DNS on --dns-listen from --hosts, and a restart moves to the next window (DN-28)', async (t) => {
-    const dir = await tempDir(t);
-    const echo = await echoServer();
-    t.after(() => echo.close());
-    await writeFile(join(dir, 'policy.yaml'), policyFor(echo.port));
-    await writeFile(join(dir, 'hosts'), '127.0.0.1 echo.example.test\n');
-    const args = [
-      '--policy', join(dir, 'policy.yaml'),
-      '--proxy-listen', '127.0.0.1:0',
-      '--admin-listen', '127.0.0.1:0',
-      '--dns-listen', '127.0.0.1:0',
-      '--synthetic-cidr', '127.78.0.0/16',
-      '--hosts', join(dir, 'hosts'),
-      // Never asked: the hosts file answers; port 9 (discard) on loopback if it ever were.
-      '--upstream-dns', '127.0.0.1:9',
-      '--unsafe-allow-loopback-upstream',
-      '--state-dir', join(dir, 'state'),
-    ];
-    const first = spawnBoundaryCli(args);
-    t.after(() => first.stop());
-    const dns1 = dnsAddressOf(await first.waitFor(isDnsReady));
-    const answer1 = await dig(dns1.port, 'echo.example.test', 'A');
-    assert.equal(answer1.status, 'NOERROR', first.stderr());
-    const old = answer1.answers[0]!;
-    assert.ok(cidrContains(parseCidr('127.78.0.0/20')!, parseIp(old)!), `${old} is in epoch 0's window`);
-    assert.equal(await connectOutcome(old, echo.port), 'connected');
-    await first.stop();
+    // dir holds boundary's --state-dir: removed after the hooks that stop both runs.
+    await withStateDir(t, 'boundary-dns-e2e-', async (dir) => {
+      const echo = await echoServer();
+      t.after(() => echo.close());
+      await writeFile(join(dir, 'policy.yaml'), policyFor(echo.port));
+      await writeFile(join(dir, 'hosts'), '127.0.0.1 echo.example.test\n');
+      const args = [
+        '--policy', join(dir, 'policy.yaml'),
+        '--proxy-listen', '127.0.0.1:0',
+        '--admin-listen', '127.0.0.1:0',
+        '--dns-listen', '127.0.0.1:0',
+        '--synthetic-cidr', '127.78.0.0/16',
+        '--hosts', join(dir, 'hosts'),
+        // Never asked: the hosts file answers; port 9 (discard) on loopback if it ever were.
+        '--upstream-dns', '127.0.0.1:9',
+        '--unsafe-allow-loopback-upstream',
+        '--state-dir', join(dir, 'state'),
+      ];
+      const first = spawnBoundaryCli(args);
+      t.after(() => first.stop());
+      const dns1 = dnsAddressOf(await first.waitFor(isDnsReady));
+      const answer1 = await dig(dns1.port, 'echo.example.test', 'A');
+      assert.equal(answer1.status, 'NOERROR', first.stderr());
+      const old = answer1.answers[0]!;
+      assert.ok(cidrContains(parseCidr('127.78.0.0/20')!, parseIp(old)!), `${old} is in epoch 0's window`);
+      assert.equal(await connectOutcome(old, echo.port), 'connected');
+      await first.stop();
 
-    const second = spawnBoundaryCli(args);
-    t.after(() => second.stop());
-    const dns2 = dnsAddressOf(await second.waitFor(isDnsReady));
-    const answer2 = await dig(dns2.port, 'echo.example.test', 'A');
-    assert.ok(cidrContains(parseCidr('127.78.16.0/20')!, parseIp(answer2.answers[0]!)!), `${answer2.answers[0]} is in epoch 1's window`);
-    // The address cached from the previous run is not captured any more.
-    assert.equal(await connectOutcome(old, echo.port), 'ECONNREFUSED');
+      const second = spawnBoundaryCli(args);
+      t.after(() => second.stop());
+      const dns2 = dnsAddressOf(await second.waitFor(isDnsReady));
+      const answer2 = await dig(dns2.port, 'echo.example.test', 'A');
+      assert.ok(cidrContains(parseCidr('127.78.16.0/20')!, parseIp(answer2.answers[0]!)!), `${answer2.answers[0]} is in epoch 1's window`);
+      // The address cached from the previous run is not captured any more.
+      assert.equal(await connectOutcome(old, echo.port), 'ECONNREFUSED');
+    });
   });
 });

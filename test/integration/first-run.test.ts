@@ -9,13 +9,13 @@
 import assert from 'node:assert/strict';
 import { type ChildProcessWithoutNullStreams, execFile, spawn } from 'node:child_process';
 import { once } from 'node:events';
-import { cp, mkdir, mkdtemp, readFile, rm, stat, symlink, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { cp, mkdir, readFile, stat, symlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { it, type TestContext } from 'node:test';
 import { promisify } from 'node:util';
 import { MAIN, PROJECT_ROOT } from '../harness/cli-boundary.js';
-import { createNetnsPair, netnsSkipReason } from '../harness/netns-pair.js';
+import { withStateDir } from '../harness/control.js';
+import { createNetnsPair, netnsSkipReason, stopChild } from '../harness/netns-pair.js';
 import { NPM_PACKAGE, REPO_README, type ReadmeWorld, startReadmeWorld, WHEEL_NAME } from '../harness/readme-world.js';
 import { stageBoundary } from '../harness/stage.js';
 
@@ -113,9 +113,7 @@ async function startOnTerminal(t: TestContext, netns: string, checkout: string, 
     cwd: checkout,
     env: { PATH: process.env.PATH ?? '/usr/bin:/bin', SHELL: '/bin/sh', TERM: 'dumb' },
   });
-  t.after(() => {
-    if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
-  });
+  t.after(() => stopChild(child));
   let output = '';
   child.stdout.setEncoding('utf8');
   child.stdout.on('data', (chunk: string) => (output += chunk));
@@ -140,8 +138,11 @@ it("runs the README's first steps as written: npm start, the banner's exports, e
   } catch {
     return t.skip('first-run test skipped: python3 has no requests or pip (Debian: python3-requests python3-pip)');
   }
-  const dir = await mkdtemp(join(tmpdir(), 'boundary-first-run-'));
-  t.after(() => rm(dir, { recursive: true, force: true }));
+  // boundary keeps its state in dir (checkout/.boundary): removed after the hook that stops it.
+  await withStateDir(t, 'boundary-first-run-', (dir) => firstRun(t, dir));
+});
+
+async function firstRun(t: TestContext, dir: string): Promise<void> {
   const pair = await createNetnsPair(t, 'fr');
   // boundary's own lookups go to the outside namespace, where no DNS server runs: the hosts file answers.
   await mkdir(pair.etc, { recursive: true });
@@ -205,4 +206,4 @@ it("runs the README's first steps as written: npm start, the banner's exports, e
   const exited = once(boundary.child, 'exit') as Promise<[number | null, NodeJS.Signals | null]>;
   boundary.child.stdin.write('\x03');
   assert.equal((await exited)[0], 0, boundary.output().slice(-2_000));
-});
+}

@@ -6,8 +6,7 @@
 
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
-import { copyFile, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { copyFile, readdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { describe, it } from 'node:test';
@@ -15,6 +14,7 @@ import { pathToFileURL } from 'node:url';
 import { promisify } from 'node:util';
 import { BUNDLED_PACKAGES } from '../../scripts/bundle.js';
 import { PROJECT_ROOT, spawnBoundaryCli, standaloneFlags } from '../harness/cli-boundary.js';
+import { withStateDir } from '../harness/control.js';
 import { stageBoundary } from '../harness/stage.js';
 
 const CHECK_TIMEOUT_MS = 180_000;
@@ -62,23 +62,24 @@ describe('the image build (scripts/bundle.ts)', () => {
 
   it(`starts without reading a package from node_modules: ${BUNDLED_PACKAGES.join(', ')} are in the bundle`, { timeout: CHECK_TIMEOUT_MS }, async (t) => {
     const staged = await stageBoundary();
-    const dir = await mkdtemp(join(tmpdir(), 'boundary-image-loads-'));
-    t.after(() => rm(dir, { recursive: true, force: true }));
-    await copyFile(join(PROJECT_ROOT, 'policies', 'default.yaml'), join(dir, 'policy.yaml'));
-    await writeFile(join(dir, 'hosts'), '');
-    await writeFile(join(dir, 'cjs.cjs'), CJS_RECORDER);
-    await writeFile(join(dir, 'esm-hooks.mjs'), ESM_RECORDER);
-    await writeFile(join(dir, 'esm.mjs'), `import { register } from 'node:module'; register(${JSON.stringify(pathToFileURL(join(dir, 'esm-hooks.mjs')).href)});\n`);
-    const loaded = join(dir, 'loaded');
-    await writeFile(loaded, '');
-    const recorders = `--require ${join(dir, 'cjs.cjs')} --import ${join(dir, 'esm.mjs')}`;
-    const env = { ...process.env, NODE_OPTIONS: `${process.env.NODE_OPTIONS ?? ''} ${recorders}`, LOADED_FILES: loaded };
-    const cli = spawnBoundaryCli(standaloneFlags(dir), { staged, env });
-    t.after(() => (cli.child.exitCode === null && cli.child.signalCode === null ? cli.kill() : undefined));
-    await cli.waitFor((line) => (line.ocsf?.message ?? '').startsWith('proxy listening on '));
-    await sleep(SETTLE_MS);
-    const files = (await readFile(loaded, 'utf8')).split('\n').filter(Boolean);
-    assert.ok(files.some((file) => file.endsWith('/dist/app/main.js')), `the recorders see the entry: ${files.join(', ')}`);
-    assert.deepEqual(files.filter((file) => file.includes('/node_modules/')), [], 'files read from node_modules at start');
+    // The recorders append to dir/loaded on every module the child loads: removed once the child is dead.
+    await withStateDir(t, 'boundary-image-loads-', async (dir) => {
+      await copyFile(join(PROJECT_ROOT, 'policies', 'default.yaml'), join(dir, 'policy.yaml'));
+      await writeFile(join(dir, 'hosts'), '');
+      await writeFile(join(dir, 'cjs.cjs'), CJS_RECORDER);
+      await writeFile(join(dir, 'esm-hooks.mjs'), ESM_RECORDER);
+      await writeFile(join(dir, 'esm.mjs'), `import { register } from 'node:module'; register(${JSON.stringify(pathToFileURL(join(dir, 'esm-hooks.mjs')).href)});\n`);
+      const loaded = join(dir, 'loaded');
+      await writeFile(loaded, '');
+      const recorders = `--require ${join(dir, 'cjs.cjs')} --import ${join(dir, 'esm.mjs')}`;
+      const env = { ...process.env, NODE_OPTIONS: `${process.env.NODE_OPTIONS ?? ''} ${recorders}`, LOADED_FILES: loaded };
+      const cli = spawnBoundaryCli(standaloneFlags(dir), { staged, env });
+      t.after(() => (cli.child.exitCode === null && cli.child.signalCode === null ? cli.kill() : undefined));
+      await cli.waitFor((line) => (line.ocsf?.message ?? '').startsWith('proxy listening on '));
+      await sleep(SETTLE_MS);
+      const files = (await readFile(loaded, 'utf8')).split('\n').filter(Boolean);
+      assert.ok(files.some((file) => file.endsWith('/dist/app/main.js')), `the recorders see the entry: ${files.join(', ')}`);
+      assert.deepEqual(files.filter((file) => file.includes('/node_modules/')), [], 'files read from node_modules at start');
+    });
   });
 });

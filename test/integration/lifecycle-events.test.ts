@@ -6,8 +6,7 @@
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import { once } from 'node:events';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { connect as tlsConnect } from 'node:tls';
 import { after, before, describe, it } from 'node:test';
@@ -16,6 +15,7 @@ import { CA_BUNDLE_HINT } from '../../src/tls/intercept.js';
 import { type RunningBoundary, startBoundary } from '../harness/boundary.js';
 import { makeTestPki } from '../harness/certs.js';
 import { spawnBoundaryCli } from '../harness/cli-boundary.js';
+import { withStateDir } from '../harness/control.js';
 import { openTunnel } from '../harness/proxy-client.js';
 import { type Origin, tlsOrigin } from '../harness/servers.js';
 
@@ -25,40 +25,41 @@ const KEY_NAMES = ['ALPHA_SECRET_NAME', 'BRAVO_SECRET_NAME', 'CHARLIE_SECRET_NAM
 
 describe('lifecycle events of boundary run', () => {
   it('reports the credentials by count, the SIGTERM and the drain', async (t) => {
-    const dir = await mkdtemp(join(tmpdir(), 'boundary-lifecycle-'));
-    t.after(() => rm(dir, { recursive: true, force: true }));
-    await writeFile(join(dir, 'policy.yaml'), 'version: 1\nnetwork_policies: {}\n');
-    await writeFile(
-      join(dir, 'creds.yaml'),
-      `providers:\n  provider-one:\n    env:\n      ${KEY_NAMES[0]}: "v1"\n      ${KEY_NAMES[1]}: "v2"\n  provider-two:\n    env:\n      ${KEY_NAMES[2]}: "v3"\n`,
-    );
-    const cli = spawnBoundaryCli([
-      '--policy', join(dir, 'policy.yaml'),
-      '--credentials', join(dir, 'creds.yaml'),
-      '--proxy-listen', '127.0.0.1:0',
-      '--admin-listen', '127.0.0.1:0',
-      '--dns-listen', '127.0.0.1:0',
-      '--upstream-dns', '127.0.0.1:9',
-      '--state-dir', join(dir, 'state'),
-    ]);
-    t.after(() => cli.stop());
-    const loaded = await cli.waitFor((line) => line.ocsf?.status_detail === 'credentials_loaded');
-    assert.deepEqual([loaded.ocsf?.unmapped?.providers, loaded.ocsf?.unmapped?.keys], [2, 3]);
-    assert.match(loaded.ocsf?.message ?? '', /^credentials loaded: 2 providers, 3 keys \(revision \d+\)$/);
-    await cli.waitFor((line) => (line.ocsf?.message ?? '').startsWith('proxy listening on '));
+    // dir holds boundary's --state-dir: removed after the hook that stops boundary.
+    await withStateDir(t, 'boundary-lifecycle-', async (dir) => {
+      await writeFile(join(dir, 'policy.yaml'), 'version: 1\nnetwork_policies: {}\n');
+      await writeFile(
+        join(dir, 'creds.yaml'),
+        `providers:\n  provider-one:\n    env:\n      ${KEY_NAMES[0]}: "v1"\n      ${KEY_NAMES[1]}: "v2"\n  provider-two:\n    env:\n      ${KEY_NAMES[2]}: "v3"\n`,
+      );
+      const cli = spawnBoundaryCli([
+        '--policy', join(dir, 'policy.yaml'),
+        '--credentials', join(dir, 'creds.yaml'),
+        '--proxy-listen', '127.0.0.1:0',
+        '--admin-listen', '127.0.0.1:0',
+        '--dns-listen', '127.0.0.1:0',
+        '--upstream-dns', '127.0.0.1:9',
+        '--state-dir', join(dir, 'state'),
+      ]);
+      t.after(() => cli.stop());
+      const loaded = await cli.waitFor((line) => line.ocsf?.status_detail === 'credentials_loaded');
+      assert.deepEqual([loaded.ocsf?.unmapped?.providers, loaded.ocsf?.unmapped?.keys], [2, 3]);
+      assert.match(loaded.ocsf?.message ?? '', /^credentials loaded: 2 providers, 3 keys \(revision \d+\)$/);
+      await cli.waitFor((line) => (line.ocsf?.message ?? '').startsWith('proxy listening on '));
 
-    const closed = once(cli.child, 'close');
-    cli.child.kill('SIGTERM');
-    await closed;
-    const stopping = cli.lines.find((line) => line.ocsf?.status_detail === 'boundary_stopping');
-    const drained = cli.lines.find((line) => line.ocsf?.status_detail === 'boundary_drained');
-    assert.equal(stopping?.ocsf?.message, 'SIGTERM received: draining connections');
-    assert.equal(stopping?.ocsf?.unmapped?.signal, 'SIGTERM');
-    assert.match(drained?.ocsf?.message ?? '', /^drained in \d+ ms$/);
-    assert.ok(cli.lines.indexOf(stopping!) < cli.lines.indexOf(drained!));
-    assert.equal(cli.child.exitCode, 0);
-    // Never a provider or key name, nor a value.
-    for (const secret of [...KEY_NAMES, 'provider-one', 'provider-two', '"v1"']) assert.ok(!cli.stdout().includes(secret), secret);
+      const closed = once(cli.child, 'close');
+      cli.child.kill('SIGTERM');
+      await closed;
+      const stopping = cli.lines.find((line) => line.ocsf?.status_detail === 'boundary_stopping');
+      const drained = cli.lines.find((line) => line.ocsf?.status_detail === 'boundary_drained');
+      assert.equal(stopping?.ocsf?.message, 'SIGTERM received: draining connections');
+      assert.equal(stopping?.ocsf?.unmapped?.signal, 'SIGTERM');
+      assert.match(drained?.ocsf?.message ?? '', /^drained in \d+ ms$/);
+      assert.ok(cli.lines.indexOf(stopping!) < cli.lines.indexOf(drained!));
+      assert.equal(cli.child.exitCode, 0);
+      // Never a provider or key name, nor a value.
+      for (const secret of [...KEY_NAMES, 'provider-one', 'provider-two', '"v1"']) assert.ok(!cli.stdout().includes(secret), secret);
+    });
   });
 });
 

@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import { it } from 'node:test';
 import { promisify } from 'node:util';
 import { policyYaml } from '../harness/control.js';
-import { isDnsReady, PROJECT_ROOT, spawnBoundaryCli } from '../harness/cli-boundary.js';
+import { type BoundaryCli, isDnsReady, PROJECT_ROOT, spawnBoundaryCli } from '../harness/cli-boundary.js';
 import { CLEAN_ENV, netnsSkipReason } from '../harness/netns-pair.js';
 
 const run = promisify(execFile);
@@ -42,8 +42,11 @@ it('answers a name policy refuses so that glibc, Python and Node report it as fi
     return;
   }
   const dir = await mkdtemp(join(tmpdir(), 'boundary-dns-final-'));
-  // Registered first, so they run last (t.after is LIFO) and always.
+  let boundary: BoundaryCli | undefined;
+  // Registered first, so it runs first (node:test runs hooks in order) and always: boundary, which writes its state
+  // in dir until it has stopped, then the namespace, its /etc overlay and the temp files.
   t.after(async () => {
+    await boundary?.stop();
     await run('ip', ['netns', 'del', NS]).catch(() => undefined);
     await rm(NETNS_ETC, { recursive: true, force: true });
     await rm(dir, { recursive: true, force: true });
@@ -56,7 +59,7 @@ it('answers a name policy refuses so that glibc, Python and Node report it as fi
   await writeFile(join(NETNS_ETC, 'hosts'), '127.0.0.1 localhost\n');
   const policy = join(dir, 'policy.yaml');
   await writeFile(policy, policyYaml('api.example.test'));
-  const boundary = spawnBoundaryCli(
+  boundary = spawnBoundaryCli(
     [
       '--policy', policy,
       '--dns-listen', '127.0.0.1:53',
@@ -67,7 +70,6 @@ it('answers a name policy refuses so that glibc, Python and Node report it as fi
     ],
     { prefix: ['ip', 'netns', 'exec', NS] },
   );
-  t.after(() => boundary.stop());
   await boundary.waitFor(isDnsReady);
   const inNs = (...command: string[]) => run('ip', ['netns', 'exec', NS, ...command], { env: CLEAN_ENV, cwd: PROJECT_ROOT });
 

@@ -7,8 +7,8 @@
 
 import assert from 'node:assert/strict';
 import { it, type TestContext } from 'node:test';
-import { DEFAULT_BOUNDARY_UID, DEFAULT_DNS_PORT, DNS_CHAIN } from '../../src/app/cli/init-netns.js';
-import { type BoundaryCli, isDnsReady, type LogLine, spawnBoundaryCli } from '../harness/cli-boundary.js';
+import { DEFAULT_DNS_PORT, DNS_CHAIN } from '../../src/app/cli/init-netns.js';
+import { type BoundaryCli, isDnsReady, type LogLine } from '../harness/cli-boundary.js';
 import { dig, startDnsPod } from '../harness/netns-dns.js';
 import { asUid, type NetnsPair, netnsSkipReason } from '../harness/netns-pair.js';
 
@@ -32,13 +32,9 @@ async function loopedPod(t: TestContext, tag: string, protocol: 'udp' | 'tcp', h
     t.skip(`DNS loop test skipped: ${reason}`);
     return undefined;
   }
-  const { pair, staged, files } = await startDnsPod(t, tag, hosts);
+  const { pair, startBoundary } = await startDnsPod(t, tag, hosts);
   await pair.inPod('iptables', '-t', 'nat', '-I', DNS_CHAIN, '1', '-p', protocol, '--dport', '53', '-j', 'DNAT', '--to-destination', `127.0.0.1:${DEFAULT_DNS_PORT}`);
-  const boundary = spawnBoundaryCli(['--policy', files.policy, '--state-dir', files.state], {
-    prefix: ['ip', 'netns', 'exec', pair.pod, ...asUid(DEFAULT_BOUNDARY_UID)],
-    staged,
-  });
-  t.after(() => boundary.stop());
+  const boundary = startBoundary();
   await boundary.waitFor(isDnsReady);
   return { pair, boundary };
 }

@@ -4,13 +4,12 @@
 // init-netns run (a restarted init container) leaves every rule exactly as the first run left it.
 
 import assert from 'node:assert/strict';
-import { chmod, chown, mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { chmod, chown, mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { it } from 'node:test';
+import { it, type TestContext } from 'node:test';
 import { DEFAULT_DNS_PORT, DEFAULT_SYNTHETIC_CIDR, DNS_CHAIN, DNS_ZONE_CHAIN, FENCE_CHAIN } from '../../src/app/cli/init-netns.js';
 import { dnsAddressOf, isDnsReady, spawnBoundaryCli } from '../harness/cli-boundary.js';
-import { policyYaml } from '../harness/control.js';
+import { policyYaml, withStateDir } from '../harness/control.js';
 import { dig, isSynthetic, startDnsmasq } from '../harness/netns-dns.js';
 import { asUid, createNetnsPair, type NetnsPair, netnsSkipReason } from '../harness/netns-pair.js';
 import { stageBoundary } from '../harness/stage.js';
@@ -32,8 +31,11 @@ it('redirects workload DNS to boundary, leaves the DNS of the boundary uid alone
     t.skip(`netns DNS redirect test skipped: ${reason}`);
     return;
   }
-  const dir = await mkdtemp(join(tmpdir(), 'boundary-dns-redirect-'));
-  t.after(() => rm(dir, { recursive: true, force: true }));
+  // boundary's state dir is in dir: removed after boundary's own hook has stopped it.
+  await withStateDir(t, 'boundary-dns-redirect-', (dir) => redirect(t, dir));
+});
+
+async function redirect(t: TestContext, dir: string): Promise<void> {
   const pair = await createNetnsPair(t, 'bd');
   try {
     await pair.inPod('iptables', '-w', '-t', 'nat', '-S', 'OUTPUT');
@@ -102,4 +104,4 @@ it('redirects workload DNS to boundary, leaves the DNS of the boundary uid alone
       assert.deepEqual(await dig(pair, BOUNDARY_UID, name, { transport }), { status: 'NOERROR', answers: [pair.outsideIp] }, `${name} ${transport}`);
     }
   }
-});
+}

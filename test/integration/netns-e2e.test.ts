@@ -15,7 +15,7 @@ import { promisify } from 'node:util';
 import { cidrContains, parseCidr, parseIp } from '../../src/net/ip.js';
 import { issueCertificate } from '../../src/pki/issue.js';
 import { makeTestPki } from '../harness/certs.js';
-import { isDnsReady, MAIN, PROJECT_ROOT, spawnBoundaryCli } from '../harness/cli-boundary.js';
+import { type BoundaryCli, isDnsReady, MAIN, PROJECT_ROOT, spawnBoundaryCli } from '../harness/cli-boundary.js';
 
 const run = promisify(execFile);
 const NS = `bnd-${process.pid}`;
@@ -81,8 +81,11 @@ it('resolves and connects through boundary inside a network namespace with no pr
     return;
   }
   const dir = await mkdtemp(join(tmpdir(), 'boundary-netns-'));
-  // Registered first, so they run last (t.after is LIFO) and always: namespace, its /etc overlay, temp files.
+  let boundary: BoundaryCli | undefined;
+  // Registered first, so it runs first (node:test runs hooks in order) and always: boundary, which writes its state
+  // in dir until it has stopped, then the namespace, its /etc overlay and the temp files.
   t.after(async () => {
+    await boundary?.stop();
     await run('ip', ['netns', 'del', NS]).catch(() => undefined);
     await rm(NETNS_ETC, { recursive: true, force: true });
     await rm(dir, { recursive: true, force: true });
@@ -132,7 +135,7 @@ network_policies:
     binaries: [{ path: "/**" }]
 `,
   );
-  const boundary = spawnBoundaryCli(
+  boundary = spawnBoundaryCli(
     [
       '--policy', files.policy,
       '--dns-listen', '127.0.0.1:53',
@@ -148,7 +151,6 @@ network_policies:
     ],
     { prefix: ['ip', 'netns', 'exec', NS] },
   );
-  t.after(() => boundary.stop());
   await boundary.waitFor(isDnsReady);
 
   const getent = await inNs('getent', 'hosts', 'api.example.test');

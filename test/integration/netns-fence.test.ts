@@ -5,12 +5,12 @@
 
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { chmod, chown, mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { chmod, chown, mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { it, type TestContext } from 'node:test';
 import { FENCE_CHAIN } from '../../src/app/cli/init-netns.js';
 import { isDnsReady, spawnBoundaryCli } from '../harness/cli-boundary.js';
+import { withStateDir } from '../harness/control.js';
 import { buildQuery } from '../harness/dns-client.js';
 import { asUid, CLEAN_ENV, createNetnsPair, type NetnsPair, netnsSkipReason, stopChild } from '../harness/netns-pair.js';
 import { stageBoundary } from '../harness/stage.js';
@@ -139,8 +139,11 @@ it('fences a pod namespace so that only boundary, running as its own uid, reache
     t.skip(`netns fence test skipped: ${reason}`);
     return;
   }
-  const dir = await mkdtemp(join(tmpdir(), 'boundary-fence-'));
-  t.after(() => rm(dir, { recursive: true, force: true }));
+  // boundary's state dir is in dir: removed after boundary's own hook has stopped it.
+  await withStateDir(t, 'boundary-fence-', (dir) => fence(t, dir));
+});
+
+async function fence(t: TestContext, dir: string): Promise<void> {
   const pair = await createNetnsPair(t, 'bf');
   const { inPod } = pair;
   try {
@@ -269,4 +272,4 @@ network_policies:
   // And the workload's direct dial is still refused while boundary runs.
   const after = await probe(pair, [], files.probe, ports.allowed);
   assert.equal(after.tcp.result, 'ECONNREFUSED', JSON.stringify(after));
-});
+}

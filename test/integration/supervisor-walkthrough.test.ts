@@ -5,13 +5,13 @@
 
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
-import { cp, mkdir, mkdtemp, readFile, rm, symlink, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { cp, mkdir, readFile, symlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { it } from 'node:test';
 import { promisify } from 'node:util';
 import { spawnLogged } from '../harness/child-lines.js';
 import { PROJECT_ROOT } from '../harness/cli-boundary.js';
+import { withStateDir } from '../harness/control.js';
 import { createNetnsPair, netnsSkipReason } from '../harness/netns-pair.js';
 import { stageBoundary } from '../harness/stage.js';
 
@@ -34,39 +34,40 @@ it("runs docs/supervisor.md's walk-through as written: certificates, creds.yaml,
   const [setup, daemons, query] = await tryItBlocks();
   assert.ok(setup !== undefined && daemons !== undefined && query !== undefined, 'the page has its three sh blocks');
 
-  const dir = await mkdtemp(join(tmpdir(), 'boundary-supervisor-walkthrough-'));
-  t.after(() => rm(dir, { recursive: true, force: true }));
-  const pair = await createNetnsPair(t, 'sw');
-  await mkdir(pair.etc, { recursive: true });
-  await writeFile(join(pair.etc, 'resolv.conf'), `nameserver ${pair.outsideIp}\n`);
-  const checkout = join(dir, 'checkout');
-  await cp(join(PROJECT_ROOT, 'policies'), join(checkout, 'policies'), { recursive: true });
-  await symlink(join((await stageBoundary()).dir, 'dist'), join(checkout, 'dist'));
-  const env = { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: dir };
-  const shell = (script: string) => ['ip', 'netns', 'exec', pair.pod, 'bash', '-c', script];
-  const inPod = (script: string) => run('ip', shell(script).slice(1), { cwd: checkout, env, timeout: COMMAND_TIMEOUT_MS });
+  // The daemons keep state under dir (boundary's .boundary): removed after the hooks that stop them.
+  await withStateDir(t, 'boundary-supervisor-walkthrough-', async (dir) => {
+    const pair = await createNetnsPair(t, 'sw');
+    await mkdir(pair.etc, { recursive: true });
+    await writeFile(join(pair.etc, 'resolv.conf'), `nameserver ${pair.outsideIp}\n`);
+    const checkout = join(dir, 'checkout');
+    await cp(join(PROJECT_ROOT, 'policies'), join(checkout, 'policies'), { recursive: true });
+    await symlink(join((await stageBoundary()).dir, 'dist'), join(checkout, 'dist'));
+    const env = { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: dir };
+    const shell = (script: string) => ['ip', 'netns', 'exec', pair.pod, 'bash', '-c', script];
+    const inPod = (script: string) => run('ip', shell(script).slice(1), { cwd: checkout, env, timeout: COMMAND_TIMEOUT_MS });
 
-  // The setup block as one script: its heredoc spans lines. Every command must succeed.
-  const setupRun = await inPod(`set -e\n${setup}`);
-  assert.match(setupRun.stdout, /^creds\.yaml: ok$/m, setupRun.stdout + setupRun.stderr);
-  assert.match(setupRun.stdout, /^policies\/default\.yaml: ok$/m, setupRun.stdout);
+    // The setup block as one script: its heredoc spans lines. Every command must succeed.
+    const setupRun = await inPod(`set -e\n${setup}`);
+    assert.match(setupRun.stdout, /^creds\.yaml: ok$/m, setupRun.stdout + setupRun.stderr);
+    assert.match(setupRun.stdout, /^policies\/default\.yaml: ok$/m, setupRun.stdout);
 
-  const [supervisorLine, boundaryLine, ...rest] = daemons.split('\n').filter((line) => line.trim() !== '');
-  assert.ok(supervisorLine?.includes(' supervisor ') && boundaryLine?.includes(' run ') && rest.length === 0, daemons);
-  const supervisor = spawnLogged(shell(`exec ${supervisorLine}`), { cwd: checkout, env, label: 'supervisor' });
-  t.after(() => supervisor.stop());
-  await supervisor.waitFor((line) => line.msg === 'supervisor listening', ATTACH_WAIT_MS);
-  const boundary = spawnLogged(shell(`exec ${boundaryLine}`), { cwd: checkout, env, label: 'boundary' });
-  t.after(() => boundary.stop());
-  await supervisor.waitFor((line) => line.msg === 'boundary acknowledged its configuration' && line.sandboxId === 'sb-1', ATTACH_WAIT_MS);
+    const [supervisorLine, boundaryLine, ...rest] = daemons.split('\n').filter((line) => line.trim() !== '');
+    assert.ok(supervisorLine?.includes(' supervisor ') && boundaryLine?.includes(' run ') && rest.length === 0, daemons);
+    const supervisor = spawnLogged(shell(`exec ${supervisorLine}`), { cwd: checkout, env, label: 'supervisor' });
+    t.after(() => supervisor.stop());
+    await supervisor.waitFor((line) => line.msg === 'supervisor listening', ATTACH_WAIT_MS);
+    const boundary = spawnLogged(shell(`exec ${boundaryLine}`), { cwd: checkout, env, label: 'boundary' });
+    t.after(() => boundary.stop());
+    await supervisor.waitFor((line) => line.msg === 'boundary acknowledged its configuration' && line.sandboxId === 'sb-1', ATTACH_WAIT_MS);
 
-  const commands = query.split('\n').filter((line) => line.trim() !== '');
-  assert.equal(commands.length, 1, query);
-  const answer = await inPod(commands[0] as string);
-  const { sandboxes } = JSON.parse(answer.stdout) as { sandboxes: { sandboxId: string; attached: boolean; lastStatus: string }[] };
-  assert.deepEqual(
-    sandboxes.map((s) => [s.sandboxId, s.attached, s.lastStatus]),
-    [['sb-1', true, 'effective']],
-    answer.stdout,
-  );
+    const commands = query.split('\n').filter((line) => line.trim() !== '');
+    assert.equal(commands.length, 1, query);
+    const answer = await inPod(commands[0] as string);
+    const { sandboxes } = JSON.parse(answer.stdout) as { sandboxes: { sandboxId: string; attached: boolean; lastStatus: string }[] };
+    assert.deepEqual(
+      sandboxes.map((s) => [s.sandboxId, s.attached, s.lastStatus]),
+      [['sb-1', true, 'effective']],
+      answer.stdout,
+    );
+  });
 });

@@ -37,15 +37,17 @@ type Exit = [number | null, NodeJS.Signals | null];
 async function runWithStuckRequest(t: TestContext, flags: readonly string[]): Promise<{ cli: BoundaryCli; client: Socket }> {
   const origin = await tcpOrigin(() => undefined);
   const dir = await mkdtemp(join(tmpdir(), 'boundary-issue-15-exit-'));
+  let cli: BoundaryCli | undefined;
+  // boundary first: it keeps its state in dir until it has exited. SIGKILL: a failed test must not leave a child
+  // that SIGTERM did not end.
   t.after(async () => {
+    await cli?.kill();
     await origin.close();
     await rm(dir, { recursive: true, force: true });
   });
   await writeFile(join(dir, 'policy.yaml'), `version: 1\nnetwork_policies:\n${l7Policy('api.example.test', [origin.port])}`);
   await writeFile(join(dir, 'hosts'), '127.0.0.1 api.example.test\n');
-  const cli = spawnBoundaryCli([...standaloneFlags(dir), ...flags]);
-  // SIGKILL: a failed test must not leave a child that SIGTERM did not end.
-  t.after(() => (cli.child.exitCode === null && cli.child.signalCode === null ? cli.kill() : undefined));
+  cli = spawnBoundaryCli([...standaloneFlags(dir), ...flags]);
   const listening = await cli.waitFor((line) => (line.ocsf?.message ?? '').startsWith('proxy listening on '));
   const port = Number(/:(\d+)$/.exec(listening.ocsf?.message ?? '')?.[1]);
   const client = await rawClient(port);

@@ -7,13 +7,13 @@
 
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { readFile, writeFile } from 'node:fs/promises';
 import { connect, type Socket } from 'node:net';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as delay } from 'node:timers/promises';
 import { describe, it } from 'node:test';
 import { PROJECT_ROOT, spawnBoundaryCli } from '../harness/cli-boundary.js';
+import { withStateDir } from '../harness/control.js';
 import { echoServer } from '../harness/servers.js';
 import { stageBoundary } from '../harness/stage.js';
 import { withinDeadline } from '../harness/waiters.js';
@@ -108,48 +108,48 @@ async function openTunnels(port: number, authority: string, count: number): Prom
 describe('issue 15: memory per sandbox', () => {
   it('a started boundary stays near the node floor, and an idle tunnel costs little', { timeout: TEST_TIMEOUT_MS }, async (t) => {
     const [staged, env] = await Promise.all([stageBoundary(), imageEnv()]);
-    const dir = await mkdtemp(join(tmpdir(), 'boundary-issue-15-memory-'));
-    t.after(() => rm(dir, { recursive: true, force: true }));
+    // dir holds boundary's --state-dir: removed after the hook that stops boundary.
+    await withStateDir(t, 'boundary-issue-15-memory-', async (dir) => {
+      const floor = spawn(process.execPath, ['-e', "require('node:net'); require('node:tls'); require('node:http'); require('node:crypto'); setInterval(() => {}, 1000)"], { env, stdio: 'ignore' });
+      t.after(() => floor.kill('SIGKILL'));
 
-    const floor = spawn(process.execPath, ['-e', "require('node:net'); require('node:tls'); require('node:http'); require('node:crypto'); setInterval(() => {}, 1000)"], { env, stdio: 'ignore' });
-    t.after(() => floor.kill('SIGKILL'));
+      const origin = await echoServer();
+      t.after(() => origin.close());
+      await writeFile(join(dir, 'hosts'), '127.0.0.1 origin.memory.test\n');
+      await writeFile(
+        join(dir, 'policy.yaml'),
+        `version: 1\nnetwork_policies:\n  o:\n    name: o\n    endpoints:\n      - host: origin.memory.test\n        port: ${origin.port}\n    binaries:\n      - path: "/**"\n`,
+      );
+      const cli = spawnBoundaryCli(
+        ['--policy', join(dir, 'policy.yaml'), '--proxy-listen', '127.0.0.1:0', '--admin-listen', '127.0.0.1:0', '--dns-listen', '127.0.0.1:0',
+          '--upstream-dns', '127.0.0.1:9', '--hosts', join(dir, 'hosts'), '--unsafe-allow-loopback-upstream', '--state-dir', join(dir, 'state')],
+        { staged, env },
+      );
+      t.after(() => cli.stop());
+      const listening = await cli.waitFor((line) => (line.ocsf?.message ?? '').startsWith('proxy listening on '));
+      const port = Number(/:(\d+)$/.exec(listening.ocsf?.message ?? '')?.[1]);
+      const pid = cli.child.pid ?? 0;
+      const admin = (await cli.waitFor((line) => line.msg === 'admin listening')).admin as { port: number };
 
-    const origin = await echoServer();
-    t.after(() => origin.close());
-    await writeFile(join(dir, 'hosts'), '127.0.0.1 origin.memory.test\n');
-    await writeFile(
-      join(dir, 'policy.yaml'),
-      `version: 1\nnetwork_policies:\n  o:\n    name: o\n    endpoints:\n      - host: origin.memory.test\n        port: ${origin.port}\n    binaries:\n      - path: "/**"\n`,
-    );
-    const cli = spawnBoundaryCli(
-      ['--policy', join(dir, 'policy.yaml'), '--proxy-listen', '127.0.0.1:0', '--admin-listen', '127.0.0.1:0', '--dns-listen', '127.0.0.1:0',
-        '--upstream-dns', '127.0.0.1:9', '--hosts', join(dir, 'hosts'), '--unsafe-allow-loopback-upstream', '--state-dir', join(dir, 'state')],
-      { staged, env },
-    );
-    t.after(() => cli.stop());
-    const listening = await cli.waitFor((line) => (line.ocsf?.message ?? '').startsWith('proxy listening on '));
-    const port = Number(/:(\d+)$/.exec(listening.ocsf?.message ?? '')?.[1]);
-    const pid = cli.child.pid ?? 0;
-    const admin = (await cli.waitFor((line) => line.msg === 'admin listening')).admin as { port: number };
+      await delay(MEMORY_REDUCER_WAIT_MS);
+      const [floorKb, idleKb] = await Promise.all([settledRssKb(floor.pid ?? 0), settledRssKb(pid)]);
+      const metrics = await (await fetch(`http://127.0.0.1:${admin.port}/metrics`)).text();
+      const heapUsedKb = Number(/^nodejs_heap_size_used_bytes (\S+)/m.exec(metrics)?.[1]) / 1024;
+      t.diagnostic(`idle ${(idleKb / 1024).toFixed(1)} MiB, heap used ${(heapUsedKb / 1024).toFixed(1)} MiB, floor ${(floorKb / 1024).toFixed(1)} MiB, NODE_OPTIONS=${env.NODE_OPTIONS} MALLOC_ARENA_MAX=${env.MALLOC_ARENA_MAX}`);
+      assert.ok(idleKb - floorKb <= MAX_IDLE_OVER_FLOOR_KB, `idle RSS ${idleKb} KB is ${idleKb - floorKb} KB over the node floor (bound ${MAX_IDLE_OVER_FLOOR_KB})`);
+      assert.ok(idleKb <= MAX_IDLE_KB, `idle RSS ${idleKb} KB (bound ${MAX_IDLE_KB})`);
+      assert.ok(heapUsedKb <= MAX_IDLE_HEAP_USED_KB, `idle heap used ${heapUsedKb.toFixed(0)} KB (bound ${MAX_IDLE_HEAP_USED_KB})`);
 
-    await delay(MEMORY_REDUCER_WAIT_MS);
-    const [floorKb, idleKb] = await Promise.all([settledRssKb(floor.pid ?? 0), settledRssKb(pid)]);
-    const metrics = await (await fetch(`http://127.0.0.1:${admin.port}/metrics`)).text();
-    const heapUsedKb = Number(/^nodejs_heap_size_used_bytes (\S+)/m.exec(metrics)?.[1]) / 1024;
-    t.diagnostic(`idle ${(idleKb / 1024).toFixed(1)} MiB, heap used ${(heapUsedKb / 1024).toFixed(1)} MiB, floor ${(floorKb / 1024).toFixed(1)} MiB, NODE_OPTIONS=${env.NODE_OPTIONS} MALLOC_ARENA_MAX=${env.MALLOC_ARENA_MAX}`);
-    assert.ok(idleKb - floorKb <= MAX_IDLE_OVER_FLOOR_KB, `idle RSS ${idleKb} KB is ${idleKb - floorKb} KB over the node floor (bound ${MAX_IDLE_OVER_FLOOR_KB})`);
-    assert.ok(idleKb <= MAX_IDLE_KB, `idle RSS ${idleKb} KB (bound ${MAX_IDLE_KB})`);
-    assert.ok(heapUsedKb <= MAX_IDLE_HEAP_USED_KB, `idle heap used ${heapUsedKb.toFixed(0)} KB (bound ${MAX_IDLE_HEAP_USED_KB})`);
-
-    const authority = `origin.memory.test:${origin.port}`;
-    for (const s of await withinDeadline(openTunnels(port, authority, WARMUP_TUNNELS), 'warm-up tunnels', 30_000)) s.destroy();
-    const baseKb = await settledRssKb(pid);
-    const held = await withinDeadline(openTunnels(port, authority, TUNNELS), 'tunnels', 60_000);
-    t.after(() => {
-      for (const s of held) s.destroy();
+      const authority = `origin.memory.test:${origin.port}`;
+      for (const s of await withinDeadline(openTunnels(port, authority, WARMUP_TUNNELS), 'warm-up tunnels', 30_000)) s.destroy();
+      const baseKb = await settledRssKb(pid);
+      const held = await withinDeadline(openTunnels(port, authority, TUNNELS), 'tunnels', 60_000);
+      t.after(() => {
+        for (const s of held) s.destroy();
+      });
+      const perTunnelKb = ((await settledRssKb(pid)) - baseKb) / TUNNELS;
+      t.diagnostic(`${perTunnelKb.toFixed(1)} KB per idle tunnel (${TUNNELS})`);
+      assert.ok(perTunnelKb <= MAX_TUNNEL_KB, `${perTunnelKb.toFixed(1)} KB per idle tunnel (bound ${MAX_TUNNEL_KB})`);
     });
-    const perTunnelKb = ((await settledRssKb(pid)) - baseKb) / TUNNELS;
-    t.diagnostic(`${perTunnelKb.toFixed(1)} KB per idle tunnel (${TUNNELS})`);
-    assert.ok(perTunnelKb <= MAX_TUNNEL_KB, `${perTunnelKb.toFixed(1)} KB per idle tunnel (bound ${MAX_TUNNEL_KB})`);
   });
 });

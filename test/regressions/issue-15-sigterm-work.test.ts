@@ -138,12 +138,15 @@ describe('issue 15: SIGTERM while the control channel dials a supervisor that do
     const silent = await tcpOrigin(() => undefined);
     const tlsDir = await writeTlsDir(pki);
     const stateDir = await mkdtemp(join(tmpdir(), 'boundary-state-'));
+    let cli: BoundaryCli | undefined;
+    // boundary first: it keeps its state in stateDir until it has exited.
     t.after(async () => {
+      await cli?.kill();
       await silent.close();
       await rm(tlsDir, { recursive: true, force: true });
       await rm(stateDir, { recursive: true, force: true });
     });
-    const cli = spawnBoundaryCli([
+    cli = spawnBoundaryCli([
       '--supervisor', `127.0.0.1:${silent.port}`,
       '--tls-dir', tlsDir,
       '--sandbox-id', pki.sandboxId,
@@ -155,7 +158,6 @@ describe('issue 15: SIGTERM while the control channel dials a supervisor that do
       // Never queried: no request goes through this boundary.
       '--upstream-dns', '127.0.0.1:9',
     ]);
-    t.after(() => (cli.child.exitCode === null && cli.child.signalCode === null ? cli.kill() : undefined));
     await cli.waitFor((line) => (line.ocsf?.message ?? '').startsWith('proxy listening on '));
     // The dial is in its TLS handshake: TCP accepted, no ServerHello will ever come.
     const dialled = await withinDeadline(silent.next(), 'the control dial reaching the silent supervisor');

@@ -7,12 +7,12 @@
 
 import assert from 'node:assert/strict';
 import { once } from 'node:events';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import { EXIT_OK } from '../../src/app/cli/run.js';
 import { spawnBoundaryCli } from '../harness/cli-boundary.js';
+import { withStateDir } from '../harness/control.js';
 import { startBoundary } from '../harness/boundary.js';
 import { l7Policy, rawClient, tcpOrigin } from '../harness/liveness.js';
 import { rawExchange, statusOf } from '../harness/proxy-client.js';
@@ -30,36 +30,37 @@ const EXIT_DEADLINE_MS = 30_000;
 
 describe('issue 15: SIGTERM after a too_many_connections refusal', () => {
   it('exits, with the clean-drain code, within the deadline', async (t) => {
-    const dir = await mkdtemp(join(tmpdir(), 'boundary-issue-15-'));
-    t.after(() => rm(dir, { recursive: true, force: true }));
-    await writeFile(join(dir, 'policy.yaml'), 'version: 1\nnetwork_policies: {}\n');
-    const cli = spawnBoundaryCli([
-      '--policy', join(dir, 'policy.yaml'),
-      '--proxy-listen', '127.0.0.1:0',
-      '--admin-listen', '127.0.0.1:0',
-      '--dns-listen', '127.0.0.1:0',
-      '--upstream-dns', '127.0.0.1:9',
-      '--state-dir', join(dir, 'state'),
-      '--max-connections', '1',
-    ]);
-    // SIGKILL, not SIGTERM: on the bug a SIGTERM is exactly what does not end it.
-    t.after(() => (cli.child.exitCode === null && cli.child.signalCode === null ? cli.kill() : undefined));
-    const listening = await cli.waitFor((line) => (line.ocsf?.message ?? '').startsWith('proxy listening on '));
-    const port = Number(/:(\d+)$/.exec(listening.ocsf?.message ?? '')?.[1]);
+    // dir holds boundary's --state-dir: removed after the hook that kills boundary.
+    await withStateDir(t, 'boundary-issue-15-', async (dir) => {
+      await writeFile(join(dir, 'policy.yaml'), 'version: 1\nnetwork_policies: {}\n');
+      const cli = spawnBoundaryCli([
+        '--policy', join(dir, 'policy.yaml'),
+        '--proxy-listen', '127.0.0.1:0',
+        '--admin-listen', '127.0.0.1:0',
+        '--dns-listen', '127.0.0.1:0',
+        '--upstream-dns', '127.0.0.1:9',
+        '--state-dir', join(dir, 'state'),
+        '--max-connections', '1',
+      ]);
+      // SIGKILL, not SIGTERM: on the bug a SIGTERM is exactly what does not end it.
+      t.after(() => (cli.child.exitCode === null && cli.child.signalCode === null ? cli.kill() : undefined));
+      const listening = await cli.waitFor((line) => (line.ocsf?.message ?? '').startsWith('proxy listening on '));
+      const port = Number(/:(\d+)$/.exec(listening.ocsf?.message ?? '')?.[1]);
 
-    // The one slot: accepted first (the kernel's accept queue is in order), so the next connection is refused.
-    const held = await rawClient(port);
-    t.after(() => held.destroy());
-    // A client that sends its request before reading the refusal, as every HTTP client does.
-    const refused = await rawExchange(port, 'GET http://example.test/ HTTP/1.1\r\nhost: example.test\r\n\r\n');
-    assert.equal(statusOf(refused), 503);
-    assert.ok(refused.includes('too_many_connections'), refused);
+      // The one slot: accepted first (the kernel's accept queue is in order), so the next connection is refused.
+      const held = await rawClient(port);
+      t.after(() => held.destroy());
+      // A client that sends its request before reading the refusal, as every HTTP client does.
+      const refused = await rawExchange(port, 'GET http://example.test/ HTTP/1.1\r\nhost: example.test\r\n\r\n');
+      assert.equal(statusOf(refused), 503);
+      assert.ok(refused.includes('too_many_connections'), refused);
 
-    const exited = once(cli.child, 'exit') as Promise<[number | null, NodeJS.Signals | null]>;
-    cli.child.kill('SIGTERM');
-    const [code, signal] = await withinDeadline(exited, 'exit after SIGTERM', EXIT_DEADLINE_MS);
-    assert.deepEqual({ code, signal }, { code: EXIT_OK, signal: null });
-    assert.ok(cli.lines.some((line) => line.ocsf?.status_detail === 'boundary_drained'));
+      const exited = once(cli.child, 'exit') as Promise<[number | null, NodeJS.Signals | null]>;
+      cli.child.kill('SIGTERM');
+      const [code, signal] = await withinDeadline(exited, 'exit after SIGTERM', EXIT_DEADLINE_MS);
+      assert.deepEqual({ code, signal }, { code: EXIT_OK, signal: null });
+      assert.ok(cli.lines.some((line) => line.ocsf?.status_detail === 'boundary_drained'));
+    });
   });
 });
 

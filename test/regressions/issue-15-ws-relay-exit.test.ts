@@ -7,13 +7,13 @@
 
 import assert from 'node:assert/strict';
 import { once } from 'node:events';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import { EXIT_OK } from '../../src/app/cli/run.js';
 import { TUNNEL_LINGER_MS } from '../../src/proxy/tunnel.js';
 import { spawnBoundaryCli } from '../harness/cli-boundary.js';
+import { withStateDir } from '../harness/control.js';
 import { startDnsFixture } from '../harness/dns-upstream.js';
 import { openWebSocket, wsOrigin } from '../harness/ws.js';
 import { withinDeadline } from '../harness/waiters.js';
@@ -36,11 +36,11 @@ describe('issue 15: SIGTERM after a WebSocket client left without a close frame'
     t.after(() => origin.close());
     const dns = await startDnsFixture({ [HOST]: { a: ['127.0.0.1'], ttl: 300 } });
     t.after(() => dns.close());
-    const dir = await mkdtemp(join(tmpdir(), 'boundary-issue-15-ws-'));
-    t.after(() => rm(dir, { recursive: true, force: true }));
-    await writeFile(
-      join(dir, 'policy.yaml'),
-      `version: 1
+    // dir holds boundary's --state-dir: removed after the hook that kills boundary.
+    await withStateDir(t, 'boundary-issue-15-ws-', async (dir) => {
+      await writeFile(
+        join(dir, 'policy.yaml'),
+        `version: 1
 network_policies:
   ws:
     endpoints:
@@ -53,39 +53,40 @@ network_policies:
           - allow: { method: WEBSOCKET_TEXT, path: "/socket" }
     binaries: [{ path: "/**" }]
 `,
-    );
-    // prettier-ignore
-    const cli = spawnBoundaryCli([
-      '--policy', join(dir, 'policy.yaml'),
-      '--proxy-listen', '127.0.0.1:0',
-      '--admin-listen', '127.0.0.1:0',
-      '--dns-listen', '127.0.0.1:0',
-      '--upstream-dns', `${dns.host}:${dns.port}`,
-      '--unsafe-allow-loopback-upstream',
-      '--state-dir', join(dir, 'state'),
-    ]);
-    // SIGKILL, not SIGTERM: on the bug a SIGTERM is what takes the linger to end it.
-    t.after(() => (cli.child.exitCode === null && cli.child.signalCode === null ? cli.kill() : undefined));
-    const listening = await cli.waitFor((line) => (line.ocsf?.message ?? '').startsWith('proxy listening on '));
-    const proxyPort = Number(/:(\d+)$/.exec(listening.ocsf?.message ?? '')?.[1]);
+      );
+      // prettier-ignore
+      const cli = spawnBoundaryCli([
+        '--policy', join(dir, 'policy.yaml'),
+        '--proxy-listen', '127.0.0.1:0',
+        '--admin-listen', '127.0.0.1:0',
+        '--dns-listen', '127.0.0.1:0',
+        '--upstream-dns', `${dns.host}:${dns.port}`,
+        '--unsafe-allow-loopback-upstream',
+        '--state-dir', join(dir, 'state'),
+      ]);
+      // SIGKILL, not SIGTERM: on the bug a SIGTERM is what takes the linger to end it.
+      t.after(() => (cli.child.exitCode === null && cli.child.signalCode === null ? cli.kill() : undefined));
+      const listening = await cli.waitFor((line) => (line.ocsf?.message ?? '').startsWith('proxy listening on '));
+      const proxyPort = Number(/:(\d+)$/.exec(listening.ocsf?.message ?? '')?.[1]);
 
-    const ws = await openWebSocket({ proxyPort, transport: 'forward', host: HOST, port: origin.port, path: '/socket' });
-    assert.equal(ws.status, 101, ws.head);
-    ws.client.sendText('x');
-    assert.equal((await ws.client.next()).payload.toString(), 'echo:x');
-    // The deadline starts before the client leaves, so before any linger the relay could arm.
-    const exited = withinDeadline(once(cli.child, 'exit') as Promise<Exit>, 'exit after SIGTERM', EXIT_DEADLINE_MS);
-    exited.catch(() => undefined);
-    // The client vanishes: a FIN, no close frame. The relay passes the FIN on; the origin keeps its side open.
-    const gone = once(ws.client.socket, 'close');
-    ws.client.socket.destroy();
-    await gone;
+      const ws = await openWebSocket({ proxyPort, transport: 'forward', host: HOST, port: origin.port, path: '/socket' });
+      assert.equal(ws.status, 101, ws.head);
+      ws.client.sendText('x');
+      assert.equal((await ws.client.next()).payload.toString(), 'echo:x');
+      // The deadline starts before the client leaves, so before any linger the relay could arm.
+      const exited = withinDeadline(once(cli.child, 'exit') as Promise<Exit>, 'exit after SIGTERM', EXIT_DEADLINE_MS);
+      exited.catch(() => undefined);
+      // The client vanishes: a FIN, no close frame. The relay passes the FIN on; the origin keeps its side open.
+      const gone = once(ws.client.socket, 'close');
+      ws.client.socket.destroy();
+      await gone;
 
-    const started = performance.now();
-    cli.child.kill('SIGTERM');
-    const [code, signal] = await exited;
-    t.diagnostic(`exit ${code} ${Math.round(performance.now() - started)} ms after SIGTERM`);
-    assert.deepEqual({ code, signal }, { code: EXIT_OK, signal: null }, cli.stderr());
-    assert.ok(cli.lines.some((line) => line.ocsf?.status_detail === 'boundary_drained'));
+      const started = performance.now();
+      cli.child.kill('SIGTERM');
+      const [code, signal] = await exited;
+      t.diagnostic(`exit ${code} ${Math.round(performance.now() - started)} ms after SIGTERM`);
+      assert.deepEqual({ code, signal }, { code: EXIT_OK, signal: null }, cli.stderr());
+      assert.ok(cli.lines.some((line) => line.ocsf?.status_detail === 'boundary_drained'));
+    });
   });
 });

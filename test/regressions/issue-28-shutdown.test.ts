@@ -79,19 +79,21 @@ function policy(o: Origins, stuckPort: number): string {
 async function runCli(t: TestContext, o: Origins, flags: readonly string[], env?: NodeJS.ProcessEnv): Promise<{ cli: BoundaryCli; port: number; ca: string; stuck: TcpOrigin }> {
   const stuck = await tcpOrigin(() => undefined);
   const dir = await mkdtemp(join(tmpdir(), 'boundary-issue-28-'));
+  let cli: BoundaryCli | undefined;
+  // boundary first: it keeps its state in dir until it has exited. SIGKILL: on the bug a SIGTERM is exactly what
+  // does not end it.
   t.after(async () => {
+    await cli?.kill();
     await stuck.close();
     await rm(dir, { recursive: true, force: true });
   });
   await writeFile(join(dir, 'policy.yaml'), policy(o, stuck.port));
   await writeFile(join(dir, 'hosts'), ['h1', 'h2', 'stuck', 'raw'].map((n) => `127.0.0.1 ${n}.example.test\n`).join(''));
   await writeFile(join(dir, 'upstream-ca.pem'), o.pki.ca.certPem);
-  const cli = spawnBoundaryCli(
+  cli = spawnBoundaryCli(
     [...standaloneFlags(dir), '--upstream-ca', join(dir, 'upstream-ca.pem'), '--shutdown-drain-ms', String(DRAIN_MS), ...flags],
     env === undefined ? {} : { env },
   );
-  // SIGKILL: on the bug a SIGTERM is exactly what does not end it.
-  t.after(() => (cli.child.exitCode === null && cli.child.signalCode === null ? cli.kill() : undefined));
   const listening = await cli.waitFor((line) => (line.ocsf?.message ?? '').startsWith('proxy listening on '));
   const port = Number(/:(\d+)$/.exec(listening.ocsf?.message ?? '')?.[1]);
   return { cli, port, ca: await readFile(join(dir, 'state', 'ca.pem'), 'utf8'), stuck };

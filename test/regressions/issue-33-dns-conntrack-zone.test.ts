@@ -12,9 +12,9 @@
 import assert from 'node:assert/strict';
 import { it } from 'node:test';
 import { DEFAULT_BOUNDARY_UID as BOUNDARY_UID } from '../../src/app/cli/init-netns.js';
-import { isDnsReady, spawnBoundaryCli } from '../harness/cli-boundary.js';
+import { isDnsReady } from '../harness/cli-boundary.js';
 import { dig, isSynthetic, startDnsPod } from '../harness/netns-dns.js';
-import { asUid, netnsSkipReason } from '../harness/netns-pair.js';
+import { netnsSkipReason } from '../harness/netns-pair.js';
 
 const WORKLOAD_UID = 10002;
 /** The pod's whole ephemeral range: every source port boundary's resolver can be given. */
@@ -26,14 +26,10 @@ it('keeps boundary’s own DNS and the redirected workload DNS apart, whichever 
     t.skip(`DNS conntrack zone test skipped: ${reason}`);
     return;
   }
-  const { pair, staged, files } = await startDnsPod(t, 'dz');
+  const { pair, startBoundary } = await startDnsPod(t, 'dz');
   await pair.inPod('sysctl', '-qw', `net.ipv4.ip_local_port_range=${PORTS[0]} ${PORTS.at(-1)}`);
 
-  const boundary = spawnBoundaryCli(['--policy', files.policy, '--state-dir', files.state], {
-    prefix: ['ip', 'netns', 'exec', pair.pod, ...asUid(BOUNDARY_UID)],
-    staged,
-  });
-  t.after(() => boundary.stop());
+  const boundary = startBoundary();
   await boundary.waitFor(isDnsReady);
 
   // (a) The workload asks from every port of the range; each query is redirected and leaves its entry. The name is

@@ -14,6 +14,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { describe, it } from 'node:test';
 import { promisify } from 'node:util';
 import { PROJECT_ROOT, spawnBoundaryCli, standaloneFlags } from '../harness/cli-boundary.js';
+import { withStateDir } from '../harness/control.js';
 
 /** Builtins whose ESM namespace costs memory nothing in boundary uses; each is loaded with require in src/shared/. */
 const REQUIRED_BUILTINS: Readonly<Record<string, string>> = { 'node:http': 'src/shared/node-http.ts', 'node:tls': 'src/shared/node-tls.ts' };
@@ -71,17 +72,18 @@ describe('issue 33: no TLS memory in an idle sidecar', () => {
   });
 
   it('makes no TLS context before something needs one', { timeout: CHILD_TIMEOUT_MS * 2 }, async (t) => {
-    const dir = await mkdtemp(join(tmpdir(), 'boundary-issue-33-tls-'));
-    t.after(() => rm(dir, { recursive: true, force: true }));
-    await copyFile(join(PROJECT_ROOT, 'policies', 'default.yaml'), join(dir, 'policy.yaml'));
-    await writeFile(join(dir, 'hosts'), '');
-    await writeFile(join(dir, 'count.cjs'), COUNTING_PRELOAD);
-    const file = join(dir, 'count');
-    const env = { ...process.env, NODE_OPTIONS: `${process.env.NODE_OPTIONS ?? ''} --require ${join(dir, 'count.cjs')}`, CONTEXT_COUNT_FILE: file };
-    const cli = spawnBoundaryCli(standaloneFlags(dir), { env });
-    t.after(() => (cli.child.exitCode === null && cli.child.signalCode === null ? cli.kill() : undefined));
-    await cli.waitFor((line) => (line.ocsf?.message ?? '').startsWith('proxy listening on '));
-    await sleep(SETTLE_MS);
-    assert.equal(await countAfterSignal(file, cli.child.pid as number), 0, 'TLS contexts made by an idle boundary');
+    // dir holds boundary's --state-dir and the count its preload writes: removed after the hook that kills boundary.
+    await withStateDir(t, 'boundary-issue-33-tls-', async (dir) => {
+      await copyFile(join(PROJECT_ROOT, 'policies', 'default.yaml'), join(dir, 'policy.yaml'));
+      await writeFile(join(dir, 'hosts'), '');
+      await writeFile(join(dir, 'count.cjs'), COUNTING_PRELOAD);
+      const file = join(dir, 'count');
+      const env = { ...process.env, NODE_OPTIONS: `${process.env.NODE_OPTIONS ?? ''} --require ${join(dir, 'count.cjs')}`, CONTEXT_COUNT_FILE: file };
+      const cli = spawnBoundaryCli(standaloneFlags(dir), { env });
+      t.after(() => (cli.child.exitCode === null && cli.child.signalCode === null ? cli.kill() : undefined));
+      await cli.waitFor((line) => (line.ocsf?.message ?? '').startsWith('proxy listening on '));
+      await sleep(SETTLE_MS);
+      assert.equal(await countAfterSignal(file, cli.child.pid as number), 0, 'TLS contexts made by an idle boundary');
+  });
   });
 });

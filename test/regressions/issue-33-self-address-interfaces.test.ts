@@ -7,11 +7,11 @@
 // namespace with a real interface address.
 
 import assert from 'node:assert/strict';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { it } from 'node:test';
+import { it, type TestContext } from 'node:test';
 import { isDnsReady, spawnBoundaryCli } from '../harness/cli-boundary.js';
+import { withStateDir } from '../harness/control.js';
 import { createNetnsPair, netnsSkipReason } from '../harness/netns-pair.js';
 
 const ADMIN_PORT = 9901;
@@ -23,8 +23,11 @@ it('refuses the pod’s own address on a wildcard listener’s port as self-addr
     t.skip(`self-address interface test skipped: ${reason}`);
     return;
   }
-  const dir = await mkdtemp(join(tmpdir(), 'boundary-self-address-'));
-  t.after(() => rm(dir, { recursive: true, force: true }));
+  // boundary's state dir is in dir: removed after boundary's own hook has stopped it.
+  await withStateDir(t, 'boundary-self-address-', (dir) => selfAddress(t, dir));
+});
+
+async function selfAddress(t: TestContext, dir: string): Promise<void> {
   const pair = await createNetnsPair(t, 'sa');
   // The pod's address, declared as an IP literal: the policy opens it on both ports.
   await writeFile(
@@ -49,4 +52,4 @@ it('refuses the pod’s own address on a wildcard listener’s port as self-addr
   // The policy does open the address: on a port nothing listens on, the proxy dials it and is refused.
   const closed = await through(CLOSED_PORT);
   assert.equal(closed.stdout.split('\n').at(-1), '502', closed.stdout);
-});
+}

@@ -12,6 +12,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, it, type TestContext } from 'node:test';
 import { createCertificateAuthority } from '../../src/pki/ca.js';
+import { withStateDir } from '../harness/control.js';
 import { certManagerCsiDriver, type CsiVolume } from '../harness/k8s-csi-cert.js';
 import { expandVars } from '../harness/k8s-expand.js';
 import { container, readManifests } from '../harness/k8s-manifest.js';
@@ -104,35 +105,40 @@ describe('mount points shared by pod tests running at once', () => {
       process.stdin.on('end', async () => { await cleanup(); process.exit(0); });
     `;
     const child = spawn(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', source], { stdio: ['pipe', 'pipe', 'inherit'] });
-    t.after(() => child.kill('SIGKILL'));
+    // Dead before the test's directory goes: it writes the registry there.
+    const exited = new Promise((resolve) => child.once('exit', resolve));
+    t.after(async () => {
+      child.kill('SIGKILL');
+      await exited;
+    });
     const [chunk] = (await once(child.stdout, 'data')) as [Buffer];
     assert.equal(chunk.toString(), 'held\n');
     return child;
   }
 
   it('keeps a directory another live process needs, and the last one out removes every one made', async (t) => {
-    const dir = await mkdtemp(join(tmpdir(), 'boundary-mountpoints-'));
-    t.after(() => rm(dir, { recursive: true, force: true }));
-    const registry = join(dir, 'registry');
-    const path = join(dir, 'var/run/boundary-ca');
-    const mine = await ensureMountpoints([path], registry);
-    const other = await otherProcess(t, path, registry, 'clean');
-    await mine();
-    assert.ok(await exists(path), 'the other test still bind-mounts over it');
-    other.stdin?.end();
-    await once(other, 'exit');
-    assert.equal(await exists(join(dir, 'var')), false, 'every directory a test made is gone');
-    assert.equal(await exists(registry), false, 'and the registry with them');
+    await withStateDir(t, 'boundary-mountpoints-', async (dir) => {
+      const registry = join(dir, 'registry');
+      const path = join(dir, 'var/run/boundary-ca');
+      const mine = await ensureMountpoints([path], registry);
+      const other = await otherProcess(t, path, registry, 'clean');
+      await mine();
+      assert.ok(await exists(path), 'the other test still bind-mounts over it');
+      other.stdin?.end();
+      await once(other, 'exit');
+      assert.equal(await exists(join(dir, 'var')), false, 'every directory a test made is gone');
+      assert.equal(await exists(registry), false, 'and the registry with them');
+    });
   });
 
   it('does not wait for a process that died holding one', async (t) => {
-    const dir = await mkdtemp(join(tmpdir(), 'boundary-mountpoints-'));
-    t.after(() => rm(dir, { recursive: true, force: true }));
-    const registry = join(dir, 'registry');
-    const path = join(dir, 'var/run/boundary-ca');
-    await once(await otherProcess(t, path, registry, 'exit'), 'exit');
-    const mine = await ensureMountpoints([path], registry);
-    await mine();
-    assert.equal(await exists(join(dir, 'var')), false);
+    await withStateDir(t, 'boundary-mountpoints-', async (dir) => {
+      const registry = join(dir, 'registry');
+      const path = join(dir, 'var/run/boundary-ca');
+      await once(await otherProcess(t, path, registry, 'exit'), 'exit');
+      const mine = await ensureMountpoints([path], registry);
+      await mine();
+      assert.equal(await exists(join(dir, 'var')), false);
+    });
   });
 });
