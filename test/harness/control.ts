@@ -65,20 +65,6 @@ export interface TestSupervisorOptions {
   readonly policyRescanMs?: number;
 }
 
-/**
- * Runs `run` with a fresh directory (a supervisor's file store, a boundary's --state-dir), removed after every hook
- * `run` registers on `t`: node:test runs a test's hooks in the order they were registered and skips the rest after
- * one fails, and what `run` starts may write there until its own hook has stopped it.
- */
-export async function withStateDir(t: { after(fn: () => Promise<unknown>): void }, prefix: string, run: (stateDir: string) => Promise<void>): Promise<void> {
-  const stateDir = await mkdtemp(join(tmpdir(), prefix));
-  try {
-    await run(stateDir);
-  } finally {
-    t.after(() => rm(stateDir, { recursive: true, force: true }));
-  }
-}
-
 export async function startTestSupervisor(pki: TestPki, options: TestSupervisorOptions = {}): Promise<TestSupervisor> {
   const dir = await mkdtemp(join(tmpdir(), 'boundary-supervisor-'));
   // Outside the policies folder, so the library never sees it.

@@ -8,7 +8,7 @@ import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { it, type TestContext } from 'node:test';
 import { spawnBoundaryCli } from '../harness/cli-boundary.js';
-import { withStateDir } from '../harness/control.js';
+import { withStateDir } from '../harness/state-dir.js';
 import { createNetnsPair, netnsSkipReason } from '../harness/netns-pair.js';
 
 const POLICY = 'version: 1\nnetwork_policies:\n  api:\n    endpoints: [{ host: api.example.test, port: 443 }]\n    binaries: [{ path: "/**" }]\n';

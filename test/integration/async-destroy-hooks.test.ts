@@ -10,7 +10,7 @@ import { fileURLToPath } from 'node:url';
 import { describe, it, type TestContext } from 'node:test';
 import { type LoggedChild, spawnLogged } from '../harness/child-lines.js';
 import { MAIN, PROJECT_ROOT, standaloneFlags } from '../harness/cli-boundary.js';
-import { withStateDir } from '../harness/control.js';
+import { withStateDir } from '../harness/state-dir.js';
 import { rawClient } from '../harness/liveness.js';
 import { withinDeadline } from '../harness/waiters.js';
 

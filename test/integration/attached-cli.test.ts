@@ -13,7 +13,8 @@ import type { ControlLookup } from '../../src/control/dial.js';
 import { httpGet, restPolicy, startAttached, writeTlsDir } from '../harness/attached-boundary.js';
 import { TEST_SYNTHETIC_CIDR } from '../harness/boundary.js';
 import { makeTestPki, type TestPki } from '../harness/certs.js';
-import { startTestSupervisor, withStateDir } from '../harness/control.js';
+import { startTestSupervisor } from '../harness/control.js';
+import { withStateDir } from '../harness/state-dir.js';
 import { stopChild } from '../harness/netns-pair.js';
 
 describe('the boundary binary in attached mode', () => {

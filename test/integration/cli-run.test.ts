@@ -11,7 +11,7 @@ import type { CliIo } from '../../src/app/cli/io.js';
 import { runCommand } from '../../src/app/cli/run.js';
 import { BUNDLE_VARIABLES } from '../../src/app/cli/run-banner.js';
 import { CLI_WAIT_TIMEOUT_MS, MAIN, PROJECT_ROOT, spawnBoundaryCli } from '../harness/cli-boundary.js';
-import { withStateDir } from '../harness/control.js';
+import { withStateDir } from '../harness/state-dir.js';
 import { stopChild } from '../harness/netns-pair.js';
 
 const POLICY = 'version: 1\nnetwork_policies: {}\n';

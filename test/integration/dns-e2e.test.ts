@@ -10,7 +10,7 @@ import { EPOCH_FILE_NAME } from '../../src/dns/epoch.js';
 import { cidrContains, parseCidr, parseIp } from '../../src/net/ip.js';
 import { type RunningBoundary, startBoundary } from '../harness/boundary.js';
 import { dnsAddressOf, isDnsReady, spawnBoundaryCli } from '../harness/cli-boundary.js';
-import { withStateDir } from '../harness/control.js';
+import { withStateDir } from '../harness/state-dir.js';
 import { type EchoServer, echoServer } from '../harness/servers.js';
 
 const run = promisify(execFile);

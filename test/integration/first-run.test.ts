@@ -14,7 +14,7 @@ import { join } from 'node:path';
 import { it, type TestContext } from 'node:test';
 import { promisify } from 'node:util';
 import { MAIN, PROJECT_ROOT } from '../harness/cli-boundary.js';
-import { withStateDir } from '../harness/control.js';
+import { withStateDir } from '../harness/state-dir.js';
 import { createNetnsPair, netnsSkipReason, stopChild } from '../harness/netns-pair.js';
 import { NPM_PACKAGE, REPO_README, type ReadmeWorld, startReadmeWorld, WHEEL_NAME } from '../harness/readme-world.js';
 import { stageBoundary } from '../harness/stage.js';

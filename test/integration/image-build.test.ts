@@ -14,7 +14,7 @@ import { pathToFileURL } from 'node:url';
 import { promisify } from 'node:util';
 import { BUNDLED_PACKAGES } from '../../scripts/bundle.js';
 import { PROJECT_ROOT, spawnBoundaryCli, standaloneFlags } from '../harness/cli-boundary.js';
-import { withStateDir } from '../harness/control.js';
+import { withStateDir } from '../harness/state-dir.js';
 import { stageBoundary } from '../harness/stage.js';
 
 const CHECK_TIMEOUT_MS = 180_000;

@@ -15,7 +15,7 @@ import { CA_BUNDLE_HINT } from '../../src/tls/intercept.js';
 import { type RunningBoundary, startBoundary } from '../harness/boundary.js';
 import { makeTestPki } from '../harness/certs.js';
 import { spawnBoundaryCli } from '../harness/cli-boundary.js';
-import { withStateDir } from '../harness/control.js';
+import { withStateDir } from '../harness/state-dir.js';
 import { openTunnel } from '../harness/proxy-client.js';
 import { type Origin, tlsOrigin } from '../harness/servers.js';
 

@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { it, type TestContext } from 'node:test';
 import { FENCE_CHAIN } from '../../src/app/cli/init-netns.js';
 import { isDnsReady, spawnBoundaryCli } from '../harness/cli-boundary.js';
-import { withStateDir } from '../harness/control.js';
+import { withStateDir } from '../harness/state-dir.js';
 import { buildQuery } from '../harness/dns-client.js';
 import { asUid, CLEAN_ENV, createNetnsPair, type NetnsPair, netnsSkipReason, stopChild } from '../harness/netns-pair.js';
 import { stageBoundary } from '../harness/stage.js';

@@ -11,7 +11,7 @@ import { it } from 'node:test';
 import { promisify } from 'node:util';
 import { spawnLogged } from '../harness/child-lines.js';
 import { PROJECT_ROOT } from '../harness/cli-boundary.js';
-import { withStateDir } from '../harness/control.js';
+import { withStateDir } from '../harness/state-dir.js';
 import { createNetnsPair, netnsSkipReason } from '../harness/netns-pair.js';
 import { stageBoundary } from '../harness/stage.js';
 

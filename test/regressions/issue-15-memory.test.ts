@@ -13,7 +13,7 @@ import { join } from 'node:path';
 import { setTimeout as delay } from 'node:timers/promises';
 import { describe, it } from 'node:test';
 import { PROJECT_ROOT, spawnBoundaryCli } from '../harness/cli-boundary.js';
-import { withStateDir } from '../harness/control.js';
+import { withStateDir } from '../harness/state-dir.js';
 import { echoServer } from '../harness/servers.js';
 import { stageBoundary } from '../harness/stage.js';
 import { withinDeadline } from '../harness/waiters.js';

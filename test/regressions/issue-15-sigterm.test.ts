@@ -12,7 +12,7 @@ import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import { EXIT_OK } from '../../src/app/cli/run.js';
 import { spawnBoundaryCli } from '../harness/cli-boundary.js';
-import { withStateDir } from '../harness/control.js';
+import { withStateDir } from '../harness/state-dir.js';
 import { startBoundary } from '../harness/boundary.js';
 import { l7Policy, rawClient, tcpOrigin } from '../harness/liveness.js';
 import { rawExchange, statusOf } from '../harness/proxy-client.js';

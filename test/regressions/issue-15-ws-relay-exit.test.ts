@@ -13,7 +13,7 @@ import { describe, it } from 'node:test';
 import { EXIT_OK } from '../../src/app/cli/run.js';
 import { TUNNEL_LINGER_MS } from '../../src/proxy/tunnel.js';
 import { spawnBoundaryCli } from '../harness/cli-boundary.js';
-import { withStateDir } from '../harness/control.js';
+import { withStateDir } from '../harness/state-dir.js';
 import { startDnsFixture } from '../harness/dns-upstream.js';
 import { openWebSocket, wsOrigin } from '../harness/ws.js';
 import { withinDeadline } from '../harness/waiters.js';

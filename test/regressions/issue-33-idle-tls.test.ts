@@ -14,7 +14,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { describe, it } from 'node:test';
 import { promisify } from 'node:util';
 import { PROJECT_ROOT, spawnBoundaryCli, standaloneFlags } from '../harness/cli-boundary.js';
-import { withStateDir } from '../harness/control.js';
+import { withStateDir } from '../harness/state-dir.js';
 
 /** Builtins whose ESM namespace costs memory nothing in boundary uses; each is loaded with require in src/shared/. */
 const REQUIRED_BUILTINS: Readonly<Record<string, string>> = { 'node:http': 'src/shared/node-http.ts', 'node:tls': 'src/shared/node-tls.ts' };

@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { describe, it } from 'node:test';
 import { PROJECT_ROOT, spawnBoundaryCli, standaloneFlags } from '../harness/cli-boundary.js';
-import { withStateDir } from '../harness/control.js';
+import { withStateDir } from '../harness/state-dir.js';
 
 /** Far below the 100 a second of a 10 ms timer, far above the handful of 1 s and 200 ms timers an idle sidecar keeps. */
 const IDLE_WAKEUPS_PER_SECOND_MAX = 20;

@@ -11,7 +11,7 @@ import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { it, type TestContext } from 'node:test';
 import { isDnsReady, spawnBoundaryCli } from '../harness/cli-boundary.js';
-import { withStateDir } from '../harness/control.js';
+import { withStateDir } from '../harness/state-dir.js';
 import { createNetnsPair, netnsSkipReason } from '../harness/netns-pair.js';
 
 const ADMIN_PORT = 9901;

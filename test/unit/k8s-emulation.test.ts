@@ -12,7 +12,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, it, type TestContext } from 'node:test';
 import { createCertificateAuthority } from '../../src/pki/ca.js';
-import { withStateDir } from '../harness/control.js';
+import { withStateDir } from '../harness/state-dir.js';
 import { certManagerCsiDriver, type CsiVolume } from '../harness/k8s-csi-cert.js';
 import { expandVars } from '../harness/k8s-expand.js';
 import { container, readManifests } from '../harness/k8s-manifest.js';
