@@ -36,6 +36,8 @@ case $CASE in
   *) echo "CASE is c16m10 or c1m100" >&2; exit 1 ;;
 esac
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+# shellcheck source=bench/boundary-run.sh
+source "$HERE/boundary-run.sh"
 if [[ -n $PERF ]]; then
   command -v perf >/dev/null || { echo "PERF needs perf on PATH (Debian: linux-perf)" >&2; exit 1; }
   mkdir -p "$PERF"
@@ -96,6 +98,7 @@ for set in $(seq "$SETS"); do
   for _ in $(seq 180); do grep -q holding "$LOG" && break; kill -0 "$BENCH" 2>/dev/null || break; sleep 1; done
   grep -q holding "$LOG" || { cat "$LOG"; exit 1; }
   ORIGIN=$(sed -n 's/.*holding [0-9]*s: origin \([0-9]*\),.*/\1/p' "$LOG")
+  WORK=$(sed -n 's/.*holding [0-9]*s: origin [0-9]*, dir \(.*\)/\1/p' "$LOG")
   pa=$(field "$A" pid) pb=$(field "$B" pid)
   sleep "$IDLE"
   # Warm-up: the first seconds of a new process cost more (code not yet optimised, heap still growing).
@@ -111,6 +114,7 @@ for set in $(seq "$SETS"); do
     RECORDER=$!
   fi
   for w in $(seq "$WINDOWS"); do
+    for route in "$A" "$B"; do trim_log "$WORK/$route.log" >/dev/null; done
     ta=$(target "$A") tb=$(target "$B")
     a0=$(ticks "$pa") b0=$(ticks "$pb")
     load "$ta" "$SECS" >"$LOG.a" &

@@ -33,7 +33,8 @@
 #   LOG_PIPE  1: each boundary's stdout (its audit log) is a FIFO that cat, pinned with the load, empties into its log
 #             file, as a container runtime reads a container's stdout (cat's CPU is not counted as boundary's); default
 #             0: the file itself
-#   KEEP_TMP  1: keep the temp dir (each boundary's log, h2load output) for inspection
+#   KEEP_TMP  1: keep the temp dir (each boundary's log, h2load output) for inspection; a log holds what was written
+#             since its route's last run began (trim_log in bench/boundary-run.sh)
 #   BOUNDARY_NODE_FLAGS  extra node flags for boundary, e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof".
 #   FLOOR_NODE_FLAGS     the same for the codec-floor, node-floor and tls-floor proxies.
 #   HOLD      N: once every route is up, log each one's pid and address and keep everything running N seconds instead
@@ -222,6 +223,7 @@ measure() {
     *) connect="$(dig @127.0.0.1 -p "${DNS_PORT[$route]}" +short "$HOST" A):$ORIGIN_PORT" ;;
   esac
   local pid=${SERVER_PID[$route]} before waited started
+  trim_log "$WORK/$route.log" >/dev/null
   before=$(cpu_ticks "$pid") waited=$(run_queue_ns "$pid") started=$(date +%s%N)
   rm -f "$WORK/req.log"
   # shellcheck disable=SC2086
@@ -236,7 +238,7 @@ measure() {
   queued=$(awk -v w="$(($(run_queue_ns "$pid") - waited))" -v t="$(($(date +%s%N) - started))" 'BEGIN { printf "%.0f", (t > 0 ? w / t * 1000 : 0) }')
   finished=$(sed -nE 's/^requests: .* ([0-9]+) done,.*/\1/p' "$WORK/h2load.out")
   # Warm-up requests used CPU too: per request done over the whole run.
-  echo "${rps:-0} ${p99:-0} ${failed:-0} $(awk -v t="$ticks" -v hz="$CLK_TCK" -v n="${finished:-0}" -v w="$WARMUP" -v d="$DURATION" -v r="${rps:-0}" 'BEGIN { all = n + r * w; printf "%.0f", (all > 0 ? t / hz * 1e6 / all : 0) }') $queued"
+  echo "${rps:-0} ${p99:-0} ${failed:-0} $(awk -v t="$ticks" -v hz="$CLK_TCK" -v n="${finished:-0}" -v w="$WARMUP" -v d="$DURATION" -v r="${rps:-0}" 'BEGIN { all = n + r * w; printf "%.1f", (all > 0 ? t / hz * 1e6 / all : 0) }') $queued"
 }
 # stop_route ROUTE: SIGTERM, then a bounded wait until it has gone (boundary drains, and may write a profile).
 stop_route() {
@@ -310,7 +312,7 @@ for (const c of cases) {
     const per = vs ? own.map((x, i) => (x / d[i]).toFixed(2)).join(' ') : '';
     const cpu = median(of(route, 6));
     const cpuRatio = vs ? `${(dCpu / cpu).toFixed(2)}x` : '';
-    console.log(`| ${c} | ${route} | ${rps.toFixed(0)} | ${p99.toFixed(2)} | ${failed} | ${cpu.toFixed(0)} | ${median(of(route, 7)).toFixed(0)} | ${ratio} | ${cpuRatio} | ${per} |`);
+    console.log(`| ${c} | ${route} | ${rps.toFixed(0)} | ${p99.toFixed(2)} | ${failed} | ${cpu.toFixed(1)} | ${median(of(route, 7)).toFixed(0)} | ${ratio} | ${cpuRatio} | ${per} |`);
   }
 }
 // BOUNDARY_REF: the change against the reference, round by round (both ran in the same rounds, one after the other).
@@ -320,7 +322,7 @@ for (const c of cases) {
   if (ref.length === 0) continue;
   const cpu = of('boundary', 6), rps = of('boundary', 3), refRps = of('boundary-ref', 3);
   const change = (a, b) => `${((median(a) / median(b) - 1) * 100).toFixed(1)}%`;
-  console.log(`\n${c}: boundary vs boundary-ref: cpu µs/req ${median(cpu)} vs ${median(ref)} (${change(cpu, ref)}; per round ${cpu.map((x, i) => (x / ref[i]).toFixed(2)).join(' ')}),` +
+  console.log(`\n${c}: boundary vs boundary-ref: cpu µs/req ${median(cpu).toFixed(1)} vs ${median(ref).toFixed(1)} (${change(cpu, ref)}; per round ${cpu.map((x, i) => (x / ref[i]).toFixed(2)).join(' ')}),` +
     ` req/s ${median(rps).toFixed(0)} vs ${median(refRps).toFixed(0)} (${change(rps, refRps)}; per round ${rps.map((x, i) => (x / refRps[i]).toFixed(2)).join(' ')})`);
 }
 // codec-floor: what boundary costs above its own HTTP/2 code and TLS, round by round.
@@ -332,7 +334,7 @@ for (const c of cases) {
     const cpu = of(route, 6);
     if (cpu.length === 0) continue;
     const per = cpu.map((x, i) => x / floor[i]);
-    console.log(`\n${c}: ${route} / codec-floor, cpu µs/req: ${median(cpu)} / ${median(floor)}; per round ${per.map((x) => x.toFixed(2)).join(' ')} (median ${median(per).toFixed(2)})`);
+    console.log(`\n${c}: ${route} / codec-floor, cpu µs/req: ${median(cpu).toFixed(1)} / ${median(floor).toFixed(1)}; per round ${per.map((x) => x.toFixed(2)).join(' ')} (median ${median(per).toFixed(2)})`);
   }
 }
 REPORT

@@ -8,9 +8,11 @@
 //     samples with no such frame by what ran (GC, the event loop, TLS on read, ...). Code V8 inlined counts where it
 //     was inlined: a small function of one folder can show under its caller's.
 //   by kind: the same samples by the code that was running (kernel, OpenSSL, GC, V8 builtins, node C++, JavaScript);
-//   in the kernel: the kernel's samples by area, as the first table counts them.
+//   in the kernel: the kernel's samples by area, as the first table counts them;
+//   by function: every sample counted once, for the nearest JavaScript function on its stack (node's own included),
+//     with the builtins and native code it called; the TOP (default 30) costliest in the first column.
 //
-// Usage: node bench/perf-split.mjs <perf.data> <pid>=<name>[:<µs per request>] ...
+// Usage: [TOP=<n>] node bench/perf-split.mjs <perf.data> <pid>=<name>[:<µs per request>] ...
 import { execFileSync } from 'node:child_process';
 
 const [data, ...procArgs] = process.argv.slice(2);
@@ -18,11 +20,13 @@ if (data === undefined || procArgs.length === 0) throw new Error('usage: node be
 const procs = procArgs.map((arg) => {
   const [pid, rest = pid] = arg.split('=');
   const [name, us] = rest.split(':');
-  return { pid, name, us: us === undefined ? undefined : Number(us), total: 0, areas: new Map(), kinds: new Map(), kernel: new Map() };
+  return { pid, name, us: us === undefined ? undefined : Number(us), total: 0, areas: new Map(), kinds: new Map(), kernel: new Map(), functions: new Map() };
 });
 const byPid = new Map(procs.map((p) => [p.pid, p]));
 /** Rows shown: those at least this share of some column's samples. */
 const MIN_SHARE = 0.004;
+/** Rows of the by-function table. */
+const TOP = Number(process.env.TOP ?? '30');
 
 const TLS_SYMBOL = /ssl|SSL|aes|gcm|EVP_|BIO_|tls1|tls13|ossl|OPENSSL|CRYPTO_|ghash|ERR_|NodeBIO|TLSWrap/;
 const GC_SYMBOL = /Heap::|Scaveng|MarkCompact|Marking|Sweeper|Evacuat|GCTracer|RememberedSet|SlotSet|MemoryAllocator|MemoryReducer|PagedSpace|NewSpace|ConcurrentMark|Builtins_RecordWrite/;
@@ -84,13 +88,16 @@ for (const block of text.split('\n\n')) {
   const area = app === undefined ? outsideOf(frames) : areaOf(app.sym);
   add(proc.areas, area);
   if (frames[0].dso.includes('kernel')) add(proc.kernel, area);
+  const fn = frames.find((f) => f.sym.startsWith('JS:'));
+  add(proc.functions, fn === undefined ? area : fn.sym.slice(3).replace(/file:\/\/\S*?\/(dist|bench|node_modules)\//, '$1/'));
 }
 
-function table(title, pick) {
+function table(title, pick, top = Infinity) {
   const keys = new Set(procs.flatMap((p) => [...pick(p).keys()]));
   const value = (p, k) => ((pick(p).get(k) ?? 0) / Math.max(p.total, 1)) * (p.us ?? 100);
   const rows = [...keys].filter((k) => procs.some((p) => (pick(p).get(k) ?? 0) / Math.max(p.total, 1) >= MIN_SHARE));
   rows.sort((a, b) => value(procs[0], b) - value(procs[0], a));
+  rows.length = Math.min(rows.length, top);
   const unit = procs.every((p) => p.us !== undefined) ? 'µs per request' : '% of samples';
   console.log(`\n${title} (${unit})`);
   console.log(`| | ${procs.map((p) => p.name).join(' | ')} |`);
@@ -104,3 +111,4 @@ console.log(`samples: ${procs.map((p) => `${p.name} ${p.total}`).join(', ')}`);
 table('By area, with what it called', (p) => p.areas);
 table('By the code running', (p) => p.kinds);
 table('In the kernel, by area (the syscalls each area made, and what they cost there)', (p) => p.kernel);
+table(`By function, the nearest JavaScript frame with what it called (the first column's ${TOP} costliest)`, (p) => p.functions, TOP);

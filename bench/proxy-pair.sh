@@ -21,6 +21,8 @@ PAIR_HOST=${PAIR_HOST:-origin.bench.test}
 SECS=${2:-5}
 : "${BOUNDARY_REF:?BOUNDARY_REF is required}"
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+# shellcheck source=bench/boundary-run.sh
+source "$HERE/boundary-run.sh"
 LOG=$(mktemp)
 BUILD=${BUILD:-0} RUNS=1 DURATION=1 WARMUP=0 CASES=http PROXIES="boundary boundary-ref" HOLD=100000 "$HERE/proxy.sh" >"$LOG" 2>&1 &
 BENCH=$!
@@ -52,6 +54,7 @@ sleep "${IDLE:-0}"
 load "$porta" 3 >/dev/null & load "$portb" 3 >/dev/null & wait %2 %3
 hz=$(getconf CLK_TCK)
 for w in $(seq "$WINDOWS"); do
+  for build in boundary boundary-ref; do trim_log "$dir/$build/boundary.log" >/dev/null; done
   a0=$(ticks "$pa") b0=$(ticks "$pb")
   load "$porta" "$SECS" >"$LOG.a" & load "$portb" "$SECS" >"$LOG.b" & wait %2 %3
   a1=$(ticks "$pa") b1=$(ticks "$pb")

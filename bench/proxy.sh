@@ -598,6 +598,24 @@ measure() {
     "$(cut -d' ' -f1-3 /proc/loadavg)" "$((${s1:-0} - ${s0:-0}))" "$rec"
 }
 
+# Each boundary's log is emptied before each measurement (trim_log); what boundary's own log held is counted here for
+# the report's boundary_log_lines and, with PROFILE=1, the requests the profile covers.
+BOUNDARY_LOG_LINES=0
+BOUNDARY_LOG_SERVED=0
+served_lines() { grep -c -E '"class_uid":(4002|4001)' "$1" || true; }
+trim_logs() {
+  local f
+  for f in "$WORK"/*/boundary.log; do
+    [[ -f $f ]] || continue
+    if [[ $f != "$WORK/boundary/boundary.log" ]]; then
+      trim_log "$f" >/dev/null
+      continue
+    fi
+    if ((PROFILE)); then BOUNDARY_LOG_SERVED=$((BOUNDARY_LOG_SERVED + $(served_lines "$f"))); fi
+    BOUNDARY_LOG_LINES=$((BOUNDARY_LOG_LINES + $(trim_log "$f")))
+  done
+}
+
 PAIRS=()
 for c in $CASES; do
   for p in $PROXIES; do
@@ -612,6 +630,7 @@ for ((run = 1; run <= RUNS; run++)); do
   for pair in "${PAIRS[@]}"; do
     c=${pair%%:*} p=${pair#*:}
     [[ ${STATE[$p]:-} == ok ]] || continue
+    trim_logs
     if ((run == 1 && WARMUP > 0)); then measure "$c" "$p" 0 "$WARMUP" >/dev/null; fi
     if ((run > 1 && ROUND_WARMUP > 0)); then measure "$c" "$p" 0 "$ROUND_WARMUP" >/dev/null; fi
     rec=$(measure "$c" "$p" "$run" "$DURATION")
@@ -645,7 +664,7 @@ node -e '
   state_boundary_ref "${STATE[boundary-ref]:-not requested}" boundary_ref_commit "${REF_SHA:-}" \
   check_boundary "${CHECK[boundary]:-}" check_boundary_l7 "${CHECK[boundary-l7]:-}" \
   check_tinyproxy "${CHECK[tinyproxy]:-}" check_squid "${CHECK[squid]:-}" \
-  boundary_log_lines "$(cat "$WORK/boundary/boundary.log" 2>/dev/null | wc -l)"
+  boundary_log_lines "$((BOUNDARY_LOG_LINES + $(cat "$WORK/boundary/boundary.log" 2>/dev/null | wc -l)))"
 OUT_FILE="$OUT_DIR/proxy-$STAMP.json"
 node "$HERE/report.mjs" "$META" "$RESULTS" "$OUT_FILE"
 log "raw results: $OUT_FILE"
@@ -659,7 +678,7 @@ if ((PROFILE)) && [[ ${STATE[boundary]:-} == ok ]]; then
   if [[ -n $prof_file ]]; then
     # Requests boundary handled while profiled (warm-ups included): its HTTP + CONNECT audit events, or, when a
     # patched build logs none, the origin's request counter (exact when PROXIES=boundary only).
-    served=$(grep -c -E '"class_uid":(4002|4001)' "$WORK/boundary/boundary.log" || true)
+    served=$((BOUNDARY_LOG_SERVED + $(served_lines "$WORK/boundary/boundary.log")))
     if ((${served:-0} < 100)); then served=$(origin_served); fi
     node "$HERE/profile-summary.mjs" "$prof_file" --requests "${served:-0}" | tee "$PROFILE_DIR/summary.txt"
     log "profile: $prof_file"
