@@ -606,13 +606,12 @@ served_lines() { grep -c -E '"class_uid":(4002|4001)' "$1" || true; }
 trim_logs() {
   local f
   for f in "$WORK"/*/boundary.log; do
-    [[ -f $f ]] || continue
-    if [[ $f != "$WORK/boundary/boundary.log" ]]; then
+    if [[ $f == "$WORK/boundary/boundary.log" ]]; then
+      if ((PROFILE)); then BOUNDARY_LOG_SERVED=$((BOUNDARY_LOG_SERVED + $(served_lines "$f"))); fi
+      BOUNDARY_LOG_LINES=$((BOUNDARY_LOG_LINES + $(trim_log "$f")))
+    else
       trim_log "$f" >/dev/null
-      continue
     fi
-    if ((PROFILE)); then BOUNDARY_LOG_SERVED=$((BOUNDARY_LOG_SERVED + $(served_lines "$f"))); fi
-    BOUNDARY_LOG_LINES=$((BOUNDARY_LOG_LINES + $(trim_log "$f")))
   done
 }
 
