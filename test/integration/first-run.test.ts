@@ -17,6 +17,7 @@ import { MAIN, PROJECT_ROOT } from '../harness/cli-boundary.js';
 import { withStateDir } from '../harness/state-dir.js';
 import { createNetnsPair, netnsSkipReason, stopChild } from '../harness/netns-pair.js';
 import { NPM_PACKAGE, REPO_README, type ReadmeWorld, startReadmeWorld, WHEEL_NAME } from '../harness/readme-world.js';
+import { type GroupOutcome, runGroup } from '../harness/run-group.js';
 import { stageBoundary } from '../harness/stage.js';
 
 const run = promisify(execFile);
@@ -25,14 +26,8 @@ const COMMAND_TIMEOUT_MS = 60_000;
 /** boundary through tsx on a loaded machine: a bound for the wait, not a budget the test asserts. */
 const BANNER_WAIT_MS = 90_000;
 
-interface Outcome {
-  readonly code: number;
-  readonly stdout: string;
-  readonly stderr: string;
-}
-
 /** What the README says each line of the walk-through does; a line this table does not know fails the test. */
-const EXPECTED: Readonly<Record<string, (out: Outcome, ctx: { checkout: string; world: ReadmeWorld }) => Promise<void> | void>> = {
+const EXPECTED: Readonly<Record<string, (out: GroupOutcome, ctx: { checkout: string; world: ReadmeWorld }) => Promise<void> | void>> = {
   'curl https://pypi.org/simple/requests/': (out) => assert.ok(out.code === 0 && out.stdout.includes(WHEEL_NAME), out.stdout + out.stderr),
   'curl -X POST https://pypi.org/legacy/': (out, { world }) => {
     assert.equal((JSON.parse(out.stdout) as { error?: string }).error, 'policy_denied', out.stdout);
@@ -173,14 +168,12 @@ async function firstRun(t: TestContext, dir: string): Promise<void> {
   for (const command of walkthrough.commands) {
     const check = EXPECTED[command];
     assert.ok(check !== undefined, `the README shows a command this test does not check: ${command}`);
-    const out = await run('ip', ['netns', 'exec', pair.pod, 'bash', '-c', `. ${quote(exportsFile)}; ${command}`], {
+    // Its own process group: npm or pip started by a command that times out stop with it, before dir is removed.
+    const out = await runGroup('ip', ['netns', 'exec', pair.pod, 'bash', '-c', `. ${quote(exportsFile)}; ${command}`], {
       cwd: checkout,
-      timeout: COMMAND_TIMEOUT_MS,
+      timeoutMs: COMMAND_TIMEOUT_MS,
       env: { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: home, TERM: 'dumb', ...(process.env.PYENV_ROOT === undefined ? {} : { PYENV_ROOT: process.env.PYENV_ROOT }) },
-    }).then(
-      ({ stdout, stderr }) => ({ code: 0, stdout, stderr }),
-      (err: { code?: number; stdout?: string; stderr?: string }) => ({ code: typeof err.code === 'number' ? err.code : -1, stdout: err.stdout ?? '', stderr: err.stderr ?? '' }),
-    );
+    });
     await t.test(command, async () => {
       try {
         await check(out, { checkout, world });

@@ -4,18 +4,16 @@
 // the checkout's dist/ is a staged build, as after `npm run build`.
 
 import assert from 'node:assert/strict';
-import { execFile } from 'node:child_process';
 import { cp, mkdir, readFile, symlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { it } from 'node:test';
-import { promisify } from 'node:util';
 import { spawnLogged } from '../harness/child-lines.js';
 import { PROJECT_ROOT } from '../harness/cli-boundary.js';
 import { withStateDir } from '../harness/state-dir.js';
 import { createNetnsPair, netnsSkipReason } from '../harness/netns-pair.js';
+import { runGroup } from '../harness/run-group.js';
 import { stageBoundary } from '../harness/stage.js';
 
-const run = promisify(execFile);
 const TEST_BUDGET_MS = 240_000;
 const COMMAND_TIMEOUT_MS = 60_000;
 /** A bound for the attach on a loaded machine, not a budget the test asserts. */
@@ -44,7 +42,12 @@ it("runs docs/supervisor.md's walk-through as written: certificates, creds.yaml,
     await symlink(join((await stageBoundary()).dir, 'dist'), join(checkout, 'dist'));
     const env = { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: dir };
     const shell = (script: string) => ['ip', 'netns', 'exec', pair.pod, 'bash', '-c', script];
-    const inPod = (script: string) => run('ip', shell(script).slice(1), { cwd: checkout, env, timeout: COMMAND_TIMEOUT_MS });
+    // Its own process group, so that a command that times out leaves nothing writing under dir; each must succeed.
+    const inPod = async (script: string) => {
+      const out = await runGroup('ip', shell(script).slice(1), { cwd: checkout, env, timeoutMs: COMMAND_TIMEOUT_MS });
+      assert.equal(out.code, 0, `${script}\n${out.stdout}${out.stderr}`);
+      return out;
+    };
 
     // The setup block as one script: its heredoc spans lines. Every command must succeed.
     const setupRun = await inPod(`set -e\n${setup}`);
