@@ -88,7 +88,7 @@ export interface H1ServerHandlers {
 export interface H1Server {
   /** Serves `socket` (an admitted client connection or a tunnel's inner socket) until it closes or is handed over. */
   serve(socket: Socket): void;
-  /** Starts the deadline sweep (head, request, keep-alive). */
+  /** Starts the deadline sweep (head, request, keep-alive), which runs while a connection is open. */
   start(): void;
   /** Destroys every connection that is between requests with no answer owed. */
   closeIdle(): void;
@@ -105,8 +105,13 @@ export function createH1Server(options: Omit<H1ServerSettings, 'timers'> & { rea
     connections.delete(conn);
   };
   let sweep: unknown;
+  let started = false;
+  const arm = (): void => {
+    sweep = timers.setTimeout(check, settings.checkIntervalMs);
+  };
 
-  // One sweep for the three deadlines instead of a timer set and cleared per request.
+  // One sweep for the three deadlines instead of a timer set and cleared per request, and only while a connection
+  // is open: an idle sidecar keeps no timer of its own here (each wakeup is paid in every sandbox).
   function check(): void {
     const now = timers.now();
     for (const conn of connections) {
@@ -118,15 +123,18 @@ export function createH1Server(options: Omit<H1ServerSettings, 'timers'> & { rea
       const late = (!conn.headersDone && headersTimeoutMs > 0 && now - start > headersTimeoutMs) || (requestTimeoutMs > 0 && now - start > requestTimeoutMs);
       if (late) conn.timedOut();
     }
-    sweep = timers.setTimeout(check, settings.checkIntervalMs);
+    if (connections.size > 0) arm();
+    else sweep = undefined;
   }
 
   return {
     serve(socket) {
       connections.add(new ServerConnection(socket, settings, handlers, gone));
+      if (started && sweep === undefined) arm();
     },
     start() {
-      if (sweep === undefined) sweep = timers.setTimeout(check, settings.checkIntervalMs);
+      started = true;
+      if (sweep === undefined && connections.size > 0) arm();
     },
     closeIdle() {
       for (const conn of connections) if (conn.idle()) conn.destroy();
@@ -135,6 +143,7 @@ export function createH1Server(options: Omit<H1ServerSettings, 'timers'> & { rea
       for (const conn of connections) conn.destroy();
     },
     stop() {
+      started = false;
       if (sweep !== undefined) timers.clearTimeout(sweep);
       sweep = undefined;
     },

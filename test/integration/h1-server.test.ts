@@ -13,6 +13,8 @@ import { type ClientError, createH1Server, type H1Answer, type H1IncomingRequest
 import { testTimers, type TestTimers } from '../harness/clock.js';
 
 const run = promisify(execFile);
+/** Sweeps, 10 ms of real time apart, within which the server has seen a client's close. */
+const CLOSE_POLLS = 500;
 
 interface Served {
   readonly port: number;
@@ -293,6 +295,35 @@ describe('http1 server', () => {
       await closed;
     } finally {
       await idle.close();
+    }
+  });
+
+  it('keeps its deadline timer only while a connection is open (injected timers)', async () => {
+    const quiet = await serve();
+    try {
+      assert.equal(quiet.timers.pending, 0, 'no timer before any connection: an idle sidecar sleeps');
+      const socket = connect(quiet.port, '127.0.0.1');
+      await once(socket, 'connect');
+      socket.write('GET / HTTP/1.1\r\nHost: a\r\n\r\n');
+      await once(socket, 'data');
+      assert.equal(quiet.timers.pending, 1, 'one sweep while a connection is open');
+      quiet.timers.advance(1_000);
+      assert.equal(quiet.timers.pending, 1, 'still open: the sweep goes on');
+      socket.destroy();
+      // The server sees the close on its own turn: a bounded number of sweeps until it has.
+      for (let poll = 0; poll < CLOSE_POLLS && quiet.timers.pending > 0; poll++) {
+        await new Promise((resolve) => setTimeout(resolve, 10));
+        quiet.timers.advance(1_000);
+      }
+      assert.equal(quiet.timers.pending, 0, 'the last connection gone, the sweep stops');
+      const again = connect(quiet.port, '127.0.0.1');
+      await once(again, 'connect');
+      again.write('GET / HTTP/1.1\r\nHost: a\r\n\r\n');
+      await once(again, 'data');
+      assert.equal(quiet.timers.pending, 1, 'a new connection starts it again');
+      again.destroy();
+    } finally {
+      await quiet.close();
     }
   });
 
