@@ -4,7 +4,7 @@
 import { createSocket, type RemoteInfo, type Socket as UdpSocket } from 'node:dgram';
 import { createServer, type Server, type Socket } from 'node:net';
 import { BoundaryError } from '../shared/errors.js';
-import type { Timers } from '../shared/timers.js';
+import { SECOND_TICK, type SecondTick, type Timers } from '../shared/timers.js';
 import { parseIp } from '../net/ip.js';
 import { MAX_DNS_MESSAGE_BYTES } from './answer.js';
 import { createUdpReplies } from './udp-replies.js';
@@ -32,8 +32,6 @@ export const TCP_CLOSE_REASONS = ['idle', 'reclaimed', 'over-limit'] as const;
 export type TcpCloseReason = (typeof TCP_CLOSE_REASONS)[number];
 /** Bursts of small datagrams (benchmarks, parallel stub lookups) must not overflow the kernel queue. */
 export const UDP_RECEIVE_BUFFER_BYTES = 4 * 1_048_576;
-/** onTick period: the synthetic pool's sweep (docs/dns.md#synthetic-pools: expired records are swept every 1 s). */
-export const TICK_INTERVAL_MS = 1_000;
 /** Binding TCP to the port the kernel picked for UDP can collide; try a few times. */
 const MAX_BIND_ATTEMPTS = 8;
 
@@ -66,7 +64,8 @@ interface DnsServerOptions {
   readonly handler: DnsHandler;
   /** Called once a second while running (the synthetic pool's sweep); its errors are reported, not thrown. */
   readonly onTick?: () => void;
-  readonly tickIntervalMs?: number;
+  /** What calls onTick: the process's SecondTick unless a test drives its own. */
+  readonly second?: SecondTick;
   readonly tcpIdleTimeoutMs?: number;
   readonly maxTcpConnections?: number;
   readonly maxUdpInFlight?: number;
@@ -126,7 +125,7 @@ export function createDnsServer(options: DnsServerOptions): DnsServer {
   const exclusive = options.exclusive ?? true;
   let udp: UdpSocket | undefined;
   let tcp: Server | undefined;
-  let tick: NodeJS.Timeout | undefined;
+  let stopTick: (() => void) | undefined;
   let boundPort = 0;
   let starting: Promise<void> | undefined;
   let closing: Promise<void> | undefined;
@@ -351,14 +350,13 @@ export function createDnsServer(options: DnsServerOptions): DnsServer {
       starting ??= bindBoth(options.port).then(() => {
         if (options.onTick !== undefined) {
           const onTick = options.onTick;
-          tick = setInterval(() => {
+          stopTick = (options.second ?? SECOND_TICK).add(() => {
             try {
               onTick();
             } catch (err) {
               fault(err);
             }
-          }, options.tickIntervalMs ?? TICK_INTERVAL_MS);
-          tick.unref();
+          });
         }
       });
       return starting;
@@ -366,7 +364,7 @@ export function createDnsServer(options: DnsServerOptions): DnsServer {
     close() {
       closing ??= (async () => {
         await starting?.catch(() => {});
-        if (tick !== undefined) clearInterval(tick);
+        stopTick?.();
         const socket = udp;
         const server = tcp;
         udp = undefined;

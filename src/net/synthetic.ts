@@ -90,7 +90,7 @@ export interface SyntheticPool {
   hold(ip: string): () => void;
   /** Reports mappings whose expiry has passed (their addresses stay theirs) and moves those past the refresh grace
    *  that no connection holds into quarantine. The pool owns no timer: the DNS server calls this every
-   *  TICK_INTERVAL_MS (1 s, docs/dns.md#synthetic-pools). */
+   *  SECOND_TICK_MS (1 s, docs/dns.md#synthetic-pools). */
   sweep(): readonly Mapping[];
   stats(): PoolStats;
   subscribe(listener: (event: PoolEvent) => void): () => void;

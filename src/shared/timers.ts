@@ -44,3 +44,50 @@ export const TURN_TIMERS: Timers = Object.freeze({
     return turnNow;
   },
 });
+
+/** The period of the housekeeping every owner of a SecondTick shares. */
+export const SECOND_TICK_MS = 1_000;
+
+/**
+ * Once-a-second housekeeping on one timer: the policy DNS tick and an idle loop's delay sample ride the same wakeup,
+ * so an idle sidecar wakes once a second for all of it, not once per owner whose timers drifted apart.
+ */
+export interface SecondTick {
+  /** Calls `fn` with the time the tick was due (on the timers' clock), every SECOND_TICK_MS, until the returned
+   *  function is called. `fn` catches its own errors: one that throws skips the owners after it for that second. */
+  add(fn: (dueAt: number) => void): () => void;
+}
+
+/** A SecondTick on `timers`: armed while it has an owner, never otherwise. */
+export function createSecondTick(timers: Timers = GLOBAL_TIMERS): SecondTick {
+  const owners = new Set<{ readonly fn: (dueAt: number) => void }>();
+  let handle: unknown;
+  let dueAt = 0;
+  const arm = (): void => {
+    dueAt = timers.now() + SECOND_TICK_MS;
+    handle = timers.setTimeout(run, SECOND_TICK_MS);
+  };
+  function run(): void {
+    const due = dueAt;
+    // Armed first, so that an owner that throws does not stop the others' seconds.
+    arm();
+    for (const owner of [...owners]) if (owners.has(owner)) owner.fn(due);
+  }
+  return {
+    add(fn) {
+      const owner = { fn };
+      owners.add(owner);
+      if (handle === undefined) arm();
+      return () => {
+        owners.delete(owner);
+        if (owners.size === 0 && handle !== undefined) {
+          timers.clearTimeout(handle);
+          handle = undefined;
+        }
+      };
+    },
+  };
+}
+
+/** The process's SecondTick, on the global unref'd timers: an owner never keeps the process alive. */
+export const SECOND_TICK: SecondTick = createSecondTick();

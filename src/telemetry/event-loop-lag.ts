@@ -1,17 +1,18 @@
 // nodejs_eventloop_lag_*: prom-client's eight series (names, help, aggregators), sampled so that an idle sidecar
 // sleeps. prom-client's monitor wakes the process every 10 ms for its whole life, most of what an idle boundary cost
-// (docs/benchmarks.md#the-event-loop-monitor). Here one timer samples every 10 ms while the loop is busy and once a
-// second otherwise; each sample is what prom-client's 10 ms timer records, the resolution plus how late the timer
-// ran, so a loop blocked while idle is still seen.
+// (docs/benchmarks.md#the-event-loop-monitor). Here one timer samples every 10 ms while the loop is busy, and the
+// process's once-a-second tick, shared with its other housekeeping, otherwise; each sample is what prom-client's
+// 10 ms timer records, the resolution plus how late the timer ran, so a loop blocked while idle is still seen.
 
 import { createHistogram, performance, type EventLoopUtilization } from 'node:perf_hooks';
-import { GLOBAL_TIMERS, type Timers } from '../shared/timers.js';
+import { GLOBAL_TIMERS, SECOND_TICK, SECOND_TICK_MS, type SecondTick, type Timers } from '../shared/timers.js';
 import { Gauge, type Registry } from './prom.js';
 
 /** prom-client's default eventLoopMonitoringPrecision: the interval of a busy loop's samples, and every sample's base. */
 export const EVENT_LOOP_SAMPLE_MS = 10;
-/** The interval of an idle loop's samples, and how often the loop's utilization is read to choose between the two. */
-export const EVENT_LOOP_IDLE_SAMPLE_MS = 1_000;
+/** The interval of an idle loop's samples (the shared tick's), and how often the loop's utilization is read to
+ *  choose between the two. */
+export const EVENT_LOOP_IDLE_SAMPLE_MS = SECOND_TICK_MS;
 /** The share of its time the loop spent working, over the last reading, from which it samples every 10 ms. Above
  *  what the 10 ms sampling itself costs an idle loop, or the sampler would keep itself busy. */
 export const EVENT_LOOP_BUSY_UTILIZATION = 0.02;
@@ -22,6 +23,8 @@ const NS_PER_S = 1e9;
 export interface EventLoopClock extends Timers {
   /** The loop's utilization (0-1) since the previous call. */
   utilization(): number;
+  /** What an idle loop's samples ride on. */
+  readonly second: SecondTick;
 }
 
 function utilizationSinceLastCall(): () => number {
@@ -54,25 +57,34 @@ export interface EventLoopSampler {
 }
 
 /** Starts sampling on `clock` (unref'd timers by default) and never stops, as prom-client's monitor. */
-export function startEventLoopSampler(clock: EventLoopClock = { ...GLOBAL_TIMERS, utilization: utilizationSinceLastCall() }): EventLoopSampler {
+export function startEventLoopSampler(
+  clock: EventLoopClock = { ...GLOBAL_TIMERS, utilization: utilizationSinceLastCall(), second: SECOND_TICK },
+): EventLoopSampler {
   const samples = createHistogram();
-  let busy = false;
-  let due = clock.now() + EVENT_LOOP_IDLE_SAMPLE_MS;
-  let nextReading = due;
+  let nextReading = clock.now() + EVENT_LOOP_IDLE_SAMPLE_MS;
+  // When the busy loop's own 10 ms timer is due.
+  let due = 0;
+  // Leaves the shared tick; undefined while the loop is busy.
+  let leave: (() => void) | undefined;
 
-  function tick(): void {
+  function sample(dueAt: number): void {
     const now = clock.now();
-    samples.record(Math.max(1, Math.round((EVENT_LOOP_SAMPLE_MS + now - due) * NS_PER_MS)));
+    samples.record(Math.max(1, Math.round((EVENT_LOOP_SAMPLE_MS + now - dueAt) * NS_PER_MS)));
+    let busy = leave === undefined;
     if (now >= nextReading) {
       busy = clock.utilization() >= EVENT_LOOP_BUSY_UTILIZATION;
       nextReading = now + EVENT_LOOP_IDLE_SAMPLE_MS;
     }
-    const interval = busy ? EVENT_LOOP_SAMPLE_MS : EVENT_LOOP_IDLE_SAMPLE_MS;
-    due = now + interval;
-    clock.setTimeout(tick, interval);
+    if (busy) {
+      leave?.();
+      leave = undefined;
+      due = now + EVENT_LOOP_SAMPLE_MS;
+      clock.setTimeout(ownTick, EVENT_LOOP_SAMPLE_MS);
+    } else leave ??= clock.second.add(sample);
   }
+  const ownTick = (): void => sample(due);
 
-  clock.setTimeout(tick, EVENT_LOOP_IDLE_SAMPLE_MS);
+  leave = clock.second.add(sample);
   return {
     take() {
       const { count } = samples;

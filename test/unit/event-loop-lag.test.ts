@@ -9,6 +9,7 @@ import {
   eventLoopLag,
   startEventLoopSampler,
 } from '../../src/telemetry/event-loop-lag.js';
+import { createSecondTick, type Timers } from '../../src/shared/timers.js';
 
 /** A clock whose one pending timer runs when the test says, as late as it says; utilization is what the test sets. */
 function fakeClock() {
@@ -17,7 +18,7 @@ function fakeClock() {
   const intervals: number[] = [];
   let readings = 0;
   const state = { utilization: 0 };
-  const clock: EventLoopClock = {
+  const timers: Timers = {
     now: () => now,
     setTimeout(callback, ms) {
       assert.equal(pending, undefined, 'one timer at a time');
@@ -28,10 +29,15 @@ function fakeClock() {
     clearTimeout() {
       pending = undefined;
     },
+  };
+  // The once-a-second tick on the same timers: while the loop is idle, its timer is the one pending.
+  const clock: EventLoopClock = {
+    ...timers,
     utilization() {
       readings++;
       return state.utilization;
     },
+    second: createSecondTick(timers),
   };
   return {
     clock,
