@@ -4,7 +4,7 @@
 import { createSocket, type RemoteInfo, type Socket as UdpSocket } from 'node:dgram';
 import { createServer, type Server, type Socket } from 'node:net';
 import { BoundaryError } from '../shared/errors.js';
-import { SECOND_TICK, type SecondTick, type Timers } from '../shared/timers.js';
+import { SECOND_TICK, type Timers } from '../shared/timers.js';
 import { parseIp } from '../net/ip.js';
 import { MAX_DNS_MESSAGE_BYTES } from './answer.js';
 import { createUdpReplies } from './udp-replies.js';
@@ -62,10 +62,9 @@ interface DnsServerOptions {
   /** 0 picks a port that is free for both UDP and TCP. */
   readonly port: number;
   readonly handler: DnsHandler;
-  /** Called once a second while running (the synthetic pool's sweep); its errors are reported, not thrown. */
+  /** Called once a second while running (the synthetic pool's sweep), on the process's SecondTick; its errors are
+   *  reported, not thrown. */
   readonly onTick?: () => void;
-  /** What calls onTick: the process's SecondTick unless a test drives its own. */
-  readonly second?: SecondTick;
   readonly tcpIdleTimeoutMs?: number;
   readonly maxTcpConnections?: number;
   readonly maxUdpInFlight?: number;
@@ -350,7 +349,7 @@ export function createDnsServer(options: DnsServerOptions): DnsServer {
       starting ??= bindBoth(options.port).then(() => {
         if (options.onTick !== undefined) {
           const onTick = options.onTick;
-          stopTick = (options.second ?? SECOND_TICK).add(() => {
+          stopTick = SECOND_TICK.add(() => {
             try {
               onTick();
             } catch (err) {

@@ -70,6 +70,7 @@ export function startEventLoopSampler(
   function sample(dueAt: number): void {
     const now = clock.now();
     samples.record(Math.max(1, Math.round((EVENT_LOOP_SAMPLE_MS + now - dueAt) * NS_PER_MS)));
+    // Called by its own 10 ms timer only while busy, by the shared tick only while idle.
     let busy = leave === undefined;
     if (now >= nextReading) {
       busy = clock.utilization() >= EVENT_LOOP_BUSY_UTILIZATION;
