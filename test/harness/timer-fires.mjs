@@ -1,9 +1,11 @@
-// Preloaded into a process under test (NODE_OPTIONS=--import): appends the time of every timer callback the process
-// runs to $TIMER_FIRES_FILE, one line each, so that a test can count what wakes an idle process.
-import { appendFileSync } from 'node:fs';
+// Preloaded into a process under test (NODE_OPTIONS=--import): keeps the time of every timer callback the process
+// runs, and on SIGUSR2 writes them to $TIMER_FIRES_FILE, one a line, so that a test can count what wakes an idle
+// process. In memory until asked: a write per callback would be work the count then includes.
+import { writeFileSync } from 'node:fs';
 
 const file = process.env.TIMER_FIRES_FILE;
 if (file !== undefined && file !== '') {
+  const times = [];
   for (const name of ['setTimeout', 'setInterval']) {
     const original = globalThis[name];
     globalThis[name] = function (callback, ...rest) {
@@ -11,11 +13,12 @@ if (file !== undefined && file !== '') {
       return original.call(
         this,
         function (...args) {
-          appendFileSync(file, `${Date.now()}\n`);
+          times.push(Date.now());
           return callback.apply(this, args);
         },
         ...rest,
       );
     };
   }
+  process.on('SIGUSR2', () => writeFileSync(file, times.join('\n')));
 }
