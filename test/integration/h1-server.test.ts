@@ -300,12 +300,17 @@ describe('http1 server', () => {
 
   it('keeps its deadline timer only while a connection is open (injected timers)', async () => {
     const quiet = await serve();
-    try {
-      assert.equal(quiet.timers.pending, 0, 'no timer before any connection: an idle sidecar sleeps');
+    /** A kept-alive connection with one request answered. */
+    const answered = async (): Promise<Socket> => {
       const socket = connect(quiet.port, '127.0.0.1');
       await once(socket, 'connect');
       socket.write('GET / HTTP/1.1\r\nHost: a\r\n\r\n');
       await once(socket, 'data');
+      return socket;
+    };
+    try {
+      assert.equal(quiet.timers.pending, 0, 'no timer before any connection: an idle sidecar sleeps');
+      const socket = await answered();
       assert.equal(quiet.timers.pending, 1, 'one sweep while a connection is open');
       quiet.timers.advance(1_000);
       assert.equal(quiet.timers.pending, 1, 'still open: the sweep goes on');
@@ -316,10 +321,7 @@ describe('http1 server', () => {
         quiet.timers.advance(1_000);
       }
       assert.equal(quiet.timers.pending, 0, 'the last connection gone, the sweep stops');
-      const again = connect(quiet.port, '127.0.0.1');
-      await once(again, 'connect');
-      again.write('GET / HTTP/1.1\r\nHost: a\r\n\r\n');
-      await once(again, 'data');
+      const again = await answered();
       assert.equal(quiet.timers.pending, 1, 'a new connection starts it again');
       again.destroy();
     } finally {
