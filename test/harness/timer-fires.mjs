@@ -1,7 +1,7 @@
 // Preloaded into a process under test (NODE_OPTIONS=--import): keeps the time of every timer callback the process
 // runs, and on SIGUSR2 writes them to $TIMER_FIRES_FILE, one a line, so that a test can count what wakes an idle
 // process. In memory until asked: a write per callback would be work the count then includes.
-import { writeFileSync } from 'node:fs';
+import { renameSync, writeFileSync } from 'node:fs';
 
 const file = process.env.TIMER_FIRES_FILE;
 if (file !== undefined && file !== '') {
@@ -20,5 +20,9 @@ if (file !== undefined && file !== '') {
       );
     };
   }
-  process.on('SIGUSR2', () => writeFileSync(file, times.join('\n')));
+  // Written aside, then renamed: a reader polling for the file never sees it half written.
+  process.on('SIGUSR2', () => {
+    writeFileSync(`${file}.part`, times.join('\n'));
+    renameSync(`${file}.part`, file);
+  });
 }
