@@ -26,6 +26,7 @@ WARM=${WARM:-10}
 IDLE=${IDLE:-0}
 PAIR=${PAIR:-"boundary boundary-ref"}
 PERF=${PERF:-}
+V8_LOGS=
 CASE=${CASE:-c16m10}
 read -r A B <<<"$PAIR"
 [[ -n ${B:-} ]] || { echo "PAIR must name two routes" >&2; exit 1; }
@@ -41,7 +42,10 @@ source "$HERE/boundary-run.sh"
 if [[ -n $PERF ]]; then
   command -v perf >/dev/null || { echo "PERF needs perf on PATH (Debian: linux-perf)" >&2; exit 1; }
   mkdir -p "$PERF"
-  export BOUNDARY_NODE_FLAGS="${BOUNDARY_NODE_FLAGS:-} --perf-basic-prof" FLOOR_NODE_FLAGS="${FLOOR_NODE_FLAGS:-} --perf-basic-prof"
+  # --perf-basic-prof also opens V8's log, by default in the working directory: it goes to a folder removed at exit.
+  V8_LOGS=$(mktemp -d)
+  PROF_FLAGS="--perf-basic-prof --logfile=$V8_LOGS/v8-%p.log"
+  export BOUNDARY_NODE_FLAGS="${BOUNDARY_NODE_FLAGS:-} $PROF_FLAGS" FLOOR_NODE_FLAGS="${FLOOR_NODE_FLAGS:-} $PROF_FLAGS"
 fi
 HOST=origin.bench.test
 LOG=$(mktemp)
@@ -66,7 +70,7 @@ stop() {
   BENCH=
 }
 # The perf maps --perf-basic-prof leaves in /tmp go once the tables are made (or on any exit).
-trap 'stop; rm -f "$LOG" "$LOG".* "$RATIOS" "${MAPS[@]}"' EXIT
+trap 'stop; rm -f "$LOG" "$LOG".* "$RATIOS" "${MAPS[@]}"; rm -rf ${V8_LOGS:+"$V8_LOGS"}' EXIT
 
 field() { sed -n "s/.*hold $1 .*$2=\\([0-9]*\\).*/\\1/p" "$LOG" | tail -1; }
 # CPU ticks (user + system) of a process and its children so far: nghttpx serves from a worker it forks.
