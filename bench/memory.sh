@@ -25,10 +25,10 @@
 #   PHASES       subset of: idle tunnel inspected dns closed (default: all; closed: COUNT tunnels opened and closed,
 #                200 at a time; what each leaves behind once the memory reducer has run)
 #   SETTLE_MIN_WAIT_MS  wait before sampling, so V8's memory reducer has run (default 15000)
-#   BUILD        1 (default) compiles the working tree into a temp build under bench/out/; 0 uses dist/
+#   BUILD        1 (default) compiles the working tree into a temp build under bench/out/; 0 uses dist/ (bundled too)
 #   BOUNDARY_DIST  run this build directory as it is (must sit under the project so node_modules resolves)
 #   BOUNDARY_REF   measure a committed state: `git archive REF src tsconfig.json package.json` compiled into bench/out/build-<sha>/
-#   BUNDLE       1 (default) bundles the build it made as the image does (scripts/bundle.ts); 0 runs tsc's output
+#   BUNDLE       1 (default) bundles the build it runs as the image does (scripts/bundle.ts); 0 runs tsc's output
 #   BOUNDARY_NODE  the node binary for boundary and the floors (default: node on PATH)
 #   BOUNDARY_NODE_FLAGS  node flags for boundary only (the Dockerfile's are not applied unless given here)
 #   MALLOC_ARENA_MAX  default 2 (the image's setting)
@@ -68,9 +68,9 @@ WORK=$(mktemp -d /tmp/boundary-memory.XXXXXX)
 PEER_DIR=$(mktemp -d /tmp/boundary-memory-peers.XXXXXX)
 trap 'rm -rf "$WORK" "$PEER_DIR"' EXIT
 
-built=0
+# 1 when the build is bundled before it runs: every build but a BOUNDARY_DIST, which runs as it is.
+bundle_it=$BUNDLE
 if [[ -n $BOUNDARY_REF ]]; then
-  built=1
   BOUNDARY_DIST=$("$ROOT/bench/build-ref.sh" "$BOUNDARY_REF" "$WORK/tsc.log") || die "BOUNDARY_REF: cannot build $BOUNDARY_REF"
 elif [[ -z $BOUNDARY_DIST ]]; then
   if ((BUILD)); then
@@ -81,15 +81,18 @@ elif [[ -z $BOUNDARY_DIST ]]; then
     log "building the working tree into $snap"
     "$ROOT/node_modules/.bin/tsc" -p "$snap/tsconfig.json" >"$WORK/tsc.log" 2>&1 || log "tsc reported $(grep -c 'error TS' "$WORK/tsc.log") error(s); running it anyway"
     BOUNDARY_DIST="$snap/dist"
-    built=1
   else
     BOUNDARY_DIST="$ROOT/dist"
   fi
+else
+  bundle_it=0
 fi
 [[ -f $BOUNDARY_DIST/app/main.js || -f $BOUNDARY_DIST/main.js ]] || die "no $BOUNDARY_DIST/app/main.js"
-if ((BUNDLE && built)); then
+if ((bundle_it)); then
   # Beside the build it bundles, laid out as the image's /app: node_modules resolves, ../../package.json is there.
+  # dist/'s bundle goes under bench/out/ instead, as the others do.
   bundled="$(dirname "$BOUNDARY_DIST")/bundle"
+  [[ $BOUNDARY_DIST != "$ROOT/dist" ]] || bundled="$ROOT/bench/out/memory-dist/bundle"
   rm -rf "$bundled" && mkdir -p "$bundled"
   cp "$ROOT/package.json" "$bundled/"
   bundler="$ROOT/scripts/bundle.ts"
