@@ -14,10 +14,12 @@ RUN npx tsc -p tsconfig.json && node --import tsx scripts/bundle.ts dist bundle
 # uid 0 with NET_ADMIN) needs ip and iptables/ip6tables; nothing else in the image uses them.
 FROM node:22-slim
 ENV NODE_ENV=production
-# Memory per sandbox (docs/benchmarks.md#memory): two malloc arenas instead of one per thread that ever allocates.
+# Memory per sandbox (docs/benchmarks.md#memory): two malloc arenas instead of one per thread that ever allocates,
+# and glibc's trim threshold fixed at its default 128 KiB, which freeing a large block at start otherwise raises:
+# the free top of the heap goes back to the kernel (docs/benchmarks.md#glibcs-trim-threshold).
 # No V8 heap flags: --max-semi-space-size=1 saved nothing at idle once V8's memory reducer had run and cost
 # about a third of forward-HTTP throughput (bench/proxy.sh).
-ENV MALLOC_ARENA_MAX=2
+ENV MALLOC_ARENA_MAX=2 MALLOC_TRIM_THRESHOLD_=131072
 RUN apt-get update \
  && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends iproute2 iptables ca-certificates \
  && rm -rf /var/lib/apt/lists/*

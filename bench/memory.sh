@@ -11,7 +11,7 @@
 # its libraries), so its own pages (Private_* of smaps_rollup) are what one more sandbox costs; PSS is printed too.
 # As root, the idle boundary runs in a memory cgroup of its own, and what is charged to it (and the working set
 # Kubernetes reports) is printed; the cgroup is removed after.
-# boundary runs as the image ships it: the tsc build bundled by scripts/bundle.ts, with MALLOC_ARENA_MAX=2.
+# boundary runs as the image ships it: the tsc build bundled by scripts/bundle.ts, with the image's malloc settings.
 # Clients and origin are separate processes (bench/memory/*.mjs). Nothing leaves 127.0.0.1.
 #
 # Usage: bench/memory.sh                                   (RUNS=3 COUNT=10000 or what the fd limit allows)
@@ -32,6 +32,7 @@
 #   BOUNDARY_NODE  the node binary for boundary and the floors (default: node on PATH)
 #   BOUNDARY_NODE_FLAGS  node flags for boundary only (the Dockerfile's are not applied unless given here)
 #   MALLOC_ARENA_MAX  default 2 (the image's setting)
+#   MALLOC_TRIM_THRESHOLD_  default 131072 (the image's setting); empty: unset, glibc's own dynamic threshold
 #   PEERS        peers measured idle, each once (default "squid tinyproxy dnsmasq"; those not installed are skipped)
 #   IDLE_CPU_MS  how long an idle process is watched for its CPU and wakeups (default 20000)
 # Output: a table on stdout; raw samples in bench/out/memory-<timestamp>.json.
@@ -46,6 +47,8 @@ BOUNDARY_DIST=${BOUNDARY_DIST:-}
 BUNDLE=${BUNDLE:-1}
 BOUNDARY_NODE=${BOUNDARY_NODE:-node}
 export MALLOC_ARENA_MAX=${MALLOC_ARENA_MAX:-2}
+MALLOC_TRIM_THRESHOLD_=${MALLOC_TRIM_THRESHOLD_-131072}
+if [[ -n $MALLOC_TRIM_THRESHOLD_ ]]; then export MALLOC_TRIM_THRESHOLD_; else unset MALLOC_TRIM_THRESHOLD_; fi
 STAMP=$(date -u +%Y%m%dT%H%M%SZ)
 
 log() { printf '[memory %s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }

@@ -1,5 +1,5 @@
 // Regression of issue 15, "memory per sandbox": every sandbox pays for its sidecar's RSS. A started `boundary
-// run` (compiled, as the image runs it, with the image's MALLOC_ARENA_MAX and any NODE_OPTIONS read from the
+// run` (compiled, as the image runs it, with the image's malloc settings and any NODE_OPTIONS read from the
 // Dockerfile) sat ~28 MiB above a bare node process with net/tls/http loaded: @peculiar/x509 (~250 modules) for
 // the interception CA, and prom-client's index with @opentelemetry/api for exemplars nobody uses. This bounds
 // idle RSS over that floor (measured in the same test, so a different node binary moves both), and the RSS a
@@ -65,13 +65,13 @@ async function settledRssKb(pid: number): Promise<number> {
   return seen.slice(-3).sort((a, b) => a - b)[1] ?? Number.NaN;
 }
 
-/** NODE_OPTIONS and MALLOC_ARENA_MAX as the runtime stage of the Dockerfile sets them. */
+/** NODE_OPTIONS and the MALLOC_* variables as the runtime stage of the Dockerfile sets them. */
 async function imageEnv(): Promise<NodeJS.ProcessEnv> {
   const dockerfile = await readFile(join(PROJECT_ROOT, 'Dockerfile'), 'utf8');
   const runtime = dockerfile.slice(dockerfile.lastIndexOf('\nFROM '));
   const env: NodeJS.ProcessEnv = { ...process.env, NODE_OPTIONS: '' };
   for (const line of runtime.split('\n').filter((l) => l.startsWith('ENV '))) {
-    for (const [, key, value] of line.matchAll(/(NODE_OPTIONS|MALLOC_ARENA_MAX)=(\S+)/g)) env[key as string] = value;
+    for (const [, key, value] of line.matchAll(/(NODE_OPTIONS|MALLOC_[A-Z_]+)=(\S+)/g)) env[key as string] = value;
   }
   return env;
 }
@@ -135,7 +135,7 @@ describe('issue 15: memory per sandbox', () => {
       const [floorKb, idleKb] = await Promise.all([settledRssKb(floor.pid ?? 0), settledRssKb(pid)]);
       const metrics = await (await fetch(`http://127.0.0.1:${admin.port}/metrics`)).text();
       const heapUsedKb = Number(/^nodejs_heap_size_used_bytes (\S+)/m.exec(metrics)?.[1]) / 1024;
-      t.diagnostic(`idle ${(idleKb / 1024).toFixed(1)} MiB, heap used ${(heapUsedKb / 1024).toFixed(1)} MiB, floor ${(floorKb / 1024).toFixed(1)} MiB, NODE_OPTIONS=${env.NODE_OPTIONS} MALLOC_ARENA_MAX=${env.MALLOC_ARENA_MAX}`);
+      t.diagnostic(`idle ${(idleKb / 1024).toFixed(1)} MiB, heap used ${(heapUsedKb / 1024).toFixed(1)} MiB, floor ${(floorKb / 1024).toFixed(1)} MiB, NODE_OPTIONS=${env.NODE_OPTIONS} MALLOC_ARENA_MAX=${env.MALLOC_ARENA_MAX} MALLOC_TRIM_THRESHOLD_=${env.MALLOC_TRIM_THRESHOLD_}`);
       assert.ok(idleKb - floorKb <= MAX_IDLE_OVER_FLOOR_KB, `idle RSS ${idleKb} KB is ${idleKb - floorKb} KB over the node floor (bound ${MAX_IDLE_OVER_FLOOR_KB})`);
       assert.ok(idleKb <= MAX_IDLE_KB, `idle RSS ${idleKb} KB (bound ${MAX_IDLE_KB})`);
       assert.ok(heapUsedKb <= MAX_IDLE_HEAP_USED_KB, `idle heap used ${heapUsedKb.toFixed(0)} KB (bound ${MAX_IDLE_HEAP_USED_KB})`);
